@@ -1,0 +1,800 @@
+/*
+ * actor.c - actor threads, inboxes, tell/ask, the poll loop.
+ *
+ * See kernel.h for the DESIGN.  Everything below "actor thread" touches
+ * the actor's private fields and runs only on that thread.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <nng/nng.h>
+#include <nng/protocol/pipeline0/pull.h>
+#include <nng/protocol/pipeline0/push.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "actors/kernel/clock.h"
+#include "actors/kernel/kernel_impl.h"
+#include "actors/kernel/log.h"
+
+#define KN_INBOX_DEPTH 1024     /* messages queued per side of an inbox */
+#define KN_SEND_TIMEOUT_MS 5000 /* a full inbox blocks a sender this long */
+#define KN_TRANSIT_MS 2000      /* wait for a committed message in nng */
+#define KN_MSG_REPLIED 1u
+#define KN_MSG_DEFERRED 2u
+
+/* An actor's own async ask, keyed by corr in its asks map. */
+typedef struct kn_async {
+	uint64_t    corr;  /* correlation id */
+	uint64_t    timer; /* deadline timer */
+	kn_reply_fn fn;    /* completion */
+	void       *arg;   /* completion argument */
+} kn_async;
+
+/* ---- sending (any thread) -------------------------------------------- */
+
+static pthread_key_t  send_aio_key;
+static pthread_once_t send_aio_once = PTHREAD_ONCE_INIT;
+
+static void
+send_aio_free(void *aio)
+{
+	nng_aio_free(aio);
+}
+
+static void
+send_aio_key_init(void)
+{
+	(void) pthread_key_create(&send_aio_key, send_aio_free);
+}
+
+/* One send aio per thread, reused: nng_aio_alloc is not free. */
+static nng_aio *
+send_aio(void)
+{
+	nng_aio *aio;
+
+	pthread_once(&send_aio_once, send_aio_key_init);
+	if ((aio = pthread_getspecific(send_aio_key)) == NULL) {
+		if (nng_aio_alloc(&aio, NULL, NULL) != 0) {
+			return (NULL);
+		}
+		pthread_setspecific(send_aio_key, aio);
+	}
+	return (aio);
+}
+
+static int
+msg_write(void *sink, const char *buf, size_t len)
+{
+	return (nng_msg_append(sink, buf, len) != 0 ? -1 : 0);
+}
+
+int
+kn_send_env(kn_actor *to, const codec_env *env, bool force)
+{
+	nng_msg *m;
+	nng_aio *aio;
+	int      rv;
+
+	atomic_fetch_add(&to->senders, 1);
+	if (!force && atomic_load(&to->closing)) {
+		rv = MK_ECLOSED;
+		goto out;
+	}
+	if ((aio = send_aio()) == NULL) {
+		rv = MK_ENOMEM;
+		goto out;
+	}
+	if (nng_msg_alloc(&m, 32 + env->sender_len + env->payload_len) !=
+	    0) {
+		rv = MK_ENOMEM;
+		goto out;
+	}
+	nng_msg_clear(m); /* keep the capacity, start empty */
+	if ((rv = codec_env_encode(env, msg_write, m)) != 0) {
+		nng_msg_free(m);
+		goto out;
+	}
+	nng_aio_set_msg(aio, m);
+	nng_aio_set_timeout(aio, KN_SEND_TIMEOUT_MS);
+	nng_send_aio(to->push, aio);
+	nng_aio_wait(aio);
+	if ((rv = kn_map_nng(nng_aio_result(aio))) != 0) {
+		nng_msg_free(nng_aio_get_msg(aio));
+		nng_aio_set_msg(aio, NULL);
+		goto out;
+	}
+	/* Committed: count it.  Cannot fail short of 2^64 messages. */
+	(void) eventfd_write(to->wake_fd, 1);
+out:
+	atomic_fetch_sub(&to->senders, 1);
+	return (rv);
+}
+
+int
+kn_tell(kn_actor *to, kn_actor *from, uint32_t type, const void *payload,
+    size_t len)
+{
+	codec_env env = {
+		.type        = type,
+		.sender      = from != NULL ? from->name : "",
+		.sender_len  = from != NULL ? strlen(from->name) : 0,
+		.payload     = payload,
+		.payload_len = len,
+	};
+
+	if (type == MSG_TERM || type == MSG_REPLY) {
+		return (MK_EINVAL); /* the kernel's own */
+	}
+	return (kn_send_env(to, &env, false));
+}
+
+int
+kn_ask(kn_actor *to, uint32_t type, const void *payload, size_t len,
+    int timeout_ms, kn_answer *out)
+{
+	kn_kernel         *k = to->k;
+	kn_pending         p = {.kind = KN_PENDING_SLOT};
+	pthread_condattr_t ca;
+	struct timespec    ts;
+	codec_env          env;
+	int64_t            deadline;
+	int                rv;
+
+	memset(out, 0, sizeof(*out));
+	if (timeout_ms <= 0 || type == MSG_TERM || type == MSG_REPLY) {
+		return (MK_EINVAL);
+	}
+	deadline = kn_deadline_ns(timeout_ms);
+	p.corr   = atomic_fetch_add(&k->next_corr, 1) + 1;
+	pthread_mutex_init(&p.mtx, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p.cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if ((rv = kn_pending_add(k, &p)) != 0) {
+		goto done;
+	}
+	atomic_fetch_add(&k->n_asks, 1);
+	env = (codec_env) {
+		.type        = type,
+		.corr        = p.corr,
+		.sender      = "",
+		.deadline    = deadline,
+		.payload     = payload,
+		.payload_len = len,
+	};
+	if ((rv = kn_send_env(to, &env, false)) != 0 &&
+	    kn_pending_take(k, p.corr) != NULL) {
+		goto done; /* never sent, nobody else has it */
+	}
+	ts.tv_sec  = deadline / KN_NS_PER_S;
+	ts.tv_nsec = deadline % KN_NS_PER_S;
+	pthread_mutex_lock(&p.mtx);
+	while (!p.done) {
+		if (pthread_cond_timedwait(&p.cv, &p.mtx, &ts) == ETIMEDOUT) {
+			break;
+		}
+	}
+	pthread_mutex_unlock(&p.mtx);
+	if (!p.done && kn_pending_take(k, p.corr) != NULL) {
+		rv = MK_ETIMEDOUT; /* we took it back: a reply is late */
+		goto done;
+	}
+	/* Someone took it and is completing it right now. */
+	pthread_mutex_lock(&p.mtx);
+	while (!p.done) {
+		pthread_cond_wait(&p.cv, &p.mtx);
+	}
+	pthread_mutex_unlock(&p.mtx);
+	rv          = p.status;
+	out->status = p.status;
+	out->data   = p.data;
+	out->len    = p.len;
+done:
+	pthread_cond_destroy(&p.cv);
+	pthread_mutex_destroy(&p.mtx);
+	return (rv);
+}
+
+/* ---- lifetime (any thread) ------------------------------------------- */
+
+kn_actor *
+kn_actor_hold(kn_actor *a)
+{
+	atomic_fetch_add(&a->refs, 1);
+	return (a);
+}
+
+void
+kn_actor_release(kn_actor **ap)
+{
+	kn_actor *a = *ap;
+
+	*ap = NULL;
+	if (a == NULL || atomic_fetch_sub(&a->refs, 1) != 1) {
+		return;
+	}
+	nng_close(a->push);
+	if (!a->joined) {
+		nng_close(a->pull); /* no thread ran to close it */
+	}
+	close(a->wake_fd);
+	pthread_cond_destroy(&a->ready_cv);
+	pthread_mutex_destroy(&a->stop_mtx);
+	kn_kernel_release(a->k);
+	free(a);
+}
+
+const char *
+kn_actor_name(const kn_actor *a)
+{
+	return (a->name);
+}
+
+kn_kernel *
+kn_actor_kernel(const kn_actor *a)
+{
+	return (a->k);
+}
+
+uint64_t
+kn_actor_errors(const kn_actor *a)
+{
+	return (atomic_load(&a->n_errors));
+}
+
+/* ---- actor thread ---------------------------------------------------- */
+
+static void
+async_timeout(kn_actor *self, void *arg)
+{
+	kn_async   *as = arg;
+	kn_pending *p;
+
+	kn_idmap_del(&self->asks, as->corr);
+	if ((p = kn_pending_take(self->k, as->corr)) != NULL) {
+		kn_actor_release(&p->asker);
+		free(p);
+	}
+	as->fn(self, as->arg, MK_ETIMEDOUT, NULL, 0);
+	free(as);
+}
+
+uint64_t
+kn_timer_add(kn_actor *self, int64_t delay_ms, kn_tick_fn fn, void *arg)
+{
+	int64_t when = kn_now_ns() + (delay_ms > 0 ? delay_ms : 0) * KN_NS_PER_MS;
+
+	return (kn_timers_add(&self->timers, when, fn, arg));
+}
+
+int
+kn_timer_cancel(kn_actor *self, uint64_t id)
+{
+	return (kn_timers_cancel(&self->timers, id));
+}
+
+int
+kn_ask_async(kn_actor *self, kn_actor *to, uint32_t type,
+    const void *payload, size_t len, int timeout_ms, kn_reply_fn fn,
+    void *arg)
+{
+	kn_kernel  *k = self->k;
+	kn_async   *as;
+	kn_pending *p;
+	codec_env   env;
+	int64_t     deadline;
+	int         rv;
+
+	if (timeout_ms <= 0 || type == MSG_TERM || type == MSG_REPLY) {
+		return (MK_EINVAL);
+	}
+	as = calloc(1, sizeof(*as));
+	p  = calloc(1, sizeof(*p));
+	if (as == NULL || p == NULL) {
+		rv = MK_ENOMEM;
+		goto fail;
+	}
+	deadline = kn_deadline_ns(timeout_ms);
+	as->corr = p->corr = atomic_fetch_add(&k->next_corr, 1) + 1;
+	as->fn             = fn;
+	as->arg            = arg;
+	p->kind            = KN_PENDING_ACTOR;
+	p->asker           = kn_actor_hold(self);
+	as->timer = kn_timers_add(&self->timers, deadline, async_timeout, as);
+	if (as->timer == 0) {
+		rv = MK_ENOMEM;
+		goto fail;
+	}
+	if ((rv = kn_idmap_put(&self->asks, as->corr, as)) != 0) {
+		goto fail;
+	}
+	if ((rv = kn_pending_add(k, p)) != 0) {
+		kn_idmap_del(&self->asks, as->corr);
+		goto fail;
+	}
+	atomic_fetch_add(&k->n_asks, 1);
+	env = (codec_env) {
+		.type        = type,
+		.corr        = as->corr,
+		.sender      = self->name,
+		.sender_len  = strlen(self->name),
+		.deadline    = deadline,
+		.payload     = payload,
+		.payload_len = len,
+	};
+	if ((rv = kn_send_env(to, &env, false)) != 0) {
+		if (kn_pending_take(k, as->corr) == NULL) {
+			p = NULL; /* closing took it and replied */
+		}
+		kn_idmap_del(&self->asks, as->corr);
+		goto fail;
+	}
+	return (0);
+fail:
+	if (as != NULL && as->timer != 0) {
+		kn_timers_cancel(&self->timers, as->timer);
+	}
+	if (p != NULL && p->asker != NULL) {
+		kn_actor_release(&p->asker);
+	}
+	free(p);
+	free(as);
+	return (rv);
+}
+
+int
+kn_reply(kn_actor *self, kn_msg *msg, int status, const void *data,
+    size_t len)
+{
+	if (msg->env.corr == 0 ||
+	    (msg->flags & (KN_MSG_REPLIED | KN_MSG_DEFERRED)) != 0) {
+		return (MK_EINVAL);
+	}
+	msg->flags |= KN_MSG_REPLIED;
+	(void) kn_reply_corr(self->k, msg->env.corr, status, data, len);
+	return (0);
+}
+
+uint64_t
+kn_defer(kn_msg *msg)
+{
+	assert(msg->env.corr != 0 && (msg->flags & KN_MSG_REPLIED) == 0);
+	msg->flags |= KN_MSG_DEFERRED;
+	return (msg->env.corr);
+}
+
+int
+kn_watch_fd(kn_actor *self, int fd, short events, kn_fd_fn fn, void *arg)
+{
+	for (unsigned i = 0; i < self->nwatches; i++) {
+		if (self->watches[i].fd == fd) {
+			return (MK_EEXIST);
+		}
+	}
+	if (self->nwatches == self->capwatches) {
+		unsigned  ncap = self->capwatches ? self->capwatches * 2 : 4;
+		kn_watch *nw   = realloc(self->watches, ncap * sizeof(*nw));
+		if (nw == NULL) {
+			return (MK_ENOMEM);
+		}
+		self->watches    = nw;
+		self->capwatches = ncap;
+	}
+	self->watches[self->nwatches++] = (kn_watch) {fd, events, fn, arg};
+	return (0);
+}
+
+int
+kn_unwatch_fd(kn_actor *self, int fd)
+{
+	for (unsigned i = 0; i < self->nwatches; i++) {
+		if (self->watches[i].fd == fd) {
+			self->watches[i] = self->watches[--self->nwatches];
+			return (0);
+		}
+	}
+	return (MK_ENOENT);
+}
+
+static void
+on_reply(kn_actor *self, kn_msg *msg)
+{
+	kn_async *as = kn_idmap_del(&self->asks, msg->env.corr);
+
+	if (as == NULL) {
+		atomic_fetch_add(&self->k->n_late, 1); /* its deadline won */
+		return;
+	}
+	kn_timers_cancel(&self->timers, as->timer);
+	as->fn(self, as->arg, msg->env.status, msg->env.payload,
+	    msg->env.payload_len);
+	free(as);
+}
+
+/* Handles one message; while closing, asks get MK_ECLOSED instead. */
+static void
+dispatch(kn_actor *self, kn_msg *msg, bool closing)
+{
+	kn_kernel *k = self->k;
+	int        rv;
+
+	switch (msg->env.type) {
+	case MSG_TERM:
+		self->terminated = true;
+		return;
+	case MSG_REPLY:
+		on_reply(self, msg);
+		return;
+	default:
+		break;
+	}
+	if (closing) {
+		if (msg->env.corr != 0) {
+			kn_reply(self, msg, MK_ECLOSED, NULL, 0);
+		}
+		return;
+	}
+	if (msg->env.corr != 0 && msg->env.deadline != 0 &&
+	    kn_now_ns() > msg->env.deadline) {
+		atomic_fetch_add(&k->n_expired, 1);
+		kn_reply(self, msg, MK_ETIMEDOUT, NULL, 0);
+		return;
+	}
+	atomic_fetch_add_explicit(&k->n_messages, 1, memory_order_relaxed);
+	rv = self->ops->handle(self, self->state, msg);
+	if (rv != 0) {
+		atomic_fetch_add(&k->n_errors, 1);
+		atomic_fetch_add(&self->n_errors, 1);
+		KN_ERROR("kernel", "actor %s: handler for message %s failed: %s",
+		    self->name, codec_msg_name(msg->env.type),
+		    mk_strerror(rv));
+	}
+	if (msg->env.corr != 0 &&
+	    (msg->flags & (KN_MSG_REPLIED | KN_MSG_DEFERRED)) == 0) {
+		if (rv == 0) {
+			KN_ERROR("kernel",
+			    "actor %s: ask %s returned without a reply",
+			    self->name, codec_msg_name(msg->env.type));
+			rv = MK_EINTERNAL;
+		}
+		kn_reply(self, msg, rv, NULL, 0);
+	}
+}
+
+/*
+ * Receives one committed message; wait_ms bounds the wait for one still
+ * inside nng.  Returns 0 with *mp set, or an nng-mapped error.
+ */
+static int
+recv_one(kn_actor *self, nng_msg **mp, int wait_ms)
+{
+	int rv;
+
+	nng_aio_set_timeout(self->rx_aio, wait_ms);
+	nng_recv_aio(self->pull, self->rx_aio);
+	nng_aio_wait(self->rx_aio);
+	if ((rv = nng_aio_result(self->rx_aio)) != 0) {
+		return (kn_map_nng(rv));
+	}
+	*mp = nng_aio_get_msg(self->rx_aio);
+	nng_aio_set_msg(self->rx_aio, NULL);
+	return (0);
+}
+
+/* Receives and dispatches the whole backlog (a batch per wake-up). */
+static void
+drain(kn_actor *self, bool closing)
+{
+	eventfd_t n;
+
+	if (eventfd_read(self->wake_fd, &n) == 0) {
+		self->backlog += n;
+	}
+	while (self->backlog != 0) {
+		nng_msg *m = NULL;
+		kn_msg   msg;
+		int      rv;
+
+		if (recv_one(self, &m, NNG_DURATION_ZERO) != 0 &&
+		    (rv = recv_one(self, &m, KN_TRANSIT_MS)) != 0) {
+			KN_ERROR("kernel",
+			    "actor %s: %llu committed messages not received: "
+			    "%s",
+			    self->name, (unsigned long long) self->backlog,
+			    mk_strerror(rv));
+			return; /* retried on the next wake-up */
+		}
+		self->backlog--;
+		memset(&msg, 0, sizeof(msg));
+		if (codec_env_decode(&msg.env, nng_msg_body(m),
+		        nng_msg_len(m)) != 0) {
+			/* Only the kernel encodes these: a bug. */
+			assert(!"malformed internal envelope");
+			nng_msg_free(m);
+			continue;
+		}
+		dispatch(self, &msg, closing || self->terminated);
+		nng_msg_free(m);
+	}
+}
+
+static int
+loop_wait(kn_actor *self, struct pollfd *fds, unsigned nfds, int timeout)
+{
+	if (self->ops->wait != NULL) {
+		return (self->ops->wait(self, self->state, fds, nfds, timeout));
+	}
+	return (poll(fds, nfds, timeout));
+}
+
+static void
+run_loop(kn_actor *self)
+{
+	struct pollfd *fds = NULL;
+	unsigned       cap = 0;
+
+	while (!self->terminated) {
+		unsigned nfds = 1 + self->nwatches;
+		int64_t  next = kn_timers_next(&self->timers);
+		int      timeout = -1;
+		int      n;
+
+		if (nfds > cap) {
+			struct pollfd *nf = realloc(fds, nfds * sizeof(*nf));
+			if (nf == NULL) {
+				KN_ERROR("kernel", "actor %s: out of memory",
+				    self->name);
+				nfds = 1; /* keep serving the inbox */
+			} else {
+				fds = nf;
+				cap = nfds;
+			}
+		}
+		fds[0] = (struct pollfd) {self->wake_fd, POLLIN, 0};
+		for (unsigned i = 1; i < nfds; i++) {
+			fds[i] = (struct pollfd) {self->watches[i - 1].fd,
+				self->watches[i - 1].events, 0};
+		}
+		if (next >= 0) {
+			int64_t left = next - kn_now_ns();
+			timeout      = left <= 0 ? 0
+			                         : (int) ((left + KN_NS_PER_MS - 1) /
+			                               KN_NS_PER_MS);
+		}
+		if (self->backlog != 0 && (timeout < 0 || timeout > 10)) {
+			timeout = 10; /* a message is late inside nng */
+		}
+		n = loop_wait(self, fds, nfds, timeout);
+		if (n < 0 && errno != EINTR) {
+			KN_ERROR("kernel", "actor %s: wait failed: %s",
+			    self->name, strerror(errno));
+			break;
+		}
+		if ((n > 0 && (fds[0].revents & POLLIN) != 0) ||
+		    self->backlog != 0) {
+			drain(self, false);
+		}
+		kn_timers_run(&self->timers, kn_now_ns(), self);
+		/* Watches may change in callbacks: match by fd. */
+		for (unsigned i = 1; n > 0 && i < nfds; i++) {
+			if (fds[i].revents == 0) {
+				continue;
+			}
+			for (unsigned j = 0; j < self->nwatches; j++) {
+				if (self->watches[j].fd == fds[i].fd) {
+					kn_watch w = self->watches[j];
+					w.fn(self, w.arg, fds[i].revents);
+					break;
+				}
+			}
+		}
+	}
+	free(fds);
+}
+
+/* After TERM: wait out senders still inside a send, answer what they
+ * committed, and end every async ask of our own. */
+static void
+shut_down(kn_actor *self)
+{
+	kn_async *as;
+
+	for (;;) {
+		bool quiet = atomic_load(&self->senders) == 0;
+
+		drain(self, true);
+		if (quiet && self->backlog == 0) {
+			break;
+		}
+		if (!quiet) {
+			struct pollfd pfd = {self->wake_fd, POLLIN, 0};
+			(void) poll(&pfd, 1, 1); /* a sender is mid-send */
+		}
+	}
+	while ((as = kn_idmap_pop(&self->asks, NULL)) != NULL) {
+		kn_pending *p = kn_pending_take(self->k, as->corr);
+		if (p != NULL) {
+			kn_actor_release(&p->asker);
+			free(p);
+		}
+		kn_timers_cancel(&self->timers, as->timer);
+		as->fn(self, as->arg, MK_ECLOSED, NULL, 0);
+		free(as);
+	}
+}
+
+static void *
+actor_main(void *arg)
+{
+	kn_actor *self = arg;
+	int       rv;
+
+	rv = nng_aio_alloc(&self->rx_aio, NULL, NULL) != 0
+	    ? MK_ENOMEM
+	    : self->ops->init != NULL
+	    ? self->ops->init(self, self->arg, &self->state)
+	    : 0;
+	pthread_mutex_lock(&self->stop_mtx);
+	self->start_rc = rv;
+	self->ready    = true;
+	pthread_cond_signal(&self->ready_cv);
+	pthread_mutex_unlock(&self->stop_mtx);
+	if (rv == 0) {
+		KN_DEBUG("kernel", "actor %s ready", self->name);
+		run_loop(self);
+		shut_down(self);
+		if (self->ops->fini != NULL) {
+			self->ops->fini(self, self->state);
+		}
+		KN_DEBUG("kernel", "actor %s stopped", self->name);
+	}
+	/* Armed timers are discarded without firing (see kernel.h). */
+	kn_timers_fini(&self->timers);
+	kn_idmap_fini(&self->asks);
+	free(self->watches);
+	nng_close(self->pull);
+	if (self->rx_aio != NULL) {
+		nng_aio_free(self->rx_aio);
+	}
+	return (NULL);
+}
+
+static int
+open_inbox(kn_actor *a)
+{
+	char url[96];
+	int  rv;
+
+	snprintf(url, sizeof(url), "inproc://mcpkeep-%u/%llu", a->k->id,
+	    (unsigned long long) a->id);
+	if ((rv = nng_pull0_open(&a->pull)) != 0 ||
+	    (rv = nng_push0_open(&a->push)) != 0 ||
+	    (rv = nng_socket_set_int(a->pull, NNG_OPT_RECVBUF,
+	         KN_INBOX_DEPTH)) != 0 ||
+	    (rv = nng_socket_set_int(a->push, NNG_OPT_SENDBUF,
+	         KN_INBOX_DEPTH)) != 0 ||
+	    (rv = nng_listen(a->pull, url, NULL, 0)) != 0 ||
+	    (rv = nng_dial(a->push, url, NULL, 0)) != 0) {
+		return (kn_map_nng(rv));
+	}
+	if ((a->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+		return (MK_ESYS);
+	}
+	return (0);
+}
+
+static int
+valid_name(const char *name)
+{
+	size_t n = name != NULL ? strlen(name) : 0;
+
+	if (n == 0 || n > KN_NAME_MAX) {
+		return (0);
+	}
+	for (const char *p = name; *p != '\0'; p++) {
+		if (*p <= ' ' || *p == 0x7f) {
+			return (0);
+		}
+	}
+	return (1);
+}
+
+int
+kn_spawn(kn_kernel *k, const char *name, const kn_actor_ops *ops,
+    void *arg, kn_actor **ap)
+{
+	kn_actor      *a;
+	pthread_attr_t attr;
+	int            rv;
+
+	*ap = NULL;
+	if (!valid_name(name) || ops == NULL || ops->handle == NULL) {
+		return (MK_EINVAL);
+	}
+	if ((a = calloc(1, sizeof(*a))) == NULL) {
+		return (MK_ENOMEM);
+	}
+	kn_kernel_hold(k);
+	a->k  = k;
+	a->id = atomic_fetch_add(&k->next_actor, 1) + 1;
+	snprintf(a->name, sizeof(a->name), "%s", name);
+	atomic_init(&a->refs, 1);
+	a->ops     = ops;
+	a->arg     = arg;
+	a->wake_fd = -1;
+	pthread_mutex_init(&a->stop_mtx, NULL);
+	pthread_cond_init(&a->ready_cv, NULL);
+	if ((rv = open_inbox(a)) != 0) {
+		goto fail;
+	}
+	if ((rv = kn_registry_add(k, a)) != 0) {
+		goto fail;
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, k->stack_size);
+	rv = pthread_create(&a->thread, &attr, actor_main, a);
+	pthread_attr_destroy(&attr);
+	if (rv != 0) {
+		kn_registry_remove(k, a);
+		rv = MK_ESYS;
+		goto fail;
+	}
+	pthread_mutex_lock(&a->stop_mtx);
+	while (!a->ready) {
+		pthread_cond_wait(&a->ready_cv, &a->stop_mtx);
+	}
+	rv = a->start_rc;
+	pthread_mutex_unlock(&a->stop_mtx);
+	if (rv != 0) {
+		pthread_join(a->thread, NULL);
+		a->joined = true;
+		kn_registry_remove(k, a);
+		goto fail;
+	}
+	*ap = a;
+	return (0);
+fail:
+	kn_actor_release(&a);
+	return (rv);
+}
+
+int
+kn_stop(kn_actor *a)
+{
+	codec_env term = {.type = MSG_TERM, .sender = ""};
+
+	if (pthread_equal(pthread_self(), a->thread)) {
+		return (MK_EINVAL);
+	}
+	pthread_mutex_lock(&a->stop_mtx);
+	if (!a->joined) {
+		atomic_store(&a->closing, true);
+		/* TERM queues behind what is already there; forced past
+		 * closing.  It can only fail if nng runs out of memory,
+		 * and then retrying is all we can do. */
+		while (kn_send_env(a, &term, true) != 0) {
+			KN_ERROR("kernel", "actor %s: cannot queue TERM",
+			    a->name);
+		}
+		pthread_join(a->thread, NULL);
+		a->joined = true;
+	}
+	pthread_mutex_unlock(&a->stop_mtx);
+	kn_registry_remove(a->k, a);
+	return (0);
+}
+
+void
+kn_actor_destroy(kn_actor **ap)
+{
+	if (ap == NULL || *ap == NULL) {
+		return;
+	}
+	kn_stop(*ap);
+	kn_actor_release(ap);
+}

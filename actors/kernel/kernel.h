@@ -1,0 +1,213 @@
+/*
+ * kernel.h - the actor kernel: threads with one inbox each.
+ *
+ * The kernel knows nothing of MCP.  An actor is one thread plus one inbox,
+ * an nng pull0 socket listening on a private inproc address; every sender
+ * shares the actor's one push0 socket dialled to it (nng sockets are
+ * thread-safe).  A sender writes the message, then adds 1 to the actor's
+ * eventfd: that eventfd is the actor's only file descriptor and its only
+ * wake-up, and its count tells the actor how many messages are committed
+ * (a message can still be inside nng when the count arrives, so the actor
+ * receives exactly that many, waiting briefly for one in transit).
+ *
+ * DESIGN
+ *   threads   one per actor; callers of kn_ask/kn_tell are any thread.
+ *   ordering  messages from one sender thread to one actor arrive in the
+ *             order sent (one push socket, one pipe, FIFO queues).
+ *   loop      wait (poll(2), or the actor's own wait such as
+ *             curl_multi_poll) on the eventfd, the actor's watched fds and
+ *             its next timer; then drain the inbox in a batch, fire due
+ *             timers, dispatch fd events.
+ *   asks      every ask has a deadline.  A blocking ask waits on a slot
+ *             (mutex + condvar) that the replier completes directly: one
+ *             nng hop per round trip.  An actor's async ask is answered by
+ *             a MSG_REPLY in its own inbox, or by its own deadline timer;
+ *             whichever comes second is dropped and counted as late.
+ *   stop      closing is set, TERM is queued behind everything already
+ *             sent; after TERM the actor waits for senders still inside
+ *             kn_tell, receives what they committed, answers every ask
+ *             with MK_ECLOSED, calls its async-ask callbacks with
+ *             MK_ECLOSED, runs fini and exits; stop joins the thread.
+ *   lifetime  actors are reference counted (owner, registry, lookups,
+ *             in-flight asks); the kernel is reference counted by its
+ *             actors, so no pointer outlives what it points to.
+ */
+#ifndef KN_KERNEL_H
+#define KN_KERNEL_H
+
+#include <poll.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec/envelope.h"
+#include "codec/msg.h"
+#include "mcpkeep.h"
+
+#define KN_NAME_MAX CODEC_SENDER_MAX
+#define KN_STACK_DEFAULT (256u * 1024u)
+#define KN_STACK_MIN (64u * 1024u)
+
+typedef struct kn_kernel kn_kernel;
+typedef struct kn_actor  kn_actor;
+
+/* A message as a handler sees it.  Valid only during the handler call. */
+typedef struct kn_msg {
+	codec_env env;   /* the decoded envelope; pointers into the message */
+	unsigned  flags; /* kernel bookkeeping (replied, deferred) */
+} kn_msg;
+
+/*
+ * The behaviour of an actor.  Every callback runs on the actor's own
+ * thread and may touch its state without locks.
+ */
+typedef struct kn_actor_ops {
+	/* init: before READY; sets *statep.  Non-zero fails the spawn. */
+	int (*init)(kn_actor *self, void *arg, void **statep);
+	/* handle: one message.  Non-zero is a handler error: logged, counted,
+	 * and, for an ask not yet answered, replied as the ask's status. */
+	int (*handle)(kn_actor *self, void *state, kn_msg *msg);
+	/* fini: after the loop, before the thread exits.  Frees state and
+	 * whatever the actor's timers and watches held. */
+	void (*fini)(kn_actor *self, void *state);
+	/* wait: optional replacement for poll(2) with the same contract,
+	 * e.g. a wrapper of curl_multi_poll(); it sets revents. */
+	int (*wait)(kn_actor *self, void *state, struct pollfd *fds,
+	    unsigned nfds, int timeout_ms);
+} kn_actor_ops;
+
+/* The answer to a blocking ask: data is malloc'd, the caller frees it. */
+typedef struct kn_answer {
+	int    status; /* the replier's status (mk_err) */
+	void  *data;   /* reply payload or NULL */
+	size_t len;    /* bytes in data */
+} kn_answer;
+
+/* Async ask completion: runs once on the asking actor's thread. */
+typedef void (*kn_reply_fn)(kn_actor *self, void *arg, int status,
+    const void *data, size_t len);
+/* Timer callback: runs on the actor's thread. */
+typedef void (*kn_tick_fn)(struct kn_actor *self, void *arg);
+/* Watched-fd callback: runs on the actor's thread with poll's revents. */
+typedef void (*kn_fd_fn)(kn_actor *self, void *arg, short revents);
+
+/*
+ * kn_kernel_open creates a kernel.  stack_size 0 means KN_STACK_DEFAULT.
+ * Returns 0, MK_EINVAL (stack below KN_STACK_MIN) or MK_ENOMEM.
+ */
+int kn_kernel_open(kn_kernel **kp, size_t stack_size);
+
+/*
+ * kn_kernel_close stops every actor still running (newest first), answers
+ * every ask still pending with MK_ECLOSED, drops the caller's reference
+ * and nulls *kp.  Blocks until the actors have exited.  Not from an actor.
+ */
+void kn_kernel_close(kn_kernel **kp);
+
+/* kn_kernel_stats fills the kernel's counters.  Never blocks. */
+void kn_kernel_stats(kn_kernel *k, mk_stats *out);
+
+/*
+ * kn_spawn starts an actor named name (unique in the kernel).  Blocks until
+ * its init ran and it signalled READY.  On success *ap holds the owner's
+ * reference (release with kn_actor_destroy).  Returns 0, MK_EINVAL (bad
+ * name), MK_EEXIST, MK_ECLOSED (kernel closing), MK_ENOMEM, MK_ESYS, or
+ * init's own failure.
+ */
+int kn_spawn(kn_kernel *k, const char *name, const kn_actor_ops *ops,
+    void *arg, kn_actor **ap);
+
+/*
+ * kn_stop stops the actor (see DESIGN) and joins its thread.  Blocks.
+ * Idempotent; any thread but the actor's own.  Returns 0 or MK_EINVAL when
+ * called from the actor itself.
+ */
+int kn_stop(kn_actor *a);
+
+/* kn_actor_destroy stops the actor if needed, drops the reference and
+ * nulls *ap.  Safe with NULL. */
+void kn_actor_destroy(kn_actor **ap);
+
+/* kn_lookup finds a running actor by name and takes a reference for the
+ * caller (release with kn_actor_release).  Returns 0 or MK_ENOENT. */
+int kn_lookup(kn_kernel *k, const char *name, kn_actor **ap);
+
+/* kn_actor_hold takes another reference; kn_actor_release drops one and
+ * nulls *ap. */
+kn_actor *kn_actor_hold(kn_actor *a);
+void      kn_actor_release(kn_actor **ap);
+
+/* Accessors; any thread. */
+const char *kn_actor_name(const kn_actor *a);
+kn_kernel  *kn_actor_kernel(const kn_actor *a);
+/* Handler errors this actor reported so far. */
+uint64_t kn_actor_errors(const kn_actor *a);
+
+/*
+ * kn_tell queues a one-way message.  from is the sending actor or NULL.
+ * Blocks only while the inbox is full, at most a few seconds.  payload is
+ * copied.  Returns 0, MK_ECLOSED (the actor is stopping), MK_ETIMEDOUT
+ * (inbox full too long), MK_ETOOBIG or MK_ENOMEM.
+ */
+int kn_tell(kn_actor *to, kn_actor *from, uint32_t type,
+    const void *payload, size_t len);
+
+/*
+ * kn_ask sends a request and waits for its reply, at most timeout_ms.  Any
+ * thread that is not an actor (an actor uses kn_ask_async).  When a reply
+ * came, *out holds it (out->data is the caller's, even on an error status)
+ * and the reply's status is returned; an actor that is stopping answers
+ * MK_ECLOSED.  Otherwise returns MK_ETIMEDOUT, MK_ECLOSED, MK_EINVAL
+ * (timeout <= 0), MK_ETOOBIG or MK_ENOMEM with *out empty.
+ */
+int kn_ask(kn_actor *to, uint32_t type, const void *payload, size_t len,
+    int timeout_ms, kn_answer *out);
+
+/*
+ * kn_ask_async sends a request from actor self.  Never blocks on the
+ * reply: fn runs exactly once on self's thread - with the reply, with
+ * MK_ETIMEDOUT at the deadline, or with MK_ECLOSED when self stops.  Actor
+ * thread only.  Returns 0, or an error as kn_tell (then fn never runs).
+ */
+int kn_ask_async(kn_actor *self, kn_actor *to, uint32_t type,
+    const void *payload, size_t len, int timeout_ms, kn_reply_fn fn,
+    void *arg);
+
+/*
+ * kn_reply answers the ask msg (once).  Handler only.  data is copied.
+ * Returns 0, or MK_EINVAL (not an ask, or already answered).
+ */
+int kn_reply(kn_actor *self, kn_msg *msg, int status, const void *data,
+    size_t len);
+
+/*
+ * kn_defer keeps the ask msg open after the handler returns and gives its
+ * correlation id, to answer later with kn_reply_corr.  Handler only.
+ */
+uint64_t kn_defer(kn_msg *msg);
+
+/*
+ * kn_reply_corr answers a deferred ask.  Any thread.  A reply whose asker
+ * gave up (deadline passed, or closed) is dropped and counted as late.
+ * Returns 0, or MK_ENOENT when it was late.
+ */
+int kn_reply_corr(kn_kernel *k, uint64_t corr, int status, const void *data,
+    size_t len);
+
+/* kn_timer_add arms a one-shot timer on self, delay_ms from now.  Actor
+ * thread only.  Returns its id, or 0 when out of memory.  Timers still
+ * armed at stop are discarded without firing. */
+uint64_t kn_timer_add(kn_actor *self, int64_t delay_ms, kn_tick_fn fn,
+    void *arg);
+
+/* kn_timer_cancel disarms a timer; 0, or MK_ENOENT if it already fired. */
+int kn_timer_cancel(kn_actor *self, uint64_t id);
+
+/* kn_watch_fd adds fd to the actor's wait (at most one watch per fd).
+ * Actor thread only.  Returns 0, MK_EEXIST or MK_ENOMEM. */
+int kn_watch_fd(kn_actor *self, int fd, short events, kn_fd_fn fn,
+    void *arg);
+
+/* kn_unwatch_fd removes the watch on fd; 0 or MK_ENOENT. */
+int kn_unwatch_fd(kn_actor *self, int fd);
+
+#endif /* KN_KERNEL_H */

@@ -1,0 +1,324 @@
+/*
+ * codec_test.c - envelope round trips and hostile input.
+ */
+#include <msgpack.h>
+#include <stdint.h>
+
+#include "codec/envelope.h"
+#include "codec/mpcheck.h"
+#include "codec/msg.h"
+#include "mcpkeep.h"
+#include "testutil.h"
+
+typedef struct buf {
+	char  *p;
+	size_t len;
+	size_t cap;
+} buf;
+
+static int
+buf_write(void *sink, const char *data, size_t len)
+{
+	buf *b = sink;
+
+	if (b->len + len > b->cap) {
+		size_t ncap = (b->len + len) * 2;
+		char  *np   = realloc(b->p, ncap);
+		if (np == NULL) {
+			return (-1);
+		}
+		b->p   = np;
+		b->cap = ncap;
+	}
+	memcpy(b->p + b->len, data, len);
+	b->len += len;
+	return (0);
+}
+
+static void
+round_trip_every_type(void)
+{
+	static const uint8_t payload[] = {0x93, 1, 2, 3, 0, 0xff};
+
+	for (uint32_t t = MSG_NONE + 1; t < MSG_COUNT; t++) {
+		codec_env in = {
+			.type        = t,
+			.corr        = UINT64_MAX - t,
+			.sender      = "supervisor",
+			.sender_len  = 10,
+			.deadline    = INT64_MAX - t,
+			.status      = -(int32_t) t,
+			.payload     = payload,
+			.payload_len = sizeof(payload),
+		};
+		codec_env out;
+		buf       b = {0};
+
+		CHECK(strcmp(codec_msg_name(t), "?") != 0);
+		CHECK_EQ(codec_env_encode(&in, buf_write, &b), 0);
+		CHECK_EQ(codec_env_decode(&out, b.p, b.len), 0);
+		CHECK_EQ(out.type, t);
+		CHECK(out.corr == in.corr);
+		CHECK_EQ(out.sender_len, 10);
+		CHECK(memcmp(out.sender, "supervisor", 10) == 0);
+		CHECK_EQ(out.deadline, in.deadline);
+		CHECK_EQ(out.status, in.status);
+		CHECK_EQ(out.payload_len, sizeof(payload));
+		CHECK(memcmp(out.payload, payload, sizeof(payload)) == 0);
+		free(b.p);
+	}
+}
+
+static void
+empty_fields(void)
+{
+	codec_env in = {.type = MSG_TERM, .sender = ""};
+	codec_env out;
+	buf       b = {0};
+
+	CHECK_EQ(codec_env_encode(&in, buf_write, &b), 0);
+	CHECK_EQ(codec_env_decode(&out, b.p, b.len), 0);
+	CHECK_EQ(out.type, MSG_TERM);
+	CHECK_EQ(out.corr, 0);
+	CHECK_EQ(out.sender_len, 0);
+	CHECK(out.payload == NULL);
+	CHECK_EQ(out.payload_len, 0);
+	free(b.p);
+}
+
+static void
+truncated_everywhere(void)
+{
+	uint8_t   payload[300];
+	codec_env in = {
+		.type        = MSG_PING,
+		.corr        = 77,
+		.sender      = "a",
+		.sender_len  = 1,
+		.deadline    = 123456789,
+		.payload     = payload,
+		.payload_len = sizeof(payload),
+	};
+	codec_env out;
+	buf       b = {0};
+
+	memset(payload, 0xab, sizeof(payload));
+	CHECK_EQ(codec_env_encode(&in, buf_write, &b), 0);
+	for (size_t n = 0; n < b.len; n++) {
+		/* a heap copy of exactly n bytes lets ASan catch overreads */
+		char *cut = malloc(n ? n : 1);
+		memcpy(cut, b.p, n);
+		CHECK_EQ(codec_env_decode(&out, cut, n), MK_EPROTO);
+		CHECK(out.type == 0 && out.payload == NULL);
+		free(cut);
+	}
+	/* trailing garbage */
+	buf_write(&b, "\x01", 1);
+	CHECK_EQ(codec_env_decode(&out, b.p, b.len), MK_EPROTO);
+	free(b.p);
+}
+
+static void
+encode_limits(void)
+{
+	char      sender[CODEC_SENDER_MAX + 2];
+	codec_env in = {.type = MSG_PING, .sender = sender};
+	buf       b  = {0};
+
+	memset(sender, 'x', sizeof(sender));
+	in.sender_len = CODEC_SENDER_MAX + 1;
+	CHECK_EQ(codec_env_encode(&in, buf_write, &b), MK_EINVAL);
+	in.sender_len  = 1;
+	in.payload     = (const uint8_t *) sender; /* never read */
+	in.payload_len = CODEC_PAYLOAD_MAX + 1;
+	CHECK_EQ(codec_env_encode(&in, buf_write, &b), MK_ETOOBIG);
+	in.payload_len = 0;
+	in.type        = MSG_NONE;
+	CHECK_EQ(codec_env_encode(&in, buf_write, &b), MK_EINVAL);
+	in.type = MSG_COUNT;
+	CHECK_EQ(codec_env_encode(&in, buf_write, &b), MK_EINVAL);
+	CHECK_EQ(b.len, 0);
+	free(b.p);
+}
+
+/* Packs an array with the given items to test field validation. */
+static int
+decode_packed(void (*fill)(msgpack_packer *))
+{
+	msgpack_sbuffer sb;
+	msgpack_packer  pk;
+	codec_env       out;
+	int             rv;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	fill(&pk);
+	rv = codec_env_decode(&out, sb.data, sb.size);
+	msgpack_sbuffer_destroy(&sb);
+	return (rv);
+}
+
+static void
+good6(msgpack_packer *pk)
+{
+	msgpack_pack_array(pk, 6);
+	msgpack_pack_uint32(pk, MSG_PING);
+	msgpack_pack_uint64(pk, 1);
+	msgpack_pack_str_with_body(pk, "s", 1);
+	msgpack_pack_int64(pk, 0);
+	msgpack_pack_int32(pk, 0);
+	msgpack_pack_bin_with_body(pk, "x", 1);
+}
+static void
+five_items(msgpack_packer *pk)
+{
+	msgpack_pack_array(pk, 5);
+	msgpack_pack_uint32(pk, MSG_PING);
+	msgpack_pack_uint64(pk, 1);
+	msgpack_pack_str_with_body(pk, "s", 1);
+	msgpack_pack_int64(pk, 0);
+	msgpack_pack_int32(pk, 0);
+}
+static void
+type_too_big(msgpack_packer *pk)
+{
+	msgpack_pack_array(pk, 6);
+	msgpack_pack_uint32(pk, MSG_COUNT);
+	msgpack_pack_uint64(pk, 1);
+	msgpack_pack_str_with_body(pk, "s", 1);
+	msgpack_pack_int64(pk, 0);
+	msgpack_pack_int32(pk, 0);
+	msgpack_pack_bin_with_body(pk, "x", 1);
+}
+static void
+sender_not_str(msgpack_packer *pk)
+{
+	msgpack_pack_array(pk, 6);
+	msgpack_pack_uint32(pk, MSG_PING);
+	msgpack_pack_uint64(pk, 1);
+	msgpack_pack_bin_with_body(pk, "s", 1);
+	msgpack_pack_int64(pk, 0);
+	msgpack_pack_int32(pk, 0);
+	msgpack_pack_bin_with_body(pk, "x", 1);
+}
+static void
+negative_deadline(msgpack_packer *pk)
+{
+	msgpack_pack_array(pk, 6);
+	msgpack_pack_uint32(pk, MSG_PING);
+	msgpack_pack_uint64(pk, 1);
+	msgpack_pack_str_with_body(pk, "s", 1);
+	msgpack_pack_int64(pk, -5);
+	msgpack_pack_int32(pk, 0);
+	msgpack_pack_bin_with_body(pk, "x", 1);
+}
+static void
+status_too_big(msgpack_packer *pk)
+{
+	msgpack_pack_array(pk, 6);
+	msgpack_pack_uint32(pk, MSG_PING);
+	msgpack_pack_uint64(pk, 1);
+	msgpack_pack_str_with_body(pk, "s", 1);
+	msgpack_pack_int64(pk, 0);
+	msgpack_pack_int64(pk, (int64_t) INT32_MAX + 1);
+	msgpack_pack_bin_with_body(pk, "x", 1);
+}
+static void
+payload_is_str(msgpack_packer *pk)
+{
+	msgpack_pack_array(pk, 6);
+	msgpack_pack_uint32(pk, MSG_PING);
+	msgpack_pack_uint64(pk, 1);
+	msgpack_pack_str_with_body(pk, "s", 1);
+	msgpack_pack_int64(pk, 0);
+	msgpack_pack_int32(pk, 0);
+	msgpack_pack_str_with_body(pk, "x", 1);
+}
+static void
+not_an_array(msgpack_packer *pk)
+{
+	msgpack_pack_map(pk, 0);
+}
+
+static void
+wrong_fields(void)
+{
+	CHECK_EQ(decode_packed(good6), 0);
+	CHECK_EQ(decode_packed(five_items), MK_EPROTO);
+	CHECK_EQ(decode_packed(type_too_big), MK_EPROTO);
+	CHECK_EQ(decode_packed(sender_not_str), MK_EPROTO);
+	CHECK_EQ(decode_packed(negative_deadline), MK_EPROTO);
+	CHECK_EQ(decode_packed(status_too_big), MK_EPROTO);
+	CHECK_EQ(decode_packed(payload_is_str), MK_EPROTO);
+	CHECK_EQ(decode_packed(not_an_array), MK_EPROTO);
+}
+
+static void
+oversized_and_garbage(void)
+{
+	codec_env out;
+	uint32_t  seed = 12345;
+	char      junk[512];
+	int       accepted = 0;
+
+	CHECK_EQ(codec_env_decode(&out, "", CODEC_ENV_MAX + 1), MK_ETOOBIG);
+	CHECK_EQ(codec_env_decode(&out, NULL, 0), MK_EPROTO);
+	/* a bin header that claims 4 GiB behind 1 real byte */
+	CHECK_EQ(codec_env_decode(&out, "\x96\x03\x01\xa0\x00\x00\xc6\xff"
+	                                "\xff\xff\xff\x00",
+	             12),
+	    MK_EPROTO);
+	for (int i = 0; i < 20000; i++) {
+		size_t n = 1 + (seed % sizeof(junk));
+		for (size_t j = 0; j < n; j++) {
+			seed    = seed * 1103515245u + 12345u;
+			junk[j] = (char) (seed >> 16);
+		}
+		junk[0] = (char) 0x96; /* mostly arrays of six */
+		if (codec_env_decode(&out, junk, n) == 0) {
+			accepted++;
+			CHECK(out.type > MSG_NONE && out.type < MSG_COUNT);
+			CHECK(out.sender_len <= CODEC_SENDER_MAX);
+		}
+	}
+	fprintf(stderr, "   garbage accepted as valid: %d of 20000\n",
+	    accepted);
+}
+
+static void
+mp_check_bounds(void)
+{
+	/* an array claiming 2^32-1 elements in five bytes */
+	CHECK_EQ(codec_mp_check("\xdd\xff\xff\xff\xff", 5, 8), MK_EPROTO);
+	/* a map claiming 65535 pairs */
+	CHECK_EQ(codec_mp_check("\xde\xff\xff\x01\x02", 5, 8), MK_EPROTO);
+	/* str/bin/ext bodies longer than the input */
+	CHECK_EQ(codec_mp_check("\xdb\x00\x00\x01\x00ab", 7, 8), MK_EPROTO);
+	CHECK_EQ(codec_mp_check("\xc7\x05\x01ab", 5, 8), MK_EPROTO);
+	/* never-used byte, empty input, two objects */
+	CHECK_EQ(codec_mp_check("\xc1", 1, 8), MK_EPROTO);
+	CHECK_EQ(codec_mp_check("", 0, 8), MK_EPROTO);
+	CHECK_EQ(codec_mp_check("\x01\x02", 2, 8), MK_EPROTO);
+	/* good: {"a": [1, 2.5, nil, "xy", bin"z"]} */
+	CHECK_EQ(codec_mp_check("\x81\xa1\x61\x95\x01\xcb\x40\x04\x00\x00"
+	                        "\x00\x00\x00\x00\xc0\xa2xy\xc4\x01z",
+	             22, 8),
+	    0);
+	/* depth: [[[1]]] is depth 3 */
+	CHECK_EQ(codec_mp_check("\x91\x91\x91\x01", 4, 3), 0);
+	CHECK_EQ(codec_mp_check("\x91\x91\x91\x01", 4, 2), MK_EPROTO);
+	CHECK_EQ(codec_mp_check("\x91\x91\x91\x01", 4, 64), MK_EPROTO);
+}
+
+int
+main(void)
+{
+	RUN(mp_check_bounds);
+	RUN(round_trip_every_type);
+	RUN(empty_fields);
+	RUN(truncated_everywhere);
+	RUN(encode_limits);
+	RUN(wrong_fields);
+	RUN(oversized_and_garbage);
+	return (0);
+}
