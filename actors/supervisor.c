@@ -35,7 +35,7 @@ sv_fini(kn_actor *self, void *state)
 	sv_self *sv = state;
 
 	KN_DEBUG("supervisor", "stopping after %llu pings",
-	    (unsigned long long) sv->pings);
+	         (unsigned long long)sv->pings);
 	free(sv);
 }
 
@@ -43,12 +43,12 @@ static const struct {
 	const char *name;
 	size_t      off;
 } stat_fields[] = {
-	{"actors", offsetof(mk_stats, actors)},
-	{"messages", offsetof(mk_stats, messages)},
-	{"asks", offsetof(mk_stats, asks)},
-	{"late_replies", offsetof(mk_stats, late_replies)},
-	{"expired", offsetof(mk_stats, expired)},
-	{"handler_errors", offsetof(mk_stats, handler_errors)},
+        {"actors", offsetof(mk_stats, actors)},
+        {"messages", offsetof(mk_stats, messages)},
+        {"asks", offsetof(mk_stats, asks)},
+        {"late_replies", offsetof(mk_stats, late_replies)},
+        {"expired", offsetof(mk_stats, expired)},
+        {"handler_errors", offsetof(mk_stats, handler_errors)},
 };
 #define NSTATS (sizeof(stat_fields) / sizeof(stat_fields[0]))
 
@@ -68,7 +68,7 @@ on_stats(kn_actor *self, kn_msg *msg)
 		const char *n = stat_fields[i].name;
 		msgpack_pack_str_with_body(&pk, n, strlen(n));
 		msgpack_pack_uint64(
-		    &pk, *(uint64_t *) ((char *) &st + stat_fields[i].off));
+		        &pk, *(uint64_t *)((char *)&st + stat_fields[i].off));
 	}
 	rv = kn_reply(self, msg, 0, sb.data, sb.size);
 	msgpack_sbuffer_destroy(&sb);
@@ -83,8 +83,8 @@ sv_handle(kn_actor *self, void *state, kn_msg *msg)
 	switch (msg->env.type) {
 	case MSG_PING:
 		sv->pings++;
-		return (kn_reply(
-		    self, msg, 0, msg->env.payload, msg->env.payload_len));
+		return (kn_reply(self, msg, 0, msg->env.payload,
+		                 msg->env.payload_len));
 	case MSG_STATS:
 		return (on_stats(self, msg));
 	default:
@@ -94,9 +94,9 @@ sv_handle(kn_actor *self, void *state, kn_msg *msg)
 }
 
 const kn_actor_ops supervisor_ops = {
-	.init   = sv_init,
-	.handle = sv_handle,
-	.fini   = sv_fini,
+        .init   = sv_init,
+        .handle = sv_handle,
+        .fini   = sv_fini,
 };
 
 int
@@ -109,7 +109,7 @@ supervisor_stats_decode(const void *buf, size_t len, mk_stats *out)
 	memset(out, 0, sizeof(*out));
 	msgpack_unpacked_init(&up);
 	if (msgpack_unpack_next(&up, buf, len, &off) ==
-	        MSGPACK_UNPACK_SUCCESS &&
+	            MSGPACK_UNPACK_SUCCESS &&
 	    up.data.type == MSGPACK_OBJECT_MAP) {
 		const msgpack_object_map *m = &up.data.via.map;
 		rv                          = 0;
@@ -124,9 +124,11 @@ supervisor_stats_decode(const void *buf, size_t len, mk_stats *out)
 			for (size_t j = 0; j < NSTATS; j++) {
 				const char *n = stat_fields[j].name;
 				if (k->via.str.size == strlen(n) &&
-				    memcmp(k->via.str.ptr, n, strlen(n)) == 0) {
-					*(uint64_t *) ((char *) out +
-					    stat_fields[j].off) = v->via.u64;
+				    memcmp(k->via.str.ptr, n, strlen(n)) ==
+				            0) {
+					*(uint64_t *)((char *)out +
+					              stat_fields[j].off) =
+					        v->via.u64;
 				}
 			}
 		}

@@ -14,19 +14,19 @@
 #include "mcpkeep.h"
 
 static const char usage[] =
-    "usage: mcpkeep <command> [options]\n"
-    "\n"
-    "commands:\n"
-    "  run      boot the runtime, show its actors and counters, stop\n"
-    "  version  print the version\n"
-    "\n"
-    "run options:\n"
-    "  --hold          keep running until SIGINT or SIGTERM\n"
-    "  --log LEVEL     debug | info | warn | error (default info;\n"
-    "                  MCPKEEP_LOG overrides)\n"
-    "  --json          log as JSON lines\n"
-    "\n"
-    "exit codes: 0 success, 1 runtime failure, 2 usage error\n";
+        "usage: mcpkeep <command> [options]\n"
+        "\n"
+        "commands:\n"
+        "  run      boot the runtime, show its actors and counters, stop\n"
+        "  version  print the version\n"
+        "\n"
+        "run options:\n"
+        "  --hold          keep running until SIGINT or SIGTERM\n"
+        "  --log LEVEL     debug | info | warn | error (default info;\n"
+        "                  MCPKEEP_LOG overrides)\n"
+        "  --json          log as JSON lines\n"
+        "\n"
+        "exit codes: 0 success, 1 runtime failure, 2 usage error\n";
 
 static int
 parse_level(const char *s, mk_log_level *out)
@@ -35,7 +35,7 @@ parse_level(const char *s, mk_log_level *out)
 
 	for (int i = 0; i < 4; i++) {
 		if (strcmp(s, names[i]) == 0) {
-			*out = (mk_log_level) i;
+			*out = (mk_log_level)i;
 			return (0);
 		}
 	}
@@ -51,11 +51,11 @@ print_stats(const mk_stats *st)
 	       "  late replies       %llu\n"
 	       "  expired asks       %llu\n"
 	       "  handler errors     %llu\n",
-	    (unsigned long long) st->actors,
-	    (unsigned long long) st->messages, (unsigned long long) st->asks,
-	    (unsigned long long) st->late_replies,
-	    (unsigned long long) st->expired,
-	    (unsigned long long) st->handler_errors);
+	       (unsigned long long)st->actors,
+	       (unsigned long long)st->messages, (unsigned long long)st->asks,
+	       (unsigned long long)st->late_replies,
+	       (unsigned long long)st->expired,
+	       (unsigned long long)st->handler_errors);
 }
 
 static int
@@ -75,14 +75,14 @@ cmd_run(int argc, char **argv)
 		} else if (strcmp(argv[i], "--json") == 0) {
 			opts.log_json = 1;
 		} else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc &&
-		    parse_level(argv[i + 1], &opts.log_level) == 0) {
+		           parse_level(argv[i + 1], &opts.log_level) == 0) {
 			i++;
 		} else if (strcmp(argv[i], "--help") == 0) {
 			fputs(usage, stdout);
 			return (0);
 		} else {
 			fprintf(stderr, "mcpkeep run: bad option '%s'\n%s",
-			    argv[i], usage);
+			        argv[i], usage);
 			return (2);
 		}
 	}
@@ -96,12 +96,12 @@ cmd_run(int argc, char **argv)
 	}
 	if ((rv = mk_runtime_open(&rt, &opts)) != 0) {
 		fprintf(stderr, "mcpkeep: cannot start the runtime: %s\n",
-		    mk_strerror(rv));
+		        mk_strerror(rv));
 		return (1);
 	}
 	if ((rv = mk_runtime_stats(rt, &st, 0)) != 0) {
 		fprintf(stderr, "mcpkeep: supervisor did not answer: %s\n",
-		    mk_strerror(rv));
+		        mk_strerror(rv));
 		mk_runtime_close(&rt);
 		return (1);
 	}

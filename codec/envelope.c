@@ -11,12 +11,8 @@
 #include "mcpkeep.h"
 
 static const char *msg_names[MSG_COUNT] = {
-	[MSG_NONE] = "none",
-	[MSG_TERM] = "term",
-	[MSG_REPLY] = "reply",
-	[MSG_PING] = "ping",
-	[MSG_STATS] = "stats",
-	[MSG_USER] = "user",
+        [MSG_NONE] = "none", [MSG_TERM] = "term",   [MSG_REPLY] = "reply",
+        [MSG_PING] = "ping", [MSG_STATS] = "stats", [MSG_USER] = "user",
 };
 
 const char *
@@ -40,16 +36,16 @@ codec_env_encode(const codec_env *env, codec_write_fn write, void *sink)
 	if (env->payload_len > CODEC_PAYLOAD_MAX) {
 		return (MK_ETOOBIG);
 	}
-	msgpack_packer_init(&pk, sink, (msgpack_packer_write) write);
+	msgpack_packer_init(&pk, sink, (msgpack_packer_write)write);
 	if (msgpack_pack_array(&pk, 6) != 0 ||
 	    msgpack_pack_uint32(&pk, env->type) != 0 ||
 	    msgpack_pack_uint64(&pk, env->corr) != 0 ||
 	    msgpack_pack_str_with_body(&pk, env->sender, env->sender_len) !=
-	        0 ||
+	            0 ||
 	    msgpack_pack_int64(&pk, env->deadline) != 0 ||
 	    msgpack_pack_int32(&pk, env->status) != 0 ||
 	    msgpack_pack_bin_with_body(&pk, env->payload, env->payload_len) !=
-	        0) {
+	            0) {
 		return (MK_ENOMEM);
 	}
 	return (0);
@@ -73,10 +69,10 @@ get_int(const msgpack_object *o, int64_t min, int64_t max, int64_t *out)
 	int64_t v;
 
 	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-		if (o->via.u64 > (uint64_t) max) {
+		if (o->via.u64 > (uint64_t)max) {
 			return (MK_EPROTO);
 		}
-		v = (int64_t) o->via.u64;
+		v = (int64_t)o->via.u64;
 	} else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
 		v = o->via.i64;
 	} else {
@@ -103,7 +99,7 @@ decode_fields(codec_env *env, const msgpack_object *root)
 	if (get_uint(&f[0], MSG_COUNT - 1, &u) != 0 || u == MSG_NONE) {
 		return (MK_EPROTO);
 	}
-	env->type = (uint32_t) u;
+	env->type = (uint32_t)u;
 	if (get_uint(&f[1], UINT64_MAX, &env->corr) != 0) {
 		return (MK_EPROTO);
 	}
@@ -119,15 +115,15 @@ decode_fields(codec_env *env, const msgpack_object *root)
 	if (get_int(&f[4], INT32_MIN, INT32_MAX, &i) != 0) {
 		return (MK_EPROTO);
 	}
-	env->status = (int32_t) i;
+	env->status = (int32_t)i;
 	if (f[5].type != MSGPACK_OBJECT_BIN ||
 	    f[5].via.bin.size > CODEC_PAYLOAD_MAX) {
 		return (MK_EPROTO);
 	}
 	env->payload_len = f[5].via.bin.size;
 	env->payload     = env->payload_len != 0
-	        ? (const uint8_t *) f[5].via.bin.ptr
-	        : NULL;
+	            ? (const uint8_t *)f[5].via.bin.ptr
+	            : NULL;
 	return (0);
 }
 

@@ -21,9 +21,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CODEC_SENDER_MAX 64u                      /* bytes in a sender */
-#define CODEC_PAYLOAD_MAX (16u * 1024u * 1024u)   /* bytes in a payload */
-#define CODEC_ENV_MAX (CODEC_PAYLOAD_MAX + 256u) /* bytes in an envelope */
+#define CODEC_SENDER_MAX  64u                        /* bytes in a sender */
+#define CODEC_PAYLOAD_MAX (16u * 1024u * 1024u)      /* bytes in a payload */
+#define CODEC_ENV_MAX     (CODEC_PAYLOAD_MAX + 256u) /* bytes in an envelope */
 
 typedef struct codec_env {
 	uint32_t       type;        /* codec_msg_type */

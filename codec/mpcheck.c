@@ -8,7 +8,7 @@
 #include "mcpkeep.h"
 
 typedef struct cursor {
-	const uint8_t *p;   /* next byte */
+	const uint8_t *p;    /* next byte */
 	size_t         left; /* bytes from p to the end */
 } cursor;
 
@@ -75,26 +75,80 @@ token(cursor *c, uint64_t *body, uint64_t *items)
 		return (0);
 	}
 	switch (b) {
-	case 0xcc: case 0xd0: *body = 1; break;  /* 8-bit ints */
-	case 0xcd: case 0xd1: *body = 2; break;  /* 16-bit ints */
-	case 0xce: case 0xd2: case 0xca: *body = 4; break;
-	case 0xcf: case 0xd3: case 0xcb: *body = 8; break;
-	case 0xd4: *body = 2; break;  /* fixext 1 + type */
-	case 0xd5: *body = 3; break;
-	case 0xd6: *body = 5; break;
-	case 0xd7: *body = 9; break;
-	case 0xd8: *body = 17; break;
-	case 0xc4: case 0xd9: rv = read_len(c, 1, body); break;
-	case 0xc5: case 0xda: rv = read_len(c, 2, body); break;
-	case 0xc6: case 0xdb: rv = read_len(c, 4, body); break;
-	case 0xc7: rv = read_len(c, 1, &n); *body = n + 1; break;
-	case 0xc8: rv = read_len(c, 2, &n); *body = n + 1; break;
-	case 0xc9: rv = read_len(c, 4, &n); *body = n + 1; break;
-	case 0xdc: rv = read_len(c, 2, items); break;
-	case 0xdd: rv = read_len(c, 4, items); break;
-	case 0xde: rv = read_len(c, 2, &n); *items = 2 * n; break;
-	case 0xdf: rv = read_len(c, 4, &n); *items = 2 * n; break;
-	default: rv = MK_EPROTO; break; /* 0xc1 is never used */
+	case 0xcc:
+	case 0xd0:
+		*body = 1;
+		break; /* 8-bit ints */
+	case 0xcd:
+	case 0xd1:
+		*body = 2;
+		break; /* 16-bit ints */
+	case 0xce:
+	case 0xd2:
+	case 0xca:
+		*body = 4;
+		break;
+	case 0xcf:
+	case 0xd3:
+	case 0xcb:
+		*body = 8;
+		break;
+	case 0xd4:
+		*body = 2;
+		break; /* fixext 1 + type */
+	case 0xd5:
+		*body = 3;
+		break;
+	case 0xd6:
+		*body = 5;
+		break;
+	case 0xd7:
+		*body = 9;
+		break;
+	case 0xd8:
+		*body = 17;
+		break;
+	case 0xc4:
+	case 0xd9:
+		rv = read_len(c, 1, body);
+		break;
+	case 0xc5:
+	case 0xda:
+		rv = read_len(c, 2, body);
+		break;
+	case 0xc6:
+	case 0xdb:
+		rv = read_len(c, 4, body);
+		break;
+	case 0xc7:
+		rv    = read_len(c, 1, &n);
+		*body = n + 1;
+		break;
+	case 0xc8:
+		rv    = read_len(c, 2, &n);
+		*body = n + 1;
+		break;
+	case 0xc9:
+		rv    = read_len(c, 4, &n);
+		*body = n + 1;
+		break;
+	case 0xdc:
+		rv = read_len(c, 2, items);
+		break;
+	case 0xdd:
+		rv = read_len(c, 4, items);
+		break;
+	case 0xde:
+		rv     = read_len(c, 2, &n);
+		*items = 2 * n;
+		break;
+	case 0xdf:
+		rv     = read_len(c, 4, &n);
+		*items = 2 * n;
+		break;
+	default:
+		rv = MK_EPROTO;
+		break; /* 0xc1 is never used */
 	}
 	return (rv);
 }

@@ -16,7 +16,7 @@ typedef enum codec_msg_type {
 	MSG_PING  = 3, /* ask: liveness; the reply echoes the payload */
 	MSG_STATS = 4, /* ask (supervisor): runtime counters; reply is a
 	                * msgpack map of name -> uint */
-	MSG_USER  = 5, /* free for tests and benchmarks; no system actor
+	MSG_USER = 5,  /* free for tests and benchmarks; no system actor
 	                * accepts it */
 	MSG_COUNT      /* number of types; not a type */
 } codec_msg_type;

@@ -62,12 +62,12 @@ typedef enum mk_log_level {
  * change only the fields you need; later versions append fields.
  */
 typedef struct mk_options {
-	mk_log_level log_level;  /* default MK_LOG_INFO; MCPKEEP_LOG overrides
-	                          * ("debug", "info", "warn", "error") */
-	int          log_json;   /* non-zero: one JSON object per log line */
-	int          log_fd;     /* where log lines go; default 2 (stderr) */
-	size_t       stack_size; /* actor thread stack, bytes; default 256 KiB,
-	                          * minimum 64 KiB */
+	mk_log_level log_level; /* default MK_LOG_INFO; MCPKEEP_LOG overrides
+	                         * ("debug", "info", "warn", "error") */
+	int    log_json;        /* non-zero: one JSON object per log line */
+	int    log_fd;          /* where log lines go; default 2 (stderr) */
+	size_t stack_size;      /* actor thread stack, bytes; default 256 KiB,
+	                         * minimum 64 KiB */
 	int ask_timeout_ms; /* deadline of the runtime's internal asks when a
 	                     * call has none of its own; default 5000 */
 } mk_options;

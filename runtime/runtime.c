@@ -16,7 +16,7 @@
 #include "actors/supervisor.h"
 #include "mcpkeep.h"
 
-#define RT_MAGIC 0x6d6b7274u  /* "mkrt" while open */
+#define RT_MAGIC  0x6d6b7274u /* "mkrt" while open */
 #define RT_POISON 0xdeadd00du /* after close */
 
 /* The system actors, in boot order. */
@@ -24,39 +24,39 @@ static const struct {
 	const char         *name;
 	const kn_actor_ops *ops;
 } system_actors[] = {
-	{SUPERVISOR_NAME, &supervisor_ops},
+        {SUPERVISOR_NAME, &supervisor_ops},
 };
-#define NSYSTEM (sizeof(system_actors) / sizeof(system_actors[0]))
+#define NSYSTEM       (sizeof(system_actors) / sizeof(system_actors[0]))
 #define RT_SUPERVISOR 0 /* index of the supervisor in system_actors */
 
 struct mk_runtime {
-	uint32_t   magic;            /* RT_MAGIC while open */
-	mk_options opts;             /* effective options */
-	kn_kernel *kernel;           /* the actor kernel */
-	kn_actor  *system[NSYSTEM];  /* owner references, boot order */
+	uint32_t   magic;           /* RT_MAGIC while open */
+	mk_options opts;            /* effective options */
+	kn_kernel *kernel;          /* the actor kernel */
+	kn_actor  *system[NSYSTEM]; /* owner references, boot order */
 };
 
 static const char *err_text[] = {
-	[MK_OK]        = "success",
-	[MK_EINVAL]    = "invalid argument",
-	[MK_ENOMEM]    = "out of memory",
-	[MK_ECLOSED]   = "closed",
-	[MK_ETIMEDOUT] = "timed out",
-	[MK_ENOENT]    = "not found",
-	[MK_EEXIST]    = "already exists",
-	[MK_EBUSY]     = "busy: a conflicting operation is in progress",
-	[MK_EPROTO]    = "protocol error",
-	[MK_ESYS]      = "system call failed",
-	[MK_EHANDLE]   = "invalid or closed handle",
-	[MK_ETOOBIG]   = "input exceeds its size limit",
-	[MK_EACTOR]    = "actor handler failed",
-	[MK_EINTERNAL] = "internal error",
+        [MK_OK]        = "success",
+        [MK_EINVAL]    = "invalid argument",
+        [MK_ENOMEM]    = "out of memory",
+        [MK_ECLOSED]   = "closed",
+        [MK_ETIMEDOUT] = "timed out",
+        [MK_ENOENT]    = "not found",
+        [MK_EEXIST]    = "already exists",
+        [MK_EBUSY]     = "busy: a conflicting operation is in progress",
+        [MK_EPROTO]    = "protocol error",
+        [MK_ESYS]      = "system call failed",
+        [MK_EHANDLE]   = "invalid or closed handle",
+        [MK_ETOOBIG]   = "input exceeds its size limit",
+        [MK_EACTOR]    = "actor handler failed",
+        [MK_EINTERNAL] = "internal error",
 };
 
 const char *
 mk_strerror(int rc)
 {
-	if (rc < 0 || (size_t) rc >= sizeof(err_text) / sizeof(err_text[0]) ||
+	if (rc < 0 || (size_t)rc >= sizeof(err_text) / sizeof(err_text[0]) ||
 	    err_text[rc] == NULL) {
 		return ("unknown error");
 	}
@@ -92,7 +92,7 @@ rt_shutdown(mk_runtime *rt)
 	for (size_t i = NSYSTEM; i-- > 0;) {
 		if (rt->system[i] != NULL) {
 			KN_INFO("runtime", "stopping actor %s",
-			    system_actors[i].name);
+			        system_actors[i].name);
 			kn_actor_destroy(&rt->system[i]);
 		}
 	}
@@ -125,29 +125,29 @@ mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 		return (MK_EINVAL);
 	}
 	kn_log_configure(rt->opts.log_level, rt->opts.log_json,
-	    rt->opts.log_fd);
+	                 rt->opts.log_fd);
 	if ((rv = kn_kernel_open(&rt->kernel, rt->opts.stack_size)) != 0) {
 		free(rt);
 		return (rv);
 	}
 	for (size_t i = 0; i < NSYSTEM; i++) {
 		rv = kn_spawn(rt->kernel, system_actors[i].name,
-		    system_actors[i].ops, rt, &rt->system[i]);
+		              system_actors[i].ops, rt, &rt->system[i]);
 		if (rv != 0) {
 			KN_ERROR("runtime", "cannot start actor %s: %s",
-			    system_actors[i].name, mk_strerror(rv));
+			         system_actors[i].name, mk_strerror(rv));
 			rt_shutdown(rt);
 			free(rt);
 			return (rv);
 		}
-		KN_INFO("runtime", "started actor %s",
-		    system_actors[i].name);
+		KN_INFO("runtime", "started actor %s", system_actors[i].name);
 	}
 	rt->magic = RT_MAGIC;
 	KN_INFO("runtime", "booted: %zu system actors, %zu KiB stacks",
-	    NSYSTEM,
-	    (rt->opts.stack_size ? rt->opts.stack_size : KN_STACK_DEFAULT) /
-	        1024);
+	        NSYSTEM,
+	        (rt->opts.stack_size ? rt->opts.stack_size
+	                             : KN_STACK_DEFAULT) /
+	                1024);
 	*rtp = rt;
 	return (0);
 }
@@ -171,7 +171,7 @@ int
 mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms)
 {
 	kn_answer r;
-	int      rv;
+	int       rv;
 
 	if (!rt_valid(rt)) {
 		return (MK_EHANDLE);
@@ -180,7 +180,7 @@ mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms)
 		return (MK_EINVAL);
 	}
 	rv = kn_ask(rt->system[RT_SUPERVISOR], MSG_STATS, NULL, 0,
-	    timeout_ms > 0 ? timeout_ms : rt->opts.ask_timeout_ms, &r);
+	            timeout_ms > 0 ? timeout_ms : rt->opts.ask_timeout_ms, &r);
 	if (rv == 0) {
 		rv = supervisor_stats_decode(r.data, r.len, out);
 	}

@@ -21,6 +21,9 @@ buf_write(void *sink, const char *data, size_t len)
 {
 	buf *b = sink;
 
+	if (len == 0) {
+		return (0);
+	}
 	if (b->len + len > b->cap) {
 		size_t ncap = (b->len + len) * 2;
 		char  *np   = realloc(b->p, ncap);
@@ -42,14 +45,14 @@ round_trip_every_type(void)
 
 	for (uint32_t t = MSG_NONE + 1; t < MSG_COUNT; t++) {
 		codec_env in = {
-			.type        = t,
-			.corr        = UINT64_MAX - t,
-			.sender      = "supervisor",
-			.sender_len  = 10,
-			.deadline    = INT64_MAX - t,
-			.status      = -(int32_t) t,
-			.payload     = payload,
-			.payload_len = sizeof(payload),
+		        .type        = t,
+		        .corr        = UINT64_MAX - t,
+		        .sender      = "supervisor",
+		        .sender_len  = 10,
+		        .deadline    = INT64_MAX - t,
+		        .status      = -(int32_t)t,
+		        .payload     = payload,
+		        .payload_len = sizeof(payload),
 		};
 		codec_env out;
 		buf       b = {0};
@@ -91,13 +94,13 @@ truncated_everywhere(void)
 {
 	uint8_t   payload[300];
 	codec_env in = {
-		.type        = MSG_PING,
-		.corr        = 77,
-		.sender      = "a",
-		.sender_len  = 1,
-		.deadline    = 123456789,
-		.payload     = payload,
-		.payload_len = sizeof(payload),
+	        .type        = MSG_PING,
+	        .corr        = 77,
+	        .sender      = "a",
+	        .sender_len  = 1,
+	        .deadline    = 123456789,
+	        .payload     = payload,
+	        .payload_len = sizeof(payload),
 	};
 	codec_env out;
 	buf       b = {0};
@@ -129,7 +132,7 @@ encode_limits(void)
 	in.sender_len = CODEC_SENDER_MAX + 1;
 	CHECK_EQ(codec_env_encode(&in, buf_write, &b), MK_EINVAL);
 	in.sender_len  = 1;
-	in.payload     = (const uint8_t *) sender; /* never read */
+	in.payload     = (const uint8_t *)sender; /* never read */
 	in.payload_len = CODEC_PAYLOAD_MAX + 1;
 	CHECK_EQ(codec_env_encode(&in, buf_write, &b), MK_ETOOBIG);
 	in.payload_len = 0;
@@ -220,7 +223,7 @@ status_too_big(msgpack_packer *pk)
 	msgpack_pack_uint64(pk, 1);
 	msgpack_pack_str_with_body(pk, "s", 1);
 	msgpack_pack_int64(pk, 0);
-	msgpack_pack_int64(pk, (int64_t) INT32_MAX + 1);
+	msgpack_pack_int64(pk, (int64_t)INT32_MAX + 1);
 	msgpack_pack_bin_with_body(pk, "x", 1);
 }
 static void
@@ -264,17 +267,18 @@ oversized_and_garbage(void)
 	CHECK_EQ(codec_env_decode(&out, "", CODEC_ENV_MAX + 1), MK_ETOOBIG);
 	CHECK_EQ(codec_env_decode(&out, NULL, 0), MK_EPROTO);
 	/* a bin header that claims 4 GiB behind 1 real byte */
-	CHECK_EQ(codec_env_decode(&out, "\x96\x03\x01\xa0\x00\x00\xc6\xff"
-	                                "\xff\xff\xff\x00",
-	             12),
-	    MK_EPROTO);
+	CHECK_EQ(codec_env_decode(&out,
+	                          "\x96\x03\x01\xa0\x00\x00\xc6\xff"
+	                          "\xff\xff\xff\x00",
+	                          12),
+	         MK_EPROTO);
 	for (int i = 0; i < 20000; i++) {
 		size_t n = 1 + (seed % sizeof(junk));
 		for (size_t j = 0; j < n; j++) {
 			seed    = seed * 1103515245u + 12345u;
-			junk[j] = (char) (seed >> 16);
+			junk[j] = (char)(seed >> 16);
 		}
-		junk[0] = (char) 0x96; /* mostly arrays of six */
+		junk[0] = (char)0x96; /* mostly arrays of six */
 		if (codec_env_decode(&out, junk, n) == 0) {
 			accepted++;
 			CHECK(out.type > MSG_NONE && out.type < MSG_COUNT);
@@ -282,7 +286,7 @@ oversized_and_garbage(void)
 		}
 	}
 	fprintf(stderr, "   garbage accepted as valid: %d of 20000\n",
-	    accepted);
+	        accepted);
 }
 
 static void
@@ -293,8 +297,14 @@ mp_check_bounds(void)
 	/* a map claiming 65535 pairs */
 	CHECK_EQ(codec_mp_check("\xde\xff\xff\x01\x02", 5, 8), MK_EPROTO);
 	/* str/bin/ext bodies longer than the input */
-	CHECK_EQ(codec_mp_check("\xdb\x00\x00\x01\x00ab", 7, 8), MK_EPROTO);
-	CHECK_EQ(codec_mp_check("\xc7\x05\x01ab", 5, 8), MK_EPROTO);
+	CHECK_EQ(codec_mp_check("\xdb\x00\x00\x01\x00"
+	                        "ab",
+	                        7, 8),
+	         MK_EPROTO);
+	CHECK_EQ(codec_mp_check("\xc7\x05\x01"
+	                        "ab",
+	                        5, 8),
+	         MK_EPROTO);
 	/* never-used byte, empty input, two objects */
 	CHECK_EQ(codec_mp_check("\xc1", 1, 8), MK_EPROTO);
 	CHECK_EQ(codec_mp_check("", 0, 8), MK_EPROTO);
@@ -302,8 +312,8 @@ mp_check_bounds(void)
 	/* good: {"a": [1, 2.5, nil, "xy", bin"z"]} */
 	CHECK_EQ(codec_mp_check("\x81\xa1\x61\x95\x01\xcb\x40\x04\x00\x00"
 	                        "\x00\x00\x00\x00\xc0\xa2xy\xc4\x01z",
-	             22, 8),
-	    0);
+	                        21, 8),
+	         0);
 	/* depth: [[[1]]] is depth 3 */
 	CHECK_EQ(codec_mp_check("\x91\x91\x91\x01", 4, 3), 0);
 	CHECK_EQ(codec_mp_check("\x91\x91\x91\x01", 4, 2), MK_EPROTO);

@@ -24,9 +24,9 @@ idmap_model(void)
 		seed = seed * 1664525u + 1013904223u;
 		id   = 1 + (seed >> 8) % N;
 		if ((seed & 3) != 0 && model[id] == NULL) {
-			CHECK_EQ(kn_idmap_put(&m, id, (void *) (uintptr_t) id),
-			    0);
-			model[id] = (void *) (uintptr_t) id;
+			CHECK_EQ(kn_idmap_put(&m, id, (void *)(uintptr_t)id),
+			         0);
+			model[id] = (void *)(uintptr_t)id;
 			live++;
 		} else {
 			CHECK(kn_idmap_del(&m, id) == model[id]);
@@ -63,23 +63,23 @@ static fired log_;
 static void
 on_fire(struct kn_actor *ctx, void *arg)
 {
-	(void) ctx;
-	log_.order[log_.n++] = (int) (intptr_t) arg;
+	(void)ctx;
+	log_.order[log_.n++] = (int)(intptr_t)arg;
 }
 
 static void
 timer_order_and_cancel(void)
 {
-	kn_timers t    = {0};
+	kn_timers t = {0};
 	uint64_t  ids[N];
-	uint32_t  seed = 99;
+	uint32_t  seed         = 99;
 	int       cancelled[N] = {0};
 
 	for (int i = 0; i < N; i++) {
 		seed         = seed * 1664525u + 1013904223u;
-		log_.when[i] = (int64_t) (seed >> 20); /* many ties */
-		ids[i] = kn_timers_add(&t, log_.when[i], on_fire,
-		    (void *) (intptr_t) i);
+		log_.when[i] = (int64_t)(seed >> 20); /* many ties */
+		ids[i]       = kn_timers_add(&t, log_.when[i], on_fire,
+		                             (void *)(intptr_t)i);
 		CHECK(ids[i] != 0);
 	}
 	for (int i = 0; i < N; i += 3) {
@@ -94,7 +94,7 @@ timer_order_and_cancel(void)
 		int a = log_.order[i - 1], b = log_.order[i];
 		/* deadline order; ties in the order added */
 		CHECK(log_.when[a] < log_.when[b] ||
-		    (log_.when[a] == log_.when[b] && a < b));
+		      (log_.when[a] == log_.when[b] && a < b));
 	}
 	for (int i = 0; i < log_.n; i++) {
 		CHECK(!cancelled[log_.order[i]]);

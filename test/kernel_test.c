@@ -21,21 +21,21 @@
 typedef struct ctx {
 	pthread_mutex_t mtx;
 	pthread_cond_t  cv;
-	int             count;       /* events the test waits for */
-	int             bad_order;   /* per-sender order violations */
-	uint32_t        last[16];    /* last seq per sender */
-	uint64_t        deferred[64];/* corrs held back */
+	int             count;        /* events the test waits for */
+	int             bad_order;    /* per-sender order violations */
+	uint32_t        last[16];     /* last seq per sender */
+	uint64_t        deferred[64]; /* corrs held back */
 	int             ndeferred;
-	int64_t         due[64];     /* timer deadlines (ns) */
-	int64_t         fired_at[64];/* when each timer fired */
+	int64_t         due[64];      /* timer deadlines (ns) */
+	int64_t         fired_at[64]; /* when each timer fired */
 	int             fire_order[64];
 	int             nfired;
 	int             async_status[8];
 	int             nasync;
-	int             waits;       /* custom wait hook calls */
-	char            piped[16];   /* bytes read from a watched pipe */
-	int             pipe_fd;     /* watched by 'w' */
-	kn_actor       *peer;        /* target of async asks */
+	int             waits;     /* custom wait hook calls */
+	char            piped[16]; /* bytes read from a watched pipe */
+	int             pipe_fd;   /* watched by 'w' */
+	kn_actor       *peer;      /* target of async asks */
 	kn_kernel      *k;
 } ctx;
 
@@ -86,15 +86,14 @@ on_timer(kn_actor *self, void *arg)
 	targ *t = arg;
 
 	pthread_mutex_lock(&t->c->mtx);
-	t->c->fired_at[t->idx]             = kn_now_ns();
+	t->c->fired_at[t->idx]           = kn_now_ns();
 	t->c->fire_order[t->c->nfired++] = t->idx;
 	pthread_mutex_unlock(&t->c->mtx);
 	ctx_bump(t->c);
 }
 
 static void
-on_async(kn_actor *self, void *arg, int status, const void *data,
-    size_t len)
+on_async(kn_actor *self, void *arg, int status, const void *data, size_t len)
 {
 	ctx *c = arg;
 
@@ -107,14 +106,13 @@ on_async(kn_actor *self, void *arg, int status, const void *data,
 static void
 on_pipe(kn_actor *self, void *arg, short revents)
 {
-	ctx *c = arg;
-	char b[16];
-	ssize_t n = read(c->pipe_fd, b,
-	    sizeof(b) - 1);
+	ctx    *c = arg;
+	char    b[16];
+	ssize_t n = read(c->pipe_fd, b, sizeof(b) - 1);
 
 	if (n > 0) {
 		pthread_mutex_lock(&c->mtx);
-		memcpy(c->piped, b, (size_t) n);
+		memcpy(c->piped, b, (size_t)n);
 		pthread_mutex_unlock(&c->mtx);
 		ctx_bump(c);
 	}
@@ -157,22 +155,23 @@ t_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case 't': /* arm p[1] timers with delays p[2..] ms */
 		for (int i = 0; i < p[1]; i++) {
-			targs[i] = (targ) {c, i};
+			targs[i]  = (targ) {c, i};
 			c->due[i] = kn_now_ns() + p[2 + i] * KN_NS_PER_MS;
 			CHECK(kn_timer_add(self, p[2 + i], on_timer,
-			          &targs[i]) != 0);
+			                   &targs[i]) != 0);
 		}
 		/* one cancelled timer must never fire */
-		CHECK_EQ(kn_timer_cancel(self,
-		             kn_timer_add(self, 1, on_timer, &targs[63])),
-		    0);
+		CHECK_EQ(kn_timer_cancel(
+		                 self,
+		                 kn_timer_add(self, 1, on_timer, &targs[63])),
+		         0);
 		return (0);
 	case 'a': /* async ask to the peer with timeout p[1] ms */
 		return (kn_ask_async(self, c->peer, p[2] ? MSG_USER : MSG_PING,
-		    p[2] ? "d" : "hi", p[2] ? 1 : 2, p[1] * 10, on_async, c));
+		                     p[2] ? "d" : "hi", p[2] ? 1 : 2,
+		                     p[1] * 10, on_async, c));
 	case 'w': /* watch pipe_fd */
-		return (kn_watch_fd(self, c->pipe_fd, POLLIN,
-		    on_pipe, c));
+		return (kn_watch_fd(self, c->pipe_fd, POLLIN, on_pipe, c));
 	default:
 		return (MK_EINVAL);
 	}
@@ -180,7 +179,7 @@ t_handle(kn_actor *self, void *state, kn_msg *msg)
 
 static int
 t_wait(kn_actor *self, void *state, struct pollfd *fds, unsigned nfds,
-    int timeout)
+       int timeout)
 {
 	ctx *c = state;
 
@@ -191,13 +190,13 @@ t_wait(kn_actor *self, void *state, struct pollfd *fds, unsigned nfds,
 }
 
 static const kn_actor_ops t_ops = {
-	.init   = t_init,
-	.handle = t_handle,
+        .init   = t_init,
+        .handle = t_handle,
 };
 static const kn_actor_ops t_ops_wait = {
-	.init   = t_init,
-	.handle = t_handle,
-	.wait   = t_wait,
+        .init   = t_init,
+        .handle = t_handle,
+        .wait   = t_wait,
 };
 
 static int
@@ -300,7 +299,7 @@ sender_main(void *arg)
 {
 	sender_arg *s = arg;
 
-	for (uint32_t seq = 1; seq <= (uint32_t) s->n; seq++) {
+	for (uint32_t seq = 1; seq <= (uint32_t)s->n; seq++) {
 		uint8_t b[6] = {'o', s->idx};
 		memcpy(b + 2, &seq, 4);
 		CHECK_EQ(kn_tell(s->to, NULL, MSG_USER, b, sizeof(b)), 0);
@@ -321,7 +320,7 @@ per_sender_order(void)
 	ctx_init(&c);
 	CHECK_EQ(kn_spawn(k, "order", &t_ops, &c, &a), 0);
 	for (int i = 0; i < 4; i++) {
-		s[i] = (sender_arg) {a, (uint8_t) i, n};
+		s[i] = (sender_arg) {a, (uint8_t)i, n};
 		pthread_create(&t[i], NULL, sender_main, &s[i]);
 	}
 	for (int i = 0; i < 4; i++) {
@@ -414,10 +413,10 @@ static void
 timers_in_order(void)
 {
 	static const uint8_t delays[] = {40, 5, 25, 5, 1, 30, 15, 10, 20, 2};
-	kn_kernel *k = kopen();
-	kn_actor  *a;
-	ctx        c;
-	uint8_t    cmd[2 + sizeof(delays)] = {'t', sizeof(delays)};
+	kn_kernel           *k        = kopen();
+	kn_actor            *a;
+	ctx                  c;
+	uint8_t              cmd[2 + sizeof(delays)] = {'t', sizeof(delays)};
 
 	ctx_init(&c);
 	memcpy(cmd + 2, delays, sizeof(delays));
@@ -426,11 +425,11 @@ timers_in_order(void)
 	ctx_wait(&c, sizeof(delays));
 	ping(a);
 	pthread_mutex_lock(&c.mtx);
-	CHECK_EQ(c.nfired, (int) sizeof(delays)); /* not the cancelled one */
+	CHECK_EQ(c.nfired, (int)sizeof(delays)); /* not the cancelled one */
 	for (int i = 0; i < c.nfired; i++) {
 		int     x    = c.fire_order[i];
 		int64_t late = c.fired_at[x] - c.due[x];
-		CHECK(late >= 0); /* never early */
+		CHECK(late >= 0);                 /* never early */
 		CHECK(late < 500 * KN_NS_PER_MS); /* sanitizers are slow */
 		if (i > 0) {
 			int w = c.fire_order[i - 1];
@@ -474,8 +473,9 @@ handler_errors_reported(void)
 	kn_kernel_stats(k, &st);
 	CHECK_EQ(st.handler_errors, 2);
 	pthread_mutex_lock(&hook_mtx);
-	CHECK(strstr(hook_line, "actor failing: handler for message user "
-	                        "failed: protocol error") != NULL);
+	CHECK(strstr(hook_line,
+	             "actor failing: handler for message user "
+	             "failed: protocol error") != NULL);
 	pthread_mutex_unlock(&hook_mtx);
 	kn_log_set_hook(NULL, NULL);
 	kn_actor_destroy(&a);

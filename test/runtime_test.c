@@ -32,7 +32,7 @@ open_close(void)
 static void
 bad_options(void)
 {
-	mk_runtime *rt = (mk_runtime *) 1;
+	mk_runtime *rt = (mk_runtime *)1;
 	mk_options  o;
 
 	mk_options_init(&o);
@@ -43,7 +43,7 @@ bad_options(void)
 	o.ask_timeout_ms = 0;
 	CHECK_EQ(mk_runtime_open(&rt, &o), MK_EINVAL);
 	mk_options_init(&o);
-	o.log_level = (mk_log_level) 9;
+	o.log_level = (mk_log_level)9;
 	CHECK_EQ(mk_runtime_open(&rt, &o), MK_EINVAL);
 	CHECK_EQ(mk_runtime_open(NULL, &o), MK_EINVAL);
 }
@@ -66,11 +66,11 @@ poisoned_handle(void)
 			uint32_t tag;
 			char     pad[64];
 		} fake = {0x12345678u, {0}};
-		CHECK_EQ(mk_runtime_stats((mk_runtime *) &fake, &st, 0),
-		    MK_EHANDLE);
+		CHECK_EQ(mk_runtime_stats((mk_runtime *)&fake, &st, 0),
+		         MK_EHANDLE);
 	}
 	mk_runtime_close(&rt);
-	(void) copy; /* freed: using it is the caller's bug */
+	(void)copy; /* freed: using it is the caller's bug */
 }
 
 static void

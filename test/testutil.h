@@ -9,29 +9,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond)                                                     \
-	do {                                                            \
-		if (!(cond)) {                                          \
-			fprintf(stderr, "%s:%d: check failed: %s\n",    \
-			    __FILE__, __LINE__, #cond);                 \
-			exit(1);                                        \
-		}                                                       \
+#define CHECK(cond)                                                           \
+	do {                                                                  \
+		if (!(cond)) {                                                \
+			fprintf(stderr, "%s:%d: check failed: %s\n",          \
+			        __FILE__, __LINE__, #cond);                   \
+			exit(1);                                              \
+		}                                                             \
 	} while (0)
 
-#define CHECK_EQ(a, b)                                                  \
-	do {                                                            \
-		long long a_ = (long long) (a), b_ = (long long) (b);   \
-		if (a_ != b_) {                                         \
-			fprintf(stderr, "%s:%d: %s == %s: %lld != %lld\n", \
-			    __FILE__, __LINE__, #a, #b, a_, b_);        \
-			exit(1);                                        \
-		}                                                       \
+#define CHECK_EQ(a, b)                                                        \
+	do {                                                                  \
+		long long a_ = (long long)(a), b_ = (long long)(b);           \
+		if (a_ != b_) {                                               \
+			fprintf(stderr, "%s:%d: %s == %s: %lld != %lld\n",    \
+			        __FILE__, __LINE__, #a, #b, a_, b_);          \
+			exit(1);                                              \
+		}                                                             \
 	} while (0)
 
-#define RUN(fn)                                                         \
-	do {                                                            \
-		fprintf(stderr, "-- %s\n", #fn);                        \
-		fn();                                                   \
+#define RUN(fn)                                                               \
+	do {                                                                  \
+		fprintf(stderr, "-- %s\n", #fn);                              \
+		fn();                                                         \
 	} while (0)
 
 #endif /* TEST_TESTUTIL_H */

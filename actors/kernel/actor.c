@@ -19,11 +19,11 @@
 #include "actors/kernel/kernel_impl.h"
 #include "actors/kernel/log.h"
 
-#define KN_INBOX_DEPTH 1024     /* messages queued per side of an inbox */
+#define KN_INBOX_DEPTH     1024 /* messages queued per side of an inbox */
 #define KN_SEND_TIMEOUT_MS 5000 /* a full inbox blocks a sender this long */
-#define KN_TRANSIT_MS 2000      /* wait for a committed message in nng */
-#define KN_MSG_REPLIED 1u
-#define KN_MSG_DEFERRED 2u
+#define KN_TRANSIT_MS      2000 /* wait for a committed message in nng */
+#define KN_MSG_REPLIED     1u
+#define KN_MSG_DEFERRED    2u
 
 /* An actor's own async ask, keyed by corr in its asks map. */
 typedef struct kn_async {
@@ -47,7 +47,7 @@ send_aio_free(void *aio)
 static void
 send_aio_key_init(void)
 {
-	(void) pthread_key_create(&send_aio_key, send_aio_free);
+	(void)pthread_key_create(&send_aio_key, send_aio_free);
 }
 
 /* One send aio per thread, reused: nng_aio_alloc is not free. */
@@ -69,6 +69,9 @@ send_aio(void)
 static int
 msg_write(void *sink, const char *buf, size_t len)
 {
+	if (len == 0) {
+		return (0); /* msgpack hands NULL with empty bodies */
+	}
 	return (nng_msg_append(sink, buf, len) != 0 ? -1 : 0);
 }
 
@@ -88,8 +91,7 @@ kn_send_env(kn_actor *to, const codec_env *env, bool force)
 		rv = MK_ENOMEM;
 		goto out;
 	}
-	if (nng_msg_alloc(&m, 32 + env->sender_len + env->payload_len) !=
-	    0) {
+	if (nng_msg_alloc(&m, 32 + env->sender_len + env->payload_len) != 0) {
 		rv = MK_ENOMEM;
 		goto out;
 	}
@@ -107,8 +109,12 @@ kn_send_env(kn_actor *to, const codec_env *env, bool force)
 		nng_aio_set_msg(aio, NULL);
 		goto out;
 	}
-	/* Committed: count it.  Cannot fail short of 2^64 messages. */
-	(void) eventfd_write(to->wake_fd, 1);
+	/* Committed: count it, and wake the actor only if it may be
+	 * blocked (pairs with the store/load in run_loop). */
+	atomic_fetch_add(&to->committed, 1);
+	if (atomic_load(&to->asleep)) {
+		(void)eventfd_write(to->wake_fd, 1);
+	}
 out:
 	atomic_fetch_sub(&to->senders, 1);
 	return (rv);
@@ -116,14 +122,14 @@ out:
 
 int
 kn_tell(kn_actor *to, kn_actor *from, uint32_t type, const void *payload,
-    size_t len)
+        size_t len)
 {
 	codec_env env = {
-		.type        = type,
-		.sender      = from != NULL ? from->name : "",
-		.sender_len  = from != NULL ? strlen(from->name) : 0,
-		.payload     = payload,
-		.payload_len = len,
+	        .type        = type,
+	        .sender      = from != NULL ? from->name : "",
+	        .sender_len  = from != NULL ? strlen(from->name) : 0,
+	        .payload     = payload,
+	        .payload_len = len,
 	};
 
 	if (type == MSG_TERM || type == MSG_REPLY) {
@@ -134,7 +140,7 @@ kn_tell(kn_actor *to, kn_actor *from, uint32_t type, const void *payload,
 
 int
 kn_ask(kn_actor *to, uint32_t type, const void *payload, size_t len,
-    int timeout_ms, kn_answer *out)
+       int timeout_ms, kn_answer *out)
 {
 	kn_kernel         *k = to->k;
 	kn_pending         p = {.kind = KN_PENDING_SLOT};
@@ -160,12 +166,12 @@ kn_ask(kn_actor *to, uint32_t type, const void *payload, size_t len,
 	}
 	atomic_fetch_add(&k->n_asks, 1);
 	env = (codec_env) {
-		.type        = type,
-		.corr        = p.corr,
-		.sender      = "",
-		.deadline    = deadline,
-		.payload     = payload,
-		.payload_len = len,
+	        .type        = type,
+	        .corr        = p.corr,
+	        .sender      = "",
+	        .deadline    = deadline,
+	        .payload     = payload,
+	        .payload_len = len,
 	};
 	if ((rv = kn_send_env(to, &env, false)) != 0 &&
 	    kn_pending_take(k, p.corr) != NULL) {
@@ -267,7 +273,8 @@ async_timeout(kn_actor *self, void *arg)
 uint64_t
 kn_timer_add(kn_actor *self, int64_t delay_ms, kn_tick_fn fn, void *arg)
 {
-	int64_t when = kn_now_ns() + (delay_ms > 0 ? delay_ms : 0) * KN_NS_PER_MS;
+	int64_t when =
+	        kn_now_ns() + (delay_ms > 0 ? delay_ms : 0) * KN_NS_PER_MS;
 
 	return (kn_timers_add(&self->timers, when, fn, arg));
 }
@@ -279,9 +286,8 @@ kn_timer_cancel(kn_actor *self, uint64_t id)
 }
 
 int
-kn_ask_async(kn_actor *self, kn_actor *to, uint32_t type,
-    const void *payload, size_t len, int timeout_ms, kn_reply_fn fn,
-    void *arg)
+kn_ask_async(kn_actor *self, kn_actor *to, uint32_t type, const void *payload,
+             size_t len, int timeout_ms, kn_reply_fn fn, void *arg)
 {
 	kn_kernel  *k = self->k;
 	kn_async   *as;
@@ -319,13 +325,13 @@ kn_ask_async(kn_actor *self, kn_actor *to, uint32_t type,
 	}
 	atomic_fetch_add(&k->n_asks, 1);
 	env = (codec_env) {
-		.type        = type,
-		.corr        = as->corr,
-		.sender      = self->name,
-		.sender_len  = strlen(self->name),
-		.deadline    = deadline,
-		.payload     = payload,
-		.payload_len = len,
+	        .type        = type,
+	        .corr        = as->corr,
+	        .sender      = self->name,
+	        .sender_len  = strlen(self->name),
+	        .deadline    = deadline,
+	        .payload     = payload,
+	        .payload_len = len,
 	};
 	if ((rv = kn_send_env(to, &env, false)) != 0) {
 		if (kn_pending_take(k, as->corr) == NULL) {
@@ -348,15 +354,14 @@ fail:
 }
 
 int
-kn_reply(kn_actor *self, kn_msg *msg, int status, const void *data,
-    size_t len)
+kn_reply(kn_actor *self, kn_msg *msg, int status, const void *data, size_t len)
 {
 	if (msg->env.corr == 0 ||
 	    (msg->flags & (KN_MSG_REPLIED | KN_MSG_DEFERRED)) != 0) {
 		return (MK_EINVAL);
 	}
 	msg->flags |= KN_MSG_REPLIED;
-	(void) kn_reply_corr(self->k, msg->env.corr, status, data, len);
+	(void)kn_reply_corr(self->k, msg->env.corr, status, data, len);
 	return (0);
 }
 
@@ -412,7 +417,7 @@ on_reply(kn_actor *self, kn_msg *msg)
 	}
 	kn_timers_cancel(&self->timers, as->timer);
 	as->fn(self, as->arg, msg->env.status, msg->env.payload,
-	    msg->env.payload_len);
+	       msg->env.payload_len);
 	free(as);
 }
 
@@ -450,16 +455,17 @@ dispatch(kn_actor *self, kn_msg *msg, bool closing)
 	if (rv != 0) {
 		atomic_fetch_add(&k->n_errors, 1);
 		atomic_fetch_add(&self->n_errors, 1);
-		KN_ERROR("kernel", "actor %s: handler for message %s failed: %s",
-		    self->name, codec_msg_name(msg->env.type),
-		    mk_strerror(rv));
+		KN_ERROR("kernel",
+		         "actor %s: handler for message %s failed: %s",
+		         self->name, codec_msg_name(msg->env.type),
+		         mk_strerror(rv));
 	}
 	if (msg->env.corr != 0 &&
 	    (msg->flags & (KN_MSG_REPLIED | KN_MSG_DEFERRED)) == 0) {
 		if (rv == 0) {
 			KN_ERROR("kernel",
-			    "actor %s: ask %s returned without a reply",
-			    self->name, codec_msg_name(msg->env.type));
+			         "actor %s: ask %s returned without a reply",
+			         self->name, codec_msg_name(msg->env.type));
 			rv = MK_EINTERNAL;
 		}
 		kn_reply(self, msg, rv, NULL, 0);
@@ -486,16 +492,13 @@ recv_one(kn_actor *self, nng_msg **mp, int wait_ms)
 	return (0);
 }
 
-/* Receives and dispatches the whole backlog (a batch per wake-up). */
+/* Receives and dispatches every committed message (a batch per wake-up). */
 static void
 drain(kn_actor *self, bool closing)
 {
-	eventfd_t n;
+	uint64_t committed = atomic_load(&self->committed);
 
-	if (eventfd_read(self->wake_fd, &n) == 0) {
-		self->backlog += n;
-	}
-	while (self->backlog != 0) {
+	while (self->received != committed) {
 		nng_msg *m = NULL;
 		kn_msg   msg;
 		int      rv;
@@ -503,16 +506,19 @@ drain(kn_actor *self, bool closing)
 		if (recv_one(self, &m, NNG_DURATION_ZERO) != 0 &&
 		    (rv = recv_one(self, &m, KN_TRANSIT_MS)) != 0) {
 			KN_ERROR("kernel",
-			    "actor %s: %llu committed messages not received: "
-			    "%s",
-			    self->name, (unsigned long long) self->backlog,
-			    mk_strerror(rv));
-			return; /* retried on the next wake-up */
+			         "actor %s: %llu committed messages not "
+			         "received: "
+			         "%s",
+			         self->name,
+			         (unsigned long long)(committed -
+			                              self->received),
+			         mk_strerror(rv));
+			return; /* retried on the next turn of the loop */
 		}
-		self->backlog--;
+		self->received++;
 		memset(&msg, 0, sizeof(msg));
 		if (codec_env_decode(&msg.env, nng_msg_body(m),
-		        nng_msg_len(m)) != 0) {
+		                     nng_msg_len(m)) != 0) {
 			/* Only the kernel encodes these: a bug. */
 			assert(!"malformed internal envelope");
 			nng_msg_free(m);
@@ -520,14 +526,24 @@ drain(kn_actor *self, bool closing)
 		}
 		dispatch(self, &msg, closing || self->terminated);
 		nng_msg_free(m);
+		if (self->received == committed) {
+			committed = atomic_load(&self->committed);
+		}
 	}
+}
+
+static bool
+backlogged(kn_actor *self)
+{
+	return (atomic_load(&self->committed) != self->received);
 }
 
 static int
 loop_wait(kn_actor *self, struct pollfd *fds, unsigned nfds, int timeout)
 {
 	if (self->ops->wait != NULL) {
-		return (self->ops->wait(self, self->state, fds, nfds, timeout));
+		return (self->ops->wait(self, self->state, fds, nfds,
+		                        timeout));
 	}
 	return (poll(fds, nfds, timeout));
 }
@@ -539,8 +555,8 @@ run_loop(kn_actor *self)
 	unsigned       cap = 0;
 
 	while (!self->terminated) {
-		unsigned nfds = 1 + self->nwatches;
-		int64_t  next = kn_timers_next(&self->timers);
+		unsigned nfds    = 1 + self->nwatches;
+		int64_t  next    = kn_timers_next(&self->timers);
 		int      timeout = -1;
 		int      n;
 
@@ -548,7 +564,7 @@ run_loop(kn_actor *self)
 			struct pollfd *nf = realloc(fds, nfds * sizeof(*nf));
 			if (nf == NULL) {
 				KN_ERROR("kernel", "actor %s: out of memory",
-				    self->name);
+				         self->name);
 				nfds = 1; /* keep serving the inbox */
 			} else {
 				fds = nf;
@@ -558,27 +574,33 @@ run_loop(kn_actor *self)
 		fds[0] = (struct pollfd) {self->wake_fd, POLLIN, 0};
 		for (unsigned i = 1; i < nfds; i++) {
 			fds[i] = (struct pollfd) {self->watches[i - 1].fd,
-				self->watches[i - 1].events, 0};
+			                          self->watches[i - 1].events,
+			                          0};
 		}
 		if (next >= 0) {
 			int64_t left = next - kn_now_ns();
 			timeout      = left <= 0 ? 0
-			                         : (int) ((left + KN_NS_PER_MS - 1) /
-			                               KN_NS_PER_MS);
+			                         : (int)((left + KN_NS_PER_MS - 1) /
+                                                    KN_NS_PER_MS);
 		}
-		if (self->backlog != 0 && (timeout < 0 || timeout > 10)) {
-			timeout = 10; /* a message is late inside nng */
+		/* Announce the sleep, then look once more: a sender that
+		 * committed before seeing asleep is caught here. */
+		atomic_store(&self->asleep, true);
+		if (backlogged(self)) {
+			timeout = 0;
 		}
 		n = loop_wait(self, fds, nfds, timeout);
+		atomic_store(&self->asleep, false);
 		if (n < 0 && errno != EINTR) {
 			KN_ERROR("kernel", "actor %s: wait failed: %s",
-			    self->name, strerror(errno));
+			         self->name, strerror(errno));
 			break;
 		}
-		if ((n > 0 && (fds[0].revents & POLLIN) != 0) ||
-		    self->backlog != 0) {
-			drain(self, false);
+		if (n > 0 && (fds[0].revents & POLLIN) != 0) {
+			eventfd_t junk;
+			(void)eventfd_read(self->wake_fd, &junk);
 		}
+		drain(self, false);
 		kn_timers_run(&self->timers, kn_now_ns(), self);
 		/* Watches may change in callbacks: match by fd. */
 		for (unsigned i = 1; n > 0 && i < nfds; i++) {
@@ -608,12 +630,14 @@ shut_down(kn_actor *self)
 		bool quiet = atomic_load(&self->senders) == 0;
 
 		drain(self, true);
-		if (quiet && self->backlog == 0) {
+		if (quiet && !backlogged(self)) {
 			break;
 		}
 		if (!quiet) {
 			struct pollfd pfd = {self->wake_fd, POLLIN, 0};
-			(void) poll(&pfd, 1, 1); /* a sender is mid-send */
+			atomic_store(&self->asleep, true);
+			(void)poll(&pfd, 1, 1); /* a sender is mid-send */
+			atomic_store(&self->asleep, false);
 		}
 	}
 	while ((as = kn_idmap_pop(&self->asks, NULL)) != NULL) {
@@ -634,11 +658,10 @@ actor_main(void *arg)
 	kn_actor *self = arg;
 	int       rv;
 
-	rv = nng_aio_alloc(&self->rx_aio, NULL, NULL) != 0
-	    ? MK_ENOMEM
-	    : self->ops->init != NULL
-	    ? self->ops->init(self, self->arg, &self->state)
-	    : 0;
+	rv = nng_aio_alloc(&self->rx_aio, NULL, NULL) != 0 ? MK_ENOMEM
+	        : self->ops->init != NULL
+	        ? self->ops->init(self, self->arg, &self->state)
+	        : 0;
 	pthread_mutex_lock(&self->stop_mtx);
 	self->start_rc = rv;
 	self->ready    = true;
@@ -671,13 +694,13 @@ open_inbox(kn_actor *a)
 	int  rv;
 
 	snprintf(url, sizeof(url), "inproc://mcpkeep-%u/%llu", a->k->id,
-	    (unsigned long long) a->id);
+	         (unsigned long long)a->id);
 	if ((rv = nng_pull0_open(&a->pull)) != 0 ||
 	    (rv = nng_push0_open(&a->push)) != 0 ||
 	    (rv = nng_socket_set_int(a->pull, NNG_OPT_RECVBUF,
-	         KN_INBOX_DEPTH)) != 0 ||
+	                             KN_INBOX_DEPTH)) != 0 ||
 	    (rv = nng_socket_set_int(a->push, NNG_OPT_SENDBUF,
-	         KN_INBOX_DEPTH)) != 0 ||
+	                             KN_INBOX_DEPTH)) != 0 ||
 	    (rv = nng_listen(a->pull, url, NULL, 0)) != 0 ||
 	    (rv = nng_dial(a->push, url, NULL, 0)) != 0) {
 		return (kn_map_nng(rv));
@@ -705,8 +728,8 @@ valid_name(const char *name)
 }
 
 int
-kn_spawn(kn_kernel *k, const char *name, const kn_actor_ops *ops,
-    void *arg, kn_actor **ap)
+kn_spawn(kn_kernel *k, const char *name, const kn_actor_ops *ops, void *arg,
+         kn_actor **ap)
 {
 	kn_actor      *a;
 	pthread_attr_t attr;
@@ -779,7 +802,7 @@ kn_stop(kn_actor *a)
 		 * and then retrying is all we can do. */
 		while (kn_send_env(a, &term, true) != 0) {
 			KN_ERROR("kernel", "actor %s: cannot queue TERM",
-			    a->name);
+			         a->name);
 		}
 		pthread_join(a->thread, NULL);
 		a->joined = true;

@@ -9,7 +9,7 @@
 #include <time.h>
 
 #define KN_NS_PER_MS 1000000LL
-#define KN_NS_PER_S 1000000000LL
+#define KN_NS_PER_S  1000000000LL
 
 /* kn_now_ns returns CLOCK_MONOTONIC in nanoseconds.  Never blocks. */
 static inline int64_t
@@ -18,14 +18,14 @@ kn_now_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t) ts.tv_sec * KN_NS_PER_S + ts.tv_nsec);
+	return ((int64_t)ts.tv_sec * KN_NS_PER_S + ts.tv_nsec);
 }
 
 /* kn_deadline_ns turns a relative timeout in ms into a monotonic deadline. */
 static inline int64_t
 kn_deadline_ns(int timeout_ms)
 {
-	return (kn_now_ns() + (int64_t) timeout_ms * KN_NS_PER_MS);
+	return (kn_now_ns() + (int64_t)timeout_ms * KN_NS_PER_MS);
 }
 
 /*

@@ -13,7 +13,7 @@ static size_t
 slot_of(uint64_t id, size_t cap)
 {
 	/* Fibonacci hashing spreads sequential ids. */
-	return ((size_t) ((id * 0x9e3779b97f4a7c15ULL) >> 17) & (cap - 1));
+	return ((size_t)((id * 0x9e3779b97f4a7c15ULL) >> 17) & (cap - 1));
 }
 
 void
@@ -110,7 +110,8 @@ remove_at(kn_idmap *m, size_t i)
 			break;
 		}
 		home = slot_of(m->ents[j].id, m->cap);
-		/* Move j back to i unless its home lies cyclically in (i, j]. */
+		/* Move j back to i unless its home lies cyclically in (i, j].
+		 */
 		if (((j - home) & mask) >= ((j - i) & mask)) {
 			m->ents[i]    = m->ents[j];
 			m->ents[j].id = 0;

@@ -145,7 +145,7 @@ name_hash(const char *s)
 	uint64_t h = 0xcbf29ce484222325ULL;
 
 	for (; *s != '\0'; s++) {
-		h = (h ^ (unsigned char) *s) * 0x100000001b3ULL;
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
 	}
 	return (h | 1);
 }
@@ -154,7 +154,7 @@ static kn_actor *
 find_locked(kn_kernel *k, const char *name, uint64_t hash)
 {
 	for (kn_actor *a = kn_idmap_get(&k->reg, hash); a != NULL;
-	     a = a->reg_next) {
+	     a           = a->reg_next) {
 		if (strcmp(a->name, name) == 0) {
 			return (a);
 		}
@@ -211,8 +211,8 @@ kn_registry_remove(kn_kernel *k, kn_actor *a)
 			kn_idmap_del(&k->reg, a->hash);
 			if (a->reg_next != NULL) {
 				/* a slot was just freed: cannot fail */
-				(void) kn_idmap_put(
-				    &k->reg, a->hash, a->reg_next);
+				(void)kn_idmap_put(&k->reg, a->hash,
+				                   a->reg_next);
 			}
 		} else {
 			while (head->reg_next != a) {
@@ -285,17 +285,17 @@ kn_pending_take(kn_kernel *k, uint64_t corr)
 
 /* Completes p, which the caller has taken out of its shard. */
 void
-kn_pending_complete(kn_kernel *k, kn_pending *p, int status,
-    const void *data, size_t len)
+kn_pending_complete(kn_kernel *k, kn_pending *p, int status, const void *data,
+                    size_t len)
 {
 	if (p->kind == KN_PENDING_ACTOR) {
 		codec_env env = {
-			.type        = MSG_REPLY,
-			.corr        = p->corr,
-			.sender      = "",
-			.status      = status,
-			.payload     = data,
-			.payload_len = len,
+		        .type        = MSG_REPLY,
+		        .corr        = p->corr,
+		        .sender      = "",
+		        .status      = status,
+		        .payload     = data,
+		        .payload_len = len,
 		};
 		kn_actor *asker = p->asker;
 
@@ -329,7 +329,7 @@ kn_pending_complete(kn_kernel *k, kn_pending *p, int status,
 
 int
 kn_reply_corr(kn_kernel *k, uint64_t corr, int status, const void *data,
-    size_t len)
+              size_t len)
 {
 	kn_pending *p = kn_pending_take(k, corr);
 

@@ -4,11 +4,13 @@
  * The kernel knows nothing of MCP.  An actor is one thread plus one inbox,
  * an nng pull0 socket listening on a private inproc address; every sender
  * shares the actor's one push0 socket dialled to it (nng sockets are
- * thread-safe).  A sender writes the message, then adds 1 to the actor's
- * eventfd: that eventfd is the actor's only file descriptor and its only
- * wake-up, and its count tells the actor how many messages are committed
- * (a message can still be inside nng when the count arrives, so the actor
- * receives exactly that many, waiting briefly for one in transit).
+ * thread-safe).  A sender sends the message, then counts it in the actor's
+ * `committed` counter, and writes the actor's eventfd only when the actor
+ * announced it may sleep: that eventfd is the actor's only file descriptor
+ * and its only wake-up.  The actor receives exactly the committed count (a
+ * message can still be inside nng when it is counted, so the actor waits
+ * briefly for one in transit), so a burst costs senders no syscall beyond
+ * nng's own and the actor one wake-up.
  *
  * DESIGN
  *   threads   one per actor; callers of kn_ask/kn_tell are any thread.
@@ -43,9 +45,9 @@
 #include "codec/msg.h"
 #include "mcpkeep.h"
 
-#define KN_NAME_MAX CODEC_SENDER_MAX
+#define KN_NAME_MAX      CODEC_SENDER_MAX
 #define KN_STACK_DEFAULT (256u * 1024u)
-#define KN_STACK_MIN (64u * 1024u)
+#define KN_STACK_MIN     (64u * 1024u)
 
 typedef struct kn_kernel kn_kernel;
 typedef struct kn_actor  kn_actor;
@@ -72,7 +74,7 @@ typedef struct kn_actor_ops {
 	/* wait: optional replacement for poll(2) with the same contract,
 	 * e.g. a wrapper of curl_multi_poll(); it sets revents. */
 	int (*wait)(kn_actor *self, void *state, struct pollfd *fds,
-	    unsigned nfds, int timeout_ms);
+	            unsigned nfds, int timeout_ms);
 } kn_actor_ops;
 
 /* The answer to a blocking ask: data is malloc'd, the caller frees it. */
@@ -84,7 +86,7 @@ typedef struct kn_answer {
 
 /* Async ask completion: runs once on the asking actor's thread. */
 typedef void (*kn_reply_fn)(kn_actor *self, void *arg, int status,
-    const void *data, size_t len);
+                            const void *data, size_t len);
 /* Timer callback: runs on the actor's thread. */
 typedef void (*kn_tick_fn)(struct kn_actor *self, void *arg);
 /* Watched-fd callback: runs on the actor's thread with poll's revents. */
@@ -114,7 +116,7 @@ void kn_kernel_stats(kn_kernel *k, mk_stats *out);
  * init's own failure.
  */
 int kn_spawn(kn_kernel *k, const char *name, const kn_actor_ops *ops,
-    void *arg, kn_actor **ap);
+             void *arg, kn_actor **ap);
 
 /*
  * kn_stop stops the actor (see DESIGN) and joins its thread.  Blocks.
@@ -148,8 +150,8 @@ uint64_t kn_actor_errors(const kn_actor *a);
  * copied.  Returns 0, MK_ECLOSED (the actor is stopping), MK_ETIMEDOUT
  * (inbox full too long), MK_ETOOBIG or MK_ENOMEM.
  */
-int kn_tell(kn_actor *to, kn_actor *from, uint32_t type,
-    const void *payload, size_t len);
+int kn_tell(kn_actor *to, kn_actor *from, uint32_t type, const void *payload,
+            size_t len);
 
 /*
  * kn_ask sends a request and waits for its reply, at most timeout_ms.  Any
@@ -160,7 +162,7 @@ int kn_tell(kn_actor *to, kn_actor *from, uint32_t type,
  * (timeout <= 0), MK_ETOOBIG or MK_ENOMEM with *out empty.
  */
 int kn_ask(kn_actor *to, uint32_t type, const void *payload, size_t len,
-    int timeout_ms, kn_answer *out);
+           int timeout_ms, kn_answer *out);
 
 /*
  * kn_ask_async sends a request from actor self.  Never blocks on the
@@ -169,15 +171,15 @@ int kn_ask(kn_actor *to, uint32_t type, const void *payload, size_t len,
  * thread only.  Returns 0, or an error as kn_tell (then fn never runs).
  */
 int kn_ask_async(kn_actor *self, kn_actor *to, uint32_t type,
-    const void *payload, size_t len, int timeout_ms, kn_reply_fn fn,
-    void *arg);
+                 const void *payload, size_t len, int timeout_ms,
+                 kn_reply_fn fn, void *arg);
 
 /*
  * kn_reply answers the ask msg (once).  Handler only.  data is copied.
  * Returns 0, or MK_EINVAL (not an ask, or already answered).
  */
 int kn_reply(kn_actor *self, kn_msg *msg, int status, const void *data,
-    size_t len);
+             size_t len);
 
 /*
  * kn_defer keeps the ask msg open after the handler returns and gives its
@@ -191,21 +193,20 @@ uint64_t kn_defer(kn_msg *msg);
  * Returns 0, or MK_ENOENT when it was late.
  */
 int kn_reply_corr(kn_kernel *k, uint64_t corr, int status, const void *data,
-    size_t len);
+                  size_t len);
 
 /* kn_timer_add arms a one-shot timer on self, delay_ms from now.  Actor
  * thread only.  Returns its id, or 0 when out of memory.  Timers still
  * armed at stop are discarded without firing. */
 uint64_t kn_timer_add(kn_actor *self, int64_t delay_ms, kn_tick_fn fn,
-    void *arg);
+                      void *arg);
 
 /* kn_timer_cancel disarms a timer; 0, or MK_ENOENT if it already fired. */
 int kn_timer_cancel(kn_actor *self, uint64_t id);
 
 /* kn_watch_fd adds fd to the actor's wait (at most one watch per fd).
  * Actor thread only.  Returns 0, MK_EEXIST or MK_ENOMEM. */
-int kn_watch_fd(kn_actor *self, int fd, short events, kn_fd_fn fn,
-    void *arg);
+int kn_watch_fd(kn_actor *self, int fd, short events, kn_fd_fn fn, void *arg);
 
 /* kn_unwatch_fd removes the watch on fd; 0 or MK_ENOENT. */
 int kn_unwatch_fd(kn_actor *self, int fd);

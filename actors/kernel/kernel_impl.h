@@ -41,16 +41,16 @@ typedef struct kn_pending {
 } kn_pending;
 
 struct kn_kernel {
-	atomic_int      refs;       /* owner + one per actor */
-	atomic_bool     closing;    /* kn_kernel_close has begun */
-	unsigned        id;         /* makes inproc addresses unique */
-	size_t          stack_size; /* actor thread stacks */
+	atomic_int           refs;       /* owner + one per actor */
+	atomic_bool          closing;    /* kn_kernel_close has begun */
+	unsigned             id;         /* makes inproc addresses unique */
+	size_t               stack_size; /* actor thread stacks */
 	atomic_uint_fast64_t next_corr;  /* last correlation id used */
 	atomic_uint_fast64_t next_actor; /* last actor id used */
-	kn_shard        shards[KN_SHARDS]; /* pending asks */
-	pthread_mutex_t reg_mtx;    /* guards reg and the actor list */
-	kn_idmap        reg;        /* name hash -> first actor of chain */
-	kn_actor       *newest;     /* running actors, newest first */
+	kn_shard             shards[KN_SHARDS]; /* pending asks */
+	pthread_mutex_t      reg_mtx; /* guards reg and the actor list */
+	kn_idmap             reg;     /* name hash -> first actor of chain */
+	kn_actor            *newest;  /* running actors, newest first */
 
 	/* counters, relaxed atomics */
 	atomic_uint_fast64_t n_actors;   /* running actors */
@@ -71,52 +71,55 @@ typedef struct kn_watch {
 
 struct kn_actor {
 	/* shared, set before the thread starts or atomic */
-	kn_kernel   *k;        /* holds a kernel reference */
-	char         name[KN_NAME_MAX + 1]; /* registry name */
-	uint64_t     hash;     /* name hash, registry key */
-	uint64_t     id;       /* unique in the kernel */
-	atomic_int   refs;     /* references (see kernel.h) */
-	atomic_bool  closing;  /* stop has begun: new sends refused */
-	atomic_int   senders;  /* threads inside a send to this actor */
+	kn_kernel           *k; /* holds a kernel reference */
+	char                 name[KN_NAME_MAX + 1]; /* registry name */
+	uint64_t             hash;    /* name hash, registry key */
+	uint64_t             id;      /* unique in the kernel */
+	atomic_int           refs;    /* references (see kernel.h) */
+	atomic_bool          closing; /* stop has begun: new sends refused */
+	atomic_int           senders; /* threads inside a send to this actor */
+	atomic_uint_fast64_t committed; /* messages sent successfully */
+	atomic_bool asleep; /* the actor may block in its wait: senders
+	                     * must write wake_fd */
 	atomic_uint_fast64_t n_errors; /* handler errors */
-	nng_socket   pull;     /* inbox; received on the actor thread */
-	nng_socket   push;     /* shared by every sender */
-	int          wake_fd;  /* eventfd: +1 per committed message */
-	const kn_actor_ops *ops; /* behaviour */
-	void        *arg;      /* init argument */
-	pthread_t    thread;   /* the actor's thread */
+	nng_socket           pull;    /* inbox; received on the actor thread */
+	nng_socket           push;    /* shared by every sender */
+	int                  wake_fd; /* eventfd: written when asleep */
+	const kn_actor_ops  *ops;     /* behaviour */
+	void                *arg;     /* init argument */
+	pthread_t            thread;  /* the actor's thread */
 	pthread_mutex_t stop_mtx; /* serialises kn_stop; guards the below */
 	pthread_cond_t  ready_cv; /* READY handshake */
-	bool         ready;    /* init finished (start_rc is set) */
-	int          start_rc; /* init's result */
-	bool         joined;   /* the thread was joined */
-	kn_actor    *reg_next; /* registry chain (same hash); reg_mtx */
-	kn_actor    *older;    /* kernel's actor list; reg_mtx */
-	kn_actor    *newer;    /* kernel's actor list; reg_mtx */
-	bool         listed;   /* in registry and list; reg_mtx */
+	bool            ready;    /* init finished (start_rc is set) */
+	int             start_rc; /* init's result */
+	bool            joined;   /* the thread was joined */
+	kn_actor       *reg_next; /* registry chain (same hash); reg_mtx */
+	kn_actor       *older;    /* kernel's actor list; reg_mtx */
+	kn_actor       *newer;    /* kernel's actor list; reg_mtx */
+	bool            listed;   /* in registry and list; reg_mtx */
 
 	/* actor thread only */
-	void        *state;    /* what init returned */
-	bool         terminated; /* TERM seen: leave the loop */
-	uint64_t     backlog;  /* committed messages not yet received */
-	nng_aio     *rx_aio;   /* reused for every receive */
-	kn_timers    timers;   /* one-shot timers */
-	kn_idmap     asks;     /* corr -> kn_async, own async asks */
-	kn_watch    *watches;  /* watched fds */
-	unsigned     nwatches; /* entries in watches */
-	unsigned     capwatches; /* allocated watches */
+	void     *state;      /* what init returned */
+	bool      terminated; /* TERM seen: leave the loop */
+	uint64_t  received;   /* messages taken from the inbox */
+	nng_aio  *rx_aio;     /* reused for every receive */
+	kn_timers timers;     /* one-shot timers */
+	kn_idmap  asks;       /* corr -> kn_async, own async asks */
+	kn_watch *watches;    /* watched fds */
+	unsigned  nwatches;   /* entries in watches */
+	unsigned  capwatches; /* allocated watches */
 };
 
 /* kernel.c */
-void kn_kernel_hold(kn_kernel *k);
-void kn_kernel_release(kn_kernel *k);
-int  kn_registry_add(kn_kernel *k, kn_actor *a);
-void kn_registry_remove(kn_kernel *k, kn_actor *a);
-int  kn_pending_add(kn_kernel *k, kn_pending *p);
+void        kn_kernel_hold(kn_kernel *k);
+void        kn_kernel_release(kn_kernel *k);
+int         kn_registry_add(kn_kernel *k, kn_actor *a);
+void        kn_registry_remove(kn_kernel *k, kn_actor *a);
+int         kn_pending_add(kn_kernel *k, kn_pending *p);
 kn_pending *kn_pending_take(kn_kernel *k, uint64_t corr);
-void kn_pending_complete(kn_kernel *k, kn_pending *p, int status,
-    const void *data, size_t len);
-int  kn_map_nng(int nng_rv);
+void        kn_pending_complete(kn_kernel *k, kn_pending *p, int status,
+                                const void *data, size_t len);
+int         kn_map_nng(int nng_rv);
 
 /* actor.c */
 int kn_send_env(kn_actor *to, const codec_env *env, bool force);

@@ -17,20 +17,20 @@
 
 #include "actors/kernel/clock.h"
 
-#define LOG_MSG_MAX 2048
+#define LOG_MSG_MAX  2048
 #define LOG_LINE_MAX 8192
 
-static atomic_int         log_level = MK_LOG_INFO;
-static atomic_int         log_json  = 0;
-static atomic_int         log_fd    = 2;
+static atomic_int           log_level = MK_LOG_INFO;
+static atomic_int           log_json  = 0;
+static atomic_int           log_fd    = 2;
 static _Atomic(kn_log_hook) log_hook;
 static _Atomic(void *)      log_hook_arg;
 
 static const char *level_names[] = {
-	[MK_LOG_DEBUG] = "DEBUG",
-	[MK_LOG_INFO] = "INFO",
-	[MK_LOG_WARN] = "WARN",
-	[MK_LOG_ERROR] = "ERROR",
+        [MK_LOG_DEBUG] = "DEBUG",
+        [MK_LOG_INFO]  = "INFO",
+        [MK_LOG_WARN]  = "WARN",
+        [MK_LOG_ERROR] = "ERROR",
 };
 
 char *
@@ -42,8 +42,8 @@ kn_rfc3339(char *buf, size_t len)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ",
-	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-	    tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+	         tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+	         tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
 	return (buf);
 }
 
@@ -68,9 +68,9 @@ kn_log_configure(mk_log_level level, int json, int fd)
 	int         lv;
 
 	if (env != NULL && (lv = kn_log_level_parse(env)) >= 0) {
-		level = (mk_log_level) lv;
+		level = (mk_log_level)lv;
 	}
-	atomic_store(&log_level, (int) level);
+	atomic_store(&log_level, (int)level);
 	atomic_store(&log_json, json != 0);
 	atomic_store(&log_fd, fd >= 0 ? fd : 2);
 }
@@ -85,8 +85,8 @@ kn_log_set_hook(kn_log_hook hook, void *arg)
 int
 kn_log_enabled(mk_log_level level)
 {
-	return ((int) level >= atomic_load_explicit(
-	                           &log_level, memory_order_relaxed));
+	return ((int)level >=
+	        atomic_load_explicit(&log_level, memory_order_relaxed));
 }
 
 static void
@@ -109,7 +109,7 @@ emit(mk_log_level level, char *line, size_t len)
 		if (n <= 0) {
 			return; /* nowhere left to report a logging failure */
 		}
-		off += (size_t) n;
+		off += (size_t)n;
 	}
 }
 
@@ -117,19 +117,21 @@ emit(mk_log_level level, char *line, size_t len)
  * losing the line. */
 static json_t *
 json_pack_msg(const char *ts, mk_log_level level, const char *component,
-    char *msg)
+              char *msg)
 {
 	json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "ts", ts, "level",
-	    level_names[level], "component", component, "msg", msg);
+	                      level_names[level], "component", component,
+	                      "msg", msg);
 
 	if (o == NULL) {
-		for (unsigned char *p = (unsigned char *) msg; *p; p++) {
+		for (unsigned char *p = (unsigned char *)msg; *p; p++) {
 			if (*p >= 0x80) {
 				*p = '?';
 			}
 		}
 		o = json_pack("{s:s, s:s, s:s, s:s}", "ts", ts, "level",
-		    level_names[level], "component", component, "msg", msg);
+		              level_names[level], "component", component,
+		              "msg", msg);
 	}
 	return (o);
 }
@@ -152,7 +154,7 @@ kn_log(mk_log_level level, const char *component, const char *fmt, ...)
 	if (n < 0) {
 		return;
 	}
-	for (unsigned char *p = (unsigned char *) msg; *p != '\0'; p++) {
+	for (unsigned char *p = (unsigned char *)msg; *p != '\0'; p++) {
 		if (*p < 0x20 || *p == 0x7f) {
 			*p = ' '; /* one event, one line */
 		}
@@ -163,8 +165,9 @@ kn_log(mk_log_level level, const char *component, const char *fmt, ...)
 		char   *s = NULL;
 
 		if (o != NULL) {
-			s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER |
-			        JSON_ENSURE_ASCII);
+			s = json_dumps(o,
+			               JSON_COMPACT | JSON_PRESERVE_ORDER |
+			                       JSON_ENSURE_ASCII);
 			json_decref(o);
 		}
 		if (s == NULL) {
@@ -174,7 +177,7 @@ kn_log(mk_log_level level, const char *component, const char *fmt, ...)
 		free(s);
 	} else {
 		n = snprintf(line, LOG_LINE_MAX, "%s %-5s %s: %s", ts,
-		    level_names[level], component, msg);
+		             level_names[level], component, msg);
 	}
 	if (n < 0) {
 		return;
@@ -183,5 +186,5 @@ kn_log(mk_log_level level, const char *component, const char *fmt, ...)
 		n = LOG_LINE_MAX - 1;
 	}
 	line[n] = '\0';
-	emit(level, line, (size_t) n);
+	emit(level, line, (size_t)n);
 }

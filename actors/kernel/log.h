@@ -39,16 +39,16 @@ int kn_log_level_parse(const char *s);
  * printf-formatted and cut at 2 KiB.  Newlines in it become spaces.
  */
 void kn_log(mk_log_level level, const char *component, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+        __attribute__((format(printf, 3, 4)));
 
-#define KN_DEBUG(comp, ...)                                         \
-	do {                                                        \
-		if (kn_log_enabled(MK_LOG_DEBUG)) {                 \
-			kn_log(MK_LOG_DEBUG, comp, __VA_ARGS__);    \
-		}                                                   \
+#define KN_DEBUG(comp, ...)                                                   \
+	do {                                                                  \
+		if (kn_log_enabled(MK_LOG_DEBUG)) {                           \
+			kn_log(MK_LOG_DEBUG, comp, __VA_ARGS__);              \
+		}                                                             \
 	} while (0)
-#define KN_INFO(comp, ...) kn_log(MK_LOG_INFO, comp, __VA_ARGS__)
-#define KN_WARN(comp, ...) kn_log(MK_LOG_WARN, comp, __VA_ARGS__)
+#define KN_INFO(comp, ...)  kn_log(MK_LOG_INFO, comp, __VA_ARGS__)
+#define KN_WARN(comp, ...)  kn_log(MK_LOG_WARN, comp, __VA_ARGS__)
 #define KN_ERROR(comp, ...) kn_log(MK_LOG_ERROR, comp, __VA_ARGS__)
 
 #endif /* KN_LOG_H */

@@ -30,7 +30,7 @@ typedef struct kn_timers {
 /* kn_timers_add arms a timer for when_ns (CLOCK_MONOTONIC).  Returns its
  * id (never 0), or 0 when out of memory. */
 uint64_t kn_timers_add(kn_timers *t, int64_t when_ns, kn_timer_fn fn,
-    void *arg);
+                       void *arg);
 
 /* kn_timers_cancel disarms a timer.  Returns 0, or MK_ENOENT when it
  * already fired or never existed. */

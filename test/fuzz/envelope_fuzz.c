@@ -18,10 +18,13 @@ typedef struct buf {
 static int
 buf_write(void *sink, const char *data, size_t len)
 {
-	buf     *b  = sink;
-	uint8_t *np = realloc(b->p, b->len + len);
+	buf     *b = sink;
+	uint8_t *np;
 
-	if (np == NULL) {
+	if (len == 0) {
+		return (0);
+	}
+	if ((np = realloc(b->p, b->len + len)) == NULL) {
 		return (-1);
 	}
 	memcpy(np + b->len, data, len);
@@ -54,7 +57,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    again.sender_len != env.sender_len ||
 	    memcmp(again.sender, env.sender, env.sender_len) != 0 ||
 	    (env.payload_len &&
-	        memcmp(again.payload, env.payload, env.payload_len) != 0)) {
+	     memcmp(again.payload, env.payload, env.payload_len) != 0)) {
 		abort();
 	}
 	free(b.p);
