@@ -26,16 +26,16 @@
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/log.h"
 
-#define RTT_N 20000
-#define TELL_N 100000
-#define REPS 3 /* throughput runs, interleaved; the median is shown */
-#define SPAWN_N 2000
+#define RTT_N     20000
+#define TELL_N    100000
+#define REPS      3 /* throughput runs, interleaved; the median is shown */
+#define SPAWN_N   2000
 #define MSG_BYTES 64
 
 static int
 cmp_i64(const void *a, const void *b)
 {
-	int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
 	return (x < y ? -1 : x > y);
 }
 
@@ -46,14 +46,14 @@ typedef struct lat {
 static lat
 percentiles(int64_t *v, int n)
 {
-	qsort(v, (size_t) n, sizeof(*v), cmp_i64);
-	return ((lat) {v[n / 2] / 1e3, v[(int) (n * 0.99)] / 1e3});
+	qsort(v, (size_t)n, sizeof(*v), cmp_i64);
+	return ((lat) {v[n / 2] / 1e3, v[(int)(n * 0.99)] / 1e3});
 }
 
 static int
 cmp_dbl(const void *a, const void *b)
 {
-	double x = *(const double *) a, y = *(const double *) b;
+	double x = *(const double *)a, y = *(const double *)b;
 	return (x < y ? -1 : x > y);
 }
 
@@ -95,7 +95,7 @@ b_handle(kn_actor *self, void *state, kn_msg *msg)
 
 	if (msg->env.corr != 0) {
 		return (kn_reply(self, msg, 0, msg->env.payload,
-		    msg->env.payload_len));
+		                 msg->env.payload_len));
 	}
 	if (++s->got == s->target) {
 		pthread_mutex_lock(&s->mtx);
@@ -117,8 +117,8 @@ bench_ask(kn_actor *a)
 
 	for (int i = -1000; i < RTT_N; i++) {
 		int64_t t0 = kn_now_ns();
-		int     rv = kn_ask(a, MSG_PING, payload, sizeof(payload),
-		        5000, &r);
+		int rv = kn_ask(a, MSG_PING, payload, sizeof(payload), 5000,
+		                &r);
 		if (rv != 0) {
 			die("kn_ask", rv);
 		}
@@ -135,7 +135,7 @@ bench_ask(kn_actor *a)
 static void *
 rep_main(void *arg)
 {
-	nng_socket s = *(nng_socket *) arg;
+	nng_socket s = *(nng_socket *)arg;
 	nng_msg   *m;
 
 	while (nng_recvmsg(s, &m, 0) == 0) {
@@ -212,9 +212,8 @@ static lat
 bench_condvar(void)
 {
 	static int64_t v[RTT_N];
-	pp             p = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-		            0};
-	pthread_t      t;
+	pp        p = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+	pthread_t t;
 
 	pthread_create(&t, NULL, pp_main, &p);
 	for (int i = -1000; i < RTT_N; i++) {
@@ -249,7 +248,7 @@ typedef struct sender {
 static void *
 tell_main(void *arg)
 {
-	sender *s = arg;
+	sender *s                  = arg;
 	char    payload[MSG_BYTES] = {0};
 
 	for (int i = 0; i < s->n; i++) {
@@ -265,7 +264,7 @@ static double
 bench_tell(kn_kernel *k, int nsenders)
 {
 	sink      s = {.mtx = PTHREAD_MUTEX_INITIALIZER,
-		     .cv  = PTHREAD_COND_INITIALIZER};
+	               .cv  = PTHREAD_COND_INITIALIZER};
 	kn_actor *a;
 	pthread_t t[16];
 	sender    sd[16];
@@ -420,8 +419,8 @@ main(void)
 		}
 	}
 	double spawn_s = SPAWN_N / ((kn_now_ns() - t0) / 1e9);
-	double fds     = (double) (count_fds() - fd0) / SPAWN_N;
-	double rss     = (double) (rss_kib() - rss0) / SPAWN_N;
+	double fds     = (double)(count_fds() - fd0) / SPAWN_N;
+	double rss     = (double)(rss_kib() - rss0) / SPAWN_N;
 	for (int i = 0; i < SPAWN_N; i++) {
 		kn_actor_destroy(&many[i]);
 	}
@@ -430,28 +429,27 @@ main(void)
 	printf("\nmcpkeep kernel benchmark (one run; ratios are the "
 	       "figures to compare)\n\n");
 	printf("%-34s %12s %12s %10s\n", "round trip", "p50 us", "p99 us",
-	    "p50 ratio");
+	       "p50 ratio");
 	printf("%-34s %12.1f %12.1f %10s\n", "condvar hand-off (floor)",
-	    cv.p50, cv.p99, "");
+	       cv.p50, cv.p99, "");
 	printf("%-34s %12.1f %12.1f %10s\n", "nng req0/rep0 (baseline)",
-	    rr.p50, rr.p99, "1.00");
+	       rr.p50, rr.p99, "1.00");
 	printf("%-34s %12.1f %12.1f %10.2f  goal <= 1.00\n",
-	    "kernel ask (mcpkeep)", ask.p50, ask.p99, ask.p50 / rr.p50);
+	       "kernel ask (mcpkeep)", ask.p50, ask.p99, ask.p50 / rr.p50);
 	printf("\n%-34s %12s %10s\n", "one-way throughput, 64 B (median)",
-	    "msg/s",
-	    "ratio");
+	       "msg/s", "ratio");
 	printf("%-34s %12.0f %10s\n", "nng push0->pull0, 1 sender", pp1,
-	    "1.00");
+	       "1.00");
 	printf("%-34s %12.0f %10.2f\n", "kernel tell, 1 sender", tell1,
-	    tell1 / pp1);
+	       tell1 / pp1);
 	printf("%-34s %12.0f %10s\n", "nng push0->pull0, 16 senders", pp16,
-	    "1.00");
+	       "1.00");
 	printf("%-34s %12.0f %10.2f  goal >= 1.00\n",
-	    "kernel tell, 16 senders", tell16, tell16 / pp16);
+	       "kernel tell, 16 senders", tell16, tell16 / pp16);
 	printf("\n%-34s %12s\n", "footprint", "");
 	printf("%-34s %12.0f\n", "actors spawned per second", spawn_s);
 	printf("%-34s %12.2f  goal <= 1\n", "file descriptors per idle actor",
-	    fds);
+	       fds);
 	printf("%-34s %12.1f\n", "RSS KiB per idle actor", rss);
 	return (0);
 }

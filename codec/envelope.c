@@ -107,7 +107,8 @@ decode_fields(codec_env *env, const msgpack_object *root)
 	    f[2].via.str.size > CODEC_SENDER_MAX) {
 		return (MK_EPROTO);
 	}
-	env->sender     = f[2].via.str.ptr;
+	/* never NULL, even when empty */
+	env->sender     = f[2].via.str.size != 0 ? f[2].via.str.ptr : "";
 	env->sender_len = f[2].via.str.size;
 	if (get_int(&f[3], 0, INT64_MAX, &env->deadline) != 0) {
 		return (MK_EPROTO);

@@ -84,6 +84,7 @@ empty_fields(void)
 	CHECK_EQ(out.type, MSG_TERM);
 	CHECK_EQ(out.corr, 0);
 	CHECK_EQ(out.sender_len, 0);
+	CHECK(out.sender != NULL);
 	CHECK(out.payload == NULL);
 	CHECK_EQ(out.payload_len, 0);
 	free(b.p);
