@@ -85,8 +85,8 @@ int codec_sse_init(codec_sse *p, const codec_sse_limits *lim);
  * refuses all further input with MK_ETOOBIG); MK_ENOMEM; or fn's non-zero
  * result (the rest of buf is dropped and the parser is dead, as above).
  */
-int codec_sse_feed(codec_sse *p, const char *buf, size_t len,
-    codec_sse_fn fn, void *arg);
+int codec_sse_feed(codec_sse *p, const char *buf, size_t len, codec_sse_fn fn,
+                   void *arg);
 
 /*
  * codec_sse_last_id returns the last event id seen ("" if none); valid

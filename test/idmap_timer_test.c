@@ -4,8 +4,8 @@
  */
 #include <stdint.h>
 
-#include "actors/kernel/idmap.h"
 #include "actors/kernel/timer.h"
+#include "codec/idmap.h"
 #include "mcpkeep.h"
 #include "testutil.h"
 
@@ -15,7 +15,7 @@ static void
 idmap_model(void)
 {
 	static void *model[N + 1];
-	kn_idmap     m    = {0};
+	idmap        m    = {0};
 	uint32_t     seed = 7;
 	size_t       live = 0;
 
@@ -24,32 +24,31 @@ idmap_model(void)
 		seed = seed * 1664525u + 1013904223u;
 		id   = 1 + (seed >> 8) % N;
 		if ((seed & 3) != 0 && model[id] == NULL) {
-			CHECK_EQ(kn_idmap_put(&m, id, (void *)(uintptr_t)id),
-			         0);
+			CHECK_EQ(idmap_put(&m, id, (void *)(uintptr_t)id), 0);
 			model[id] = (void *)(uintptr_t)id;
 			live++;
 		} else {
-			CHECK(kn_idmap_del(&m, id) == model[id]);
+			CHECK(idmap_del(&m, id) == model[id]);
 			if (model[id] != NULL) {
 				live--;
 			}
 			model[id] = NULL;
 		}
 		CHECK_EQ(m.count, live);
-		CHECK(kn_idmap_get(&m, id) == model[id]);
+		CHECK(idmap_get(&m, id) == model[id]);
 	}
 	for (uint64_t id = 1; id <= N; id++) {
-		CHECK(kn_idmap_get(&m, id) == model[id]);
+		CHECK(idmap_get(&m, id) == model[id]);
 	}
-	CHECK(kn_idmap_get(&m, 0) == NULL);
+	CHECK(idmap_get(&m, 0) == NULL);
 	while (m.count != 0) {
 		uint64_t id;
-		void    *v = kn_idmap_pop(&m, &id);
+		void    *v = idmap_pop(&m, &id);
 		CHECK(v == model[id] && v != NULL);
 		model[id] = NULL;
 	}
-	CHECK(kn_idmap_pop(&m, NULL) == NULL);
-	kn_idmap_fini(&m);
+	CHECK(idmap_pop(&m, NULL) == NULL);
+	idmap_fini(&m);
 }
 
 typedef struct fired {

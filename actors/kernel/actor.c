@@ -261,7 +261,7 @@ async_timeout(kn_actor *self, void *arg)
 	kn_async   *as = arg;
 	kn_pending *p;
 
-	kn_idmap_del(&self->asks, as->corr);
+	idmap_del(&self->asks, as->corr);
 	if ((p = kn_pending_take(self->k, as->corr)) != NULL) {
 		kn_actor_release(&p->asker);
 		free(p);
@@ -316,11 +316,11 @@ kn_ask_async(kn_actor *self, kn_actor *to, uint32_t type, const void *payload,
 		rv = MK_ENOMEM;
 		goto fail;
 	}
-	if ((rv = kn_idmap_put(&self->asks, as->corr, as)) != 0) {
+	if ((rv = idmap_put(&self->asks, as->corr, as)) != 0) {
 		goto fail;
 	}
 	if ((rv = kn_pending_add(k, p)) != 0) {
-		kn_idmap_del(&self->asks, as->corr);
+		idmap_del(&self->asks, as->corr);
 		goto fail;
 	}
 	atomic_fetch_add(&k->n_asks, 1);
@@ -337,7 +337,7 @@ kn_ask_async(kn_actor *self, kn_actor *to, uint32_t type, const void *payload,
 		if (kn_pending_take(k, as->corr) == NULL) {
 			p = NULL; /* closing took it and replied */
 		}
-		kn_idmap_del(&self->asks, as->corr);
+		idmap_del(&self->asks, as->corr);
 		goto fail;
 	}
 	return (0);
@@ -409,7 +409,7 @@ kn_unwatch_fd(kn_actor *self, int fd)
 static void
 on_reply(kn_actor *self, kn_msg *msg)
 {
-	kn_async *as = kn_idmap_del(&self->asks, msg->env.corr);
+	kn_async *as = idmap_del(&self->asks, msg->env.corr);
 
 	if (as == NULL) {
 		atomic_fetch_add(&self->k->n_late, 1); /* its deadline won */
@@ -640,7 +640,7 @@ shut_down(kn_actor *self)
 			atomic_store(&self->asleep, false);
 		}
 	}
-	while ((as = kn_idmap_pop(&self->asks, NULL)) != NULL) {
+	while ((as = idmap_pop(&self->asks, NULL)) != NULL) {
 		kn_pending *p = kn_pending_take(self->k, as->corr);
 		if (p != NULL) {
 			kn_actor_release(&p->asker);
@@ -678,7 +678,7 @@ actor_main(void *arg)
 	}
 	/* Armed timers are discarded without firing (see kernel.h). */
 	kn_timers_fini(&self->timers);
-	kn_idmap_fini(&self->asks);
+	idmap_fini(&self->asks);
 	free(self->watches);
 	nng_close(self->pull);
 	if (self->rx_aio != NULL) {

@@ -77,10 +77,10 @@ kn_kernel_release(kn_kernel *k)
 	}
 	for (int i = 0; i < KN_SHARDS; i++) {
 		assert(k->shards[i].map.count == 0);
-		kn_idmap_fini(&k->shards[i].map);
+		idmap_fini(&k->shards[i].map);
 		pthread_mutex_destroy(&k->shards[i].mtx);
 	}
-	kn_idmap_fini(&k->reg);
+	idmap_fini(&k->reg);
 	pthread_mutex_destroy(&k->reg_mtx);
 	free(k);
 }
@@ -115,7 +115,7 @@ kn_kernel_close(kn_kernel **kp)
 			kn_pending *p;
 
 			pthread_mutex_lock(&k->shards[i].mtx);
-			p = kn_idmap_pop(&k->shards[i].map, NULL);
+			p = idmap_pop(&k->shards[i].map, NULL);
 			pthread_mutex_unlock(&k->shards[i].mtx);
 			if (p == NULL) {
 				break;
@@ -153,7 +153,7 @@ name_hash(const char *s)
 static kn_actor *
 find_locked(kn_kernel *k, const char *name, uint64_t hash)
 {
-	for (kn_actor *a = kn_idmap_get(&k->reg, hash); a != NULL;
+	for (kn_actor *a = idmap_get(&k->reg, hash); a != NULL;
 	     a           = a->reg_next) {
 		if (strcmp(a->name, name) == 0) {
 			return (a);
@@ -178,10 +178,10 @@ kn_registry_add(kn_kernel *k, kn_actor *a)
 		rv = MK_EEXIST;
 		goto out;
 	}
-	if ((head = kn_idmap_get(&k->reg, a->hash)) != NULL) {
+	if ((head = idmap_get(&k->reg, a->hash)) != NULL) {
 		a->reg_next    = head->reg_next; /* same hash: chain it */
 		head->reg_next = a;
-	} else if ((rv = kn_idmap_put(&k->reg, a->hash, a)) != 0) {
+	} else if ((rv = idmap_put(&k->reg, a->hash, a)) != 0) {
 		goto out;
 	}
 	a->older = k->newest;
@@ -205,14 +205,13 @@ kn_registry_remove(kn_kernel *k, kn_actor *a)
 
 	pthread_mutex_lock(&k->reg_mtx);
 	if ((was = a->listed)) {
-		kn_actor *head = kn_idmap_get(&k->reg, a->hash);
+		kn_actor *head = idmap_get(&k->reg, a->hash);
 
 		if (head == a) {
-			kn_idmap_del(&k->reg, a->hash);
+			idmap_del(&k->reg, a->hash);
 			if (a->reg_next != NULL) {
 				/* a slot was just freed: cannot fail */
-				(void)kn_idmap_put(&k->reg, a->hash,
-				                   a->reg_next);
+				(void)idmap_put(&k->reg, a->hash, a->reg_next);
 			}
 		} else {
 			while (head->reg_next != a) {
@@ -266,7 +265,7 @@ kn_pending_add(kn_kernel *k, kn_pending *p)
 	pthread_mutex_lock(&s->mtx);
 	/* checked under the shard lock: close drains after setting it */
 	rv = atomic_load(&k->closing) ? MK_ECLOSED
-	                              : kn_idmap_put(&s->map, p->corr, p);
+	                              : idmap_put(&s->map, p->corr, p);
 	pthread_mutex_unlock(&s->mtx);
 	return (rv);
 }
@@ -278,7 +277,7 @@ kn_pending_take(kn_kernel *k, uint64_t corr)
 	kn_pending *p;
 
 	pthread_mutex_lock(&s->mtx);
-	p = kn_idmap_del(&s->map, corr);
+	p = idmap_del(&s->map, corr);
 	pthread_mutex_unlock(&s->mtx);
 	return (p);
 }

@@ -9,16 +9,16 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "actors/kernel/idmap.h"
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/timer.h"
+#include "codec/idmap.h"
 
 #define KN_SHARDS 16
 
 /* One shard of the pending-ask table. */
 typedef struct kn_shard {
 	pthread_mutex_t mtx; /* guards map */
-	kn_idmap        map; /* corr -> kn_pending */
+	idmap           map; /* corr -> kn_pending */
 } kn_shard;
 
 enum kn_pending_kind {
@@ -49,7 +49,7 @@ struct kn_kernel {
 	atomic_uint_fast64_t next_actor; /* last actor id used */
 	kn_shard             shards[KN_SHARDS]; /* pending asks */
 	pthread_mutex_t      reg_mtx; /* guards reg and the actor list */
-	kn_idmap             reg;     /* name hash -> first actor of chain */
+	idmap                reg;     /* name hash -> first actor of chain */
 	kn_actor            *newest;  /* running actors, newest first */
 
 	/* counters, relaxed atomics */
@@ -104,7 +104,7 @@ struct kn_actor {
 	uint64_t  received;   /* messages taken from the inbox */
 	nng_aio  *rx_aio;     /* reused for every receive */
 	kn_timers timers;     /* one-shot timers */
-	kn_idmap  asks;       /* corr -> kn_async, own async asks */
+	idmap     asks;       /* corr -> kn_async, own async asks */
 	kn_watch *watches;    /* watched fds */
 	unsigned  nwatches;   /* entries in watches */
 	unsigned  capwatches; /* allocated watches */

@@ -105,7 +105,7 @@ kn_timers_add(kn_timers *t, int64_t when_ns, kn_timer_fn fn, void *arg)
 	tm->id   = ++t->next_id;
 	tm->fn   = fn;
 	tm->arg  = arg;
-	if (kn_idmap_put(&t->byid, tm->id, tm) != 0) {
+	if (idmap_put(&t->byid, tm->id, tm) != 0) {
 		free(tm);
 		return (0);
 	}
@@ -118,7 +118,7 @@ kn_timers_add(kn_timers *t, int64_t when_ns, kn_timer_fn fn, void *arg)
 int
 kn_timers_cancel(kn_timers *t, uint64_t id)
 {
-	kn_timer *tm = kn_idmap_del(&t->byid, id);
+	kn_timer *tm = idmap_del(&t->byid, id);
 
 	if (tm == NULL) {
 		return (MK_ENOENT);
@@ -145,7 +145,7 @@ kn_timers_run(kn_timers *t, int64_t now_ns, struct kn_actor *ctx)
 		void       *arg = tm->arg;
 
 		heap_remove(t, tm);
-		kn_idmap_del(&t->byid, tm->id);
+		idmap_del(&t->byid, tm->id);
 		free(tm);
 		fn(ctx, arg);
 		n++;
@@ -160,7 +160,7 @@ kn_timers_fini(kn_timers *t)
 		free(t->heap[i]);
 	}
 	free(t->heap);
-	kn_idmap_fini(&t->byid);
+	idmap_fini(&t->byid);
 	t->heap = NULL;
 	t->len  = 0;
 	t->cap  = 0;

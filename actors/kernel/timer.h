@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "actors/kernel/idmap.h"
+#include "codec/idmap.h"
 
 struct kn_actor;
 
@@ -23,7 +23,7 @@ typedef struct kn_timers {
 	kn_timer **heap;    /* min-heap on (when, seq) */
 	size_t     len;     /* timers in the heap */
 	size_t     cap;     /* allocated heap slots */
-	kn_idmap   byid;    /* id -> timer, for cancel */
+	idmap      byid;    /* id -> timer, for cancel */
 	uint64_t   next_id; /* last id handed out */
 } kn_timers;
 

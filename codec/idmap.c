@@ -1,7 +1,7 @@
 /*
  * idmap.c - id -> pointer hash map (see idmap.h).
  */
-#include "actors/kernel/idmap.h"
+#include "codec/idmap.h"
 
 #include <stdlib.h>
 
@@ -17,7 +17,7 @@ slot_of(uint64_t id, size_t cap)
 }
 
 void
-kn_idmap_fini(kn_idmap *m)
+idmap_fini(idmap *m)
 {
 	free(m->ents);
 	m->ents  = NULL;
@@ -26,10 +26,10 @@ kn_idmap_fini(kn_idmap *m)
 }
 
 static int
-grow(kn_idmap *m)
+grow(idmap *m)
 {
-	size_t        ncap = m->cap ? m->cap * 2 : IDMAP_MIN;
-	kn_idmap_ent *ents = calloc(ncap, sizeof(*ents));
+	size_t     ncap = m->cap ? m->cap * 2 : IDMAP_MIN;
+	idmap_ent *ents = calloc(ncap, sizeof(*ents));
 
 	if (ents == NULL) {
 		return (MK_ENOMEM);
@@ -50,7 +50,7 @@ grow(kn_idmap *m)
 }
 
 int
-kn_idmap_put(kn_idmap *m, uint64_t id, void *val)
+idmap_put(idmap *m, uint64_t id, void *val)
 {
 	size_t i;
 	int    rv;
@@ -69,7 +69,7 @@ kn_idmap_put(kn_idmap *m, uint64_t id, void *val)
 }
 
 static size_t
-find(const kn_idmap *m, uint64_t id)
+find(const idmap *m, uint64_t id)
 {
 	size_t i;
 
@@ -87,7 +87,7 @@ find(const kn_idmap *m, uint64_t id)
 }
 
 void *
-kn_idmap_get(const kn_idmap *m, uint64_t id)
+idmap_get(const idmap *m, uint64_t id)
 {
 	size_t i = find(m, id);
 
@@ -96,7 +96,7 @@ kn_idmap_get(const kn_idmap *m, uint64_t id)
 
 /* Removes slot i and shifts back the probe chain behind it. */
 static void
-remove_at(kn_idmap *m, size_t i)
+remove_at(idmap *m, size_t i)
 {
 	size_t mask = m->cap - 1;
 	size_t j    = i;
@@ -122,7 +122,7 @@ remove_at(kn_idmap *m, size_t i)
 }
 
 void *
-kn_idmap_del(kn_idmap *m, uint64_t id)
+idmap_del(idmap *m, uint64_t id)
 {
 	size_t i = find(m, id);
 	void  *val;
@@ -136,7 +136,7 @@ kn_idmap_del(kn_idmap *m, uint64_t id)
 }
 
 void *
-kn_idmap_pop(kn_idmap *m, uint64_t *idp)
+idmap_pop(idmap *m, uint64_t *idp)
 {
 	for (size_t i = 0; m->count != 0 && i < m->cap; i++) {
 		if (m->ents[i].id != 0) {
