@@ -1,0 +1,404 @@
+/*
+ * http.c - the Streamable HTTP transport (MCP 2025-03-26 and later).
+ *
+ * DESIGN: every message is one POST on the loop's curl multi handle, so
+ * many requests run at once over curl's pool of keep-alive connections.
+ * The answer is a JSON body or an SSE stream (progress notifications, then
+ * the result; server-everything primes it with an empty event).  Messages
+ * parsed inside curl's write callback are queued on their POST and handed
+ * to the session from a deferred step of the loop, where the session may
+ * close the connection.  The session id comes from the initialize
+ * answer's Mcp-Session-Id header; close sends DELETE with it and frees the
+ * conn when that finishes (or when the loop is freed).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/jsonrpc.h"
+#include "mcpkeep.h"
+#include "transport/conn.h"
+#include "transport/xfer.h"
+
+#define DELETE_TIMEOUT_MS 5000
+
+typedef struct http_conn http_conn;
+
+/* One POST (or the closing DELETE). */
+typedef struct post {
+	tp_http      h;        /* the exchange */
+	http_conn   *c;        /* owner */
+	int64_t      id;       /* request id; 0 for a notification */
+	bool         answered; /* a response with our id was delivered */
+	tp_msgq      q;        /* parsed messages not yet delivered */
+	struct post *prev;     /* conn's list */
+	struct post *next;     /* conn's list */
+} post;
+
+struct http_conn {
+	tp_conn            base;      /* ops, loop, upcalls */
+	char              *url;       /* endpoint */
+	char              *ca_bundle; /* or NULL */
+	struct curl_slist *headers;   /* per-connection headers (template) */
+	size_t             max_body;  /* bytes per message */
+	char     session_id[256];     /* Mcp-Session-Id, "" before init */
+	char     version[32];         /* MCP-Protocol-Version, "" before */
+	post    *posts;               /* POSTs in flight */
+	tp_defer defer;               /* delivers queued messages */
+	tp_owned owned;               /* while closing: the loop owns us */
+	post    *deleting;            /* the DELETE in flight */
+	int      busy;                /* upcalls on the stack */
+	bool     closed;              /* close() was called */
+};
+
+static void post_free(http_conn *c, post *p);
+static void conn_destroy(http_conn *c);
+
+static void
+link_post(http_conn *c, post *p)
+{
+	p->prev = NULL;
+	p->next = c->posts;
+	if (c->posts != NULL) {
+		c->posts->prev = p;
+	}
+	c->posts = p;
+}
+
+static void
+unlink_post(http_conn *c, post *p)
+{
+	if (p->prev != NULL) {
+		p->prev->next = p->next;
+	} else if (c->posts == p) {
+		c->posts = p->next;
+	}
+	if (p->next != NULL) {
+		p->next->prev = p->prev;
+	}
+	p->prev = p->next = NULL;
+}
+
+static int
+on_event(tp_http *h, const codec_sse_event *ev)
+{
+	post *p = (post *)h;
+
+	if (strcmp(ev->type, "message") == 0) {
+		tp_msgq_parse(&p->q, ev->data, ev->data_len, p->c->max_body);
+		tp_loop_defer(p->c->base.loop, &p->c->defer);
+	}
+	return (0);
+}
+
+/* Hands p's queued messages to the session.  Returns false when the
+ * session closed the conn meanwhile. */
+static bool
+deliver(http_conn *c, post *p)
+{
+	json_t *m;
+
+	while (!c->closed && (m = tp_msgq_pop(&p->q)) != NULL) {
+		json_t *id = json_object_get(m, "id");
+
+		if (p->id != 0 && json_is_integer(id) &&
+		    json_integer_value(id) == p->id &&
+		    json_object_get(m, "method") == NULL) {
+			p->answered = true;
+		}
+		c->base.up.message(c->base.up.arg, m);
+		json_decref(m);
+	}
+	return (!c->closed);
+}
+
+static void
+run_deferred(void *arg)
+{
+	http_conn *c = arg;
+
+	c->busy++;
+	for (post *p = c->posts, *n; p != NULL && !c->closed; p = n) {
+		n = p->next; /* p stays linked while delivering */
+		deliver(c, p);
+	}
+	c->busy--;
+	if (c->closed && c->busy == 0 && c->deleting == NULL) {
+		conn_destroy(c);
+	}
+}
+
+static void
+post_done(tp_xfer *x, CURLcode rc)
+{
+	post      *p = (post *)x;
+	http_conn *c = p->c;
+	mcp_error  e;
+	bool       failed;
+
+	unlink_post(c, p);
+	if (p == c->deleting) {
+		c->deleting = NULL;
+		post_free(c, p);
+		if (c->busy == 0) {
+			conn_destroy(c);
+		}
+		return;
+	}
+	failed = tp_http_error(&p->h, rc, c->session_id[0] != '\0', &e);
+	if (!failed && !p->h.sse_mode) {
+		tp_msgq_parse(&p->q, p->h.body, p->h.body_len, c->max_body);
+	}
+	if (!failed && p->h.session_id[0] != '\0' &&
+	    c->session_id[0] == '\0') {
+		snprintf(c->session_id, sizeof(c->session_id), "%s",
+		         p->h.session_id);
+	}
+	c->busy++;
+	if (deliver(c, p) && p->id != 0 && !p->answered) {
+		if (!failed) {
+			mcp_error_set(&e, MCP_E_PROTOCOL,
+			              "the server's answer to request %lld "
+			              "carried no "
+			              "result",
+			              (long long)p->id);
+		}
+		c->base.up.failed(c->base.up.arg, p->id, &e);
+	}
+	c->busy--;
+	post_free(c, p);
+	if (c->closed && c->busy == 0 && c->deleting == NULL) {
+		conn_destroy(c);
+	}
+}
+
+static void
+post_free(http_conn *c, post *p)
+{
+	tp_loop_remove(c->base.loop, &p->h.x);
+	tp_msgq_clear(&p->q);
+	tp_http_fini(&p->h);
+	free(p);
+}
+
+/* Builds the headers of one exchange: the connection's, then session and
+ * version, then the request's own. */
+static struct curl_slist *
+build_headers(http_conn *c, bool body, const char *const *extra)
+{
+	struct curl_slist *l = NULL;
+	char               line[320];
+
+	for (struct curl_slist *h = c->headers; h != NULL; h = h->next) {
+		if ((l = tp_slist_add(l, h->data)) == NULL) {
+			return (NULL);
+		}
+	}
+	if (body &&
+	    ((l = tp_slist_add(l, "Content-Type: application/json")) == NULL ||
+	     (l = tp_slist_add(
+	              l, "Accept: application/json, text/event-stream")) ==
+	             NULL)) {
+		return (NULL);
+	}
+	if (c->session_id[0] != '\0') {
+		snprintf(line, sizeof(line), "Mcp-Session-Id: %s",
+		         c->session_id);
+		if ((l = tp_slist_add(l, line)) == NULL) {
+			return (NULL);
+		}
+	}
+	if (c->version[0] != '\0') {
+		snprintf(line, sizeof(line), "MCP-Protocol-Version: %s",
+		         c->version);
+		if ((l = tp_slist_add(l, line)) == NULL) {
+			return (NULL);
+		}
+	}
+	return (tp_slist_addv(l, extra));
+}
+
+static post *
+post_new(http_conn *c, int64_t id, const char *const *extra, int timeout_ms)
+{
+	struct curl_slist *hdrs = build_headers(c, true, extra);
+	post              *p;
+
+	if (hdrs == NULL || (p = calloc(1, sizeof(*p))) == NULL) {
+		curl_slist_free_all(hdrs);
+		return (NULL);
+	}
+	p->c  = c;
+	p->id = id;
+	/* the session enforces the deadline; curl's is a backstop */
+	if (tp_http_init(&p->h, c->url, hdrs, timeout_ms + 1000, c->ca_bundle,
+	                 c->max_body, post_done) != 0) {
+		tp_http_fini(&p->h);
+		free(p);
+		return (NULL);
+	}
+	p->h.on_event = on_event;
+	return (p);
+}
+
+static int
+http_send(tp_conn *base, int64_t id, const char *json, size_t len,
+          int timeout_ms, const char *const *headers)
+{
+	http_conn *c = (http_conn *)base;
+	post      *p;
+
+	if (c->closed) {
+		return (MK_ECLOSED);
+	}
+	if ((p = post_new(c, id, headers, timeout_ms)) == NULL) {
+		return (MK_ENOMEM);
+	}
+	curl_easy_setopt(p->h.x.easy, CURLOPT_POSTFIELDSIZE, (long)len);
+	curl_easy_setopt(p->h.x.easy, CURLOPT_COPYPOSTFIELDS, json);
+	if (tp_loop_add(c->base.loop, &p->h.x) != 0) {
+		post_free(c, p);
+		return (MK_ENOMEM);
+	}
+	link_post(c, p);
+	return (0);
+}
+
+static void
+http_abort(tp_conn *base, int64_t id)
+{
+	http_conn *c = (http_conn *)base;
+
+	for (post *p = c->posts; p != NULL; p = p->next) {
+		if (p->id == id) {
+			unlink_post(c, p);
+			post_free(c, p);
+			return;
+		}
+	}
+}
+
+static void
+http_set_version(tp_conn *base, const char *version)
+{
+	http_conn *c = (http_conn *)base;
+
+	snprintf(c->version, sizeof(c->version), "%s", version);
+}
+
+static void
+conn_kill(void *arg)
+{
+	http_conn *c = arg;
+
+	c->deleting = NULL; /* conn_destroy frees it with the others */
+	conn_destroy(c);
+}
+
+static void
+conn_destroy(http_conn *c)
+{
+	post *p;
+
+	while ((p = c->posts) != NULL) {
+		unlink_post(c, p);
+		post_free(c, p);
+	}
+	tp_loop_undefer(c->base.loop, &c->defer);
+	tp_loop_disown(c->base.loop, &c->owned);
+	curl_slist_free_all(c->headers);
+	free(c->url);
+	free(c->ca_bundle);
+	free(c);
+}
+
+static void
+http_close(tp_conn *base)
+{
+	http_conn         *c = (http_conn *)base;
+	struct curl_slist *hdrs;
+	post              *p;
+
+	c->closed = true;
+	while ((p = c->posts) != NULL) {
+		unlink_post(c, p);
+		post_free(c, p);
+	}
+	/* Tell the server the session is over; best effort. */
+	if (c->session_id[0] != '\0' &&
+	    (hdrs = build_headers(c, false, NULL)) != NULL &&
+	    (p = calloc(1, sizeof(*p))) != NULL) {
+		p->c = c;
+		if (tp_http_init(&p->h, c->url, hdrs, DELETE_TIMEOUT_MS,
+		                 c->ca_bundle, TP_ERRBODY_MAX,
+		                 post_done) == 0) {
+			curl_easy_setopt(p->h.x.easy, CURLOPT_CUSTOMREQUEST,
+			                 "DELETE");
+			if (tp_loop_add(c->base.loop, &p->h.x) == 0) {
+				c->deleting = p;
+				link_post(c, p);
+				tp_loop_own(c->base.loop, &c->owned);
+				return;
+			}
+		}
+		post_free(c, p);
+	}
+	if (c->busy == 0) {
+		conn_destroy(c);
+	}
+}
+
+static const tp_conn_ops http_ops = {
+        .send        = http_send,
+        .abort       = http_abort,
+        .set_version = http_set_version,
+        .close       = http_close,
+};
+
+static void
+announce(void *arg)
+{
+	http_conn *c = arg;
+
+	/* Nothing to open: say so from the loop, not from inside open. */
+	c->defer.fn = run_deferred;
+	c->busy++;
+	c->base.up.opened(c->base.up.arg, NULL);
+	c->busy--;
+	if (c->closed && c->busy == 0 && c->deleting == NULL) {
+		conn_destroy(c);
+	}
+}
+
+int
+tp_http_open(tp_conn **cp, tp_loop *l, const mcp_config *cfg,
+             const tp_conn_up *up)
+{
+	http_conn *c;
+
+	*cp = NULL;
+	if (cfg->url == NULL) {
+		return (MK_EINVAL);
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		return (MK_ENOMEM);
+	}
+	c->base.ops  = &http_ops;
+	c->base.loop = l;
+	c->base.up   = *up;
+	c->max_body =
+	        cfg->max_message ? cfg->max_message : CODEC_JR_MAX_DEFAULT;
+	c->url       = strdup(cfg->url);
+	c->ca_bundle = cfg->ca_bundle ? strdup(cfg->ca_bundle) : NULL;
+	c->owned     = (tp_owned) {.kill = conn_kill, .arg = c};
+	c->defer     = (tp_defer) {.fn = announce, .arg = c};
+	if (c->url == NULL || (cfg->ca_bundle && c->ca_bundle == NULL) ||
+	    (cfg->headers != NULL && cfg->headers[0] != NULL &&
+	     (c->headers = tp_slist_addv(NULL, cfg->headers)) == NULL)) {
+		conn_destroy(c);
+		return (MK_ENOMEM);
+	}
+	tp_loop_defer(l, &c->defer);
+	*cp = &c->base;
+	return (0);
+}

@@ -1,0 +1,361 @@
+/*
+ * loop.c - curl multi + fds + tickers in one wait (see loop.h).
+ */
+#include "transport/loop.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcpkeep.h"
+
+typedef struct watch {
+	int      fd;     /* watched fd */
+	short    events; /* poll events */
+	tp_fd_fn fn;     /* callback */
+	void    *arg;    /* callback argument */
+} watch;
+
+struct tp_loop {
+	CURLM              *multi;    /* every transfer of this thread */
+	watch              *watches;  /* watched fds */
+	unsigned            nwatch;   /* entries in watches */
+	unsigned            capwatch; /* allocated watches */
+	struct curl_waitfd *wfds;     /* scratch for curl_multi_poll */
+	unsigned            capwfds;  /* allocated wfds */
+	tp_ticker          *tickers;  /* linked tickers */
+	tp_defer           *dhead;    /* deferred work, FIFO */
+	tp_defer           *dtail;    /* last deferred */
+	tp_owned           *owned;    /* closing connections */
+};
+
+void
+tp_loop_own(tp_loop *l, tp_owned *o)
+{
+	o->prev = NULL;
+	o->nxt  = l->owned;
+	if (l->owned != NULL) {
+		l->owned->prev = o;
+	}
+	l->owned = o;
+}
+
+void
+tp_loop_disown(tp_loop *l, tp_owned *o)
+{
+	if (o->prev != NULL) {
+		o->prev->nxt = o->nxt;
+	} else if (l->owned == o) {
+		l->owned = o->nxt;
+	}
+	if (o->nxt != NULL) {
+		o->nxt->prev = o->prev;
+	}
+	o->prev = o->nxt = NULL;
+}
+
+void
+tp_loop_defer(tp_loop *l, tp_defer *d)
+{
+	if (d->queued) {
+		return;
+	}
+	d->queued = 1;
+	d->next   = NULL;
+	if (l->dtail != NULL) {
+		l->dtail->next = d;
+	} else {
+		l->dhead = d;
+	}
+	l->dtail = d;
+}
+
+void
+tp_loop_undefer(tp_loop *l, tp_defer *d)
+{
+	tp_defer **pp = &l->dhead, *prev = NULL;
+
+	if (!d->queued) {
+		return;
+	}
+	while (*pp != d) {
+		prev = *pp;
+		pp   = &(*pp)->next;
+	}
+	*pp = d->next;
+	if (l->dtail == d) {
+		l->dtail = prev;
+	}
+	d->queued = 0;
+}
+
+static void
+run_deferred(tp_loop *l)
+{
+	tp_defer *d;
+
+	while ((d = l->dhead) != NULL) {
+		l->dhead = d->next;
+		if (l->dhead == NULL) {
+			l->dtail = NULL;
+		}
+		d->queued = 0;
+		d->fn(d->arg);
+	}
+}
+
+int
+tp_loop_new(tp_loop **lp)
+{
+	tp_loop *l;
+
+	*lp = NULL;
+	if ((l = calloc(1, sizeof(*l))) == NULL) {
+		return (MK_ENOMEM);
+	}
+	if ((l->multi = curl_multi_init()) == NULL) {
+		free(l);
+		return (MK_ENOMEM);
+	}
+	*lp = l;
+	return (0);
+}
+
+void
+tp_loop_free(tp_loop **lp)
+{
+	tp_loop *l;
+
+	if (lp == NULL || (l = *lp) == NULL) {
+		return;
+	}
+	*lp = NULL;
+	while (l->owned != NULL) {
+		tp_owned *o = l->owned;
+		tp_loop_disown(l, o);
+		o->kill(o->arg); /* removes its transfers and watches */
+	}
+	curl_multi_cleanup(l->multi);
+	free(l->watches);
+	free(l->wfds);
+	free(l);
+}
+
+int
+tp_loop_add(tp_loop *l, tp_xfer *x)
+{
+	if (curl_multi_add_handle(l->multi, x->easy) != CURLM_OK) {
+		return (MK_ENOMEM);
+	}
+	x->added = 1;
+	return (0);
+}
+
+void
+tp_loop_remove(tp_loop *l, tp_xfer *x)
+{
+	if (x->added) {
+		curl_multi_remove_handle(l->multi, x->easy);
+		x->added = 0;
+	}
+}
+
+int
+tp_loop_watch(tp_loop *l, int fd, short events, tp_fd_fn fn, void *arg)
+{
+	for (unsigned i = 0; i < l->nwatch; i++) {
+		if (l->watches[i].fd == fd) {
+			return (MK_EEXIST);
+		}
+	}
+	if (l->nwatch == l->capwatch) {
+		unsigned ncap = l->capwatch ? 2 * l->capwatch : 8;
+		watch   *nw   = realloc(l->watches, ncap * sizeof(*nw));
+		if (nw == NULL) {
+			return (MK_ENOMEM);
+		}
+		l->watches  = nw;
+		l->capwatch = ncap;
+	}
+	l->watches[l->nwatch++] = (watch) {fd, events, fn, arg};
+	return (0);
+}
+
+int
+tp_loop_unwatch(tp_loop *l, int fd)
+{
+	for (unsigned i = 0; i < l->nwatch; i++) {
+		if (l->watches[i].fd == fd) {
+			l->watches[i] = l->watches[--l->nwatch];
+			return (0);
+		}
+	}
+	return (MK_ENOENT);
+}
+
+void
+tp_loop_ticker_add(tp_loop *l, tp_ticker *t)
+{
+	t->prev = NULL;
+	t->nxt  = l->tickers;
+	if (l->tickers != NULL) {
+		l->tickers->prev = t;
+	}
+	l->tickers = t;
+}
+
+void
+tp_loop_ticker_del(tp_loop *l, tp_ticker *t)
+{
+	if (t->prev != NULL) {
+		t->prev->nxt = t->nxt;
+	} else if (l->tickers == t) {
+		l->tickers = t->nxt;
+	}
+	if (t->nxt != NULL) {
+		t->nxt->prev = t->prev;
+	}
+	t->prev = t->nxt = NULL;
+}
+
+/* Milliseconds until the earliest ticker deadline, or -1. */
+static int
+ticker_timeout(tp_loop *l, int64_t now)
+{
+	int64_t best = -1;
+
+	for (tp_ticker *t = l->tickers; t != NULL; t = t->nxt) {
+		int64_t d = t->next(t->arg);
+		if (d >= 0 && (best < 0 || d < best)) {
+			best = d;
+		}
+	}
+	if (best < 0) {
+		return (-1);
+	}
+	if (best <= now) {
+		return (0);
+	}
+	best = (best - now + 999999) / 1000000;
+	return (best > INT_MAX ? INT_MAX : (int)best);
+}
+
+static void
+finish_transfers(tp_loop *l)
+{
+	CURLMsg *m;
+	int      left;
+
+	while ((m = curl_multi_info_read(l->multi, &left)) != NULL) {
+		tp_xfer *x = NULL;
+		CURLcode rc;
+
+		if (m->msg != CURLMSG_DONE) {
+			continue;
+		}
+		rc = m->data.result;
+		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &x);
+		curl_multi_remove_handle(l->multi, m->easy_handle);
+		if (x != NULL) {
+			x->added = 0;
+			x->done(x, rc);
+		}
+	}
+}
+
+static void
+run_tickers(tp_loop *l)
+{
+	int64_t now = tp_now_ns();
+
+	/* expire() may unlink its own ticker: take the next one first */
+	for (tp_ticker *t = l->tickers, *n; t != NULL; t = n) {
+		int64_t d = t->next(t->arg);
+		n         = t->nxt;
+		if (d >= 0 && d <= now) {
+			t->expire(t->arg, now);
+		}
+	}
+}
+
+int
+tp_loop_wait(tp_loop *l, struct pollfd *fds, unsigned nfds, int timeout_ms)
+{
+	unsigned n = l->nwatch + nfds;
+	int      tt, running, ready = 0, numfds;
+
+	if (n > l->capwfds) {
+		struct curl_waitfd *nw = realloc(l->wfds, n * sizeof(*nw));
+		if (nw == NULL) {
+			errno = ENOMEM;
+			return (-1);
+		}
+		l->wfds    = nw;
+		l->capwfds = n;
+	}
+	for (unsigned i = 0; i < nfds; i++) {
+		l->wfds[i] =
+		        (struct curl_waitfd) {fds[i].fd, fds[i].events, 0};
+	}
+	for (unsigned i = 0; i < l->nwatch; i++) {
+		l->wfds[nfds + i] = (struct curl_waitfd) {
+		        l->watches[i].fd, l->watches[i].events, 0};
+	}
+	tt = ticker_timeout(l, tp_now_ns());
+	if (tt >= 0 && (timeout_ms < 0 || tt < timeout_ms)) {
+		timeout_ms = tt;
+	}
+	if (l->dhead != NULL) {
+		timeout_ms = 0; /* deferred work is waiting */
+	}
+	if (timeout_ms < 0) {
+		timeout_ms = INT_MAX; /* curl wants a bound */
+	}
+	if (curl_multi_poll(l->multi, l->wfds, n, timeout_ms, &numfds) !=
+	    CURLM_OK) {
+		errno = EINVAL;
+		return (-1);
+	}
+	for (unsigned i = 0; i < nfds; i++) {
+		fds[i].revents = l->wfds[i].revents;
+		ready += fds[i].revents != 0;
+	}
+	curl_multi_perform(l->multi, &running);
+	finish_transfers(l);
+	run_deferred(l);
+	/* Callbacks may change the watch list: find each by fd again. */
+	for (unsigned i = nfds; i < n; i++) {
+		if (l->wfds[i].revents == 0) {
+			continue;
+		}
+		for (unsigned j = 0; j < l->nwatch; j++) {
+			if (l->watches[j].fd == l->wfds[i].fd) {
+				watch w = l->watches[j];
+				w.fn(w.arg, l->wfds[i].revents);
+				break;
+			}
+		}
+	}
+	run_tickers(l);
+	return (ready);
+}
+
+int
+tp_loop_run(tp_loop *l, const int *stop, int timeout_ms)
+{
+	int64_t deadline = tp_now_ns() + (int64_t)timeout_ms * 1000000;
+
+	while (!*stop) {
+		int64_t left = deadline - tp_now_ns();
+		if (left <= 0) {
+			return (MK_ETIMEDOUT);
+		}
+		if (tp_loop_wait(l, NULL, 0,
+		                 (int)((left + 999999) / 1000000)) < 0 &&
+		    errno != EINTR) {
+			return (MK_ESYS);
+		}
+	}
+	return (0);
+}

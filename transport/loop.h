@@ -1,0 +1,120 @@
+/*
+ * loop.h - the I/O loop transports run in: one libcurl multi handle,
+ * watched file descriptors (stdio pipes, pidfds) and tickers (request
+ * deadlines), all driven by one thread through tp_loop_wait().
+ *
+ * DESIGN: a loop belongs to one thread (a client actor, or a test); every
+ * callback runs on it from inside tp_loop_wait.  tp_loop_wait has poll(2)'s
+ * contract for the caller's own fds, so an actor plugs it in as its kernel
+ * wait hook and its inbox eventfd rides along in curl_multi_poll().
+ */
+#ifndef TP_LOOP_H
+#define TP_LOOP_H
+
+#include <curl/curl.h>
+#include <poll.h>
+#include <stdint.h>
+
+#include <time.h>
+
+typedef struct tp_loop tp_loop;
+
+/* tp_now_ns: CLOCK_MONOTONIC in ns, the clock of every deadline here. */
+static inline int64_t
+tp_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+}
+
+/* A libcurl transfer driven by the loop; the easy handle's
+ * CURLOPT_PRIVATE must point at this struct. */
+typedef struct tp_xfer tp_xfer;
+struct tp_xfer {
+	CURL *easy;                                /* the transfer */
+	void (*done)(tp_xfer *x, CURLcode result); /* after it finished and
+	                                            * left the multi handle */
+	int added;                                 /* in the multi handle */
+};
+
+typedef void (*tp_fd_fn)(void *arg, short revents);
+
+/* A deadline source: next() gives its earliest deadline (CLOCK_MONOTONIC
+ * ns) or -1; expire(now) handles everything due. */
+typedef struct tp_ticker tp_ticker;
+struct tp_ticker {
+	int64_t (*next)(void *arg);
+	void (*expire)(void *arg, int64_t now_ns);
+	void      *arg;
+	tp_ticker *prev, *nxt; /* loop's list */
+};
+
+/* Work deferred to a safe point of the current tp_loop_wait: after curl
+ * ran, outside every curl callback (where removing a transfer or closing
+ * a connection is allowed).  The owner embeds it. */
+typedef struct tp_defer tp_defer;
+struct tp_defer {
+	void (*fn)(void *arg);
+	void     *arg;
+	tp_defer *next;   /* loop's queue */
+	int       queued; /* in the queue */
+};
+
+/* tp_loop_defer queues d (once; queuing it again before it ran is a
+ * no-op); tp_loop_undefer takes it out if queued. */
+void tp_loop_defer(tp_loop *l, tp_defer *d);
+void tp_loop_undefer(tp_loop *l, tp_defer *d);
+
+/* Something that outlives its owner inside the loop (a connection that
+ * is closing gracefully): tp_loop_free kills what is still there. */
+typedef struct tp_owned tp_owned;
+struct tp_owned {
+	void (*kill)(void *arg); /* stop now and free */
+	void     *arg;
+	tp_owned *prev, *nxt; /* loop's list */
+};
+
+void tp_loop_own(tp_loop *l, tp_owned *o);
+void tp_loop_disown(tp_loop *l, tp_owned *o);
+
+/* tp_loop_new creates a loop.  Returns 0, MK_ENOMEM or MK_ESYS. */
+int tp_loop_new(tp_loop **lp);
+
+/* tp_loop_free kills what the loop owns (closing connections), then
+ * frees the loop and nulls *lp; every transfer must be gone by then.
+ * Safe with NULL. */
+void tp_loop_free(tp_loop **lp);
+
+/* tp_loop_add starts a transfer; 0 or MK_ENOMEM. */
+int tp_loop_add(tp_loop *l, tp_xfer *x);
+
+/* tp_loop_remove stops a transfer without calling done; safe if it is not
+ * running. */
+void tp_loop_remove(tp_loop *l, tp_xfer *x);
+
+/* tp_loop_watch / tp_loop_unwatch add and remove an fd; one watch per fd.
+ * 0, MK_EEXIST, MK_ENOMEM / 0, MK_ENOENT. */
+int tp_loop_watch(tp_loop *l, int fd, short events, tp_fd_fn fn, void *arg);
+int tp_loop_unwatch(tp_loop *l, int fd);
+
+/* tp_loop_ticker_add / _del link and unlink a ticker the caller owns. */
+void tp_loop_ticker_add(tp_loop *l, tp_ticker *t);
+void tp_loop_ticker_del(tp_loop *l, tp_ticker *t);
+
+/*
+ * tp_loop_wait waits up to timeout_ms (-1: until something happens) for
+ * the caller's fds, the watched fds, curl's sockets and the tickers'
+ * deadlines; then runs curl, finished transfers' done callbacks, deferred
+ * work, watch callbacks and due tickers.  Sets revents of the caller's fds and
+ * returns how many have events, 0, or -1 with errno set.
+ */
+int tp_loop_wait(tp_loop *l, struct pollfd *fds, unsigned nfds,
+                 int timeout_ms);
+
+/* tp_loop_run runs the loop until *stop becomes non-zero or timeout_ms
+ * passes; for tests and tools.  Returns 0, or MK_ETIMEDOUT. */
+int tp_loop_run(tp_loop *l, const int *stop, int timeout_ms);
+
+#endif /* TP_LOOP_H */

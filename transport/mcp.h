@@ -1,0 +1,140 @@
+/*
+ * mcp.h - an asynchronous MCP client session over stdio, Streamable HTTP
+ * or legacy HTTP+SSE, driven by a tp_loop on its owner's thread.
+ *
+ * DESIGN: everything runs on the loop's thread; callbacks are called from
+ * inside tp_loop_wait (or from mcp_session_free, with MCP_E_CANCELLED).
+ * Many requests may be in flight on one session; responses are matched by
+ * id, in any order.  Every request has a deadline.  A leaf: no logging,
+ * errors are returned as mcp_error for the caller to log.
+ *
+ * Session states:
+ *
+ *   CONNECTING --opened--> INITIALIZING --initialize ok--> READY
+ *        |                      |                            |
+ *        +-------error----------+-------> FAILED <--lost-----+
+ *
+ * READY sends notifications/initialized before on_ready runs.  FAILED
+ * fails every pending request; the owner frees the session.
+ */
+#ifndef TP_MCP_H
+#define TP_MCP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport/error.h"
+#include "transport/loop.h"
+
+#define MCP_PROTOCOL_LATEST    "2025-11-25"
+#define MCP_TIMEOUT_DEFAULT_MS 30000
+#define MCP_MAX_TOOLS          10000 /* tools/list stops paging beyond this */
+#define MCP_MAX_PAGES          1000  /* and beyond this many pages */
+
+typedef enum mcp_conn_type {
+	MCP_CONN_HTTP,  /* Streamable HTTP */
+	MCP_CONN_SSE,   /* legacy HTTP+SSE */
+	MCP_CONN_STDIO, /* a child process */
+} mcp_conn_type;
+
+/* How to reach a server.  Copied by mcp_session_open. */
+typedef struct mcp_config {
+	mcp_conn_type      type;      /* transport */
+	const char        *url;       /* http/sse endpoint */
+	const char *const *headers;   /* "Name: value", NULL-terminated */
+	const char        *ca_bundle; /* PEM file; NULL: system store */
+	const char        *command;   /* stdio: program (PATH lookup) */
+	const char *const *args;      /* stdio: argv[1..], NULL-terminated */
+	const char *const *envs;      /* stdio: "NAME" (inherit) or
+	                               * "NAME=value", NULL-terminated */
+	size_t      max_message;      /* bytes per message; 0: 16 MiB */
+	int         timeout_ms;       /* default per request; 0: 30 s */
+	const char *client_name;      /* clientInfo.name; NULL: mcpkeep */
+	const char *client_version;   /* NULL: MCPKEEP_VERSION */
+} mcp_config;
+
+typedef struct mcp_session mcp_session;
+
+typedef enum mcp_event {
+	MCP_EV_TOOLS_CHANGED, /* notifications/tools/list_changed */
+	MCP_EV_LOST,          /* the connection is gone (err says why) */
+} mcp_event;
+
+/* Session-level callbacks; arg is the owner's. */
+typedef struct mcp_handlers {
+	void (*ready)(void *arg, mcp_session *s, const mcp_error *err);
+	void (*event)(void *arg, mcp_session *s, mcp_event ev,
+	              const mcp_error *err);
+	void *arg;
+} mcp_handlers;
+
+/* Per-request callbacks.  result is borrowed for the call; err is NULL on
+ * success. */
+typedef void (*mcp_result_fn)(void *arg, const mcp_error *err, json_t *result);
+typedef void (*mcp_progress_fn)(void *arg, double progress, double total,
+                                const char *message);
+
+typedef struct mcp_req_opts {
+	int                timeout_ms; /* 0: the session's default */
+	mcp_progress_fn    progress; /* tools/call: sets _meta.progressToken */
+	void              *progress_arg;
+	const char *const *headers; /* extra per-request HTTP headers */
+} mcp_req_opts;
+
+/* Parsed tool annotations with the MCP defaults. */
+typedef struct mcp_hints {
+	bool read_only;   /* readOnlyHint, default false */
+	bool destructive; /* destructiveHint, default true */
+	bool idempotent;  /* idempotentHint, default false */
+	bool open_world;  /* openWorldHint, default true */
+} mcp_hints;
+
+/*
+ * mcp_session_open starts connecting; h->ready runs once, later, with the
+ * outcome.  Returns 0, or MK_EINVAL (config), MK_ENOMEM, MK_ESYS with
+ * *sp NULL (no callback will run).
+ */
+int mcp_session_open(mcp_session **sp, tp_loop *l, const mcp_config *cfg,
+                     const mcp_handlers *h);
+
+/*
+ * mcp_session_free fails every pending request with MCP_E_CANCELLED,
+ * starts the transport's graceful close (HTTP DELETE; stdio: close stdin,
+ * then SIGTERM, then SIGKILL; reaped) which finishes in the loop, and
+ * nulls *sp.  No callback of this session runs after it returns.
+ */
+void mcp_session_free(mcp_session **sp);
+
+/* Requests.  Each returns 0 and later calls fn exactly once, or returns
+ * an MK_ code (MK_EINVAL when the session is not READY) and never calls
+ * fn.  *idp (may be NULL) gets the request id for mcp_cancel. */
+int mcp_ping(mcp_session *s, const mcp_req_opts *o, mcp_result_fn fn,
+             void *arg, int64_t *idp);
+/* result: {"tools": [...all pages...]} */
+int mcp_list_tools(mcp_session *s, const mcp_req_opts *o, mcp_result_fn fn,
+                   void *arg, int64_t *idp);
+/* arguments borrowed; result is the CallToolResult as the server sent it
+ * (isError, content, structuredContent kept). */
+int mcp_call_tool(mcp_session *s, const char *name, json_t *arguments,
+                  const mcp_req_opts *o, mcp_result_fn fn, void *arg,
+                  int64_t *idp);
+
+/* mcp_cancel gives up on request id: sends notifications/cancelled and
+ * calls its fn with MCP_E_CANCELLED now.  0 or MK_ENOENT. */
+int mcp_cancel(mcp_session *s, int64_t id, const char *reason);
+
+/* Accessors. */
+bool        mcp_session_ready(const mcp_session *s);
+const char *mcp_session_version(const mcp_session *s);     /* negotiated */
+json_t     *mcp_session_server_info(const mcp_session *s); /* borrowed */
+unsigned    mcp_session_pending(const mcp_session *s);
+
+/* mcp_tool_hints reads a tool object's annotations with the defaults. */
+void mcp_tool_hints(json_t *tool, mcp_hints *out);
+
+/* mcp_version_supported: a protocolVersion this client accepts. */
+bool mcp_version_supported(const char *v);
+
+#endif /* TP_MCP_H */

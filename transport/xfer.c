@@ -1,0 +1,354 @@
+/*
+ * xfer.c - one HTTP exchange (see xfer.h).
+ */
+#include "transport/xfer.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "mcpkeep.h"
+
+struct curl_slist *
+tp_slist_add(struct curl_slist *l, const char *line)
+{
+	struct curl_slist *n = curl_slist_append(l, line);
+
+	if (n == NULL) {
+		curl_slist_free_all(l);
+	}
+	return (n);
+}
+
+struct curl_slist *
+tp_slist_addv(struct curl_slist *l, const char *const *lines)
+{
+	for (size_t i = 0; lines != NULL && lines[i] != NULL; i++) {
+		if ((l = tp_slist_add(l, lines[i])) == NULL) {
+			return (NULL);
+		}
+	}
+	return (l);
+}
+
+/* Copies a header's value (trimmed, cut to cap) when name matches. */
+static bool
+header_value(const char *line, size_t len, const char *name, char *out,
+             size_t cap, bool lower)
+{
+	size_t n = strlen(name), i, j = 0;
+
+	if (len <= n || strncasecmp(line, name, n) != 0 || line[n] != ':') {
+		return (false);
+	}
+	for (i = n + 1; i < len && (line[i] == ' ' || line[i] == '\t'); i++) {
+	}
+	while (len > i && isspace((unsigned char)line[len - 1])) {
+		len--;
+	}
+	for (; i < len && j + 1 < cap; i++) {
+		out[j++] = lower ? (char)tolower((unsigned char)line[i])
+		                 : line[i];
+	}
+	out[j] = '\0';
+	return (true);
+}
+
+static size_t
+on_header(char *buf, size_t size, size_t n, void *arg)
+{
+	tp_http *h   = arg;
+	size_t   len = size * n;
+
+	h->hdr_bytes += len;
+	if (len > TP_HEADER_LINE_MAX || h->hdr_bytes > TP_HEADERS_MAX) {
+		h->toobig = true;
+		return (0); /* aborts the transfer */
+	}
+	if (len >= 5 && strncmp(buf, "HTTP/", 5) == 0) {
+		/* a new response (e.g. after 100 Continue): start over */
+		h->content_type[0] = h->www_auth[0] = '\0';
+		return (len);
+	}
+	if (!header_value(buf, len, "content-type", h->content_type,
+	                  sizeof(h->content_type), true) &&
+	    !header_value(buf, len, "mcp-session-id", h->session_id,
+	                  sizeof(h->session_id), false)) {
+		header_value(buf, len, "www-authenticate", h->www_auth,
+		             sizeof(h->www_auth), false);
+	}
+	return (len);
+}
+
+static bool
+keep(tp_http *h, const char *buf, size_t len, size_t limit)
+{
+	if (h->body_len + len > limit) {
+		return (false);
+	}
+	if (h->body_len + len + 1 > h->body_cap) {
+		size_t ncap = (h->body_len + len + 1) * 2;
+		char  *nb   = realloc(h->body, ncap);
+		if (nb == NULL) {
+			return (false);
+		}
+		h->body     = nb;
+		h->body_cap = ncap;
+	}
+	memcpy(h->body + h->body_len, buf, len);
+	h->body_len += len;
+	h->body[h->body_len] = '\0';
+	return (true);
+}
+
+static int
+sse_event(void *arg, const codec_sse_event *ev)
+{
+	tp_http *h = arg;
+
+	return (h->on_event != NULL ? h->on_event(h, ev) : 0);
+}
+
+static size_t
+on_body(char *buf, size_t size, size_t n, void *arg)
+{
+	tp_http *h   = arg;
+	size_t   len = size * n;
+	long     status;
+
+	if (!h->started) {
+		h->started  = true;
+		status      = tp_http_status(h);
+		h->sse_mode = status >= 200 && status < 300 &&
+		        strncmp(h->content_type, "text/event-stream", 17) == 0;
+	}
+	if (h->sse_mode) {
+		int rv = codec_sse_feed(&h->sse, buf, len, sse_event, h);
+		if (rv == MK_ETOOBIG) {
+			h->toobig = true;
+		}
+		return (rv == 0 ? len : 0);
+	}
+	status = tp_http_status(h);
+	if (!keep(h, buf, len,
+	          status >= 200 && status < 300 ? h->max_body
+	                                        : TP_ERRBODY_MAX)) {
+		if (status >= 200 && status < 300) {
+			h->toobig = true;
+			return (0);
+		}
+		return (len); /* an error body: the start is enough */
+	}
+	return (len);
+}
+
+int
+tp_http_init(tp_http *h, const char *url, struct curl_slist *hdrs,
+             int timeout_ms, const char *ca_bundle, size_t max_body,
+             void (*done)(tp_xfer *, CURLcode))
+{
+	codec_sse_limits lim = {.max_line = max_body + 64,
+	                        .max_data = max_body};
+	CURL            *e;
+
+	memset(h, 0, sizeof(*h));
+	h->hdrs     = hdrs;
+	h->max_body = max_body;
+	h->x.done   = done;
+	if (codec_sse_init(&h->sse, &lim) != 0 ||
+	    (e = h->x.easy = curl_easy_init()) == NULL) {
+		return (MK_ENOMEM);
+	}
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, &h->x);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, h->errbuf);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, h);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, h);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+	if (ca_bundle != NULL) {
+		curl_easy_setopt(e, CURLOPT_CAINFO, ca_bundle);
+	}
+	return (0);
+}
+
+void
+tp_http_fini(tp_http *h)
+{
+	if (h->x.easy != NULL) {
+		curl_easy_cleanup(h->x.easy);
+		h->x.easy = NULL;
+	}
+	curl_slist_free_all(h->hdrs);
+	h->hdrs = NULL;
+	codec_sse_fini(&h->sse);
+	free(h->body);
+	h->body = NULL;
+}
+
+long
+tp_http_status(tp_http *h)
+{
+	long status = 0;
+
+	curl_easy_getinfo(h->x.easy, CURLINFO_RESPONSE_CODE, &status);
+	return (status);
+}
+
+/* The start of an error body as one printable line. */
+static void
+snippet(const tp_http *h, char *out, size_t cap)
+{
+	size_t j = 0;
+
+	for (size_t i = 0;
+	     h->body != NULL && i < h->body_len && j + 1 < cap && i < 200;
+	     i++) {
+		unsigned char c = (unsigned char)h->body[i];
+		out[j++]        = c < 0x20 || c == 0x7f ? ' ' : (char)c;
+	}
+	out[j] = '\0';
+}
+
+static bool
+gone_body(const tp_http *h)
+{
+	return (h->body != NULL &&
+	        (strcasestr(h->body, "No valid session ID provided") != NULL ||
+	         strcasestr(h->body, "expect initialize request") != NULL ||
+	         strcasestr(h->body, "session not found") != NULL));
+}
+
+bool
+tp_http_error(tp_http *h, CURLcode rc, bool had_session, mcp_error *e)
+{
+	long status = tp_http_status(h);
+	char body[256];
+
+	if (h->toobig) {
+		mcp_error_set(e, MCP_E_PROTOCOL,
+		              "response exceeds its size limit (%zu-byte "
+		              "body, %d-byte "
+		              "headers)",
+		              h->max_body, TP_HEADERS_MAX);
+		return (true);
+	}
+	if (rc != CURLE_OK) {
+		mcp_errkind k = rc == CURLE_OPERATION_TIMEDOUT ? MCP_E_TIMEOUT
+		                                               : MCP_E_CONNECT;
+		if (rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR ||
+		    rc == CURLE_GOT_NOTHING) {
+			k = status != 0 ? MCP_E_LOST : MCP_E_CONNECT;
+		}
+		mcp_error_set(e, k, "%s",
+		              h->errbuf[0] ? h->errbuf
+		                           : curl_easy_strerror(rc));
+		e->http_status = (int)status;
+		return (true);
+	}
+	if (status >= 200 && status < 300) {
+		return (false);
+	}
+	snippet(h, body, sizeof(body));
+	if (status == 401 || status == 403) {
+		mcp_error_set(e, MCP_E_AUTH, "HTTP %ld %s", status,
+		              status == 401 ? "Unauthorized" : "Forbidden");
+		snprintf(e->www_authenticate, sizeof(e->www_authenticate),
+		         "%s", h->www_auth);
+	} else if ((status == 404 && had_session) ||
+	           ((status == 400 || status == 404) && gone_body(h))) {
+		mcp_error_set(e, MCP_E_GONE,
+		              "MCP session is gone (HTTP %ld%s%s)", status,
+		              body[0] ? ": " : "", body);
+	} else {
+		mcp_error_set(e, MCP_E_HTTP, "HTTP %ld%s%s", status,
+		              body[0] ? ": " : "", body);
+	}
+	e->http_status = (int)status;
+	return (true);
+}
+
+struct tp_qmsg {
+	json_t  *msg;  /* owned */
+	tp_qmsg *next; /* FIFO */
+};
+
+static void
+msgq_push(tp_msgq *q, json_t *msg)
+{
+	tp_qmsg *m = malloc(sizeof(*m));
+
+	if (m == NULL) {
+		json_decref(msg);
+		return;
+	}
+	m->msg  = msg;
+	m->next = NULL;
+	if (q->tail != NULL) {
+		q->tail->next = m;
+	} else {
+		q->head = m;
+	}
+	q->tail = m;
+}
+
+void
+tp_msgq_parse(tp_msgq *q, const char *text, size_t len, size_t max)
+{
+	json_error_t je;
+	json_t      *root;
+
+	if (len == 0 || len > max ||
+	    (root = json_loadb(text, len, 0, &je)) == NULL) {
+		return;
+	}
+	if (json_is_array(root)) {
+		size_t  i;
+		json_t *m;
+		json_array_foreach(root, i, m)
+		{
+			msgq_push(q, json_incref(m));
+		}
+		json_decref(root);
+	} else {
+		msgq_push(q, root);
+	}
+}
+
+json_t *
+tp_msgq_pop(tp_msgq *q)
+{
+	tp_qmsg *m = q->head;
+	json_t  *msg;
+
+	if (m == NULL) {
+		return (NULL);
+	}
+	q->head = m->next;
+	if (q->head == NULL) {
+		q->tail = NULL;
+	}
+	msg = m->msg;
+	free(m);
+	return (msg);
+}
+
+void
+tp_msgq_clear(tp_msgq *q)
+{
+	json_t *m;
+
+	while ((m = tp_msgq_pop(q)) != NULL) {
+		json_decref(m);
+	}
+}

@@ -1,0 +1,97 @@
+/*
+ * xfer.h - one HTTP exchange with an MCP server, shared by the Streamable
+ * HTTP and the legacy SSE transports: curl easy setup, header capture with
+ * limits, a body kept whole (JSON, error text) or fed to the SSE parser,
+ * and the mapping of outcomes to mcp_error kinds.  Internal to transport/.
+ */
+#ifndef TP_XFER_H
+#define TP_XFER_H
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "codec/sse.h"
+#include "transport/error.h"
+#include "transport/loop.h"
+
+#define TP_HEADER_LINE_MAX 8192        /* bytes in one response header */
+#define TP_HEADERS_MAX     (64 * 1024) /* bytes of response headers */
+#define TP_ERRBODY_MAX     4096        /* bytes of a non-2xx body kept */
+
+typedef struct tp_http tp_http;
+
+/* Called for each SSE event of a text/event-stream body (inside curl's
+ * write callback: queue work, do not remove transfers).  Non-zero aborts
+ * the transfer. */
+typedef int (*tp_http_event_fn)(tp_http *h, const codec_sse_event *ev);
+
+struct tp_http {
+	tp_xfer            x;                       /* loop transfer; x.easy */
+	struct curl_slist *hdrs;                    /* request headers */
+	char               errbuf[CURL_ERROR_SIZE]; /* curl's detail */
+	size_t             max_body;                /* body limit (bytes) */
+	size_t             hdr_bytes;   /* response header bytes so far */
+	bool               toobig;      /* a limit was hit: aborted */
+	bool               sse_mode;    /* body is an event stream */
+	bool               started;     /* first body byte seen */
+	codec_sse          sse;         /* parser (sse_mode) */
+	tp_http_event_fn   on_event;    /* SSE events, or NULL */
+	char              *body;        /* kept body (not sse_mode) */
+	size_t             body_len;    /* bytes in body */
+	size_t             body_cap;    /* allocated body */
+	char content_type[128];         /* response Content-Type, lowercase */
+	char session_id[256];           /* Mcp-Session-Id response header */
+	char www_auth[MCP_WWWAUTH_MAX]; /* WWW-Authenticate */
+};
+
+/*
+ * tp_http_init sets up h->x.easy for url with the given headers ("Name:
+ * value"; the list is taken over), a total timeout (0: none, for
+ * streams), ca_bundle (NULL: system) and the body limit.  done is the
+ * loop's completion callback.  Returns 0 or MK_ENOMEM.
+ */
+int tp_http_init(tp_http *h, const char *url, struct curl_slist *hdrs,
+                 int timeout_ms, const char *ca_bundle, size_t max_body,
+                 void (*done)(tp_xfer *, CURLcode));
+
+/* tp_http_fini frees h's resources (after it left the loop). */
+void tp_http_fini(tp_http *h);
+
+/* tp_http_status is the response code, 0 if none. */
+long tp_http_status(tp_http *h);
+
+/*
+ * tp_http_error describes a finished exchange that did not succeed: the
+ * curl result, the HTTP status (401/403 auth, 404 or a session-gone body
+ * when had_session, other non-2xx), or a limit.  Returns false when the
+ * exchange succeeded (2xx, CURLE_OK) and leaves e alone.
+ */
+bool tp_http_error(tp_http *h, CURLcode rc, bool had_session, mcp_error *e);
+
+/* A FIFO of parsed incoming messages, filled inside curl callbacks and
+ * emptied from a deferred step of the loop. */
+typedef struct tp_qmsg tp_qmsg;
+typedef struct tp_msgq {
+	tp_qmsg *head; /* oldest */
+	tp_qmsg *tail; /* newest */
+} tp_msgq;
+
+/* tp_msgq_parse parses one JSON text (a message, or a batch of them) onto
+ * q.  Text that is not JSON or exceeds max is dropped: the request it
+ * answered then fails as unanswered. */
+void tp_msgq_parse(tp_msgq *q, const char *text, size_t len, size_t max);
+
+/* tp_msgq_pop takes the oldest message (the caller owns it), or NULL. */
+json_t *tp_msgq_pop(tp_msgq *q);
+
+/* tp_msgq_clear drops everything queued. */
+void tp_msgq_clear(tp_msgq *q);
+
+/* tp_slist_add appends "name: value" lines; NULL list on failure (the
+ * old list is freed). */
+struct curl_slist *tp_slist_add(struct curl_slist *l, const char *line);
+struct curl_slist *tp_slist_addv(struct curl_slist *l,
+                                 const char *const *lines);
+
+#endif /* TP_XFER_H */
