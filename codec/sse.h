@@ -19,12 +19,16 @@
  *    id: sets the last event id unless the value contains NUL; retry: sets
  *    the reconnection time when the value is all ASCII digits; other
  *    fields are ignored;
- *  - an empty line dispatches: if the data buffer is empty nothing is
- *    dispatched (e.g. MCP's "priming" event carrying only an id), but the
+ *  - an empty line dispatches: if the data is empty (no data: line, or
+ *    only empty ones) nothing is dispatched (MCP's "priming" event
+ *    carrying only an id and an empty data: line), but the
  *    last event id is still updated; otherwise the final "\n" is removed
  *    and the event delivered with type "message" when none was given;
  *    then the data and type buffers are reset (the last id is kept);
- *  - an event still incomplete at codec_sse_finish() is discarded.
+ *  - an event still incomplete when the stream ends is discarded by
+ *    codec_sse_fini().
+ *  - after any failure (a limit, out of memory, the callback's stop) the
+ *    parser refuses all further input with MK_ETOOBIG.
  */
 #ifndef CODEC_SSE_H
 #define CODEC_SSE_H

@@ -25,3 +25,6 @@ if [ -n "$mk_missing" ]; then
 	# shellcheck disable=SC2086
 	apt-get install -y -qq --no-install-recommends $mk_missing >/dev/null
 fi
+
+# The real MCP/OAuth peers the integration tests run (npm, pinned).
+"$(dirname "$0")/peers.sh"

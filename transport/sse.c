@@ -152,8 +152,11 @@ stream_done(tp_xfer *x, CURLcode rc)
 	if (!tp_http_error(&c->stream, rc, false, &e)) {
 		mcp_error_set(&e, MCP_E_LOST,
 		              "SSE stream closed by the server");
-	} else if (e.kind == MCP_E_CONNECT && c->announced) {
-		e.kind = MCP_E_LOST; /* it was up: it is lost */
+	} else if (c->announced && e.kind != MCP_E_AUTH) {
+		mcp_error was = e; /* it was up: it is lost */
+		mcp_error_set(&e, MCP_E_LOST, "SSE stream lost: %s",
+		              was.message);
+		e.http_status = was.http_status;
 	}
 	if (!c->has_bad) {
 		c->bad     = e;

@@ -1,0 +1,325 @@
+#!/usr/bin/env node
+// inject.mjs - an MCP server whose behaviours the tests inject.
+//
+// Usage: node inject.mjs http|stdio [--port N]     (port 0 = any free port)
+//
+// http:  Streamable HTTP at POST/GET/DELETE /mcp on 127.0.0.1, one
+//        McpServer + StreamableHTTPServerTransport per session (ids are
+//        random UUIDs).  Prints exactly one stdout line,
+//        "listening on port <N>", once listening; logs go to stderr.
+//        Admin endpoints (plain JSON, no auth):
+//          POST /admin/drop-sessions  close and forget every session; the
+//                                     next request with an old
+//                                     Mcp-Session-Id gets 404 -32001
+//                                     "Session not found" (as the SDK's
+//                                     own transport answers a wrong id)
+//          GET  /admin/counters       {"counted_destructive": n, ...}
+//          POST /admin/list-changed   notifications/tools/list_changed to
+//                                     every session (it travels on the
+//                                     session's GET /mcp stream: a session
+//                                     without one does not see it)
+// stdio: StdioServerTransport; stdout carries nothing but JSON-RPC (except
+//        what the `garbage` tool writes on purpose).  After stdin ends it
+//        exits once nothing is pending but `hang` calls (calls still
+//        running, like `slow`, are answered first).
+//
+// Tools (the same in both modes):
+//   echo {message}        text = message
+//   slow {ms, steps}      `steps` progress notifications over `ms` (when the
+//                         request has _meta.progressToken), then "done"
+//   hang {}               never answers
+//   exit {}               the process exits with code 3 mid-call
+//   big {bytes}           text of `bytes` 'x' characters
+//   garbage {}            stdio: writes the line "this is not json" to
+//                         stdout, then answers "ok"; http: just "ok"
+//   structured {}         structuredContent {"answer": 42} + text
+//   fail {}               isError: true, text "it failed"
+//   counted_destructive, counted_idempotent, counted_readonly,
+//   counted_none {}       bump their own counter, answer its new value
+//                         (counters are per process, shared by sessions)
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import process from 'node:process';
+
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { z } from 'zod';
+
+function usage() {
+	process.stderr.write('usage: node inject.mjs http|stdio [--port N]\n');
+	process.exit(2);
+}
+
+const mode = process.argv[2];
+let port = 0;
+if (mode !== 'http' && mode !== 'stdio') {
+	usage();
+}
+for (let i = 3; i < process.argv.length; i++) {
+	if (process.argv[i] === '--port' && i + 1 < process.argv.length) {
+		port = Number(process.argv[++i]);
+		if (!Number.isInteger(port) || port < 0 || port > 65535) {
+			usage();
+		}
+	} else {
+		usage();
+	}
+}
+
+const counters = {
+	counted_destructive: 0,
+	counted_idempotent: 0,
+	counted_readonly: 0,
+	counted_none: 0,
+};
+
+const counted = {
+	counted_destructive: {
+		destructiveHint: true,
+		idempotentHint: false,
+		readOnlyHint: false,
+	},
+	counted_idempotent: { destructiveHint: true, idempotentHint: true },
+	counted_readonly: { readOnlyHint: true },
+	counted_none: undefined,
+};
+
+function text(s) {
+	return { content: [{ type: 'text', text: s }] };
+}
+
+// A new McpServer with every tool; one per session (an McpServer serves
+// one transport).
+function makeServer() {
+	const s = new McpServer({ name: 'mk-inject', version: '1.0.0' });
+
+	s.registerTool('echo', {
+		description: 'Answers the message',
+		inputSchema: { message: z.string() },
+	}, async ({ message }) => text(message));
+
+	s.registerTool('slow', {
+		description: 'Sends `steps` progress notifications over `ms`, then "done"',
+		inputSchema: {
+			ms: z.number().int().nonnegative(),
+			steps: z.number().int().nonnegative(),
+		},
+	}, async ({ ms, steps }, extra) => {
+		const token = extra._meta?.progressToken;
+		for (let i = 1; i <= steps; i++) {
+			await new Promise((r) => setTimeout(r, ms / steps));
+			if (extra.signal.aborted) {
+				break;
+			}
+			if (token !== undefined) {
+				await extra.sendNotification({
+					method: 'notifications/progress',
+					params: { progressToken: token, progress: i, total: steps },
+				});
+			}
+		}
+		if (steps === 0 && ms > 0) {
+			await new Promise((r) => setTimeout(r, ms));
+		}
+		return text('done');
+	});
+
+	s.registerTool('hang', {
+		description: 'Never answers',
+		inputSchema: {},
+	}, () => new Promise(() => {}));
+
+	s.registerTool('exit', {
+		description: 'The server process exits (code 3) mid-call',
+		inputSchema: {},
+	}, () => process.exit(3));
+
+	s.registerTool('big', {
+		description: 'A text of `bytes` x characters',
+		inputSchema: { bytes: z.number().int().nonnegative() },
+	}, async ({ bytes }) => text('x'.repeat(bytes)));
+
+	s.registerTool('garbage', {
+		description: 'stdio: writes a non-JSON line to stdout, then "ok"',
+		inputSchema: {},
+	}, async () => {
+		if (mode === 'stdio') {
+			process.stdout.write('this is not json\n');
+		}
+		return text('ok');
+	});
+
+	s.registerTool('structured', {
+		description: 'structuredContent {"answer": 42}',
+		inputSchema: {},
+		outputSchema: { answer: z.number() },
+	}, async () => ({
+		content: [{ type: 'text', text: '{"answer":42}' }],
+		structuredContent: { answer: 42 },
+	}));
+
+	s.registerTool('fail', {
+		description: 'A tool error: isError true, "it failed"',
+		inputSchema: {},
+	}, async () => ({ ...text('it failed'), isError: true }));
+
+	for (const [name, annotations] of Object.entries(counted)) {
+		const config = {
+			description: `Counts its executions (${name})`,
+			inputSchema: {},
+		};
+		if (annotations !== undefined) {
+			config.annotations = annotations;
+		}
+		s.registerTool(name, config, async () => {
+			counters[name]++;
+			return text(String(counters[name]));
+		});
+	}
+	return s;
+}
+
+async function runStdio() {
+	const server = makeServer();
+	await server.connect(new StdioServerTransport());
+}
+
+// ---- http ----
+
+// session id -> { transport, server }
+const sessions = new Map();
+
+function sendJson(res, status, body, headers = {}) {
+	if (res.headersSent) {
+		res.end();
+		return;
+	}
+	const data = JSON.stringify(body);
+	res.writeHead(status, {
+		'Content-Type': 'application/json',
+		'Content-Length': Buffer.byteLength(data),
+		...headers,
+	});
+	res.end(data);
+}
+
+function rpcError(res, status, code, message) {
+	sendJson(res, status, { jsonrpc: '2.0', error: { code, message }, id: null });
+}
+
+async function closeSession(id) {
+	const sess = sessions.get(id);
+	if (sess === undefined) {
+		return;
+	}
+	sessions.delete(id);
+	try {
+		await sess.server.close();
+	} catch (e) {
+		process.stderr.write(`closing session ${id}: ${e}\n`);
+	}
+}
+
+async function onMcp(req, res) {
+	const sid = req.headers['mcp-session-id'];
+
+	if (sid !== undefined) {
+		const sess = sessions.get(sid);
+		if (sess === undefined) {
+			// What the SDK transport answers a wrong session id.
+			rpcError(res, 404, -32001, 'Session not found');
+			return;
+		}
+		await sess.transport.handleRequest(req, res);
+		return;
+	}
+	if (req.method !== 'POST') {
+		rpcError(res, 400, -32000,
+			'Bad Request: Mcp-Session-Id header is required');
+		return;
+	}
+	// No session: a new transport validates the request itself (initialize
+	// or 400 "Server not initialized"); it is kept only if it got an id.
+	const server = makeServer();
+	const transport = new StreamableHTTPServerTransport({
+		sessionIdGenerator: () => randomUUID(),
+		onsessioninitialized: (id) => {
+			sessions.set(id, { transport, server });
+		},
+	});
+	transport.onclose = () => {
+		if (transport.sessionId !== undefined &&
+		    sessions.get(transport.sessionId)?.transport === transport) {
+			sessions.delete(transport.sessionId);
+		}
+	};
+	await server.connect(transport);
+	await transport.handleRequest(req, res);
+	if (transport.sessionId === undefined) {
+		await server.close();
+	}
+}
+
+async function onAdmin(req, res, path) {
+	if (path === '/admin/counters' && req.method === 'GET') {
+		sendJson(res, 200, counters);
+	} else if (path === '/admin/drop-sessions' && req.method === 'POST') {
+		const ids = [...sessions.keys()];
+		await Promise.all(ids.map(closeSession));
+		sendJson(res, 200, { dropped: ids.length });
+	} else if (path === '/admin/list-changed' && req.method === 'POST') {
+		let n = 0;
+		for (const { server } of sessions.values()) {
+			server.sendToolListChanged();
+			n++;
+		}
+		sendJson(res, 200, { sessions: n });
+	} else {
+		sendJson(res, 404, { error: 'not found' });
+	}
+}
+
+async function onRequest(req, res) {
+	const path = new URL(req.url, 'http://127.0.0.1').pathname;
+
+	try {
+		if (path === '/mcp') {
+			if (['POST', 'GET', 'DELETE'].includes(req.method)) {
+				await onMcp(req, res);
+			} else {
+				sendJson(res, 405, { error: 'method not allowed' },
+					{ Allow: 'GET, POST, DELETE' });
+			}
+		} else if (path.startsWith('/admin/')) {
+			req.resume(); // admin requests carry no body we need
+			await onAdmin(req, res, path);
+		} else {
+			sendJson(res, 404, { error: 'not found' });
+		}
+	} catch (e) {
+		process.stderr.write(`${req.method} ${req.url}: ${e?.stack ?? e}\n`);
+		rpcError(res, 500, -32603, 'Internal server error');
+	}
+}
+
+function runHttp() {
+	const srv = http.createServer((req, res) => {
+		onRequest(req, res);
+	});
+	srv.on('error', (e) => {
+		process.stderr.write(`inject: ${e.message}\n`);
+		process.exit(1);
+	});
+	srv.listen(port, '127.0.0.1', () => {
+		// stdout to a pipe or file is synchronous in Node on Linux: the
+		// line is out when write() returns.
+		process.stdout.write(`listening on port ${srv.address().port}\n`);
+	});
+}
+
+if (mode === 'stdio') {
+	await runStdio();
+} else {
+	runHttp();
+}

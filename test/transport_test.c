@@ -1,0 +1,694 @@
+/*
+ * transport_test.c - the MCP client against real servers, per transport:
+ *
+ *   transport_test http    server-everything streamableHttp + inject.mjs
+ *   transport_test sse     server-everything sse
+ *   transport_test stdio   server-everything stdio + inject.mjs stdio
+ *
+ * Every wait is the loop run until a callback sets a flag, bounded by a
+ * deadline; nothing sleeps.
+ */
+#include <curl/curl.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mcpkeep.h"
+#include "peer.h"
+#include "testutil.h"
+#include "transport/mcp.h"
+
+#define WAIT_MS 30000
+#define RUN_ON(fn, arg)                                                       \
+	do {                                                                  \
+		fprintf(stderr, "-- %s\n", #fn);                              \
+		fn(arg);                                                      \
+	} while (0)
+
+typedef struct client {
+	tp_loop     *l;        /* the loop */
+	mcp_session *s;        /* the session */
+	int          ready;    /* ready() ran */
+	mcp_error    err;      /* its error, if any */
+	int          failed;   /* ready() reported an error */
+	int          lost;     /* MCP_EV_LOST seen */
+	mcp_error    lost_err; /* why */
+	int          changed;  /* MCP_EV_TOOLS_CHANGED seen */
+} client;
+
+static void
+on_ready(void *arg, mcp_session *s, const mcp_error *err)
+{
+	client *c = arg;
+
+	c->ready = 1;
+	if (err != NULL) {
+		c->failed = 1;
+		c->err    = *err;
+	}
+}
+
+static void
+on_event(void *arg, mcp_session *s, mcp_event ev, const mcp_error *err)
+{
+	client *c = arg;
+
+	if (ev == MCP_EV_LOST) {
+		c->lost     = 1;
+		c->lost_err = *err;
+	} else {
+		c->changed++;
+	}
+}
+
+/* Opens a session; returns 0 when READY, else the error kind. */
+static int
+open_client(client *c, const mcp_config *cfg)
+{
+	mcp_handlers h = {on_ready, on_event, c};
+
+	memset(c, 0, sizeof(*c));
+	CHECK_EQ(tp_loop_new(&c->l), 0);
+	CHECK_EQ(mcp_session_open(&c->s, c->l, cfg, &h), 0);
+	CHECK_EQ(tp_loop_run(c->l, &c->ready, WAIT_MS), 0);
+	if (c->failed) {
+		fprintf(stderr, "   open: %s: %s\n",
+		        mcp_errkind_name(c->err.kind), c->err.message);
+		return (c->err.kind);
+	}
+	return (0);
+}
+
+static void
+close_client(client *c)
+{
+	int none = 0;
+
+	mcp_session_free(&c->s);
+	/* let a graceful close (DELETE, child exit) run a little */
+	(void)tp_loop_run(c->l, &none, 200);
+	tp_loop_free(&c->l);
+}
+
+/* One request's outcome. */
+typedef struct outcome {
+	int       done;       /* the callback ran */
+	mcp_error err;        /* its error */
+	int       failed;     /* err is set */
+	json_t   *result;     /* its result (a reference) */
+	int       progress;   /* progress notifications seen */
+	char      expect[32]; /* for the concurrency test */
+	int       matched;    /* result text equals "Echo: " expect */
+} outcome;
+
+static void
+on_result(void *arg, const mcp_error *err, json_t *result)
+{
+	outcome *o = arg;
+
+	o->done = 1;
+	if (err != NULL) {
+		o->failed = 1;
+		o->err    = *err;
+	} else {
+		o->result = json_incref(result);
+	}
+}
+
+static void
+on_progress(void *arg, double progress, double total, const char *msg)
+{
+	outcome *o = arg;
+
+	o->progress++;
+}
+
+static const char *
+first_text(json_t *result)
+{
+	json_t *c = json_array_get(json_object_get(result, "content"), 0);
+
+	return (json_string_value(json_object_get(c, "text")));
+}
+
+/* Calls a tool and waits for the answer. */
+static void
+call(client *c, const char *tool, json_t *args, int timeout_ms, outcome *o)
+{
+	mcp_req_opts opts = {.timeout_ms   = timeout_ms,
+	                     .progress     = on_progress,
+	                     .progress_arg = o};
+
+	memset(o, 0, sizeof(*o));
+	CHECK_EQ(mcp_call_tool(c->s, tool, args, &opts, on_result, o, NULL),
+	         0);
+	CHECK_EQ(tp_loop_run(c->l, &o->done, WAIT_MS), 0);
+	json_decref(args);
+}
+
+static void
+outcome_fini(outcome *o)
+{
+	json_decref(o->result);
+	o->result = NULL;
+}
+
+/* ---- the common suite --------------------------------------------------- */
+
+static void
+list_all_tools(client *c)
+{
+	outcome o = {0};
+
+	CHECK_EQ(mcp_list_tools(c->s, NULL, on_result, &o, NULL), 0);
+	CHECK_EQ(tp_loop_run(c->l, &o.done, WAIT_MS), 0);
+	CHECK(!o.failed);
+	json_t *tools = json_object_get(o.result, "tools");
+	int     echo = 0, sum = 0;
+	size_t  i;
+	json_t *t;
+	CHECK(json_array_size(tools) >= 10);
+	json_array_foreach(tools, i, t)
+	{
+		const char *n = json_string_value(json_object_get(t, "name"));
+		mcp_hints   h;
+		CHECK(n != NULL);
+		if (strcmp(n, "echo") == 0) {
+			echo = 1;
+			mcp_tool_hints(t, &h);
+			CHECK(h.read_only && !h.destructive && h.idempotent &&
+			      !h.open_world);
+		}
+		sum |= strcmp(n, "get-sum") == 0;
+	}
+	CHECK(echo && sum);
+	outcome_fini(&o);
+}
+
+static void
+basic_calls(client *c)
+{
+	outcome o;
+
+	call(c, "echo", json_pack("{s:s}", "message", "hi there"), 0, &o);
+	CHECK(!o.failed);
+	CHECK(strcmp(first_text(o.result), "Echo: hi there") == 0);
+	outcome_fini(&o);
+
+	call(c, "get-sum", json_pack("{s:i, s:i}", "a", 2, "b", 40), 0, &o);
+	CHECK(!o.failed);
+	CHECK(strstr(first_text(o.result), "42") != NULL);
+	outcome_fini(&o);
+
+	/* an unknown tool is a result with isError, not a JSON-RPC error */
+	call(c, "no-such-tool", NULL, 0, &o);
+	CHECK(!o.failed);
+	CHECK(json_is_true(json_object_get(o.result, "isError")));
+	outcome_fini(&o);
+
+	call(c, "trigger-long-running-operation",
+	     json_pack("{s:i, s:i}", "duration", 1, "steps", 3), 0, &o);
+	CHECK(!o.failed);
+	CHECK_EQ(o.progress, 3);
+	CHECK(strstr(first_text(o.result), "completed") != NULL);
+	outcome_fini(&o);
+
+	/* ping */
+	memset(&o, 0, sizeof(o));
+	CHECK_EQ(mcp_ping(c->s, NULL, on_result, &o, NULL), 0);
+	CHECK_EQ(tp_loop_run(c->l, &o.done, WAIT_MS), 0);
+	CHECK(!o.failed && json_is_object(o.result));
+	outcome_fini(&o);
+}
+
+typedef struct many {
+	outcome o[100]; /* one per call, matched by its own text */
+} many;
+
+static void
+on_many(void *arg, const mcp_error *err, json_t *result)
+{
+	outcome    *o = arg;
+	const char *t;
+
+	o->done = 1;
+	if (err != NULL) {
+		o->failed = 1;
+		o->err    = *err;
+		return;
+	}
+	t          = first_text(result);
+	o->matched = t != NULL && strncmp(t, "Echo: ", 6) == 0 &&
+	        strcmp(t + 6, o->expect) == 0;
+}
+
+static void
+concurrent_100(client *c)
+{
+	static many m;
+	int         all = 0;
+
+	memset(&m, 0, sizeof(m));
+	for (int i = 0; i < 100; i++) {
+		json_t *a;
+		snprintf(m.o[i].expect, sizeof(m.o[i].expect), "message-%d",
+		         i);
+		a = json_pack("{s:s}", "message", m.o[i].expect);
+		CHECK_EQ(mcp_call_tool(c->s, "echo", a, NULL, on_many, &m.o[i],
+		                       NULL),
+		         0);
+		json_decref(a);
+	}
+	CHECK(mcp_session_pending(c->s) > 0);
+	while (!all) {
+		int stop = 0;
+		CHECK(tp_loop_run(c->l, &stop, 50) == MK_ETIMEDOUT ||
+		      stop == 0);
+		all = 1;
+		for (int i = 0; i < 100; i++) {
+			all &= m.o[i].done;
+		}
+		if (mcp_session_pending(c->s) == 0) {
+			break;
+		}
+	}
+	for (int i = 0; i < 100; i++) {
+		CHECK(m.o[i].done && !m.o[i].failed);
+		CHECK(m.o[i].matched);
+	}
+}
+
+static void
+timeout_and_cancel(client *c, const char *slow_tool, json_t *slow_args)
+{
+	outcome o;
+	int64_t id;
+
+	/* a request whose answer does not come in time */
+	call(c, slow_tool, json_incref(slow_args), 300, &o);
+	CHECK(o.failed);
+	CHECK_EQ(o.err.kind, MCP_E_TIMEOUT);
+	CHECK(strstr(o.err.message, "tools/call timed out after 300 ms"));
+	/* a caller that gives up */
+	memset(&o, 0, sizeof(o));
+	CHECK_EQ(mcp_call_tool(c->s, slow_tool, slow_args, NULL, on_result, &o,
+	                       &id),
+	         0);
+	CHECK_EQ(mcp_cancel(c->s, id, "test gave up"), 0);
+	CHECK(o.done && o.failed);
+	CHECK_EQ(o.err.kind, MCP_E_CANCELLED);
+	CHECK_EQ(mcp_cancel(c->s, id, NULL), MK_ENOENT);
+	json_decref(slow_args);
+	/* the session still works */
+	call(c, "echo", json_pack("{s:s}", "message", "after"), 0, &o);
+	CHECK(!o.failed);
+	outcome_fini(&o);
+}
+
+static void
+common_suite(client *c, const char *slow_tool, json_t *slow_args)
+{
+	CHECK(mcp_version_supported(mcp_session_version(c->s)));
+	CHECK(json_is_object(mcp_session_server_info(c->s)));
+	RUN_ON(list_all_tools, c);
+	RUN_ON(basic_calls, c);
+	RUN_ON(concurrent_100, c);
+	fprintf(stderr, "-- timeout_and_cancel\n");
+	timeout_and_cancel(c, slow_tool, slow_args);
+}
+
+/* ---- helpers for the servers ------------------------------------------ */
+
+static char *
+everything_js(void)
+{
+	static char path[512];
+
+	snprintf(
+	        path, sizeof(path),
+	        "%s/node_modules/@modelcontextprotocol/server-everything/dist/"
+	        "index.js",
+	        peer_dir());
+	return (path);
+}
+
+static char *
+inject_js(void)
+{
+	static char path[512];
+
+	snprintf(path, sizeof(path), "%s/inject.mjs", peer_dir());
+	return (path);
+}
+
+/* Starts server-everything in mode ("streamableHttp" or "sse") on port
+ * (0: a free one). */
+static void
+start_everything(peer *p, const char *mode, int port)
+{
+	const char *argv[] = {"node", everything_js(), mode, NULL};
+	char        env0[32];
+	const char *env[] = {env0, NULL};
+
+	snprintf(env0, sizeof(env0), "PORT=%d",
+	         port ? port : peer_free_port());
+	CHECK_EQ(peer_start(p, argv, env,
+	                    strcmp(mode, "sse") == 0
+	                            ? "running on port ([0-9]+)"
+	                            : "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+}
+
+static void
+start_inject(peer *p)
+{
+	const char *argv[] = {"node",   inject_js(), "http",
+	                      "--port", "0",         NULL};
+
+	CHECK_EQ(peer_start(p, argv, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+}
+
+static size_t
+discard(char *b, size_t size, size_t n, void *arg)
+{
+	return (size * n);
+}
+
+/* POSTs to an inject.mjs admin endpoint. */
+static void
+admin(const peer *p, const char *path)
+{
+	CURL *e = curl_easy_init();
+	char  url[128];
+	long  status = 0;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", p->port, path);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS, "{}");
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
+	CHECK_EQ(curl_easy_perform(e), CURLE_OK);
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+	CHECK_EQ(status, 200);
+	curl_easy_cleanup(e);
+}
+
+static void
+url_of(char *buf, size_t len, const peer *p, const char *path)
+{
+	snprintf(buf, len, "http://127.0.0.1:%d%s", p->port, path);
+}
+
+/* ---- Streamable HTTP ---------------------------------------------------- */
+
+static void
+http_everything(void)
+{
+	peer       p = {0};
+	client     c;
+	mcp_config cfg = {.type = MCP_CONN_HTTP};
+	char       url[128];
+	outcome    o;
+
+	start_everything(&p, "streamableHttp", 0);
+	url_of(url, sizeof(url), &p, "/mcp");
+	cfg.url = url;
+	CHECK_EQ(open_client(&c, &cfg), 0);
+	common_suite(&c, "trigger-long-running-operation",
+	             json_pack("{s:i, s:i}", "duration", 5, "steps", 1));
+
+	/* restart the server on the same port: our session is gone */
+	fprintf(stderr, "-- server restarted\n");
+	int port = p.port;
+	peer_stop(&p);
+	start_everything(&p, "streamableHttp", port);
+	call(&c, "echo", json_pack("{s:s}", "message", "x"), 0, &o);
+	CHECK(o.failed);
+	CHECK_EQ(o.err.kind, MCP_E_GONE);
+	fprintf(stderr, "   %s\n", o.err.message);
+	close_client(&c);
+	/* a fresh session works */
+	CHECK_EQ(open_client(&c, &cfg), 0);
+	call(&c, "echo", json_pack("{s:s}", "message", "x"), 0, &o);
+	CHECK(!o.failed);
+	outcome_fini(&o);
+	close_client(&c);
+	peer_stop(&p);
+}
+
+static void
+http_inject(void)
+{
+	peer       p = {0};
+	client     c;
+	mcp_config cfg = {.type = MCP_CONN_HTTP, .max_message = 1 << 20};
+	char       url[128];
+	outcome    o;
+
+	start_inject(&p);
+	url_of(url, sizeof(url), &p, "/mcp");
+	cfg.url = url;
+	CHECK_EQ(open_client(&c, &cfg), 0);
+
+	fprintf(stderr, "-- structured and isError results kept\n");
+	call(&c, "structured", NULL, 0, &o);
+	CHECK(!o.failed);
+	CHECK_EQ(json_integer_value(json_object_get(
+	                 json_object_get(o.result, "structuredContent"),
+	                 "answer")),
+	         42);
+	outcome_fini(&o);
+	call(&c, "fail", NULL, 0, &o);
+	CHECK(!o.failed && json_is_true(json_object_get(o.result, "isError")));
+	CHECK(strcmp(first_text(o.result), "it failed") == 0);
+	outcome_fini(&o);
+
+	fprintf(stderr, "-- a response over the size limit\n");
+	call(&c, "big", json_pack("{s:i}", "bytes", 2 << 20), 0, &o);
+	CHECK(o.failed && o.err.kind == MCP_E_PROTOCOL);
+	CHECK(strstr(o.err.message, "size limit") != NULL);
+	call(&c, "big", json_pack("{s:i}", "bytes", 1000), 0, &o);
+	CHECK(!o.failed && strlen(first_text(o.result)) == 1000);
+	outcome_fini(&o);
+
+	fprintf(stderr, "-- the server forgets the session\n");
+	admin(&p, "/admin/drop-sessions");
+	call(&c, "echo", json_pack("{s:s}", "message", "x"), 0, &o);
+	CHECK(o.failed && o.err.kind == MCP_E_GONE);
+	CHECK_EQ(o.err.http_status, 404);
+	close_client(&c);
+
+	fprintf(stderr, "-- the server is killed mid-call\n");
+	CHECK_EQ(open_client(&c, &cfg), 0);
+	memset(&o, 0, sizeof(o));
+	CHECK_EQ(mcp_call_tool(c.s, "hang", NULL, NULL, on_result, &o, NULL),
+	         0);
+	{
+		int none = 0;
+		(void)tp_loop_run(c.l, &none, 300); /* the call is in */
+	}
+	peer_stop(&p);
+	CHECK_EQ(tp_loop_run(c.l, &o.done, WAIT_MS), 0);
+	CHECK(o.failed);
+	CHECK(o.err.kind == MCP_E_LOST || o.err.kind == MCP_E_CONNECT);
+	fprintf(stderr, "   %s: %s\n", mcp_errkind_name(o.err.kind),
+	        o.err.message);
+	close_client(&c);
+
+	fprintf(stderr, "-- nobody listens\n");
+	CHECK_EQ(open_client(&c, &cfg), MCP_E_CONNECT);
+	close_client(&c);
+}
+
+/* ---- legacy SSE --------------------------------------------------------- */
+
+static void
+sse_everything(void)
+{
+	peer       p = {0};
+	client     c;
+	mcp_config cfg = {.type = MCP_CONN_SSE};
+	char       url[128];
+
+	start_everything(&p, "sse", 0);
+	url_of(url, sizeof(url), &p, "/sse");
+	cfg.url = url;
+	CHECK_EQ(open_client(&c, &cfg), 0);
+	common_suite(&c, "trigger-long-running-operation",
+	             json_pack("{s:i, s:i}", "duration", 5, "steps", 1));
+
+	fprintf(stderr, "-- the stream is closed\n");
+	peer_stop(&p);
+	CHECK_EQ(tp_loop_run(c.l, &c.lost, WAIT_MS), 0);
+	CHECK_EQ(c.lost_err.kind, MCP_E_LOST);
+	fprintf(stderr, "   %s\n", c.lost_err.message);
+	CHECK(!mcp_session_ready(c.s));
+	close_client(&c);
+
+	fprintf(stderr, "-- nobody listens\n");
+	CHECK_EQ(open_client(&c, &cfg), MCP_E_CONNECT);
+	close_client(&c);
+}
+
+/* ---- stdio -------------------------------------------------------------- */
+
+/* Our children that are zombies now. */
+static int
+zombies(void)
+{
+	DIR           *d = opendir("/proc");
+	struct dirent *e;
+	int            n = 0;
+
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		char  path[300], buf[512];
+		FILE *f;
+		int   ppid;
+		char  st;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		if ((f = fopen(path, "r")) == NULL) {
+			continue;
+		}
+		if (fgets(buf, sizeof(buf), f) != NULL) {
+			char *rp = strrchr(buf, ')');
+			if (rp != NULL &&
+			    sscanf(rp + 2, "%c %d", &st, &ppid) == 2 &&
+			    ppid == getpid() && st == 'Z') {
+				n++;
+			}
+		}
+		fclose(f);
+	}
+	if (d != NULL) {
+		closedir(d);
+	}
+	return (n);
+}
+
+static void
+stdio_everything(void)
+{
+	const char *args[] = {everything_js(), "stdio", NULL};
+	mcp_config  cfg    = {
+	            .type = MCP_CONN_STDIO, .command = "node", .args = args};
+	client c;
+
+	CHECK_EQ(open_client(&c, &cfg), 0);
+	common_suite(&c, "trigger-long-running-operation",
+	             json_pack("{s:i, s:i}", "duration", 5, "steps", 1));
+	close_client(&c);
+	CHECK_EQ(zombies(), 0);
+}
+
+static void
+stdio_inject(void)
+{
+	const char *args[] = {inject_js(), "stdio", NULL};
+	mcp_config  cfg    = {.type        = MCP_CONN_STDIO,
+	                      .command     = "node",
+	                      .args        = args,
+	                      .max_message = 64 * 1024};
+	client      c;
+	outcome     o;
+
+	CHECK_EQ(open_client(&c, &cfg), 0);
+	fprintf(stderr, "-- garbage on stdout is skipped\n");
+	call(&c, "garbage", NULL, 0, &o);
+	CHECK(!o.failed && strcmp(first_text(o.result), "ok") == 0);
+	outcome_fini(&o);
+	call(&c, "echo", json_pack("{s:s}", "message", "still"), 0, &o);
+	CHECK(!o.failed && strcmp(first_text(o.result), "still") == 0);
+	outcome_fini(&o);
+
+	fprintf(stderr, "-- the child exits mid-call\n");
+	call(&c, "exit", NULL, 0, &o);
+	CHECK(o.failed && o.err.kind == MCP_E_LOST);
+	CHECK(strstr(o.err.message, "exited with status 3") != NULL);
+	CHECK(c.lost);
+	close_client(&c);
+	CHECK_EQ(zombies(), 0);
+
+	fprintf(stderr, "-- a line over the size limit\n");
+	CHECK_EQ(open_client(&c, &cfg), 0);
+	call(&c, "big", json_pack("{s:i}", "bytes", 100000), 0, &o);
+	CHECK(o.failed && o.err.kind == MCP_E_PROTOCOL);
+	CHECK(strstr(o.err.message, "stdout line over 65536 bytes") != NULL);
+	close_client(&c);
+
+	fprintf(stderr, "-- a hung call times out; cancel\n");
+	CHECK_EQ(open_client(&c, &cfg), 0);
+	timeout_and_cancel(&c, "hang", json_object());
+	close_client(&c);
+	CHECK_EQ(zombies(), 0);
+}
+
+static void
+stdio_process(void)
+{
+	const char *fds[]  = {"-c",
+	                      "ls /proc/self/fd | tr '\\n' ' ' >&2; "
+	                       "exit 7",
+	                      NULL};
+	const char *envs[] = {"MK_SET=x", "MK_INHERIT", NULL};
+	const char *show[] = {
+	        "-c",
+	        "echo \"$MK_SET-$MK_INHERIT-${MK_SECRET:-unset}\" >&2; exit 1",
+	        NULL};
+	mcp_config cfg = {.type = MCP_CONN_STDIO, .command = "sh"};
+	client     c;
+
+	fprintf(stderr, "-- the child gets fds 0-2 only; stderr in errors\n");
+	cfg.args = fds;
+	CHECK_EQ(open_client(&c, &cfg), MCP_E_LOST);
+	CHECK(strstr(c.err.message, "exited with status 7; stderr: 0 1 2 3") !=
+	      NULL);
+	close_client(&c);
+
+	fprintf(stderr, "-- environment: listed names only\n");
+	setenv("MK_INHERIT", "y", 1);
+	setenv("MK_SECRET", "leak", 1);
+	cfg.args = show;
+	cfg.envs = envs;
+	CHECK_EQ(open_client(&c, &cfg), MCP_E_LOST);
+	CHECK(strstr(c.err.message, "stderr: x-y-unset") != NULL);
+	close_client(&c);
+
+	fprintf(stderr, "-- a command that does not exist\n");
+	cfg.command = "/nonexistent/mcp-server";
+	cfg.args    = NULL;
+	CHECK_EQ(open_client(&c, &cfg), MCP_E_CONNECT);
+	CHECK(strstr(c.err.message, "cannot start") != NULL);
+	close_client(&c);
+	CHECK_EQ(zombies(), 0);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *which = argc > 1 ? argv[1] : "";
+
+	signal(SIGPIPE, SIG_IGN); /* a test process, not the library */
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	CHECK(peer_dir() != NULL);
+	if (strcmp(which, "http") == 0) {
+		RUN(http_everything);
+		RUN(http_inject);
+	} else if (strcmp(which, "sse") == 0) {
+		RUN(sse_everything);
+	} else if (strcmp(which, "stdio") == 0) {
+		RUN(stdio_everything);
+		RUN(stdio_inject);
+		RUN(stdio_process);
+	} else {
+		fprintf(stderr, "usage: transport_test http|sse|stdio\n");
+		return (2);
+	}
+	curl_global_cleanup();
+	return (0);
+}
