@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mcpkeep.h"
@@ -147,26 +148,37 @@ codec_jr_parse(const char *buf, size_t len, size_t max, json_t **root,
 	return (rv);
 }
 
-static char *
-dump(json_t *o)
-{
-	char *s = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
-
-	json_decref(o);
-	return (s);
-}
-
 char *
 codec_jr_request(int64_t id, const char *method, json_t *params)
 {
-	return (dump(json_pack("{s:s, s:I, s:s, s:O*}", "jsonrpc", "2.0", "id",
-	                       (json_int_t)id, "method", method, "params",
-	                       params)));
+	char  *body = NULL, *out;
+	size_t need;
+
+	/* The envelope around the dumped params: one jansson pass, not
+	 * two (this is on every tool call's path). */
+	if (params != NULL &&
+	    (body = json_dumps(params, JSON_COMPACT)) == NULL) {
+		return (NULL);
+	}
+	need = strlen(method) + (body ? strlen(body) : 0) + 80;
+	if ((out = malloc(need)) != NULL) {
+		snprintf(out, need,
+		         "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"%s\"%"
+		         "s%s}",
+		         (long long)id, method, body ? ",\"params\":" : "",
+		         body ? body : "");
+	}
+	free(body);
+	return (out);
 }
 
 char *
 codec_jr_notification(const char *method, json_t *params)
 {
-	return (dump(json_pack("{s:s, s:s, s:O*}", "jsonrpc", "2.0", "method",
-	                       method, "params", params)));
+	json_t *o = json_pack("{s:s, s:s, s:O*}", "jsonrpc", "2.0", "method",
+	                      method, "params", params);
+	char   *s = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	json_decref(o);
+	return (s);
 }

@@ -50,7 +50,8 @@ int codec_jr_classify(json_t *root, codec_jr_msg *msg, char *err,
 
 /*
  * codec_jr_request / codec_jr_notification build a message and serialize
- * it compactly; params is borrowed and may be NULL.  id must be > 0.
+ * it compactly; params is borrowed and may be NULL.  id must be > 0;
+ * method is a plain name (nothing JSON would escape).
  * Return a malloc'd NUL-terminated string, or NULL when out of memory.
  */
 char *codec_jr_request(int64_t id, const char *method, json_t *params);

@@ -21,6 +21,7 @@
 #include "transport/xfer.h"
 
 #define DELETE_TIMEOUT_MS 5000
+#define SPARE_MAX         64 /* finished POSTs kept with their curl handles */
 
 typedef struct http_conn http_conn;
 
@@ -47,6 +48,13 @@ struct http_conn {
 	tp_defer defer;               /* delivers queued messages */
 	tp_owned owned;               /* while closing: the loop owns us */
 	post    *deleting;            /* the DELETE in flight */
+	struct curl_slist *req_hdrs;  /* every request's headers, built once
+	                               * per session id / version */
+	struct curl_slist **retired;  /* older req_hdrs, still borrowed by
+	                               * POSTs in flight; freed at the end */
+	unsigned nretired;            /* entries in retired */
+	post    *spare;               /* finished POSTs kept for reuse */
+	unsigned nspare;              /* entries in spare */
 	int      busy;                /* upcalls on the stack */
 	bool     closed;              /* close() was called */
 };
@@ -173,12 +181,46 @@ post_done(tp_xfer *x, CURLcode rc)
 }
 
 static void
-post_free(http_conn *c, post *p)
+post_destroy(post *p)
 {
-	tp_loop_remove(c->base.loop, &p->h.x);
 	tp_msgq_clear(&p->q);
 	tp_http_fini(&p->h);
 	free(p);
+}
+
+/* Takes p out of the loop and keeps it for reuse, or frees it. */
+static void
+post_free(http_conn *c, post *p)
+{
+	tp_loop_remove(c->base.loop, &p->h.x);
+	if (c->closed || c->nspare == SPARE_MAX || p == c->deleting ||
+	    p->h.x.easy == NULL) {
+		post_destroy(p);
+		return;
+	}
+	tp_msgq_clear(&p->q);
+	p->next  = c->spare;
+	c->spare = p;
+	c->nspare++;
+}
+
+/* Drops the cached request headers (the session id or version changed);
+ * POSTs in flight may still borrow them. */
+static void
+retire_headers(http_conn *c)
+{
+	struct curl_slist **r;
+
+	if (c->req_hdrs == NULL) {
+		return;
+	}
+	r = realloc(c->retired, (c->nretired + 1) * sizeof(*r));
+	if (r == NULL) {
+		return; /* keep using the old list; better than a UAF */
+	}
+	c->retired                = r;
+	c->retired[c->nretired++] = c->req_hdrs;
+	c->req_hdrs               = NULL;
 }
 
 /* Builds the headers of one exchange: the connection's, then session and
@@ -221,20 +263,38 @@ build_headers(http_conn *c, bool body, const char *const *extra)
 static post *
 post_new(http_conn *c, int64_t id, const char *const *extra, int timeout_ms)
 {
-	struct curl_slist *hdrs = build_headers(c, true, extra);
+	struct curl_slist *hdrs;
+	bool               own = extra != NULL && extra[0] != NULL;
 	post              *p;
+	int                rv;
 
-	if (hdrs == NULL || (p = calloc(1, sizeof(*p))) == NULL) {
-		curl_slist_free_all(hdrs);
+	if (!own && c->req_hdrs == NULL) {
+		c->req_hdrs = build_headers(c, true, NULL);
+	}
+	hdrs = own ? build_headers(c, true, extra) : c->req_hdrs;
+	if (hdrs == NULL) {
 		return (NULL);
 	}
-	p->c  = c;
-	p->id = id;
 	/* the session enforces the deadline; curl's is a backstop */
-	if (tp_http_init(&p->h, c->url, hdrs, timeout_ms + 1000, c->ca_bundle,
-	                 c->max_body, post_done) != 0) {
-		tp_http_fini(&p->h);
-		free(p);
+	if ((p = c->spare) != NULL) {
+		c->spare = p->next;
+		c->nspare--;
+		rv = tp_http_rearm(&p->h, hdrs, own, timeout_ms + 1000);
+	} else if ((p = calloc(1, sizeof(*p))) != NULL) {
+		rv = tp_http_init(&p->h, c->url, hdrs, own, timeout_ms + 1000,
+		                  c->ca_bundle, c->max_body, post_done);
+	} else {
+		if (own) {
+			curl_slist_free_all(hdrs);
+		}
+		return (NULL);
+	}
+	p->c        = c;
+	p->id       = id;
+	p->answered = false;
+	p->prev = p->next = NULL;
+	if (rv != 0) {
+		post_destroy(p);
 		return (NULL);
 	}
 	p->h.on_event = on_event;
@@ -284,6 +344,7 @@ http_set_version(tp_conn *base, const char *version)
 	http_conn *c = (http_conn *)base;
 
 	snprintf(c->version, sizeof(c->version), "%s", version);
+	retire_headers(c);
 }
 
 static void
@@ -304,8 +365,17 @@ conn_destroy(http_conn *c)
 		unlink_post(c, p);
 		post_free(c, p);
 	}
+	while ((p = c->spare) != NULL) {
+		c->spare = p->next;
+		post_destroy(p);
+	}
 	tp_loop_undefer(c->base.loop, &c->defer);
 	tp_loop_disown(c->base.loop, &c->owned);
+	curl_slist_free_all(c->req_hdrs);
+	for (unsigned i = 0; i < c->nretired; i++) {
+		curl_slist_free_all(c->retired[i]);
+	}
+	free(c->retired);
 	curl_slist_free_all(c->headers);
 	free(c->url);
 	free(c->ca_bundle);
@@ -329,7 +399,7 @@ http_close(tp_conn *base)
 	    (hdrs = build_headers(c, false, NULL)) != NULL &&
 	    (p = calloc(1, sizeof(*p))) != NULL) {
 		p->c = c;
-		if (tp_http_init(&p->h, c->url, hdrs, DELETE_TIMEOUT_MS,
+		if (tp_http_init(&p->h, c->url, hdrs, true, DELETE_TIMEOUT_MS,
 		                 c->ca_bundle, TP_ERRBODY_MAX,
 		                 post_done) == 0) {
 			curl_easy_setopt(p->h.x.easy, CURLOPT_CUSTOMREQUEST,

@@ -232,7 +232,7 @@ sse_send(tp_conn *base, int64_t id, const char *json, size_t len,
 	}
 	p->c  = c;
 	p->id = id;
-	if (tp_http_init(&p->h, c->endpoint, hdrs, timeout_ms + 1000,
+	if (tp_http_init(&p->h, c->endpoint, hdrs, true, timeout_ms + 1000,
 	                 c->ca_bundle, TP_ERRBODY_MAX, post_done) != 0) {
 		spost_free(c, p);
 		return (MK_ENOMEM);
@@ -336,7 +336,7 @@ tp_sse_open(tp_conn **cp, tp_loop *l, const mcp_config *cfg,
 	     (c->headers = tp_slist_addv(NULL, cfg->headers)) == NULL) ||
 	    (hdrs = tp_slist_add(NULL, "Accept: text/event-stream")) == NULL ||
 	    (hdrs = tp_slist_addv(hdrs, cfg->headers)) == NULL ||
-	    tp_http_init(&c->stream, c->url, hdrs, 0, c->ca_bundle,
+	    tp_http_init(&c->stream, c->url, hdrs, true, 0, c->ca_bundle,
 	                 c->max_body, stream_done) != 0) {
 		conn_destroy(c);
 		return (MK_ENOMEM);

@@ -123,6 +123,15 @@ on_body(char *buf, size_t size, size_t n, void *arg)
 		status      = tp_http_status(h);
 		h->sse_mode = status >= 200 && status < 300 &&
 		        strncmp(h->content_type, "text/event-stream", 17) == 0;
+		if (h->sse_mode) {
+			codec_sse_limits lim = {
+			        .max_line = h->max_body + 64,
+			        .max_data = h->max_body,
+			};
+			if (codec_sse_init(&h->sse, &lim) != 0) {
+				return (0); /* out of memory: abort */
+			}
+		}
 	}
 	if (h->sse_mode) {
 		int rv = codec_sse_feed(&h->sse, buf, len, sse_event, h);
@@ -145,20 +154,18 @@ on_body(char *buf, size_t size, size_t n, void *arg)
 }
 
 int
-tp_http_init(tp_http *h, const char *url, struct curl_slist *hdrs,
+tp_http_init(tp_http *h, const char *url, struct curl_slist *hdrs, bool own,
              int timeout_ms, const char *ca_bundle, size_t max_body,
              void (*done)(tp_xfer *, CURLcode))
 {
-	codec_sse_limits lim = {.max_line = max_body + 64,
-	                        .max_data = max_body};
-	CURL            *e;
+	CURL *e;
 
 	memset(h, 0, sizeof(*h));
 	h->hdrs     = hdrs;
+	h->own_hdrs = own;
 	h->max_body = max_body;
 	h->x.done   = done;
-	if (codec_sse_init(&h->sse, &lim) != 0 ||
-	    (e = h->x.easy = curl_easy_init()) == NULL) {
+	if ((e = h->x.easy = curl_easy_init()) == NULL) {
 		return (MK_ENOMEM);
 	}
 	curl_easy_setopt(e, CURLOPT_URL, url);
@@ -182,6 +189,24 @@ tp_http_init(tp_http *h, const char *url, struct curl_slist *hdrs,
 	return (0);
 }
 
+int
+tp_http_rearm(tp_http *h, struct curl_slist *hdrs, bool own, int timeout_ms)
+{
+	if (h->own_hdrs) {
+		curl_slist_free_all(h->hdrs);
+	}
+	h->hdrs      = hdrs;
+	h->own_hdrs  = own;
+	h->hdr_bytes = h->body_len = 0;
+	h->toobig = h->sse_mode = h->started = false;
+	h->errbuf[0] = h->content_type[0] = h->session_id[0] = '\0';
+	h->www_auth[0]                                       = '\0';
+	codec_sse_fini(&h->sse); /* set up again if a stream comes */
+	curl_easy_setopt(h->x.easy, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(h->x.easy, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+	return (0);
+}
+
 void
 tp_http_fini(tp_http *h)
 {
@@ -189,7 +214,9 @@ tp_http_fini(tp_http *h)
 		curl_easy_cleanup(h->x.easy);
 		h->x.easy = NULL;
 	}
-	curl_slist_free_all(h->hdrs);
+	if (h->own_hdrs) {
+		curl_slist_free_all(h->hdrs);
+	}
 	h->hdrs = NULL;
 	codec_sse_fini(&h->sse);
 	free(h->body);

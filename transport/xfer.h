@@ -29,6 +29,7 @@ typedef int (*tp_http_event_fn)(tp_http *h, const codec_sse_event *ev);
 struct tp_http {
 	tp_xfer            x;                       /* loop transfer; x.easy */
 	struct curl_slist *hdrs;                    /* request headers */
+	bool               own_hdrs;                /* hdrs is ours to free */
 	char               errbuf[CURL_ERROR_SIZE]; /* curl's detail */
 	size_t             max_body;                /* body limit (bytes) */
 	size_t             hdr_bytes;   /* response header bytes so far */
@@ -47,13 +48,23 @@ struct tp_http {
 
 /*
  * tp_http_init sets up h->x.easy for url with the given headers ("Name:
- * value"; the list is taken over), a total timeout (0: none, for
- * streams), ca_bundle (NULL: system) and the body limit.  done is the
- * loop's completion callback.  Returns 0 or MK_ENOMEM.
+ * value"; taken over when own, else borrowed and must outlive h), a total
+ * timeout (0: none, for streams), ca_bundle (NULL: system) and the body
+ * limit.  done is the loop's completion callback.  Returns 0 or
+ * MK_ENOMEM.
  */
 int tp_http_init(tp_http *h, const char *url, struct curl_slist *hdrs,
-                 int timeout_ms, const char *ca_bundle, size_t max_body,
-                 void (*done)(tp_xfer *, CURLcode));
+                 bool own, int timeout_ms, const char *ca_bundle,
+                 size_t max_body, void (*done)(tp_xfer *, CURLcode));
+
+/*
+ * tp_http_rearm readies a finished exchange for another request to the
+ * same URL, keeping its curl handle (and curl's state with it): new
+ * headers (as in init) and timeout; the response state is cleared.
+ * Returns 0 or MK_ENOMEM.
+ */
+int tp_http_rearm(tp_http *h, struct curl_slist *hdrs, bool own,
+                  int timeout_ms);
 
 /* tp_http_fini frees h's resources (after it left the loop). */
 void tp_http_fini(tp_http *h);
