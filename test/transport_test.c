@@ -399,6 +399,48 @@ admin(const peer *p, const char *path)
 	curl_easy_cleanup(e);
 }
 
+typedef struct body {
+	char   buf[4096];
+	size_t len;
+} body;
+
+static size_t
+keep_body(char *b, size_t size, size_t n, void *arg)
+{
+	body  *bd  = arg;
+	size_t len = size * n;
+
+	if (bd->len + len < sizeof(bd->buf)) {
+		memcpy(bd->buf + bd->len, b, len);
+		bd->len += len;
+		bd->buf[bd->len] = '\0';
+	}
+	return (len);
+}
+
+/* GETs an inject.mjs admin endpoint and reads an integer field. */
+static int
+admin_get(const peer *p, const char *path, const char *field)
+{
+	CURL   *e  = curl_easy_init();
+	body    bd = {.len = 0};
+	char    url[128];
+	json_t *j;
+	int     v;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", p->port, path);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, keep_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &bd);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
+	CHECK_EQ(curl_easy_perform(e), CURLE_OK);
+	curl_easy_cleanup(e);
+	CHECK((j = json_loads(bd.buf, 0, NULL)) != NULL);
+	v = (int)json_integer_value(json_object_get(j, field));
+	json_decref(j);
+	return (v);
+}
+
 static void
 url_of(char *buf, size_t len, const peer *p, const char *path)
 {
@@ -445,11 +487,14 @@ http_everything(void)
 static void
 http_inject(void)
 {
-	peer       p = {0};
-	client     c;
-	mcp_config cfg = {.type = MCP_CONN_HTTP, .max_message = 1 << 20};
-	char       url[128];
-	outcome    o;
+	peer        p = {0};
+	client      c;
+	const char *conn_headers[] = {"X-Conn: c1", NULL};
+	mcp_config  cfg            = {.type        = MCP_CONN_HTTP,
+	                              .max_message = 1 << 20,
+	                              .headers     = conn_headers};
+	char        url[128];
+	outcome     o;
 
 	start_inject(&p);
 	url_of(url, sizeof(url), &p, "/mcp");
@@ -468,6 +513,56 @@ http_inject(void)
 	CHECK(!o.failed && json_is_true(json_object_get(o.result, "isError")));
 	CHECK(strcmp(first_text(o.result), "it failed") == 0);
 	outcome_fini(&o);
+
+	fprintf(stderr, "-- headers: per connection and per request\n");
+	{
+		const char  *req[] = {"X-Req: r1", NULL};
+		mcp_req_opts ro    = {.headers = req};
+		json_t      *seen;
+		memset(&o, 0, sizeof(o));
+		CHECK_EQ(mcp_call_tool(c.s, "headers", NULL, &ro, on_result,
+		                       &o, NULL),
+		         0);
+		CHECK_EQ(tp_loop_run(c.l, &o.done, WAIT_MS), 0);
+		CHECK(!o.failed);
+		seen = json_loads(first_text(o.result), 0, NULL);
+		CHECK(strcmp(json_string_value(
+		                     json_object_get(seen, "x-conn")),
+		             "c1") == 0);
+		CHECK(strcmp(json_string_value(json_object_get(seen, "x-req")),
+		             "r1") == 0);
+		json_decref(seen);
+		outcome_fini(&o);
+		call(&c, "headers", NULL, 0, &o);
+		seen = json_loads(first_text(o.result), 0, NULL);
+		CHECK(json_object_get(seen, "x-req") == NULL);
+		CHECK(json_object_get(seen, "x-conn") != NULL);
+		json_decref(seen);
+		outcome_fini(&o);
+	}
+
+	fprintf(stderr, "-- tools/list_changed becomes an event\n");
+	call(&c, "notify_list_changed", NULL, 0, &o);
+	CHECK(!o.failed);
+	CHECK_EQ(c.changed, 1);
+	outcome_fini(&o);
+
+	fprintf(stderr, "-- close sends DELETE: the server forgets us\n");
+	{
+		client c2;
+		int    n = admin_get(&p, "/admin/sessions", "sessions");
+		CHECK_EQ(open_client(&c2, &cfg), 0);
+		CHECK_EQ(admin_get(&p, "/admin/sessions", "sessions"), n + 1);
+		mcp_session_free(&c2.s);
+		for (int i = 0; i < 100 &&
+		     admin_get(&p, "/admin/sessions", "sessions") != n;
+		     i++) {
+			int none = 0;
+			(void)tp_loop_run(c2.l, &none, 50);
+		}
+		CHECK_EQ(admin_get(&p, "/admin/sessions", "sessions"), n);
+		tp_loop_free(&c2.l);
+	}
 
 	fprintf(stderr, "-- a response over the size limit\n");
 	call(&c, "big", json_pack("{s:i}", "bytes", 2 << 20), 0, &o);
@@ -604,6 +699,12 @@ stdio_inject(void)
 	outcome_fini(&o);
 	call(&c, "echo", json_pack("{s:s}", "message", "still"), 0, &o);
 	CHECK(!o.failed && strcmp(first_text(o.result), "still") == 0);
+	outcome_fini(&o);
+
+	fprintf(stderr, "-- tools/list_changed becomes an event\n");
+	call(&c, "notify_list_changed", NULL, 0, &o);
+	CHECK(!o.failed);
+	CHECK_EQ(c.changed, 1);
 	outcome_fini(&o);
 
 	fprintf(stderr, "-- the child exits mid-call\n");

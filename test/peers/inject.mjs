@@ -14,6 +14,7 @@
 //                                     "Session not found" (as the SDK's
 //                                     own transport answers a wrong id)
 //          GET  /admin/counters       {"counted_destructive": n, ...}
+//          GET  /admin/sessions       {"sessions": n} (live sessions)
 //          POST /admin/list-changed   notifications/tools/list_changed to
 //                                     every session (it travels on the
 //                                     session's GET /mcp stream: a session
@@ -34,6 +35,9 @@
 //                         stdout, then answers "ok"; http: just "ok"
 //   structured {}         structuredContent {"answer": 42} + text
 //   fail {}               isError: true, text "it failed"
+//   headers {}            http: the request's x-* headers as JSON text
+//   notify_list_changed {} notifications/tools/list_changed on the
+//                         request's own stream, then "sent"
 //   counted_destructive, counted_idempotent, counted_readonly,
 //   counted_none {}       bump their own counter, answer its new value
 //                         (counters are per process, shared by sessions)
@@ -164,6 +168,30 @@ function makeServer() {
 		inputSchema: {},
 	}, async () => ({ ...text('it failed'), isError: true }));
 
+	s.registerTool('headers', {
+		description: 'http: the request\'s x-* headers as JSON text',
+		inputSchema: {},
+	}, async (args, extra) => {
+		const seen = {};
+		for (const [k, v] of Object.entries(extra.requestInfo?.headers ?? {})) {
+			if (k.startsWith('x-')) {
+				seen[k] = v;
+			}
+		}
+		return text(JSON.stringify(seen));
+	});
+
+	s.registerTool('notify_list_changed', {
+		description: 'Sends notifications/tools/list_changed on this ' +
+			'request\'s own stream, then answers "sent"',
+		inputSchema: {},
+	}, async (args, extra) => {
+		await extra.sendNotification({
+			method: 'notifications/tools/list_changed',
+		});
+		return text('sent');
+	});
+
 	for (const [name, annotations] of Object.entries(counted)) {
 		const config = {
 			description: `Counts its executions (${name})`,
@@ -264,6 +292,8 @@ async function onMcp(req, res) {
 async function onAdmin(req, res, path) {
 	if (path === '/admin/counters' && req.method === 'GET') {
 		sendJson(res, 200, counters);
+	} else if (path === '/admin/sessions' && req.method === 'GET') {
+		sendJson(res, 200, { sessions: sessions.size });
 	} else if (path === '/admin/drop-sessions' && req.method === 'POST') {
 		const ids = [...sessions.keys()];
 		await Promise.all(ids.map(closeSession));
