@@ -1,21 +1,709 @@
 /*
  * supervisor.c - the supervisor actor (see supervisor.h).
  *
- * DESIGN: one thread; state touched only there.  Asks arrive from API
- * threads; replies complete the caller's slot directly.
+ * DESIGN: one thread; its table of clients is touched only there.  API
+ * threads ask it; client actors tell it their views and answer its
+ * asynchronous asks (connect, check, lifecycle), so it never waits on a
+ * client - except to join a client's thread on remove, which is bounded
+ * by that client's own shutdown.
  */
 #include "actors/supervisor.h"
 
 #include <assert.h>
+#include <jansson.h>
 #include <msgpack.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "actors/client/client.h"
 #include "actors/kernel/log.h"
+#include "codec/config.h"
+#include "codec/idmap.h"
+#include "codec/mp.h"
+
+#define SV_ASK_MS    60000 /* a client's answer to a check or lifecycle op */
+#define LIST_DEFAULT 25
+#define LIST_MAX     100
+
+typedef struct entry {
+	char           *id;        /* client_id */
+	char           *name;      /* name */
+	uint64_t        key;       /* hash of id */
+	kn_actor       *actor;     /* the client actor (owner reference) */
+	char           *view;      /* its latest view, JSON text */
+	char            state[32]; /* its latest state */
+	char            conn[8];   /* connection_type */
+	char            auth[24];  /* auth_type */
+	int64_t         sync_ms;   /* healthy interval */
+	uint64_t        tick;      /* timer id, 0 none */
+	bool            checking;  /* a check ask is out */
+	bool            connected; /* the first connect answered */
+	bool            sticky;    /* its connection mode */
+	struct sv_self *sv;        /* the supervisor, for timer callbacks */
+	struct entry   *same;      /* next entry with the same key */
+} entry;
 
 typedef struct sv_self {
-	uint64_t pings; /* pings answered, for the log at stop */
+	sv_args  a;     /* settings */
+	idmap    byid;  /* key -> first entry */
+	entry  **all;   /* every entry */
+	size_t   n;     /* entries in all */
+	size_t   cap;   /* allocated all */
+	uint64_t pings; /* pings answered */
+	uint32_t rnd;   /* jitter state */
 } sv_self;
+
+/* An async ask's context: what to do with the answer. */
+typedef struct actx {
+	sv_self     *sv;   /* the supervisor */
+	char        *id;   /* the client it concerns */
+	uint64_t     corr; /* the API ask to answer, or 0 */
+	bool         boot; /* MSG_CL_CONNECT at boot */
+	struct load *load; /* MSG_SV_LOAD in progress, or NULL */
+} actx;
+
+/* A config file being booted. */
+typedef struct load {
+	uint64_t corr;  /* the API ask */
+	size_t   left;  /* connects not yet answered */
+	size_t   count; /* clients added */
+} load;
+
+static uint64_t
+key_of(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s != '\0'; s++) {
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	}
+	return (h | 1);
+}
+
+static entry *
+find(sv_self *sv, const char *id_or_name)
+{
+	for (entry *e = idmap_get(&sv->byid, key_of(id_or_name)); e != NULL;
+	     e        = e->same) {
+		if (strcmp(e->id, id_or_name) == 0) {
+			return (e);
+		}
+	}
+	for (size_t i = 0; i < sv->n; i++) {
+		if (strcmp(sv->all[i]->name, id_or_name) == 0) {
+			return (sv->all[i]);
+		}
+	}
+	return (NULL);
+}
+
+static int
+insert(sv_self *sv, entry *e)
+{
+	entry *head;
+
+	if (sv->n == sv->cap) {
+		size_t  ncap = sv->cap ? 2 * sv->cap : 64;
+		entry **na   = realloc(sv->all, ncap * sizeof(*na));
+		if (na == NULL) {
+			return (MK_ENOMEM);
+		}
+		sv->all = na;
+		sv->cap = ncap;
+	}
+	e->key = key_of(e->id);
+	if ((head = idmap_get(&sv->byid, e->key)) != NULL) {
+		e->same    = head->same;
+		head->same = e;
+	} else if (idmap_put(&sv->byid, e->key, e) != 0) {
+		return (MK_ENOMEM);
+	}
+	sv->all[sv->n++] = e;
+	return (0);
+}
+
+static void
+entry_free(entry *e)
+{
+	free(e->id);
+	free(e->name);
+	free(e->view);
+	free(e);
+}
+
+/* Stops the client and forgets it. */
+static void
+drop(kn_actor *self, sv_self *sv, entry *e)
+{
+	entry *head = idmap_get(&sv->byid, e->key);
+
+	if (e->tick != 0) {
+		kn_timer_cancel(self, e->tick);
+	}
+	if (head == e) {
+		idmap_del(&sv->byid, e->key);
+		if (e->same != NULL) {
+			(void)idmap_put(&sv->byid, e->key, e->same);
+		}
+	} else {
+		while (head->same != e) {
+			head = head->same;
+		}
+		head->same = e->same;
+	}
+	for (size_t i = 0; i < sv->n; i++) {
+		if (sv->all[i] == e) {
+			sv->all[i] = sv->all[--sv->n];
+			break;
+		}
+	}
+	kn_actor_destroy(&e->actor); /* joins its thread */
+	entry_free(e);
+}
+
+static void reply_err(kn_actor *self, uint64_t corr, int status,
+                      const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+static void
+reply_err(kn_actor *self, uint64_t corr, int status, const char *fmt, ...)
+{
+	char    msg[1024];
+	va_list ap;
+	mp_w    w;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	mp_w_init(&w);
+	mp_map(&w, 1);
+	mp_kv_str(&w, "error", msg);
+	kn_reply_corr(kn_actor_kernel(self), corr, status, w.sb.data,
+	              w.sb.size);
+	mp_w_fini(&w);
+}
+
+static void
+reply_kv(kn_actor *self, uint64_t corr, const char *key, const char *val)
+{
+	mp_w w;
+
+	mp_w_init(&w);
+	mp_map(&w, 1);
+	mp_kv_str(&w, key, val);
+	kn_reply_corr(kn_actor_kernel(self), corr, 0, w.sb.data, w.sb.size);
+	mp_w_fini(&w);
+}
+
+static actx *
+actx_new(sv_self *sv, const char *id, uint64_t corr)
+{
+	actx *x = calloc(1, sizeof(*x));
+
+	if (x != NULL && (x->id = strdup(id)) == NULL) {
+		free(x);
+		return (NULL);
+	}
+	if (x != NULL) {
+		x->sv   = sv;
+		x->corr = corr;
+	}
+	return (x);
+}
+
+static void
+actx_free(actx *x)
+{
+	free(x->id);
+	free(x);
+}
+
+/* ---- the schedule --------------------------------------------------------
+ */
+
+static void on_tick(kn_actor *self, void *arg);
+
+static void
+schedule(kn_actor *self, sv_self *sv, entry *e)
+{
+	int64_t ms;
+
+	if (e->tick != 0) {
+		kn_timer_cancel(self, e->tick);
+		e->tick = 0;
+	}
+	if (strcmp(e->state, "healthy") == 0) {
+		ms = e->sync_ms;
+	} else if (strcmp(e->state, "unstable") == 0) {
+		ms = sv->a.unstable_ms;
+	} else {
+		return; /* needs_reauth, disabled, pending: quiet */
+	}
+	/* +-10% jitter */
+	sv->rnd = sv->rnd * 1103515245u + 12345u;
+	ms      = ms * 9 / 10 + (int64_t)((sv->rnd >> 8) % (ms / 5 + 1));
+	e->tick = kn_timer_add(self, ms, on_tick, e);
+}
+
+static void
+on_checked(kn_actor *self, void *arg, int status, const void *data, size_t len)
+{
+	actx    *x  = arg;
+	sv_self *sv = x->sv;
+	entry   *e  = find(sv, x->id);
+	mp_r     r;
+
+	if (e != NULL) {
+		e->checking = false;
+		if (status == 0 && mp_r_open(&r, data, len) == 0) {
+			const msgpack_object *st = mp_get(&r, "state");
+			if (st != NULL && st->type == MSGPACK_OBJECT_STR) {
+				snprintf(e->state, sizeof(e->state), "%.*s",
+				         (int)st->via.str.size,
+				         st->via.str.ptr);
+			}
+		}
+		mp_r_close(&r);
+		schedule(self, sv, e);
+	}
+	actx_free(x);
+}
+
+static void
+on_tick(kn_actor *self, void *arg)
+{
+	entry *e = arg;
+	actx  *x;
+
+	e->tick = 0;
+	if (e->checking || (x = actx_new(e->sv, e->id, 0)) == NULL) {
+		return;
+	}
+	e->checking = true;
+	if (kn_ask_async(self, e->actor, MSG_CL_CHECK, "\x80", 1, SV_ASK_MS,
+	                 on_checked, x) != 0) {
+		e->checking = false;
+		actx_free(x);
+	}
+}
+
+/* ---- add, load -------------------------------------------------------------
+ */
+
+static void
+load_step(kn_actor *self, load *ld)
+{
+	mp_w w;
+
+	if (--ld->left != 0) {
+		return;
+	}
+	mp_w_init(&w);
+	mp_map(&w, 1);
+	mp_kv_int(&w, "count", (int64_t)ld->count);
+	kn_reply_corr(kn_actor_kernel(self), ld->corr, 0, w.sb.data,
+	              w.sb.size);
+	mp_w_fini(&w);
+	free(ld);
+}
+
+static void
+on_connected(kn_actor *self, void *arg, int status, const void *data,
+             size_t len)
+{
+	actx    *x  = arg;
+	sv_self *sv = x->sv;
+	entry   *e  = find(sv, x->id);
+	mp_r     r;
+	char    *why = NULL;
+
+	if (status != 0) {
+		mp_r_open(&r, data, len);
+		why = mp_dup_str(mp_get(&r, "error"));
+		mp_r_close(&r);
+	}
+	if (e == NULL) {
+		if (x->corr != 0) {
+			reply_err(self, x->corr, MK_ECLOSED,
+			          "the client was removed while connecting");
+		}
+	} else if (status != 0 && !x->boot && e->sticky) {
+		/* a user's add of a sticky client that cannot connect: the
+		 * error is returned and the client is not kept */
+		KN_INFO("supervisor", "add of %s failed: %s", e->name,
+		        why ? why : "?");
+		if (x->corr != 0) {
+			reply_err(self, x->corr, status, "%s",
+			          why ? why : mk_strerror(status));
+			x->corr = 0;
+		}
+		drop(self, sv, e);
+		e = NULL;
+	} else {
+		e->connected = true;
+		schedule(self, sv, e);
+		if (x->corr != 0) {
+			reply_kv(self, x->corr, "id", e->id);
+		}
+	}
+	if (x->load != NULL) {
+		x->load->count += e != NULL;
+		load_step(self, x->load);
+	}
+	free(why);
+	actx_free(x);
+}
+
+/* Spawns a client actor for cfg (taken) and asks it to connect. */
+static int
+start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
+             uint64_t corr, load *ld, char *err, size_t errlen)
+{
+	client_args a = {
+	        .cfg        = cfg,
+	        .supervisor = self,
+	        .stream     = sv->a.stream,
+	        .node_id    = sv->a.node_id,
+	        .sync_ms    = sv->a.sync_ms,
+	        .exec_ms    = sv->a.exec_ms,
+	};
+	char   name[96];
+	entry *e;
+	actx  *x;
+	int    rv;
+
+	if (find(sv, cfg->name) != NULL || find(sv, cfg->id) != NULL) {
+		snprintf(err, errlen,
+		         "an MCP client named %s (or with id %s) "
+		         "already exists",
+		         cfg->name, cfg->id);
+		cfg_client_free(&cfg);
+		return (MK_EEXIST);
+	}
+	if ((e = calloc(1, sizeof(*e))) == NULL ||
+	    (e->id = strdup(cfg->id)) == NULL ||
+	    (e->name = strdup(cfg->name)) == NULL) {
+		if (e != NULL) {
+			entry_free(e);
+		}
+		cfg_client_free(&cfg);
+		snprintf(err, errlen, "out of memory");
+		return (MK_ENOMEM);
+	}
+	e->sv      = sv;
+	e->sticky  = cfg->sticky;
+	e->sync_ms = cfg->sync_ms ? cfg->sync_ms : sv->a.sync_ms;
+	snprintf(e->conn, sizeof(e->conn), "%s", cfg_conn_name(cfg->conn));
+	snprintf(e->auth, sizeof(e->auth), "%s", cfg_auth_name(cfg->auth));
+	snprintf(e->state, sizeof(e->state), "unstable");
+	snprintf(name, sizeof(name), CLIENT_PREFIX "%s", cfg->name);
+	if ((rv = kn_spawn(kn_actor_kernel(self), name, &client_ops, &a,
+	                   &e->actor)) != 0) {
+		cfg_client_free(&a.cfg); /* still ours if init did not run */
+		entry_free(e);
+		snprintf(err, errlen, "cannot start the client actor: %s",
+		         mk_strerror(rv));
+		return (rv);
+	}
+	if ((rv = insert(sv, e)) != 0 ||
+	    (x = actx_new(sv, e->id, corr)) == NULL) {
+		kn_actor_destroy(&e->actor);
+		entry_free(e);
+		snprintf(err, errlen, "out of memory");
+		return (MK_ENOMEM);
+	}
+	x->boot = boot;
+	x->load = ld;
+	if ((rv = kn_ask_async(self, e->actor, MSG_CL_CONNECT,
+	                       boot ? "\x81\xa4"
+	                              "boot\xc3"
+	                            : "\x81\xa4"
+	                              "boot\xc2",
+	                       7, CLIENT_CONNECT_MS + 5000, on_connected,
+	                       x)) != 0) {
+		actx_free(x);
+		drop(self, sv, e);
+		snprintf(err, errlen, "cannot reach the client actor: %s",
+		         mk_strerror(rv));
+		return (rv);
+	}
+	return (0);
+}
+
+static void
+on_add(kn_actor *self, sv_self *sv, kn_msg *msg)
+{
+	char        err[CFG_ERR_MAX];
+	cfg_client *cfg;
+	json_t     *o;
+	mp_r        r;
+	char       *text;
+	uint64_t    corr = kn_defer(msg);
+	int         rv;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	text = mp_dup_str(mp_get(&r, "config"));
+	mp_r_close(&r);
+	o = text != NULL ? json_loads(text, 0, NULL) : NULL;
+	free(text);
+	if (o == NULL) {
+		reply_err(self, corr, MK_EINVAL,
+		          "the client config is not JSON");
+		return;
+	}
+	rv = cfg_client_parse(o, &cfg, err, sizeof(err));
+	json_decref(o);
+	if (rv != 0 ||
+	    (rv = start_client(self, sv, cfg, false, corr, NULL, err,
+	                       sizeof(err))) != 0) {
+		reply_err(self, corr, rv, "%s", err);
+	}
+}
+
+static void
+on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
+{
+	char      err[CFG_ERR_MAX];
+	cfg_file *f;
+	mp_r      r;
+	char     *text;
+	load     *ld;
+	uint64_t  corr = kn_defer(msg);
+	int       rv;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	text = mp_dup_str(mp_get(&r, "file"));
+	mp_r_close(&r);
+	rv = text != NULL
+	        ? cfg_file_parse(text, strlen(text), &f, err, sizeof(err))
+	        : MK_EINVAL;
+	free(text);
+	if (rv != 0) {
+		reply_err(self, corr, rv, "%s", text ? err : "no config text");
+		return;
+	}
+	for (size_t i = 0; i < f->nclients; i++) {
+		if (find(sv, f->clients[i]->name) ||
+		    find(sv, f->clients[i]->id)) {
+			reply_err(self, corr, MK_EEXIST,
+			          "client \"%s\": an MCP client with that "
+			          "name or id "
+			          "already exists",
+			          f->clients[i]->name);
+			cfg_file_free(&f);
+			return;
+		}
+	}
+	if ((ld = calloc(1, sizeof(*ld))) == NULL) {
+		cfg_file_free(&f);
+		reply_err(self, corr, MK_ENOMEM, "out of memory");
+		return;
+	}
+	ld->corr = corr;
+	ld->left = f->nclients + 1; /* +1: released below */
+	for (size_t i = 0; i < f->nclients; i++) {
+		cfg_client *c = f->clients[i];
+		f->clients[i] = NULL;
+		if (start_client(self, sv, c, true, 0, ld, err, sizeof(err)) !=
+		    0) {
+			KN_ERROR("supervisor", "boot: %s", err);
+			ld->left--;
+		}
+	}
+	f->nclients = 0;
+	cfg_file_free(&f);
+	load_step(self, ld);
+}
+
+/* ---- lifecycle ops -------------------------------------------------------
+ */
+
+static void
+on_forwarded(kn_actor *self, void *arg, int status, const void *data,
+             size_t len)
+{
+	actx  *x = arg;
+	entry *e = find(x->sv, x->id);
+
+	if (e != NULL) {
+		schedule(self, x->sv, e);
+	}
+	kn_reply_corr(kn_actor_kernel(self), x->corr, status, data, len);
+	actx_free(x);
+}
+
+static void
+on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
+{
+	static const uint32_t to[] = {
+	        [MSG_SV_DISABLE]   = MSG_CL_DISABLE,
+	        [MSG_SV_ENABLE]    = MSG_CL_ENABLE,
+	        [MSG_SV_RECONNECT] = MSG_CL_RECONNECT,
+	};
+	uint64_t corr = kn_defer(msg);
+	mp_r     r;
+	char    *who;
+	entry   *e;
+	actx    *x;
+	int      rv;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	who = mp_dup_str(mp_get(&r, "client"));
+	mp_r_close(&r);
+	e = who != NULL ? find(sv, who) : NULL;
+	if (e == NULL) {
+		reply_err(self, corr, MK_ENOENT, "no MCP client %.200s",
+		          who ? who : "(none given)");
+		free(who);
+		return;
+	}
+	free(who);
+	if (msg->env.type == MSG_SV_REMOVE) {
+		KN_INFO("supervisor", "removing MCP client %s", e->name);
+		drop(self, sv, e);
+		kn_reply_corr(kn_actor_kernel(self), corr, 0, "\x80", 1);
+		return;
+	}
+	if ((x = actx_new(sv, e->id, corr)) == NULL) {
+		reply_err(self, corr, MK_ENOMEM, "out of memory");
+		return;
+	}
+	if ((rv = kn_ask_async(self, e->actor, to[msg->env.type], "\x80", 1,
+	                       SV_ASK_MS, on_forwarded, x)) != 0) {
+		reply_err(self, corr, rv, "cannot reach MCP client %s",
+		          e->name);
+		actx_free(x);
+	}
+}
+
+static void
+on_view(sv_self *sv, kn_actor *self, kn_msg *msg)
+{
+	mp_r   r;
+	char  *id, *state, *view;
+	entry *e;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	id    = mp_dup_str(mp_get(&r, "id"));
+	state = mp_dup_str(mp_get(&r, "state"));
+	view  = mp_dup_str(mp_get(&r, "view"));
+	mp_r_close(&r);
+	if (id != NULL && state != NULL && view != NULL &&
+	    (e = find(sv, id)) != NULL) {
+		bool changed = strcmp(e->state, state) != 0;
+		free(e->view);
+		e->view = view;
+		view    = NULL;
+		snprintf(e->state, sizeof(e->state), "%s", state);
+		if (changed && e->connected && !e->checking) {
+			schedule(self, sv, e);
+		}
+	}
+	free(id);
+	free(state);
+	free(view);
+}
+
+/* ---- the list view ---------------------------------------------------- */
+
+static int
+by_name(const void *a, const void *b)
+{
+	return (strcmp((*(entry *const *)a)->name,
+	               (*(entry *const *)b)->name));
+}
+
+static bool
+matches(const entry *e, json_t *f)
+{
+	const char *st = json_string_value(json_object_get(f, "state"));
+	const char *ct =
+	        json_string_value(json_object_get(f, "connection_type"));
+	const char *at = json_string_value(json_object_get(f, "auth_type"));
+	const char *q  = json_string_value(json_object_get(f, "search"));
+
+	return ((st == NULL || strcmp(st, e->state) == 0) &&
+	        (ct == NULL || strcmp(ct, e->conn) == 0) &&
+	        (at == NULL || strcmp(at, e->auth) == 0) &&
+	        (q == NULL || strcasestr(e->name, q) != NULL ||
+	         strcasestr(e->id, q) != NULL));
+}
+
+static void
+on_list(kn_actor *self, sv_self *sv, kn_msg *msg)
+{
+	uint64_t   corr = kn_defer(msg);
+	mp_r       r;
+	char      *ftext, *out;
+	json_t    *f, *list, *res;
+	entry    **sorted;
+	json_int_t limit, offset, total = 0;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	ftext = mp_dup_str(mp_get(&r, "filter"));
+	mp_r_close(&r);
+	f = ftext != NULL && *ftext ? json_loads(ftext, 0, NULL)
+	                            : json_object();
+	free(ftext);
+	if (!json_is_object(f)) {
+		json_decref(f);
+		reply_err(self, corr, MK_EINVAL,
+		          "the filter must be a JSON object");
+		return;
+	}
+	limit  = json_is_integer(json_object_get(f, "limit"))
+	         ? json_integer_value(json_object_get(f, "limit"))
+	         : LIST_DEFAULT;
+	offset = json_is_integer(json_object_get(f, "offset"))
+	        ? json_integer_value(json_object_get(f, "offset"))
+	        : 0;
+	if (limit < 1 || limit > LIST_MAX || offset < 0) {
+		json_decref(f);
+		reply_err(self, corr, MK_EINVAL,
+		          "limit must be 1..%d and offset >= 0", LIST_MAX);
+		return;
+	}
+	sorted = malloc((sv->n ? sv->n : 1) * sizeof(*sorted));
+	list   = json_array();
+	if (sorted == NULL || list == NULL) {
+		free(sorted);
+		json_decref(list);
+		json_decref(f);
+		reply_err(self, corr, MK_ENOMEM, "out of memory");
+		return;
+	}
+	memcpy(sorted, sv->all, sv->n * sizeof(*sorted));
+	qsort(sorted, sv->n, sizeof(*sorted), by_name);
+	for (size_t i = 0; i < sv->n; i++) {
+		if (!matches(sorted[i], f)) {
+			continue;
+		}
+		if (total >= offset && total < offset + limit &&
+		    sorted[i]->view != NULL) {
+			json_array_append_new(
+			        list, json_loads(sorted[i]->view, 0, NULL));
+		}
+		total++;
+	}
+	res = json_pack("{s:o, s:I, s:I}", "clients", list, "count",
+	                (json_int_t)json_array_size(list), "total_count",
+	                total);
+	out = res != NULL ? json_dumps(res, JSON_COMPACT) : NULL;
+	if (out != NULL) {
+		reply_kv(self, corr, "json", out);
+	} else {
+		reply_err(self, corr, MK_ENOMEM, "out of memory");
+	}
+	free(out);
+	json_decref(res);
+	json_decref(f);
+	free(sorted);
+}
+
+/* ---- the actor ---------------------------------------------------------- */
 
 static int
 sv_init(kn_actor *self, void *arg, void **statep)
@@ -25,6 +713,8 @@ sv_init(kn_actor *self, void *arg, void **statep)
 	if (sv == NULL) {
 		return (MK_ENOMEM);
 	}
+	sv->a   = *(const sv_args *)arg;
+	sv->rnd = (uint32_t)(uintptr_t)sv;
 	*statep = sv;
 	return (0);
 }
@@ -34,8 +724,14 @@ sv_fini(kn_actor *self, void *state)
 {
 	sv_self *sv = state;
 
+	/* clients stop newest first, as the kernel would */
+	while (sv->n != 0) {
+		drop(self, sv, sv->all[sv->n - 1]);
+	}
 	KN_DEBUG("supervisor", "stopping after %llu pings",
 	         (unsigned long long)sv->pings);
+	idmap_fini(&sv->byid);
+	free(sv->all);
 	free(sv);
 }
 
@@ -55,23 +751,21 @@ static const struct {
 static int
 on_stats(kn_actor *self, kn_msg *msg)
 {
-	msgpack_sbuffer sb;
-	msgpack_packer  pk;
-	mk_stats        st;
-	int             rv;
+	mp_w     w;
+	mk_stats st;
+	int      rv;
 
 	kn_kernel_stats(kn_actor_kernel(self), &st);
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, NSTATS);
+	mp_w_init(&w);
+	mp_map(&w, NSTATS);
 	for (size_t i = 0; i < NSTATS; i++) {
-		const char *n = stat_fields[i].name;
-		msgpack_pack_str_with_body(&pk, n, strlen(n));
-		msgpack_pack_uint64(
-		        &pk, *(uint64_t *)((char *)&st + stat_fields[i].off));
+		mp_kv_int(&w, stat_fields[i].name,
+		          (int64_t) *
+		                  (uint64_t *)((char *)&st +
+		                               stat_fields[i].off));
 	}
-	rv = kn_reply(self, msg, 0, sb.data, sb.size);
-	msgpack_sbuffer_destroy(&sb);
+	rv = kn_reply(self, msg, 0, w.sb.data, w.sb.size);
+	mp_w_fini(&w);
 	return (rv);
 }
 
@@ -87,6 +781,24 @@ sv_handle(kn_actor *self, void *state, kn_msg *msg)
 		                 msg->env.payload_len));
 	case MSG_STATS:
 		return (on_stats(self, msg));
+	case MSG_SV_ADD:
+		on_add(self, sv, msg);
+		return (0);
+	case MSG_SV_LOAD:
+		on_load(self, sv, msg);
+		return (0);
+	case MSG_SV_REMOVE:
+	case MSG_SV_DISABLE:
+	case MSG_SV_ENABLE:
+	case MSG_SV_RECONNECT:
+		on_lifecycle(self, sv, msg);
+		return (0);
+	case MSG_SV_LIST:
+		on_list(self, sv, msg);
+		return (0);
+	case MSG_SV_VIEW:
+		on_view(sv, self, msg);
+		return (0);
 	default:
 		assert(!"supervisor: unexpected message");
 		return (MK_EINTERNAL);
@@ -102,37 +814,17 @@ const kn_actor_ops supervisor_ops = {
 int
 supervisor_stats_decode(const void *buf, size_t len, mk_stats *out)
 {
-	msgpack_unpacked up;
-	size_t           off = 0;
-	int              rv  = MK_EPROTO;
+	mp_r r;
+	int  rv;
 
 	memset(out, 0, sizeof(*out));
-	msgpack_unpacked_init(&up);
-	if (msgpack_unpack_next(&up, buf, len, &off) ==
-	            MSGPACK_UNPACK_SUCCESS &&
-	    up.data.type == MSGPACK_OBJECT_MAP) {
-		const msgpack_object_map *m = &up.data.via.map;
-		rv                          = 0;
-		for (uint32_t i = 0; i < m->size; i++) {
-			const msgpack_object *k = &m->ptr[i].key;
-			const msgpack_object *v = &m->ptr[i].val;
-			if (k->type != MSGPACK_OBJECT_STR ||
-			    v->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
-				rv = MK_EPROTO;
-				break;
-			}
-			for (size_t j = 0; j < NSTATS; j++) {
-				const char *n = stat_fields[j].name;
-				if (k->via.str.size == strlen(n) &&
-				    memcmp(k->via.str.ptr, n, strlen(n)) ==
-				            0) {
-					*(uint64_t *)((char *)out +
-					              stat_fields[j].off) =
-					        v->via.u64;
-				}
-			}
+	if ((rv = mp_r_open(&r, buf, len)) == 0) {
+		for (size_t j = 0; j < NSTATS; j++) {
+			*(uint64_t *)((char *)out + stat_fields[j].off) =
+			        (uint64_t)mp_int(
+			                mp_get(&r, stat_fields[j].name), 0);
 		}
 	}
-	msgpack_unpacked_destroy(&up);
+	mp_r_close(&r);
 	return (rv);
 }

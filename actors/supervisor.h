@@ -1,24 +1,50 @@
 /*
- * supervisor.h - the supervisor actor.
+ * supervisor.h - the supervisor actor: owns the client actors' lifetimes
+ * (add, remove, disable, enable, reconnect), their health-tick schedule
+ * with jitter (SPEC section 4), and the client list view.
  *
- * Owns the lifetimes of the client actors and the health-tick schedule
- * (from issue 4 on).  Today it answers the runtime's own asks.
+ * Schedule: healthy -> tool_sync_interval (per client, else global);
+ * unstable -> every unstable_ms (10 s); needs_reauth, disabled,
+ * pending_verification -> none.  Each interval is spread +-10% so many
+ * clients never tick together.  One check per client at a time.
  *
- * Messages
- *   MSG_PING   ask   payload: any bytes      reply: the same bytes
- *   MSG_STATS  ask   payload: none           reply: msgpack map
- *              {"actors", "messages", "asks", "late_replies", "expired",
- *               "handler_errors"} -> uint
+ * Messages (payloads are msgpack maps; errors: non-zero status and
+ * {"error": text}):
+ *   MSG_PING         ask  any bytes              -> the same bytes
+ *   MSG_STATS        ask  {}                     -> {"actors", "messages",
+ *                         "asks", "late_replies", "expired",
+ *                         "handler_errors"} -> uint
+ *   MSG_SV_ADD       ask  {"config": json text}  -> {"id": str}
+ *                         (a sticky client that cannot connect is not
+ *                         kept; a per-call one is kept unstable)
+ *   MSG_SV_LOAD      ask  {"file": config.json text} -> {"count": int}
+ *                         (all clients validated first, then booted:
+ *                         failures kept as unstable)
+ *   MSG_SV_REMOVE    ask  {"client": id or name} -> {}
+ *   MSG_SV_DISABLE   ask  {"client": ...}        -> {}
+ *   MSG_SV_ENABLE    ask  {"client": ...}        -> {}
+ *   MSG_SV_RECONNECT ask  {"client": ...}        -> {} | the client's error
+ *   MSG_SV_LIST      ask  {"filter": json text}  -> {"json": text}
+ *   MSG_SV_VIEW      tell {"id", "name", "state", "view": json text}
  * Anything else is a bug and asserts.
  */
 #ifndef ACTORS_SUPERVISOR_H
 #define ACTORS_SUPERVISOR_H
 
 #include "actors/kernel/kernel.h"
+#include "actors/kernel/stream.h"
 
 #define SUPERVISOR_NAME "supervisor"
 
-/* The supervisor's behaviour, for kn_spawn (arg: unused). */
+/* kn_spawn's arg; copied at init. */
+typedef struct sv_args {
+	kn_stream  *stream;      /* the state stream */
+	const char *node_id;     /* this instance (outlives the supervisor) */
+	int64_t     sync_ms;     /* default tool_sync_interval */
+	int64_t     exec_ms;     /* default tool_execution_timeout */
+	int64_t     unstable_ms; /* check interval while unstable */
+} sv_args;
+
 extern const kn_actor_ops supervisor_ops;
 
 /* supervisor_stats_decode parses a MSG_STATS reply.  Unknown keys are

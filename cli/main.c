@@ -1,15 +1,20 @@
 /*
  * main.c - the mcpkeep program.
  *
- * Uses include/mcpkeep.h only.  Exit codes: 0 success, 1 runtime failure,
- * 2 usage error.
+ * Uses include/mcpkeep.h (and nng + msgpack to read the state stream, as
+ * any embedder would).  Exit codes: 0 success, 1 runtime failure, 2 usage
+ * error.
  */
 #include <errno.h>
+#include <msgpack.h>
+#include <nng/nng.h>
+#include <nng/protocol/pubsub0/sub.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mcpkeep.h"
 
@@ -17,12 +22,15 @@ static const char usage[] =
         "usage: mcpkeep <command> [options]\n"
         "\n"
         "commands:\n"
-        "  run      boot the runtime, show its actors and counters, stop\n"
+        "  run      boot the runtime (with -c: the config's clients) and "
+        "show\n"
+        "           every state transition live, until SIGINT/SIGTERM\n"
         "  version  print the version\n"
         "\n"
         "run options:\n"
-        "  --hold          keep running until SIGINT or SIGTERM\n"
-        "  --log LEVEL     debug | info | warn | error (default info;\n"
+        "  -c FILE         config.json with mcp.client_configs\n"
+        "  --once          exit after the clients' first connects\n"
+        "  --log LEVEL     debug | info | warn | error (default warn;\n"
         "                  MCPKEEP_LOG overrides)\n"
         "  --json          log as JSON lines\n"
         "\n"
@@ -42,38 +50,193 @@ parse_level(const char *s, mk_log_level *out)
 	return (-1);
 }
 
-static void
-print_stats(const mk_stats *st)
+static char *
+read_file(const char *path, char *err, size_t errlen)
 {
-	printf("  actors running     %llu\n"
-	       "  messages handled   %llu\n"
-	       "  asks sent          %llu\n"
-	       "  late replies       %llu\n"
-	       "  expired asks       %llu\n"
-	       "  handler errors     %llu\n",
-	       (unsigned long long)st->actors,
-	       (unsigned long long)st->messages, (unsigned long long)st->asks,
-	       (unsigned long long)st->late_replies,
-	       (unsigned long long)st->expired,
-	       (unsigned long long)st->handler_errors);
+	FILE  *f   = fopen(path, "rb");
+	char  *buf = NULL;
+	size_t len = 0, cap = 0, n;
+
+	if (f == NULL) {
+		snprintf(err, errlen, "cannot open %s: %s", path,
+		         strerror(errno));
+		return (NULL);
+	}
+	do {
+		if (len + 4096 + 1 > cap) {
+			char *nb;
+			cap = (len + 4096 + 1) * 2;
+			if (cap > 8u << 20 ||
+			    (nb = realloc(buf, cap)) == NULL) {
+				snprintf(err, errlen, "%s is too large", path);
+				free(buf);
+				fclose(f);
+				return (NULL);
+			}
+			buf = nb;
+		}
+		n = fread(buf + len, 1, 4096, f);
+		len += n;
+	} while (n > 0);
+	fclose(f);
+	buf[len] = '\0';
+	return (buf);
+}
+
+/* ---- the live view --------------------------------------------------- */
+
+typedef struct watch {
+	nng_socket sub; /* subscribed to the runtime's state stream */
+	pthread_t  thr; /* prints what arrives */
+} watch;
+
+static const msgpack_object *
+get(const msgpack_object *map, const char *key)
+{
+	size_t n = strlen(key);
+
+	if (map == NULL || map->type != MSGPACK_OBJECT_MAP) {
+		return (NULL);
+	}
+	for (uint32_t i = 0; i < map->via.map.size; i++) {
+		const msgpack_object *k = &map->via.map.ptr[i].key;
+		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
+		    memcmp(k->via.str.ptr, key, n) == 0) {
+			return (&map->via.map.ptr[i].val);
+		}
+	}
+	return (NULL);
+}
+
+static int
+str_len(const msgpack_object *o)
+{
+	return (o != NULL && o->type == MSGPACK_OBJECT_STR
+	                ? (int)o->via.str.size
+	                : 5);
+}
+
+static const char *
+str_ptr(const msgpack_object *o)
+{
+	return (o != NULL && o->type == MSGPACK_OBJECT_STR ? o->via.str.ptr
+	                                                   : "(new)");
+}
+
+static void
+print_event(const char *topic, const msgpack_object *m)
+{
+	char                  ts[16];
+	time_t                now = time(NULL);
+	struct tm             tm;
+	const msgpack_object *lf = get(m, "last_failure");
+
+	localtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%H:%M:%S", &tm);
+	if (strcmp(topic, "tools") == 0) {
+		const msgpack_object *c = get(m, "count");
+		printf("%s  %-20.*s tools: %llu (hash %.12s)\n", ts,
+		       str_len(get(m, "name")), str_ptr(get(m, "name")),
+		       c != NULL && c->type == MSGPACK_OBJECT_POSITIVE_INTEGER
+		               ? (unsigned long long)c->via.u64
+		               : 0ULL,
+		       str_ptr(get(m, "hash")));
+	} else if (lf != NULL && lf->type == MSGPACK_OBJECT_MAP) {
+		printf("%s  %-20.*s %.*s -> %.*s  [%.*s] %.*s\n", ts,
+		       str_len(get(m, "name")), str_ptr(get(m, "name")),
+		       str_len(get(m, "old_state")),
+		       str_ptr(get(m, "old_state")), str_len(get(m, "state")),
+		       str_ptr(get(m, "state")), str_len(get(lf, "stage")),
+		       str_ptr(get(lf, "stage")), str_len(get(lf, "message")),
+		       str_ptr(get(lf, "message")));
+	} else {
+		printf("%s  %-20.*s %.*s -> %.*s\n", ts,
+		       str_len(get(m, "name")), str_ptr(get(m, "name")),
+		       str_len(get(m, "old_state")),
+		       str_ptr(get(m, "old_state")), str_len(get(m, "state")),
+		       str_ptr(get(m, "state")));
+	}
+	fflush(stdout);
+}
+
+static void *
+watch_main(void *arg)
+{
+	watch   *w = arg;
+	nng_msg *msg;
+
+	while (nng_recvmsg(w->sub, &msg, 0) == 0) {
+		const char      *body = nng_msg_body(msg);
+		size_t           len  = nng_msg_len(msg);
+		size_t           tl   = strnlen(body, len);
+		msgpack_unpacked up;
+		size_t           off = 0;
+
+		msgpack_unpacked_init(&up);
+		if (tl < len &&
+		    msgpack_unpack_next(&up, body + tl + 1, len - tl - 1,
+		                        &off) == MSGPACK_UNPACK_SUCCESS) {
+			print_event(body, &up.data);
+		}
+		msgpack_unpacked_destroy(&up);
+		nng_msg_free(msg);
+	}
+	return (NULL);
+}
+
+static int
+watch_start(watch *w, const char *url)
+{
+	int rv;
+
+	if ((rv = nng_sub0_open(&w->sub)) != 0 ||
+	    (rv = nng_socket_set(w->sub, NNG_OPT_SUB_SUBSCRIBE, "", 0)) != 0 ||
+	    (rv = nng_dial(w->sub, url, NULL, 0)) != 0) {
+		fprintf(stderr, "mcpkeep: cannot watch %s: %s\n", url,
+		        nng_strerror(rv));
+		return (-1);
+	}
+	return (pthread_create(&w->thr, NULL, watch_main, w) == 0 ? 0 : -1);
+}
+
+static void
+watch_stop(watch *w)
+{
+	nng_close(w->sub); /* the thread's recv fails: it returns */
+	pthread_join(w->thr, NULL);
+}
+
+static void
+print_clients(mk_runtime *rt)
+{
+	char *json = NULL;
+
+	if (mk_clients_json(rt, "{\"limit\": 100}", &json) == 0) {
+		printf("clients: %s\n", json);
+	}
+	mk_free(json);
 }
 
 static int
 cmd_run(int argc, char **argv)
 {
 	mk_options  opts;
-	mk_runtime *rt = NULL;
-	mk_stats    st;
+	mk_runtime *rt     = NULL;
+	const char *config = NULL;
+	char       *text = NULL, *err = NULL, ferr[256];
 	sigset_t    set;
-	int         hold = 0;
-	int         rv;
+	watch       w;
+	int         once = 0, rv, sig;
 
 	mk_options_init(&opts);
+	opts.log_level = MK_LOG_WARN;
 	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--hold") == 0) {
-			hold = 1;
+		if (strcmp(argv[i], "--once") == 0) {
+			once = 1;
 		} else if (strcmp(argv[i], "--json") == 0) {
 			opts.log_json = 1;
+		} else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
+			config = argv[++i];
 		} else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc &&
 		           parse_level(argv[i + 1], &opts.log_level) == 0) {
 			i++;
@@ -86,35 +249,49 @@ cmd_run(int argc, char **argv)
 			return (2);
 		}
 	}
+	if (config != NULL &&
+	    (text = read_file(config, ferr, sizeof(ferr))) == NULL) {
+		fprintf(stderr, "mcpkeep: %s\n", ferr);
+		return (1);
+	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
-	if (hold) {
-		/* Before any thread exists, so every thread inherits it and
-		 * only sigwait below takes the signals. */
-		pthread_sigmask(SIG_BLOCK, &set, NULL);
-	}
+	/* before any thread exists: only sigwait below takes them */
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
 	if ((rv = mk_runtime_open(&rt, &opts)) != 0) {
 		fprintf(stderr, "mcpkeep: cannot start the runtime: %s\n",
 		        mk_strerror(rv));
+		free(text);
 		return (1);
 	}
-	if ((rv = mk_runtime_stats(rt, &st, 0)) != 0) {
-		fprintf(stderr, "mcpkeep: supervisor did not answer: %s\n",
-		        mk_strerror(rv));
+	if (watch_start(&w, mk_stream_url(rt)) != 0) {
+		mk_runtime_close(&rt);
+		free(text);
+		return (1);
+	}
+	printf("mcpkeep %s: runtime up; state stream %s\n", MCPKEEP_VERSION,
+	       mk_stream_url(rt));
+	fflush(stdout);
+	if (text != NULL && (rv = mk_runtime_load(rt, text, &err)) != 0) {
+		fprintf(stderr, "mcpkeep: %s: %s\n", config,
+		        err ? err : mk_strerror(rv));
+		mk_free(err);
+		free(text);
+		watch_stop(&w);
 		mk_runtime_close(&rt);
 		return (1);
 	}
-	printf("mcpkeep %s: runtime up\n", MCPKEEP_VERSION);
-	print_stats(&st);
-	fflush(stdout);
-	if (hold) {
-		int sig;
-
-		printf("holding; Ctrl-C to stop\n");
+	free(text);
+	if (once) {
+		print_clients(rt);
+	} else {
+		printf("watching; Ctrl-C to stop\n");
 		fflush(stdout);
 		sigwait(&set, &sig);
 	}
+	watch_stop(&w);
 	mk_runtime_close(&rt);
 	printf("mcpkeep: runtime closed\n");
 	return (0);

@@ -10,10 +10,30 @@
 #include "codec/msg.h"
 #include "mcpkeep.h"
 
+/* clang-format off */
 static const char *msg_names[MSG_COUNT] = {
-        [MSG_NONE] = "none", [MSG_TERM] = "term",   [MSG_REPLY] = "reply",
-        [MSG_PING] = "ping", [MSG_STATS] = "stats", [MSG_USER] = "user",
+	[MSG_NONE]         = "none",
+	[MSG_TERM]         = "term",
+	[MSG_REPLY]        = "reply",
+	[MSG_PING]         = "ping",
+	[MSG_STATS]        = "stats",
+	[MSG_USER]         = "user",
+	[MSG_SV_ADD]       = "sv_add",
+	[MSG_SV_REMOVE]    = "sv_remove",
+	[MSG_SV_DISABLE]   = "sv_disable",
+	[MSG_SV_ENABLE]    = "sv_enable",
+	[MSG_SV_RECONNECT] = "sv_reconnect",
+	[MSG_SV_LIST]      = "sv_list",
+	[MSG_SV_VIEW]      = "sv_view",
+	[MSG_SV_LOAD]      = "sv_load",
+	[MSG_CL_CONNECT]   = "cl_connect",
+	[MSG_CL_CHECK]     = "cl_check",
+	[MSG_CL_CALL]      = "cl_call",
+	[MSG_CL_RECONNECT] = "cl_reconnect",
+	[MSG_CL_DISABLE]   = "cl_disable",
+	[MSG_CL_ENABLE]    = "cl_enable",
 };
+/* clang-format on */
 
 const char *
 codec_msg_name(unsigned type)

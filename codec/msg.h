@@ -18,7 +18,23 @@ typedef enum codec_msg_type {
 	                * msgpack map of name -> uint */
 	MSG_USER = 5,  /* free for tests and benchmarks; no system actor
 	                * accepts it */
-	MSG_COUNT      /* number of types; not a type */
+	/* supervisor (actors/supervisor.h has the fields) */
+	MSG_SV_ADD       = 6,  /* ask: add a client from its config */
+	MSG_SV_REMOVE    = 7,  /* ask: stop and forget a client */
+	MSG_SV_DISABLE   = 8,  /* ask: disable a client */
+	MSG_SV_ENABLE    = 9,  /* ask: enable a client */
+	MSG_SV_RECONNECT = 10, /* ask: reconnect a sticky client */
+	MSG_SV_LIST      = 11, /* ask: the client list view */
+	MSG_SV_VIEW      = 12, /* tell (client): my view changed */
+	MSG_SV_LOAD      = 13, /* ask: boot every client of a config file */
+	/* client (actors/client/client.h has the fields) */
+	MSG_CL_CONNECT   = 14, /* ask: first connect or discovery */
+	MSG_CL_CHECK     = 15, /* ask: run one health check */
+	MSG_CL_CALL      = 16, /* ask: call a tool */
+	MSG_CL_RECONNECT = 17, /* ask: make-before-break reconnect */
+	MSG_CL_DISABLE   = 18, /* ask: close everything, state disabled */
+	MSG_CL_ENABLE    = 19, /* ask: leave disabled, connect again */
+	MSG_COUNT              /* number of types; not a type */
 } codec_msg_type;
 
 /* codec_msg_name returns the type's name, or "?" when out of range. */

@@ -47,6 +47,9 @@ typedef enum mk_err {
 	MK_ETOOBIG   = 11, /* an input exceeds its size limit */
 	MK_EACTOR    = 12, /* an actor's handler reported a failure */
 	MK_EINTERNAL = 13, /* a bug: an invariant did not hold */
+	MK_EUPSTREAM = 14, /* the MCP server or the way to it failed */
+	MK_ESTATE    = 15, /* the client's state forbids it (disabled,
+	                    * needs_reauth, pending_verification) */
 } mk_err;
 
 /* Log levels, lowest first. */
@@ -70,6 +73,14 @@ typedef struct mk_options {
 	                         * minimum 64 KiB */
 	int ask_timeout_ms; /* deadline of the runtime's internal asks when a
 	                     * call has none of its own; default 5000 */
+	const char *stream_url; /* state stream; default
+	                         * "inproc://mcpkeep/state" */
+	const char *const
+	        *stream_listen;        /* more addresses for it (tcp://,
+	                                * ipc://), NULL-terminated, or NULL */
+	const char *node_id;           /* this instance; default "local" */
+	int         unstable_check_ms; /* check interval while unstable;
+	                                * default 10000 (SPEC: 10 s) */
 } mk_options;
 
 /*
@@ -116,6 +127,122 @@ MK_API void mk_runtime_close(mk_runtime **rtp);
  * Returns MK_OK, MK_EHANDLE, MK_EINVAL, MK_ETIMEDOUT or MK_ECLOSED.
  */
 MK_API int mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms);
+
+/*
+ * mk_runtime_load validates a whole config.json (SPEC section 10) and
+ * boots every client in it: sticky ones connect, per-call ones discover;
+ * a client that cannot connect is kept as `unstable` with stage
+ * `connect`.  Nothing is applied when any part is invalid.  Blocks until
+ * every first connect finished (each bounded by 30 s).  On failure *err
+ * (if err is not NULL) gets a malloc'd one-line reason naming the client
+ * and field.  Any thread but the runtime's own.
+ * Returns MK_OK, MK_EHANDLE, MK_EINVAL, MK_EEXIST, MK_ETOOBIG, MK_ENOMEM.
+ */
+MK_API int mk_runtime_load(mk_runtime *rt, const char *config_json,
+                           char **err);
+
+/*
+ * mk_client_add adds one client from its JSON config object (an entry of
+ * mcp.client_configs).  Blocks until its first connect (sticky) or
+ * discovery (per-call) finished.  A sticky client that cannot connect is
+ * not kept (MK_EUPSTREAM / MK_ETIMEDOUT, with the reason in *err); a
+ * per-call one is kept as `unstable`.  On success *id (if not NULL) gets
+ * the client id (malloc'd).  Returns MK_OK, MK_EHANDLE, MK_EINVAL (the
+ * config: *err names the field), MK_EEXIST, MK_EUPSTREAM, MK_ETIMEDOUT.
+ */
+MK_API int mk_client_add(mk_runtime *rt, const char *config_json, char **id,
+                         char **err);
+
+/*
+ * Lifecycle of one client, named by id or name.  Each blocks until the
+ * client acted (reconnect and enable: until the new connection is up or
+ * failed).  *err as above.
+ *   remove     stops the client's actor and forgets it
+ *   disable    closes its connections; state `disabled`; no checks
+ *   enable     leaves `disabled` and connects again
+ *   reconnect  make-before-break; joins one already running.  A per-call
+ *              client answers MK_EINVAL with "client uses per-call
+ *              connections; there is no persistent connection to
+ *              reconnect"; a disabled one MK_ESTATE.
+ * Return MK_OK, MK_EHANDLE, MK_ENOENT, or the operation's error.
+ */
+MK_API int mk_client_remove(mk_runtime *rt, const char *client, char **err);
+MK_API int mk_client_disable(mk_runtime *rt, const char *client, char **err);
+MK_API int mk_client_enable(mk_runtime *rt, const char *client, char **err);
+MK_API int mk_client_reconnect(mk_runtime *rt, const char *client, char **err);
+
+/*
+ * mk_clients_json gives the client list as JSON: {"clients": [...],
+ * "count": n, "total_count": m}, clients sorted by name, each {"config"
+ * (secrets redacted), "tools" (sorted by name), "state", "last_failure"
+ * (when present: stage, message, at, since), "connection_mode",
+ * "generation"}.  filter_json (may be NULL) is an object with optional
+ * "state", "connection_type", "auth_type", "search" (substring of name or
+ * id), "limit" (1..100, default 25), "offset".  *out is malloc'd (mk_free).
+ * Blocks briefly.  Returns MK_OK, MK_EHANDLE, MK_EINVAL, MK_ETIMEDOUT.
+ */
+MK_API int mk_clients_json(mk_runtime *rt, const char *filter_json,
+                           char **out);
+
+/* A tool call. */
+typedef struct mk_call {
+	const char *client;     /* client name */
+	const char *tool;       /* tool name */
+	const char *arguments;  /* JSON object text, or NULL for {} */
+	int         timeout_ms; /* 0: the client's tool_execution_timeout;
+	                         * never longer than it */
+} mk_call;
+
+/* Its outcome.  Exactly one of result and error is set. */
+typedef struct mk_result {
+	char *result;     /* the CallToolResult JSON (isError,
+	                   * structuredContent kept), or NULL */
+	char *error;      /* one line, no secrets, or NULL */
+	char *error_kind; /* timeout, connect, http, auth, session_gone,
+	                   * protocol, server, transport_lost, cancelled,
+	                   * or NULL for a local refusal */
+	int http_status;  /* when the error had one, else 0 */
+} mk_result;
+
+/*
+ * mk_tool_call calls a tool and waits for the result.  Any thread but the
+ * runtime's own.  On MK_OK *res holds the result; on an error *res (when
+ * not NULL) explains it.  Free *res with mk_result_free.
+ * Returns MK_OK, MK_EHANDLE, MK_EINVAL, MK_ENOENT (no such client),
+ * MK_ESTATE (disabled, needs_reauth, pending), MK_ETIMEDOUT, MK_EUPSTREAM.
+ */
+MK_API int mk_tool_call(mk_runtime *rt, const mk_call *call, mk_result **res);
+
+/* Completion of mk_tool_call_async: runs once, on a runtime thread; it
+ * must not block or call back into the runtime synchronously.  res is the
+ * callback's to free (mk_result_free). */
+typedef void (*mk_done_fn)(void *arg, int rc, mk_result *res);
+
+/*
+ * mk_tool_call_async starts a tool call and returns at once; fn runs when
+ * it finishes (with MK_ECLOSED if the runtime closes first).  Returns
+ * MK_OK (fn will run) or an error (fn will not run).
+ */
+MK_API int mk_tool_call_async(mk_runtime *rt, const mk_call *call,
+                              mk_done_fn fn, void *arg);
+
+/* mk_result_free frees *res and nulls it; safe with NULL. */
+MK_API void mk_result_free(mk_result **res);
+
+/*
+ * The state stream: an nng pub0 socket at mk_stream_url() (plus the
+ * stream_listen addresses).  Subscribe with sub0 to the topic "state" or
+ * "tools" (or "" for both).  Each message is the topic, one NUL byte,
+ * then a msgpack map:
+ *   state: client_id, name, state, old_state, last_failure (nil or a map
+ *          of stage, message, at, since), generation, tools_count, time
+ *          (RFC 3339 UTC), node_id
+ *   tools: client_id, name, hash (SHA-256 hex of the canonical tool
+ *          list), count
+ * One "state" message per state transition, one "tools" message per real
+ * change of a tool list.  The string is the runtime's; never NULL.
+ */
+MK_API const char *mk_stream_url(const mk_runtime *rt);
 
 /*
  * mk_strerror returns a static, human-readable text for a result code.

@@ -8,15 +8,17 @@
  * kernel answers whatever asks are left with MK_ECLOSED.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/log.h"
 #include "actors/supervisor.h"
+#include "codec/config.h"
 #include "mcpkeep.h"
+#include "runtime/runtime_impl.h"
 
-#define RT_MAGIC  0x6d6b7274u /* "mkrt" while open */
 #define RT_POISON 0xdeadd00du /* after close */
 
 /* The system actors, in boot order. */
@@ -26,15 +28,8 @@ static const struct {
 } system_actors[] = {
         {SUPERVISOR_NAME, &supervisor_ops},
 };
-#define NSYSTEM       (sizeof(system_actors) / sizeof(system_actors[0]))
-#define RT_SUPERVISOR 0 /* index of the supervisor in system_actors */
-
-struct mk_runtime {
-	uint32_t   magic;           /* RT_MAGIC while open */
-	mk_options opts;            /* effective options */
-	kn_kernel *kernel;          /* the actor kernel */
-	kn_actor  *system[NSYSTEM]; /* owner references, boot order */
-};
+#define NSYSTEM (sizeof(system_actors) / sizeof(system_actors[0]))
+_Static_assert(NSYSTEM == RT_NSYSTEM, "RT_NSYSTEM out of date");
 
 static const char *err_text[] = {
         [MK_OK]        = "success",
@@ -51,6 +46,8 @@ static const char *err_text[] = {
         [MK_ETOOBIG]   = "input exceeds its size limit",
         [MK_EACTOR]    = "actor handler failed",
         [MK_EINTERNAL] = "internal error",
+        [MK_EUPSTREAM] = "the MCP server failed the request",
+        [MK_ESTATE]    = "the client's state does not allow it",
 };
 
 const char *
@@ -73,14 +70,17 @@ void
 mk_options_init(mk_options *opts)
 {
 	memset(opts, 0, sizeof(*opts));
-	opts->log_level      = MK_LOG_INFO;
-	opts->log_json       = 0;
-	opts->log_fd         = 2;
-	opts->stack_size     = KN_STACK_DEFAULT;
-	opts->ask_timeout_ms = 5000;
+	opts->log_level         = MK_LOG_INFO;
+	opts->log_json          = 0;
+	opts->log_fd            = 2;
+	opts->stack_size        = KN_STACK_DEFAULT;
+	opts->ask_timeout_ms    = 5000;
+	opts->stream_url        = "inproc://mcpkeep/state";
+	opts->node_id           = "local";
+	opts->unstable_check_ms = 10000;
 }
 
-static int
+int
 rt_valid(const mk_runtime *rt)
 {
 	return (rt != NULL && rt->magic == RT_MAGIC);
@@ -97,6 +97,7 @@ rt_shutdown(mk_runtime *rt)
 		}
 	}
 	kn_kernel_close(&rt->kernel);
+	kn_stream_close(&rt->stream);
 }
 
 int
@@ -117,6 +118,18 @@ mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 	} else {
 		mk_options_init(&rt->opts);
 	}
+	if (rt->opts.stream_url == NULL) {
+		rt->opts.stream_url = "inproc://mcpkeep/state";
+	}
+	if (rt->opts.node_id == NULL) {
+		rt->opts.node_id = "local";
+	}
+	if (rt->opts.unstable_check_ms <= 0) {
+		rt->opts.unstable_check_ms = 10000;
+	}
+	snprintf(rt->stream_url, sizeof(rt->stream_url), "%s",
+	         rt->opts.stream_url);
+	snprintf(rt->node_id, sizeof(rt->node_id), "%s", rt->opts.node_id);
 	if (rt->opts.log_level < MK_LOG_DEBUG ||
 	    rt->opts.log_level > MK_LOG_ERROR ||
 	    rt->opts.ask_timeout_ms <= 0 ||
@@ -126,13 +139,29 @@ mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 	}
 	kn_log_configure(rt->opts.log_level, rt->opts.log_json,
 	                 rt->opts.log_fd);
-	if ((rv = kn_kernel_open(&rt->kernel, rt->opts.stack_size)) != 0) {
+	char err[256];
+	if ((rv = kn_stream_open(&rt->stream, rt->stream_url,
+	                         rt->opts.stream_listen, err, sizeof(err))) !=
+	    0) {
+		KN_ERROR("runtime", "%s", err);
 		free(rt);
 		return (rv);
 	}
+	if ((rv = kn_kernel_open(&rt->kernel, rt->opts.stack_size)) != 0) {
+		kn_stream_close(&rt->stream);
+		free(rt);
+		return (rv);
+	}
+	rt->sv = (sv_args) {
+	        .stream      = rt->stream,
+	        .node_id     = rt->node_id,
+	        .sync_ms     = CFG_SYNC_DEFAULT_MS,
+	        .exec_ms     = CFG_EXEC_DEFAULT_MS,
+	        .unstable_ms = rt->opts.unstable_check_ms,
+	};
 	for (size_t i = 0; i < NSYSTEM; i++) {
 		rv = kn_spawn(rt->kernel, system_actors[i].name,
-		              system_actors[i].ops, rt, &rt->system[i]);
+		              system_actors[i].ops, &rt->sv, &rt->system[i]);
 		if (rv != 0) {
 			KN_ERROR("runtime", "cannot start actor %s: %s",
 			         system_actors[i].name, mk_strerror(rv));

@@ -76,7 +76,7 @@ poisoned_handle(void)
 static void
 error_texts(void)
 {
-	for (int rc = MK_OK; rc <= MK_EINTERNAL; rc++) {
+	for (int rc = MK_OK; rc <= MK_ESTATE; rc++) {
 		const char *s = mk_strerror(rc);
 		CHECK(s != NULL && strcmp(s, "unknown error") != 0);
 	}
@@ -95,6 +95,10 @@ two_runtimes(void)
 	mk_options_init(&o);
 	o.log_level = MK_LOG_WARN;
 	CHECK_EQ(mk_runtime_open(&a, &o), 0);
+	CHECK(strcmp(mk_stream_url(a), "inproc://mcpkeep/state") == 0);
+	/* the same stream address twice is refused, clearly */
+	CHECK_EQ(mk_runtime_open(&b, &o), MK_EINVAL);
+	o.stream_url = "inproc://mcpkeep/state-b";
 	CHECK_EQ(mk_runtime_open(&b, &o), 0);
 	CHECK_EQ(mk_runtime_stats(a, &st, 0), 0);
 	CHECK_EQ(mk_runtime_stats(b, &st, 0), 0);

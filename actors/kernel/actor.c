@@ -206,6 +206,49 @@ done:
 	return (rv);
 }
 
+int
+kn_ask_cb(kn_actor *to, uint32_t type, const void *payload, size_t len,
+          int timeout_ms, kn_answer_fn fn, void *arg)
+{
+	kn_kernel  *k = to->k;
+	kn_pending *p;
+	codec_env   env;
+	int         rv;
+
+	if (timeout_ms <= 0 || fn == NULL || type == MSG_TERM ||
+	    type == MSG_REPLY) {
+		return (MK_EINVAL);
+	}
+	if ((p = calloc(1, sizeof(*p))) == NULL) {
+		return (MK_ENOMEM);
+	}
+	p->kind   = KN_PENDING_FN;
+	p->corr   = atomic_fetch_add(&k->next_corr, 1) + 1;
+	p->fn     = fn;
+	p->fn_arg = arg;
+	if ((rv = kn_pending_add(k, p)) != 0) {
+		free(p);
+		return (rv);
+	}
+	atomic_fetch_add(&k->n_asks, 1);
+	env = (codec_env) {
+	        .type        = type,
+	        .corr        = p->corr,
+	        .sender      = "",
+	        .deadline    = kn_deadline_ns(timeout_ms),
+	        .payload     = payload,
+	        .payload_len = len,
+	};
+	if ((rv = kn_send_env(to, &env, false)) != 0) {
+		if (kn_pending_take(k, p->corr) == NULL) {
+			return (0); /* closing took it: fn ran (MK_ECLOSED) */
+		}
+		free(p);
+		return (rv);
+	}
+	return (0);
+}
+
 /* ---- lifetime (any thread) ------------------------------------------- */
 
 kn_actor *

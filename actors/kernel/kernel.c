@@ -307,6 +307,11 @@ kn_pending_complete(kn_kernel *k, kn_pending *p, int status, const void *data,
 		free(p);
 		return;
 	}
+	if (p->kind == KN_PENDING_FN) {
+		p->fn(p->fn_arg, status, data, len);
+		free(p);
+		return;
+	}
 	void *copy = NULL;
 	if (len != 0) {
 		if ((copy = malloc(len)) == NULL) {

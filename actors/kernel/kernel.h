@@ -174,6 +174,21 @@ int kn_ask_async(kn_actor *self, kn_actor *to, uint32_t type,
                  const void *payload, size_t len, int timeout_ms,
                  kn_reply_fn fn, void *arg);
 
+/* A callback ask's completion: runs once, on the replying actor's thread
+ * (or the closing thread), so it must be short and thread-safe. */
+typedef void (*kn_answer_fn)(void *arg, int status, const void *data,
+                             size_t len);
+
+/*
+ * kn_ask_cb sends a request from any thread and returns at once; fn runs
+ * exactly once with the reply, or with MK_ECLOSED when the kernel closes.
+ * The target answers within the deadline it was given (timeout_ms rides
+ * in the envelope; expired asks are answered MK_ETIMEDOUT).  Returns 0, or
+ * an error as kn_tell (then fn never runs).
+ */
+int kn_ask_cb(kn_actor *to, uint32_t type, const void *payload, size_t len,
+              int timeout_ms, kn_answer_fn fn, void *arg);
+
 /*
  * kn_reply answers the ask msg (once).  Handler only.  data is copied.
  * Returns 0, or MK_EINVAL (not an ask, or already answered).

@@ -24,6 +24,7 @@ typedef struct kn_shard {
 enum kn_pending_kind {
 	KN_PENDING_SLOT,  /* a blocked thread waits on the slot */
 	KN_PENDING_ACTOR, /* the reply goes to an actor's inbox */
+	KN_PENDING_FN,    /* a callback runs on the replier's thread */
 };
 
 /* An ask waiting for its reply.  Lives in exactly one shard while
@@ -38,6 +39,8 @@ typedef struct kn_pending {
 	void                *data;   /* slot: reply payload (malloc'd) */
 	size_t               len;    /* slot: bytes in data */
 	kn_actor            *asker;  /* actor: held reference */
+	kn_answer_fn         fn;     /* fn: the callback */
+	void                *fn_arg; /* fn: its argument */
 } kn_pending;
 
 struct kn_kernel {

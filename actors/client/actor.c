@@ -1,0 +1,445 @@
+/*
+ * actor.c - the client actor's inbox, dispatch, state and guards,
+ * last_failure, state stream and view (see client.h).
+ *
+ * DESIGN: one thread per client.  Its kernel wait is tp_loop_wait, so the
+ * inbox eventfd, curl's sockets, stdio pipes and request deadlines wake
+ * one curl_multi_poll().  Asks that need the network are deferred and
+ * answered from the transport's callbacks.
+ */
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/client/client_impl.h"
+#include "actors/kernel/clock.h"
+#include "actors/kernel/log.h"
+#include "codec/mp.h"
+#include "codec/text.h"
+
+static const char *state_names[] = {
+        [CS_HEALTHY] = "healthy",     [CS_UNSTABLE] = "unstable",
+        [CS_REAUTH] = "needs_reauth", [CS_PENDING] = "pending_verification",
+        [CS_DISABLED] = "disabled",
+};
+
+const char *
+cstate_name(cstate s)
+{
+	return (state_names[s]);
+}
+
+/* ---- replies ------------------------------------------------------------ */
+
+void
+reply_error(client *cl, uint64_t corr, int status, const char *fmt, ...)
+{
+	char    msg[1024];
+	va_list ap;
+	mp_w    w;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	mp_w_init(&w);
+	mp_map(&w, 1);
+	mp_kv_str(&w, "error", msg);
+	kn_reply_corr(kn_actor_kernel(cl->self), corr, status, w.sb.data,
+	              w.sb.size);
+	mp_w_fini(&w);
+}
+
+void
+reply_ok(client *cl, uint64_t corr)
+{
+	static const char empty_map = (char)0x80;
+
+	kn_reply_corr(kn_actor_kernel(cl->self), corr, 0, &empty_map, 1);
+}
+
+void
+reply_state(client *cl, uint64_t corr)
+{
+	mp_w w;
+
+	mp_w_init(&w);
+	mp_map(&w, 1);
+	mp_kv_str(&w, "state", cstate_name(cl->state));
+	kn_reply_corr(kn_actor_kernel(cl->self), corr, 0, w.sb.data,
+	              w.sb.size);
+	mp_w_fini(&w);
+}
+
+int
+mk_status_of(const mcp_error *e)
+{
+	switch (e->kind) {
+	case MCP_E_TIMEOUT:
+		return (MK_ETIMEDOUT);
+	case MCP_E_CANCELLED:
+		return (MK_ECLOSED);
+	case MCP_E_LOCAL:
+		return (MK_ENOMEM);
+	default:
+		return (MK_EUPSTREAM);
+	}
+}
+
+/* ---- the stream and the view ---------------------------------------------
+ */
+
+static void
+pack_failure(client *cl, mp_w *w)
+{
+	if (!cl->lf_set) {
+		msgpack_pack_nil(&w->pk);
+		return;
+	}
+	mp_map(w, 4);
+	mp_kv_str(w, "stage", cl->lf_stage);
+	mp_kv_str(w, "message", cl->lf_message);
+	mp_kv_str(w, "at", cl->lf_at);
+	mp_kv_str(w, "since", cl->lf_since);
+}
+
+static void
+publish_state(client *cl, cstate old)
+{
+	char ts[32];
+	mp_w w;
+
+	mp_w_init(&w);
+	mp_map(&w, 9);
+	mp_kv_str(&w, "client_id", cl->cfg->id);
+	mp_kv_str(&w, "name", cl->cfg->name);
+	mp_kv_str(&w, "state", cstate_name(cl->state));
+	mp_key(&w, "old_state"); /* nil: a new client's first state */
+	mp_str(&w, cl->announced ? cstate_name(old) : NULL);
+	mp_key(&w, "last_failure");
+	pack_failure(cl, &w);
+	mp_kv_int(&w, "generation", (int64_t)cl->gen);
+	mp_kv_int(&w, "tools_count", (int64_t)json_array_size(cl->tools));
+	mp_kv_str(&w, "time", kn_rfc3339(ts, sizeof(ts)));
+	mp_kv_str(&w, "node_id", cl->node_id);
+	kn_stream_publish(cl->stream, "state", w.sb.data, w.sb.size);
+	mp_w_fini(&w);
+}
+
+static json_t *
+view_json(client *cl)
+{
+	json_t *v =
+	        json_pack("{s:o*, s:o*, s:s, s:s, s:I}", "config",
+	                  cfg_client_redacted(cl->cfg), "tools",
+	                  cl->tools ? tools_sorted(cl->tools) : json_array(),
+	                  "state", cstate_name(cl->state), "connection_mode",
+	                  cl->cfg->sticky ? "sticky" : "per_call",
+	                  "generation", (json_int_t)cl->gen);
+
+	if (v != NULL && cl->lf_set) {
+		json_object_set_new(v, "last_failure",
+		                    json_pack("{s:s, s:s, s:s, s:s}", "stage",
+		                              cl->lf_stage, "message",
+		                              cl->lf_message, "at", cl->lf_at,
+		                              "since", cl->lf_since));
+	}
+	return (v);
+}
+
+void
+client_push_view(client *cl)
+{
+	json_t *v    = view_json(cl);
+	char   *text = v != NULL ? json_dumps(v, JSON_COMPACT) : NULL;
+	mp_w    w;
+
+	json_decref(v);
+	if (text == NULL) {
+		KN_ERROR("client", "%s: cannot build the client view",
+		         cl->cfg->name);
+		return;
+	}
+	mp_w_init(&w);
+	mp_map(&w, 4);
+	mp_kv_str(&w, "id", cl->cfg->id);
+	mp_kv_str(&w, "name", cl->cfg->name);
+	mp_kv_str(&w, "state", cstate_name(cl->state));
+	mp_kv_str(&w, "view", text);
+	if (kn_tell(cl->sv, cl->self, MSG_SV_VIEW, w.sb.data, w.sb.size) !=
+	    0) {
+		KN_DEBUG("client", "%s: supervisor did not take the view",
+		         cl->cfg->name);
+	}
+	mp_w_fini(&w);
+	free(text);
+}
+
+/* ---- state and last_failure ------------------------------------------------
+ */
+
+static void
+transition(client *cl, cstate old)
+{
+	if (cl->state == old && cl->announced) {
+		client_push_view(cl);
+		return;
+	}
+	if (cl->lf_set) {
+		KN_INFO("client", "%s: %s -> %s (stage %s: %s)", cl->cfg->name,
+		        cstate_name(old), cstate_name(cl->state), cl->lf_stage,
+		        cl->lf_message);
+	} else {
+		KN_INFO("client", "%s: %s -> %s", cl->cfg->name,
+		        cstate_name(old), cstate_name(cl->state));
+	}
+	publish_state(cl, old);
+	cl->announced = true;
+	client_push_view(cl);
+}
+
+void
+client_set_state(client *cl, cstate s)
+{
+	cstate old = cl->state;
+
+	cl->state = s;
+	if (s == CS_DISABLED || s == CS_PENDING) {
+		/* changed without a failed attempt: no reason to carry */
+		cl->lf_set = false;
+	}
+	transition(cl, old);
+}
+
+void
+client_fail(client *cl, cstate s, const char *stage, const char *message)
+{
+	cstate old = cl->state;
+	char  *norm;
+
+	/* authoritative states are never overwritten by a result */
+	if (old == CS_DISABLED || old == CS_REAUTH || old == CS_PENDING) {
+		return;
+	}
+	if ((norm = text_failure_message(message)) == NULL) {
+		return;
+	}
+	kn_rfc3339(cl->lf_at, sizeof(cl->lf_at));
+	if (!cl->lf_set) {
+		memcpy(cl->lf_since, cl->lf_at, sizeof(cl->lf_since));
+	}
+	free(cl->lf_message);
+	cl->lf_message = norm;
+	snprintf(cl->lf_stage, sizeof(cl->lf_stage), "%s", stage);
+	cl->lf_set = true;
+	cl->state  = s;
+	KN_DEBUG("client", "%s: %s failed: %s", cl->cfg->name, stage, norm);
+	if (old == s && cl->announced) {
+		client_push_view(cl); /* at moved */
+		return;
+	}
+	transition(cl, old);
+}
+
+void
+client_pass(client *cl)
+{
+	cstate old = cl->state;
+
+	if (old == CS_DISABLED || old == CS_REAUTH || old == CS_PENDING) {
+		return;
+	}
+	cl->lf_set = false;
+	cl->state  = CS_HEALTHY;
+	transition(cl, old);
+}
+
+void
+client_set_tools(client *cl, json_t *tools)
+{
+	char hash[TOOLS_HASH_HEX];
+	mp_w w;
+
+	if (tools_hash(tools, hash) != 0 || strcmp(hash, cl->hash) == 0) {
+		return; /* unchanged: no event, no write */
+	}
+	json_decref(cl->tools);
+	cl->tools = json_incref(tools);
+	memcpy(cl->hash, hash, sizeof(hash));
+	mp_w_init(&w);
+	mp_map(&w, 4);
+	mp_kv_str(&w, "client_id", cl->cfg->id);
+	mp_kv_str(&w, "name", cl->cfg->name);
+	mp_kv_str(&w, "hash", cl->hash);
+	mp_kv_int(&w, "count", (int64_t)json_array_size(tools));
+	kn_stream_publish(cl->stream, "tools", w.sb.data, w.sb.size);
+	mp_w_fini(&w);
+	client_push_view(cl);
+}
+
+/* ---- the actor ------------------------------------------------------------
+ */
+
+static int
+cl_wait(kn_actor *self, void *state, struct pollfd *fds, unsigned nfds,
+        int timeout_ms)
+{
+	client *cl = state;
+
+	return (tp_loop_wait(cl->loop, fds, nfds, timeout_ms));
+}
+
+static int
+cl_init(kn_actor *self, void *arg, void **statep)
+{
+	client_args *a = arg;
+	client      *cl;
+	int          rv;
+
+	if ((cl = calloc(1, sizeof(*cl))) == NULL) {
+		return (MK_ENOMEM);
+	}
+	if ((rv = tp_loop_new(&cl->loop)) != 0) {
+		free(cl);
+		return (rv);
+	}
+	cl->self    = self;
+	cl->cfg     = a->cfg;
+	a->cfg      = NULL; /* ours now */
+	cl->sv      = kn_actor_hold(a->supervisor);
+	cl->stream  = a->stream;
+	cl->node_id = a->node_id;
+	cl->sync_ms = cl->cfg->sync_ms ? cl->cfg->sync_ms : a->sync_ms;
+	cl->exec_ms = cl->cfg->exec_ms ? cl->cfg->exec_ms : a->exec_ms;
+	cl->tools   = json_array();
+	cl->state   = cl->cfg->disabled ? CS_DISABLED
+	          : cl->cfg->auth == CFG_AUTH_NONE ||
+                        cl->cfg->auth == CFG_AUTH_HEADERS
+	          ? CS_UNSTABLE /* until the first connect says otherwise */
+	          : CS_PENDING; /* credentials are verified by an admin first */
+	*statep     = cl;
+	return (0);
+}
+
+static void
+cl_fini(kn_actor *self, void *state)
+{
+	client *cl = state;
+
+	check_abort(cl);
+	call_run_queued(cl, "MCP client is shutting down");
+	conn_close_all(cl);
+	tp_loop_free(&cl->loop); /* kills what is still closing */
+	json_decref(cl->tools);
+	free(cl->lf_message);
+	kn_actor_release(&cl->sv);
+	cfg_client_free(&cl->cfg);
+	free(cl);
+}
+
+static void
+on_connect(client *cl, kn_msg *msg)
+{
+	mp_r r;
+	bool boot;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	boot = mp_bool(mp_get(&r, "boot"), false);
+	mp_r_close(&r);
+	if (cl->state == CS_DISABLED || cl->state == CS_PENDING) {
+		client_push_view(cl);
+		kn_reply(cl->self, msg, 0, "\x80", 1);
+		return;
+	}
+	dial_start(cl, boot ? DIAL_BOOT : DIAL_ADD, kn_defer(msg),
+	           msg->env.type);
+}
+
+static void
+on_reconnect(client *cl, kn_msg *msg)
+{
+	if (!cl->cfg->sticky) {
+		reply_error(cl, kn_defer(msg), MK_EINVAL,
+		            "client uses per-call connections; there is no "
+		            "persistent "
+		            "connection to reconnect");
+		return;
+	}
+	if (cl->state == CS_DISABLED) {
+		reply_error(cl, kn_defer(msg), MK_ESTATE,
+		            "MCP client %s is disabled: enable it first",
+		            cl->cfg->name);
+		return;
+	}
+	dial_start(cl, DIAL_RECONNECT, kn_defer(msg), msg->env.type);
+}
+
+static void
+on_disable(client *cl, kn_msg *msg)
+{
+	if (cl->state != CS_DISABLED) {
+		check_abort(cl);
+		cl->gen++; /* whatever is in flight is now stale */
+		conn_close_all(cl);
+		call_run_queued(cl, "MCP client was disabled");
+		client_set_state(cl, CS_DISABLED);
+	}
+	kn_reply(cl->self, msg, 0, "\x80", 1);
+}
+
+static void
+on_enable(client *cl, kn_msg *msg)
+{
+	if (cl->state != CS_DISABLED) {
+		kn_reply(cl->self, msg, 0, "\x80", 1);
+		return;
+	}
+	client_set_state(cl,
+	                 cl->cfg->auth == CFG_AUTH_NONE ||
+	                                 cl->cfg->auth == CFG_AUTH_HEADERS
+	                         ? CS_UNSTABLE
+	                         : CS_PENDING);
+	if (cl->state == CS_PENDING) {
+		kn_reply(cl->self, msg, 0, "\x80", 1);
+		return;
+	}
+	dial_start(cl, DIAL_RECONNECT, kn_defer(msg), msg->env.type);
+}
+
+static int
+cl_handle(kn_actor *self, void *state, kn_msg *msg)
+{
+	client *cl = state;
+
+	switch (msg->env.type) {
+	case MSG_CL_CONNECT:
+		on_connect(cl, msg);
+		return (0);
+	case MSG_CL_CHECK:
+		check_start(cl, kn_defer(msg));
+		return (0);
+	case MSG_CL_CALL:
+		call_start(cl, msg);
+		return (0);
+	case MSG_CL_RECONNECT:
+		on_reconnect(cl, msg);
+		return (0);
+	case MSG_CL_DISABLE:
+		on_disable(cl, msg);
+		return (0);
+	case MSG_CL_ENABLE:
+		on_enable(cl, msg);
+		return (0);
+	default:
+		assert(!"client: unexpected message");
+		return (MK_EINTERNAL);
+	}
+}
+
+const kn_actor_ops client_ops = {
+        .init   = cl_init,
+        .handle = cl_handle,
+        .fini   = cl_fini,
+        .wait   = cl_wait,
+};

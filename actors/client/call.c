@@ -1,0 +1,253 @@
+/*
+ * call.c - tool calls.
+ *
+ * Sticky: the call runs on the live connection (many at once); with no
+ * usable connection it waits, within its deadline, for a dial that it
+ * starts or joins.  Per-call: every call dials its own session,
+ * initializes, calls and closes (DELETE).  The whole call runs under the
+ * client's tool_execution_timeout (or the caller's, when shorter).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/client/client_impl.h"
+#include "actors/kernel/clock.h"
+#include "actors/kernel/log.h"
+#include "codec/mp.h"
+
+static void
+call_free(call *c)
+{
+	free(c->tool);
+	json_decref(c->args);
+	free(c);
+}
+
+static void
+reply_result(client *cl, call *c, const mcp_error *err, json_t *result)
+{
+	mp_w  w;
+	char *text;
+
+	if (err != NULL) {
+		mp_w_init(&w);
+		mp_map(&w, 3);
+		mp_kv_str(&w, "error", err->message);
+		mp_kv_str(&w, "kind", mcp_errkind_name(err->kind));
+		mp_kv_int(&w, "http_status", err->http_status);
+		kn_reply_corr(kn_actor_kernel(cl->self), c->corr,
+		              mk_status_of(err), w.sb.data, w.sb.size);
+		mp_w_fini(&w);
+		return;
+	}
+	if ((text = json_dumps(result, JSON_COMPACT)) == NULL) {
+		reply_error(cl, c->corr, MK_ENOMEM, "out of memory");
+		return;
+	}
+	mp_w_init(&w);
+	mp_map(&w, 1);
+	mp_kv_str(&w, "result", text);
+	kn_reply_corr(kn_actor_kernel(cl->self), c->corr, 0, w.sb.data,
+	              w.sb.size);
+	mp_w_fini(&w);
+	free(text);
+}
+
+static int
+remaining_ms(const call *c)
+{
+	int64_t left = (c->deadline - kn_now_ns()) / KN_NS_PER_MS;
+
+	return (left < 1 ? 1 : left > INT32_MAX ? INT32_MAX : (int)left);
+}
+
+static void
+done_sticky(void *arg, const mcp_error *err, json_t *result)
+{
+	call   *c  = arg;
+	client *cl = c->cl;
+
+	reply_result(cl, c, err, result);
+	cl->calls--;
+	conn_call_done(cl, c->on);
+	call_free(c);
+}
+
+static void
+run_sticky(client *cl, call *c)
+{
+	mcp_req_opts o = {.timeout_ms = remaining_ms(c)};
+	mcp_error    e;
+
+	c->on = cl->live;
+	c->on->inflight++;
+	cl->calls++;
+	if (mcp_call_tool(c->on->s, c->tool, c->args, &o, done_sticky, c,
+	                  NULL) != 0) {
+		done_sticky(c,
+		            mcp_error_set(&e, MCP_E_LOCAL,
+		                          "cannot send tools/call"),
+		            NULL);
+	}
+}
+
+/* ---- per-call ---------------------------------------------------------- */
+
+static void
+done_per_call(void *arg, const mcp_error *err, json_t *result)
+{
+	call   *c  = arg;
+	client *cl = c->cl;
+
+	reply_result(cl, c, err, result);
+	cl->calls--;
+	mcp_session_free(&c->s); /* DELETE; finishes in the loop */
+	call_free(c);
+}
+
+static void
+pc_ready(void *arg, mcp_session *s, const mcp_error *err)
+{
+	call        *c = arg;
+	mcp_req_opts o = {.timeout_ms = remaining_ms(c)};
+	mcp_error    e;
+
+	if (err != NULL) {
+		done_per_call(c, err, NULL);
+		return;
+	}
+	if (mcp_call_tool(s, c->tool, c->args, &o, done_per_call, c, NULL) !=
+	    0) {
+		done_per_call(c,
+		              mcp_error_set(&e, MCP_E_LOCAL,
+		                            "cannot send tools/call"),
+		              NULL);
+	}
+}
+
+static void
+run_per_call(client *cl, call *c)
+{
+	mcp_handlers h = {pc_ready, NULL, c};
+	mcp_config   mc;
+	mcp_error    e;
+
+	conn_config(cl, &mc);
+	mc.timeout_ms = remaining_ms(c); /* initialize shares the deadline */
+	cl->calls++;
+	if (mcp_session_open(&c->s, cl->loop, &mc, &h) != 0) {
+		done_per_call(c,
+		              mcp_error_set(&e, MCP_E_LOCAL,
+		                            "cannot open a session"),
+		              NULL);
+	}
+}
+
+/* ---- entry -------------------------------------------------------------- */
+
+static bool
+allowed(const cfg_client *cfg, const char *tool)
+{
+	if (cfg->tools_all) {
+		return (true);
+	}
+	for (size_t i = 0; cfg->tools != NULL && cfg->tools[i] != NULL; i++) {
+		if (strcmp(cfg->tools[i], tool) == 0) {
+			return (true);
+		}
+	}
+	return (false);
+}
+
+void
+call_start(client *cl, kn_msg *msg)
+{
+	uint64_t corr = kn_defer(msg);
+	mp_r     r;
+	call    *c;
+	char    *args_text;
+	int64_t  timeout;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		reply_error(cl, corr, MK_ENOMEM, "out of memory");
+		return;
+	}
+	c->cl   = cl;
+	c->corr = corr;
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	c->tool   = mp_dup_str(mp_get(&r, "tool"));
+	args_text = mp_dup_str(mp_get(&r, "arguments"));
+	timeout   = mp_int(mp_get(&r, "timeout_ms"), 0);
+	mp_r_close(&r);
+	c->args = args_text != NULL ? json_loads(args_text, 0, NULL)
+	                            : json_object();
+	free(args_text);
+	if (c->tool == NULL || !json_is_object(c->args)) {
+		reply_error(cl, corr, MK_EINVAL,
+		            "a tool call needs a tool name and an arguments "
+		            "object");
+		call_free(c);
+		return;
+	}
+	if (cl->state == CS_DISABLED || cl->state == CS_REAUTH ||
+	    cl->state == CS_PENDING) {
+		reply_error(cl, corr, MK_ESTATE, "MCP client %s is %s",
+		            cl->cfg->name,
+		            cl->state == CS_DISABLED ? "disabled"
+		                    : cl->state == CS_REAUTH
+		                    ? "waiting for reauthorization"
+		                    : "pending verification");
+		call_free(c);
+		return;
+	}
+	if (!allowed(cl->cfg, c->tool)) {
+		reply_error(cl, corr, MK_EINVAL,
+		            "tool %.200s is not in tools_to_execute of MCP "
+		            "client %s",
+		            c->tool, cl->cfg->name);
+		call_free(c);
+		return;
+	}
+	if (timeout <= 0 || timeout > cl->exec_ms) {
+		timeout = cl->exec_ms;
+	}
+	c->deadline = kn_now_ns() + timeout * KN_NS_PER_MS;
+	if (!cl->cfg->sticky) {
+		run_per_call(cl, c);
+	} else if (conn_usable(cl)) {
+		run_sticky(cl, c);
+	} else {
+		c->next    = cl->queued; /* wait for a connection */
+		cl->queued = c;
+		dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
+	}
+}
+
+void
+call_run_queued(client *cl, const char *failure)
+{
+	call *c;
+
+	while ((c = cl->queued) != NULL) {
+		cl->queued = c->next;
+		if (failure != NULL) {
+			reply_error(cl, c->corr, MK_EUPSTREAM,
+			            "no connection to MCP client %s: %s",
+			            cl->cfg->name, failure);
+			call_free(c);
+		} else if (kn_now_ns() >= c->deadline) {
+			reply_error(cl, c->corr, MK_ETIMEDOUT,
+			            "tool call timed out waiting for a "
+			            "connection");
+			call_free(c);
+		} else if (conn_usable(cl)) {
+			run_sticky(cl, c);
+		} else {
+			reply_error(cl, c->corr, MK_EUPSTREAM,
+			            "no connection to MCP client %s",
+			            cl->cfg->name);
+			call_free(c);
+		}
+	}
+}

@@ -1,0 +1,194 @@
+/*
+ * check.c - health checks (SPEC section 4).
+ *
+ * A sticky check is ping (when is_ping_available) then tools/list on the
+ * live connection; a per-call check is a discovery (connect, list,
+ * close).  Each operation gets a 5 s timeout and up to 3 retries with
+ * backoff (0.5 s, 1 s, 2 s) for transient errors only: timeouts, refused
+ * or reset connections, a lost stream, HTTP 5xx.  One check that exhausts
+ * its retries marks the client unstable with the stage that failed; one
+ * that passes marks it healthy.  A dead session (gone) re-dials as part
+ * of the check.  After a failed sticky check a background
+ * make-before-break reconnect starts.
+ */
+#include <stdlib.h>
+
+#include "actors/client/client_impl.h"
+#include "actors/kernel/log.h"
+
+#define CHECK_TIMEOUT_MS 5000
+#define CHECK_RETRIES    3
+#define CHECK_BACKOFF_MS 500
+
+enum { PH_PING, PH_LIST, PH_DIAL };
+
+bool
+mcp_transient(const mcp_error *e)
+{
+	switch (e->kind) {
+	case MCP_E_TIMEOUT:
+	case MCP_E_CONNECT:
+	case MCP_E_LOST:
+		return (true);
+	case MCP_E_HTTP:
+		return (e->http_status >= 500);
+	default:
+		return (false);
+	}
+}
+
+static void run(client *cl);
+
+static void
+finish(client *cl)
+{
+	check *k = cl->chk;
+
+	cl->chk = NULL;
+	kn_timer_cancel(cl->self, k->timer);
+	reply_state(cl, k->corr);
+	free(k);
+}
+
+static const char *
+stage_of(const client *cl, int phase)
+{
+	switch (phase) {
+	case PH_PING:
+		return ("ping");
+	case PH_LIST:
+		return ("list_tools");
+	default:
+		return (cl->cfg->sticky ? "connect" : "tool_discovery");
+	}
+}
+
+static void
+retry_tick(kn_actor *self, void *arg)
+{
+	client *cl = arg;
+
+	cl->chk->timer = 0;
+	run(cl);
+}
+
+/* An operation failed: retry it, re-dial, or record the failure. */
+static void
+failed(client *cl, const mcp_error *err)
+{
+	check *k = cl->chk;
+
+	if (err->kind == MCP_E_GONE && k->phase != PH_DIAL) {
+		k->phase = PH_DIAL; /* the session is gone: re-initialize */
+		run(cl);
+		return;
+	}
+	if (mcp_transient(err) && k->attempt < CHECK_RETRIES) {
+		int64_t delay = (int64_t)CHECK_BACKOFF_MS << k->attempt;
+		k->attempt++;
+		KN_DEBUG("client", "%s: %s failed (%s), retry %d in %lld ms",
+		         cl->cfg->name, stage_of(cl, k->phase), err->message,
+		         k->attempt, (long long)delay);
+		k->timer = kn_timer_add(cl->self, delay, retry_tick, cl);
+		return;
+	}
+	client_fail(cl, CS_UNSTABLE, stage_of(cl, k->phase), err->message);
+	if (cl->cfg->sticky && k->phase != PH_DIAL) {
+		dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
+	}
+	finish(cl);
+}
+
+void
+check_on_dial(client *cl, const mcp_error *err)
+{
+	if (cl->chk == NULL) {
+		return;
+	}
+	if (err != NULL) {
+		failed(cl, err);
+		return;
+	}
+	finish(cl); /* dial_end already set tools and state */
+}
+
+static void
+op_done(void *arg, const mcp_error *err, json_t *result)
+{
+	client *cl = arg;
+	check  *k  = cl->chk;
+
+	if (k == NULL) {
+		return; /* aborted */
+	}
+	if (cl->gen != k->gen0) {
+		finish(cl); /* the connection changed under us: stale */
+		return;
+	}
+	if (err != NULL) {
+		failed(cl, err);
+		return;
+	}
+	if (k->phase == PH_PING) {
+		k->phase   = PH_LIST;
+		k->attempt = 0;
+		run(cl);
+		return;
+	}
+	client_set_tools(cl, json_object_get(result, "tools"));
+	client_pass(cl);
+	finish(cl);
+}
+
+static void
+run(client *cl)
+{
+	check       *k = cl->chk;
+	mcp_req_opts o = {.timeout_ms = CHECK_TIMEOUT_MS};
+	mcp_error    e;
+	int          rv;
+
+	if (k->phase == PH_DIAL || !cl->cfg->sticky || !conn_usable(cl)) {
+		k->phase = PH_DIAL;
+		dial_start(cl, cl->cfg->sticky ? DIAL_CHECK : DIAL_DISCOVERY,
+		           0, MSG_NONE);
+		return;
+	}
+	k->gen0 = cl->gen;
+	rv      = k->phase == PH_PING
+	             ? mcp_ping(cl->live->s, &o, op_done, cl, NULL)
+	             : mcp_list_tools(cl->live->s, &o, op_done, cl, NULL);
+	if (rv != 0) {
+		failed(cl,
+		       mcp_error_set(&e, MCP_E_LOCAL, "cannot send %s",
+		                     stage_of(cl, k->phase)));
+	}
+}
+
+void
+check_start(client *cl, uint64_t corr)
+{
+	check *k;
+
+	if (cl->state == CS_DISABLED || cl->state == CS_REAUTH ||
+	    cl->state == CS_PENDING || cl->chk != NULL) {
+		reply_state(cl, corr); /* quiet, or one is running */
+		return;
+	}
+	if ((k = calloc(1, sizeof(*k))) == NULL) {
+		reply_state(cl, corr);
+		return;
+	}
+	k->corr  = corr;
+	k->phase = cl->cfg->ping ? PH_PING : PH_LIST;
+	cl->chk  = k;
+	run(cl);
+}
+
+void
+check_abort(client *cl)
+{
+	if (cl->chk != NULL) {
+		finish(cl);
+	}
+}

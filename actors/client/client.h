@@ -1,0 +1,59 @@
+/*
+ * client.h - the client actor: one per MCP client (one upstream server as
+ * configured).  It owns the client's config, connection mode, state,
+ * last_failure, connection generation, tool list and its hash, the sticky
+ * connection(s), in-flight calls and the dedup of lifecycle operations.
+ *
+ * State diagram (SPEC section 2; `needs_reauth` arrives with the
+ * credential actor, `error`/`degraded` are read-time values):
+ *
+ *   add/boot --(sticky connect | per-call discovery) ok--> healthy
+ *        |                                                 |  ^
+ *        +-- failed (boot; kept) --> unstable <-- check ---+  |
+ *                                       |   failed, lost      |
+ *                                       +-- check/reconnect --+
+ *   any --disable--> disabled --enable--> (connect again)
+ *   oauth / per-user types at add --> pending_verification
+ *
+ * Guards: `disabled`, `needs_reauth` and `pending_verification` are never
+ * overwritten by a check result; a result captured under an older
+ * generation (a disable, a newer connection) is dropped.
+ *
+ * Messages (payloads are msgpack maps; errors: a non-zero status and
+ * {"error": text}):
+ *   MSG_CL_CONNECT   ask  {"boot": bool}            -> {} | error
+ *   MSG_CL_CHECK     ask  {}                        -> {"state": str}
+ *   MSG_CL_CALL      ask  {"tool": str, "arguments": json text,
+ *                          "timeout_ms": int (0: the client's)}
+ *                         -> {"result": json text} | error with
+ *                            {"error", "kind", "http_status"}
+ *   MSG_CL_RECONNECT ask  {}  -> {} | error (joins one in progress)
+ *   MSG_CL_DISABLE   ask  {}  -> {}
+ *   MSG_CL_ENABLE    ask  {}  -> {} | error (the connect's)
+ * Anything else is a bug and asserts.
+ */
+#ifndef ACTORS_CLIENT_H
+#define ACTORS_CLIENT_H
+
+#include <stdint.h>
+
+#include "actors/kernel/kernel.h"
+#include "actors/kernel/stream.h"
+#include "codec/config.h"
+
+#define CLIENT_PREFIX     "mcp:" /* registry name: "mcp:" + client name */
+#define CLIENT_CONNECT_MS 30000  /* a whole connect or discovery */
+
+/* What a client actor starts with (kn_spawn's arg).  init takes cfg. */
+typedef struct client_args {
+	cfg_client *cfg;        /* owned by the actor from init on */
+	kn_actor   *supervisor; /* receives MSG_SV_VIEW; held by the actor */
+	kn_stream  *stream;     /* the state stream (outlives the actor) */
+	const char *node_id;    /* this instance's id (outlives the actor) */
+	int64_t     sync_ms;    /* global tool_sync_interval */
+	int64_t     exec_ms;    /* global tool_execution_timeout */
+} client_args;
+
+extern const kn_actor_ops client_ops;
+
+#endif /* ACTORS_CLIENT_H */

@@ -1,0 +1,147 @@
+/*
+ * client_impl.h - the client actor's private state, shared by its files:
+ * actor.c (dispatch, state, last_failure, stream, view), conn.c (dials,
+ * make-before-break, generation), check.c (health checks), call.c (tool
+ * calls).  Everything here is touched only by the actor's thread.
+ */
+#ifndef ACTORS_CLIENT_IMPL_H
+#define ACTORS_CLIENT_IMPL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "actors/client/client.h"
+#include "persist/hash.h"
+#include "transport/mcp.h"
+
+typedef enum cstate {
+	CS_HEALTHY,  /* the last check passed */
+	CS_UNSTABLE, /* the last check failed; calls still attempted */
+	CS_REAUTH,   /* needs_reauth: calls refused, checks quiet */
+	CS_PENDING,  /* pending_verification */
+	CS_DISABLED, /* turned off by an admin */
+} cstate;
+
+/* Why a dial runs: decides what its failure does. */
+typedef enum dwhy {
+	DIAL_ADD,        /* a user's add: failure is returned, not kept */
+	DIAL_BOOT,       /* boot: failure -> unstable, stage connect */
+	DIAL_RECONNECT,  /* an explicit reconnect (or enable) */
+	DIAL_BACKGROUND, /* after a failed check or a lost stream: silent */
+	DIAL_CHECK,      /* a check found no live connection */
+	DIAL_DISCOVERY,  /* per-call periodic check: stage tool_discovery */
+} dwhy;
+
+typedef struct client client;
+
+/* A sticky connection. */
+typedef struct sconn {
+	client       *cl;       /* owner */
+	mcp_session  *s;        /* the session */
+	uint64_t      gen;      /* generation it serves */
+	int           inflight; /* calls running on it */
+	bool          draining; /* replaced: freed when inflight is 0 */
+	bool          closing;  /* being freed: calls must not free it */
+	struct sconn *next;     /* draining list */
+} sconn;
+
+/* A connect (sticky) or a discovery (per-call) in progress. */
+typedef struct dial {
+	client  *cl;      /* owner */
+	sconn   *c;       /* the new connection (its session) */
+	dwhy     why;     /* see dwhy */
+	uint64_t gen0;    /* the client's generation at the start */
+	uint64_t timer;   /* overall deadline */
+	bool     listing; /* initialize done, tools/list sent */
+} dial;
+
+/* An ask waiting for a dial's outcome. */
+typedef struct waiter {
+	uint64_t       corr; /* the deferred ask */
+	uint32_t       type; /* its message type (how to answer) */
+	struct waiter *next;
+} waiter;
+
+/* A tool call. */
+typedef struct call {
+	client      *cl;       /* owner */
+	uint64_t     corr;     /* the deferred ask */
+	char        *tool;     /* tool name */
+	json_t      *args;     /* arguments object */
+	int64_t      deadline; /* monotonic ns */
+	sconn       *on;       /* sticky: the connection it runs on */
+	mcp_session *s;        /* per-call: its own session */
+	struct call *next;     /* queue while waiting for a connection */
+} call;
+
+/* A health check in progress. */
+typedef struct check {
+	uint64_t corr;    /* the supervisor's deferred ask */
+	int      phase;   /* 0 ping, 1 tools/list */
+	int      attempt; /* retries used */
+	uint64_t timer;   /* backoff timer */
+	uint64_t gen0;    /* generation at the start */
+} check;
+
+struct client {
+	kn_actor   *self;         /* this actor */
+	cfg_client *cfg;          /* config (owned) */
+	kn_actor   *sv;           /* supervisor (held) */
+	kn_stream  *stream;       /* state stream */
+	const char *node_id;      /* instance id */
+	int64_t     sync_ms;      /* effective tool_sync_interval */
+	int64_t     exec_ms;      /* effective tool_execution_timeout */
+	tp_loop    *loop;         /* this thread's curl multi + fds */
+	cstate      state;        /* see the diagram */
+	bool        announced;    /* the first state went out on the stream */
+	bool        lf_set;       /* last_failure present */
+	char        lf_stage[16]; /* its stage */
+	char       *lf_message;   /* normalised message */
+	char        lf_at[32];    /* RFC 3339, this attempt */
+	char        lf_since[32]; /* RFC 3339, first of the run */
+	uint64_t    gen;          /* connection generation */
+	json_t     *tools;        /* the server's tools, as listed */
+	char        hash[TOOLS_HASH_HEX]; /* their content hash, "" none */
+	sconn      *live;     /* the sticky connection serving calls */
+	sconn      *draining; /* replaced ones finishing their calls */
+	dial       *dial;     /* the dial in progress, or NULL */
+	waiter     *waiters;  /* asks answered when the dial ends */
+	call       *queued;   /* calls waiting for a connection */
+	check      *chk;      /* the check in progress, or NULL */
+	unsigned    calls;    /* calls in flight (both modes) */
+};
+
+/* actor.c */
+const char *cstate_name(cstate s);
+void        client_set_state(client *cl, cstate s);
+void client_fail(client *cl, cstate s, const char *stage, const char *message);
+void client_pass(client *cl);
+void client_set_tools(client *cl, json_t *tools);
+void client_push_view(client *cl);
+void reply_error(client *cl, uint64_t corr, int status, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+void reply_ok(client *cl, uint64_t corr);
+void reply_state(client *cl, uint64_t corr);
+int  mk_status_of(const mcp_error *e);
+
+/* conn.c: a waiter is (corr, type) answered by type; corr 0 with
+ * type MSG_NONE is the running check's own, type MSG_CL_RECONNECT with
+ * corr 0 none */
+void dial_start(client *cl, dwhy why, uint64_t corr, uint32_t type);
+void conn_config(const client *cl, mcp_config *mc);
+void conn_release(client *cl, sconn *c);
+void conn_call_done(client *cl, sconn *c);
+void conn_close_all(client *cl);
+bool conn_usable(const client *cl);
+
+/* check.c */
+void check_start(client *cl, uint64_t corr);
+void check_abort(client *cl);
+void check_on_dial(client *cl, const mcp_error *err);
+bool mcp_transient(const mcp_error *e);
+
+/* call.c */
+void call_start(client *cl, kn_msg *msg);
+void call_run_queued(client *cl, const char *failure);
+
+#endif /* ACTORS_CLIENT_IMPL_H */

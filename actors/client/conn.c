@@ -1,0 +1,339 @@
+/*
+ * conn.c - dials, make-before-break, generations.
+ *
+ * DESIGN: at most one dial runs per client; a second reconnect (or a check
+ * that needs a connection) joins it as a waiter and is answered with its
+ * outcome.  A sticky dial opens a new session, initializes, lists the
+ * tools, and only then swaps it in: the old connection keeps serving until
+ * that moment and is closed once its in-flight calls finish (http, sse).
+ * stdio closes the old one first: two copies of a local server may collide.
+ * Every swap bumps the generation; a result captured under an older one
+ * (a disable, a newer dial) is dropped.  A per-call "dial" is a discovery:
+ * connect, list, close.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/client/client_impl.h"
+#include "actors/kernel/clock.h"
+#include "actors/kernel/log.h"
+
+void
+conn_config(const client *cl, mcp_config *mc)
+{
+	const cfg_client *c = cl->cfg;
+
+	memset(mc, 0, sizeof(*mc));
+	mc->type        = c->conn == CFG_HTTP ? MCP_CONN_HTTP
+	               : c->conn == CFG_SSE   ? MCP_CONN_SSE
+	                                      : MCP_CONN_STDIO;
+	mc->url         = c->url;
+	mc->headers     = (const char *const *)c->headers;
+	mc->command     = c->command;
+	mc->args        = (const char *const *)c->args;
+	mc->envs        = (const char *const *)c->envs;
+	mc->timeout_ms  = CLIENT_CONNECT_MS;
+	mc->client_name = "mcpkeep";
+}
+
+bool
+conn_usable(const client *cl)
+{
+	return (cl->live != NULL && mcp_session_ready(cl->live->s));
+}
+
+static void
+conn_free(sconn *c)
+{
+	c->closing = true;
+	mcp_session_free(&c->s); /* fails its calls with MCP_E_CANCELLED */
+	free(c);
+}
+
+static void
+unlink_draining(client *cl, sconn *c)
+{
+	for (sconn **pp = &cl->draining; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			return;
+		}
+	}
+}
+
+void
+conn_call_done(client *cl, sconn *c)
+{
+	c->inflight--;
+	if (c->draining && c->inflight == 0 && !c->closing) {
+		unlink_draining(cl, c);
+		conn_free(c); /* the old connection's last call finished */
+	}
+}
+
+void
+conn_release(client *cl, sconn *c)
+{
+	if (c->inflight == 0) {
+		conn_free(c);
+		return;
+	}
+	c->draining  = true; /* the last call frees it (call.c) */
+	c->next      = cl->draining;
+	cl->draining = c;
+}
+
+/* The live connection is gone: its calls already failed. */
+static void
+on_conn_event(void *arg, mcp_session *s, mcp_event ev, const mcp_error *err)
+{
+	sconn  *c  = arg;
+	client *cl = c->cl;
+
+	if (ev == MCP_EV_TOOLS_CHANGED) {
+		if (c == cl->live && cl->dial == NULL) {
+			dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
+		}
+		return;
+	}
+	if (c->draining) {
+		if (c->inflight == 0) {
+			unlink_draining(cl, c);
+			conn_free(c);
+		}
+		return;
+	}
+	if (c != cl->live) {
+		return; /* a dial's session: the dial's callbacks report it */
+	}
+	cl->live = NULL;
+	cl->gen++;
+	if (c->inflight == 0) {
+		conn_free(c);
+	} else {
+		conn_release(cl, c);
+	}
+	client_fail(cl, CS_UNSTABLE, "transport_lost", err->message);
+	dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
+}
+
+static void
+answer_waiters(client *cl, const mcp_error *err)
+{
+	waiter *w;
+
+	while ((w = cl->waiters) != NULL) {
+		cl->waiters = w->next;
+		if (w->type == MSG_NONE) {
+			check_on_dial(cl, err); /* a check's own dial */
+		} else if (w->type == MSG_CL_CHECK) {
+			reply_state(cl, w->corr);
+		} else if (err == NULL) {
+			reply_ok(cl, w->corr);
+		} else {
+			reply_error(cl, w->corr, mk_status_of(err),
+			            "cannot connect to MCP client %s: %s",
+			            cl->cfg->name, err->message);
+		}
+		free(w);
+	}
+}
+
+static const char *
+stage_of(dwhy why)
+{
+	return (why == DIAL_DISCOVERY ? "tool_discovery" : "connect");
+}
+
+/* Ends the dial: success (tools set) or failure (err set). */
+static void
+dial_end(dial *d, const mcp_error *err, json_t *tools)
+{
+	client   *cl    = d->cl;
+	sconn    *c     = d->c;
+	bool      stale = cl->gen != d->gen0 || cl->state == CS_DISABLED;
+	mcp_error why;
+
+	kn_timer_cancel(cl->self, d->timer);
+	cl->dial = NULL;
+	if (err == NULL && stale) {
+		err = mcp_error_set(
+		        &why, MCP_E_CANCELLED,
+		        "superseded: the client changed while connecting");
+	}
+	if (err != NULL) {
+		conn_free(c);
+		if (!stale && !(d->why == DIAL_ADD && cl->cfg->sticky)) {
+			if (d->why == DIAL_BACKGROUND ||
+			    d->why == DIAL_CHECK || d->why == DIAL_DISCOVERY) {
+				/* silent here: a check records its own outcome
+				 * after its retries */
+				KN_DEBUG("client", "%s: dial failed: %s",
+				         cl->cfg->name, err->message);
+			} else {
+				client_fail(cl, CS_UNSTABLE, stage_of(d->why),
+				            err->message);
+			}
+		}
+		answer_waiters(cl, err);
+		call_run_queued(cl, err->message);
+		free(d);
+		return;
+	}
+	if (cl->cfg->sticky) {
+		sconn *old = cl->live;
+		c->gen     = ++cl->gen;
+		cl->live   = c;
+		if (old != NULL) {
+			conn_release(cl, old);
+		}
+	} else {
+		conn_free(c); /* a discovery keeps nothing open */
+	}
+	client_set_tools(cl, tools);
+	client_pass(cl);
+	answer_waiters(cl, NULL);
+	call_run_queued(cl, NULL);
+	free(d);
+}
+
+static void
+dial_listed(void *arg, const mcp_error *err, json_t *result)
+{
+	dial *d = arg;
+
+	dial_end(d, err,
+	         err == NULL ? json_object_get(result, "tools") : NULL);
+}
+
+static void
+dial_ready(void *arg, mcp_session *s, const mcp_error *err)
+{
+	sconn       *c = arg;
+	dial        *d = c->cl->dial;
+	mcp_req_opts o = {.timeout_ms = CLIENT_CONNECT_MS};
+	mcp_error    e;
+
+	if (err != NULL) {
+		dial_end(d, err, NULL);
+		return;
+	}
+	d->listing = true;
+	if (mcp_list_tools(s, &o, dial_listed, d, NULL) != 0) {
+		dial_end(d,
+		         mcp_error_set(&e, MCP_E_LOCAL,
+		                       "cannot send tools/list"),
+		         NULL);
+	}
+}
+
+static void
+dial_timeout(kn_actor *self, void *arg)
+{
+	dial     *d = arg;
+	mcp_error e;
+
+	dial_end(d,
+	         mcp_error_set(&e, MCP_E_TIMEOUT,
+	                       "connect timed out after %d ms",
+	                       CLIENT_CONNECT_MS),
+	         NULL);
+}
+
+/* The session's ready callback lands here while it is being dialed, and
+ * its events go to the connection it becomes. */
+static void
+conn_ready(void *arg, mcp_session *s, const mcp_error *err)
+{
+	sconn *c = arg;
+
+	if (c->cl->dial != NULL && c->cl->dial->c == c) {
+		dial_ready(arg, s, err);
+	}
+}
+
+void
+dial_start(client *cl, dwhy why, uint64_t corr, uint32_t type)
+{
+	mcp_handlers h = {conn_ready, on_conn_event, NULL};
+	mcp_config   mc;
+	mcp_error    e;
+	waiter      *w;
+	dial        *d;
+	int          rv;
+
+	if (corr != 0 || type == MSG_NONE) {
+		if ((w = calloc(1, sizeof(*w))) == NULL) {
+			reply_error(cl, corr, MK_ENOMEM, "out of memory");
+			return;
+		}
+		w->corr     = corr;
+		w->type     = type;
+		w->next     = cl->waiters;
+		cl->waiters = w;
+	}
+	if (cl->dial != NULL) {
+		/* join it; a silent one becomes a reported one */
+		if (cl->dial->why == DIAL_BACKGROUND &&
+		    why != DIAL_BACKGROUND) {
+			cl->dial->why = why == DIAL_ADD ? DIAL_RECONNECT : why;
+		}
+		return;
+	}
+	if (!cl->cfg->sticky && why == DIAL_CHECK) {
+		why = DIAL_DISCOVERY;
+	}
+	if ((d = calloc(1, sizeof(*d))) == NULL ||
+	    (d->c = calloc(1, sizeof(*d->c))) == NULL) {
+		free(d);
+		answer_waiters(
+		        cl, mcp_error_set(&e, MCP_E_LOCAL, "out of memory"));
+		return;
+	}
+	d->cl    = cl;
+	d->why   = why;
+	d->c->cl = cl;
+	if (cl->cfg->sticky && cl->cfg->conn == CFG_STDIO &&
+	    cl->live != NULL) {
+		sconn *old = cl->live; /* break before make */
+		cl->live   = NULL;
+		cl->gen++;
+		conn_release(cl, old);
+	}
+	d->gen0  = cl->gen;
+	cl->dial = d;
+	h.arg    = d->c;
+	conn_config(cl, &mc);
+	if ((rv = mcp_session_open(&d->c->s, cl->loop, &mc, &h)) != 0) {
+		dial_end(d,
+		         mcp_error_set(&e, MCP_E_LOCAL,
+		                       "cannot open a session (%s)",
+		                       mk_strerror(rv)),
+		         NULL);
+		return;
+	}
+	d->timer = kn_timer_add(cl->self, CLIENT_CONNECT_MS, dial_timeout, d);
+}
+
+void
+conn_close_all(client *cl)
+{
+	mcp_error e;
+	sconn    *c;
+
+	if (cl->dial != NULL) {
+		dial_end(cl->dial,
+		         mcp_error_set(&e, MCP_E_CANCELLED,
+		                       "the client was closed"),
+		         NULL);
+	}
+	if ((c = cl->live) != NULL) {
+		cl->live = NULL;
+		conn_free(c);
+	}
+	while ((c = cl->draining) != NULL) {
+		cl->draining = c->next;
+		conn_free(c);
+	}
+}

@@ -1,0 +1,20 @@
+/*
+ * text.h - small text utilities with exact contracts.
+ */
+#ifndef CODEC_TEXT_H
+#define CODEC_TEXT_H
+
+#include <stddef.h>
+
+#define TEXT_FAILURE_MAX 512 /* code points in a last_failure message */
+
+/*
+ * text_failure_message normalises an error for last_failure (SPEC section
+ * 3): every run of whitespace becomes one space, the ends are trimmed,
+ * bytes that are not UTF-8 become '?', and a text longer than 512 code
+ * points becomes its first 511 followed by "…" - never cut inside a UTF-8
+ * sequence.  Returns a malloc'd string, or NULL when out of memory.
+ */
+char *text_failure_message(const char *in);
+
+#endif /* CODEC_TEXT_H */

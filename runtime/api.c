@@ -1,0 +1,312 @@
+/*
+ * api.c - the clients and tool calls of the public API (mcpkeep.h):
+ * lifecycle asks go to the supervisor; a tool call goes straight to the
+ * client's actor (one mailbox hop) and is answered in the caller's
+ * waiting slot.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/client/client.h"
+#include "actors/kernel/kernel.h"
+#include "codec/mp.h"
+#include "mcpkeep.h"
+#include "runtime/runtime_impl.h"
+
+#define ADD_MS (CLIENT_CONNECT_MS + 10000) /* a first connect, and then some  \
+	                                    */
+#define LOAD_MS        (CLIENT_CONNECT_MS + 30000)
+#define CALL_MARGIN_MS 2000 /* the client answers by its own deadline */
+
+/* Copies the reply's "error" into *err (when err is not NULL). */
+static void
+take_error(const kn_answer *a, int rv, char **err)
+{
+	mp_r r;
+
+	if (err == NULL) {
+		return;
+	}
+	*err = NULL;
+	if (a->data != NULL && mp_r_open(&r, a->data, a->len) == 0) {
+		*err = mp_dup_str(mp_get(&r, "error"));
+	}
+	mp_r_close(&r);
+	if (*err == NULL) {
+		*err = strdup(mk_strerror(rv));
+	}
+}
+
+/* Asks the supervisor with a one-string payload; on 0, *a holds the
+ * reply (free a->data). */
+static int
+sv_ask(mk_runtime *rt, uint32_t type, const char *key, const char *val,
+       int timeout_ms, kn_answer *a, char **err)
+{
+	mp_w w;
+	int  rv;
+
+	if (err != NULL) {
+		*err = NULL;
+	}
+	memset(a, 0, sizeof(*a));
+	if (!rt_valid(rt)) {
+		return (MK_EHANDLE);
+	}
+	if (val == NULL) {
+		return (MK_EINVAL);
+	}
+	mp_w_init(&w);
+	mp_map(&w, 1);
+	mp_kv_str(&w, key, val);
+	rv = kn_ask(rt->system[RT_SUPERVISOR], type, w.sb.data, w.sb.size,
+	            timeout_ms, a);
+	mp_w_fini(&w);
+	if (rv != 0) {
+		take_error(a, rv, err);
+		free(a->data);
+		a->data = NULL;
+	}
+	return (rv);
+}
+
+int
+mk_runtime_load(mk_runtime *rt, const char *config_json, char **err)
+{
+	kn_answer a;
+	int       rv =
+	        sv_ask(rt, MSG_SV_LOAD, "file", config_json, LOAD_MS, &a, err);
+
+	free(a.data);
+	return (rv);
+}
+
+int
+mk_client_add(mk_runtime *rt, const char *config_json, char **id, char **err)
+{
+	kn_answer a;
+	mp_r      r;
+	int       rv;
+
+	if (id != NULL) {
+		*id = NULL;
+	}
+	if ((rv = sv_ask(rt, MSG_SV_ADD, "config", config_json, ADD_MS, &a,
+	                 err)) != 0) {
+		return (rv);
+	}
+	if (id != NULL && mp_r_open(&r, a.data, a.len) == 0) {
+		*id = mp_dup_str(mp_get(&r, "id"));
+	}
+	mp_r_close(&r);
+	free(a.data);
+	return (0);
+}
+
+static int
+lifecycle(mk_runtime *rt, uint32_t type, const char *client, char **err)
+{
+	kn_answer a;
+	int       rv = sv_ask(rt, type, "client", client, ADD_MS, &a, err);
+
+	free(a.data);
+	return (rv);
+}
+
+int
+mk_client_remove(mk_runtime *rt, const char *client, char **err)
+{
+	return (lifecycle(rt, MSG_SV_REMOVE, client, err));
+}
+
+int
+mk_client_disable(mk_runtime *rt, const char *client, char **err)
+{
+	return (lifecycle(rt, MSG_SV_DISABLE, client, err));
+}
+
+int
+mk_client_enable(mk_runtime *rt, const char *client, char **err)
+{
+	return (lifecycle(rt, MSG_SV_ENABLE, client, err));
+}
+
+int
+mk_client_reconnect(mk_runtime *rt, const char *client, char **err)
+{
+	return (lifecycle(rt, MSG_SV_RECONNECT, client, err));
+}
+
+int
+mk_clients_json(mk_runtime *rt, const char *filter_json, char **out)
+{
+	kn_answer a;
+	mp_r      r;
+	int       rv;
+
+	if (out == NULL) {
+		return (MK_EINVAL);
+	}
+	*out = NULL;
+	if ((rv = sv_ask(rt, MSG_SV_LIST, "filter",
+	                 filter_json != NULL ? filter_json : "",
+	                 rt_valid(rt) ? rt->opts.ask_timeout_ms : 1, &a,
+	                 NULL)) != 0) {
+		return (rv);
+	}
+	if (mp_r_open(&r, a.data, a.len) == 0) {
+		*out = mp_dup_str(mp_get(&r, "json"));
+	}
+	mp_r_close(&r);
+	free(a.data);
+	return (*out != NULL ? 0 : MK_EPROTO);
+}
+
+/* ---- tool calls ------------------------------------------------------- */
+
+void
+mk_result_free(mk_result **res)
+{
+	mk_result *r;
+
+	if (res == NULL || (r = *res) == NULL) {
+		return;
+	}
+	*res = NULL;
+	free(r->result);
+	free(r->error);
+	free(r->error_kind);
+	free(r);
+}
+
+/* Builds a result from a client's reply. */
+static mk_result *
+result_of(int status, const void *data, size_t len)
+{
+	mk_result *res = calloc(1, sizeof(*res));
+	mp_r       r;
+
+	if (res == NULL) {
+		return (NULL);
+	}
+	if (data != NULL && mp_r_open(&r, data, len) == 0) {
+		res->result =
+		        status == 0 ? mp_dup_str(mp_get(&r, "result")) : NULL;
+		res->error       = mp_dup_str(mp_get(&r, "error"));
+		res->error_kind  = mp_dup_str(mp_get(&r, "kind"));
+		res->http_status = (int)mp_int(mp_get(&r, "http_status"), 0);
+	}
+	mp_r_close(&r);
+	if (status != 0 && res->error == NULL) {
+		res->error = strdup(mk_strerror(status));
+	}
+	return (res);
+}
+
+/* Finds the client's actor and encodes the call. */
+static int
+prepare(mk_runtime *rt, const mk_call *call, kn_actor **ap, mp_w *w,
+        int *timeout)
+{
+	char name[160];
+
+	if (!rt_valid(rt)) {
+		return (MK_EHANDLE);
+	}
+	if (call == NULL || call->client == NULL || call->tool == NULL ||
+	    call->timeout_ms < 0) {
+		return (MK_EINVAL);
+	}
+	snprintf(name, sizeof(name), CLIENT_PREFIX "%s", call->client);
+	if (kn_lookup(rt->kernel, name, ap) != 0) {
+		return (MK_ENOENT);
+	}
+	mp_w_init(w);
+	mp_map(w, 3);
+	mp_kv_str(w, "tool", call->tool);
+	mp_kv_str(w, "arguments",
+	          call->arguments != NULL ? call->arguments : "{}");
+	mp_kv_int(w, "timeout_ms", call->timeout_ms);
+	/* the client bounds the call by its own timeout; this bounds the
+	 * wait for its answer (never forever) */
+	*timeout = (call->timeout_ms > 0 ? call->timeout_ms : 600000) +
+	        CALL_MARGIN_MS;
+	return (0);
+}
+
+int
+mk_tool_call(mk_runtime *rt, const mk_call *call, mk_result **res)
+{
+	kn_actor *a;
+	kn_answer ans;
+	mp_w      w;
+	int       timeout, rv;
+
+	if (res != NULL) {
+		*res = NULL;
+	}
+	if ((rv = prepare(rt, call, &a, &w, &timeout)) != 0) {
+		return (rv);
+	}
+	rv = kn_ask(a, MSG_CL_CALL, w.sb.data, w.sb.size, timeout, &ans);
+	mp_w_fini(&w);
+	kn_actor_release(&a);
+	if (res != NULL && (ans.data != NULL || rv != 0)) {
+		*res = result_of(rv, ans.data, ans.len);
+	}
+	free(ans.data);
+	return (rv);
+}
+
+typedef struct async_call {
+	mk_done_fn fn;  /* the caller's callback */
+	void      *arg; /* its argument */
+} async_call;
+
+static void
+on_answer(void *arg, int status, const void *data, size_t len)
+{
+	async_call *ac = arg;
+
+	ac->fn(ac->arg, status, result_of(status, data, len));
+	free(ac);
+}
+
+int
+mk_tool_call_async(mk_runtime *rt, const mk_call *call, mk_done_fn fn,
+                   void *arg)
+{
+	async_call *ac;
+	kn_actor   *a;
+	mp_w        w;
+	int         timeout, rv;
+
+	if (fn == NULL) {
+		return (MK_EINVAL);
+	}
+	if ((rv = prepare(rt, call, &a, &w, &timeout)) != 0) {
+		return (rv);
+	}
+	if ((ac = malloc(sizeof(*ac))) == NULL) {
+		mp_w_fini(&w);
+		kn_actor_release(&a);
+		return (MK_ENOMEM);
+	}
+	ac->fn  = fn;
+	ac->arg = arg;
+	rv      = kn_ask_cb(a, MSG_CL_CALL, w.sb.data, w.sb.size, timeout,
+	                    on_answer, ac);
+	mp_w_fini(&w);
+	kn_actor_release(&a);
+	if (rv != 0) {
+		free(ac);
+	}
+	return (rv);
+}
+
+const char *
+mk_stream_url(const mk_runtime *rt)
+{
+	return (rt_valid(rt) ? rt->stream_url : "");
+}

@@ -1,0 +1,33 @@
+/*
+ * runtime_impl.h - the runtime handle, shared by runtime.c (boot and
+ * shutdown) and api.c (client and tool calls).
+ */
+#ifndef RUNTIME_IMPL_H
+#define RUNTIME_IMPL_H
+
+#include <stdint.h>
+
+#include "actors/kernel/kernel.h"
+#include "actors/kernel/stream.h"
+#include "actors/supervisor.h"
+#include "mcpkeep.h"
+
+#define RT_MAGIC      0x6d6b7274u /* "mkrt" while open */
+#define RT_NSYSTEM    1           /* system actors */
+#define RT_SUPERVISOR 0           /* index of the supervisor */
+
+struct mk_runtime {
+	uint32_t   magic;              /* RT_MAGIC while open */
+	mk_options opts;               /* effective options */
+	char       stream_url[256];    /* copy of opts.stream_url */
+	char       node_id[64];        /* copy of opts.node_id */
+	kn_stream *stream;             /* the state stream */
+	kn_kernel *kernel;             /* the actor kernel */
+	sv_args    sv;                 /* the supervisor's settings */
+	kn_actor  *system[RT_NSYSTEM]; /* owner references, boot order */
+};
+
+/* rt_valid: the handle is an open runtime. */
+int rt_valid(const mk_runtime *rt);
+
+#endif /* RUNTIME_IMPL_H */
