@@ -258,7 +258,7 @@ on_checked(kn_actor *self, void *arg, int status, const void *data, size_t len)
 
 	if (e != NULL) {
 		e->checking = false;
-		if (status == 0 && mp_r_open(&r, data, len) == 0) {
+		if (mp_r_open(&r, data, len) == 0 && status == 0) {
 			const msgpack_object *st = mp_get(&r, "state");
 			if (st != NULL && st->type == MSGPACK_OBJECT_STR) {
 				snprintf(e->state, sizeof(e->state), "%.*s",

@@ -31,8 +31,9 @@ typedef struct mp_r {
 	bool             ok; /* a map was decoded */
 } mp_r;
 
-/* mp_r_open decodes buf as one map (after codec_mp_check, depth 8).
- * Returns 0 or MK_EPROTO; mp_r_close in both cases. */
+/* mp_r_open decodes buf (may be NULL) as one map (after codec_mp_check,
+ * depth 8).  Returns 0 or MK_EPROTO; call mp_r_close after it in both
+ * cases, and never without it. */
 int  mp_r_open(mp_r *r, const void *buf, size_t len);
 void mp_r_close(mp_r *r);
 

@@ -14,8 +14,9 @@
 #include "mcpkeep.h"
 #include "runtime/runtime_impl.h"
 
-#define ADD_MS (CLIENT_CONNECT_MS + 10000) /* a first connect, and then some  \
-	                                    */
+#define ADD_MS                                                                \
+	(CLIENT_CONNECT_MS + 10000) /* a first connect, and then some         \
+	                             */
 #define LOAD_MS        (CLIENT_CONNECT_MS + 30000)
 #define CALL_MARGIN_MS 2000 /* the client answers by its own deadline */
 
@@ -29,9 +30,8 @@ take_error(const kn_answer *a, int rv, char **err)
 		return;
 	}
 	*err = NULL;
-	if (a->data != NULL && mp_r_open(&r, a->data, a->len) == 0) {
-		*err = mp_dup_str(mp_get(&r, "error"));
-	}
+	mp_r_open(&r, a->data, a->len);
+	*err = mp_dup_str(mp_get(&r, "error"));
 	mp_r_close(&r);
 	if (*err == NULL) {
 		*err = strdup(mk_strerror(rv));
@@ -96,7 +96,8 @@ mk_client_add(mk_runtime *rt, const char *config_json, char **id, char **err)
 	                 err)) != 0) {
 		return (rv);
 	}
-	if (id != NULL && mp_r_open(&r, a.data, a.len) == 0) {
+	mp_r_open(&r, a.data, a.len);
+	if (id != NULL) {
 		*id = mp_dup_str(mp_get(&r, "id"));
 	}
 	mp_r_close(&r);
@@ -190,7 +191,7 @@ result_of(int status, const void *data, size_t len)
 	if (res == NULL) {
 		return (NULL);
 	}
-	if (data != NULL && mp_r_open(&r, data, len) == 0) {
+	if (mp_r_open(&r, data, len) == 0) {
 		res->result =
 		        status == 0 ? mp_dup_str(mp_get(&r, "result")) : NULL;
 		res->error       = mp_dup_str(mp_get(&r, "error"));

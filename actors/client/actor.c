@@ -179,9 +179,13 @@ client_push_view(client *cl)
 /* ---- state and last_failure ------------------------------------------------
  */
 
+/* Publishes the state if it differs from the one last published (or
+ * was never published), else just refreshes the view. */
 static void
-transition(client *cl, cstate old)
+transition(client *cl)
 {
+	cstate old = cl->shown;
+
 	if (cl->state == old && cl->announced) {
 		client_push_view(cl);
 		return;
@@ -194,22 +198,22 @@ transition(client *cl, cstate old)
 		KN_INFO("client", "%s: %s -> %s", cl->cfg->name,
 		        cstate_name(old), cstate_name(cl->state));
 	}
-	publish_state(cl, old);
-	cl->announced = true;
+	/* the supervisor has the view before anyone hears of the change */
 	client_push_view(cl);
+	publish_state(cl, old);
+	cl->shown     = cl->state;
+	cl->announced = true;
 }
 
 void
 client_set_state(client *cl, cstate s)
 {
-	cstate old = cl->state;
-
 	cl->state = s;
 	if (s == CS_DISABLED || s == CS_PENDING) {
 		/* changed without a failed attempt: no reason to carry */
 		cl->lf_set = false;
 	}
-	transition(cl, old);
+	transition(cl);
 }
 
 void
@@ -235,11 +239,7 @@ client_fail(client *cl, cstate s, const char *stage, const char *message)
 	cl->lf_set = true;
 	cl->state  = s;
 	KN_DEBUG("client", "%s: %s failed: %s", cl->cfg->name, stage, norm);
-	if (old == s && cl->announced) {
-		client_push_view(cl); /* at moved */
-		return;
-	}
-	transition(cl, old);
+	transition(cl); /* or, unchanged, a view with the new "at" */
 }
 
 void
@@ -252,7 +252,7 @@ client_pass(client *cl)
 	}
 	cl->lf_set = false;
 	cl->state  = CS_HEALTHY;
-	transition(cl, old);
+	transition(cl);
 }
 
 void
@@ -273,9 +273,9 @@ client_set_tools(client *cl, json_t *tools)
 	mp_kv_str(&w, "name", cl->cfg->name);
 	mp_kv_str(&w, "hash", cl->hash);
 	mp_kv_int(&w, "count", (int64_t)json_array_size(tools));
+	client_push_view(cl);
 	kn_stream_publish(cl->stream, "tools", w.sb.data, w.sb.size);
 	mp_w_fini(&w);
-	client_push_view(cl);
 }
 
 /* ---- the actor ------------------------------------------------------------
@@ -318,6 +318,7 @@ cl_init(kn_actor *self, void *arg, void **statep)
                         cl->cfg->auth == CFG_AUTH_HEADERS
 	          ? CS_UNSTABLE /* until the first connect says otherwise */
 	          : CS_PENDING; /* credentials are verified by an admin first */
+	cl->shown   = cl->state;
 	*statep     = cl;
 	return (0);
 }
@@ -395,15 +396,15 @@ on_enable(client *cl, kn_msg *msg)
 		kn_reply(cl->self, msg, 0, "\x80", 1);
 		return;
 	}
-	client_set_state(cl,
-	                 cl->cfg->auth == CFG_AUTH_NONE ||
-	                                 cl->cfg->auth == CFG_AUTH_HEADERS
-	                         ? CS_UNSTABLE
-	                         : CS_PENDING);
-	if (cl->state == CS_PENDING) {
+	if (cl->cfg->auth != CFG_AUTH_NONE &&
+	    cl->cfg->auth != CFG_AUTH_HEADERS) {
+		client_set_state(cl, CS_PENDING);
 		kn_reply(cl->self, msg, 0, "\x80", 1);
 		return;
 	}
+	/* out of disabled; what it is now the connect decides (and only
+	 * that is published: no made-up state in between) */
+	cl->state = CS_UNSTABLE;
 	dial_start(cl, DIAL_RECONNECT, kn_defer(msg), msg->env.type);
 }
 

@@ -94,6 +94,7 @@ struct client {
 	tp_loop    *loop;         /* this thread's curl multi + fds */
 	cstate      state;        /* see the diagram */
 	bool        announced;    /* the first state went out on the stream */
+	cstate      shown;        /* the state last published */
 	bool        lf_set;       /* last_failure present */
 	char        lf_stage[16]; /* its stage */
 	char       *lf_message;   /* normalised message */

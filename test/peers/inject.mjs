@@ -15,6 +15,11 @@
 //                                     own transport answers a wrong id)
 //          GET  /admin/counters       {"counted_destructive": n, ...}
 //          GET  /admin/sessions       {"sessions": n} (live sessions)
+//          POST /admin/ping-mode      {"delay_ms": n, "status": code}:
+//                                     later pings wait, then fail with
+//                                     that HTTP status ({} turns it off);
+//                                     counters pings_seen / pings_done
+//                                     count the pings it held
 //          POST /admin/list-changed   notifications/tools/list_changed to
 //                                     every session (it travels on the
 //                                     session's GET /mcp stream: a session
@@ -218,6 +223,21 @@ async function runStdio() {
 // session id -> { transport, server }
 const sessions = new Map();
 
+// POST /admin/ping-mode {"delay_ms": n, "status": code}: every later ping
+// waits delay_ms, then (status set) fails with that HTTP status; {} or
+// null turns it off.
+let pingMode = null;
+
+async function readJson(req) {
+	const chunks = [];
+	for await (const c of req) {
+		chunks.push(c);
+	}
+	const text = Buffer.concat(chunks).toString();
+	const v = text ? JSON.parse(text) : null;
+	return v && Object.keys(v).length ? v : null;
+}
+
 function sendJson(res, status, body, headers = {}) {
 	if (res.headersSent) {
 		res.end();
@@ -259,6 +279,26 @@ async function onMcp(req, res) {
 			rpcError(res, 404, -32001, 'Session not found');
 			return;
 		}
+		if (req.method === 'POST' && pingMode !== null) {
+			// Read the body ourselves to see whether it is a ping.
+			const chunks = [];
+			for await (const c of req) {
+				chunks.push(c);
+			}
+			const body = JSON.parse(Buffer.concat(chunks).toString());
+			if (body?.method === 'ping') {
+				const mode = pingMode;
+				counters.pings_seen = (counters.pings_seen ?? 0) + 1;
+				await new Promise((r) => setTimeout(r, mode.delay_ms ?? 0));
+				counters.pings_done = (counters.pings_done ?? 0) + 1;
+				if (mode.status) {
+					rpcError(res, mode.status, -32603, 'injected failure');
+					return;
+				}
+			}
+			await sess.transport.handleRequest(req, res, body);
+			return;
+		}
 		await sess.transport.handleRequest(req, res);
 		return;
 	}
@@ -290,8 +330,14 @@ async function onMcp(req, res) {
 }
 
 async function onAdmin(req, res, path) {
+	if (path !== '/admin/ping-mode') {
+		req.resume(); // only ping-mode reads its body
+	}
 	if (path === '/admin/counters' && req.method === 'GET') {
 		sendJson(res, 200, counters);
+	} else if (path === '/admin/ping-mode' && req.method === 'POST') {
+		pingMode = await readJson(req);
+		sendJson(res, 200, { pingMode });
 	} else if (path === '/admin/sessions' && req.method === 'GET') {
 		sendJson(res, 200, { sessions: sessions.size });
 	} else if (path === '/admin/drop-sessions' && req.method === 'POST') {
@@ -322,7 +368,6 @@ async function onRequest(req, res) {
 					{ Allow: 'GET, POST, DELETE' });
 			}
 		} else if (path.startsWith('/admin/')) {
-			req.resume(); // admin requests carry no body we need
 			await onAdmin(req, res, path);
 		} else {
 			sendJson(res, 404, { error: 'not found' });

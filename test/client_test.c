@@ -1,0 +1,877 @@
+/*
+ * client_test.c - client actors and the supervisor through the public API,
+ * against real servers, observed on the state stream (SPEC sections 1-5).
+ *
+ * Waits are on the state stream (a subscriber thread collects events and
+ * signals a condition) or on API calls; each has a deadline.
+ */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <nng/nng.h>
+#include <nng/protocol/pubsub0/sub.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "codec/mp.h"
+#include "mcpkeep.h"
+#include "peer.h"
+#include "testutil.h"
+
+#define WAIT_MS 40000
+#define MAXEV   4096
+
+/* ---- the state stream, collected -----------------------------------------
+ */
+
+typedef struct event {
+	char topic[8];
+	char name[64];
+	char state[32];
+	char old_state[32]; /* "" for a new client */
+	char stage[24];     /* "" without last_failure */
+	char message[600];
+	char since[40];
+	int  generation;
+} event;
+
+typedef struct sub {
+	nng_socket      s;
+	pthread_t       thr;
+	pthread_mutex_t mtx;
+	pthread_cond_t  cv;
+	event           ev[MAXEV];
+	int             n;
+} sub;
+
+static void
+copy_str(char *dst, size_t cap, const msgpack_object *o)
+{
+	snprintf(dst, cap, "%.*s",
+	         o != NULL && o->type == MSGPACK_OBJECT_STR
+	                 ? (int)o->via.str.size
+	                 : 0,
+	         o != NULL && o->type == MSGPACK_OBJECT_STR ? o->via.str.ptr
+	                                                    : "");
+}
+
+static void *
+sub_main(void *arg)
+{
+	sub     *sb = arg;
+	nng_msg *m;
+
+	while (nng_recvmsg(sb->s, &m, 0) == 0) {
+		const char *body = nng_msg_body(m);
+		size_t      len  = nng_msg_len(m);
+		size_t      tl   = strnlen(body, len);
+		mp_r        r;
+		event       e;
+
+		memset(&e, 0, sizeof(e));
+		if (tl < len &&
+		    mp_r_open(&r, body + tl + 1, len - tl - 1) == 0) {
+			const msgpack_object *lf = mp_get(&r, "last_failure");
+			snprintf(e.topic, sizeof(e.topic), "%s", body);
+			copy_str(e.name, sizeof(e.name), mp_get(&r, "name"));
+			copy_str(e.state, sizeof(e.state),
+			         mp_get(&r, "state"));
+			copy_str(e.old_state, sizeof(e.old_state),
+			         mp_get(&r, "old_state"));
+			copy_str(e.stage, sizeof(e.stage),
+			         mp_obj_get(lf, "stage"));
+			copy_str(e.message, sizeof(e.message),
+			         mp_obj_get(lf, "message"));
+			copy_str(e.since, sizeof(e.since),
+			         mp_obj_get(lf, "since"));
+			e.generation =
+			        (int)mp_int(mp_get(&r, "generation"), -1);
+			pthread_mutex_lock(&sb->mtx);
+			if (sb->n < MAXEV) {
+				sb->ev[sb->n++] = e;
+			}
+			pthread_cond_broadcast(&sb->cv);
+			pthread_mutex_unlock(&sb->mtx);
+		}
+		mp_r_close(&r);
+		nng_msg_free(m);
+	}
+	return (NULL);
+}
+
+static void
+sub_open(sub *sb, const char *url)
+{
+	memset(sb, 0, sizeof(*sb));
+	pthread_mutex_init(&sb->mtx, NULL);
+	pthread_cond_init(&sb->cv, NULL);
+	CHECK_EQ(nng_sub0_open(&sb->s), 0);
+	CHECK_EQ(nng_socket_set(sb->s, NNG_OPT_SUB_SUBSCRIBE, "", 0), 0);
+	CHECK_EQ(nng_dial(sb->s, url, NULL, 0), 0);
+	CHECK_EQ(pthread_create(&sb->thr, NULL, sub_main, sb), 0);
+}
+
+static void
+sub_close(sub *sb)
+{
+	nng_close(sb->s);
+	pthread_join(sb->thr, NULL);
+}
+
+/* Waits for a "state" event of client name into state (and stage when
+ * not NULL) after index *from; returns it and moves *from past it. */
+static event
+wait_state(sub *sb, int *from, const char *name, const char *state,
+           const char *stage)
+{
+	struct timespec ts;
+	event           found;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += WAIT_MS / 1000;
+	pthread_mutex_lock(&sb->mtx);
+	for (;;) {
+		for (; *from < sb->n; (*from)++) {
+			event *e = &sb->ev[*from];
+			if (strcmp(e->topic, "state") == 0 &&
+			    strcmp(e->name, name) == 0 &&
+			    strcmp(e->state, state) == 0 &&
+			    (stage == NULL || strcmp(e->stage, stage) == 0)) {
+				found = *e;
+				(*from)++;
+				pthread_mutex_unlock(&sb->mtx);
+				return (found);
+			}
+		}
+		if (pthread_cond_timedwait(&sb->cv, &sb->mtx, &ts) != 0) {
+			fprintf(stderr, "timed out waiting for %s -> %s%s%s\n",
+			        name, state, stage ? " stage " : "",
+			        stage ? stage : "");
+			for (int i = 0; i < sb->n; i++) {
+				fprintf(stderr,
+				        "  seen: %s %s %s -> %s [%s] %s\n",
+				        sb->ev[i].topic, sb->ev[i].name,
+				        sb->ev[i].old_state, sb->ev[i].state,
+				        sb->ev[i].stage, sb->ev[i].message);
+			}
+			exit(1);
+		}
+	}
+}
+
+static int
+count_states(sub *sb, const char *name, const char *state)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&sb->mtx);
+	for (int i = 0; i < sb->n; i++) {
+		n += strcmp(sb->ev[i].topic, "state") == 0 &&
+		        strcmp(sb->ev[i].name, name) == 0 &&
+		        strcmp(sb->ev[i].state, state) == 0;
+	}
+	pthread_mutex_unlock(&sb->mtx);
+	return (n);
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static int stream_seq;
+
+static mk_runtime *
+rt_open(sub *sb)
+{
+	mk_runtime *rt;
+	mk_options  o;
+	char        url[64];
+
+	snprintf(url, sizeof(url), "inproc://client-test-%d", ++stream_seq);
+	mk_options_init(&o);
+	o.log_level         = MK_LOG_WARN;
+	o.stream_url        = url;
+	o.unstable_check_ms = 1000;
+	CHECK_EQ(mk_runtime_open(&rt, &o), 0);
+	sub_open(sb, mk_stream_url(rt));
+	return (rt);
+}
+
+static void
+rt_close(mk_runtime **rt, sub *sb)
+{
+	mk_runtime_close(rt);
+	sub_close(sb);
+}
+
+/* The client's entry in the list view (new reference). */
+static json_t *
+view_of(mk_runtime *rt, const char *name)
+{
+	char   *out = NULL;
+	char    filter[128];
+	json_t *all, *one;
+
+	snprintf(filter, sizeof(filter),
+	         "{\"search\": \"%s\", \"limit\": 100}", name);
+	CHECK_EQ(mk_clients_json(rt, filter, &out), 0);
+	all = json_loads(out, 0, NULL);
+	mk_free(out);
+	CHECK(all != NULL);
+	one = NULL;
+	size_t  i;
+	json_t *c;
+	json_array_foreach(json_object_get(all, "clients"), i, c)
+	{
+		const char *n = json_string_value(
+		        json_object_get(json_object_get(c, "config"), "name"));
+		if (n != NULL && strcmp(n, name) == 0) {
+			one = json_incref(c);
+		}
+	}
+	json_decref(all);
+	CHECK(one != NULL);
+	return (one);
+}
+
+static const char *
+vstr(json_t *v, const char *key)
+{
+	const char *s = json_string_value(json_object_get(v, key));
+	return (s != NULL ? s : "");
+}
+
+static int add(mk_runtime *rt, char **err, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+static int
+add(mk_runtime *rt, char **err, const char *fmt, ...)
+{
+	char    cfg[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cfg, sizeof(cfg), fmt, ap);
+	va_end(ap);
+	return (mk_client_add(rt, cfg, NULL, err));
+}
+
+static char js[512];
+
+static void
+start_everything(peer *p, const char *mode, int port)
+{
+	const char *argv[] = {"node", js, mode, NULL};
+	char        env0[32];
+	const char *env[] = {env0, NULL};
+
+	snprintf(env0, sizeof(env0), "PORT=%d", port);
+	CHECK_EQ(peer_start(p, argv, env,
+	                    strcmp(mode, "sse") == 0
+	                            ? "running on port ([0-9]+)"
+	                            : "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+}
+
+static char *
+call_text(mk_runtime *rt, const char *client, const char *tool,
+          const char *args, int *rc)
+{
+	mk_call    c   = {client, tool, args, 0};
+	mk_result *res = NULL;
+	char      *out;
+
+	*rc = mk_tool_call(rt, &c, &res);
+	out = strdup(res && res->result          ? res->result
+	                     : res && res->error ? res->error
+	                                         : "");
+	mk_result_free(&res);
+	return (out);
+}
+
+/* ---- SPEC section 1: modes ------------------------------------------------
+ */
+
+static void
+modes_table(void)
+{
+	sub         sb;
+	mk_runtime *rt   = rt_open(&sb);
+	peer        http = {0}, sse = {0};
+	char       *err = NULL;
+	json_t     *v;
+	int         rc;
+
+	start_everything(&http, "streamableHttp", peer_free_port());
+	start_everything(&sse, "sse", peer_free_port());
+
+	/* none + http, stickiness omitted: per-call, discovered on add */
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"m_http\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	             "\"tools_to_execute\": [\"*\"]}",
+	             http.port),
+	         0);
+	v = view_of(rt, "m_http");
+	CHECK(strcmp(vstr(v, "connection_mode"), "per_call") == 0);
+	CHECK(strcmp(vstr(v, "state"), "healthy") == 0);
+	CHECK(json_array_size(json_object_get(v, "tools")) >= 10);
+	json_decref(v);
+	/* per-call: reconnect has nothing to reconnect */
+	CHECK_EQ(mk_client_reconnect(rt, "m_http", &err), MK_EINVAL);
+	CHECK(strcmp(err,
+	             "client uses per-call connections; there is no "
+	             "persistent connection to reconnect") == 0);
+	mk_free(err);
+	/* a per-call call dials, calls, closes */
+	char *t =
+	        call_text(rt, "m_http", "echo", "{\"message\": \"pc\"}", &rc);
+	CHECK_EQ(rc, 0);
+	CHECK(strstr(t, "Echo: pc") != NULL);
+	free(t);
+
+	/* headers + http, stickiness true: sticky (header values redacted) */
+	setenv("MK_TEST_SECRET", "s3cr3t-value", 1);
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"m_sticky\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	             "\"auth_type\": \"headers\", \"headers\": {\"X-Key\": "
+	             "\"literal-secret\", \"X-Env\": \"env.MK_TEST_SECRET\"}, "
+	             "\"needs_session_stickiness\": true, "
+	             "\"tools_to_execute\": [\"echo\"]}",
+	             http.port),
+	         0);
+	v = view_of(rt, "m_sticky");
+	CHECK(strcmp(vstr(v, "connection_mode"), "sticky") == 0);
+	CHECK(strcmp(vstr(v, "state"), "healthy") == 0);
+	{
+		char *dump = json_dumps(v, 0);
+		CHECK(strstr(dump, "literal-secret") == NULL);
+		CHECK(strstr(dump, "s3cr3t-value") == NULL);
+		CHECK(strstr(dump, "env.MK_TEST_SECRET") != NULL);
+		free(dump);
+	}
+	json_decref(v);
+	/* tools_to_execute filters */
+	t = call_text(rt, "m_sticky", "get-sum", "{\"a\": 1, \"b\": 2}", &rc);
+	CHECK_EQ(rc, MK_EINVAL);
+	CHECK(strstr(t, "not in tools_to_execute") != NULL);
+	free(t);
+	t = call_text(rt, "m_sticky", "echo", "{\"message\": \"st\"}", &rc);
+	CHECK_EQ(rc, 0);
+	free(t);
+	t = call_text(rt, "nobody", "echo", NULL, &rc);
+	CHECK_EQ(rc, MK_ENOENT);
+	free(t);
+
+	/* none + sse: sticky; sse/stdio + stickiness false: rejected */
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"m_sse\", \"connection_type\": \"sse\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/sse\"}",
+	             sse.port),
+	         0);
+	v = view_of(rt, "m_sse");
+	CHECK(strcmp(vstr(v, "connection_mode"), "sticky") == 0);
+	json_decref(v);
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"m_sse_false\", \"connection_type\": "
+	             "\"sse\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/sse\", "
+	             "\"needs_session_stickiness\": false}",
+	             sse.port),
+	         MK_EINVAL);
+	CHECK(strcmp(err,
+	             "needs_session_stickiness cannot be false for "
+	             "connection_type \"sse\": only 'http' supports a "
+	             "per-call connection") == 0);
+	mk_free(err);
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"m_stdio_false\", \"connection_type\": "
+	             "\"stdio\", \"stdio_config\": {\"command\": \"node\"}, "
+	             "\"auth_type\": \"oauth\", "
+	             "\"needs_session_stickiness\": false}"),
+	         MK_EINVAL);
+	CHECK(strcmp(err,
+	             "needs_session_stickiness cannot be false for "
+	             "connection_type \"stdio\": only 'http' supports a "
+	             "per-call connection") == 0);
+	mk_free(err);
+
+	/* none + stdio: sticky */
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"m_stdio\", \"connection_type\": \"stdio\", "
+	             "\"stdio_config\": {\"command\": \"node\", \"args\": "
+	             "[\"%s\", \"stdio\"]}}",
+	             js),
+	         0);
+	v = view_of(rt, "m_stdio");
+	CHECK(strcmp(vstr(v, "connection_mode"), "sticky") == 0);
+	CHECK(strcmp(vstr(v, "state"), "healthy") == 0);
+	json_decref(v);
+
+	/* oauth (server-level) + http: per-call, pending verification */
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"m_oauth\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://127.0.0.1:1/mcp\", "
+	             "\"auth_type\": \"oauth\", \"oauth_config\": {}}"),
+	         0);
+	v = view_of(rt, "m_oauth");
+	CHECK(strcmp(vstr(v, "connection_mode"), "per_call") == 0);
+	CHECK(strcmp(vstr(v, "state"), "pending_verification") == 0);
+	CHECK(json_object_get(v, "last_failure") == NULL);
+	json_decref(v);
+	t = call_text(rt, "m_oauth", "echo", NULL, &rc);
+	CHECK_EQ(rc, MK_ESTATE);
+	free(t);
+
+	/* per-user types: always per-call, stickiness ignored */
+	static const char *pu[][3] = {
+	        {"m_pu_headers", "per_user_headers", "sse"},
+	        {"m_pu_oauth", "per_user_oauth", "stdio"},
+	        {"m_exchange", "token_exchange", "http"},
+	};
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ(
+		        add(rt, &err,
+		            "{\"name\": \"%s\", \"connection_type\": \"%s\", "
+		            "\"connection_string\": \"http://127.0.0.1:1/x\", "
+		            "\"stdio_config\": {\"command\": \"true\"}, "
+		            "\"auth_type\": \"%s\", "
+		            "\"needs_session_stickiness\": %s}",
+		            pu[i][0], pu[i][2], pu[i][1],
+		            i == 0 ? "false" : "true"),
+		        0);
+		v = view_of(rt, pu[i][0]);
+		CHECK(strcmp(vstr(v, "connection_mode"), "per_call") == 0);
+		CHECK(strcmp(vstr(v, "state"), "pending_verification") == 0);
+		json_decref(v);
+	}
+
+	/* a user's add of a sticky client that cannot connect: not kept */
+	CHECK(add(rt, &err,
+	          "{\"name\": \"m_dead\", \"connection_type\": \"sse\", "
+	          "\"connection_string\": \"http://127.0.0.1:%d/sse\"}",
+	          peer_free_port()) == MK_EUPSTREAM);
+	CHECK(strstr(err, "cannot connect to MCP client m_dead") != NULL);
+	mk_free(err);
+	CHECK_EQ(mk_client_remove(rt, "m_dead", &err), MK_ENOENT);
+	mk_free(err);
+	/* duplicate name */
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"m_sse\", \"connection_type\": \"sse\", "
+	             "\"connection_string\": \"http://127.0.0.1:1/sse\"}"),
+	         MK_EEXIST);
+	mk_free(err);
+	/* unknown field, named */
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"m_bad\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://x/\", \"colour\": 1}"),
+	         MK_EINVAL);
+	CHECK(strcmp(err, "client \"m_bad\": unknown field \"colour\"") == 0);
+	mk_free(err);
+
+	/* remove */
+	CHECK_EQ(mk_client_remove(rt, "m_stdio", &err), 0);
+	t = call_text(rt, "m_stdio", "echo", NULL, &rc);
+	CHECK_EQ(rc, MK_ENOENT);
+	free(t);
+	rt_close(&rt, &sb);
+	peer_stop(&http);
+	peer_stop(&sse);
+}
+
+/* ---- SPEC sections 2-5: lifecycles ------------------------------------ */
+
+/* Boot with a dead server, then it comes up, then it dies and returns. */
+static void
+boot_dead_then_heal(void)
+{
+	sub         sb, sb2;
+	mk_runtime *rt   = rt_open(&sb);
+	peer        p    = {0};
+	int         port = peer_free_port(), at = 0, at2 = 0;
+	char        cfg[1024], *err = NULL;
+	event       e;
+	json_t     *v;
+
+	sub_open(&sb2, mk_stream_url(rt)); /* a second subscriber */
+	snprintf(cfg, sizeof(cfg),
+	         "{\"mcp\": {\"client_configs\": [{\"name\": \"b_http\", "
+	         "\"connection_type\": \"http\", \"connection_string\": "
+	         "\"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": "
+	         "true, "
+	         "\"tool_sync_interval\": \"1s\"}]}}",
+	         port);
+	CHECK_EQ(mk_runtime_load(rt, cfg, &err), 0);
+	e = wait_state(&sb, &at, "b_http", "unstable", "connect");
+	CHECK(e.old_state[0] == '\0'); /* a new client's first state */
+	CHECK(strstr(e.message, "Failed to connect") != NULL);
+
+	fprintf(stderr, "   the server comes up\n");
+	start_everything(&p, "streamableHttp", port);
+	e = wait_state(&sb, &at, "b_http", "healthy", NULL);
+	CHECK(strcmp(e.old_state, "unstable") == 0);
+	CHECK(e.stage[0] == '\0');
+	v = view_of(rt, "b_http");
+	CHECK(json_object_get(v, "last_failure") == NULL);
+	json_decref(v);
+
+	fprintf(stderr, "   the server is killed\n");
+	peer_stop(&p);
+	e = wait_state(&sb, &at, "b_http", "unstable", NULL);
+	CHECK(strcmp(e.stage, "ping") == 0 ||
+	      strcmp(e.stage, "list_tools") == 0);
+	char since[40];
+	snprintf(since, sizeof(since), "%s", e.since);
+	/* a later failed check moves "at" but keeps "since" */
+	for (int i = 0; i < 400; i++) {
+		v             = view_of(rt, "b_http");
+		json_t *lf    = json_object_get(v, "last_failure");
+		int     moved = strcmp(vstr(lf, "at"), vstr(lf, "since")) != 0;
+		if (moved) {
+			CHECK(strcmp(vstr(lf, "since"), since) == 0);
+			json_decref(v);
+			break;
+		}
+		json_decref(v);
+		CHECK(i < 399);
+		struct timespec ts = {0, 100 * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling the view, not synchronising */
+	}
+
+	fprintf(stderr, "   the server is back\n");
+	start_everything(&p, "streamableHttp", port);
+	e = wait_state(&sb, &at, "b_http", "healthy", NULL);
+	v = view_of(rt, "b_http");
+	CHECK(json_object_get(v, "last_failure") == NULL);
+	json_decref(v);
+
+	/* the second subscriber saw the same transitions in the same order */
+	wait_state(&sb2, &at2, "b_http", "healthy", NULL);
+	wait_state(&sb2, &at2, "b_http", "unstable", NULL);
+	wait_state(&sb2, &at2, "b_http", "healthy", NULL);
+	pthread_mutex_lock(&sb.mtx);
+	pthread_mutex_lock(&sb2.mtx);
+	{
+		int i = 0, j = 0;
+		for (;;) {
+			while (i < sb.n &&
+			       strcmp(sb.ev[i].topic, "state") != 0) {
+				i++;
+			}
+			while (j < sb2.n &&
+			       strcmp(sb2.ev[j].topic, "state") != 0) {
+				j++;
+			}
+			if (i >= sb.n || j >= sb2.n) {
+				break;
+			}
+			CHECK(strcmp(sb.ev[i].state, sb2.ev[j].state) == 0);
+			CHECK(strcmp(sb.ev[i].old_state,
+			             sb2.ev[j].old_state) == 0);
+			i++;
+			j++;
+		}
+	}
+	pthread_mutex_unlock(&sb2.mtx);
+	pthread_mutex_unlock(&sb.mtx);
+	sub_close(&sb2);
+	rt_close(&rt, &sb);
+	peer_stop(&p);
+}
+
+static void
+sse_transport_lost(void)
+{
+	sub         sb;
+	mk_runtime *rt  = rt_open(&sb);
+	peer        p   = {0};
+	int         at  = 0;
+	char       *err = NULL;
+	event       e;
+
+	start_everything(&p, "sse", peer_free_port());
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"s_sse\", \"connection_type\": \"sse\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/sse\"}",
+	             p.port),
+	         0);
+	wait_state(&sb, &at, "s_sse", "healthy", NULL);
+	peer_stop(&p);
+	e = wait_state(&sb, &at, "s_sse", "unstable", "transport_lost");
+	CHECK(strstr(e.message, "SSE stream lost") != NULL);
+	rt_close(&rt, &sb);
+}
+
+/* stderr with newlines and tabs ends up normalised in last_failure. */
+static void
+message_normalised(void)
+{
+	sub         sb;
+	mk_runtime *rt  = rt_open(&sb);
+	int         at  = 0;
+	char       *err = NULL;
+	event       e;
+
+	CHECK_EQ(
+	        mk_runtime_load(
+	                rt,
+	                "{\"mcp\": {\"client_configs\": [{\"name\": \"n_sh\", "
+	                "\"connection_type\": \"stdio\", \"stdio_config\": "
+	                "{\"command\": \"sh\", \"args\": [\"-c\", \"printf "
+	                "'first line\\\\n\\\\tsecond\\\\t\\\\tline' >&2; exit "
+	                "3\"]}}]}}",
+	                &err),
+	        0);
+	e = wait_state(&sb, &at, "n_sh", "unstable", "connect");
+	CHECK(strcmp(e.message,
+	             "server process exited with status 3; "
+	             "stderr: first line second line") == 0);
+	rt_close(&rt, &sb);
+}
+
+typedef struct batch {
+	pthread_mutex_t mtx;
+	pthread_cond_t  cv;
+	int             done, ok, bad;
+} batch;
+
+static void
+on_done(void *arg, int rc, mk_result *res)
+{
+	batch *b = arg;
+
+	pthread_mutex_lock(&b->mtx);
+	b->done++;
+	if (rc == 0 && res != NULL && res->result != NULL &&
+	    strstr(res->result, "completed") != NULL) {
+		b->ok++;
+	} else {
+		b->bad++;
+		if (b->bad < 5) {
+			fprintf(stderr, "   call failed: %d %s\n", rc,
+			        res && res->error ? res->error : "");
+		}
+	}
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mtx);
+	mk_result_free(&res);
+}
+
+static void
+make_before_break(void)
+{
+	sub         sb;
+	mk_runtime *rt = rt_open(&sb);
+	peer        p  = {0};
+	batch   b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0,
+	             0};
+	mk_call c = {"mbb", "trigger-long-running-operation",
+	             "{\"duration\": 1, \"steps\": 1}", 0};
+	char   *err = NULL;
+	json_t *v;
+	int     gen;
+
+	start_everything(&p, "streamableHttp", peer_free_port());
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"mbb\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	             "\"needs_session_stickiness\": true, "
+	             "\"tools_to_execute\": [\"*\"]}",
+	             p.port),
+	         0);
+	v   = view_of(rt, "mbb");
+	gen = (int)json_integer_value(json_object_get(v, "generation"));
+	json_decref(v);
+	for (int i = 0; i < 200; i++) {
+		CHECK_EQ(mk_tool_call_async(rt, &c, on_done, &b), 0);
+	}
+	/* reconnect while they run; a second one joins the first */
+	CHECK_EQ(mk_client_reconnect(rt, "mbb", &err), 0);
+	CHECK_EQ(mk_client_reconnect(rt, "mbb", &err), 0);
+	pthread_mutex_lock(&b.mtx);
+	while (b.done < 200) {
+		pthread_cond_wait(&b.cv, &b.mtx);
+	}
+	pthread_mutex_unlock(&b.mtx);
+	CHECK_EQ(b.ok, 200);
+	v = view_of(rt, "mbb");
+	CHECK(json_integer_value(json_object_get(v, "generation")) >= gen + 1);
+	CHECK(strcmp(vstr(v, "state"), "healthy") == 0);
+	json_decref(v);
+	rt_close(&rt, &sb);
+	peer_stop(&p);
+}
+
+typedef struct recon {
+	mk_runtime *rt;
+	int         rc;
+} recon;
+
+static void *
+reconnect_main(void *arg)
+{
+	recon *r   = arg;
+	char  *err = NULL;
+
+	r->rc = mk_client_reconnect(r->rt, "dis", &err);
+	mk_free(err);
+	return (NULL);
+}
+
+/* Disable while a reconnect hangs (the server is stopped): the client
+ * stays disabled when the server wakes up. */
+static void
+disable_during_reconnect(void)
+{
+	sub         sb;
+	mk_runtime *rt = rt_open(&sb);
+	peer        p  = {0};
+	recon       r  = {rt, -1};
+	pthread_t   t;
+	char       *err = NULL;
+	int         at  = 0;
+	json_t     *v;
+
+	start_everything(&p, "streamableHttp", peer_free_port());
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"dis\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	             "\"needs_session_stickiness\": true}",
+	             p.port),
+	         0);
+	wait_state(&sb, &at, "dis", "healthy", NULL);
+	kill(p.pid, SIGSTOP); /* connects, then never answers */
+	pthread_create(&t, NULL, reconnect_main, &r);
+	CHECK_EQ(mk_client_disable(rt, "dis", &err), 0);
+	wait_state(&sb, &at, "dis", "disabled", NULL);
+	pthread_join(t, NULL);
+	CHECK(r.rc != 0); /* the reconnect was overtaken by the disable */
+	kill(p.pid, SIGCONT);
+	/* a check or a late result never overwrites disabled */
+	v = view_of(rt, "dis");
+	CHECK(strcmp(vstr(v, "state"), "disabled") == 0);
+	json_decref(v);
+	CHECK_EQ(mk_client_reconnect(rt, "dis", &err), MK_ESTATE);
+	mk_free(err);
+	int   rc;
+	char *txt = call_text(rt, "dis", "echo", NULL, &rc);
+	CHECK_EQ(rc, MK_ESTATE);
+	free(txt);
+	CHECK_EQ(mk_client_enable(rt, "dis", &err), 0);
+	wait_state(&sb, &at, "dis", "healthy", NULL);
+	CHECK_EQ(count_states(&sb, "dis", "unstable"), 0);
+	rt_close(&rt, &sb);
+	peer_stop(&p);
+}
+
+static size_t
+discard(char *b, size_t size, size_t n, void *arg)
+{
+	return (size * n);
+}
+
+static long
+admin(int port, const char *path, const char *body, const char *field)
+{
+	CURL   *e = curl_easy_init();
+	char    url[128], buf[512] = "";
+	long    v = -1;
+	FILE   *mem;
+	json_t *j;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	mem = fmemopen(buf, sizeof(buf) - 1, "w");
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	if (body != NULL) {
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+	}
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, mem);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
+	CHECK_EQ(curl_easy_perform(e), CURLE_OK);
+	fclose(mem);
+	curl_easy_cleanup(e);
+	if (field != NULL && (j = json_loads(buf, 0, NULL)) != NULL) {
+		v = (long)json_integer_value(json_object_get(j, field));
+		json_decref(j);
+	}
+	(void)discard;
+	return (v);
+}
+
+/* A check whose ping fails after a reconnect swapped the connection: the
+ * stale failure is dropped. */
+static void
+stale_check_dropped(void)
+{
+	sub         sb;
+	mk_runtime *rt = rt_open(&sb);
+	peer        p  = {0};
+	char        js2[512], *err = NULL;
+	const char *argv[] = {"node", js2, "http", "--port", "0", NULL};
+	int         at     = 0;
+	json_t     *v;
+
+	snprintf(js2, sizeof(js2), "%s/inject.mjs", peer_dir());
+	CHECK_EQ(peer_start(&p, argv, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"stale\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	             "\"needs_session_stickiness\": true, "
+	             "\"tool_sync_interval\": \"1s\"}",
+	             p.port),
+	         0);
+	wait_state(&sb, &at, "stale", "healthy", NULL);
+	admin(p.port, "/admin/ping-mode",
+	      "{\"delay_ms\": 2000, \"status\": 500}", NULL);
+	/* wait until a check's ping is held by the server */
+	for (int i = 0;
+	     admin(p.port, "/admin/counters", NULL, "pings_seen") < 1; i++) {
+		CHECK(i < 200);
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling the server's counter */
+	}
+	CHECK_EQ(mk_client_reconnect(rt, "stale", &err), 0);
+	admin(p.port, "/admin/ping-mode", "{}", NULL);
+	/* the held ping fails now, on a connection that is no more */
+	for (int i = 0;
+	     admin(p.port, "/admin/counters", NULL, "pings_done") < 1; i++) {
+		CHECK(i < 200);
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	/* the next checks pass; the stale failure never showed */
+	v = view_of(rt, "stale");
+	CHECK(strcmp(vstr(v, "state"), "healthy") == 0);
+	json_decref(v);
+	CHECK_EQ(count_states(&sb, "stale", "unstable"), 0);
+	rt_close(&rt, &sb);
+	peer_stop(&p);
+}
+
+int
+main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	CHECK(peer_dir() != NULL);
+	snprintf(
+	        js, sizeof(js),
+	        "%s/node_modules/@modelcontextprotocol/server-everything/dist/"
+	        "index.js",
+	        peer_dir());
+	RUN(modes_table);
+	RUN(boot_dead_then_heal);
+	RUN(sse_transport_lost);
+	RUN(message_normalised);
+	RUN(make_before_break);
+	RUN(disable_during_reconnect);
+	RUN(stale_check_dropped);
+	curl_global_cleanup();
+	return (0);
+}
