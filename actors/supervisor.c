@@ -675,7 +675,9 @@ on_list(kn_actor *self, sv_self *sv, kn_msg *msg)
 		reply_err(self, corr, MK_ENOMEM, "out of memory");
 		return;
 	}
-	memcpy(sorted, sv->all, sv->n * sizeof(*sorted));
+	if (sv->n != 0) {
+		memcpy(sorted, sv->all, sv->n * sizeof(*sorted));
+	}
 	qsort(sorted, sv->n, sizeof(*sorted), by_name);
 	for (size_t i = 0; i < sv->n; i++) {
 		if (!matches(sorted[i], f)) {
