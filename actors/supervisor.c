@@ -19,6 +19,7 @@
 #include <strings.h>
 
 #include "actors/client/client.h"
+#include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
 #include "codec/config.h"
 #include "codec/idmap.h"
@@ -39,6 +40,7 @@ typedef struct entry {
 	char            auth[24];  /* auth_type */
 	int64_t         sync_ms;   /* healthy interval */
 	uint64_t        tick;      /* timer id, 0 none */
+	int64_t         due_ns;    /* when the tick should fire */
 	bool            checking;  /* a check ask is out */
 	bool            connected; /* the first connect answered */
 	bool            sticky;    /* its connection mode */
@@ -47,13 +49,15 @@ typedef struct entry {
 } entry;
 
 typedef struct sv_self {
-	sv_args  a;     /* settings */
-	idmap    byid;  /* key -> first entry */
-	entry  **all;   /* every entry */
-	size_t   n;     /* entries in all */
-	size_t   cap;   /* allocated all */
-	uint64_t pings; /* pings answered */
-	uint32_t rnd;   /* jitter state */
+	sv_args  a;        /* settings */
+	idmap    byid;     /* key -> first entry */
+	entry  **all;      /* every entry */
+	size_t   n;        /* entries in all */
+	size_t   cap;      /* allocated all */
+	uint64_t pings;    /* pings answered */
+	uint64_t ticks;    /* ticks fired */
+	uint64_t late[40]; /* tick lateness histogram, log2 us */
+	uint32_t rnd;      /* jitter state */
 } sv_self;
 
 /* An async ask's context: what to do with the answer. */
@@ -243,9 +247,10 @@ schedule(kn_actor *self, sv_self *sv, entry *e)
 		return; /* needs_reauth, disabled, pending: quiet */
 	}
 	/* +-10% jitter */
-	sv->rnd = sv->rnd * 1103515245u + 12345u;
-	ms      = ms * 9 / 10 + (int64_t)((sv->rnd >> 8) % (ms / 5 + 1));
-	e->tick = kn_timer_add(self, ms, on_tick, e);
+	sv->rnd   = sv->rnd * 1103515245u + 12345u;
+	ms        = ms * 9 / 10 + (int64_t)((sv->rnd >> 8) % (ms / 5 + 1));
+	e->due_ns = kn_now_ns() + ms * KN_NS_PER_MS;
+	e->tick   = kn_timer_add(self, ms, on_tick, e);
 }
 
 static void
@@ -278,6 +283,14 @@ on_tick(kn_actor *self, void *arg)
 	entry *e = arg;
 	actx  *x;
 
+	int64_t late_us = (kn_now_ns() - e->due_ns) / 1000;
+	int     b       = 0;
+
+	while (b < 39 && late_us >= (1LL << b)) {
+		b++;
+	}
+	e->sv->late[b]++;
+	e->sv->ticks++;
 	e->tick = 0;
 	if (e->checking || (x = actx_new(e->sv, e->id, 0)) == NULL) {
 		return;
@@ -747,17 +760,38 @@ static const struct {
         {"late_replies", offsetof(mk_stats, late_replies)},
         {"expired", offsetof(mk_stats, expired)},
         {"handler_errors", offsetof(mk_stats, handler_errors)},
+        {"ticks", offsetof(mk_stats, ticks)},
+        {"tick_late_p50_us", offsetof(mk_stats, tick_late_p50_us)},
+        {"tick_late_p99_us", offsetof(mk_stats, tick_late_p99_us)},
 };
 #define NSTATS (sizeof(stat_fields) / sizeof(stat_fields[0]))
 
+/* The upper bound of the bucket holding the q-th quantile, in us. */
+static uint64_t
+quantile(const sv_self *sv, double q)
+{
+	uint64_t seen = 0, want = (uint64_t)((double)sv->ticks * q);
+
+	for (int b = 0; b < 40; b++) {
+		seen += sv->late[b];
+		if (seen > want) {
+			return (1ULL << b);
+		}
+	}
+	return (0);
+}
+
 static int
-on_stats(kn_actor *self, kn_msg *msg)
+on_stats(kn_actor *self, sv_self *sv, kn_msg *msg)
 {
 	mp_w     w;
 	mk_stats st;
 	int      rv;
 
 	kn_kernel_stats(kn_actor_kernel(self), &st);
+	st.ticks            = sv->ticks;
+	st.tick_late_p50_us = sv->ticks ? quantile(sv, 0.5) : 0;
+	st.tick_late_p99_us = sv->ticks ? quantile(sv, 0.99) : 0;
 	mp_w_init(&w);
 	mp_map(&w, NSTATS);
 	for (size_t i = 0; i < NSTATS; i++) {
@@ -782,7 +816,7 @@ sv_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (kn_reply(self, msg, 0, msg->env.payload,
 		                 msg->env.payload_len));
 	case MSG_STATS:
-		return (on_stats(self, msg));
+		return (on_stats(self, sv, msg));
 	case MSG_SV_ADD:
 		on_add(self, sv, msg);
 		return (0);

@@ -20,6 +20,12 @@ static const char init_body[] =
         "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"protocolVersion\":"
         "\"2025-06-18\",\"capabilities\":{\"tools\":{}},\"serverInfo\":{"
         "\"name\":\"fastmcp\",\"version\":\"1\"}}}";
+static const char list_body[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"tools\":[{\"name\":"
+        "\"echo\",\"description\":\"echo\",\"inputSchema\":{\"type\":"
+        "\"object\"}}]}}";
+static const char ping_body[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{}}";
 static const char call_body[] =
         "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":"
         "\"text\",\"text\":\"ok\"}]}}";
@@ -74,7 +80,12 @@ serve(void *arg)
 		char save        = buf[hlen + blen];
 		buf[hlen + blen] = '\0';
 		find_id(buf + hlen, id, sizeof(id));
-		int init = strstr(buf + hlen, "\"initialize\"") != NULL;
+		const char *fmt  = strstr(buf + hlen, "\"initialize\"") != NULL
+		         ? init_body
+		         : strstr(buf + hlen, "\"tools/list\"") != NULL
+		         ? list_body
+		         : strstr(buf + hlen, "\"ping\"") != NULL ? ping_body
+		                                                  : call_body;
 		buf[hlen + blen] = save;
 		if (strncmp(buf, "DELETE", 6) == 0 || id[0] == '\0') {
 			len = snprintf(
@@ -82,8 +93,7 @@ serve(void *arg)
 			        "HTTP/1.1 202 Accepted\r\nContent-Length: "
 			        "0\r\n\r\n");
 		} else {
-			int bl = snprintf(body, sizeof(body),
-			                  init ? init_body : call_body, id);
+			int bl = snprintf(body, sizeof(body), fmt, id);
 			len    = snprintf(resp, sizeof(resp),
 			                  "HTTP/1.1 200 OK\r\nContent-Type: "
 			                     "application/json\r\n"

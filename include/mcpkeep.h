@@ -87,13 +87,17 @@ typedef struct mk_options {
  * Runtime counters, a snapshot taken by the supervisor actor.
  */
 typedef struct mk_stats {
-	uint64_t actors;         /* actors running now */
-	uint64_t messages;       /* messages delivered to handlers */
-	uint64_t asks;           /* asks sent */
-	uint64_t late_replies;   /* replies dropped: the asker's deadline had
-	                          * passed */
-	uint64_t expired;        /* asks skipped: expired before handling */
-	uint64_t handler_errors; /* handlers that returned an error */
+	uint64_t actors;           /* actors running now */
+	uint64_t messages;         /* messages delivered to handlers */
+	uint64_t asks;             /* asks sent */
+	uint64_t late_replies;     /* replies dropped: the asker's deadline had
+	                            * passed */
+	uint64_t expired;          /* asks skipped: expired before handling */
+	uint64_t handler_errors;   /* handlers that returned an error */
+	uint64_t ticks;            /* health ticks fired */
+	uint64_t tick_late_p50_us; /* how late ticks fire: median */
+	uint64_t tick_late_p99_us; /* and 99th percentile (log2 buckets:
+	                            * an upper bound) */
 } mk_stats;
 
 typedef struct mk_runtime mk_runtime;

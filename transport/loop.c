@@ -341,6 +341,12 @@ tp_loop_wait(tp_loop *l, struct pollfd *fds, unsigned nfds, int timeout_ms)
 	return (ready);
 }
 
+void
+tp_loop_wakeup(tp_loop *l)
+{
+	curl_multi_wakeup(l->multi);
+}
+
 int
 tp_loop_run(tp_loop *l, const int *stop, int timeout_ms)
 {

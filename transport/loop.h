@@ -113,6 +113,10 @@ void tp_loop_ticker_del(tp_loop *l, tp_ticker *t);
 int tp_loop_wait(tp_loop *l, struct pollfd *fds, unsigned nfds,
                  int timeout_ms);
 
+/* tp_loop_wakeup makes a tp_loop_wait in progress (or the next one)
+ * return at once.  Any thread. */
+void tp_loop_wakeup(tp_loop *l);
+
 /* tp_loop_run runs the loop until *stop becomes non-zero or timeout_ms
  * passes; for tests and tools.  Returns 0, or MK_ETIMEDOUT. */
 int tp_loop_run(tp_loop *l, const int *stop, int timeout_ms);

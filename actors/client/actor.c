@@ -290,6 +290,12 @@ cl_wait(kn_actor *self, void *state, struct pollfd *fds, unsigned nfds,
 	return (tp_loop_wait(cl->loop, fds, nfds, timeout_ms));
 }
 
+static void
+cl_wake(void *loop)
+{
+	tp_loop_wakeup(loop); /* curl's own wake-up: no eventfd needed */
+}
+
 static int
 cl_init(kn_actor *self, void *arg, void **statep)
 {
@@ -319,7 +325,8 @@ cl_init(kn_actor *self, void *arg, void **statep)
 	          ? CS_UNSTABLE /* until the first connect says otherwise */
 	          : CS_PENDING; /* credentials are verified by an admin first */
 	cl->shown   = cl->state;
-	*statep     = cl;
+	kn_set_wake_arg(self, cl->loop);
+	*statep = cl;
 	return (0);
 }
 
@@ -443,4 +450,5 @@ const kn_actor_ops client_ops = {
         .handle = cl_handle,
         .fini   = cl_fini,
         .wait   = cl_wait,
+        .wake   = cl_wake,
 };

@@ -113,7 +113,14 @@ kn_send_env(kn_actor *to, const codec_env *env, bool force)
 	 * blocked (pairs with the store/load in run_loop). */
 	atomic_fetch_add(&to->committed, 1);
 	if (atomic_load(&to->asleep)) {
-		(void)eventfd_write(to->wake_fd, 1);
+		if (to->ops->wake != NULL) {
+			void *wa = atomic_load(&to->wake_arg);
+			if (wa != NULL) {
+				to->ops->wake(wa);
+			}
+		} else {
+			(void)eventfd_write(to->wake_fd, 1);
+		}
 	}
 out:
 	atomic_fetch_sub(&to->senders, 1);
@@ -271,7 +278,9 @@ kn_actor_release(kn_actor **ap)
 	if (!a->joined) {
 		nng_close(a->pull); /* no thread ran to close it */
 	}
-	close(a->wake_fd);
+	if (a->wake_fd >= 0) {
+		close(a->wake_fd);
+	}
 	pthread_cond_destroy(&a->ready_cv);
 	pthread_mutex_destroy(&a->stop_mtx);
 	kn_kernel_release(a->k);
@@ -414,6 +423,12 @@ kn_defer(kn_msg *msg)
 	assert(msg->env.corr != 0 && (msg->flags & KN_MSG_REPLIED) == 0);
 	msg->flags |= KN_MSG_DEFERRED;
 	return (msg->env.corr);
+}
+
+void
+kn_set_wake_arg(kn_actor *self, void *arg)
+{
+	atomic_store(&self->wake_arg, arg);
 }
 
 int
@@ -594,11 +609,12 @@ loop_wait(kn_actor *self, struct pollfd *fds, unsigned nfds, int timeout)
 static void
 run_loop(kn_actor *self)
 {
-	struct pollfd *fds = NULL;
-	unsigned       cap = 0;
+	struct pollfd *fds  = NULL;
+	unsigned       cap  = 0;
+	unsigned       base = self->wake_fd >= 0 ? 1 : 0; /* fds[0]: wake */
 
 	while (!self->terminated) {
-		unsigned nfds    = 1 + self->nwatches;
+		unsigned nfds    = base + self->nwatches;
 		int64_t  next    = kn_timers_next(&self->timers);
 		int      timeout = -1;
 		int      n;
@@ -608,17 +624,19 @@ run_loop(kn_actor *self)
 			if (nf == NULL) {
 				KN_ERROR("kernel", "actor %s: out of memory",
 				         self->name);
-				nfds = 1; /* keep serving the inbox */
+				nfds = base; /* keep serving the inbox */
 			} else {
 				fds = nf;
 				cap = nfds;
 			}
 		}
-		fds[0] = (struct pollfd) {self->wake_fd, POLLIN, 0};
-		for (unsigned i = 1; i < nfds; i++) {
-			fds[i] = (struct pollfd) {self->watches[i - 1].fd,
-			                          self->watches[i - 1].events,
-			                          0};
+		if (base != 0) {
+			fds[0] = (struct pollfd) {self->wake_fd, POLLIN, 0};
+		}
+		for (unsigned i = base; i < nfds; i++) {
+			fds[i] = (struct pollfd) {
+			        self->watches[i - base].fd,
+			        self->watches[i - base].events, 0};
 		}
 		if (next >= 0) {
 			int64_t left = next - kn_now_ns();
@@ -639,14 +657,14 @@ run_loop(kn_actor *self)
 			         self->name, strerror(errno));
 			break;
 		}
-		if (n > 0 && (fds[0].revents & POLLIN) != 0) {
+		if (base != 0 && n > 0 && (fds[0].revents & POLLIN) != 0) {
 			eventfd_t junk;
 			(void)eventfd_read(self->wake_fd, &junk);
 		}
 		drain(self, false);
 		kn_timers_run(&self->timers, kn_now_ns(), self);
 		/* Watches may change in callbacks: match by fd. */
-		for (unsigned i = 1; n > 0 && i < nfds; i++) {
+		for (unsigned i = base; n > 0 && i < nfds; i++) {
 			if (fds[i].revents == 0) {
 				continue;
 			}
@@ -679,7 +697,8 @@ shut_down(kn_actor *self)
 		if (!quiet) {
 			struct pollfd pfd = {self->wake_fd, POLLIN, 0};
 			atomic_store(&self->asleep, true);
-			(void)poll(&pfd, 1, 1); /* a sender is mid-send */
+			/* a sender is mid-send: give it a millisecond */
+			(void)poll(&pfd, self->wake_fd >= 0 ? 1 : 0, 1);
 			atomic_store(&self->asleep, false);
 		}
 	}
@@ -748,7 +767,8 @@ open_inbox(kn_actor *a)
 	    (rv = nng_dial(a->push, url, NULL, 0)) != 0) {
 		return (kn_map_nng(rv));
 	}
-	if ((a->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+	if (a->ops->wake == NULL &&
+	    (a->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		return (MK_ESYS);
 	}
 	return (0);

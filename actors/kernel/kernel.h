@@ -75,6 +75,12 @@ typedef struct kn_actor_ops {
 	 * e.g. a wrapper of curl_multi_poll(); it sets revents. */
 	int (*wait)(kn_actor *self, void *state, struct pollfd *fds,
 	            unsigned nfds, int timeout_ms);
+	/* wake: optional, with wait; how a sender wakes the actor out of
+	 * its own wait (e.g. curl_multi_wakeup), instead of an eventfd -
+	 * one file descriptor less per actor.  Any thread; its argument is
+	 * set by kn_set_wake_arg (before that, senders need not wake: the
+	 * loop looks at the inbox before it first waits). */
+	void (*wake)(void *wake_arg);
 } kn_actor_ops;
 
 /* The answer to a blocking ask: data is malloc'd, the caller frees it. */
@@ -218,6 +224,9 @@ uint64_t kn_timer_add(kn_actor *self, int64_t delay_ms, kn_tick_fn fn,
 
 /* kn_timer_cancel disarms a timer; 0, or MK_ENOENT if it already fired. */
 int kn_timer_cancel(kn_actor *self, uint64_t id);
+
+/* kn_set_wake_arg gives ops->wake its argument.  Actor thread (init). */
+void kn_set_wake_arg(kn_actor *self, void *arg);
 
 /* kn_watch_fd adds fd to the actor's wait (at most one watch per fd).
  * Actor thread only.  Returns 0, MK_EEXIST or MK_ENOMEM. */

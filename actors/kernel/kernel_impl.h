@@ -88,9 +88,10 @@ struct kn_actor {
 	nng_socket           pull;    /* inbox; received on the actor thread */
 	nng_socket           push;    /* shared by every sender */
 	int                  wake_fd; /* eventfd: written when asleep */
-	const kn_actor_ops  *ops;     /* behaviour */
-	void                *arg;     /* init argument */
-	pthread_t            thread;  /* the actor's thread */
+	_Atomic(void *)      wake_arg; /* ops->wake's argument, or NULL */
+	const kn_actor_ops  *ops;      /* behaviour */
+	void                *arg;      /* init argument */
+	pthread_t            thread;   /* the actor's thread */
 	pthread_mutex_t stop_mtx; /* serialises kn_stop; guards the below */
 	pthread_cond_t  ready_cv; /* READY handshake */
 	bool            ready;    /* init finished (start_rc is set) */

@@ -1,0 +1,347 @@
+/*
+ * clients_bench.c - the runtime at scale, in one run:
+ *
+ *   clients per process  1,000 and 5,000 sticky HTTP clients against one
+ *                        fastmcp server (in a child process, so its
+ *                        sockets do not count against ours): boot time,
+ *                        RSS and file descriptors per client, health-tick
+ *                        lateness p50/p99 at a 1 s interval, CPU while
+ *                        ticking
+ *   state stream         transition -> subscriber latency p50/p99
+ *   tool calls           the full API (mk_tool_call) vs the MCP client
+ *                        alone vs plain libcurl, sequential and 16-way
+ *
+ * Goals (issue 4): <= 100 KiB RSS and <= 3 fds per idle sticky client;
+ * tick lateness p99 <= 50 ms at 5,000 clients; full-API calls >= 0.50 of
+ * plain libcurl's calls/s at 16-way.  This machine's fd limit is 20,000.
+ */
+#include <dirent.h>
+#include <nng/nng.h>
+#include <nng/protocol/pubsub0/sub.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "calls.h"
+#include "fastmcp.h"
+#include "mcpkeep.h"
+
+static int
+count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int  n = 0;
+
+	while (d != NULL && readdir(d) != NULL) {
+		n++;
+	}
+	if (d != NULL) {
+		closedir(d);
+	}
+	return (n);
+}
+
+static long
+rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long  size, res = 0;
+
+	if (f != NULL) {
+		if (fscanf(f, "%ld %ld", &size, &res) != 2) {
+			res = 0;
+		}
+		fclose(f);
+	}
+	return (res * (sysconf(_SC_PAGESIZE) / 1024));
+}
+
+static double
+cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	        (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+}
+
+/* fastmcp in a child; returns its port, *pid the child. */
+static int
+server_child(pid_t *pid)
+{
+	int fds[2], port = -1;
+
+	if (pipe(fds) != 0) {
+		die("pipe");
+	}
+	if ((*pid = fork()) == 0) {
+		close(fds[0]);
+		port = fastmcp_start();
+		if (write(fds[1], &port, sizeof(port)) != sizeof(port)) {
+			_exit(1);
+		}
+		for (;;) {
+			pause();
+		}
+	}
+	close(fds[1]);
+	if (read(fds[0], &port, sizeof(port)) != sizeof(port) || port < 0) {
+		die("fastmcp child did not start");
+	}
+	close(fds[0]);
+	return (port);
+}
+
+static mk_runtime *
+open_rt(const char *url)
+{
+	mk_runtime *rt;
+	mk_options  o;
+
+	mk_options_init(&o);
+	o.log_level  = MK_LOG_ERROR;
+	o.stream_url = url;
+	if (mk_runtime_open(&rt, &o) != 0) {
+		die("runtime did not open");
+	}
+	return (rt);
+}
+
+static void
+scale(int n, int port)
+{
+	size_t      cap = (size_t)n * 200 + 64, len = 0;
+	char       *cfg = malloc(cap), *err = NULL, url[64];
+	mk_runtime *rt;
+	mk_stats    st;
+	int         fd0, fd1;
+	long        rss0, rss1;
+	int64_t     t0;
+	double      boot_s, c0, c1;
+
+	snprintf(url, sizeof(url), "inproc://clients-bench-%d", n);
+	fd0  = count_fds();
+	rss0 = rss_kib();
+	t0   = tp_now_ns();
+	rt   = open_rt(url);
+	len += (size_t)snprintf(cfg + len, cap - len,
+	                        "{\"mcp\": {\"client_configs\": [");
+	for (int i = 0; i < n; i++) {
+		len += (size_t)snprintf(
+		        cfg + len, cap - len,
+		        "%s{\"name\": \"c%d\", \"connection_type\": \"http\", "
+		        "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+		        "\"needs_session_stickiness\": true, "
+		        "\"tool_sync_interval\": \"1s\"}",
+		        i ? "," : "", i, port);
+	}
+	snprintf(cfg + len, cap - len, "]}}");
+	if (mk_runtime_load(rt, cfg, &err) != 0) {
+		fprintf(stderr, "load: %s\n", err ? err : "?");
+		die("boot failed");
+	}
+	boot_s = (tp_now_ns() - t0) / 1e9;
+	fd1    = count_fds();
+	rss1   = rss_kib();
+	{
+		char *json = NULL;
+		mk_clients_json(rt, "{\"state\": \"healthy\", \"limit\": 1}",
+		                &json);
+		const char *tc =
+		        json ? strstr(json, "\"total_count\":") : NULL;
+		printf("  %5d clients: %s healthy after boot\n", n,
+		       tc ? tc + 14 : "?");
+		mk_free(json);
+	}
+	/* ticks every second per client, spread: watch 10 s of them */
+	c0                 = cpu_s();
+	struct timespec ts = {10, 0};
+	nanosleep(&ts, NULL); /* a measurement window, not synchronisation */
+	c1 = cpu_s();
+	if (mk_runtime_stats(rt, &st, 10000) != 0) {
+		die("stats");
+	}
+	printf("  %5d clients: boot %.2f s (%.0f clients/s), RSS %.1f KiB "
+	       "and %.2f fds per client, ticks %llu, lateness p50 <= %llu us "
+	       "p99 <= %llu us, CPU while ticking %.0f%% of a core\n",
+	       n, boot_s, n / boot_s, (double)(rss1 - rss0) / n,
+	       (double)(fd1 - fd0) / n, (unsigned long long)st.ticks,
+	       (unsigned long long)st.tick_late_p50_us,
+	       (unsigned long long)st.tick_late_p99_us, (c1 - c0) * 10);
+	t0 = tp_now_ns();
+	mk_runtime_close(&rt);
+	printf("  %5d clients: shutdown %.2f s\n", n,
+	       (tp_now_ns() - t0) / 1e9);
+	free(cfg);
+}
+
+/* ---- state-stream latency ------------------------------------------------
+ */
+
+static void
+stream_latency(int port)
+{
+	mk_runtime *rt = open_rt("inproc://clients-bench-stream");
+	nng_socket  sub;
+	char        cfg[256], *err = NULL;
+	int64_t     lat[400];
+	int         n = 0;
+
+	snprintf(cfg, sizeof(cfg),
+	         "{\"name\": \"lat\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	         "\"needs_session_stickiness\": true}",
+	         port);
+	if (mk_client_add(rt, cfg, NULL, &err) != 0 ||
+	    nng_sub0_open(&sub) != 0 ||
+	    nng_socket_set(sub, NNG_OPT_SUB_SUBSCRIBE, "state", 5) != 0 ||
+	    nng_dial(sub, mk_stream_url(rt), NULL, 0) != 0) {
+		die("stream latency setup");
+	}
+	for (int i = 0; i < 200; i++) {
+		for (int k = 0; k < 2; k++) {
+			nng_msg *m;
+			int64_t  t0 = tp_now_ns();
+			if ((k == 0 ? mk_client_disable(rt, "lat", NULL)
+			            : mk_client_enable(rt, "lat", NULL)) !=
+			            0 ||
+			    nng_recvmsg(sub, &m, 0) != 0) {
+				die("stream latency");
+			}
+			lat[n++] = tp_now_ns() - t0;
+			nng_msg_free(m);
+		}
+	}
+	cpu0     = thread_cpu_ns();
+	stats st = summarize(lat, n, tp_now_ns());
+	printf("  operation -> subscriber (disable/enable, incl. the ask): "
+	       "p50 %.1f us, p99 %.1f us over %d transitions\n",
+	       st.p50, st.p99, n);
+	nng_close(sub);
+	mk_runtime_close(&rt);
+}
+
+/* ---- tool calls through the full API ---------------------------------- */
+
+typedef struct worker {
+	mk_runtime *rt;
+	int         n;
+	int64_t    *lat;
+} worker;
+
+static void *
+api_worker(void *arg)
+{
+	worker *w = arg;
+	mk_call c = {"api", "echo", "{\"message\": \"hi\"}", 0};
+
+	for (int i = 0; i < w->n; i++) {
+		mk_result *res = NULL;
+		int64_t    t0  = tp_now_ns();
+		if (mk_tool_call(w->rt, &c, &res) != 0) {
+			die("mk_tool_call failed");
+		}
+		w->lat[i] = tp_now_ns() - t0;
+		mk_result_free(&res);
+	}
+	return (NULL);
+}
+
+static stats
+api_run(mk_runtime *rt, int n, int conc)
+{
+	pthread_t t[CONC];
+	worker    w[CONC];
+	int64_t  *lat = calloc((size_t)n, sizeof(*lat));
+	int64_t   t0  = tp_now_ns();
+
+	cpu0 = thread_cpu_ns();
+	for (int i = 0; i < conc; i++) {
+		w[i] = (worker) {rt, n / conc, lat + i * (n / conc)};
+		pthread_create(&t[i], NULL, api_worker, &w[i]);
+	}
+	for (int i = 0; i < conc; i++) {
+		pthread_join(t[i], NULL);
+	}
+	stats st  = summarize(lat, (n / conc) * conc, t0);
+	st.cpu_us = -1; /* the work is on runtime threads */
+	free(lat);
+	return (st);
+}
+
+static void
+row(const char *what, stats s, stats base)
+{
+	printf("  %-34s %10.0f %9.1f %9.1f %7.2f\n", what, s.calls_s, s.p50,
+	       s.p99, s.calls_s / base.calls_s);
+}
+
+static void
+calls(int port)
+{
+	mk_runtime *rt = open_rt("inproc://clients-bench-calls");
+	char        url[64], cfg[256], *err = NULL;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", port);
+	snprintf(
+	        cfg, sizeof(cfg),
+	        "{\"name\": \"api\", \"connection_type\": \"http\", "
+	        "\"connection_string\": \"%s\", \"needs_session_stickiness\": "
+	        "true, \"tools_to_execute\": [\"*\"]}",
+	        url);
+	if (mk_client_add(rt, cfg, NULL, &err) != 0) {
+		die("add api client");
+	}
+	stats cs = raw_seq(url, 10000);
+	stats ts = mk_run(url, 10000, 1);
+	stats as = api_run(rt, 10000, 1);
+	stats cm = raw_multi(url, 20000);
+	stats tm = mk_run(url, 20000, CONC);
+	stats am = api_run(rt, 20000, CONC);
+
+	printf("  %-34s %10s %9s %9s %7s\n", "", "calls/s", "p50 us", "p99 us",
+	       "ratio");
+	row("libcurl keep-alive, sequential", cs, cs);
+	row("MCP client alone, sequential", ts, cs);
+	row("full API (mk_tool_call), sequential", as, cs);
+	row("libcurl multi, 16-way", cm, cm);
+	row("MCP client alone, 16-way", tm, cm);
+	row("full API, 16 threads", am, cm);
+	mk_runtime_close(&rt);
+}
+
+int
+main(int argc, char **argv)
+{
+	pid_t pid;
+	int   port;
+
+	signal(SIGPIPE, SIG_IGN);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	port = server_child(&pid);
+	printf("mcpkeep clients benchmark (one run; fastmcp server in a "
+	       "child process)\n\nclients per process\n");
+	if (argc > 1) {
+		for (int i = 1; i < argc; i++) {
+			scale(atoi(argv[i]), port);
+		}
+	} else {
+		scale(1000, port);
+		scale(5000, port);
+	}
+	printf("\nstate stream\n");
+	stream_latency(port);
+	printf("\ntool calls against fastmcp\n");
+	calls(port);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	curl_global_cleanup();
+	return (0);
+}
