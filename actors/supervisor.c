@@ -373,8 +373,10 @@ on_connected(kn_actor *self, void *arg, int status, const void *data,
 /* Spawns a client actor for cfg (taken) and asks it to connect. */
 static int
 start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
-             uint64_t corr, load *ld, char *err, size_t errlen)
+             const char *tools, uint64_t corr, load *ld, char *err,
+             size_t errlen)
 {
+	mp_w        w;
 	client_args a = {
 	        .cfg        = cfg,
 	        .supervisor = self,
@@ -430,13 +432,16 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 	}
 	x->boot = boot;
 	x->load = ld;
-	if ((rv = kn_ask_async(self, e->actor, MSG_CL_CONNECT,
-	                       boot ? "\x81\xa4"
-	                              "boot\xc3"
-	                            : "\x81\xa4"
-	                              "boot\xc2",
-	                       7, CLIENT_CONNECT_MS + 5000, on_connected,
-	                       x)) != 0) {
+	mp_w_init(&w);
+	mp_map(&w, tools != NULL ? 2 : 1);
+	mp_kv_bool(&w, "boot", boot);
+	if (tools != NULL) {
+		mp_kv_str(&w, "tools", tools); /* known, e.g. from the store */
+	}
+	rv = kn_ask_async(self, e->actor, MSG_CL_CONNECT, w.sb.data, w.sb.size,
+	                  CLIENT_CONNECT_MS + 5000, on_connected, x);
+	mp_w_fini(&w);
+	if (rv != 0) {
 		actx_free(x);
 		drop(self, sv, e);
 		snprintf(err, errlen, "cannot reach the client actor: %s",
@@ -453,16 +458,18 @@ on_add(kn_actor *self, sv_self *sv, kn_msg *msg)
 	cfg_client *cfg;
 	json_t     *o;
 	mp_r        r;
-	char       *text;
+	char       *text, *tools;
 	uint64_t    corr = kn_defer(msg);
 	int         rv;
 
 	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	text = mp_dup_str(mp_get(&r, "config"));
+	text  = mp_dup_str(mp_get(&r, "config"));
+	tools = mp_dup_str(mp_get(&r, "tools"));
 	mp_r_close(&r);
 	o = text != NULL ? json_loads(text, 0, NULL) : NULL;
 	free(text);
 	if (o == NULL) {
+		free(tools);
 		reply_err(self, corr, MK_EINVAL,
 		          "the client config is not JSON");
 		return;
@@ -470,10 +477,11 @@ on_add(kn_actor *self, sv_self *sv, kn_msg *msg)
 	rv = cfg_client_parse(o, &cfg, err, sizeof(err));
 	json_decref(o);
 	if (rv != 0 ||
-	    (rv = start_client(self, sv, cfg, false, corr, NULL, err,
+	    (rv = start_client(self, sv, cfg, false, tools, corr, NULL, err,
 	                       sizeof(err))) != 0) {
 		reply_err(self, corr, rv, "%s", err);
 	}
+	free(tools);
 }
 
 static void
@@ -520,8 +528,8 @@ on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
 	for (size_t i = 0; i < f->nclients; i++) {
 		cfg_client *c = f->clients[i];
 		f->clients[i] = NULL;
-		if (start_client(self, sv, c, true, 0, ld, err, sizeof(err)) !=
-		    0) {
+		if (start_client(self, sv, c, true, NULL, 0, ld, err,
+		                 sizeof(err)) != 0) {
 			KN_ERROR("supervisor", "boot: %s", err);
 			ld->left--;
 		}

@@ -14,7 +14,9 @@
  *   MSG_STATS        ask  {}                     -> {"actors", "messages",
  *                         "asks", "late_replies", "expired",
  *                         "handler_errors"} -> uint
- *   MSG_SV_ADD       ask  {"config": json text}  -> {"id": str}
+ *   MSG_SV_ADD       ask  {"config": json text, "tools": json text
+ *                         (optional: known tools, e.g. restored)}
+ *                         -> {"id": str}
  *                         (a sticky client that cannot connect is not
  *                         kept; a per-call one is kept unstable)
  *   MSG_SV_LOAD      ask  {"file": config.json text} -> {"count": int}

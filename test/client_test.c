@@ -17,9 +17,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "actors/kernel/kernel.h"
 #include "codec/mp.h"
 #include "mcpkeep.h"
 #include "peer.h"
+#include "runtime/runtime_impl.h"
 #include "testutil.h"
 
 #define WAIT_MS 40000
@@ -854,6 +856,53 @@ stale_check_dropped(void)
 	peer_stop(&p);
 }
 
+/* Per-call with tools known (as the store will restore them): no
+ * synchronous discovery, no tools event, the hash seeded. */
+static void
+known_tools_restored(void)
+{
+	sub         sb;
+	mk_runtime *rt = rt_open(&sb);
+	kn_answer   a;
+	mp_w        w;
+	json_t     *v;
+	int         port = peer_free_port(); /* nobody listens: a discovery
+	                                      * would fail */
+	char cfg[512];
+
+	snprintf(cfg, sizeof(cfg),
+	         "{\"name\": \"known\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\"}",
+	         port);
+	mp_w_init(&w);
+	mp_map(&w, 2);
+	mp_kv_str(&w, "config", cfg);
+	mp_kv_str(&w, "tools",
+	          "[{\"name\": \"zeta\", \"inputSchema\": {}}, "
+	          "{\"inputSchema\": {}, \"name\": \"alpha\"}]");
+	CHECK_EQ(kn_ask(rt->system[RT_SUPERVISOR], MSG_SV_ADD, w.sb.data,
+	                w.sb.size, WAIT_MS, &a),
+	         0);
+	free(a.data);
+	mp_w_fini(&w);
+	v = view_of(rt, "known");
+	CHECK(strcmp(vstr(v, "state"), "healthy") == 0);
+	CHECK(json_object_get(v, "last_failure") == NULL);
+	/* sorted by name in the view */
+	CHECK(strcmp(json_string_value(json_object_get(
+	                     json_array_get(json_object_get(v, "tools"), 0),
+	                     "name")),
+	             "alpha") == 0);
+	json_decref(v);
+	pthread_mutex_lock(&sb.mtx);
+	for (int i = 0; i < sb.n; i++) {
+		CHECK(strcmp(sb.ev[i].topic, "tools") !=
+		      0); /* seeded: silent */
+	}
+	pthread_mutex_unlock(&sb.mtx);
+	rt_close(&rt, &sb);
+}
+
 int
 main(void)
 {
@@ -872,6 +921,7 @@ main(void)
 	RUN(make_before_break);
 	RUN(disable_during_reconnect);
 	RUN(stale_check_dropped);
+	RUN(known_tools_restored);
 	curl_global_cleanup();
 	return (0);
 }

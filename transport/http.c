@@ -21,7 +21,7 @@
 #include "transport/xfer.h"
 
 #define DELETE_TIMEOUT_MS 5000
-#define SPARE_MAX         64 /* finished POSTs kept with their curl handles */
+#define SPARE_MAX         64 /* at most this many finished POSTs kept for reuse */
 
 typedef struct http_conn http_conn;
 
@@ -55,8 +55,12 @@ struct http_conn {
 	unsigned nretired;            /* entries in retired */
 	post    *spare;               /* finished POSTs kept for reuse */
 	unsigned nspare;              /* entries in spare */
-	int      busy;                /* upcalls on the stack */
-	bool     closed;              /* close() was called */
+	unsigned nposts;              /* POSTs in flight */
+	unsigned peak;                /* most POSTs in flight at once: the
+	                               * spares kept (an idle client keeps
+	                               * few curl handles and their buffers) */              /* entries in spare */
+	int  busy;   /* upcalls on the stack */
+	bool closed; /* close() was called */
 };
 
 static void post_free(http_conn *c, post *p);
@@ -65,6 +69,9 @@ static void conn_destroy(http_conn *c);
 static void
 link_post(http_conn *c, post *p)
 {
+	if (++c->nposts > c->peak) {
+		c->peak = c->nposts;
+	}
 	p->prev = NULL;
 	p->next = c->posts;
 	if (c->posts != NULL) {
@@ -76,6 +83,7 @@ link_post(http_conn *c, post *p)
 static void
 unlink_post(http_conn *c, post *p)
 {
+	c->nposts--;
 	if (p->prev != NULL) {
 		p->prev->next = p->next;
 	} else if (c->posts == p) {
@@ -193,8 +201,8 @@ static void
 post_free(http_conn *c, post *p)
 {
 	tp_loop_remove(c->base.loop, &p->h.x);
-	if (c->closed || c->nspare == SPARE_MAX || p == c->deleting ||
-	    p->h.x.easy == NULL) {
+	if (c->closed || c->nspare >= c->peak || c->nspare == SPARE_MAX ||
+	    p == c->deleting || p->h.x.easy == NULL) {
 		post_destroy(p);
 		return;
 	}

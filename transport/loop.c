@@ -342,6 +342,12 @@ tp_loop_wait(tp_loop *l, struct pollfd *fds, unsigned nfds, int timeout_ms)
 }
 
 void
+tp_loop_set_maxconnects(tp_loop *l, long n)
+{
+	curl_multi_setopt(l->multi, CURLMOPT_MAXCONNECTS, n);
+}
+
+void
 tp_loop_wakeup(tp_loop *l)
 {
 	curl_multi_wakeup(l->multi);

@@ -113,6 +113,10 @@ void tp_loop_ticker_del(tp_loop *l, tp_ticker *t);
 int tp_loop_wait(tp_loop *l, struct pollfd *fds, unsigned nfds,
                  int timeout_ms);
 
+/* tp_loop_set_maxconnects caps the idle connections curl keeps for
+ * reuse (CURLMOPT_MAXCONNECTS); more are opened when needed. */
+void tp_loop_set_maxconnects(tp_loop *l, long n);
+
 /* tp_loop_wakeup makes a tp_loop_wait in progress (or the next one)
  * return at once.  Any thread. */
 void tp_loop_wakeup(tp_loop *l);

@@ -247,8 +247,9 @@ client_pass(client *cl)
 {
 	cstate old = cl->state;
 
-	if (old == CS_DISABLED || old == CS_REAUTH || old == CS_PENDING) {
-		return;
+	if (old == CS_DISABLED || old == CS_REAUTH || old == CS_PENDING ||
+	    (old == CS_HEALTHY && !cl->lf_set && cl->announced)) {
+		return; /* nothing changed: no view to push */
 	}
 	cl->lf_set = false;
 	cl->state  = CS_HEALTHY;
@@ -326,6 +327,10 @@ cl_init(kn_actor *self, void *arg, void **statep)
 	          : CS_PENDING; /* credentials are verified by an admin first */
 	cl->shown   = cl->state;
 	kn_set_wake_arg(self, cl->loop);
+	/* an idle client keeps one connection (3 fds with curl's wake-up
+	 * pair); calls raise it as they need (call.c) */
+	cl->maxconn = 1;
+	tp_loop_set_maxconnects(cl->loop, 1);
 	*statep = cl;
 	return (0);
 }
@@ -349,14 +354,33 @@ cl_fini(kn_actor *self, void *state)
 static void
 on_connect(client *cl, kn_msg *msg)
 {
-	mp_r r;
-	bool boot;
+	mp_r    r;
+	bool    boot;
+	char   *known;
+	json_t *tools = NULL;
 
 	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	boot = mp_bool(mp_get(&r, "boot"), false);
+	boot  = mp_bool(mp_get(&r, "boot"), false);
+	known = mp_dup_str(mp_get(&r, "tools"));
 	mp_r_close(&r);
+	if (known != NULL && (tools = json_loads(known, 0, NULL)) != NULL &&
+	    json_is_array(tools) && tools_hash(tools, cl->hash) == 0) {
+		/* restored from the store: seeds the hash, no event, no write
+		 */
+		json_decref(cl->tools);
+		cl->tools = json_incref(tools);
+	}
+	free(known);
+	json_decref(tools);
 	if (cl->state == CS_DISABLED || cl->state == CS_PENDING) {
 		client_push_view(cl);
+		kn_reply(cl->self, msg, 0, "\x80", 1);
+		return;
+	}
+	if (!cl->cfg->sticky && cl->hash[0] != '\0') {
+		/* per-call with known tools: no synchronous discovery; the
+		 * periodic check revisits it (SPEC section 5) */
+		client_pass(cl);
 		kn_reply(cl->self, msg, 0, "\x80", 1);
 		return;
 	}

@@ -82,7 +82,10 @@ run_sticky(client *cl, call *c)
 
 	c->on = cl->live;
 	c->on->inflight++;
-	cl->calls++;
+	if (++cl->calls > cl->maxconn && cl->maxconn < 64) {
+		cl->maxconn = cl->calls < 64 ? cl->calls : 64;
+		tp_loop_set_maxconnects(cl->loop, (long)cl->maxconn);
+	}
 	if (mcp_call_tool(c->on->s, c->tool, c->args, &o, done_sticky, c,
 	                  NULL) != 0) {
 		done_sticky(c,

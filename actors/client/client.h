@@ -21,7 +21,10 @@
  *
  * Messages (payloads are msgpack maps; errors: a non-zero status and
  * {"error": text}):
- *   MSG_CL_CONNECT   ask  {"boot": bool}            -> {} | error
+ *   MSG_CL_CONNECT   ask  {"boot": bool, "tools": json text (known
+ *                          tools: seed the hash; a per-call client then
+ *                          skips its synchronous discovery)}
+ *                                                  -> {} | error
  *   MSG_CL_CHECK     ask  {}                        -> {"state": str}
  *   MSG_CL_CALL      ask  {"tool": str, "arguments": json text,
  *                          "timeout_ms": int (0: the client's)}

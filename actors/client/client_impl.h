@@ -110,6 +110,7 @@ struct client {
 	call       *queued;   /* calls waiting for a connection */
 	check      *chk;      /* the check in progress, or NULL */
 	unsigned    calls;    /* calls in flight (both modes) */
+	unsigned    maxconn;  /* idle connections curl may keep */
 };
 
 /* actor.c */

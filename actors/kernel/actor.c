@@ -19,7 +19,7 @@
 #include "actors/kernel/kernel_impl.h"
 #include "actors/kernel/log.h"
 
-#define KN_INBOX_DEPTH     1024 /* messages queued per side of an inbox */
+#define KN_INBOX_DEPTH     256  /* messages queued per side of an inbox */
 #define KN_SEND_TIMEOUT_MS 5000 /* a full inbox blocks a sender this long */
 #define KN_TRANSIT_MS      2000 /* wait for a committed message in nng */
 #define KN_MSG_REPLIED     1u
