@@ -175,19 +175,11 @@ static void reply_err(kn_actor *self, uint64_t corr, int status,
 static void
 reply_err(kn_actor *self, uint64_t corr, int status, const char *fmt, ...)
 {
-	char    msg[1024];
 	va_list ap;
-	mp_w    w;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	kn_reply_verror(kn_actor_kernel(self), corr, status, fmt, ap);
 	va_end(ap);
-	mp_w_init(&w);
-	mp_map(&w, 1);
-	mp_kv_str(&w, "error", msg);
-	kn_reply_corr(kn_actor_kernel(self), corr, status, w.sb.data,
-	              w.sb.size);
-	mp_w_fini(&w);
 }
 
 static void

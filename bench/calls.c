@@ -9,7 +9,10 @@
 #include <string.h>
 
 #include "calls.h"
+
 #include "transport/mcp.h"
+#include <dirent.h>
+#include <unistd.h>
 
 static const char call_json[] =
         "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{"
@@ -304,4 +307,34 @@ mk_run(const char *url, int n, int conc)
 	tp_loop_free(&l);
 	free(r.lat);
 	return (st);
+}
+
+int
+count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int  n = 0;
+
+	while (d != NULL && readdir(d) != NULL) {
+		n++;
+	}
+	if (d != NULL) {
+		closedir(d);
+	}
+	return (n);
+}
+
+long
+rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long  size, res = 0;
+
+	if (f != NULL) {
+		if (fscanf(f, "%ld %ld", &size, &res) != 2) {
+			res = 0;
+		}
+		fclose(f);
+	}
+	return (res * (sysconf(_SC_PAGESIZE) / 1024));
 }

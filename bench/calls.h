@@ -29,4 +29,8 @@ stats raw_multi(const char *url, int n);
 /* the MCP client alone on one loop: n calls, conc at a time */
 stats mk_run(const char *url, int n, int conc);
 
+/* open file descriptors / resident KiB of this process */
+int  count_fds(void);
+long rss_kib(void);
+
 #endif /* BENCH_CALLS_H */

@@ -33,36 +33,6 @@
 #include "fastmcp.h"
 #include "mcpkeep.h"
 
-static int
-count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int  n = 0;
-
-	while (d != NULL && readdir(d) != NULL) {
-		n++;
-	}
-	if (d != NULL) {
-		closedir(d);
-	}
-	return (n);
-}
-
-static long
-rss_kib(void)
-{
-	FILE *f = fopen("/proc/self/statm", "r");
-	long  size, res = 0;
-
-	if (f != NULL) {
-		if (fscanf(f, "%ld %ld", &size, &res) != 2) {
-			res = 0;
-		}
-		fclose(f);
-	}
-	return (res * (sysconf(_SC_PAGESIZE) / 1024));
-}
-
 static double
 cpu_s(void)
 {

@@ -25,6 +25,7 @@
 #include "actors/kernel/clock.h"
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/log.h"
+#include "calls.h"
 
 #define RTT_N     20000
 #define TELL_N    100000
@@ -65,7 +66,7 @@ median(double *v)
 }
 
 static void
-die(const char *what, int rv)
+kb_die(const char *what, int rv)
 {
 	fprintf(stderr, "bench: %s failed: %d\n", what, rv);
 	exit(1);
@@ -120,7 +121,7 @@ bench_ask(kn_actor *a)
 		int rv = kn_ask(a, MSG_PING, payload, sizeof(payload), 5000,
 		                &r);
 		if (rv != 0) {
-			die("kn_ask", rv);
+			kb_die("kn_ask", rv);
 		}
 		free(r.data);
 		if (i >= 0) {
@@ -158,7 +159,7 @@ bench_reqrep(void)
 	    (rv = nng_listen(rep, "inproc://bench-rr", NULL, 0)) != 0 ||
 	    (rv = nng_req0_open(&req)) != 0 ||
 	    (rv = nng_dial(req, "inproc://bench-rr", NULL, 0)) != 0) {
-		die("req/rep setup", rv);
+		kb_die("req/rep setup", rv);
 	}
 	pthread_create(&t, NULL, rep_main, &rep);
 	for (int i = -1000; i < RTT_N; i++) {
@@ -167,7 +168,7 @@ bench_reqrep(void)
 		nng_msg_alloc(&m, MSG_BYTES);
 		if ((rv = nng_sendmsg(req, m, 0)) != 0 ||
 		    (rv = nng_recvmsg(req, &m, 0)) != 0) {
-			die("req/rep", rv);
+			kb_die("req/rep", rv);
 		}
 		nng_msg_free(m);
 		if (i >= 0) {
@@ -254,7 +255,7 @@ tell_main(void *arg)
 	for (int i = 0; i < s->n; i++) {
 		int rv = kn_tell(s->to, NULL, MSG_USER, payload, MSG_BYTES);
 		if (rv != 0) {
-			die("kn_tell", rv);
+			kb_die("kn_tell", rv);
 		}
 	}
 	return (NULL);
@@ -273,7 +274,7 @@ bench_tell(kn_kernel *k, int nsenders)
 
 	s.target = (TELL_N / nsenders) * nsenders;
 	if ((rv = kn_spawn(k, "tell-sink", &b_ops, &s, &a)) != 0) {
-		die("spawn", rv);
+		kb_die("spawn", rv);
 	}
 	t0 = kn_now_ns();
 	for (int i = 0; i < nsenders; i++) {
@@ -302,7 +303,7 @@ push_main(void *arg)
 		nng_msg *m;
 		nng_msg_alloc(&m, MSG_BYTES);
 		if (nng_sendmsg(s->push, m, 0) != 0) {
-			die("push", 0);
+			kb_die("push", 0);
 		}
 	}
 	return (NULL);
@@ -322,7 +323,7 @@ bench_pushpull(int nsenders)
 	    (rv = nng_listen(pull, "inproc://bench-pp", NULL, 0)) != 0 ||
 	    (rv = nng_push0_open(&push)) != 0 ||
 	    (rv = nng_dial(push, "inproc://bench-pp", NULL, 0)) != 0) {
-		die("push/pull setup", rv);
+		kb_die("push/pull setup", rv);
 	}
 	t0 = kn_now_ns();
 	for (int i = 0; i < nsenders; i++) {
@@ -332,7 +333,7 @@ bench_pushpull(int nsenders)
 	for (int i = 0; i < total; i++) {
 		nng_msg *m;
 		if (nng_recvmsg(pull, &m, 0) != 0) {
-			die("pull", 0);
+			kb_die("pull", 0);
 		}
 		nng_msg_free(m);
 	}
@@ -347,36 +348,6 @@ bench_pushpull(int nsenders)
 
 /* ---- footprint ------------------------------------------------------- */
 
-static int
-count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int  n = 0;
-
-	while (d != NULL && readdir(d) != NULL) {
-		n++;
-	}
-	if (d != NULL) {
-		closedir(d);
-	}
-	return (n);
-}
-
-static long
-rss_kib(void)
-{
-	FILE *f = fopen("/proc/self/statm", "r");
-	long  size, res = 0;
-
-	if (f != NULL) {
-		if (fscanf(f, "%ld %ld", &size, &res) != 2) {
-			res = 0;
-		}
-		fclose(f);
-	}
-	return (res * (sysconf(_SC_PAGESIZE) / 1024));
-}
-
 int
 main(void)
 {
@@ -389,7 +360,7 @@ main(void)
 	kn_log_configure(MK_LOG_WARN, 0, 2);
 	if ((rv = kn_kernel_open(&k, 0)) != 0 ||
 	    (rv = kn_spawn(k, "echo", &b_ops, &s, &echo)) != 0) {
-		die("kernel", rv);
+		kb_die("kernel", rv);
 	}
 	lat ask = bench_ask(echo);
 	lat rr  = bench_reqrep();
@@ -415,7 +386,7 @@ main(void)
 		char name[32];
 		snprintf(name, sizeof(name), "idle-%d", i);
 		if ((rv = kn_spawn(k, name, &b_ops, &s, &many[i])) != 0) {
-			die("spawn", rv);
+			kb_die("spawn", rv);
 		}
 	}
 	double spawn_s = SPAWN_N / ((kn_now_ns() - t0) / 1e9);

@@ -6,7 +6,6 @@
  * error.
  */
 #include <errno.h>
-#include <msgpack.h>
 #include <nng/nng.h>
 #include <nng/protocol/pubsub0/sub.h>
 #include <pthread.h>
@@ -90,71 +89,23 @@ typedef struct watch {
 	pthread_t  thr; /* prints what arrives */
 } watch;
 
-static const msgpack_object *
-get(const msgpack_object *map, const char *key)
-{
-	size_t n = strlen(key);
-
-	if (map == NULL || map->type != MSGPACK_OBJECT_MAP) {
-		return (NULL);
-	}
-	for (uint32_t i = 0; i < map->via.map.size; i++) {
-		const msgpack_object *k = &map->via.map.ptr[i].key;
-		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
-		    memcmp(k->via.str.ptr, key, n) == 0) {
-			return (&map->via.map.ptr[i].val);
-		}
-	}
-	return (NULL);
-}
-
-static int
-str_len(const msgpack_object *o)
-{
-	return (o != NULL && o->type == MSGPACK_OBJECT_STR
-	                ? (int)o->via.str.size
-	                : 5);
-}
-
-static const char *
-str_ptr(const msgpack_object *o)
-{
-	return (o != NULL && o->type == MSGPACK_OBJECT_STR ? o->via.str.ptr
-	                                                   : "(new)");
-}
-
 static void
-print_event(const char *topic, const msgpack_object *m)
+print_event(const mk_event *e)
 {
-	char                  ts[16];
-	time_t                now = time(NULL);
-	struct tm             tm;
-	const msgpack_object *lf = get(m, "last_failure");
+	char      ts[16];
+	time_t    now = time(NULL);
+	struct tm tm;
 
 	localtime_r(&now, &tm);
 	strftime(ts, sizeof(ts), "%H:%M:%S", &tm);
-	if (strcmp(topic, "tools") == 0) {
-		const msgpack_object *c = get(m, "count");
-		printf("%s  %-20.*s tools: %llu (hash %.12s)\n", ts,
-		       str_len(get(m, "name")), str_ptr(get(m, "name")),
-		       c != NULL && c->type == MSGPACK_OBJECT_POSITIVE_INTEGER
-		               ? (unsigned long long)c->via.u64
-		               : 0ULL,
-		       str_ptr(get(m, "hash")));
-	} else if (lf != NULL && lf->type == MSGPACK_OBJECT_MAP) {
-		printf("%s  %-20.*s %.*s -> %.*s  [%.*s] %.*s\n", ts,
-		       str_len(get(m, "name")), str_ptr(get(m, "name")),
-		       str_len(get(m, "old_state")),
-		       str_ptr(get(m, "old_state")), str_len(get(m, "state")),
-		       str_ptr(get(m, "state")), str_len(get(lf, "stage")),
-		       str_ptr(get(lf, "stage")), str_len(get(lf, "message")),
-		       str_ptr(get(lf, "message")));
+	if (strcmp(e->topic, "tools") == 0) {
+		printf("%s  %-20s tools: %lld (hash %.12s)\n", ts, e->name,
+		       (long long)e->count, e->hash);
 	} else {
-		printf("%s  %-20.*s %.*s -> %.*s\n", ts,
-		       str_len(get(m, "name")), str_ptr(get(m, "name")),
-		       str_len(get(m, "old_state")),
-		       str_ptr(get(m, "old_state")), str_len(get(m, "state")),
-		       str_ptr(get(m, "state")));
+		printf("%s  %-20s %s -> %s%s%s%s%s\n", ts, e->name,
+		       e->old_state[0] ? e->old_state : "(new)", e->state,
+		       e->stage[0] ? "  [" : "", e->stage,
+		       e->stage[0] ? "] " : "", e->message);
 	}
 	fflush(stdout);
 }
@@ -166,19 +117,12 @@ watch_main(void *arg)
 	nng_msg *msg;
 
 	while (nng_recvmsg(w->sub, &msg, 0) == 0) {
-		const char      *body = nng_msg_body(msg);
-		size_t           len  = nng_msg_len(msg);
-		size_t           tl   = strnlen(body, len);
-		msgpack_unpacked up;
-		size_t           off = 0;
+		mk_event e;
 
-		msgpack_unpacked_init(&up);
-		if (tl < len &&
-		    msgpack_unpack_next(&up, body + tl + 1, len - tl - 1,
-		                        &off) == MSGPACK_UNPACK_SUCCESS) {
-			print_event(body, &up.data);
+		if (mk_event_parse(nng_msg_body(msg), nng_msg_len(msg), &e) ==
+		    0) {
+			print_event(&e);
 		}
-		msgpack_unpacked_destroy(&up);
 		nng_msg_free(msg);
 	}
 	return (NULL);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/text.h"
 #include "mcpkeep.h"
 
 #define CFG_FILE_MAX (4u * 1024u * 1024u)
@@ -92,15 +93,6 @@ str_of(pctx *x, const char *field, json_t *v, char **out)
 	return (0);
 }
 
-static void
-strv_free(char **v)
-{
-	for (size_t i = 0; v != NULL && v[i] != NULL; i++) {
-		free(v[i]);
-	}
-	free(v);
-}
-
 /* An array of strings (each resolved) into a NULL-terminated vector. */
 static int
 strv_of(pctx *x, const char *field, json_t *v, char ***out)
@@ -120,7 +112,7 @@ strv_of(pctx *x, const char *field, json_t *v, char ***out)
 	{
 		snprintf(f, sizeof(f), "%s[%zu]", field, i);
 		if ((rv = str_of(x, f, e, &(*out)[i])) != 0) {
-			strv_free(*out);
+			text_strv_free(*out);
 			*out = NULL;
 			return (rv);
 		}
@@ -546,10 +538,10 @@ cfg_client_free(cfg_client **cp)
 	free(c->id);
 	free(c->url);
 	free(c->command);
-	strv_free(c->args);
-	strv_free(c->envs);
-	strv_free(c->headers);
-	strv_free(c->tools);
+	text_strv_free(c->args);
+	text_strv_free(c->envs);
+	text_strv_free(c->headers);
+	text_strv_free(c->tools);
 	json_decref(c->raw);
 	free(c);
 }
@@ -825,6 +817,6 @@ cfg_file_free(cfg_file **fp)
 	free(f->store_path);
 	free(f->listen);
 	free(f->admin_token);
-	strv_free(f->streams);
+	text_strv_free(f->streams);
 	free(f);
 }

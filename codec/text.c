@@ -96,3 +96,33 @@ text_failure_message(const char *in)
 	out[len] = '\0';
 	return (out);
 }
+
+void
+text_strv_free(char **v)
+{
+	for (size_t i = 0; v != NULL && v[i] != NULL; i++) {
+		free(v[i]);
+	}
+	free(v);
+}
+
+char **
+text_strv_dup(const char *const *v)
+{
+	size_t n = 0;
+	char **out;
+
+	while (v != NULL && v[n] != NULL) {
+		n++;
+	}
+	if ((out = calloc(n + 1, sizeof(*out))) == NULL) {
+		return (NULL);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if ((out[i] = strdup(v[i])) == NULL) {
+			text_strv_free(out);
+			return (NULL);
+		}
+	}
+	return (out);
+}

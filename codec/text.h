@@ -17,4 +17,10 @@
  */
 char *text_failure_message(const char *in);
 
+/* text_strv_dup copies a NULL-terminated string vector (NULL gives an
+ * empty one); NULL when out of memory.  text_strv_free frees one (NULL is
+ * fine). */
+char **text_strv_dup(const char *const *v);
+void   text_strv_free(char **v);
+
 #endif /* CODEC_TEXT_H */

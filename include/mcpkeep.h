@@ -248,6 +248,33 @@ MK_API void mk_result_free(mk_result **res);
  */
 MK_API const char *mk_stream_url(const mk_runtime *rt);
 
+/* A state-stream message, decoded.  Strings are NUL-terminated, "" when
+ * absent (and cut to fit). */
+typedef struct mk_event {
+	char    topic[8];      /* "state" or "tools" */
+	char    client_id[72]; /* both */
+	char    name[72];      /* both */
+	char    state[24];     /* state: the new state */
+	char    old_state[24]; /* state: the previous one; "" when new */
+	char    stage[24];     /* state: last_failure stage; "" without */
+	char    message[2048]; /* state: last_failure message */
+	char    at[40];        /* state: last_failure at */
+	char    since[40];     /* state: last_failure since */
+	int64_t generation;    /* state: connection generation */
+	int64_t tools_count;   /* state: tools known */
+	char    time[40];      /* state: when (RFC 3339 UTC) */
+	char    node_id[72];   /* state: the instance */
+	char    hash[72];      /* tools: the new content hash */
+	int64_t count;         /* tools: how many */
+} mk_event;
+
+/*
+ * mk_event_parse decodes one message received from the state stream (the
+ * whole message: topic, NUL, msgpack body).  Never blocks; any thread;
+ * needs no runtime.  Returns MK_OK or MK_EPROTO (not a stream message).
+ */
+MK_API int mk_event_parse(const void *msg, size_t len, mk_event *ev);
+
 /*
  * mk_strerror returns a static, human-readable text for a result code.
  * Never NULL; unknown codes give "unknown error".

@@ -311,3 +311,57 @@ mk_stream_url(const mk_runtime *rt)
 {
 	return (rt_valid(rt) ? rt->stream_url : "");
 }
+
+static void
+copy_str(char *dst, size_t cap, const msgpack_object *o)
+{
+	size_t n = 0;
+
+	if (o != NULL && o->type == MSGPACK_OBJECT_STR) {
+		n = o->via.str.size < cap - 1 ? o->via.str.size : cap - 1;
+		memcpy(dst, o->via.str.ptr, n);
+	}
+	dst[n] = '\0';
+}
+
+int
+mk_event_parse(const void *msg, size_t len, mk_event *ev)
+{
+	const char           *body = msg;
+	size_t                tl;
+	const msgpack_object *lf;
+	mp_r                  r;
+	int                   rv;
+
+	memset(ev, 0, sizeof(*ev));
+	if (msg == NULL || (tl = strnlen(body, len)) == len ||
+	    tl >= sizeof(ev->topic)) {
+		return (MK_EPROTO);
+	}
+	memcpy(ev->topic, body, tl);
+	if ((rv = mp_r_open(&r, body + tl + 1, len - tl - 1)) == 0) {
+		lf = mp_get(&r, "last_failure");
+		copy_str(ev->client_id, sizeof(ev->client_id),
+		         mp_get(&r, "client_id"));
+		copy_str(ev->name, sizeof(ev->name), mp_get(&r, "name"));
+		copy_str(ev->state, sizeof(ev->state), mp_get(&r, "state"));
+		copy_str(ev->old_state, sizeof(ev->old_state),
+		         mp_get(&r, "old_state"));
+		copy_str(ev->stage, sizeof(ev->stage),
+		         mp_obj_get(lf, "stage"));
+		copy_str(ev->message, sizeof(ev->message),
+		         mp_obj_get(lf, "message"));
+		copy_str(ev->at, sizeof(ev->at), mp_obj_get(lf, "at"));
+		copy_str(ev->since, sizeof(ev->since),
+		         mp_obj_get(lf, "since"));
+		copy_str(ev->time, sizeof(ev->time), mp_get(&r, "time"));
+		copy_str(ev->node_id, sizeof(ev->node_id),
+		         mp_get(&r, "node_id"));
+		copy_str(ev->hash, sizeof(ev->hash), mp_get(&r, "hash"));
+		ev->generation  = mp_int(mp_get(&r, "generation"), 0);
+		ev->tools_count = mp_int(mp_get(&r, "tools_count"), 0);
+		ev->count       = mp_int(mp_get(&r, "count"), 0);
+	}
+	mp_r_close(&r);
+	return (rv);
+}

@@ -30,36 +30,16 @@
 /* ---- the state stream, collected -----------------------------------------
  */
 
-typedef struct event {
-	char topic[8];
-	char name[64];
-	char state[32];
-	char old_state[32]; /* "" for a new client */
-	char stage[24];     /* "" without last_failure */
-	char message[600];
-	char since[40];
-	int  generation;
-} event;
+typedef mk_event event;
 
 typedef struct sub {
 	nng_socket      s;
 	pthread_t       thr;
 	pthread_mutex_t mtx;
 	pthread_cond_t  cv;
-	event           ev[MAXEV];
+	event          *ev; /* MAXEV, on the heap */
 	int             n;
 } sub;
-
-static void
-copy_str(char *dst, size_t cap, const msgpack_object *o)
-{
-	snprintf(dst, cap, "%.*s",
-	         o != NULL && o->type == MSGPACK_OBJECT_STR
-	                 ? (int)o->via.str.size
-	                 : 0,
-	         o != NULL && o->type == MSGPACK_OBJECT_STR ? o->via.str.ptr
-	                                                    : "");
-}
 
 static void *
 sub_main(void *arg)
@@ -68,30 +48,9 @@ sub_main(void *arg)
 	nng_msg *m;
 
 	while (nng_recvmsg(sb->s, &m, 0) == 0) {
-		const char *body = nng_msg_body(m);
-		size_t      len  = nng_msg_len(m);
-		size_t      tl   = strnlen(body, len);
-		mp_r        r;
-		event       e;
+		event e;
 
-		memset(&e, 0, sizeof(e));
-		if (tl < len &&
-		    mp_r_open(&r, body + tl + 1, len - tl - 1) == 0) {
-			const msgpack_object *lf = mp_get(&r, "last_failure");
-			snprintf(e.topic, sizeof(e.topic), "%s", body);
-			copy_str(e.name, sizeof(e.name), mp_get(&r, "name"));
-			copy_str(e.state, sizeof(e.state),
-			         mp_get(&r, "state"));
-			copy_str(e.old_state, sizeof(e.old_state),
-			         mp_get(&r, "old_state"));
-			copy_str(e.stage, sizeof(e.stage),
-			         mp_obj_get(lf, "stage"));
-			copy_str(e.message, sizeof(e.message),
-			         mp_obj_get(lf, "message"));
-			copy_str(e.since, sizeof(e.since),
-			         mp_obj_get(lf, "since"));
-			e.generation =
-			        (int)mp_int(mp_get(&r, "generation"), -1);
+		if (mk_event_parse(nng_msg_body(m), nng_msg_len(m), &e) == 0) {
 			pthread_mutex_lock(&sb->mtx);
 			if (sb->n < MAXEV) {
 				sb->ev[sb->n++] = e;
@@ -99,7 +58,6 @@ sub_main(void *arg)
 			pthread_cond_broadcast(&sb->cv);
 			pthread_mutex_unlock(&sb->mtx);
 		}
-		mp_r_close(&r);
 		nng_msg_free(m);
 	}
 	return (NULL);
@@ -109,6 +67,7 @@ static void
 sub_open(sub *sb, const char *url)
 {
 	memset(sb, 0, sizeof(*sb));
+	CHECK((sb->ev = calloc(MAXEV, sizeof(*sb->ev))) != NULL);
 	pthread_mutex_init(&sb->mtx, NULL);
 	pthread_cond_init(&sb->cv, NULL);
 	CHECK_EQ(nng_sub0_open(&sb->s), 0);
@@ -122,6 +81,7 @@ sub_close(sub *sb)
 {
 	nng_close(sb->s);
 	pthread_join(sb->thr, NULL);
+	free(sb->ev);
 }
 
 /* Waits for a "state" event of client name into state (and stage when
@@ -265,17 +225,7 @@ static char js[512];
 static void
 start_everything(peer *p, const char *mode, int port)
 {
-	const char *argv[] = {"node", js, mode, NULL};
-	char        env0[32];
-	const char *env[] = {env0, NULL};
-
-	snprintf(env0, sizeof(env0), "PORT=%d", port);
-	CHECK_EQ(peer_start(p, argv, env,
-	                    strcmp(mode, "sse") == 0
-	                            ? "running on port ([0-9]+)"
-	                            : "listening on port ([0-9]+)",
-	                    WAIT_MS),
-	         0);
+	CHECK_EQ(peer_everything(p, mode, port, WAIT_MS), 0);
 }
 
 static char *
@@ -909,11 +859,7 @@ main(void)
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	CHECK(peer_dir() != NULL);
-	snprintf(
-	        js, sizeof(js),
-	        "%s/node_modules/@modelcontextprotocol/server-everything/dist/"
-	        "index.js",
-	        peer_dir());
+	snprintf(js, sizeof(js), "%s", peer_everything_js());
 	RUN(modes_table);
 	RUN(boot_dead_then_heal);
 	RUN(sse_transport_lost);

@@ -585,3 +585,39 @@ peer_free_port(void)
 	close(fd);
 	return (port);
 }
+
+const char *
+peer_everything_js(void)
+{
+	static char path[512];
+
+	if (peer_dir() == NULL) {
+		return (NULL);
+	}
+	snprintf(
+	        path, sizeof(path),
+	        "%s/node_modules/@modelcontextprotocol/server-everything/dist/"
+	        "index.js",
+	        peer_dir());
+	return (path);
+}
+
+int
+peer_everything(peer *p, const char *mode, int port, int timeout_ms)
+{
+	const char *argv[] = {"node", peer_everything_js(), mode, NULL};
+	char        env0[32];
+	const char *env[] = {env0, NULL};
+
+	if (argv[1] == NULL) {
+		fprintf(stderr, "peer_everything: MK_PEERS_DIR is not set\n");
+		return (-1);
+	}
+	snprintf(env0, sizeof(env0), "PORT=%d",
+	         port > 0 ? port : peer_free_port());
+	return (peer_start(p, argv, env,
+	                   strcmp(mode, "sse") == 0
+	                           ? "running on port ([0-9]+)"
+	                           : "listening on port ([0-9]+)",
+	                   timeout_ms));
+}

@@ -104,4 +104,13 @@ const char *peer_dir(void);
  * or -1. */
 int peer_free_port(void);
 
+/* peer_everything starts the reference server-everything in mode ("sse"
+ * or "streamableHttp") on port (0: a free one) and waits for its
+ * listening line.  Returns 0 or -1 as peer_start. */
+int peer_everything(peer *p, const char *mode, int port, int timeout_ms);
+
+/* peer_everything_js gives the path of server-everything's entry point
+ * (a static buffer), or NULL without MK_PEERS_DIR. */
+const char *peer_everything_js(void);
+
 #endif /* TEST_PEER_H */

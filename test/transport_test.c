@@ -322,17 +322,10 @@ common_suite(client *c, const char *slow_tool, json_t *slow_args)
 
 /* ---- helpers for the servers ------------------------------------------ */
 
-static char *
+static const char *
 everything_js(void)
 {
-	static char path[512];
-
-	snprintf(
-	        path, sizeof(path),
-	        "%s/node_modules/@modelcontextprotocol/server-everything/dist/"
-	        "index.js",
-	        peer_dir());
-	return (path);
+	return (peer_everything_js());
 }
 
 static char *
@@ -349,18 +342,7 @@ inject_js(void)
 static void
 start_everything(peer *p, const char *mode, int port)
 {
-	const char *argv[] = {"node", everything_js(), mode, NULL};
-	char        env0[32];
-	const char *env[] = {env0, NULL};
-
-	snprintf(env0, sizeof(env0), "PORT=%d",
-	         port ? port : peer_free_port());
-	CHECK_EQ(peer_start(p, argv, env,
-	                    strcmp(mode, "sse") == 0
-	                            ? "running on port ([0-9]+)"
-	                            : "listening on port ([0-9]+)",
-	                    WAIT_MS),
-	         0);
+	CHECK_EQ(peer_everything(p, mode, port, WAIT_MS), 0);
 }
 
 static void

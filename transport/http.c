@@ -322,9 +322,7 @@ http_send(tp_conn *base, int64_t id, const char *json, size_t len,
 	if ((p = post_new(c, id, headers, timeout_ms)) == NULL) {
 		return (MK_ENOMEM);
 	}
-	curl_easy_setopt(p->h.x.easy, CURLOPT_POSTFIELDSIZE, (long)len);
-	curl_easy_setopt(p->h.x.easy, CURLOPT_COPYPOSTFIELDS, json);
-	if (tp_loop_add(c->base.loop, &p->h.x) != 0) {
+	if (tp_http_post(&p->h, c->base.loop, json, len) != 0) {
 		post_free(c, p);
 		return (MK_ENOMEM);
 	}

@@ -10,6 +10,7 @@
 
 #include "codec/idmap.h"
 #include "codec/jsonrpc.h"
+#include "codec/text.h"
 #include "mcpkeep.h"
 #include "transport/conn.h"
 #include "transport/mcp.h"
@@ -121,40 +122,10 @@ mcp_session_pending(const mcp_session *s)
 /* ---- pending requests ------------------------------------------------ */
 
 static void
-strv_free(char **v)
-{
-	for (size_t i = 0; v != NULL && v[i] != NULL; i++) {
-		free(v[i]);
-	}
-	free(v);
-}
-
-static char **
-strv_dup(const char *const *v)
-{
-	size_t n = 0;
-	char **out;
-
-	while (v != NULL && v[n] != NULL) {
-		n++;
-	}
-	if ((out = calloc(n + 1, sizeof(*out))) == NULL) {
-		return (NULL);
-	}
-	for (size_t i = 0; i < n; i++) {
-		if ((out[i] = strdup(v[i])) == NULL) {
-			strv_free(out);
-			return (NULL);
-		}
-	}
-	return (out);
-}
-
-static void
 pend_free(pend *p)
 {
 	json_decref(p->tools);
-	strv_free(p->headers);
+	text_strv_free(p->headers);
 	free(p);
 }
 
@@ -725,7 +696,7 @@ start(mcp_session *s, pkind kind, json_t *params, const mcp_req_opts *o,
 	if (kind == P_LIST &&
 	    ((p->tools = json_array()) == NULL ||
 	     (o != NULL && o->headers != NULL &&
-	      (p->headers = strv_dup(o->headers)) == NULL))) {
+	      (p->headers = text_strv_dup(o->headers)) == NULL))) {
 		pend_free(p);
 		return (MK_ENOMEM);
 	}

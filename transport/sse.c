@@ -237,9 +237,7 @@ sse_send(tp_conn *base, int64_t id, const char *json, size_t len,
 		spost_free(c, p);
 		return (MK_ENOMEM);
 	}
-	curl_easy_setopt(p->h.x.easy, CURLOPT_POSTFIELDSIZE, (long)len);
-	curl_easy_setopt(p->h.x.easy, CURLOPT_COPYPOSTFIELDS, json);
-	if (tp_loop_add(c->base.loop, &p->h.x) != 0) {
+	if (tp_http_post(&p->h, c->base.loop, json, len) != 0) {
 		spost_free(c, p);
 		return (MK_ENOMEM);
 	}

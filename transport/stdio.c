@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "codec/jsonrpc.h"
+#include "codec/text.h"
 #include "mcpkeep.h"
 #include "transport/conn.h"
 
@@ -497,15 +498,6 @@ fail:
 	return (NULL);
 }
 
-static void
-strv_free(char **v)
-{
-	for (size_t i = 0; v != NULL && v[i] != NULL; i++) {
-		free(v[i]);
-	}
-	free(v);
-}
-
 static int
 set_nonblock(int fd)
 {
@@ -598,7 +590,7 @@ out:
 		}
 	}
 	free(argv);
-	strv_free(env);
+	text_strv_free(env);
 	return (rv);
 }
 

@@ -209,6 +209,14 @@ tp_http_rearm(tp_http *h, struct curl_slist *hdrs, bool own, int timeout_ms)
 	return (0);
 }
 
+int
+tp_http_post(tp_http *h, tp_loop *l, const char *json, size_t len)
+{
+	curl_easy_setopt(h->x.easy, CURLOPT_POSTFIELDSIZE, (long)len);
+	curl_easy_setopt(h->x.easy, CURLOPT_COPYPOSTFIELDS, json);
+	return (tp_loop_add(l, &h->x) != 0 ? MK_ENOMEM : 0);
+}
+
 void
 tp_http_fini(tp_http *h)
 {

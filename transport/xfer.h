@@ -66,6 +66,10 @@ int tp_http_init(tp_http *h, const char *url, struct curl_slist *hdrs,
 int tp_http_rearm(tp_http *h, struct curl_slist *hdrs, bool own,
                   int timeout_ms);
 
+/* tp_http_post makes h a POST of json (copied) and starts it in l.
+ * Returns 0 or MK_ENOMEM. */
+int tp_http_post(tp_http *h, tp_loop *l, const char *json, size_t len);
+
 /* tp_http_fini frees h's resources (after it left the loop). */
 void tp_http_fini(tp_http *h);
 

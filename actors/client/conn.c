@@ -191,7 +191,7 @@ dial_end(dial *d, const mcp_error *err, json_t *tools)
 	} else {
 		conn_free(c); /* a discovery keeps nothing open */
 	}
-		client_set_tools(cl, tools);
+	client_set_tools(cl, tools);
 	client_pass(cl);
 	if (cl->cfg->sticky) {
 		client_push_view(cl); /* the generation moved */

@@ -7,11 +7,13 @@
  * locks are ever held together.
  */
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "actors/kernel/kernel_impl.h"
 #include "actors/kernel/log.h"
+#include "codec/mp.h"
 
 static atomic_uint kernel_ids;
 
@@ -343,4 +345,33 @@ kn_reply_corr(kn_kernel *k, uint64_t corr, int status, const void *data,
 	}
 	kn_pending_complete(k, p, status, data, len);
 	return (0);
+}
+
+int
+kn_reply_verror(kn_kernel *k, uint64_t corr, int status, const char *fmt,
+                va_list ap)
+{
+	char msg[1024];
+	mp_w w;
+	int  rv;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	mp_w_init(&w);
+	mp_map(&w, 1);
+	mp_kv_str(&w, "error", msg);
+	rv = kn_reply_corr(k, corr, status, w.sb.data, w.sb.size);
+	mp_w_fini(&w);
+	return (rv);
+}
+
+int
+kn_reply_error(kn_kernel *k, uint64_t corr, int status, const char *fmt, ...)
+{
+	va_list ap;
+	int     rv;
+
+	va_start(ap, fmt);
+	rv = kn_reply_verror(k, corr, status, fmt, ap);
+	va_end(ap);
+	return (rv);
 }

@@ -38,6 +38,7 @@
 #define KN_KERNEL_H
 
 #include <poll.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -215,6 +216,16 @@ uint64_t kn_defer(kn_msg *msg);
  */
 int kn_reply_corr(kn_kernel *k, uint64_t corr, int status, const void *data,
                   size_t len);
+
+/*
+ * kn_reply_error answers a deferred ask with status and the payload
+ * {"error": text} (msgpack), text printf-formatted and cut at 1 KiB.
+ * Any thread.  Returns as kn_reply_corr.
+ */
+int kn_reply_error(kn_kernel *k, uint64_t corr, int status, const char *fmt,
+                   ...) __attribute__((format(printf, 4, 5)));
+int kn_reply_verror(kn_kernel *k, uint64_t corr, int status, const char *fmt,
+                    va_list ap);
 
 /* kn_timer_add arms a one-shot timer on self, delay_ms from now.  Actor
  * thread only.  Returns its id, or 0 when out of memory.  Timers still
