@@ -29,10 +29,11 @@
 #define LIST_DEFAULT 25
 #define LIST_MAX     100
 
+enum { BY_ID, BY_NAME }; /* the entry indexes */
+
 typedef struct entry {
 	char           *id;        /* client_id */
 	char           *name;      /* name */
-	uint64_t        key;       /* hash of id */
 	kn_actor       *actor;     /* the client actor (owner reference) */
 	char           *view;      /* its latest view, JSON text */
 	char            state[32]; /* its latest state */
@@ -45,12 +46,13 @@ typedef struct entry {
 	bool            connected; /* the first connect answered */
 	bool            sticky;    /* its connection mode */
 	struct sv_self *sv;        /* the supervisor, for timer callbacks */
-	struct entry   *same;      /* next entry with the same key */
+	struct entry   *next[2];   /* hash chains, BY_ID and BY_NAME */
+	size_t          pos;       /* index in sv->all */
 } entry;
 
 typedef struct sv_self {
 	sv_args  a;        /* settings */
-	idmap    byid;     /* key -> first entry */
+	idmap    idx[2];   /* BY_ID, BY_NAME: hash -> first entry */
 	entry  **all;      /* every entry */
 	size_t   n;        /* entries in all */
 	size_t   cap;      /* allocated all */
@@ -87,28 +89,71 @@ key_of(const char *s)
 	return (h | 1);
 }
 
-static entry *
-find(sv_self *sv, const char *id_or_name)
+static const char *
+key_str(const entry *e, int w)
 {
-	for (entry *e = idmap_get(&sv->byid, key_of(id_or_name)); e != NULL;
-	     e        = e->same) {
-		if (strcmp(e->id, id_or_name) == 0) {
+	return (w == BY_ID ? e->id : e->name);
+}
+
+static entry *
+lookup(sv_self *sv, int w, const char *s)
+{
+	for (entry *e = idmap_get(&sv->idx[w], key_of(s)); e != NULL;
+	     e        = e->next[w]) {
+		if (strcmp(key_str(e, w), s) == 0) {
 			return (e);
-		}
-	}
-	for (size_t i = 0; i < sv->n; i++) {
-		if (strcmp(sv->all[i]->name, id_or_name) == 0) {
-			return (sv->all[i]);
 		}
 	}
 	return (NULL);
 }
 
+static entry *
+find(sv_self *sv, const char *id_or_name)
+{
+	entry *e = lookup(sv, BY_ID, id_or_name);
+
+	return (e != NULL ? e : lookup(sv, BY_NAME, id_or_name));
+}
+
+/* Links e into index w: the map holds the first of a hash chain. */
+static int
+index_add(sv_self *sv, int w, entry *e)
+{
+	uint64_t key  = key_of(key_str(e, w));
+	entry   *head = idmap_get(&sv->idx[w], key);
+
+	if (head != NULL) {
+		e->next[w]    = head->next[w];
+		head->next[w] = e;
+		return (0);
+	}
+	e->next[w] = NULL;
+	return (idmap_put(&sv->idx[w], key, e));
+}
+
+static void
+index_del(sv_self *sv, int w, entry *e)
+{
+	uint64_t key  = key_of(key_str(e, w));
+	entry   *head = idmap_get(&sv->idx[w], key);
+
+	if (head == e) {
+		idmap_del(&sv->idx[w], key);
+		if (e->next[w] != NULL) {
+			/* a slot was just freed: cannot fail */
+			(void)idmap_put(&sv->idx[w], key, e->next[w]);
+		}
+		return;
+	}
+	while (head->next[w] != e) {
+		head = head->next[w];
+	}
+	head->next[w] = e->next[w];
+}
+
 static int
 insert(sv_self *sv, entry *e)
 {
-	entry *head;
-
 	if (sv->n == sv->cap) {
 		size_t  ncap = sv->cap ? 2 * sv->cap : 64;
 		entry **na   = realloc(sv->all, ncap * sizeof(*na));
@@ -118,13 +163,14 @@ insert(sv_self *sv, entry *e)
 		sv->all = na;
 		sv->cap = ncap;
 	}
-	e->key = key_of(e->id);
-	if ((head = idmap_get(&sv->byid, e->key)) != NULL) {
-		e->same    = head->same;
-		head->same = e;
-	} else if (idmap_put(&sv->byid, e->key, e) != 0) {
+	if (index_add(sv, BY_ID, e) != 0) {
 		return (MK_ENOMEM);
 	}
+	if (index_add(sv, BY_NAME, e) != 0) {
+		index_del(sv, BY_ID, e);
+		return (MK_ENOMEM);
+	}
+	e->pos           = sv->n;
 	sv->all[sv->n++] = e;
 	return (0);
 }
@@ -142,28 +188,13 @@ entry_free(entry *e)
 static void
 drop(kn_actor *self, sv_self *sv, entry *e)
 {
-	entry *head = idmap_get(&sv->byid, e->key);
-
 	if (e->tick != 0) {
 		kn_timer_cancel(self, e->tick);
 	}
-	if (head == e) {
-		idmap_del(&sv->byid, e->key);
-		if (e->same != NULL) {
-			(void)idmap_put(&sv->byid, e->key, e->same);
-		}
-	} else {
-		while (head->same != e) {
-			head = head->same;
-		}
-		head->same = e->same;
-	}
-	for (size_t i = 0; i < sv->n; i++) {
-		if (sv->all[i] == e) {
-			sv->all[i] = sv->all[--sv->n];
-			break;
-		}
-	}
+	index_del(sv, BY_ID, e);
+	index_del(sv, BY_NAME, e);
+	sv->all[e->pos]      = sv->all[--sv->n];
+	sv->all[e->pos]->pos = e->pos;
 	kn_actor_destroy(&e->actor); /* joins its thread */
 	entry_free(e);
 }
@@ -745,7 +776,8 @@ sv_fini(kn_actor *self, void *state)
 	}
 	KN_DEBUG("supervisor", "stopping after %llu pings",
 	         (unsigned long long)sv->pings);
-	idmap_fini(&sv->byid);
+	idmap_fini(&sv->idx[BY_ID]);
+	idmap_fini(&sv->idx[BY_NAME]);
 	free(sv->all);
 	free(sv);
 }
