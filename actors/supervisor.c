@@ -586,22 +586,26 @@ on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
 	        [MSG_SV_DISABLE]   = MSG_CL_DISABLE,
 	        [MSG_SV_ENABLE]    = MSG_CL_ENABLE,
 	        [MSG_SV_RECONNECT] = MSG_CL_RECONNECT,
+	        [MSG_SV_UPDATE]    = MSG_CL_UPDATE,
 	};
 	uint64_t corr = kn_defer(msg);
 	mp_r     r;
-	char    *who;
+	char    *who, *patch;
 	entry   *e;
 	actx    *x;
+	mp_w     w;
 	int      rv;
 
 	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	who = mp_dup_str(mp_get(&r, "client"));
+	who   = mp_dup_str(mp_get(&r, "client"));
+	patch = mp_dup_str(mp_get(&r, "patch"));
 	mp_r_close(&r);
 	e = who != NULL ? find(sv, who) : NULL;
 	if (e == NULL) {
 		reply_err(self, corr, MK_ENOENT, "no MCP client %.200s",
 		          who ? who : "(none given)");
 		free(who);
+		free(patch);
 		return;
 	}
 	free(who);
@@ -609,14 +613,24 @@ on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
 		KN_INFO("supervisor", "removing MCP client %s", e->name);
 		drop(self, sv, e);
 		kn_reply_corr(kn_actor_kernel(self), corr, 0, "\x80", 1);
+		free(patch);
 		return;
 	}
 	if ((x = actx_new(sv, e->id, corr)) == NULL) {
+		free(patch);
 		reply_err(self, corr, MK_ENOMEM, "out of memory");
 		return;
 	}
-	if ((rv = kn_ask_async(self, e->actor, to[msg->env.type], "\x80", 1,
-	                       SV_ASK_MS, on_forwarded, x)) != 0) {
+	mp_w_init(&w);
+	mp_map(&w, patch != NULL ? 1 : 0);
+	if (patch != NULL) {
+		mp_kv_str(&w, "patch", patch);
+	}
+	free(patch);
+	rv = kn_ask_async(self, e->actor, to[msg->env.type], w.sb.data,
+	                  w.sb.size, SV_ASK_MS, on_forwarded, x);
+	mp_w_fini(&w);
+	if (rv != 0) {
 		reply_err(self, corr, rv, "cannot reach MCP client %s",
 		          e->name);
 		actx_free(x);
@@ -626,18 +640,24 @@ on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
 static void
 on_view(sv_self *sv, kn_actor *self, kn_msg *msg)
 {
-	mp_r   r;
-	char  *id, *state, *view;
-	entry *e;
+	mp_r    r;
+	char   *id, *state, *view;
+	int64_t sync_ms;
+	entry  *e;
 
 	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	id    = mp_dup_str(mp_get(&r, "id"));
-	state = mp_dup_str(mp_get(&r, "state"));
-	view  = mp_dup_str(mp_get(&r, "view"));
+	id      = mp_dup_str(mp_get(&r, "id"));
+	state   = mp_dup_str(mp_get(&r, "state"));
+	view    = mp_dup_str(mp_get(&r, "view"));
+	sync_ms = mp_int(mp_get(&r, "sync_ms"), 0);
 	mp_r_close(&r);
 	if (id != NULL && state != NULL && view != NULL &&
 	    (e = find(sv, id)) != NULL) {
-		bool changed = strcmp(e->state, state) != 0;
+		bool changed = strcmp(e->state, state) != 0 ||
+		        (sync_ms > 0 && sync_ms != e->sync_ms);
+		if (sync_ms > 0) {
+			e->sync_ms = sync_ms;
+		}
 		free(e->view);
 		e->view = view;
 		view    = NULL;
@@ -859,6 +879,7 @@ sv_handle(kn_actor *self, void *state, kn_msg *msg)
 	case MSG_SV_DISABLE:
 	case MSG_SV_ENABLE:
 	case MSG_SV_RECONNECT:
+	case MSG_SV_UPDATE:
 		on_lifecycle(self, sv, msg);
 		return (0);
 	case MSG_SV_LIST:

@@ -26,8 +26,10 @@
  *   MSG_SV_DISABLE   ask  {"client": ...}        -> {}
  *   MSG_SV_ENABLE    ask  {"client": ...}        -> {}
  *   MSG_SV_RECONNECT ask  {"client": ...}        -> {} | the client's error
+ *   MSG_SV_UPDATE    ask  {"client": ..., "patch": json text} -> {} | error
  *   MSG_SV_LIST      ask  {"filter": json text}  -> {"json": text}
- *   MSG_SV_VIEW      tell {"id", "name", "state", "view": json text}
+ *   MSG_SV_VIEW      tell {"id", "name", "state", "view": json text,
+ *                          "sync_ms": int}
  * Anything else is a bug and asserts.
  */
 #ifndef ACTORS_SUPERVISOR_H

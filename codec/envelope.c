@@ -32,6 +32,8 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_CL_RECONNECT] = "cl_reconnect",
 	[MSG_CL_DISABLE]   = "cl_disable",
 	[MSG_CL_ENABLE]    = "cl_enable",
+	[MSG_SV_UPDATE]    = "sv_update",
+	[MSG_CL_UPDATE]    = "cl_update",
 };
 /* clang-format on */
 

@@ -34,6 +34,8 @@ typedef enum codec_msg_type {
 	MSG_CL_RECONNECT = 17, /* ask: make-before-break reconnect */
 	MSG_CL_DISABLE   = 18, /* ask: close everything, state disabled */
 	MSG_CL_ENABLE    = 19, /* ask: leave disabled, connect again */
+	MSG_SV_UPDATE    = 20, /* ask: change a client's config */
+	MSG_CL_UPDATE    = 21, /* ask: apply a config patch */
 	MSG_COUNT              /* number of types; not a type */
 } codec_msg_type;
 

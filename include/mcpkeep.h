@@ -171,6 +171,21 @@ MK_API int mk_client_add(mk_runtime *rt, const char *config_json, char **id,
  * Return MK_OK, MK_EHANDLE, MK_ENOENT, or the operation's error.
  */
 MK_API int mk_client_remove(mk_runtime *rt, const char *client, char **err);
+
+/*
+ * mk_client_update changes a client's config by a JSON patch (top-level
+ * fields replaced, the result validated as a whole).  name, client_id,
+ * connection_type, connection_string and auth_type cannot change
+ * (MK_EINVAL naming the field).  A change of headers, stdio_config,
+ * needs_session_stickiness or credentials re-dials (make-before-break for
+ * a sticky client) and blocks until that finished; while another
+ * reconnect runs it answers MK_EBUSY with "reconnect or connection
+ * credential update already in progress for MCP client <name>".
+ * "disabled" disables or enables.  Other fields (tools_to_execute,
+ * intervals, ping) apply at once.  *err as for mk_client_add.
+ */
+MK_API int mk_client_update(mk_runtime *rt, const char *client,
+                            const char *patch_json, char **err);
 MK_API int mk_client_disable(mk_runtime *rt, const char *client, char **err);
 MK_API int mk_client_enable(mk_runtime *rt, const char *client, char **err);
 MK_API int mk_client_reconnect(mk_runtime *rt, const char *client, char **err);

@@ -116,6 +116,37 @@ lifecycle(mk_runtime *rt, uint32_t type, const char *client, char **err)
 }
 
 int
+mk_client_update(mk_runtime *rt, const char *client, const char *patch_json,
+                 char **err)
+{
+	kn_answer a;
+	mp_w      w;
+	int       rv;
+
+	if (err != NULL) {
+		*err = NULL;
+	}
+	if (!rt_valid(rt)) {
+		return (MK_EHANDLE);
+	}
+	if (client == NULL || patch_json == NULL) {
+		return (MK_EINVAL);
+	}
+	mp_w_init(&w);
+	mp_map(&w, 2);
+	mp_kv_str(&w, "client", client);
+	mp_kv_str(&w, "patch", patch_json);
+	rv = kn_ask(rt->system[RT_SUPERVISOR], MSG_SV_UPDATE, w.sb.data,
+	            w.sb.size, ADD_MS, &a);
+	mp_w_fini(&w);
+	if (rv != 0) {
+		take_error(&a, rv, err);
+	}
+	free(a.data);
+	return (rv);
+}
+
+int
 mk_client_remove(mk_runtime *rt, const char *client, char **err)
 {
 	return (lifecycle(rt, MSG_SV_REMOVE, client, err));

@@ -806,6 +806,115 @@ stale_check_dropped(void)
 	peer_stop(&p);
 }
 
+typedef struct recon2 {
+	mk_runtime *rt;
+	int         rc;
+} recon2;
+
+static void *
+reconnect_upd(void *arg)
+{
+	recon2 *r   = arg;
+	char   *err = NULL;
+
+	r->rc = mk_client_reconnect(r->rt, "upd", &err);
+	mk_free(err);
+	return (NULL);
+}
+
+static void
+update_client(void)
+{
+	sub         sb;
+	mk_runtime *rt  = rt_open(&sb);
+	peer        p   = {0};
+	char       *err = NULL, *t;
+	json_t     *v;
+	int         rc, gen, at = 0;
+	recon2      r = {rt, -1};
+	pthread_t   th;
+
+	start_everything(&p, "streamableHttp", peer_free_port());
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"upd\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	             "\"needs_session_stickiness\": true, "
+	             "\"tools_to_execute\": [\"echo\"]}",
+	             p.port),
+	         0);
+	wait_state(&sb, &at, "upd", "healthy", NULL);
+	t = call_text(rt, "upd", "get-sum", "{\"a\": 1, \"b\": 1}", &rc);
+	CHECK_EQ(rc, MK_EINVAL);
+	free(t);
+	/* at once: no reconnect */
+	CHECK_EQ(mk_client_update(rt, "upd", "{\"tools_to_execute\": [\"*\"]}",
+	                          &err),
+	         0);
+	t = call_text(rt, "upd", "get-sum", "{\"a\": 1, \"b\": 1}", &rc);
+	CHECK_EQ(rc, 0);
+	free(t);
+	/* immutable and invalid fields: refused, nothing applied */
+	CHECK_EQ(mk_client_update(rt, "upd", "{\"connection_type\": \"sse\"}",
+	                          &err),
+	         MK_EINVAL);
+	CHECK(strcmp(err,
+	             "client \"upd\": field \"connection_type\" cannot "
+	             "be changed") == 0);
+	mk_free(err);
+	CHECK_EQ(mk_client_update(rt, "upd",
+	                          "{\"tool_sync_interval\": \"0s\"}", &err),
+	         MK_EINVAL);
+	CHECK(strstr(err, "tool_sync_interval") != NULL);
+	mk_free(err);
+	/* a credential change re-dials: a new generation */
+	v   = view_of(rt, "upd");
+	gen = (int)json_integer_value(json_object_get(v, "generation"));
+	json_decref(v);
+	CHECK_EQ(mk_client_update(rt, "upd", "{\"headers\": {\"X-A\": \"1\"}}",
+	                          &err),
+	         0);
+	v = view_of(rt, "upd");
+	CHECK(json_integer_value(json_object_get(v, "generation")) > gen);
+	CHECK(strcmp(vstr(v, "state"), "healthy") == 0);
+	json_decref(v);
+	/* while a reconnect hangs, a credential update is refused */
+	kill(p.pid, SIGSTOP);
+	pthread_create(&th, NULL, reconnect_upd, &r);
+	/* the patch is also invalid: until the reconnect runs it is
+	 * refused at once for that (and changes nothing) */
+	for (int i = 0;; i++) {
+		rc = mk_client_update(rt, "upd",
+		                      "{\"headers\": {\"X-A\": \"2\"}, "
+		                      "\"tool_sync_interval\": "
+		                      "\"0s\"}",
+		                      &err);
+		if (rc == MK_EBUSY) {
+			break;
+		}
+		CHECK_EQ(rc, MK_EINVAL);
+		mk_free(err);
+		err = NULL;
+		CHECK(i < 200);
+		struct timespec ts = {0, 20 * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling for the reconnect to start */
+	}
+	CHECK(strcmp(err,
+	             "reconnect or connection credential update already "
+	             "in progress for MCP client upd") == 0);
+	mk_free(err);
+	kill(p.pid, SIGCONT);
+	pthread_join(th, NULL);
+	CHECK_EQ(r.rc, 0);
+	/* disabled through the config */
+	CHECK_EQ(mk_client_update(rt, "upd", "{\"disabled\": true}", &err), 0);
+	wait_state(&sb, &at, "upd", "disabled", NULL);
+	CHECK_EQ(mk_client_update(rt, "upd", "{\"disabled\": false}", &err),
+	         0);
+	wait_state(&sb, &at, "upd", "healthy", NULL);
+	rt_close(&rt, &sb);
+	peer_stop(&p);
+}
+
 /* Per-call with tools known (as the store will restore them): no
  * synchronous discovery, no tools event, the hash seeded. */
 static void
@@ -868,6 +977,7 @@ main(void)
 	RUN(disable_during_reconnect);
 	RUN(stale_check_dropped);
 	RUN(known_tools_restored);
+	RUN(update_client);
 	curl_global_cleanup();
 	return (0);
 }

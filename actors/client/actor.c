@@ -154,11 +154,12 @@ client_push_view(client *cl)
 		return;
 	}
 	mp_w_init(&w);
-	mp_map(&w, 4);
+	mp_map(&w, 5);
 	mp_kv_str(&w, "id", cl->cfg->id);
 	mp_kv_str(&w, "name", cl->cfg->name);
 	mp_kv_str(&w, "state", cstate_name(cl->state));
 	mp_kv_str(&w, "view", text);
+	mp_kv_int(&w, "sync_ms", cl->sync_ms);
 	if (kn_tell(cl->sv, cl->self, MSG_SV_VIEW, w.sb.data, w.sb.size) !=
 	    0) {
 		KN_DEBUG("client", "%s: supervisor did not take the view",
@@ -303,21 +304,23 @@ cl_init(kn_actor *self, void *arg, void **statep)
 		free(cl);
 		return (rv);
 	}
-	cl->self    = self;
-	cl->cfg     = a->cfg;
-	a->cfg      = NULL; /* ours now */
-	cl->sv      = kn_actor_hold(a->supervisor);
-	cl->stream  = a->stream;
-	cl->node_id = a->node_id;
-	cl->sync_ms = cl->cfg->sync_ms ? cl->cfg->sync_ms : a->sync_ms;
-	cl->exec_ms = cl->cfg->exec_ms ? cl->cfg->exec_ms : a->exec_ms;
-	cl->tools   = json_array();
-	cl->state   = cl->cfg->disabled ? CS_DISABLED
-	          : cl->cfg->auth == CFG_AUTH_NONE ||
+	cl->self        = self;
+	cl->cfg         = a->cfg;
+	a->cfg          = NULL; /* ours now */
+	cl->sv          = kn_actor_hold(a->supervisor);
+	cl->stream      = a->stream;
+	cl->node_id     = a->node_id;
+	cl->sync_ms     = cl->cfg->sync_ms ? cl->cfg->sync_ms : a->sync_ms;
+	cl->exec_ms     = cl->cfg->exec_ms ? cl->cfg->exec_ms : a->exec_ms;
+	cl->def_sync_ms = a->sync_ms;
+	cl->def_exec_ms = a->exec_ms;
+	cl->tools       = json_array();
+	cl->state       = cl->cfg->disabled ? CS_DISABLED
+	              : cl->cfg->auth == CFG_AUTH_NONE ||
                         cl->cfg->auth == CFG_AUTH_HEADERS
-	          ? CS_UNSTABLE /* until the first connect says otherwise */
-	          : CS_PENDING; /* credentials are verified by an admin first */
-	cl->shown   = cl->state;
+	              ? CS_UNSTABLE /* until the first connect says otherwise */
+	              : CS_PENDING; /* credentials are verified by an admin first */
+	cl->shown       = cl->state;
 	kn_set_wake_arg(self, cl->loop);
 	/* an idle client keeps one connection (3 fds with curl's wake-up
 	 * pair); calls raise it as they need (call.c) */
@@ -400,7 +403,7 @@ on_reconnect(client *cl, kn_msg *msg)
 }
 
 static void
-on_disable(client *cl, kn_msg *msg)
+do_disable(client *cl)
 {
 	if (cl->state != CS_DISABLED) {
 		check_abort(cl);
@@ -409,26 +412,138 @@ on_disable(client *cl, kn_msg *msg)
 		call_run_queued(cl, "MCP client was disabled");
 		client_set_state(cl, CS_DISABLED);
 	}
+}
+
+static void
+on_disable(client *cl, kn_msg *msg)
+{
+	do_disable(cl);
 	kn_reply(cl->self, msg, 0, "\x80", 1);
 }
 
 static void
-on_enable(client *cl, kn_msg *msg)
+enable_corr(client *cl, uint64_t corr, uint32_t type)
 {
 	if (cl->state != CS_DISABLED) {
-		kn_reply(cl->self, msg, 0, "\x80", 1);
+		reply_ok(cl, corr);
 		return;
 	}
 	if (cl->cfg->auth != CFG_AUTH_NONE &&
 	    cl->cfg->auth != CFG_AUTH_HEADERS) {
 		client_set_state(cl, CS_PENDING);
-		kn_reply(cl->self, msg, 0, "\x80", 1);
+		reply_ok(cl, corr);
 		return;
 	}
 	/* out of disabled; what it is now the connect decides (and only
 	 * that is published: no made-up state in between) */
 	cl->state = CS_UNSTABLE;
-	dial_start(cl, DIAL_RECONNECT, kn_defer(msg), msg->env.type);
+	dial_start(cl, DIAL_RECONNECT, corr, type);
+}
+
+static void
+on_enable(client *cl, kn_msg *msg)
+{
+	enable_corr(cl, kn_defer(msg), msg->env.type);
+}
+
+static const char *const immutable[] = {
+        "name",      "client_id", "connection_type", "connection_string",
+        "auth_type", NULL};
+
+/* Config fields whose change needs a new connection. */
+static const char *const conn_fields[] = {
+        "headers",      "stdio_config",   "needs_session_stickiness",
+        "oauth_config", "token_exchange", NULL};
+
+static bool
+field_changed(json_t *a, json_t *b, const char *key)
+{
+	return (!json_equal(json_object_get(a, key), json_object_get(b, key)));
+}
+
+/* Applies a config patch: immutable fields refused, the result
+ * validated as a whole; a change of credentials or connection re-dials
+ * (make-before-break for a sticky client), refused while a dial runs. */
+static void
+on_update(client *cl, kn_msg *msg)
+{
+	uint64_t    corr = kn_defer(msg);
+	char        err[CFG_ERR_MAX], *text;
+	json_t     *patch, *merged;
+	cfg_client *ncfg;
+	bool        redial = false, was_sticky = cl->cfg->sticky;
+	mp_r        r;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	text = mp_dup_str(mp_get(&r, "patch"));
+	mp_r_close(&r);
+	patch = text != NULL ? json_loads(text, 0, NULL) : NULL;
+	free(text);
+	if (!json_is_object(patch)) {
+		json_decref(patch);
+		reply_error(cl, corr, MK_EINVAL,
+		            "the update must be a JSON object");
+		return;
+	}
+	for (int i = 0; immutable[i] != NULL; i++) {
+		if (json_object_get(patch, immutable[i]) != NULL &&
+		    field_changed(patch, cl->cfg->raw, immutable[i])) {
+			json_decref(patch);
+			reply_error(cl, corr, MK_EINVAL,
+			            "client \"%s\": field \"%s\" cannot be "
+			            "changed",
+			            cl->cfg->name, immutable[i]);
+			return;
+		}
+	}
+	merged = json_deep_copy(cl->cfg->raw);
+	json_object_update(merged, patch);
+	json_decref(patch);
+	for (int i = 0; conn_fields[i] != NULL; i++) {
+		redial |= field_changed(merged, cl->cfg->raw, conn_fields[i]);
+	}
+	if (redial && cl->dial != NULL) {
+		json_decref(merged);
+		reply_error(
+		        cl, corr, MK_EBUSY,
+		        "reconnect or connection credential update already in "
+		        "progress for MCP client %s",
+		        cl->cfg->name);
+		return;
+	}
+	if (cfg_client_parse(merged, &ncfg, err, sizeof(err)) != 0) {
+		json_decref(merged);
+		reply_error(cl, corr, MK_EINVAL, "%s", err);
+		return;
+	}
+	json_decref(merged);
+	/* the id is the client's identity: a generated one is kept */
+	free(ncfg->id);
+	ncfg->id = strdup(cl->cfg->id);
+	cfg_client_free(&cl->cfg);
+	cl->cfg     = ncfg;
+	cl->sync_ms = ncfg->sync_ms ? ncfg->sync_ms : cl->def_sync_ms;
+	cl->exec_ms = ncfg->exec_ms ? ncfg->exec_ms : cl->def_exec_ms;
+	KN_INFO("client", "%s: config updated%s", ncfg->name,
+	        redial ? "; reconnecting" : "");
+	if (ncfg->disabled && cl->state != CS_DISABLED) {
+		do_disable(cl);
+	} else if (!ncfg->disabled && cl->state == CS_DISABLED) {
+		enable_corr(cl, corr, msg->env.type);
+		return;
+	} else if (redial && cl->state != CS_DISABLED &&
+	           cl->state != CS_PENDING) {
+		if (was_sticky && !ncfg->sticky) {
+			cl->gen++; /* now per-call: nothing stays open */
+			conn_close_all(cl);
+		}
+		/* make-before-break: the old session keeps its credentials
+		 * and serves until the new one is up */
+		dial_start(cl, DIAL_RECONNECT, corr, msg->env.type);
+		return;
+	}
+	client_push_view(cl);
+	reply_ok(cl, corr);
 }
 
 static int
@@ -454,6 +569,9 @@ cl_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case MSG_CL_ENABLE:
 		on_enable(cl, msg);
+		return (0);
+	case MSG_CL_UPDATE:
+		on_update(cl, msg);
 		return (0);
 	default:
 		assert(!"client: unexpected message");

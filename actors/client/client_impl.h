@@ -84,13 +84,15 @@ typedef struct check {
 } check;
 
 struct client {
-	kn_actor   *self;         /* this actor */
-	cfg_client *cfg;          /* config (owned) */
-	kn_actor   *sv;           /* supervisor (held) */
-	kn_stream  *stream;       /* state stream */
-	const char *node_id;      /* instance id */
-	int64_t     sync_ms;      /* effective tool_sync_interval */
-	int64_t     exec_ms;      /* effective tool_execution_timeout */
+	kn_actor   *self;        /* this actor */
+	cfg_client *cfg;         /* config (owned) */
+	kn_actor   *sv;          /* supervisor (held) */
+	kn_stream  *stream;      /* state stream */
+	const char *node_id;     /* instance id */
+	int64_t     sync_ms;     /* effective tool_sync_interval */
+	int64_t     exec_ms;     /* effective tool_execution_timeout */
+	int64_t     def_sync_ms; /* the global defaults, for updates */
+	int64_t     def_exec_ms;
 	tp_loop    *loop;         /* this thread's curl multi + fds */
 	cstate      state;        /* see the diagram */
 	bool        announced;    /* the first state went out on the stream */
