@@ -304,6 +304,12 @@ main(int argc, char **argv)
 	port = server_child(&pid);
 	printf("mcpkeep clients benchmark (one run; fastmcp server in a "
 	       "child process)\n\nclients per process\n");
+	if (argc > 1 && strcmp(argv[1], "calls") == 0) {
+		calls(port); /* just the tool-call table */
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return (0);
+	}
 	if (argc > 1) {
 		for (int i = 1; i < argc; i++) {
 			scale(atoi(argv[i]), port);

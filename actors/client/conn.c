@@ -84,6 +84,17 @@ conn_release(client *cl, sconn *c)
 	cl->draining = c;
 }
 
+static void
+relisted(void *arg, const mcp_error *err, json_t *result)
+{
+	client *cl = arg;
+
+	if (err == NULL) {
+		client_set_tools(cl, json_object_get(result, "tools"));
+	}
+	/* a failure is the next check's to find */
+}
+
 /* The live connection is gone: its calls already failed. */
 static void
 on_conn_event(void *arg, mcp_session *s, mcp_event ev, const mcp_error *err)
@@ -92,8 +103,11 @@ on_conn_event(void *arg, mcp_session *s, mcp_event ev, const mcp_error *err)
 	client *cl = c->cl;
 
 	if (ev == MCP_EV_TOOLS_CHANGED) {
-		if (c == cl->live && cl->dial == NULL) {
-			dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
+		mcp_req_opts o = {.timeout_ms = CLIENT_CONNECT_MS};
+		if (c == cl->live) {
+			/* list again on the same session; the hash decides
+			 * whether anything changed */
+			(void)mcp_list_tools(c->s, &o, relisted, cl, NULL);
 		}
 		return;
 	}
