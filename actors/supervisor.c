@@ -21,6 +21,7 @@
 #include "actors/client/client.h"
 #include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
+#include "actors/persister.h"
 #include "codec/config.h"
 #include "codec/idmap.h"
 #include "codec/mp.h"
@@ -45,6 +46,8 @@ typedef struct entry {
 	bool            checking;  /* a check ask is out */
 	bool            connected; /* the first connect answered */
 	bool            sticky;    /* its connection mode */
+	bool            restored;  /* came back from the store */
+	char           *config;    /* its config as given (for the store) */
 	struct sv_self *sv;        /* the supervisor, for timer callbacks */
 	struct entry   *next[2];   /* hash chains, BY_ID and BY_NAME */
 	size_t          pos;       /* index in sv->all */
@@ -64,11 +67,12 @@ typedef struct sv_self {
 
 /* An async ask's context: what to do with the answer. */
 typedef struct actx {
-	sv_self     *sv;   /* the supervisor */
-	char        *id;   /* the client it concerns */
-	uint64_t     corr; /* the API ask to answer, or 0 */
-	bool         boot; /* MSG_CL_CONNECT at boot */
-	struct load *load; /* MSG_SV_LOAD in progress, or NULL */
+	sv_self     *sv;       /* the supervisor */
+	char        *id;       /* the client it concerns */
+	uint64_t     corr;     /* the API ask to answer, or 0 */
+	bool         boot;     /* MSG_CL_CONNECT at boot */
+	bool         restored; /* from the store: nothing to write */
+	struct load *load;     /* MSG_SV_LOAD in progress, or NULL */
 } actx;
 
 /* A config file being booted. */
@@ -181,6 +185,7 @@ entry_free(entry *e)
 	free(e->id);
 	free(e->name);
 	free(e->view);
+	free(e->config);
 	free(e);
 }
 
@@ -329,6 +334,41 @@ on_tick(kn_actor *self, void *arg)
 /* ---- add, load -------------------------------------------------------------
  */
 
+/* The store forgets a client removed by an operator. */
+static void
+persist_del(kn_actor *self, sv_self *sv, const char *id)
+{
+	mp_w w;
+
+	if (sv->a.persister == NULL) {
+		return;
+	}
+	mp_w_init(&w);
+	mp_map(&w, 1);
+	mp_kv_str(&w, "id", id);
+	if (kn_tell(sv->a.persister, self, MSG_PS_CLIENT_DEL, w.sb.data,
+	            w.sb.size) != 0) {
+		KN_ERROR("supervisor",
+		         "MCP client %s was not removed from the "
+		         "store",
+		         id);
+	}
+	mp_w_fini(&w);
+}
+
+/* The tools an entry's view holds, as JSON text (malloc'd), or NULL. */
+static char *
+view_tools(const entry *e)
+{
+	json_t *v = e->view != NULL ? json_loads(e->view, 0, NULL) : NULL;
+	json_t *t = json_object_get(v, "tools");
+	char   *text =
+                json_array_size(t) != 0 ? json_dumps(t, JSON_COMPACT) : NULL;
+
+	json_decref(v);
+	return (text);
+}
+
 static void
 load_step(kn_actor *self, load *ld)
 {
@@ -381,6 +421,7 @@ on_connected(kn_actor *self, void *arg, int status, const void *data,
 	} else {
 		e->connected = true;
 		schedule(self, sv, e);
+
 		if (x->corr != 0) {
 			reply_kv(self, x->corr, "id", e->id);
 		}
@@ -396,8 +437,8 @@ on_connected(kn_actor *self, void *arg, int status, const void *data,
 /* Spawns a client actor for cfg (taken) and asks it to connect. */
 static int
 start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
-             const char *tools, uint64_t corr, load *ld, char *err,
-             size_t errlen)
+             bool restored, const char *tools, uint64_t corr, load *ld,
+             char *err, size_t errlen)
 {
 	mp_w        w;
 	client_args a = {
@@ -407,6 +448,7 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 	        .node_id    = sv->a.node_id,
 	        .sync_ms    = sv->a.sync_ms,
 	        .exec_ms    = sv->a.exec_ms,
+	        .persister  = sv->a.persister,
 	};
 	char   name[96];
 	entry *e;
@@ -431,9 +473,11 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 		snprintf(err, errlen, "out of memory");
 		return (MK_ENOMEM);
 	}
-	e->sv      = sv;
-	e->sticky  = cfg->sticky;
-	e->sync_ms = cfg->sync_ms ? cfg->sync_ms : sv->a.sync_ms;
+	e->sv       = sv;
+	e->sticky   = cfg->sticky;
+	e->restored = restored;
+	e->config   = json_dumps(cfg->raw, JSON_COMPACT);
+	e->sync_ms  = cfg->sync_ms ? cfg->sync_ms : sv->a.sync_ms;
 	snprintf(e->conn, sizeof(e->conn), "%s", cfg_conn_name(cfg->conn));
 	snprintf(e->auth, sizeof(e->auth), "%s", cfg_auth_name(cfg->auth));
 	snprintf(e->state, sizeof(e->state), "unstable");
@@ -453,11 +497,13 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 		snprintf(err, errlen, "out of memory");
 		return (MK_ENOMEM);
 	}
-	x->boot = boot;
-	x->load = ld;
+	x->boot     = boot;
+	x->restored = restored;
+	x->load     = ld;
 	mp_w_init(&w);
-	mp_map(&w, tools != NULL ? 2 : 1);
+	mp_map(&w, tools != NULL ? 3 : 2);
 	mp_kv_bool(&w, "boot", boot);
+	mp_kv_bool(&w, "restored", restored);
 	if (tools != NULL) {
 		mp_kv_str(&w, "tools", tools); /* known, e.g. from the store */
 	}
@@ -500,11 +546,60 @@ on_add(kn_actor *self, sv_self *sv, kn_msg *msg)
 	rv = cfg_client_parse(o, &cfg, err, sizeof(err));
 	json_decref(o);
 	if (rv != 0 ||
-	    (rv = start_client(self, sv, cfg, false, tools, corr, NULL, err,
-	                       sizeof(err))) != 0) {
+	    (rv = start_client(self, sv, cfg, false, false, tools, corr, NULL,
+	                       err, sizeof(err))) != 0) {
 		reply_err(self, corr, rv, "%s", err);
 	}
 	free(tools);
+}
+
+/* Restored clients from the persister's list: config as stored, the
+ * stored id, known tools (no discovery for a per-call one). */
+static void
+restore(kn_actor *self, sv_self *sv, const char *text, uint64_t corr)
+{
+	json_t *list = json_loads(text, 0, NULL), *item;
+	char    err[CFG_ERR_MAX];
+	size_t  i;
+	load   *ld;
+
+	if (!json_is_array(list) || (ld = calloc(1, sizeof(*ld))) == NULL) {
+		json_decref(list);
+		reply_err(self, corr, MK_EINVAL,
+		          "the stored client list is not "
+		          "readable");
+		return;
+	}
+	ld->corr = corr;
+	ld->left = json_array_size(list) + 1; /* +1: released below */
+	json_array_foreach(list, i, item)
+	{
+		cfg_client *c;
+		json_t     *t     = json_object_get(item, "tools");
+		char       *tools = json_is_array(t) ? json_dumps(t, 0) : NULL;
+		const char *id =
+		        json_string_value(json_object_get(item, "id"));
+
+		if (cfg_client_parse(json_object_get(item, "config"), &c, err,
+		                     sizeof(err)) != 0 ||
+		    id == NULL) {
+			KN_WARN("supervisor", "stored client skipped: %s",
+			        err);
+			ld->left--;
+		} else {
+			free(c->id);
+			c->id = strdup(id); /* the stored identity */
+			if (c->id == NULL ||
+			    start_client(self, sv, c, true, true, tools, 0, ld,
+			                 err, sizeof(err)) != 0) {
+				KN_ERROR("supervisor", "restore: %s", err);
+				ld->left--;
+			}
+		}
+		free(tools);
+	}
+	json_decref(list);
+	load_step(self, ld);
 }
 
 static void
@@ -513,25 +608,36 @@ on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
 	char      err[CFG_ERR_MAX];
 	cfg_file *f;
 	mp_r      r;
-	char     *text;
+	char     *text, *stored, **tools;
 	load     *ld;
 	uint64_t  corr = kn_defer(msg);
 	int       rv;
 
 	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	text = mp_dup_str(mp_get(&r, "file"));
+	text   = mp_dup_str(mp_get(&r, "file"));
+	stored = mp_dup_str(mp_get(&r, "restore"));
 	mp_r_close(&r);
-	rv = text != NULL
-	        ? cfg_file_parse(text, strlen(text), &f, err, sizeof(err))
-	        : MK_EINVAL;
-	free(text);
-	if (rv != 0) {
-		reply_err(self, corr, rv, "%s", text ? err : "no config text");
+	if (stored != NULL) {
+		restore(self, sv, stored, corr);
+		free(stored);
+		free(text);
 		return;
 	}
+	if (text == NULL) {
+		reply_err(self, corr, MK_EINVAL, "no config text");
+		return;
+	}
+	rv = cfg_file_parse(text, strlen(text), &f, err, sizeof(err));
+	free(text);
+	if (rv != 0) {
+		reply_err(self, corr, rv, "%s", err);
+		return;
+	}
+	/* all checks before anything changes */
 	for (size_t i = 0; i < f->nclients; i++) {
-		if (find(sv, f->clients[i]->name) ||
-		    find(sv, f->clients[i]->id)) {
+		entry *e = find(sv, f->clients[i]->name);
+		if ((e != NULL && !e->restored) ||
+		    (e == NULL && find(sv, f->clients[i]->id) != NULL)) {
 			reply_err(self, corr, MK_EEXIST,
 			          "client \"%s\": an MCP client with that "
 			          "name or id "
@@ -541,22 +647,41 @@ on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
 			return;
 		}
 	}
-	if ((ld = calloc(1, sizeof(*ld))) == NULL) {
+	if ((ld = calloc(1, sizeof(*ld))) == NULL ||
+	    (tools = calloc(f->nclients + 1, sizeof(*tools))) == NULL) {
+		free(ld);
 		cfg_file_free(&f);
 		reply_err(self, corr, MK_ENOMEM, "out of memory");
 		return;
+	}
+	/* a declared client replaces the one restored under its name: the
+	 * file's config, the stored id and known tools */
+	for (size_t i = 0; i < f->nclients; i++) {
+		cfg_client *c = f->clients[i];
+		entry      *e = find(sv, c->name);
+		if (e != NULL) {
+			tools[i] = view_tools(e);
+			if (json_object_get(c->raw, "client_id") == NULL) {
+				free(c->id);
+				c->id = strdup(e->id);
+			}
+			drop(self, sv, e);
+		}
 	}
 	ld->corr = corr;
 	ld->left = f->nclients + 1; /* +1: released below */
 	for (size_t i = 0; i < f->nclients; i++) {
 		cfg_client *c = f->clients[i];
 		f->clients[i] = NULL;
-		if (start_client(self, sv, c, true, NULL, 0, ld, err,
-		                 sizeof(err)) != 0) {
+		if (c->id == NULL ||
+		    start_client(self, sv, c, true, false, tools[i], 0, ld,
+		                 err, sizeof(err)) != 0) {
 			KN_ERROR("supervisor", "boot: %s", err);
 			ld->left--;
 		}
+		free(tools[i]);
 	}
+	free(tools);
 	f->nclients = 0;
 	cfg_file_free(&f);
 	load_step(self, ld);
@@ -611,6 +736,7 @@ on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
 	free(who);
 	if (msg->env.type == MSG_SV_REMOVE) {
 		KN_INFO("supervisor", "removing MCP client %s", e->name);
+		persist_del(self, sv, e->id);
 		drop(self, sv, e);
 		kn_reply_corr(kn_actor_kernel(self), corr, 0, "\x80", 1);
 		free(patch);

@@ -19,9 +19,12 @@
  *                         -> {"id": str}
  *                         (a sticky client that cannot connect is not
  *                         kept; a per-call one is kept unstable)
- *   MSG_SV_LOAD      ask  {"file": config.json text} -> {"count": int}
+ *   MSG_SV_LOAD      ask  {"file": config.json text} or {"restore":
+ *                         the persister's client list} -> {"count": int}
  *                         (all clients validated first, then booted:
- *                         failures kept as unstable)
+ *                         failures kept as unstable; a file's client whose
+ *                         name was restored replaces it, keeping its id
+ *                         and known tools)
  *   MSG_SV_REMOVE    ask  {"client": id or name} -> {}
  *   MSG_SV_DISABLE   ask  {"client": ...}        -> {}
  *   MSG_SV_ENABLE    ask  {"client": ...}        -> {}
@@ -47,6 +50,7 @@ typedef struct sv_args {
 	int64_t     sync_ms;     /* default tool_sync_interval */
 	int64_t     exec_ms;     /* default tool_execution_timeout */
 	int64_t     unstable_ms; /* check interval while unstable */
+	kn_actor   *persister;   /* the store, or NULL (memory only) */
 } sv_args;
 
 extern const kn_actor_ops supervisor_ops;

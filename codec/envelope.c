@@ -34,6 +34,11 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_CL_ENABLE]    = "cl_enable",
 	[MSG_SV_UPDATE]    = "sv_update",
 	[MSG_CL_UPDATE]    = "cl_update",
+	[MSG_PS_CLIENT_PUT] = "ps_client_put",
+	[MSG_PS_CLIENT_DEL] = "ps_client_del",
+	[MSG_PS_TOOLS_PUT] = "ps_tools_put",
+	[MSG_PS_LOAD]      = "ps_load",
+	[MSG_PS_STATS]     = "ps_stats",
 };
 /* clang-format on */
 

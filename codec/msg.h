@@ -36,7 +36,13 @@ typedef enum codec_msg_type {
 	MSG_CL_ENABLE    = 19, /* ask: leave disabled, connect again */
 	MSG_SV_UPDATE    = 20, /* ask: change a client's config */
 	MSG_CL_UPDATE    = 21, /* ask: apply a config patch */
-	MSG_COUNT              /* number of types; not a type */
+	/* persister (actors/persister.h has the fields) */
+	MSG_PS_CLIENT_PUT = 22, /* tell: store a client's config */
+	MSG_PS_CLIENT_DEL = 23, /* tell: forget a client */
+	MSG_PS_TOOLS_PUT  = 24, /* tell: store a changed tool list */
+	MSG_PS_LOAD       = 25, /* ask: every stored client, with tools */
+	MSG_PS_STATS      = 26, /* ask: statement counters */
+	MSG_COUNT               /* number of types; not a type */
 } codec_msg_type;
 
 /* codec_msg_name returns the type's name, or "?" when out of range. */

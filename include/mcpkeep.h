@@ -81,6 +81,8 @@ typedef struct mk_options {
 	const char *node_id;           /* this instance; default "local" */
 	int         unstable_check_ms; /* check interval while unstable;
 	                                * default 10000 (SPEC: 10 s) */
+	const char *store_path; /* SQLite file for clients and their tools
+	                         * (restored at open); NULL: memory only */
 } mk_options;
 
 /*

@@ -299,7 +299,12 @@ step_done(store *s, sqlite3_stmt *q, const char *what)
 
 	sqlite3_reset(q);
 	sqlite3_clear_bindings(q);
-	return (rc == SQLITE_DONE ? 0 : fail(s, MK_ESYS, what));
+	if (rc == SQLITE_DONE) {
+		return (0);
+	}
+	/* a row the schema refuses will never be written: not retried */
+	return (fail(s, (rc & 0xff) == SQLITE_CONSTRAINT ? MK_EINVAL : MK_ESYS,
+	             what));
 }
 
 int

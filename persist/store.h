@@ -57,6 +57,10 @@ int  store_begin(store *s);
 int  store_commit(store *s);
 void store_rollback(store *s);
 
+/* Writes return 0, MK_EINVAL when the schema refuses the row (a
+ * constraint: permanent) or MK_ESYS (busy, full, read-only: worth a
+ * retry). */
+
 /* Clients: insert or replace by id; delete (tools cascade). */
 int store_client_put(store *s, const char *id, const char *name,
                      const char *config_json);

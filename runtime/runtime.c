@@ -12,10 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actors/client/client.h"
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/log.h"
+#include "actors/persister.h"
 #include "actors/supervisor.h"
 #include "codec/config.h"
+#include "codec/mp.h"
 #include "mcpkeep.h"
 #include "runtime/runtime_impl.h"
 
@@ -96,8 +99,47 @@ rt_shutdown(mk_runtime *rt)
 			kn_actor_destroy(&rt->system[i]);
 		}
 	}
+	/* the persister last: it flushes what the others told it */
+	if (rt->persister != NULL) {
+		KN_INFO("runtime", "stopping actor %s", PERSISTER_NAME);
+		kn_actor_destroy(&rt->persister);
+	}
 	kn_kernel_close(&rt->kernel);
 	kn_stream_close(&rt->stream);
+}
+
+/* Brings back the clients the store holds (boot semantics). */
+static int
+rt_restore(mk_runtime *rt)
+{
+	kn_answer a, b;
+	mp_r      r;
+	mp_w      w;
+	char     *list = NULL;
+	int       rv;
+
+	if ((rv = kn_ask(rt->persister, MSG_PS_LOAD, "\x80", 1, 60000, &a)) !=
+	    0) {
+		free(a.data);
+		return (rv);
+	}
+	mp_r_open(&r, a.data, a.len);
+	list = mp_dup_str(mp_get(&r, "clients"));
+	mp_r_close(&r);
+	free(a.data);
+	if (list == NULL || strcmp(list, "[]") == 0) {
+		free(list);
+		return (0);
+	}
+	mp_w_init(&w);
+	mp_map(&w, 1);
+	mp_kv_str(&w, "restore", list);
+	rv = kn_ask(rt->system[RT_SUPERVISOR], MSG_SV_LOAD, w.sb.data,
+	            w.sb.size, CLIENT_CONNECT_MS + 30000, &b);
+	mp_w_fini(&w);
+	free(b.data);
+	free(list);
+	return (rv);
 }
 
 int
@@ -152,12 +194,25 @@ mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 		free(rt);
 		return (rv);
 	}
+	if (rt->opts.store_path != NULL) {
+		ps_args pa = {.path   = rt->opts.store_path,
+		              .stream = rt->stream};
+		if ((rv = kn_spawn(rt->kernel, PERSISTER_NAME, &persister_ops,
+		                   &pa, &rt->persister)) != 0) {
+			KN_ERROR("runtime", "cannot open the store %s: %s",
+			         rt->opts.store_path, mk_strerror(rv));
+			rt_shutdown(rt);
+			free(rt);
+			return (rv);
+		}
+	}
 	rt->sv = (sv_args) {
 	        .stream      = rt->stream,
 	        .node_id     = rt->node_id,
 	        .sync_ms     = CFG_SYNC_DEFAULT_MS,
 	        .exec_ms     = CFG_EXEC_DEFAULT_MS,
 	        .unstable_ms = rt->opts.unstable_check_ms,
+	        .persister   = rt->persister,
 	};
 	for (size_t i = 0; i < NSYSTEM; i++) {
 		rv = kn_spawn(rt->kernel, system_actors[i].name,
@@ -170,6 +225,14 @@ mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 			return (rv);
 		}
 		KN_INFO("runtime", "started actor %s", system_actors[i].name);
+	}
+	if (rt->persister != NULL && (rv = rt_restore(rt)) != 0) {
+		KN_ERROR("runtime",
+		         "cannot restore clients from the store: %s",
+		         mk_strerror(rv));
+		rt_shutdown(rt);
+		free(rt);
+		return (rv);
 	}
 	rt->magic = RT_MAGIC;
 	KN_INFO("runtime", "booted: %zu system actors, %zu KiB stacks",

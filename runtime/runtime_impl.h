@@ -25,6 +25,7 @@ struct mk_runtime {
 	kn_kernel *kernel;             /* the actor kernel */
 	sv_args    sv;                 /* the supervisor's settings */
 	kn_actor  *system[RT_NSYSTEM]; /* owner references, boot order */
+	kn_actor  *persister;          /* the store, or NULL */
 };
 
 /* rt_valid: the handle is an open runtime. */

@@ -19,6 +19,7 @@
 
 #include "actors/kernel/kernel.h"
 #include "codec/mp.h"
+#include "codec/msg.h"
 #include "mcpkeep.h"
 #include "peer.h"
 #include "runtime/runtime_impl.h"
@@ -915,6 +916,120 @@ update_client(void)
 	peer_stop(&p);
 }
 
+static int64_t
+ps_stat(mk_runtime *rt, const char *key)
+{
+	kn_actor *ps;
+	kn_answer a;
+	mp_r      r;
+	int64_t   v;
+
+	CHECK_EQ(kn_lookup(rt->kernel, "persister", &ps), 0);
+	CHECK_EQ(kn_ask(ps, MSG_PS_STATS, "\x80", 1, WAIT_MS, &a), 0);
+	kn_actor_release(&ps);
+	mp_r_open(&r, a.data, a.len);
+	v = mp_int(mp_get(&r, key), -1);
+	mp_r_close(&r);
+	free(a.data);
+	return (v);
+}
+
+static mk_runtime *
+rt_open_store(sub *sb, const char *path)
+{
+	mk_runtime *rt;
+	mk_options  o;
+	char        url[64];
+
+	snprintf(url, sizeof(url), "inproc://client-test-%d", ++stream_seq);
+	mk_options_init(&o);
+	o.log_level         = MK_LOG_WARN;
+	o.stream_url        = url;
+	o.unstable_check_ms = 1000;
+	o.store_path        = path;
+	CHECK_EQ(mk_runtime_open(&rt, &o), 0);
+	sub_open(sb, mk_stream_url(rt));
+	return (rt);
+}
+
+/* A restart loses nothing: clients and tools come back from the store; a
+ * per-call client with known tools makes no discovery request; unchanged
+ * checks write no tool list. */
+static void
+restart_restores(void)
+{
+	char        dir[]  = "/tmp/mk-restart-XXXXXX", path[128], js2[512];
+	const char *argv[] = {"node", js2, "http", "--port", "0", NULL};
+	peer        p      = {0};
+	sub         sb;
+	mk_runtime *rt;
+	mk_stats    st;
+	char       *err = NULL;
+	json_t     *v;
+	long        before;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/mcpkeep.db", dir);
+	snprintf(js2, sizeof(js2), "%s/inject.mjs", peer_dir());
+	CHECK_EQ(peer_start(&p, argv, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+	rt = rt_open_store(&sb, path);
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"r_pc\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\"}",
+	             p.port),
+	         0);
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"r_st\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	             "\"needs_session_stickiness\": true, "
+	             "\"tool_sync_interval\": \"1s\"}",
+	             p.port),
+	         0);
+	/* several passing checks later: still one write per client */
+	for (int i = 0;; i++) {
+		CHECK_EQ(mk_runtime_stats(rt, &st, WAIT_MS), 0);
+		if (st.ticks >= 4) {
+			break;
+		}
+		CHECK(i < 400);
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling the tick counter */
+	}
+	CHECK_EQ(ps_stat(rt, "tool_writes"), 2);
+	rt_close(&rt, &sb);
+
+	before = admin(p.port, "/admin/counters", NULL, "new_sessions");
+	rt     = rt_open_store(&sb, path);
+	v      = view_of(rt, "r_pc");
+	CHECK(strcmp(vstr(v, "state"), "healthy") == 0);
+	CHECK(json_array_size(json_object_get(v, "tools")) >= 10);
+	json_decref(v);
+	v = view_of(rt, "r_st");
+	CHECK(strcmp(vstr(v, "connection_mode"), "sticky") == 0);
+	json_decref(v);
+	/* the sticky one connected again; the per-call one discovered
+	 * nothing */
+	CHECK_EQ(admin(p.port, "/admin/counters", NULL, "new_sessions"),
+	         before + 1);
+	/* restored tools were not written again */
+	CHECK_EQ(ps_stat(rt, "tool_writes"), 0);
+	CHECK_EQ(mk_client_remove(rt, "r_pc", &err), 0);
+	rt_close(&rt, &sb);
+
+	rt        = rt_open_store(&sb, path);
+	char *out = NULL;
+	CHECK_EQ(mk_clients_json(rt, NULL, &out), 0);
+	CHECK(strstr(out, "r_pc") == NULL && strstr(out, "r_st") != NULL);
+	mk_free(out);
+	rt_close(&rt, &sb);
+	peer_stop(&p);
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK_EQ(system(cmd), 0);
+}
+
 /* Per-call with tools known (as the store will restore them): no
  * synchronous discovery, no tools event, the hash seeded. */
 static void
@@ -978,6 +1093,7 @@ main(void)
 	RUN(stale_check_dropped);
 	RUN(known_tools_restored);
 	RUN(update_client);
+	RUN(restart_restores);
 	curl_global_cleanup();
 	return (0);
 }

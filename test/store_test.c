@@ -146,7 +146,7 @@ clients_and_gate(void)
 	CHECK_EQ(store_tools_put(s, "id-a", h1, "[]", &w), 0);
 	CHECK(w);
 	/* a tool list for an unknown client is refused (foreign key) */
-	CHECK(store_tools_put(s, "nobody", h1, "[]", &w) == MK_ESYS);
+	CHECK(store_tools_put(s, "nobody", h1, "[]", &w) == MK_EINVAL);
 	CHECK(strstr(store_error(s), "FOREIGN KEY") != NULL);
 	json_decref(t1);
 	json_decref(t2);

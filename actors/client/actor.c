@@ -270,6 +270,58 @@ client_set_tools(client *cl, json_t *tools)
 	client_push_view(cl);
 	kn_stream_publish(cl->stream, "tools", w.sb.data, w.sb.size);
 	mp_w_fini(&w);
+	if (cl->ps != NULL) {
+		char *text = json_dumps(tools, JSON_COMPACT);
+		mp_w_init(&w);
+		mp_map(&w, 3);
+		mp_kv_str(&w, "id", cl->cfg->id);
+		mp_kv_str(&w, "hash", cl->hash);
+		mp_kv_str(&w, "tools", text != NULL ? text : "[]");
+		if (text == NULL ||
+		    kn_tell(cl->ps, cl->self, MSG_PS_TOOLS_PUT, w.sb.data,
+		            w.sb.size) != 0) {
+			KN_ERROR("client",
+			         "%s: the changed tool list was not "
+			         "stored",
+			         cl->cfg->name);
+		}
+		mp_w_fini(&w);
+		free(text);
+	}
+}
+
+void
+client_save_once(client *cl)
+{
+	if (cl->unsaved) {
+		cl->unsaved = false;
+		client_persist_config(cl);
+	}
+}
+
+void
+client_persist_config(client *cl)
+{
+	char *text;
+	mp_w  w;
+
+	if (cl->ps == NULL) {
+		return;
+	}
+	text = json_dumps(cl->cfg->raw, JSON_COMPACT);
+	mp_w_init(&w);
+	mp_map(&w, 3);
+	mp_kv_str(&w, "id", cl->cfg->id);
+	mp_kv_str(&w, "name", cl->cfg->name);
+	mp_kv_str(&w, "config", text != NULL ? text : "{}");
+	if (text == NULL ||
+	    kn_tell(cl->ps, cl->self, MSG_PS_CLIENT_PUT, w.sb.data,
+	            w.sb.size) != 0) {
+		KN_ERROR("client", "%s: the config was not stored",
+		         cl->cfg->name);
+	}
+	mp_w_fini(&w);
+	free(text);
 }
 
 /* ---- the actor ------------------------------------------------------------
@@ -304,11 +356,12 @@ cl_init(kn_actor *self, void *arg, void **statep)
 		free(cl);
 		return (rv);
 	}
-	cl->self        = self;
-	cl->cfg         = a->cfg;
-	a->cfg          = NULL; /* ours now */
-	cl->sv          = kn_actor_hold(a->supervisor);
-	cl->stream      = a->stream;
+	cl->self   = self;
+	cl->cfg    = a->cfg;
+	a->cfg     = NULL; /* ours now */
+	cl->sv     = kn_actor_hold(a->supervisor);
+	cl->ps     = a->persister != NULL ? kn_actor_hold(a->persister) : NULL;
+	cl->stream = a->stream;
 	cl->node_id     = a->node_id;
 	cl->sync_ms     = cl->cfg->sync_ms ? cl->cfg->sync_ms : a->sync_ms;
 	cl->exec_ms     = cl->cfg->exec_ms ? cl->cfg->exec_ms : a->exec_ms;
@@ -342,6 +395,9 @@ cl_fini(kn_actor *self, void *state)
 	json_decref(cl->tools);
 	free(cl->lf_message);
 	kn_actor_release(&cl->sv);
+	if (cl->ps != NULL) {
+		kn_actor_release(&cl->ps);
+	}
 	cfg_client_free(&cl->cfg);
 	free(cl);
 }
@@ -355,8 +411,9 @@ on_connect(client *cl, kn_msg *msg)
 	json_t *tools = NULL;
 
 	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	boot  = mp_bool(mp_get(&r, "boot"), false);
-	known = mp_dup_str(mp_get(&r, "tools"));
+	boot        = mp_bool(mp_get(&r, "boot"), false);
+	known       = mp_dup_str(mp_get(&r, "tools"));
+	cl->unsaved = !mp_bool(mp_get(&r, "restored"), false);
 	mp_r_close(&r);
 	if (known != NULL && (tools = json_loads(known, 0, NULL)) != NULL &&
 	    json_is_array(tools) && tools_hash(tools, cl->hash) == 0) {
@@ -368,11 +425,13 @@ on_connect(client *cl, kn_msg *msg)
 	free(known);
 	json_decref(tools);
 	if (cl->state == CS_DISABLED || cl->state == CS_PENDING) {
+		client_save_once(cl);
 		client_push_view(cl);
 		kn_reply(cl->self, msg, 0, "\x80", 1);
 		return;
 	}
 	if (!cl->cfg->sticky && cl->hash[0] != '\0') {
+		client_save_once(cl);
 		/* per-call with known tools: no synchronous discovery; the
 		 * periodic check revisits it (SPEC section 5) */
 		client_pass(cl);
@@ -526,6 +585,7 @@ on_update(client *cl, kn_msg *msg)
 	cl->exec_ms = ncfg->exec_ms ? ncfg->exec_ms : cl->def_exec_ms;
 	KN_INFO("client", "%s: config updated%s", ncfg->name,
 	        redial ? "; reconnecting" : "");
+	client_persist_config(cl);
 	if (ncfg->disabled && cl->state != CS_DISABLED) {
 		do_disable(cl);
 	} else if (!ncfg->disabled && cl->state == CS_DISABLED) {

@@ -55,6 +55,7 @@ typedef struct client_args {
 	const char *node_id;    /* this instance's id (outlives the actor) */
 	int64_t     sync_ms;    /* global tool_sync_interval */
 	int64_t     exec_ms;    /* global tool_execution_timeout */
+	kn_actor   *persister;  /* the store (held by the actor), or NULL */
 } client_args;
 
 extern const kn_actor_ops client_ops;

@@ -87,6 +87,8 @@ struct client {
 	kn_actor   *self;        /* this actor */
 	cfg_client *cfg;         /* config (owned) */
 	kn_actor   *sv;          /* supervisor (held) */
+	kn_actor   *ps;          /* persister (held), or NULL */
+	bool        unsaved;     /* the config is not in the store yet */
 	kn_stream  *stream;      /* state stream */
 	const char *node_id;     /* instance id */
 	int64_t     sync_ms;     /* effective tool_sync_interval */
@@ -122,6 +124,8 @@ void client_fail(client *cl, cstate s, const char *stage, const char *message);
 void client_pass(client *cl);
 void client_set_tools(client *cl, json_t *tools);
 void client_push_view(client *cl);
+void client_persist_config(client *cl);
+void client_save_once(client *cl);
 void reply_error(client *cl, uint64_t corr, int status, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 void reply_ok(client *cl, uint64_t corr);

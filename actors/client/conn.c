@@ -178,6 +178,9 @@ dial_end(dial *d, const mcp_error *err, json_t *tools)
 	}
 	if (err != NULL) {
 		conn_free(c);
+		if (!(d->why == DIAL_ADD && cl->cfg->sticky)) {
+			client_save_once(cl); /* kept, if unstable */
+		}
 		if (!stale && !(d->why == DIAL_ADD && cl->cfg->sticky)) {
 			if (d->why == DIAL_BACKGROUND ||
 			    d->why == DIAL_CHECK || d->why == DIAL_DISCOVERY) {
@@ -205,6 +208,7 @@ dial_end(dial *d, const mcp_error *err, json_t *tools)
 	} else {
 		conn_free(c); /* a discovery keeps nothing open */
 	}
+	client_save_once(cl); /* the config before its tools */
 	client_set_tools(cl, tools);
 	client_pass(cl);
 	if (cl->cfg->sticky) {

@@ -13,7 +13,9 @@
 //                                     Mcp-Session-Id gets 404 -32001
 //                                     "Session not found" (as the SDK's
 //                                     own transport answers a wrong id)
-//          GET  /admin/counters       {"counted_destructive": n, ...}
+//          GET  /admin/counters       {"counted_destructive": n, ...,
+//                                     "new_sessions": POSTs without a
+//                                     session id (initialize attempts)}
 //          GET  /admin/sessions       {"sessions": n} (live sessions)
 //          POST /admin/ping-mode      {"delay_ms": n, "status": code}:
 //                                     later pings wait, then fail with
@@ -307,6 +309,7 @@ async function onMcp(req, res) {
 			'Bad Request: Mcp-Session-Id header is required');
 		return;
 	}
+		counters.new_sessions = (counters.new_sessions ?? 0) + 1;
 	// No session: a new transport validates the request itself (initialize
 	// or 400 "Server not initialized"); it is kept only if it got an id.
 	const server = makeServer();
