@@ -146,7 +146,7 @@ count_states(sub *sb, const char *name, const char *state)
 static int stream_seq;
 
 static mk_runtime *
-rt_open(sub *sb)
+rt_open_store(sub *sb, const char *path)
 {
 	mk_runtime *rt;
 	mk_options  o;
@@ -157,9 +157,16 @@ rt_open(sub *sb)
 	o.log_level         = MK_LOG_WARN;
 	o.stream_url        = url;
 	o.unstable_check_ms = 1000;
+	o.store_path        = path;
 	CHECK_EQ(mk_runtime_open(&rt, &o), 0);
 	sub_open(sb, mk_stream_url(rt));
 	return (rt);
+}
+
+static mk_runtime *
+rt_open(sub *sb)
+{
+	return (rt_open_store(sb, NULL));
 }
 
 static void
@@ -660,8 +667,9 @@ make_before_break(void)
 }
 
 typedef struct recon {
-	mk_runtime *rt;
-	int         rc;
+	mk_runtime *rt;     /* the runtime */
+	const char *client; /* whom to reconnect */
+	int         rc;     /* the outcome */
 } recon;
 
 static void *
@@ -670,7 +678,7 @@ reconnect_main(void *arg)
 	recon *r   = arg;
 	char  *err = NULL;
 
-	r->rc = mk_client_reconnect(r->rt, "dis", &err);
+	r->rc = mk_client_reconnect(r->rt, r->client, &err);
 	mk_free(err);
 	return (NULL);
 }
@@ -683,7 +691,7 @@ disable_during_reconnect(void)
 	sub         sb;
 	mk_runtime *rt = rt_open(&sb);
 	peer        p  = {0};
-	recon       r  = {rt, -1};
+	recon       r  = {rt, "dis", -1};
 	pthread_t   t;
 	char       *err = NULL;
 	int         at  = 0;
@@ -807,22 +815,6 @@ stale_check_dropped(void)
 	peer_stop(&p);
 }
 
-typedef struct recon2 {
-	mk_runtime *rt;
-	int         rc;
-} recon2;
-
-static void *
-reconnect_upd(void *arg)
-{
-	recon2 *r   = arg;
-	char   *err = NULL;
-
-	r->rc = mk_client_reconnect(r->rt, "upd", &err);
-	mk_free(err);
-	return (NULL);
-}
-
 static void
 update_client(void)
 {
@@ -832,7 +824,7 @@ update_client(void)
 	char       *err = NULL, *t;
 	json_t     *v;
 	int         rc, gen, at = 0;
-	recon2      r = {rt, -1};
+	recon       r = {rt, "upd", -1};
 	pthread_t   th;
 
 	start_everything(&p, "streamableHttp", peer_free_port());
@@ -880,7 +872,7 @@ update_client(void)
 	json_decref(v);
 	/* while a reconnect hangs, a credential update is refused */
 	kill(p.pid, SIGSTOP);
-	pthread_create(&th, NULL, reconnect_upd, &r);
+	pthread_create(&th, NULL, reconnect_main, &r);
 	/* the patch is also invalid: until the reconnect runs it is
 	 * refused at once for that (and changes nothing) */
 	for (int i = 0;; i++) {
@@ -932,24 +924,6 @@ ps_stat(mk_runtime *rt, const char *key)
 	mp_r_close(&r);
 	free(a.data);
 	return (v);
-}
-
-static mk_runtime *
-rt_open_store(sub *sb, const char *path)
-{
-	mk_runtime *rt;
-	mk_options  o;
-	char        url[64];
-
-	snprintf(url, sizeof(url), "inproc://client-test-%d", ++stream_seq);
-	mk_options_init(&o);
-	o.log_level         = MK_LOG_WARN;
-	o.stream_url        = url;
-	o.unstable_check_ms = 1000;
-	o.store_path        = path;
-	CHECK_EQ(mk_runtime_open(&rt, &o), 0);
-	sub_open(sb, mk_stream_url(rt));
-	return (rt);
 }
 
 /* A restart loses nothing: clients and tools come back from the store; a
