@@ -29,8 +29,8 @@ static const char usage[] =
         "run options:\n"
         "  -c FILE         config.json with mcp.client_configs\n"
         "  --once          exit after the clients' first connects\n"
-    "  --store FILE    keep clients and their tools in this SQLite file\n"
-    "                  (restored at the next start)\n"
+        "  --store FILE    keep clients and their tools in this SQLite file\n"
+        "                  (restored at the next start)\n"
         "  --log LEVEL     debug | info | warn | error (default warn;\n"
         "                  MCPKEEP_LOG overrides)\n"
         "  --json          log as JSON lines\n"
@@ -181,7 +181,7 @@ cmd_run(int argc, char **argv)
 			once = 1;
 		} else if (strcmp(argv[i], "--json") == 0) {
 			opts.log_json = 1;
-				} else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
+		} else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
 			config = argv[++i];
 		} else if (strcmp(argv[i], "--store") == 0 && i + 1 < argc) {
 			opts.store_path = argv[++i];
