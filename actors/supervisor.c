@@ -47,7 +47,6 @@ typedef struct entry {
 	bool            connected; /* the first connect answered */
 	bool            sticky;    /* its connection mode */
 	bool            restored;  /* came back from the store */
-	char           *config;    /* its config as given (for the store) */
 	struct sv_self *sv;        /* the supervisor, for timer callbacks */
 	struct entry   *next[2];   /* hash chains, BY_ID and BY_NAME */
 	size_t          pos;       /* index in sv->all */
@@ -67,12 +66,11 @@ typedef struct sv_self {
 
 /* An async ask's context: what to do with the answer. */
 typedef struct actx {
-	sv_self     *sv;       /* the supervisor */
-	char        *id;       /* the client it concerns */
-	uint64_t     corr;     /* the API ask to answer, or 0 */
-	bool         boot;     /* MSG_CL_CONNECT at boot */
-	bool         restored; /* from the store: nothing to write */
-	struct load *load;     /* MSG_SV_LOAD in progress, or NULL */
+	sv_self     *sv;   /* the supervisor */
+	char        *id;   /* the client it concerns */
+	uint64_t     corr; /* the API ask to answer, or 0 */
+	bool         boot; /* MSG_CL_CONNECT at boot */
+	struct load *load; /* MSG_SV_LOAD in progress, or NULL */
 } actx;
 
 /* A config file being booted. */
@@ -185,7 +183,6 @@ entry_free(entry *e)
 	free(e->id);
 	free(e->name);
 	free(e->view);
-	free(e->config);
 	free(e);
 }
 
@@ -476,7 +473,6 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 	e->sv       = sv;
 	e->sticky   = cfg->sticky;
 	e->restored = restored;
-	e->config   = json_dumps(cfg->raw, JSON_COMPACT);
 	e->sync_ms  = cfg->sync_ms ? cfg->sync_ms : sv->a.sync_ms;
 	snprintf(e->conn, sizeof(e->conn), "%s", cfg_conn_name(cfg->conn));
 	snprintf(e->auth, sizeof(e->auth), "%s", cfg_auth_name(cfg->auth));
@@ -497,9 +493,8 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 		snprintf(err, errlen, "out of memory");
 		return (MK_ENOMEM);
 	}
-	x->boot     = boot;
-	x->restored = restored;
-	x->load     = ld;
+	x->boot = boot;
+	x->load = ld;
 	mp_w_init(&w);
 	mp_map(&w, tools != NULL ? 3 : 2);
 	mp_kv_bool(&w, "boot", boot);

@@ -763,6 +763,20 @@ admin(int port, const char *path, const char *body, const char *field)
 	return (v);
 }
 
+/* Waits (10 s at most) until a counter of the inject server reaches min.
+ * The server is another process with no event to wait on: its counter
+ * is polled, with a deadline. */
+static void
+wait_counter(int port, const char *field, long min)
+{
+	for (int i = 0; admin(port, "/admin/counters", NULL, field) < min;
+	     i++) {
+		CHECK(i < 200);
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling the server's counter */
+	}
+}
+
 /* A check whose ping fails after a reconnect swapped the connection: the
  * stale failure is dropped. */
 static void
@@ -791,21 +805,11 @@ stale_check_dropped(void)
 	admin(p.port, "/admin/ping-mode",
 	      "{\"delay_ms\": 2000, \"status\": 500}", NULL);
 	/* wait until a check's ping is held by the server */
-	for (int i = 0;
-	     admin(p.port, "/admin/counters", NULL, "pings_seen") < 1; i++) {
-		CHECK(i < 200);
-		struct timespec ts = {0, 50 * 1000 * 1000};
-		nanosleep(&ts, NULL); /* polling the server's counter */
-	}
+	wait_counter(p.port, "pings_seen", 1);
 	CHECK_EQ(mk_client_reconnect(rt, "stale", &err), 0);
 	admin(p.port, "/admin/ping-mode", "{}", NULL);
 	/* the held ping fails now, on a connection that is no more */
-	for (int i = 0;
-	     admin(p.port, "/admin/counters", NULL, "pings_done") < 1; i++) {
-		CHECK(i < 200);
-		struct timespec ts = {0, 50 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
+	wait_counter(p.port, "pings_done", 1);
 	/* the next checks pass; the stale failure never showed */
 	v = view_of(rt, "stale");
 	CHECK(strcmp(vstr(v, "state"), "healthy") == 0);

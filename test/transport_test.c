@@ -429,6 +429,20 @@ url_of(char *buf, size_t len, const peer *p, const char *path)
 	snprintf(buf, len, "http://127.0.0.1:%d%s", p->port, path);
 }
 
+/* notifications/tools/list_changed (sent on the request's own stream)
+ * reaches the session owner as an event. */
+static void
+list_changed_event(client *c)
+{
+	outcome o;
+
+	fprintf(stderr, "-- tools/list_changed becomes an event\n");
+	call(c, "notify_list_changed", NULL, 0, &o);
+	CHECK(!o.failed);
+	CHECK_EQ(c->changed, 1);
+	outcome_fini(&o);
+}
+
 /* ---- Streamable HTTP ---------------------------------------------------- */
 
 static void
@@ -523,11 +537,7 @@ http_inject(void)
 		outcome_fini(&o);
 	}
 
-	fprintf(stderr, "-- tools/list_changed becomes an event\n");
-	call(&c, "notify_list_changed", NULL, 0, &o);
-	CHECK(!o.failed);
-	CHECK_EQ(c.changed, 1);
-	outcome_fini(&o);
+	list_changed_event(&c);
 
 	fprintf(stderr, "-- close sends DELETE: the server forgets us\n");
 	{
@@ -683,11 +693,7 @@ stdio_inject(void)
 	CHECK(!o.failed && strcmp(first_text(o.result), "still") == 0);
 	outcome_fini(&o);
 
-	fprintf(stderr, "-- tools/list_changed becomes an event\n");
-	call(&c, "notify_list_changed", NULL, 0, &o);
-	CHECK(!o.failed);
-	CHECK_EQ(c.changed, 1);
-	outcome_fini(&o);
+	list_changed_event(&c);
 
 	fprintf(stderr, "-- the child exits mid-call\n");
 	call(&c, "exit", NULL, 0, &o);
