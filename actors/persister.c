@@ -1,19 +1,27 @@
 /*
  * persister.c - the persistence actor (see persister.h).
  *
- * DESIGN: one thread owns the store handle.  Writes queue in memory in
+ * DESIGN: one thread owns the store handles.  Writes queue in memory in
  * arrival order (per-sender order is the kernel's) and are applied in one
- * transaction per flush; a failed flush keeps the queue and retries.
+ * transaction per flush; a failed flush keeps the queue and retries.  A
+ * map from each queued row's key to its op lets a newer write to the same
+ * row replace the older one in place.  A client's delete reaches into
+ * other rows (its tools and credentials), so it ends coalescing: writes
+ * after it queue behind it.  Durable asks wait in a list until the flush
+ * that carries their write commits or fails.
  */
 #include "actors/persister.h"
 
 #include <assert.h>
 #include <jansson.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "actors/kernel/log.h"
+#include "codec/idmap.h"
 #include "codec/mp.h"
 #include "persist/store.h"
 
@@ -21,46 +29,158 @@
 #define RETRY_MAX_MS 5000
 
 typedef struct op {
-	uint32_t   type; /* MSG_PS_CLIENT_PUT, _DEL or _TOOLS_PUT */
-	char      *id;   /* client id */
-	char      *a;    /* name, or hash */
-	char      *b;    /* config, or tools */
-	struct op *next; /* queue */
+	uint32_t   type;    /* MSG_PS_CLIENT_PUT, _DEL, _TOOLS_PUT, _ROW_* */
+	char      *key;     /* the row it writes, for coalescing, or NULL */
+	uint64_t   hkey;    /* key's hash (idmap id) */
+	char      *id;      /* client id */
+	char      *a;       /* name, or hash */
+	char      *b;       /* config, or tools */
+	int        table;   /* row ops: the store_table */
+	json_t    *row;     /* row ops: the row, or the key to delete */
+	bool       refused; /* the schema refused it: dropped */
+	struct op *next;    /* queue */
 } op;
+
+typedef struct waiter {
+	uint64_t       corr; /* the deferred ask */
+	op            *o;    /* its write (valid until the flush ends) */
+	struct waiter *next; /* list */
+} waiter;
 
 typedef struct ps_self {
 	kn_actor  *self;     /* this actor */
-	store     *st;       /* the write handle */
+	store     *st;       /* the write handle, NULL while unavailable */
+	store     *ro;       /* a read handle while st is NULL, or NULL */
+	char      *path;     /* the database file */
+	char      *secret;   /* the encryption key text, or NULL */
 	kn_stream *stream;   /* "store" messages */
 	op        *head;     /* queued writes, oldest first */
 	op        *tail;     /* newest */
 	unsigned   queued;   /* ops in the queue */
+	idmap      rows;     /* hkey -> queued op, for coalescing */
+	waiter    *waiters;  /* durable asks for the next flush */
 	uint64_t   timer;    /* flush timer, 0 none */
+	int64_t    timer_at; /* when it fires, monotonic ms */
 	int64_t    retry_ms; /* backoff while failing, 0 when healthy */
 	uint64_t   flushes;  /* transactions committed */
 	uint64_t   failures; /* flushes that failed */
+	uint64_t   dropped;  /* writes the schema refused */
+	char       error[STORE_ERR_MAX]; /* the failure, "" when healthy */
 } ps_self;
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+/* FNV-1a, never 0 (an idmap id). */
+static uint64_t
+hash_key(const char *k)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *k != '\0'; k++) {
+		h = (h ^ (uint8_t)*k) * 1099511628211ull;
+	}
+	return (h != 0 ? h : 1);
+}
+
+static void
+op_clear(op *o)
+{
+	free(o->key);
+	free(o->id);
+	free(o->a);
+	free(o->b);
+	json_decref(o->row);
+}
 
 static void
 op_free(op *o)
 {
-	free(o->id);
-	free(o->a);
-	free(o->b);
+	op_clear(o);
 	free(o);
 }
 
 static void
-publish_health(ps_self *ps, const char *error)
+publish_health(ps_self *ps)
 {
 	mp_w w;
 
 	mp_w_init(&w);
 	mp_map(&w, 2);
-	mp_kv_bool(&w, "healthy", error == NULL);
-	mp_kv_str(&w, "error", error != NULL ? error : "");
+	mp_kv_bool(&w, "healthy", ps->error[0] == '\0');
+	mp_kv_str(&w, "error", ps->error);
 	kn_stream_publish(ps->stream, "store", w.sb.data, w.sb.size);
 	mp_w_fini(&w);
+}
+
+static void flush_tick(kn_actor *self, void *arg);
+
+/* Arms the flush timer to fire within ms (an earlier one is kept). */
+static void
+arm(ps_self *ps, int64_t ms)
+{
+	int64_t at = now_ms() + ms;
+
+	if (ps->timer != 0) {
+		if (ps->timer_at <= at) {
+			return;
+		}
+		kn_timer_cancel(ps->self, ps->timer);
+	}
+	ps->timer    = kn_timer_add(ps->self, ms, flush_tick, ps);
+	ps->timer_at = at;
+}
+
+/* Enters (or stays in) a failure run: logged and published once. */
+static void
+failing(ps_self *ps, const char *why)
+{
+	ps->failures++;
+	snprintf(ps->error, sizeof(ps->error), "%s", why);
+	if (ps->retry_ms == 0) {
+		KN_WARN("persister", "%s; serving from memory, retrying", why);
+		publish_health(ps);
+		ps->retry_ms = RETRY_MIN_MS;
+	} else if ((ps->retry_ms *= 2) > RETRY_MAX_MS) {
+		ps->retry_ms = RETRY_MAX_MS;
+	}
+	arm(ps, ps->retry_ms);
+}
+
+static void
+recovered(ps_self *ps)
+{
+	if (ps->retry_ms != 0) {
+		ps->retry_ms = 0;
+		ps->error[0] = '\0';
+		KN_INFO("persister", "store %s is writable again", ps->path);
+		publish_health(ps);
+	}
+}
+
+/* Opens the write handle.  Returns 0 or the failure, text in err. */
+static int
+open_rw(ps_self *ps, char *err, size_t errlen)
+{
+	int rv = store_open(&ps->st, ps->path, false, ps->secret, err, errlen);
+
+	if (rv == 0) {
+		store_close(&ps->ro);
+		if (!store_sealed(ps->st)) {
+			KN_WARN("persister",
+			        "store %s: no encryption key set "
+			        "(MCPKEEP_ENCRYPTION_KEY): secrets are stored "
+			        "unencrypted",
+			        ps->path);
+		}
+	}
+	return (rv);
 }
 
 static int
@@ -73,35 +193,68 @@ apply(ps_self *ps, op *o)
 		return (store_client_put(ps->st, o->id, o->a, o->b));
 	case MSG_PS_CLIENT_DEL:
 		return (store_client_del(ps->st, o->id));
-	default:
+	case MSG_PS_TOOLS_PUT:
 		return (store_tools_put(ps->st, o->id, o->a, o->b, &written));
+	case MSG_PS_ROW_PUT:
+		return (store_row_put(ps->st, (store_table)o->table, o->row));
+	default:
+		return (store_row_del(ps->st, (store_table)o->table, o->row));
 	}
 }
 
-static void flush_tick(kn_actor *self, void *arg);
+/* Answers every durable ask: rv 0 stored (or refused), else why not. */
+static void
+answer_waiters(ps_self *ps, int rv, const char *why)
+{
+	kn_kernel *k = kn_actor_kernel(ps->self);
 
-/* Applies the whole queue in one transaction.  Returns 0 or an error
- * (the queue is kept for a retry). */
+	while (ps->waiters != NULL) {
+		waiter *w   = ps->waiters;
+		ps->waiters = w->next;
+		if (rv != 0) {
+			kn_reply_error(k, w->corr, MK_ESYS,
+			               "not stored yet (%s): kept in memory "
+			               "and retried",
+			               why);
+		} else if (w->o->refused) {
+			kn_reply_error(k, w->corr, MK_EINVAL,
+			               "write refused by the store");
+		} else {
+			kn_reply_corr(k, w->corr, 0, "\x80", 1);
+		}
+		free(w);
+	}
+}
+
+/* Applies the whole queue in one transaction (durable when an ask waits
+ * for it).  Returns 0 or an error (the queue is kept for a retry). */
 static int
 flush(ps_self *ps)
 {
-	int rv;
+	char err[STORE_ERR_MAX];
+	int  rv = 0;
 
 	if (ps->timer != 0) {
 		kn_timer_cancel(ps->self, ps->timer);
 		ps->timer = 0;
 	}
+	if (ps->st == NULL && (rv = open_rw(ps, err, sizeof(err))) != 0) {
+		goto failed;
+	}
 	if (ps->head == NULL) {
+		recovered(ps);
+		answer_waiters(ps, 0, NULL);
 		return (0);
 	}
-	if ((rv = store_begin(ps->st)) == 0) {
+	if ((rv = store_begin(ps->st, ps->waiters != NULL)) == 0) {
 		for (op *o = ps->head; o != NULL && rv == 0; o = o->next) {
 			if ((rv = apply(ps, o)) == MK_EINVAL) {
-				/* refused by the schema: reported, not retried
-				 */
+				/* refused by the schema: reported, not
+				 * retried */
 				KN_ERROR("persister", "write dropped: %s",
 				         store_error(ps->st));
-				ps->failures++;
+				o->refused = true;
+				ps->dropped++;
 				rv = 0;
 			}
 		}
@@ -113,21 +266,13 @@ flush(ps_self *ps)
 		}
 	}
 	if (rv != 0) {
-		ps->failures++;
-		if (ps->retry_ms == 0) {
-			/* once per failure run */
-			KN_WARN("persister",
-			        "%s; serving from memory, retrying",
-			        store_error(ps->st));
-			publish_health(ps, store_error(ps->st));
-			ps->retry_ms = RETRY_MIN_MS;
-		} else if ((ps->retry_ms *= 2) > RETRY_MAX_MS) {
-			ps->retry_ms = RETRY_MAX_MS;
+		snprintf(err, sizeof(err), "%s", store_error(ps->st));
+		for (op *o = ps->head; o != NULL; o = o->next) {
+			o->refused = false; /* rolled back: tried again */
 		}
-		ps->timer =
-		        kn_timer_add(ps->self, ps->retry_ms, flush_tick, ps);
-		return (rv);
+		goto failed;
 	}
+	answer_waiters(ps, 0, NULL);
 	while (ps->head != NULL) {
 		op *o    = ps->head;
 		ps->head = o->next;
@@ -135,13 +280,14 @@ flush(ps_self *ps)
 	}
 	ps->tail   = NULL;
 	ps->queued = 0;
+	idmap_fini(&ps->rows);
 	ps->flushes++;
-	if (ps->retry_ms != 0) {
-		ps->retry_ms = 0;
-		KN_INFO("persister", "store is writable again");
-		publish_health(ps, NULL);
-	}
+	recovered(ps);
 	return (0);
+failed:
+	answer_waiters(ps, rv, err);
+	failing(ps, err);
+	return (rv);
 }
 
 static void
@@ -153,40 +299,125 @@ flush_tick(kn_actor *self, void *arg)
 	(void)flush(ps);
 }
 
+/* Decodes a write into o.  Internal messages are always complete. */
 static void
-enqueue(ps_self *ps, kn_msg *msg)
+decode(op *o, kn_msg *msg)
 {
-	op  *o = calloc(1, sizeof(*o));
+	char key[STORE_ERR_MAX];
 	mp_r r;
 
-	if (o == NULL) {
-		KN_ERROR("persister", "out of memory: a write was lost");
-		return;
-	}
 	o->type = msg->env.type;
 	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	o->id = mp_dup_str(mp_get(&r, "id"));
-	if (o->type == MSG_PS_CLIENT_PUT) {
-		o->a = mp_dup_str(mp_get(&r, "name"));
-		o->b = mp_dup_str(mp_get(&r, "config"));
-	} else if (o->type == MSG_PS_TOOLS_PUT) {
-		o->a = mp_dup_str(mp_get(&r, "hash"));
-		o->b = mp_dup_str(mp_get(&r, "tools"));
+	switch (o->type) {
+	case MSG_PS_CLIENT_PUT:
+		o->id = mp_dup_str(mp_get(&r, "id"));
+		o->a  = mp_dup_str(mp_get(&r, "name"));
+		o->b  = mp_dup_str(mp_get(&r, "config"));
+		assert(o->id != NULL && o->a != NULL && o->b != NULL);
+		break;
+	case MSG_PS_CLIENT_DEL:
+		o->id = mp_dup_str(mp_get(&r, "id"));
+		assert(o->id != NULL);
+		break;
+	case MSG_PS_TOOLS_PUT:
+		o->id = mp_dup_str(mp_get(&r, "id"));
+		o->a  = mp_dup_str(mp_get(&r, "hash"));
+		o->b  = mp_dup_str(mp_get(&r, "tools"));
+		assert(o->id != NULL && o->a != NULL && o->b != NULL);
+		snprintf(key, sizeof(key), "mcp_tools\x1f%s", o->id);
+		o->key = strdup(key);
+		break;
+	default: {
+		char *table = mp_dup_str(mp_get(&r, "table"));
+		char *text  = mp_dup_str(
+		         mp_get(&r, o->type == MSG_PS_ROW_PUT ? "row" : "key"));
+		o->table = table != NULL ? store_table_find(table) : -1;
+		o->row   = text != NULL ? json_loads(text, 0, NULL) : NULL;
+		assert(o->table >= 0 && json_is_object(o->row));
+		if (store_row_key((store_table)o->table, o->row, key,
+		                  sizeof(key)) == 0) {
+			o->key = strdup(key);
+		}
+		free(table);
+		free(text);
+	}
 	}
 	mp_r_close(&r);
-	assert(o->id != NULL); /* internal messages: always complete */
+	if (o->key != NULL) {
+		o->hkey = hash_key(o->key);
+	}
+}
+
+/* Queues o, or folds it into a queued write of the same row; returns the
+ * op that now carries the write. */
+static op *
+queue(ps_self *ps, op *o)
+{
+	op *old = o->key != NULL ? idmap_get(&ps->rows, o->hkey) : NULL;
+
+	if (old != NULL && strcmp(old->key, o->key) == 0) {
+		op *next = old->next;
+		op_clear(old);
+		*old      = *o;
+		old->next = next;
+		free(o);
+		return (old);
+	}
+	if (o->type == MSG_PS_CLIENT_DEL) {
+		idmap_fini(&ps->rows); /* later writes queue behind it */
+	} else if (o->key != NULL && old == NULL &&
+	           idmap_put(&ps->rows, o->hkey, o) != 0) {
+		/* out of memory: queued without coalescing */
+	}
 	if (ps->tail != NULL) {
 		ps->tail->next = o;
 	} else {
 		ps->head = o;
 	}
 	ps->tail = o;
-	if (++ps->queued >= PS_BATCH_MAX && ps->retry_ms == 0) {
-		(void)flush(ps);
-	} else if (ps->timer == 0) {
-		ps->timer =
-		        kn_timer_add(ps->self, PS_FLUSH_MS, flush_tick, ps);
+	ps->queued++;
+	return (o);
+}
+
+static int
+enqueue(ps_self *ps, kn_msg *msg)
+{
+	op     *o = calloc(1, sizeof(*o));
+	waiter *w = NULL;
+
+	if (o == NULL ||
+	    (msg->env.corr != 0 && (w = calloc(1, sizeof(*w))) == NULL)) {
+		free(o);
+		KN_ERROR("persister", "out of memory: a write was lost");
+		return (MK_ENOMEM);
 	}
+	decode(o, msg);
+	o = queue(ps, o);
+	if (w != NULL) {
+		/* durable: flushed as soon as this batch of messages is in */
+		w->corr     = kn_defer(msg);
+		w->o        = o;
+		w->next     = ps->waiters;
+		ps->waiters = w;
+		arm(ps, 0);
+	} else if (ps->retry_ms != 0) {
+		/* failing: the retry timer is armed */
+	} else if (ps->queued >= PS_BATCH_MAX) {
+		(void)flush(ps);
+	} else {
+		arm(ps, PS_FLUSH_MS);
+	}
+	return (0);
+}
+
+/* The handle to read from: the write one, or the boot-time read one. */
+static store *
+reader(ps_self *ps)
+{
+	if (ps->st != NULL && ps->retry_ms == 0) {
+		(void)flush(ps); /* read what was asked to be written */
+	}
+	return (ps->st != NULL ? ps->st : ps->ro);
 }
 
 static int
@@ -199,8 +430,7 @@ add_client(void *arg, const char *id, const char *name, const char *config,
 
 	if (cfg == NULL) {
 		KN_WARN("persister",
-		        "stored client %s has an unreadable "
-		        "config: skipped",
+		        "stored client %s has an unreadable config: skipped",
 		        name);
 		json_decref(t);
 		return (0);
@@ -214,29 +444,81 @@ add_client(void *arg, const char *id, const char *name, const char *config,
 }
 
 static int
-on_load(ps_self *ps, kn_msg *msg)
+add_row(void *arg, json_t *row)
 {
-	json_t *list = json_array();
-	char   *text;
-	mp_w    w;
-	int     rv;
+	return (json_array_append(arg, row) == 0 ? 0 : MK_ENOMEM);
+}
 
-	(void)flush(ps);
-	if ((rv = store_clients_each(ps->st, add_client, list)) != 0) {
-		json_decref(list);
-		return (kn_reply_error(kn_actor_kernel(ps->self),
-		                       kn_defer(msg), rv, "%s",
-		                       store_error(ps->st)));
-	}
-	text = json_dumps(list, JSON_COMPACT);
-	json_decref(list);
+/* Replies {key: list as json text}; an unreadable store reads as empty
+ * (the failure is already reported). */
+static int
+reply_list(ps_self *ps, kn_msg *msg, const char *key, json_t *list)
+{
+	char *text = json_dumps(list, JSON_COMPACT);
+	mp_w  w;
+	int   rv;
+
 	mp_w_init(&w);
 	mp_map(&w, 1);
-	mp_kv_str(&w, "clients", text != NULL ? text : "[]");
+	mp_kv_str(&w, key, text != NULL ? text : "[]");
 	rv = kn_reply(ps->self, msg, 0, w.sb.data, w.sb.size);
 	mp_w_fini(&w);
 	free(text);
+	json_decref(list);
 	return (rv);
+}
+
+static int
+on_load(ps_self *ps, kn_msg *msg)
+{
+	json_t  *list = json_array();
+	store   *s    = reader(ps);
+	unsigned skipped;
+	int      rv;
+
+	if (s != NULL &&
+	    (rv = store_clients_each(s, add_client, list, &skipped)) != 0) {
+		json_decref(list);
+		return (kn_reply_error(kn_actor_kernel(ps->self),
+		                       kn_defer(msg), rv, "%s",
+		                       store_error(s)));
+	}
+	if (s != NULL && skipped > 0) {
+		KN_WARN("persister", "%u stored clients skipped; the last: %s",
+		        skipped, store_error(s));
+	}
+	return (reply_list(ps, msg, "clients", list));
+}
+
+static int
+on_rows(ps_self *ps, kn_msg *msg)
+{
+	json_t  *list = json_array();
+	store   *s    = reader(ps);
+	char    *name;
+	unsigned skipped;
+	int      t, rv = 0;
+	mp_r     r;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	name = mp_dup_str(mp_get(&r, "table"));
+	mp_r_close(&r);
+	t = name != NULL ? store_table_find(name) : -1;
+	free(name);
+	assert(t >= 0);
+	if (s != NULL &&
+	    (rv = store_rows_each(s, (store_table)t, add_row, list,
+	                          &skipped)) != 0) {
+		json_decref(list);
+		return (kn_reply_error(kn_actor_kernel(ps->self),
+		                       kn_defer(msg), rv, "%s",
+		                       store_error(s)));
+	}
+	if (s != NULL && skipped > 0) {
+		KN_WARN("persister", "%u stored rows skipped; the last: %s",
+		        skipped, store_error(s));
+	}
+	return (reply_list(ps, msg, "rows", list));
 }
 
 static int
@@ -245,15 +527,34 @@ on_stats(ps_self *ps, kn_msg *msg)
 	mp_w w;
 	int  rv;
 
-	(void)flush(ps); /* count what was asked for, not what waits */
+	if (ps->retry_ms == 0 && ps->st != NULL) {
+		(void)flush(ps); /* count what was asked for, not what waits */
+	}
 	mp_w_init(&w);
-	mp_map(&w, 3);
-	mp_kv_int(&w, "tool_writes", (int64_t)store_tool_writes(ps->st));
+	mp_map(&w, 8);
+	mp_kv_int(&w, "tool_writes",
+	          ps->st != NULL ? (int64_t)store_tool_writes(ps->st) : 0);
 	mp_kv_int(&w, "flushes", (int64_t)ps->flushes);
 	mp_kv_int(&w, "failures", (int64_t)ps->failures);
+	mp_kv_int(&w, "dropped", (int64_t)ps->dropped);
+	mp_kv_int(&w, "queued", (int64_t)ps->queued);
+	mp_kv_bool(&w, "healthy", ps->error[0] == '\0');
+	mp_kv_bool(&w, "sealed", ps->secret != NULL);
+	mp_kv_str(&w, "error", ps->error);
 	rv = kn_reply(ps->self, msg, 0, w.sb.data, w.sb.size);
 	mp_w_fini(&w);
 	return (rv);
+}
+
+static void
+ps_free(ps_self *ps)
+{
+	if (ps->secret != NULL) {
+		OPENSSL_cleanse(ps->secret, strlen(ps->secret));
+		free(ps->secret);
+	}
+	free(ps->path);
+	free(ps);
 }
 
 static int
@@ -261,21 +562,43 @@ ps_init(kn_actor *self, void *arg, void **statep)
 {
 	const ps_args *a = arg;
 	ps_self       *ps;
-	char           err[STORE_ERR_MAX];
+	char           err[STORE_ERR_MAX], rerr[STORE_ERR_MAX];
 	int            rv;
 
-	if ((ps = calloc(1, sizeof(*ps))) == NULL) {
+	if ((ps = calloc(1, sizeof(*ps))) == NULL ||
+	    (ps->path = strdup(a->path)) == NULL ||
+	    (a->secret != NULL && *a->secret != '\0' &&
+	     (ps->secret = strdup(a->secret)) == NULL)) {
+		if (ps != NULL) {
+			ps_free(ps);
+		}
 		return (MK_ENOMEM);
-	}
-	if ((rv = store_open(&ps->st, a->path, false, err, sizeof(err))) !=
-	    0) {
-		KN_ERROR("persister", "%s", err);
-		free(ps);
-		return (rv);
 	}
 	ps->self   = self;
 	ps->stream = a->stream;
-	*statep    = ps;
+	if ((rv = open_rw(ps, err, sizeof(err))) == MK_EINVAL ||
+	    rv == MK_ENOMEM) {
+		/* refused: the operator must act (schema, key) */
+		KN_ERROR("persister", "%s", err);
+		ps_free(ps);
+		return (rv);
+	}
+	if (rv != 0) {
+		/* serve from memory; read what can be read for the boot */
+		if (store_open(&ps->ro, ps->path, true, ps->secret, rerr,
+		               sizeof(rerr)) != 0) {
+			ps->ro = NULL;
+		}
+		KN_ERROR("persister", "%s%s", err,
+		         ps->ro != NULL ? " (restoring from it read-only)"
+		                        : "");
+		ps->retry_ms = RETRY_MIN_MS;
+		ps->failures++;
+		snprintf(ps->error, sizeof(ps->error), "%s", err);
+		publish_health(ps);
+		arm(ps, ps->retry_ms);
+	}
+	*statep = ps;
 	return (0);
 }
 
@@ -284,19 +607,21 @@ ps_fini(kn_actor *self, void *state)
 {
 	ps_self *ps = state;
 
-	if (flush(ps) != 0) {
+	if (ps->head != NULL && flush(ps) != 0) {
 		KN_ERROR("persister",
-		         "%u writes could not be stored at "
-		         "shutdown: %s",
-		         ps->queued, store_error(ps->st));
+		         "%u writes could not be stored at shutdown: %s",
+		         ps->queued, ps->error);
 	}
+	answer_waiters(ps, MK_ECLOSED, "the runtime is closing");
 	while (ps->head != NULL) {
 		op *o    = ps->head;
 		ps->head = o->next;
 		op_free(o);
 	}
+	idmap_fini(&ps->rows);
 	store_close(&ps->st);
-	free(ps);
+	store_close(&ps->ro);
+	ps_free(ps);
 }
 
 static int
@@ -308,10 +633,13 @@ ps_handle(kn_actor *self, void *state, kn_msg *msg)
 	case MSG_PS_CLIENT_PUT:
 	case MSG_PS_CLIENT_DEL:
 	case MSG_PS_TOOLS_PUT:
-		enqueue(ps, msg);
-		return (0);
+	case MSG_PS_ROW_PUT:
+	case MSG_PS_ROW_DEL:
+		return (enqueue(ps, msg));
 	case MSG_PS_LOAD:
 		return (on_load(ps, msg));
+	case MSG_PS_ROWS:
+		return (on_rows(ps, msg));
 	case MSG_PS_STATS:
 		return (on_stats(ps, msg));
 	default:

@@ -29,8 +29,10 @@ static const char usage[] =
         "run options:\n"
         "  -c FILE         config.json with mcp.client_configs\n"
         "  --once          exit after the clients' first connects\n"
-        "  --store FILE    keep clients and their tools in this SQLite file\n"
-        "                  (restored at the next start)\n"
+        "  --store FILE    keep clients, tools and credentials in this\n"
+        "                  SQLite file, restored at the next start\n"
+        "                  (default: the config's store.path; secrets are\n"
+        "                  sealed with MCPKEEP_ENCRYPTION_KEY when set)\n"
         "  --log LEVEL     debug | info | warn | error (default warn;\n"
         "                  MCPKEEP_LOG overrides)\n"
         "  --json          log as JSON lines\n"
@@ -169,7 +171,7 @@ cmd_run(int argc, char **argv)
 	mk_options  opts;
 	mk_runtime *rt     = NULL;
 	const char *config = NULL;
-	char       *text = NULL, *err = NULL, ferr[256];
+	char       *text = NULL, *err = NULL, *store = NULL, ferr[256];
 	sigset_t    set;
 	watch       w;
 	int         once = 0, rv, sig;
@@ -202,6 +204,17 @@ cmd_run(int argc, char **argv)
 		fprintf(stderr, "mcpkeep: %s\n", ferr);
 		return (1);
 	}
+	if (text != NULL && opts.store_path == NULL) {
+		if ((rv = mk_config_get(text, "store.path", &store, &err)) !=
+		    0) {
+			fprintf(stderr, "mcpkeep: %s: %s\n", config,
+			        err ? err : mk_strerror(rv));
+			mk_free(err);
+			free(text);
+			return (1);
+		}
+		opts.store_path = store;
+	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
@@ -212,11 +225,13 @@ cmd_run(int argc, char **argv)
 		fprintf(stderr, "mcpkeep: cannot start the runtime: %s\n",
 		        mk_strerror(rv));
 		free(text);
+		mk_free(store);
 		return (1);
 	}
 	if (watch_start(&w, mk_stream_url(rt)) != 0) {
 		mk_runtime_close(&rt);
 		free(text);
+		mk_free(store);
 		return (1);
 	}
 	printf("mcpkeep %s: runtime up; state stream %s\n", MCPKEEP_VERSION,
@@ -229,6 +244,7 @@ cmd_run(int argc, char **argv)
 		free(text);
 		watch_stop(&w);
 		mk_runtime_close(&rt);
+		mk_free(store);
 		return (1);
 	}
 	free(text);
@@ -241,6 +257,7 @@ cmd_run(int argc, char **argv)
 	}
 	watch_stop(&w);
 	mk_runtime_close(&rt);
+	mk_free(store);
 	printf("mcpkeep: runtime closed\n");
 	return (0);
 }

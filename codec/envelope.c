@@ -39,6 +39,9 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_PS_TOOLS_PUT] = "ps_tools_put",
 	[MSG_PS_LOAD]      = "ps_load",
 	[MSG_PS_STATS]     = "ps_stats",
+	[MSG_PS_ROW_PUT]   = "ps_row_put",
+	[MSG_PS_ROW_DEL]   = "ps_row_del",
+	[MSG_PS_ROWS]      = "ps_rows",
 };
 /* clang-format on */
 

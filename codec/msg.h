@@ -37,11 +37,14 @@ typedef enum codec_msg_type {
 	MSG_SV_UPDATE    = 20, /* ask: change a client's config */
 	MSG_CL_UPDATE    = 21, /* ask: apply a config patch */
 	/* persister (actors/persister.h has the fields) */
-	MSG_PS_CLIENT_PUT = 22, /* tell: store a client's config */
-	MSG_PS_CLIENT_DEL = 23, /* tell: forget a client */
+	MSG_PS_CLIENT_PUT = 22, /* tell/ask (durable): store a client */
+	MSG_PS_CLIENT_DEL = 23, /* tell/ask (durable): forget a client */
 	MSG_PS_TOOLS_PUT  = 24, /* tell: store a changed tool list */
 	MSG_PS_LOAD       = 25, /* ask: every stored client, with tools */
-	MSG_PS_STATS      = 26, /* ask: statement counters */
+	MSG_PS_STATS      = 26, /* ask: statement counters, store health */
+	MSG_PS_ROW_PUT    = 27, /* tell/ask (durable): a credential row */
+	MSG_PS_ROW_DEL    = 28, /* tell/ask (durable): delete one by key */
+	MSG_PS_ROWS       = 29, /* ask: every row of a credential table */
 	MSG_COUNT               /* number of types; not a type */
 } codec_msg_type;
 

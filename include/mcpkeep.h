@@ -81,8 +81,13 @@ typedef struct mk_options {
 	const char *node_id;           /* this instance; default "local" */
 	int         unstable_check_ms; /* check interval while unstable;
 	                                * default 10000 (SPEC: 10 s) */
-	const char *store_path; /* SQLite file for clients and their tools
-	                         * (restored at open); NULL: memory only */
+	const char *store_path;     /* SQLite file for clients, their tools and
+	                             * credentials (restored at open); NULL:
+	                             * memory only */
+	const char *encryption_key; /* seals secrets in the store: 64 hex
+	                             * digits (the AES-256 key) or a
+	                             * passphrase; NULL: the environment's
+	                             * MCPKEEP_ENCRYPTION_KEY, else none */
 } mk_options;
 
 /*
@@ -100,7 +105,19 @@ typedef struct mk_stats {
 	uint64_t tick_late_p50_us; /* how late ticks fire: median */
 	uint64_t tick_late_p99_us; /* and 99th percentile (log2 buckets:
 	                            * an upper bound) */
+	int      store_state;      /* MK_STORE_NONE, _HEALTHY or _FAILING */
+	uint64_t store_queued;     /* writes waiting for the store */
+	uint64_t store_failures;   /* flushes that failed */
+	uint64_t store_dropped;    /* writes the store refused (reported) */
+	uint64_t store_tool_writes; /* tool lists written since open */
 } mk_stats;
+
+/* mk_stats.store_state */
+enum {
+	MK_STORE_NONE    = 0, /* no store_path: memory only */
+	MK_STORE_HEALTHY = 1, /* writes reach the file */
+	MK_STORE_FAILING = 2, /* serving from memory, retrying */
+};
 
 typedef struct mk_runtime mk_runtime;
 
@@ -146,6 +163,18 @@ MK_API int mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms);
  */
 MK_API int mk_runtime_load(mk_runtime *rt, const char *config_json,
                            char **err);
+
+/*
+ * mk_config_get validates a whole config.json and gives one of its
+ * runtime settings by path - "store.path", "server.listen",
+ * "server.admin_token" - with any env. reference resolved, so an embedder
+ * can open the runtime with it before loading the clients.  Never blocks.
+ * On MK_OK *value is malloc'd (mk_free), or NULL when the file does not
+ * set it.  Returns MK_OK, MK_EINVAL (the file, or an unknown path: *err
+ * says which), MK_ETOOBIG, MK_ENOMEM.
+ */
+MK_API int mk_config_get(const char *config_json, const char *path,
+                         char **value, char **err);
 
 /*
  * mk_client_add adds one client from its JSON config object (an entry of

@@ -29,11 +29,11 @@ hexval(char c)
 }
 
 int
-seal_key_from(const char *secret, seal_key *key)
+seal_key_from(const char *secret, const uint8_t *salt, size_t saltlen,
+              seal_key *key)
 {
-	size_t       n = secret != NULL ? strlen(secret) : 0;
-	unsigned int mdlen;
-	bool         hex = n == 2 * SEAL_KEY_LEN;
+	size_t n   = secret != NULL ? strlen(secret) : 0;
+	bool   hex = n == 2 * SEAL_KEY_LEN;
 
 	if (n == 0) {
 		return (MK_EINVAL);
@@ -48,18 +48,21 @@ seal_key_from(const char *secret, seal_key *key)
 		}
 		return (0);
 	}
-	return (EVP_Digest(secret, n, key->k, &mdlen, EVP_sha256(), NULL) == 1
+	return (PKCS5_PBKDF2_HMAC(secret, (int)n, salt, (int)saltlen,
+	                          SEAL_KDF_ITER, EVP_sha256(), SEAL_KEY_LEN,
+	                          key->k) == 1
 	                ? 0
 	                : MK_EINVAL);
 }
 
 /* Runs one GCM pass; returns 0 or -1 (the tag did not verify). */
 static int
-gcm(bool enc, const seal_key *key, const uint8_t *nonce, const uint8_t *in,
-    size_t len, uint8_t *out, uint8_t *tag)
+gcm(bool enc, const seal_key *key, const char *aad, const uint8_t *nonce,
+    const uint8_t *in, size_t len, uint8_t *out, uint8_t *tag)
 {
 	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
 	int             n, ok;
+	size_t          alen = aad != NULL ? strlen(aad) : 0;
 
 	ok = c != NULL &&
 	        EVP_CipherInit_ex(c, EVP_aes_256_gcm(), NULL, NULL, NULL,
@@ -67,6 +70,9 @@ gcm(bool enc, const seal_key *key, const uint8_t *nonce, const uint8_t *in,
 	        EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IVLEN, NONCE, NULL) ==
 	                1 &&
 	        EVP_CipherInit_ex(c, NULL, NULL, key->k, nonce, enc) == 1 &&
+	        (alen == 0 ||
+	         EVP_CipherUpdate(c, NULL, &n, (const uint8_t *)aad,
+	                          (int)alen) == 1) &&
 	        EVP_CipherUpdate(c, out, &n, in, (int)len) == 1 &&
 	        (enc ||
 	         EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, TAG, tag) ==
@@ -79,8 +85,8 @@ gcm(bool enc, const seal_key *key, const uint8_t *nonce, const uint8_t *in,
 }
 
 int
-seal(const seal_key *key, const void *in, size_t len, uint8_t **out,
-     size_t *outlen)
+seal(const seal_key *key, const char *aad, const void *in, size_t len,
+     uint8_t **out, size_t *outlen)
 {
 	uint8_t *b;
 
@@ -91,7 +97,7 @@ seal(const seal_key *key, const void *in, size_t len, uint8_t **out,
 	}
 	memcpy(b, "mk1", 3);
 	if (RAND_bytes(b + 3, NONCE) != 1 ||
-	    gcm(true, key, b + 3, in, len, b + 3 + NONCE,
+	    gcm(true, key, aad, b + 3, in, len, b + 3 + NONCE,
 	        b + 3 + NONCE + len) != 0) {
 		free(b);
 		return (MK_ESYS);
@@ -102,8 +108,8 @@ seal(const seal_key *key, const void *in, size_t len, uint8_t **out,
 }
 
 int
-unseal(const seal_key *key, const uint8_t *in, size_t len, uint8_t **out,
-       size_t *outlen)
+unseal(const seal_key *key, const char *aad, const uint8_t *in, size_t len,
+       uint8_t **out, size_t *outlen)
 {
 	size_t   n;
 	uint8_t *b, tag[TAG];
@@ -117,7 +123,7 @@ unseal(const seal_key *key, const uint8_t *in, size_t len, uint8_t **out,
 		return (MK_ENOMEM);
 	}
 	memcpy(tag, in + 3 + NONCE + n, TAG);
-	if (gcm(false, key, in + 3, in + 3 + NONCE, n, b, tag) != 0) {
+	if (gcm(false, key, aad, in + 3, in + 3 + NONCE, n, b, tag) != 0) {
 		free(b);
 		return (MK_EINVAL); /* wrong key or tampered */
 	}

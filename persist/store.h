@@ -1,5 +1,6 @@
 /*
- * store.h - the embedded SQLite store: schema, migrations, statements.
+ * store.h - the embedded SQLite store: schema, migrations, statements,
+ * secrets sealed at rest.
  *
  * One handle belongs to one thread (the persister actor owns the only
  * write handle; readers open their own read-only one).  A leaf: no
@@ -8,43 +9,73 @@
  *
  * Schema (PRAGMA user_version; migrations are forward-only, each in its
  * own transaction, idempotent on reopen; a newer database is refused):
- *   v1  mcp_clients        id, name, config (json; secrets as stored
- *                          values or env. references), timestamps
+ *   v1  mcp_clients        id, name, config (json; sealed when a key is
+ *                          set), timestamps
  *       mcp_tools          client_id, hash (SHA-256 of the canonical
  *                          list), tools (json), updated_at
- *       oauth_configs      id, client_id, config (json), updated_at
+ *       oauth_configs      id, client_id, config (json, sealed)
  *       oauth_tokens       client_id, mode (shared|admin|user|vk|session),
- *                          identity, access/refresh token (sealed when a
- *                          key is set), token_type, scopes, expires_at,
+ *                          identity, access/refresh token (sealed),
+ *                          token_type, scopes, expires_at,
  *                          last_refreshed, status (active|needs_reauth)
  *       oauth_flows        state, client_id, mode, identity, pkce_verifier
  *                          (sealed), redirect_uri, status
  *                          (pending|claiming), expires_at
- *       header_credentials client_id, mode, identity, headers (sealed),
- *                          status (active|needs_update)
+ *       header_credentials client_id, mode, identity, headers (json,
+ *                          sealed), status (active|needs_update)
  *       header_flows       id, client_id, mode, identity, status,
  *                          expires_at
+ *   v2  store_meta         key, value: the seal salt and a sealed check
+ *                          value that tells a wrong key at open
+ *       oauth_flows.data, header_flows.data: json the flow carries
+ *                          (endpoints, scopes, required header keys)
+ *
+ * Sealing: with a key, every secret-bearing column (client configs -
+ * they hold header values and client secrets - tokens, PKCE verifiers,
+ * header credentials, OAuth configs) is written AES-256-GCM sealed (see
+ * seal.h), bound to its table and primary key.  A store first opened with
+ * a key has its plain values sealed in place; a sealed store opened
+ * without its key, or with another key, is refused.
  */
 #ifndef PERSIST_STORE_H
 #define PERSIST_STORE_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_VERSION 1 /* the schema this build writes */
+#define STORE_VERSION 2 /* the schema this build writes */
 #define STORE_ERR_MAX 512
 
 typedef struct store store;
 
+/* The credential tables, written as rows of named columns. */
+typedef enum store_table {
+	STORE_OAUTH_CONFIGS,      /* key: id */
+	STORE_OAUTH_TOKENS,       /* key: client_id, mode, identity */
+	STORE_OAUTH_FLOWS,        /* key: state */
+	STORE_HEADER_CREDENTIALS, /* key: client_id, mode, identity */
+	STORE_HEADER_FLOWS,       /* key: id */
+	STORE_NTABLES             /* number of tables; not a table */
+} store_table;
+
 /*
  * store_open opens (creating when rw) the database at path, sets WAL and
- * foreign keys, and (rw) applies every migration it lacks.  Returns 0,
- * MK_EINVAL (newer schema, not a database, corrupt: err says which),
- * MK_ESYS (cannot open), MK_ENOMEM.
+ * foreign keys, and (rw) applies every migration it lacks.  secret is the
+ * encryption key (see seal_key_from) or NULL for none.  Blocks on disk
+ * I/O, up to a short busy timeout when another process holds a lock.
+ * Returns 0, or:
+ *   MK_EINVAL  refused: a newer schema, a sealed store without its key,
+ *              a key that does not match;
+ *   MK_EPROTO  damaged: not a database, or corrupt;
+ *   MK_ESYS    cannot open or write (missing folder, read-only, locked,
+ *              full): worth a retry;
+ *   MK_ENOMEM;
+ * with err holding one line that says which.
  */
-int store_open(store **sp, const char *path, bool readonly, char *err,
-               size_t errlen);
+int store_open(store **sp, const char *path, bool readonly, const char *secret,
+               char *err, size_t errlen);
 
 /* store_close closes and nulls *sp; safe with NULL. */
 void store_close(store **sp);
@@ -52,8 +83,15 @@ void store_close(store **sp);
 /* store_version reads the schema version (PRAGMA user_version). */
 int store_version(store *s, int *version);
 
-/* Transactions around a batch of writes. */
-int  store_begin(store *s);
+/* store_sealed tells whether this handle seals secrets (a key is set). */
+bool store_sealed(const store *s);
+
+/*
+ * Transactions around a batch of writes.  store_begin(s, durable): a
+ * durable transaction is synced to disk at commit (synchronous=FULL)
+ * rather than at the next checkpoint.
+ */
+int  store_begin(store *s, bool durable);
 int  store_commit(store *s);
 void store_rollback(store *s);
 
@@ -61,7 +99,8 @@ void store_rollback(store *s);
  * constraint: permanent) or MK_ESYS (busy, full, read-only: worth a
  * retry). */
 
-/* Clients: insert or replace by id; delete (tools cascade). */
+/* Clients: insert or replace by id; delete (tools and every credential
+ * row of the client go with it). */
 int store_client_put(store *s, const char *id, const char *name,
                      const char *config_json);
 int store_client_del(store *s, const char *id);
@@ -74,11 +113,47 @@ int store_tools_put(store *s, const char *client_id, const char *hash,
                     const char *tools_json, bool *written);
 
 /* Called per stored client, in name order; tools and hash may be NULL.
- * A non-zero return stops the walk and is returned. */
+ * A non-zero return stops the walk and is returned.  A row that cannot
+ * be read (a sealed config that does not open) is skipped and counted in
+ * *skipped, store_error naming it. */
 typedef int (*store_client_fn)(void *arg, const char *id, const char *name,
                                const char *config_json, const char *tools_json,
                                const char *hash);
-int store_clients_each(store *s, store_client_fn fn, void *arg);
+int store_clients_each(store *s, store_client_fn fn, void *arg,
+                       unsigned *skipped);
+
+/*
+ * store_row_put inserts or replaces one row of table t.  row is a JSON
+ * object of column -> string, integer or null; the key columns must be
+ * strings; an absent column is written NULL (a put is the whole row).
+ * Returns 0, MK_EINVAL (unknown column, wrong type, a constraint) or
+ * MK_ESYS.
+ */
+int store_row_put(store *s, store_table t, json_t *row);
+
+/* store_row_del deletes the row whose key columns are in key.  Returns as
+ * store_row_put; deleting nothing is 0. */
+int store_row_del(store *s, store_table t, json_t *key);
+
+/* Called per row (an object the callee may keep with json_incref); a
+ * non-zero return stops the walk and is returned.  Rows that cannot be
+ * read are skipped and counted in *skipped. */
+typedef int (*store_row_fn)(void *arg, json_t *row);
+int store_rows_each(store *s, store_table t, store_row_fn fn, void *arg,
+                    unsigned *skipped);
+
+/* store_table_find maps a table name to its id, or -1. */
+int store_table_find(const char *name);
+
+/* store_table_name gives t's SQL name. */
+const char *store_table_name(store_table t);
+
+/*
+ * store_row_key writes t's key columns of row into buf ("table\x1fk1\x1f
+ * k2...", for coalescing writes and sealing).  Returns 0, or MK_EINVAL
+ * (a key column missing or not a string) or MK_ETOOBIG.
+ */
+int store_row_key(store_table t, json_t *row, char *buf, size_t len);
 
 /* Statements that wrote a tool list since open (for the "unchanged
  * ticks write nothing" guarantee). */
@@ -86,5 +161,14 @@ uint64_t store_tool_writes(const store *s);
 
 /* The last error's message (one line), "" if none. */
 const char *store_error(const store *s);
+
+/*
+ * store_create_version creates a new database at path with the schema of
+ * an earlier version (0 < version <= STORE_VERSION) and nothing else, so
+ * tests can write an old store and watch it migrate.  Returns as
+ * store_open.
+ */
+int store_create_version(const char *path, int version, char *err,
+                         size_t errlen);
 
 #endif /* PERSIST_STORE_H */

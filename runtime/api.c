@@ -10,6 +10,7 @@
 
 #include "actors/client/client.h"
 #include "actors/kernel/kernel.h"
+#include "codec/config.h"
 #include "codec/mp.h"
 #include "mcpkeep.h"
 #include "runtime/runtime_impl.h"
@@ -79,6 +80,49 @@ mk_runtime_load(mk_runtime *rt, const char *config_json, char **err)
 	        sv_ask(rt, MSG_SV_LOAD, "file", config_json, LOAD_MS, &a, err);
 
 	free(a.data);
+	return (rv);
+}
+
+int
+mk_config_get(const char *config_json, const char *path, char **value,
+              char **err)
+{
+	cfg_file   *f;
+	const char *v;
+	char        e[CFG_ERR_MAX];
+	int         rv;
+
+	if (err != NULL) {
+		*err = NULL;
+	}
+	if (value == NULL || config_json == NULL || path == NULL) {
+		return (MK_EINVAL);
+	}
+	*value = NULL;
+	if ((rv = cfg_file_parse(config_json, strlen(config_json), &f, e,
+	                         sizeof(e))) != 0) {
+		if (err != NULL) {
+			*err = strdup(e);
+		}
+		return (rv);
+	}
+	if (strcmp(path, "store.path") == 0) {
+		v = f->store_path;
+	} else if (strcmp(path, "server.listen") == 0) {
+		v = f->listen;
+	} else if (strcmp(path, "server.admin_token") == 0) {
+		v = f->admin_token;
+	} else {
+		if (err != NULL) {
+			snprintf(e, sizeof(e), "no setting %s in config.json",
+			         path);
+			*err = strdup(e);
+		}
+		cfg_file_free(&f);
+		return (MK_EINVAL);
+	}
+	rv = v != NULL && (*value = strdup(v)) == NULL ? MK_ENOMEM : 0;
+	cfg_file_free(&f);
 	return (rv);
 }
 

@@ -195,7 +195,12 @@ mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 		return (rv);
 	}
 	if (rt->opts.store_path != NULL) {
+		const char *key = rt->opts.encryption_key;
+		if (key == NULL) {
+			key = getenv("MCPKEEP_ENCRYPTION_KEY");
+		}
 		ps_args pa = {.path   = rt->opts.store_path,
+		              .secret = key,
 		              .stream = rt->stream};
 		if ((rv = kn_spawn(rt->kernel, PERSISTER_NAME, &persister_ops,
 		                   &pa, &rt->persister)) != 0) {
@@ -271,11 +276,36 @@ mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms)
 	if (out == NULL) {
 		return (MK_EINVAL);
 	}
-	rv = kn_ask(rt->system[RT_SUPERVISOR], MSG_STATS, NULL, 0,
-	            timeout_ms > 0 ? timeout_ms : rt->opts.ask_timeout_ms, &r);
+	if (timeout_ms <= 0) {
+		timeout_ms = rt->opts.ask_timeout_ms;
+	}
+	rv = kn_ask(rt->system[RT_SUPERVISOR], MSG_STATS, NULL, 0, timeout_ms,
+	            &r);
 	if (rv == 0) {
 		rv = supervisor_stats_decode(r.data, r.len, out);
 	}
 	free(r.data);
+	if (rv == 0 && rt->persister != NULL) {
+		rv = kn_ask(rt->persister, MSG_PS_STATS, "\x80", 1, timeout_ms,
+		            &r);
+		if (rv == 0) {
+			mp_r m;
+			mp_r_open(&m, r.data, r.len);
+			out->store_state =
+			        mp_bool(mp_get(&m, "healthy"), false)
+			        ? MK_STORE_HEALTHY
+			        : MK_STORE_FAILING;
+			out->store_queued =
+			        (uint64_t)mp_int(mp_get(&m, "queued"), 0);
+			out->store_failures =
+			        (uint64_t)mp_int(mp_get(&m, "failures"), 0);
+			out->store_dropped =
+			        (uint64_t)mp_int(mp_get(&m, "dropped"), 0);
+			out->store_tool_writes =
+			        (uint64_t)mp_int(mp_get(&m, "tool_writes"), 0);
+			mp_r_close(&m);
+		}
+		free(r.data);
+	}
 	return (rv);
 }
