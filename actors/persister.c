@@ -168,7 +168,8 @@ recovered(ps_self *ps)
 static int
 open_rw(ps_self *ps, char *err, size_t errlen)
 {
-	int rv = store_open(&ps->st, ps->path, false, ps->secret, err, errlen);
+	int rv = store_open(&ps->st, ps->path, STORE_RW, ps->secret, err,
+	                    errlen);
 
 	if (rv == 0) {
 		store_close(&ps->ro);
@@ -585,8 +586,10 @@ ps_init(kn_actor *self, void *arg, void **statep)
 	}
 	if (rv != 0) {
 		/* serve from memory; read what can be read for the boot */
-		if (store_open(&ps->ro, ps->path, true, ps->secret, rerr,
-		               sizeof(rerr)) != 0) {
+		if (store_open(&ps->ro, ps->path, STORE_RO, ps->secret, rerr,
+		               sizeof(rerr)) != 0 &&
+		    store_open(&ps->ro, ps->path, STORE_SNAPSHOT, ps->secret,
+		               rerr, sizeof(rerr)) != 0) {
 			ps->ro = NULL;
 		}
 		KN_ERROR("persister", "%s%s", err,

@@ -281,29 +281,33 @@ MK_API void mk_result_free(mk_result **res);
 
 /*
  * The state stream: an nng pub0 socket at mk_stream_url() (plus the
- * stream_listen addresses).  Subscribe with sub0 to the topic "state" or
- * "tools" (or "" for both).  Each message is the topic, one NUL byte,
- * then a msgpack map:
+ * stream_listen addresses).  Subscribe with sub0 to the topic "state",
+ * "tools" or "store" (or "" for all).  Each message is the topic, one NUL
+ * byte, then a msgpack map:
  *   state: client_id, name, state, old_state, last_failure (nil or a map
  *          of stage, message, at, since), generation, tools_count, time
  *          (RFC 3339 UTC), node_id
  *   tools: client_id, name, hash (SHA-256 hex of the canonical tool
  *          list), count
+ *   store: healthy (bool), error (why the file cannot be written; "")
  * One "state" message per state transition, one "tools" message per real
- * change of a tool list.  The string is the runtime's; never NULL.
+ * change of a tool list, one "store" message when the store starts
+ * failing (the runtime serves from memory and retries) and one when it
+ * is written again.  The string is the runtime's; never NULL.
  */
 MK_API const char *mk_stream_url(const mk_runtime *rt);
 
 /* A state-stream message, decoded.  Strings are NUL-terminated, "" when
  * absent (and cut to fit). */
 typedef struct mk_event {
-	char    topic[8];      /* "state" or "tools" */
+	char    topic[8];      /* "state", "tools" or "store" */
 	char    client_id[72]; /* both */
 	char    name[72];      /* both */
 	char    state[24];     /* state: the new state */
 	char    old_state[24]; /* state: the previous one; "" when new */
 	char    stage[24];     /* state: last_failure stage; "" without */
-	char    message[2048]; /* state: last_failure message */
+	char    message[2048]; /* state: last_failure message; store: why
+	                        * it cannot be written ("" when healthy) */
 	char    at[40];        /* state: last_failure at */
 	char    since[40];     /* state: last_failure since */
 	int64_t generation;    /* state: connection generation */
@@ -312,6 +316,8 @@ typedef struct mk_event {
 	char    node_id[72];   /* state: the instance */
 	char    hash[72];      /* tools: the new content hash */
 	int64_t count;         /* tools: how many */
+	int     healthy;       /* store: 1 writes reach the file again, 0
+	                        * serving from memory (retrying) */
 } mk_event;
 
 /*

@@ -3,6 +3,7 @@
  */
 #include "persist/store.h"
 
+#include <limits.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <sqlite3.h>
@@ -675,27 +676,42 @@ prepare_all(store *s)
 
 /* Opens the connection with the pragmas every handle needs. */
 static int
-db_connect(store *s, bool readonly, bool create)
+db_connect(store *s, store_mode mode, bool create)
 {
-	int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
+	int   flags = mode == STORE_RW ? SQLITE_OPEN_READWRITE
+	                               : SQLITE_OPEN_READONLY;
+	char  uri[PATH_MAX * 3 + 32];
+	char *at = uri;
 
 	if (create) {
 		flags |= SQLITE_OPEN_CREATE;
 	}
-	flags |= SQLITE_OPEN_NOMUTEX; /* one thread per handle */
-	if (sqlite3_open_v2(s->path, &s->db, flags, NULL) != SQLITE_OK) {
+	flags |= SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI; /* one thread */
+	/* a URI, so no character of the path can read as a parameter */
+	at += snprintf(uri, sizeof(uri), "file:");
+	for (const char *p = s->path; *p != '\0' && at < uri + PATH_MAX * 3;
+	     p++) {
+		if (strchr("?#%", *p) != NULL) {
+			at += sprintf(at, "%%%02X", (unsigned char)*p);
+		} else {
+			*at++ = *p;
+		}
+	}
+	snprintf(at, sizeof(uri) - (size_t)(at - uri), "%s",
+	         mode == STORE_SNAPSHOT ? "?immutable=1" : "");
+	if (sqlite3_open_v2(uri, &s->db, flags, NULL) != SQLITE_OK) {
 		return (fail(s, MK_ESYS, "opening"));
 	}
 	sqlite3_busy_timeout(s->db, STORE_BUSY_MS);
 	sqlite3_extended_result_codes(s->db, 1);
 	/* a read-only file opens read-only without a word: say so */
-	if (!readonly && sqlite3_db_readonly(s->db, "main") == 1) {
+	if (mode == STORE_RW && sqlite3_db_readonly(s->db, "main") == 1) {
 		return (failf(s, MK_ESYS, "opening: the file is read-only"));
 	}
 	/* not a database (or corrupt) shows here, as a clear error */
 	if (exec(s, "enabling foreign keys", "PRAGMA foreign_keys = ON") !=
 	            0 ||
-	    (!readonly &&
+	    (mode == STORE_RW &&
 	     (exec(s, "enabling WAL", "PRAGMA journal_mode = WAL") != 0 ||
 	      /* a secret overwritten or deleted leaves no copy behind */
 	      exec(s, "enabling secure delete", "PRAGMA secure_delete = ON") !=
@@ -722,9 +738,10 @@ store_new(const char *path, char *err, size_t errlen)
 }
 
 int
-store_open(store **sp, const char *path, bool readonly, const char *secret,
+store_open(store **sp, const char *path, store_mode mode, const char *secret,
            char *err, size_t errlen)
 {
+	bool   readonly = mode != STORE_RW;
 	store *s;
 	int    rv, v;
 
@@ -732,7 +749,7 @@ store_open(store **sp, const char *path, bool readonly, const char *secret,
 	if ((s = store_new(path, err, errlen)) == NULL) {
 		return (MK_ENOMEM);
 	}
-	if ((rv = db_connect(s, readonly, !readonly)) != 0 ||
+	if ((rv = db_connect(s, mode, !readonly)) != 0 ||
 	    (!readonly && (rv = migrate(s, STORE_VERSION)) != 0)) {
 		goto out;
 	}
@@ -771,7 +788,7 @@ store_create_version(const char *path, int version, char *err, size_t errlen)
 	if ((s = store_new(path, err, errlen)) == NULL) {
 		return (MK_ENOMEM);
 	}
-	if ((rv = db_connect(s, false, true)) == 0) {
+	if ((rv = db_connect(s, STORE_RW, true)) == 0) {
 		rv = migrate(s, version);
 	}
 	if (rv != 0) {

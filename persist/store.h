@@ -60,12 +60,20 @@ typedef enum store_table {
 	STORE_NTABLES             /* number of tables; not a table */
 } store_table;
 
+/* How store_open opens the file. */
+typedef enum store_mode {
+	STORE_RW,       /* the writer: created and migrated when needed */
+	STORE_RO,       /* a reader beside the writer */
+	STORE_SNAPSHOT, /* read-only media: the file as it is, unchanging
+	                 * (no -shm needed; what a -wal holds is not seen) */
+} store_mode;
+
 /*
- * store_open opens (creating when rw) the database at path, sets WAL and
- * foreign keys, and (rw) applies every migration it lacks.  secret is the
- * encryption key (see seal_key_from) or NULL for none.  Blocks on disk
- * I/O, up to a short busy timeout when another process holds a lock.
- * Returns 0, or:
+ * store_open opens the database at path: STORE_RW creates it when
+ * missing, sets WAL, secure delete and foreign keys, and applies every
+ * migration it lacks.  secret is the encryption key (see seal_key_from)
+ * or NULL for none.  Blocks on disk I/O, up to a short busy timeout when
+ * another process holds a lock.  Returns 0, or:
  *   MK_EINVAL  refused: a newer schema, a sealed store without its key,
  *              a key that does not match;
  *   MK_EPROTO  damaged: not a database, or corrupt;
@@ -74,8 +82,8 @@ typedef enum store_table {
  *   MK_ENOMEM;
  * with err holding one line that says which.
  */
-int store_open(store **sp, const char *path, bool readonly, const char *secret,
-               char *err, size_t errlen);
+int store_open(store **sp, const char *path, store_mode mode,
+               const char *secret, char *err, size_t errlen);
 
 /* store_close closes and nulls *sp; safe with NULL. */
 void store_close(store **sp);

@@ -425,7 +425,8 @@ mk_event_parse(const void *msg, size_t len, mk_event *ev)
 		copy_str(ev->stage, sizeof(ev->stage),
 		         mp_obj_get(lf, "stage"));
 		copy_str(ev->message, sizeof(ev->message),
-		         mp_obj_get(lf, "message"));
+		         lf != NULL ? mp_obj_get(lf, "message")
+		                    : mp_get(&r, "error"));
 		copy_str(ev->at, sizeof(ev->at), mp_obj_get(lf, "at"));
 		copy_str(ev->since, sizeof(ev->since),
 		         mp_obj_get(lf, "since"));
@@ -436,6 +437,7 @@ mk_event_parse(const void *msg, size_t len, mk_event *ev)
 		ev->generation  = mp_int(mp_get(&r, "generation"), 0);
 		ev->tools_count = mp_int(mp_get(&r, "tools_count"), 0);
 		ev->count       = mp_int(mp_get(&r, "count"), 0);
+		ev->healthy     = mp_bool(mp_get(&r, "healthy"), false);
 	}
 	mp_r_close(&r);
 	return (rv);

@@ -39,7 +39,7 @@ open_key(const char *p, const char *key)
 {
 	store *s;
 	char   err[STORE_ERR_MAX];
-	int    rv = store_open(&s, p, false, key, err, sizeof(err));
+	int    rv = store_open(&s, p, STORE_RW, key, err, sizeof(err));
 
 	if (rv != 0) {
 		fprintf(stderr, "open: %s\n", err);
@@ -176,7 +176,8 @@ newer_refused(void)
 	store      *s;
 
 	exec_sql(p, "PRAGMA user_version = 99");
-	CHECK_EQ(store_open(&s, p, false, NULL, err, sizeof(err)), MK_EINVAL);
+	CHECK_EQ(store_open(&s, p, STORE_RW, NULL, err, sizeof(err)),
+	         MK_EINVAL);
 	snprintf(want, sizeof(want),
 	         "schema version 99 is newer than this mcpkeep supports (%d)",
 	         STORE_VERSION);
@@ -197,7 +198,8 @@ not_a_database(void)
 		fputs("this is not a database ", f);
 	}
 	fclose(f);
-	CHECK_EQ(store_open(&s, p, false, NULL, err, sizeof(err)), MK_EPROTO);
+	CHECK_EQ(store_open(&s, p, STORE_RW, NULL, err, sizeof(err)),
+	         MK_EPROTO);
 	CHECK(strstr(err, p) != NULL);
 	CHECK(strstr(err, "not a database") != NULL);
 	fprintf(stderr, "   %s\n", err);
@@ -451,11 +453,13 @@ encryption(void)
 	read_secrets(s);
 	store_close(&s);
 	/* without the key, or with another: refused, saying which */
-	CHECK_EQ(store_open(&s, p, false, NULL, err, sizeof(err)), MK_EINVAL);
+	CHECK_EQ(store_open(&s, p, STORE_RW, NULL, err, sizeof(err)),
+	         MK_EINVAL);
 	CHECK(strstr(err,
 	             "it holds sealed secrets: set its encryption key "
 	             "(MCPKEEP_ENCRYPTION_KEY)") != NULL);
-	CHECK_EQ(store_open(&s, p, false, KEY2, err, sizeof(err)), MK_EINVAL);
+	CHECK_EQ(store_open(&s, p, STORE_RW, KEY2, err, sizeof(err)),
+	         MK_EINVAL);
 	CHECK(strstr(err,
 	             "the encryption key does not match the key its "
 	             "secrets were sealed with") != NULL);

@@ -1,0 +1,765 @@
+/*
+ * persist_test.c - the store at runtime (SPEC section 9): restart loses
+ * nothing; durable writes survive kill -9 in the middle of a write storm;
+ * a read-only file, a full disk, a locked database and a damaged file
+ * leave the runtime serving from memory with the failure reported, and
+ * writes land once the file can be written again; secrets sealed with the
+ * configured key, a wrong key refused at boot.
+ *
+ * The read-only and full-disk cases use a real file system the test
+ * mounts (tmpfs: remounted read-only, or sized small and filled), so the
+ * test runs as root - as CI does here; without root it fails saying so.
+ * The MCP server is the real SDK server test/peers/inject.mjs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "actors/kernel/kernel.h"
+#include "actors/kernel/stream.h"
+#include "actors/persister.h"
+#include "codec/mp.h"
+#include "codec/msg.h"
+#include "peer.h"
+#include "persist/store.h"
+#include "rtutil.h"
+#include "runtime/runtime_impl.h"
+#include "testutil.h"
+
+#define KEY1 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define KEY2 "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
+
+extern char **environ;
+
+static peer srv; /* inject.mjs over Streamable HTTP, for every case */
+
+/* A temporary folder (and, with mount, a tmpfs of size bytes on it). */
+typedef struct place {
+	char dir[64]; /* the folder */
+	char db[128]; /* dir/mcpkeep.db */
+	int  mounted; /* a tmpfs is mounted on dir */
+} place;
+
+static void
+place_open(place *pl, long tmpfs_size)
+{
+	snprintf(pl->dir, sizeof(pl->dir), "/tmp/mk-persist-XXXXXX");
+	CHECK(mkdtemp(pl->dir) != NULL);
+	snprintf(pl->db, sizeof(pl->db), "%s/mcpkeep.db", pl->dir);
+	pl->mounted = 0;
+	if (tmpfs_size > 0) {
+		char opts[64];
+		snprintf(opts, sizeof(opts), "size=%ld", tmpfs_size);
+		if (mount("tmpfs", pl->dir, "tmpfs", 0, opts) != 0) {
+			fprintf(stderr,
+			        "cannot mount a tmpfs on %s (%s): this test "
+			        "makes a real read-only and a real full file "
+			        "system and needs root\n",
+			        pl->dir, strerror(errno));
+			CHECK(0);
+		}
+		pl->mounted = 1;
+	}
+}
+
+static void
+place_remount(place *pl, int readonly)
+{
+	CHECK_EQ(mount("tmpfs", pl->dir, "tmpfs",
+	               MS_REMOUNT | (readonly ? MS_RDONLY : 0), NULL),
+	         0);
+}
+
+static void
+place_close(place *pl)
+{
+	char cmd[128];
+
+	if (pl->mounted) {
+		CHECK_EQ(umount2(pl->dir, MNT_DETACH), 0);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", pl->dir);
+	CHECK_EQ(system(cmd), 0);
+}
+
+/* Waits for a "store" event with healthy == want after *from. */
+static event
+wait_store(sub *sb, int *from, int want)
+{
+	struct timespec ts;
+	event           found;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += WAIT_MS / 1000;
+	pthread_mutex_lock(&sb->mtx);
+	for (;;) {
+		for (; *from < sb->n; (*from)++) {
+			event *e = &sb->ev[*from];
+			if (strcmp(e->topic, "store") == 0 &&
+			    e->healthy == want) {
+				found = *e;
+				(*from)++;
+				pthread_mutex_unlock(&sb->mtx);
+				return (found);
+			}
+		}
+		if (pthread_cond_timedwait(&sb->cv, &sb->mtx, &ts) != 0) {
+			fprintf(stderr, "timed out waiting for store %s\n",
+			        want ? "healthy" : "failing");
+			exit(1);
+		}
+	}
+}
+
+/* A runtime on store path with key (NULL: none), logging to log_fd. */
+static int
+open_with(mk_runtime **rt, sub *sb, const char *path, const char *key,
+          int log_fd)
+{
+	static int seq;
+	mk_options o;
+	char       url[64];
+	int        rv;
+
+	snprintf(url, sizeof(url), "inproc://persist-test-%d", ++seq);
+	mk_options_init(&o);
+	o.log_level      = MK_LOG_WARN;
+	o.stream_url     = url;
+	o.store_path     = path;
+	o.encryption_key = key;
+	if (log_fd >= 0) {
+		o.log_fd = log_fd;
+	}
+	if ((rv = mk_runtime_open(rt, &o)) == 0 && sb != NULL) {
+		sub_open(sb, mk_stream_url(*rt));
+	}
+	return (rv);
+}
+
+static int
+add_client(mk_runtime *rt, const char *name)
+{
+	char *err = NULL;
+	int   rv  = add(rt, &err,
+	                "{\"name\": \"%s\", \"connection_type\": \"http\", "
+	                   "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	                   "\"tools_to_execute\": [\"*\"]}",
+	                name, srv.port);
+
+	if (rv != 0) {
+		fprintf(stderr, "add %s: %s\n", name, err);
+	}
+	mk_free(err);
+	return (rv);
+}
+
+/* The runtime serves: a tool call on client name answers. */
+static void
+serves(mk_runtime *rt, const char *name)
+{
+	int   rc;
+	char *out = call_text(rt, name, "echo",
+	                      "{\"message\": \"still here\"}", &rc);
+
+	CHECK_EQ(rc, 0);
+	CHECK(strstr(out, "still here") != NULL);
+	free(out);
+}
+
+static int
+has_client(mk_runtime *rt, const char *name)
+{
+	char *out = NULL;
+	char  quoted[80];
+	int   found;
+
+	CHECK_EQ(mk_clients_json(rt, "{\"limit\": 100}", &out), 0);
+	snprintf(quoted, sizeof(quoted), "\"name\":\"%s\"", name);
+	found = strstr(out, quoted) != NULL;
+	mk_free(out);
+	return (found);
+}
+
+static int
+store_state(mk_runtime *rt)
+{
+	mk_stats st;
+
+	CHECK_EQ(mk_runtime_stats(rt, &st, WAIT_MS), 0);
+	return (st.store_state);
+}
+
+/* Lines of the file at path containing needle. */
+static int
+count_lines(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "r");
+	char  line[4096];
+	int   n = 0;
+
+	CHECK(f != NULL);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		n += strstr(line, needle) != NULL;
+	}
+	fclose(f);
+	return (n);
+}
+
+/* ---- restart ------------------------------------------------------------ */
+
+/* A restart loses nothing: clients and tools come back from the store; a
+ * per-call client with known tools makes no discovery request; unchanged
+ * checks write no tool list. */
+static void
+restart_restores(void)
+{
+	place       pl;
+	sub         sb;
+	mk_runtime *rt;
+	mk_stats    st;
+	char       *err = NULL;
+	json_t     *v;
+	long        before;
+
+	place_open(&pl, 0);
+	rt = rt_open_store(&sb, pl.db);
+	CHECK_EQ(add_client(rt, "r_pc"), 0);
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"r_st\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	             "\"needs_session_stickiness\": true, "
+	             "\"tool_sync_interval\": \"1s\"}",
+	             srv.port),
+	         0);
+	/* several passing checks later: still one write per client */
+	for (int i = 0;; i++) {
+		CHECK_EQ(mk_runtime_stats(rt, &st, WAIT_MS), 0);
+		if (st.ticks >= 4) {
+			break;
+		}
+		CHECK(i < 400);
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling the tick counter */
+	}
+	CHECK_EQ(ps_stat(rt, "tool_writes"), 2);
+	rt_close(&rt, &sb);
+
+	before = admin(srv.port, "/admin/counters", NULL, "new_sessions");
+	rt     = rt_open_store(&sb, pl.db);
+	v      = view_of(rt, "r_pc");
+	CHECK(strcmp(vstr(v, "state"), "healthy") == 0);
+	CHECK(json_array_size(json_object_get(v, "tools")) >= 10);
+	json_decref(v);
+	v = view_of(rt, "r_st");
+	CHECK(strcmp(vstr(v, "connection_mode"), "sticky") == 0);
+	json_decref(v);
+	/* the sticky one connected again; the per-call one discovered
+	 * nothing */
+	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "new_sessions"),
+	         before + 1);
+	/* restored tools were not written again */
+	CHECK_EQ(ps_stat(rt, "tool_writes"), 0);
+	CHECK_EQ(mk_client_remove(rt, "r_pc", &err), 0);
+	rt_close(&rt, &sb);
+
+	rt = rt_open_store(&sb, pl.db);
+	CHECK(!has_client(rt, "r_pc") && has_client(rt, "r_st"));
+	rt_close(&rt, &sb);
+	place_close(&pl);
+}
+
+/* ---- kill -9 in a write storm ---------------------------------------------
+ */
+
+/* The storm, in a child process: durable token writes, each acknowledged
+ * on stdout after its reply, between batched 8 KiB tool lists. */
+static int
+storm_main(const char *path)
+{
+	kn_kernel *k;
+	kn_stream *stream;
+	kn_actor  *ps;
+	kn_answer  a;
+	char       err[256], tools[9000], row[256];
+	mp_w       w;
+
+	CHECK_EQ(kn_stream_open(&stream, "inproc://storm", NULL, err,
+	                        sizeof(err)),
+	         0);
+	CHECK_EQ(kn_kernel_open(&k, 0), 0);
+	ps_args pa = {.path = path, .secret = KEY1, .stream = stream};
+	CHECK_EQ(kn_spawn(k, PERSISTER_NAME, &persister_ops, &pa, &ps), 0);
+	mp_w_init(&w);
+	mp_map(&w, 3);
+	mp_kv_str(&w, "id", "storm");
+	mp_kv_str(&w, "name", "storm");
+	mp_kv_str(&w, "config", "{\"name\":\"storm\"}");
+	CHECK_EQ(kn_ask(ps, MSG_PS_CLIENT_PUT, w.sb.data, w.sb.size, WAIT_MS,
+	                &a),
+	         0);
+	free(a.data);
+	mp_w_fini(&w);
+	for (long i = 0;; i++) {
+		size_t n =
+		        (size_t)snprintf(tools, sizeof(tools),
+		                         "[{\"name\":\"t\",\"description\":\""
+		                         "%ld ",
+		                         i);
+		memset(tools + n, 'x', 8192);
+		snprintf(tools + n + 8192, sizeof(tools) - n - 8192, "\"}]");
+		char hash[32];
+		snprintf(hash, sizeof(hash), "h%ld", i);
+		mp_w_init(&w);
+		mp_map(&w, 3);
+		mp_kv_str(&w, "id", "storm");
+		mp_kv_str(&w, "hash", hash);
+		mp_kv_str(&w, "tools", tools);
+		CHECK_EQ(kn_tell(ps, NULL, MSG_PS_TOOLS_PUT, w.sb.data,
+		                 w.sb.size),
+		         0);
+		mp_w_fini(&w);
+		snprintf(row, sizeof(row),
+		         "{\"client_id\":\"storm\",\"mode\":\"user\","
+		         "\"identity\":\"u%ld\",\"access_token\":\"tok-%ld\","
+		         "\"status\":\"active\"}",
+		         i, i);
+		mp_w_init(&w);
+		mp_map(&w, 2);
+		mp_kv_str(&w, "table", "oauth_tokens");
+		mp_kv_str(&w, "row", row);
+		int rv = kn_ask(ps, MSG_PS_ROW_PUT, w.sb.data, w.sb.size,
+		                WAIT_MS, &a);
+		free(a.data);
+		mp_w_fini(&w);
+		if (rv == 0) {
+			/* told "stored": acknowledge it */
+			char ack[32];
+			int  len = snprintf(ack, sizeof(ack), "%ld\n", i);
+			CHECK_EQ(write(1, ack, (size_t)len), len);
+		}
+	}
+}
+
+static int
+gather(void *arg, json_t *row)
+{
+	json_array_append(arg, row);
+	return (0);
+}
+
+static void
+kill9_durable(void)
+{
+	place       pl;
+	int         out[2], acked = -1;
+	pid_t       pid;
+	char        buf[4096], line[32];
+	size_t      ll = 0;
+	ssize_t     n;
+	char *const argv[] = {"/proc/self/exe", "storm", NULL, NULL};
+	char        path[128];
+	posix_spawn_file_actions_t fa;
+
+	place_open(&pl, 0);
+	snprintf(path, sizeof(path), "%s", pl.db);
+	((char **)argv)[2] = path;
+	CHECK_EQ(pipe(out), 0);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	posix_spawn_file_actions_addclose(&fa, out[0]);
+	CHECK_EQ(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0);
+	posix_spawn_file_actions_destroy(&fa);
+	close(out[1]);
+	/* let it acknowledge a few hundred durable writes, then kill it
+	 * mid-storm */
+	while (acked < 300 && (n = read(out[0], buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] == '\n') {
+				line[ll] = '\0';
+				acked    = atoi(line);
+				ll       = 0;
+			} else if (ll < sizeof(line) - 1) {
+				line[ll++] = buf[i];
+			}
+		}
+	}
+	CHECK_EQ(kill(pid, SIGKILL), 0);
+	/* acknowledgements written before the kill still count */
+	while ((n = read(out[0], buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] == '\n') {
+				line[ll] = '\0';
+				acked    = atoi(line);
+				ll       = 0;
+			} else if (ll < sizeof(line) - 1) {
+				line[ll++] = buf[i];
+			}
+		}
+	}
+	close(out[0]);
+	int status;
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	fprintf(stderr, "   killed after %d acknowledged writes\n", acked + 1);
+	CHECK(acked >= 300);
+
+	/* the file opens, is intact, and holds every acknowledged write */
+	sqlite3      *db;
+	sqlite3_stmt *q;
+	CHECK_EQ(sqlite3_open(pl.db, &db), SQLITE_OK);
+	CHECK_EQ(
+	        sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &q, NULL),
+	        SQLITE_OK);
+	CHECK_EQ(sqlite3_step(q), SQLITE_ROW);
+	CHECK(strcmp((const char *)sqlite3_column_text(q, 0), "ok") == 0);
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	store   *s;
+	char     err[STORE_ERR_MAX];
+	json_t  *rows = json_array();
+	unsigned skipped;
+	CHECK_EQ(store_open(&s, pl.db, STORE_RW, KEY1, err, sizeof(err)), 0);
+	CHECK_EQ(
+	        store_rows_each(s, STORE_OAUTH_TOKENS, gather, rows, &skipped),
+	        0);
+	CHECK_EQ(skipped, 0);
+	char   *seen = calloc((size_t)acked + 2, 1);
+	size_t  i;
+	json_t *r;
+	json_array_foreach(rows, i, r)
+	{
+		int id = atoi(
+		        json_string_value(json_object_get(r, "identity")) + 1);
+		char want[32];
+		snprintf(want, sizeof(want), "tok-%d", id);
+		CHECK(strcmp(json_string_value(
+		                     json_object_get(r, "access_token")),
+		             want) == 0);
+		if (id <= acked) {
+			seen[id] = 1;
+		}
+	}
+	for (int j = 0; j <= acked; j++) {
+		if (!seen[j]) {
+			fprintf(stderr, "acknowledged write %d is missing\n",
+			        j);
+			CHECK(0);
+		}
+	}
+	free(seen);
+	json_decref(rows);
+	store_close(&s);
+	place_close(&pl);
+}
+
+/* ---- the file cannot be written ------------------------------------------
+ */
+
+/* A read-only file system: boot restores from it read-only and serves;
+ * new writes wait in memory; remounted writable, they land. */
+static void
+read_only(void)
+{
+	place       pl;
+	sub         sb;
+	mk_runtime *rt;
+	int         at = 0;
+
+	place_open(&pl, 8 << 20);
+	CHECK_EQ(open_with(&rt, &sb, pl.db, NULL, -1), 0);
+	CHECK_EQ(add_client(rt, "ro_a"), 0);
+	rt_close(&rt, &sb);
+	place_remount(&pl, 1);
+
+	CHECK_EQ(open_with(&rt, &sb, pl.db, NULL, -1), 0);
+	CHECK_EQ(store_state(rt), MK_STORE_FAILING);
+	CHECK(has_client(rt, "ro_a")); /* restored from the read-only file */
+	serves(rt, "ro_a");
+	CHECK_EQ(add_client(rt, "ro_b"), 0); /* kept in memory */
+	serves(rt, "ro_b");
+	CHECK(ps_stat(rt, "queued") >= 1);
+	place_remount(&pl, 0);
+	wait_store(&sb, &at, 1);
+	CHECK_EQ(store_state(rt), MK_STORE_HEALTHY);
+	CHECK_EQ(ps_stat(rt, "queued"), 0);
+	rt_close(&rt, &sb);
+
+	CHECK_EQ(open_with(&rt, &sb, pl.db, NULL, -1), 0);
+	CHECK(has_client(rt, "ro_a") && has_client(rt, "ro_b"));
+	rt_close(&rt, &sb);
+	place_close(&pl);
+}
+
+/* Fills the file system at dir; returns the filler's path. */
+static void
+fill(const char *dir, char *filler, size_t len)
+{
+	char block[65536];
+	int  fd;
+
+	snprintf(filler, len, "%s/filler", dir);
+	CHECK((fd = open(filler, O_WRONLY | O_CREAT, 0600)) >= 0);
+	memset(block, 'f', sizeof(block));
+	while (write(fd, block, sizeof(block)) > 0) {
+	}
+	/* the last partial blocks too */
+	while (write(fd, block, 512) > 0) {
+	}
+	CHECK_EQ(errno, ENOSPC);
+	close(fd);
+}
+
+/* A full disk: the failure is reported once, the runtime serves, and
+ * after space comes back every write lands. */
+static void
+disk_full(void)
+{
+	place       pl;
+	sub         sb;
+	mk_runtime *rt;
+	char        filler[160], log[64] = "/tmp/mk-persist-log-XXXXXX";
+	int         at = 0, logfd;
+
+	CHECK((logfd = mkstemp(log)) >= 0);
+	place_open(&pl, 2 << 20);
+	CHECK_EQ(open_with(&rt, &sb, pl.db, NULL, logfd), 0);
+	CHECK_EQ(add_client(rt, "full_a"), 0);
+	CHECK_EQ(store_state(rt), MK_STORE_HEALTHY);
+	fill(pl.dir, filler, sizeof(filler));
+	/* each add writes a config and a tool list: they cannot land */
+	char name[32];
+	for (int i = 0; i < 4; i++) {
+		snprintf(name, sizeof(name), "full_%d", i);
+		CHECK_EQ(add_client(rt, name), 0);
+	}
+	event e = wait_store(&sb, &at, 0);
+	CHECK(strstr(e.message, "full") != NULL);
+	fprintf(stderr, "   reported: %s\n", e.message);
+	CHECK_EQ(store_state(rt), MK_STORE_FAILING);
+	serves(rt, "full_a");
+	serves(rt, "full_3");
+	CHECK_EQ(unlink(filler), 0);
+	wait_store(&sb, &at, 1);
+	rt_close(&rt, &sb);
+	/* logged once for the whole failure run, however many retries */
+	CHECK_EQ(count_lines(log, "serving from memory"), 1);
+
+	CHECK_EQ(open_with(&rt, &sb, pl.db, NULL, logfd), 0);
+	for (int i = 0; i < 4; i++) {
+		snprintf(name, sizeof(name), "full_%d", i);
+		CHECK(has_client(rt, name));
+		json_t *v = view_of(rt, name);
+		CHECK(json_array_size(json_object_get(v, "tools")) >= 10);
+		json_decref(v);
+	}
+	/* restored with their tools: no tool list written again */
+	CHECK_EQ(ps_stat(rt, "tool_writes"), 0);
+	rt_close(&rt, &sb);
+	close(logfd);
+	unlink(log);
+	place_close(&pl);
+}
+
+/* Another process holds the database locked: writes wait in memory and
+ * land once it lets go. */
+static void
+locked(void)
+{
+	place       pl;
+	sub         sb;
+	mk_runtime *rt;
+	sqlite3    *db;
+	int         at = 0;
+
+	place_open(&pl, 0);
+	CHECK_EQ(open_with(&rt, &sb, pl.db, NULL, -1), 0);
+	CHECK_EQ(sqlite3_open(pl.db, &db), SQLITE_OK);
+	CHECK_EQ(sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL),
+	         SQLITE_OK);
+	CHECK_EQ(add_client(rt, "lk_a"), 0);
+	event e = wait_store(&sb, &at, 0);
+	CHECK(strstr(e.message, "locked") != NULL);
+	serves(rt, "lk_a");
+	CHECK_EQ(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	wait_store(&sb, &at, 1);
+	rt_close(&rt, &sb);
+	CHECK_EQ(open_with(&rt, &sb, pl.db, NULL, -1), 0);
+	CHECK(has_client(rt, "lk_a"));
+	rt_close(&rt, &sb);
+	place_close(&pl);
+}
+
+/* A damaged file: the runtime serves from memory, reports it, and never
+ * writes over it. */
+static void
+damaged(void)
+{
+	place       pl;
+	sub         sb;
+	mk_runtime *rt;
+	FILE       *f;
+	char        garbage[4096];
+
+	place_open(&pl, 0);
+	memset(garbage, 'g', sizeof(garbage));
+	CHECK((f = fopen(pl.db, "w")) != NULL);
+	for (int i = 0; i < 4; i++) {
+		fwrite(garbage, 1, sizeof(garbage), f);
+	}
+	fclose(f);
+	CHECK_EQ(open_with(&rt, &sb, pl.db, NULL, -1), 0);
+	CHECK_EQ(store_state(rt), MK_STORE_FAILING);
+	mk_stats st;
+	CHECK_EQ(mk_runtime_stats(rt, &st, WAIT_MS), 0);
+	CHECK(st.store_failures >= 1);
+	CHECK_EQ(add_client(rt, "dm_a"), 0);
+	serves(rt, "dm_a");
+	CHECK(ps_stat(rt, "queued") >= 1);
+	rt_close(&rt, &sb);
+	/* untouched */
+	struct stat sbuf;
+	CHECK_EQ(stat(pl.db, &sbuf), 0);
+	CHECK_EQ(sbuf.st_size, 4 * 4096);
+	CHECK((f = fopen(pl.db, "r")) != NULL);
+	CHECK_EQ(fread(garbage, 1, sizeof(garbage), f), sizeof(garbage));
+	fclose(f);
+	for (size_t i = 0; i < sizeof(garbage); i++) {
+		CHECK_EQ(garbage[i], 'g');
+	}
+	place_close(&pl);
+}
+
+/* ---- sealed at rest, through the runtime
+ * ------------------------------------
+ */
+
+static void
+sealed_runtime(void)
+{
+	place       pl;
+	sub         sb;
+	mk_runtime *rt;
+	char       *err = NULL, log[64] = "/tmp/mk-persist-log-XXXXXX";
+	int         logfd, rc;
+
+	CHECK((logfd = mkstemp(log)) >= 0);
+	place_open(&pl, 0);
+	CHECK_EQ(open_with(&rt, &sb, pl.db, KEY1, logfd), 0);
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"sealed\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	             "\"tools_to_execute\": [\"*\"], "
+	             "\"auth_type\": \"headers\", \"headers\": "
+	             "{\"x-api-key\": \"HDR-SECRET-42\"}}",
+	             srv.port),
+	         0);
+	rt_close(&rt, &sb);
+	/* not in the file, not in the log */
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd),
+	         "cat %s %s-wal 2>/dev/null | "
+	         "grep -q HDR-SECRET-42",
+	         pl.db, pl.db);
+	CHECK(system(cmd) != 0);
+	CHECK_EQ(count_lines(log, "HDR-SECRET-42"), 0);
+	CHECK_EQ(count_lines(log, "stored unencrypted"), 0);
+
+	/* with the key: back, and its header still goes out */
+	CHECK_EQ(open_with(&rt, &sb, pl.db, KEY1, logfd), 0);
+	char *out = call_text(rt, "sealed", "headers", "{}", &rc);
+	CHECK_EQ(rc, 0);
+	CHECK(strstr(out, "HDR-SECRET-42") != NULL);
+	free(out);
+	rt_close(&rt, &sb);
+	/* with another key, or none: the boot is refused, saying why */
+	CHECK_EQ(open_with(&rt, NULL, pl.db, KEY2, logfd), MK_EINVAL);
+	CHECK(rt == NULL);
+	CHECK_EQ(count_lines(log, "the encryption key does not match"), 1);
+	unsetenv("MCPKEEP_ENCRYPTION_KEY");
+	CHECK_EQ(open_with(&rt, NULL, pl.db, NULL, logfd), MK_EINVAL);
+	CHECK_EQ(count_lines(log, "it holds sealed secrets"), 1);
+	/* the environment's key is the default */
+	setenv("MCPKEEP_ENCRYPTION_KEY", KEY1, 1);
+	CHECK_EQ(open_with(&rt, &sb, pl.db, NULL, logfd), 0);
+	CHECK(has_client(rt, "sealed"));
+	rt_close(&rt, &sb);
+	unsetenv("MCPKEEP_ENCRYPTION_KEY");
+	place_close(&pl);
+
+	/* no key at all: one WARN at boot */
+	place_open(&pl, 0);
+	CHECK_EQ(open_with(&rt, &sb, pl.db, NULL, logfd), 0);
+	rt_close(&rt, &sb);
+	CHECK_EQ(count_lines(log, "secrets are stored unencrypted"), 1);
+	place_close(&pl);
+	close(logfd);
+	unlink(log);
+}
+
+/* config.json's store.path, env. references resolved. */
+static void
+config_store_path(void)
+{
+	char *v = NULL, *err = NULL;
+
+	setenv("MK_TEST_STORE", "/var/lib/mcpkeep/x.db", 1);
+	CHECK_EQ(
+	        mk_config_get("{\"store\": {\"path\": \"env.MK_TEST_STORE\"}}",
+	                      "store.path", &v, &err),
+	        0);
+	CHECK(v != NULL && strcmp(v, "/var/lib/mcpkeep/x.db") == 0);
+	mk_free(v);
+	CHECK_EQ(mk_config_get("{}", "store.path", &v, &err), 0);
+	CHECK(v == NULL);
+	CHECK_EQ(mk_config_get("{\"store\": {\"path\": \"env.MK_NOPE_X\"}}",
+	                       "store.path", &v, &err),
+	         MK_EINVAL);
+	CHECK(err != NULL && strstr(err, "MK_NOPE_X") != NULL);
+	mk_free(err);
+	CHECK_EQ(mk_config_get("{}", "store.colour", &v, &err), MK_EINVAL);
+	CHECK(strstr(err, "store.colour") != NULL);
+	mk_free(err);
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], "storm") == 0) {
+		return (storm_main(argv[2]));
+	}
+	signal(SIGPIPE, SIG_IGN);
+	setenv("MCPKEEP_LOG", "warn", 1); /* the log lines looked for */
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	CHECK(peer_dir() != NULL);
+	char        js[512];
+	const char *pargv[] = {"node", js, "http", "--port", "0", NULL};
+	snprintf(js, sizeof(js), "%s/inject.mjs", peer_dir());
+	CHECK_EQ(peer_start(&srv, pargv, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+	RUN(config_store_path);
+	RUN(kill9_durable);
+	RUN(restart_restores);
+	RUN(sealed_runtime);
+	RUN(damaged);
+	RUN(locked);
+	RUN(read_only);
+	RUN(disk_full);
+	peer_stop(&srv);
+	curl_global_cleanup();
+	return (0);
+}

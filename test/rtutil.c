@@ -1,0 +1,279 @@
+/*
+ * rtutil.c - shared helpers of the runtime tests (see rtutil.h).
+ */
+#include "rtutil.h"
+
+#include <curl/curl.h>
+#include <nng/protocol/pubsub0/sub.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "actors/kernel/kernel.h"
+#include "codec/mp.h"
+#include "codec/msg.h"
+#include "runtime/runtime_impl.h"
+#include "testutil.h"
+
+/* ---- the state stream, collected -----------------------------------------
+ */
+
+static void *
+sub_main(void *arg)
+{
+	sub     *sb = arg;
+	nng_msg *m;
+
+	while (nng_recvmsg(sb->s, &m, 0) == 0) {
+		event e;
+
+		if (mk_event_parse(nng_msg_body(m), nng_msg_len(m), &e) == 0) {
+			pthread_mutex_lock(&sb->mtx);
+			if (sb->n < MAXEV) {
+				sb->ev[sb->n++] = e;
+			}
+			pthread_cond_broadcast(&sb->cv);
+			pthread_mutex_unlock(&sb->mtx);
+		}
+		nng_msg_free(m);
+	}
+	return (NULL);
+}
+
+void
+sub_open(sub *sb, const char *url)
+{
+	memset(sb, 0, sizeof(*sb));
+	CHECK((sb->ev = calloc(MAXEV, sizeof(*sb->ev))) != NULL);
+	pthread_mutex_init(&sb->mtx, NULL);
+	pthread_cond_init(&sb->cv, NULL);
+	CHECK_EQ(nng_sub0_open(&sb->s), 0);
+	CHECK_EQ(nng_socket_set(sb->s, NNG_OPT_SUB_SUBSCRIBE, "", 0), 0);
+	CHECK_EQ(nng_dial(sb->s, url, NULL, 0), 0);
+	CHECK_EQ(pthread_create(&sb->thr, NULL, sub_main, sb), 0);
+}
+
+void
+sub_close(sub *sb)
+{
+	nng_close(sb->s);
+	pthread_join(sb->thr, NULL);
+	free(sb->ev);
+}
+
+/* Waits for a "state" event of client name into state (and stage when
+ * not NULL) after index *from; returns it and moves *from past it. */
+event
+wait_state(sub *sb, int *from, const char *name, const char *state,
+           const char *stage)
+{
+	struct timespec ts;
+	event           found;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += WAIT_MS / 1000;
+	pthread_mutex_lock(&sb->mtx);
+	for (;;) {
+		for (; *from < sb->n; (*from)++) {
+			event *e = &sb->ev[*from];
+			if (strcmp(e->topic, "state") == 0 &&
+			    strcmp(e->name, name) == 0 &&
+			    strcmp(e->state, state) == 0 &&
+			    (stage == NULL || strcmp(e->stage, stage) == 0)) {
+				found = *e;
+				(*from)++;
+				pthread_mutex_unlock(&sb->mtx);
+				return (found);
+			}
+		}
+		if (pthread_cond_timedwait(&sb->cv, &sb->mtx, &ts) != 0) {
+			fprintf(stderr, "timed out waiting for %s -> %s%s%s\n",
+			        name, state, stage ? " stage " : "",
+			        stage ? stage : "");
+			for (int i = 0; i < sb->n; i++) {
+				fprintf(stderr,
+				        "  seen: %s %s %s -> %s [%s] %s\n",
+				        sb->ev[i].topic, sb->ev[i].name,
+				        sb->ev[i].old_state, sb->ev[i].state,
+				        sb->ev[i].stage, sb->ev[i].message);
+			}
+			exit(1);
+		}
+	}
+}
+
+int
+count_states(sub *sb, const char *name, const char *state)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&sb->mtx);
+	for (int i = 0; i < sb->n; i++) {
+		n += strcmp(sb->ev[i].topic, "state") == 0 &&
+		        strcmp(sb->ev[i].name, name) == 0 &&
+		        strcmp(sb->ev[i].state, state) == 0;
+	}
+	pthread_mutex_unlock(&sb->mtx);
+	return (n);
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static int stream_seq;
+
+mk_runtime *
+rt_open_store(sub *sb, const char *path)
+{
+	mk_runtime *rt;
+	mk_options  o;
+	char        url[64];
+
+	snprintf(url, sizeof(url), "inproc://rt-test-%d", ++stream_seq);
+	mk_options_init(&o);
+	o.log_level         = MK_LOG_WARN;
+	o.stream_url        = url;
+	o.unstable_check_ms = 1000;
+	o.store_path        = path;
+	CHECK_EQ(mk_runtime_open(&rt, &o), 0);
+	sub_open(sb, mk_stream_url(rt));
+	return (rt);
+}
+
+mk_runtime *
+rt_open(sub *sb)
+{
+	return (rt_open_store(sb, NULL));
+}
+
+void
+rt_close(mk_runtime **rt, sub *sb)
+{
+	mk_runtime_close(rt);
+	sub_close(sb);
+}
+
+/* The client's entry in the list view (new reference). */
+json_t *
+view_of(mk_runtime *rt, const char *name)
+{
+	char   *out = NULL;
+	char    filter[128];
+	json_t *all, *one;
+
+	snprintf(filter, sizeof(filter),
+	         "{\"search\": \"%s\", \"limit\": 100}", name);
+	CHECK_EQ(mk_clients_json(rt, filter, &out), 0);
+	all = json_loads(out, 0, NULL);
+	mk_free(out);
+	CHECK(all != NULL);
+	one = NULL;
+	size_t  i;
+	json_t *c;
+	json_array_foreach(json_object_get(all, "clients"), i, c)
+	{
+		const char *n = json_string_value(
+		        json_object_get(json_object_get(c, "config"), "name"));
+		if (n != NULL && strcmp(n, name) == 0) {
+			one = json_incref(c);
+		}
+	}
+	json_decref(all);
+	CHECK(one != NULL);
+	return (one);
+}
+
+const char *
+vstr(json_t *v, const char *key)
+{
+	const char *s = json_string_value(json_object_get(v, key));
+	return (s != NULL ? s : "");
+}
+
+int
+add(mk_runtime *rt, char **err, const char *fmt, ...)
+{
+	char    cfg[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cfg, sizeof(cfg), fmt, ap);
+	va_end(ap);
+	return (mk_client_add(rt, cfg, NULL, err));
+}
+
+char *
+call_text(mk_runtime *rt, const char *client, const char *tool,
+          const char *args, int *rc)
+{
+	mk_call    c   = {client, tool, args, 0};
+	mk_result *res = NULL;
+	char      *out;
+
+	*rc = mk_tool_call(rt, &c, &res);
+	out = strdup(res && res->result          ? res->result
+	                     : res && res->error ? res->error
+	                                         : "");
+	mk_result_free(&res);
+	return (out);
+}
+
+long
+admin(int port, const char *path, const char *body, const char *field)
+{
+	CURL   *e = curl_easy_init();
+	char    url[128], buf[512] = "";
+	long    v = -1;
+	FILE   *mem;
+	json_t *j;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	mem = fmemopen(buf, sizeof(buf) - 1, "w");
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	if (body != NULL) {
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+	}
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, mem);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
+	CHECK_EQ(curl_easy_perform(e), CURLE_OK);
+	fclose(mem);
+	curl_easy_cleanup(e);
+	if (field != NULL && (j = json_loads(buf, 0, NULL)) != NULL) {
+		v = (long)json_integer_value(json_object_get(j, field));
+		json_decref(j);
+	}
+	return (v);
+}
+
+/* Waits (10 s at most) until a counter of the inject server reaches min.
+ * The server is another process with no event to wait on: its counter
+ * is polled, with a deadline. */
+void
+wait_counter(int port, const char *field, long min)
+{
+	for (int i = 0; admin(port, "/admin/counters", NULL, field) < min;
+	     i++) {
+		CHECK(i < 200);
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling the server's counter */
+	}
+}
+
+int64_t
+ps_stat(mk_runtime *rt, const char *key)
+{
+	kn_actor *ps;
+	kn_answer a;
+	mp_r      r;
+	int64_t   v;
+
+	CHECK_EQ(kn_lookup(rt->kernel, "persister", &ps), 0);
+	CHECK_EQ(kn_ask(ps, MSG_PS_STATS, "\x80", 1, WAIT_MS, &a), 0);
+	kn_actor_release(&ps);
+	mp_r_open(&r, a.data, a.len);
+	v = mp_int(mp_get(&r, key), -1);
+	mp_r_close(&r);
+	free(a.data);
+	return (v);
+}

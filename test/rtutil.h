@@ -1,0 +1,74 @@
+/*
+ * rtutil.h - what the tests of the runtime through its public API share:
+ * a state-stream subscriber that collects events and waits for one (a
+ * condition, with a deadline), runtime open/close around it, the list
+ * view of one client, and small calls into the inject server and the
+ * persister.  A failed wait or check exits the test (testutil.h).
+ */
+#ifndef TEST_RTUTIL_H
+#define TEST_RTUTIL_H
+
+#include <jansson.h>
+#include <nng/nng.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "mcpkeep.h"
+
+#define WAIT_MS 40000 /* every wait's deadline */
+#define MAXEV   4096  /* events a subscriber keeps */
+
+typedef mk_event event;
+
+/* The state stream, collected by a thread. */
+typedef struct sub {
+	nng_socket      s;   /* sub0, subscribed to everything */
+	pthread_t       thr; /* the collecting thread */
+	pthread_mutex_t mtx; /* guards ev and n */
+	pthread_cond_t  cv;  /* signalled per event */
+	event          *ev;  /* MAXEV, on the heap */
+	int             n;   /* events in ev */
+} sub;
+
+void sub_open(sub *sb, const char *url);
+void sub_close(sub *sb);
+
+/* Waits for a "state" event of client name into state (and stage when
+ * not NULL) after index *from; returns it and moves *from past it. */
+event wait_state(sub *sb, int *from, const char *name, const char *state,
+                 const char *stage);
+
+/* "state" events of name into state so far. */
+int count_states(sub *sb, const char *name, const char *state);
+
+/* A runtime on its own stream address (store file path, or NULL), with
+ * unstable checks every second, and sb subscribed to it. */
+mk_runtime *rt_open_store(sub *sb, const char *path);
+mk_runtime *rt_open(sub *sb);
+void        rt_close(mk_runtime **rt, sub *sb);
+
+/* The client's entry in the list view (new reference). */
+json_t     *view_of(mk_runtime *rt, const char *name);
+const char *vstr(json_t *v, const char *key);
+
+/* mk_client_add with a printf-formatted config. */
+int add(mk_runtime *rt, char **err, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+/* A tool call's result (or error) text, malloc'd; *rc its status. */
+char *call_text(mk_runtime *rt, const char *client, const char *tool,
+                const char *args, int *rc);
+
+/* GET (or POST body to) the inject server's path; field of its JSON
+ * answer, or -1. */
+long admin(int port, const char *path, const char *body, const char *field);
+
+/* Waits (10 s at most) until a counter of the inject server reaches min.
+ * The server is another process with no event to wait on: its counter
+ * is polled, with a deadline. */
+void wait_counter(int port, const char *field, long min);
+
+/* A counter of the persister's MSG_PS_STATS. */
+int64_t ps_stat(mk_runtime *rt, const char *key);
+
+#endif /* TEST_RTUTIL_H */
