@@ -28,6 +28,7 @@
 
 #include <curl/curl.h>
 
+#include "actors/client/client.h"
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/stream.h"
 #include "actors/persister.h"
@@ -465,6 +466,157 @@ kill9_durable(void)
 	place_close(&pl);
 }
 
+/* ---- the content-hash gate, at runtime ------------------------------------
+ */
+
+#define UNCHANGED_TICKS 10000
+
+/* Runs one health check on client name, synchronously. */
+static void
+check_once(kn_actor *cl)
+{
+	kn_answer a;
+
+	CHECK_EQ(kn_ask(cl, MSG_CL_CHECK, "\x80", 1, WAIT_MS, &a), 0);
+	free(a.data);
+}
+
+static int
+count_topic(sub *sb, const char *topic)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&sb->mtx);
+	for (int i = 0; i < sb->n; i++) {
+		n += strcmp(sb->ev[i].topic, topic) == 0;
+	}
+	pthread_mutex_unlock(&sb->mtx);
+	return (n);
+}
+
+/* 10,000 checks of an unchanged list write nothing; a changed
+ * description is exactly one write and one "tools" message. */
+static void
+unchanged_ticks(void)
+{
+	place       pl;
+	sub         sb;
+	mk_runtime *rt;
+	kn_actor   *cl;
+	char       *err = NULL;
+	int         tools0;
+
+	place_open(&pl, 0);
+	rt = rt_open_store(&sb, pl.db);
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"tick\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	             "\"needs_session_stickiness\": true, "
+	             "\"tool_sync_interval\": \"1h\"}",
+	             srv.port),
+	         0);
+	CHECK_EQ(ps_stat(rt, "tool_writes"), 1);
+	tools0 = count_topic(&sb, "tools");
+	CHECK_EQ(kn_lookup(rt->kernel, CLIENT_PREFIX "tick", &cl), 0);
+	for (int i = 0; i < UNCHANGED_TICKS; i++) {
+		check_once(cl);
+	}
+	CHECK_EQ(ps_stat(rt, "tool_writes"), 1);
+	CHECK_EQ(count_topic(&sb, "tools"), tools0);
+	/* a changed description: one write, one message, then quiet */
+	admin(srv.port, "/admin/describe", "{\"description\": \"changed\"}",
+	      NULL);
+	for (int i = 0; i < 100; i++) {
+		check_once(cl);
+	}
+	CHECK_EQ(ps_stat(rt, "tool_writes"), 2);
+	CHECK_EQ(count_topic(&sb, "tools"), tools0 + 1);
+	admin(srv.port, "/admin/describe",
+	      "{\"description\": \"Answers the message\"}", NULL);
+	kn_actor_release(&cl);
+	rt_close(&rt, &sb);
+	place_close(&pl);
+}
+
+/* Reverses an object's keys (jansson keeps insertion order). */
+static json_t *
+reversed(json_t *o)
+{
+	json_t     *r = json_object();
+	const char *keys[64];
+	size_t      n = 0;
+	const char *k;
+	json_t     *v;
+
+	json_object_foreach(o, k, v)
+	{
+		CHECK(n < 64);
+		keys[n++] = k;
+	}
+	while (n-- > 0) {
+		v = json_object_get(o, keys[n]);
+		json_object_set_new(r, keys[n],
+		                    json_is_object(v) ? reversed(v)
+		                                      : json_incref(v));
+	}
+	return (r);
+}
+
+/* The stored list with every key order and the tool order reversed (and
+ * its stored hash spoiled): restored, it hashes as the server's own list,
+ * so a discovery writes nothing. */
+static void
+key_order(void)
+{
+	place         pl;
+	sub           sb;
+	mk_runtime   *rt;
+	kn_actor     *cl;
+	sqlite3      *db;
+	sqlite3_stmt *q;
+	json_t       *tools, *rev;
+	char         *text;
+
+	place_open(&pl, 0);
+	rt = rt_open_store(&sb, pl.db);
+	CHECK_EQ(add_client(rt, "order"), 0);
+	rt_close(&rt, &sb);
+	CHECK_EQ(sqlite3_open(pl.db, &db), SQLITE_OK);
+	CHECK_EQ(sqlite3_prepare_v2(db, "SELECT tools FROM mcp_tools", -1, &q,
+	                            NULL),
+	         SQLITE_OK);
+	CHECK_EQ(sqlite3_step(q), SQLITE_ROW);
+	tools = json_loads((const char *)sqlite3_column_text(q, 0), 0, NULL);
+	sqlite3_finalize(q);
+	CHECK(json_array_size(tools) >= 10);
+	rev = json_array();
+	for (size_t i = json_array_size(tools); i-- > 0;) {
+		json_array_append_new(rev, reversed(json_array_get(tools, i)));
+	}
+	text = json_dumps(rev, JSON_COMPACT);
+	CHECK_EQ(sqlite3_prepare_v2(db,
+	                            "UPDATE mcp_tools SET tools = ?1, "
+	                            "hash = 'spoiled'",
+	                            -1, &q, NULL),
+	         SQLITE_OK);
+	sqlite3_bind_text(q, 1, text, -1, SQLITE_STATIC);
+	CHECK_EQ(sqlite3_step(q), SQLITE_DONE);
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	free(text);
+	json_decref(tools);
+	json_decref(rev);
+
+	rt = rt_open_store(&sb, pl.db);
+	CHECK_EQ(kn_lookup(rt->kernel, CLIENT_PREFIX "order", &cl), 0);
+	check_once(cl); /* a discovery against the server */
+	kn_actor_release(&cl);
+	CHECK_EQ(ps_stat(rt, "tool_writes"), 0);
+	CHECK_EQ(count_topic(&sb, "tools"), 0);
+	rt_close(&rt, &sb);
+	place_close(&pl);
+}
+
 /* ---- the file cannot be written ------------------------------------------
  */
 
@@ -754,6 +906,8 @@ main(int argc, char **argv)
 	RUN(config_store_path);
 	RUN(kill9_durable);
 	RUN(restart_restores);
+	RUN(key_order);
+	RUN(unchanged_ticks);
 	RUN(sealed_runtime);
 	RUN(damaged);
 	RUN(locked);

@@ -22,6 +22,9 @@
 //                                     that HTTP status ({} turns it off);
 //                                     counters pings_seen / pings_done
 //                                     count the pings it held
+//          POST /admin/describe       {"description": text}: echo's
+//                                     description, in every session and
+//                                     for new ones (the tool list changes)
 //          POST /admin/list-changed   notifications/tools/list_changed to
 //                                     every session (it travels on the
 //                                     session's GET /mcp stream: a session
@@ -85,6 +88,9 @@ const counters = {
 	counted_none: 0,
 };
 
+// echo's description; POST /admin/describe changes it everywhere.
+let echoDescription = 'Answers the message';
+
 const counted = {
 	counted_destructive: {
 		destructiveHint: true,
@@ -105,8 +111,8 @@ function text(s) {
 function makeServer() {
 	const s = new McpServer({ name: 'mk-inject', version: '1.0.0' });
 
-	s.registerTool('echo', {
-		description: 'Answers the message',
+	s.mkEcho = s.registerTool('echo', {
+		description: echoDescription,
 		inputSchema: { message: z.string() },
 	}, async ({ message }) => text(message));
 
@@ -333,8 +339,8 @@ async function onMcp(req, res) {
 }
 
 async function onAdmin(req, res, path) {
-	if (path !== '/admin/ping-mode') {
-		req.resume(); // only ping-mode reads its body
+	if (path !== '/admin/ping-mode' && path !== '/admin/describe') {
+		req.resume(); // only these read their body
 	}
 	if (path === '/admin/counters' && req.method === 'GET') {
 		sendJson(res, 200, counters);
@@ -347,6 +353,12 @@ async function onAdmin(req, res, path) {
 		const ids = [...sessions.keys()];
 		await Promise.all(ids.map(closeSession));
 		sendJson(res, 200, { dropped: ids.length });
+	} else if (path === '/admin/describe' && req.method === 'POST') {
+		echoDescription = (await readJson(req))?.description ?? echoDescription;
+		for (const { server } of sessions.values()) {
+			server.mkEcho.update({ description: echoDescription });
+		}
+		sendJson(res, 200, { description: echoDescription });
 	} else if (path === '/admin/list-changed' && req.method === 'POST') {
 		let n = 0;
 		for (const { server } of sessions.values()) {
