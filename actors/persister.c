@@ -42,8 +42,9 @@ typedef struct op {
 } op;
 
 typedef struct waiter {
-	uint64_t       corr; /* the deferred ask */
-	op            *o;    /* its write (valid until the flush ends) */
+	uint64_t corr;       /* the deferred ask */
+	op      *o;          /* its write (valid until the flush ends), or
+	                      * NULL for a sync */
 	struct waiter *next; /* list */
 } waiter;
 
@@ -217,7 +218,7 @@ answer_waiters(ps_self *ps, int rv, const char *why)
 			               "not stored yet (%s): kept in memory "
 			               "and retried",
 			               why);
-		} else if (w->o->refused) {
+		} else if (w->o != NULL && w->o->refused) {
 			kn_reply_error(k, w->corr, MK_EINVAL,
 			               "write refused by the store");
 		} else {
@@ -380,28 +381,38 @@ queue(ps_self *ps, op *o)
 	return (o);
 }
 
+/* Holds the ask msg until the next flush, armed to come at once. */
+static int
+wait_flush(ps_self *ps, kn_msg *msg, op *o)
+{
+	waiter *w = calloc(1, sizeof(*w));
+
+	if (w == NULL) {
+		return (MK_ENOMEM);
+	}
+	w->corr     = kn_defer(msg);
+	w->o        = o;
+	w->next     = ps->waiters;
+	ps->waiters = w;
+	arm(ps, 0); /* after the batch of messages being received */
+	return (0);
+}
+
 static int
 enqueue(ps_self *ps, kn_msg *msg)
 {
-	op     *o = calloc(1, sizeof(*o));
-	waiter *w = NULL;
+	op *o = calloc(1, sizeof(*o));
 
-	if (o == NULL ||
-	    (msg->env.corr != 0 && (w = calloc(1, sizeof(*w))) == NULL)) {
-		free(o);
+	if (o == NULL) {
 		KN_ERROR("persister", "out of memory: a write was lost");
 		return (MK_ENOMEM);
 	}
 	decode(o, msg);
 	o = queue(ps, o);
-	if (w != NULL) {
-		/* durable: flushed as soon as this batch of messages is in */
-		w->corr     = kn_defer(msg);
-		w->o        = o;
-		w->next     = ps->waiters;
-		ps->waiters = w;
-		arm(ps, 0);
-	} else if (ps->retry_ms != 0) {
+	if (msg->env.corr != 0) {
+		return (wait_flush(ps, msg, o)); /* durable */
+	}
+	if (ps->retry_ms != 0) {
 		/* failing: the retry timer is armed */
 	} else if (ps->queued >= PS_BATCH_MAX) {
 		(void)flush(ps);
@@ -643,6 +654,8 @@ ps_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (on_load(ps, msg));
 	case MSG_PS_ROWS:
 		return (on_rows(ps, msg));
+	case MSG_PS_SYNC:
+		return (wait_flush(ps, msg, NULL));
 	case MSG_PS_STATS:
 		return (on_stats(ps, msg));
 	default:

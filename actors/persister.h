@@ -35,6 +35,8 @@
  *                          "config": object, "tools": array|null,
  *                          "hash"}]} (pending writes flushed first)
  *   MSG_PS_ROWS       ask  {"table"} -> {"rows": json text: [objects]}
+ *   MSG_PS_SYNC       ask  {} -> {} once every write queued before it is
+ *                          durable (MK_ESYS: not yet, kept and retried)
  *   MSG_PS_STATS      ask  {} -> {"tool_writes", "flushes", "failures",
  *                          "dropped", "queued": int, "healthy": bool,
  *                          "sealed": bool, "error": text ("" when

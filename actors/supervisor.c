@@ -27,6 +27,7 @@
 #include "codec/mp.h"
 
 #define SV_ASK_MS    60000 /* a client's answer to a check or lifecycle op */
+#define SV_SYNC_MS   10000 /* the store making a lifecycle op durable */
 #define LIST_DEFAULT 25
 #define LIST_MAX     100
 
@@ -66,18 +67,20 @@ typedef struct sv_self {
 
 /* An async ask's context: what to do with the answer. */
 typedef struct actx {
-	sv_self     *sv;   /* the supervisor */
-	char        *id;   /* the client it concerns */
-	uint64_t     corr; /* the API ask to answer, or 0 */
-	bool         boot; /* MSG_CL_CONNECT at boot */
-	struct load *load; /* MSG_SV_LOAD in progress, or NULL */
+	sv_self     *sv;     /* the supervisor */
+	char        *id;     /* the client it concerns */
+	uint64_t     corr;   /* the API ask to answer, or 0 */
+	bool         boot;   /* MSG_CL_CONNECT at boot */
+	bool         update; /* MSG_CL_UPDATE: the reply waits for the store */
+	struct load *load;   /* MSG_SV_LOAD in progress, or NULL */
 } actx;
 
 /* A config file being booted. */
 typedef struct load {
-	uint64_t corr;  /* the API ask */
-	size_t   left;  /* connects not yet answered */
-	size_t   count; /* clients added */
+	struct sv_self *sv;    /* the supervisor */
+	uint64_t        corr;  /* the API ask */
+	size_t          left;  /* connects not yet answered */
+	size_t          count; /* clients added */
 } load;
 
 static uint64_t
@@ -215,15 +218,70 @@ reply_err(kn_actor *self, uint64_t corr, int status, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* A reply held until the store has synced what came before it. */
+typedef struct held {
+	uint64_t corr;   /* the API ask */
+	size_t   len;    /* bytes of the reply */
+	char     data[]; /* the reply */
+} held;
+
 static void
-reply_kv(kn_actor *self, uint64_t corr, const char *key, const char *val)
+on_synced(kn_actor *self, void *arg, int status, const void *data, size_t len)
+{
+	held *h = arg;
+
+	if (status != 0) {
+		/* the store reports its own failure; the writes stay queued */
+		KN_DEBUG("supervisor",
+		         "reply sent before the store synced: %s",
+		         mk_strerror(status));
+	}
+	kn_reply_corr(kn_actor_kernel(self), h->corr, 0, h->data, h->len);
+	free(h);
+}
+
+/*
+ * Answers a successful lifecycle ask once the writes it caused are
+ * durable: the client actors and the supervisor told the persister first,
+ * so its sync (after them in its inbox) covers them.  Without a store, or
+ * when the sync cannot be asked, answers at once.
+ */
+static void
+reply_stored(kn_actor *self, sv_self *sv, uint64_t corr, const void *data,
+             size_t len)
+{
+	held *h;
+
+	if (sv->a.persister != NULL &&
+	    (h = malloc(sizeof(*h) + len)) != NULL) {
+		h->corr = corr;
+		h->len  = len;
+		memcpy(h->data, data, len);
+		if (kn_ask_async(self, sv->a.persister, MSG_PS_SYNC, "\x80", 1,
+		                 SV_SYNC_MS, on_synced, h) == 0) {
+			return;
+		}
+		free(h);
+	}
+	kn_reply_corr(kn_actor_kernel(self), corr, 0, data, len);
+}
+
+/* Answers {key: val}: through the store's sync when sv is not NULL. */
+static void
+reply_kv(kn_actor *self, sv_self *sv, uint64_t corr, const char *key,
+         const char *val)
 {
 	mp_w w;
 
 	mp_w_init(&w);
 	mp_map(&w, 1);
 	mp_kv_str(&w, key, val);
-	kn_reply_corr(kn_actor_kernel(self), corr, 0, w.sb.data, w.sb.size);
+	if (sv != NULL) {
+		reply_stored(self, sv, corr, w.sb.data, w.sb.size);
+	} else {
+		kn_reply_corr(kn_actor_kernel(self), corr, 0, w.sb.data,
+		              w.sb.size);
+	}
 	mp_w_fini(&w);
 }
 
@@ -377,8 +435,7 @@ load_step(kn_actor *self, load *ld)
 	mp_w_init(&w);
 	mp_map(&w, 1);
 	mp_kv_int(&w, "count", (int64_t)ld->count);
-	kn_reply_corr(kn_actor_kernel(self), ld->corr, 0, w.sb.data,
-	              w.sb.size);
+	reply_stored(self, ld->sv, ld->corr, w.sb.data, w.sb.size);
 	mp_w_fini(&w);
 	free(ld);
 }
@@ -420,7 +477,7 @@ on_connected(kn_actor *self, void *arg, int status, const void *data,
 		schedule(self, sv, e);
 
 		if (x->corr != 0) {
-			reply_kv(self, x->corr, "id", e->id);
+			reply_kv(self, sv, x->corr, "id", e->id);
 		}
 	}
 	if (x->load != NULL) {
@@ -566,6 +623,7 @@ restore(kn_actor *self, sv_self *sv, const char *text, uint64_t corr)
 		return;
 	}
 	ld->corr = corr;
+	ld->sv   = sv;
 	ld->left = json_array_size(list) + 1; /* +1: released below */
 	json_array_foreach(list, i, item)
 	{
@@ -664,6 +722,7 @@ on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
 		}
 	}
 	ld->corr = corr;
+	ld->sv   = sv;
 	ld->left = f->nclients + 1; /* +1: released below */
 	for (size_t i = 0; i < f->nclients; i++) {
 		cfg_client *c = f->clients[i];
@@ -695,7 +754,12 @@ on_forwarded(kn_actor *self, void *arg, int status, const void *data,
 	if (e != NULL) {
 		schedule(self, x->sv, e);
 	}
-	kn_reply_corr(kn_actor_kernel(self), x->corr, status, data, len);
+	if (status == 0 && x->update) {
+		reply_stored(self, x->sv, x->corr, data, len);
+	} else {
+		kn_reply_corr(kn_actor_kernel(self), x->corr, status, data,
+		              len);
+	}
 	actx_free(x);
 }
 
@@ -733,7 +797,7 @@ on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
 		KN_INFO("supervisor", "removing MCP client %s", e->name);
 		persist_del(self, sv, e->id);
 		drop(self, sv, e);
-		kn_reply_corr(kn_actor_kernel(self), corr, 0, "\x80", 1);
+		reply_stored(self, sv, corr, "\x80", 1);
 		free(patch);
 		return;
 	}
@@ -742,6 +806,7 @@ on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
 		reply_err(self, corr, MK_ENOMEM, "out of memory");
 		return;
 	}
+	x->update = msg->env.type == MSG_SV_UPDATE;
 	mp_w_init(&w);
 	mp_map(&w, patch != NULL ? 1 : 0);
 	if (patch != NULL) {
@@ -880,7 +945,7 @@ on_list(kn_actor *self, sv_self *sv, kn_msg *msg)
 	                total);
 	out = res != NULL ? json_dumps(res, JSON_COMPACT) : NULL;
 	if (out != NULL) {
-		reply_kv(self, corr, "json", out);
+		reply_kv(self, NULL, corr, "json", out);
 	} else {
 		reply_err(self, corr, MK_ENOMEM, "out of memory");
 	}

@@ -42,6 +42,7 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_PS_ROW_PUT]   = "ps_row_put",
 	[MSG_PS_ROW_DEL]   = "ps_row_del",
 	[MSG_PS_ROWS]      = "ps_rows",
+	[MSG_PS_SYNC]      = "ps_sync",
 };
 /* clang-format on */
 

@@ -45,6 +45,7 @@ typedef enum codec_msg_type {
 	MSG_PS_ROW_PUT    = 27, /* tell/ask (durable): a credential row */
 	MSG_PS_ROW_DEL    = 28, /* tell/ask (durable): delete one by key */
 	MSG_PS_ROWS       = 29, /* ask: every row of a credential table */
+	MSG_PS_SYNC       = 30, /* ask: everything queued, made durable */
 	MSG_COUNT               /* number of types; not a type */
 } codec_msg_type;
 

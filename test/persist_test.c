@@ -361,59 +361,119 @@ gather(void *arg, json_t *row)
 	return (0);
 }
 
+/* Reads the child's acknowledgement lines until it has acknowledged
+ * upto (-1: until EOF); returns the last one seen, or -1. */
+static int
+read_acks(int fd, int upto)
+{
+	static char   line[32];
+	static size_t ll;
+	char          buf[4096];
+	ssize_t       n;
+	int           last = -1;
+
+	while ((upto < 0 || last < upto) &&
+	       (n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] == '\n') {
+				line[ll] = '\0';
+				last     = atoi(line);
+				ll       = 0;
+			} else if (ll < sizeof(line) - 1) {
+				line[ll++] = buf[i];
+			}
+		}
+	}
+	return (last);
+}
+
+/* Runs this program as "mode path port" with stdout piped to *out. */
+static pid_t
+spawn_self(const char *mode, const char *path, int *out)
+{
+	posix_spawn_file_actions_t fa;
+	pid_t                      pid;
+	int                        p[2];
+	char                       port[16];
+
+	snprintf(port, sizeof(port), "%d", srv.port);
+	char *const argv[] = {"/proc/self/exe", (char *)mode, (char *)path,
+	                      port, NULL};
+	CHECK_EQ(pipe(p), 0);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	posix_spawn_file_actions_addclose(&fa, p[0]);
+	CHECK_EQ(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0);
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	*out = p[0];
+	return (pid);
+}
+
+static void
+kill9(pid_t pid)
+{
+	int status;
+
+	CHECK_EQ(kill(pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+/* The child of kill9_added: adds a client, says so, waits to die. */
+static int
+add_main(const char *path, int port)
+{
+	mk_runtime *rt;
+
+	srv.port = port;
+	CHECK_EQ(open_with(&rt, NULL, path, NULL, -1), 0);
+	CHECK_EQ(add_client(rt, "survivor"), 0);
+	CHECK_EQ(write(1, "0\n", 2), 2); /* mk_client_add returned */
+	for (;;) {
+		pause();
+	}
+}
+
+/* A client whose add returned survives a kill -9 right after it. */
+static void
+kill9_added(void)
+{
+	place       pl;
+	sub         sb;
+	mk_runtime *rt;
+	int         out;
+	pid_t       pid;
+
+	place_open(&pl, 0);
+	pid = spawn_self("add", pl.db, &out);
+	CHECK_EQ(read_acks(out, 0), 0);
+	kill9(pid);
+	close(out);
+	CHECK_EQ(open_with(&rt, &sb, pl.db, NULL, -1), 0);
+	CHECK(has_client(rt, "survivor"));
+	rt_close(&rt, &sb);
+	place_close(&pl);
+}
+
 static void
 kill9_durable(void)
 {
-	place       pl;
-	int         out[2], acked = -1;
-	pid_t       pid;
-	char        buf[4096], line[32];
-	size_t      ll = 0;
-	ssize_t     n;
-	char *const argv[] = {"/proc/self/exe", "storm", NULL, NULL};
-	char        path[128];
-	posix_spawn_file_actions_t fa;
+	place pl;
+	int   out, acked, more;
+	pid_t pid;
 
 	place_open(&pl, 0);
-	snprintf(path, sizeof(path), "%s", pl.db);
-	((char **)argv)[2] = path;
-	CHECK_EQ(pipe(out), 0);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	posix_spawn_file_actions_addclose(&fa, out[0]);
-	CHECK_EQ(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0);
-	posix_spawn_file_actions_destroy(&fa);
-	close(out[1]);
+	pid = spawn_self("storm", pl.db, &out);
 	/* let it acknowledge a few hundred durable writes, then kill it
 	 * mid-storm */
-	while (acked < 300 && (n = read(out[0], buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < n; i++) {
-			if (buf[i] == '\n') {
-				line[ll] = '\0';
-				acked    = atoi(line);
-				ll       = 0;
-			} else if (ll < sizeof(line) - 1) {
-				line[ll++] = buf[i];
-			}
-		}
-	}
-	CHECK_EQ(kill(pid, SIGKILL), 0);
+	acked = read_acks(out, 300);
+	kill9(pid);
 	/* acknowledgements written before the kill still count */
-	while ((n = read(out[0], buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < n; i++) {
-			if (buf[i] == '\n') {
-				line[ll] = '\0';
-				acked    = atoi(line);
-				ll       = 0;
-			} else if (ll < sizeof(line) - 1) {
-				line[ll++] = buf[i];
-			}
-		}
+	if ((more = read_acks(out, -1)) > acked) {
+		acked = more;
 	}
-	close(out[0]);
-	int status;
-	CHECK_EQ(waitpid(pid, &status, 0), pid);
-	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	close(out);
 	fprintf(stderr, "   killed after %d acknowledged writes\n", acked + 1);
 	CHECK(acked >= 300);
 
@@ -890,8 +950,11 @@ config_store_path(void)
 int
 main(int argc, char **argv)
 {
-	if (argc == 3 && strcmp(argv[1], "storm") == 0) {
+	if (argc == 4 && strcmp(argv[1], "storm") == 0) {
 		return (storm_main(argv[2]));
+	}
+	if (argc == 4 && strcmp(argv[1], "add") == 0) {
+		return (add_main(argv[2], atoi(argv[3])));
 	}
 	signal(SIGPIPE, SIG_IGN);
 	setenv("MCPKEEP_LOG", "warn", 1); /* the log lines looked for */
@@ -905,6 +968,7 @@ main(int argc, char **argv)
 	         0);
 	RUN(config_store_path);
 	RUN(kill9_durable);
+	RUN(kill9_added);
 	RUN(restart_restores);
 	RUN(key_order);
 	RUN(unchanged_ticks);
