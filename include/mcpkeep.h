@@ -129,9 +129,15 @@ MK_API void mk_options_init(mk_options *opts);
 /*
  * mk_runtime_open boots a runtime: logging, the actor kernel, then the
  * system actors in a fixed order.  opts may be NULL for the defaults.
- * Blocks until every system actor has signalled READY.  On success *rtp
- * owns a runtime the caller releases with mk_runtime_close().
- * Returns MK_OK, MK_EINVAL (bad options), MK_ENOMEM or MK_ESYS.
+ * Blocks until every system actor has signalled READY and, with a
+ * store_path, the stored clients are back.  A store that cannot be written
+ * (read-only, full, locked, damaged) does not fail the boot: the runtime
+ * serves from memory, reports it (mk_stats.store_state, a "store" stream
+ * message) and retries.  On success *rtp owns a runtime the caller
+ * releases with mk_runtime_close().
+ * Returns MK_OK, MK_EINVAL (bad options; or a store refused outright: a
+ * newer schema, sealed secrets without their key or with another key -
+ * the log says which), MK_ENOMEM or MK_ESYS.
  */
 MK_API int mk_runtime_open(mk_runtime **rtp, const mk_options *opts);
 
@@ -179,11 +185,14 @@ MK_API int mk_config_get(const char *config_json, const char *path,
 /*
  * mk_client_add adds one client from its JSON config object (an entry of
  * mcp.client_configs).  Blocks until its first connect (sticky) or
- * discovery (per-call) finished.  A sticky client that cannot connect is
- * not kept (MK_EUPSTREAM / MK_ETIMEDOUT, with the reason in *err); a
- * per-call one is kept as `unstable`.  On success *id (if not NULL) gets
- * the client id (malloc'd).  Returns MK_OK, MK_EHANDLE, MK_EINVAL (the
- * config: *err names the field), MK_EEXIST, MK_EUPSTREAM, MK_ETIMEDOUT.
+ * discovery (per-call) finished and, with a healthy store, until the
+ * client is on disk (it survives a crash from then on; lifecycle calls
+ * below that change the config do the same).  A sticky client that
+ * cannot connect is not kept (MK_EUPSTREAM / MK_ETIMEDOUT, with the
+ * reason in *err); a per-call one is kept as `unstable`.  On success *id
+ * (if not NULL) gets the client id (malloc'd).  Returns MK_OK,
+ * MK_EHANDLE, MK_EINVAL (the config: *err names the field), MK_EEXIST,
+ * MK_EUPSTREAM, MK_ETIMEDOUT.
  */
 MK_API int mk_client_add(mk_runtime *rt, const char *config_json, char **id,
                          char **err);
@@ -300,24 +309,24 @@ MK_API const char *mk_stream_url(const mk_runtime *rt);
 /* A state-stream message, decoded.  Strings are NUL-terminated, "" when
  * absent (and cut to fit). */
 typedef struct mk_event {
-	char    topic[8];      /* "state", "tools" or "store" */
-	char    client_id[72]; /* both */
-	char    name[72];      /* both */
-	char    state[24];     /* state: the new state */
-	char    old_state[24]; /* state: the previous one; "" when new */
-	char    stage[24];     /* state: last_failure stage; "" without */
-	char    message[2048]; /* state: last_failure message; store: why
-	                        * it cannot be written ("" when healthy) */
-	char    at[40];        /* state: last_failure at */
-	char    since[40];     /* state: last_failure since */
-	int64_t generation;    /* state: connection generation */
-	int64_t tools_count;   /* state: tools known */
-	char    time[40];      /* state: when (RFC 3339 UTC) */
-	char    node_id[72];   /* state: the instance */
-	char    hash[72];      /* tools: the new content hash */
-	int64_t count;         /* tools: how many */
-	int     healthy;       /* store: 1 writes reach the file again, 0
-	                        * serving from memory (retrying) */
+	char topic[8];       /* "state", "tools" or "store" */
+	char client_id[72];  /* both */
+	char name[72];       /* both */
+	char state[24];      /* state: the new state */
+	char old_state[24];  /* state: the previous one; "" when new */
+	char stage[24];      /* state: last_failure stage; "" without */
+	char message[2048];  /* state: last_failure message; store: why
+	                      * it cannot be written ("" when healthy) */
+	char    at[40];      /* state: last_failure at */
+	char    since[40];   /* state: last_failure since */
+	int64_t generation;  /* state: connection generation */
+	int64_t tools_count; /* state: tools known */
+	char    time[40];    /* state: when (RFC 3339 UTC) */
+	char    node_id[72]; /* state: the instance */
+	char    hash[72];    /* tools: the new content hash */
+	int64_t count;       /* tools: how many */
+	int     healthy;     /* store: 1 writes reach the file again, 0
+	                      * serving from memory (retrying) */
 } mk_event;
 
 /*
