@@ -480,57 +480,43 @@ reply_list(ps_self *ps, kn_msg *msg, const char *key, json_t *list)
 	return (rv);
 }
 
+/* MSG_PS_LOAD (the clients) or MSG_PS_ROWS (a table's rows). */
 static int
-on_load(ps_self *ps, kn_msg *msg)
+on_read(ps_self *ps, kn_msg *msg)
 {
-	json_t  *list = json_array();
-	store   *s    = reader(ps);
-	unsigned skipped;
-	int      rv;
-
-	if (s != NULL &&
-	    (rv = store_clients_each(s, add_client, list, &skipped)) != 0) {
-		json_decref(list);
-		return (kn_reply_error(kn_actor_kernel(ps->self),
-		                       kn_defer(msg), rv, "%s",
-		                       store_error(s)));
-	}
-	if (s != NULL && skipped > 0) {
-		KN_WARN("persister", "%u stored clients skipped; the last: %s",
-		        skipped, store_error(s));
-	}
-	return (reply_list(ps, msg, "clients", list));
-}
-
-static int
-on_rows(ps_self *ps, kn_msg *msg)
-{
-	json_t  *list = json_array();
-	store   *s    = reader(ps);
-	char    *name;
-	unsigned skipped;
-	int      t, rv = 0;
+	bool     clients = msg->env.type == MSG_PS_LOAD;
+	json_t  *list    = json_array();
+	store   *s       = reader(ps);
+	unsigned skipped = 0;
+	int      t = -1, rv = 0;
 	mp_r     r;
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	name = mp_dup_str(mp_get(&r, "table"));
-	mp_r_close(&r);
-	t = name != NULL ? store_table_find(name) : -1;
-	free(name);
-	assert(t >= 0);
-	if (s != NULL &&
-	    (rv = store_rows_each(s, (store_table)t, add_row, list,
-	                          &skipped)) != 0) {
+	if (!clients) {
+		char *name;
+		mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+		name = mp_dup_str(mp_get(&r, "table"));
+		mp_r_close(&r);
+		t = name != NULL ? store_table_find(name) : -1;
+		free(name);
+		assert(t >= 0);
+	}
+	if (s != NULL) {
+		rv = clients
+		        ? store_clients_each(s, add_client, list, &skipped)
+		        : store_rows_each(s, (store_table)t, add_row, list,
+		                          &skipped);
+	}
+	if (rv != 0) {
 		json_decref(list);
 		return (kn_reply_error(kn_actor_kernel(ps->self),
 		                       kn_defer(msg), rv, "%s",
 		                       store_error(s)));
 	}
-	if (s != NULL && skipped > 0) {
-		KN_WARN("persister", "%u stored rows skipped; the last: %s",
-		        skipped, store_error(s));
+	if (skipped > 0) {
+		KN_WARN("persister", "%u stored %s skipped; the last: %s",
+		        skipped, clients ? "clients" : "rows", store_error(s));
 	}
-	return (reply_list(ps, msg, "rows", list));
+	return (reply_list(ps, msg, clients ? "clients" : "rows", list));
 }
 
 static int
@@ -651,9 +637,8 @@ ps_handle(kn_actor *self, void *state, kn_msg *msg)
 	case MSG_PS_ROW_DEL:
 		return (enqueue(ps, msg));
 	case MSG_PS_LOAD:
-		return (on_load(ps, msg));
 	case MSG_PS_ROWS:
-		return (on_rows(ps, msg));
+		return (on_read(ps, msg));
 	case MSG_PS_SYNC:
 		return (wait_flush(ps, msg, NULL));
 	case MSG_PS_STATS:
@@ -669,3 +654,12 @@ const kn_actor_ops persister_ops = {
         .handle = ps_handle,
         .fini   = ps_fini,
 };
+
+void
+ps_row_msg(mp_w *w, const char *table, const char *key, const char *json)
+{
+	mp_w_init(w);
+	mp_map(w, 2);
+	mp_kv_str(w, "table", table);
+	mp_kv_str(w, key, json);
+}

@@ -47,6 +47,7 @@
 
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/stream.h"
+#include "codec/mp.h"
 
 #define PERSISTER_NAME "persister"
 #define PS_FLUSH_MS    20
@@ -59,5 +60,10 @@ typedef struct ps_args {
 } ps_args;
 
 extern const kn_actor_ops persister_ops;
+
+/* ps_row_msg writes (mp_w_init) the payload of MSG_PS_ROW_PUT (key
+ * "row") or MSG_PS_ROW_DEL ("key"): the table's name and the row's JSON
+ * text.  The caller sends it and calls mp_w_fini. */
+void ps_row_msg(mp_w *w, const char *table, const char *key, const char *json);
 
 #endif /* ACTORS_PERSISTER_H */

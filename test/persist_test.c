@@ -96,35 +96,6 @@ place_close(place *pl)
 	CHECK_EQ(system(cmd), 0);
 }
 
-/* Waits for a "store" event with healthy == want after *from. */
-static event
-wait_store(sub *sb, int *from, int want)
-{
-	struct timespec ts;
-	event           found;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += WAIT_MS / 1000;
-	pthread_mutex_lock(&sb->mtx);
-	for (;;) {
-		for (; *from < sb->n; (*from)++) {
-			event *e = &sb->ev[*from];
-			if (strcmp(e->topic, "store") == 0 &&
-			    e->healthy == want) {
-				found = *e;
-				(*from)++;
-				pthread_mutex_unlock(&sb->mtx);
-				return (found);
-			}
-		}
-		if (pthread_cond_timedwait(&sb->cv, &sb->mtx, &ts) != 0) {
-			fprintf(stderr, "timed out waiting for store %s\n",
-			        want ? "healthy" : "failing");
-			exit(1);
-		}
-	}
-}
-
 /* A runtime on store path with key (NULL: none), logging to log_fd. */
 static int
 open_with(mk_runtime **rt, sub *sb, const char *path, const char *key,
@@ -337,10 +308,7 @@ storm_main(const char *path)
 		         "\"identity\":\"u%ld\",\"access_token\":\"tok-%ld\","
 		         "\"status\":\"active\"}",
 		         i, i);
-		mp_w_init(&w);
-		mp_map(&w, 2);
-		mp_kv_str(&w, "table", "oauth_tokens");
-		mp_kv_str(&w, "row", row);
+		ps_row_msg(&w, "oauth_tokens", "row", row);
 		int rv = kn_ask(ps, MSG_PS_ROW_PUT, w.sb.data, w.sb.size,
 		                WAIT_MS, &a);
 		free(a.data);
@@ -539,19 +507,6 @@ check_once(kn_actor *cl)
 
 	CHECK_EQ(kn_ask(cl, MSG_CL_CHECK, "\x80", 1, WAIT_MS, &a), 0);
 	free(a.data);
-}
-
-static int
-count_topic(sub *sb, const char *topic)
-{
-	int n = 0;
-
-	pthread_mutex_lock(&sb->mtx);
-	for (int i = 0; i < sb->n; i++) {
-		n += strcmp(sb->ev[i].topic, topic) == 0;
-	}
-	pthread_mutex_unlock(&sb->mtx);
-	return (n);
 }
 
 /* 10,000 checks of an unchanged list write nothing; a changed

@@ -63,11 +63,9 @@ sub_close(sub *sb)
 	free(sb->ev);
 }
 
-/* Waits for a "state" event of client name into state (and stage when
- * not NULL) after index *from; returns it and moves *from past it. */
 event
-wait_state(sub *sb, int *from, const char *name, const char *state,
-           const char *stage)
+wait_event(sub *sb, int *from, event_match match, const void *arg,
+           const char *what)
 {
 	struct timespec ts;
 	event           found;
@@ -77,21 +75,14 @@ wait_state(sub *sb, int *from, const char *name, const char *state,
 	pthread_mutex_lock(&sb->mtx);
 	for (;;) {
 		for (; *from < sb->n; (*from)++) {
-			event *e = &sb->ev[*from];
-			if (strcmp(e->topic, "state") == 0 &&
-			    strcmp(e->name, name) == 0 &&
-			    strcmp(e->state, state) == 0 &&
-			    (stage == NULL || strcmp(e->stage, stage) == 0)) {
-				found = *e;
-				(*from)++;
+			if (match(&sb->ev[*from], arg)) {
+				found = sb->ev[(*from)++];
 				pthread_mutex_unlock(&sb->mtx);
 				return (found);
 			}
 		}
 		if (pthread_cond_timedwait(&sb->cv, &sb->mtx, &ts) != 0) {
-			fprintf(stderr, "timed out waiting for %s -> %s%s%s\n",
-			        name, state, stage ? " stage " : "",
-			        stage ? stage : "");
+			fprintf(stderr, "timed out waiting for %s\n", what);
 			for (int i = 0; i < sb->n; i++) {
 				fprintf(stderr,
 				        "  seen: %s %s %s -> %s [%s] %s\n",
@@ -102,6 +93,60 @@ wait_state(sub *sb, int *from, const char *name, const char *state,
 			exit(1);
 		}
 	}
+}
+
+typedef struct state_want {
+	const char *name, *state, *stage;
+} state_want;
+
+static int
+is_state(const event *e, const void *arg)
+{
+	const state_want *w = arg;
+
+	return (strcmp(e->topic, "state") == 0 &&
+	        strcmp(e->name, w->name) == 0 &&
+	        strcmp(e->state, w->state) == 0 &&
+	        (w->stage == NULL || strcmp(e->stage, w->stage) == 0));
+}
+
+event
+wait_state(sub *sb, int *from, const char *name, const char *state,
+           const char *stage)
+{
+	state_want w = {name, state, stage};
+	char       what[256];
+
+	snprintf(what, sizeof(what), "%s -> %s%s%s", name, state,
+	         stage ? " stage " : "", stage ? stage : "");
+	return (wait_event(sb, from, is_state, &w, what));
+}
+
+static int
+is_store(const event *e, const void *arg)
+{
+	return (strcmp(e->topic, "store") == 0 &&
+	        e->healthy == *(const int *)arg);
+}
+
+event
+wait_store(sub *sb, int *from, int healthy)
+{
+	return (wait_event(sb, from, is_store, &healthy,
+	                   healthy ? "store healthy" : "store failing"));
+}
+
+int
+count_topic(sub *sb, const char *topic)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&sb->mtx);
+	for (int i = 0; i < sb->n; i++) {
+		n += strcmp(sb->ev[i].topic, topic) == 0;
+	}
+	pthread_mutex_unlock(&sb->mtx);
+	return (n);
 }
 
 int

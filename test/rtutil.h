@@ -33,10 +33,23 @@ typedef struct sub {
 void sub_open(sub *sb, const char *url);
 void sub_close(sub *sb);
 
+/* Waits for an event after index *from that match(event, arg) accepts;
+ * returns it and moves *from past it.  what names it when time runs out
+ * (the test then exits, listing what it saw). */
+typedef int (*event_match)(const event *e, const void *arg);
+event wait_event(sub *sb, int *from, event_match match, const void *arg,
+                 const char *what);
+
 /* Waits for a "state" event of client name into state (and stage when
  * not NULL) after index *from; returns it and moves *from past it. */
 event wait_state(sub *sb, int *from, const char *name, const char *state,
                  const char *stage);
+
+/* Waits for a "store" event with healthy as given. */
+event wait_store(sub *sb, int *from, int healthy);
+
+/* Events of topic so far. */
+int count_topic(sub *sb, const char *topic);
 
 /* "state" events of name into state so far. */
 int count_states(sub *sb, const char *name, const char *state);
