@@ -503,6 +503,7 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 	        .sync_ms    = sv->a.sync_ms,
 	        .exec_ms    = sv->a.exec_ms,
 	        .persister  = sv->a.persister,
+	        .credential = sv->a.credential,
 	};
 	char   name[96];
 	entry *e;

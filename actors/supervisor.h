@@ -51,6 +51,7 @@ typedef struct sv_args {
 	int64_t     exec_ms;     /* default tool_execution_timeout */
 	int64_t     unstable_ms; /* check interval while unstable */
 	kn_actor   *persister;   /* the store, or NULL (memory only) */
+	kn_actor   *credential;  /* the credential actor, or NULL */
 } sv_args;
 
 extern const kn_actor_ops supervisor_ops;

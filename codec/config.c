@@ -120,6 +120,63 @@ strv_of(pctx *x, const char *field, json_t *v, char ***out)
 	return (0);
 }
 
+/* A credential section (an object of the given keys): a resolved copy,
+ * or NULL when absent. */
+static int
+section_of(pctx *x, json_t *o, const char *field, const char *const *keys,
+           json_t **out)
+{
+	json_t     *v = json_object_get(o, field), *e;
+	const char *k;
+	char        f[128];
+	int         rv;
+
+	*out = NULL;
+	if (v == NULL || json_is_null(v)) {
+		return (0);
+	}
+	if (!json_is_object(v)) {
+		return (bad(x, field, "must be an object"));
+	}
+	if ((*out = json_object()) == NULL) {
+		return (MK_ENOMEM);
+	}
+	json_object_foreach(v, k, e)
+	{
+		size_t i = 0;
+		while (keys[i] != NULL && strcmp(keys[i], k) != 0) {
+			i++;
+		}
+		snprintf(f, sizeof(f), "%s.%.60s", field, k);
+		if (keys[i] == NULL) {
+			rv = bad(x, f, "is not a known field");
+		} else if (strcmp(k, "scopes") == 0) {
+			char **sv = NULL;
+			if ((rv = strv_of(x, f, e, &sv)) == 0) {
+				json_t *a = json_array();
+				for (size_t j = 0; sv[j] != NULL; j++) {
+					json_array_append_new(
+					        a, json_string(sv[j]));
+				}
+				json_object_set_new(*out, k, a);
+				text_strv_free(sv);
+			}
+		} else {
+			char *sv = NULL;
+			if ((rv = str_of(x, f, e, &sv)) == 0) {
+				json_object_set_new(*out, k, json_string(sv));
+				free(sv);
+			}
+		}
+		if (rv != 0) {
+			json_decref(*out);
+			*out = NULL;
+			return (rv);
+		}
+	}
+	return (0);
+}
+
 static int
 enum_of(pctx *x, const char *field, json_t *v, const char **names, int n,
         int *out)
@@ -484,15 +541,20 @@ parse_client(pctx *x, cfg_client *c, json_t *o)
 		            "must be a positive duration (e.g. \"30s\") or "
 		            "seconds"));
 	}
-	/* Credential sections are checked for shape here; their contents
-	 * belong to the credential actor. */
-	if ((v = json_object_get(o, "oauth_config")) != NULL &&
-	    !json_is_object(v)) {
-		return (bad(x, "oauth_config", "must be an object"));
-	}
-	if ((v = json_object_get(o, "token_exchange")) != NULL &&
-	    !json_is_object(v)) {
-		return (bad(x, "token_exchange", "must be an object"));
+	/* Credential sections: known keys, strings resolved (env.), scopes
+	 * a string array; what they mean is the credential actor's. */
+	static const char *const oauth_keys[] = {
+	        "client_id", "client_secret",    "authorize_url",
+	        "token_url", "registration_url", "scopes",
+	        "resource",  "auth_method",      NULL};
+	static const char *const exchange_keys[] = {
+	        "token_url", "audience",    "client_id", "client_secret",
+	        "scopes",    "auth_method", NULL};
+	if ((rv = section_of(x, o, "oauth_config", oauth_keys, &c->oauth)) !=
+	            0 ||
+	    (rv = section_of(x, o, "token_exchange", exchange_keys,
+	                     &c->exchange)) != 0) {
+		return (rv);
 	}
 	if ((v = json_object_get(o, "per_user_header_keys")) != NULL &&
 	    !json_is_array(v)) {
@@ -542,6 +604,8 @@ cfg_client_free(cfg_client **cp)
 	text_strv_free(c->envs);
 	text_strv_free(c->headers);
 	text_strv_free(c->tools);
+	json_decref(c->oauth);
+	json_decref(c->exchange);
 	json_decref(c->raw);
 	free(c);
 }

@@ -52,6 +52,8 @@ typedef struct cfg_client {
 	int64_t  sync_ms;   /* tool_sync_interval; 0: the global one */
 	int64_t  exec_ms;   /* tool_execution_timeout; 0: the global one */
 	bool     disabled;  /* disabled */
+	json_t  *oauth;     /* oauth_config, resolved (secrets!), or NULL */
+	json_t  *exchange;  /* token_exchange, resolved (secrets!), or NULL */
 	json_t  *raw;       /* the object as given (env. refs kept) */
 } cfg_client;
 

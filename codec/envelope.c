@@ -43,6 +43,13 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_PS_ROW_DEL]   = "ps_row_del",
 	[MSG_PS_ROWS]      = "ps_rows",
 	[MSG_PS_SYNC]      = "ps_sync",
+	[MSG_CR_REGISTER]  = "cr_register",
+	[MSG_CR_FORGET]    = "cr_forget",
+	[MSG_CR_GET]       = "cr_get",
+	[MSG_CR_INITIATE]  = "cr_initiate",
+	[MSG_CR_COMPLETE]  = "cr_complete",
+	[MSG_CR_STATS]     = "cr_stats",
+	[MSG_CL_CRED]      = "cl_cred",
 };
 /* clang-format on */
 

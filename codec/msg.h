@@ -46,7 +46,15 @@ typedef enum codec_msg_type {
 	MSG_PS_ROW_DEL    = 28, /* tell/ask (durable): delete one by key */
 	MSG_PS_ROWS       = 29, /* ask: every row of a credential table */
 	MSG_PS_SYNC       = 30, /* ask: everything queued, made durable */
-	MSG_COUNT               /* number of types; not a type */
+	/* credential actor (actors/credential/credential.h) */
+	MSG_CR_REGISTER = 31, /* tell (client): who I am, my OAuth config */
+	MSG_CR_FORGET   = 32, /* tell: a client is gone */
+	MSG_CR_GET      = 33, /* ask: the header a connection needs */
+	MSG_CR_INITIATE = 34, /* ask: start an OAuth flow */
+	MSG_CR_COMPLETE = 35, /* ask: complete one (state, code) */
+	MSG_CR_STATS    = 36, /* ask: refresh counters */
+	MSG_CL_CRED     = 37, /* tell (client): its credential changed */
+	MSG_COUNT             /* number of types; not a type */
 } codec_msg_type;
 
 /* codec_msg_name returns the type's name, or "?" when out of range. */

@@ -88,6 +88,11 @@ typedef struct mk_options {
 	                             * digits (the AES-256 key) or a
 	                             * passphrase; NULL: the environment's
 	                             * MCPKEEP_ENCRYPTION_KEY, else none */
+	const char
+	        *oauth_redirect_uri; /* the OAuth callback the
+	                              * authorization server sends codes to;
+	                              * default "http://127.0.0.1:8080/
+	                              * api/oauth/callback" (the daemon's) */
 } mk_options;
 
 /*
@@ -169,6 +174,34 @@ MK_API int mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms);
  */
 MK_API int mk_runtime_load(mk_runtime *rt, const char *config_json,
                            char **err);
+
+/*
+ * OAuth for a client with auth_type oauth (server-level, one shared
+ * token).  Each blocks until the credential actor answered (discovery and
+ * registration may run first: up to a minute); any thread but the
+ * runtime's own; *err as above; malloc'd outputs (mk_free).
+ *   mk_client_initiate_verification  starts the bootstrap flow of a
+ *             client in pending_verification: *authorize_url (the URL to
+ *             send the admin's browser to; PKCE S256, a 32-character
+ *             state that *state gets) - the flow is stored, single-use,
+ *             and expires after 15 minutes
+ *   mk_client_reauthorize  the same for a client whose credential died
+ *             (needs_reauth); the client stays refused until completed
+ *   mk_oauth_complete  the callback: exchanges code for the flow of
+ *             state, stores the token and moves the client on (sticky:
+ *             connects; per-call: discovers); *client_id names it
+ * Return MK_OK, MK_EHANDLE, MK_EINVAL (not an oauth client; an unknown,
+ * used or expired state; a refused code), MK_ENOENT, MK_EUPSTREAM
+ * (discovery or the authorization server failed), MK_ETIMEDOUT.
+ */
+MK_API int mk_client_initiate_verification(mk_runtime *rt, const char *client,
+                                           char **authorize_url, char **state,
+                                           char **err);
+MK_API int mk_client_reauthorize(mk_runtime *rt, const char *client,
+                                 char **authorize_url, char **state,
+                                 char **err);
+MK_API int mk_oauth_complete(mk_runtime *rt, const char *state,
+                             const char *code, char **client_id, char **err);
 
 /*
  * mk_config_get validates a whole config.json and gives one of its

@@ -83,6 +83,111 @@ mk_runtime_load(mk_runtime *rt, const char *config_json, char **err)
 	return (rv);
 }
 
+#define CR_ASK_MS 90000 /* discovery, registration, then the flow */
+
+/* Asks the credential actor; on 0, *a holds the reply. */
+static int
+cr_ask(mk_runtime *rt, uint32_t type, mp_w *w, kn_answer *a, char **err)
+{
+	int rv;
+
+	memset(a, 0, sizeof(*a));
+	rv = kn_ask(rt->credential, type, w->sb.data, w->sb.size, CR_ASK_MS,
+	            a);
+	mp_w_fini(w);
+	if (rv != 0) {
+		take_error(a, rv, err);
+		free(a->data);
+		a->data = NULL;
+	}
+	return (rv);
+}
+
+static int
+oauth_start(mk_runtime *rt, const char *client, char **url, char **state,
+            char **err)
+{
+	kn_answer a;
+	mp_w      w;
+	mp_r      r;
+	int       rv;
+
+	if (err != NULL) {
+		*err = NULL;
+	}
+	if (!rt_valid(rt)) {
+		return (MK_EHANDLE);
+	}
+	if (client == NULL || url == NULL) {
+		return (MK_EINVAL);
+	}
+	*url = NULL;
+	mp_w_init(&w);
+	mp_map(&w, 3);
+	mp_kv_str(&w, "client", client);
+	mp_kv_str(&w, "mode", "shared");
+	mp_kv_str(&w, "identity", "");
+	if ((rv = cr_ask(rt, MSG_CR_INITIATE, &w, &a, err)) != 0) {
+		return (rv);
+	}
+	mp_r_open(&r, a.data, a.len);
+	*url = mp_dup_str(mp_get(&r, "authorize_url"));
+	if (state != NULL) {
+		*state = mp_dup_str(mp_get(&r, "state"));
+	}
+	mp_r_close(&r);
+	free(a.data);
+	return (*url != NULL ? 0 : MK_ENOMEM);
+}
+
+int
+mk_client_initiate_verification(mk_runtime *rt, const char *client,
+                                char **authorize_url, char **state, char **err)
+{
+	return (oauth_start(rt, client, authorize_url, state, err));
+}
+
+int
+mk_client_reauthorize(mk_runtime *rt, const char *client, char **authorize_url,
+                      char **state, char **err)
+{
+	return (oauth_start(rt, client, authorize_url, state, err));
+}
+
+int
+mk_oauth_complete(mk_runtime *rt, const char *state, const char *code,
+                  char **client_id, char **err)
+{
+	kn_answer a;
+	mp_w      w;
+	mp_r      r;
+	int       rv;
+
+	if (err != NULL) {
+		*err = NULL;
+	}
+	if (!rt_valid(rt)) {
+		return (MK_EHANDLE);
+	}
+	if (state == NULL || code == NULL) {
+		return (MK_EINVAL);
+	}
+	mp_w_init(&w);
+	mp_map(&w, 2);
+	mp_kv_str(&w, "state", state);
+	mp_kv_str(&w, "code", code);
+	if ((rv = cr_ask(rt, MSG_CR_COMPLETE, &w, &a, err)) != 0) {
+		return (rv);
+	}
+	if (client_id != NULL) {
+		mp_r_open(&r, a.data, a.len);
+		*client_id = mp_dup_str(mp_get(&r, "client_id"));
+		mp_r_close(&r);
+	}
+	free(a.data);
+	return (0);
+}
+
 int
 mk_config_get(const char *config_json, const char *path, char **value,
               char **err)

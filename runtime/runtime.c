@@ -7,12 +7,14 @@
  * system_actors table top to bottom; shutdown is bottom to top, then the
  * kernel answers whatever asks are left with MK_ECLOSED.
  */
+#include <openssl/crypto.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "actors/client/client.h"
+#include "actors/credential/credential.h"
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/log.h"
 #include "actors/persister.h"
@@ -99,6 +101,10 @@ rt_shutdown(mk_runtime *rt)
 			kn_actor_destroy(&rt->system[i]);
 		}
 	}
+	if (rt->credential != NULL) {
+		KN_INFO("runtime", "stopping actor %s", CREDENTIAL_NAME);
+		kn_actor_destroy(&rt->credential);
+	}
 	/* the persister last: it flushes what the others told it */
 	if (rt->persister != NULL) {
 		KN_INFO("runtime", "stopping actor %s", PERSISTER_NAME);
@@ -139,6 +145,57 @@ rt_restore(mk_runtime *rt)
 	mp_w_fini(&w);
 	free(b.data);
 	free(list);
+	return (rv);
+}
+
+/* The stored rows of a credential table as JSON text (malloc'd), or
+ * NULL without a store. */
+static char *
+stored_rows(mk_runtime *rt, const char *table)
+{
+	kn_answer a;
+	mp_r      r;
+	mp_w      w;
+	char     *rows = NULL;
+
+	if (rt->persister == NULL) {
+		return (NULL);
+	}
+	mp_w_init(&w);
+	mp_map(&w, 1);
+	mp_kv_str(&w, "table", table);
+	if (kn_ask(rt->persister, MSG_PS_ROWS, w.sb.data, w.sb.size, 60000,
+	           &a) == 0) {
+		mp_r_open(&r, a.data, a.len);
+		rows = mp_dup_str(mp_get(&r, "rows"));
+		mp_r_close(&r);
+	}
+	mp_w_fini(&w);
+	free(a.data);
+	return (rows);
+}
+
+/* Starts the credential actor with what the store holds. */
+static int
+rt_credential(mk_runtime *rt)
+{
+	cr_args a = {
+	        .persister    = rt->persister,
+	        .redirect_uri = rt->opts.oauth_redirect_uri,
+	        .tokens       = stored_rows(rt, "oauth_tokens"),
+	        .flows        = stored_rows(rt, "oauth_flows"),
+	        .configs      = stored_rows(rt, "oauth_configs"),
+	};
+	int rv = kn_spawn(rt->kernel, CREDENTIAL_NAME, &credential_ops, &a,
+	                  &rt->credential);
+
+	/* they held secrets */
+	for (char **p = (char **)&a.tokens; p <= (char **)&a.configs; p++) {
+		if (*p != NULL) {
+			OPENSSL_cleanse(*p, strlen(*p));
+			free(*p);
+		}
+	}
 	return (rv);
 }
 
@@ -211,6 +268,13 @@ mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 			return (rv);
 		}
 	}
+	if ((rv = rt_credential(rt)) != 0) {
+		KN_ERROR("runtime", "cannot start actor %s: %s",
+		         CREDENTIAL_NAME, mk_strerror(rv));
+		rt_shutdown(rt);
+		free(rt);
+		return (rv);
+	}
 	rt->sv = (sv_args) {
 	        .stream      = rt->stream,
 	        .node_id     = rt->node_id,
@@ -218,6 +282,7 @@ mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 	        .exec_ms     = CFG_EXEC_DEFAULT_MS,
 	        .unstable_ms = rt->opts.unstable_check_ms,
 	        .persister   = rt->persister,
+	        .credential  = rt->credential,
 	};
 	for (size_t i = 0; i < NSYSTEM; i++) {
 		rv = kn_spawn(rt->kernel, system_actors[i].name,

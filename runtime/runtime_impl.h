@@ -26,6 +26,7 @@ struct mk_runtime {
 	sv_args    sv;                 /* the supervisor's settings */
 	kn_actor  *system[RT_NSYSTEM]; /* owner references, boot order */
 	kn_actor  *persister;          /* the store, or NULL */
+	kn_actor  *credential;         /* tokens and flows */
 };
 
 /* rt_valid: the handle is an open runtime. */

@@ -18,7 +18,7 @@ open_close(void)
 	CHECK_EQ(mk_runtime_open(&rt, &o), 0);
 	CHECK(rt != NULL);
 	CHECK_EQ(mk_runtime_stats(rt, &st, 0), 0);
-	CHECK_EQ(st.actors, 1); /* the supervisor */
+	CHECK_EQ(st.actors, 2); /* the supervisor, the credential actor */
 	CHECK(st.asks >= 1);
 	CHECK_EQ(st.handler_errors, 0);
 	CHECK_EQ(mk_runtime_stats(rt, NULL, 0), MK_EINVAL);

@@ -174,8 +174,8 @@ client_push_view(client *cl)
 
 /* Publishes the state if it differs from the one last published (or
  * was never published), else just refreshes the view. */
-static void
-transition(client *cl)
+void
+client_transition(client *cl)
 {
 	cstate old = cl->shown;
 
@@ -206,7 +206,7 @@ client_set_state(client *cl, cstate s)
 		/* changed without a failed attempt: no reason to carry */
 		cl->lf_set = false;
 	}
-	transition(cl);
+	client_transition(cl);
 }
 
 void
@@ -232,7 +232,7 @@ client_fail(client *cl, cstate s, const char *stage, const char *message)
 	cl->lf_set = true;
 	cl->state  = s;
 	KN_DEBUG("client", "%s: %s failed: %s", cl->cfg->name, stage, norm);
-	transition(cl); /* or, unchanged, a view with the new "at" */
+	client_transition(cl); /* or, unchanged, a view with the new "at" */
 }
 
 void
@@ -246,7 +246,7 @@ client_pass(client *cl)
 	}
 	cl->lf_set = false;
 	cl->state  = CS_HEALTHY;
-	transition(cl);
+	client_transition(cl);
 }
 
 void
@@ -356,12 +356,13 @@ cl_init(kn_actor *self, void *arg, void **statep)
 		free(cl);
 		return (rv);
 	}
-	cl->self   = self;
-	cl->cfg    = a->cfg;
-	a->cfg     = NULL; /* ours now */
-	cl->sv     = kn_actor_hold(a->supervisor);
-	cl->ps     = a->persister != NULL ? kn_actor_hold(a->persister) : NULL;
-	cl->stream = a->stream;
+	cl->self = self;
+	cl->cfg  = a->cfg;
+	a->cfg   = NULL; /* ours now */
+	cl->sv   = kn_actor_hold(a->supervisor);
+	cl->ps   = a->persister != NULL ? kn_actor_hold(a->persister) : NULL;
+	cl->cr   = a->credential != NULL ? kn_actor_hold(a->credential) : NULL;
+	cl->stream      = a->stream;
 	cl->node_id     = a->node_id;
 	cl->sync_ms     = cl->cfg->sync_ms ? cl->cfg->sync_ms : a->sync_ms;
 	cl->exec_ms     = cl->cfg->exec_ms ? cl->cfg->exec_ms : a->exec_ms;
@@ -379,6 +380,7 @@ cl_init(kn_actor *self, void *arg, void **statep)
 	 * pair); calls raise it as they need (call.c) */
 	cl->maxconn = 1;
 	tp_loop_set_maxconnects(cl->loop, 1);
+	cred_register(cl);
 	*statep = cl;
 	return (0);
 }
@@ -392,6 +394,11 @@ cl_fini(kn_actor *self, void *state)
 	call_run_queued(cl, "MCP client is shutting down");
 	conn_close_all(cl);
 	tp_loop_free(&cl->loop); /* kills what is still closing */
+	cred_forget(cl);
+	cred_clear(cl);
+	if (cl->cr != NULL) {
+		kn_actor_release(&cl->cr);
+	}
 	json_decref(cl->tools);
 	free(cl->lf_message);
 	kn_actor_release(&cl->sv);
@@ -400,6 +407,50 @@ cl_fini(kn_actor *self, void *state)
 	}
 	cfg_client_free(&cl->cfg);
 	free(cl);
+}
+
+/* The first connect (or discovery), once the state allows it. */
+static void
+connect_now(client *cl, uint64_t corr, uint32_t type, bool boot)
+{
+	if (cl->state == CS_DISABLED || cl->state == CS_PENDING ||
+	    cl->state == CS_REAUTH) {
+		client_save_once(cl);
+		client_push_view(cl);
+		reply_ok(cl, corr);
+		return;
+	}
+	if (!cl->cfg->sticky && cl->hash[0] != '\0') {
+		client_save_once(cl);
+		/* per-call with known tools: no synchronous discovery; the
+		 * periodic check revisits it (SPEC section 5) */
+		client_pass(cl);
+		reply_ok(cl, corr);
+		return;
+	}
+	dial_start(cl, boot ? DIAL_BOOT : DIAL_ADD, corr, type);
+}
+
+/* How a pending oauth client's credential lookup was started. */
+enum { HOW_ADD, HOW_BOOT, HOW_ENABLE };
+
+/* The credential of a pending oauth client, looked up at its connect
+ * (or enable). */
+static void
+connect_cred(client *cl, void *arg, uint64_t corr, int status, const char *err)
+{
+	int how = (int)(uintptr_t)arg;
+
+	if (status == 0) {
+		cl->state = CS_UNSTABLE; /* authorized: the connect decides */
+	} else if (cl->state == CS_PENDING && status != MK_ESTATE) {
+		cl->state = CS_UNSTABLE; /* it exists; a refresh failed */
+	}
+	if (how == HOW_ENABLE && cl->state == CS_UNSTABLE) {
+		dial_start(cl, DIAL_RECONNECT, corr, MSG_CL_ENABLE);
+		return;
+	}
+	connect_now(cl, corr, MSG_CL_CONNECT, how == HOW_BOOT);
 }
 
 static void
@@ -424,22 +475,15 @@ on_connect(client *cl, kn_msg *msg)
 	}
 	free(known);
 	json_decref(tools);
-	if (cl->state == CS_DISABLED || cl->state == CS_PENDING) {
-		client_save_once(cl);
-		client_push_view(cl);
-		kn_reply(cl->self, msg, 0, "\x80", 1);
+	if (cl->state == CS_PENDING && cred_needed(cl)) {
+		/* a stored credential ends the pending state at once */
+		uint64_t corr = kn_defer(msg);
+		cred_fetch(cl, false, connect_cred,
+		           (void *)(uintptr_t)(boot ? HOW_BOOT : HOW_ADD),
+		           corr);
 		return;
 	}
-	if (!cl->cfg->sticky && cl->hash[0] != '\0') {
-		client_save_once(cl);
-		/* per-call with known tools: no synchronous discovery; the
-		 * periodic check revisits it (SPEC section 5) */
-		client_pass(cl);
-		kn_reply(cl->self, msg, 0, "\x80", 1);
-		return;
-	}
-	dial_start(cl, boot ? DIAL_BOOT : DIAL_ADD, kn_defer(msg),
-	           msg->env.type);
+	connect_now(cl, kn_defer(msg), msg->env.type, boot);
 }
 
 static void
@@ -485,6 +529,13 @@ enable_corr(client *cl, uint64_t corr, uint32_t type)
 {
 	if (cl->state != CS_DISABLED) {
 		reply_ok(cl, corr);
+		return;
+	}
+	if (cred_needed(cl)) {
+		client_set_state(cl,
+		                 CS_PENDING); /* until the credential says */
+		cred_fetch(cl, false, connect_cred,
+		           (void *)(uintptr_t)HOW_ENABLE, corr);
 		return;
 	}
 	if (cl->cfg->auth != CFG_AUTH_NONE &&
@@ -580,12 +631,14 @@ on_update(client *cl, kn_msg *msg)
 	free(ncfg->id);
 	ncfg->id = strdup(cl->cfg->id);
 	cfg_client_free(&cl->cfg);
-	cl->cfg     = ncfg;
+	cl->cfg = ncfg;
+	cred_clear(cl); /* its header lines pointed into the old config */
 	cl->sync_ms = ncfg->sync_ms ? ncfg->sync_ms : cl->def_sync_ms;
 	cl->exec_ms = ncfg->exec_ms ? ncfg->exec_ms : cl->def_exec_ms;
 	KN_INFO("client", "%s: config updated%s", ncfg->name,
 	        redial ? "; reconnecting" : "");
 	client_persist_config(cl);
+	cred_register(cl); /* a new OAuth config is a rotation there */
 	if (ncfg->disabled && cl->state != CS_DISABLED) {
 		do_disable(cl);
 	} else if (!ncfg->disabled && cl->state == CS_DISABLED) {
@@ -632,6 +685,9 @@ cl_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case MSG_CL_UPDATE:
 		on_update(cl, msg);
+		return (0);
+	case MSG_CL_CRED:
+		cred_on_notice(cl, msg);
 		return (0);
 	default:
 		assert(!"client: unexpected message");

@@ -130,7 +130,7 @@ pc_ready(void *arg, mcp_session *s, const mcp_error *err)
 }
 
 static void
-run_per_call(client *cl, call *c)
+open_per_call(client *cl, call *c)
 {
 	mcp_handlers h = {pc_ready, NULL, c};
 	mcp_config   mc;
@@ -138,13 +138,44 @@ run_per_call(client *cl, call *c)
 
 	conn_config(cl, &mc);
 	mc.timeout_ms = remaining_ms(c); /* initialize shares the deadline */
-	cl->calls++;
-	if (mcp_session_open(&c->s, cl->loop, &mc, &h) != 0) {
+	if (mc.timeout_ms <= 0 ||
+	    mcp_session_open(&c->s, cl->loop, &mc, &h) != 0) {
 		done_per_call(c,
-		              mcp_error_set(&e, MCP_E_LOCAL,
-		                            "cannot open a session"),
+		              mc.timeout_ms <= 0
+		                      ? mcp_error_set(&e, MCP_E_TIMEOUT,
+		                                      "tool call timed out "
+		                                      "waiting for its "
+		                                      "credential")
+		                      : mcp_error_set(&e, MCP_E_LOCAL,
+		                                      "cannot open a session"),
 		              NULL);
 	}
+}
+
+/* The call's credential came (or did not). */
+static void
+pc_cred(client *cl, void *arg, uint64_t seq, int status, const char *err)
+{
+	call     *c = arg;
+	mcp_error e;
+
+	if (status != 0) {
+		done_per_call(c, mcp_error_set(&e, MCP_E_AUTH, "%s", err),
+		              NULL);
+		return;
+	}
+	open_per_call(cl, c);
+}
+
+static void
+run_per_call(client *cl, call *c)
+{
+	cl->calls++;
+	if (cred_needed(cl)) {
+		cred_fetch(cl, false, pc_cred, c, 0);
+		return;
+	}
+	open_per_call(cl, c);
 }
 
 /* ---- entry -------------------------------------------------------------- */

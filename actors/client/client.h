@@ -33,6 +33,9 @@
  *   MSG_CL_RECONNECT ask  {}  -> {} | error (joins one in progress)
  *   MSG_CL_DISABLE   ask  {}  -> {}
  *   MSG_CL_ENABLE    ask  {}  -> {} | error (the connect's)
+ *   MSG_CL_CRED      tell {"status": "active" | "refreshed" |
+ *                          "needs_reauth" | "rotated", "message"} from
+ *                          the credential actor (see cred.c)
  * Anything else is a bug and asserts.
  */
 #ifndef ACTORS_CLIENT_H
@@ -56,6 +59,7 @@ typedef struct client_args {
 	int64_t     sync_ms;    /* global tool_sync_interval */
 	int64_t     exec_ms;    /* global tool_execution_timeout */
 	kn_actor   *persister;  /* the store (held by the actor), or NULL */
+	kn_actor   *credential; /* the credential actor (held), or NULL */
 } client_args;
 
 extern const kn_actor_ops client_ops;

@@ -48,6 +48,7 @@ typedef struct sconn {
 /* A connect (sticky) or a discovery (per-call) in progress. */
 typedef struct dial {
 	client  *cl;      /* owner */
+	uint64_t seq;     /* its number (cl->dial_seq) */
 	sconn   *c;       /* the new connection (its session) */
 	dwhy     why;     /* see dwhy */
 	uint64_t gen0;    /* the client's generation at the start */
@@ -114,6 +115,10 @@ struct client {
 	call       *queued;   /* calls waiting for a connection */
 	check      *chk;      /* the check in progress, or NULL */
 	unsigned    calls;    /* calls in flight (both modes) */
+	kn_actor   *cr;       /* the credential actor (held), or NULL */
+	char       *cred;     /* the credential's header line, or NULL */
+	char      **hdrs;     /* config headers + cred (borrowed), or NULL */
+	uint64_t    dial_seq; /* numbers dials, for late credential replies */
 	unsigned    maxconn;  /* idle connections curl may keep */
 };
 
@@ -147,6 +152,19 @@ void check_start(client *cl, uint64_t corr);
 void check_abort(client *cl);
 void check_on_dial(client *cl, const mcp_error *err);
 bool mcp_transient(const mcp_error *e);
+
+/* cred.c: fn gets 0 (cl->cred set) or a status and a one-line reason;
+ * seq is the caller's, to recognise a reply that came too late */
+typedef void (*cred_fn)(client *cl, void *arg, uint64_t seq, int status,
+                        const char *err);
+bool cred_needed(const client *cl);
+void cred_register(client *cl);
+void cred_forget(client *cl);
+void cred_clear(client *cl);
+void cred_fetch(client *cl, bool force, cred_fn fn, void *arg, uint64_t seq);
+void cred_on_notice(client *cl, kn_msg *msg);
+void client_reauth(client *cl, const char *message);
+void client_transition(client *cl);
 
 /* call.c */
 void call_start(client *cl, kn_msg *msg);

@@ -29,7 +29,8 @@ conn_config(const client *cl, mcp_config *mc)
 	               : c->conn == CFG_SSE   ? MCP_CONN_SSE
 	                                      : MCP_CONN_STDIO;
 	mc->url         = c->url;
-	mc->headers     = (const char *const *)c->headers;
+	mc->headers     = (const char *const *)(cl->hdrs != NULL ? cl->hdrs
+	                                                         : c->headers);
 	mc->command     = c->command;
 	mc->args        = (const char *const *)c->args;
 	mc->envs        = (const char *const *)c->envs;
@@ -274,15 +275,49 @@ conn_ready(void *arg, mcp_session *s, const mcp_error *err)
 	}
 }
 
+/* Opens the dial's session. */
+static void
+dial_open(dial *d)
+{
+	client      *cl = d->cl;
+	mcp_handlers h  = {conn_ready, on_conn_event, d->c};
+	mcp_config   mc;
+	mcp_error    e;
+	int          rv;
+
+	conn_config(cl, &mc);
+	if ((rv = mcp_session_open(&d->c->s, cl->loop, &mc, &h)) != 0) {
+		dial_end(d,
+		         mcp_error_set(&e, MCP_E_LOCAL,
+		                       "cannot open a session (%s)",
+		                       mk_strerror(rv)),
+		         NULL);
+	}
+}
+
+/* The credential for a dial came (or did not). */
+static void
+dial_cred(client *cl, void *arg, uint64_t seq, int status, const char *err)
+{
+	dial     *d = cl->dial;
+	mcp_error e;
+
+	if (d == NULL || d->seq != seq) {
+		return; /* that dial is over */
+	}
+	if (status != 0) {
+		dial_end(d, mcp_error_set(&e, MCP_E_AUTH, "%s", err), NULL);
+		return;
+	}
+	dial_open(d);
+}
+
 void
 dial_start(client *cl, dwhy why, uint64_t corr, uint32_t type)
 {
-	mcp_handlers h = {conn_ready, on_conn_event, NULL};
-	mcp_config   mc;
-	mcp_error    e;
-	waiter      *w;
-	dial        *d;
-	int          rv;
+	mcp_error e;
+	waiter   *w;
+	dial     *d;
 
 	if (corr != 0 || type == MSG_NONE) {
 		if ((w = calloc(1, sizeof(*w))) == NULL) {
@@ -323,18 +358,15 @@ dial_start(client *cl, dwhy why, uint64_t corr, uint32_t type)
 		conn_release(cl, old);
 	}
 	d->gen0  = cl->gen;
+	d->seq   = ++cl->dial_seq;
 	cl->dial = d;
-	h.arg    = d->c;
-	conn_config(cl, &mc);
-	if ((rv = mcp_session_open(&d->c->s, cl->loop, &mc, &h)) != 0) {
-		dial_end(d,
-		         mcp_error_set(&e, MCP_E_LOCAL,
-		                       "cannot open a session (%s)",
-		                       mk_strerror(rv)),
-		         NULL);
+	d->timer = kn_timer_add(cl->self, CLIENT_CONNECT_MS, dial_timeout, d);
+	if (cred_needed(cl)) {
+		/* the credential first; the deadline covers it */
+		cred_fetch(cl, false, dial_cred, NULL, d->seq);
 		return;
 	}
-	d->timer = kn_timer_add(cl->self, CLIENT_CONNECT_MS, dial_timeout, d);
+	dial_open(d);
 }
 
 void

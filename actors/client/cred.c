@@ -1,0 +1,248 @@
+/*
+ * cred.c - the client actor's side of credentials: what it tells the
+ * credential actor about itself, the header it asks for before each
+ * connection (sticky dial, per-call call, discovery), and what it does
+ * when its credential changes (authorized, refreshed, dead, rotated).
+ *
+ * DESIGN: an `oauth` client holds the last header it was given (cl->cred)
+ * only to open connections; it asks again before every new one, so the
+ * credential actor decides - from memory at once, or after one refresh
+ * shared by every asker - and a dead credential is known without a
+ * network call.  A reply that comes back after the thing that asked for
+ * it was dropped (a dial superseded, the client closing) finds nothing.
+ */
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/client/client_impl.h"
+#include "actors/kernel/clock.h"
+#include "actors/kernel/log.h"
+#include "codec/mp.h"
+#include "codec/text.h"
+
+#define CRED_ASK_MS 30000 /* a refresh with its retries fits in it */
+
+bool
+cred_needed(const client *cl)
+{
+	return (cl->cr != NULL && cl->cfg->auth == CFG_AUTH_OAUTH);
+}
+
+void
+cred_register(client *cl)
+{
+	char *oauth;
+	mp_w  w;
+
+	if (cl->cr == NULL) {
+		return;
+	}
+	oauth = cl->cfg->oauth != NULL
+	        ? json_dumps(cl->cfg->oauth, JSON_COMPACT)
+	        : NULL;
+	mp_w_init(&w);
+	mp_map(&w, 6);
+	mp_kv_str(&w, "id", cl->cfg->id);
+	mp_kv_str(&w, "name", cl->cfg->name);
+	mp_kv_str(&w, "auth", cfg_auth_name(cl->cfg->auth));
+	mp_kv_bool(&w, "sticky", cl->cfg->sticky);
+	mp_kv_str(&w, "url", cl->cfg->url);
+	mp_kv_str(&w, "oauth", oauth);
+	if (kn_tell(cl->cr, cl->self, MSG_CR_REGISTER, w.sb.data, w.sb.size) !=
+	    0) {
+		KN_ERROR("client", "%s: the credential actor is unreachable",
+		         cl->cfg->name);
+	}
+	if (oauth != NULL) {
+		OPENSSL_cleanse(oauth, strlen(oauth));
+		OPENSSL_cleanse(w.sb.data, w.sb.size);
+	}
+	free(oauth);
+	mp_w_fini(&w);
+}
+
+void
+cred_forget(client *cl)
+{
+	mp_w w;
+
+	if (cl->cr == NULL) {
+		return;
+	}
+	mp_w_init(&w);
+	mp_map(&w, 1);
+	mp_kv_str(&w, "id", cl->cfg->id);
+	(void)kn_tell(cl->cr, cl->self, MSG_CR_FORGET, w.sb.data, w.sb.size);
+	mp_w_fini(&w);
+}
+
+/* Replaces the header lines connections are opened with. */
+static void
+set_cred(client *cl, const char *header)
+{
+	size_t n = 0;
+
+	if (cl->cred != NULL) {
+		OPENSSL_cleanse(cl->cred, strlen(cl->cred));
+		free(cl->cred);
+	}
+	free(cl->hdrs);
+	cl->cred = header != NULL ? strdup(header) : NULL;
+	cl->hdrs = NULL;
+	if (cl->cred == NULL) {
+		return;
+	}
+	while (cl->cfg->headers != NULL && cl->cfg->headers[n] != NULL) {
+		n++;
+	}
+	if ((cl->hdrs = calloc(n + 2, sizeof(char *))) != NULL) {
+		memcpy(cl->hdrs, cl->cfg->headers, n * sizeof(char *));
+		cl->hdrs[n] = cl->cred;
+	}
+}
+
+void
+cred_clear(client *cl)
+{
+	set_cred(cl, NULL);
+}
+
+void
+client_reauth(client *cl, const char *message)
+{
+	char *norm = text_failure_message(message);
+
+	if (cl->state == CS_DISABLED) {
+		return; /* authoritative; the credential's state shows later */
+	}
+	check_abort(cl);
+	cl->gen++; /* whatever is in flight is stale */
+	conn_close_all(cl);
+	call_run_queued(cl, "the MCP client needs reauthorization");
+	set_cred(cl, NULL);
+	if (norm != NULL) {
+		kn_rfc3339(cl->lf_at, sizeof(cl->lf_at));
+		if (!cl->lf_set) {
+			memcpy(cl->lf_since, cl->lf_at, sizeof(cl->lf_since));
+		}
+		free(cl->lf_message);
+		cl->lf_message = norm;
+		snprintf(cl->lf_stage, sizeof(cl->lf_stage), "credential");
+		cl->lf_set = true;
+	}
+	cl->state = CS_REAUTH;
+	client_transition(cl);
+}
+
+/* An ask for the header in flight. */
+typedef struct fetch {
+	client  *cl;
+	cred_fn  fn;
+	void    *arg;
+	uint64_t seq; /* what asked: checked by fn's owner */
+} fetch;
+
+static void
+on_header(kn_actor *self, void *arg, int status, const void *data, size_t len)
+{
+	fetch  *f      = arg;
+	client *cl     = f->cl;
+	char   *header = NULL, *err = NULL, *why = NULL;
+	mp_r    r;
+
+	mp_r_open(&r, data, len);
+	if (status == 0) {
+		header = mp_dup_str(mp_get(&r, "header"));
+	} else {
+		err = mp_dup_str(mp_get(&r, "error"));
+		why = mp_dup_str(mp_get(&r, "why"));
+	}
+	mp_r_close(&r);
+	if (status == 0 && header != NULL) {
+		set_cred(cl, header);
+		OPENSSL_cleanse(header, strlen(header));
+	} else if (status == 0) {
+		status = MK_EPROTO;
+	}
+	if (why != NULL && strcmp(why, "needs_reauth") == 0 &&
+	    cl->state != CS_REAUTH) {
+		client_reauth(cl, err != NULL ? err : "credential rejected");
+	}
+	f->fn(cl, f->arg, f->seq, status,
+	      err != NULL                    ? err
+	              : status == MK_ECLOSED ? "the runtime is closing"
+	                                     : mk_strerror(status));
+	free(header);
+	free(err);
+	free(why);
+	free(f);
+}
+
+void
+cred_fetch(client *cl, bool force, cred_fn fn, void *arg, uint64_t seq)
+{
+	fetch *f = calloc(1, sizeof(*f));
+	mp_w   w;
+
+	if (f == NULL) {
+		fn(cl, arg, seq, MK_ENOMEM, "out of memory");
+		return;
+	}
+	f->cl  = cl;
+	f->fn  = fn;
+	f->arg = arg;
+	f->seq = seq;
+	mp_w_init(&w);
+	mp_map(&w, 4);
+	mp_kv_str(&w, "id", cl->cfg->id);
+	mp_kv_str(&w, "mode", "shared");
+	mp_kv_str(&w, "identity", "");
+	mp_kv_bool(&w, "force", force);
+	if (kn_ask_async(cl->self, cl->cr, MSG_CR_GET, w.sb.data, w.sb.size,
+	                 CRED_ASK_MS, on_header, f) != 0) {
+		free(f);
+		fn(cl, arg, seq, MK_ECLOSED, "the credential actor is gone");
+	}
+	mp_w_fini(&w);
+}
+
+void
+cred_on_notice(client *cl, kn_msg *msg)
+{
+	mp_r  r;
+	char *status, *message;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	status  = mp_dup_str(mp_get(&r, "status"));
+	message = mp_dup_str(mp_get(&r, "message"));
+	mp_r_close(&r);
+	if (status == NULL) {
+		/* internal: always set */
+	} else if (strcmp(status, "active") == 0) {
+		/* authorized (bootstrap or reauthorize): connect now */
+		if (cl->state == CS_PENDING || cl->state == CS_REAUTH) {
+			KN_INFO("client",
+			        "%s: credential authorized; connecting",
+			        cl->cfg->name);
+			cl->state = CS_UNSTABLE; /* the connect decides */
+			dial_start(cl, DIAL_RECONNECT, 0, MSG_CL_RECONNECT);
+		}
+	} else if (strcmp(status, "refreshed") == 0) {
+		/* a sticky session keeps the header it opened with: move to
+		 * one with the new token, make-before-break */
+		if (cl->cfg->sticky && cl->live != NULL &&
+		    (cl->state == CS_HEALTHY || cl->state == CS_UNSTABLE)) {
+			dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
+		}
+	} else {
+		/* needs_reauth, rotated */
+		client_reauth(cl,
+		              message != NULL && *message != '\0'
+		                      ? message
+		                      : "credential must be reauthorized");
+	}
+	free(status);
+	free(message);
+}

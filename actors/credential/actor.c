@@ -1,0 +1,631 @@
+/*
+ * actor.c - the credential actor: dispatch, the clients it knows, tokens,
+ * the store, and telling client actors (see credential.h).
+ *
+ * DESIGN: one thread.  Its wait is its tp_loop's (curl multi), so token
+ * and metadata exchanges run beside the inbox.  Tokens live in memory;
+ * every change is written to the store by ask (durable) - a rotated
+ * refresh token must never be lost, or the next refresh spends a dead
+ * one.  Secrets never reach a log line, an error text or a reply but the
+ * header asked for.
+ */
+#include <assert.h>
+#include <openssl/crypto.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "actors/client/client.h"
+#include "actors/credential/cred_impl.h"
+#include "actors/kernel/log.h"
+#include "actors/persister.h"
+#include "codec/mp.h"
+
+#define TOKEN_SENTINEL "token expired" /* an inactive shared token */
+
+int64_t
+cr_now(void)
+{
+	return ((int64_t)time(NULL));
+}
+
+static void
+secret_free(char *s)
+{
+	if (s != NULL) {
+		OPENSSL_cleanse(s, strlen(s));
+		free(s);
+	}
+}
+
+/* ---- clients ------------------------------------------------------------ */
+
+cclient *
+cr_client(cr_self *cr, const char *id_or_name)
+{
+	strmap_ent *e = strmap_get(&cr->clients, id_or_name);
+
+	if (e != NULL) {
+		return ((cclient *)((char *)e - offsetof(cclient, ent)));
+	}
+	e = strmap_get(&cr->names, id_or_name);
+	return (e != NULL ? (cclient *)((char *)e - offsetof(cclient, nent))
+	                  : NULL);
+}
+
+static void
+client_destroy(cclient *c)
+{
+	cr_disc_free(c->disc);
+	free(c->id);
+	free(c->name);
+	free(c->url);
+	json_decref(c->oauth);
+	json_decref(c->meta);
+	free(c);
+}
+
+static void
+client_free(cr_self *cr, cclient *c)
+{
+	strmap_del(&cr->clients, &c->ent);
+	strmap_del(&cr->names, &c->nent);
+	client_destroy(c);
+}
+
+/* ---- tokens ------------------------------------------------------------- */
+
+static void
+token_destroy(token *t)
+{
+	cr_refresh_stop(t);
+	free(t->key);
+	free(t->client_id);
+	free(t->mode);
+	free(t->identity);
+	secret_free(t->access);
+	secret_free(t->refresh);
+	secret_free(t->prior);
+	free(t->scopes);
+	free(t);
+}
+
+static void
+token_free(cr_self *cr, token *t)
+{
+	strmap_del(&cr->tokens, &t->ent);
+	cr->ntokens--;
+	token_destroy(t);
+}
+
+token *
+cr_token(cr_self *cr, const char *client, const char *mode,
+         const char *identity, bool create)
+{
+	char        key[512];
+	strmap_ent *e;
+	token      *t;
+
+	snprintf(key, sizeof(key), "%s\x1f%s\x1f%s", client, mode, identity);
+	if ((e = strmap_get(&cr->tokens, key)) != NULL) {
+		return ((token *)e);
+	}
+	if (!create || (t = calloc(1, sizeof(*t))) == NULL) {
+		return (NULL);
+	}
+	t->key       = strdup(key);
+	t->client_id = strdup(client);
+	t->mode      = strdup(mode);
+	t->identity  = strdup(identity);
+	t->cr        = cr;
+	t->ent.key   = t->key;
+	if (t->key == NULL || t->client_id == NULL || t->mode == NULL ||
+	    t->identity == NULL || strmap_put(&cr->tokens, &t->ent) != 0) {
+		free(t->key);
+		free(t->client_id);
+		free(t->mode);
+		free(t->identity);
+		free(t);
+		return (NULL);
+	}
+	cr->ntokens++;
+	return (t);
+}
+
+static void
+stored(kn_actor *self, void *arg, int status, const void *data, size_t len)
+{
+	if (status != 0) {
+		/* the persister reported its failure; the write is queued */
+		KN_WARN("credential", "a credential is not on disk yet: %s",
+		        mk_strerror(status));
+	}
+}
+
+int
+cr_persist(cr_self *cr, const char *table, json_t *row, bool del,
+           kn_reply_fn fn, void *arg)
+{
+	char *text;
+	mp_w  w;
+	int   rv;
+
+	if (cr->ps == NULL) {
+		if (fn != NULL) {
+			fn(cr->self, arg, 0, NULL, 0);
+		}
+		return (0);
+	}
+	if ((text = json_dumps(row, JSON_COMPACT)) == NULL) {
+		return (MK_ENOMEM);
+	}
+	ps_row_msg(&w, table, del ? "key" : "row", text);
+	OPENSSL_cleanse(text, strlen(text));
+	free(text);
+	rv = kn_ask_async(cr->self, cr->ps,
+	                  del ? MSG_PS_ROW_DEL : MSG_PS_ROW_PUT, w.sb.data,
+	                  w.sb.size, 30000, fn != NULL ? fn : stored, arg);
+	OPENSSL_cleanse(w.sb.data, w.sb.size);
+	mp_w_fini(&w);
+	return (rv);
+}
+
+void
+cr_token_store(cr_self *cr, token *t)
+{
+	json_t *row = json_pack(
+	        "{s:s, s:s, s:s, s:s, s:s?, s:s, s:s?, s:I, s:I, s:s}",
+	        "client_id", t->client_id, "mode", t->mode, "identity",
+	        t->identity, "access_token", t->access, "refresh_token",
+	        t->refresh, "token_type", "Bearer", "scopes", t->scopes,
+	        "expires_at", (json_int_t)t->expires_at, "last_refreshed",
+	        (json_int_t)t->refreshed, "status",
+	        t->active ? "active" : "needs_reauth");
+
+	if (row == NULL ||
+	    cr_persist(cr, "oauth_tokens", row, false, NULL, NULL) != 0) {
+		KN_ERROR("credential", "%s: a token could not be stored",
+		         t->client_id);
+	}
+	json_decref(row);
+}
+
+/* Restores stored tokens (rows of oauth_tokens). */
+static void
+tokens_restore(cr_self *cr, json_t *rows)
+{
+	size_t  i;
+	json_t *r;
+
+	json_array_foreach(rows, i, r)
+	{
+		const char *client =
+		        json_string_value(json_object_get(r, "client_id"));
+		const char *mode =
+		        json_string_value(json_object_get(r, "mode"));
+		const char *id =
+		        json_string_value(json_object_get(r, "identity"));
+		const char *acc =
+		        json_string_value(json_object_get(r, "access_token"));
+		token *t;
+
+		if (client == NULL || mode == NULL || id == NULL ||
+		    acc == NULL ||
+		    (t = cr_token(cr, client, mode, id, true)) == NULL) {
+			KN_WARN("credential",
+			        "a stored token row is incomplete: "
+			        "skipped");
+			continue;
+		}
+		t->access = strdup(acc);
+		const char *rt =
+		        json_string_value(json_object_get(r, "refresh_token"));
+		t->refresh = rt != NULL ? strdup(rt) : NULL;
+		const char *sc =
+		        json_string_value(json_object_get(r, "scopes"));
+		t->scopes = sc != NULL ? strdup(sc) : NULL;
+		t->expires_at =
+		        json_integer_value(json_object_get(r, "expires_at"));
+		t->refreshed = json_integer_value(
+		        json_object_get(r, "last_refreshed"));
+		const char *st =
+		        json_string_value(json_object_get(r, "status"));
+		t->active = st != NULL && strcmp(st, "active") == 0;
+	}
+}
+
+/* ---- telling client actors --------------------------------------------- */
+
+void
+cr_notify(cr_self *cr, const char *client_id, const char *status,
+          const char *message)
+{
+	cclient  *c = cr_client(cr, client_id);
+	kn_actor *a;
+	char      name[KN_NAME_MAX];
+	mp_w      w;
+
+	if (c == NULL) {
+		return;
+	}
+	snprintf(name, sizeof(name), CLIENT_PREFIX "%s", c->name);
+	if (kn_lookup(kn_actor_kernel(cr->self), name, &a) != 0) {
+		return;
+	}
+	mp_w_init(&w);
+	mp_map(&w, 2);
+	mp_kv_str(&w, "status", status);
+	mp_kv_str(&w, "message", message != NULL ? message : "");
+	(void)kn_tell(a, cr->self, MSG_CL_CRED, w.sb.data, w.sb.size);
+	mp_w_fini(&w);
+	kn_actor_release(&a);
+}
+
+/* ---- replies -------------------------------------------------------------
+ */
+
+void
+cr_reply_error(cr_self *cr, uint64_t corr, int status, const char *why,
+               const char *fmt, ...)
+{
+	char    text[1024];
+	va_list ap;
+	mp_w    w;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	mp_w_init(&w);
+	mp_map(&w, why != NULL ? 2 : 1);
+	mp_kv_str(&w, "error", text);
+	if (why != NULL) {
+		mp_kv_str(&w, "why", why);
+	}
+	kn_reply_corr(kn_actor_kernel(cr->self), corr, status, w.sb.data,
+	              w.sb.size);
+	mp_w_fini(&w);
+}
+
+void
+cr_answer_token(cr_self *cr, token *t, uint64_t corr)
+{
+	char hdr[8192];
+	mp_w w;
+
+	if (!t->active) {
+		cr_reply_error(cr, corr, MK_ESTATE, "needs_reauth",
+		               TOKEN_SENTINEL ": the credential of MCP client "
+		                              "%s must be reauthorized",
+		               t->client_id);
+		return;
+	}
+	snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s", t->access);
+	mp_w_init(&w);
+	mp_map(&w, 2);
+	mp_kv_str(&w, "header", hdr);
+	mp_kv_int(&w, "expires_at", t->expires_at);
+	kn_reply_corr(kn_actor_kernel(cr->self), corr, 0, w.sb.data,
+	              w.sb.size);
+	OPENSSL_cleanse(hdr, sizeof(hdr));
+	OPENSSL_cleanse(w.sb.data, w.sb.size);
+	mp_w_fini(&w);
+}
+
+/* ---- messages ------------------------------------------------------------
+ */
+
+static void
+on_register(cr_self *cr, kn_msg *msg)
+{
+	mp_r     r;
+	char    *id, *name, *auth, *url, *oauth;
+	cclient *c;
+	json_t  *o;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	id          = mp_dup_str(mp_get(&r, "id"));
+	name        = mp_dup_str(mp_get(&r, "name"));
+	auth        = mp_dup_str(mp_get(&r, "auth"));
+	url         = mp_dup_str(mp_get(&r, "url"));
+	oauth       = mp_dup_str(mp_get(&r, "oauth"));
+	bool sticky = mp_bool(mp_get(&r, "sticky"), false);
+	mp_r_close(&r);
+	assert(id != NULL && name != NULL && auth != NULL);
+	o = oauth != NULL ? json_loads(oauth, 0, NULL) : NULL;
+	secret_free(oauth);
+	if ((c = cr_client(cr, id)) != NULL) {
+		bool rotated = !json_equal(c->oauth, o) &&
+		        !(c->oauth == NULL && o == NULL);
+		if (strcmp(c->name, name) != 0) {
+			strmap_del(&cr->names, &c->nent);
+			free(c->name);
+			c->name     = name;
+			c->nent.key = c->name;
+			name        = NULL;
+			(void)strmap_put(&cr->names, &c->nent);
+		}
+		if (rotated) {
+			/* a new OAuth config: what was granted under the old
+			 * one is void (SPEC section 6) */
+			json_decref(c->meta);
+			c->meta  = NULL;
+			token *t = cr_token(cr, id, "shared", "", false);
+			if (t != NULL && t->active) {
+				t->active = false;
+				cr_token_store(cr, t);
+				cr_notify(cr, id, "rotated",
+				          "credential was rotated and must be "
+				          "reauthorized");
+			}
+		}
+		json_decref(c->oauth);
+		c->oauth = o;
+		free(c->url);
+		c->url    = url;
+		c->sticky = sticky;
+		free(id);
+		free(name);
+		free(auth);
+		return;
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		KN_ERROR("credential", "out of memory: client %s unknown",
+		         name);
+		free(id);
+		free(name);
+		free(auth);
+		free(url);
+		json_decref(o);
+		return;
+	}
+	c->id       = id;
+	c->name     = name;
+	c->url      = url;
+	c->oauth    = o;
+	c->sticky   = sticky;
+	c->cr       = cr;
+	c->ent.key  = c->id;
+	c->nent.key = c->name;
+	for (int a = CFG_AUTH_NONE; a <= CFG_AUTH_TOKEN_EXCHANGE; a++) {
+		if (strcmp(cfg_auth_name((cfg_auth)a), auth) == 0) {
+			c->auth = (cfg_auth)a;
+		}
+	}
+	free(auth);
+	(void)strmap_put(&cr->clients, &c->ent);
+	(void)strmap_put(&cr->names, &c->nent);
+	/* the stored endpoint set, if the config it came from is the same */
+	json_t *m = json_object_get(cr->saved, c->id);
+	if (m != NULL) {
+		json_t *was = json_object_get(m, "configured");
+		if (json_equal(was, c->oauth) ||
+		    (json_is_null(was) && c->oauth == NULL)) {
+			c->meta = json_incref(m);
+		} else {
+			token *t = cr_token(cr, c->id, "shared", "", false);
+			KN_WARN("credential",
+			        "%s: its OAuth config changed while the "
+			        "runtime "
+			        "was down: the stored credential is void",
+			        c->name);
+			if (t != NULL && t->active) {
+				t->active = false;
+				cr_token_store(cr, t);
+			}
+		}
+		json_object_del(cr->saved, c->id);
+	}
+}
+
+static void
+on_forget(cr_self *cr, kn_msg *msg)
+{
+	mp_r     r;
+	char    *id;
+	cclient *c;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	id = mp_dup_str(mp_get(&r, "id"));
+	mp_r_close(&r);
+	if (id != NULL && (c = cr_client(cr, id)) != NULL) {
+		/* its tokens go (the store drops them with the client) */
+		token *t;
+		while ((t = cr_token(cr, id, "shared", "", false)) != NULL) {
+			token_free(cr, t);
+		}
+		client_free(cr, c);
+	}
+	free(id);
+}
+
+static void
+on_get(cr_self *cr, kn_msg *msg)
+{
+	uint64_t corr = kn_defer(msg);
+	mp_r     r;
+	char    *id, *mode, *identity;
+	bool     force;
+	token   *t;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	id       = mp_dup_str(mp_get(&r, "id"));
+	mode     = mp_dup_str(mp_get(&r, "mode"));
+	identity = mp_dup_str(mp_get(&r, "identity"));
+	force    = mp_bool(mp_get(&r, "force"), false);
+	mp_r_close(&r);
+	t = id != NULL ? cr_token(cr, id, mode ? mode : "shared",
+	                          identity ? identity : "", false)
+	               : NULL;
+	if (t == NULL) {
+		cr_reply_error(
+		        cr, corr, MK_ESTATE, "none",
+		        "MCP client %s has no authorized credential yet",
+		        id ? id : "?");
+	} else if (!t->active) {
+		cr_answer_token(cr, t, corr); /* no network: the sentinel */
+	} else if (force ||
+	           (t->expires_at != 0 &&
+	            t->expires_at - CR_SKEW_S <= cr_now())) {
+		cr_refresh_join(cr, t, corr);
+	} else {
+		cr_answer_token(cr, t, corr);
+	}
+	free(id);
+	free(mode);
+	free(identity);
+}
+
+static int
+on_stats(cr_self *cr, kn_msg *msg)
+{
+	mp_w w;
+	int  rv;
+
+	mp_w_init(&w);
+	mp_map(&w, 5);
+	mp_kv_int(&w, "refreshes", (int64_t)cr->refreshes);
+	mp_kv_int(&w, "refresh_joins", (int64_t)cr->joins);
+	mp_kv_int(&w, "token_requests", (int64_t)cr->token_requests);
+	mp_kv_int(&w, "tokens", (int64_t)cr->ntokens);
+	mp_kv_int(&w, "flows", (int64_t)cr->nflows);
+	rv = kn_reply(cr->self, msg, 0, w.sb.data, w.sb.size);
+	mp_w_fini(&w);
+	return (rv);
+}
+
+/* ---- the actor ------------------------------------------------------------
+ */
+
+static json_t *
+rows_of(const char *text)
+{
+	json_t *a = text != NULL ? json_loads(text, 0, NULL) : NULL;
+
+	if (text != NULL && !json_is_array(a)) {
+		KN_WARN("credential", "stored credential rows are unreadable");
+	}
+	return (a);
+}
+
+static int
+cr_init(kn_actor *self, void *arg, void **statep)
+{
+	const cr_args *a = arg;
+	cr_self       *cr;
+	json_t        *rows;
+	int            rv;
+
+	if ((cr = calloc(1, sizeof(*cr))) == NULL) {
+		return (MK_ENOMEM);
+	}
+	if ((rv = tp_loop_new(&cr->loop)) != 0 ||
+	    (cr->redirect = strdup(a->redirect_uri != NULL
+	                                   ? a->redirect_uri
+	                                   : CR_REDIRECT_DEFAULT)) == NULL) {
+		tp_loop_free(&cr->loop);
+		free(cr);
+		return (rv != 0 ? rv : MK_ENOMEM);
+	}
+	cr->self = self;
+	cr->ps   = a->persister != NULL ? kn_actor_hold(a->persister) : NULL;
+	tokens_restore(cr, rows = rows_of(a->tokens));
+	json_decref(rows);
+	cr_flows_restore(cr, rows = rows_of(a->flows));
+	json_decref(rows);
+	cr_meta_restore(cr, rows = rows_of(a->configs));
+	json_decref(rows);
+	kn_set_wake_arg(self, cr->loop);
+	*statep = cr;
+	return (0);
+}
+
+static void
+cr_fini(kn_actor *self, void *state)
+{
+	cr_self    *cr = state;
+	strmap_ent *e;
+	uint64_t    id;
+
+	/* each map's chains, popped whole: the entries die with them */
+	while ((e = idmap_pop(&cr->flows.m, &id)) != NULL) {
+		for (strmap_ent *n; e != NULL; e = n) {
+			n = e->next;
+			cr_flow_free((flow *)e);
+		}
+	}
+	while ((e = idmap_pop(&cr->tokens.m, &id)) != NULL) {
+		for (strmap_ent *n; e != NULL; e = n) {
+			n = e->next;
+			token_destroy((token *)e);
+		}
+	}
+	while ((e = idmap_pop(&cr->clients.m, &id)) != NULL) {
+		for (strmap_ent *n; e != NULL; e = n) {
+			n = e->next;
+			client_destroy((cclient *)e);
+		}
+	}
+	strmap_fini(&cr->clients);
+	strmap_fini(&cr->names);
+	strmap_fini(&cr->tokens);
+	strmap_fini(&cr->flows);
+	tp_loop_free(&cr->loop);
+	json_decref(cr->saved);
+	kn_actor_release(&cr->ps);
+	free(cr->redirect);
+	free(cr);
+}
+
+static int
+cr_wait(kn_actor *self, void *state, struct pollfd *fds, unsigned nfds,
+        int timeout_ms)
+{
+	cr_self *cr = state;
+
+	return (tp_loop_wait(cr->loop, fds, nfds, timeout_ms));
+}
+
+static void
+cr_wake(void *loop)
+{
+	tp_loop_wakeup(loop);
+}
+
+static int
+cr_handle(kn_actor *self, void *state, kn_msg *msg)
+{
+	cr_self *cr = state;
+
+	switch (msg->env.type) {
+	case MSG_CR_REGISTER:
+		on_register(cr, msg);
+		return (0);
+	case MSG_CR_FORGET:
+		on_forget(cr, msg);
+		return (0);
+	case MSG_CR_GET:
+		on_get(cr, msg);
+		return (0);
+	case MSG_CR_INITIATE:
+		cr_initiate(cr, msg);
+		return (0);
+	case MSG_CR_COMPLETE:
+		cr_complete(cr, msg);
+		return (0);
+	case MSG_CR_STATS:
+		return (on_stats(cr, msg));
+	default:
+		assert(!"credential: unexpected message");
+		return (MK_EINTERNAL);
+	}
+}
+
+const kn_actor_ops credential_ops = {
+        .init   = cr_init,
+        .handle = cr_handle,
+        .fini   = cr_fini,
+        .wait   = cr_wait,
+        .wake   = cr_wake,
+};

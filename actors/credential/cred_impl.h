@@ -1,0 +1,135 @@
+/*
+ * cred_impl.h - the credential actor's private state, shared by its
+ * files: actor.c (dispatch, clients, tokens, the store, notifications),
+ * oauth.c (endpoint discovery, registration, flows), refresh.c (single-
+ * flight refresh, refresh ahead of expiry).  Touched only by the actor's
+ * thread.
+ */
+#ifndef ACTORS_CRED_IMPL_H
+#define ACTORS_CRED_IMPL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "actors/credential/credential.h"
+#include "codec/config.h"
+#include "codec/strmap.h"
+#include "transport/oauth.h"
+
+typedef struct cr_self cr_self;
+
+/* An ask waiting for a token (a refresh, or a discovery). */
+typedef struct tokw {
+	uint64_t     corr; /* the deferred ask */
+	struct tokw *next;
+} tokw;
+
+/* A token of one client, identity mode and identity. */
+typedef struct token {
+	strmap_ent ent;        /* key: "client\x1fmode\x1fidentity" */
+	char      *key;        /* owns ent.key */
+	char      *client_id;  /* its client */
+	char      *mode;       /* shared, admin, user, vk, session */
+	char      *identity;   /* "" for shared and admin */
+	char      *access;     /* access token (secret) */
+	char      *refresh;    /* refresh token (secret), or NULL */
+	char      *scopes;     /* granted scopes, or NULL */
+	int64_t    expires_at; /* unix seconds; 0: no expiry given */
+	int64_t    refreshed;  /* unix seconds of the last refresh */
+	bool       active;     /* false: needs_reauth */
+	oa_req    *req;        /* a refresh in flight, or NULL */
+	char      *prior;      /* the refresh token it spends (CAS) */
+	int        attempt;    /* transient failures of this refresh */
+	uint64_t   retry;      /* backoff timer, 0 none */
+	uint64_t   ahead;      /* refresh-ahead timer, 0 none */
+	tokw      *waiters;    /* asks waiting for the refresh */
+	cr_self   *cr;         /* owner */
+} token;
+
+/* A discovery (and registration) of a client's endpoints in progress. */
+typedef struct disc disc;
+
+/* A registered MCP client (what the credential actor knows of it). */
+typedef struct cclient {
+	strmap_ent ent;    /* key: id */
+	strmap_ent nent;   /* key: name */
+	char      *id;     /* client id */
+	char      *name;   /* client name */
+	cfg_auth   auth;   /* auth type */
+	bool       sticky; /* connection mode */
+	char      *url;    /* the MCP server: the protected resource */
+	json_t    *oauth;  /* oauth_config as configured, or NULL */
+	json_t    *meta;   /* resolved: authorize_url, token_url,
+	                    * registration_url, client_id, client_secret,
+	                    * auth_method, scope, resource; NULL until known */
+	disc    *disc;     /* discovery in progress, or NULL */
+	cr_self *cr;       /* owner */
+} cclient;
+
+/* An authorization-code flow waiting for its callback. */
+typedef struct flow {
+	strmap_ent ent;                     /* key: state */
+	char       state[OA_STATE_LEN + 1]; /* the random state */
+	char      *client_id;               /* whose */
+	char      *mode;                    /* for which token */
+	char      *identity;
+	char      *verifier;   /* PKCE verifier (secret) */
+	char      *redirect;   /* redirect_uri sent */
+	int64_t    expires_at; /* unix seconds */
+	bool       claiming;   /* the code is being exchanged */
+	oa_req    *req;        /* that exchange */
+	uint64_t   corr;       /* the complete ask */
+	cr_self   *cr;         /* owner */
+} flow;
+
+struct cr_self {
+	kn_actor *self;     /* this actor */
+	kn_actor *ps;       /* persister (held), or NULL */
+	tp_loop  *loop;     /* curl multi for AS exchanges */
+	char     *redirect; /* the OAuth callback URL */
+	strmap    clients;  /* id -> cclient */
+	strmap    names;    /* name -> cclient (nent) */
+	strmap    tokens;   /* key -> token */
+	strmap    flows;    /* state -> flow */
+	json_t   *saved;    /* stored endpoint sets: client id -> meta, until
+	                     * the client registers */
+	uint64_t refreshes; /* refresh requests sent */
+	uint64_t joins;     /* asks that joined one in flight */
+	uint64_t token_requests; /* every token-endpoint request */
+	uint64_t ntokens;        /* tokens held */
+	uint64_t nflows;         /* flows pending */
+};
+
+/* actor.c */
+int64_t  cr_now(void); /* unix seconds */
+cclient *cr_client(cr_self *cr, const char *id_or_name);
+token   *cr_token(cr_self *cr, const char *client, const char *mode,
+                  const char *identity, bool create);
+void     cr_token_store(cr_self *cr, token *t);
+void     cr_notify(cr_self *cr, const char *client_id, const char *status,
+                   const char *message);
+void     cr_answer_token(cr_self *cr, token *t, uint64_t corr);
+void cr_reply_error(cr_self *cr, uint64_t corr, int status, const char *why,
+                    const char *fmt, ...)
+        __attribute__((format(printf, 5, 6)));
+int cr_persist(cr_self *cr, const char *table, json_t *row, bool del,
+               kn_reply_fn fn, void *arg);
+
+/* oauth.c */
+void cr_initiate(cr_self *cr, kn_msg *msg);
+void cr_complete(cr_self *cr, kn_msg *msg);
+void cr_flow_free(flow *f);
+void cr_flows_restore(cr_self *cr, json_t *rows);
+void cr_meta_restore(cr_self *cr, json_t *rows);
+void cr_disc_free(disc *d);
+/* the client auth of a token request: fills basic id/secret or adds
+ * client_id (and secret) to the form */
+int cr_client_auth(const cclient *c, char **form, oa_send *s);
+
+/* refresh.c */
+void cr_refresh_join(cr_self *cr, token *t, uint64_t corr);
+void cr_refresh_ahead(cr_self *cr, token *t);
+void cr_refresh_stop(token *t);
+
+#endif /* ACTORS_CRED_IMPL_H */

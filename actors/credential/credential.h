@@ -1,0 +1,66 @@
+/*
+ * credential.h - the credential actor: one per runtime.  It owns every
+ * OAuth token, OAuth flow and per-client OAuth endpoint set (configured,
+ * or discovered and registered), refreshes tokens single-flight, and
+ * answers client actors' asks for the headers a connection needs.  Client
+ * actors are told when their credential changes.
+ *
+ * Token states (per token: client, identity mode, identity):
+ *
+ *   (none) --flow completed--> active --refresh ok--> active
+ *                                 |  \--expired: refresh single-flight
+ *                                 |     (N asks -> 1 token request)
+ *                                 +--refresh rejected (401, invalid_grant,
+ *                                    unauthorized_client)--> needs_reauth
+ *   needs_reauth --reauthorize + flow completed--> active
+ *
+ * A needs_reauth token answers every ask at once (no network): the
+ * server-level client is `needs_reauth`, stage `credential`.
+ *
+ * Messages (msgpack maps; errors: non-zero status and {"error": text}):
+ *   MSG_CR_REGISTER tell {"id", "name", "auth", "sticky": bool, "url",
+ *                        "oauth": json text (oauth_config, resolved)}
+ *                        from a client actor at start and after an
+ *                        update; a changed OAuth config drops the
+ *                        client's tokens (rotation)
+ *   MSG_CR_FORGET   tell {"id"}: the client is gone
+ *   MSG_CR_GET      ask  {"id", "mode", "identity", "force": bool}
+ *                        -> {"header": "Authorization: Bearer ..."} |
+ *                        MK_ESTATE {"error", "why": "none"|"needs_reauth"}
+ *                        | MK_EUPSTREAM (a refresh that failed for now)
+ *   MSG_CR_INITIATE ask  {"client": id or name, "mode", "identity",
+ *                        "redirect_uri"} -> {"authorize_url", "state"}
+ *                        (discovery and registration first, as needed;
+ *                        the flow is stored before the reply)
+ *   MSG_CR_COMPLETE ask  {"state", "code"} -> {"client_id"} | MK_EINVAL
+ *                        (unknown, used or expired state; a refused code)
+ *   MSG_CR_STATS    ask  {} -> {"refreshes", "refresh_joins",
+ *                        "token_requests", "tokens", "flows"}
+ * Tells to client actors: MSG_CL_CRED {"status": "active" | "refreshed" |
+ * "needs_reauth", "message"}.
+ */
+#ifndef ACTORS_CREDENTIAL_H
+#define ACTORS_CREDENTIAL_H
+
+#include "actors/kernel/kernel.h"
+
+#define CREDENTIAL_NAME "credential"
+#define CR_FLOW_TTL_S   (15 * 60) /* an OAuth flow's life */
+#define CR_SKEW_S                                                             \
+	30                        /* a token this close to expiry is          \
+	                           * refreshed before use */
+#define CR_HTTP_MS          10000 /* one exchange with an AS */
+#define CR_REDIRECT_DEFAULT "http://127.0.0.1:8080/api/oauth/callback"
+
+/* kn_spawn's arg; read at init. */
+typedef struct cr_args {
+	kn_actor   *persister;    /* the store (held), or NULL */
+	const char *redirect_uri; /* the OAuth callback; NULL: default */
+	const char *tokens;       /* stored rows (json arrays), or NULL */
+	const char *flows;
+	const char *configs;
+} cr_args;
+
+extern const kn_actor_ops credential_ops;
+
+#endif /* ACTORS_CREDENTIAL_H */

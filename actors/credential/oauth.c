@@ -1,0 +1,887 @@
+/*
+ * oauth.c - a client's OAuth endpoints (configured, or discovered and
+ * registered) and authorization-code flows with PKCE S256 (SPEC
+ * section 6).
+ *
+ * DESIGN: endpoints are resolved once per client and kept (and stored):
+ *   configured authorize_url + token_url      -> used as they are;
+ *   otherwise discovery, one step at a time:
+ *     probe    the MCP server without a credential: its 401's
+ *              WWW-Authenticate gives resource_metadata and scope
+ *     prm      RFC 9728 metadata (resource_metadata, else path-based,
+ *              then root): the authorization server and scopes
+ *     as       RFC 8414 / OpenID configuration of that issuer (with the
+ *              issuer-path variants): the endpoints
+ *   register   RFC 7591, when no client_id is configured.
+ * Scopes: configured, else WWW-Authenticate's, else scopes_supported,
+ * else none.  resource (RFC 8707): configured, else the metadata's, else
+ * the server URL.  Asks that need the endpoints wait for them.
+ * A flow is stored before its authorize URL is given out; it is used
+ * once (claimed when its code arrives, deleted after), and expires after
+ * 15 minutes.
+ */
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/credential/cred_impl.h"
+#include "actors/kernel/log.h"
+#include "codec/mp.h"
+
+/* An initiate ask waiting for endpoints. */
+typedef struct pend {
+	uint64_t     corr;
+	char        *mode;
+	char        *identity;
+	struct pend *next;
+} pend;
+
+struct disc {
+	cclient *c;                   /* whose */
+	int      step;                /* 0 probe, 1 prm, 2 as, 3 register */
+	char     urls[4][OA_URL_MAX]; /* candidates of this step */
+	int      nurls;               /* how many */
+	int      at;                  /* the one being tried */
+	char     scope[512];          /* from WWW-Authenticate */
+	char     rm[OA_URL_MAX];      /* resource_metadata */
+	json_t  *meta;                /* being built */
+	oa_req  *req;                 /* in flight */
+	pend    *waiting;             /* asks for a flow */
+};
+
+static void disc_step(disc *d);
+static void make_flow(cr_self *cr, cclient *c, const char *mode,
+                      const char *identity, uint64_t corr);
+
+static const char *
+meta_str(const json_t *m, const char *key)
+{
+	const char *s = json_string_value(json_object_get(m, key));
+
+	return (s != NULL && *s != '\0' ? s : NULL);
+}
+
+void
+cr_disc_free(disc *d)
+{
+	if (d == NULL) {
+		return;
+	}
+	oa_cancel(&d->req);
+	json_decref(d->meta);
+	while (d->waiting != NULL) {
+		pend *p    = d->waiting;
+		d->waiting = p->next;
+		cr_reply_error(d->c->cr, p->corr, MK_ECLOSED, NULL,
+		               "the client went away");
+		free(p->mode);
+		free(p->identity);
+		free(p);
+	}
+	free(d);
+}
+
+/* Ends the discovery: endpoints known (err NULL) or not. */
+static void
+disc_end(disc *d, const char *err)
+{
+	cclient *c  = d->c;
+	cr_self *cr = c->cr;
+	pend    *p;
+
+	c->disc = NULL;
+	if (err == NULL) {
+		json_decref(c->meta);
+		c->meta = json_incref(d->meta);
+		json_object_set(c->meta, "configured",
+		                c->oauth != NULL ? c->oauth : json_null());
+		char   *text = json_dumps(c->meta, JSON_COMPACT);
+		json_t *row =
+		        json_pack("{s:s, s:s, s:s}", "id", c->id, "client_id",
+		                  c->id, "config", text != NULL ? text : "{}");
+		(void)cr_persist(cr, "oauth_configs", row, false, NULL, NULL);
+		json_decref(row);
+		if (text != NULL) {
+			OPENSSL_cleanse(text, strlen(text));
+			free(text);
+		}
+		KN_INFO("credential", "%s: OAuth endpoints resolved", c->name);
+	} else {
+		KN_WARN("credential", "%s: OAuth discovery failed: %s",
+		        c->name, err);
+	}
+	while ((p = d->waiting) != NULL) {
+		d->waiting = p->next;
+		if (err == NULL) {
+			make_flow(cr, c, p->mode, p->identity, p->corr);
+		} else {
+			cr_reply_error(
+			        cr, p->corr, MK_EUPSTREAM, NULL,
+			        "OAuth discovery for MCP client %s failed: "
+			        "%s",
+			        c->name, err);
+		}
+		free(p->mode);
+		free(p->identity);
+		free(p);
+	}
+	json_decref(d->meta);
+	d->meta = NULL;
+	free(d);
+}
+
+static void on_disc(void *arg, const oa_reply *r);
+
+static void
+disc_fetch(disc *d)
+{
+	oa_send s    = {.url = d->urls[d->at], .timeout_ms = CR_HTTP_MS};
+	char   *json = NULL;
+
+	if (d->step == 3) {
+		json_t *r = json_pack(
+		        "{s:s, s:[s], s:[s,s], s:[s], s:s}", "client_name",
+		        "mcpkeep", "redirect_uris", d->c->cr->redirect,
+		        "grant_types", "authorization_code", "refresh_token",
+		        "response_types", "code", "token_endpoint_auth_method",
+		        "none");
+		json = r != NULL ? json_dumps(r, JSON_COMPACT) : NULL;
+		json_decref(r);
+		s.json = json != NULL ? json : "{}";
+	}
+	if (oa_fetch(d->c->cr->loop, &s, on_disc, d, &d->req) != 0) {
+		free(json);
+		disc_end(d, "out of memory");
+		return;
+	}
+	free(json);
+}
+
+/* The JSON object of a 2xx answer, or NULL. */
+static json_t *
+answer_object(const oa_reply *r)
+{
+	json_t *o;
+
+	if (r->err != NULL ||
+	    !json_is_object(o = json_loadb(r->body, r->len, 0, NULL))) {
+		return (NULL);
+	}
+	return (o);
+}
+
+static void
+on_disc(void *arg, const oa_reply *r)
+{
+	disc   *d = arg;
+	json_t *o;
+	char    err[600];
+
+	d->req = NULL;
+	switch (d->step) {
+	case 0: /* the probe: any answer will do; a 401 says most */
+		oa_www_param(r->www_auth, "resource_metadata", d->rm,
+		             sizeof(d->rm));
+		oa_www_param(r->www_auth, "scope", d->scope, sizeof(d->scope));
+		d->step = 1;
+		disc_step(d);
+		return;
+	case 1:
+		if ((o = answer_object(r)) == NULL) {
+			break; /* the next candidate */
+		}
+		{
+			json_t *as = json_array_get(
+			        json_object_get(o, "authorization_servers"),
+			        0);
+			json_t *ss = json_object_get(o, "scopes_supported");
+			if (!json_is_string(as)) {
+				json_decref(o);
+				break;
+			}
+			json_object_set(d->meta, "issuer", as);
+			if (meta_str(o, "resource") != NULL &&
+			    json_object_get(d->meta, "resource") == NULL) {
+				json_object_set(
+				        d->meta, "resource",
+				        json_object_get(o, "resource"));
+			}
+			if (json_is_array(ss) && json_array_size(ss) > 0 &&
+			    json_object_get(d->meta, "scope") == NULL &&
+			    d->scope[0] == '\0') {
+				char    buf[512] = "";
+				size_t  i;
+				json_t *v;
+				json_array_foreach(ss, i, v)
+				{
+					if (json_is_string(v)) {
+						snprintf(buf + strlen(buf),
+						         sizeof(buf) -
+						                 strlen(buf),
+						         "%s%s",
+						         buf[0] ? " " : "",
+						         json_string_value(v));
+					}
+				}
+				json_object_set_new(d->meta, "scope",
+				                    json_string(buf));
+			}
+			json_decref(o);
+		}
+		d->step = 2;
+		disc_step(d);
+		return;
+	case 2:
+		if ((o = answer_object(r)) == NULL ||
+		    meta_str(o, "authorization_endpoint") == NULL ||
+		    meta_str(o, "token_endpoint") == NULL) {
+			json_decref(o);
+			break;
+		}
+		json_object_set(d->meta, "authorize_url",
+		                json_object_get(o, "authorization_endpoint"));
+		json_object_set(d->meta, "token_url",
+		                json_object_get(o, "token_endpoint"));
+		if (meta_str(o, "registration_endpoint") != NULL &&
+		    json_object_get(d->meta, "registration_url") == NULL) {
+			json_object_set(
+			        d->meta, "registration_url",
+			        json_object_get(o, "registration_endpoint"));
+		}
+		json_decref(o);
+		d->step = 3;
+		disc_step(d);
+		return;
+	case 3:
+		if ((o = answer_object(r)) == NULL ||
+		    meta_str(o, "client_id") == NULL) {
+			snprintf(err, sizeof(err),
+			         "dynamic client registration at %.300s "
+			         "failed%s%.200s",
+			         d->urls[0], r->err != NULL ? ": " : "",
+			         r->err != NULL ? r->err->message : "");
+			json_decref(o);
+			disc_end(d, err);
+			return;
+		}
+		json_object_set(d->meta, "client_id",
+		                json_object_get(o, "client_id"));
+		if (meta_str(o, "client_secret") != NULL) {
+			json_object_set(d->meta, "client_secret",
+			                json_object_get(o, "client_secret"));
+		}
+		json_object_set_new(
+		        d->meta, "auth_method",
+		        json_string(meta_str(o, "client_secret") != NULL
+		                            ? "client_secret_basic"
+		                            : "none"));
+		json_decref(o);
+		d->step = 4;
+		disc_step(d);
+		return;
+	}
+	if (++d->at < d->nurls) {
+		disc_fetch(d);
+		return;
+	}
+	snprintf(err, sizeof(err), "%s at %.300s%s%.200s",
+	         d->step == 1 ? "no protected-resource metadata"
+	                      : "no authorization-server metadata",
+	         d->urls[0], r->err != NULL ? ": " : "",
+	         r->err != NULL ? r->err->message : "");
+	disc_end(d, err);
+}
+
+/* Runs the next step that has something to do. */
+static void
+disc_step(disc *d)
+{
+	cclient *c = d->c;
+
+	d->at = 0;
+	for (;; d->step++) {
+		switch (d->step) {
+		case 0:
+			if (meta_str(d->meta, "authorize_url") != NULL &&
+			    meta_str(d->meta, "token_url") != NULL) {
+				d->step = 2; /* configured: skip to register */
+				continue;
+			}
+			if (c->url == NULL) {
+				disc_end(d, "no server URL to discover from");
+				return;
+			}
+			snprintf(d->urls[0], OA_URL_MAX, "%s", c->url);
+			d->nurls = 1;
+			disc_fetch(d);
+			return;
+		case 1:
+			if (d->rm[0] != '\0') {
+				snprintf(d->urls[0], OA_URL_MAX, "%s", d->rm);
+				d->nurls = 1;
+			} else {
+				d->nurls = oa_prm_urls(c->url, d->urls, 4);
+			}
+			if (d->nurls == 0) {
+				disc_end(d, "the server URL is not http(s)");
+				return;
+			}
+			disc_fetch(d);
+			return;
+		case 2:
+			if (meta_str(d->meta, "authorize_url") != NULL &&
+			    meta_str(d->meta, "token_url") != NULL) {
+				continue;
+			}
+			d->nurls = oa_as_meta_urls(meta_str(d->meta, "issuer"),
+			                           d->urls, 4);
+			if (d->nurls == 0) {
+				disc_end(d,
+				         "the authorization server is not "
+				         "http(s)");
+				return;
+			}
+			disc_fetch(d);
+			return;
+		case 3:
+			if (meta_str(d->meta, "client_id") != NULL) {
+				continue;
+			}
+			if (meta_str(d->meta, "registration_url") == NULL) {
+				disc_end(d,
+				         "no client_id is configured and the "
+				         "authorization server offers no "
+				         "registration");
+				return;
+			}
+			snprintf(d->urls[0], OA_URL_MAX, "%s",
+			         meta_str(d->meta, "registration_url"));
+			d->nurls = 1;
+			disc_fetch(d);
+			return;
+		default:
+			if (json_object_get(d->meta, "scope") == NULL &&
+			    d->scope[0] != '\0') {
+				json_object_set_new(d->meta, "scope",
+				                    json_string(d->scope));
+			}
+			if (json_object_get(d->meta, "resource") == NULL &&
+			    c->url != NULL) {
+				json_object_set_new(d->meta, "resource",
+				                    json_string(c->url));
+			}
+			disc_end(d, NULL);
+			return;
+		}
+	}
+}
+
+/* Starts resolving c's endpoints (the configured parts first). */
+static disc *
+disc_start(cclient *c)
+{
+	disc       *d = calloc(1, sizeof(*d));
+	const char *k;
+	json_t     *v, *scopes;
+
+	if (d == NULL || (d->meta = json_object()) == NULL) {
+		free(d);
+		return (NULL);
+	}
+	d->c = c;
+	json_object_foreach(c->oauth, k, v)
+	{
+		if (json_is_string(v) && *json_string_value(v) != '\0' &&
+		    strcmp(k, "scopes") != 0) {
+			json_object_set(d->meta, k, v);
+		}
+	}
+	scopes = json_object_get(c->oauth, "scopes");
+	if (json_is_array(scopes) && json_array_size(scopes) > 0) {
+		char   buf[512] = "";
+		size_t i;
+		json_array_foreach(scopes, i, v)
+		{
+			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
+			         "%s%s", buf[0] ? " " : "",
+			         json_string_value(v) != NULL
+			                 ? json_string_value(v)
+			                 : "");
+		}
+		json_object_set_new(d->meta, "scope", json_string(buf));
+	}
+	if (meta_str(d->meta, "client_id") != NULL &&
+	    json_object_get(d->meta, "auth_method") == NULL) {
+		json_object_set_new(
+		        d->meta, "auth_method",
+		        json_string(meta_str(d->meta, "client_secret")
+		                            ? "client_secret_basic"
+		                            : "none"));
+	}
+	c->disc = d;
+	disc_step(d);
+	return (d);
+}
+
+int
+cr_client_auth(const cclient *c, char **form, oa_send *s)
+{
+	const char *id     = meta_str(c->meta, "client_id");
+	const char *secret = meta_str(c->meta, "client_secret");
+	const char *method = meta_str(c->meta, "auth_method");
+
+	if (id == NULL) {
+		return (0);
+	}
+	if (secret != NULL &&
+	    (method == NULL || strcmp(method, "client_secret_post") != 0)) {
+		s->basic_id   = id;
+		s->basic_pass = secret;
+		return (0);
+	}
+	if (oa_form_add(form, "client_id", id) != 0 ||
+	    (secret != NULL &&
+	     oa_form_add(form, "client_secret", secret) != 0)) {
+		return (MK_ENOMEM);
+	}
+	return (0);
+}
+
+/* ---- flows ----------------------------------------------------------------
+ */
+
+void
+cr_flow_free(flow *f)
+{
+	oa_cancel(&f->req);
+	if (f->verifier != NULL) {
+		OPENSSL_cleanse(f->verifier, strlen(f->verifier));
+	}
+	free(f->verifier);
+	free(f->client_id);
+	free(f->mode);
+	free(f->identity);
+	free(f->redirect);
+	free(f);
+}
+
+static void
+flow_drop(cr_self *cr, flow *f)
+{
+	json_t *key = json_pack("{s:s}", "state", f->state);
+
+	strmap_del(&cr->flows, &f->ent);
+	cr->nflows--;
+	(void)cr_persist(cr, "oauth_flows", key, true, NULL, NULL);
+	json_decref(key);
+	cr_flow_free(f);
+}
+
+static flow *
+flow_new(cr_self *cr, const char *client, const char *mode,
+         const char *identity, const char *verifier, const char *state,
+         const char *redirect, int64_t expires_at)
+{
+	flow *f = calloc(1, sizeof(*f));
+
+	if (f == NULL) {
+		return (NULL);
+	}
+	snprintf(f->state, sizeof(f->state), "%s", state);
+	f->client_id  = strdup(client);
+	f->mode       = strdup(mode);
+	f->identity   = strdup(identity);
+	f->verifier   = strdup(verifier);
+	f->redirect   = strdup(redirect);
+	f->expires_at = expires_at;
+	f->cr         = cr;
+	f->ent.key    = f->state;
+	if (f->client_id == NULL || f->mode == NULL || f->identity == NULL ||
+	    f->verifier == NULL || f->redirect == NULL ||
+	    strmap_put(&cr->flows, &f->ent) != 0) {
+		cr_flow_free(f);
+		return (NULL);
+	}
+	cr->nflows++;
+	return (f);
+}
+
+void
+cr_flows_restore(cr_self *cr, json_t *rows)
+{
+	size_t  i;
+	json_t *r;
+
+	json_array_foreach(rows, i, r)
+	{
+		const char *st =
+		        json_string_value(json_object_get(r, "state"));
+		const char *cl =
+		        json_string_value(json_object_get(r, "client_id"));
+		const char *mo = json_string_value(json_object_get(r, "mode"));
+		const char *id =
+		        json_string_value(json_object_get(r, "identity"));
+		const char *ve =
+		        json_string_value(json_object_get(r, "pkce_verifier"));
+		const char *re =
+		        json_string_value(json_object_get(r, "redirect_uri"));
+		int64_t exp =
+		        json_integer_value(json_object_get(r, "expires_at"));
+
+		if (st == NULL || cl == NULL || mo == NULL || id == NULL ||
+		    ve == NULL || re == NULL || strlen(st) != OA_STATE_LEN) {
+			KN_WARN("credential",
+			        "a stored OAuth flow is "
+			        "incomplete: skipped");
+			continue;
+		}
+		if (exp <= cr_now()) {
+			json_t *key = json_pack("{s:s}", "state", st);
+			(void)cr_persist(cr, "oauth_flows", key, true, NULL,
+			                 NULL);
+			json_decref(key);
+			continue; /* expired while we were down */
+		}
+		(void)flow_new(cr, cl, mo, id, ve, st, re, exp);
+	}
+}
+
+/* Restored endpoint sets wait here until their client registers. */
+void
+cr_meta_restore(cr_self *cr, json_t *rows)
+{
+	size_t  i;
+	json_t *r;
+
+	json_array_foreach(rows, i, r)
+	{
+		const char *id = json_string_value(json_object_get(r, "id"));
+		const char *text =
+		        json_string_value(json_object_get(r, "config"));
+		json_t *m = text != NULL ? json_loads(text, 0, NULL) : NULL;
+
+		if (id == NULL || !json_is_object(m)) {
+			json_decref(m);
+			continue;
+		}
+		if (cr->saved == NULL) {
+			cr->saved = json_object();
+		}
+		json_object_set_new(cr->saved, id, m);
+	}
+}
+
+typedef struct made {
+	cr_self *cr;
+	uint64_t corr;
+	char    *url;
+	char     state[OA_STATE_LEN + 1];
+} made;
+
+/* The flow is on disk: its authorize URL may go out. */
+static void
+flow_stored(kn_actor *self, void *arg, int status, const void *data,
+            size_t len)
+{
+	made *m = arg;
+	mp_w  w;
+
+	if (status != 0) {
+		cr_reply_error(m->cr, m->corr, MK_ESYS, NULL,
+		               "the OAuth flow could not be stored: %s",
+		               mk_strerror(status));
+	} else {
+		mp_w_init(&w);
+		mp_map(&w, 2);
+		mp_kv_str(&w, "authorize_url", m->url);
+		mp_kv_str(&w, "state", m->state);
+		kn_reply_corr(kn_actor_kernel(self), m->corr, 0, w.sb.data,
+		              w.sb.size);
+		mp_w_fini(&w);
+	}
+	free(m->url);
+	free(m);
+}
+
+static void
+make_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
+          uint64_t corr)
+{
+	char        state[OA_STATE_LEN + 1], ver[OA_VERIFIER_LEN + 1];
+	char        ch[OA_CHALLENGE_LEN + 1];
+	const char *auth  = meta_str(c->meta, "authorize_url");
+	const char *scope = meta_str(c->meta, "scope");
+	const char *res   = meta_str(c->meta, "resource");
+	char       *q     = NULL, *url;
+	made       *m;
+	flow       *f;
+	json_t     *row;
+
+	if (oa_random_state(state) != 0 || oa_pkce(ver, ch) != 0 ||
+	    oa_form_add(&q, "response_type", "code") != 0 ||
+	    oa_form_add(&q, "client_id", meta_str(c->meta, "client_id")) !=
+	            0 ||
+	    oa_form_add(&q, "redirect_uri", cr->redirect) != 0 ||
+	    oa_form_add(&q, "state", state) != 0 ||
+	    oa_form_add(&q, "code_challenge", ch) != 0 ||
+	    oa_form_add(&q, "code_challenge_method", "S256") != 0 ||
+	    (scope != NULL && oa_form_add(&q, "scope", scope) != 0) ||
+	    (res != NULL && oa_form_add(&q, "resource", res) != 0)) {
+		free(q);
+		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
+		return;
+	}
+	size_t n = strlen(auth) + strlen(q) + 2;
+	if ((url = malloc(n)) == NULL || (m = calloc(1, sizeof(*m))) == NULL) {
+		free(url);
+		free(q);
+		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
+		return;
+	}
+	snprintf(url, n, "%s%s%s", auth, strchr(auth, '?') ? "&" : "?", q);
+	free(q);
+	f = flow_new(cr, c->id, mode, identity, ver, state, cr->redirect,
+	             cr_now() + CR_FLOW_TTL_S);
+	OPENSSL_cleanse(ver, sizeof(ver));
+	if (f == NULL) {
+		free(url);
+		free(m);
+		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
+		return;
+	}
+	m->cr   = cr;
+	m->corr = corr;
+	m->url  = url;
+	memcpy(m->state, state, sizeof(state));
+	row = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I}", "state",
+	                f->state, "client_id", f->client_id, "mode", f->mode,
+	                "identity", f->identity, "pkce_verifier", f->verifier,
+	                "redirect_uri", f->redirect, "status", "pending",
+	                "expires_at", (json_int_t)f->expires_at);
+	if (row == NULL ||
+	    cr_persist(cr, "oauth_flows", row, false, flow_stored, m) != 0) {
+		flow_stored(cr->self, m, MK_ENOMEM, NULL, 0);
+	}
+	json_decref(row);
+	KN_INFO("credential", "%s: OAuth flow started (%s)", c->name, mode);
+}
+
+void
+cr_initiate(cr_self *cr, kn_msg *msg)
+{
+	uint64_t corr = kn_defer(msg);
+	mp_r     r;
+	char    *who, *mode, *identity;
+	cclient *c;
+	pend    *p;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	who      = mp_dup_str(mp_get(&r, "client"));
+	mode     = mp_dup_str(mp_get(&r, "mode"));
+	identity = mp_dup_str(mp_get(&r, "identity"));
+	mp_r_close(&r);
+	if (mode == NULL) {
+		mode = strdup("shared");
+	}
+	if (identity == NULL) {
+		identity = strdup("");
+	}
+	c = who != NULL ? cr_client(cr, who) : NULL;
+	if (c == NULL) {
+		cr_reply_error(cr, corr, MK_ENOENT, NULL,
+		               "no MCP client %.200s",
+		               who ? who : "(none given)");
+	} else if (c->auth != CFG_AUTH_OAUTH &&
+	           c->auth != CFG_AUTH_PER_USER_OAUTH) {
+		cr_reply_error(cr, corr, MK_EINVAL, NULL,
+		               "MCP client %s uses auth_type %s: it has no "
+		               "OAuth flow",
+		               c->name, cfg_auth_name(c->auth));
+	} else if (c->meta != NULL) {
+		make_flow(cr, c, mode, identity, corr);
+	} else if ((p = calloc(1, sizeof(*p))) == NULL ||
+	           (c->disc == NULL && disc_start(c) == NULL)) {
+		free(p);
+		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
+	} else if (c->disc == NULL) {
+		/* resolved at once (all configured): c->meta is set */
+		free(p);
+		make_flow(cr, c, mode, identity, corr);
+	} else {
+		p->corr          = corr;
+		p->mode          = mode;
+		p->identity      = identity;
+		p->next          = c->disc->waiting;
+		c->disc->waiting = p;
+		mode = identity = NULL;
+	}
+	free(who);
+	free(mode);
+	free(identity);
+}
+
+/* ---- completing a flow ----------------------------------------------------
+ */
+
+typedef struct done {
+	cr_self *cr;
+	uint64_t corr;
+	char    *client_id;
+} done;
+
+static void
+token_stored(kn_actor *self, void *arg, int status, const void *data,
+             size_t len)
+{
+	done *d = arg;
+	mp_w  w;
+
+	if (status != 0) {
+		KN_WARN("credential",
+		        "%s: the new token is not on disk yet: %s",
+		        d->client_id, mk_strerror(status));
+	}
+	mp_w_init(&w);
+	mp_map(&w, 1);
+	mp_kv_str(&w, "client_id", d->client_id);
+	kn_reply_corr(kn_actor_kernel(self), d->corr, 0, w.sb.data, w.sb.size);
+	mp_w_fini(&w);
+	cr_notify(d->cr, d->client_id, "active", NULL);
+	free(d->client_id);
+	free(d);
+}
+
+static void
+on_code(void *arg, const oa_reply *r)
+{
+	flow    *f  = arg;
+	cr_self *cr = f->cr;
+	char     code[64], why[256];
+	oa_token nt;
+	token   *t;
+	done    *d = NULL;
+
+	f->req = NULL;
+	if (r->err != NULL) {
+		oa_error_code(r->body, r->len, code, sizeof(code));
+		cr_reply_error(
+		        cr, f->corr, MK_EINVAL, NULL,
+		        "the authorization server refused the code: %s%s%s",
+		        r->err->message, code[0] ? ": " : "", code);
+		flow_drop(cr, f);
+		return;
+	}
+	if (oa_token_parse(r->body, r->len, &nt, why, sizeof(why)) != 0) {
+		cr_reply_error(cr, f->corr, MK_EUPSTREAM, NULL, "%s", why);
+		flow_drop(cr, f);
+		return;
+	}
+	if ((t = cr_token(cr, f->client_id, f->mode, f->identity, true)) ==
+	            NULL ||
+	    (d = calloc(1, sizeof(*d))) == NULL ||
+	    (d->client_id = strdup(f->client_id)) == NULL) {
+		free(d);
+		oa_token_fini(&nt);
+		cr_reply_error(cr, f->corr, MK_ENOMEM, NULL, "out of memory");
+		flow_drop(cr, f);
+		return;
+	}
+	cr_refresh_stop(t); /* a refresh of the old grant is moot */
+	free(t->access);
+	free(t->refresh);
+	free(t->scopes);
+	t->access     = nt.access;
+	t->refresh    = nt.refresh;
+	t->scopes     = nt.scope;
+	t->expires_at = nt.expires_in > 0 ? cr_now() + nt.expires_in : 0;
+	t->refreshed  = cr_now();
+	t->active     = true;
+	d->cr         = cr;
+	d->corr       = f->corr;
+	KN_INFO("credential", "%s: authorized (%s)", f->client_id, f->mode);
+	flow_drop(cr, f);
+	cr_refresh_ahead(cr, t);
+	/* durable before the caller hears "authorized" */
+	json_t *row = json_pack(
+	        "{s:s, s:s, s:s, s:s, s:s?, s:s, s:s?, s:I, s:I, s:s}",
+	        "client_id", t->client_id, "mode", t->mode, "identity",
+	        t->identity, "access_token", t->access, "refresh_token",
+	        t->refresh, "token_type", "Bearer", "scopes", t->scopes,
+	        "expires_at", (json_int_t)t->expires_at, "last_refreshed",
+	        (json_int_t)t->refreshed, "status", "active");
+	if (row == NULL ||
+	    cr_persist(cr, "oauth_tokens", row, false, token_stored, d) != 0) {
+		token_stored(cr->self, d, MK_ENOMEM, NULL, 0);
+	}
+	json_decref(row);
+}
+
+void
+cr_complete(cr_self *cr, kn_msg *msg)
+{
+	uint64_t    corr = kn_defer(msg);
+	mp_r        r;
+	char       *state, *code, *form = NULL;
+	strmap_ent *e;
+	flow       *f;
+	cclient    *c;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	state = mp_dup_str(mp_get(&r, "state"));
+	code  = mp_dup_str(mp_get(&r, "code"));
+	mp_r_close(&r);
+	e = state != NULL ? strmap_get(&cr->flows, state) : NULL;
+	f = (flow *)e;
+	if (f == NULL || f->claiming) {
+		cr_reply_error(cr, corr, MK_EINVAL, NULL,
+		               "unknown or already used OAuth state");
+	} else if (f->expires_at <= cr_now()) {
+		cr_reply_error(cr, corr, MK_EINVAL, NULL,
+		               "the OAuth flow expired: start it again");
+		flow_drop(cr, f);
+	} else if (code == NULL || *code == '\0') {
+		cr_reply_error(cr, corr, MK_EINVAL, NULL,
+		               "the OAuth callback carries no code");
+	} else if ((c = cr_client(cr, f->client_id)) == NULL ||
+	           c->meta == NULL) {
+		cr_reply_error(cr, corr, MK_ENOENT, NULL,
+		               "the OAuth flow's MCP client is gone");
+		flow_drop(cr, f);
+	} else {
+		oa_send     s   = {.url        = meta_str(c->meta, "token_url"),
+		                   .timeout_ms = CR_HTTP_MS};
+		const char *res = meta_str(c->meta, "resource");
+		f->claiming     = true; /* single use from here on */
+		f->corr         = corr;
+		if (oa_form_add(&form, "grant_type", "authorization_code") !=
+		            0 ||
+		    oa_form_add(&form, "code", code) != 0 ||
+		    oa_form_add(&form, "redirect_uri", f->redirect) != 0 ||
+		    oa_form_add(&form, "code_verifier", f->verifier) != 0 ||
+		    (res != NULL &&
+		     oa_form_add(&form, "resource", res) != 0) ||
+		    cr_client_auth(c, &form, &s) != 0) {
+			cr_reply_error(cr, corr, MK_ENOMEM, NULL,
+			               "out of memory");
+			flow_drop(cr, f);
+		} else {
+			s.form = form;
+			cr->token_requests++;
+			if (oa_fetch(cr->loop, &s, on_code, f, &f->req) != 0) {
+				cr_reply_error(cr, corr, MK_ENOMEM, NULL,
+				               "out of memory");
+				flow_drop(cr, f);
+			}
+		}
+		if (form != NULL) {
+			OPENSSL_cleanse(form, strlen(form));
+		}
+		free(form);
+	}
+	if (code != NULL) {
+		OPENSSL_cleanse(code, strlen(code));
+	}
+	free(state);
+	free(code);
+}

@@ -1,0 +1,291 @@
+/*
+ * refresh.c - single-flight refresh of a token, and refresh ahead of
+ * expiry (SPEC section 6).
+ *
+ * DESIGN: a token has at most one refresh request in flight; every ask
+ * that needs it meanwhile joins its waiter list and gets its outcome.
+ * Outcomes:
+ *   2xx                  the new tokens replace the old ones only if the
+ *                        refresh token spent is still the token's
+ *                        (compare-and-swap: a reauthorization may have
+ *                        replaced it meanwhile), stored durably before
+ *                        anyone uses them;
+ *   401, or 400 with invalid_grant / unauthorized_client
+ *                        permanent: the token is needs_reauth (stored),
+ *                        its client told;
+ *   5xx, network         transient: retried 3 times, 1 s * 2^n apart;
+ *   other 4xx            failed for now, the token left as it is.
+ * Shared and admin tokens are refreshed ahead of expiry: at 80% of their
+ * life, at most 5 minutes early, with +-10% jitter.
+ */
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/credential/cred_impl.h"
+#include "actors/kernel/log.h"
+
+#define RETRIES       3
+#define RETRY_BASE_MS 1000
+#define AHEAD_MAX_S   300
+
+static void start(cr_self *cr, token *t);
+
+static void
+answer_all(cr_self *cr, token *t, int status, const char *fmt,
+           const char *detail)
+{
+	tokw *w;
+
+	while ((w = t->waiters) != NULL) {
+		t->waiters = w->next;
+		if (status == 0) {
+			cr_answer_token(cr, t, w->corr);
+		} else {
+			cr_reply_error(cr, w->corr, status,
+			               status == MK_ESTATE ? "needs_reauth"
+			                                   : NULL,
+			               fmt, t->client_id, detail);
+		}
+		free(w);
+	}
+}
+
+void
+cr_refresh_stop(token *t)
+{
+	oa_cancel(&t->req);
+	if (t->retry != 0) {
+		kn_timer_cancel(t->cr->self, t->retry);
+		t->retry = 0;
+	}
+	if (t->ahead != 0) {
+		kn_timer_cancel(t->cr->self, t->ahead);
+		t->ahead = 0;
+	}
+	while (t->waiters != NULL) {
+		tokw *w    = t->waiters;
+		t->waiters = w->next;
+		cr_reply_error(t->cr, w->corr, MK_ECLOSED, NULL,
+		               "the credential was dropped");
+		free(w);
+	}
+	if (t->prior != NULL) {
+		OPENSSL_cleanse(t->prior, strlen(t->prior));
+		free(t->prior);
+		t->prior = NULL;
+	}
+}
+
+static void
+retry_tick(kn_actor *self, void *arg)
+{
+	token *t = arg;
+
+	t->retry = 0;
+	start(t->cr, t);
+}
+
+static void
+ahead_tick(kn_actor *self, void *arg)
+{
+	token *t = arg;
+
+	t->ahead = 0;
+	if (t->active && t->req == NULL && t->retry == 0) {
+		KN_DEBUG("credential", "%s: refreshing ahead of expiry",
+		         t->client_id);
+		start(t->cr, t);
+	}
+}
+
+void
+cr_refresh_ahead(cr_self *cr, token *t)
+{
+	int64_t life, lead, at;
+
+	if (t->ahead != 0) {
+		kn_timer_cancel(cr->self, t->ahead);
+		t->ahead = 0;
+	}
+	if (t->expires_at == 0 || t->refresh == NULL || !t->active ||
+	    (strcmp(t->mode, "shared") != 0 &&
+	     strcmp(t->mode, "admin") != 0)) {
+		return;
+	}
+	life = t->expires_at - cr_now();
+	lead = life / 5 < AHEAD_MAX_S ? life / 5 : AHEAD_MAX_S;
+	if (lead < CR_SKEW_S) {
+		lead = CR_SKEW_S; /* before asks would refresh it anyway */
+	}
+	at = life - lead;
+	at += (at / 10) * ((rand() % 201) - 100) / 100; /* +-10% */
+	t->ahead =
+	        kn_timer_add(cr->self, at > 0 ? at * 1000 : 0, ahead_tick, t);
+}
+
+/* The token endpoint's answer to a refresh. */
+static void
+on_reply(void *arg, const oa_reply *r)
+{
+	token   *t  = arg;
+	cr_self *cr = t->cr;
+	char     code[64], why[256];
+	oa_token nt;
+
+	t->req = NULL;
+	oa_error_code(r->body, r->len, code, sizeof(code));
+	if (r->err == NULL) {
+		if (oa_token_parse(r->body, r->len, &nt, why, sizeof(why)) !=
+		    0) {
+			KN_WARN("credential", "%s: token refresh failed: %s",
+			        t->client_id, why);
+			answer_all(
+			        cr, t, MK_EUPSTREAM,
+			        "token refresh for MCP client %s failed: %s",
+			        why);
+			goto out;
+		}
+		if (t->refresh == NULL || t->prior == NULL ||
+		    strcmp(t->refresh, t->prior) != 0) {
+			/* replaced meanwhile (a reauthorization): the newer
+			 * tokens win; this answer is dropped */
+			oa_token_fini(&nt);
+			answer_all(cr, t, 0, NULL, NULL);
+			goto out;
+		}
+		OPENSSL_cleanse(t->access, strlen(t->access));
+		free(t->access);
+		t->access = nt.access;
+		nt.access = NULL;
+		if (nt.refresh != NULL) { /* rotated */
+			OPENSSL_cleanse(t->refresh, strlen(t->refresh));
+			free(t->refresh);
+			t->refresh = nt.refresh;
+			nt.refresh = NULL;
+		}
+		if (nt.scope != NULL) {
+			free(t->scopes);
+			t->scopes = nt.scope;
+			nt.scope  = NULL;
+		}
+		t->expires_at =
+		        nt.expires_in > 0 ? cr_now() + nt.expires_in : 0;
+		t->refreshed = cr_now();
+		oa_token_fini(&nt);
+		cr_token_store(cr, t);
+		KN_DEBUG("credential", "%s: token refreshed", t->client_id);
+		answer_all(cr, t, 0, NULL, NULL);
+		cr_refresh_ahead(cr, t);
+		cr_notify(cr, t->client_id, "refreshed", NULL);
+		goto out;
+	}
+	if (r->status == 401 ||
+	    (r->status == 400 &&
+	     (strcmp(code, "invalid_grant") == 0 ||
+	      strcmp(code, "unauthorized_client") == 0))) {
+		snprintf(why, sizeof(why),
+		         "token refresh rejected by the authorization server "
+		         "(HTTP %ld%s%s)",
+		         r->status, code[0] ? " " : "", code);
+		KN_WARN("credential", "%s: %s: needs reauthorization",
+		        t->client_id, why);
+		t->active = false;
+		cr_token_store(cr, t);
+		answer_all(cr, t, MK_ESTATE, "MCP client %s: %s", why);
+		cr_notify(cr, t->client_id, "needs_reauth", why);
+		goto out;
+	}
+	if ((r->status >= 500 || r->status == 0) && t->attempt < RETRIES) {
+		int64_t ms = (int64_t)RETRY_BASE_MS << t->attempt;
+		KN_DEBUG("credential",
+		         "%s: token refresh failed (%s); retry in "
+		         "%lld ms",
+		         t->client_id, r->err->message, (long long)ms);
+		t->attempt++;
+		t->retry = kn_timer_add(cr->self, ms, retry_tick, t);
+		return; /* waiters keep waiting */
+	}
+	snprintf(why, sizeof(why), "%.180s%s%s", r->err->message,
+	         code[0] ? ": " : "", code);
+	KN_WARN("credential", "%s: token refresh failed: %s", t->client_id,
+	        why);
+	answer_all(cr, t, MK_EUPSTREAM,
+	           "token refresh for MCP client %s failed: %s", why);
+out:
+	t->attempt = 0;
+	if (t->prior != NULL) {
+		OPENSSL_cleanse(t->prior, strlen(t->prior));
+		free(t->prior);
+		t->prior = NULL;
+	}
+}
+
+/* Sends the refresh request (first or a retry). */
+static void
+start(cr_self *cr, token *t)
+{
+	cclient    *c = cr_client(cr, t->client_id);
+	const char *url;
+	char       *form = NULL;
+	oa_send     s    = {.timeout_ms = CR_HTTP_MS};
+
+	url = c != NULL && c->meta != NULL
+	        ? json_string_value(json_object_get(c->meta, "token_url"))
+	        : NULL;
+	if (t->refresh == NULL || url == NULL) {
+		answer_all(
+		        cr, t, MK_ESTATE, "MCP client %s: %s",
+		        t->refresh == NULL
+		                ? "the token expired and there is no refresh "
+		                  "token: reauthorize"
+		                : "no token endpoint is known: reauthorize");
+		return;
+	}
+	if (t->prior == NULL && (t->prior = strdup(t->refresh)) == NULL) {
+		answer_all(cr, t, MK_ENOMEM, "MCP client %s: %s",
+		           "out of memory");
+		return;
+	}
+	const char *resource =
+	        json_string_value(json_object_get(c->meta, "resource"));
+	s.url = url;
+	if (oa_form_add(&form, "grant_type", "refresh_token") != 0 ||
+	    oa_form_add(&form, "refresh_token", t->prior) != 0 ||
+	    (resource != NULL &&
+	     oa_form_add(&form, "resource", resource) != 0) ||
+	    cr_client_auth(c, &form, &s) != 0) {
+		answer_all(cr, t, MK_ENOMEM, "MCP client %s: %s",
+		           "out of memory");
+		return;
+	}
+	s.form = form;
+	cr->refreshes++;
+	cr->token_requests++;
+	if (oa_fetch(cr->loop, &s, on_reply, t, &t->req) != 0) {
+		answer_all(cr, t, MK_ENOMEM, "MCP client %s: %s",
+		           "out of memory");
+	}
+	OPENSSL_cleanse(form, strlen(form));
+	free(form);
+}
+
+void
+cr_refresh_join(cr_self *cr, token *t, uint64_t corr)
+{
+	tokw *w = calloc(1, sizeof(*w));
+
+	if (w == NULL) {
+		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
+		return;
+	}
+	w->corr    = corr;
+	w->next    = t->waiters;
+	t->waiters = w;
+	if (t->req != NULL || t->retry != 0) {
+		cr->joins++; /* single flight: one request for all */
+		return;
+	}
+	start(cr, t);
+}

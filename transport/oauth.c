@@ -1,0 +1,433 @@
+/*
+ * oauth.c - OAuth exchanges and helpers (see oauth.h).
+ */
+#include "transport/oauth.h"
+
+#include <ctype.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "mcpkeep.h"
+#include "transport/xfer.h"
+
+struct oa_req {
+	tp_http  h;   /* the exchange */
+	tp_loop *l;   /* its loop */
+	oa_fn    fn;  /* completion */
+	void    *arg; /* its argument */
+	oa_req **rp;  /* the caller's handle, nulled at the end */
+};
+
+static void
+req_free(oa_req *r)
+{
+	if (r->rp != NULL) {
+		*r->rp = NULL;
+	}
+	tp_http_fini(&r->h);
+	free(r);
+}
+
+static void
+on_done(tp_xfer *x, CURLcode rc)
+{
+	oa_req   *r = (oa_req *)((char *)x - offsetof(oa_req, h.x));
+	mcp_error e;
+	oa_reply  rep;
+
+	rep.status   = tp_http_status(&r->h);
+	rep.body     = r->h.body != NULL ? r->h.body : "";
+	rep.len      = r->h.body != NULL ? r->h.body_len : 0;
+	rep.www_auth = r->h.www_auth;
+	rep.err      = tp_http_error(&r->h, rc, false, &e) ? &e : NULL;
+	r->fn(r->arg, &rep);
+	req_free(r);
+}
+
+/* Base64 (url-safe and unpadded when url) of n bytes into out. */
+static void
+b64(const uint8_t *in, size_t n, char *out, bool url)
+{
+	int len = EVP_EncodeBlock((unsigned char *)out, in, (int)n);
+
+	if (url) {
+		for (int i = 0; i < len; i++) {
+			out[i] = out[i] == '+'  ? '-'
+			        : out[i] == '/' ? '_'
+			                        : out[i];
+		}
+		while (len > 0 && out[len - 1] == '=') {
+			out[--len] = '\0';
+		}
+	}
+}
+
+int
+oa_fetch(tp_loop *l, const oa_send *s, oa_fn fn, void *arg, oa_req **rp)
+{
+	struct curl_slist *hdrs = NULL;
+	oa_req            *r;
+	char               line[4096];
+
+	if (rp != NULL) {
+		*rp = NULL;
+	}
+	if ((r = calloc(1, sizeof(*r))) == NULL) {
+		return (MK_ENOMEM);
+	}
+	hdrs = tp_slist_add(hdrs, "Accept: application/json");
+	if (s->form != NULL) {
+		hdrs = tp_slist_add(
+		        hdrs,
+		        "Content-Type: application/x-www-form-urlencoded");
+	} else if (s->json != NULL) {
+		hdrs = tp_slist_add(hdrs, "Content-Type: application/json");
+	}
+	if (s->basic_id != NULL) {
+		/* RFC 6749 2.3.1: both parts form-encoded before base64 */
+		char *id   = curl_easy_escape(NULL, s->basic_id, 0);
+		char *pass = curl_easy_escape(
+		        NULL, s->basic_pass != NULL ? s->basic_pass : "", 0);
+		char pair[1024], enc[1400];
+		snprintf(pair, sizeof(pair), "%s:%s", id ? id : "",
+		         pass ? pass : "");
+		curl_free(id);
+		curl_free(pass);
+		b64((const uint8_t *)pair, strlen(pair), enc, false);
+		snprintf(line, sizeof(line), "Authorization: Basic %s", enc);
+		hdrs = tp_slist_add(hdrs, line);
+		OPENSSL_cleanse(pair, sizeof(pair));
+		OPENSSL_cleanse(line, sizeof(line));
+	} else if (s->bearer != NULL) {
+		snprintf(line, sizeof(line), "Authorization: Bearer %s",
+		         s->bearer);
+		hdrs = tp_slist_add(hdrs, line);
+		OPENSSL_cleanse(line, sizeof(line));
+	}
+	if (hdrs == NULL ||
+	    tp_http_init(&r->h, s->url, hdrs, true, s->timeout_ms, NULL,
+	                 OA_BODY_MAX, on_done) != 0) {
+		if (hdrs != NULL && r->h.x.easy == NULL) {
+			curl_slist_free_all(hdrs);
+		}
+		tp_http_fini(&r->h);
+		free(r);
+		return (MK_ENOMEM);
+	}
+	r->l   = l;
+	r->fn  = fn;
+	r->arg = arg;
+	r->rp  = rp;
+	if (rp != NULL) {
+		*rp = r;
+	}
+	const char *body = s->form != NULL ? s->form : s->json;
+	if ((body != NULL ? tp_http_post(&r->h, l, body, strlen(body))
+	                  : tp_loop_add(l, &r->h.x)) != 0) {
+		req_free(r);
+		return (MK_ENOMEM);
+	}
+	return (0);
+}
+
+void
+oa_cancel(oa_req **rp)
+{
+	oa_req *r;
+
+	if (rp == NULL || (r = *rp) == NULL) {
+		return;
+	}
+	tp_loop_remove(r->l, &r->h.x);
+	req_free(r);
+}
+
+int
+oa_random_state(char out[OA_STATE_LEN + 1])
+{
+	uint8_t raw[24];
+	char    enc[40];
+
+	if (RAND_bytes(raw, sizeof(raw)) != 1) {
+		return (MK_ESYS);
+	}
+	b64(raw, sizeof(raw), enc, true); /* 24 bytes: 32 characters */
+	memcpy(out, enc, OA_STATE_LEN);
+	out[OA_STATE_LEN] = '\0';
+	return (0);
+}
+
+void
+oa_challenge(const char *verifier, char challenge[OA_CHALLENGE_LEN + 1])
+{
+	uint8_t      md[32];
+	unsigned int n;
+	char         enc[48];
+
+	EVP_Digest(verifier, strlen(verifier), md, &n, EVP_sha256(), NULL);
+	b64(md, sizeof(md), enc, true);
+	memcpy(challenge, enc, OA_CHALLENGE_LEN);
+	challenge[OA_CHALLENGE_LEN] = '\0';
+}
+
+int
+oa_pkce(char verifier[OA_VERIFIER_LEN + 1],
+        char challenge[OA_CHALLENGE_LEN + 1])
+{
+	uint8_t raw[32];
+	char    enc[48];
+
+	if (RAND_bytes(raw, sizeof(raw)) != 1) {
+		return (MK_ESYS);
+	}
+	b64(raw, sizeof(raw), enc, true); /* 32 bytes: 43 characters */
+	memcpy(verifier, enc, OA_VERIFIER_LEN);
+	verifier[OA_VERIFIER_LEN] = '\0';
+	OPENSSL_cleanse(raw, sizeof(raw));
+	oa_challenge(verifier, challenge);
+	return (0);
+}
+
+bool
+oa_www_param(const char *h, const char *name, char *out, size_t len)
+{
+	size_t nl = strlen(name);
+
+	for (const char *p = h; p != NULL && *p != '\0'; p++) {
+		if ((p == h || p[-1] == ' ' || p[-1] == ',' ||
+		     p[-1] == '\t') &&
+		    strncasecmp(p, name, nl) == 0 && p[nl] == '=') {
+			const char *v = p + nl + 1;
+			size_t      n = 0;
+			if (*v == '"') {
+				v++;
+				while (v[n] != '\0' && v[n] != '"') {
+					n++;
+				}
+			} else {
+				while (v[n] != '\0' && v[n] != ',' &&
+				       v[n] != ' ') {
+					n++;
+				}
+			}
+			if (n >= len) {
+				return (false);
+			}
+			memcpy(out, v, n);
+			out[n] = '\0';
+			return (true);
+		}
+	}
+	return (false);
+}
+
+/* Splits url into origin and path (without a trailing '/'). */
+static int
+split(const char *url, char *origin, size_t olen, char *path, size_t plen)
+{
+	CURLU *u = curl_url();
+	char  *p = NULL;
+	int    rv;
+
+	if (u == NULL || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PATH, &p, 0) != CURLUE_OK) {
+		curl_url_cleanup(u);
+		return (MK_EINVAL);
+	}
+	curl_url_cleanup(u);
+	if ((rv = oa_origin(url, origin, olen)) == 0) {
+		size_t n = strlen(p);
+		while (n > 0 && p[n - 1] == '/') {
+			n--;
+		}
+		snprintf(path, plen, "%.*s", (int)n, p);
+	}
+	curl_free(p);
+	return (rv);
+}
+
+int
+oa_origin(const char *url, char *out, size_t len)
+{
+	CURLU *u      = curl_url();
+	char  *scheme = NULL, *host = NULL, *port = NULL;
+	int    rv = MK_EINVAL;
+
+	if (u != NULL && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+	    (strcmp(scheme, "http") == 0 || strcmp(scheme, "https") == 0)) {
+		curl_url_get(u, CURLUPART_PORT, &port, 0);
+		snprintf(out, len, "%s://%s%s%s", scheme, host,
+		         port != NULL ? ":" : "", port != NULL ? port : "");
+		rv = 0;
+	}
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_url_cleanup(u);
+	return (rv);
+}
+
+int
+oa_prm_urls(const char *resource, char urls[][OA_URL_MAX], int n)
+{
+	char origin[OA_URL_MAX / 4], path[OA_URL_MAX / 4];
+	int  k = 0;
+
+	if (split(resource, origin, sizeof(origin), path, sizeof(path)) != 0) {
+		return (0);
+	}
+	if (path[0] != '\0' && k < n) {
+		snprintf(urls[k++], OA_URL_MAX,
+		         "%s/.well-known/oauth-protected-resource%s", origin,
+		         path);
+	}
+	if (k < n) {
+		snprintf(urls[k++], OA_URL_MAX,
+		         "%s/.well-known/oauth-protected-resource", origin);
+	}
+	return (k);
+}
+
+int
+oa_as_meta_urls(const char *issuer, char urls[][OA_URL_MAX], int n)
+{
+	char origin[OA_URL_MAX / 4], path[OA_URL_MAX / 4];
+	int  k = 0;
+
+	if (split(issuer, origin, sizeof(origin), path, sizeof(path)) != 0) {
+		return (0);
+	}
+	if (k < n) {
+		snprintf(urls[k++], OA_URL_MAX,
+		         "%s/.well-known/oauth-authorization-server%s", origin,
+		         path);
+	}
+	if (k < n) {
+		snprintf(urls[k++], OA_URL_MAX,
+		         "%s/.well-known/openid-configuration%s", origin,
+		         path);
+	}
+	if (path[0] != '\0' && k < n) {
+		snprintf(urls[k++], OA_URL_MAX,
+		         "%s%s/.well-known/openid-configuration", origin,
+		         path);
+	}
+	return (k);
+}
+
+int
+oa_form_add(char **f, const char *key, const char *value)
+{
+	char  *v   = curl_easy_escape(NULL, value, 0);
+	size_t old = *f != NULL ? strlen(*f) : 0;
+	size_t add = strlen(key) + (v != NULL ? strlen(v) : 0) + 3;
+	char  *nf  = v != NULL ? realloc(*f, old + add) : NULL;
+
+	if (nf == NULL) {
+		if (*f != NULL) {
+			OPENSSL_cleanse(*f, old);
+		}
+		free(*f);
+		*f = NULL;
+		curl_free(v);
+		return (MK_ENOMEM);
+	}
+	snprintf(nf + old, add, "%s%s=%s", old ? "&" : "", key, v);
+	OPENSSL_cleanse(v, strlen(v));
+	curl_free(v);
+	*f = nf;
+	return (0);
+}
+
+static char *
+dup_str(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return (s != NULL && *s != '\0' ? strdup(s) : NULL);
+}
+
+int
+oa_token_parse(const char *body, size_t len, oa_token *t, char *why,
+               size_t whylen)
+{
+	json_t     *o = json_loadb(body, len, 0, NULL);
+	const char *type;
+	json_t     *exp;
+
+	memset(t, 0, sizeof(*t));
+	if (!json_is_object(o)) {
+		snprintf(why, whylen,
+		         "the token endpoint's answer is not a "
+		         "JSON object");
+		json_decref(o);
+		return (MK_EPROTO);
+	}
+	type = json_string_value(json_object_get(o, "token_type"));
+	if (type != NULL && strcasecmp(type, "bearer") != 0) {
+		snprintf(why, whylen, "unsupported token_type %.40s", type);
+		json_decref(o);
+		return (MK_EPROTO);
+	}
+	if ((t->access = dup_str(o, "access_token")) == NULL) {
+		snprintf(why, whylen,
+		         "the token endpoint's answer has no "
+		         "access_token");
+		json_decref(o);
+		return (MK_EPROTO);
+	}
+	t->refresh    = dup_str(o, "refresh_token");
+	t->scope      = dup_str(o, "scope");
+	exp           = json_object_get(o, "expires_in");
+	t->expires_in = json_is_integer(exp) ? json_integer_value(exp)
+	        : json_is_real(exp)          ? (int64_t)json_real_value(exp)
+	        : json_is_string(exp)
+	        ? strtoll(json_string_value(exp), NULL, 10)
+	        : 0;
+	if (t->expires_in < 0) {
+		t->expires_in = 0;
+	}
+	json_decref(o);
+	return (0);
+}
+
+void
+oa_token_fini(oa_token *t)
+{
+	if (t->access != NULL) {
+		OPENSSL_cleanse(t->access, strlen(t->access));
+	}
+	if (t->refresh != NULL) {
+		OPENSSL_cleanse(t->refresh, strlen(t->refresh));
+	}
+	free(t->access);
+	free(t->refresh);
+	free(t->scope);
+	memset(t, 0, sizeof(*t));
+}
+
+void
+oa_error_code(const char *body, size_t len, char *out, size_t outlen)
+{
+	json_t     *o = json_loadb(body, len, 0, NULL);
+	const char *e = json_string_value(json_object_get(o, "error"));
+	size_t      n = 0;
+
+	/* a code is a token: keep only its characters */
+	if (e != NULL) {
+		for (; e[n] != '\0' && n + 1 < outlen &&
+		     (isalnum((unsigned char)e[n]) || e[n] == '_' ||
+		      e[n] == '-' || e[n] == '.');
+		     n++) {
+			out[n] = e[n];
+		}
+	}
+	out[n] = '\0';
+	json_decref(o);
+}

@@ -1,0 +1,119 @@
+/*
+ * oauth.h - the HTTP side of OAuth 2.1 for the credential actor: one
+ * exchange with an authorization server or a protected resource (GET of
+ * metadata, POST of a form or of JSON) on a tp_loop, and the pure pieces
+ * around it: PKCE S256, random state, WWW-Authenticate parameters, the
+ * discovery URLs of RFC 9728 and RFC 8414 / OpenID, form encoding, token
+ * responses.  A leaf: no logging; every body is capped (OA_BODY_MAX); no
+ * redirect is followed; nothing here ever puts a secret into an error.
+ */
+#ifndef TP_OAUTH_H
+#define TP_OAUTH_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport/error.h"
+#include "transport/loop.h"
+
+#define OA_BODY_MAX      (512 * 1024) /* bytes of any answer kept */
+#define OA_STATE_LEN     32           /* characters of a flow's state */
+#define OA_VERIFIER_LEN  43           /* characters of a PKCE verifier */
+#define OA_CHALLENGE_LEN 43           /* base64url of a SHA-256 */
+#define OA_URL_MAX       2048         /* a discovery URL */
+
+/* An exchange's outcome, valid during the callback only. */
+typedef struct oa_reply {
+	long             status;   /* HTTP status; 0 when none came */
+	const char      *body;     /* NUL-terminated; "" when none */
+	size_t           len;      /* bytes in body */
+	const char      *www_auth; /* WWW-Authenticate; "" when none */
+	const mcp_error *err;      /* NULL for a 2xx answer; else why not
+	                            * (timeout, connect, http, auth) */
+} oa_reply;
+
+typedef void (*oa_fn)(void *arg, const oa_reply *r);
+
+typedef struct oa_req oa_req;
+
+/* A request to send. */
+typedef struct oa_send {
+	const char *url;        /* where */
+	const char *form;       /* POST application/x-www-form-urlencoded */
+	const char *json;       /* or POST application/json; both NULL: GET */
+	const char *basic_id;   /* client_secret_basic: client id, or NULL */
+	const char *basic_pass; /* and secret */
+	const char *bearer;     /* an access token to present, or NULL */
+	int         timeout_ms; /* the whole exchange */
+} oa_send;
+
+/*
+ * oa_fetch starts the request in l.  fn runs exactly once, later, from
+ * inside tp_loop_wait - unless oa_cancel comes first.  *rp (may be NULL)
+ * gets a handle for oa_cancel, valid until fn runs.  Loop thread only.
+ * Returns 0, or MK_ENOMEM (fn never runs).
+ */
+int oa_fetch(tp_loop *l, const oa_send *s, oa_fn fn, void *arg, oa_req **rp);
+
+/* oa_cancel stops a request without calling its fn, and nulls *rp. */
+void oa_cancel(oa_req **rp);
+
+/* oa_random_state writes OA_STATE_LEN random URL-safe characters and a
+ * NUL.  Returns 0 or MK_ESYS. */
+int oa_random_state(char out[OA_STATE_LEN + 1]);
+
+/* oa_pkce makes a verifier and its S256 challenge (NUL-terminated).
+ * Returns 0 or MK_ESYS. */
+int oa_pkce(char verifier[OA_VERIFIER_LEN + 1],
+            char challenge[OA_CHALLENGE_LEN + 1]);
+
+/* oa_challenge computes the S256 challenge of a verifier. */
+void oa_challenge(const char *verifier, char challenge[OA_CHALLENGE_LEN + 1]);
+
+/* oa_www_param copies parameter name (case-insensitive, quoted or a
+ * token) of a WWW-Authenticate value into out.  Returns true if found. */
+bool oa_www_param(const char *header, const char *name, char *out, size_t len);
+
+/*
+ * Discovery URLs, in the order to try them; each fills urls[] (n slots
+ * of OA_URL_MAX) and returns how many, or 0 for a URL that is not http(s).
+ *   oa_prm_urls       RFC 9728 protected-resource metadata of a resource:
+ *                     path-based, then the root
+ *   oa_as_meta_urls   RFC 8414 and OpenID configuration of an issuer,
+ *                     with the issuer-path variants
+ */
+int oa_prm_urls(const char *resource, char urls[][OA_URL_MAX], int n);
+int oa_as_meta_urls(const char *issuer, char urls[][OA_URL_MAX], int n);
+
+/* oa_origin writes scheme://host[:port] of url.  Returns 0 or MK_EINVAL. */
+int oa_origin(const char *url, char *out, size_t len);
+
+/* oa_form_add appends "&key=value" (URL-encoded; no '&' first) to the
+ * malloc'd form *f (NULL to start).  Returns 0 or MK_ENOMEM (*f freed
+ * and NULL). */
+int oa_form_add(char **f, const char *key, const char *value);
+
+/* A token endpoint's answer. */
+typedef struct oa_token {
+	char   *access;     /* access_token */
+	char   *refresh;    /* refresh_token, or NULL */
+	char   *scope;      /* scope, or NULL */
+	int64_t expires_in; /* seconds; 0 when not given */
+} oa_token;
+
+/*
+ * oa_token_parse reads a 2xx token response.  Returns 0 with t filled
+ * (oa_token_fini), or MK_EPROTO with why (one line, no secrets): not
+ * JSON, no access_token, a token_type that is not Bearer.
+ */
+int  oa_token_parse(const char *body, size_t len, oa_token *t, char *why,
+                    size_t whylen);
+void oa_token_fini(oa_token *t);
+
+/* oa_error_code copies the "error" of an OAuth error body ("" when none,
+ * cut to len); never the description (it may echo input). */
+void oa_error_code(const char *body, size_t len, char *out, size_t outlen);
+
+#endif /* TP_OAUTH_H */
