@@ -264,17 +264,17 @@ call_text(mk_runtime *rt, const char *client, const char *tool,
 	return (out);
 }
 
-long
-admin(int port, const char *path, const char *body, const char *field)
+json_t *
+admin_json(int port, const char *path, const char *body)
 {
 	CURL   *e = curl_easy_init();
-	char    url[128], buf[512] = "";
-	long    v = -1;
+	char    url[256], *buf = NULL;
+	size_t  len = 0;
 	FILE   *mem;
 	json_t *j;
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
-	mem = fmemopen(buf, sizeof(buf) - 1, "w");
+	CHECK((mem = open_memstream(&buf, &len)) != NULL);
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	if (body != NULL) {
 		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
@@ -284,10 +284,21 @@ admin(int port, const char *path, const char *body, const char *field)
 	CHECK_EQ(curl_easy_perform(e), CURLE_OK);
 	fclose(mem);
 	curl_easy_cleanup(e);
-	if (field != NULL && (j = json_loads(buf, 0, NULL)) != NULL) {
+	j = json_loads(buf, 0, NULL);
+	free(buf);
+	return (j);
+}
+
+long
+admin(int port, const char *path, const char *body, const char *field)
+{
+	json_t *j = admin_json(port, path, body);
+	long    v = -1;
+
+	if (field != NULL && j != NULL) {
 		v = (long)json_integer_value(json_object_get(j, field));
-		json_decref(j);
 	}
+	json_decref(j);
 	return (v);
 }
 

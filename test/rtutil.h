@@ -72,8 +72,11 @@ int add(mk_runtime *rt, char **err, const char *fmt, ...)
 char *call_text(mk_runtime *rt, const char *client, const char *tool,
                 const char *args, int *rc);
 
-/* GET (or POST body to) the inject server's path; field of its JSON
- * answer, or -1. */
+/* GET (or POST body to) a test server's path: its JSON answer (new
+ * reference, or NULL when not JSON). */
+json_t *admin_json(int port, const char *path, const char *body);
+
+/* The same; field of its JSON answer, or -1. */
 long admin(int port, const char *path, const char *body, const char *field);
 
 /* Waits (10 s at most) until a counter of the inject server reaches min.

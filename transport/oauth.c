@@ -44,6 +44,11 @@ on_done(tp_xfer *x, CURLcode rc)
 	rep.len      = r->h.body != NULL ? r->h.body_len : 0;
 	rep.www_auth = r->h.www_auth;
 	rep.err      = tp_http_error(&r->h, rc, false, &e) ? &e : NULL;
+	if (r->rp != NULL) {
+		/* before fn: it may free the holder, or start another */
+		*r->rp = NULL;
+		r->rp  = NULL;
+	}
 	r->fn(r->arg, &rep);
 	req_free(r);
 }

@@ -478,7 +478,7 @@ on_connect(client *cl, kn_msg *msg)
 	if (cl->state == CS_PENDING && cred_needed(cl)) {
 		/* a stored credential ends the pending state at once */
 		uint64_t corr = kn_defer(msg);
-		cred_fetch(cl, false, connect_cred,
+		cred_fetch(cl, CRED_PEEK, connect_cred,
 		           (void *)(uintptr_t)(boot ? HOW_BOOT : HOW_ADD),
 		           corr);
 		return;
@@ -534,7 +534,7 @@ enable_corr(client *cl, uint64_t corr, uint32_t type)
 	if (cred_needed(cl)) {
 		client_set_state(cl,
 		                 CS_PENDING); /* until the credential says */
-		cred_fetch(cl, false, connect_cred,
+		cred_fetch(cl, CRED_PEEK, connect_cred,
 		           (void *)(uintptr_t)HOW_ENABLE, corr);
 		return;
 	}

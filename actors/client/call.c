@@ -172,7 +172,7 @@ run_per_call(client *cl, call *c)
 {
 	cl->calls++;
 	if (cred_needed(cl)) {
-		cred_fetch(cl, false, pc_cred, c, 0);
+		cred_fetch(cl, CRED_USE, pc_cred, c, 0);
 		return;
 	}
 	open_per_call(cl, c);

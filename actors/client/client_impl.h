@@ -108,18 +108,21 @@ struct client {
 	uint64_t    gen;          /* connection generation */
 	json_t     *tools;        /* the server's tools, as listed */
 	char        hash[TOOLS_HASH_HEX]; /* their content hash, "" none */
-	sconn      *live;     /* the sticky connection serving calls */
-	sconn      *draining; /* replaced ones finishing their calls */
-	dial       *dial;     /* the dial in progress, or NULL */
-	waiter     *waiters;  /* asks answered when the dial ends */
-	call       *queued;   /* calls waiting for a connection */
-	check      *chk;      /* the check in progress, or NULL */
-	unsigned    calls;    /* calls in flight (both modes) */
-	kn_actor   *cr;       /* the credential actor (held), or NULL */
-	char       *cred;     /* the credential's header line, or NULL */
-	char      **hdrs;     /* config headers + cred (borrowed), or NULL */
-	uint64_t    dial_seq; /* numbers dials, for late credential replies */
-	unsigned    maxconn;  /* idle connections curl may keep */
+	sconn      *live;      /* the sticky connection serving calls */
+	sconn      *draining;  /* replaced ones finishing their calls */
+	dial       *dial;      /* the dial in progress, or NULL */
+	waiter     *waiters;   /* asks answered when the dial ends */
+	call       *queued;    /* calls waiting for a connection */
+	check      *chk;       /* the check in progress, or NULL */
+	unsigned    calls;     /* calls in flight (both modes) */
+	kn_actor   *cr;        /* the credential actor (held), or NULL */
+	char       *cred;      /* the credential's header line, or NULL */
+	char      **hdrs;      /* config headers + cred (borrowed), or NULL */
+	uint64_t    dial_seq;  /* numbers dials, for late credential replies */
+	int64_t     cred_exp;  /* cred's expiry (unix s), 0 none given */
+	struct fetch *fetches; /* waiting for the credential ask in flight */
+	bool          fetching; /* that ask is out */
+	unsigned      maxconn;  /* idle connections curl may keep */
 };
 
 /* actor.c */
@@ -161,7 +164,10 @@ bool cred_needed(const client *cl);
 void cred_register(client *cl);
 void cred_forget(client *cl);
 void cred_clear(client *cl);
-void cred_fetch(client *cl, bool force, cred_fn fn, void *arg, uint64_t seq);
+enum { CRED_USE, CRED_PEEK, CRED_FORCE }; /* cred_fetch's how */
+/* CRED_USE: a header good to use (refreshed when near expiry);
+ * CRED_PEEK: the state only (no refresh); CRED_FORCE: refreshed now */
+void cred_fetch(client *cl, int how, cred_fn fn, void *arg, uint64_t seq);
 void cred_on_notice(client *cl, kn_msg *msg);
 void client_reauth(client *cl, const char *message);
 void client_transition(client *cl);

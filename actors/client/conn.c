@@ -363,7 +363,7 @@ dial_start(client *cl, dwhy why, uint64_t corr, uint32_t type)
 	d->timer = kn_timer_add(cl->self, CLIENT_CONNECT_MS, dial_timeout, d);
 	if (cred_needed(cl)) {
 		/* the credential first; the deadline covers it */
-		cred_fetch(cl, false, dial_cred, NULL, d->seq);
+		cred_fetch(cl, CRED_USE, dial_cred, NULL, d->seq);
 		return;
 	}
 	dial_open(d);

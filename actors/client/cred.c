@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "actors/client/client_impl.h"
 #include "actors/kernel/clock.h"
@@ -23,6 +24,7 @@
 #include "codec/text.h"
 
 #define CRED_ASK_MS 30000 /* a refresh with its retries fits in it */
+#define CRED_SKEW_S 30    /* as the credential actor's CR_SKEW_S */
 
 bool
 cred_needed(const client *cl)
@@ -98,7 +100,9 @@ set_cred(client *cl, const char *header)
 		n++;
 	}
 	if ((cl->hdrs = calloc(n + 2, sizeof(char *))) != NULL) {
-		memcpy(cl->hdrs, cl->cfg->headers, n * sizeof(char *));
+		if (n > 0) {
+			memcpy(cl->hdrs, cl->cfg->headers, n * sizeof(char *));
+		}
 		cl->hdrs[n] = cl->cred;
 	}
 }
@@ -136,25 +140,26 @@ client_reauth(client *cl, const char *message)
 	client_transition(cl);
 }
 
-/* An ask for the header in flight. */
+/* One wait for the header; the first one asks, the rest join it. */
 typedef struct fetch {
-	client  *cl;
-	cred_fn  fn;
-	void    *arg;
-	uint64_t seq; /* what asked: checked by fn's owner */
+	cred_fn       fn;
+	void         *arg;
+	uint64_t      seq; /* what asked: checked by fn's owner */
+	struct fetch *next;
 } fetch;
 
 static void
 on_header(kn_actor *self, void *arg, int status, const void *data, size_t len)
 {
-	fetch  *f      = arg;
-	client *cl     = f->cl;
+	client *cl     = arg;
 	char   *header = NULL, *err = NULL, *why = NULL;
+	fetch  *f;
 	mp_r    r;
 
 	mp_r_open(&r, data, len);
 	if (status == 0) {
-		header = mp_dup_str(mp_get(&r, "header"));
+		header       = mp_dup_str(mp_get(&r, "header"));
+		cl->cred_exp = mp_int(mp_get(&r, "expires_at"), 0);
 	} else {
 		err = mp_dup_str(mp_get(&r, "error"));
 		why = mp_dup_str(mp_get(&r, "why"));
@@ -166,44 +171,60 @@ on_header(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	} else if (status == 0) {
 		status = MK_EPROTO;
 	}
+	cl->fetching = false;
 	if (why != NULL && strcmp(why, "needs_reauth") == 0 &&
 	    cl->state != CS_REAUTH) {
 		client_reauth(cl, err != NULL ? err : "credential rejected");
 	}
-	f->fn(cl, f->arg, f->seq, status,
-	      err != NULL                    ? err
-	              : status == MK_ECLOSED ? "the runtime is closing"
-	                                     : mk_strerror(status));
+	while ((f = cl->fetches) != NULL) {
+		cl->fetches = f->next;
+		f->fn(cl, f->arg, f->seq, status,
+		      err != NULL                    ? err
+		              : status == MK_ECLOSED ? "the runtime is closing"
+		                                     : mk_strerror(status));
+		free(f);
+	}
 	free(header);
 	free(err);
 	free(why);
-	free(f);
 }
 
 void
-cred_fetch(client *cl, bool force, cred_fn fn, void *arg, uint64_t seq)
+cred_fetch(client *cl, int how, cred_fn fn, void *arg, uint64_t seq)
 {
-	fetch *f = calloc(1, sizeof(*f));
+	fetch *f;
 	mp_w   w;
 
-	if (f == NULL) {
+	/* a header still good is used as it is: no ask at all */
+	if (how != CRED_FORCE && !cl->fetching && cl->cred != NULL &&
+	    (how == CRED_PEEK || cl->cred_exp == 0 ||
+	     cl->cred_exp - CRED_SKEW_S > time(NULL))) {
+		fn(cl, arg, seq, 0, NULL);
+		return;
+	}
+	if ((f = calloc(1, sizeof(*f))) == NULL) {
 		fn(cl, arg, seq, MK_ENOMEM, "out of memory");
 		return;
 	}
-	f->cl  = cl;
-	f->fn  = fn;
-	f->arg = arg;
-	f->seq = seq;
+	f->fn       = fn;
+	f->arg      = arg;
+	f->seq      = seq;
+	f->next     = cl->fetches;
+	cl->fetches = f;
+	if (cl->fetching) {
+		return; /* one ask per client at a time: joined */
+	}
 	mp_w_init(&w);
-	mp_map(&w, 4);
+	mp_map(&w, 5);
 	mp_kv_str(&w, "id", cl->cfg->id);
 	mp_kv_str(&w, "mode", "shared");
 	mp_kv_str(&w, "identity", "");
-	mp_kv_bool(&w, "force", force);
+	mp_kv_bool(&w, "force", how == CRED_FORCE);
+	mp_kv_bool(&w, "peek", how == CRED_PEEK);
+	cl->fetching = true;
 	if (kn_ask_async(cl->self, cl->cr, MSG_CR_GET, w.sb.data, w.sb.size,
-	                 CRED_ASK_MS, on_header, f) != 0) {
-		free(f);
-		fn(cl, arg, seq, MK_ECLOSED, "the credential actor is gone");
+	                 CRED_ASK_MS, on_header, cl) != 0) {
+		on_header(cl->self, cl, MK_ECLOSED, NULL, 0);
 	}
 	mp_w_fini(&w);
 }
@@ -230,6 +251,8 @@ cred_on_notice(client *cl, kn_msg *msg)
 			dial_start(cl, DIAL_RECONNECT, 0, MSG_CL_RECONNECT);
 		}
 	} else if (strcmp(status, "refreshed") == 0) {
+		set_cred(cl,
+		         NULL); /* the next connection asks for the new one */
 		/* a sticky session keeps the header it opened with: move to
 		 * one with the new token, make-before-break */
 		if (cl->cfg->sticky && cl->live != NULL &&

@@ -403,6 +403,15 @@ on_register(cr_self *cr, kn_msg *msg)
 		if (json_equal(was, c->oauth) ||
 		    (json_is_null(was) && c->oauth == NULL)) {
 			c->meta = json_incref(m);
+			/* its stored tokens are refreshed ahead from now on */
+			const char *modes[] = {"shared", "admin"};
+			for (int i = 0; i < 2; i++) {
+				token *t = cr_token(cr, c->id, modes[i], "",
+				                    false);
+				if (t != NULL) {
+					cr_refresh_ahead(cr, t);
+				}
+			}
 		} else {
 			token *t = cr_token(cr, c->id, "shared", "", false);
 			KN_WARN("credential",
@@ -446,7 +455,7 @@ on_get(cr_self *cr, kn_msg *msg)
 	uint64_t corr = kn_defer(msg);
 	mp_r     r;
 	char    *id, *mode, *identity;
-	bool     force;
+	bool     force, peek;
 	token   *t;
 
 	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
@@ -454,6 +463,7 @@ on_get(cr_self *cr, kn_msg *msg)
 	mode     = mp_dup_str(mp_get(&r, "mode"));
 	identity = mp_dup_str(mp_get(&r, "identity"));
 	force    = mp_bool(mp_get(&r, "force"), false);
+	peek     = mp_bool(mp_get(&r, "peek"), false);
 	mp_r_close(&r);
 	t = id != NULL ? cr_token(cr, id, mode ? mode : "shared",
 	                          identity ? identity : "", false)
@@ -463,8 +473,8 @@ on_get(cr_self *cr, kn_msg *msg)
 		        cr, corr, MK_ESTATE, "none",
 		        "MCP client %s has no authorized credential yet",
 		        id ? id : "?");
-	} else if (!t->active) {
-		cr_answer_token(cr, t, corr); /* no network: the sentinel */
+	} else if (!t->active || peek) {
+		cr_answer_token(cr, t, corr); /* no network */
 	} else if (force ||
 	           (t->expires_at != 0 &&
 	            t->expires_at - CR_SKEW_S <= cr_now())) {

@@ -24,7 +24,9 @@
  *                        update; a changed OAuth config drops the
  *                        client's tokens (rotation)
  *   MSG_CR_FORGET   tell {"id"}: the client is gone
- *   MSG_CR_GET      ask  {"id", "mode", "identity", "force": bool}
+ *   MSG_CR_GET      ask  {"id", "mode", "identity", "force": bool,
+ *                        "peek": bool (the token as it is, expired or
+ *                        not: no refresh)}
  *                        -> {"header": "Authorization: Bearer ..."} |
  *                        MK_ESTATE {"error", "why": "none"|"needs_reauth"}
  *                        | MK_EUPSTREAM (a refresh that failed for now)

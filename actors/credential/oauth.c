@@ -164,8 +164,12 @@ answer_object(const oa_reply *r)
 {
 	json_t *o;
 
-	if (r->err != NULL ||
-	    !json_is_object(o = json_loadb(r->body, r->len, 0, NULL))) {
+	if (r->err != NULL) {
+		return (NULL);
+	}
+	o = json_loadb(r->body, r->len, 0, NULL);
+	if (!json_is_object(o)) { /* a macro: never give it a call */
+		json_decref(o);
 		return (NULL);
 	}
 	return (o);

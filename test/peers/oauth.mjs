@@ -99,6 +99,9 @@
 //                           resource at /authorize or /token), "tools":
 //                           {counted_*: n}}
 //   POST /admin/reset       zero the counters (tokens and clients stay)
+//   GET  /admin/issued      {"access": [...], "refresh": [...], "codes":
+//                           [...]}: every secret handed out so far, for
+//                           tests that look for leaks
 //
 // Tools:
 //   whoami {}             text = the request's subject
@@ -861,6 +864,13 @@ async function onAdmin(req, res, path) {
 	}
 	if (route === 'GET /admin/counters') {
 		sendJson(res, 200, counters);
+	} else if (route === 'GET /admin/issued') {
+		// every secret handed out, for tests that look for leaks
+		sendJson(res, 200, {
+			access: [...accessTokens.keys()],
+			refresh: [...refreshTokens.keys()],
+			codes: [...codes.keys()],
+		});
 	} else if (route === 'POST /admin/reset') {
 		await readBody(req);
 		counters = zeroCounters();

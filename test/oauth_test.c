@@ -1,0 +1,619 @@
+/*
+ * oauth_test.c - auth_type oauth end to end (SPEC sections 5-6) against
+ * test/peers/oauth.mjs: a real OAuth authorization server (oauth2-mock-
+ * server, wrapped to rotate refresh tokens, fail on demand and count
+ * every request) and an SDK MCP server that accepts only its bearer
+ * tokens.  The browser's part of a flow is played by reading the
+ * authorize redirect's Location.
+ *
+ * Covered: discovery (WWW-Authenticate -> RFC 9728 -> RFC 8414) with
+ * dynamic registration and PKCE to a working tool call; a configured
+ * client with client_secret_basic; 1,000 concurrent calls on an expired
+ * token -> one refresh; rotating refresh tokens never reused (also
+ * across a restart); invalid_grant -> needs_reauth, calls refused without
+ * the network, reauthorize -> healthy; transient 503s retried; unknown,
+ * reused and expired flow states rejected; a restart in the middle of a
+ * flow; no secret in the log, on the stream or in the list view.
+ */
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "actors/kernel/kernel.h"
+#include "codec/mp.h"
+#include "codec/msg.h"
+#include "mcpkeep.h"
+#include "peer.h"
+#include "rtutil.h"
+#include "runtime/runtime_impl.h"
+#include "testutil.h"
+
+#define NCALLS 1000
+
+static peer srv;         /* oauth.mjs */
+static char logpath[64]; /* every runtime logs here, at debug */
+static int  logfd = -1;
+static char dir[] = "/tmp/mk-oauth-XXXXXX";
+static int  seq;
+
+/* A runtime with a store in dir/name, logging to logpath. */
+static mk_runtime *
+open_rt(sub *sb, const char *name)
+{
+	mk_runtime *rt;
+	mk_options  o;
+	char        url[64], db[128];
+
+	snprintf(url, sizeof(url), "inproc://oauth-test-%d", ++seq);
+	snprintf(db, sizeof(db), "%s/%s", dir, name);
+	mk_options_init(&o);
+	o.log_level          = MK_LOG_DEBUG;
+	o.log_fd             = logfd;
+	o.stream_url         = url;
+	o.store_path         = db;
+	o.oauth_redirect_uri = "http://127.0.0.1:9/callback";
+	o.unstable_check_ms  = 1000;
+	CHECK_EQ(mk_runtime_open(&rt, &o), 0);
+	sub_open(sb, mk_stream_url(rt));
+	return (rt);
+}
+
+static json_t *
+counters(void)
+{
+	json_t *c = admin_json(srv.port, "/admin/counters", NULL);
+
+	CHECK(c != NULL);
+	return (c);
+}
+
+static long
+by_grant(const char *grant)
+{
+	json_t *c = counters();
+	long    n = (long)json_integer_value(
+	           json_object_get(json_object_get(c, "by_grant"), grant));
+
+	json_decref(c);
+	return (n);
+}
+
+static void
+as_admin(const char *path, const char *body)
+{
+	json_decref(admin_json(srv.port, path, body));
+}
+
+static int
+add_oauth(mk_runtime *rt, const char *name, const char *oauth, bool sticky)
+{
+	char *err = NULL;
+	int   rv  = add(rt, &err,
+	                "{\"name\": \"%s\", \"connection_type\": \"http\", "
+	                   "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	                   "\"auth_type\": \"oauth\", \"oauth_config\": %s, "
+	                   "\"needs_session_stickiness\": %s, "
+	                   "\"tools_to_execute\": [\"*\"]}",
+	                name, srv.port, oauth, sticky ? "true" : "false");
+
+	if (rv != 0) {
+		fprintf(stderr, "add %s: %s\n", name, err);
+	}
+	mk_free(err);
+	return (rv);
+}
+
+/* The admin's browser: follows nothing, reads the redirect. */
+static void
+authorize(const char *url, char *code, size_t clen, char *state, size_t slen)
+{
+	CURL  *e   = curl_easy_init();
+	char  *loc = NULL;
+	CURLU *u   = curl_url();
+	char  *q   = NULL;
+	long   status;
+
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fwrite);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, stderr);
+	CHECK_EQ(curl_easy_perform(e), CURLE_OK);
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+	CHECK_EQ(status, 302);
+	curl_easy_getinfo(e, CURLINFO_REDIRECT_URL, &loc);
+	CHECK(loc != NULL);
+	CHECK(strncmp(loc, "http://127.0.0.1:9/callback?", 28) == 0);
+	CHECK_EQ(curl_url_set(u, CURLUPART_URL, loc, 0), CURLUE_OK);
+	CHECK_EQ(curl_url_get(u, CURLUPART_QUERY, &q, 0), CURLUE_OK);
+	code[0] = state[0] = '\0';
+	for (char *p = strtok(q, "&"); p != NULL; p = strtok(NULL, "&")) {
+		if (strncmp(p, "code=", 5) == 0) {
+			snprintf(code, clen, "%s", p + 5);
+		} else if (strncmp(p, "state=", 6) == 0) {
+			snprintf(state, slen, "%s", p + 6);
+		}
+	}
+	CHECK(code[0] != '\0' && state[0] != '\0');
+	curl_free(q);
+	curl_url_cleanup(u);
+	curl_easy_cleanup(e);
+}
+
+/* initiate-verification (or reauthorize) -> browser -> complete. */
+static void
+bootstrap(mk_runtime *rt, const char *name, bool reauth)
+{
+	char *url = NULL, *state = NULL, *err = NULL, *id = NULL;
+	char  code[256], st[64];
+
+	CHECK_EQ(reauth ? mk_client_reauthorize(rt, name, &url, &state, &err)
+	                : mk_client_initiate_verification(rt, name, &url,
+	                                                  &state, &err),
+	         0);
+	CHECK(strlen(state) == 32);
+	CHECK(strstr(url, "code_challenge_method=S256") != NULL);
+	CHECK(strstr(url, "code_challenge=") != NULL);
+	authorize(url, code, sizeof(code), st, sizeof(st));
+	CHECK(strcmp(st, state) == 0);
+	CHECK_EQ(mk_oauth_complete(rt, st, code, &id, &err), 0);
+	CHECK(id != NULL);
+	mk_free(url);
+	mk_free(state);
+	mk_free(id);
+}
+
+static void
+whoami_is(mk_runtime *rt, const char *name, const char *who)
+{
+	int   rc;
+	char *out = call_text(rt, name, "whoami", "{}", &rc);
+
+	if (rc != 0 || strstr(out, who) == NULL) {
+		fprintf(stderr, "whoami on %s: rc %d: %s\n", name, rc, out);
+	}
+	CHECK_EQ(rc, 0);
+	CHECK(strstr(out, who) != NULL);
+	free(out);
+}
+
+static int64_t
+cr_stat(mk_runtime *rt, const char *key)
+{
+	kn_answer a;
+	mp_r      r;
+	int64_t   v;
+
+	CHECK_EQ(kn_ask(rt->credential, MSG_CR_STATS, "\x80", 1, WAIT_MS, &a),
+	         0);
+	mp_r_open(&r, a.data, a.len);
+	v = mp_int(mp_get(&r, key), -1);
+	mp_r_close(&r);
+	free(a.data);
+	return (v);
+}
+
+/* ---- the flow -------------------------------------------------------------
+ */
+
+/* Nothing configured but an empty oauth_config: discovered from the 401,
+ * registered, authorized with PKCE; then a sticky one. */
+static void
+discovery_flow(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "disc.db");
+	json_t     *v, *c;
+	int         at = 0, rc;
+	char       *out;
+
+	as_admin("/admin/reset", "{}");
+	CHECK_EQ(add_oauth(rt, "oa_pc", "{}", false), 0);
+	v = view_of(rt, "oa_pc");
+	CHECK(strcmp(vstr(v, "state"), "pending_verification") == 0);
+	json_decref(v);
+	/* refused while pending, without the network */
+	out = call_text(rt, "oa_pc", "whoami", "{}", &rc);
+	CHECK_EQ(rc, MK_ESTATE);
+	free(out);
+	bootstrap(rt, "oa_pc", false);
+	wait_state(&sb, &at, "oa_pc", "healthy", NULL);
+	whoami_is(rt, "oa_pc", "admin");
+	c = counters();
+	CHECK_EQ(json_integer_value(json_object_get(c, "registrations")), 1);
+	CHECK_EQ(
+	        json_integer_value(json_object_get(
+	                json_object_get(c, "by_grant"), "authorization_code")),
+	        1);
+	/* RFC 8707: the resource is the server */
+	char res[128];
+	snprintf(res, sizeof(res), "http://127.0.0.1:%d/mcp", srv.port);
+	CHECK(strcmp(json_string_value(json_object_get(c, "resource_seen")),
+	             res) == 0);
+	json_decref(c);
+	v = view_of(rt, "oa_pc");
+	CHECK(json_array_size(json_object_get(v, "tools")) >= 5);
+	json_decref(v);
+
+	/* sticky, with a configured client and client_secret_basic */
+	CHECK_EQ(add_oauth(rt, "oa_st",
+	                   "{\"client_id\": \"static-client\", "
+	                   "\"client_secret\": \"static-secret\"}",
+	                   true),
+	         0);
+	bootstrap(rt, "oa_st", false);
+	wait_state(&sb, &at, "oa_st", "healthy", NULL);
+	whoami_is(rt, "oa_st", "admin");
+	c = counters();
+	CHECK_EQ(json_integer_value(json_object_get(c, "registrations")), 1);
+	CHECK(json_integer_value(json_object_get(json_object_get(c, "by_auth"),
+	                                         "basic")) >= 1);
+	json_decref(c);
+	/* the client secret is not in the list view */
+	char *list = NULL;
+	CHECK_EQ(mk_clients_json(rt, NULL, &list), 0);
+	CHECK(strstr(list, "static-secret") == NULL);
+	mk_free(list);
+	rt_close(&rt, &sb);
+}
+
+/* ---- refresh
+ * ----------------------------------------------------------------
+ */
+
+typedef struct fan {
+	pthread_mutex_t mtx;
+	pthread_cond_t  cv;
+	int             done, ok;
+} fan;
+
+static void
+on_call(void *arg, int rc, mk_result *res)
+{
+	fan *f = arg;
+
+	pthread_mutex_lock(&f->mtx);
+	f->ok += rc == 0 && res != NULL && res->result != NULL &&
+	        strstr(res->result, "admin") != NULL;
+	f->done++;
+	pthread_cond_signal(&f->cv);
+	pthread_mutex_unlock(&f->mtx);
+	mk_result_free(&res);
+}
+
+/* Makes every stored token of the store name expired (as if the runtime
+ * had been down past its expiry). */
+static void
+expire_stored(const char *name)
+{
+	char     db[128];
+	sqlite3 *h;
+
+	snprintf(db, sizeof(db), "%s/%s", dir, name);
+	CHECK_EQ(sqlite3_open(db, &h), SQLITE_OK);
+	CHECK_EQ(sqlite3_exec(h, "UPDATE oauth_tokens SET expires_at = 1",
+	                      NULL, NULL, NULL),
+	         SQLITE_OK);
+	sqlite3_close(h);
+}
+
+static void
+fan_out(mk_runtime *rt, const char *client, int n)
+{
+	fan f = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+	mk_call c = {client, "whoami", "{}", 0};
+
+	for (int i = 0; i < n; i++) {
+		CHECK_EQ(mk_tool_call_async(rt, &c, on_call, &f), 0);
+	}
+	pthread_mutex_lock(&f.mtx);
+	while (f.done < n) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += WAIT_MS / 1000;
+		CHECK_EQ(pthread_cond_timedwait(&f.cv, &f.mtx, &ts), 0);
+	}
+	pthread_mutex_unlock(&f.mtx);
+	CHECK_EQ(f.ok, n);
+}
+
+/* 1,000 concurrent calls on an expired token: one refresh request; the
+ * rotated refresh token is what is kept, and never spent twice. */
+static void
+single_flight(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "fan.db");
+	int         at = 0;
+	long        before;
+
+	CHECK_EQ(add_oauth(rt, "oa_fan", "{}", false), 0);
+	bootstrap(rt, "oa_fan", false);
+	wait_state(&sb, &at, "oa_fan", "healthy", NULL);
+	rt_close(&rt, &sb);
+	/* down past the token's expiry; the token endpoint slow, so the
+	 * refresh ahead of expiry at boot and the callers meet */
+	expire_stored("fan.db");
+	as_admin("/admin/delay", "{\"ms\": 300}");
+	before    = by_grant("refresh_token");
+	rt        = open_rt(&sb, "fan.db");
+	json_t *v = view_of(rt, "oa_fan");
+	CHECK(strcmp(vstr(v, "state"), "healthy") == 0); /* known tools */
+	json_decref(v);
+	fan_out(rt, "oa_fan", NCALLS);
+	as_admin("/admin/delay", "{\"ms\": 0}");
+	CHECK_EQ(by_grant("refresh_token") - before, 1);
+	fprintf(stderr,
+	        "   %d calls on an expired token: 1 refresh (%lld "
+	        "asks joined it at the credential actor)\n",
+	        NCALLS, (long long)cr_stat(rt, "refresh_joins"));
+	rt_close(&rt, &sb);
+
+	/* again after a restart: the stored (rotated) refresh token is the
+	 * one spent; a reused one would count at the server */
+	expire_stored("fan.db");
+	rt = open_rt(&sb, "fan.db");
+	fan_out(rt, "oa_fan", 10);
+	CHECK_EQ(by_grant("refresh_token") - before, 2);
+	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "refresh_reused"),
+	         0);
+	rt_close(&rt, &sb);
+}
+
+/* invalid_grant on refresh -> needs_reauth; refused without the network;
+ * checks quiet; reauthorize -> healthy. */
+static void
+invalid_grant(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "grant.db");
+	int         at = 0, rc;
+	long        tokens, mcp;
+	json_t     *v;
+	event       e;
+	char       *out;
+
+	CHECK_EQ(add_oauth(rt, "oa_dead", "{}", false), 0);
+	as_admin("/admin/fail-next",
+	         "{\"status\": 400, \"error\": "
+	         "\"invalid_grant\", \"grant\": "
+	         "\"refresh_token\"}");
+	as_admin("/admin/expires-in", "{\"seconds\": 1}");
+	bootstrap(rt, "oa_dead", false);
+	as_admin("/admin/expires-in", "{\"seconds\": 3600}");
+	e = wait_state(&sb, &at, "oa_dead", "needs_reauth", "credential");
+	CHECK(strstr(e.message, "invalid_grant") != NULL);
+	v = view_of(rt, "oa_dead");
+	CHECK(strcmp(vstr(json_object_get(v, "last_failure"), "stage"),
+	             "credential") == 0);
+	json_decref(v);
+	tokens = admin(srv.port, "/admin/counters", NULL, "token_requests");
+	mcp    = admin(srv.port, "/admin/counters", NULL, "mcp_unauthorized");
+	json_t *c0 = counters();
+	for (int i = 0; i < 20; i++) {
+		out = call_text(rt, "oa_dead", "whoami", "{}", &rc);
+		CHECK_EQ(rc, MK_ESTATE);
+		free(out);
+	}
+	/* nothing reached either server */
+	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "token_requests"),
+	         tokens);
+	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "mcp_unauthorized"),
+	         mcp);
+	json_t *c1 = counters();
+	CHECK(json_equal(json_object_get(c0, "mcp_by_sub"),
+	                 json_object_get(c1, "mcp_by_sub")));
+	json_decref(c0);
+	json_decref(c1);
+	bootstrap(rt, "oa_dead", true);
+	wait_state(&sb, &at, "oa_dead", "healthy", NULL);
+	whoami_is(rt, "oa_dead", "admin");
+	rt_close(&rt, &sb);
+}
+
+/* Transient 503s on refresh are retried; the client stays usable. */
+static void
+transient(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "503.db");
+	int         at = 0;
+
+	CHECK_EQ(add_oauth(rt, "oa_503", "{}", false), 0);
+	as_admin("/admin/fail-next",
+	         "{\"status\": 503, \"count\": 2, "
+	         "\"grant\": \"refresh_token\"}");
+	as_admin("/admin/expires-in", "{\"seconds\": 1}");
+	long before = by_grant("refresh_token");
+	bootstrap(rt, "oa_503", false);
+	as_admin("/admin/expires-in", "{\"seconds\": 3600}");
+	wait_state(&sb, &at, "oa_503", "healthy", NULL);
+	whoami_is(rt, "oa_503", "admin"); /* waits through the retries */
+	CHECK_EQ(by_grant("refresh_token") - before, 3);
+	CHECK_EQ(count_states(&sb, "oa_503", "needs_reauth"), 0);
+	rt_close(&rt, &sb);
+}
+
+/* ---- flows
+ * ------------------------------------------------------------------
+ */
+
+static void
+flows_rejected(void)
+{
+	sub         sb;
+	mk_runtime *rt  = open_rt(&sb, "flows.db");
+	char       *url = NULL, *state = NULL, *err = NULL;
+	char        code[256], st[64], db[128];
+
+	CHECK_EQ(add_oauth(rt, "oa_fl", "{}", false), 0);
+	/* unknown */
+	CHECK_EQ(mk_oauth_complete(rt, "0123456789abcdef0123456789abcdef", "c",
+	                           NULL, &err),
+	         MK_EINVAL);
+	CHECK(strcmp(err, "unknown or already used OAuth state") == 0);
+	mk_free(err);
+	/* reused */
+	CHECK_EQ(mk_client_initiate_verification(rt, "oa_fl", &url, &state,
+	                                         &err),
+	         0);
+	authorize(url, code, sizeof(code), st, sizeof(st));
+	CHECK_EQ(mk_oauth_complete(rt, st, code, NULL, &err), 0);
+	CHECK_EQ(mk_oauth_complete(rt, st, code, NULL, &err), MK_EINVAL);
+	CHECK(strcmp(err, "unknown or already used OAuth state") == 0);
+	mk_free(err);
+	mk_free(url);
+	mk_free(state);
+	/* not an OAuth client */
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"plain\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	             "\"auth_type\": \"headers\", \"headers\": "
+	             "{\"x-api-key\": \"key-carol\"}}",
+	             srv.port),
+	         0);
+	CHECK_EQ(mk_client_initiate_verification(rt, "plain", &url, &state,
+	                                         &err),
+	         MK_EINVAL);
+	CHECK(strstr(err, "uses auth_type headers: it has no OAuth flow"));
+	mk_free(err);
+	/* a flow that expires while the runtime is down is gone */
+	CHECK_EQ(mk_client_initiate_verification(rt, "oa_fl", &url, &state,
+	                                         &err),
+	         0);
+	authorize(url, code, sizeof(code), st, sizeof(st));
+	rt_close(&rt, &sb);
+	snprintf(db, sizeof(db), "%s/flows.db", dir);
+	sqlite3 *h;
+	CHECK_EQ(sqlite3_open(db, &h), SQLITE_OK);
+	CHECK_EQ(sqlite3_exec(h, "UPDATE oauth_flows SET expires_at = 1", NULL,
+	                      NULL, NULL),
+	         SQLITE_OK);
+	sqlite3_close(h);
+	rt = open_rt(&sb, "flows.db");
+	CHECK_EQ(mk_oauth_complete(rt, st, code, NULL, &err), MK_EINVAL);
+	CHECK(strcmp(err, "unknown or already used OAuth state") == 0);
+	mk_free(err);
+	mk_free(url);
+	mk_free(state);
+	rt_close(&rt, &sb);
+}
+
+/* A restart between initiate and complete loses nothing. */
+static void
+restart_mid_flow(void)
+{
+	sub         sb;
+	mk_runtime *rt  = open_rt(&sb, "mid.db");
+	char       *url = NULL, *state = NULL, *err = NULL;
+	char        code[256], st[64];
+	int         at = 0;
+
+	CHECK_EQ(add_oauth(rt, "oa_mid", "{}", true), 0);
+	CHECK_EQ(mk_client_initiate_verification(rt, "oa_mid", &url, &state,
+	                                         &err),
+	         0);
+	rt_close(&rt, &sb);
+	authorize(url, code, sizeof(code), st, sizeof(st));
+	rt        = open_rt(&sb, "mid.db");
+	json_t *v = view_of(rt, "oa_mid");
+	CHECK(strcmp(vstr(v, "state"), "pending_verification") == 0);
+	json_decref(v);
+	CHECK_EQ(mk_oauth_complete(rt, st, code, NULL, &err), 0);
+	wait_state(&sb, &at, "oa_mid", "healthy", NULL);
+	whoami_is(rt, "oa_mid", "admin");
+	rt_close(&rt, &sb);
+	/* and the authorized client comes back healthy (it connected while
+	 * the runtime opened), no new flow */
+	long flows = admin(srv.port, "/admin/counters", NULL, "authorize");
+	rt         = open_rt(&sb, "mid.db");
+	v          = view_of(rt, "oa_mid");
+	CHECK(strcmp(vstr(v, "state"), "healthy") == 0);
+	json_decref(v);
+	whoami_is(rt, "oa_mid", "admin");
+	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "authorize"), flows);
+	rt_close(&rt, &sb);
+	mk_free(url);
+	mk_free(state);
+}
+
+/* ---- secrets
+ * ------------------------------------------------------------------
+ */
+
+/* No token, code or secret the servers handed out is in the log. */
+static void
+no_secret_logged(void)
+{
+	json_t *issued = admin_json(srv.port, "/admin/issued", NULL);
+	FILE   *f      = fopen(logpath, "r");
+	char   *text   = NULL;
+	size_t  len    = 0, n;
+	char    buf[65536];
+	int     checked = 0;
+
+	CHECK(issued != NULL && f != NULL);
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+		text = realloc(text, len + n + 1);
+		memcpy(text + len, buf, n);
+		len += n;
+	}
+	fclose(f);
+	CHECK(text != NULL && len > 1000); /* debug logging happened */
+	text[len]           = '\0';
+	const char *kinds[] = {"access", "refresh", "codes"};
+	for (int k = 0; k < 3; k++) {
+		size_t  i;
+		json_t *t;
+		json_array_foreach(json_object_get(issued, kinds[k]), i, t)
+		{
+			CHECK(strstr(text, json_string_value(t)) == NULL);
+			checked++;
+		}
+	}
+	CHECK(strstr(text, "static-secret") == NULL);
+	CHECK(checked > 20);
+	fprintf(stderr, "   %d secrets, none in %zu bytes of log\n", checked,
+	        len);
+	free(text);
+	json_decref(issued);
+}
+
+int
+main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	CHECK(peer_dir() != NULL);
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(logpath, sizeof(logpath), "%s/log", dir);
+	CHECK((logfd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600)) >=
+	      0);
+	unsetenv("MCPKEEP_LOG"); /* debug, to look for leaks in it */
+	char        js[512];
+	const char *argv[] = {"node", js, "--port", "0", NULL};
+	snprintf(js, sizeof(js), "%s/oauth.mjs", peer_dir());
+	CHECK_EQ(peer_start(&srv, argv, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+	RUN(discovery_flow);
+	RUN(single_flight);
+	RUN(invalid_grant);
+	RUN(transient);
+	RUN(flows_rejected);
+	RUN(restart_mid_flow);
+	RUN(no_secret_logged);
+	peer_stop(&srv);
+	close(logfd);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK_EQ(system(cmd), 0);
+	curl_global_cleanup();
+	return (0);
+}
