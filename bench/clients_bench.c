@@ -216,7 +216,9 @@ static void *
 api_worker(void *arg)
 {
 	worker *w = arg;
-	mk_call c = {"api", "echo", "{\"message\": \"hi\"}", 0};
+	mk_call c = {.client    = "api",
+	             .tool      = "echo",
+	             .arguments = "{\"message\": \"hi\"}"};
 
 	for (int i = 0; i < w->n; i++) {
 		mk_result *res = NULL;

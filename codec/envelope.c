@@ -50,6 +50,9 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_CR_COMPLETE]  = "cr_complete",
 	[MSG_CR_STATS]     = "cr_stats",
 	[MSG_CL_CRED]      = "cl_cred",
+	[MSG_CR_VERIFY_HEADERS] = "cr_verify_headers",
+	[MSG_CR_SUBMIT_HEADERS] = "cr_submit_headers",
+	[MSG_CR_VERIFY_EXCHANGE] = "cr_verify_exchange",
 };
 /* clang-format on */
 

@@ -54,6 +54,9 @@ typedef enum codec_msg_type {
 	MSG_CR_COMPLETE = 35, /* ask: complete one (state, code) */
 	MSG_CR_STATS    = 36, /* ask: refresh counters */
 	MSG_CL_CRED     = 37, /* tell (client): its credential changed */
+	MSG_CR_VERIFY_HEADERS  = 38, /* ask: per_user_headers admin sample */
+	MSG_CR_SUBMIT_HEADERS  = 39, /* ask: a caller's header values */
+	MSG_CR_VERIFY_EXCHANGE = 40, /* ask: token_exchange admin subject */
 	MSG_COUNT             /* number of types; not a type */
 } codec_msg_type;
 

@@ -50,6 +50,9 @@ typedef enum mk_err {
 	MK_EUPSTREAM = 14, /* the MCP server or the way to it failed */
 	MK_ESTATE    = 15, /* the client's state forbids it (disabled,
 	                    * needs_reauth, pending_verification) */
+	MK_EAUTH = 16,     /* the caller's identity has no usable
+	                    * credential: mk_result.auth_required says how
+	                    * to get one; the tool did not run */
 } mk_err;
 
 /* Log levels, lowest first. */
@@ -204,6 +207,33 @@ MK_API int mk_oauth_complete(mk_runtime *rt, const char *state,
                              const char *code, char **client_id, char **err);
 
 /*
+ * The per-user auth types' two credential paths (SPEC sections 5-6).
+ * Each blocks until the credential actor answered; any thread but the
+ * runtime's own; *err as above.
+ *   mk_client_verify_headers   per_user_headers: the admin's sample
+ *             (headers_json: {"x-api-key": "..."}, exactly the client's
+ *             per_user_header_keys), retained as the discovery credential;
+ *             the client moves on from pending_verification
+ *   mk_client_verify_exchange  token_exchange: the admin's own access
+ *             token, exchanged now and retained (re-exchanged as needed)
+ *             for discovery
+ *   mk_user_headers_submit     a caller's own header values, for the
+ *             session_id its mcp_auth_required named
+ * A per_user_oauth caller completes the authorize_url of its
+ * mcp_auth_required with mk_oauth_complete, like the admin's bootstrap
+ * (mk_client_initiate_verification).
+ * Return MK_OK, MK_EHANDLE, MK_EINVAL (the wrong auth type, headers that
+ * are not the declared keys, an unknown or expired session), MK_ENOENT,
+ * MK_EAUTH / MK_EUPSTREAM (the exchange was refused / failed).
+ */
+MK_API int mk_client_verify_headers(mk_runtime *rt, const char *client,
+                                    const char *headers_json, char **err);
+MK_API int mk_client_verify_exchange(mk_runtime *rt, const char *client,
+                                     const char *subject_token, char **err);
+MK_API int mk_user_headers_submit(mk_runtime *rt, const char *session_id,
+                                  const char *headers_json, char **err);
+
+/*
  * mk_config_get validates a whole config.json and gives one of its
  * runtime settings by path - "store.path", "server.listen",
  * "server.admin_token" - with any env. reference resolved, so an embedder
@@ -283,17 +313,29 @@ typedef struct mk_call {
 	const char *arguments;  /* JSON object text, or NULL for {} */
 	int         timeout_ms; /* 0: the client's tool_execution_timeout;
 	                         * never longer than it */
+	/* The caller, for per-user auth types (precedence user_id >
+	 * virtual_key > session_id); ignored by server-level ones. */
+	const char *user_id;       /* a signed-in user */
+	const char *virtual_key;   /* a virtual key */
+	const char *session_id;    /* a session */
+	const char *subject_token; /* token_exchange: the caller's own
+	                            * access token (a secret: never logged) */
 } mk_call;
 
 /* Its outcome.  Exactly one of result and error is set. */
 typedef struct mk_result {
-	char *result;     /* the CallToolResult JSON (isError,
-	                   * structuredContent kept), or NULL */
-	char *error;      /* one line, no secrets, or NULL */
-	char *error_kind; /* timeout, connect, http, auth, session_gone,
-	                   * protocol, server, transport_lost, cancelled,
-	                   * or NULL for a local refusal */
-	int http_status;  /* when the error had one, else 0 */
+	char *result;        /* the CallToolResult JSON (isError,
+	                      * structuredContent kept), or NULL */
+	char *error;         /* one line, no secrets, or NULL */
+	char *error_kind;    /* timeout, connect, http, auth, session_gone,
+	                      * protocol, server, transport_lost, cancelled,
+	                      * or NULL for a local refusal */
+	int   http_status;   /* when the error had one, else 0 */
+	char *auth_required; /* MK_EAUTH: the mcp_auth_required payload
+	                      * (JSON: kind, mcp_client_id, mcp_client_name,
+	                      * message, authorize_url, session_id,
+	                      * submit_url, required_header_keys,
+	                      * subject_token_missing, exchange_error) */
 } mk_result;
 
 /*

@@ -188,6 +188,58 @@ mk_oauth_complete(mk_runtime *rt, const char *state, const char *code,
 	return (0);
 }
 
+/* A two-string ask of the credential actor answered with nothing. */
+static int
+cr_pair(mk_runtime *rt, uint32_t type, const char *k1, const char *v1,
+        const char *k2, const char *v2, char **err)
+{
+	kn_answer a;
+	mp_w      w;
+	int       rv;
+
+	if (err != NULL) {
+		*err = NULL;
+	}
+	if (!rt_valid(rt)) {
+		return (MK_EHANDLE);
+	}
+	if (v1 == NULL || v2 == NULL) {
+		return (MK_EINVAL);
+	}
+	mp_w_init(&w);
+	mp_map(&w, 2);
+	mp_kv_str(&w, k1, v1);
+	mp_kv_str(&w, k2, v2);
+	if ((rv = cr_ask(rt, type, &w, &a, err)) == 0) {
+		free(a.data);
+	}
+	return (rv);
+}
+
+int
+mk_client_verify_headers(mk_runtime *rt, const char *client,
+                         const char *headers_json, char **err)
+{
+	return (cr_pair(rt, MSG_CR_VERIFY_HEADERS, "client", client, "headers",
+	                headers_json, err));
+}
+
+int
+mk_client_verify_exchange(mk_runtime *rt, const char *client,
+                          const char *subject_token, char **err)
+{
+	return (cr_pair(rt, MSG_CR_VERIFY_EXCHANGE, "client", client,
+	                "subject", subject_token, err));
+}
+
+int
+mk_user_headers_submit(mk_runtime *rt, const char *session_id,
+                       const char *headers_json, char **err)
+{
+	return (cr_pair(rt, MSG_CR_SUBMIT_HEADERS, "session_id", session_id,
+	                "headers", headers_json, err));
+}
+
 int
 mk_config_get(const char *config_json, const char *path, char **value,
               char **err)
@@ -358,6 +410,7 @@ mk_result_free(mk_result **res)
 	free(r->result);
 	free(r->error);
 	free(r->error_kind);
+	free(r->auth_required);
 	free(r);
 }
 
@@ -374,9 +427,10 @@ result_of(int status, const void *data, size_t len)
 	if (mp_r_open(&r, data, len) == 0) {
 		res->result =
 		        status == 0 ? mp_dup_str(mp_get(&r, "result")) : NULL;
-		res->error       = mp_dup_str(mp_get(&r, "error"));
-		res->error_kind  = mp_dup_str(mp_get(&r, "kind"));
-		res->http_status = (int)mp_int(mp_get(&r, "http_status"), 0);
+		res->error         = mp_dup_str(mp_get(&r, "error"));
+		res->error_kind    = mp_dup_str(mp_get(&r, "kind"));
+		res->http_status   = (int)mp_int(mp_get(&r, "http_status"), 0);
+		res->auth_required = mp_dup_str(mp_get(&r, "auth_required"));
 	}
 	mp_r_close(&r);
 	if (status != 0 && res->error == NULL) {
@@ -403,8 +457,25 @@ prepare(mk_runtime *rt, const mk_call *call, kn_actor **ap, mp_w *w,
 	if (kn_lookup(rt->kernel, name, ap) != 0) {
 		return (MK_ENOENT);
 	}
+	/* the identity, by precedence: user > vk > session */
+	const char *mode = call->user_id != NULL ? "user"
+	        : call->virtual_key != NULL      ? "vk"
+	        : call->session_id != NULL       ? "session"
+	                                         : NULL;
+	const char *who  = call->user_id != NULL ? call->user_id
+	         : call->virtual_key != NULL     ? call->virtual_key
+	                                         : call->session_id;
 	mp_w_init(w);
-	mp_map(w, 3);
+	mp_map(w,
+	       3 + (mode != NULL ? 2 : 0) +
+	               (call->subject_token != NULL ? 1 : 0));
+	if (mode != NULL) {
+		mp_kv_str(w, "mode", mode);
+		mp_kv_str(w, "identity", who);
+	}
+	if (call->subject_token != NULL) {
+		mp_kv_str(w, "subject", call->subject_token);
+	}
 	mp_kv_str(w, "tool", call->tool);
 	mp_kv_str(w, "arguments",
 	          call->arguments != NULL ? call->arguments : "{}");

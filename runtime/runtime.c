@@ -53,6 +53,7 @@ static const char *err_text[] = {
         [MK_EINTERNAL] = "internal error",
         [MK_EUPSTREAM] = "the MCP server failed the request",
         [MK_ESTATE]    = "the client's state does not allow it",
+        [MK_EAUTH]     = "the caller must authorize first",
 };
 
 const char *
@@ -185,12 +186,13 @@ rt_credential(mk_runtime *rt)
 	        .tokens       = stored_rows(rt, "oauth_tokens"),
 	        .flows        = stored_rows(rt, "oauth_flows"),
 	        .configs      = stored_rows(rt, "oauth_configs"),
+	        .hcreds       = stored_rows(rt, "header_credentials"),
 	};
 	int rv = kn_spawn(rt->kernel, CREDENTIAL_NAME, &credential_ops, &a,
 	                  &rt->credential);
 
 	/* they held secrets */
-	for (char **p = (char **)&a.tokens; p <= (char **)&a.configs; p++) {
+	for (char **p = (char **)&a.tokens; p <= (char **)&a.hcreds; p++) {
 		if (*p != NULL) {
 			OPENSSL_cleanse(*p, strlen(*p));
 			free(*p);

@@ -411,8 +411,9 @@ make_before_break(void)
 	peer        p  = {0};
 	batch   b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0,
 	             0};
-	mk_call c = {"mbb", "trigger-long-running-operation",
-	             "{\"duration\": 1, \"steps\": 1}", 0};
+	mk_call c = {.client    = "mbb",
+	             .tool      = "trigger-long-running-operation",
+	             .arguments = "{\"duration\": 1, \"steps\": 1}"};
 	char   *err = NULL;
 	json_t *v;
 	int     gen;

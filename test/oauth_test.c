@@ -307,7 +307,7 @@ static void
 fan_out(mk_runtime *rt, const char *client, int n)
 {
 	fan f = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
-	mk_call c = {client, "whoami", "{}", 0};
+	mk_call c = {.client = client, .tool = "whoami", .arguments = "{}"};
 
 	for (int i = 0; i < n; i++) {
 		CHECK_EQ(mk_tool_call_async(rt, &c, on_call, &f), 0);

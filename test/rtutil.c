@@ -252,7 +252,7 @@ char *
 call_text(mk_runtime *rt, const char *client, const char *tool,
           const char *args, int *rc)
 {
-	mk_call    c   = {client, tool, args, 0};
+	mk_call    c   = {.client = client, .tool = tool, .arguments = args};
 	mk_result *res = NULL;
 	char      *out;
 

@@ -122,11 +122,17 @@ publish_state(client *cl, cstate old)
 static json_t *
 view_json(client *cl)
 {
-	json_t *v =
+	/* per-user: a dead admin (discovery) credential is a projection over
+	 * healthy and unstable, never the runtime's own state */
+	const char *state = cl->admin_dead &&
+	                (cl->state == CS_HEALTHY || cl->state == CS_UNSTABLE)
+	        ? "needs_reauth"
+	        : cstate_name(cl->state);
+	json_t     *v =
 	        json_pack("{s:o*, s:o*, s:s, s:s, s:I}", "config",
 	                  cfg_client_redacted(cl->cfg), "tools",
 	                  cl->tools ? tools_sorted(cl->tools) : json_array(),
-	                  "state", cstate_name(cl->state), "connection_mode",
+	                  "state", state, "connection_mode",
 	                  cl->cfg->sticky ? "sticky" : "per_call",
 	                  "generation", (json_int_t)cl->gen);
 
@@ -396,6 +402,7 @@ cl_fini(kn_actor *self, void *state)
 	tp_loop_free(&cl->loop); /* kills what is still closing */
 	cred_forget(cl);
 	cred_clear(cl);
+	cred_fini(cl);
 	if (cl->cr != NULL) {
 		kn_actor_release(&cl->cr);
 	}

@@ -7,6 +7,7 @@
  * initializes, calls and closes (DELETE).  The whole call runs under the
  * client's tool_execution_timeout (or the caller's, when shorter).
  */
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,18 @@ call_free(call *c)
 {
 	free(c->tool);
 	json_decref(c->args);
+	free(c->mode);
+	free(c->identity);
+	if (c->subject != NULL) {
+		OPENSSL_cleanse(c->subject, strlen(c->subject));
+	}
+	free(c->subject);
+	if (c->cred != NULL) {
+		OPENSSL_cleanse(c->cred, strlen(c->cred));
+	}
+	free(c->cred);
+	free(c->hdrs);
+	free(c->auth);
 	free(c);
 }
 
@@ -137,6 +150,10 @@ open_per_call(client *cl, call *c)
 	mcp_error    e;
 
 	conn_config(cl, &mc);
+	if (c->hdrs != NULL) {
+		mc.headers =
+		        (const char *const *)c->hdrs; /* the caller's own */
+	}
 	mc.timeout_ms = remaining_ms(c); /* initialize shares the deadline */
 	if (mc.timeout_ms <= 0 ||
 	    mcp_session_open(&c->s, cl->loop, &mc, &h) != 0) {
@@ -159,6 +176,21 @@ pc_cred(client *cl, void *arg, uint64_t seq, int status, const char *err)
 	call     *c = arg;
 	mcp_error e;
 
+	if (status == MK_EAUTH && c->auth != NULL) {
+		/* no credential for this caller: the tool does not run */
+		mp_w w;
+		mp_w_init(&w);
+		mp_map(&w, 3);
+		mp_kv_str(&w, "error", err);
+		mp_kv_str(&w, "kind", "auth");
+		mp_kv_str(&w, "auth_required", c->auth);
+		kn_reply_corr(kn_actor_kernel(cl->self), c->corr, MK_EAUTH,
+		              w.sb.data, w.sb.size);
+		mp_w_fini(&w);
+		cl->calls--;
+		call_free(c);
+		return;
+	}
 	if (status != 0) {
 		done_per_call(c, mcp_error_set(&e, MCP_E_AUTH, "%s", err),
 		              NULL);
@@ -171,6 +203,10 @@ static void
 run_per_call(client *cl, call *c)
 {
 	cl->calls++;
+	if (cfg_auth_per_user(cl->cfg->auth) && cl->cr != NULL) {
+		cred_fetch_user(cl, c, pc_cred); /* the caller's own */
+		return;
+	}
 	if (cred_needed(cl)) {
 		cred_fetch(cl, CRED_USE, pc_cred, c, 0);
 		return;
@@ -210,9 +246,12 @@ call_start(client *cl, kn_msg *msg)
 	c->cl   = cl;
 	c->corr = corr;
 	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	c->tool   = mp_dup_str(mp_get(&r, "tool"));
-	args_text = mp_dup_str(mp_get(&r, "arguments"));
-	timeout   = mp_int(mp_get(&r, "timeout_ms"), 0);
+	c->tool     = mp_dup_str(mp_get(&r, "tool"));
+	c->mode     = mp_dup_str(mp_get(&r, "mode"));
+	c->identity = mp_dup_str(mp_get(&r, "identity"));
+	c->subject  = mp_dup_str(mp_get(&r, "subject"));
+	args_text   = mp_dup_str(mp_get(&r, "arguments"));
+	timeout     = mp_int(mp_get(&r, "timeout_ms"), 0);
 	mp_r_close(&r);
 	c->args = args_text != NULL ? json_loads(args_text, 0, NULL)
 	                            : json_object();
@@ -221,6 +260,18 @@ call_start(client *cl, kn_msg *msg)
 		reply_error(cl, corr, MK_EINVAL,
 		            "a tool call needs a tool name and an arguments "
 		            "object");
+		call_free(c);
+		return;
+	}
+	if (cfg_auth_per_user(cl->cfg->auth) &&
+	    (c->identity == NULL || *c->identity == '\0')) {
+		reply_error(
+		        cl, corr, MK_EINVAL,
+		        "MCP client %s uses per-user credentials: the call "
+		        "needs the caller's identity - a user id "
+		        "(X-MCP-User-Id), a virtual key (X-MCP-Virtual-Key) "
+		        "or a session id (X-MCP-Session-Id)",
+		        cl->cfg->name);
 		call_free(c);
 		return;
 	}

@@ -171,7 +171,7 @@ check_start(client *cl, uint64_t corr)
 	check *k;
 
 	if (cl->state == CS_DISABLED || cl->state == CS_REAUTH ||
-	    cl->state == CS_PENDING || cl->chk != NULL) {
+	    cl->state == CS_PENDING || cl->chk != NULL || cl->admin_dead) {
 		reply_state(cl, corr); /* quiet, or one is running */
 		return;
 	}

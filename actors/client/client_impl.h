@@ -11,6 +11,7 @@
 #include <stdbool.h>
 
 #include "actors/client/client.h"
+#include "codec/strmap.h"
 #include "persist/hash.h"
 #include "transport/mcp.h"
 
@@ -66,6 +67,13 @@ typedef struct waiter {
 /* A tool call. */
 typedef struct call {
 	client      *cl;       /* owner */
+	char        *mode;     /* per-user: the caller's identity mode */
+	char        *identity; /* and identity */
+	char        *subject;  /* token_exchange: its token (secret) */
+	char        *cred;     /* per-user: its header lines (secret) */
+	char       **hdrs;     /* config headers + cred lines, or NULL */
+	struct call *unext;    /* waiting for the same identity */
+	char        *auth;     /* MK_EAUTH: the mcp_auth_required payload */
 	uint64_t     corr;     /* the deferred ask */
 	char        *tool;     /* tool name */
 	json_t      *args;     /* arguments object */
@@ -121,8 +129,12 @@ struct client {
 	uint64_t    dial_seq;  /* numbers dials, for late credential replies */
 	int64_t     cred_exp;  /* cred's expiry (unix s), 0 none given */
 	struct fetch *fetches; /* waiting for the credential ask in flight */
-	bool          fetching; /* that ask is out */
-	unsigned      maxconn;  /* idle connections curl may keep */
+	bool          fetching;   /* that ask is out */
+	bool          admin_dead; /* per-user: the admin's discovery credential
+	                           * died (needs_reauth projection) */
+	strmap ufetch;    /* per-user: identity -> calls waiting for its
+	                   * credential (one ask per identity) */
+	unsigned maxconn; /* idle connections curl may keep */
 };
 
 /* actor.c */
@@ -169,8 +181,13 @@ enum { CRED_USE, CRED_PEEK, CRED_FORCE }; /* cred_fetch's how */
  * CRED_PEEK: the state only (no refresh); CRED_FORCE: refreshed now */
 void cred_fetch(client *cl, int how, cred_fn fn, void *arg, uint64_t seq);
 void cred_on_notice(client *cl, kn_msg *msg);
-void client_reauth(client *cl, const char *message);
-void client_transition(client *cl);
+/* the header lines of a per-user call's identity: fn as cred_fn */
+void cred_fetch_user(client *cl, call *c, cred_fn fn);
+/* hdrs of config headers + the '\n'-separated lines in cred (modified) */
+char **cred_lines(client *cl, char *cred);
+void   cred_fini(client *cl);
+void   client_reauth(client *cl, const char *message);
+void   client_transition(client *cl);
 
 /* call.c */
 void call_start(client *cl, kn_msg *msg);

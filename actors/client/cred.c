@@ -29,7 +29,45 @@
 bool
 cred_needed(const client *cl)
 {
-	return (cl->cr != NULL && cl->cfg->auth == CFG_AUTH_OAUTH);
+	return (cl->cr != NULL &&
+	        (cl->cfg->auth == CFG_AUTH_OAUTH ||
+	         cfg_auth_per_user(cl->cfg->auth)));
+}
+
+/* Whose credential a connection of this client opens with: the shared
+ * token, or (per-user) the admin's discovery credential. */
+static const char *
+conn_mode(const client *cl)
+{
+	return (cfg_auth_per_user(cl->cfg->auth) ? "admin" : "shared");
+}
+
+char **
+cred_lines(client *cl, char *cred)
+{
+	size_t n = 0, k = 0;
+	char **v;
+
+	while (cl->cfg->headers != NULL && cl->cfg->headers[n] != NULL) {
+		n++;
+	}
+	for (const char *p = cred; *p != '\0'; p++) {
+		k += *p == '\n';
+	}
+	if ((v = calloc(n + k + 2, sizeof(char *))) == NULL) {
+		return (NULL);
+	}
+	if (n > 0) {
+		memcpy(v, cl->cfg->headers, n * sizeof(char *));
+	}
+	for (char *p = cred, *nl;; p = nl + 1) {
+		v[n++] = p;
+		if ((nl = strchr(p, '\n')) == NULL) {
+			break;
+		}
+		*nl = '\0';
+	}
+	return (v);
 }
 
 void
@@ -41,11 +79,23 @@ cred_register(client *cl)
 	if (cl->cr == NULL) {
 		return;
 	}
-	oauth = cl->cfg->oauth != NULL
-	        ? json_dumps(cl->cfg->oauth, JSON_COMPACT)
-	        : NULL;
+	oauth        = cl->cfg->oauth != NULL
+	               ? json_dumps(cl->cfg->oauth, JSON_COMPACT)
+	               : NULL;
+	char   *exch = cl->cfg->exchange != NULL
+	          ? json_dumps(cl->cfg->exchange, JSON_COMPACT)
+	          : NULL;
+	json_t *k    = json_object_get(cl->cfg->raw, "per_user_header_keys");
+	char   *keys = k != NULL ? json_dumps(k, JSON_COMPACT) : NULL;
 	mp_w_init(&w);
-	mp_map(&w, 6);
+	mp_map(&w, 8);
+	mp_kv_str(&w, "exchange", exch);
+	mp_kv_str(&w, "keys", keys);
+	if (exch != NULL) {
+		OPENSSL_cleanse(exch, strlen(exch));
+	}
+	free(exch);
+	free(keys);
 	mp_kv_str(&w, "id", cl->cfg->id);
 	mp_kv_str(&w, "name", cl->cfg->name);
 	mp_kv_str(&w, "auth", cfg_auth_name(cl->cfg->auth));
@@ -80,31 +130,37 @@ cred_forget(client *cl)
 	mp_w_fini(&w);
 }
 
-/* Replaces the header lines connections are opened with. */
+/* Replaces the header lines connections are opened with ("\n" between
+ * lines, as the credential actor gives them). */
 static void
-set_cred(client *cl, const char *header)
+set_cred(client *cl, const char *headers)
 {
-	size_t n = 0;
-
 	if (cl->cred != NULL) {
 		OPENSSL_cleanse(cl->cred, strlen(cl->cred));
 		free(cl->cred);
 	}
 	free(cl->hdrs);
-	cl->cred = header != NULL ? strdup(header) : NULL;
-	cl->hdrs = NULL;
-	if (cl->cred == NULL) {
+	cl->cred = headers != NULL ? strdup(headers) : NULL;
+	cl->hdrs = cl->cred != NULL ? cred_lines(cl, cl->cred) : NULL;
+}
+
+/* The connection credential died (or was rotated). */
+static void
+cred_dead(client *cl, const char *message)
+{
+	if (cfg_auth_per_user(cl->cfg->auth)) {
+		/* callers keep working; only discovery pauses */
+		if (!cl->admin_dead) {
+			KN_INFO("client",
+			        "%s: admin credential: %s: needs_reauth",
+			        cl->cfg->name, message);
+		}
+		cl->admin_dead = true;
+		set_cred(cl, NULL);
+		client_push_view(cl);
 		return;
 	}
-	while (cl->cfg->headers != NULL && cl->cfg->headers[n] != NULL) {
-		n++;
-	}
-	if ((cl->hdrs = calloc(n + 2, sizeof(char *))) != NULL) {
-		if (n > 0) {
-			memcpy(cl->hdrs, cl->cfg->headers, n * sizeof(char *));
-		}
-		cl->hdrs[n] = cl->cred;
-	}
+	client_reauth(cl, message);
 }
 
 void
@@ -158,7 +214,7 @@ on_header(kn_actor *self, void *arg, int status, const void *data, size_t len)
 
 	mp_r_open(&r, data, len);
 	if (status == 0) {
-		header       = mp_dup_str(mp_get(&r, "header"));
+		header       = mp_dup_str(mp_get(&r, "headers"));
 		cl->cred_exp = mp_int(mp_get(&r, "expires_at"), 0);
 	} else {
 		err = mp_dup_str(mp_get(&r, "error"));
@@ -174,7 +230,7 @@ on_header(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	cl->fetching = false;
 	if (why != NULL && strcmp(why, "needs_reauth") == 0 &&
 	    cl->state != CS_REAUTH) {
-		client_reauth(cl, err != NULL ? err : "credential rejected");
+		cred_dead(cl, err != NULL ? err : "credential rejected");
 	}
 	while ((f = cl->fetches) != NULL) {
 		cl->fetches = f->next;
@@ -217,7 +273,7 @@ cred_fetch(client *cl, int how, cred_fn fn, void *arg, uint64_t seq)
 	mp_w_init(&w);
 	mp_map(&w, 5);
 	mp_kv_str(&w, "id", cl->cfg->id);
-	mp_kv_str(&w, "mode", "shared");
+	mp_kv_str(&w, "mode", conn_mode(cl));
 	mp_kv_str(&w, "identity", "");
 	mp_kv_bool(&w, "force", how == CRED_FORCE);
 	mp_kv_bool(&w, "peek", how == CRED_PEEK);
@@ -243,7 +299,12 @@ cred_on_notice(client *cl, kn_msg *msg)
 		/* internal: always set */
 	} else if (strcmp(status, "active") == 0) {
 		/* authorized (bootstrap or reauthorize): connect now */
-		if (cl->state == CS_PENDING || cl->state == CS_REAUTH) {
+		if (cl->admin_dead && cl->state != CS_PENDING) {
+			cl->admin_dead = false; /* repaired: discover again */
+			client_push_view(cl);
+			dial_start(cl, DIAL_RECONNECT, 0, MSG_CL_RECONNECT);
+		} else if (cl->state == CS_PENDING || cl->state == CS_REAUTH) {
+			cl->admin_dead = false;
 			KN_INFO("client",
 			        "%s: credential authorized; connecting",
 			        cl->cfg->name);
@@ -261,11 +322,121 @@ cred_on_notice(client *cl, kn_msg *msg)
 		}
 	} else {
 		/* needs_reauth, rotated */
-		client_reauth(cl,
-		              message != NULL && *message != '\0'
-		                      ? message
-		                      : "credential must be reauthorized");
+		cred_dead(cl,
+		          message != NULL && *message != '\0'
+		                  ? message
+		                  : "credential must be reauthorized");
 	}
 	free(status);
 	free(message);
+}
+
+/* ---- a per-user caller's credential --------------------------------------
+ */
+
+/* Calls waiting for one identity's credential. */
+typedef struct ugroup {
+	strmap_ent ent;   /* key: mode, identity, subject */
+	char      *key;   /* owns ent.key (secret: holds the subject) */
+	call      *calls; /* waiting */
+	cred_fn    fn;    /* what each gets */
+	client    *cl;    /* owner */
+} ugroup;
+
+static void
+on_user(kn_actor *self, void *arg, int status, const void *data, size_t len)
+{
+	ugroup *g       = arg;
+	client *cl      = g->cl;
+	char   *headers = NULL, *err = NULL, *auth = NULL;
+	call   *c;
+	mp_r    r;
+
+	mp_r_open(&r, data, len);
+	if (status == 0) {
+		headers = mp_dup_str(mp_get(&r, "headers"));
+	} else {
+		err  = mp_dup_str(mp_get(&r, "error"));
+		auth = mp_dup_str(mp_get(&r, "auth_required"));
+	}
+	mp_r_close(&r);
+	if (status == 0 && headers == NULL) {
+		status = MK_EPROTO;
+	}
+	strmap_del(&cl->ufetch, &g->ent);
+	while ((c = g->calls) != NULL) {
+		g->calls = c->unext;
+		c->unext = NULL;
+		if (status == 0 && (c->cred = strdup(headers)) != NULL) {
+			c->hdrs = cred_lines(cl, c->cred);
+		} else if (auth != NULL) {
+			c->auth = strdup(auth);
+		}
+		g->fn(cl, c, 0, status,
+		      err != NULL                    ? err
+		              : status == MK_ECLOSED ? "the runtime is closing"
+		                                     : mk_strerror(status));
+	}
+	if (headers != NULL) {
+		OPENSSL_cleanse(headers, strlen(headers));
+	}
+	free(headers);
+	free(err);
+	free(auth);
+	OPENSSL_cleanse(g->key, strlen(g->key));
+	free(g->key);
+	free(g);
+}
+
+void
+cred_fetch_user(client *cl, call *c, cred_fn fn)
+{
+	char    key[8192];
+	ugroup *g;
+	mp_w    w;
+
+	snprintf(key, sizeof(key), "%s\x1f%s\x1f%s", c->mode, c->identity,
+	         c->subject != NULL ? c->subject : "");
+	if ((g = (ugroup *)strmap_get(&cl->ufetch, key)) != NULL) {
+		c->unext = g->calls; /* one ask per identity at a time */
+		g->calls = c;
+		OPENSSL_cleanse(key, sizeof(key));
+		return;
+	}
+	if ((g = calloc(1, sizeof(*g))) == NULL ||
+	    (g->key = strdup(key)) == NULL) {
+		free(g);
+		OPENSSL_cleanse(key, sizeof(key));
+		fn(cl, c, 0, MK_ENOMEM, "out of memory");
+		return;
+	}
+	OPENSSL_cleanse(key, sizeof(key));
+	g->ent.key = g->key;
+	g->calls   = c;
+	g->fn      = fn;
+	g->cl      = cl;
+	(void)strmap_put(&cl->ufetch, &g->ent);
+	mp_w_init(&w);
+	mp_map(&w, c->subject != NULL ? 5 : 4);
+	mp_kv_str(&w, "id", cl->cfg->id);
+	mp_kv_str(&w, "mode", c->mode);
+	mp_kv_str(&w, "identity", c->identity);
+	mp_kv_bool(&w, "force", false);
+	if (c->subject != NULL) {
+		mp_kv_str(&w, "subject", c->subject);
+	}
+	if (kn_ask_async(cl->self, cl->cr, MSG_CR_GET, w.sb.data, w.sb.size,
+	                 CRED_ASK_MS, on_user, g) != 0) {
+		on_user(cl->self, g, MK_ECLOSED, NULL, 0);
+	}
+	OPENSSL_cleanse(w.sb.data, w.sb.size);
+	mp_w_fini(&w);
+}
+
+void
+cred_fini(client *cl)
+{
+	/* groups still waiting were answered MK_ECLOSED by the kernel before
+	 * fini (their asks' callbacks ran) */
+	strmap_fini(&cl->ufetch);
 }

@@ -63,6 +63,8 @@ client_destroy(cclient *c)
 	free(c->name);
 	free(c->url);
 	json_decref(c->oauth);
+	json_decref(c->exchange);
+	json_decref(c->keys);
 	json_decref(c->meta);
 	free(c);
 }
@@ -92,9 +94,10 @@ token_destroy(token *t)
 	free(t);
 }
 
-static void
-token_free(cr_self *cr, token *t)
+void
+cr_token_free(cr_self *cr, token *t)
 {
+	cr_lru_drop(cr, t);
 	strmap_del(&cr->tokens, &t->ent);
 	cr->ntokens--;
 	token_destroy(t);
@@ -175,14 +178,19 @@ cr_persist(cr_self *cr, const char *table, json_t *row, bool del,
 void
 cr_token_store(cr_self *cr, token *t)
 {
-	json_t *row = json_pack(
-	        "{s:s, s:s, s:s, s:s, s:s?, s:s, s:s?, s:I, s:I, s:s}",
-	        "client_id", t->client_id, "mode", t->mode, "identity",
-	        t->identity, "access_token", t->access, "refresh_token",
-	        t->refresh, "token_type", "Bearer", "scopes", t->scopes,
-	        "expires_at", (json_int_t)t->expires_at, "last_refreshed",
-	        (json_int_t)t->refreshed, "status",
-	        t->active ? "active" : "needs_reauth");
+	json_t *row;
+
+	if (t->cache || t->access == NULL) {
+		return; /* an exchange result lives in memory only */
+	}
+	row = json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s, s:s?, s:I, s:I, s:s}",
+	                "client_id", t->client_id, "mode", t->mode, "identity",
+	                t->identity, "access_token", t->access,
+	                "refresh_token", t->refresh, "token_type", "Bearer",
+	                "scopes", t->scopes, "expires_at",
+	                (json_int_t)t->expires_at, "last_refreshed",
+	                (json_int_t)t->refreshed, "status",
+	                t->active ? "active" : "needs_reauth");
 
 	if (row == NULL ||
 	    cr_persist(cr, "oauth_tokens", row, false, NULL, NULL) != 0) {
@@ -304,7 +312,7 @@ cr_answer_token(cr_self *cr, token *t, uint64_t corr)
 	snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s", t->access);
 	mp_w_init(&w);
 	mp_map(&w, 2);
-	mp_kv_str(&w, "header", hdr);
+	mp_kv_str(&w, "headers", hdr);
 	mp_kv_int(&w, "expires_at", t->expires_at);
 	kn_reply_corr(kn_actor_kernel(cr->self), corr, 0, w.sb.data,
 	              w.sb.size);
@@ -320,7 +328,7 @@ static void
 on_register(cr_self *cr, kn_msg *msg)
 {
 	mp_r     r;
-	char    *id, *name, *auth, *url, *oauth;
+	char    *id, *name, *auth, *url, *oauth, *exch, *keys;
 	cclient *c;
 	json_t  *o;
 
@@ -330,11 +338,17 @@ on_register(cr_self *cr, kn_msg *msg)
 	auth        = mp_dup_str(mp_get(&r, "auth"));
 	url         = mp_dup_str(mp_get(&r, "url"));
 	oauth       = mp_dup_str(mp_get(&r, "oauth"));
+	exch        = mp_dup_str(mp_get(&r, "exchange"));
+	keys        = mp_dup_str(mp_get(&r, "keys"));
 	bool sticky = mp_bool(mp_get(&r, "sticky"), false);
 	mp_r_close(&r);
 	assert(id != NULL && name != NULL && auth != NULL);
 	o = oauth != NULL ? json_loads(oauth, 0, NULL) : NULL;
 	secret_free(oauth);
+	json_t *xo = exch != NULL ? json_loads(exch, 0, NULL) : NULL;
+	json_t *ko = keys != NULL ? json_loads(keys, 0, NULL) : NULL;
+	secret_free(exch);
+	free(keys);
 	if ((c = cr_client(cr, id)) != NULL) {
 		bool rotated = !json_equal(c->oauth, o) &&
 		        !(c->oauth == NULL && o == NULL);
@@ -362,6 +376,10 @@ on_register(cr_self *cr, kn_msg *msg)
 		}
 		json_decref(c->oauth);
 		c->oauth = o;
+		json_decref(c->exchange);
+		c->exchange = xo;
+		json_decref(c->keys);
+		c->keys = ko;
 		free(c->url);
 		c->url    = url;
 		c->sticky = sticky;
@@ -378,8 +396,12 @@ on_register(cr_self *cr, kn_msg *msg)
 		free(auth);
 		free(url);
 		json_decref(o);
+		json_decref(xo);
+		json_decref(ko);
 		return;
 	}
+	c->exchange = xo;
+	c->keys     = ko;
 	c->id       = id;
 	c->name     = name;
 	c->url      = url;
@@ -442,7 +464,7 @@ on_forget(cr_self *cr, kn_msg *msg)
 		/* its tokens go (the store drops them with the client) */
 		token *t;
 		while ((t = cr_token(cr, id, "shared", "", false)) != NULL) {
-			token_free(cr, t);
+			cr_token_free(cr, t);
 		}
 		client_free(cr, c);
 	}
@@ -454,8 +476,9 @@ on_get(cr_self *cr, kn_msg *msg)
 {
 	uint64_t corr = kn_defer(msg);
 	mp_r     r;
-	char    *id, *mode, *identity;
+	char    *id, *mode, *identity, *subject;
 	bool     force, peek;
+	cclient *c;
 	token   *t;
 
 	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
@@ -464,7 +487,21 @@ on_get(cr_self *cr, kn_msg *msg)
 	identity = mp_dup_str(mp_get(&r, "identity"));
 	force    = mp_bool(mp_get(&r, "force"), false);
 	peek     = mp_bool(mp_get(&r, "peek"), false);
+	subject  = mp_dup_str(mp_get(&r, "subject"));
 	mp_r_close(&r);
+	c = id != NULL ? cr_client(cr, id) : NULL;
+	if (c != NULL && cfg_auth_per_user(c->auth)) {
+		/* a peek is the admin's (discovery) credential */
+		cr_user_get(cr, c, peek || mode == NULL ? "admin" : mode,
+		            peek || identity == NULL ? "" : identity, subject,
+		            force, corr);
+		secret_free(subject);
+		free(id);
+		free(mode);
+		free(identity);
+		return;
+	}
+	secret_free(subject);
 	t = id != NULL ? cr_token(cr, id, mode ? mode : "shared",
 	                          identity ? identity : "", false)
 	               : NULL;
@@ -546,6 +583,9 @@ cr_init(kn_actor *self, void *arg, void **statep)
 	json_decref(rows);
 	cr_meta_restore(cr, rows = rows_of(a->configs));
 	json_decref(rows);
+	cr_hcreds_restore(cr, rows = rows_of(a->hcreds));
+	json_decref(rows);
+	cr->lru_max = a->cache_max > 0 ? a->cache_max : CR_CACHE_DEFAULT;
 	kn_set_wake_arg(self, cr->loop);
 	*statep = cr;
 	return (0);
@@ -577,6 +617,7 @@ cr_fini(kn_actor *self, void *state)
 			client_destroy((cclient *)e);
 		}
 	}
+	cr_user_fini(cr);
 	strmap_fini(&cr->clients);
 	strmap_fini(&cr->names);
 	strmap_fini(&cr->tokens);
@@ -626,6 +667,15 @@ cr_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case MSG_CR_STATS:
 		return (on_stats(cr, msg));
+	case MSG_CR_VERIFY_HEADERS:
+		cr_verify_headers(cr, msg);
+		return (0);
+	case MSG_CR_SUBMIT_HEADERS:
+		cr_submit_headers(cr, msg);
+		return (0);
+	case MSG_CR_VERIFY_EXCHANGE:
+		cr_verify_exchange(cr, msg);
+		return (0);
 	default:
 		assert(!"credential: unexpected message");
 		return (MK_EINTERNAL);

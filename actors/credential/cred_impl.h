@@ -27,44 +27,69 @@ typedef struct tokw {
 
 /* A token of one client, identity mode and identity. */
 typedef struct token {
-	strmap_ent ent;        /* key: "client\x1fmode\x1fidentity" */
-	char      *key;        /* owns ent.key */
-	char      *client_id;  /* its client */
-	char      *mode;       /* shared, admin, user, vk, session */
-	char      *identity;   /* "" for shared and admin */
-	char      *access;     /* access token (secret) */
-	char      *refresh;    /* refresh token (secret), or NULL */
-	char      *scopes;     /* granted scopes, or NULL */
-	int64_t    expires_at; /* unix seconds; 0: no expiry given */
-	int64_t    refreshed;  /* unix seconds of the last refresh */
-	bool       active;     /* false: needs_reauth */
-	oa_req    *req;        /* a refresh in flight, or NULL */
-	char      *prior;      /* the refresh token it spends (CAS) */
-	int        attempt;    /* transient failures of this refresh */
-	uint64_t   retry;      /* backoff timer, 0 none */
-	uint64_t   ahead;      /* refresh-ahead timer, 0 none */
-	tokw      *waiters;    /* asks waiting for the refresh */
-	cr_self   *cr;         /* owner */
+	strmap_ent    ent;        /* key: "client\x1fmode\x1fidentity" */
+	char         *key;        /* owns ent.key */
+	char         *client_id;  /* its client */
+	char         *mode;       /* shared, admin, user, vk, session */
+	char         *identity;   /* "" for shared and admin */
+	char         *access;     /* access token (secret) */
+	char         *refresh;    /* refresh token (secret), or NULL */
+	char         *scopes;     /* granted scopes, or NULL */
+	int64_t       expires_at; /* unix seconds; 0: no expiry given */
+	int64_t       refreshed;  /* unix seconds of the last refresh */
+	bool          active;     /* false: needs_reauth */
+	bool          cache;      /* an exchange result: memory only */
+	char          err[64];    /* cache: the rejection's error code */
+	struct token *lru_prev, *lru_next; /* cache: the LRU list */
+	oa_req       *req;                 /* a refresh in flight, or NULL */
+	char         *prior;   /* the refresh token it spends (CAS) */
+	int           attempt; /* transient failures of this refresh */
+	uint64_t      retry;   /* backoff timer, 0 none */
+	uint64_t      ahead;   /* refresh-ahead timer, 0 none */
+	tokw         *waiters; /* asks waiting for the refresh */
+	cr_self      *cr;      /* owner */
 } token;
+
+/* An identity's (or the admin's) header credential. */
+typedef struct hcred {
+	strmap_ent ent;       /* key: "client\x1fmode\x1fidentity" */
+	char      *key;       /* owns ent.key */
+	char      *client_id; /* its client */
+	char      *mode;      /* admin, user, vk, session */
+	char      *identity;  /* "" for admin */
+	char      *headers;   /* "Name: value" lines, '\n' between (secret) */
+} hcred;
+
+/* A caller's pending header submission. */
+typedef struct hflow {
+	strmap_ent ent;                  /* key: id */
+	char       id[OA_STATE_LEN + 1]; /* random */
+	char      *client_id;            /* whose */
+	char      *mode;                 /* for which identity */
+	char      *identity;
+	int64_t    expires_at; /* unix seconds */
+} hflow;
 
 /* A discovery (and registration) of a client's endpoints in progress. */
 typedef struct disc disc;
 
 /* A registered MCP client (what the credential actor knows of it). */
 typedef struct cclient {
-	strmap_ent ent;    /* key: id */
-	strmap_ent nent;   /* key: name */
-	char      *id;     /* client id */
-	char      *name;   /* client name */
-	cfg_auth   auth;   /* auth type */
-	bool       sticky; /* connection mode */
-	char      *url;    /* the MCP server: the protected resource */
-	json_t    *oauth;  /* oauth_config as configured, or NULL */
-	json_t    *meta;   /* resolved: authorize_url, token_url,
-	                    * registration_url, client_id, client_secret,
-	                    * auth_method, scope, resource; NULL until known */
-	disc    *disc;     /* discovery in progress, or NULL */
-	cr_self *cr;       /* owner */
+	strmap_ent ent;      /* key: id */
+	strmap_ent nent;     /* key: name */
+	char      *id;       /* client id */
+	char      *name;     /* client name */
+	cfg_auth   auth;     /* auth type */
+	bool       sticky;   /* connection mode */
+	char      *url;      /* the MCP server: the protected resource */
+	json_t    *oauth;    /* oauth_config as configured, or NULL */
+	json_t    *exchange; /* token_exchange as configured, or NULL */
+	json_t    *keys;     /* per_user_header_keys, or NULL */
+	json_t    *meta;     /* resolved: authorize_url, token_url,
+	                      * registration_url, client_id, client_secret,
+	                      * auth_method, scope, resource; NULL until known */
+	disc    *disc;       /* discovery in progress, or NULL */
+	cr_self *cr;         /* owner */
 } cclient;
 
 /* An authorization-code flow waiting for its callback. */
@@ -92,10 +117,17 @@ struct cr_self {
 	strmap    names;    /* name -> cclient (nent) */
 	strmap    tokens;   /* key -> token */
 	strmap    flows;    /* state -> flow */
-	json_t   *saved;    /* stored endpoint sets: client id -> meta, until
-	                     * the client registers */
-	uint64_t refreshes; /* refresh requests sent */
-	uint64_t joins;     /* asks that joined one in flight */
+	strmap    hcreds;   /* key -> hcred */
+	strmap    hflows;   /* id -> hflow */
+	token    *lru_head; /* exchange cache, most recent first */
+	token    *lru_tail;
+	unsigned  lru_n;     /* entries in it */
+	unsigned  lru_max;   /* its bound */
+	uint64_t  exchanges; /* token-exchange requests sent */
+	json_t   *saved;     /* stored endpoint sets: client id -> meta, until
+	                      * the client registers */
+	uint64_t refreshes;  /* refresh requests sent */
+	uint64_t joins;      /* asks that joined one in flight */
 	uint64_t token_requests; /* every token-endpoint request */
 	uint64_t ntokens;        /* tokens held */
 	uint64_t nflows;         /* flows pending */
@@ -123,9 +155,31 @@ void cr_flow_free(flow *f);
 void cr_flows_restore(cr_self *cr, json_t *rows);
 void cr_meta_restore(cr_self *cr, json_t *rows);
 void cr_disc_free(disc *d);
+/* cr_flow_for answers corr with a new flow for (mode, identity): its
+ * authorize URL, or (auth) an mcp_auth_required carrying it; endpoints
+ * are resolved first when needed */
+void cr_flow_for(cr_self *cr, cclient *c, const char *mode,
+                 const char *identity, uint64_t corr, bool auth);
+/* cr_auth_reply answers MK_EAUTH with an mcp_auth_required payload of
+ * kind, extra fields merged in */
+void cr_auth_reply(cr_self *cr, uint64_t corr, const cclient *c,
+                   const char *kind, json_t *extra, const char *message);
 /* the client auth of a token request: fills basic id/secret or adds
  * client_id (and secret) to the form */
 int cr_client_auth(const cclient *c, char **form, oa_send *s);
+
+/* user.c: per-user types and the exchange cache */
+void cr_user_get(cr_self *cr, cclient *c, const char *mode,
+                 const char *identity, const char *subject, bool force,
+                 uint64_t corr);
+void cr_verify_headers(cr_self *cr, kn_msg *msg);
+void cr_submit_headers(cr_self *cr, kn_msg *msg);
+void cr_verify_exchange(cr_self *cr, kn_msg *msg);
+void cr_hcreds_restore(cr_self *cr, json_t *rows);
+void cr_user_fini(cr_self *cr);
+void cr_lru_touch(cr_self *cr, token *t);
+void cr_lru_drop(cr_self *cr, token *t);
+void cr_token_free(cr_self *cr, token *t);
 
 /* refresh.c */
 void cr_refresh_join(cr_self *cr, token *t, uint64_t corr);

@@ -36,6 +36,19 @@
  *                        the flow is stored before the reply)
  *   MSG_CR_COMPLETE ask  {"state", "code"} -> {"client_id"} | MK_EINVAL
  *                        (unknown, used or expired state; a refused code)
+ *   MSG_CR_VERIFY_HEADERS  ask {"client", "headers": json object text}
+ *                        per_user_headers: the admin's sample, retained
+ *                        for discovery -> {}
+ *   MSG_CR_SUBMIT_HEADERS  ask {"session_id", "headers"}: a caller's own
+ *                        values for the header session its
+ *                        mcp_auth_required named -> {}
+ *   MSG_CR_VERIFY_EXCHANGE ask {"client", "subject"}: token_exchange: the
+ *                        admin's subject token, exchanged now and
+ *                        retained for discovery -> {"headers"}
+ *   For per-user clients MSG_CR_GET's mode is the caller's (user, vk,
+ *   session; "admin" for discovery) and "subject" the caller's token
+ *   (token_exchange); a caller without a credential is answered MK_EAUTH
+ *   {"error", "auth_required": the mcp_auth_required payload}.
  *   MSG_CR_STATS    ask  {} -> {"refreshes", "refresh_joins",
  *                        "token_requests", "tokens", "flows"}
  * Tells to client actors: MSG_CL_CRED {"status": "active" | "refreshed" |
@@ -61,7 +74,11 @@ typedef struct cr_args {
 	const char *tokens;       /* stored rows (json arrays), or NULL */
 	const char *flows;
 	const char *configs;
+	const char *hcreds;    /* header_credentials rows */
+	unsigned    cache_max; /* exchange cache entries; 0: default */
 } cr_args;
+
+#define CR_CACHE_DEFAULT 4096
 
 extern const kn_actor_ops credential_ops;
 

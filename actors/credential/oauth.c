@@ -34,6 +34,7 @@ typedef struct pend {
 	uint64_t     corr;
 	char        *mode;
 	char        *identity;
+	bool         auth; /* answer mcp_auth_required (a caller's flow) */
 	struct pend *next;
 } pend;
 
@@ -52,7 +53,7 @@ struct disc {
 
 static void disc_step(disc *d);
 static void make_flow(cr_self *cr, cclient *c, const char *mode,
-                      const char *identity, uint64_t corr);
+                      const char *identity, uint64_t corr, bool auth);
 
 static const char *
 meta_str(const json_t *m, const char *key)
@@ -114,7 +115,8 @@ disc_end(disc *d, const char *err)
 	while ((p = d->waiting) != NULL) {
 		d->waiting = p->next;
 		if (err == NULL) {
-			make_flow(cr, c, p->mode, p->identity, p->corr);
+			make_flow(cr, c, p->mode, p->identity, p->corr,
+			          p->auth);
 		} else {
 			cr_reply_error(
 			        cr, p->corr, MK_EUPSTREAM, NULL,
@@ -581,6 +583,8 @@ typedef struct made {
 	uint64_t corr;
 	char    *url;
 	char     state[OA_STATE_LEN + 1];
+	bool     auth;   /* answer mcp_auth_required */
+	char    *client; /* its client's id */
 } made;
 
 /* The flow is on disk: its authorize URL may go out. */
@@ -591,10 +595,19 @@ flow_stored(kn_actor *self, void *arg, int status, const void *data,
 	made *m = arg;
 	mp_w  w;
 
+	cclient *c = cr_client(m->cr, m->client);
+
 	if (status != 0) {
 		cr_reply_error(m->cr, m->corr, MK_ESYS, NULL,
 		               "the OAuth flow could not be stored: %s",
 		               mk_strerror(status));
+	} else if (m->auth && c != NULL) {
+		json_t *x = json_pack("{s:s, s:s}", "authorize_url", m->url,
+		                      "session_id", m->state);
+		cr_auth_reply(m->cr, m->corr, c, "oauth", x,
+		              "authorize this MCP client for your identity "
+		              "first");
+		json_decref(x);
 	} else {
 		mp_w_init(&w);
 		mp_map(&w, 2);
@@ -605,16 +618,17 @@ flow_stored(kn_actor *self, void *arg, int status, const void *data,
 		mp_w_fini(&w);
 	}
 	free(m->url);
+	free(m->client);
 	free(m);
 }
 
 static void
 make_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
-          uint64_t corr)
+          uint64_t corr, bool auth)
 {
 	char        state[OA_STATE_LEN + 1], ver[OA_VERIFIER_LEN + 1];
 	char        ch[OA_CHALLENGE_LEN + 1];
-	const char *auth  = meta_str(c->meta, "authorize_url");
+	const char *at    = meta_str(c->meta, "authorize_url");
 	const char *scope = meta_str(c->meta, "scope");
 	const char *res   = meta_str(c->meta, "resource");
 	char       *q     = NULL, *url;
@@ -636,14 +650,14 @@ make_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
 		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
 		return;
 	}
-	size_t n = strlen(auth) + strlen(q) + 2;
+	size_t n = strlen(at) + strlen(q) + 2;
 	if ((url = malloc(n)) == NULL || (m = calloc(1, sizeof(*m))) == NULL) {
 		free(url);
 		free(q);
 		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
 		return;
 	}
-	snprintf(url, n, "%s%s%s", auth, strchr(auth, '?') ? "&" : "?", q);
+	snprintf(url, n, "%s%s%s", at, strchr(at, '?') ? "&" : "?", q);
 	free(q);
 	f = flow_new(cr, c->id, mode, identity, ver, state, cr->redirect,
 	             cr_now() + CR_FLOW_TTL_S);
@@ -654,9 +668,11 @@ make_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
 		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
 		return;
 	}
-	m->cr   = cr;
-	m->corr = corr;
-	m->url  = url;
+	m->cr     = cr;
+	m->corr   = corr;
+	m->url    = url;
+	m->auth   = auth;
+	m->client = strdup(c->id);
 	memcpy(m->state, state, sizeof(state));
 	row = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I}", "state",
 	                f->state, "client_id", f->client_id, "mode", f->mode,
@@ -678,7 +694,6 @@ cr_initiate(cr_self *cr, kn_msg *msg)
 	mp_r     r;
 	char    *who, *mode, *identity;
 	cclient *c;
-	pend    *p;
 
 	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
 	who      = mp_dup_str(mp_get(&r, "client"));
@@ -702,27 +717,48 @@ cr_initiate(cr_self *cr, kn_msg *msg)
 		               "MCP client %s uses auth_type %s: it has no "
 		               "OAuth flow",
 		               c->name, cfg_auth_name(c->auth));
-	} else if (c->meta != NULL) {
-		make_flow(cr, c, mode, identity, corr);
-	} else if ((p = calloc(1, sizeof(*p))) == NULL ||
-	           (c->disc == NULL && disc_start(c) == NULL)) {
-		free(p);
-		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
-	} else if (c->disc == NULL) {
-		/* resolved at once (all configured): c->meta is set */
-		free(p);
-		make_flow(cr, c, mode, identity, corr);
 	} else {
-		p->corr          = corr;
-		p->mode          = mode;
-		p->identity      = identity;
-		p->next          = c->disc->waiting;
-		c->disc->waiting = p;
-		mode = identity = NULL;
+		/* per_user_oauth: the admin's bootstrap (discovery) flow */
+		cr_flow_for(cr, c,
+		            c->auth == CFG_AUTH_PER_USER_OAUTH ? "admin"
+		                                               : mode,
+		            identity, corr, false);
 	}
 	free(who);
 	free(mode);
 	free(identity);
+}
+
+void
+cr_flow_for(cr_self *cr, cclient *c, const char *mode, const char *identity,
+            uint64_t corr, bool auth)
+{
+	pend *p;
+
+	if (c->meta != NULL) {
+		make_flow(cr, c, mode, identity, corr, auth);
+	} else if ((p = calloc(1, sizeof(*p))) == NULL ||
+	           (p->mode = strdup(mode)) == NULL ||
+	           (p->identity = strdup(identity)) == NULL ||
+	           (c->disc == NULL && disc_start(c) == NULL)) {
+		if (p != NULL) {
+			free(p->mode);
+			free(p->identity);
+		}
+		free(p);
+		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
+	} else if (c->disc == NULL) {
+		/* resolved at once (all configured): c->meta is set */
+		free(p->mode);
+		free(p->identity);
+		free(p);
+		make_flow(cr, c, mode, identity, corr, auth);
+	} else {
+		p->corr          = corr;
+		p->auth          = auth;
+		p->next          = c->disc->waiting;
+		c->disc->waiting = p;
+	}
 }
 
 /* ---- completing a flow ----------------------------------------------------

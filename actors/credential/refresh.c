@@ -125,12 +125,50 @@ cr_refresh_ahead(cr_self *cr, token *t)
 	        kn_timer_add(cr->self, at > 0 ? at * 1000 : 0, ahead_tick, t);
 }
 
-/* The token endpoint's answer to a refresh. */
+/* A caller's token (not the shared or the admin's one). */
+static bool
+is_callers(const token *t)
+{
+	return (strcmp(t->mode, "shared") != 0 &&
+	        strcmp(t->mode, "admin") != 0);
+}
+
+/* A caller's credential was refused for good: every waiter is told how
+ * to get another (a new OAuth flow, or the exchange's error). */
+static void
+answer_auth(cr_self *cr, token *t, const cclient *c)
+{
+	tokw *w;
+
+	while ((w = t->waiters) != NULL) {
+		t->waiters = w->next;
+		if (c != NULL && c->auth == CFG_AUTH_PER_USER_OAUTH) {
+			cr_flow_for(cr, (cclient *)c, t->mode, t->identity,
+			            w->corr, true);
+		} else if (c != NULL) {
+			json_t *x =
+			        json_pack("{s:s}", "exchange_error", t->err);
+			cr_auth_reply(cr, w->corr, c, "exchange", x,
+			              "the authorization server rejected the "
+			              "exchange of your token");
+			json_decref(x);
+		} else {
+			cr_reply_error(cr, w->corr, MK_ENOENT, NULL,
+			               "the MCP client is gone");
+		}
+		free(w);
+	}
+}
+
+/* The token endpoint's answer to a refresh (or an exchange). */
 static void
 on_reply(void *arg, const oa_reply *r)
 {
-	token   *t  = arg;
-	cr_self *cr = t->cr;
+	token   *t     = arg;
+	cr_self *cr    = t->cr;
+	cclient *c     = cr_client(cr, t->client_id);
+	bool     ex    = c != NULL && c->auth == CFG_AUTH_TOKEN_EXCHANGE;
+	bool     first = t->access == NULL;
 	char     code[64], why[256];
 	oa_token nt;
 
@@ -155,8 +193,10 @@ on_reply(void *arg, const oa_reply *r)
 			answer_all(cr, t, 0, NULL, NULL);
 			goto out;
 		}
-		OPENSSL_cleanse(t->access, strlen(t->access));
-		free(t->access);
+		if (t->access != NULL) {
+			OPENSSL_cleanse(t->access, strlen(t->access));
+			free(t->access);
+		}
 		t->access = nt.access;
 		nt.access = NULL;
 		if (nt.refresh != NULL) { /* rotated */
@@ -170,21 +210,41 @@ on_reply(void *arg, const oa_reply *r)
 			t->scopes = nt.scope;
 			nt.scope  = NULL;
 		}
-		t->expires_at =
-		        nt.expires_in > 0 ? cr_now() + nt.expires_in : 0;
-		t->refreshed = cr_now();
+		/* an exchange's result is cached for expires_in - 30 s (5 min
+		 * when absent): the skew applied on use gives the 30 s */
+		t->expires_at = nt.expires_in > 0 ? cr_now() + nt.expires_in
+		        : ex                      ? cr_now() + 300 + CR_SKEW_S
+		                                  : 0;
+		t->refreshed  = cr_now();
 		oa_token_fini(&nt);
 		cr_token_store(cr, t);
-		KN_DEBUG("credential", "%s: token refreshed", t->client_id);
+		KN_DEBUG("credential", "%s: token %s",
+		         c != NULL ? c->name : "?",
+		         ex ? "exchanged" : "refreshed");
 		answer_all(cr, t, 0, NULL, NULL);
 		cr_refresh_ahead(cr, t);
-		cr_notify(cr, t->client_id, "refreshed", NULL);
+		if (!is_callers(t)) {
+			cr_notify(cr, t->client_id,
+			          first ? "active" : "refreshed", NULL);
+		}
+		goto out;
+	}
+	if (is_callers(t) && r->status >= 400 && r->status < 500 &&
+	    (ex || r->status == 401 || strcmp(code, "invalid_grant") == 0 ||
+	     strcmp(code, "unauthorized_client") == 0)) {
+		/* a caller's own credential: refused for this caller only */
+		snprintf(t->err, sizeof(t->err), "%s",
+		         code[0] ? code : "rejected");
+		t->active = false;
+		cr_token_store(cr, t);
+		answer_auth(cr, t, c);
 		goto out;
 	}
 	if (r->status == 401 ||
 	    (r->status == 400 &&
 	     (strcmp(code, "invalid_grant") == 0 ||
-	      strcmp(code, "unauthorized_client") == 0))) {
+	      strcmp(code, "unauthorized_client") == 0)) ||
+	    (ex && r->status >= 400 && r->status < 500)) {
 		snprintf(why, sizeof(why),
 		         "token refresh rejected by the authorization server "
 		         "(HTTP %ld%s%s)",
@@ -222,6 +282,70 @@ out:
 	}
 }
 
+/* grant_type=refresh_token, with the client's resource and auth. */
+static int
+refresh_form(const cclient *c, const char *rt, char **form, oa_send *s)
+{
+	const char *res =
+	        json_string_value(json_object_get(c->meta, "resource"));
+
+	if (oa_form_add(form, "grant_type", "refresh_token") != 0 ||
+	    oa_form_add(form, "refresh_token", rt) != 0 ||
+	    (res != NULL && oa_form_add(form, "resource", res) != 0)) {
+		return (MK_ENOMEM);
+	}
+	return (cr_client_auth(c, form, s));
+}
+
+/* RFC 8693, exactly as SPEC section 6: the subject token, its type,
+ * audience, optional scope, and the client's authentication
+ * (client_secret_basic, or client_secret_post by auth_method). */
+static int
+exchange_form(const cclient *c, const char *subject, char **form, oa_send *s)
+{
+	json_t     *x   = c->exchange;
+	const char *aud = json_string_value(json_object_get(x, "audience"));
+	const char *id  = json_string_value(json_object_get(x, "client_id"));
+	const char *sec =
+	        json_string_value(json_object_get(x, "client_secret"));
+	const char *how = json_string_value(json_object_get(x, "auth_method"));
+	json_t     *sc  = json_object_get(x, "scopes");
+	char        scope[512] = "";
+	size_t      i;
+	json_t     *v;
+
+	json_array_foreach(sc, i, v)
+	{
+		snprintf(scope + strlen(scope), sizeof(scope) - strlen(scope),
+		         "%s%s", scope[0] ? " " : "",
+		         json_string_value(v) != NULL ? json_string_value(v)
+		                                      : "");
+	}
+	if (oa_form_add(form, "grant_type",
+	                "urn:ietf:params:oauth:grant-type:token-exchange") !=
+	            0 ||
+	    oa_form_add(form, "subject_token", subject) != 0 ||
+	    oa_form_add(form, "subject_token_type",
+	                "urn:ietf:params:oauth:token-type:access_token") !=
+	            0 ||
+	    (aud != NULL && oa_form_add(form, "audience", aud) != 0) ||
+	    (scope[0] != '\0' && oa_form_add(form, "scope", scope) != 0)) {
+		return (MK_ENOMEM);
+	}
+	if (id != NULL && sec != NULL &&
+	    (how == NULL || strcmp(how, "client_secret_post") != 0)) {
+		s->basic_id   = id;
+		s->basic_pass = sec;
+		return (0);
+	}
+	if (id != NULL &&
+	    (oa_form_add(form, "client_id", id) != 0 ||
+	     (sec != NULL && oa_form_add(form, "client_secret", sec) != 0))) {
+		return (MK_ENOMEM);
+	}
+	return (0);
+}
+
 /* Sends the refresh request (first or a retry). */
 static void
 start(cr_self *cr, token *t)
@@ -231,7 +355,9 @@ start(cr_self *cr, token *t)
 	char       *form = NULL;
 	oa_send     s    = {.timeout_ms = CR_HTTP_MS};
 
-	url = c != NULL && c->meta != NULL
+	bool ex = c != NULL && c->auth == CFG_AUTH_TOKEN_EXCHANGE;
+	url = ex ? json_string_value(json_object_get(c->exchange, "token_url"))
+	        : c != NULL && c->meta != NULL
 	        ? json_string_value(json_object_get(c->meta, "token_url"))
 	        : NULL;
 	if (t->refresh == NULL || url == NULL) {
@@ -248,20 +374,19 @@ start(cr_self *cr, token *t)
 		           "out of memory");
 		return;
 	}
-	const char *resource =
-	        json_string_value(json_object_get(c->meta, "resource"));
 	s.url = url;
-	if (oa_form_add(&form, "grant_type", "refresh_token") != 0 ||
-	    oa_form_add(&form, "refresh_token", t->prior) != 0 ||
-	    (resource != NULL &&
-	     oa_form_add(&form, "resource", resource) != 0) ||
-	    cr_client_auth(c, &form, &s) != 0) {
+	if ((ex ? exchange_form(c, t->prior, &form, &s)
+	        : refresh_form(c, t->prior, &form, &s)) != 0) {
 		answer_all(cr, t, MK_ENOMEM, "MCP client %s: %s",
 		           "out of memory");
 		return;
 	}
 	s.form = form;
-	cr->refreshes++;
+	if (ex) {
+		cr->exchanges++;
+	} else {
+		cr->refreshes++;
+	}
 	cr->token_requests++;
 	if (oa_fetch(cr->loop, &s, on_reply, t, &t->req) != 0) {
 		answer_all(cr, t, MK_ENOMEM, "MCP client %s: %s",
