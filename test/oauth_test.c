@@ -543,6 +543,367 @@ restart_mid_flow(void)
 	mk_free(state);
 }
 
+/* ---- per-user
+ * ---------------------------------------------------------------
+ */
+
+/* A call as user (user_id), subject token optional; *res kept. */
+static int
+call_as(mk_runtime *rt, const char *client, const char *user,
+        const char *subject, mk_result **res)
+{
+	mk_call c = {.client        = client,
+	             .tool          = "whoami",
+	             .arguments     = "{}",
+	             .user_id       = user,
+	             .subject_token = subject};
+
+	return (mk_tool_call(rt, &c, res));
+}
+
+/* The call as user answers its own name. */
+static void
+whoami_as(mk_runtime *rt, const char *client, const char *user,
+          const char *subject, const char *want)
+{
+	mk_result *res = NULL;
+	int        rc  = call_as(rt, client, user, subject, &res);
+
+	if (rc != 0 || res->result == NULL ||
+	    strstr(res->result, want) == NULL) {
+		fprintf(stderr, "%s as %s: rc %d: %s\n", client, user, rc,
+		        res && res->error ? res->error : "");
+	}
+	CHECK_EQ(rc, 0);
+	CHECK(strstr(res->result, want) != NULL);
+	mk_result_free(&res);
+}
+
+/* The mcp_auth_required of a call as user (new reference). */
+static json_t *
+auth_required(mk_runtime *rt, const char *client, const char *user,
+              const char *subject)
+{
+	mk_result *res = NULL;
+	json_t    *p;
+
+	CHECK_EQ(call_as(rt, client, user, subject, &res), MK_EAUTH);
+	CHECK(res != NULL && res->auth_required != NULL);
+	CHECK((p = json_loads(res->auth_required, 0, NULL)) != NULL);
+	CHECK(strcmp(json_string_value(json_object_get(p, "mcp_client_name")),
+	             client) == 0);
+	CHECK(json_string_value(json_object_get(p, "mcp_client_id")) != NULL);
+	CHECK(json_string_value(json_object_get(p, "message")) != NULL);
+	mk_result_free(&res);
+	return (p);
+}
+
+static int
+add_user(mk_runtime *rt, const char *name, const char *auth, const char *extra)
+{
+	char *err = NULL;
+	int   rv  = add(rt, &err,
+	                "{\"name\": \"%s\", \"connection_type\": \"http\", "
+	                   "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	                   "\"auth_type\": \"%s\", %s, "
+	                   "\"tools_to_execute\": [\"*\"]}",
+	                name, srv.port, auth, extra);
+
+	if (rv != 0) {
+		fprintf(stderr, "add %s: %s\n", name, err);
+	}
+	mk_free(err);
+	return (rv);
+}
+
+static void
+per_user_headers(void)
+{
+	sub         sb;
+	mk_runtime *rt  = open_rt(&sb, "uh.db");
+	char       *err = NULL;
+	json_t     *p, *v;
+	mk_result  *res = NULL;
+	int         at  = 0;
+
+	CHECK_EQ(add_user(rt, "uh", "per_user_headers",
+	                  "\"per_user_header_keys\": [\"x-api-key\"]"),
+	         0);
+	v = view_of(rt, "uh");
+	CHECK(strcmp(vstr(v, "state"), "pending_verification") == 0);
+	json_decref(v);
+	/* the admin's sample: wrong keys refused, then retained */
+	CHECK_EQ(mk_client_verify_headers(rt, "uh", "{\"x-other\": \"v\"}",
+	                                  &err),
+	         MK_EINVAL);
+	CHECK(strstr(err,
+	             "header x-other is not one of the "
+	             "per_user_header_keys of MCP client uh") != NULL);
+	mk_free(err);
+	CHECK_EQ(mk_client_verify_headers(rt, "uh", "{}", &err), MK_EINVAL);
+	CHECK(strstr(err, "header x-api-key is missing") != NULL);
+	mk_free(err);
+	CHECK_EQ(mk_client_verify_headers(
+	                 rt, "uh", "{\"x-api-key\": \"key-admin\"}", &err),
+	         0);
+	wait_state(&sb, &at, "uh", "healthy", NULL);
+	/* no identity: a clear error naming the three ways */
+	CHECK_EQ(call_as(rt, "uh", NULL, NULL, &res), MK_EINVAL);
+	CHECK(strstr(res->error, "X-MCP-User-Id") != NULL &&
+	      strstr(res->error, "X-MCP-Virtual-Key") != NULL &&
+	      strstr(res->error, "X-MCP-Session-Id") != NULL);
+	mk_result_free(&res);
+	/* alice has none: told how, the tool does not run */
+	long before =
+	        admin(srv.port, "/admin/counters", NULL, "token_requests");
+	json_t *c0 = counters();
+	p          = auth_required(rt, "uh", "alice", NULL);
+	CHECK(strcmp(json_string_value(json_object_get(p, "kind")),
+	             "headers") == 0);
+	json_t *keys = json_pack("[s]", "x-api-key");
+	CHECK(json_equal(json_object_get(p, "required_header_keys"), keys));
+	json_decref(keys);
+	const char *sid = json_string_value(json_object_get(p, "session_id"));
+	CHECK(sid != NULL);
+	CHECK(strstr(json_string_value(json_object_get(p, "submit_url")),
+	             sid));
+	json_t *c1 = counters();
+	CHECK(json_equal(json_object_get(c0, "mcp_by_sub"),
+	                 json_object_get(c1, "mcp_by_sub")));
+	json_decref(c0);
+	json_decref(c1);
+	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "token_requests"),
+	         before);
+	CHECK_EQ(mk_user_headers_submit(
+	                 rt, sid, "{\"x-api-key\": \"key-alice\"}", &err),
+	         0);
+	json_decref(p);
+	whoami_as(rt, "uh", "alice", NULL, "alice");
+	/* the session is used up */
+	CHECK_EQ(mk_user_headers_submit(rt, "0123456789abcdef0123456789abcdef",
+	                                "{\"x-api-key\": \"key-x\"}", &err),
+	         MK_EINVAL);
+	CHECK(strstr(err, "unknown, used or expired header session") != NULL);
+	mk_free(err);
+	rt_close(&rt, &sb);
+	/* kept across a restart, sealed or not */
+	rt = open_rt(&sb, "uh.db");
+	whoami_as(rt, "uh", "alice", NULL, "alice");
+	rt_close(&rt, &sb);
+}
+
+static void
+authorize_as(mk_runtime *rt, json_t *p, const char *user)
+{
+	char  url[4096], code[256], st[64];
+	char *err = NULL;
+
+	CHECK(strcmp(json_string_value(json_object_get(p, "kind")), "oauth") ==
+	      0);
+	snprintf(url, sizeof(url), "%s&login_hint=%s",
+	         json_string_value(json_object_get(p, "authorize_url")), user);
+	authorize(url, code, sizeof(code), st, sizeof(st));
+	CHECK(strcmp(st,
+	             json_string_value(json_object_get(p, "session_id"))) ==
+	      0);
+	CHECK_EQ(mk_oauth_complete(rt, st, code, NULL, &err), 0);
+}
+
+typedef struct mix {
+	pthread_mutex_t mtx;
+	pthread_cond_t  cv;
+	int             done, ok;
+} mix;
+
+typedef struct mixcall {
+	mix        *m;
+	const char *want;
+} mixcall;
+
+static void
+on_mixed(void *arg, int rc, mk_result *res)
+{
+	mixcall *mc = arg;
+	mix     *m  = mc->m;
+
+	pthread_mutex_lock(&m->mtx);
+	m->ok += rc == 0 && res != NULL && res->result != NULL &&
+	        strstr(res->result, mc->want) != NULL;
+	m->done++;
+	pthread_cond_signal(&m->cv);
+	pthread_mutex_unlock(&m->mtx);
+	mk_result_free(&res);
+}
+
+static void
+per_user_oauth(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "uo.db");
+	json_t     *p, *c0, *c1;
+	int         at = 0;
+
+	CHECK_EQ(add_user(rt, "uo", "per_user_oauth", "\"oauth_config\": {}"),
+	         0);
+	/* the admin's bootstrap: retained for discovery */
+	bootstrap(rt, "uo", false);
+	wait_state(&sb, &at, "uo", "healthy", NULL);
+	/* bob and carol each authorize for themselves */
+	p = auth_required(rt, "uo", "bob", NULL);
+	authorize_as(rt, p, "bob");
+	json_decref(p);
+	p = auth_required(rt, "uo", "carol", NULL);
+	authorize_as(rt, p, "carol");
+	json_decref(p);
+	whoami_as(rt, "uo", "bob", NULL, "bob");
+	/* interleaved, concurrently: each request carries its own token */
+	c0    = counters();
+	mix m = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+	mixcall *mc = calloc(NCALLS, sizeof(*mc));
+	for (int i = 0; i < NCALLS; i++) {
+		const char *who = i % 2 ? "bob" : "carol";
+		mk_call     c   = {.client    = "uo",
+		                   .tool      = "whoami",
+		                   .arguments = "{}",
+		                   .user_id   = who};
+		mc[i]           = (mixcall) {&m, who};
+		CHECK_EQ(mk_tool_call_async(rt, &c, on_mixed, &mc[i]), 0);
+	}
+	pthread_mutex_lock(&m.mtx);
+	while (m.done < NCALLS) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += WAIT_MS / 1000;
+		CHECK_EQ(pthread_cond_timedwait(&m.cv, &m.mtx, &ts), 0);
+	}
+	pthread_mutex_unlock(&m.mtx);
+	CHECK_EQ(m.ok, NCALLS);
+	free(mc);
+	c1         = counters();
+	json_t *b0 = json_object_get(json_object_get(c0, "mcp_by_sub"), "bob");
+	json_t *b1 = json_object_get(json_object_get(c1, "mcp_by_sub"), "bob");
+	json_t *a0 =
+	        json_object_get(json_object_get(c0, "mcp_by_sub"), "admin");
+	json_t *a1 =
+	        json_object_get(json_object_get(c1, "mcp_by_sub"), "admin");
+	/* each call is initialize + call (+ DELETE): bob's requests grew by
+	 * his calls' share; the admin's credential was not used for them */
+	CHECK(json_integer_value(b1) - json_integer_value(b0) >=
+	      NCALLS / 2 * 2);
+	CHECK(json_integer_value(a1) == json_integer_value(a0));
+	json_decref(c0);
+	json_decref(c1);
+	rt_close(&rt, &sb);
+}
+
+/* The admin's discovery credential dies: the list and the stream show
+ * needs_reauth (stage credential), the callers keep working;
+ * reauthorized, it is healthy again. */
+static void
+admin_projection(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "proj.db");
+	json_t     *p, *v;
+	int         at = 0;
+
+	CHECK_EQ(add_user(rt, "upj", "per_user_oauth", "\"oauth_config\": {}"),
+	         0);
+	bootstrap(rt, "upj", false);
+	wait_state(&sb, &at, "upj", "healthy", NULL);
+	p = auth_required(rt, "upj", "dave", NULL);
+	authorize_as(rt, p, "dave");
+	json_decref(p);
+	/* the admin's token again, short-lived, its refresh to be refused */
+	as_admin("/admin/fail-next",
+	         "{\"status\": 400, \"error\": "
+	         "\"invalid_grant\", \"grant\": "
+	         "\"refresh_token\"}");
+	as_admin("/admin/expires-in", "{\"seconds\": 1}");
+	bootstrap(rt, "upj", true);
+	as_admin("/admin/expires-in", "{\"seconds\": 3600}");
+	event e = wait_state(&sb, &at, "upj", "needs_reauth", "credential");
+	CHECK(strstr(e.message, "invalid_grant") != NULL);
+	v = view_of(rt, "upj");
+	CHECK(strcmp(vstr(v, "state"), "needs_reauth") == 0);
+	json_decref(v);
+	whoami_as(rt, "upj", "dave", NULL, "dave"); /* callers work on */
+	bootstrap(rt, "upj", true);
+	wait_state(&sb, &at, "upj", "healthy", NULL);
+	rt_close(&rt, &sb);
+}
+
+static void
+token_exchange(void)
+{
+	sub         sb;
+	mk_runtime *rt  = open_rt(&sb, "tx.db");
+	char       *err = NULL, extra[512];
+	json_t     *p, *c, *v;
+	int         at = 0;
+	const char *X  = "urn:ietf:params:oauth:grant-type:token-exchange";
+	long        x0;
+
+	snprintf(extra, sizeof(extra),
+	         "\"token_exchange\": {\"token_url\": "
+	         "\"http://127.0.0.1:%d/token\", \"audience\": "
+	         "\"https://api.example\", \"client_id\": "
+	         "\"static-client\", \"client_secret\": "
+	         "\"static-secret\", \"scopes\": [\"read\"]}",
+	         srv.port);
+	CHECK_EQ(add_user(rt, "tx", "token_exchange", extra), 0);
+	v = view_of(rt, "tx");
+	CHECK(strcmp(vstr(v, "state"), "pending_verification") == 0);
+	json_decref(v);
+	/* the admin's own token, exchanged now and retained */
+	CHECK_EQ(mk_client_verify_exchange(rt, "tx", "user-admin", &err), 0);
+	wait_state(&sb, &at, "tx", "healthy", NULL);
+	/* a caller: exchanged once, then from the cache */
+	x0 = by_grant(X);
+	whoami_as(rt, "tx", "erin", "user-erin", "erin");
+	whoami_as(rt, "tx", "erin", "user-erin", "erin");
+	CHECK_EQ(by_grant(X) - x0, 1);
+	c          = counters();
+	json_t *le = json_object_get(c, "last_exchange");
+	CHECK(strcmp(json_string_value(json_object_get(le, "audience")),
+	             "https://api.example") == 0);
+	CHECK(strcmp(json_string_value(json_object_get(le, "scope")),
+	             "read") == 0);
+	CHECK(json_integer_value(json_object_get(json_object_get(c, "by_auth"),
+	                                         "basic")) >= 1);
+	json_decref(c);
+	/* without a subject token, and with a rejected one */
+	p = auth_required(rt, "tx", "erin", NULL);
+	CHECK(strcmp(json_string_value(json_object_get(p, "kind")),
+	             "exchange") == 0);
+	CHECK(json_is_true(json_object_get(p, "subject_token_missing")));
+	json_decref(p);
+	p = auth_required(rt, "tx", "erin", "bad-token");
+	CHECK(strcmp(json_string_value(json_object_get(p, "exchange_error")),
+	             "invalid_grant") == 0);
+	json_decref(p);
+	/* the TTL is expires_in - 30 s: 30 s tokens are exchanged every
+	 * time, an hour's are not */
+	as_admin("/admin/expires-in", "{\"seconds\": 30}");
+	x0 = by_grant(X);
+	whoami_as(rt, "tx", "frank", "user-frank", "frank");
+	whoami_as(rt, "tx", "frank", "user-frank", "frank");
+	CHECK_EQ(by_grant(X) - x0, 2);
+	as_admin("/admin/expires-in", "{\"seconds\": 3600}");
+	/* another identity with the same subject gets its own entry */
+	x0             = by_grant(X);
+	mk_result *res = NULL;
+	mk_call    vk  = {.client        = "tx",
+	                  .tool          = "whoami",
+	                  .arguments     = "{}",
+	                  .virtual_key   = "vk-1",
+	                  .subject_token = "user-erin"};
+	CHECK_EQ(mk_tool_call(rt, &vk, &res), 0);
+	mk_result_free(&res);
+	CHECK_EQ(by_grant(X) - x0, 1);
+	rt_close(&rt, &sb);
+}
+
 /* ---- secrets
  * ------------------------------------------------------------------
  */
@@ -578,6 +939,8 @@ no_secret_logged(void)
 		}
 	}
 	CHECK(strstr(text, "static-secret") == NULL);
+	CHECK(strstr(text, "user-erin") == NULL); /* subject tokens */
+	CHECK(strstr(text, "key-alice") == NULL); /* header values */
 	CHECK(checked > 20);
 	fprintf(stderr, "   %d secrets, none in %zu bytes of log\n", checked,
 	        len);
@@ -608,6 +971,10 @@ main(void)
 	RUN(transient);
 	RUN(flows_rejected);
 	RUN(restart_mid_flow);
+	RUN(per_user_headers);
+	RUN(per_user_oauth);
+	RUN(admin_projection);
+	RUN(token_exchange);
 	RUN(no_secret_logged);
 	peer_stop(&srv);
 	close(logfd);

@@ -96,6 +96,19 @@ pack_failure(client *cl, mp_w *w)
 	mp_kv_str(w, "since", cl->lf_since);
 }
 
+/* The state shown: per-user clients project a dead admin (discovery)
+ * credential as needs_reauth over healthy and unstable - shown on the
+ * list and the stream, never the runtime's own state (calls go on). */
+static cstate
+shown_state(const client *cl)
+{
+	return (cl->admin_dead &&
+	                        (cl->state == CS_HEALTHY ||
+	                         cl->state == CS_UNSTABLE)
+	                ? CS_REAUTH
+	                : cl->state);
+}
+
 static void
 publish_state(client *cl, cstate old)
 {
@@ -106,7 +119,7 @@ publish_state(client *cl, cstate old)
 	mp_map(&w, 9);
 	mp_kv_str(&w, "client_id", cl->cfg->id);
 	mp_kv_str(&w, "name", cl->cfg->name);
-	mp_kv_str(&w, "state", cstate_name(cl->state));
+	mp_kv_str(&w, "state", cstate_name(shown_state(cl)));
 	mp_key(&w, "old_state"); /* nil: a new client's first state */
 	mp_str(&w, cl->announced ? cstate_name(old) : NULL);
 	mp_key(&w, "last_failure");
@@ -122,12 +135,7 @@ publish_state(client *cl, cstate old)
 static json_t *
 view_json(client *cl)
 {
-	/* per-user: a dead admin (discovery) credential is a projection over
-	 * healthy and unstable, never the runtime's own state */
-	const char *state = cl->admin_dead &&
-	                (cl->state == CS_HEALTHY || cl->state == CS_UNSTABLE)
-	        ? "needs_reauth"
-	        : cstate_name(cl->state);
+	const char *state = cstate_name(shown_state(cl));
 	json_t     *v =
 	        json_pack("{s:o*, s:o*, s:s, s:s, s:I}", "config",
 	                  cfg_client_redacted(cl->cfg), "tools",
@@ -183,24 +191,24 @@ client_push_view(client *cl)
 void
 client_transition(client *cl)
 {
-	cstate old = cl->shown;
+	cstate old = cl->shown, now = shown_state(cl);
 
-	if (cl->state == old && cl->announced) {
+	if (now == old && cl->announced) {
 		client_push_view(cl);
 		return;
 	}
 	if (cl->lf_set) {
 		KN_INFO("client", "%s: %s -> %s (stage %s: %s)", cl->cfg->name,
-		        cstate_name(old), cstate_name(cl->state), cl->lf_stage,
+		        cstate_name(old), cstate_name(now), cl->lf_stage,
 		        cl->lf_message);
 	} else {
 		KN_INFO("client", "%s: %s -> %s", cl->cfg->name,
-		        cstate_name(old), cstate_name(cl->state));
+		        cstate_name(old), cstate_name(now));
 	}
 	/* the supervisor has the view before anyone hears of the change */
 	client_push_view(cl);
 	publish_state(cl, old);
-	cl->shown     = cl->state;
+	cl->shown     = now;
 	cl->announced = true;
 }
 

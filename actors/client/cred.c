@@ -150,14 +150,22 @@ cred_dead(client *cl, const char *message)
 {
 	if (cfg_auth_per_user(cl->cfg->auth)) {
 		/* callers keep working; only discovery pauses */
-		if (!cl->admin_dead) {
-			KN_INFO("client",
-			        "%s: admin credential: %s: needs_reauth",
-			        cl->cfg->name, message);
+		char *norm = text_failure_message(message);
+		if (norm != NULL) {
+			kn_rfc3339(cl->lf_at, sizeof(cl->lf_at));
+			if (!cl->lf_set) {
+				memcpy(cl->lf_since, cl->lf_at,
+				       sizeof(cl->lf_since));
+			}
+			free(cl->lf_message);
+			cl->lf_message = norm;
+			snprintf(cl->lf_stage, sizeof(cl->lf_stage),
+			         "credential");
+			cl->lf_set = true;
 		}
 		cl->admin_dead = true;
 		set_cred(cl, NULL);
-		client_push_view(cl);
+		client_transition(cl);
 		return;
 	}
 	client_reauth(cl, message);
@@ -301,7 +309,6 @@ cred_on_notice(client *cl, kn_msg *msg)
 		/* authorized (bootstrap or reauthorize): connect now */
 		if (cl->admin_dead && cl->state != CS_PENDING) {
 			cl->admin_dead = false; /* repaired: discover again */
-			client_push_view(cl);
 			dial_start(cl, DIAL_RECONNECT, 0, MSG_CL_RECONNECT);
 		} else if (cl->state == CS_PENDING || cl->state == CS_REAUTH) {
 			cl->admin_dead = false;
