@@ -904,6 +904,149 @@ token_exchange(void)
 	rt_close(&rt, &sb);
 }
 
+/* ForceRefresh (SPEC section 6), asked the way a recovering call will:
+ * oauth refreshes past the expiry check, headers is a no-op, an
+ * exchange is redone, a dead shared token answers without the network. */
+static int
+force(mk_runtime *rt, const char *client_id, const char *mode,
+      const char *identity, const char *subject)
+{
+	kn_answer a;
+	mp_w      w;
+	int       rv;
+
+	mp_w_init(&w);
+	mp_map(&w, subject != NULL ? 5 : 4);
+	mp_kv_str(&w, "id", client_id);
+	mp_kv_str(&w, "mode", mode);
+	mp_kv_str(&w, "identity", identity);
+	mp_kv_bool(&w, "force", true);
+	if (subject != NULL) {
+		mp_kv_str(&w, "subject", subject);
+	}
+	rv = kn_ask(rt->credential, MSG_CR_GET, w.sb.data, w.sb.size, WAIT_MS,
+	            &a);
+	mp_w_fini(&w);
+	free(a.data);
+	return (rv);
+}
+
+/* The (generated) id of client name, from its state events. */
+static char *
+id_of(sub *sb, const char *name)
+{
+	char *id = NULL;
+
+	pthread_mutex_lock(&sb->mtx);
+	for (int i = 0; i < sb->n && id == NULL; i++) {
+		if (strcmp(sb->ev[i].name, name) == 0) {
+			id = strdup(sb->ev[i].client_id);
+		}
+	}
+	pthread_mutex_unlock(&sb->mtx);
+	if (id == NULL) {
+		fprintf(stderr, "no state event of %s\n", name);
+	}
+	CHECK(id != NULL);
+	return (id);
+}
+
+static void
+force_refresh(void)
+{
+	sub         sb;
+	mk_runtime *rt  = open_rt(&sb, "force.db");
+	char       *err = NULL, extra[512], *id;
+	int         at  = 0;
+	long        t0;
+
+	/* oauth: one refresh, though the token is fresh */
+	CHECK_EQ(add_oauth(rt, "f_oa", "{}", false), 0);
+	bootstrap(rt, "f_oa", false);
+	wait_state(&sb, &at, "f_oa", "healthy", NULL);
+	id = id_of(&sb, "f_oa");
+	t0 = by_grant("refresh_token");
+	CHECK_EQ(force(rt, id, "shared", "", NULL), 0);
+	CHECK_EQ(by_grant("refresh_token") - t0, 1);
+	free(id);
+	/* headers: nothing is asked of anyone */
+	CHECK_EQ(add_user(rt, "f_uh", "per_user_headers",
+	                  "\"per_user_header_keys\": [\"x-api-key\"]"),
+	         0);
+	CHECK_EQ(mk_client_verify_headers(
+	                 rt, "f_uh", "{\"x-api-key\": \"key-admin\"}", &err),
+	         0);
+	wait_state(&sb, &at, "f_uh", "healthy", NULL);
+	id = id_of(&sb, "f_uh");
+	t0 = admin(srv.port, "/admin/counters", NULL, "token_requests");
+	CHECK_EQ(force(rt, id, "admin", "", NULL), 0);
+	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "token_requests"),
+	         t0);
+	free(id);
+	/* token_exchange: exchanged again */
+	snprintf(extra, sizeof(extra),
+	         "\"token_exchange\": {\"token_url\": "
+	         "\"http://127.0.0.1:%d/token\", \"audience\": \"a\", "
+	         "\"client_id\": \"static-client\", \"client_secret\": "
+	         "\"static-secret\"}",
+	         srv.port);
+	CHECK_EQ(add_user(rt, "f_tx", "token_exchange", extra), 0);
+	CHECK_EQ(mk_client_verify_exchange(rt, "f_tx", "user-admin", &err), 0);
+	wait_state(&sb, &at, "f_tx", "healthy", NULL);
+	whoami_as(rt, "f_tx", "gus", "user-gus", "gus");
+	id            = id_of(&sb, "f_tx");
+	const char *X = "urn:ietf:params:oauth:grant-type:token-exchange";
+	t0            = by_grant(X);
+	CHECK_EQ(force(rt, id, "user", "gus", "user-gus"), 0);
+	CHECK_EQ(by_grant(X) - t0, 1);
+	free(id);
+	/* a dead shared token: "token expired", no request */
+	id = id_of(&sb, "f_oa");
+	as_admin("/admin/fail-next",
+	         "{\"status\": 400, \"error\": "
+	         "\"invalid_grant\", \"grant\": "
+	         "\"refresh_token\"}");
+	CHECK_EQ(force(rt, id, "shared", "", NULL), MK_ESTATE);
+	wait_state(&sb, &at, "f_oa", "needs_reauth", "credential");
+	t0 = admin(srv.port, "/admin/counters", NULL, "token_requests");
+	CHECK_EQ(force(rt, id, "shared", "", NULL), MK_ESTATE);
+	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "token_requests"),
+	         t0);
+	free(id);
+	rt_close(&rt, &sb);
+}
+
+/* A new OAuth config rotates the credential (SPEC section 6). */
+static void
+rotation(void)
+{
+	sub         sb;
+	mk_runtime *rt  = open_rt(&sb, "rot.db");
+	char       *err = NULL;
+	int         at  = 0, rc;
+	event       e;
+	char       *out;
+
+	CHECK_EQ(add_oauth(rt, "rot", "{}", true), 0);
+	bootstrap(rt, "rot", false);
+	wait_state(&sb, &at, "rot", "healthy", NULL);
+	CHECK_EQ(mk_client_update(rt, "rot",
+	                          "{\"oauth_config\": {\"scopes\": "
+	                          "[\"mcp:tools\"]}}",
+	                          &err),
+	         0);
+	e = wait_state(&sb, &at, "rot", "needs_reauth", "credential");
+	CHECK(strcmp(e.message,
+	             "credential was rotated and must be reauthorized") == 0);
+	out = call_text(rt, "rot", "whoami", "{}", &rc);
+	CHECK_EQ(rc, MK_ESTATE);
+	free(out);
+	bootstrap(rt, "rot", true);
+	wait_state(&sb, &at, "rot", "healthy", NULL);
+	whoami_is(rt, "rot", "admin");
+	rt_close(&rt, &sb);
+}
+
 /* ---- secrets
  * ------------------------------------------------------------------
  */
@@ -975,6 +1118,8 @@ main(void)
 	RUN(per_user_oauth);
 	RUN(admin_projection);
 	RUN(token_exchange);
+	RUN(force_refresh);
+	RUN(rotation);
 	RUN(no_secret_logged);
 	peer_stop(&srv);
 	close(logfd);

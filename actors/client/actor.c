@@ -627,6 +627,14 @@ on_update(client *cl, kn_msg *msg)
 	for (int i = 0; conn_fields[i] != NULL; i++) {
 		redial |= field_changed(merged, cl->cfg->raw, conn_fields[i]);
 	}
+	/* a new OAuth config of an oauth client is a rotation: the
+	 * credential actor voids the old grant and the client waits for a
+	 * reauthorization instead of dialing with it */
+	bool rotated = cred_needed(cl) &&
+	        field_changed(merged, cl->cfg->raw, "oauth_config");
+	if (rotated && cl->cfg->auth == CFG_AUTH_OAUTH) {
+		redial = false;
+	}
 	if (redial && cl->dial != NULL) {
 		json_decref(merged);
 		reply_error(
