@@ -520,6 +520,46 @@ on_read(ps_self *ps, kn_msg *msg)
 }
 
 static int
+on_row_get(ps_self *ps, kn_msg *msg)
+{
+	store  *s = reader(ps);
+	char   *name, *text, *out = NULL;
+	json_t *key, *row = NULL;
+	int     t, rv     = 0;
+	mp_r    r;
+	mp_w    w;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	name = mp_dup_str(mp_get(&r, "table"));
+	text = mp_dup_str(mp_get(&r, "key"));
+	mp_r_close(&r);
+	t   = name != NULL ? store_table_find(name) : -1;
+	key = text != NULL ? json_loads(text, 0, NULL) : NULL;
+	assert(t >= 0 && json_is_object(key));
+	free(name);
+	free(text);
+	if (s != NULL &&
+	    (rv = store_row_get(s, (store_table)t, key, &row)) != 0) {
+		KN_WARN("persister", "%s", store_error(s));
+	}
+	json_decref(key);
+	out = row != NULL ? json_dumps(row, JSON_COMPACT) : NULL;
+	json_decref(row);
+	mp_w_init(&w);
+	mp_map(&w, out != NULL ? 1 : 0);
+	if (out != NULL) {
+		mp_kv_str(&w, "row", out);
+		OPENSSL_cleanse(out, strlen(out));
+	}
+	free(out);
+	rv = kn_reply(ps->self, msg, rv == MK_ESYS ? MK_ESYS : 0, w.sb.data,
+	              w.sb.size);
+	OPENSSL_cleanse(w.sb.data, w.sb.size);
+	mp_w_fini(&w);
+	return (rv);
+}
+
+static int
 on_stats(ps_self *ps, kn_msg *msg)
 {
 	mp_w w;
@@ -641,6 +681,8 @@ ps_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (on_read(ps, msg));
 	case MSG_PS_SYNC:
 		return (wait_flush(ps, msg, NULL));
+	case MSG_PS_ROW_GET:
+		return (on_row_get(ps, msg));
 	case MSG_PS_STATS:
 		return (on_stats(ps, msg));
 	default:

@@ -35,6 +35,9 @@
  *                          "config": object, "tools": array|null,
  *                          "hash"}]} (pending writes flushed first)
  *   MSG_PS_ROWS       ask  {"table"} -> {"rows": json text: [objects]}
+ *   MSG_PS_ROW_GET    ask  {"table", "key": json text} -> {"row": json
+ *                          text} or {} when there is none (read as the
+ *                          store holds it: queued writes flushed first)
  *   MSG_PS_SYNC       ask  {} -> {} once every write queued before it is
  *                          durable (MK_ESYS: not yet, kept and retried)
  *   MSG_PS_STATS      ask  {} -> {"tool_writes", "flushes", "failures",

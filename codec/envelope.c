@@ -52,7 +52,9 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_CL_CRED]      = "cl_cred",
 	[MSG_CR_VERIFY_HEADERS] = "cr_verify_headers",
 	[MSG_CR_SUBMIT_HEADERS] = "cr_submit_headers",
-	[MSG_CR_VERIFY_EXCHANGE] = "cr_verify_exchange",
+		[MSG_CR_VERIFY_EXCHANGE] = "cr_verify_exchange",
+	[MSG_PS_ROW_GET] = "ps_row_get",
+	[MSG_CR_EVICT] = "cr_evict",
 };
 /* clang-format on */
 

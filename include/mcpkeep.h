@@ -91,6 +91,10 @@ typedef struct mk_options {
 	                             * digits (the AES-256 key) or a
 	                             * passphrase; NULL: the environment's
 	                             * MCPKEEP_ENCRYPTION_KEY, else none */
+	unsigned credential_cache_max; /* callers' cached tokens and header
+	                                * credentials, each (LRU; the rest
+	                                * is read from the store when
+	                                * needed); default 4096 */
 	const char
 	        *oauth_redirect_uri; /* the OAuth callback the
 	                              * authorization server sends codes to;
@@ -232,6 +236,19 @@ MK_API int mk_client_verify_exchange(mk_runtime *rt, const char *client,
                                      const char *subject_token, char **err);
 MK_API int mk_user_headers_submit(mk_runtime *rt, const char *session_id,
                                   const char *headers_json, char **err);
+
+/*
+ * mk_credentials_evict drops cached callers' credentials: of client,
+ * identity mode ("user", "vk", "session") and identity, or exchanged from
+ * subject_token - each NULL for any.  They stay in the store and are read
+ * from it again when next needed.  Blocks briefly; any thread but the
+ * runtime's own.  *count (may be NULL) gets how many went.  Returns
+ * MK_OK, MK_EHANDLE, MK_ENOENT (no such client).
+ */
+MK_API int mk_credentials_evict(mk_runtime *rt, const char *client,
+                                const char *mode, const char *identity,
+                                const char *subject_token, unsigned *count,
+                                char **err);
 
 /*
  * mk_config_get validates a whole config.json and gives one of its

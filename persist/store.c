@@ -178,7 +178,7 @@ static const char *const sql[ST_COUNT] = {
 };
 
 /* A table's statements, built from its tabledef at open. */
-enum { RS_PUT, RS_DEL, RS_EACH, RS_DEL_CLIENT, RS_COUNT };
+enum { RS_PUT, RS_DEL, RS_EACH, RS_DEL_CLIENT, RS_GET, RS_COUNT };
 
 struct store {
 	sqlite3      *db;                          /* the connection */
@@ -644,6 +644,10 @@ prepare_table(store *s, store_table t)
 	snprintf(byclient, sizeof(byclient),
 	         "DELETE FROM %s WHERE client_id = ?1", d->name);
 	text[RS_DEL_CLIENT] = byclient;
+	char get[1536];
+	snprintf(get, sizeof(get), "SELECT %s FROM %s WHERE %s", cols, d->name,
+	         where);
+	text[RS_GET] = get;
 	for (int i = 0; i < RS_COUNT; i++) {
 		if (sqlite3_prepare_v3(s->db, text[i], -1,
 		                       SQLITE_PREPARE_PERSISTENT, &s->rs[t][i],
@@ -1152,6 +1156,37 @@ read_row(store *s, store_table t, sqlite3_stmt *q, int *bad)
 		json_object_set_new(row, d->cols[c], v);
 	}
 	return (row);
+}
+
+int
+store_row_get(store *s, store_table t, json_t *key, json_t **row)
+{
+	const tabledef *d = &tables[t];
+	sqlite3_stmt   *q = s->rs[t][RS_GET];
+	int             rc, bad, rv = 0;
+
+	*row = NULL;
+	for (unsigned k = 0; k < d->nkey; k++) {
+		const char *v =
+		        json_string_value(json_object_get(key, d->cols[k]));
+		if (v == NULL) {
+			sqlite3_clear_bindings(q);
+			return (failf(s, MK_EINVAL,
+			              "%s: key column %s missing", d->name,
+			              d->cols[k]));
+		}
+		sqlite3_bind_text(q, (int)k + 1, v, -1, SQLITE_TRANSIENT);
+	}
+	if ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		if ((*row = read_row(s, t, q, &bad)) == NULL) {
+			rv = bad ? MK_EPROTO : MK_ENOMEM;
+		}
+	} else if (rc != SQLITE_DONE) {
+		rv = fail_db(s, "reading a credential row");
+	}
+	sqlite3_reset(q);
+	sqlite3_clear_bindings(q);
+	return (rv);
 }
 
 int

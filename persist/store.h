@@ -143,6 +143,11 @@ int store_row_put(store *s, store_table t, json_t *row);
  * store_row_put; deleting nothing is 0. */
 int store_row_del(store *s, store_table t, json_t *key);
 
+/* store_row_get reads the row whose key columns are in key: *row a new
+ * object, or NULL when there is none.  Returns 0, MK_EINVAL, MK_EPROTO
+ * (a sealed value does not open), MK_ENOMEM or MK_ESYS. */
+int store_row_get(store *s, store_table t, json_t *key, json_t **row);
+
 /* Called per row (an object the callee may keep with json_incref); a
  * non-zero return stops the walk and is returned.  Rows that cannot be
  * read are skipped and counted in *skipped. */

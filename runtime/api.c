@@ -241,6 +241,47 @@ mk_user_headers_submit(mk_runtime *rt, const char *session_id,
 }
 
 int
+mk_credentials_evict(mk_runtime *rt, const char *client, const char *mode,
+                     const char *identity, const char *subject_token,
+                     unsigned *count, char **err)
+{
+	const char *k[] = {"client", "mode", "identity", "subject"};
+	const char *v[] = {client, mode, identity, subject_token};
+	kn_answer   a;
+	mp_w        w;
+	mp_r        r;
+	uint32_t    n = 0;
+	int         rv;
+
+	if (err != NULL) {
+		*err = NULL;
+	}
+	if (!rt_valid(rt)) {
+		return (MK_EHANDLE);
+	}
+	for (int i = 0; i < 4; i++) {
+		n += v[i] != NULL;
+	}
+	mp_w_init(&w);
+	mp_map(&w, n);
+	for (int i = 0; i < 4; i++) {
+		if (v[i] != NULL) {
+			mp_kv_str(&w, k[i], v[i]);
+		}
+	}
+	if ((rv = cr_ask(rt, MSG_CR_EVICT, &w, &a, err)) != 0) {
+		return (rv);
+	}
+	mp_r_open(&r, a.data, a.len);
+	if (count != NULL) {
+		*count = (unsigned)mp_int(mp_get(&r, "evicted"), 0);
+	}
+	mp_r_close(&r);
+	free(a.data);
+	return (0);
+}
+
+int
 mk_config_get(const char *config_json, const char *path, char **value,
               char **err)
 {

@@ -187,6 +187,7 @@ rt_credential(mk_runtime *rt)
 	        .flows        = stored_rows(rt, "oauth_flows"),
 	        .configs      = stored_rows(rt, "oauth_configs"),
 	        .hcreds       = stored_rows(rt, "header_credentials"),
+	        .cache_max    = rt->opts.credential_cache_max,
 	};
 	int rv = kn_spawn(rt->kernel, CREDENTIAL_NAME, &credential_ops, &a,
 	                  &rt->credential);

@@ -37,11 +37,12 @@
 
 #define NCALLS 1000
 
-static peer srv;         /* oauth.mjs */
-static char logpath[64]; /* every runtime logs here, at debug */
-static int  logfd = -1;
-static char dir[] = "/tmp/mk-oauth-XXXXXX";
-static int  seq;
+static peer     srv;         /* oauth.mjs */
+static char     logpath[64]; /* every runtime logs here, at debug */
+static int      logfd = -1;
+static char     dir[] = "/tmp/mk-oauth-XXXXXX";
+static int      seq;
+static unsigned cache_max; /* credential_cache_max of the next runtimes */
 
 /* A runtime with a store in dir/name, logging to logpath. */
 static mk_runtime *
@@ -54,12 +55,13 @@ open_rt(sub *sb, const char *name)
 	snprintf(url, sizeof(url), "inproc://oauth-test-%d", ++seq);
 	snprintf(db, sizeof(db), "%s/%s", dir, name);
 	mk_options_init(&o);
-	o.log_level          = MK_LOG_DEBUG;
-	o.log_fd             = logfd;
-	o.stream_url         = url;
-	o.store_path         = db;
-	o.oauth_redirect_uri = "http://127.0.0.1:9/callback";
-	o.unstable_check_ms  = 1000;
+	o.log_level            = MK_LOG_DEBUG;
+	o.log_fd               = logfd;
+	o.stream_url           = url;
+	o.store_path           = db;
+	o.oauth_redirect_uri   = "http://127.0.0.1:9/callback";
+	o.unstable_check_ms    = 1000;
+	o.credential_cache_max = cache_max;
 	CHECK_EQ(mk_runtime_open(&rt, &o), 0);
 	sub_open(sb, mk_stream_url(rt));
 	return (rt);
@@ -931,6 +933,30 @@ force(mk_runtime *rt, const char *client_id, const char *mode,
 	return (rv);
 }
 
+/* The (generated) id of client name, as the store dir/db holds it. */
+static char *
+id_in_store(const char *dbname, const char *name)
+{
+	char          db[128];
+	sqlite3      *h;
+	sqlite3_stmt *q;
+	char         *id = NULL;
+
+	snprintf(db, sizeof(db), "%s/%s", dir, dbname);
+	CHECK_EQ(sqlite3_open(db, &h), SQLITE_OK);
+	CHECK_EQ(sqlite3_prepare_v2(h,
+	                            "SELECT id FROM mcp_clients WHERE "
+	                            "name = ?1",
+	                            -1, &q, NULL),
+	         SQLITE_OK);
+	sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+	CHECK_EQ(sqlite3_step(q), SQLITE_ROW);
+	id = strdup((const char *)sqlite3_column_text(q, 0));
+	sqlite3_finalize(q);
+	sqlite3_close(h);
+	return (id);
+}
+
 /* The (generated) id of client name, from its state events. */
 static char *
 id_of(sub *sb, const char *name)
@@ -1047,6 +1073,123 @@ rotation(void)
 	rt_close(&rt, &sb);
 }
 
+/* ---- the caches
+ * -------------------------------------------------------------
+ */
+
+typedef struct gets {
+	pthread_mutex_t mtx;
+	pthread_cond_t  cv;
+	int             done, ok;
+} gets;
+
+static void
+on_get_answer(void *arg, int status, const void *data, size_t len)
+{
+	gets *g = arg;
+
+	pthread_mutex_lock(&g->mtx);
+	g->ok += status == 0;
+	g->done++;
+	pthread_cond_signal(&g->cv);
+	pthread_mutex_unlock(&g->mtx);
+}
+
+static void
+submit_for(mk_runtime *rt, const char *client, const char *user)
+{
+	char    hdr[64], *err = NULL;
+	json_t *p = auth_required(rt, client, user, NULL);
+
+	snprintf(hdr, sizeof(hdr), "{\"x-api-key\": \"key-%s\"}", user);
+	CHECK_EQ(mk_user_headers_submit(
+	                 rt,
+	                 json_string_value(json_object_get(p, "session_id")),
+	                 hdr, &err),
+	         0);
+	json_decref(p);
+}
+
+/* Bounded caches filled from the store, single-flight, evicted on
+ * demand. */
+static void
+caches(void)
+{
+	sub         sb;
+	mk_runtime *rt;
+	char       *err = NULL, name[16], *id;
+	int         at  = 0;
+	unsigned    n;
+	int64_t     f0;
+
+	cache_max = 2;
+	rt        = open_rt(&sb, "cache.db");
+	CHECK_EQ(add_user(rt, "uc", "per_user_headers",
+	                  "\"per_user_header_keys\": [\"x-api-key\"]"),
+	         0);
+	CHECK_EQ(mk_client_verify_headers(
+	                 rt, "uc", "{\"x-api-key\": \"key-admin\"}", &err),
+	         0);
+	wait_state(&sb, &at, "uc", "healthy", NULL);
+	for (int i = 1; i <= 4; i++) {
+		snprintf(name, sizeof(name), "u%d", i);
+		submit_for(rt, "uc", name);
+		whoami_as(rt, "uc", name, NULL, name);
+	}
+	CHECK(cr_stat(rt, "cached_headers") <= 2); /* the bound holds */
+	f0 = cr_stat(rt, "fills");
+	whoami_as(rt, "uc", "u1", NULL, "u1"); /* evicted: read back */
+	CHECK_EQ(cr_stat(rt, "fills") - f0, 1);
+	rt_close(&rt, &sb);
+
+	/* after a restart nothing of the callers is in memory: 50 asks at
+	 * once for one caller read the store once */
+	rt     = open_rt(&sb, "cache.db");
+	id     = id_in_store("cache.db", "uc");
+	f0     = cr_stat(rt, "fills");
+	gets g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+	mp_w w;
+	mp_w_init(&w);
+	mp_map(&w, 3);
+	mp_kv_str(&w, "id", id);
+	mp_kv_str(&w, "mode", "user");
+	mp_kv_str(&w, "identity", "u3");
+	for (int i = 0; i < 50; i++) {
+		CHECK_EQ(kn_ask_cb(rt->credential, MSG_CR_GET, w.sb.data,
+		                   w.sb.size, WAIT_MS, on_get_answer, &g),
+		         0);
+	}
+	mp_w_fini(&w);
+	pthread_mutex_lock(&g.mtx);
+	while (g.done < 50) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += WAIT_MS / 1000;
+		CHECK_EQ(pthread_cond_timedwait(&g.cv, &g.mtx, &ts), 0);
+	}
+	pthread_mutex_unlock(&g.mtx);
+	CHECK_EQ(g.ok, 50);
+	CHECK_EQ(cr_stat(rt, "fills") - f0, 1);
+	/* evicted by identity: read again next time */
+	CHECK_EQ(mk_credentials_evict(rt, "uc", "user", "u3", NULL, &n, &err),
+	         0);
+	CHECK_EQ(n, 1);
+	f0 = cr_stat(rt, "fills");
+	whoami_as(rt, "uc", "u3", NULL, "u3");
+	CHECK_EQ(cr_stat(rt, "fills") - f0, 1);
+	/* by client: everything of it */
+	CHECK_EQ(mk_credentials_evict(rt, "uc", NULL, NULL, NULL, &n, &err),
+	         0);
+	CHECK(n >= 1);
+	CHECK_EQ(cr_stat(rt, "cached_headers"), 0);
+	CHECK_EQ(mk_credentials_evict(rt, "nope", NULL, NULL, NULL, &n, &err),
+	         MK_ENOENT);
+	mk_free(err);
+	free(id);
+	rt_close(&rt, &sb);
+	cache_max = 0;
+}
+
 /* ---- secrets
  * ------------------------------------------------------------------
  */
@@ -1120,6 +1263,7 @@ main(void)
 	RUN(token_exchange);
 	RUN(force_refresh);
 	RUN(rotation);
+	RUN(caches);
 	RUN(no_secret_logged);
 	peer_stop(&srv);
 	close(logfd);

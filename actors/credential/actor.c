@@ -134,6 +134,10 @@ cr_token(cr_self *cr, const char *client, const char *mode,
 		return (NULL);
 	}
 	cr->ntokens++;
+	if (cr_callers_mode(mode)) {
+		t->cache = true; /* bounded: in the LRU, filled on demand */
+		cr_lru_touch(cr, t);
+	}
 	return (t);
 }
 
@@ -180,7 +184,7 @@ cr_token_store(cr_self *cr, token *t)
 {
 	json_t *row;
 
-	if (t->cache || t->access == NULL) {
+	if (t->ephemeral || t->access == NULL) {
 		return; /* an exchange result lives in memory only */
 	}
 	row = json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s, s:s?, s:I, s:I, s:s}",
@@ -218,6 +222,10 @@ tokens_restore(cr_self *cr, json_t *rows)
 		const char *acc =
 		        json_string_value(json_object_get(r, "access_token"));
 		token *t;
+
+		if (mode != NULL && cr_callers_mode(mode)) {
+			continue; /* callers' tokens are filled on demand */
+		}
 
 		if (client == NULL || mode == NULL || id == NULL ||
 		    acc == NULL ||
@@ -466,6 +474,10 @@ on_forget(cr_self *cr, kn_msg *msg)
 		while ((t = cr_token(cr, id, "shared", "", false)) != NULL) {
 			cr_token_free(cr, t);
 		}
+		while ((t = cr_token(cr, id, "admin", "", false)) != NULL) {
+			cr_token_free(cr, t);
+		}
+		cr_evict_client(cr, id);
 		client_free(cr, c);
 	}
 	free(id);
@@ -494,7 +506,7 @@ on_get(cr_self *cr, kn_msg *msg)
 		/* a peek is the admin's (discovery) credential */
 		cr_user_get(cr, c, peek || mode == NULL ? "admin" : mode,
 		            peek || identity == NULL ? "" : identity, subject,
-		            force, corr);
+		            force, corr, false);
 		secret_free(subject);
 		free(id);
 		free(mode);
@@ -531,7 +543,12 @@ on_stats(cr_self *cr, kn_msg *msg)
 	int  rv;
 
 	mp_w_init(&w);
-	mp_map(&w, 5);
+	mp_map(&w, 10);
+	mp_kv_int(&w, "exchanges", (int64_t)cr->exchanges);
+	mp_kv_int(&w, "fills", (int64_t)cr->nfills);
+	mp_kv_int(&w, "evicted", (int64_t)cr->evicted);
+	mp_kv_int(&w, "cached_tokens", (int64_t)cr->tlru.n);
+	mp_kv_int(&w, "cached_headers", (int64_t)cr->hlru.n);
 	mp_kv_int(&w, "refreshes", (int64_t)cr->refreshes);
 	mp_kv_int(&w, "refresh_joins", (int64_t)cr->joins);
 	mp_kv_int(&w, "token_requests", (int64_t)cr->token_requests);
@@ -585,7 +602,10 @@ cr_init(kn_actor *self, void *arg, void **statep)
 	json_decref(rows);
 	cr_hcreds_restore(cr, rows = rows_of(a->hcreds));
 	json_decref(rows);
-	cr->lru_max = a->cache_max > 0 ? a->cache_max : CR_CACHE_DEFAULT;
+	lru_init(&cr->tlru,
+	         a->cache_max > 0 ? a->cache_max : CR_CACHE_DEFAULT);
+	lru_init(&cr->hlru,
+	         a->cache_max > 0 ? a->cache_max : CR_CACHE_DEFAULT);
 	kn_set_wake_arg(self, cr->loop);
 	*statep = cr;
 	return (0);
@@ -675,6 +695,9 @@ cr_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case MSG_CR_VERIFY_EXCHANGE:
 		cr_verify_exchange(cr, msg);
+		return (0);
+	case MSG_CR_EVICT:
+		cr_evict(cr, msg);
 		return (0);
 	default:
 		assert(!"credential: unexpected message");

@@ -14,6 +14,7 @@
 
 #include "actors/credential/credential.h"
 #include "codec/config.h"
+#include "codec/lru.h"
 #include "codec/strmap.h"
 #include "transport/oauth.h"
 
@@ -27,27 +28,28 @@ typedef struct tokw {
 
 /* A token of one client, identity mode and identity. */
 typedef struct token {
-	strmap_ent    ent;        /* key: "client\x1fmode\x1fidentity" */
-	char         *key;        /* owns ent.key */
-	char         *client_id;  /* its client */
-	char         *mode;       /* shared, admin, user, vk, session */
-	char         *identity;   /* "" for shared and admin */
-	char         *access;     /* access token (secret) */
-	char         *refresh;    /* refresh token (secret), or NULL */
-	char         *scopes;     /* granted scopes, or NULL */
-	int64_t       expires_at; /* unix seconds; 0: no expiry given */
-	int64_t       refreshed;  /* unix seconds of the last refresh */
-	bool          active;     /* false: needs_reauth */
-	bool          cache;      /* an exchange result: memory only */
-	char          err[64];    /* cache: the rejection's error code */
-	struct token *lru_prev, *lru_next; /* cache: the LRU list */
-	oa_req       *req;                 /* a refresh in flight, or NULL */
-	char         *prior;   /* the refresh token it spends (CAS) */
-	int           attempt; /* transient failures of this refresh */
-	uint64_t      retry;   /* backoff timer, 0 none */
-	uint64_t      ahead;   /* refresh-ahead timer, 0 none */
-	tokw         *waiters; /* asks waiting for the refresh */
-	cr_self      *cr;      /* owner */
+	strmap_ent ent;        /* key: "client\x1fmode\x1fidentity" */
+	char      *key;        /* owns ent.key */
+	char      *client_id;  /* its client */
+	char      *mode;       /* shared, admin, user, vk, session */
+	char      *identity;   /* "" for shared and admin */
+	char      *access;     /* access token (secret) */
+	char      *refresh;    /* refresh token (secret), or NULL */
+	char      *scopes;     /* granted scopes, or NULL */
+	int64_t    expires_at; /* unix seconds; 0: no expiry given */
+	int64_t    refreshed;  /* unix seconds of the last refresh */
+	bool       active;     /* false: needs_reauth */
+	bool       cache;      /* a caller's: in cr->tlru, filled on demand */
+	bool       ephemeral;  /* an exchange result: memory only */
+	char       err[64];    /* a caller's: the rejection's error code */
+	lru_link   lru;        /* cache: its place in cr->tlru */
+	oa_req    *req;        /* a refresh in flight, or NULL */
+	char      *prior;      /* the refresh token it spends (CAS) */
+	int        attempt;    /* transient failures of this refresh */
+	uint64_t   retry;      /* backoff timer, 0 none */
+	uint64_t   ahead;      /* refresh-ahead timer, 0 none */
+	tokw      *waiters;    /* asks waiting for the refresh */
+	cr_self   *cr;         /* owner */
 } token;
 
 /* An identity's (or the admin's) header credential. */
@@ -58,6 +60,7 @@ typedef struct hcred {
 	char      *mode;      /* admin, user, vk, session */
 	char      *identity;  /* "" for admin */
 	char      *headers;   /* "Name: value" lines, '\n' between (secret) */
+	lru_link   lru;       /* a caller's: its place in cr->hlru */
 } hcred;
 
 /* A caller's pending header submission. */
@@ -119,15 +122,18 @@ struct cr_self {
 	strmap    flows;    /* state -> flow */
 	strmap    hcreds;   /* key -> hcred */
 	strmap    hflows;   /* id -> hflow */
-	token    *lru_head; /* exchange cache, most recent first */
-	token    *lru_tail;
-	unsigned  lru_n;     /* entries in it */
-	unsigned  lru_max;   /* its bound */
-	uint64_t  exchanges; /* token-exchange requests sent */
-	json_t   *saved;     /* stored endpoint sets: client id -> meta, until
-	                      * the client registers */
-	uint64_t refreshes;  /* refresh requests sent */
-	uint64_t joins;      /* asks that joined one in flight */
+	lru       tlru;     /* callers' tokens (and exchange results) */
+	lru       hlru;     /* callers' header credentials */
+	strmap    fills;    /* key -> a fill from the store in flight */
+	uint64_t  gen;      /* bumped by every explicit eviction: a fill
+	                     * that raced one is discarded */
+	uint64_t nfills;    /* fills asked of the store */
+	uint64_t evicted;   /* entries explicitly evicted */
+	uint64_t exchanges; /* token-exchange requests sent */
+	json_t  *saved;     /* stored endpoint sets: client id -> meta, until
+	                     * the client registers */
+	uint64_t refreshes; /* refresh requests sent */
+	uint64_t joins;     /* asks that joined one in flight */
 	uint64_t token_requests; /* every token-endpoint request */
 	uint64_t ntokens;        /* tokens held */
 	uint64_t nflows;         /* flows pending */
@@ -171,7 +177,7 @@ int cr_client_auth(const cclient *c, char **form, oa_send *s);
 /* user.c: per-user types and the exchange cache */
 void cr_user_get(cr_self *cr, cclient *c, const char *mode,
                  const char *identity, const char *subject, bool force,
-                 uint64_t corr);
+                 uint64_t corr, bool filled);
 void cr_verify_headers(cr_self *cr, kn_msg *msg);
 void cr_submit_headers(cr_self *cr, kn_msg *msg);
 void cr_verify_exchange(cr_self *cr, kn_msg *msg);
@@ -180,6 +186,11 @@ void cr_user_fini(cr_self *cr);
 void cr_lru_touch(cr_self *cr, token *t);
 void cr_lru_drop(cr_self *cr, token *t);
 void cr_token_free(cr_self *cr, token *t);
+void cr_evict(cr_self *cr, kn_msg *msg);
+/* cr_evict_client drops every cached credential of client (explicit:
+ * the generation moves) */
+void cr_evict_client(cr_self *cr, const char *client);
+bool cr_callers_mode(const char *mode);
 
 /* refresh.c */
 void cr_refresh_join(cr_self *cr, token *t, uint64_t corr);

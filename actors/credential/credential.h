@@ -49,8 +49,15 @@
  *   session; "admin" for discovery) and "subject" the caller's token
  *   (token_exchange); a caller without a credential is answered MK_EAUTH
  *   {"error", "auth_required": the mcp_auth_required payload}.
+ *   MSG_CR_EVICT    ask  {"client", "mode", "identity", "subject" (each
+ *                        optional: any)} -> {"evicted": n}: drops cached
+ *                        callers' credentials (they are read from the
+ *                        store again when next needed); a fill racing it
+ *                        is discarded
  *   MSG_CR_STATS    ask  {} -> {"refreshes", "refresh_joins",
- *                        "token_requests", "tokens", "flows"}
+ *                        "token_requests", "tokens", "flows",
+ *                        "exchanges", "fills", "evicted",
+ *                        "cached_tokens", "cached_headers"}
  * Tells to client actors: MSG_CL_CRED {"status": "active" | "refreshed" |
  * "needs_reauth", "message"}.
  */

@@ -22,9 +22,16 @@
 
 #include "actors/credential/cred_impl.h"
 #include "actors/kernel/log.h"
+#include "actors/persister.h"
 #include "codec/mp.h"
+#include "persist/store.h"
 
 #define HFLOW_TTL_S CR_FLOW_TTL_S
+
+static void hcred_touch(cr_self *cr, hcred *h);
+static void fill_start(cr_self *cr, cclient *c, int table, const char *mode,
+                       const char *identity, const char *subject, bool force,
+                       uint64_t corr);
 
 static void
 secret_free(char *s)
@@ -81,12 +88,21 @@ hcred_get(cr_self *cr, const char *client, const char *mode,
 static void
 hcred_free(hcred *h)
 {
+	/* (unlinked from its LRU by its owner) */
 	free(h->key);
 	free(h->client_id);
 	free(h->mode);
 	free(h->identity);
 	secret_free(h->headers);
 	free(h);
+}
+
+static void
+hcred_drop(cr_self *cr, hcred *h)
+{
+	lru_remove(&cr->hlru, &h->lru);
+	strmap_del(&cr->hcreds, &h->ent);
+	hcred_free(h);
 }
 
 /* Sets (creating) the header credential; takes headers. */
@@ -117,6 +133,7 @@ hcred_set(cr_self *cr, const char *client, const char *mode,
 	}
 	secret_free(h->headers);
 	h->headers = headers;
+	hcred_touch(cr, h);
 	return (h);
 }
 
@@ -153,6 +170,9 @@ cr_hcreds_restore(cr_self *cr, json_t *rows)
 		        json_string_value(json_object_get(r, "headers"));
 		char *copy;
 
+		if (mo != NULL && cr_callers_mode(mo)) {
+			continue; /* callers' are filled on demand */
+		}
 		if (cl == NULL || mo == NULL || id == NULL || hd == NULL ||
 		    (copy = strdup(hd)) == NULL) {
 			KN_WARN("credential",
@@ -301,58 +321,306 @@ header_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
 	json_decref(x);
 }
 
-/* ---- the exchange cache ---------------------------------------------------
+/* ---- the caches ----------------------------------------------------------
  */
+
+bool
+cr_callers_mode(const char *mode)
+{
+	return (strcmp(mode, "user") == 0 || strcmp(mode, "vk") == 0 ||
+	        strcmp(mode, "session") == 0);
+}
+
+#define TOKEN_OF(l) ((token *)((char *)(l)-offsetof(token, lru)))
+#define HCRED_OF(l) ((hcred *)((char *)(l)-offsetof(hcred, lru)))
+
+static void hcred_drop(cr_self *cr, hcred *h);
 
 void
 cr_lru_drop(cr_self *cr, token *t)
 {
-	if (!t->cache) {
-		return;
+	if (t->cache) {
+		lru_remove(&cr->tlru, &t->lru);
 	}
-	if (t->lru_prev != NULL) {
-		t->lru_prev->lru_next = t->lru_next;
-	} else if (cr->lru_head == t) {
-		cr->lru_head = t->lru_next;
-	}
-	if (t->lru_next != NULL) {
-		t->lru_next->lru_prev = t->lru_prev;
-	} else if (cr->lru_tail == t) {
-		cr->lru_tail = t->lru_prev;
-	}
-	t->lru_prev = t->lru_next = NULL;
-	cr->lru_n--;
 }
 
+/* Over the bound, the least recently used go (never one in use, nor
+ * the one just touched). */
 void
 cr_lru_touch(cr_self *cr, token *t)
 {
+	lru_link *l, *newer;
+
 	if (!t->cache) {
 		return;
 	}
-	if (cr->lru_head == t) {
-		return;
-	}
-	if (t->lru_prev != NULL || t->lru_next != NULL || cr->lru_tail == t) {
-		cr_lru_drop(cr, t);
-	}
-	t->lru_next = cr->lru_head;
-	if (cr->lru_head != NULL) {
-		cr->lru_head->lru_prev = t;
-	}
-	cr->lru_head = t;
-	if (cr->lru_tail == NULL) {
-		cr->lru_tail = t;
-	}
-	cr->lru_n++;
-	/* over the bound: the least recently used goes (not one in use) */
-	for (token *v = cr->lru_tail; cr->lru_n > cr->lru_max && v != NULL;) {
-		token *prev = v->lru_prev;
-		if (v->req == NULL && v->waiters == NULL && v != t) {
+	lru_touch(&cr->tlru, &t->lru);
+	for (l = lru_oldest(&cr->tlru); l != NULL && cr->tlru.n > cr->tlru.max;
+	     l = newer) {
+		token *v = TOKEN_OF(l);
+		newer    = lru_newer(&cr->tlru, l);
+		if (v != t && v->req == NULL && v->waiters == NULL &&
+		    v->retry == 0) {
 			cr_token_free(cr, v);
 		}
-		v = prev;
 	}
+}
+
+static void
+hcred_touch(cr_self *cr, hcred *h)
+{
+	lru_link *l, *newer;
+
+	if (!cr_callers_mode(h->mode)) {
+		return; /* the admin's sample stays */
+	}
+	lru_touch(&cr->hlru, &h->lru);
+	for (l = lru_oldest(&cr->hlru); l != NULL && cr->hlru.n > cr->hlru.max;
+	     l = newer) {
+		newer = lru_newer(&cr->hlru, l);
+		if (HCRED_OF(l) != h) {
+			hcred_drop(cr, HCRED_OF(l));
+		}
+	}
+}
+
+/* Whether an entry matches an eviction's (NULL: any) fields. */
+static bool
+matches(const char *client, const char *mode, const char *identity,
+        const char *hash, const char *e_client, const char *e_mode,
+        const char *e_identity)
+{
+	size_t il = identity != NULL ? strlen(identity) : 0;
+
+	if ((client != NULL && strcmp(client, e_client) != 0) ||
+	    (mode != NULL && strcmp(mode, e_mode) != 0)) {
+		return (false);
+	}
+	/* an exchange entry's identity is "identity\x1fhash" */
+	if (identity != NULL && strcmp(identity, e_identity) != 0 &&
+	    !(strncmp(identity, e_identity, il) == 0 &&
+	      e_identity[il] == '\x1f')) {
+		return (false);
+	}
+	if (hash != NULL) {
+		const char *sep = strchr(e_identity, '\x1f');
+		return (sep != NULL && strcmp(sep + 1, hash) == 0);
+	}
+	return (true);
+}
+
+/* Drops the cached callers' credentials that match (explicit: the
+ * generation moves, so a fill in flight is discarded).  Returns how
+ * many went. */
+static unsigned
+evict(cr_self *cr, const char *client, const char *mode, const char *identity,
+      const char *hash)
+{
+	lru_link *l, *newer;
+	unsigned  n = 0;
+
+	cr->gen++;
+	for (l = lru_oldest(&cr->tlru); l != NULL; l = newer) {
+		token *t = TOKEN_OF(l);
+		newer    = lru_newer(&cr->tlru, l);
+		if (matches(client, mode, identity, hash, t->client_id,
+		            t->mode, t->identity) &&
+		    t->req == NULL && t->waiters == NULL && t->retry == 0) {
+			cr_token_free(cr, t);
+			n++;
+		}
+	}
+	for (l = lru_oldest(&cr->hlru); l != NULL && hash == NULL; l = newer) {
+		hcred *h = HCRED_OF(l);
+		newer    = lru_newer(&cr->hlru, l);
+		if (matches(client, mode, identity, NULL, h->client_id,
+		            h->mode, h->identity)) {
+			hcred_drop(cr, h);
+			n++;
+		}
+	}
+	cr->evicted += n;
+	return (n);
+}
+
+void
+cr_evict_client(cr_self *cr, const char *client)
+{
+	(void)evict(cr, client, NULL, NULL, NULL);
+}
+
+/* ---- fills from the store
+ * ---------------------------------------------------
+ */
+
+/* An ask waiting for a fill. */
+typedef struct fillw {
+	uint64_t      corr;
+	bool          force;
+	char         *subject;
+	struct fillw *next;
+} fillw;
+
+typedef struct fill {
+	strmap_ent ent;    /* key: table, client, mode, identity */
+	char      *key;    /* owns ent.key */
+	cr_self   *cr;     /* owner */
+	char      *client; /* whose */
+	char      *mode;
+	char      *identity;
+	int        table;   /* STORE_OAUTH_TOKENS or _HEADER_CREDENTIALS */
+	uint64_t   gen0;    /* cr->gen at the start */
+	fillw     *waiting; /* asks to run again once it is in */
+} fill;
+
+static void
+fill_free(fill *f)
+{
+	free(f->key);
+	free(f->client);
+	free(f->mode);
+	free(f->identity);
+	free(f);
+}
+
+/* A row from the store: into the cache (tokens or header credentials). */
+static void
+fill_insert(cr_self *cr, fill *f, json_t *row)
+{
+	const char *v;
+
+	if (f->table == STORE_HEADER_CREDENTIALS) {
+		v = json_string_value(json_object_get(row, "headers"));
+		char *copy = v != NULL ? strdup(v) : NULL;
+		if (copy != NULL) {
+			(void)hcred_set(cr, f->client, f->mode, f->identity,
+			                copy);
+		}
+		return;
+	}
+	token *t = cr_token(cr, f->client, f->mode, f->identity, true);
+	if (t == NULL ||
+	    (v = json_string_value(json_object_get(row, "access_token"))) ==
+	            NULL) {
+		return;
+	}
+	t->access  = strdup(v);
+	v          = json_string_value(json_object_get(row, "refresh_token"));
+	t->refresh = v != NULL ? strdup(v) : NULL;
+	v          = json_string_value(json_object_get(row, "scopes"));
+	t->scopes  = v != NULL ? strdup(v) : NULL;
+	t->expires_at = json_integer_value(json_object_get(row, "expires_at"));
+	t->refreshed =
+	        json_integer_value(json_object_get(row, "last_refreshed"));
+	v         = json_string_value(json_object_get(row, "status"));
+	t->active = v != NULL && strcmp(v, "active") == 0;
+}
+
+static void
+on_fill(kn_actor *self, void *arg, int status, const void *data, size_t len)
+{
+	fill    *f     = arg;
+	cr_self *cr    = f->cr;
+	bool     raced = cr->gen != f->gen0;
+	cclient *c     = cr_client(cr, f->client);
+	char    *text  = NULL;
+	mp_r     r;
+	fillw   *w;
+
+	strmap_del(&cr->fills, &f->ent);
+	if (status == 0 && !raced) {
+		mp_r_open(&r, data, len);
+		text = mp_dup_str(mp_get(&r, "row"));
+		mp_r_close(&r);
+		json_t *row = text != NULL ? json_loads(text, 0, NULL) : NULL;
+		if (row != NULL) {
+			fill_insert(cr, f, row);
+		}
+		json_decref(row);
+		secret_free(text);
+	}
+	while ((w = f->waiting) != NULL) {
+		f->waiting = w->next;
+		if (c == NULL) {
+			cr_reply_error(cr, w->corr, MK_ENOENT, NULL,
+			               "the MCP client is gone");
+		} else {
+			/* raced an eviction: what it read may be stale - read
+			 * again; else look again, without another fill */
+			cr_user_get(cr, c, f->mode, f->identity, w->subject,
+			            w->force, w->corr, !raced);
+		}
+		secret_free(w->subject);
+		free(w);
+	}
+	fill_free(f);
+}
+
+/* Fills the caller's entry from the store (one read per key at a time),
+ * then runs the ask again. */
+static void
+fill_start(cr_self *cr, cclient *c, int table, const char *mode,
+           const char *identity, const char *subject, bool force,
+           uint64_t corr)
+{
+	char    key[512];
+	fill   *f;
+	fillw  *w = calloc(1, sizeof(*w));
+	json_t *k;
+	char   *text;
+	mp_w    m;
+
+	snprintf(key, sizeof(key), "%d\x1f%s\x1f%s\x1f%s", table, c->id, mode,
+	         identity);
+	if (w == NULL ||
+	    (subject != NULL && (w->subject = strdup(subject)) == NULL)) {
+		free(w);
+		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
+		return;
+	}
+	w->corr  = corr;
+	w->force = force;
+	if ((f = (fill *)strmap_get(&cr->fills, key)) != NULL) {
+		w->next    = f->waiting; /* single flight */
+		f->waiting = w;
+		return;
+	}
+	if ((f = calloc(1, sizeof(*f))) == NULL ||
+	    (f->key = strdup(key)) == NULL ||
+	    (f->client = strdup(c->id)) == NULL ||
+	    (f->mode = strdup(mode)) == NULL ||
+	    (f->identity = strdup(identity)) == NULL) {
+		if (f != NULL) {
+			fill_free(f);
+		}
+		secret_free(w->subject);
+		free(w);
+		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
+		return;
+	}
+	f->ent.key = f->key;
+	f->cr      = cr;
+	f->table   = table;
+	f->gen0    = cr->gen;
+	f->waiting = w;
+	(void)strmap_put(&cr->fills, &f->ent);
+	cr->nfills++;
+	if (cr->ps == NULL) {
+		on_fill(cr->self, f, 0, "\x80", 1); /* no store: nothing */
+		return;
+	}
+	k    = json_pack("{s:s, s:s, s:s}", "client_id", c->id, "mode", mode,
+	                 "identity", identity);
+	text = k != NULL ? json_dumps(k, JSON_COMPACT) : NULL;
+	json_decref(k);
+	ps_row_msg(&m, store_table_name((store_table)table), "key",
+	           text != NULL ? text : "{}");
+	free(text);
+	if (kn_ask_async(cr->self, cr->ps, MSG_PS_ROW_GET, m.sb.data,
+	                 m.sb.size, 30000, on_fill, f) != 0) {
+		on_fill(cr->self, f, MK_ECLOSED, NULL, 0);
+	}
+	mp_w_fini(&m);
 }
 
 /* The cache identity of (identity, subject): identity, then 16 hex of
@@ -375,7 +643,7 @@ cache_identity(const char *identity, const char *subject, char *out,
 
 void
 cr_user_get(cr_self *cr, cclient *c, const char *mode, const char *identity,
-            const char *subject, bool force, uint64_t corr)
+            const char *subject, bool force, uint64_t corr, bool filled)
 {
 	bool   admin = strcmp(mode, "admin") == 0;
 	token *t;
@@ -384,8 +652,12 @@ cr_user_get(cr_self *cr, cclient *c, const char *mode, const char *identity,
 	switch (c->auth) {
 	case CFG_AUTH_PER_USER_HEADERS:
 		if ((h = hcred_get(cr, c->id, mode, identity)) != NULL) {
+			hcred_touch(cr, h);
 			reply_headers(cr, corr,
 			              h->headers); /* force: a no-op */
+		} else if (!admin && !filled) {
+			fill_start(cr, c, STORE_HEADER_CREDENTIALS, mode,
+			           identity, NULL, force, corr);
 		} else if (admin) {
 			cr_reply_error(cr, corr, MK_ESTATE, "none",
 			               "MCP client %s has no verified header "
@@ -397,7 +669,10 @@ cr_user_get(cr_self *cr, cclient *c, const char *mode, const char *identity,
 		return;
 	case CFG_AUTH_PER_USER_OAUTH:
 		t = cr_token(cr, c->id, mode, identity, false);
-		if (t == NULL || (!t->active && !admin)) {
+		if (t == NULL && !admin && !filled) {
+			fill_start(cr, c, STORE_OAUTH_TOKENS, mode, identity,
+			           NULL, force, corr);
+		} else if (t == NULL || (!t->active && !admin)) {
 			if (admin) {
 				cr_reply_error(
 				        cr, corr, MK_ESTATE, "none",
@@ -413,8 +688,10 @@ cr_user_get(cr_self *cr, cclient *c, const char *mode, const char *identity,
 		} else if (force ||
 		           (t->expires_at != 0 &&
 		            t->expires_at - CR_SKEW_S <= cr_now())) {
+			cr_lru_touch(cr, t);
 			cr_refresh_join(cr, t, corr);
 		} else {
+			cr_lru_touch(cr, t);
 			cr_answer_token(cr, t, corr);
 		}
 		return;
@@ -458,8 +735,8 @@ cr_user_get(cr_self *cr, cclient *c, const char *mode, const char *identity,
 			               "out of memory");
 			return;
 		}
-		t->cache  = true;
-		t->active = true;
+		t->ephemeral = true; /* cached, never stored */
+		t->active    = true;
 	}
 	cr_lru_touch(cr, t);
 	if (!t->active) {
@@ -674,4 +951,48 @@ cr_user_fini(cr_self *cr)
 	}
 	strmap_fini(&cr->hcreds);
 	strmap_fini(&cr->hflows);
+	while ((e = idmap_pop(&cr->fills.m, &id)) != NULL) {
+		for (strmap_ent *n; e != NULL; e = n) {
+			n = e->next;
+			fill_free((fill *)e);
+		}
+	}
+	strmap_fini(&cr->fills);
+}
+
+void
+cr_evict(cr_self *cr, kn_msg *msg)
+{
+	char    *client, *mode, *identity, *subject, hash[600];
+	unsigned n;
+	mp_r     r;
+	mp_w     w;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	client   = mp_dup_str(mp_get(&r, "client"));
+	mode     = mp_dup_str(mp_get(&r, "mode"));
+	identity = mp_dup_str(mp_get(&r, "identity"));
+	subject  = mp_dup_str(mp_get(&r, "subject"));
+	mp_r_close(&r);
+	cclient *c = client != NULL ? cr_client(cr, client) : NULL;
+	if (client != NULL && c == NULL) {
+		kn_reply_error(kn_actor_kernel(cr->self), kn_defer(msg),
+		               MK_ENOENT, "no MCP client %.200s", client);
+	} else {
+		if (subject != NULL) {
+			/* by token: the entries exchanged from it */
+			cache_identity("", subject, hash, sizeof(hash));
+		}
+		n = evict(cr, c != NULL ? c->id : NULL, mode, identity,
+		          subject != NULL ? hash + 1 : NULL);
+		mp_w_init(&w);
+		mp_map(&w, 1);
+		mp_kv_int(&w, "evicted", n);
+		kn_reply(cr->self, msg, 0, w.sb.data, w.sb.size);
+		mp_w_fini(&w);
+	}
+	free(client);
+	free(mode);
+	free(identity);
+	secret_free(subject);
 }
