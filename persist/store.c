@@ -1081,11 +1081,11 @@ store_row_put(store *s, store_table t, json_t *row)
 	return (step_done(s, q, "writing a credential row"));
 }
 
-int
-store_row_del(store *s, store_table t, json_t *key)
+/* Binds t's key columns of key to q's first slots. */
+static int
+bind_key(store *s, store_table t, sqlite3_stmt *q, json_t *key)
 {
 	const tabledef *d = &tables[t];
-	sqlite3_stmt   *q = s->rs[t][RS_DEL];
 
 	for (unsigned k = 0; k < d->nkey; k++) {
 		const char *v =
@@ -1097,6 +1097,18 @@ store_row_del(store *s, store_table t, json_t *key)
 			              d->cols[k]));
 		}
 		sqlite3_bind_text(q, (int)k + 1, v, -1, SQLITE_TRANSIENT);
+	}
+	return (0);
+}
+
+int
+store_row_del(store *s, store_table t, json_t *key)
+{
+	sqlite3_stmt *q = s->rs[t][RS_DEL];
+	int           rv;
+
+	if ((rv = bind_key(s, t, q, key)) != 0) {
+		return (rv);
 	}
 	return (step_done(s, q, "deleting a credential row"));
 }
@@ -1161,21 +1173,12 @@ read_row(store *s, store_table t, sqlite3_stmt *q, int *bad)
 int
 store_row_get(store *s, store_table t, json_t *key, json_t **row)
 {
-	const tabledef *d = &tables[t];
-	sqlite3_stmt   *q = s->rs[t][RS_GET];
-	int             rc, bad, rv = 0;
+	sqlite3_stmt *q = s->rs[t][RS_GET];
+	int           rc, bad, rv;
 
 	*row = NULL;
-	for (unsigned k = 0; k < d->nkey; k++) {
-		const char *v =
-		        json_string_value(json_object_get(key, d->cols[k]));
-		if (v == NULL) {
-			sqlite3_clear_bindings(q);
-			return (failf(s, MK_EINVAL,
-			              "%s: key column %s missing", d->name,
-			              d->cols[k]));
-		}
-		sqlite3_bind_text(q, (int)k + 1, v, -1, SQLITE_TRANSIENT);
+	if ((rv = bind_key(s, t, q, key)) != 0) {
+		return (rv);
 	}
 	if ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 		if ((*row = read_row(s, t, q, &bad)) == NULL) {

@@ -85,16 +85,41 @@ mk_runtime_load(mk_runtime *rt, const char *config_json, char **err)
 
 #define CR_ASK_MS 90000 /* discovery, registration, then the flow */
 
-/* Asks the credential actor; on 0, *a holds the reply. */
+/*
+ * Asks the credential actor with the string fields kv (key, value, ...;
+ * n pairs; a NULL value is left out, a NULL required one refused).  On
+ * 0, *a holds the reply (the caller frees a->data).
+ */
 static int
-cr_ask(mk_runtime *rt, uint32_t type, mp_w *w, kn_answer *a, char **err)
+cr_ask(mk_runtime *rt, uint32_t type, const char *const *kv, int n,
+       int required, kn_answer *a, char **err)
 {
-	int rv;
+	mp_w     w;
+	uint32_t present = 0;
+	int      rv;
 
 	memset(a, 0, sizeof(*a));
-	rv = kn_ask(rt->credential, type, w->sb.data, w->sb.size, CR_ASK_MS,
-	            a);
-	mp_w_fini(w);
+	if (err != NULL) {
+		*err = NULL;
+	}
+	if (!rt_valid(rt)) {
+		return (MK_EHANDLE);
+	}
+	for (int i = 0; i < n; i++) {
+		if (kv[2 * i + 1] == NULL && i < required) {
+			return (MK_EINVAL);
+		}
+		present += kv[2 * i + 1] != NULL;
+	}
+	mp_w_init(&w);
+	mp_map(&w, present);
+	for (int i = 0; i < n; i++) {
+		if (kv[2 * i + 1] != NULL) {
+			mp_kv_str(&w, kv[2 * i], kv[2 * i + 1]);
+		}
+	}
+	rv = kn_ask(rt->credential, type, w.sb.data, w.sb.size, CR_ASK_MS, a);
+	mp_w_fini(&w);
 	if (rv != 0) {
 		take_error(a, rv, err);
 		free(a->data);
@@ -103,39 +128,39 @@ cr_ask(mk_runtime *rt, uint32_t type, mp_w *w, kn_answer *a, char **err)
 	return (rv);
 }
 
+/* The string out of a reply (malloc'd, or NULL); frees the reply. */
+static char *
+reply_str(kn_answer *a, const char *key)
+{
+	mp_r  r;
+	char *v;
+
+	mp_r_open(&r, a->data, a->len);
+	v = mp_dup_str(mp_get(&r, key));
+	mp_r_close(&r);
+	return (v);
+}
+
 static int
 oauth_start(mk_runtime *rt, const char *client, char **url, char **state,
             char **err)
 {
-	kn_answer a;
-	mp_w      w;
-	mp_r      r;
-	int       rv;
+	const char *kv[] = {"client", client,     "mode",
+	                    "shared", "identity", ""};
+	kn_answer   a;
+	int         rv;
 
-	if (err != NULL) {
-		*err = NULL;
-	}
-	if (!rt_valid(rt)) {
-		return (MK_EHANDLE);
-	}
-	if (client == NULL || url == NULL) {
+	if (url == NULL) {
 		return (MK_EINVAL);
 	}
 	*url = NULL;
-	mp_w_init(&w);
-	mp_map(&w, 3);
-	mp_kv_str(&w, "client", client);
-	mp_kv_str(&w, "mode", "shared");
-	mp_kv_str(&w, "identity", "");
-	if ((rv = cr_ask(rt, MSG_CR_INITIATE, &w, &a, err)) != 0) {
+	if ((rv = cr_ask(rt, MSG_CR_INITIATE, kv, 3, 1, &a, err)) != 0) {
 		return (rv);
 	}
-	mp_r_open(&r, a.data, a.len);
-	*url = mp_dup_str(mp_get(&r, "authorize_url"));
+	*url = reply_str(&a, "authorize_url");
 	if (state != NULL) {
-		*state = mp_dup_str(mp_get(&r, "state"));
+		*state = reply_str(&a, "state");
 	}
-	mp_r_close(&r);
 	free(a.data);
 	return (*url != NULL ? 0 : MK_ENOMEM);
 }
@@ -158,31 +183,15 @@ int
 mk_oauth_complete(mk_runtime *rt, const char *state, const char *code,
                   char **client_id, char **err)
 {
-	kn_answer a;
-	mp_w      w;
-	mp_r      r;
-	int       rv;
+	const char *kv[] = {"state", state, "code", code};
+	kn_answer   a;
+	int         rv;
 
-	if (err != NULL) {
-		*err = NULL;
-	}
-	if (!rt_valid(rt)) {
-		return (MK_EHANDLE);
-	}
-	if (state == NULL || code == NULL) {
-		return (MK_EINVAL);
-	}
-	mp_w_init(&w);
-	mp_map(&w, 2);
-	mp_kv_str(&w, "state", state);
-	mp_kv_str(&w, "code", code);
-	if ((rv = cr_ask(rt, MSG_CR_COMPLETE, &w, &a, err)) != 0) {
+	if ((rv = cr_ask(rt, MSG_CR_COMPLETE, kv, 2, 2, &a, err)) != 0) {
 		return (rv);
 	}
 	if (client_id != NULL) {
-		mp_r_open(&r, a.data, a.len);
-		*client_id = mp_dup_str(mp_get(&r, "client_id"));
-		mp_r_close(&r);
+		*client_id = reply_str(&a, "client_id");
 	}
 	free(a.data);
 	return (0);
@@ -193,24 +202,11 @@ static int
 cr_pair(mk_runtime *rt, uint32_t type, const char *k1, const char *v1,
         const char *k2, const char *v2, char **err)
 {
-	kn_answer a;
-	mp_w      w;
-	int       rv;
+	const char *kv[] = {k1, v1, k2, v2};
+	kn_answer   a;
+	int         rv;
 
-	if (err != NULL) {
-		*err = NULL;
-	}
-	if (!rt_valid(rt)) {
-		return (MK_EHANDLE);
-	}
-	if (v1 == NULL || v2 == NULL) {
-		return (MK_EINVAL);
-	}
-	mp_w_init(&w);
-	mp_map(&w, 2);
-	mp_kv_str(&w, k1, v1);
-	mp_kv_str(&w, k2, v2);
-	if ((rv = cr_ask(rt, type, &w, &a, err)) == 0) {
+	if ((rv = cr_ask(rt, type, kv, 2, 2, &a, err)) == 0) {
 		free(a.data);
 	}
 	return (rv);
@@ -245,31 +241,13 @@ mk_credentials_evict(mk_runtime *rt, const char *client, const char *mode,
                      const char *identity, const char *subject_token,
                      unsigned *count, char **err)
 {
-	const char *k[] = {"client", "mode", "identity", "subject"};
-	const char *v[] = {client, mode, identity, subject_token};
+	const char *kv[] = {"client",   client,   "mode",    mode,
+	                    "identity", identity, "subject", subject_token};
 	kn_answer   a;
-	mp_w        w;
 	mp_r        r;
-	uint32_t    n = 0;
 	int         rv;
 
-	if (err != NULL) {
-		*err = NULL;
-	}
-	if (!rt_valid(rt)) {
-		return (MK_EHANDLE);
-	}
-	for (int i = 0; i < 4; i++) {
-		n += v[i] != NULL;
-	}
-	mp_w_init(&w);
-	mp_map(&w, n);
-	for (int i = 0; i < 4; i++) {
-		if (v[i] != NULL) {
-			mp_kv_str(&w, k[i], v[i]);
-		}
-	}
-	if ((rv = cr_ask(rt, MSG_CR_EVICT, &w, &a, err)) != 0) {
+	if ((rv = cr_ask(rt, MSG_CR_EVICT, kv, 4, 0, &a, err)) != 0) {
 		return (rv);
 	}
 	mp_r_open(&r, a.data, a.len);

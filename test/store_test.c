@@ -351,6 +351,21 @@ credential_rows(void)
 	              "{\"x-api-key\":\"k\"}", "status", "active");
 	CHECK_EQ(store_row_put(s, STORE_HEADER_CREDENTIALS, r), 0);
 	json_decref(r);
+	/* one row by its key, and none */
+	json_t *got = NULL;
+	r = json_pack("{s:s, s:s, s:s}", "client_id", "c1", "mode", "user",
+	              "identity", "bob");
+	CHECK_EQ(store_row_get(s, STORE_OAUTH_TOKENS, r, &got), 0);
+	CHECK(got != NULL);
+	CHECK(strcmp(json_string_value(json_object_get(got, "access_token")),
+	             "at-b") == 0);
+	json_decref(got);
+	json_object_set_new(r, "identity", json_string("nobody"));
+	CHECK_EQ(store_row_get(s, STORE_OAUTH_TOKENS, r, &got), 0);
+	CHECK(got == NULL);
+	json_object_del(r, "mode");
+	CHECK_EQ(store_row_get(s, STORE_OAUTH_TOKENS, r, &got), MK_EINVAL);
+	json_decref(r);
 	/* deleting by key */
 	r = json_pack("{s:s, s:s, s:s}", "client_id", "c1", "mode", "user",
 	              "identity", "bob");

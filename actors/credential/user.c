@@ -804,21 +804,31 @@ store_headers(cr_self *cr, cclient *c, const char *mode, const char *identity,
 	}
 }
 
+/* Reads a message of {key: text, "headers": json object text}. */
+static json_t *
+headers_msg(kn_msg *msg, const char *key, char **value)
+{
+	char   *text;
+	json_t *given;
+	mp_r    r;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	*value = mp_dup_str(mp_get(&r, key));
+	text   = mp_dup_str(mp_get(&r, "headers"));
+	mp_r_close(&r);
+	given = text != NULL ? json_loads(text, 0, NULL) : NULL;
+	secret_free(text);
+	return (given);
+}
+
 void
 cr_verify_headers(cr_self *cr, kn_msg *msg)
 {
 	uint64_t corr = kn_defer(msg);
-	char    *who, *text, why[300], *lines;
+	char    *who, why[300], *lines;
 	cclient *c;
-	json_t  *given;
-	mp_r     r;
+	json_t  *given = headers_msg(msg, "client", &who);
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	who  = mp_dup_str(mp_get(&r, "client"));
-	text = mp_dup_str(mp_get(&r, "headers"));
-	mp_r_close(&r);
-	given = text != NULL ? json_loads(text, 0, NULL) : NULL;
-	secret_free(text);
 	if ((c = who != NULL ? cr_client(cr, who) : NULL) == NULL) {
 		cr_reply_error(cr, corr, MK_ENOENT, NULL,
 		               "no MCP client %.200s",
@@ -843,18 +853,11 @@ void
 cr_submit_headers(cr_self *cr, kn_msg *msg)
 {
 	uint64_t corr = kn_defer(msg);
-	char    *fid, *text, why[300], *lines;
+	char    *fid, why[300], *lines;
 	hflow   *f;
 	cclient *c;
-	json_t  *given;
-	mp_r     r;
+	json_t  *given = headers_msg(msg, "session_id", &fid);
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	fid  = mp_dup_str(mp_get(&r, "session_id"));
-	text = mp_dup_str(mp_get(&r, "headers"));
-	mp_r_close(&r);
-	given = text != NULL ? json_loads(text, 0, NULL) : NULL;
-	secret_free(text);
 	f = fid != NULL ? (hflow *)strmap_get(&cr->hflows, fid) : NULL;
 	if (f == NULL || f->expires_at <= cr_now()) {
 		cr_reply_error(cr, corr, MK_EINVAL, NULL,
