@@ -43,6 +43,28 @@ static int      logfd = -1;
 static char     dir[] = "/tmp/mk-oauth-XXXXXX";
 static int      seq;
 static unsigned cache_max; /* credential_cache_max of the next runtimes */
+static FILE    *seen;      /* what the stream and the list showed */
+
+/* Closes the runtime, keeping what its stream and its list showed (and
+ * the errors calls gave) for the leak check at the end. */
+static void
+close_rt(mk_runtime **rt, sub *sb)
+{
+	char *list = NULL;
+
+	if (mk_clients_json(*rt, "{\"limit\": 100}", &list) == 0) {
+		fprintf(seen, "%s\n", list);
+		mk_free(list);
+	}
+	pthread_mutex_lock(&sb->mtx);
+	for (int i = 0; i < sb->n; i++) {
+		fprintf(seen, "%s %s %s %s %s %s\n", sb->ev[i].topic,
+		        sb->ev[i].name, sb->ev[i].state, sb->ev[i].stage,
+		        sb->ev[i].message, sb->ev[i].hash);
+	}
+	pthread_mutex_unlock(&sb->mtx);
+	rt_close(rt, sb);
+}
 
 /* A runtime with a store in dir/name, logging to logpath. */
 static mk_runtime *
@@ -262,7 +284,7 @@ discovery_flow(void)
 	CHECK_EQ(mk_clients_json(rt, NULL, &list), 0);
 	CHECK(strstr(list, "static-secret") == NULL);
 	mk_free(list);
-	rt_close(&rt, &sb);
+	close_rt(&rt, &sb);
 }
 
 /* ---- refresh
@@ -281,8 +303,13 @@ on_call(void *arg, int rc, mk_result *res)
 	fan *f = arg;
 
 	pthread_mutex_lock(&f->mtx);
-	f->ok += rc == 0 && res != NULL && res->result != NULL &&
+	int ok = rc == 0 && res != NULL && res->result != NULL &&
 	        strstr(res->result, "admin") != NULL;
+	if (!ok && res != NULL) {
+		fprintf(stderr, "   call failed (%d): %s\n", rc,
+		        res->error != NULL ? res->error : "?");
+	}
+	f->ok += ok;
 	f->done++;
 	pthread_cond_signal(&f->cv);
 	pthread_mutex_unlock(&f->mtx);
@@ -338,7 +365,7 @@ single_flight(void)
 	CHECK_EQ(add_oauth(rt, "oa_fan", "{}", false), 0);
 	bootstrap(rt, "oa_fan", false);
 	wait_state(&sb, &at, "oa_fan", "healthy", NULL);
-	rt_close(&rt, &sb);
+	close_rt(&rt, &sb);
 	/* down past the token's expiry; the token endpoint slow, so the
 	 * refresh ahead of expiry at boot and the callers meet */
 	expire_stored("fan.db");
@@ -355,7 +382,7 @@ single_flight(void)
 	        "   %d calls on an expired token: 1 refresh (%lld "
 	        "asks joined it at the credential actor)\n",
 	        NCALLS, (long long)cr_stat(rt, "refresh_joins"));
-	rt_close(&rt, &sb);
+	close_rt(&rt, &sb);
 
 	/* again after a restart: the stored (rotated) refresh token is the
 	 * one spent; a reused one would count at the server */
@@ -365,7 +392,7 @@ single_flight(void)
 	CHECK_EQ(by_grant("refresh_token") - before, 2);
 	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "refresh_reused"),
 	         0);
-	rt_close(&rt, &sb);
+	close_rt(&rt, &sb);
 }
 
 /* invalid_grant on refresh -> needs_reauth; refused without the network;
@@ -416,7 +443,7 @@ invalid_grant(void)
 	bootstrap(rt, "oa_dead", true);
 	wait_state(&sb, &at, "oa_dead", "healthy", NULL);
 	whoami_is(rt, "oa_dead", "admin");
-	rt_close(&rt, &sb);
+	close_rt(&rt, &sb);
 }
 
 /* Transient 503s on refresh are retried; the client stays usable. */
@@ -439,7 +466,7 @@ transient(void)
 	whoami_is(rt, "oa_503", "admin"); /* waits through the retries */
 	CHECK_EQ(by_grant("refresh_token") - before, 3);
 	CHECK_EQ(count_states(&sb, "oa_503", "needs_reauth"), 0);
-	rt_close(&rt, &sb);
+	close_rt(&rt, &sb);
 }
 
 /* ---- flows
@@ -490,7 +517,7 @@ flows_rejected(void)
 	                                         &err),
 	         0);
 	authorize(url, code, sizeof(code), st, sizeof(st));
-	rt_close(&rt, &sb);
+	close_rt(&rt, &sb);
 	snprintf(db, sizeof(db), "%s/flows.db", dir);
 	sqlite3 *h;
 	CHECK_EQ(sqlite3_open(db, &h), SQLITE_OK);
@@ -504,7 +531,7 @@ flows_rejected(void)
 	mk_free(err);
 	mk_free(url);
 	mk_free(state);
-	rt_close(&rt, &sb);
+	close_rt(&rt, &sb);
 }
 
 /* A restart between initiate and complete loses nothing. */
@@ -521,7 +548,7 @@ restart_mid_flow(void)
 	CHECK_EQ(mk_client_initiate_verification(rt, "oa_mid", &url, &state,
 	                                         &err),
 	         0);
-	rt_close(&rt, &sb);
+	close_rt(&rt, &sb);
 	authorize(url, code, sizeof(code), st, sizeof(st));
 	rt        = open_rt(&sb, "mid.db");
 	json_t *v = view_of(rt, "oa_mid");
@@ -530,7 +557,7 @@ restart_mid_flow(void)
 	CHECK_EQ(mk_oauth_complete(rt, st, code, NULL, &err), 0);
 	wait_state(&sb, &at, "oa_mid", "healthy", NULL);
 	whoami_is(rt, "oa_mid", "admin");
-	rt_close(&rt, &sb);
+	close_rt(&rt, &sb);
 	/* and the authorized client comes back healthy (it connected while
 	 * the runtime opened), no new flow */
 	long flows = admin(srv.port, "/admin/counters", NULL, "authorize");
@@ -540,7 +567,7 @@ restart_mid_flow(void)
 	json_decref(v);
 	whoami_is(rt, "oa_mid", "admin");
 	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "authorize"), flows);
-	rt_close(&rt, &sb);
+	close_rt(&rt, &sb);
 	mk_free(url);
 	mk_free(state);
 }
@@ -591,6 +618,7 @@ auth_required(mk_runtime *rt, const char *client, const char *user,
 
 	CHECK_EQ(call_as(rt, client, user, subject, &res), MK_EAUTH);
 	CHECK(res != NULL && res->auth_required != NULL);
+	fprintf(seen, "%s %s\n", res->error, res->auth_required);
 	CHECK((p = json_loads(res->auth_required, 0, NULL)) != NULL);
 	CHECK(strcmp(json_string_value(json_object_get(p, "mcp_client_name")),
 	             client) == 0);
@@ -687,11 +715,11 @@ per_user_headers(void)
 	         MK_EINVAL);
 	CHECK(strstr(err, "unknown, used or expired header session") != NULL);
 	mk_free(err);
-	rt_close(&rt, &sb);
+	close_rt(&rt, &sb);
 	/* kept across a restart, sealed or not */
 	rt = open_rt(&sb, "uh.db");
 	whoami_as(rt, "uh", "alice", NULL, "alice");
-	rt_close(&rt, &sb);
+	close_rt(&rt, &sb);
 }
 
 static void
@@ -795,7 +823,7 @@ per_user_oauth(void)
 	CHECK(json_integer_value(a1) == json_integer_value(a0));
 	json_decref(c0);
 	json_decref(c1);
-	rt_close(&rt, &sb);
+	close_rt(&rt, &sb);
 }
 
 /* The admin's discovery credential dies: the list and the stream show
@@ -832,7 +860,7 @@ admin_projection(void)
 	whoami_as(rt, "upj", "dave", NULL, "dave"); /* callers work on */
 	bootstrap(rt, "upj", true);
 	wait_state(&sb, &at, "upj", "healthy", NULL);
-	rt_close(&rt, &sb);
+	close_rt(&rt, &sb);
 }
 
 static void
@@ -903,7 +931,17 @@ token_exchange(void)
 	CHECK_EQ(mk_tool_call(rt, &vk, &res), 0);
 	mk_result_free(&res);
 	CHECK_EQ(by_grant(X) - x0, 1);
-	rt_close(&rt, &sb);
+	/* evicted by the subject token: both identities' entries go, and
+	 * the next call exchanges again */
+	unsigned n;
+	CHECK_EQ(mk_credentials_evict(rt, NULL, NULL, NULL, "user-erin", &n,
+	                              &err),
+	         0);
+	CHECK_EQ(n, 2);
+	x0 = by_grant(X);
+	whoami_as(rt, "tx", "erin", "user-erin", "erin");
+	CHECK_EQ(by_grant(X) - x0, 1);
+	close_rt(&rt, &sb);
 }
 
 /* ForceRefresh (SPEC section 6), asked the way a recovering call will:
@@ -1039,7 +1077,7 @@ force_refresh(void)
 	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "token_requests"),
 	         t0);
 	free(id);
-	rt_close(&rt, &sb);
+	close_rt(&rt, &sb);
 }
 
 /* A new OAuth config rotates the credential (SPEC section 6). */
@@ -1070,7 +1108,7 @@ rotation(void)
 	bootstrap(rt, "rot", true);
 	wait_state(&sb, &at, "rot", "healthy", NULL);
 	whoami_is(rt, "rot", "admin");
-	rt_close(&rt, &sb);
+	close_rt(&rt, &sb);
 }
 
 /* ---- the caches
@@ -1140,7 +1178,7 @@ caches(void)
 	f0 = cr_stat(rt, "fills");
 	whoami_as(rt, "uc", "u1", NULL, "u1"); /* evicted: read back */
 	CHECK_EQ(cr_stat(rt, "fills") - f0, 1);
-	rt_close(&rt, &sb);
+	close_rt(&rt, &sb);
 
 	/* after a restart nothing of the callers is in memory: 50 asks at
 	 * once for one caller read the store once */
@@ -1186,7 +1224,7 @@ caches(void)
 	         MK_ENOENT);
 	mk_free(err);
 	free(id);
-	rt_close(&rt, &sb);
+	close_rt(&rt, &sb);
 	cache_max = 0;
 }
 
@@ -1199,11 +1237,18 @@ static void
 no_secret_logged(void)
 {
 	json_t *issued = admin_json(srv.port, "/admin/issued", NULL);
-	FILE   *f      = fopen(logpath, "r");
-	char   *text   = NULL;
-	size_t  len    = 0, n;
-	char    buf[65536];
-	int     checked = 0;
+	FILE   *f;
+
+	fflush(seen);
+	/* the log, then what the stream, the list and errors showed */
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "cat %s/seen >> %s", dir, logpath);
+	CHECK_EQ(system(cmd), 0);
+	f           = fopen(logpath, "r");
+	char  *text = NULL;
+	size_t len  = 0, n;
+	char   buf[65536];
+	int    checked = 0;
 
 	CHECK(issued != NULL && f != NULL);
 	while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
@@ -1242,8 +1287,11 @@ main(void)
 	CHECK(peer_dir() != NULL);
 	CHECK(mkdtemp(dir) != NULL);
 	snprintf(logpath, sizeof(logpath), "%s/log", dir);
-	CHECK((logfd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600)) >=
-	      0);
+	CHECK((logfd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND,
+	                    0600)) >= 0);
+	char seenpath[80];
+	snprintf(seenpath, sizeof(seenpath), "%s/seen", dir);
+	CHECK((seen = fopen(seenpath, "w")) != NULL);
 	unsetenv("MCPKEEP_LOG"); /* debug, to look for leaks in it */
 	char        js[512];
 	const char *argv[] = {"node", js, "--port", "0", NULL};
@@ -1267,6 +1315,7 @@ main(void)
 	RUN(no_secret_logged);
 	peer_stop(&srv);
 	close(logfd);
+	fclose(seen);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	CHECK_EQ(system(cmd), 0);

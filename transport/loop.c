@@ -118,6 +118,12 @@ tp_loop_new(tp_loop **lp)
 		free(l);
 		return (MK_ENOMEM);
 	}
+	/* a burst of calls to one server queues beyond this many
+	 * connections instead of opening one socket each (the server's
+	 * backlog and our file descriptors are finite); each transfer's
+	 * deadline still runs while it waits */
+	curl_multi_setopt(l->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+	                  (long)TP_HOST_CONNS_MAX);
 	*lp = l;
 	return (0);
 }

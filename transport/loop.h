@@ -19,6 +19,8 @@
 
 typedef struct tp_loop tp_loop;
 
+#define TP_HOST_CONNS_MAX 64 /* connections to one host at once, per loop */
+
 /* tp_now_ns: CLOCK_MONOTONIC in ns, the clock of every deadline here. */
 static inline int64_t
 tp_now_ns(void)
