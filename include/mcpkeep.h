@@ -353,6 +353,11 @@ typedef struct mk_result {
 	                      * message, authorize_url, session_id,
 	                      * submit_url, required_header_keys,
 	                      * subject_token_missing, exchange_error) */
+	char *recovery;      /* when the call recovered from an auth failure
+	                      * or a dead session (SPEC section 7): JSON
+	                      * {"ran": true, "path": "per_call" | "shared" |
+	                      * "session", "retry_skipped": bool - the tool
+	                      * was not safe to run twice}; else NULL */
 } mk_result;
 
 /*

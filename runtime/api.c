@@ -430,6 +430,7 @@ mk_result_free(mk_result **res)
 	free(r->error);
 	free(r->error_kind);
 	free(r->auth_required);
+	free(r->recovery);
 	free(r);
 }
 
@@ -450,6 +451,7 @@ result_of(int status, const void *data, size_t len)
 		res->error_kind    = mp_dup_str(mp_get(&r, "kind"));
 		res->http_status   = (int)mp_int(mp_get(&r, "http_status"), 0);
 		res->auth_required = mp_dup_str(mp_get(&r, "auth_required"));
+		res->recovery      = mp_dup_str(mp_get(&r, "recovery"));
 	}
 	mp_r_close(&r);
 	if (status != 0 && res->error == NULL) {

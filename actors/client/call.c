@@ -34,6 +34,7 @@ call_free(call *c)
 	free(c->cred);
 	free(c->hdrs);
 	free(c->auth);
+	free(c->orig);
 	free(c);
 }
 
@@ -43,23 +44,39 @@ reply_result(client *cl, call *c, const mcp_error *err, json_t *result)
 	mp_w  w;
 	char *text;
 
+	json_t *rec   = c->path != NULL
+	          ? json_pack("{s:b, s:s, s:b}", "ran", 1, "path", c->path,
+	                      "retry_skipped", c->skipped)
+	          : NULL;
+	char   *rtext = rec != NULL ? json_dumps(rec, JSON_COMPACT) : NULL;
+
+	json_decref(rec);
 	if (err != NULL) {
 		mp_w_init(&w);
-		mp_map(&w, 3);
+		mp_map(&w, rtext != NULL ? 4 : 3);
+		if (rtext != NULL) {
+			mp_kv_str(&w, "recovery", rtext);
+		}
 		mp_kv_str(&w, "error", err->message);
 		mp_kv_str(&w, "kind", mcp_errkind_name(err->kind));
 		mp_kv_int(&w, "http_status", err->http_status);
 		kn_reply_corr(kn_actor_kernel(cl->self), c->corr,
 		              mk_status_of(err), w.sb.data, w.sb.size);
 		mp_w_fini(&w);
+		free(rtext);
 		return;
 	}
 	if ((text = json_dumps(result, JSON_COMPACT)) == NULL) {
 		reply_error(cl, c->corr, MK_ENOMEM, "out of memory");
+		free(rtext);
 		return;
 	}
 	mp_w_init(&w);
-	mp_map(&w, 1);
+	mp_map(&w, rtext != NULL ? 2 : 1);
+	if (rtext != NULL) {
+		mp_kv_str(&w, "recovery", rtext);
+	}
+	free(rtext);
 	mp_kv_str(&w, "result", text);
 	kn_reply_corr(kn_actor_kernel(cl->self), c->corr, 0, w.sb.data,
 	              w.sb.size);
@@ -75,16 +92,30 @@ remaining_ms(const call *c)
 	return (left < 1 ? 1 : left > INT32_MAX ? INT32_MAX : (int)left);
 }
 
+void
+call_finish(client *cl, call *c, const mcp_error *err, json_t *result)
+{
+	reply_result(cl, c, err, result);
+	if (c->pc) {
+		cl->calls--;
+		mcp_session_free(&c->s); /* DELETE; finishes in the loop */
+	}
+	call_free(c);
+}
+
 static void
 done_sticky(void *arg, const mcp_error *err, json_t *result)
 {
 	call   *c  = arg;
 	client *cl = c->cl;
 
-	reply_result(cl, c, err, result);
 	cl->calls--;
 	conn_call_done(cl, c->on);
-	call_free(c);
+	c->on = NULL;
+	if (err != NULL && recover_sticky(cl, c, err)) {
+		return; /* it answers when it is done */
+	}
+	call_finish(cl, c, err, result);
 }
 
 static void
@@ -93,7 +124,8 @@ run_sticky(client *cl, call *c)
 	mcp_req_opts o = {.timeout_ms = remaining_ms(c)};
 	mcp_error    e;
 
-	c->on = cl->live;
+	c->on  = cl->live;
+	c->gen = c->on->gen;
 	c->on->inflight++;
 	if (++cl->calls > cl->maxconn && cl->maxconn < 64) {
 		cl->maxconn = cl->calls < 64 ? cl->calls : 64;
@@ -116,10 +148,11 @@ done_per_call(void *arg, const mcp_error *err, json_t *result)
 	call   *c  = arg;
 	client *cl = c->cl;
 
-	reply_result(cl, c, err, result);
-	cl->calls--;
-	mcp_session_free(&c->s); /* DELETE; finishes in the loop */
-	call_free(c);
+	if (err != NULL && recover_per_call(cl, c, err)) {
+		mcp_session_free(&c->s); /* a fresh one for the retry */
+		return;
+	}
+	call_finish(cl, c, err, result);
 }
 
 static void
@@ -192,16 +225,35 @@ pc_cred(client *cl, void *arg, uint64_t seq, int status, const char *err)
 		return;
 	}
 	if (status != 0) {
-		done_per_call(c, mcp_error_set(&e, MCP_E_AUTH, "%s", err),
-		              NULL);
+		/* the credential could not be had: no upstream failure, so
+		 * nothing to recover from */
+		call_finish(cl, c, mcp_error_set(&e, MCP_E_AUTH, "%s", err),
+		            NULL);
 		return;
 	}
 	open_per_call(cl, c);
 }
 
+void
+call_reopen(client *cl, call *c)
+{
+	open_per_call(cl, c);
+}
+
+void
+call_rerun(client *cl, call *c)
+{
+	if (conn_usable(cl)) {
+		run_sticky(cl, c);
+	} else {
+		call_finish(cl, c, c->orig, NULL);
+	}
+}
+
 static void
 run_per_call(client *cl, call *c)
 {
+	c->pc = true;
 	cl->calls++;
 	if (cfg_auth_per_user(cl->cfg->auth) && cl->cr != NULL) {
 		cred_fetch_user(cl, c, pc_cred); /* the caller's own */

@@ -66,17 +66,26 @@ typedef struct waiter {
 
 /* A tool call. */
 typedef struct call {
-	client      *cl;       /* owner */
-	char        *mode;     /* per-user: the caller's identity mode */
-	char        *identity; /* and identity */
-	char        *subject;  /* token_exchange: its token (secret) */
-	char        *cred;     /* per-user: its header lines (secret) */
-	char       **hdrs;     /* config headers + cred lines, or NULL */
-	struct call *unext;    /* waiting for the same identity */
-	char        *auth;     /* MK_EAUTH: the mcp_auth_required payload */
-	uint64_t     corr;     /* the deferred ask */
-	char        *tool;     /* tool name */
-	json_t      *args;     /* arguments object */
+	client      *cl;        /* owner */
+	char        *mode;      /* per-user: the caller's identity mode */
+	char        *identity;  /* and identity */
+	char        *subject;   /* token_exchange: its token (secret) */
+	char        *cred;      /* per-user: its header lines (secret) */
+	char       **hdrs;      /* config headers + cred lines, or NULL */
+	struct call *unext;     /* waiting for the same identity */
+	char        *auth;      /* MK_EAUTH: the mcp_auth_required payload */
+	bool         pc;        /* runs per-call (its own session) */
+	bool         force;     /* per-user: ask for a refreshed credential */
+	bool         recovered; /* a recovery ran (at most one per call) */
+	bool         skipped;   /* its retry was skipped: not safe to repeat */
+	const char  *path;      /* the recovery's path, or NULL */
+	mcp_error   *orig;      /* the failure it recovers from */
+	uint64_t     gen;    /* sticky: the connection generation it ran on */
+	uint64_t     rtimer; /* sticky recovery: the caller's wait */
+	struct call *rnext;  /* waiting for the recovery's reconnect */
+	uint64_t     corr;   /* the deferred ask */
+	char        *tool;   /* tool name */
+	json_t      *args;   /* arguments object */
 	int64_t      deadline; /* monotonic ns */
 	sconn       *on;       /* sticky: the connection it runs on */
 	mcp_session *s;        /* per-call: its own session */
@@ -129,9 +138,11 @@ struct client {
 	uint64_t    dial_seq;  /* numbers dials, for late credential replies */
 	int64_t     cred_exp;  /* cred's expiry (unix s), 0 none given */
 	struct fetch *fetches; /* waiting for the credential ask in flight */
-	bool          fetching;   /* that ask is out */
-	bool          admin_dead; /* per-user: the admin's discovery credential
-	                           * died (needs_reauth projection) */
+	bool          fetching;  /* that ask is out */
+	struct call *recovering; /* calls waiting for a recovery's reconnect */
+	bool rec_active;  /* a recovery's refresh + reconnect is running */
+	bool admin_dead;  /* per-user: the admin's discovery credential
+	                   * died (needs_reauth projection) */
 	strmap ufetch;    /* per-user: identity -> calls waiting for its
 	                   * credential (one ask per identity) */
 	unsigned maxconn; /* idle connections curl may keep */
@@ -189,8 +200,24 @@ void   cred_fini(client *cl);
 void   client_reauth(client *cl, const char *message);
 void   client_transition(client *cl);
 
+/* recover.c (SPEC section 7) */
+bool auth_failure(const mcp_error *e);
+bool session_gone(const mcp_error *e);
+bool retry_safe(const client *cl, const char *tool);
+/* take the call over (true) when the failure is one to recover from */
+bool recover_per_call(client *cl, call *c, const mcp_error *err);
+bool recover_sticky(client *cl, call *c, const mcp_error *err);
+/* a dial ended: calls waiting for a recovery go on, or get their error */
+void recover_on_dial(client *cl, const mcp_error *err);
+void recover_abort(client *cl, const char *why);
+
 /* call.c */
 void call_start(client *cl, kn_msg *msg);
+/* answers the call (err, or result) and frees it */
+void call_finish(client *cl, call *c, const mcp_error *err, json_t *result);
+/* per-call: a fresh session for the call; sticky: again on the live one */
+void call_reopen(client *cl, call *c);
+void call_rerun(client *cl, call *c);
 void call_run_queued(client *cl, const char *failure);
 
 #endif /* ACTORS_CLIENT_IMPL_H */

@@ -197,6 +197,7 @@ dial_end(dial *d, const mcp_error *err, json_t *tools)
 		answer_waiters(cl, err);
 		call_run_queued(cl, err->message);
 		free(d);
+		recover_on_dial(cl, err);
 		return;
 	}
 	if (cl->cfg->sticky) {
@@ -218,6 +219,7 @@ dial_end(dial *d, const mcp_error *err, json_t *tools)
 	answer_waiters(cl, NULL);
 	call_run_queued(cl, NULL);
 	free(d);
+	recover_on_dial(cl, NULL);
 }
 
 static void
@@ -374,6 +376,8 @@ conn_close_all(client *cl)
 {
 	mcp_error e;
 	sconn    *c;
+
+	recover_abort(cl, "the client was closed");
 
 	if (cl->dial != NULL) {
 		dial_end(cl->dial,

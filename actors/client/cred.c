@@ -402,8 +402,8 @@ cred_fetch_user(client *cl, call *c, cred_fn fn)
 	ugroup *g;
 	mp_w    w;
 
-	snprintf(key, sizeof(key), "%s\x1f%s\x1f%s", c->mode, c->identity,
-	         c->subject != NULL ? c->subject : "");
+	snprintf(key, sizeof(key), "%s\x1f%s\x1f%d\x1f%s", c->mode,
+	         c->identity, c->force, c->subject != NULL ? c->subject : "");
 	if ((g = (ugroup *)strmap_get(&cl->ufetch, key)) != NULL) {
 		c->unext = g->calls; /* one ask per identity at a time */
 		g->calls = c;
@@ -428,7 +428,8 @@ cred_fetch_user(client *cl, call *c, cred_fn fn)
 	mp_kv_str(&w, "id", cl->cfg->id);
 	mp_kv_str(&w, "mode", c->mode);
 	mp_kv_str(&w, "identity", c->identity);
-	mp_kv_bool(&w, "force", false);
+	mp_kv_bool(&w, "force", c->force);
+	c->force = false;
 	if (c->subject != NULL) {
 		mp_kv_str(&w, "subject", c->subject);
 	}

@@ -99,6 +99,12 @@
 //                           resource at /authorize or /token), "tools":
 //                           {counted_*: n}}
 //   POST /admin/reset       zero the counters (tokens and clients stay)
+//   POST /admin/reject-all  {"on": bool}: every bearer token refused (also
+//                           new ones) while on
+//   POST /admin/mcp-fail-next {"status": s, "count": n (1)}: the next n
+//                           /mcp requests answer s
+//   POST /admin/drop-sessions  every MCP session forgotten (as after a
+//                           server restart: their ids get 404)
 //   GET  /admin/issued      {"access": [...], "refresh": [...], "codes":
 //                           [...]}: every secret handed out so far, for
 //                           tests that look for leaks
@@ -704,9 +710,18 @@ async function onToken(req, res) {
 
 // The subject of a request's credential: {sub} or {error: "missing" |
 // "invalid"}.  headers: lower-case names (node or Fetch headers alike).
+// POST /admin/reject-all {"on": bool}: every bearer token is refused
+// (new ones too) while on; POST /admin/mcp-fail-next {"status", "count"}:
+// the next /mcp requests answer that status.
+let rejectAll = false;
+let mcpFail = { status: 0, count: 0 };
+
 function subjectOf(headers) {
 	const authz = headers.authorization;
 	if (authz !== undefined) {
+		if (rejectAll) {
+			return { error: 'invalid' };
+		}
 		const m = /^bearer +(\S+) *$/i.exec(authz);
 		const t = m === null ? undefined : accessTokens.get(m[1]);
 		if (t === undefined || t.revoked || t.expMs <= Date.now()) {
@@ -791,6 +806,15 @@ function rpcError(res, status, code, message) {
 }
 
 async function onMcp(req, res) {
+	if (mcpFail.count > 0) {
+		mcpFail.count--;
+		req.resume();
+		sendJson(res, mcpFail.status, { error: 'injected failure' });
+		return;
+	}
+	if (req.method === 'POST') {
+		counters.mcp_posts = (counters.mcp_posts ?? 0) + 1;
+	}
 	const who = subjectOf(req.headers);
 	if (who.sub === undefined) {
 		req.resume();
@@ -906,6 +930,26 @@ async function onAdmin(req, res, path) {
 	} else if (route === 'POST /admin/expires-in') {
 		expiresIn = intField(await readJsonObject(req), 'seconds');
 		sendJson(res, 200, { seconds: expiresIn });
+	} else if (route === 'POST /admin/reject-all') {
+		rejectAll = (await readJsonObject(req)).on === true;
+		sendJson(res, 200, { on: rejectAll });
+	} else if (route === 'POST /admin/mcp-fail-next') {
+		const b = await readJsonObject(req);
+		mcpFail = { status: intField(b, 'status'), count: b.count ?? 1 };
+		sendJson(res, 200, mcpFail);
+	} else if (route === 'POST /admin/drop-sessions') {
+		await readBody(req);
+		const ids = [...sessions.keys()];
+		for (const id of ids) {
+			const sess = sessions.get(id);
+			sessions.delete(id);
+			try {
+				await sess.server.close();
+			} catch (e) {
+				process.stderr.write(`closing session ${id}: ${e}\n`);
+			}
+		}
+		sendJson(res, 200, { dropped: ids.length });
 	} else if (route === 'POST /admin/revoke-all') {
 		await readBody(req);
 		let n = 0;

@@ -1,0 +1,284 @@
+/*
+ * recover.c - tool calls that recover (SPEC section 7): an auth failure
+ * while the runtime believes the credential valid means the upstream and
+ * the runtime diverged; a sticky session the server forgot is re-made.
+ * Neither ever runs a destructive, non-idempotent tool twice.
+ *
+ * DESIGN: the classifier decides (auth_failure); non-auth failures never
+ * get here.  Then, by mode:
+ *   per-call (and per-user)  ForceRefresh -> a fresh connection -> one
+ *            retry, synchronously, inside the call's one deadline;
+ *   sticky   one background ForceRefresh + make-before-break reconnect
+ *            per client (concurrent failures join it, a call that started
+ *            on an older connection than the live one just retries on
+ *            it); the caller waits for it at most RECOVER_WAIT_MS (capped
+ *            by its deadline), then retries once if the tool still exists,
+ *            else gets its original error while the reconnect goes on;
+ *   session gone (404, 400 "No valid session ID provided", "expect
+ *            initialize request")  the same, without the refresh.
+ * A retry is skipped when the tool is !readOnly && destructive &&
+ * !idempotent (MCP's defaults: an unannotated tool is not retried); the
+ * refresh and the reconnect still happen.  The reply says what ran.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "actors/client/client_impl.h"
+#include "actors/kernel/clock.h"
+#include "actors/kernel/log.h"
+
+#define RECOVER_WAIT_MS 10000 /* a caller's wait for a shared reconnect */
+
+/* "401" or "403" standing alone: not inside a port, an id, a decimal or
+ * a latency. */
+static bool
+status_word(const char *s)
+{
+	for (const char *p = s; (p = strpbrk(p, "4")) != NULL; p++) {
+		if ((p[1] == '0' && (p[2] == '1' || p[2] == '3')) &&
+		    (p == s ||
+		     !(isalnum((unsigned char)p[-1]) || p[-1] == ':' ||
+		       p[-1] == '.' || p[-1] == '_' || p[-1] == '-')) &&
+		    !(isalnum((unsigned char)p[3]) || p[3] == '.' ||
+		      p[3] == '_')) {
+			return (true);
+		}
+	}
+	return (false);
+}
+
+static bool
+word(const char *s, const char *w)
+{
+	size_t n = strlen(w);
+
+	for (const char *p = s; (p = strcasestr(p, w)) != NULL; p++) {
+		if ((p == s || !isalpha((unsigned char)p[-1])) &&
+		    !isalpha((unsigned char)p[n])) {
+			return (true);
+		}
+	}
+	return (false);
+}
+
+bool
+auth_failure(const mcp_error *e)
+{
+	return (e != NULL &&
+	        (e->kind == MCP_E_AUTH || e->http_status == 401 ||
+	         e->http_status == 403 || status_word(e->message) ||
+	         word(e->message, "unauthorized") ||
+	         word(e->message, "forbidden")));
+}
+
+bool
+session_gone(const mcp_error *e)
+{
+	return (e != NULL &&
+	        (e->kind == MCP_E_GONE ||
+	         strcasestr(e->message, "expect initialize request") != NULL ||
+	         strstr(e->message, "No valid session ID provided") != NULL));
+}
+
+bool
+retry_safe(const client *cl, const char *tool)
+{
+	size_t  i;
+	json_t *t;
+
+	json_array_foreach(cl->tools, i, t)
+	{
+		const char *n = json_string_value(json_object_get(t, "name"));
+		if (n != NULL && strcmp(n, tool) == 0) {
+			mcp_hints h;
+			mcp_tool_hints(t, &h);
+			return (!(!h.read_only && h.destructive &&
+			          !h.idempotent));
+		}
+	}
+	return (false); /* unknown: the defaults say destructive */
+}
+
+static bool
+tool_known(const client *cl, const char *tool)
+{
+	size_t  i;
+	json_t *t;
+
+	json_array_foreach(cl->tools, i, t)
+	{
+		const char *n = json_string_value(json_object_get(t, "name"));
+		if (n != NULL && strcmp(n, tool) == 0) {
+			return (true);
+		}
+	}
+	return (false);
+}
+
+/* Starts the recovery of c: its original error kept, its path named. */
+static bool
+begin(client *cl, call *c, const mcp_error *err, const char *path)
+{
+	if (c->recovered || kn_now_ns() >= c->deadline ||
+	    (c->orig = malloc(sizeof(*c->orig))) == NULL) {
+		return (false);
+	}
+	*c->orig     = *err;
+	c->recovered = true;
+	c->path      = path;
+	c->skipped   = !retry_safe(cl, c->tool);
+	KN_DEBUG("client", "%s: %s: %s recovery after: %s%s", cl->cfg->name,
+	         c->tool, path, err->message,
+	         c->skipped ? "; its retry is skipped (not safe to repeat)"
+	                    : "");
+	return (true);
+}
+
+/* ---- per-call ---------------------------------------------------------- */
+
+static void
+pc_refreshed(client *cl, void *arg, uint64_t seq, int status, const char *err)
+{
+	call *c = arg;
+
+	if (c->skipped || status != 0 || kn_now_ns() >= c->deadline) {
+		/* the refresh happened (or could not); no retry */
+		call_finish(cl, c, c->orig, NULL);
+		return;
+	}
+	call_reopen(cl, c);
+}
+
+bool
+recover_per_call(client *cl, call *c, const mcp_error *err)
+{
+	if (!auth_failure(err) || !begin(cl, c, err, "per_call")) {
+		return (false);
+	}
+	if (cfg_auth_per_user(cl->cfg->auth) && cl->cr != NULL) {
+		c->force = true; /* this caller's own, refreshed */
+		cred_fetch_user(cl, c, pc_refreshed);
+	} else if (cred_needed(cl)) {
+		cred_fetch(cl, CRED_FORCE, pc_refreshed, c, 0);
+	} else {
+		pc_refreshed(cl, c, 0, 0,
+		             NULL); /* headers: nothing to refresh */
+	}
+	return (true);
+}
+
+/* ---- sticky ---------------------------------------------------------------
+ */
+
+static void
+unlink_recovering(client *cl, call *c)
+{
+	for (call **pp = &cl->recovering; *pp != NULL; pp = &(*pp)->rnext) {
+		if (*pp == c) {
+			*pp = c->rnext;
+			return;
+		}
+	}
+}
+
+static void
+wait_over(kn_actor *self, void *arg)
+{
+	call   *c  = arg;
+	client *cl = c->cl;
+
+	c->rtimer = 0;
+	unlink_recovering(cl, c);
+	/* the reconnect goes on without this caller */
+	call_finish(cl, c, c->orig, NULL);
+}
+
+static void
+rec_refreshed(client *cl, void *arg, uint64_t seq, int status, const char *err)
+{
+	mcp_error e;
+
+	if (status != 0 || cl->state == CS_REAUTH) {
+		/* the refresh failed: no new connection to wait for */
+		recover_on_dial(cl,
+		                mcp_error_set(&e, MCP_E_AUTH, "%s",
+		                              err != NULL ? err : "refresh"));
+		return;
+	}
+	dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
+}
+
+bool
+recover_sticky(client *cl, call *c, const mcp_error *err)
+{
+	bool gone = session_gone(err);
+
+	if ((!auth_failure(err) && !gone) ||
+	    !begin(cl, c, err, gone ? "session" : "shared")) {
+		return (false);
+	}
+	if (c->skipped) {
+		/* fails fast; the recovery still runs for the next callers */
+		call_finish(cl, c, c->orig, NULL);
+		c = NULL;
+	} else if (conn_usable(cl) && c->gen < cl->gen) {
+		/* a newer connection is already serving: the race was lost
+		 * to a reconnect that is done; retry on it */
+		call_rerun(cl, c);
+		return (true);
+	} else {
+		int64_t left   = (c->deadline - kn_now_ns()) / KN_NS_PER_MS;
+		c->rnext       = cl->recovering;
+		cl->recovering = c;
+		c->rtimer      = kn_timer_add(
+		             cl->self,
+                        left < RECOVER_WAIT_MS ? left : RECOVER_WAIT_MS,
+		             wait_over, c);
+	}
+	if (!cl->rec_active) {
+		cl->rec_active = true; /* one refresh, one reconnect */
+		if (!gone && cred_needed(cl)) {
+			cred_fetch(cl, CRED_FORCE, rec_refreshed, NULL, 0);
+		} else {
+			dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
+		}
+	}
+	return (true);
+}
+
+void
+recover_on_dial(client *cl, const mcp_error *err)
+{
+	call *c;
+
+	cl->rec_active = false;
+	while ((c = cl->recovering) != NULL) {
+		cl->recovering = c->rnext;
+		kn_timer_cancel(cl->self, c->rtimer);
+		c->rtimer = 0;
+		if (err == NULL && conn_usable(cl) &&
+		    tool_known(cl, c->tool) && kn_now_ns() < c->deadline) {
+			call_rerun(cl, c);
+		} else {
+			call_finish(cl, c, c->orig, NULL);
+		}
+	}
+}
+
+void
+recover_abort(client *cl, const char *why)
+{
+	call *c;
+
+	while ((c = cl->recovering) != NULL) {
+		cl->recovering = c->rnext;
+		kn_timer_cancel(cl->self, c->rtimer);
+		c->rtimer = 0;
+		call_finish(cl, c, c->orig, NULL);
+	}
+	cl->rec_active = false;
+	(void)why;
+}
