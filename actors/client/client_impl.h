@@ -191,6 +191,9 @@ enum { CRED_USE, CRED_PEEK, CRED_FORCE }; /* cred_fetch's how */
 /* CRED_USE: a header good to use (refreshed when near expiry);
  * CRED_PEEK: the state only (no refresh); CRED_FORCE: refreshed now */
 void cred_fetch(client *cl, int how, cred_fn fn, void *arg, uint64_t seq);
+/* the same, the ask bounded by deadline (monotonic ns; 0: none) */
+void cred_fetch_until(client *cl, int how, cred_fn fn, void *arg, uint64_t seq,
+                      int64_t deadline);
 void cred_on_notice(client *cl, kn_msg *msg);
 /* the header lines of a per-user call's identity: fn as cred_fn */
 void cred_fetch_user(client *cl, call *c, cred_fn fn);

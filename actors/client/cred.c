@@ -253,8 +253,26 @@ on_header(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	free(why);
 }
 
+/* An ask's deadline: the caller's (ns, 0: none) or CRED_ASK_MS. */
+static int
+ask_ms(int64_t deadline)
+{
+	int64_t left = (deadline - kn_now_ns()) / KN_NS_PER_MS;
+
+	return (deadline == 0 || left > CRED_ASK_MS ? CRED_ASK_MS
+	                : left < 1                  ? 1
+	                                            : (int)left);
+}
+
 void
 cred_fetch(client *cl, int how, cred_fn fn, void *arg, uint64_t seq)
+{
+	cred_fetch_until(cl, how, fn, arg, seq, 0);
+}
+
+void
+cred_fetch_until(client *cl, int how, cred_fn fn, void *arg, uint64_t seq,
+                 int64_t deadline)
 {
 	fetch *f;
 	mp_w   w;
@@ -287,7 +305,7 @@ cred_fetch(client *cl, int how, cred_fn fn, void *arg, uint64_t seq)
 	mp_kv_bool(&w, "peek", how == CRED_PEEK);
 	cl->fetching = true;
 	if (kn_ask_async(cl->self, cl->cr, MSG_CR_GET, w.sb.data, w.sb.size,
-	                 CRED_ASK_MS, on_header, cl) != 0) {
+	                 ask_ms(deadline), on_header, cl) != 0) {
 		on_header(cl->self, cl, MK_ECLOSED, NULL, 0);
 	}
 	mp_w_fini(&w);
@@ -434,7 +452,8 @@ cred_fetch_user(client *cl, call *c, cred_fn fn)
 		mp_kv_str(&w, "subject", c->subject);
 	}
 	if (kn_ask_async(cl->self, cl->cr, MSG_CR_GET, w.sb.data, w.sb.size,
-	                 CRED_ASK_MS, on_user, g) != 0) {
+	                 ask_ms(c->recovered ? c->deadline : 0), on_user,
+	                 g) != 0) {
 		on_user(cl->self, g, MK_ECLOSED, NULL, 0);
 	}
 	OPENSSL_cleanse(w.sb.data, w.sb.size);

@@ -162,7 +162,8 @@ recover_per_call(client *cl, call *c, const mcp_error *err)
 		c->force = true; /* this caller's own, refreshed */
 		cred_fetch_user(cl, c, pc_refreshed);
 	} else if (cred_needed(cl)) {
-		cred_fetch(cl, CRED_FORCE, pc_refreshed, c, 0);
+		cred_fetch_until(cl, CRED_FORCE, pc_refreshed, c, 0,
+		                 c->deadline);
 	} else {
 		pc_refreshed(cl, c, 0, 0,
 		             NULL); /* headers: nothing to refresh */
@@ -215,16 +216,20 @@ bool
 recover_sticky(client *cl, call *c, const mcp_error *err)
 {
 	bool gone = session_gone(err);
+	bool stale;
 
 	if ((!auth_failure(err) && !gone) ||
 	    !begin(cl, c, err, gone ? "session" : "shared")) {
 		return (false);
 	}
+	/* the connection it failed on was replaced since: that recovery
+	 * (or reconnect) is what this one would have been */
+	stale = c->gen < cl->gen;
 	if (c->skipped) {
 		/* fails fast; the recovery still runs for the next callers */
 		call_finish(cl, c, c->orig, NULL);
 		c = NULL;
-	} else if (conn_usable(cl) && c->gen < cl->gen) {
+	} else if (conn_usable(cl) && stale) {
 		/* a newer connection is already serving: the race was lost
 		 * to a reconnect that is done; retry on it */
 		call_rerun(cl, c);
@@ -238,7 +243,7 @@ recover_sticky(client *cl, call *c, const mcp_error *err)
                         left < RECOVER_WAIT_MS ? left : RECOVER_WAIT_MS,
 		             wait_over, c);
 	}
-	if (!cl->rec_active) {
+	if (!cl->rec_active && !stale) {
 		cl->rec_active = true; /* one refresh, one reconnect */
 		if (!gone && cred_needed(cl)) {
 			cred_fetch(cl, CRED_FORCE, rec_refreshed, NULL, 0);
