@@ -338,6 +338,16 @@ non_auth(void)
 	mk_result_free(&res);
 	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "token_requests"),
 	         t0);
+	/* a timeout */
+	mk_call slow = {.client     = "na",
+	                .tool       = "slow",
+	                .arguments  = "{\"ms\": 3000}",
+	                .timeout_ms = 300};
+	CHECK_EQ(mk_tool_call(rt, &slow, &res), MK_ETIMEDOUT);
+	CHECK(res->recovery == NULL);
+	mk_result_free(&res);
+	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "token_requests"),
+	         t0);
 	/* connection refused */
 	int port = peer_free_port();
 	CHECK_EQ(add(rt, &err,

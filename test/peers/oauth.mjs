@@ -112,6 +112,7 @@
 // Tools:
 //   whoami {}             text = the request's subject
 //   echo {message}        text = message
+//   slow {ms}             "done" after ms milliseconds (read-only)
 //   counted_destructive, counted_idempotent, counted_readonly,
 //   counted_none {}       bump their own counter, answer its new value
 //                         (annotations as in inject.mjs; per process)
@@ -781,6 +782,15 @@ function makeServer() {
 		description: 'Answers the message',
 		inputSchema: { message: z.string() },
 	}, async ({ message }) => text(message));
+
+	s.registerTool('slow', {
+		description: 'Answers "done" after ms milliseconds',
+		inputSchema: { ms: z.number().int().nonnegative() },
+		annotations: { readOnlyHint: true },
+	}, async ({ ms }) => {
+		await new Promise((r) => setTimeout(r, ms));
+		return text('done');
+	});
 
 	for (const [name, annotations] of Object.entries(counted)) {
 		const config = {
