@@ -392,6 +392,13 @@ on_user(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	while ((c = g->calls) != NULL) {
 		g->calls = c->unext;
 		c->unext = NULL;
+		if (c->cred != NULL) { /* a recovery's second fetch */
+			OPENSSL_cleanse(c->cred, strlen(c->cred));
+			free(c->cred);
+			free(c->hdrs);
+			c->cred = NULL;
+			c->hdrs = NULL;
+		}
 		if (status == 0 && (c->cred = strdup(headers)) != NULL) {
 			c->hdrs = cred_lines(cl, c->cred);
 		} else if (auth != NULL) {
