@@ -237,11 +237,11 @@ ticker_next(void *arg)
 	return (best);
 }
 
-static void
-ticker_expire(void *arg, int64_t now)
-{
-	mcp_session *s = arg;
+static void finish_upcall(mcp_session *s);
 
+static void
+expire_due(mcp_session *s, int64_t now)
+{
 	for (;;) {
 		pend     *due = NULL;
 		mcp_error e;
@@ -271,6 +271,19 @@ ticker_expire(void *arg, int64_t now)
 		json_decref(params);
 		complete(s, due, &e, NULL);
 	}
+}
+
+/* The deadline ticker: an upcall boundary (an owner that frees the
+ * session from a timed-out request's callback is served here). */
+static void
+ticker_expire(void *arg, int64_t now)
+{
+	mcp_session *s = arg;
+
+	s->depth++;
+	expire_due(s, now);
+	s->depth--;
+	finish_upcall(s);
 }
 
 /* ---- incoming --------------------------------------------------------- */
@@ -459,7 +472,6 @@ on_server_request(mcp_session *s, codec_jr_msg *m)
 	}
 }
 
-static void finish_upcall(mcp_session *s);
 
 static void
 up_message(void *arg, json_t *raw)

@@ -148,9 +148,13 @@ done_per_call(void *arg, const mcp_error *err, json_t *result)
 	call   *c  = arg;
 	client *cl = c->cl;
 
-	if (err != NULL && recover_per_call(cl, c, err)) {
-		mcp_session_free(&c->s); /* a fresh one for the retry */
-		return;
+		if (err != NULL) {
+		/* done with this session either way (a retry opens a fresh
+		 * one, maybe before recover_per_call returns) */
+		mcp_session_free(&c->s);
+		if (recover_per_call(cl, c, err)) {
+			return;
+		}
 	}
 	call_finish(cl, c, err, result);
 }
