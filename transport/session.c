@@ -472,7 +472,6 @@ on_server_request(mcp_session *s, codec_jr_msg *m)
 	}
 }
 
-
 static void
 up_message(void *arg, json_t *raw)
 {

@@ -148,7 +148,7 @@ done_per_call(void *arg, const mcp_error *err, json_t *result)
 	call   *c  = arg;
 	client *cl = c->cl;
 
-		if (err != NULL) {
+	if (err != NULL) {
 		/* done with this session either way (a retry opens a fresh
 		 * one, maybe before recover_per_call returns) */
 		mcp_session_free(&c->s);
