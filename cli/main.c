@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli/cli.h"
 #include "mcpkeep.h"
 
 static const char usage[] =
@@ -24,6 +25,7 @@ static const char usage[] =
         "  run      boot the runtime (with -c: the config's clients) and "
         "show\n"
         "           every state transition live, until SIGINT/SIGTERM\n"
+        "  serve    the daemon: the admin HTTP API (mcpkeep serve --help)\n"
         "  version  print the version\n"
         "\n"
         "run options:\n"
@@ -39,8 +41,8 @@ static const char usage[] =
         "\n"
         "exit codes: 0 success, 1 runtime failure, 2 usage error\n";
 
-static int
-parse_level(const char *s, mk_log_level *out)
+int
+cli_parse_level(const char *s, mk_log_level *out)
 {
 	static const char *names[] = {"debug", "info", "warn", "error"};
 
@@ -53,8 +55,8 @@ parse_level(const char *s, mk_log_level *out)
 	return (-1);
 }
 
-static char *
-read_file(const char *path, char *err, size_t errlen)
+char *
+cli_read_file(const char *path, char *err, size_t errlen)
 {
 	FILE  *f   = fopen(path, "rb");
 	char  *buf = NULL;
@@ -188,7 +190,8 @@ cmd_run(int argc, char **argv)
 		} else if (strcmp(argv[i], "--store") == 0 && i + 1 < argc) {
 			opts.store_path = argv[++i];
 		} else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc &&
-		           parse_level(argv[i + 1], &opts.log_level) == 0) {
+		           cli_parse_level(argv[i + 1], &opts.log_level) ==
+		                   0) {
 			i++;
 		} else if (strcmp(argv[i], "--help") == 0) {
 			fputs(usage, stdout);
@@ -200,7 +203,7 @@ cmd_run(int argc, char **argv)
 		}
 	}
 	if (config != NULL &&
-	    (text = read_file(config, ferr, sizeof(ferr))) == NULL) {
+	    (text = cli_read_file(config, ferr, sizeof(ferr))) == NULL) {
 		fprintf(stderr, "mcpkeep: %s\n", ferr);
 		return (1);
 	}
@@ -276,6 +279,9 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "run") == 0) {
 		return (cmd_run(argc - 2, argv + 2));
+	}
+	if (strcmp(argv[1], "serve") == 0) {
+		return (cmd_serve(argc - 2, argv + 2));
 	}
 	fprintf(stderr, "mcpkeep: unknown command '%s'\n%s", argv[1], usage);
 	return (2);

@@ -1,0 +1,887 @@
+/*
+ * serve.c - `mcpkeep serve`: the daemon.  It embeds the runtime through
+ * include/mcpkeep.h only, and serves an admin HTTP API with nng's HTTP
+ * server (paths as in ../shared/reference: "Recovery endpoints by
+ * combination", and SPEC.md).
+ *
+ * DESIGN: nng runs the HTTP handlers on its own threads, which must not
+ * block; a request whose API call blocks (adding a client connects first)
+ * is queued to a few worker threads, and a tool call is made with the
+ * asynchronous API and answered from its callback.  Every body is capped
+ * (BODY_MAX); every answer is JSON ({"error": "..."} with a status that
+ * fits), never a secret.  /api/ needs "Authorization: Bearer <admin
+ * token>" when a token is configured (config server.admin_token, else
+ * MCPKEEP_ADMIN_TOKEN); without one the daemon binds loopback only.
+ * SIGINT/SIGTERM: stop accepting, let calls in flight end (bounded),
+ * close the runtime (the store is flushed).
+ */
+#include <jansson.h>
+#include <nng/nng.h>
+#include <nng/supplemental/http/http.h>
+#include <openssl/crypto.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "mcpkeep.h"
+
+#define BODY_MAX       (1024 * 1024) /* bytes of a request body */
+#define WORKERS        4             /* threads for blocking API calls */
+#define DRAIN_MS       10000         /* calls in flight at shutdown, at most */
+#define LISTEN_DEFAULT "127.0.0.1:8080"
+
+static const char serve_usage[] =
+        "usage: mcpkeep serve -c FILE [options]\n"
+        "\n"
+        "Runs the runtime as a daemon with the admin HTTP API.\n"
+        "\n"
+        "  -c FILE         config.json (clients, store, server settings)\n"
+        "  --listen ADDR   host:port (default: the config's server.listen,\n"
+        "                  else " LISTEN_DEFAULT ")\n"
+        "  --store FILE    the SQLite store (default: the config's "
+        "store.path)\n"
+        "  --log LEVEL     debug | info | warn | error (default info)\n"
+        "\n"
+        "The admin token is the config's server.admin_token, else\n"
+        "MCPKEEP_ADMIN_TOKEN; without one only loopback addresses are\n"
+        "served.  Exit codes: 0 stopped by a signal, 1 cannot start, 2 "
+        "usage.\n";
+
+/* A request in the works. */
+typedef struct req {
+	nng_aio    *aio;    /* nng's, finished with the answer */
+	char       *method; /* GET, POST, ... */
+	char       *path;   /* without the query */
+	char       *query;  /* after '?', or "" */
+	char       *body;   /* NUL-terminated, or NULL */
+	char       *id_user, *id_vk, *id_session, *bearer; /* headers */
+	struct req *next;                                  /* worker queue */
+} req;
+
+typedef struct daemon {
+	mk_runtime      *rt;          /* the runtime */
+	nng_http_server *http;        /* the server */
+	char            *token;       /* the admin token, or NULL (secret) */
+	pthread_mutex_t  mtx;         /* guards the queue and inflight */
+	pthread_cond_t   cv;          /* work queued, or stopping */
+	req             *head, *tail; /* the queue */
+	bool             stopping;    /* workers finish */
+	int              inflight;    /* requests not yet answered */
+	pthread_t        workers[WORKERS];
+	uint64_t         requests; /* answered */
+} daemon_t;
+
+static daemon_t D;
+
+/* ---- answers --------------------------------------------------------------
+ */
+
+static void
+req_free(req *r)
+{
+	if (r->body != NULL) {
+		OPENSSL_cleanse(r->body, strlen(r->body));
+	}
+	if (r->bearer != NULL) {
+		OPENSSL_cleanse(r->bearer, strlen(r->bearer));
+	}
+	free(r->method);
+	free(r->path);
+	free(r->query);
+	free(r->body);
+	free(r->id_user);
+	free(r->id_vk);
+	free(r->id_session);
+	free(r->bearer);
+	free(r);
+}
+
+/* Answers r with status and body (a JSON or HTML text), and frees it. */
+static void
+answer(req *r, uint16_t status, const char *ctype, const char *body)
+{
+	nng_http_res *res;
+
+	if (nng_http_res_alloc(&res) == 0) {
+		nng_http_res_set_status(res, status);
+		nng_http_res_set_header(res, "Content-Type", ctype);
+		nng_http_res_set_header(res, "Cache-Control", "no-store");
+		nng_http_res_copy_data(res, body, strlen(body));
+		nng_aio_set_output(r->aio, 0, res);
+		nng_aio_finish(r->aio, 0);
+	} else {
+		nng_aio_finish(r->aio, NNG_ENOMEM);
+	}
+	pthread_mutex_lock(&D.mtx);
+	D.inflight--;
+	D.requests++;
+	pthread_cond_broadcast(&D.cv);
+	pthread_mutex_unlock(&D.mtx);
+	req_free(r);
+}
+
+static void
+answer_json(req *r, uint16_t status, json_t *j)
+{
+	char *text = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	answer(r, text != NULL ? status : 500, "application/json",
+	       text != NULL ? text : "{\"error\":\"out of memory\"}");
+	free(text);
+	json_decref(j);
+}
+
+static void
+answer_error(req *r, uint16_t status, const char *msg)
+{
+	answer_json(r, status, json_pack("{s:s}", "error", msg));
+}
+
+/* The HTTP status of an API failure. */
+static uint16_t
+status_of(int rc)
+{
+	switch (rc) {
+	case MK_EINVAL:
+	case MK_ESTATE:
+	case MK_ETOOBIG:
+		return (400);
+	case MK_EAUTH:
+		return (401);
+	case MK_ENOENT:
+		return (404);
+	case MK_EEXIST:
+	case MK_EBUSY:
+		return (409);
+	case MK_EUPSTREAM:
+		return (502);
+	case MK_ETIMEDOUT:
+		return (504);
+	case MK_ECLOSED:
+		return (503);
+	default:
+		return (500);
+	}
+}
+
+/* Answers an API call's outcome: ok (with j, or {}) or its error. */
+static void
+answer_api(req *r, int rc, char *err, uint16_t ok, json_t *j)
+{
+	if (rc == 0) {
+		answer_json(r, ok, j != NULL ? j : json_object());
+	} else {
+		json_decref(j);
+		answer_error(r, status_of(rc),
+		             err != NULL ? err : mk_strerror(rc));
+	}
+	mk_free(err);
+}
+
+/* ---- the query ---------------------------------------------------------- */
+
+/* The decoded value of query parameter name (malloc'd), or NULL. */
+static char *
+query_get(const char *query, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = query; p != NULL && *p != '\0';) {
+		const char *amp = strchr(p, '&');
+		size_t      len = amp != NULL ? (size_t)(amp - p) : strlen(p);
+		if (len > n && strncmp(p, name, n) == 0 && p[n] == '=') {
+			char *v = strndup(p + n + 1, len - n - 1), *o = v;
+			for (char *i = v; v != NULL && *i != '\0'; i++) {
+				if (*i == '+') {
+					*o++ = ' ';
+				} else if (*i == '%' && i[1] != '\0' &&
+				           i[2] != '\0') {
+					char hex[3] = {i[1], i[2], 0};
+					*o++ = (char)strtol(hex, NULL, 16);
+					i += 2;
+				} else {
+					*o++ = *i;
+				}
+			}
+			if (v != NULL) {
+				*o = '\0';
+			}
+			return (v);
+		}
+		p = amp != NULL ? amp + 1 : NULL;
+	}
+	return (NULL);
+}
+
+/* ---- the routes --------------------------------------------------------- */
+
+static void
+clients_list(req *r)
+{
+	static const char *const keys[] = {"state", "connection_type",
+	                                   "auth_type", "search"};
+	json_t                  *f      = json_object();
+	char                    *v, *out = NULL, *err = NULL;
+	int                      rc;
+
+	for (size_t i = 0; i < 4; i++) {
+		if ((v = query_get(r->query, keys[i])) != NULL) {
+			json_object_set_new(f, keys[i], json_string(v));
+			free(v);
+		}
+	}
+	const char *nums[] = {"limit", "offset"};
+	for (size_t i = 0; i < 2; i++) {
+		if ((v = query_get(r->query, nums[i])) != NULL) {
+			char *end;
+			long  n = strtol(v, &end, 10);
+			if (*v == '\0' || *end != '\0' || n < 0 ||
+			    (i == 0 && (n < 1 || n > 100))) {
+				char msg[96];
+				snprintf(msg, sizeof(msg), "%s must be %s",
+				         nums[i],
+				         i == 0 ? "1 to 100" : "0 or more");
+				free(v);
+				json_decref(f);
+				answer_error(r, 400, msg);
+				return;
+			}
+			json_object_set_new(f, nums[i], json_integer(n));
+			free(v);
+		}
+	}
+	char *ftext = json_dumps(f, JSON_COMPACT);
+	json_decref(f);
+	rc = mk_clients_json(D.rt, ftext, &out);
+	free(ftext);
+	if (rc != 0) {
+		answer_api(r, rc, err, 200, NULL);
+		return;
+	}
+	answer(r, 200, "application/json", out);
+	mk_free(out);
+}
+
+static void
+oauth_callback(req *r)
+{
+	char *state = query_get(r->query, "state");
+	char *code  = query_get(r->query, "code");
+	char *err   = NULL, page[1024];
+	int   rc    = state != NULL && code != NULL
+	             ? mk_oauth_complete(D.rt, state, code, NULL, &err)
+	             : MK_EINVAL;
+
+	snprintf(page, sizeof(page),
+	         "<!doctype html><html><head><meta charset=\"utf-8\">"
+	         "<title>mcpkeep</title></head><body><h1>%s</h1><p>%s</p>"
+	         "</body></html>",
+	         rc == 0 ? "Authorized" : "Not authorized",
+	         rc == 0 ? "The MCP client is authorized: you may close this "
+	                   "window."
+	                 : "The authorization could not be completed: start "
+	                   "it again.");
+	free(state);
+	if (code != NULL) {
+		OPENSSL_cleanse(code, strlen(code));
+	}
+	free(code);
+	mk_free(err);
+	answer(r, rc == 0 ? 200 : 400, "text/html; charset=utf-8", page);
+}
+
+/* The string field key of the body object, or NULL. */
+static const char *
+field(json_t *body, const char *key)
+{
+	return (json_string_value(json_object_get(body, key)));
+}
+
+/* POST /api/mcp/client/{id}/{action} and PUT/DELETE /api/mcp/client/{id}. */
+static void
+client_route(req *r, const char *id, const char *action, json_t *body)
+{
+	char *err = NULL, *url = NULL, *state = NULL, *text;
+	int   rc;
+
+	if (action == NULL && strcmp(r->method, "PUT") == 0) {
+		text = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
+		rc   = text != NULL ? mk_client_update(D.rt, id, text, &err)
+		                    : MK_EINVAL;
+		free(text);
+		answer_api(r, rc,
+		           rc == MK_EINVAL && err == NULL
+		                   ? strdup("the body must be a JSON object")
+		                   : err,
+		           200, NULL);
+	} else if (action == NULL && strcmp(r->method, "DELETE") == 0) {
+		rc = mk_client_remove(D.rt, id, &err);
+		answer_api(r, rc, err, 200, NULL);
+	} else if (action == NULL || strcmp(r->method, "POST") != 0) {
+		answer_error(r, 405, "method not allowed");
+	} else if (strcmp(action, "reconnect") == 0) {
+		rc = mk_client_reconnect(D.rt, id, &err);
+		answer_api(r, rc, err, 200, NULL);
+	} else if (strcmp(action, "reauthorize") == 0 ||
+	           strcmp(action, "initiate-verification") == 0) {
+		rc = action[0] == 'r'
+		        ? mk_client_reauthorize(D.rt, id, &url, &state, &err)
+		        : mk_client_initiate_verification(D.rt, id, &url,
+		                                          &state, &err);
+		answer_api(r, rc, err, 200,
+		           rc == 0 ? json_pack("{s:s, s:s}", "authorize_url",
+		                               url, "session_id", state)
+		                   : NULL);
+		mk_free(url);
+		mk_free(state);
+	} else if (strcmp(action, "complete-oauth") == 0) {
+		rc = field(body, "state") != NULL &&
+		                field(body, "code") != NULL
+		        ? mk_oauth_complete(D.rt, field(body, "state"),
+		                            field(body, "code"), NULL, &err)
+		        : MK_EINVAL;
+		answer_api(r, rc,
+		           rc == MK_EINVAL && err == NULL
+		                   ? strdup("the body needs state and code")
+		                   : err,
+		           200, NULL);
+	} else if (strcmp(action, "verify-headers") == 0) {
+		json_t *h = json_object_get(body, "headers");
+		text      = h != NULL ? json_dumps(h, JSON_COMPACT) : NULL;
+		rc        = text != NULL
+		               ? mk_client_verify_headers(D.rt, id, text, &err)
+		               : MK_EINVAL;
+		if (text != NULL) {
+			OPENSSL_cleanse(text, strlen(text));
+		}
+		free(text);
+		answer_api(
+		        r, rc,
+		        rc == MK_EINVAL && err == NULL
+		                ? strdup("the body needs headers: an object")
+		                : err,
+		        200, NULL);
+	} else if (strcmp(action, "verify-exchange") == 0) {
+		rc = field(body, "subject_token") != NULL
+		        ? mk_client_verify_exchange(
+		                  D.rt, id, field(body, "subject_token"), &err)
+		        : MK_EINVAL;
+		answer_api(r, rc,
+		           rc == MK_EINVAL && err == NULL
+		                   ? strdup("the body needs subject_token")
+		                   : err,
+		           200, NULL);
+	} else if (strcmp(action, "submit-headers") == 0) {
+		char   *sid = query_get(r->query, "session_id");
+		json_t *h   = json_object_get(body, "headers");
+		text        = h != NULL ? json_dumps(h, JSON_COMPACT) : NULL;
+		rc          = sid != NULL && text != NULL
+		                 ? mk_user_headers_submit(D.rt, sid, text, &err)
+		                 : MK_EINVAL;
+		if (text != NULL) {
+			OPENSSL_cleanse(text, strlen(text));
+		}
+		free(text);
+		free(sid);
+		answer_api(r, rc,
+		           rc == MK_EINVAL && err == NULL
+		                   ? strdup("submit-headers needs "
+		                            "?session_id= and "
+		                            "a headers object")
+		                   : err,
+		           200, NULL);
+	} else if (strcmp(action, "disable") == 0 ||
+	           strcmp(action, "enable") == 0) {
+		rc = action[0] == 'd' ? mk_client_disable(D.rt, id, &err)
+		                      : mk_client_enable(D.rt, id, &err);
+		answer_api(r, rc, err, 200, NULL);
+	} else {
+		answer_error(r, 404, "no such endpoint");
+	}
+}
+
+/* A tool call, answered from its callback. */
+static void
+on_tool(void *arg, int rc, mk_result *res)
+{
+	req *r = arg;
+
+	if (rc == 0 && res != NULL && res->result != NULL) {
+		json_t *j = json_loads(res->result, 0, NULL);
+		json_t *o =
+		        json_pack("{s:o}", "result",
+		                  j != NULL ? j : json_string(res->result));
+		if (res->recovery != NULL) {
+			json_object_set_new(
+			        o, "recovery",
+			        json_loads(res->recovery, 0, NULL));
+		}
+		answer_json(r, 200, o);
+	} else if (rc == MK_EAUTH && res != NULL &&
+	           res->auth_required != NULL) {
+		json_t *p = json_loads(res->auth_required, 0, NULL);
+		answer_json(r, 401,
+		            json_pack("{s:s, s:o}", "error",
+		                      res->error != NULL ? res->error
+		                                         : "authorize first",
+		                      "mcp_auth_required",
+		                      p != NULL ? p : json_null()));
+	} else {
+		answer_error(r, status_of(rc),
+		             res != NULL && res->error != NULL
+		                     ? res->error
+		                     : mk_strerror(rc));
+	}
+	mk_result_free(&res);
+}
+
+static void
+tool_execute(req *r, json_t *body)
+{
+	const char *client = field(body, "client");
+	const char *tool   = field(body, "tool");
+	json_t     *args   = json_object_get(body, "arguments");
+	json_t     *to     = json_object_get(body, "timeout");
+	char       *atext;
+	int         rc;
+
+	if (client == NULL || tool == NULL ||
+	    (args != NULL && !json_is_object(args)) ||
+	    (to != NULL && !json_is_integer(to))) {
+		answer_error(
+		        r, 400,
+		        "the body needs client and tool (strings), arguments "
+		        "(an object) and optionally timeout (milliseconds)");
+		return;
+	}
+	atext     = args != NULL ? json_dumps(args, JSON_COMPACT) : NULL;
+	mk_call c = {.client    = client,
+	             .tool      = tool,
+	             .arguments = atext,
+	             .timeout_ms =
+	                     to != NULL ? (int)json_integer_value(to) : 0,
+	             .user_id       = r->id_user,
+	             .virtual_key   = r->id_vk,
+	             .session_id    = r->id_session,
+	             .subject_token = r->bearer};
+	rc        = c.timeout_ms < 0 ? MK_EINVAL
+	                             : mk_tool_call_async(D.rt, &c, on_tool, r);
+	free(atext);
+	if (rc != 0) {
+		answer_error(r, status_of(rc),
+		             rc == MK_ENOENT ? "no such MCP client"
+		                             : mk_strerror(rc));
+	}
+}
+
+static void
+metrics(req *r)
+{
+	static const char *const states[] = {
+	        "healthy",  "unstable", "needs_reauth", "pending_verification",
+	        "disabled", "error",    "degraded"};
+	mk_stats st;
+	char    *list = NULL, *out = NULL;
+	size_t   len = 0;
+	FILE    *f   = open_memstream(&out, &len);
+	json_t  *all;
+	int      count[7] = {0};
+
+	if (f == NULL || mk_runtime_stats(D.rt, &st, 0) != 0 ||
+	    mk_clients_json(D.rt, "{\"limit\": 100}", &list) != 0) {
+		if (f != NULL) {
+			fclose(f);
+		}
+		free(out);
+		answer_error(r, 503, "the runtime did not answer");
+		return;
+	}
+	/* (the list view pages at 100: counts beyond that come with the
+	 * runtime's own per-state counters in a later version) */
+	all = json_loads(list, 0, NULL);
+	mk_free(list);
+	size_t  i;
+	json_t *c;
+	json_array_foreach(json_object_get(all, "clients"), i, c)
+	{
+		const char *s = json_string_value(json_object_get(c, "state"));
+		for (int k = 0; s != NULL && k < 7; k++) {
+			count[k] += strcmp(s, states[k]) == 0;
+		}
+	}
+	json_decref(all);
+	fprintf(f,
+	        "# HELP mcpkeep_clients MCP clients by state\n"
+	        "# TYPE mcpkeep_clients gauge\n");
+	for (int k = 0; k < 7; k++) {
+		fprintf(f, "mcpkeep_clients{state=\"%s\"} %d\n", states[k],
+		        count[k]);
+	}
+	fprintf(f,
+	        "# TYPE mcpkeep_health_ticks_total counter\n"
+	        "mcpkeep_health_ticks_total %llu\n"
+	        "# TYPE mcpkeep_messages_total counter\n"
+	        "mcpkeep_messages_total %llu\n"
+	        "# TYPE mcpkeep_store_healthy gauge\n"
+	        "mcpkeep_store_healthy %d\n"
+	        "# TYPE mcpkeep_store_failures_total counter\n"
+	        "mcpkeep_store_failures_total %llu\n"
+	        "# TYPE mcpkeep_store_tool_writes_total counter\n"
+	        "mcpkeep_store_tool_writes_total %llu\n"
+	        "# TYPE mcpkeep_http_requests_total counter\n"
+	        "mcpkeep_http_requests_total %llu\n",
+	        (unsigned long long)st.ticks, (unsigned long long)st.messages,
+	        st.store_state != MK_STORE_FAILING,
+	        (unsigned long long)st.store_failures,
+	        (unsigned long long)st.store_tool_writes,
+	        (unsigned long long)D.requests);
+	fclose(f);
+	answer(r, 200, "text/plain; version=0.0.4", out);
+	free(out);
+}
+
+/* Runs r (on a worker, or an nng thread for what never blocks). */
+static void
+route(req *r)
+{
+	json_t *body = NULL;
+
+	if (r->body != NULL && *r->body != '\0' &&
+	    !json_is_object(body = json_loads(r->body, 0, NULL))) {
+		json_decref(body);
+		answer_error(r, 400, "the body must be a JSON object");
+		return;
+	}
+	const char *p = r->path;
+	if (strcmp(p, "/healthz") == 0) {
+		answer_json(r, 200, json_pack("{s:s}", "status", "ok"));
+	} else if (strcmp(p, "/readyz") == 0) {
+		mk_stats st;
+		int      ok = mk_runtime_stats(D.rt, &st, 2000) == 0 &&
+		        st.store_state != MK_STORE_FAILING;
+		answer_json(r, ok ? 200 : 503,
+		            json_pack("{s:s}", "status",
+		                      ok ? "ready" : "not ready"));
+	} else if (strcmp(p, "/metrics") == 0) {
+		metrics(r);
+	} else if (strcmp(p, "/api/oauth/callback") == 0 &&
+	           strcmp(r->method, "GET") == 0) {
+		oauth_callback(r);
+	} else if (strcmp(p, "/api/mcp/clients") == 0 &&
+	           strcmp(r->method, "GET") == 0) {
+		clients_list(r);
+	} else if (strcmp(p, "/api/mcp/client") == 0 &&
+	           strcmp(r->method, "POST") == 0) {
+		char *id = NULL, *err = NULL, *text;
+		text   = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
+		int rc = text != NULL ? mk_client_add(D.rt, text, &id, &err)
+		                      : MK_EINVAL;
+		free(text);
+		answer_api(r, rc,
+		           rc == MK_EINVAL && err == NULL
+		                   ? strdup("the body must be a client config")
+		                   : err,
+		           201, rc == 0 ? json_pack("{s:s}", "id", id) : NULL);
+		mk_free(id);
+	} else if (strncmp(p, "/api/mcp/client/", 16) == 0) {
+		char *id = strdup(p + 16), *action = strchr(id, '/');
+		if (action != NULL) {
+			*action++ = '\0';
+		}
+		if (*id == '\0' || (action != NULL && strchr(action, '/'))) {
+			answer_error(r, 404, "no such endpoint");
+		} else {
+			client_route(r, id, action, body);
+		}
+		free(id);
+	} else if (strcmp(p, "/api/mcp/tool/execute") == 0 &&
+	           strcmp(r->method, "POST") == 0) {
+		tool_execute(r, body);
+	} else {
+		answer_error(r, 404, "no such endpoint");
+	}
+	json_decref(body);
+}
+
+static void *
+worker(void *arg)
+{
+	req *r;
+
+	for (;;) {
+		pthread_mutex_lock(&D.mtx);
+		while (D.head == NULL && !D.stopping) {
+			pthread_cond_wait(&D.cv, &D.mtx);
+		}
+		if ((r = D.head) == NULL) {
+			pthread_mutex_unlock(&D.mtx);
+			return (NULL);
+		}
+		if ((D.head = r->next) == NULL) {
+			D.tail = NULL;
+		}
+		pthread_mutex_unlock(&D.mtx);
+		route(r);
+	}
+}
+
+static char *
+header_dup(nng_http_req *h, const char *name)
+{
+	const char *v = nng_http_req_get_header(h, name);
+
+	return (v != NULL && *v != '\0' ? strdup(v) : NULL);
+}
+
+/* Constant-time comparison of the presented bearer and the token. */
+static bool
+admin_ok(const char *authz)
+{
+	size_t n, m;
+
+	if (D.token == NULL) {
+		return (true);
+	}
+	if (authz == NULL || strncasecmp(authz, "Bearer ", 7) != 0) {
+		return (false);
+	}
+	n = strlen(authz + 7);
+	m = strlen(D.token);
+	return (n == m && CRYPTO_memcmp(authz + 7, D.token, m) == 0);
+}
+
+/* nng's handler: takes the request apart and queues it. */
+static void
+on_http(nng_aio *aio)
+{
+	nng_http_req *h   = nng_aio_get_input(aio, 0);
+	req          *r   = calloc(1, sizeof(*r));
+	const char   *uri = nng_http_req_get_uri(h), *q;
+	void         *data;
+	size_t        len;
+
+	if (r == NULL) {
+		nng_aio_finish(aio, NNG_ENOMEM);
+		return;
+	}
+	r->aio    = aio;
+	r->method = strdup(nng_http_req_get_method(h));
+	q         = strchr(uri, '?');
+	r->path   = q != NULL ? strndup(uri, (size_t)(q - uri)) : strdup(uri);
+	r->query  = strdup(q != NULL ? q + 1 : "");
+	nng_http_req_get_data(h, &data, &len);
+	r->body       = len > 0 ? strndup(data, len) : NULL;
+	r->id_user    = header_dup(h, "X-MCP-User-Id");
+	r->id_vk      = header_dup(h, "X-MCP-Virtual-Key");
+	r->id_session = header_dup(h, "X-MCP-Session-Id");
+	pthread_mutex_lock(&D.mtx);
+	D.inflight++;
+	pthread_mutex_unlock(&D.mtx);
+	if (r->method == NULL || r->path == NULL || r->query == NULL) {
+		answer_error(r, 500, "out of memory");
+		return;
+	}
+	const char *authz = nng_http_req_get_header(h, "Authorization");
+	bool        api   = strncmp(r->path, "/api/", 5) == 0 &&
+	        strcmp(r->path, "/api/oauth/callback") != 0 &&
+	        strcmp(r->path, "/api/mcp/tool/execute") != 0;
+	if (strcmp(r->path, "/api/mcp/tool/execute") == 0) {
+		/* the caller's own token rides as the subject (exchange); the
+		 * admin's is not needed for calling tools as oneself */
+		if (authz != NULL && strncasecmp(authz, "Bearer ", 7) == 0) {
+			r->bearer = strdup(authz + 7);
+		}
+	} else if (api && !admin_ok(authz)) {
+		answer_error(r, 401,
+		             "this endpoint needs the admin token "
+		             "(Authorization: Bearer ...)");
+		return;
+	}
+	if (strcmp(r->path, "/api/mcp/tool/execute") == 0 ||
+	    strcmp(r->path, "/healthz") == 0) {
+		route(r); /* never blocks */
+		return;
+	}
+	pthread_mutex_lock(&D.mtx);
+	if (D.tail != NULL) {
+		D.tail->next = r;
+	} else {
+		D.head = r;
+	}
+	D.tail = r;
+	pthread_cond_signal(&D.cv);
+	pthread_mutex_unlock(&D.mtx);
+}
+
+static bool
+loopback(const char *listen)
+{
+	return (strncmp(listen, "127.", 4) == 0 ||
+	        strncmp(listen, "localhost:", 10) == 0 ||
+	        strncmp(listen, "[::1]:", 6) == 0);
+}
+
+/* Reads a setting of the config text (NULL when absent). */
+static char *
+setting(const char *text, const char *path)
+{
+	char *v = NULL, *err = NULL;
+
+	if (text != NULL && mk_config_get(text, path, &v, &err) != 0) {
+		mk_free(err);
+		return (NULL);
+	}
+	return (v);
+}
+
+int
+cmd_serve(int argc, char **argv)
+{
+	const char  *config = NULL, *listen = NULL, *store = NULL;
+	char        *text = NULL, *err = NULL, ferr[256], url[300], redir[300];
+	char        *c_listen = NULL, *c_store = NULL, *c_token = NULL;
+	mk_options   opts;
+	mk_log_level level   = MK_LOG_INFO;
+	nng_http_handler *hh = NULL;
+	nng_url          *u  = NULL;
+	sigset_t          set;
+	int               rv, sig, code = 1;
+
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
+			config = argv[++i];
+		} else if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
+			listen = argv[++i];
+		} else if (strcmp(argv[i], "--store") == 0 && i + 1 < argc) {
+			store = argv[++i];
+		} else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc &&
+		           cli_parse_level(argv[i + 1], &level) == 0) {
+			i++;
+		} else if (strcmp(argv[i], "--help") == 0) {
+			fputs(serve_usage, stdout);
+			return (0);
+		} else {
+			fprintf(stderr, "mcpkeep serve: bad option '%s'\n%s",
+			        argv[i], serve_usage);
+			return (2);
+		}
+	}
+	if (config == NULL) {
+		fprintf(stderr, "mcpkeep serve: -c FILE is required\n%s",
+		        serve_usage);
+		return (2);
+	}
+	if ((text = cli_read_file(config, ferr, sizeof(ferr))) == NULL) {
+		fprintf(stderr, "mcpkeep: %s\n", ferr);
+		return (1);
+	}
+	if ((rv = mk_config_get(text, "store.path", &c_store, &err)) != 0) {
+		fprintf(stderr, "mcpkeep: %s: %s\n", config,
+		        err ? err : mk_strerror(rv));
+		goto out;
+	}
+	c_listen        = setting(text, "server.listen");
+	c_token         = setting(text, "server.admin_token");
+	listen          = listen != NULL    ? listen
+	                 : c_listen != NULL ? c_listen
+	                                    : LISTEN_DEFAULT;
+	const char *env = getenv("MCPKEEP_ADMIN_TOKEN");
+	D.token         = c_token != NULL             ? strdup(c_token)
+	                : env != NULL && *env != '\0' ? strdup(env)
+	                                              : NULL;
+	if (D.token == NULL && !loopback(listen)) {
+		fprintf(stderr,
+		        "mcpkeep serve: refusing to serve %s without an admin "
+		        "token (server.admin_token or MCPKEEP_ADMIN_TOKEN)\n",
+		        listen);
+		goto out;
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	mk_options_init(&opts);
+	opts.log_level  = level;
+	opts.store_path = store != NULL ? store : c_store;
+	snprintf(redir, sizeof(redir), "http://%s/api/oauth/callback", listen);
+	opts.oauth_redirect_uri = redir;
+	if ((rv = mk_runtime_open(&D.rt, &opts)) != 0) {
+		fprintf(stderr, "mcpkeep: cannot start the runtime: %s\n",
+		        mk_strerror(rv));
+		goto out;
+	}
+	if ((rv = mk_runtime_load(D.rt, text, &err)) != 0) {
+		fprintf(stderr, "mcpkeep: %s: %s\n", config,
+		        err ? err : mk_strerror(rv));
+		goto out;
+	}
+	pthread_mutex_init(&D.mtx, NULL);
+	pthread_cond_init(&D.cv, NULL);
+	for (int i = 0; i < WORKERS; i++) {
+		pthread_create(&D.workers[i], NULL, worker, NULL);
+	}
+	snprintf(url, sizeof(url), "http://%s", listen);
+	if ((rv = nng_url_parse(&u, url)) != 0 ||
+	    (rv = nng_http_server_hold(&D.http, u)) != 0 ||
+	    (rv = nng_http_handler_alloc(&hh, "/", on_http)) != 0 ||
+	    (rv = nng_http_handler_set_method(hh, NULL)) != 0 ||
+	    (rv = nng_http_handler_set_tree(hh)) != 0 ||
+	    (rv = nng_http_handler_collect_body(hh, true, BODY_MAX)) != 0 ||
+	    (rv = nng_http_server_add_handler(D.http, hh)) != 0 ||
+	    (hh = NULL, rv = nng_http_server_start(D.http)) != 0) {
+		fprintf(stderr, "mcpkeep serve: cannot serve %s: %s\n", url,
+		        nng_strerror(rv));
+		if (hh != NULL) {
+			nng_http_handler_free(hh);
+		}
+		goto stop;
+	}
+	printf("mcpkeep %s: serving %s\n", MCPKEEP_VERSION, url);
+	fflush(stdout);
+	sigwait(&set, &sig);
+	printf("mcpkeep: %s: stopping\n",
+	       sig == SIGINT ? "SIGINT" : "SIGTERM");
+	fflush(stdout);
+	code = 0;
+	nng_http_server_stop(D.http);
+stop:
+	/* calls in flight end (bounded), then the workers, then the runtime */
+	pthread_mutex_lock(&D.mtx);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += DRAIN_MS / 1000;
+	while (D.inflight > 0 &&
+	       pthread_cond_timedwait(&D.cv, &D.mtx, &ts) == 0) {
+	}
+	D.stopping = true;
+	pthread_cond_broadcast(&D.cv);
+	pthread_mutex_unlock(&D.mtx);
+	for (int i = 0; i < WORKERS; i++) {
+		pthread_join(D.workers[i], NULL);
+	}
+	if (D.http != NULL) {
+		nng_http_server_release(D.http);
+	}
+out:
+	nng_url_free(u);
+	mk_runtime_close(&D.rt);
+	mk_free(err);
+	mk_free(c_listen);
+	mk_free(c_store);
+	if (c_token != NULL) {
+		OPENSSL_cleanse(c_token, strlen(c_token));
+	}
+	mk_free(c_token);
+	if (D.token != NULL) {
+		OPENSSL_cleanse(D.token, strlen(D.token));
+	}
+	free(D.token);
+	free(text);
+	return (code);
+}

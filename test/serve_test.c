@@ -1,0 +1,228 @@
+/*
+ * serve_test.c - `mcpkeep serve`, the daemon, over real HTTP: health and
+ * readiness, the client list with its filters and paging, create (400
+ * naming the field, 409 for a duplicate), update, delete, the recovery
+ * endpoints' SPEC errors, tool execution, metrics, the admin token, a
+ * non-loopback address refused without one, and SIGTERM stopping it
+ * cleanly.  The MCP server is test/peers/inject.mjs; the daemon is the
+ * built program (MK_MCPKEEP).
+ */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "peer.h"
+#include "testutil.h"
+
+#define WAIT_MS 40000
+
+static peer mcp;                            /* inject.mjs */
+static char dir[] = "/tmp/mk-serve-XXXXXX"; /* configs */
+static char base[64];                       /* http://127.0.0.1:port */
+
+/* A request; the answer's body (malloc'd) and *status. */
+static char *
+http(const char *method, const char *path, const char *body, const char *token,
+     long *status)
+{
+	CURL              *e = curl_easy_init();
+	struct curl_slist *h = NULL;
+	char               url[256], auth[256], *buf = NULL;
+	size_t             len = 0;
+	FILE              *mem = open_memstream(&buf, &len);
+
+	snprintf(url, sizeof(url), "%s%s", base, path);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+	if (body != NULL) {
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+		h = curl_slist_append(h, "Content-Type: application/json");
+	}
+	if (token != NULL) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s",
+		         token);
+		h = curl_slist_append(h, auth);
+	}
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, mem);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 30000L);
+	CHECK_EQ(curl_easy_perform(e), CURLE_OK);
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
+	fclose(mem);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(e);
+	return (buf);
+}
+
+/* The request answers want_status, and its body contains want. */
+static void
+expect(const char *method, const char *path, const char *body,
+       const char *token, long want_status, const char *want)
+{
+	long  st;
+	char *out = http(method, path, body, token, &st);
+
+	if (st != want_status || (want != NULL && strstr(out, want) == NULL)) {
+		fprintf(stderr, "%s %s: %ld %s (wanted %ld, \"%s\")\n", method,
+		        path, st, out, want_status, want ? want : "");
+		CHECK(0);
+	}
+	free(out);
+}
+
+/* Starts the daemon on config text (written to dir/name), env extra. */
+static void
+serve(peer *d, const char *name, const char *config, const char *const *env)
+{
+	char  path[128], listen[64];
+	FILE *f;
+	int   port = peer_free_port();
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	CHECK((f = fopen(path, "w")) != NULL);
+	fputs(config, f);
+	fclose(f);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	const char *argv[] = {getenv("MK_MCPKEEP"),
+	                      "serve",
+	                      "-c",
+	                      path,
+	                      "--listen",
+	                      listen,
+	                      "--log",
+	                      "warn",
+	                      NULL};
+	CHECK(argv[0] != NULL);
+	CHECK_EQ(peer_start(d, argv, env, "serving http://127.0.0.1:([0-9]+)",
+	                    WAIT_MS),
+	         0);
+	snprintf(base, sizeof(base), "http://127.0.0.1:%d", d->port);
+}
+
+static void
+api(void)
+{
+	peer d = {0};
+	char config[1024], body[512];
+	long st;
+
+	snprintf(
+	        config, sizeof(config),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"svc\", "
+	        "\"connection_type\": \"http\", \"connection_string\": "
+	        "\"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}, "
+	        "{\"name\": \"svst\", \"connection_type\": \"http\", "
+	        "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	        "\"needs_session_stickiness\": true}]}}",
+	        mcp.port, mcp.port);
+	serve(&d, "api.json", config, NULL);
+	expect("GET", "/healthz", NULL, NULL, 200, "\"ok\"");
+	expect("GET", "/readyz", NULL, NULL, 200, "\"ready\"");
+	expect("GET", "/api/mcp/clients", NULL, NULL, 200,
+	       "\"total_count\":2");
+	expect("GET", "/api/mcp/clients?search=svst&limit=1", NULL, NULL, 200,
+	       "\"count\":1");
+	expect("GET", "/api/mcp/clients?limit=0", NULL, NULL, 400,
+	       "limit must be 1 to 100");
+	/* create: good, duplicate, bad */
+	snprintf(body, sizeof(body),
+	         "{\"name\": \"svc2\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\"}",
+	         mcp.port);
+	expect("POST", "/api/mcp/client", body, NULL, 201, "\"id\"");
+	expect("POST", "/api/mcp/client", body, NULL, 409, "already exists");
+	expect("POST", "/api/mcp/client",
+	       "{\"name\": \"x\", \"connection_type\": \"carrier pigeon\"}",
+	       NULL, 400, "connection_type");
+	expect("POST", "/api/mcp/client", "[1, 2]", NULL, 400,
+	       "the body must be a JSON object");
+	/* the recovery endpoints' SPEC answers */
+	expect("POST", "/api/mcp/client/svc/reconnect", NULL, NULL, 400,
+	       "client uses per-call connections; there is no persistent "
+	       "connection to reconnect");
+	expect("POST", "/api/mcp/client/svst/reconnect", NULL, NULL, 200,
+	       NULL);
+	expect("PUT", "/api/mcp/client/svst", "{\"disabled\": true}", NULL,
+	       200, NULL);
+	expect("POST", "/api/mcp/client/svst/reconnect", NULL, NULL, 400,
+	       "enable it first");
+	expect("POST", "/api/mcp/client/svst/reauthorize", NULL, NULL, 400,
+	       "it has no OAuth flow");
+	expect("POST", "/api/mcp/client/nobody/reconnect", NULL, NULL, 404,
+	       "no MCP client");
+	/* tools */
+	expect("POST", "/api/mcp/tool/execute",
+	       "{\"client\": \"svc\", \"tool\": \"echo\", \"arguments\": "
+	       "{\"message\": \"over http\"}}",
+	       NULL, 200, "over http");
+	expect("POST", "/api/mcp/tool/execute",
+	       "{\"client\": \"nobody\", \"tool\": \"echo\"}", NULL, 404,
+	       "no such MCP client");
+	expect("POST", "/api/mcp/tool/execute", "{\"client\": \"svc\"}", NULL,
+	       400, "needs client and tool");
+	/* delete */
+	expect("DELETE", "/api/mcp/client/svc2", NULL, NULL, 200, NULL);
+	char *out = http("GET", "/api/mcp/clients", NULL, NULL, &st);
+	CHECK(st == 200 && strstr(out, "svc2") == NULL);
+	free(out);
+	/* metrics */
+	expect("GET", "/metrics", NULL, NULL, 200,
+	       "mcpkeep_clients{state=\"healthy\"} 1");
+	expect("GET", "/nowhere", NULL, NULL, 404, "no such endpoint");
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
+static void
+admin_token(void)
+{
+	peer        d     = {0};
+	const char *env[] = {"MCPKEEP_ADMIN_TOKEN=s3cret-admin", NULL};
+
+	serve(&d, "tok.json", "{\"mcp\": {\"client_configs\": []}}", env);
+	expect("GET", "/api/mcp/clients", NULL, NULL, 401, "admin token");
+	expect("GET", "/api/mcp/clients", NULL, "wrong", 401, "admin token");
+	expect("GET", "/api/mcp/clients", NULL, "s3cret-admin", 200,
+	       "\"clients\"");
+	expect("GET", "/healthz", NULL, NULL, 200, NULL);
+	peer_stop(&d);
+
+	/* no token: a non-loopback address is refused */
+	char path[128];
+	snprintf(path, sizeof(path), "%s/tok.json", dir);
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd),
+	         "env -u MCPKEEP_ADMIN_TOKEN %s serve -c %s --listen "
+	         "0.0.0.0:%d 2>&1 | grep -q 'refusing to serve 0.0.0.0'",
+	         getenv("MK_MCPKEEP"), path, peer_free_port());
+	CHECK_EQ(system(cmd), 0);
+}
+
+int
+main(void)
+{
+	char        js[512];
+	const char *argv[] = {"node", js, "http", "--port", "0", NULL};
+
+	signal(SIGPIPE, SIG_IGN);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	CHECK(peer_dir() != NULL);
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(js, sizeof(js), "%s/inject.mjs", peer_dir());
+	CHECK_EQ(peer_start(&mcp, argv, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+	RUN(api);
+	RUN(admin_token);
+	peer_stop(&mcp);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK_EQ(system(cmd), 0);
+	curl_global_cleanup();
+	return (0);
+}
