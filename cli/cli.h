@@ -15,7 +15,9 @@ char *cli_read_file(const char *path, char *err, size_t errlen);
 /* cli_parse_level reads debug|info|warn|error.  Returns 0 or -1. */
 int cli_parse_level(const char *s, mk_log_level *out);
 
-/* `mcpkeep serve` (serve.c).  Returns the exit code. */
-int cmd_serve(int argc, char **argv);
+/* The commands; each returns the exit code. */
+int cmd_serve(int argc, char **argv);   /* serve.c */
+int cmd_clients(int argc, char **argv); /* remote.c */
+int cmd_call(int argc, char **argv);    /* remote.c */
 
 #endif /* CLI_CLI_H */

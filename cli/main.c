@@ -26,6 +26,10 @@ static const char usage[] =
         "show\n"
         "           every state transition live, until SIGINT/SIGTERM\n"
         "  serve    the daemon: the admin HTTP API (mcpkeep serve --help)\n"
+        "  watch [ADDR]  a daemon's state transitions, live (its\n"
+        "           server.stream; default tcp://127.0.0.1:5560)\n"
+        "  clients  a daemon's clients as a table (--help)\n"
+        "  call CLIENT TOOL [JSON]  a tool call through a daemon (--help)\n"
         "  version  print the version\n"
         "\n"
         "run options:\n"
@@ -265,6 +269,42 @@ cmd_run(int argc, char **argv)
 	return (0);
 }
 
+/* mcpkeep watch [ADDR]: follows a daemon's stream (redialled when it
+ * restarts) until SIGINT/SIGTERM. */
+static int
+cmd_watch(int argc, char **argv)
+{
+	const char *addr = argc > 0 ? argv[0] : "tcp://127.0.0.1:5560";
+	sigset_t    set;
+	watch       w;
+	int         sig, rv;
+
+	if (argc > 1 || (argc == 1 && strcmp(argv[0], "--help") == 0)) {
+		printf("usage: mcpkeep watch [ADDR]\n"
+		       "  prints a daemon's state transitions as they happen\n"
+		       "  (ADDR: its server.stream, default "
+		       "tcp://127.0.0.1:5560)\n");
+		return (argc == 1 ? 0 : 2);
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if ((rv = nng_sub0_open(&w.sub)) != 0 ||
+	    (rv = nng_socket_set(w.sub, NNG_OPT_SUB_SUBSCRIBE, "", 0)) != 0 ||
+	    (rv = nng_dial(w.sub, addr, NULL, NNG_FLAG_NONBLOCK)) != 0 ||
+	    pthread_create(&w.thr, NULL, watch_main, &w) != 0) {
+		fprintf(stderr, "mcpkeep: cannot watch %s: %s\n", addr,
+		        nng_strerror(rv));
+		return (1);
+	}
+	printf("watching %s; Ctrl-C to stop\n", addr);
+	fflush(stdout);
+	sigwait(&set, &sig);
+	watch_stop(&w);
+	return (0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -282,6 +322,15 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "serve") == 0) {
 		return (cmd_serve(argc - 2, argv + 2));
+	}
+	if (strcmp(argv[1], "watch") == 0) {
+		return (cmd_watch(argc - 2, argv + 2));
+	}
+	if (strcmp(argv[1], "clients") == 0) {
+		return (cmd_clients(argc - 2, argv + 2));
+	}
+	if (strcmp(argv[1], "call") == 0) {
+		return (cmd_call(argc - 2, argv + 2));
 	}
 	fprintf(stderr, "mcpkeep: unknown command '%s'\n%s", argv[1], usage);
 	return (2);

@@ -747,6 +747,7 @@ cmd_serve(int argc, char **argv)
 	char        *c_listen = NULL, *c_store = NULL, *c_token = NULL;
 	mk_options   opts;
 	mk_log_level level   = MK_LOG_INFO;
+	json_t      *sa      = NULL; /* server.stream, kept while serving */
 	nng_http_handler *hh = NULL;
 	nng_url          *u  = NULL;
 	sigset_t          set;
@@ -811,7 +812,17 @@ cmd_serve(int argc, char **argv)
 	opts.store_path = store != NULL ? store : c_store;
 	snprintf(redir, sizeof(redir), "http://%s/api/oauth/callback", listen);
 	opts.oauth_redirect_uri = redir;
-	if ((rv = mk_runtime_open(&D.rt, &opts)) != 0) {
+	/* the state stream outward too (server.stream: tcp://, ipc://) */
+	char *streams = setting(text, "server.stream");
+	sa            = streams != NULL ? json_loads(streams, 0, NULL) : NULL;
+	mk_free(streams);
+	const char *listen_on[17] = {NULL};
+	for (size_t i = 0; i < json_array_size(sa) && i < 16; i++) {
+		listen_on[i] = json_string_value(json_array_get(sa, i));
+	}
+	opts.stream_listen = listen_on;
+	rv                 = mk_runtime_open(&D.rt, &opts);
+	if (rv != 0) {
 		fprintf(stderr, "mcpkeep: cannot start the runtime: %s\n",
 		        mk_strerror(rv));
 		goto out;
@@ -871,6 +882,7 @@ stop:
 out:
 	nng_url_free(u);
 	mk_runtime_close(&D.rt);
+	json_decref(sa);
 	mk_free(err);
 	mk_free(c_listen);
 	mk_free(c_store);

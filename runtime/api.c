@@ -288,6 +288,18 @@ mk_config_get(const char *config_json, const char *path, char **value,
 		v = f->listen;
 	} else if (strcmp(path, "server.admin_token") == 0) {
 		v = f->admin_token;
+	} else if (strcmp(path, "server.stream") == 0) {
+		/* an array: given as JSON text */
+		json_t *a = json_array();
+		for (size_t i = 0; f->streams != NULL && f->streams[i] != NULL;
+		     i++) {
+			json_array_append_new(a, json_string(f->streams[i]));
+		}
+		*value = json_array_size(a) > 0 ? json_dumps(a, JSON_COMPACT)
+		                                : NULL;
+		json_decref(a);
+		cfg_file_free(&f);
+		return (0);
 	} else {
 		if (err != NULL) {
 			snprintf(e, sizeof(e), "no setting %s in config.json",

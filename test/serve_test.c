@@ -16,6 +16,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <nng/nng.h>
+#include <nng/protocol/pubsub0/sub.h>
+
+#include "mcpkeep.h"
 #include "peer.h"
 #include "testutil.h"
 
@@ -111,16 +115,26 @@ api(void)
 	char config[1024], body[512];
 	long st;
 
+	int stream_port = peer_free_port();
 	snprintf(
 	        config, sizeof(config),
-	        "{\"mcp\": {\"client_configs\": [{\"name\": \"svc\", "
+	        "{\"server\": {\"stream\": [\"tcp://127.0.0.1:%d\"]}, "
+	        "\"mcp\": {\"client_configs\": [{\"name\": \"svc\", "
 	        "\"connection_type\": \"http\", \"connection_string\": "
 	        "\"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}, "
 	        "{\"name\": \"svst\", \"connection_type\": \"http\", "
 	        "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
 	        "\"needs_session_stickiness\": true}]}}",
-	        mcp.port, mcp.port);
+	        stream_port, mcp.port, mcp.port);
 	serve(&d, "api.json", config, NULL);
+	/* the state stream, outward on tcp */
+	nng_socket s;
+	char       saddr[64];
+	snprintf(saddr, sizeof(saddr), "tcp://127.0.0.1:%d", stream_port);
+	CHECK_EQ(nng_sub0_open(&s), 0);
+	CHECK_EQ(nng_socket_set(s, NNG_OPT_SUB_SUBSCRIBE, "state", 5), 0);
+	CHECK_EQ(nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, WAIT_MS), 0);
+	CHECK_EQ(nng_dial(s, saddr, NULL, 0), 0);
 	expect("GET", "/healthz", NULL, NULL, 200, "\"ok\"");
 	expect("GET", "/readyz", NULL, NULL, 200, "\"ready\"");
 	expect("GET", "/api/mcp/clients", NULL, NULL, 200,
@@ -149,6 +163,19 @@ api(void)
 	       NULL);
 	expect("PUT", "/api/mcp/client/svst", "{\"disabled\": true}", NULL,
 	       200, NULL);
+	for (;;) { /* its transition reached the tcp subscriber */
+		nng_msg *m;
+		mk_event e;
+		CHECK_EQ(nng_recvmsg(s, &m, 0), 0);
+		CHECK_EQ(mk_event_parse(nng_msg_body(m), nng_msg_len(m), &e),
+		         0);
+		nng_msg_free(m);
+		if (strcmp(e.name, "svst") == 0 &&
+		    strcmp(e.state, "disabled") == 0) {
+			break;
+		}
+	}
+	nng_close(s);
 	expect("POST", "/api/mcp/client/svst/reconnect", NULL, NULL, 400,
 	       "enable it first");
 	expect("POST", "/api/mcp/client/svst/reauthorize", NULL, NULL, 400,
@@ -170,6 +197,28 @@ api(void)
 	char *out = http("GET", "/api/mcp/clients", NULL, NULL, &st);
 	CHECK(st == 200 && strstr(out, "svc2") == NULL);
 	free(out);
+	/* the terminal commands */
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd),
+	         "%s clients --url %s | grep -q 'svc .*healthy'",
+	         getenv("MK_MCPKEEP"), base);
+	CHECK_EQ(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd),
+	         "%s call svc echo '{\"message\": \"from the cli\"}' --url %s "
+	         "| grep -q 'from the cli'",
+	         getenv("MK_MCPKEEP"), base);
+	CHECK_EQ(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "%s call nobody echo --url %s 2>/dev/null",
+	         getenv("MK_MCPKEEP"), base);
+	int rc = system(cmd);
+	CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 1);
+	peer        w       = {0};
+	const char *wargv[] = {getenv("MK_MCPKEEP"), "watch", saddr, NULL};
+	CHECK_EQ(peer_start(&w, wargv, NULL,
+	                    "watching tcp://127.0.0.1:([0-9]+)", WAIT_MS),
+	         0);
+	peer_stop(&w);
+	CHECK(WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0);
 	/* metrics */
 	expect("GET", "/metrics", NULL, NULL, 200,
 	       "mcpkeep_clients{state=\"healthy\"} 1");

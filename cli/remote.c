@@ -1,0 +1,256 @@
+/*
+ * remote.c - `mcpkeep watch`, `mcpkeep clients`, `mcpkeep call`: a
+ * running daemon, seen from a terminal.  watch subscribes to its state
+ * stream (server.stream, e.g. tcp://127.0.0.1:5560); clients and call use
+ * its admin HTTP API.  Every request has a deadline; answers are capped.
+ */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+#define URL_DEFAULT "http://127.0.0.1:8080"
+#define ANSWER_MAX  (16 * 1024 * 1024)
+
+static const char clients_usage[] =
+        "usage: mcpkeep clients [--url URL] [--token TOKEN]\n"
+        "  the daemon's clients as a table (default URL " URL_DEFAULT ";\n"
+        "  TOKEN defaults to MCPKEEP_ADMIN_TOKEN)\n"
+        "exit codes: 0 listed, 1 the daemon failed or is unreachable, 2 "
+        "usage\n";
+
+static const char call_usage[] =
+        "usage: mcpkeep call CLIENT TOOL [JSON] [--url URL] [--user ID]\n"
+        "                    [--vk KEY] [--session ID] [--timeout MS]\n"
+        "  calls TOOL of CLIENT through the daemon with the arguments "
+        "JSON\n"
+        "  (default {}), as the given identity; prints the result\n"
+        "exit codes: 0 the tool ran (its result may still be isError), 1 "
+        "the\n"
+        "call failed, 2 usage, 3 the caller must authorize first "
+        "(mcp_auth_required)\n";
+
+typedef struct buf {
+	char  *data;
+	size_t len;
+} buf;
+
+static size_t
+on_data(char *p, size_t size, size_t n, void *arg)
+{
+	buf   *b   = arg;
+	size_t add = size * n;
+	char  *nd;
+
+	if (b->len + add > ANSWER_MAX ||
+	    (nd = realloc(b->data, b->len + add + 1)) == NULL) {
+		return (0); /* too big: the transfer fails */
+	}
+	memcpy(nd + b->len, p, add);
+	b->data = nd;
+	b->len += add;
+	b->data[b->len] = '\0';
+	return (add);
+}
+
+/* One request to the daemon; the answer's JSON (or NULL) and *status. */
+static json_t *
+request(const char *url, const char *body, const char *const *headers,
+        long *status)
+{
+	CURL              *e = curl_easy_init();
+	struct curl_slist *h = NULL;
+	buf                b = {0};
+	json_t            *j = NULL;
+	CURLcode           rc;
+
+	for (size_t i = 0; headers != NULL && headers[i] != NULL; i++) {
+		h = curl_slist_append(h, headers[i]);
+	}
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 600000L);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	if (body != NULL) {
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+	}
+	if ((rc = curl_easy_perform(e)) != CURLE_OK) {
+		fprintf(stderr, "mcpkeep: %s: %s\n", url,
+		        curl_easy_strerror(rc));
+		*status = 0;
+	} else {
+		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
+		j = b.data != NULL ? json_loads(b.data, 0, NULL) : NULL;
+	}
+	free(b.data);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(e);
+	return (j);
+}
+
+static void
+say_error(long status, json_t *j)
+{
+	const char *e = json_string_value(json_object_get(j, "error"));
+
+	fprintf(stderr, "mcpkeep: HTTP %ld: %s\n", status,
+	        e != NULL ? e : "(no answer)");
+}
+
+int
+cmd_clients(int argc, char **argv)
+{
+	const char *base = URL_DEFAULT, *token = getenv("MCPKEEP_ADMIN_TOKEN");
+	char        url[512], auth[512];
+	const char *headers[2] = {NULL, NULL};
+	long        status;
+	json_t     *j;
+
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--url") == 0 && i + 1 < argc) {
+			base = argv[++i];
+		} else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
+			token = argv[++i];
+		} else if (strcmp(argv[i], "--help") == 0) {
+			fputs(clients_usage, stdout);
+			return (0);
+		} else {
+			fprintf(stderr, "%s", clients_usage);
+			return (2);
+		}
+	}
+	snprintf(url, sizeof(url), "%s/api/mcp/clients?limit=100", base);
+	if (token != NULL) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s",
+		         token);
+		headers[0] = auth;
+	}
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	j = request(url, NULL, headers, &status);
+	if (status != 200 || j == NULL) {
+		say_error(status, j);
+		json_decref(j);
+		return (1);
+	}
+	printf("%-24s %-22s %-9s %5s  %s\n", "NAME", "STATE", "MODE", "TOOLS",
+	       "LAST FAILURE");
+	size_t  i;
+	json_t *c;
+	json_array_foreach(json_object_get(j, "clients"), i, c)
+	{
+		json_t *lf = json_object_get(c, "last_failure");
+		printf("%-24s %-22s %-9s %5zu  %s%s%s\n",
+		       json_string_value(json_object_get(
+		               json_object_get(c, "config"), "name")),
+		       json_string_value(json_object_get(c, "state")),
+		       json_string_value(
+		               json_object_get(c, "connection_mode")),
+		       json_array_size(json_object_get(c, "tools")),
+		       lf != NULL ? json_string_value(
+		                            json_object_get(lf, "stage"))
+		                  : "",
+		       lf != NULL ? ": " : "",
+		       lf != NULL ? json_string_value(
+		                            json_object_get(lf, "message"))
+		                  : "");
+	}
+	printf("%lld of %lld clients\n",
+	       (long long)json_integer_value(json_object_get(j, "count")),
+	       (long long)json_integer_value(
+	               json_object_get(j, "total_count")));
+	json_decref(j);
+	curl_global_cleanup();
+	return (0);
+}
+
+int
+cmd_call(int argc, char **argv)
+{
+	const char *base = URL_DEFAULT, *client = NULL, *tool = NULL;
+	const char *args = "{}", *who[3] = {NULL, NULL, NULL};
+	long        timeout = 0, status;
+	char        url[512], hdr[3][300];
+	const char *headers[4] = {NULL};
+	int         nh = 0, pos = 0;
+
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--url") == 0 && i + 1 < argc) {
+			base = argv[++i];
+		} else if (strcmp(argv[i], "--user") == 0 && i + 1 < argc) {
+			who[0] = argv[++i];
+		} else if (strcmp(argv[i], "--vk") == 0 && i + 1 < argc) {
+			who[1] = argv[++i];
+		} else if (strcmp(argv[i], "--session") == 0 && i + 1 < argc) {
+			who[2] = argv[++i];
+		} else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
+			timeout = strtol(argv[++i], NULL, 10);
+		} else if (strcmp(argv[i], "--help") == 0) {
+			fputs(call_usage, stdout);
+			return (0);
+		} else if (argv[i][0] != '-' && pos < 3) {
+			const char **slot[] = {&client, &tool, &args};
+			*slot[pos++]        = argv[i];
+		} else {
+			fprintf(stderr, "%s", call_usage);
+			return (2);
+		}
+	}
+	json_t *a = json_loads(args, 0, NULL);
+	if (client == NULL || tool == NULL || !json_is_object(a) ||
+	    timeout < 0) {
+		fprintf(stderr, "mcpkeep call: %s\n%s",
+		        client == NULL || tool == NULL
+		                ? "CLIENT and TOOL are needed"
+		                : "JSON must be an object, --timeout >= 0",
+		        call_usage);
+		json_decref(a);
+		return (2);
+	}
+	const char *names[] = {"X-MCP-User-Id", "X-MCP-Virtual-Key",
+	                       "X-MCP-Session-Id"};
+	for (int k = 0; k < 3; k++) {
+		if (who[k] != NULL) {
+			snprintf(hdr[k], sizeof(hdr[k]), "%s: %s", names[k],
+			         who[k]);
+			headers[nh++] = hdr[k];
+		}
+	}
+	json_t *body = json_pack("{s:s, s:s, s:o}", "client", client, "tool",
+	                         tool, "arguments", a);
+	if (timeout > 0) {
+		json_object_set_new(body, "timeout", json_integer(timeout));
+	}
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	snprintf(url, sizeof(url), "%s/api/mcp/tool/execute", base);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	json_t *j = request(url, text, headers, &status);
+	free(text);
+	int code = 0;
+	if (status == 200) {
+		char *out = json_dumps(json_object_get(j, "result"),
+		                       JSON_INDENT(2));
+		printf("%s\n", out != NULL ? out : "null");
+		free(out);
+	} else if (status == 401 && json_object_get(j, "mcp_auth_required")) {
+		char *out = json_dumps(json_object_get(j, "mcp_auth_required"),
+		                       JSON_INDENT(2));
+		fprintf(stderr, "mcpkeep: authorize first:\n%s\n",
+		        out != NULL ? out : "");
+		free(out);
+		code = 3;
+	} else {
+		say_error(status, j);
+		code = 1;
+	}
+	json_decref(j);
+	curl_global_cleanup();
+	return (code);
+}
