@@ -49,7 +49,9 @@ static const char serve_usage[] =
         "\n"
         "The admin token is the config's server.admin_token, else\n"
         "MCPKEEP_ADMIN_TOKEN; without one only loopback addresses are\n"
-        "served.  Exit codes: 0 stopped by a signal, 1 cannot start, 2 "
+        "served.  SIGHUP reads the config again and applies it as a diff\n"
+        "(an invalid file changes nothing); SIGINT/SIGTERM stop.  Exit codes: "
+        "0 stopped by a signal, 1 cannot start, 2 "
         "usage.\n";
 
 /* A request in the works. */
@@ -73,7 +75,8 @@ typedef struct daemon {
 	bool             stopping;    /* workers finish */
 	int              inflight;    /* requests not yet answered */
 	pthread_t        workers[WORKERS];
-	uint64_t         requests; /* answered */
+	uint64_t         requests;   /* answered */
+	uint64_t         reloads[2]; /* SIGHUPs applied, refused */
 } daemon_t;
 
 static daemon_t D;
@@ -534,12 +537,17 @@ metrics(req *r)
 	        "# TYPE mcpkeep_store_tool_writes_total counter\n"
 	        "mcpkeep_store_tool_writes_total %llu\n"
 	        "# TYPE mcpkeep_http_requests_total counter\n"
-	        "mcpkeep_http_requests_total %llu\n",
+	        "mcpkeep_http_requests_total %llu\n"
+	        "# TYPE mcpkeep_reloads_total counter\n"
+	        "mcpkeep_reloads_total{result=\"applied\"} %llu\n"
+	        "mcpkeep_reloads_total{result=\"refused\"} %llu\n",
 	        (unsigned long long)st.ticks, (unsigned long long)st.messages,
 	        st.store_state != MK_STORE_FAILING,
 	        (unsigned long long)st.store_failures,
 	        (unsigned long long)st.store_tool_writes,
-	        (unsigned long long)D.requests);
+	        (unsigned long long)D.requests,
+	        (unsigned long long)D.reloads[0],
+	        (unsigned long long)D.reloads[1]);
 	fclose(f);
 	answer(r, 200, "text/plain; version=0.0.4", out);
 	free(out);
@@ -718,6 +726,117 @@ on_http(nng_aio *aio)
 	pthread_mutex_unlock(&D.mtx);
 }
 
+/* The client objects of a config text, by name (new reference). */
+static json_t *
+clients_by_name(const char *text)
+{
+	json_t *root = json_loads(text, 0, NULL), *by = json_object();
+	size_t  i;
+	json_t *c;
+
+	json_array_foreach(json_object_get(json_object_get(root, "mcp"),
+	                                   "client_configs"),
+	                   i, c)
+	{
+		const char *n = json_string_value(json_object_get(c, "name"));
+		if (n != NULL) {
+			json_object_set(by, n, c);
+		}
+	}
+	json_decref(root);
+	return (by);
+}
+
+/*
+ * SIGHUP: config.json again, applied as a diff against the one loaded
+ * before - its new clients added, changed ones updated (or, when a field
+ * that cannot change did, replaced), vanished ones removed.  Clients
+ * created through the API are not the file's and stay.  An invalid file
+ * changes nothing.
+ */
+static void
+reload(const char *path, char **text)
+{
+	char    ferr[256], *ntext, *err = NULL, *body;
+	json_t *old, *now;
+	int     added = 0, updated = 0, removed = 0, failed = 0, rc;
+
+	if ((ntext = cli_read_file(path, ferr, sizeof(ferr))) == NULL) {
+		fprintf(stderr, "mcpkeep: reload refused: %s\n", ferr);
+		pthread_mutex_lock(&D.mtx);
+		D.reloads[1]++;
+		pthread_mutex_unlock(&D.mtx);
+		return;
+	}
+	char *probe = NULL;
+	if ((rc = mk_config_get(ntext, "store.path", &probe, &err)) != 0) {
+		fprintf(stderr,
+		        "mcpkeep: reload refused, nothing changed: %s\n",
+		        err != NULL ? err : mk_strerror(rc));
+		mk_free(err);
+		free(ntext);
+		pthread_mutex_lock(&D.mtx);
+		D.reloads[1]++;
+		pthread_mutex_unlock(&D.mtx);
+		return;
+	}
+	mk_free(probe);
+	old = clients_by_name(*text);
+	now = clients_by_name(ntext);
+	const char *name;
+	json_t     *c;
+	json_object_foreach(old, name, c)
+	{
+		if (json_object_get(now, name) == NULL) {
+			rc = mk_client_remove(D.rt, name, &err);
+			removed += rc == 0;
+			failed += rc != 0;
+			mk_free(err);
+			err = NULL;
+		}
+	}
+	json_object_foreach(now, name, c)
+	{
+		json_t *was = json_object_get(old, name);
+		if (was != NULL && json_equal(was, c)) {
+			continue;
+		}
+		body = json_dumps(c, JSON_COMPACT);
+		if (was != NULL &&
+		    (rc = mk_client_update(D.rt, name, body, &err)) == 0) {
+			updated++;
+		} else {
+			/* new, or a field that cannot change did: replaced */
+			if (was != NULL) {
+				mk_free(err);
+				err = NULL;
+				(void)mk_client_remove(D.rt, name, NULL);
+			}
+			rc = mk_client_add(D.rt, body, NULL, &err);
+			added += rc == 0;
+		}
+		if (rc != 0) {
+			failed++;
+			fprintf(stderr, "mcpkeep: reload: %s: %s\n", name,
+			        err != NULL ? err : mk_strerror(rc));
+		}
+		mk_free(err);
+		err = NULL;
+		free(body);
+	}
+	printf("mcpkeep: reloaded %s: %d added, %d updated, %d removed, %d "
+	       "failed\n",
+	       path, added, updated, removed, failed);
+	fflush(stdout);
+	json_decref(old);
+	json_decref(now);
+	free(*text);
+	*text = ntext;
+	pthread_mutex_lock(&D.mtx);
+	D.reloads[0]++;
+	pthread_mutex_unlock(&D.mtx);
+}
+
 static bool
 loopback(const char *listen)
 {
@@ -805,6 +924,7 @@ cmd_serve(int argc, char **argv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	mk_options_init(&opts);
@@ -855,7 +975,9 @@ cmd_serve(int argc, char **argv)
 	}
 	printf("mcpkeep %s: serving %s\n", MCPKEEP_VERSION, url);
 	fflush(stdout);
-	sigwait(&set, &sig);
+	while (sigwait(&set, &sig) == 0 && sig == SIGHUP) {
+		reload(config, &text);
+	}
 	printf("mcpkeep: %s: stopping\n",
 	       sig == SIGINT ? "SIGINT" : "SIGTERM");
 	fflush(stdout);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <nng/nng.h>
@@ -252,6 +253,92 @@ admin_token(void)
 	CHECK_EQ(system(cmd), 0);
 }
 
+/* The list has client name (or not). */
+static bool
+listed(const char *name)
+{
+	long  st;
+	char *out = http("GET", "/api/mcp/clients?limit=100", NULL, NULL, &st);
+	char  q[96];
+	bool  yes;
+
+	snprintf(q, sizeof(q), "\"name\":\"%s\"", name);
+	yes = st == 200 && strstr(out, q) != NULL;
+	free(out);
+	return (yes);
+}
+
+/* Waits (bounded) for the daemon's list to show the reload: a removal
+ * is no stream event, so the API is polled. */
+static void
+wait_listed(const char *name, bool want)
+{
+	for (int i = 0; listed(name) != want; i++) {
+		CHECK(i < 400);
+		struct timespec ts = {0, 25 * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling the API, with a deadline */
+	}
+}
+
+static void
+write_config(const char *name, const char *text)
+{
+	char  path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	CHECK((f = fopen(path, "w")) != NULL);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* SIGHUP: the file applied as a diff; an invalid one changes nothing;
+ * an API-made client stays. */
+static void
+reload(void)
+{
+	peer d = {0};
+	char a[1024], b[1024], body[512];
+
+	snprintf(a, sizeof(a),
+	         "{\"mcp\": {\"client_configs\": [{\"name\": \"ra\", "
+	         "\"connection_type\": \"http\", \"connection_string\": "
+	         "\"http://127.0.0.1:%d/mcp\"}, {\"name\": \"rb\", "
+	         "\"connection_type\": \"http\", \"connection_string\": "
+	         "\"http://127.0.0.1:%d/mcp\"}]}}",
+	         mcp.port, mcp.port);
+	serve(&d, "reload.json", a, NULL);
+	snprintf(body, sizeof(body),
+	         "{\"name\": \"rapi\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\"}",
+	         mcp.port);
+	expect("POST", "/api/mcp/client", body, NULL, 201, NULL);
+	/* ra changed, rb gone, rc new */
+	snprintf(b, sizeof(b),
+	         "{\"mcp\": {\"client_configs\": [{\"name\": \"ra\", "
+	         "\"connection_type\": \"http\", \"connection_string\": "
+	         "\"http://127.0.0.1:%d/mcp\", \"tool_sync_interval\": "
+	         "\"5m\"}, {\"name\": \"rc\", \"connection_type\": "
+	         "\"http\", \"connection_string\": "
+	         "\"http://127.0.0.1:%d/mcp\"}]}}",
+	         mcp.port, mcp.port);
+	write_config("reload.json", b);
+	CHECK_EQ(kill(d.pid, SIGHUP), 0);
+	wait_listed("rc", true);
+	wait_listed("rb", false);
+	CHECK(listed("ra") && listed("rapi"));
+	/* invalid: nothing changes, it still serves */
+	write_config("reload.json",
+	             "{\"mcp\": {\"client_configs\": "
+	             "[{\"name\": \"bad name\"}]}}");
+	CHECK_EQ(kill(d.pid, SIGHUP), 0);
+	write_config("reload.json", b); /* (what a later HUP would read) */
+	expect("GET", "/healthz", NULL, NULL, 200, NULL);
+	CHECK(listed("ra") && listed("rc") && listed("rapi"));
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
 int
 main(void)
 {
@@ -268,6 +355,7 @@ main(void)
 	         0);
 	RUN(api);
 	RUN(admin_token);
+	RUN(reload);
 	peer_stop(&mcp);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
