@@ -35,6 +35,9 @@
 #define DRAIN_MS       10000         /* calls in flight at shutdown, at most */
 #define LISTEN_DEFAULT "127.0.0.1:8080"
 
+extern const char   status_html[]; /* cli/status.html, embedded */
+extern const size_t status_html_len;
+
 static const char serve_usage[] =
         "usage: mcpkeep serve -c FILE [options]\n"
         "\n"
@@ -559,14 +562,19 @@ route(req *r)
 {
 	json_t *body = NULL;
 
-	if (r->body != NULL && *r->body != '\0' &&
-	    !json_is_object(body = json_loads(r->body, 0, NULL))) {
+	if (r->body != NULL && *r->body != '\0') {
+		body = json_loads(r->body, 0,
+		                  NULL); /* (not inside the macro) */
+	}
+	if (r->body != NULL && *r->body != '\0' && !json_is_object(body)) {
 		json_decref(body);
 		answer_error(r, 400, "the body must be a JSON object");
 		return;
 	}
 	const char *p = r->path;
-	if (strcmp(p, "/healthz") == 0) {
+	if (strcmp(p, "/") == 0 && strcmp(r->method, "GET") == 0) {
+		answer(r, 200, "text/html; charset=utf-8", status_html);
+	} else if (strcmp(p, "/healthz") == 0) {
 		answer_json(r, 200, json_pack("{s:s}", "status", "ok"));
 	} else if (strcmp(p, "/readyz") == 0) {
 		mk_stats st;
@@ -936,10 +944,15 @@ cmd_serve(int argc, char **argv)
 	char *streams = setting(text, "server.stream");
 	sa            = streams != NULL ? json_loads(streams, 0, NULL) : NULL;
 	mk_free(streams);
-	const char *listen_on[17] = {NULL};
-	for (size_t i = 0; i < json_array_size(sa) && i < 16; i++) {
-		listen_on[i] = json_string_value(json_array_get(sa, i));
+	const char *listen_on[18] = {NULL};
+	size_t      nl            = 0;
+	for (; nl < json_array_size(sa) && nl < 16; nl++) {
+		listen_on[nl] = json_string_value(json_array_get(sa, nl));
 	}
+	/* and on nng's websocket transport, beside the API, for browsers */
+	char ws[320];
+	snprintf(ws, sizeof(ws), "ws://%s/stream", listen);
+	listen_on[nl]      = ws;
 	opts.stream_listen = listen_on;
 	rv                 = mk_runtime_open(&D.rt, &opts);
 	if (rv != 0) {

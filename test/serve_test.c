@@ -339,6 +339,34 @@ reload(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
+/* The status page in a real browser (test/peers/page.mjs). */
+static void
+status_page(void)
+{
+	peer d = {0}, b = {0};
+	char config[1024], js[512], shot[128];
+
+	snprintf(config, sizeof(config),
+	         "{\"mcp\": {\"client_configs\": [{\"name\": \"svst\", "
+	         "\"connection_type\": \"http\", \"connection_string\": "
+	         "\"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": "
+	         "true}, {\"name\": \"dead\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	         "\"needs_session_stickiness\": true}]}}",
+	         mcp.port, peer_free_port());
+	serve(&d, "page.json", config, NULL);
+	expect("GET", "/", NULL, NULL, 200, "<title>mcpkeep</title>");
+	snprintf(js, sizeof(js), "%s/page.mjs", peer_dir());
+	snprintf(shot, sizeof(shot), "%s/status.png", dir);
+	const char *argv[] = {"node", js, base, shot, NULL};
+	CHECK_EQ(peer_start(&b, argv, NULL, "page ok ([0-9]+)", 120000), 0);
+	CHECK(peer_wait_exit(&b, 30000));
+	peer_stop(&b);
+	CHECK(WIFEXITED(b.status) && WEXITSTATUS(b.status) == 0);
+	CHECK(access(shot, F_OK) == 0);
+	peer_stop(&d);
+}
+
 int
 main(void)
 {
@@ -356,6 +384,7 @@ main(void)
 	RUN(api);
 	RUN(admin_token);
 	RUN(reload);
+	RUN(status_page);
 	peer_stop(&mcp);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -1,0 +1,81 @@
+// page.mjs - the daemon's status page in a real browser (Debian's
+// Chromium, driven by playwright-core): the client table with colored
+// state badges, a badge's last_failure, node_states folded, a button's
+// action, and live updates from the state stream without a reload.
+//
+// Usage: node page.mjs BASE_URL SCREENSHOT.png
+// The daemon at BASE_URL serves clients "svst" (healthy, sticky) and
+// "dead" (its server is down: unstable, stage connect).  Prints
+// "page ok 1" and exits 0 when every check held; else prints what failed
+// and exits 1.
+import process from 'node:process';
+import { chromium } from 'playwright-core';
+
+const [base, shot] = process.argv.slice(2);
+if (!base || !shot) {
+	process.stderr.write('usage: node page.mjs BASE_URL SCREENSHOT.png\n');
+	process.exit(2);
+}
+
+function check(cond, what) {
+	if (!cond) {
+		throw new Error(what);
+	}
+}
+
+const browser = await chromium.launch({
+	executablePath: process.env.MK_CHROMIUM ?? '/usr/bin/chromium',
+	args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic',
+		'--no-first-run', '--disable-background-networking',
+		'--disable-component-update', '--disable-sync'],
+});
+let code = 0;
+try {
+	const page = await browser.newPage();
+	const wait = { timeout: 20000 };
+	await page.goto(base + '/');
+	await page.waitForSelector('tr[data-client="svst"] .badge.healthy', wait);
+	await page.waitForSelector('#live.on', wait); // the stream is up
+	const loaded = await page.evaluate(() => window.mcpkeepLoaded);
+
+	// a badge's colour and its last_failure
+	const color = await page.$eval('tr[data-client="svst"] .badge',
+		(e) => getComputedStyle(e).backgroundColor);
+	check(color === 'rgb(26, 127, 55)', `healthy badge colour ${color}`);
+	await page.waitForSelector('tr[data-client="dead"] .badge.unstable', wait);
+	await page.click('tr[data-client="dead"] .badge');
+	await page.waitForSelector('tr.details[data-client="dead"] .lf-message',
+		wait);
+	const details = await page.textContent('tr.details[data-client="dead"]');
+	check(details.includes('connect'), `details: ${details}`);
+	check(/since.*\(for \d+ (s|min|h)\)/.test(details),
+		`how long it has been going on: ${details}`);
+
+	// node_states folded by state and reason, with a count
+	const folded = await page.evaluate(() => window.mcpkeepFold({
+		a: { state: 'unstable', last_failure: { message: 'context deadline exceeded' } },
+		b: { state: 'unstable', last_failure: { message: 'context deadline exceeded' } },
+		c: { state: 'unstable', last_failure: { message: 'context deadline exceeded' } },
+		d: { state: 'healthy' },
+	}));
+	check(folded.includes('3 instances: unstable \u2014 context deadline exceeded') &&
+		folded.includes('1 instance: healthy'), `folded: ${JSON.stringify(folded)}`);
+
+	// a button acts; the badge follows live
+	await page.click('tr[data-client="svst"] button:has-text("disable")');
+	await page.waitForSelector('tr[data-client="svst"] .badge.disabled', wait);
+	// a change made elsewhere arrives on the stream
+	const r = await fetch(base + '/api/mcp/client/svst/enable', { method: 'POST' });
+	check(r.ok, `enable: HTTP ${r.status}`);
+	await page.waitForSelector('tr[data-client="svst"] .badge.healthy', wait);
+	check(await page.evaluate(() => window.mcpkeepLoaded) === loaded,
+		'the page reloaded');
+	await page.screenshot({ path: shot, fullPage: true });
+	process.stdout.write('page ok 1\n');
+} catch (e) {
+	process.stdout.write(`page check failed: ${e.message}\n`);
+	code = 1;
+} finally {
+	await browser.close();
+}
+process.exit(code);
