@@ -772,6 +772,7 @@ on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
 	        [MSG_SV_ENABLE]    = MSG_CL_ENABLE,
 	        [MSG_SV_RECONNECT] = MSG_CL_RECONNECT,
 	        [MSG_SV_UPDATE]    = MSG_CL_UPDATE,
+	        [MSG_SV_REFRESH]   = MSG_CL_CHECK,
 	};
 	uint64_t corr = kn_defer(msg);
 	mp_r     r;
@@ -1067,6 +1068,7 @@ sv_handle(kn_actor *self, void *state, kn_msg *msg)
 	case MSG_SV_ENABLE:
 	case MSG_SV_RECONNECT:
 	case MSG_SV_UPDATE:
+	case MSG_SV_REFRESH:
 		on_lifecycle(self, sv, msg);
 		return (0);
 	case MSG_SV_LIST:

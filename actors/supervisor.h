@@ -30,6 +30,8 @@
  *   MSG_SV_ENABLE    ask  {"client": ...}        -> {}
  *   MSG_SV_RECONNECT ask  {"client": ...}        -> {} | the client's error
  *   MSG_SV_UPDATE    ask  {"client": ..., "patch": json text} -> {} | error
+ *   MSG_SV_REFRESH   ask  {"client": ...}        -> {"state"} (a check now:
+ *                         the tool list read again)
  *   MSG_SV_LIST      ask  {"filter": json text}  -> {"json": text}
  *   MSG_SV_VIEW      tell {"id", "name", "state", "view": json text,
  *                          "sync_ms": int}

@@ -401,6 +401,35 @@ client_route(req *r, const char *id, const char *action, json_t *body)
 		                            "a headers object")
 		                   : err,
 		           200, NULL);
+	} else if (strcmp(action, "refresh-tools") == 0) {
+		rc = mk_client_refresh_tools(D.rt, id, &err);
+		answer_api(r, rc, err, 200, NULL);
+	} else if (strcmp(action, "user-oauth") == 0) {
+		/* a caller's own flow: the identity from the usual headers */
+		const char *mode = r->id_user != NULL ? "user"
+		        : r->id_vk != NULL            ? "vk"
+		        : r->id_session != NULL       ? "session"
+		                                      : NULL;
+		const char *who  = r->id_user != NULL ? r->id_user
+		         : r->id_vk != NULL           ? r->id_vk
+		                                      : r->id_session;
+		rc = mode != NULL ? mk_user_oauth_start(D.rt, id, mode, who,
+		                                        &url, &state, &err)
+		                  : MK_EINVAL;
+		answer_api(r, rc,
+		           rc == MK_EINVAL && err == NULL
+		                   ? strdup("user-oauth needs the caller's "
+		                            "identity "
+		                            "(X-MCP-User-Id, "
+		                            "X-MCP-Virtual-Key or "
+		                            "X-MCP-Session-Id)")
+		                   : err,
+		           200,
+		           rc == 0 ? json_pack("{s:s, s:s}", "authorize_url",
+		                               url, "session_id", state)
+		                   : NULL);
+		mk_free(url);
+		mk_free(state);
 	} else if (strcmp(action, "disable") == 0 ||
 	           strcmp(action, "enable") == 0) {
 		rc = action[0] == 'd' ? mk_client_disable(D.rt, id, &err)

@@ -54,7 +54,8 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_CR_SUBMIT_HEADERS] = "cr_submit_headers",
 		[MSG_CR_VERIFY_EXCHANGE] = "cr_verify_exchange",
 	[MSG_PS_ROW_GET] = "ps_row_get",
-	[MSG_CR_EVICT] = "cr_evict",
+		[MSG_CR_EVICT] = "cr_evict",
+	[MSG_SV_REFRESH] = "sv_refresh",
 };
 /* clang-format on */
 

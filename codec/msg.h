@@ -59,7 +59,8 @@ typedef enum codec_msg_type {
 	MSG_CR_VERIFY_EXCHANGE = 40, /* ask: token_exchange admin subject */
 	MSG_PS_ROW_GET         = 41, /* ask: one credential row by key */
 	MSG_CR_EVICT           = 42, /* ask: drop cached caller credentials */
-	MSG_COUNT                    /* number of types; not a type */
+	MSG_SV_REFRESH = 43, /* ask: a client's check (tool list) now */
+	MSG_COUNT            /* number of types; not a type */
 } codec_msg_type;
 
 /* codec_msg_name returns the type's name, or "?" when out of range. */

@@ -209,6 +209,12 @@ MK_API int mk_client_reauthorize(mk_runtime *rt, const char *client,
                                  char **err);
 MK_API int mk_oauth_complete(mk_runtime *rt, const char *state,
                              const char *code, char **client_id, char **err);
+/* mk_user_oauth_start starts a per_user_oauth caller's own flow: mode
+ * "user", "vk" or "session" and its identity; completed like the others
+ * (mk_oauth_complete).  Outputs as mk_client_initiate_verification. */
+MK_API int mk_user_oauth_start(mk_runtime *rt, const char *client,
+                               const char *mode, const char *identity,
+                               char **authorize_url, char **state, char **err);
 
 /*
  * The per-user auth types' two credential paths (SPEC sections 5-6).
@@ -310,6 +316,10 @@ MK_API int mk_client_update(mk_runtime *rt, const char *client,
 MK_API int mk_client_disable(mk_runtime *rt, const char *client, char **err);
 MK_API int mk_client_enable(mk_runtime *rt, const char *client, char **err);
 MK_API int mk_client_reconnect(mk_runtime *rt, const char *client, char **err);
+/* mk_client_refresh_tools runs the client's health check now (its tool
+ * list read again, written only if it changed).  Blocks until it ran. */
+MK_API int mk_client_refresh_tools(mk_runtime *rt, const char *client,
+                                   char **err);
 
 /*
  * mk_clients_json gives the client list as JSON: {"clients": [...],

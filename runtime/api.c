@@ -142,11 +142,11 @@ reply_str(kn_answer *a, const char *key)
 }
 
 static int
-oauth_start(mk_runtime *rt, const char *client, char **url, char **state,
-            char **err)
+oauth_start(mk_runtime *rt, const char *client, const char *mode,
+            const char *identity, char **url, char **state, char **err)
 {
 	const char *kv[] = {"client", client,     "mode",
-	                    "shared", "identity", ""};
+	                    mode,     "identity", identity};
 	kn_answer   a;
 	int         rv;
 
@@ -154,7 +154,7 @@ oauth_start(mk_runtime *rt, const char *client, char **url, char **state,
 		return (MK_EINVAL);
 	}
 	*url = NULL;
-	if ((rv = cr_ask(rt, MSG_CR_INITIATE, kv, 3, 1, &a, err)) != 0) {
+	if ((rv = cr_ask(rt, MSG_CR_INITIATE, kv, 3, 3, &a, err)) != 0) {
 		return (rv);
 	}
 	*url = reply_str(&a, "authorize_url");
@@ -169,14 +169,30 @@ int
 mk_client_initiate_verification(mk_runtime *rt, const char *client,
                                 char **authorize_url, char **state, char **err)
 {
-	return (oauth_start(rt, client, authorize_url, state, err));
+	return (oauth_start(rt, client, "shared", "", authorize_url, state,
+	                    err));
 }
 
 int
 mk_client_reauthorize(mk_runtime *rt, const char *client, char **authorize_url,
                       char **state, char **err)
 {
-	return (oauth_start(rt, client, authorize_url, state, err));
+	return (oauth_start(rt, client, "shared", "", authorize_url, state,
+	                    err));
+}
+
+int
+mk_user_oauth_start(mk_runtime *rt, const char *client, const char *mode,
+                    const char *identity, char **authorize_url, char **state,
+                    char **err)
+{
+	if (mode == NULL || identity == NULL || *identity == '\0' ||
+	    (strcmp(mode, "user") != 0 && strcmp(mode, "vk") != 0 &&
+	     strcmp(mode, "session") != 0)) {
+		return (MK_EINVAL);
+	}
+	return (oauth_start(rt, client, mode, identity, authorize_url, state,
+	                    err));
 }
 
 int
@@ -400,6 +416,12 @@ int
 mk_client_reconnect(mk_runtime *rt, const char *client, char **err)
 {
 	return (lifecycle(rt, MSG_SV_RECONNECT, client, err));
+}
+
+int
+mk_client_refresh_tools(mk_runtime *rt, const char *client, char **err)
+{
+	return (lifecycle(rt, MSG_SV_REFRESH, client, err));
 }
 
 int

@@ -514,6 +514,22 @@ per_user_oauth(void)
 	authorize_as(rt, p, "carol");
 	json_decref(p);
 	whoami_as(rt, "uo", "bob", NULL, "bob");
+	/* a caller's flow started up front (not from a refused call) */
+	char *url = NULL, *state = NULL, *err = NULL, code[256], st[64];
+	char  hinted[4096];
+	CHECK_EQ(mk_user_oauth_start(rt, "uo", "user", "zed", &url, &state,
+	                             &err),
+	         0);
+	snprintf(hinted, sizeof(hinted), "%s&login_hint=zed", url);
+	authorize(hinted, code, sizeof(code), st, sizeof(st));
+	CHECK(strcmp(st, state) == 0);
+	CHECK_EQ(mk_oauth_complete(rt, st, code, NULL, &err), 0);
+	whoami_as(rt, "uo", "zed", NULL, "zed");
+	mk_free(url);
+	mk_free(state);
+	CHECK_EQ(mk_user_oauth_start(rt, "uo", "admin", "x", &url, &state,
+	                             &err),
+	         MK_EINVAL);
 	/* interleaved, concurrently: each request carries its own token */
 	c0    = counters();
 	mix m = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};

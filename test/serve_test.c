@@ -183,6 +183,10 @@ api(void)
 	       "it has no OAuth flow");
 	expect("POST", "/api/mcp/client/nobody/reconnect", NULL, NULL, 404,
 	       "no MCP client");
+	expect("POST", "/api/mcp/client/svc/refresh-tools", NULL, NULL, 200,
+	       NULL);
+	expect("POST", "/api/mcp/client/svc/user-oauth", NULL, NULL, 400,
+	       "needs the caller's identity");
 	/* tools */
 	expect("POST", "/api/mcp/tool/execute",
 	       "{\"client\": \"svc\", \"tool\": \"echo\", \"arguments\": "

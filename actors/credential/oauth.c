@@ -717,12 +717,22 @@ cr_initiate(cr_self *cr, kn_msg *msg)
 		               "MCP client %s uses auth_type %s: it has no "
 		               "OAuth flow",
 		               c->name, cfg_auth_name(c->auth));
+	} else if (c->auth == CFG_AUTH_OAUTH && cr_callers_mode(mode)) {
+		cr_reply_error(
+		        cr, corr, MK_EINVAL, NULL,
+		        "MCP client %s uses one shared OAuth token: there "
+		        "is no flow per caller",
+		        c->name);
 	} else {
-		/* per_user_oauth: the admin's bootstrap (discovery) flow */
+		/* per_user_oauth: the admin's bootstrap (discovery) flow, or
+		 * a caller's own */
 		cr_flow_for(cr, c,
-		            c->auth == CFG_AUTH_PER_USER_OAUTH ? "admin"
-		                                               : mode,
-		            identity, corr, false);
+		            c->auth == CFG_AUTH_PER_USER_OAUTH &&
+		                            !cr_callers_mode(mode)
+		                    ? "admin"
+		                    : mode,
+		            cr_callers_mode(mode) ? identity : "", corr,
+		            false);
 	}
 	free(who);
 	free(mode);
