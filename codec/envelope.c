@@ -56,6 +56,7 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_PS_ROW_GET] = "ps_row_get",
 		[MSG_CR_EVICT] = "cr_evict",
 	[MSG_SV_REFRESH] = "sv_refresh",
+	[MSG_CL_METRICS] = "cl_metrics",
 };
 /* clang-format on */
 

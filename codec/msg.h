@@ -60,6 +60,7 @@ typedef enum codec_msg_type {
 	MSG_PS_ROW_GET         = 41, /* ask: one credential row by key */
 	MSG_CR_EVICT           = 42, /* ask: drop cached caller credentials */
 	MSG_SV_REFRESH = 43, /* ask: a client's check (tool list) now */
+	MSG_CL_METRICS = 44, /* ask: a client's counters */
 	MSG_COUNT            /* number of types; not a type */
 } codec_msg_type;
 

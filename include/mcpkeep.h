@@ -121,7 +121,11 @@ typedef struct mk_stats {
 	uint64_t store_queued;     /* writes waiting for the store */
 	uint64_t store_failures;   /* flushes that failed */
 	uint64_t store_dropped;    /* writes the store refused (reported) */
-	uint64_t store_tool_writes; /* tool lists written since open */
+	uint64_t store_tool_writes;  /* tool lists written since open */
+	uint64_t token_refreshes;    /* OAuth refresh requests sent */
+	uint64_t token_exchanges;    /* RFC 8693 exchange requests sent */
+	uint64_t token_requests;     /* every token-endpoint request */
+	uint64_t stream_subscribers; /* state-stream subscribers now */
 } mk_stats;
 
 /* mk_stats.store_state */
@@ -333,6 +337,21 @@ MK_API int mk_client_refresh_tools(mk_runtime *rt, const char *client,
  */
 MK_API int mk_clients_json(mk_runtime *rt, const char *filter_json,
                            char **out);
+
+/*
+ * mk_client_metrics_json gives one client's counters since it started, as
+ * JSON: {"transitions", "checks" (health checks run), "failures": {stage:
+ * n} (failed attempts by last_failure stage), "calls": {"ok", "error",
+ * "auth_required", "refused"} (tool calls by outcome; refused: rejected
+ * before running - bad arguments, a disabled client, a tool not allowed),
+ * "latency_buckets" (calls that took <= 5, 10, 25, 50, 100, 250, 500,
+ * 1000, 2500, 5000, 10000, 30000 ms, then longer; not cumulative),
+ * "latency_sum_us", "recoveries": {"per_call", "shared", "session"},
+ * "retries_skipped"}.  *out is malloc'd (mk_free).  Blocks briefly.
+ * Returns MK_OK, MK_EHANDLE, MK_EINVAL, MK_ENOENT, MK_ETIMEDOUT.
+ */
+MK_API int mk_client_metrics_json(mk_runtime *rt, const char *name,
+                                  char **out);
 
 /* A tool call. */
 typedef struct mk_call {

@@ -449,6 +449,41 @@ mk_clients_json(mk_runtime *rt, const char *filter_json, char **out)
 	return (*out != NULL ? 0 : MK_EPROTO);
 }
 
+int
+mk_client_metrics_json(mk_runtime *rt, const char *name, char **out)
+{
+	char      who[160];
+	kn_actor *a;
+	kn_answer ans;
+	mp_r      r;
+	int       rv;
+
+	if (out == NULL) {
+		return (MK_EINVAL);
+	}
+	*out = NULL;
+	if (!rt_valid(rt)) {
+		return (MK_EHANDLE);
+	}
+	if (name == NULL) {
+		return (MK_EINVAL);
+	}
+	snprintf(who, sizeof(who), CLIENT_PREFIX "%s", name);
+	if (kn_lookup(rt->kernel, who, &a) != 0) {
+		return (MK_ENOENT);
+	}
+	rv = kn_ask(a, MSG_CL_METRICS, "\x80", 1, rt->opts.ask_timeout_ms,
+	            &ans);
+	kn_actor_release(&a);
+	if (rv == 0 && mp_r_open(&r, ans.data, ans.len) == 0) {
+		*out = mp_dup_str(mp_get(&r, "json"));
+		mp_r_close(&r);
+		rv = *out != NULL ? 0 : MK_EPROTO;
+	}
+	free(ans.data);
+	return (rv);
+}
+
 /* ---- tool calls ------------------------------------------------------- */
 
 void

@@ -375,5 +375,22 @@ mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms)
 		}
 		free(r.data);
 	}
+	if (rv == 0 && rt->credential != NULL &&
+	    kn_ask(rt->credential, MSG_CR_STATS, "\x80", 1, timeout_ms, &r) ==
+	            0) {
+		mp_r m;
+		mp_r_open(&m, r.data, r.len);
+		out->token_refreshes =
+		        (uint64_t)mp_int(mp_get(&m, "refreshes"), 0);
+		out->token_exchanges =
+		        (uint64_t)mp_int(mp_get(&m, "exchanges"), 0);
+		out->token_requests =
+		        (uint64_t)mp_int(mp_get(&m, "token_requests"), 0);
+		mp_r_close(&m);
+		free(r.data);
+	}
+	if (rv == 0) {
+		out->stream_subscribers = kn_stream_subscribers(rt->stream);
+	}
 	return (rv);
 }

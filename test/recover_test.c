@@ -175,6 +175,25 @@ per_user(void)
 	mk_result_free(&res);
 	CHECK_EQ(tool_count("counted_destructive"), de);
 	whoami_as(rt, "ru", "hank", NULL, "hank"); /* the new token works */
+	/* the counters saw it: three recoveries, one retry skipped */
+	char   *mt = NULL;
+	json_t *m;
+	CHECK_EQ(mk_client_metrics_json(rt, "ru", &mt), 0);
+	CHECK((m = json_loads(mt, 0, NULL)) != NULL);
+	mk_free(mt);
+	CHECK_EQ(json_integer_value(json_object_get(
+	                 json_object_get(m, "recoveries"), "per_call")),
+	         3);
+	CHECK_EQ(json_integer_value(json_object_get(m, "retries_skipped")), 1);
+	CHECK_EQ(json_integer_value(json_object_get(
+	                 json_object_get(m, "calls"), "error")),
+	         2);
+	CHECK(json_integer_value(json_object_get(json_object_get(m, "calls"),
+	                                         "auth_required")) >= 1);
+	json_decref(m);
+	CHECK_EQ(mk_client_metrics_json(rt, "nobody", &mt), MK_ENOENT);
+	CHECK(mt == NULL);
+	CHECK_EQ(mk_client_metrics_json(rt, NULL, &mt), MK_EINVAL);
 	close_rt(&rt, &sb);
 }
 

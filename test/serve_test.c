@@ -19,6 +19,7 @@
 
 #include <nng/nng.h>
 #include <nng/protocol/pubsub0/sub.h>
+#include <nng/supplemental/util/platform.h>
 
 #include "mcpkeep.h"
 #include "peer.h"
@@ -78,6 +79,43 @@ expect(const char *method, const char *path, const char *body,
 		CHECK(0);
 	}
 	free(out);
+}
+
+/* The value of one series in /metrics text, or -1 when absent. */
+static double
+metric(const char *text, const char *series)
+{
+	size_t      n = strlen(series);
+	const char *p = text;
+
+	while ((p = strstr(p, series)) != NULL) {
+		if ((p == text || p[-1] == '\n') && p[n] == ' ') {
+			return (strtod(p + n + 1, NULL));
+		}
+		p += n;
+	}
+	return (-1);
+}
+
+/* Reads /metrics until series is within [lo, hi] (true), or WAIT_MS
+ * passed: each read is a round trip to the daemon, what it waits on. */
+static bool
+metric_within(const char *series, double lo, double hi)
+{
+	nng_time until = nng_clock() + WAIT_MS;
+	double   v;
+
+	do {
+		long  st;
+		char *out = http("GET", "/metrics", NULL, NULL, &st);
+		v         = st == 200 ? metric(out, series) : -1;
+		free(out);
+		if (v >= lo && v <= hi) {
+			return (true);
+		}
+	} while (nng_clock() < until);
+	fprintf(stderr, "%s is %g (wanted %g..%g)\n", series, v, lo, hi);
+	return (false);
 }
 
 /* Starts the daemon on config text (written to dir/name), env extra. */
@@ -176,7 +214,11 @@ api(void)
 			break;
 		}
 	}
+	CHECK(metric_within("mcpkeep_stream_subscribers", 1, 1));
 	nng_close(s);
+	CHECK(metric_within("mcpkeep_stream_subscribers", 0, 0));
+	CHECK(metric_within("mcpkeep_state_transitions_total{client=\"svst\"}",
+	                    2, 1e9));
 	expect("POST", "/api/mcp/client/svst/reconnect", NULL, NULL, 400,
 	       "enable it first");
 	expect("POST", "/api/mcp/client/svst/reauthorize", NULL, NULL, 400,
@@ -224,9 +266,38 @@ api(void)
 	         0);
 	peer_stop(&w);
 	CHECK(WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0);
-	/* metrics */
-	expect("GET", "/metrics", NULL, NULL, 200,
-	       "mcpkeep_clients{state=\"healthy\"} 1");
+	/* metrics: calls by outcome with their latency, checks, failures
+	 * by stage (a client whose server is not there) */
+	expect("POST", "/api/mcp/tool/execute",
+	       "{\"client\": \"svst\", \"tool\": \"echo\"}", NULL, 400,
+	       "MCP client svst is disabled");
+	snprintf(body, sizeof(body),
+	         "{\"name\": \"gone\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\"}",
+	         peer_free_port());
+	expect("POST", "/api/mcp/client", body, NULL, 201, "\"id\"");
+	CHECK(metric_within(
+	        "mcpkeep_failures_total{client=\"gone\",stage=\"connect\"}", 1,
+	        1e9));
+	CHECK(metric_within("mcpkeep_clients{state=\"healthy\"}", 1, 1));
+	CHECK(metric_within("mcpkeep_clients{state=\"unstable\"}", 1, 1));
+	CHECK(metric_within(
+	        "mcpkeep_tool_calls_total{client=\"svc\",outcome=\"ok\"}", 2,
+	        2));
+	CHECK(metric_within("mcpkeep_tool_calls_total{client=\"svst\","
+	                    "outcome=\"refused\"}",
+	                    1, 1));
+	CHECK(metric_within("mcpkeep_tool_call_duration_seconds_count{client="
+	                    "\"svc\"}",
+	                    2, 2));
+	CHECK(metric_within("mcpkeep_tool_call_duration_seconds_bucket{client="
+	                    "\"svc\",le=\"+Inf\"}",
+	                    2, 2));
+	CHECK(metric_within("mcpkeep_health_checks_total{client=\"svc\"}", 1,
+	                    1e9));
+	CHECK(metric_within("mcpkeep_failures_total{client=\"svc\",stage="
+	                    "\"connect\"}",
+	                    0, 0));
 	expect("GET", "/nowhere", NULL, NULL, 404, "no such endpoint");
 	peer_stop(&d);
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);

@@ -3,10 +3,11 @@
 # Sourced by tools/run.sh and tools/test.sh; safe to run again.
 set -eu
 
-# (chromium: the status page's test runs in a real browser)
+# (chromium: the status page's test runs in a real browser; curl: the
+# README's curl lines are run as printed)
 MK_APT_PACKAGES="gcc clang libclang-rt-14-dev clang-format meson ninja-build
 pkg-config cmake python3 libnng-dev libmsgpack-dev libcurl4-openssl-dev
-libsqlite3-dev libjansson-dev libssl-dev chromium"
+libsqlite3-dev libjansson-dev libssl-dev chromium curl"
 
 mk_missing=""
 for p in $MK_APT_PACKAGES; do

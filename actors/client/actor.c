@@ -132,6 +132,88 @@ publish_state(client *cl, cstate old)
 	mp_w_fini(&w);
 }
 
+const int64_t cm_bounds_ms[CM_BUCKETS] = {5,   10,   25,   50,   100,   250,
+                                          500, 1000, 2500, 5000, 10000, 30000};
+static const char *const cm_stages[CM_STAGES] = {
+        "connect",        "ping",           "list_tools",
+        "tool_discovery", "transport_lost", "credential"};
+
+void
+cm_failure(client *cl, const char *stage)
+{
+	for (int i = 0; i < CM_STAGES; i++) {
+		if (strcmp(stage, cm_stages[i]) == 0) {
+			cl->m.failures[i]++;
+		}
+	}
+}
+
+void
+cm_call(client *cl, const call *c, int outcome)
+{
+	int64_t us = (kn_now_ns() - c->t0) / 1000;
+	int     b  = 0;
+
+	cl->m.calls[outcome]++;
+	while (b < CM_BUCKETS && us > cm_bounds_ms[b] * 1000) {
+		b++;
+	}
+	cl->m.buckets[b]++;
+	cl->m.sum_us += (uint64_t)(us > 0 ? us : 0);
+}
+
+/* The counters, as mk_client_metrics_json gives them. */
+static json_t *
+metrics_json(const client *cl)
+{
+	json_t *f = json_object(), *b = json_array();
+
+	for (int i = 0; i < CM_STAGES; i++) {
+		json_object_set_new(
+		        f, cm_stages[i],
+		        json_integer((json_int_t)cl->m.failures[i]));
+	}
+	for (int i = 0; i <= CM_BUCKETS; i++) {
+		json_array_append_new(
+		        b, json_integer((json_int_t)cl->m.buckets[i]));
+	}
+	return (json_pack("{s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I}, s:o, s:I, "
+	                  "s:{s:I, s:I, s:I}, s:I}",
+	                  "transitions", (json_int_t)cl->m.transitions,
+	                  "checks", (json_int_t)cl->m.checks, "failures", f,
+	                  "calls", "ok", (json_int_t)cl->m.calls[CM_OK],
+	                  "error", (json_int_t)cl->m.calls[CM_ERROR],
+	                  "auth_required", (json_int_t)cl->m.calls[CM_AUTH],
+	                  "refused", (json_int_t)cl->m.calls[CM_REFUSED],
+	                  "latency_buckets", b, "latency_sum_us",
+	                  (json_int_t)cl->m.sum_us, "recoveries", "per_call",
+	                  (json_int_t)cl->m.recoveries[0], "shared",
+	                  (json_int_t)cl->m.recoveries[1], "session",
+	                  (json_int_t)cl->m.recoveries[2], "retries_skipped",
+	                  (json_int_t)cl->m.skipped));
+}
+
+static void
+on_metrics(client *cl, kn_msg *msg)
+{
+	json_t *m    = metrics_json(cl);
+	char   *text = m != NULL ? json_dumps(m, JSON_COMPACT) : NULL;
+	mp_w    w;
+
+	json_decref(m);
+	if (text == NULL) {
+		kn_reply_error(kn_actor_kernel(cl->self), kn_defer(msg),
+		               MK_ENOMEM, "out of memory");
+		return;
+	}
+	mp_w_init(&w);
+	mp_map(&w, 1);
+	mp_kv_str(&w, "json", text);
+	kn_reply(cl->self, msg, 0, w.sb.data, w.sb.size);
+	mp_w_fini(&w);
+	free(text);
+}
+
 static json_t *
 view_json(client *cl)
 {
@@ -208,6 +290,7 @@ client_transition(client *cl)
 	/* the supervisor has the view before anyone hears of the change */
 	client_push_view(cl);
 	publish_state(cl, old);
+	cl->m.transitions++;
 	cl->shown     = now;
 	cl->announced = true;
 }
@@ -223,18 +306,13 @@ client_set_state(client *cl, cstate s)
 	client_transition(cl);
 }
 
-void
-client_fail(client *cl, cstate s, const char *stage, const char *message)
+bool
+client_failure(client *cl, const char *stage, const char *message)
 {
-	cstate old = cl->state;
-	char  *norm;
+	char *norm = text_failure_message(message);
 
-	/* authoritative states are never overwritten by a result */
-	if (old == CS_DISABLED || old == CS_REAUTH || old == CS_PENDING) {
-		return;
-	}
-	if ((norm = text_failure_message(message)) == NULL) {
-		return;
+	if (norm == NULL) {
+		return (false);
 	}
 	kn_rfc3339(cl->lf_at, sizeof(cl->lf_at));
 	if (!cl->lf_set) {
@@ -244,8 +322,24 @@ client_fail(client *cl, cstate s, const char *stage, const char *message)
 	cl->lf_message = norm;
 	snprintf(cl->lf_stage, sizeof(cl->lf_stage), "%s", stage);
 	cl->lf_set = true;
-	cl->state  = s;
+	cm_failure(cl, stage);
 	KN_DEBUG("client", "%s: %s failed: %s", cl->cfg->name, stage, norm);
+	return (true);
+}
+
+void
+client_fail(client *cl, cstate s, const char *stage, const char *message)
+{
+	cstate old = cl->state;
+
+	/* authoritative states are never overwritten by a result */
+	if (old == CS_DISABLED || old == CS_REAUTH || old == CS_PENDING) {
+		return;
+	}
+	if (!client_failure(cl, stage, message)) {
+		return;
+	}
+	cl->state = s;
 	client_transition(cl); /* or, unchanged, a view with the new "at" */
 }
 
@@ -711,6 +805,9 @@ cl_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case MSG_CL_CRED:
 		cred_on_notice(cl, msg);
+		return (0);
+	case MSG_CL_METRICS:
+		on_metrics(cl, msg);
 		return (0);
 	default:
 		assert(!"client: unexpected message");

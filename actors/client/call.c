@@ -51,6 +51,7 @@ reply_result(client *cl, call *c, const mcp_error *err, json_t *result)
 	char   *rtext = rec != NULL ? json_dumps(rec, JSON_COMPACT) : NULL;
 
 	json_decref(rec);
+	cm_call(cl, c, err != NULL ? CM_ERROR : CM_OK);
 	if (err != NULL) {
 		mp_w_init(&w);
 		mp_map(&w, rtext != NULL ? 4 : 3);
@@ -224,6 +225,7 @@ pc_cred(client *cl, void *arg, uint64_t seq, int status, const char *err)
 		kn_reply_corr(kn_actor_kernel(cl->self), c->corr, MK_EAUTH,
 		              w.sb.data, w.sb.size);
 		mp_w_fini(&w);
+		cm_call(cl, c, CM_AUTH);
 		cl->calls--;
 		call_free(c);
 		return;
@@ -301,6 +303,7 @@ call_start(client *cl, kn_msg *msg)
 	}
 	c->cl   = cl;
 	c->corr = corr;
+	c->t0   = kn_now_ns();
 	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
 	c->tool     = mp_dup_str(mp_get(&r, "tool"));
 	c->mode     = mp_dup_str(mp_get(&r, "mode"));
@@ -316,8 +319,7 @@ call_start(client *cl, kn_msg *msg)
 		reply_error(cl, corr, MK_EINVAL,
 		            "a tool call needs a tool name and an arguments "
 		            "object");
-		call_free(c);
-		return;
+		goto refuse;
 	}
 	if (cfg_auth_per_user(cl->cfg->auth) &&
 	    (c->identity == NULL || *c->identity == '\0')) {
@@ -328,8 +330,7 @@ call_start(client *cl, kn_msg *msg)
 		        "(X-MCP-User-Id), a virtual key (X-MCP-Virtual-Key) "
 		        "or a session id (X-MCP-Session-Id)",
 		        cl->cfg->name);
-		call_free(c);
-		return;
+		goto refuse;
 	}
 	if (cl->state == CS_DISABLED || cl->state == CS_REAUTH ||
 	    cl->state == CS_PENDING) {
@@ -339,16 +340,14 @@ call_start(client *cl, kn_msg *msg)
 		                    : cl->state == CS_REAUTH
 		                    ? "waiting for reauthorization"
 		                    : "pending verification");
-		call_free(c);
-		return;
+		goto refuse;
 	}
 	if (!allowed(cl->cfg, c->tool)) {
 		reply_error(cl, corr, MK_EINVAL,
 		            "tool %.200s is not in tools_to_execute of MCP "
 		            "client %s",
 		            c->tool, cl->cfg->name);
-		call_free(c);
-		return;
+		goto refuse;
 	}
 	if (timeout <= 0 || timeout > cl->exec_ms) {
 		timeout = cl->exec_ms;
@@ -363,6 +362,11 @@ call_start(client *cl, kn_msg *msg)
 		cl->queued = c;
 		dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
 	}
+	return;
+
+refuse:
+	cl->m.calls[CM_REFUSED]++;
+	call_free(c);
 }
 
 void
@@ -372,23 +376,25 @@ call_run_queued(client *cl, const char *failure)
 
 	while ((c = cl->queued) != NULL) {
 		cl->queued = c->next;
+		if (failure == NULL && kn_now_ns() < c->deadline &&
+		    conn_usable(cl)) {
+			run_sticky(cl, c);
+			continue;
+		}
+		cm_call(cl, c, CM_ERROR);
 		if (failure != NULL) {
 			reply_error(cl, c->corr, MK_EUPSTREAM,
 			            "no connection to MCP client %s: %s",
 			            cl->cfg->name, failure);
-			call_free(c);
 		} else if (kn_now_ns() >= c->deadline) {
 			reply_error(cl, c->corr, MK_ETIMEDOUT,
 			            "tool call timed out waiting for a "
 			            "connection");
-			call_free(c);
-		} else if (conn_usable(cl)) {
-			run_sticky(cl, c);
 		} else {
 			reply_error(cl, c->corr, MK_EUPSTREAM,
 			            "no connection to MCP client %s",
 			            cl->cfg->name);
-			call_free(c);
 		}
+		call_free(c);
 	}
 }

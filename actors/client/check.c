@@ -182,6 +182,7 @@ check_start(client *cl, uint64_t corr)
 	k->corr  = corr;
 	k->phase = cl->cfg->ping ? PH_PING : PH_LIST;
 	cl->chk  = k;
+	cl->m.checks++;
 	run(cl);
 }
 

@@ -33,6 +33,8 @@
  *   MSG_CL_RECONNECT ask  {}  -> {} | error (joins one in progress)
  *   MSG_CL_DISABLE   ask  {}  -> {}
  *   MSG_CL_ENABLE    ask  {}  -> {} | error (the connect's)
+ *   MSG_CL_METRICS   ask  {}  -> {"json": text} (its counters: see
+ *                          mk_client_metrics_json)
  *   MSG_CL_CRED      tell {"status": "active" | "refreshed" |
  *                          "needs_reauth" | "rotated", "message"} from
  *                          the credential actor (see cred.c)

@@ -35,6 +35,22 @@ typedef enum dwhy {
 
 typedef struct client client;
 
+/* Counters of a client, for the daemon's /metrics (in the view). */
+#define CM_STAGES  6  /* last_failure stages, in cm_stage order */
+#define CM_BUCKETS 12 /* call latency bounds (ms), then +Inf */
+enum { CM_OK, CM_ERROR, CM_AUTH, CM_REFUSED, CM_OUTCOMES };
+typedef struct cmetrics {
+	uint64_t transitions;             /* state transitions published */
+	uint64_t checks;                  /* health checks run */
+	uint64_t failures[CM_STAGES];     /* failed attempts, by stage */
+	uint64_t calls[CM_OUTCOMES];      /* tool calls, by outcome */
+	uint64_t buckets[CM_BUCKETS + 1]; /* calls that took <= bound */
+	uint64_t sum_us;                  /* their total time */
+	uint64_t recoveries[3];           /* per_call, shared, session */
+	uint64_t skipped;                 /* retries skipped for safety */
+} cmetrics;
+extern const int64_t cm_bounds_ms[CM_BUCKETS];
+
 /* A sticky connection. */
 typedef struct sconn {
 	client       *cl;       /* owner */
@@ -82,6 +98,7 @@ typedef struct call {
 	mcp_error   *orig;      /* the failure it recovers from */
 	uint64_t     gen;    /* sticky: the connection generation it ran on */
 	uint64_t     rtimer; /* sticky recovery: the caller's wait */
+	int64_t      t0;     /* when it arrived (monotonic ns) */
 	struct call *rnext;  /* waiting for the recovery's reconnect */
 	uint64_t     corr;   /* the deferred ask */
 	char        *tool;   /* tool name */
@@ -140,18 +157,22 @@ struct client {
 	struct fetch *fetches; /* waiting for the credential ask in flight */
 	bool          fetching;  /* that ask is out */
 	struct call *recovering; /* calls waiting for a recovery's reconnect */
-	bool rec_active;  /* a recovery's refresh + reconnect is running */
-	bool admin_dead;  /* per-user: the admin's discovery credential
-	                   * died (needs_reauth projection) */
-	strmap ufetch;    /* per-user: identity -> calls waiting for its
-	                   * credential (one ask per identity) */
-	unsigned maxconn; /* idle connections curl may keep */
+	bool     rec_active; /* a recovery's refresh + reconnect is running */
+	cmetrics m;          /* counters for /metrics */
+	bool     admin_dead; /* per-user: the admin's discovery credential
+	                      * died (needs_reauth projection) */
+	strmap ufetch;       /* per-user: identity -> calls waiting for its
+	                      * credential (one ask per identity) */
+	unsigned maxconn;    /* idle connections curl may keep */
 };
 
 /* actor.c */
 const char *cstate_name(cstate s);
 void        client_set_state(client *cl, cstate s);
 void client_fail(client *cl, cstate s, const char *stage, const char *message);
+/* Records a failed attempt as last_failure (and counts it); false when
+ * out of memory. */
+bool client_failure(client *cl, const char *stage, const char *message);
 void client_pass(client *cl);
 void client_set_tools(client *cl, json_t *tools);
 void client_push_view(client *cl);
@@ -202,6 +223,8 @@ char **cred_lines(client *cl, char *cred);
 void   cred_fini(client *cl);
 void   client_reauth(client *cl, const char *message);
 void   client_transition(client *cl);
+void   cm_failure(client *cl, const char *stage);       /* counts one */
+void   cm_call(client *cl, const call *c, int outcome); /* counts one */
 
 /* recover.c (SPEC section 7) */
 bool auth_failure(const mcp_error *e);

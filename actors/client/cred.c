@@ -150,19 +150,7 @@ cred_dead(client *cl, const char *message)
 {
 	if (cfg_auth_per_user(cl->cfg->auth)) {
 		/* callers keep working; only discovery pauses */
-		char *norm = text_failure_message(message);
-		if (norm != NULL) {
-			kn_rfc3339(cl->lf_at, sizeof(cl->lf_at));
-			if (!cl->lf_set) {
-				memcpy(cl->lf_since, cl->lf_at,
-				       sizeof(cl->lf_since));
-			}
-			free(cl->lf_message);
-			cl->lf_message = norm;
-			snprintf(cl->lf_stage, sizeof(cl->lf_stage),
-			         "credential");
-			cl->lf_set = true;
-		}
+		(void)client_failure(cl, "credential", message);
 		cl->admin_dead = true;
 		set_cred(cl, NULL);
 		client_transition(cl);
@@ -180,8 +168,6 @@ cred_clear(client *cl)
 void
 client_reauth(client *cl, const char *message)
 {
-	char *norm = text_failure_message(message);
-
 	if (cl->state == CS_DISABLED) {
 		return; /* authoritative; the credential's state shows later */
 	}
@@ -190,16 +176,7 @@ client_reauth(client *cl, const char *message)
 	conn_close_all(cl);
 	call_run_queued(cl, "the MCP client needs reauthorization");
 	set_cred(cl, NULL);
-	if (norm != NULL) {
-		kn_rfc3339(cl->lf_at, sizeof(cl->lf_at));
-		if (!cl->lf_set) {
-			memcpy(cl->lf_since, cl->lf_at, sizeof(cl->lf_since));
-		}
-		free(cl->lf_message);
-		cl->lf_message = norm;
-		snprintf(cl->lf_stage, sizeof(cl->lf_stage), "credential");
-		cl->lf_set = true;
-	}
+	(void)client_failure(cl, "credential", message);
 	cl->state = CS_REAUTH;
 	client_transition(cl);
 }

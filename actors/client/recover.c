@@ -130,6 +130,10 @@ begin(client *cl, call *c, const mcp_error *err, const char *path)
 	c->recovered = true;
 	c->path      = path;
 	c->skipped   = !retry_safe(cl, c->tool);
+	cl->m.recoveries[strcmp(path, "per_call") == 0         ? 0
+	                         : strcmp(path, "shared") == 0 ? 1
+	                                                       : 2]++;
+	cl->m.skipped += c->skipped;
 	KN_DEBUG("client", "%s: %s: %s recovery after: %s%s", cl->cfg->name,
 	         c->tool, path, err->message,
 	         c->skipped ? "; its retry is skipped (not safe to repeat)"

@@ -1,0 +1,117 @@
+#!/bin/bash
+# readme_test.sh README - runs the README's curl lines (between the
+# readme-test markers), as printed, against a real daemon whose clients
+# are test/peers/inject.mjs (svst, docs) and test/peers/oauth.mjs (notes,
+# team, vault, pal); each must answer the status its comment names.
+# Where a line needs what an earlier answer gave, this script does what a
+# user would: signs in at the authorize_url (STATE, CODE), keeps the
+# session_id of a mcp_auth_required (SID).  Every wait reads a pipe with a
+# deadline.  Needs MK_MCPKEEP, MK_PEERS_DIR, node, curl and python3.
+set -u
+readme=$1
+tmp=$(mktemp -d /tmp/mk-readme-XXXXXX)
+pids=()
+fail=0
+cleanup() {
+	for p in "${pids[@]}"; do
+		kill -TERM "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# start NAME PATTERN CMD...: runs CMD with stdout on a pipe, reads it until
+# a line matches PATTERN (30 s at most); sets got to the line's first
+# group.  The pipe stays open (fds kept) for what CMD writes later.
+start() {
+	local name=$1 pattern=$2 line
+	shift 2
+	mkfifo "$tmp/$name.out"
+	"$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+	pids+=($!)
+	exec {fd}<"$tmp/$name.out"
+	while IFS= read -r -t 30 -u "$fd" line; do
+		if [[ $line =~ $pattern ]]; then
+			got=${BASH_REMATCH[1]}
+			return 0
+		fi
+	done
+	echo "$name did not start:" >&2
+	cat "$tmp/$name.err" >&2
+	return 1
+}
+
+json() { # json KEY: the KEY of the JSON object on stdin (or nothing)
+	python3 -c 'import json, sys
+try:
+    v = json.load(sys.stdin)
+    for k in sys.argv[1].split("."):
+        v = v[k]
+    print(v)
+except Exception:
+    pass' "$1"
+}
+
+start inject 'listening on port ([0-9]+)' node "$MK_PEERS_DIR/inject.mjs" http --port 0 || exit 1
+mcp=$got
+start oauth 'listening on port ([0-9]+)' node "$MK_PEERS_DIR/oauth.mjs" --port 0 || exit 1
+as=$got
+MCP_URL=http://127.0.0.1:$mcp/mcp
+AS=http://127.0.0.1:$as
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$tmp/config.json" <<EOF
+{"server": {"listen": "127.0.0.1:$port", "admin_token": "readme-admin"},
+ "mcp": {"client_configs": [
+  {"name": "svst", "connection_type": "http", "connection_string": "$MCP_URL",
+   "needs_session_stickiness": true},
+  {"name": "notes", "connection_type": "http", "connection_string": "$AS/mcp",
+   "auth_type": "oauth", "oauth_config": {}},
+  {"name": "team", "connection_type": "http", "connection_string": "$AS/mcp",
+   "auth_type": "per_user_headers", "per_user_header_keys": ["x-api-key"],
+   "tools_to_execute": ["*"]},
+  {"name": "vault", "connection_type": "http", "connection_string": "$AS/mcp",
+   "auth_type": "token_exchange", "tools_to_execute": ["*"],
+   "token_exchange": {"token_url": "$AS/token", "audience": "https://api.example",
+    "client_id": "static-client", "client_secret": "static-secret"}},
+  {"name": "pal", "connection_type": "http", "connection_string": "$AS/mcp",
+   "auth_type": "per_user_oauth", "oauth_config": {}}]}}
+EOF
+start daemon 'serving http://127.0.0.1:([0-9]+)' "$MK_MCPKEEP" serve -c "$tmp/config.json" --store "$tmp/store.db" || exit 1
+
+MK=http://127.0.0.1:$port
+MCPKEEP_ADMIN_TOKEN=readme-admin
+AUTH="Authorization: Bearer $MCPKEEP_ADMIN_TOKEN"
+STATE='' CODE='' SID=''
+n=0
+while IFS= read -r line; do
+	[[ $line == curl\ * ]] || continue
+	n=$((n + 1))
+	want=${line##*# }
+	want=${want%% *}
+	# the line as printed, its status and body kept
+	out=$(eval "${line%%#*} -o $tmp/body -w '%{http_code}'" 2>&1)
+	body=$(cat "$tmp/body" 2>/dev/null)
+	if [[ $out != "$want" ]]; then
+		echo "FAIL: $line"
+		echo "  answered $out (wanted $want): $body"
+		fail=1
+		continue
+	fi
+	echo "ok $n: ${line:0:100}"
+	url=$(json authorize_url <<<"$body")
+	if [[ -n $url ]]; then # sign in, as the user would
+		loc=$(curl -s -o /dev/null -w '%{redirect_url}' "$url&login_hint=ops")
+		CODE=$(python3 -c 'import sys, urllib.parse as u
+q = u.parse_qs(u.urlparse(sys.argv[1]).query); print(q["code"][0])' "$loc")
+		STATE=$(python3 -c 'import sys, urllib.parse as u
+q = u.parse_qs(u.urlparse(sys.argv[1]).query); print(q["state"][0])' "$loc")
+	fi
+	sid=$(json mcp_auth_required.session_id <<<"$body")
+	[[ -z $sid ]] || SID=$sid
+done < <(sed -n '/<!-- readme-test:begin -->/,/<!-- readme-test:end -->/p' "$readme")
+if [[ $n -lt 20 ]]; then
+	echo "FAIL: only $n curl lines found in $readme"
+	fail=1
+fi
+exit $fail
