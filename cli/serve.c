@@ -30,9 +30,10 @@
 #include "cli/cli.h"
 #include "mcpkeep.h"
 
-#define BODY_MAX       (1024 * 1024) /* bytes of a request body */
-#define WORKERS        4             /* threads for blocking API calls */
-#define DRAIN_MS       10000         /* calls in flight at shutdown, at most */
+#define BODY_MAX       (1024 * 1024)   /* bytes of a request body */
+#define BODY_READ_MAX  (16 * BODY_MAX) /* what nng reads (larger: 400) */
+#define WORKERS        4               /* threads for blocking API calls */
+#define DRAIN_MS       10000 /* calls in flight at shutdown, at most */
 #define LISTEN_DEFAULT "127.0.0.1:8080"
 
 extern const char   status_html[]; /* cli/status.html, embedded */
@@ -754,13 +755,20 @@ metrics(req *r)
 static void
 route(req *r)
 {
-	json_t *body = NULL;
+	json_t      *body = NULL;
+	json_error_t je;
 
-	if (r->body != NULL && *r->body != '\0') {
-		body = json_loads(r->body, 0,
-		                  NULL); /* (not inside the macro) */
+	if (r->body != NULL && *r->body != '\0' &&
+	    (body = json_loads(r->body, 0, &je)) == NULL) {
+		/* (where, not jansson's text: it quotes the body) */
+		char msg[96];
+		snprintf(msg, sizeof(msg),
+		         "the body is not valid JSON (line %d, column %d)",
+		         je.line, je.column);
+		answer_error(r, 400, msg);
+		return;
 	}
-	if (r->body != NULL && *r->body != '\0' && !json_is_object(body)) {
+	if (body != NULL && !json_is_object(body)) {
 		json_decref(body);
 		answer_error(r, 400, "the body must be a JSON object");
 		return;
@@ -885,7 +893,7 @@ on_http(nng_aio *aio)
 	r->path   = q != NULL ? strndup(uri, (size_t)(q - uri)) : strdup(uri);
 	r->query  = strdup(q != NULL ? q + 1 : "");
 	nng_http_req_get_data(h, &data, &len);
-	r->body       = len > 0 ? strndup(data, len) : NULL;
+	r->body       = len > 0 && len <= BODY_MAX ? strndup(data, len) : NULL;
 	r->id_user    = header_dup(h, "X-MCP-User-Id");
 	r->id_vk      = header_dup(h, "X-MCP-Virtual-Key");
 	r->id_session = header_dup(h, "X-MCP-Session-Id");
@@ -894,6 +902,13 @@ on_http(nng_aio *aio)
 	pthread_mutex_unlock(&D.mtx);
 	if (r->method == NULL || r->path == NULL || r->query == NULL) {
 		answer_error(r, 500, "out of memory");
+		return;
+	}
+	if (len > BODY_MAX) {
+		char msg[64];
+		snprintf(msg, sizeof(msg), "the request body is over %d bytes",
+		         BODY_MAX);
+		answer_error(r, 413, msg);
 		return;
 	}
 	const char *authz = nng_http_req_get_header(h, "Authorization");
@@ -1170,7 +1185,8 @@ cmd_serve(int argc, char **argv)
 	    (rv = nng_http_handler_alloc(&hh, "/", on_http)) != 0 ||
 	    (rv = nng_http_handler_set_method(hh, NULL)) != 0 ||
 	    (rv = nng_http_handler_set_tree(hh)) != 0 ||
-	    (rv = nng_http_handler_collect_body(hh, true, BODY_MAX)) != 0 ||
+	    (rv = nng_http_handler_collect_body(hh, true, BODY_READ_MAX)) !=
+	            0 ||
 	    (rv = nng_http_server_add_handler(D.http, hh)) != 0 ||
 	    (hh = NULL, rv = nng_http_server_start(D.http)) != 0) {
 		fprintf(stderr, "mcpkeep serve: cannot serve %s: %s\n", url,

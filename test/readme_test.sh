@@ -5,8 +5,8 @@
 # team, vault, pal); each must answer the status its comment names.
 # Where a line needs what an earlier answer gave, this script does what a
 # user would: signs in at the authorize_url (STATE, CODE), keeps the
-# session_id of a mcp_auth_required (SID).  Every wait reads a pipe with a
-# deadline.  Needs MK_MCPKEEP, MK_PEERS_DIR, node, curl and python3.
+# session_id of a mcp_auth_required (SID).  Then no answer and no log line
+# may hold a secret.  Every wait reads a pipe with a deadline.  Needs MK_MCPKEEP, MK_PEERS_DIR, node, curl and python3.
 set -u
 readme=$1
 tmp=$(mktemp -d /tmp/mk-readme-XXXXXX)
@@ -77,7 +77,7 @@ cat >"$tmp/config.json" <<EOF
   {"name": "pal", "connection_type": "http", "connection_string": "$AS/mcp",
    "auth_type": "per_user_oauth", "oauth_config": {}}]}}
 EOF
-start daemon 'serving http://127.0.0.1:([0-9]+)' "$MK_MCPKEEP" serve -c "$tmp/config.json" --store "$tmp/store.db" || exit 1
+start daemon 'serving http://127.0.0.1:([0-9]+)' env MCPKEEP_LOG=debug "$MK_MCPKEEP" serve -c "$tmp/config.json" --store "$tmp/store.db" || exit 1
 
 MK=http://127.0.0.1:$port
 MCPKEEP_ADMIN_TOKEN=readme-admin
@@ -92,6 +92,7 @@ while IFS= read -r line; do
 	# the line as printed, its status and body kept
 	out=$(eval "${line%%#*} -o $tmp/body -w '%{http_code}'" 2>&1)
 	body=$(cat "$tmp/body" 2>/dev/null)
+	cat "$tmp/body" >>"$tmp/all" 2>/dev/null
 	if [[ $out != "$want" ]]; then
 		echo "FAIL: $line"
 		echo "  answered $out (wanted $want): $body"
@@ -110,8 +111,27 @@ q = u.parse_qs(u.urlparse(sys.argv[1]).query); print(q["state"][0])' "$loc")
 	sid=$(json mcp_auth_required.session_id <<<"$body")
 	[[ -z $sid ]] || SID=$sid
 done < <(sed -n '/<!-- readme-test:begin -->/,/<!-- readme-test:end -->/p' "$readme")
+# no secret in any answer or in the daemon's log: the config's, the
+# callers', and every token and code the authorization server handed out
+printf '%s\n' readme-admin key-admin key-alice static-secret user-admin >"$tmp/secrets"
+curl -s "$AS/admin/issued" | python3 -c 'import json, sys
+for v in json.load(sys.stdin).values():
+    for s in v:
+        print(s)' >>"$tmp/secrets"
+if [[ $(wc -l <"$tmp/secrets") -lt 8 ]]; then
+	echo "FAIL: the authorization server handed out too few secrets to look for"
+	fail=1
+fi
+for f in "$tmp/all" "$tmp/daemon.err"; do
+	if grep -F -f "$tmp/secrets" "$f" >/dev/null; then
+		echo "FAIL: a secret in $(basename "$f"):"
+		grep -o -F -f "$tmp/secrets" "$f" | sort -u | sed 's/^\(....\).*/  \1.../'
+		fail=1
+	fi
+done
 if [[ $n -lt 20 ]]; then
 	echo "FAIL: only $n curl lines found in $readme"
 	fail=1
 fi
+echo "$(wc -l <"$tmp/secrets") secrets looked for, $(wc -l <"$tmp/daemon.err") log lines"
 exit $fail

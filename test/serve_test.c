@@ -194,6 +194,23 @@ api(void)
 	       NULL, 400, "connection_type");
 	expect("POST", "/api/mcp/client", "[1, 2]", NULL, 400,
 	       "the body must be a JSON object");
+	expect("POST", "/api/mcp/client", "{\"name\":", NULL, 400,
+	       "the body is not valid JSON (line 1, column 8)");
+	/* a malformed body's text is not quoted back (it may hold a
+	 * secret) */
+	char *out = http("POST", "/api/mcp/client/svc/verify-headers",
+	                 "{\"headers\": {\"x-api-key\": key-sekrit-77}}", NULL,
+	                 &st);
+	CHECK(st == 400 && strstr(out, "not valid JSON") != NULL &&
+	      strstr(out, "sekrit") == NULL);
+	free(out);
+	char *big = malloc(2 * 1024 * 1024 + 1);
+	CHECK(big != NULL);
+	memset(big, ' ', 2 * 1024 * 1024);
+	big[2 * 1024 * 1024] = '\0';
+	expect("POST", "/api/mcp/client", big, NULL, 413,
+	       "the request body is over 1048576 bytes");
+	free(big);
 	/* the recovery endpoints' SPEC answers */
 	expect("POST", "/api/mcp/client/svc/reconnect", NULL, NULL, 400,
 	       "client uses per-call connections; there is no persistent "
@@ -241,7 +258,7 @@ api(void)
 	       400, "needs client and tool");
 	/* delete */
 	expect("DELETE", "/api/mcp/client/svc2", NULL, NULL, 200, NULL);
-	char *out = http("GET", "/api/mcp/clients", NULL, NULL, &st);
+	out = http("GET", "/api/mcp/clients", NULL, NULL, &st);
 	CHECK(st == 200 && strstr(out, "svc2") == NULL);
 	free(out);
 	/* the terminal commands */
@@ -414,32 +431,49 @@ reload(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
-/* The status page in a real browser (test/peers/page.mjs). */
+/* The status page in a real browser (test/peers/page.mjs); the
+ * screenshot is kept as an artifact (MK_ARTIFACTS, else the working
+ * directory). */
 static void
 status_page(void)
 {
-	peer d = {0}, b = {0};
-	char config[1024], js[512], shot[128];
+	peer d = {0}, b = {0}, m = {0};
+	char config[1024], js[512], shot[512], pid[16];
 
+	/* a server of its own, for the page to kill */
+	const char *margv[] = {"node", js, "http", "--port", "0", NULL};
+	snprintf(js, sizeof(js), "%s/inject.mjs", peer_dir());
+	CHECK_EQ(peer_start(&m, margv, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
 	snprintf(config, sizeof(config),
 	         "{\"mcp\": {\"client_configs\": [{\"name\": \"svst\", "
 	         "\"connection_type\": \"http\", \"connection_string\": "
 	         "\"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": "
 	         "true}, {\"name\": \"dead\", \"connection_type\": \"http\", "
 	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	         "\"needs_session_stickiness\": true}]}}",
-	         mcp.port, peer_free_port());
+	         "\"needs_session_stickiness\": true}, {\"name\": \"mortal\", "
+	         "\"connection_type\": \"http\", \"connection_string\": "
+	         "\"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": "
+	         "true, \"tool_sync_interval\": \"1s\"}]}}",
+	         mcp.port, peer_free_port(), m.port);
 	serve(&d, "page.json", config, NULL);
 	expect("GET", "/", NULL, NULL, 200, "<title>mcpkeep</title>");
 	snprintf(js, sizeof(js), "%s/page.mjs", peer_dir());
-	snprintf(shot, sizeof(shot), "%s/status.png", dir);
-	const char *argv[] = {"node", js, base, shot, NULL};
+	snprintf(shot, sizeof(shot), "%s/status-page.png",
+	         getenv("MK_ARTIFACTS") != NULL ? getenv("MK_ARTIFACTS")
+	                                        : ".");
+	unlink(shot);
+	snprintf(pid, sizeof(pid), "%d", (int)m.pid);
+	const char *argv[] = {"node", js, base, shot, pid, NULL};
 	CHECK_EQ(peer_start(&b, argv, NULL, "page ok ([0-9]+)", 120000), 0);
 	CHECK(peer_wait_exit(&b, 30000));
 	peer_stop(&b);
 	CHECK(WIFEXITED(b.status) && WEXITSTATUS(b.status) == 0);
 	CHECK(access(shot, F_OK) == 0);
+	fprintf(stderr, "the page's screenshot: %s\n", shot);
 	peer_stop(&d);
+	peer_stop(&m); /* (killed by the page: reaped here) */
 }
 
 int

@@ -1,19 +1,22 @@
 // page.mjs - the daemon's status page in a real browser (Debian's
 // Chromium, driven by playwright-core): the client table with colored
 // state badges, a badge's last_failure, node_states folded, a button's
-// action, and live updates from the state stream without a reload.
+// action, and live updates from the state stream without a reload -
+// including a server killed (by this script) turning its badge unstable.
 //
-// Usage: node page.mjs BASE_URL SCREENSHOT.png
-// The daemon at BASE_URL serves clients "svst" (healthy, sticky) and
-// "dead" (its server is down: unstable, stage connect).  Prints
+// Usage: node page.mjs BASE_URL SCREENSHOT.png PID
+// The daemon at BASE_URL serves clients "svst" (healthy, sticky), "dead"
+// (its server is down: unstable, stage connect) and "mortal" (sticky,
+// checked every second; its server is process group PID).  Prints
 // "page ok 1" and exits 0 when every check held; else prints what failed
 // and exits 1.
 import process from 'node:process';
 import { chromium } from 'playwright-core';
 
-const [base, shot] = process.argv.slice(2);
-if (!base || !shot) {
-	process.stderr.write('usage: node page.mjs BASE_URL SCREENSHOT.png\n');
+const [base, shot, pid] = process.argv.slice(2);
+const mortal = Number(pid);
+if (!base || !shot || !Number.isInteger(mortal) || mortal <= 1) {
+	process.stderr.write('usage: node page.mjs BASE_URL SCREENSHOT.png PID\n');
 	process.exit(2);
 }
 
@@ -68,6 +71,13 @@ try {
 	const r = await fetch(base + '/api/mcp/client/svst/enable', { method: 'POST' });
 	check(r.ok, `enable: HTTP ${r.status}`);
 	await page.waitForSelector('tr[data-client="svst"] .badge.healthy', wait);
+	check(await page.evaluate(() => window.mcpkeepLoaded) === loaded,
+		'the page reloaded');
+	// a server killed: its badge turns unstable, live
+	await page.waitForSelector('tr[data-client="mortal"] .badge.healthy', wait);
+	process.kill(-mortal, 'SIGKILL');
+	await page.waitForSelector('tr[data-client="mortal"] .badge.unstable',
+		{ timeout: 40000 });
 	check(await page.evaluate(() => window.mcpkeepLoaded) === loaded,
 		'the page reloaded');
 	await page.screenshot({ path: shot, fullPage: true });
