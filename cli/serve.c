@@ -927,11 +927,13 @@ on_http(nng_aio *aio)
 		             "(Authorization: Bearer ...)");
 		return;
 	}
-	if (strcmp(r->path, "/api/mcp/tool/execute") == 0 ||
-	    strcmp(r->path, "/healthz") == 0) {
+	if (strcmp(r->path, "/healthz") == 0) {
 		route(r); /* never blocks */
 		return;
 	}
+	/* (a tool call too goes to a worker: it is async, but its send
+	 * blocks while the client's inbox is full, and nng's own threads,
+	 * which move the inbox's messages, must never wait on that) */
 	pthread_mutex_lock(&D.mtx);
 	if (D.tail != NULL) {
 		D.tail->next = r;

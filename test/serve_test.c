@@ -431,6 +431,99 @@ reload(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
+/* 2,000 tool executions over HTTP at once, each its own connection: no
+ * error, and every answer is its own request's. */
+#define LOAD 2000
+typedef struct lreq {
+	char  *buf;
+	size_t len;
+	FILE  *mem;
+	char   body[128], want[64];
+} lreq;
+
+static void
+load(void)
+{
+	peer               d = {0};
+	char               config[512], url[128];
+	CURLM             *m = curl_multi_init();
+	lreq              *s = calloc(LOAD, sizeof(*s));
+	struct curl_slist *h =
+	        curl_slist_append(NULL, "Content-Type: application/json");
+	int running, ok = 0, matched = 0;
+
+	CHECK(m != NULL && s != NULL);
+	snprintf(config, sizeof(config),
+	         "{\"mcp\": {\"client_configs\": [{\"name\": \"busy\", "
+	         "\"connection_type\": \"http\", \"connection_string\": "
+	         "\"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": "
+	         "true, \"tools_to_execute\": [\"*\"]}]}}",
+	         mcp.port);
+	serve(&d, "load.json", config, NULL);
+	snprintf(url, sizeof(url), "%s/api/mcp/tool/execute", base);
+	curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0L);
+	for (int i = 0; i < LOAD; i++) {
+		CURL *e = curl_easy_init();
+		snprintf(s[i].want, sizeof(s[i].want), "load %d of %d", i,
+		         LOAD);
+		snprintf(s[i].body, sizeof(s[i].body),
+		         "{\"client\": \"busy\", \"tool\": \"echo\", "
+		         "\"arguments\": {\"message\": \"%s\"}}",
+		         s[i].want);
+		CHECK((s[i].mem = open_memstream(&s[i].buf, &s[i].len)) !=
+		      NULL);
+		curl_easy_setopt(e, CURLOPT_URL, url);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, s[i].body);
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+		curl_easy_setopt(e, CURLOPT_WRITEDATA, s[i].mem);
+		curl_easy_setopt(e, CURLOPT_PRIVATE, &s[i]);
+		curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 120000L);
+		CHECK_EQ(curl_multi_add_handle(m, e), CURLM_OK);
+	}
+	do {
+		CHECK_EQ(curl_multi_perform(m, &running), CURLM_OK);
+		CHECK_EQ(curl_multi_poll(m, NULL, 0, 1000, NULL), CURLM_OK);
+		CURLMsg *msg;
+		int      left;
+		while ((msg = curl_multi_info_read(m, &left)) != NULL) {
+			lreq *x;
+			long  st = 0;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE,
+			                  (char **)&x);
+			curl_easy_getinfo(msg->easy_handle,
+			                  CURLINFO_RESPONSE_CODE, &st);
+			fclose(x->mem);
+			ok += msg->data.result == CURLE_OK && st == 200;
+			/* its own message, whole (not "load 1" in "load 12")
+			 */
+			char quoted[80];
+			snprintf(quoted, sizeof(quoted), "%s\"", x->want);
+			matched += x->buf != NULL && strstr(x->buf, quoted);
+			if (msg->data.result != CURLE_OK || st != 200) {
+				fprintf(stderr, "load: %s: %ld %s\n",
+				        curl_easy_strerror(msg->data.result),
+				        st, x->buf ? x->buf : "");
+			}
+			free(x->buf);
+			curl_multi_remove_handle(m, msg->easy_handle);
+			curl_easy_cleanup(msg->easy_handle);
+		}
+	} while (running > 0);
+	fprintf(stderr, "load: %d of %d answered 200, %d matched\n", ok, LOAD,
+	        matched);
+	CHECK_EQ(ok, LOAD);
+	CHECK_EQ(matched, LOAD);
+	expect("GET", "/metrics", NULL, NULL, 200,
+	       "mcpkeep_tool_calls_total{client=\"busy\",outcome=\"ok\"} "
+	       "2000");
+	curl_slist_free_all(h);
+	curl_multi_cleanup(m);
+	free(s);
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
 /* The status page in a real browser (test/peers/page.mjs); the
  * screenshot is kept as an artifact (MK_ARTIFACTS, else the working
  * directory). */
@@ -493,6 +586,7 @@ main(void)
 	RUN(api);
 	RUN(admin_token);
 	RUN(reload);
+	RUN(load);
 	RUN(status_page);
 	peer_stop(&mcp);
 	char cmd[128];
