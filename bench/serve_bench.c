@@ -1,0 +1,222 @@
+/*
+ * serve_bench.c - one tools/call three ways, in one run, against fastmcp
+ * (a minimal C server, so the server is not the bottleneck): the raw
+ * transport (the MCP client alone on its loop), the embedding API
+ * (mk_tool_call on a sticky client) and HTTP through the daemon (POST
+ * /api/mcp/tool/execute on a keep-alive connection); sequential and
+ * 16-way.  Ratios are calls/s against the raw transport of the same
+ * width.  Never a timed test.
+ */
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../test/peer.h"
+#include "calls.h"
+#include "fastmcp.h"
+#include "mcpkeep.h"
+#include "transport/loop.h"
+
+#define N 4000 /* calls per run */
+
+typedef struct run {
+	int64_t        *lat;  /* one per call */
+	int             next; /* calls handed out */
+	pthread_mutex_t mtx;  /* guards next */
+	mk_runtime     *rt;   /* the API runs */
+	const char     *url;  /* the HTTP runs */
+} run;
+
+/* The next call's slot, or -1 when all N are out. */
+static int
+take(run *r)
+{
+	int i;
+
+	pthread_mutex_lock(&r->mtx);
+	i = r->next < N ? r->next++ : -1;
+	pthread_mutex_unlock(&r->mtx);
+	return (i);
+}
+
+static void *
+api_worker(void *arg)
+{
+	run    *r = arg;
+	mk_call c = {.client = "b", .tool = "echo", .arguments = "{}"};
+	int     i;
+
+	while ((i = take(r)) >= 0) {
+		mk_result *res = NULL;
+		int64_t    t0  = tp_now_ns();
+		if (mk_tool_call(r->rt, &c, &res) != 0) {
+			die(res != NULL && res->error ? res->error
+			                              : "API call");
+		}
+		r->lat[i] = tp_now_ns() - t0;
+		mk_result_free(&res);
+	}
+	return (NULL);
+}
+
+static size_t
+sink(char *p, size_t size, size_t n, void *arg)
+{
+	return (size * n);
+}
+
+static void *
+http_worker(void *arg)
+{
+	run               *r = arg;
+	CURL              *e = curl_easy_init();
+	struct curl_slist *h =
+	        curl_slist_append(NULL, "Content-Type: application/json");
+	int i;
+
+	curl_easy_setopt(e, CURLOPT_URL, r->url);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS,
+	                 "{\"client\": \"b\", \"tool\": \"echo\", "
+	                 "\"arguments\": {}}");
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 30000L);
+	while ((i = take(r)) >= 0) {
+		long    st = 0;
+		int64_t t0 = tp_now_ns();
+		if (curl_easy_perform(e) != CURLE_OK ||
+		    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &st) !=
+		            CURLE_OK ||
+		    st != 200) {
+			die("HTTP call");
+		}
+		r->lat[i] = tp_now_ns() - t0;
+	}
+	curl_slist_free_all(h);
+	curl_easy_cleanup(e);
+	return (NULL);
+}
+
+/* N calls by conc threads of fn; the calling thread's CPU is not the
+ * cost here, so cpu_us is left out of the table. */
+static stats
+threads(void *(*fn)(void *), mk_runtime *rt, const char *url, int conc)
+{
+	run       r = {.rt = rt, .url = url};
+	pthread_t t[CONC];
+	int64_t   t0;
+
+	if ((r.lat = calloc(N, sizeof(*r.lat))) == NULL) {
+		die("out of memory");
+	}
+	pthread_mutex_init(&r.mtx, NULL);
+	t0 = tp_now_ns();
+	for (int k = 0; k < conc; k++) {
+		pthread_create(&t[k], NULL, fn, &r);
+	}
+	for (int k = 0; k < conc; k++) {
+		pthread_join(t[k], NULL);
+	}
+	cpu0      = thread_cpu_ns();
+	stats out = summarize(r.lat, N, t0);
+	pthread_mutex_destroy(&r.mtx);
+	free(r.lat);
+	return (out);
+}
+
+static void
+row(const char *what, stats s, stats base)
+{
+	printf("  %-34s %9.0f %9.1f %9.1f %7.2f\n", what, s.calls_s, s.p50,
+	       s.p99, s.calls_s / base.calls_s);
+}
+
+int
+main(void)
+{
+	char        url[128], cfg[512], path[] = "/tmp/mk-sbench-XXXXXX";
+	char        cpath[600], listen[64], exec_url[128], *err = NULL;
+	int         port;
+	mk_runtime *rt;
+	mk_options  o;
+	peer        d = {0};
+	FILE       *f;
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (getenv("MK_MCPKEEP") == NULL || mkdtemp(path) == NULL) {
+		die("needs MK_MCPKEEP (the built mcpkeep) and /tmp");
+	}
+	if ((port = fastmcp_start()) < 0) {
+		die("fastmcp did not start");
+	}
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", port);
+	snprintf(cfg, sizeof(cfg),
+	         "{\"name\": \"b\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"%s\", "
+	         "\"needs_session_stickiness\": true, "
+	         "\"tools_to_execute\": [\"*\"]}",
+	         url);
+
+	/* the embedding API */
+	mk_options_init(&o);
+	o.log_level = MK_LOG_ERROR;
+	if (mk_runtime_open(&rt, &o) != 0 ||
+	    mk_client_add(rt, cfg, NULL, &err) != 0) {
+		die(err != NULL ? err : "runtime");
+	}
+
+	/* the daemon, with the same client */
+	snprintf(cpath, sizeof(cpath), "%s/serve.json", path);
+	if ((f = fopen(cpath, "w")) == NULL) {
+		die("config file");
+	}
+	fprintf(f, "{\"mcp\": {\"client_configs\": [%s]}}", cfg);
+	fclose(f);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", peer_free_port());
+	char        store[600];
+	const char *env[] = {"MCPKEEP_LOG=error", NULL};
+	snprintf(store, sizeof(store), "%s/store.db", path);
+	const char *argv[] = {getenv("MK_MCPKEEP"),
+	                      "serve",
+	                      "-c",
+	                      cpath,
+	                      "--listen",
+	                      listen,
+	                      "--store",
+	                      store,
+	                      NULL};
+	if (peer_start(&d, argv, env, "serving http://127.0.0.1:([0-9]+)",
+	               30000) != 0) {
+		die("the daemon did not start");
+	}
+	snprintf(exec_url, sizeof(exec_url),
+	         "http://127.0.0.1:%d/api/mcp/tool/execute", d.port);
+
+	printf("mcpkeep serve benchmark: one tools/call on fastmcp, %d calls "
+	       "a run (ratio = calls/s vs the raw transport, same width)\n",
+	       N);
+	for (int conc = 1; conc <= CONC; conc *= CONC) {
+		/* a warm-up of each, then the measured runs */
+		(void)threads(api_worker, rt, NULL, conc);
+		(void)threads(http_worker, NULL, exec_url, conc);
+		stats raw  = mk_run(url, N, conc);
+		stats api  = threads(api_worker, rt, NULL, conc);
+		stats http = threads(http_worker, NULL, exec_url, conc);
+		printf("\n%s\n  %-34s %9s %9s %9s %7s\n",
+		       conc == 1 ? "sequential" : "16-way", "", "calls/s",
+		       "p50 us", "p99 us", "ratio");
+		row("raw transport (MCP client alone)", raw, raw);
+		row("embedding API (mk_tool_call)", api, raw);
+		row("HTTP through the daemon", http, raw);
+	}
+	peer_stop(&d);
+	mk_runtime_close(&rt);
+	snprintf(cpath, sizeof(cpath), "rm -rf %s", path);
+	if (system(cpath) != 0) {
+		die("cleanup");
+	}
+	curl_global_cleanup();
+	return (0);
+}
