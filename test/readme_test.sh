@@ -66,7 +66,10 @@ cat >"$tmp/config.json" <<EOF
   {"name": "svst", "connection_type": "http", "connection_string": "$MCP_URL",
    "needs_session_stickiness": true},
   {"name": "notes", "connection_type": "http", "connection_string": "$AS/mcp",
-   "auth_type": "oauth", "oauth_config": {}},
+   "auth_type": "oauth", "oauth_config": {}, "tools_to_execute": ["*"]},
+  {"name": "keyed", "connection_type": "http", "connection_string": "$AS/mcp",
+   "auth_type": "headers", "headers": {"x-api-key": "key-keyed"},
+   "tools_to_execute": ["*"]},
   {"name": "team", "connection_type": "http", "connection_string": "$AS/mcp",
    "auth_type": "per_user_headers", "per_user_header_keys": ["x-api-key"],
    "tools_to_execute": ["*"]},
@@ -75,7 +78,7 @@ cat >"$tmp/config.json" <<EOF
    "token_exchange": {"token_url": "$AS/token", "audience": "https://api.example",
     "client_id": "static-client", "client_secret": "static-secret"}},
   {"name": "pal", "connection_type": "http", "connection_string": "$AS/mcp",
-   "auth_type": "per_user_oauth", "oauth_config": {}}]}}
+   "auth_type": "per_user_oauth", "oauth_config": {}, "tools_to_execute": ["*"]}]}}
 EOF
 start daemon 'serving http://127.0.0.1:([0-9]+)' env MCPKEEP_LOG=debug "$MK_MCPKEEP" serve -c "$tmp/config.json" --store "$tmp/store.db" || exit 1
 
@@ -99,8 +102,25 @@ while IFS= read -r line; do
 		fail=1
 		continue
 	fi
+	# a whoami answers as its subject: the signed-in user, the header's
+	# name, the caller
+	case $line in
+	*'"client": "notes", "tool": "whoami"'*) who=ops ;;
+	*'"client": "keyed", "tool": "whoami"'*) who=keyed ;;
+	*'"client": "team", "tool": "whoami"'*) who=alice ;;
+	*'"client": "vault", "tool": "whoami"'*) who=erin ;;
+	*'"client": "pal", "tool": "whoami"'*) who=ops ;;
+	*) who='' ;;
+	esac
+	if [[ $want == 200 && -n $who && $body != *"\"text\":\"$who\""* ]]; then
+		echo "FAIL: $line"
+		echo "  answered as someone else (wanted $who): $body"
+		fail=1
+		continue
+	fi
 	echo "ok $n: ${line:0:100}"
 	url=$(json authorize_url <<<"$body")
+	[[ -n $url ]] || url=$(json mcp_auth_required.authorize_url <<<"$body")
 	if [[ -n $url ]]; then # sign in, as the user would
 		loc=$(curl -s -o /dev/null -w '%{redirect_url}' "$url&login_hint=ops")
 		CODE=$(python3 -c 'import sys, urllib.parse as u
@@ -113,7 +133,7 @@ q = u.parse_qs(u.urlparse(sys.argv[1]).query); print(q["state"][0])' "$loc")
 done < <(sed -n '/<!-- readme-test:begin -->/,/<!-- readme-test:end -->/p' "$readme")
 # no secret in any answer or in the daemon's log: the config's, the
 # callers', and every token and code the authorization server handed out
-printf '%s\n' readme-admin key-admin key-alice static-secret user-admin >"$tmp/secrets"
+printf '%s\n' readme-admin key-admin key-alice key-keyed static-secret user-admin user-erin >"$tmp/secrets"
 curl -s "$AS/admin/issued" | python3 -c 'import json, sys
 for v in json.load(sys.stdin).values():
     for s in v:
