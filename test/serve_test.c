@@ -57,7 +57,12 @@ http(const char *method, const char *path, const char *body, const char *token,
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, mem);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 30000L);
-	CHECK_EQ(curl_easy_perform(e), CURLE_OK);
+	CURLcode rc = curl_easy_perform(e);
+	if (rc != CURLE_OK) {
+		fprintf(stderr, "%s %s: %s\n", method, path,
+		        curl_easy_strerror(rc));
+	}
+	CHECK_EQ(rc, CURLE_OK);
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
 	fclose(mem);
 	curl_slist_free_all(h);
