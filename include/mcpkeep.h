@@ -405,9 +405,12 @@ MK_API int mk_tool_call(mk_runtime *rt, const mk_call *call, mk_result **res);
 typedef void (*mk_done_fn)(void *arg, int rc, mk_result *res);
 
 /*
- * mk_tool_call_async starts a tool call and returns at once; fn runs when
- * it finishes (with MK_ECLOSED if the runtime closes first).  Returns
- * MK_OK (fn will run) or an error (fn will not run).
+ * mk_tool_call_async starts a tool call and returns at once - unless the
+ * client's inbox is full, when the hand-off waits (5 s at most): do not
+ * call it from a thread that must never wait (an event loop's, a library
+ * callback's).  fn runs when the call finishes (with MK_ECLOSED if the
+ * runtime closes first).  Returns MK_OK (fn will run) or an error (fn
+ * will not run).
  */
 MK_API int mk_tool_call_async(mk_runtime *rt, const mk_call *call,
                               mk_done_fn fn, void *arg);
