@@ -718,8 +718,6 @@ metrics(req *r)
 	        "mcpkeep_token_exchanges_total %llu\n"
 	        "# TYPE mcpkeep_token_requests_total counter\n"
 	        "mcpkeep_token_requests_total %llu\n"
-	        "# TYPE mcpkeep_stream_subscribers gauge\n"
-	        "mcpkeep_stream_subscribers %llu\n"
 	        "# TYPE mcpkeep_health_ticks_total counter\n"
 	        "mcpkeep_health_ticks_total %llu\n"
 	        "# TYPE mcpkeep_messages_total counter\n"
@@ -738,7 +736,6 @@ metrics(req *r)
 	        (unsigned long long)st.token_refreshes,
 	        (unsigned long long)st.token_exchanges,
 	        (unsigned long long)st.token_requests,
-	        (unsigned long long)st.stream_subscribers,
 	        (unsigned long long)st.ticks, (unsigned long long)st.messages,
 	        st.store_state != MK_STORE_FAILING,
 	        (unsigned long long)st.store_failures,

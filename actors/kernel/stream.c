@@ -5,8 +5,6 @@
 
 #include <nng/nng.h>
 #include <nng/protocol/pubsub0/pub.h>
-#include <stdatomic.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,29 +12,8 @@
 #include "mcpkeep.h"
 
 struct kn_stream {
-	nng_socket       pub;  /* thread-safe */
-	_Atomic uint64_t subs; /* pipes (subscribers) connected now */
+	nng_socket pub; /* thread-safe */
 };
-
-/* Counts subscribers as nng connects and drops their pipes (any of its
- * threads). */
-static void
-on_pipe(nng_pipe p, nng_pipe_ev ev, void *arg)
-{
-	kn_stream *s = arg;
-
-	if (ev == NNG_PIPE_EV_ADD_POST) {
-		s->subs++;
-	} else if (ev == NNG_PIPE_EV_REM_POST && s->subs > 0) {
-		s->subs--;
-	}
-}
-
-uint64_t
-kn_stream_subscribers(const kn_stream *s)
-{
-	return (s->subs);
-}
 
 int
 kn_stream_open(kn_stream **sp, const char *url, const char *const *extra,
@@ -53,8 +30,6 @@ kn_stream_open(kn_stream **sp, const char *url, const char *const *extra,
 		free(s);
 		return (MK_ENOMEM);
 	}
-	nng_pipe_notify(s->pub, NNG_PIPE_EV_ADD_POST, on_pipe, s);
-	nng_pipe_notify(s->pub, NNG_PIPE_EV_REM_POST, on_pipe, s);
 	for (int i = -1; i == -1 || (extra != NULL && extra[i] != NULL); i++) {
 		const char *u = i < 0 ? url : extra[i];
 		if ((rv = nng_listen(s->pub, u, NULL, 0)) != 0) {

@@ -9,7 +9,6 @@
 #define KN_STREAM_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 typedef struct kn_stream kn_stream;
 
@@ -18,9 +17,6 @@ typedef struct kn_stream kn_stream;
  * err), MK_ENOMEM. */
 int kn_stream_open(kn_stream **sp, const char *url, const char *const *extra,
                    char *err, size_t errlen);
-
-/* kn_stream_subscribers: subscribers connected now.  Any thread. */
-uint64_t kn_stream_subscribers(const kn_stream *s);
 
 /* kn_stream_close closes the socket and nulls *sp; safe with NULL. */
 void kn_stream_close(kn_stream **sp);
