@@ -73,7 +73,7 @@ typedef struct daemon {
 	mk_runtime      *rt;          /* the runtime */
 	nng_http_server *http;        /* the server */
 	char            *token;       /* the admin token, or NULL (secret) */
-	pthread_mutex_t  mtx;         /* guards the queue and inflight */
+	pthread_mutex_t  mtx;         /* guards the queue and the counts */
 	pthread_cond_t   cv;          /* work queued, or stopping */
 	req             *head, *tail; /* the queue */
 	bool             stopping;    /* workers finish */
@@ -670,7 +670,13 @@ metrics(req *r)
 	FILE                    *f;
 	json_t                  *all, *c;
 	int                      count[7] = {0};
+	uint64_t                 requests, reloads[2];
 
+	pthread_mutex_lock(&D.mtx); /* (another worker may be answering) */
+	requests   = D.requests;
+	reloads[0] = D.reloads[0];
+	reloads[1] = D.reloads[1];
+	pthread_mutex_unlock(&D.mtx);
 	if (mk_runtime_stats(D.rt, &st, 0) != 0 ||
 	    (all = all_clients()) == NULL) {
 		answer_error(r, 503, "the runtime did not answer");
@@ -718,6 +724,8 @@ metrics(req *r)
 	        "mcpkeep_token_exchanges_total %llu\n"
 	        "# TYPE mcpkeep_token_requests_total counter\n"
 	        "mcpkeep_token_requests_total %llu\n"
+	        "# TYPE mcpkeep_stream_subscribers gauge\n"
+	        "mcpkeep_stream_subscribers %llu\n"
 	        "# TYPE mcpkeep_health_ticks_total counter\n"
 	        "mcpkeep_health_ticks_total %llu\n"
 	        "# TYPE mcpkeep_messages_total counter\n"
@@ -736,13 +744,13 @@ metrics(req *r)
 	        (unsigned long long)st.token_refreshes,
 	        (unsigned long long)st.token_exchanges,
 	        (unsigned long long)st.token_requests,
+	        (unsigned long long)st.stream_subscribers,
 	        (unsigned long long)st.ticks, (unsigned long long)st.messages,
 	        st.store_state != MK_STORE_FAILING,
 	        (unsigned long long)st.store_failures,
 	        (unsigned long long)st.store_tool_writes,
-	        (unsigned long long)D.requests,
-	        (unsigned long long)D.reloads[0],
-	        (unsigned long long)D.reloads[1]);
+	        (unsigned long long)requests, (unsigned long long)reloads[0],
+	        (unsigned long long)reloads[1]);
 	fclose(f);
 	answer(r, 200, "text/plain; version=0.0.4", out);
 	free(out);

@@ -121,10 +121,11 @@ typedef struct mk_stats {
 	uint64_t store_queued;     /* writes waiting for the store */
 	uint64_t store_failures;   /* flushes that failed */
 	uint64_t store_dropped;    /* writes the store refused (reported) */
-	uint64_t store_tool_writes; /* tool lists written since open */
-	uint64_t token_refreshes;   /* OAuth refresh requests sent */
-	uint64_t token_exchanges;   /* RFC 8693 exchange requests sent */
-	uint64_t token_requests;    /* every token-endpoint request */
+	uint64_t store_tool_writes;  /* tool lists written since open */
+	uint64_t token_refreshes;    /* OAuth refresh requests sent */
+	uint64_t token_exchanges;    /* RFC 8693 exchange requests sent */
+	uint64_t token_requests;     /* every token-endpoint request */
+	uint64_t stream_subscribers; /* state-stream subscribers now */
 } mk_stats;
 
 /* mk_stats.store_state */

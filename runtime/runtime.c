@@ -390,6 +390,7 @@ mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms)
 		free(r.data);
 	}
 	if (rv == 0) {
+		out->stream_subscribers = kn_stream_subscribers(rt->stream);
 	}
 	return (rv);
 }

@@ -26,36 +26,43 @@ extern char **environ;
 #define PEER_STOP_MS 5000 /* SIGTERM -> SIGKILL grace */
 #define PEER_LINE    4096 /* longest line matched; longer ones are cut */
 
-/* Process groups of the peers running now, killed at exit() so that a
- * failed CHECK (which exits without peer_stop) leaves nothing behind.
- * pids, not peer pointers: a peer is often on a stack. */
+/* The peers running now, stopped at exit() so that a failed CHECK (which
+ * exits without peer_stop) leaves nothing behind and shows what each peer
+ * printed last: a daemon's own report of why it died is often the only
+ * clue.  A started peer lives until peer_stop, which every test calls
+ * before the peer's storage goes (exit() runs while the frames that hold
+ * them are still there). */
 #define PEER_MAX_LIVE 64
 static pthread_mutex_t live_mtx = PTHREAD_MUTEX_INITIALIZER;
-static pid_t           live[PEER_MAX_LIVE];
+static peer           *live[PEER_MAX_LIVE];
 static pthread_once_t  live_once = PTHREAD_ONCE_INIT;
 
+static void stop(peer *p, int tell);
+
 static void
-live_kill_all(void)
+live_stop_all(void)
 {
+	peer *left[PEER_MAX_LIVE];
+
 	pthread_mutex_lock(&live_mtx);
+	memcpy(left, live, sizeof(left));
+	pthread_mutex_unlock(&live_mtx);
 	for (int i = 0; i < PEER_MAX_LIVE; i++) {
-		if (live[i] > 0) {
-			kill(-live[i], SIGKILL);
-			live[i] = 0;
+		if (left[i] != NULL) {
+			stop(left[i], 1);
 		}
 	}
-	pthread_mutex_unlock(&live_mtx);
 }
 
 static void
 live_init(void)
 {
-	atexit(live_kill_all);
+	atexit(live_stop_all);
 }
 
-/* Replaces the entry from by to (0 = a free slot). */
+/* Replaces the entry from by to (NULL = a free slot). */
 static void
-live_swap(pid_t from, pid_t to)
+live_swap(const peer *from, peer *to)
 {
 	pthread_once(&live_once, live_init);
 	pthread_mutex_lock(&live_mtx);
@@ -246,8 +253,10 @@ peer_wait_exit(peer *p, int timeout_ms)
 	return (p != NULL && p->started ? wait_exit(p, timeout_ms) : 1);
 }
 
-void
-peer_stop(peer *p)
+/* Stops p (see peer_stop); tell: show its last output even when it was
+ * still running (a test that failed with the peer up). */
+static void
+stop(peer *p, int tell)
 {
 	int already;
 
@@ -263,7 +272,7 @@ peer_stop(peer *p)
 	 * reused yet, so this reaches only the peer's group.  Forget it for
 	 * exit() before reaping, for the same reason. */
 	kill(-p->pid, SIGKILL);
-	live_swap(p->pid, 0);
+	live_swap(p, NULL);
 	while (waitpid(p->pid, &p->status, 0) < 0 && errno == EINTR) {
 	}
 	/* Orphaned members of the group are our children (subreaper). */
@@ -290,7 +299,17 @@ peer_stop(peer *p)
 			        p->name, WTERMSIG(p->status));
 		}
 		tail_print(p);
+	} else if (tell) {
+		fprintf(stderr, "peer %s was still running at exit\n",
+		        p->name);
+		tail_print(p);
 	}
+}
+
+void
+peer_stop(peer *p)
+{
+	stop(p, 0);
 }
 
 /* Kills and reaps a peer that never got its drain thread. */
@@ -555,7 +574,7 @@ peer_start(peer *p, const char *const *argv, const char *const *env,
 		return (-1);
 	}
 	p->started = 1;
-	live_swap(0, p->pid);
+	live_swap(NULL, p);
 	return (0);
 }
 

@@ -41,7 +41,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define PEER_TAIL 2048 /* bytes of recent output kept for messages */
+#define PEER_TAIL 16384 /* bytes of recent output kept for messages */
 
 typedef struct peer {
 	pid_t pid;          /* the child = its process group id; kept after
@@ -81,7 +81,10 @@ int peer_start(peer *p, const char *const *argv, const char *const *env,
  * and every orphaned member of the group; it stops the drain thread and
  * closes the pipe.  p->status gets the child's wait status.  If the child
  * had already exited on its own, says so on stderr with its last output.
- * Safe twice, after a failed peer_start, and on a zeroed peer. */
+ * Safe twice, after a failed peer_start, and on a zeroed peer.  A peer
+ * still started when the process exits (a failed CHECK) is stopped by an
+ * exit handler that prints its last output, so p must stay valid until
+ * peer_stop. */
 void peer_stop(peer *p);
 
 /* peer_wait_exit waits up to timeout_ms for the peer's child to exit by

@@ -1,10 +1,30 @@
 /*
  * runtime_test.c - the public API: open/close, options, handles, errors.
  */
+#include <nng/nng.h>
+#include <nng/protocol/pubsub0/sub.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "mcpkeep.h"
 #include "testutil.h"
+
+/* Waits up to 10 s for the runtime to count n stream subscribers (nng
+ * adds and drops a pipe on its own threads; nothing tells when). */
+static int
+subscribers_become(mk_runtime *rt, uint64_t n)
+{
+	mk_stats st;
+
+	for (int i = 0; i < 1000; i++) {
+		CHECK_EQ(mk_runtime_stats(rt, &st, 0), 0);
+		if (st.stream_subscribers == n) {
+			return (1);
+		}
+		nanosleep(&(struct timespec) {0, 10000000}, NULL);
+	}
+	return (0);
+}
 
 static void
 open_close(void)
@@ -21,6 +41,13 @@ open_close(void)
 	CHECK_EQ(st.actors, 2); /* the supervisor, the credential actor */
 	CHECK(st.asks >= 1);
 	CHECK_EQ(st.handler_errors, 0);
+	CHECK_EQ(st.stream_subscribers, 0);
+	nng_socket sub;
+	CHECK_EQ(nng_sub0_open(&sub), 0);
+	CHECK_EQ(nng_dial(sub, mk_stream_url(rt), NULL, 0), 0);
+	CHECK(subscribers_become(rt, 1));
+	nng_close(sub);
+	CHECK(subscribers_become(rt, 0));
 	CHECK_EQ(mk_runtime_stats(rt, NULL, 0), MK_EINVAL);
 	mk_runtime_close(&rt);
 	CHECK(rt == NULL);

@@ -251,7 +251,9 @@ api(void)
 			break;
 		}
 	}
+	CHECK(metric_within("mcpkeep_stream_subscribers", 1, 1));
 	nng_close(s);
+	CHECK(metric_within("mcpkeep_stream_subscribers", 0, 0));
 	CHECK(metric_within("mcpkeep_state_transitions_total{client=\"svst\"}",
 	                    2, 1e9));
 	expect("POST", "/api/mcp/client/svst/reconnect", NULL, NULL, 400,

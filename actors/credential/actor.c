@@ -213,15 +213,11 @@ tokens_restore(cr_self *cr, json_t *rows)
 
 	json_array_foreach(rows, i, r)
 	{
-		const char *client =
-		        json_string_value(json_object_get(r, "client_id"));
-		const char *mode =
-		        json_string_value(json_object_get(r, "mode"));
-		const char *id =
-		        json_string_value(json_object_get(r, "identity"));
-		const char *acc =
-		        json_string_value(json_object_get(r, "access_token"));
-		token *t;
+		const char *client = cr_str(r, "client_id");
+		const char *mode   = cr_str(r, "mode");
+		const char *id     = cr_str(r, "identity");
+		const char *acc    = cr_str(r, "access_token");
+		token      *t;
 
 		if (mode != NULL && cr_callers_mode(mode)) {
 			continue; /* callers' tokens are filled on demand */
@@ -235,20 +231,17 @@ tokens_restore(cr_self *cr, json_t *rows)
 			        "skipped");
 			continue;
 		}
-		t->access = strdup(acc);
-		const char *rt =
-		        json_string_value(json_object_get(r, "refresh_token"));
-		t->refresh = rt != NULL ? strdup(rt) : NULL;
-		const char *sc =
-		        json_string_value(json_object_get(r, "scopes"));
-		t->scopes = sc != NULL ? strdup(sc) : NULL;
+		t->access      = strdup(acc);
+		const char *rt = cr_str(r, "refresh_token");
+		t->refresh     = rt != NULL ? strdup(rt) : NULL;
+		const char *sc = cr_str(r, "scopes");
+		t->scopes      = sc != NULL ? strdup(sc) : NULL;
 		t->expires_at =
 		        json_integer_value(json_object_get(r, "expires_at"));
 		t->refreshed = json_integer_value(
 		        json_object_get(r, "last_refreshed"));
-		const char *st =
-		        json_string_value(json_object_get(r, "status"));
-		t->active = st != NULL && strcmp(st, "active") == 0;
+		const char *st = cr_str(r, "status");
+		t->active      = st != NULL && strcmp(st, "active") == 0;
 	}
 }
 

@@ -20,6 +20,14 @@
 
 typedef struct cr_self cr_self;
 
+/* The string member key of a JSON object (a row, a reply), or NULL when
+ * it is missing or not a string. */
+static inline const char *
+cr_str(const json_t *o, const char *key)
+{
+	return (json_string_value(json_object_get(o, key)));
+}
+
 /* An ask waiting for a token (a refresh, or a discovery). */
 typedef struct tokw {
 	uint64_t     corr; /* the deferred ask */

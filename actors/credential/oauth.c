@@ -58,7 +58,7 @@ static void make_flow(cr_self *cr, cclient *c, const char *mode,
 static const char *
 meta_str(const json_t *m, const char *key)
 {
-	const char *s = json_string_value(json_object_get(m, key));
+	const char *s = cr_str(m, key);
 
 	return (s != NULL && *s != '\0' ? s : NULL);
 }
@@ -521,18 +521,13 @@ cr_flows_restore(cr_self *cr, json_t *rows)
 
 	json_array_foreach(rows, i, r)
 	{
-		const char *st =
-		        json_string_value(json_object_get(r, "state"));
-		const char *cl =
-		        json_string_value(json_object_get(r, "client_id"));
-		const char *mo = json_string_value(json_object_get(r, "mode"));
-		const char *id =
-		        json_string_value(json_object_get(r, "identity"));
-		const char *ve =
-		        json_string_value(json_object_get(r, "pkce_verifier"));
-		const char *re =
-		        json_string_value(json_object_get(r, "redirect_uri"));
-		int64_t exp =
+		const char *st = cr_str(r, "state");
+		const char *cl = cr_str(r, "client_id");
+		const char *mo = cr_str(r, "mode");
+		const char *id = cr_str(r, "identity");
+		const char *ve = cr_str(r, "pkce_verifier");
+		const char *re = cr_str(r, "redirect_uri");
+		int64_t     exp =
 		        json_integer_value(json_object_get(r, "expires_at"));
 
 		if (st == NULL || cl == NULL || mo == NULL || id == NULL ||
@@ -562,9 +557,8 @@ cr_meta_restore(cr_self *cr, json_t *rows)
 
 	json_array_foreach(rows, i, r)
 	{
-		const char *id = json_string_value(json_object_get(r, "id"));
-		const char *text =
-		        json_string_value(json_object_get(r, "config"));
+		const char *id   = cr_str(r, "id");
+		const char *text = cr_str(r, "config");
 		json_t *m = text != NULL ? json_loads(text, 0, NULL) : NULL;
 
 		if (id == NULL || !json_is_object(m)) {

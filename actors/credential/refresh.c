@@ -286,8 +286,7 @@ out:
 static int
 refresh_form(const cclient *c, const char *rt, char **form, oa_send *s)
 {
-	const char *res =
-	        json_string_value(json_object_get(c->meta, "resource"));
+	const char *res = cr_str(c->meta, "resource");
 
 	if (oa_form_add(form, "grant_type", "refresh_token") != 0 ||
 	    oa_form_add(form, "refresh_token", rt) != 0 ||
@@ -303,13 +302,12 @@ refresh_form(const cclient *c, const char *rt, char **form, oa_send *s)
 static int
 exchange_form(const cclient *c, const char *subject, char **form, oa_send *s)
 {
-	json_t     *x   = c->exchange;
-	const char *aud = json_string_value(json_object_get(x, "audience"));
-	const char *id  = json_string_value(json_object_get(x, "client_id"));
-	const char *sec =
-	        json_string_value(json_object_get(x, "client_secret"));
-	const char *how = json_string_value(json_object_get(x, "auth_method"));
-	json_t     *sc  = json_object_get(x, "scopes");
+	json_t     *x          = c->exchange;
+	const char *aud        = cr_str(x, "audience");
+	const char *id         = cr_str(x, "client_id");
+	const char *sec        = cr_str(x, "client_secret");
+	const char *how        = cr_str(x, "auth_method");
+	json_t     *sc         = json_object_get(x, "scopes");
 	char        scope[512] = "";
 	size_t      i;
 	json_t     *v;
@@ -356,10 +354,9 @@ start(cr_self *cr, token *t)
 	oa_send     s    = {.timeout_ms = CR_HTTP_MS};
 
 	bool ex = c != NULL && c->auth == CFG_AUTH_TOKEN_EXCHANGE;
-	url = ex ? json_string_value(json_object_get(c->exchange, "token_url"))
-	        : c != NULL && c->meta != NULL
-	        ? json_string_value(json_object_get(c->meta, "token_url"))
-	        : NULL;
+	url     = ex ? cr_str(c->exchange, "token_url")
+	            : c != NULL && c->meta != NULL ? cr_str(c->meta, "token_url")
+	                                           : NULL;
 	if (t->refresh == NULL || url == NULL) {
 		answer_all(
 		        cr, t, MK_ESTATE, "MCP client %s: %s",

@@ -161,14 +161,11 @@ cr_hcreds_restore(cr_self *cr, json_t *rows)
 
 	json_array_foreach(rows, i, r)
 	{
-		const char *cl =
-		        json_string_value(json_object_get(r, "client_id"));
-		const char *mo = json_string_value(json_object_get(r, "mode"));
-		const char *id =
-		        json_string_value(json_object_get(r, "identity"));
-		const char *hd =
-		        json_string_value(json_object_get(r, "headers"));
-		char *copy;
+		const char *cl = cr_str(r, "client_id");
+		const char *mo = cr_str(r, "mode");
+		const char *id = cr_str(r, "identity");
+		const char *hd = cr_str(r, "headers");
+		char       *copy;
 
 		if (mo != NULL && cr_callers_mode(mo)) {
 			continue; /* callers' are filled on demand */
@@ -490,7 +487,7 @@ fill_insert(cr_self *cr, fill *f, json_t *row)
 	const char *v;
 
 	if (f->table == STORE_HEADER_CREDENTIALS) {
-		v = json_string_value(json_object_get(row, "headers"));
+		v          = cr_str(row, "headers");
 		char *copy = v != NULL ? strdup(v) : NULL;
 		if (copy != NULL) {
 			(void)hcred_set(cr, f->client, f->mode, f->identity,
@@ -499,20 +496,18 @@ fill_insert(cr_self *cr, fill *f, json_t *row)
 		return;
 	}
 	token *t = cr_token(cr, f->client, f->mode, f->identity, true);
-	if (t == NULL ||
-	    (v = json_string_value(json_object_get(row, "access_token"))) ==
-	            NULL) {
+	if (t == NULL || (v = cr_str(row, "access_token")) == NULL) {
 		return;
 	}
-	t->access  = strdup(v);
-	v          = json_string_value(json_object_get(row, "refresh_token"));
-	t->refresh = v != NULL ? strdup(v) : NULL;
-	v          = json_string_value(json_object_get(row, "scopes"));
-	t->scopes  = v != NULL ? strdup(v) : NULL;
+	t->access     = strdup(v);
+	v             = cr_str(row, "refresh_token");
+	t->refresh    = v != NULL ? strdup(v) : NULL;
+	v             = cr_str(row, "scopes");
+	t->scopes     = v != NULL ? strdup(v) : NULL;
 	t->expires_at = json_integer_value(json_object_get(row, "expires_at"));
 	t->refreshed =
 	        json_integer_value(json_object_get(row, "last_refreshed"));
-	v         = json_string_value(json_object_get(row, "status"));
+	v         = cr_str(row, "status");
 	t->active = v != NULL && strcmp(v, "active") == 0;
 }
 

@@ -45,6 +45,26 @@ kn_stream_open(kn_stream **sp, const char *url, const char *const *extra,
 	return (0);
 }
 
+uint64_t
+kn_stream_subscribers(kn_stream *s)
+{
+	nng_stat *all, *sock, *pipes;
+	uint64_t  n = 0;
+
+	/* The socket's own count: a pipe is one connected subscriber.  (Not
+	 * nng_pipe_notify: its callbacks run on nng's pipe threads, and a
+	 * count kept here could only mirror this one.) */
+	if (nng_stats_get(&all) != 0) {
+		return (0);
+	}
+	if ((sock = nng_stat_find_socket(all, s->pub)) != NULL &&
+	    (pipes = nng_stat_find(sock, "pipes")) != NULL) {
+		n = nng_stat_value(pipes);
+	}
+	nng_stats_free(all);
+	return (n);
+}
+
 void
 kn_stream_close(kn_stream **sp)
 {

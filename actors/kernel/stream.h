@@ -9,6 +9,7 @@
 #define KN_STREAM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct kn_stream kn_stream;
 
@@ -17,6 +18,11 @@ typedef struct kn_stream kn_stream;
  * err), MK_ENOMEM. */
 int kn_stream_open(kn_stream **sp, const char *url, const char *const *extra,
                    char *err, size_t errlen);
+
+/* kn_stream_subscribers: subscribers connected now (tcp, ws, ipc), from
+ * nng's statistics of the socket; 0 if nng keeps none.  Any thread; costs
+ * a snapshot of all of nng's statistics (one per scrape, not per call). */
+uint64_t kn_stream_subscribers(kn_stream *s);
 
 /* kn_stream_close closes the socket and nulls *sp; safe with NULL. */
 void kn_stream_close(kn_stream **sp);
