@@ -38,7 +38,8 @@ typedef struct entry {
 	char           *name;      /* name */
 	kn_actor       *actor;     /* the client actor (owner reference) */
 	char           *view;      /* its latest view, JSON text */
-	char            state[32]; /* its latest state */
+	char            state[32]; /* its latest state (the runtime's) */
+	char            shown[32]; /* the state its view shows (filters) */
 	char            conn[8];   /* connection_type */
 	char            auth[24];  /* auth_type */
 	int64_t         sync_ms;   /* healthy interval */
@@ -535,6 +536,7 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 	snprintf(e->conn, sizeof(e->conn), "%s", cfg_conn_name(cfg->conn));
 	snprintf(e->auth, sizeof(e->auth), "%s", cfg_auth_name(cfg->auth));
 	snprintf(e->state, sizeof(e->state), "unstable");
+	snprintf(e->shown, sizeof(e->shown), "unstable");
 	snprintf(name, sizeof(name), CLIENT_PREFIX "%s", cfg->name);
 	if ((rv = kn_spawn(kn_actor_kernel(self), name, &client_ops, &a,
 	                   &e->actor)) != 0) {
@@ -829,13 +831,14 @@ static void
 on_view(sv_self *sv, kn_actor *self, kn_msg *msg)
 {
 	mp_r    r;
-	char   *id, *state, *view;
+	char   *id, *state, *shown, *view;
 	int64_t sync_ms;
 	entry  *e;
 
 	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
 	id      = mp_dup_str(mp_get(&r, "id"));
 	state   = mp_dup_str(mp_get(&r, "state"));
+	shown   = mp_dup_str(mp_get(&r, "shown"));
 	view    = mp_dup_str(mp_get(&r, "view"));
 	sync_ms = mp_int(mp_get(&r, "sync_ms"), 0);
 	mp_r_close(&r);
@@ -850,12 +853,15 @@ on_view(sv_self *sv, kn_actor *self, kn_msg *msg)
 		e->view = view;
 		view    = NULL;
 		snprintf(e->state, sizeof(e->state), "%s", state);
+		snprintf(e->shown, sizeof(e->shown), "%s",
+		         shown != NULL ? shown : state);
 		if (changed && e->connected && !e->checking) {
 			schedule(self, sv, e);
 		}
 	}
 	free(id);
 	free(state);
+	free(shown);
 	free(view);
 }
 
@@ -877,7 +883,8 @@ matches(const entry *e, json_t *f)
 	const char *at = json_string_value(json_object_get(f, "auth_type"));
 	const char *q  = json_string_value(json_object_get(f, "search"));
 
-	return ((st == NULL || strcmp(st, e->state) == 0) &&
+	/* (what the list shows: per-user needs_reauth is a projection) */
+	return ((st == NULL || strcmp(st, e->shown) == 0) &&
 	        (ct == NULL || strcmp(ct, e->conn) == 0) &&
 	        (at == NULL || strcmp(at, e->auth) == 0) &&
 	        (q == NULL || strcasestr(e->name, q) != NULL ||

@@ -601,6 +601,16 @@ admin_projection(void)
 	v = view_of(rt, "upj");
 	CHECK(strcmp(vstr(v, "state"), "needs_reauth") == 0);
 	json_decref(v);
+	/* the state filter goes by what the list shows, not the runtime's
+	 * own reading (healthy: calls go on) */
+	char *list = NULL;
+	CHECK_EQ(mk_clients_json(rt, "{\"state\": \"needs_reauth\"}", &list),
+	         0);
+	CHECK(strstr(list, "\"name\":\"upj\"") != NULL);
+	mk_free(list);
+	CHECK_EQ(mk_clients_json(rt, "{\"state\": \"healthy\"}", &list), 0);
+	CHECK(strstr(list, "\"name\":\"upj\"") == NULL);
+	mk_free(list);
 	whoami_as(rt, "upj", "dave", NULL, "dave"); /* callers work on */
 	bootstrap(rt, "upj", true);
 	wait_state(&sb, &at, "upj", "healthy", NULL);

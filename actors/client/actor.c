@@ -250,10 +250,11 @@ client_push_view(client *cl)
 		return;
 	}
 	mp_w_init(&w);
-	mp_map(&w, 5);
+	mp_map(&w, 6);
 	mp_kv_str(&w, "id", cl->cfg->id);
 	mp_kv_str(&w, "name", cl->cfg->name);
 	mp_kv_str(&w, "state", cstate_name(cl->state));
+	mp_kv_str(&w, "shown", cstate_name(shown_state(cl)));
 	mp_kv_str(&w, "view", text);
 	mp_kv_int(&w, "sync_ms", cl->sync_ms);
 	if (kn_tell(cl->sv, cl->self, MSG_SV_VIEW, w.sb.data, w.sb.size) !=
