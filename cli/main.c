@@ -6,6 +6,7 @@
  * error.
  */
 #include <errno.h>
+#include <limits.h>
 #include <nng/nng.h>
 #include <nng/protocol/pubsub0/sub.h>
 #include <pthread.h>
@@ -57,6 +58,20 @@ cli_parse_level(const char *s, mk_log_level *out)
 		}
 	}
 	return (-1);
+}
+
+int
+cli_positive(const char *s)
+{
+	char *end;
+	long  n;
+
+	errno = 0;
+	n     = strtol(s, &end, 10);
+	return (errno == 0 && end != s && *end == '\0' && n >= 1 &&
+	                        n <= INT_MAX
+	                ? (int)n
+	                : -1);
 }
 
 char *

@@ -189,8 +189,9 @@ cmd_call(int argc, char **argv)
 			who[1] = argv[++i];
 		} else if (strcmp(argv[i], "--session") == 0 && i + 1 < argc) {
 			who[2] = argv[++i];
-		} else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
-			timeout = strtol(argv[++i], NULL, 10);
+		} else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc &&
+		           (timeout = cli_positive(argv[i + 1])) > 0) {
+			i++;
 		} else if (strcmp(argv[i], "--help") == 0) {
 			fputs(call_usage, stdout);
 			return (0);
@@ -203,12 +204,11 @@ cmd_call(int argc, char **argv)
 		}
 	}
 	json_t *a = json_loads(args, 0, NULL);
-	if (client == NULL || tool == NULL || !json_is_object(a) ||
-	    timeout < 0) {
+	if (client == NULL || tool == NULL || !json_is_object(a)) {
 		fprintf(stderr, "mcpkeep call: %s\n%s",
 		        client == NULL || tool == NULL
 		                ? "CLIENT and TOOL are needed"
-		                : "JSON must be an object, --timeout >= 0",
+		                : "JSON must be an object",
 		        call_usage);
 		json_decref(a);
 		return (2);

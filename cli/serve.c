@@ -34,6 +34,7 @@
 #define BODY_READ_MAX  (16 * BODY_MAX) /* what nng reads (larger: 400) */
 #define WORKERS        4               /* threads for blocking API calls */
 #define DRAIN_MS       10000 /* calls in flight at shutdown, at most */
+#define REQUESTS_MAX   4096  /* default --max-requests */
 #define LISTEN_DEFAULT "127.0.0.1:8080"
 
 extern const char   status_html[]; /* cli/status.html, embedded */
@@ -50,6 +51,10 @@ static const char serve_usage[] =
         "  --store FILE    the SQLite store (default: the config's "
         "store.path)\n"
         "  --log LEVEL     debug | info | warn | error (default info)\n"
+        "  --max-requests N\n"
+        "                  requests in the works at once (default 4096);\n"
+        "                  more are answered 503 with Retry-After: 1\n"
+        "                  (never /healthz and /metrics)\n"
         "\n"
         "The admin token is the config's server.admin_token, else\n"
         "MCPKEEP_ADMIN_TOKEN; without one only loopback addresses are\n"
@@ -66,7 +71,9 @@ typedef struct req {
 	char       *query;  /* after '?', or "" */
 	char       *body;   /* NUL-terminated, or NULL */
 	char       *id_user, *id_vk, *id_session, *bearer; /* headers */
-	struct req *next;                                  /* worker queue */
+	bool        capped; /* counts against --max-requests */
+	bool        busy;   /* refused for it: says Retry-After */
+	struct req *next;   /* worker queue */
 } req;
 
 typedef struct daemon {
@@ -78,6 +85,9 @@ typedef struct daemon {
 	req             *head, *tail; /* the queue */
 	bool             stopping;    /* workers finish */
 	int              inflight;    /* requests not yet answered */
+	int              capped; /* of them, those --max-requests counts */
+	int              max;    /* --max-requests */
+	uint64_t         busy;   /* requests refused for max */
 	pthread_t        workers[WORKERS];
 	uint64_t         requests;   /* answered */
 	uint64_t         reloads[2]; /* SIGHUPs applied, refused */
@@ -114,21 +124,27 @@ answer(req *r, uint16_t status, const char *ctype, const char *body)
 {
 	nng_http_res *res;
 
+	/* (counted out before nng has it: a caller that sends its next
+	 * request the moment this one is answered finds the room free) */
+	pthread_mutex_lock(&D.mtx);
+	D.inflight--;
+	D.capped -= r->capped;
+	D.requests++;
+	pthread_cond_broadcast(&D.cv);
+	pthread_mutex_unlock(&D.mtx);
 	if (nng_http_res_alloc(&res) == 0) {
 		nng_http_res_set_status(res, status);
 		nng_http_res_set_header(res, "Content-Type", ctype);
 		nng_http_res_set_header(res, "Cache-Control", "no-store");
+		if (r->busy) {
+			nng_http_res_set_header(res, "Retry-After", "1");
+		}
 		nng_http_res_copy_data(res, body, strlen(body));
 		nng_aio_set_output(r->aio, 0, res);
 		nng_aio_finish(r->aio, 0);
 	} else {
 		nng_aio_finish(r->aio, NNG_ENOMEM);
 	}
-	pthread_mutex_lock(&D.mtx);
-	D.inflight--;
-	D.requests++;
-	pthread_cond_broadcast(&D.cv);
-	pthread_mutex_unlock(&D.mtx);
 	req_free(r);
 }
 
@@ -670,10 +686,13 @@ metrics(req *r)
 	FILE                    *f;
 	json_t                  *all, *c;
 	int                      count[7] = {0};
-	uint64_t                 requests, reloads[2];
+	uint64_t                 requests, busy, reloads[2];
+	int                      inflight;
 
 	pthread_mutex_lock(&D.mtx); /* (another worker may be answering) */
 	requests   = D.requests;
+	inflight   = D.capped;
+	busy       = D.busy;
 	reloads[0] = D.reloads[0];
 	reloads[1] = D.reloads[1];
 	pthread_mutex_unlock(&D.mtx);
@@ -738,6 +757,12 @@ metrics(req *r)
 	        "mcpkeep_store_tool_writes_total %llu\n"
 	        "# TYPE mcpkeep_http_requests_total counter\n"
 	        "mcpkeep_http_requests_total %llu\n"
+	        "# HELP mcpkeep_http_requests_in_flight requests in the works "
+	        "(not /healthz, /metrics), as --max-requests counts them\n"
+	        "# TYPE mcpkeep_http_requests_in_flight gauge\n"
+	        "mcpkeep_http_requests_in_flight %d\n"
+	        "# TYPE mcpkeep_http_requests_busy_total counter\n"
+	        "mcpkeep_http_requests_busy_total %llu\n"
 	        "# TYPE mcpkeep_reloads_total counter\n"
 	        "mcpkeep_reloads_total{result=\"applied\"} %llu\n"
 	        "mcpkeep_reloads_total{result=\"refused\"} %llu\n",
@@ -749,7 +774,8 @@ metrics(req *r)
 	        st.store_state != MK_STORE_FAILING,
 	        (unsigned long long)st.store_failures,
 	        (unsigned long long)st.store_tool_writes,
-	        (unsigned long long)requests, (unsigned long long)reloads[0],
+	        (unsigned long long)requests, inflight,
+	        (unsigned long long)busy, (unsigned long long)reloads[0],
 	        (unsigned long long)reloads[1]);
 	fclose(f);
 	answer(r, 200, "text/plain; version=0.0.4", out);
@@ -902,9 +928,29 @@ on_http(nng_aio *aio)
 	r->id_user    = header_dup(h, "X-MCP-User-Id");
 	r->id_vk      = header_dup(h, "X-MCP-Virtual-Key");
 	r->id_session = header_dup(h, "X-MCP-Session-Id");
+	/* Every request holds memory (its body: up to 1 MiB) until it is
+	 * answered: past the bound, refuse rather than queue without end.
+	 * Liveness and metrics stay answered: an operator needs them most
+	 * then, and they carry no body. */
+	bool exempt = r->path != NULL &&
+	        (strcmp(r->path, "/healthz") == 0 ||
+	         strcmp(r->path, "/metrics") == 0);
 	pthread_mutex_lock(&D.mtx);
+	r->busy   = !exempt && D.capped >= D.max;
+	r->capped = !exempt && !r->busy;
+	D.busy += r->busy;
+	D.capped += r->capped;
 	D.inflight++;
 	pthread_mutex_unlock(&D.mtx);
+	if (r->busy) {
+		char msg[96];
+		snprintf(msg, sizeof(msg),
+		         "the daemon is busy: %d requests in the works; retry "
+		         "later",
+		         D.max);
+		answer_error(r, 503, msg);
+		return;
+	}
 	if (r->method == NULL || r->path == NULL || r->query == NULL) {
 		answer_error(r, 500, "out of memory");
 		return;
@@ -1096,6 +1142,7 @@ cmd_serve(int argc, char **argv)
 	sigset_t          set;
 	int               rv, sig, code = 1;
 
+	D.max = REQUESTS_MAX;
 	for (int i = 0; i < argc; i++) {
 		if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
 			config = argv[++i];
@@ -1105,6 +1152,10 @@ cmd_serve(int argc, char **argv)
 			store = argv[++i];
 		} else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc &&
 		           cli_parse_level(argv[i + 1], &level) == 0) {
+			i++;
+		} else if (strcmp(argv[i], "--max-requests") == 0 &&
+		           i + 1 < argc &&
+		           (D.max = cli_positive(argv[i + 1])) > 0) {
 			i++;
 		} else if (strcmp(argv[i], "--help") == 0) {
 			fputs(serve_usage, stdout);

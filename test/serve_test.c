@@ -3,12 +3,14 @@
  * readiness, the client list with its filters and paging, create (400
  * naming the field, 409 for a duplicate), update, delete, the recovery
  * endpoints' SPEC errors, tool execution, metrics, the admin token, a
- * non-loopback address refused without one, and SIGTERM stopping it
- * cleanly.  The MCP server is test/peers/inject.mjs; the daemon is the
+ * non-loopback address refused without one, SIGHUP reloads, 2,000
+ * concurrent calls, --max-requests (503 busy), the status page in
+ * Chromium, and SIGTERM stopping it cleanly.  The MCP server is test/peers/inject.mjs; the daemon is the
  * built program (MK_MCPKEEP).
  */
 #include <curl/curl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,9 +140,11 @@ metric_within(const char *series, double lo, double hi)
 	return (false);
 }
 
-/* Starts the daemon on config text (written to dir/name), env extra. */
+/* Starts the daemon on config text (written to dir/name), env extra, and
+ * one more option (opt, value; or NULL). */
 static void
-serve(peer *d, const char *name, const char *config, const char *const *env)
+serve_opt(peer *d, const char *name, const char *config,
+          const char *const *env, const char *opt, const char *value)
 {
 	char  path[128], listen[64];
 	FILE *f;
@@ -159,12 +163,20 @@ serve(peer *d, const char *name, const char *config, const char *const *env)
 	                      listen,
 	                      "--log",
 	                      "warn",
+	                      opt,
+	                      value,
 	                      NULL};
 	CHECK(argv[0] != NULL);
 	CHECK_EQ(peer_start(d, argv, env, "serving http://127.0.0.1:([0-9]+)",
 	                    WAIT_MS),
 	         0);
 	snprintf(base, sizeof(base), "http://127.0.0.1:%d", d->port);
+}
+
+static void
+serve(peer *d, const char *name, const char *config, const char *const *env)
+{
+	serve_opt(d, name, config, env, NULL, NULL);
 }
 
 static void
@@ -547,6 +559,89 @@ load(void)
 /* The status page in a real browser (test/peers/page.mjs); the
  * screenshot is kept as an artifact (MK_ARTIFACTS, else the working
  * directory). */
+/* A tool call that hangs upstream, on a thread: its answer's status. */
+typedef struct hung {
+	pthread_t th;
+	long      status;
+} hung;
+
+static void *
+hung_main(void *arg)
+{
+	hung *h   = arg;
+	char *out = http_try("POST", "/api/mcp/tool/execute",
+	                     "{\"client\": \"hot\", \"tool\": \"hang\", "
+	                     "\"timeout\": 60000}",
+	                     NULL, &h->status);
+
+	free(out);
+	return (NULL);
+}
+
+/* --max-requests: past it a request is answered 503 with Retry-After
+ * (memory stays bounded), but /healthz and /metrics still answer. */
+static void
+busy(void)
+{
+	peer        d = {0}, up = {0};
+	hung        h[2];
+	char        js[512], config[512], url[128], *out = NULL;
+	size_t      len    = 0;
+	long        st     = 0;
+	const char *argv[] = {"node", js, "http", "--port", "0", NULL};
+
+	snprintf(js, sizeof(js), "%s/inject.mjs", peer_dir());
+	CHECK_EQ(peer_start(&up, argv, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+	snprintf(config, sizeof(config),
+	         "{\"mcp\": {\"client_configs\": [{\"name\": \"hot\", "
+	         "\"connection_type\": \"http\", \"connection_string\": "
+	         "\"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": "
+	         "[\"*\"]}]}}",
+	         up.port);
+	serve_opt(&d, "busy.json", config, NULL, "--max-requests", "2");
+	CHECK(metric_within("mcpkeep_clients{state=\"healthy\"}", 1, 1));
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ(pthread_create(&h[i].th, NULL, hung_main, &h[i]), 0);
+	}
+	/* both held (a scrape is not counted) */
+	if (!metric_within("mcpkeep_http_requests_in_flight", 2, 2)) {
+		fprintf(stderr, "held: %ld %ld\n", h[0].status, h[1].status);
+		CHECK(0);
+	}
+	expect("GET", "/healthz", NULL, NULL, 200, "\"ok\"");
+	expect("GET", "/api/mcp/clients", NULL, NULL, 503,
+	       "{\"error\":\"the daemon is busy: 2 requests in the works; "
+	       "retry later\"}");
+	/* the answer says when to come back */
+	CURL *e   = curl_easy_init();
+	FILE *mem = open_memstream(&out, &len);
+	snprintf(url, sizeof(url), "%s/api/mcp/tool/execute", base);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS,
+	                 "{\"client\": \"hot\", \"tool\": \"echo\"}");
+	curl_easy_setopt(e, CURLOPT_HEADER, 1L);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, mem);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 30000L);
+	CHECK_EQ(curl_easy_perform(e), CURLE_OK);
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &st);
+	curl_easy_cleanup(e);
+	fclose(mem);
+	CHECK_EQ(st, 503);
+	CHECK(strcasestr(out, "\r\nRetry-After: 1\r\n") != NULL);
+	free(out);
+	CHECK(metric_within("mcpkeep_http_requests_busy_total", 2, 2));
+	/* the upstream goes: the held calls are answered, room again */
+	peer_stop(&up);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(h[i].th, NULL);
+		CHECK_EQ(h[i].status, 502);
+	}
+	expect("GET", "/api/mcp/clients", NULL, NULL, 200, "\"hot\"");
+	peer_stop(&d);
+}
+
 static void
 status_page(void)
 {
@@ -607,6 +702,7 @@ main(void)
 	RUN(admin_token);
 	RUN(reload);
 	RUN(load);
+	RUN(busy);
 	RUN(status_page);
 	peer_stop(&mcp);
 	char cmd[128];
