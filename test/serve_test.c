@@ -5,8 +5,8 @@
  * endpoints' SPEC errors, tool execution, metrics, the admin token, a
  * non-loopback address refused without one, SIGHUP reloads, 2,000
  * concurrent calls, --max-requests (503 busy), the status page in
- * Chromium, and SIGTERM stopping it cleanly.  The MCP server is test/peers/inject.mjs; the daemon is the
- * built program (MK_MCPKEEP).
+ * Chromium, and SIGTERM stopping it cleanly.  The MCP server is
+ * test/peers/inject.mjs; the daemon is the built program (MK_MCPKEEP).
  */
 #include <curl/curl.h>
 #include <jansson.h>
@@ -171,6 +171,19 @@ serve_opt(peer *d, const char *name, const char *config,
 	                    WAIT_MS),
 	         0);
 	snprintf(base, sizeof(base), "http://127.0.0.1:%d", d->port);
+}
+
+/* Starts an inject.mjs MCP server (Streamable HTTP, a free port). */
+static void
+start_inject(peer *p)
+{
+	char        js[512];
+	const char *argv[] = {"node", js, "http", "--port", "0", NULL};
+
+	snprintf(js, sizeof(js), "%s/inject.mjs", peer_dir());
+	CHECK_EQ(peer_start(p, argv, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
 }
 
 static void
@@ -583,17 +596,13 @@ hung_main(void *arg)
 static void
 busy(void)
 {
-	peer        d = {0}, up = {0};
-	hung        h[2];
-	char        js[512], config[512], url[128], *out = NULL;
-	size_t      len    = 0;
-	long        st     = 0;
-	const char *argv[] = {"node", js, "http", "--port", "0", NULL};
+	peer   d = {0}, up = {0};
+	hung   h[2];
+	char   config[512], url[128], *out = NULL;
+	size_t len = 0;
+	long   st  = 0;
 
-	snprintf(js, sizeof(js), "%s/inject.mjs", peer_dir());
-	CHECK_EQ(peer_start(&up, argv, NULL, "listening on port ([0-9]+)",
-	                    WAIT_MS),
-	         0);
+	start_inject(&up);
 	snprintf(config, sizeof(config),
 	         "{\"mcp\": {\"client_configs\": [{\"name\": \"hot\", "
 	         "\"connection_type\": \"http\", \"connection_string\": "
@@ -648,12 +657,7 @@ status_page(void)
 	peer d = {0}, b = {0}, m = {0};
 	char config[1024], js[512], shot[512], pid[16];
 
-	/* a server of its own, for the page to kill */
-	const char *margv[] = {"node", js, "http", "--port", "0", NULL};
-	snprintf(js, sizeof(js), "%s/inject.mjs", peer_dir());
-	CHECK_EQ(peer_start(&m, margv, NULL, "listening on port ([0-9]+)",
-	                    WAIT_MS),
-	         0);
+	start_inject(&m); /* a server of its own, for the page to kill */
 	snprintf(config, sizeof(config),
 	         "{\"mcp\": {\"client_configs\": [{\"name\": \"svst\", "
 	         "\"connection_type\": \"http\", \"connection_string\": "
@@ -687,17 +691,11 @@ status_page(void)
 int
 main(void)
 {
-	char        js[512];
-	const char *argv[] = {"node", js, "http", "--port", "0", NULL};
-
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	CHECK(peer_dir() != NULL);
 	CHECK(mkdtemp(dir) != NULL);
-	snprintf(js, sizeof(js), "%s/inject.mjs", peer_dir());
-	CHECK_EQ(peer_start(&mcp, argv, NULL, "listening on port ([0-9]+)",
-	                    WAIT_MS),
-	         0);
+	start_inject(&mcp);
 	RUN(api);
 	RUN(admin_token);
 	RUN(reload);
