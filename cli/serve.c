@@ -71,6 +71,7 @@ typedef struct req {
 	char       *query;  /* after '?', or "" */
 	char       *body;   /* NUL-terminated, or NULL */
 	char       *id_user, *id_vk, *id_session, *bearer; /* headers */
+	int64_t     t0;     /* arrival, monotonic ns (the access log) */
 	bool        capped; /* counts against --max-requests */
 	bool        busy;   /* refused for it: says Retry-After */
 	struct req *next;   /* worker queue */
@@ -118,6 +119,15 @@ req_free(req *r)
 	free(r);
 }
 
+static int64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+}
+
 /* Answers r with status and body (a JSON or HTML text), and frees it. */
 static void
 answer(req *r, uint16_t status, const char *ctype, const char *body)
@@ -132,6 +142,14 @@ answer(req *r, uint16_t status, const char *ctype, const char *body)
 	D.requests++;
 	pthread_cond_broadcast(&D.cv);
 	pthread_mutex_unlock(&D.mtx);
+	/* The access log: the path only (a query can carry an OAuth code).
+	 * The daemon's own failures (500; 503 but for busy, which /metrics
+	 * counts and which comes in floods) at warn, the rest at debug. */
+	bool own = status == 500 || (status == 503 && !r->busy);
+	mk_log(own ? MK_LOG_WARN : MK_LOG_DEBUG, "http", "%s %s %u %.1f ms",
+	       r->method != NULL ? r->method : "-",
+	       r->path != NULL ? r->path : "-", status,
+	       (double)(mono_ns() - r->t0) / 1e6);
 	if (nng_http_res_alloc(&res) == 0) {
 		nng_http_res_set_status(res, status);
 		nng_http_res_set_header(res, "Content-Type", ctype);
@@ -919,6 +937,7 @@ on_http(nng_aio *aio)
 		return;
 	}
 	r->aio    = aio;
+	r->t0     = mono_ns();
 	r->method = strdup(nng_http_req_get_method(h));
 	q         = strchr(uri, '?');
 	r->path   = q != NULL ? strndup(uri, (size_t)(q - uri)) : strdup(uri);
@@ -1032,7 +1051,7 @@ reload(const char *path, char **text)
 	int     added = 0, updated = 0, removed = 0, failed = 0, rc;
 
 	if ((ntext = cli_read_file(path, ferr, sizeof(ferr))) == NULL) {
-		fprintf(stderr, "mcpkeep: reload refused: %s\n", ferr);
+		mk_log(MK_LOG_ERROR, "serve", "reload refused: %s", ferr);
 		pthread_mutex_lock(&D.mtx);
 		D.reloads[1]++;
 		pthread_mutex_unlock(&D.mtx);
@@ -1040,9 +1059,9 @@ reload(const char *path, char **text)
 	}
 	char *probe = NULL;
 	if ((rc = mk_config_get(ntext, "store.path", &probe, &err)) != 0) {
-		fprintf(stderr,
-		        "mcpkeep: reload refused, nothing changed: %s\n",
-		        err != NULL ? err : mk_strerror(rc));
+		mk_log(MK_LOG_ERROR, "serve",
+		       "reload refused, nothing changed: %s",
+		       err != NULL ? err : mk_strerror(rc));
 		mk_free(err);
 		free(ntext);
 		pthread_mutex_lock(&D.mtx);
@@ -1087,17 +1106,16 @@ reload(const char *path, char **text)
 		}
 		if (rc != 0) {
 			failed++;
-			fprintf(stderr, "mcpkeep: reload: %s: %s\n", name,
-			        err != NULL ? err : mk_strerror(rc));
+			mk_log(MK_LOG_ERROR, "serve", "reload: %s: %s", name,
+			       err != NULL ? err : mk_strerror(rc));
 		}
 		mk_free(err);
 		err = NULL;
 		free(body);
 	}
-	printf("mcpkeep: reloaded %s: %d added, %d updated, %d removed, %d "
-	       "failed\n",
+	mk_log(failed != 0 ? MK_LOG_WARN : MK_LOG_INFO, "serve",
+	       "reloaded %s: %d added, %d updated, %d removed, %d failed",
 	       path, added, updated, removed, failed);
-	fflush(stdout);
 	json_decref(old);
 	json_decref(now);
 	free(*text);

@@ -64,6 +64,17 @@ typedef enum mk_log_level {
 } mk_log_level;
 
 /*
+ * mk_log writes one line to the runtime's log - the level, format (text
+ * or JSON) and fd that mk_runtime_open set - as component, so that an
+ * embedder's lines sit with the runtime's.  The message is printf-
+ * formatted, cut at 2 KiB, and control characters in it become spaces.
+ * Below the level (or an unknown level) it does nothing.  Any thread;
+ * blocks only on the write.  Never pass it a secret.
+ */
+MK_API void mk_log(mk_log_level level, const char *component, const char *fmt,
+                   ...) __attribute__((format(printf, 3, 4)));
+
+/*
  * Options for mk_runtime_open().  Initialise with mk_options_init() and
  * change only the fields you need; later versions append fields.
  */

@@ -4,12 +4,14 @@
  * client's actor (one mailbox hop) and is answered in the caller's
  * waiting slot.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "actors/client/client.h"
 #include "actors/kernel/kernel.h"
+#include "actors/kernel/log.h"
 #include "codec/config.h"
 #include "codec/mp.h"
 #include "mcpkeep.h"
@@ -645,6 +647,19 @@ mk_tool_call_async(mk_runtime *rt, const mk_call *call, mk_done_fn fn,
 		free(ac);
 	}
 	return (rv);
+}
+
+void
+mk_log(mk_log_level level, const char *component, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (fmt == NULL) {
+		return;
+	}
+	va_start(ap, fmt);
+	kn_logv(level, component != NULL ? component : "-", fmt, ap);
+	va_end(ap);
 }
 
 const char *

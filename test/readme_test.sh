@@ -149,6 +149,12 @@ for f in "$tmp/all" "$tmp/daemon.err"; do
 		fail=1
 	fi
 done
+# the access log: a line per request, the path without its query
+if ! grep -q ' http: GET /api/oauth/callback 200 ' "$tmp/daemon.err" ||
+	[[ $(grep -c ' http: ' "$tmp/daemon.err") -lt $n ]]; then
+	echo "FAIL: the access log lacks the requests"
+	fail=1
+fi
 if [[ $n -lt 20 ]]; then
 	echo "FAIL: only $n curl lines found in $readme"
 	fail=1

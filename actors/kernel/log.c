@@ -188,14 +188,20 @@ log_emit(mk_log_level level, const char *component, const char *fmt,
 }
 
 void
+kn_logv(mk_log_level level, const char *component, const char *fmt,
+        va_list ap)
+{
+	if ((unsigned)level <= MK_LOG_ERROR && kn_log_enabled(level)) {
+		log_emit(level, component, fmt, ap);
+	}
+}
+
+void
 kn_log(mk_log_level level, const char *component, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!kn_log_enabled(level) || level > MK_LOG_ERROR) {
-		return;
-	}
 	va_start(ap, fmt);
-	log_emit(level, component, fmt, ap);
+	kn_logv(level, component, fmt, ap);
 	va_end(ap);
 }

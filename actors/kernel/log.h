@@ -10,6 +10,8 @@
 #ifndef KN_LOG_H
 #define KN_LOG_H
 
+#include <stdarg.h>
+
 #include "mcpkeep.h"
 
 /*
@@ -40,6 +42,10 @@ int kn_log_level_parse(const char *s);
  */
 void kn_log(mk_log_level level, const char *component, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
+
+/* kn_logv is kn_log with a va_list. */
+void kn_logv(mk_log_level level, const char *component, const char *fmt,
+             va_list ap) __attribute__((format(printf, 3, 0)));
 
 #define KN_DEBUG(comp, ...)                                                   \
 	do {                                                                  \
