@@ -4,7 +4,9 @@
 #include <nng/nng.h>
 #include <nng/protocol/pubsub0/sub.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mcpkeep.h"
 #include "testutil.h"
@@ -134,10 +136,44 @@ two_runtimes(void)
 	mk_runtime_close(&b);
 }
 
+/* mk_log: an embedder's lines in the runtime's log, at its level. */
+static void
+embedder_log(void)
+{
+	mk_runtime *rt;
+	mk_options  o;
+	int         fds[2];
+	char        buf[4096];
+	ssize_t     n;
+
+	CHECK_EQ(pipe(fds), 0);
+	unsetenv("MCPKEEP_LOG"); /* (the suite's would override the level) */
+	mk_options_init(&o);
+	o.log_level = MK_LOG_WARN;
+	o.log_fd    = fds[1];
+	CHECK_EQ(mk_runtime_open(&rt, &o), 0);
+	mk_log(MK_LOG_WARN, "host", "one\ntwo %d", 2);
+	mk_log(MK_LOG_INFO, "host", "below the level");
+	mk_log((mk_log_level)7, "host", "no such level");
+	mk_log(MK_LOG_ERROR, NULL, "no component");
+	mk_log(MK_LOG_ERROR, "host", NULL);
+	mk_runtime_close(&rt);
+	close(fds[1]);
+	n = read(fds[0], buf, sizeof(buf) - 1);
+	close(fds[0]);
+	CHECK(n > 0);
+	buf[n] = '\0';
+	CHECK(strstr(buf, "Z WARN  host: one two 2\n") != NULL);
+	CHECK(strstr(buf, "Z ERROR -: no component\n") != NULL);
+	CHECK(strstr(buf, "below the level") == NULL);
+	CHECK(strstr(buf, "no such level") == NULL);
+}
+
 int
 main(void)
 {
 	RUN(open_close);
+	RUN(embedder_log);
 	RUN(bad_options);
 	RUN(poisoned_handle);
 	RUN(error_texts);
