@@ -58,9 +58,10 @@ static const char serve_usage[] =
         "\n"
         "The admin token is the config's server.admin_token, else\n"
         "MCPKEEP_ADMIN_TOKEN; without one only loopback addresses are\n"
-        "served.  SIGHUP reads the config again and applies it as a diff\n"
-        "(an invalid file changes nothing); SIGINT/SIGTERM stop.  Exit codes: "
-        "0 stopped by a signal, 1 cannot start, 2 "
+        "served.  SIGHUP reads the config again and applies its clients\n"
+        "as a diff and its admin token (an invalid file changes nothing;\n"
+        "listen, stream and store are read only at start); SIGINT/SIGTERM\n"
+        "stop.  Exit codes: 0 stopped by a signal, 1 cannot start, 2 "
         "usage.\n";
 
 /* A request in the works. */
@@ -78,20 +79,22 @@ typedef struct req {
 } req;
 
 typedef struct daemon {
-	mk_runtime      *rt;          /* the runtime */
-	nng_http_server *http;        /* the server */
-	char            *token;       /* the admin token, or NULL (secret) */
-	pthread_mutex_t  mtx;         /* guards the queue and the counts */
-	pthread_cond_t   cv;          /* work queued, or stopping */
-	req             *head, *tail; /* the queue */
-	bool             stopping;    /* workers finish */
-	int              inflight;    /* requests not yet answered */
-	int              capped; /* of them, those --max-requests counts */
-	int              max;    /* --max-requests */
-	uint64_t         busy;   /* requests refused for max */
-	pthread_t        workers[WORKERS];
-	uint64_t         requests;   /* answered */
-	uint64_t         reloads[2]; /* SIGHUPs applied, refused */
+	mk_runtime      *rt;         /* the runtime */
+	nng_http_server *http;       /* the server */
+	char            *token;      /* the admin token, or NULL (secret;
+	                              * mtx: a reload replaces it) */
+	bool            loopback;    /* serving a loopback address only */
+	pthread_mutex_t mtx;         /* guards the queue and the counts */
+	pthread_cond_t  cv;          /* work queued, or stopping */
+	req            *head, *tail; /* the queue */
+	bool            stopping;    /* workers finish */
+	int             inflight;    /* requests not yet answered */
+	int             capped;      /* of them, those --max-requests counts */
+	int             max;         /* --max-requests */
+	uint64_t        busy;        /* requests refused for max */
+	pthread_t       workers[WORKERS];
+	uint64_t        requests;   /* answered */
+	uint64_t        reloads[2]; /* SIGHUPs applied, refused */
 } daemon_t;
 
 static daemon_t D;
@@ -909,17 +912,28 @@ header_dup(nng_http_req *h, const char *name)
 static bool
 admin_ok(const char *authz)
 {
-	size_t n, m;
+	bool ok;
 
+	pthread_mutex_lock(&D.mtx);
 	if (D.token == NULL) {
-		return (true);
+		ok = true;
+	} else if (authz == NULL || strncasecmp(authz, "Bearer ", 7) != 0) {
+		ok = false;
+	} else {
+		size_t n = strlen(authz + 7), m = strlen(D.token);
+		ok = n == m && CRYPTO_memcmp(authz + 7, D.token, m) == 0;
 	}
-	if (authz == NULL || strncasecmp(authz, "Bearer ", 7) != 0) {
-		return (false);
+	pthread_mutex_unlock(&D.mtx);
+	return (ok);
+}
+
+static void
+free_secret(char *s)
+{
+	if (s != NULL) {
+		OPENSSL_cleanse(s, strlen(s));
+		free(s);
 	}
-	n = strlen(authz + 7);
-	m = strlen(D.token);
-	return (n == m && CRYPTO_memcmp(authz + 7, D.token, m) == 0);
 }
 
 /* nng's handler: takes the request apart and queues it. */
@@ -1036,12 +1050,65 @@ clients_by_name(const char *text)
 	return (by);
 }
 
+/* Reads a setting of the config text (NULL when absent). */
+static char *
+setting(const char *text, const char *path)
+{
+	char *v = NULL, *err = NULL;
+
+	if (text != NULL && mk_config_get(text, path, &v, &err) != 0) {
+		mk_free(err);
+		return (NULL);
+	}
+	return (v);
+}
+
+/* The admin token of a config text: its server.admin_token, else
+ * MCPKEEP_ADMIN_TOKEN, else NULL.  malloc'd; a secret (free_secret). */
+static char *
+admin_token_of(const char *text)
+{
+	char       *c   = setting(text, "server.admin_token");
+	const char *env = getenv("MCPKEEP_ADMIN_TOKEN");
+	char       *t   = c != NULL                   ? strdup(c)
+	                : env != NULL && *env != '\0' ? strdup(env)
+	                                              : NULL;
+
+	if (c != NULL) {
+		OPENSSL_cleanse(c, strlen(c));
+		mk_free(c);
+	}
+	return (t);
+}
+
+/* Says which settings a reload changed that only a restart applies. */
+static void
+restart_only(const char *was, const char *now)
+{
+	static const char *const keys[] = {"server.listen", "server.stream",
+	                                   "store.path", NULL};
+
+	for (int i = 0; keys[i] != NULL; i++) {
+		char *a = setting(was, keys[i]), *b = setting(now, keys[i]);
+		if ((a == NULL) != (b == NULL) ||
+		    (a != NULL && strcmp(a, b) != 0)) {
+			mk_log(MK_LOG_WARN, "serve",
+			       "reload: %s changed; it is read only at start "
+			       "(restart to apply it)",
+			       keys[i]);
+		}
+		mk_free(a);
+		mk_free(b);
+	}
+}
+
 /*
  * SIGHUP: config.json again, applied as a diff against the one loaded
  * before - its new clients added, changed ones updated (or, when a field
  * that cannot change did, replaced), vanished ones removed.  Clients
- * created through the API are not the file's and stay.  An invalid file
- * changes nothing.
+ * created through the API are not the file's and stay.  The admin token
+ * is the file's from then on.  An invalid file changes nothing, nor does
+ * one that drops the token of a daemon on a non-loopback address.
  */
 static void
 reload(const char *path, char **text)
@@ -1049,27 +1116,40 @@ reload(const char *path, char **text)
 	char    ferr[256], *ntext, *err = NULL, *body;
 	json_t *old, *now;
 	int     added = 0, updated = 0, removed = 0, failed = 0, rc;
+	char   *probe = NULL, *token;
 
 	if ((ntext = cli_read_file(path, ferr, sizeof(ferr))) == NULL) {
 		mk_log(MK_LOG_ERROR, "serve", "reload refused: %s", ferr);
-		pthread_mutex_lock(&D.mtx);
-		D.reloads[1]++;
-		pthread_mutex_unlock(&D.mtx);
-		return;
+		goto refused;
 	}
-	char *probe = NULL;
 	if ((rc = mk_config_get(ntext, "store.path", &probe, &err)) != 0) {
 		mk_log(MK_LOG_ERROR, "serve",
 		       "reload refused, nothing changed: %s",
 		       err != NULL ? err : mk_strerror(rc));
-		mk_free(err);
-		free(ntext);
-		pthread_mutex_lock(&D.mtx);
-		D.reloads[1]++;
-		pthread_mutex_unlock(&D.mtx);
-		return;
+		goto refused;
+	}
+	if ((token = admin_token_of(ntext)) == NULL && !D.loopback) {
+		mk_log(MK_LOG_ERROR, "serve",
+		       "reload refused, nothing changed: the daemon serves a "
+		       "non-loopback address and the file names no admin "
+		       "token (server.admin_token or MCPKEEP_ADMIN_TOKEN)");
+		goto refused;
 	}
 	mk_free(probe);
+	probe = NULL;
+	restart_only(*text, ntext);
+	/* a rotated token holds from the next request on */
+	pthread_mutex_lock(&D.mtx);
+	bool rotated = (token == NULL) != (D.token == NULL) ||
+	        (token != NULL && strcmp(token, D.token) != 0);
+	char *gone = D.token;
+	D.token    = token;
+	pthread_mutex_unlock(&D.mtx);
+	free_secret(gone);
+	if (rotated) {
+		mk_log(MK_LOG_INFO, "serve",
+		       "reload: the admin token changed");
+	}
 	old = clients_by_name(*text);
 	now = clients_by_name(ntext);
 	const char *name;
@@ -1123,6 +1203,14 @@ reload(const char *path, char **text)
 	pthread_mutex_lock(&D.mtx);
 	D.reloads[0]++;
 	pthread_mutex_unlock(&D.mtx);
+	return;
+refused:
+	mk_free(err);
+	mk_free(probe);
+	free(ntext);
+	pthread_mutex_lock(&D.mtx);
+	D.reloads[1]++;
+	pthread_mutex_unlock(&D.mtx);
 }
 
 static bool
@@ -1133,25 +1221,12 @@ loopback(const char *listen)
 	        strncmp(listen, "[::1]:", 6) == 0);
 }
 
-/* Reads a setting of the config text (NULL when absent). */
-static char *
-setting(const char *text, const char *path)
-{
-	char *v = NULL, *err = NULL;
-
-	if (text != NULL && mk_config_get(text, path, &v, &err) != 0) {
-		mk_free(err);
-		return (NULL);
-	}
-	return (v);
-}
-
 int
 cmd_serve(int argc, char **argv)
 {
 	const char  *config = NULL, *listen = NULL, *store = NULL;
 	char        *text = NULL, *err = NULL, ferr[256], url[300], redir[300];
-	char        *c_listen = NULL, *c_store = NULL, *c_token = NULL;
+	char        *c_listen = NULL, *c_store = NULL;
 	mk_options   opts;
 	mk_log_level level   = MK_LOG_INFO;
 	json_t      *sa      = NULL; /* server.stream, kept while serving */
@@ -1198,16 +1273,13 @@ cmd_serve(int argc, char **argv)
 		        err ? err : mk_strerror(rv));
 		goto out;
 	}
-	c_listen        = setting(text, "server.listen");
-	c_token         = setting(text, "server.admin_token");
-	listen          = listen != NULL    ? listen
-	                 : c_listen != NULL ? c_listen
-	                                    : LISTEN_DEFAULT;
-	const char *env = getenv("MCPKEEP_ADMIN_TOKEN");
-	D.token         = c_token != NULL             ? strdup(c_token)
-	                : env != NULL && *env != '\0' ? strdup(env)
-	                                              : NULL;
-	if (D.token == NULL && !loopback(listen)) {
+	c_listen   = setting(text, "server.listen");
+	listen     = listen != NULL    ? listen
+	            : c_listen != NULL ? c_listen
+	                               : LISTEN_DEFAULT;
+	D.token    = admin_token_of(text);
+	D.loopback = loopback(listen);
+	if (D.token == NULL && !D.loopback) {
 		fprintf(stderr,
 		        "mcpkeep serve: refusing to serve %s without an admin "
 		        "token (server.admin_token or MCPKEEP_ADMIN_TOKEN)\n",
@@ -1307,14 +1379,7 @@ out:
 	mk_free(err);
 	mk_free(c_listen);
 	mk_free(c_store);
-	if (c_token != NULL) {
-		OPENSSL_cleanse(c_token, strlen(c_token));
-	}
-	mk_free(c_token);
-	if (D.token != NULL) {
-		OPENSSL_cleanse(D.token, strlen(D.token));
-	}
-	free(D.token);
+	free_secret(D.token);
 	free(text);
 	return (code);
 }

@@ -127,6 +127,25 @@ tail_print(const peer *p)
 	fprintf(stderr, "---- end of output ----\n");
 }
 
+int
+peer_said(const peer *p, const char *text)
+{
+	char  *flat  = malloc(PEER_TAIL + 1);
+	size_t start = (p->tail_pos + PEER_TAIL - p->tail_len) % PEER_TAIL;
+	int    yes;
+
+	if (flat == NULL) {
+		return (0);
+	}
+	for (size_t i = 0; i < p->tail_len; i++) {
+		flat[i] = p->tail[(start + i) % PEER_TAIL];
+	}
+	flat[p->tail_len] = '\0';
+	yes               = strstr(flat, text) != NULL;
+	free(flat);
+	return (yes);
+}
+
 static void *
 drain_main(void *arg)
 {

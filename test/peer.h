@@ -93,6 +93,11 @@ void peer_stop(peer *p);
  * Returns 1 if it has exited (or the peer is not running), 0 if not. */
 int peer_wait_exit(peer *p, int timeout_ms);
 
+/* peer_said tells whether the peer's latest output (the last PEER_TAIL
+ * bytes) contains text.  Call it after peer_stop (the drain thread writes
+ * the tail until then).  Returns 1 or 0. */
+int peer_said(const peer *p, const char *text);
+
 /* peer_dir gives the source folder test/peers (which holds inject.mjs and
  * node_modules/), from the environment variable MK_PEERS_DIR that meson
  * sets for the tests; NULL if it is unset or empty.  The string belongs

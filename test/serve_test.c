@@ -140,20 +140,30 @@ metric_within(const char *series, double lo, double hi)
 	return (false);
 }
 
+/* Writes config text to dir/name. */
+static void
+write_config(const char *name, const char *text)
+{
+	char  path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	CHECK((f = fopen(path, "w")) != NULL);
+	fputs(text, f);
+	fclose(f);
+}
+
 /* Starts the daemon on config text (written to dir/name), env extra, and
  * one more option (opt, value; or NULL). */
 static void
 serve_opt(peer *d, const char *name, const char *config,
           const char *const *env, const char *opt, const char *value)
 {
-	char  path[128], listen[64];
-	FILE *f;
-	int   port = peer_free_port();
+	char path[128], listen[64];
+	int  port = peer_free_port();
 
+	write_config(name, config);
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	CHECK((f = fopen(path, "w")) != NULL);
-	fputs(config, f);
-	fclose(f);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
 	const char *argv[] = {getenv("MK_MCPKEEP"),
 	                      "serve",
@@ -167,7 +177,7 @@ serve_opt(peer *d, const char *name, const char *config,
 	                      value,
 	                      NULL};
 	CHECK(argv[0] != NULL);
-	CHECK_EQ(peer_start(d, argv, env, "serving http://127.0.0.1:([0-9]+)",
+	CHECK_EQ(peer_start(d, argv, env, "serving http://[0-9.]+:([0-9]+)",
 	                    WAIT_MS),
 	         0);
 	snprintf(base, sizeof(base), "http://127.0.0.1:%d", d->port);
@@ -369,7 +379,8 @@ static void
 admin_token(void)
 {
 	peer        d     = {0};
-	const char *env[] = {"MCPKEEP_ADMIN_TOKEN=s3cret-admin", NULL};
+	const char *env[] = {"MCPKEEP_ADMIN_TOKEN=s3cret-admin",
+	                     "MCPKEEP_LOG=info", NULL};
 
 	serve(&d, "tok.json", "{\"mcp\": {\"client_configs\": []}}", env);
 	expect("GET", "/api/mcp/clients", NULL, NULL, 401, "admin token");
@@ -377,15 +388,55 @@ admin_token(void)
 	expect("GET", "/api/mcp/clients", NULL, "s3cret-admin", 200,
 	       "\"clients\"");
 	expect("GET", "/healthz", NULL, NULL, 200, NULL);
+	/* rotated by a reload: the old token is refused from then on */
+	write_config("tok.json",
+	             "{\"server\": {\"admin_token\": "
+	             "\"rotated-admin\", \"listen\": "
+	             "\"127.0.0.1:1\"}, \"mcp\": "
+	             "{\"client_configs\": []}}");
+	CHECK_EQ(kill(d.pid, SIGHUP), 0);
+	CHECK(metric_within("mcpkeep_reloads_total{result=\"applied\"}", 1,
+	                    1));
+	expect("GET", "/api/mcp/clients", NULL, "s3cret-admin", 401,
+	       "admin token");
+	expect("GET", "/api/mcp/clients", NULL, "rotated-admin", 200,
+	       "\"clients\"");
 	peer_stop(&d);
+	CHECK(peer_said(&d, "serve: reload: the admin token changed\n"));
+	CHECK(peer_said(&d,
+	                "serve: reload: server.listen changed; it is "
+	                "read only at start (restart to apply it)\n"));
+	CHECK(!peer_said(&d, "rotated-admin") && !peer_said(&d, "s3cret"));
+
+	/* on a non-loopback address, a reload that drops the token is
+	 * refused whole */
+	char pub[64];
+	snprintf(pub, sizeof(pub), "0.0.0.0:%d", peer_free_port());
+	serve_opt(&d, "pub.json",
+	          "{\"server\": {\"admin_token\": \"pub-admin\"}, \"mcp\": "
+	          "{\"client_configs\": []}}",
+	          NULL, "--listen", pub);
+	write_config("pub.json", "{\"mcp\": {\"client_configs\": []}}");
+	CHECK_EQ(kill(d.pid, SIGHUP), 0);
+	CHECK(metric_within("mcpkeep_reloads_total{result=\"refused\"}", 1,
+	                    1));
+	expect("GET", "/api/mcp/clients", NULL, NULL, 401, "admin token");
+	expect("GET", "/api/mcp/clients", NULL, "pub-admin", 200,
+	       "\"clients\"");
+	peer_stop(&d);
+	CHECK(peer_said(&d,
+	                "reload refused, nothing changed: the daemon "
+	                "serves a non-loopback address"));
 
 	/* no token: a non-loopback address is refused */
 	char path[128];
-	snprintf(path, sizeof(path), "%s/tok.json", dir);
+	write_config("notok.json", "{\"mcp\": {\"client_configs\": []}}");
+	snprintf(path, sizeof(path), "%s/notok.json", dir);
 	char cmd[512];
 	snprintf(cmd, sizeof(cmd),
-	         "env -u MCPKEEP_ADMIN_TOKEN %s serve -c %s --listen "
-	         "0.0.0.0:%d 2>&1 | grep -q 'refusing to serve 0.0.0.0'",
+	         "env -u MCPKEEP_ADMIN_TOKEN timeout 30 %s serve -c %s "
+	         "--listen 0.0.0.0:%d 2>&1 | grep -q 'refusing to serve "
+	         "0.0.0.0'",
 	         getenv("MK_MCPKEEP"), path, peer_free_port());
 	CHECK_EQ(system(cmd), 0);
 }
@@ -415,18 +466,6 @@ wait_listed(const char *name, bool want)
 		struct timespec ts = {0, 25 * 1000 * 1000};
 		nanosleep(&ts, NULL); /* polling the API, with a deadline */
 	}
-}
-
-static void
-write_config(const char *name, const char *text)
-{
-	char  path[128];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	CHECK((f = fopen(path, "w")) != NULL);
-	fputs(text, f);
-	fclose(f);
 }
 
 /* SIGHUP: the file applied as a diff; an invalid one changes nothing;
@@ -692,6 +731,7 @@ int
 main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
+	unsetenv("MCPKEEP_ADMIN_TOKEN"); /* the tests give the daemon theirs */
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	CHECK(peer_dir() != NULL);
 	CHECK(mkdtemp(dir) != NULL);

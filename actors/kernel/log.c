@@ -188,8 +188,7 @@ log_emit(mk_log_level level, const char *component, const char *fmt,
 }
 
 void
-kn_logv(mk_log_level level, const char *component, const char *fmt,
-        va_list ap)
+kn_logv(mk_log_level level, const char *component, const char *fmt, va_list ap)
 {
 	if ((unsigned)level <= MK_LOG_ERROR && kn_log_enabled(level)) {
 		log_emit(level, component, fmt, ap);
