@@ -15,6 +15,7 @@
  * SIGINT/SIGTERM: stop accepting, let calls in flight end (bounded),
  * close the runtime (the store is flushed).
  */
+#include <curl/curl.h>
 #include <jansson.h>
 #include <nng/nng.h>
 #include <nng/supplemental/http/http.h>
@@ -229,7 +230,8 @@ answer_api(req *r, int rc, char *err, uint16_t ok, json_t *j)
 
 /* ---- the query ---------------------------------------------------------- */
 
-/* The decoded value of query parameter name (malloc'd), or NULL. */
+/* The decoded value of query parameter name (malloc'd), or NULL.  A
+ * query with %00 never gets here (on_http refuses it). */
 static char *
 query_get(const char *query, const char *name)
 {
@@ -239,23 +241,22 @@ query_get(const char *query, const char *name)
 		const char *amp = strchr(p, '&');
 		size_t      len = amp != NULL ? (size_t)(amp - p) : strlen(p);
 		if (len > n && strncmp(p, name, n) == 0 && p[n] == '=') {
-			char *v = strndup(p + n + 1, len - n - 1), *o = v;
-			for (char *i = v; v != NULL && *i != '\0'; i++) {
-				if (*i == '+') {
-					*o++ = ' ';
-				} else if (*i == '%' && i[1] != '\0' &&
-				           i[2] != '\0') {
-					char hex[3] = {i[1], i[2], 0};
-					*o++ = (char)strtol(hex, NULL, 16);
-					i += 2;
-				} else {
-					*o++ = *i;
-				}
+			/* form encoding: '+' is a space (a '+' is %2B) */
+			char *raw = strndup(p + n + 1, len - n - 1), *v;
+			for (char *c = raw; c != NULL && *c != '\0'; c++) {
+				*c = *c == '+' ? ' ' : *c;
 			}
-			if (v != NULL) {
-				*o = '\0';
+			v = raw != NULL
+			        ? curl_easy_unescape(NULL, raw, 0, NULL)
+			        : NULL;
+			free(raw);
+			if (v == NULL) {
+				return (NULL);
 			}
-			return (v);
+			raw = strdup(
+			        v); /* (curl's memory goes back to curl) */
+			curl_free(v);
+			return (raw);
 		}
 		p = amp != NULL ? amp + 1 : NULL;
 	}
@@ -986,6 +987,10 @@ on_http(nng_aio *aio)
 	}
 	if (r->method == NULL || r->path == NULL || r->query == NULL) {
 		answer_error(r, 500, "out of memory");
+		return;
+	}
+	if (strstr(r->query, "%00") != NULL) {
+		answer_error(r, 400, "the query has a NUL byte (%00)");
 		return;
 	}
 	if (len > BODY_MAX) {

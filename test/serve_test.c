@@ -237,6 +237,15 @@ api(void)
 	       "\"count\":1");
 	expect("GET", "/api/mcp/clients?limit=0", NULL, NULL, 400,
 	       "limit must be 1 to 100");
+	/* the query is percent- and form-decoded; a NUL byte is refused */
+	expect("GET", "/api/mcp/clients?search=sv%73t", NULL, NULL, 200,
+	       "\"total_count\":1");
+	expect("GET", "/api/mcp/clients?search=sv+st", NULL, NULL, 200,
+	       "\"total_count\":0");
+	expect("GET", "/api/mcp/clients?search=%7a%zz%", NULL, NULL, 200,
+	       "\"total_count\":0");
+	expect("GET", "/api/mcp/clients?search=svst%00x", NULL, NULL, 400,
+	       "the query has a NUL byte (%00)");
 	/* create: good, duplicate, bad */
 	snprintf(body, sizeof(body),
 	         "{\"name\": \"svc2\", \"connection_type\": \"http\", "
