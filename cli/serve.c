@@ -52,6 +52,7 @@ static const char serve_usage[] =
         "  --store FILE    the SQLite store (default: the config's "
         "store.path)\n"
         "  --log LEVEL     debug | info | warn | error (default info)\n"
+        "  --json          log as JSON lines\n"
         "  --max-requests N\n"
         "                  requests in the works at once (default 4096);\n"
         "                  more are answered 503 with Retry-After: 1\n"
@@ -1233,10 +1234,11 @@ cmd_serve(int argc, char **argv)
 	char        *text = NULL, *err = NULL, ferr[256], url[300], redir[300];
 	char        *c_listen = NULL, *c_store = NULL;
 	mk_options   opts;
-	mk_log_level level   = MK_LOG_INFO;
-	json_t      *sa      = NULL; /* server.stream, kept while serving */
-	nng_http_handler *hh = NULL;
-	nng_url          *u  = NULL;
+	mk_log_level level    = MK_LOG_INFO;
+	int          json_log = 0;
+	json_t      *sa       = NULL; /* server.stream, kept while serving */
+	nng_http_handler *hh  = NULL;
+	nng_url          *u   = NULL;
 	sigset_t          set;
 	int               rv, sig, code = 1;
 
@@ -1255,6 +1257,8 @@ cmd_serve(int argc, char **argv)
 		           i + 1 < argc &&
 		           (D.max = cli_positive(argv[i + 1])) > 0) {
 			i++;
+		} else if (strcmp(argv[i], "--json") == 0) {
+			json_log = 1;
 		} else if (strcmp(argv[i], "--help") == 0) {
 			fputs(serve_usage, stdout);
 			return (0);
@@ -1299,6 +1303,7 @@ cmd_serve(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	mk_options_init(&opts);
 	opts.log_level  = level;
+	opts.log_json   = json_log;
 	opts.store_path = store != NULL ? store : c_store;
 	snprintf(redir, sizeof(redir), "http://%s/api/oauth/callback", listen);
 	opts.oauth_redirect_uri = redir;

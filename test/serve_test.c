@@ -620,6 +620,22 @@ load(void)
 /* The status page in a real browser (test/peers/page.mjs); the
  * screenshot is kept as an artifact (MK_ARTIFACTS, else the working
  * directory). */
+/* --json: the log (the access log too) as JSON lines. */
+static void
+json_log(void)
+{
+	peer        d     = {0};
+	const char *env[] = {"MCPKEEP_LOG=debug", NULL};
+
+	serve_opt(&d, "json.json", "{\"mcp\": {\"client_configs\": []}}", env,
+	          "--json", NULL);
+	expect("GET", "/healthz", NULL, NULL, 200, "\"ok\"");
+	peer_stop(&d);
+	CHECK(peer_said(&d,
+	                "\",\"level\":\"DEBUG\",\"component\":\"http\","
+	                "\"msg\":\"GET /healthz 200 "));
+}
+
 /* A tool call that hangs upstream, on a thread: its answer's status. */
 typedef struct hung {
 	pthread_t th;
@@ -750,6 +766,7 @@ main(void)
 	RUN(reload);
 	RUN(load);
 	RUN(busy);
+	RUN(json_log);
 	RUN(status_page);
 	peer_stop(&mcp);
 	char cmd[128];
