@@ -33,7 +33,7 @@
 
 #define BODY_MAX       (1024 * 1024)   /* bytes of a request body */
 #define BODY_READ_MAX  (16 * BODY_MAX) /* what nng reads (larger: 400) */
-#define WORKERS        4               /* threads for blocking API calls */
+#define WORKERS        4               /* threads per lane (below) */
 #define DRAIN_MS       10000 /* calls in flight at shutdown, at most */
 #define REQUESTS_MAX   4096  /* default --max-requests */
 #define LISTEN_DEFAULT "127.0.0.1:8080"
@@ -56,7 +56,7 @@ static const char serve_usage[] =
         "  --max-requests N\n"
         "                  requests in the works at once (default 4096);\n"
         "                  more are answered 503 with Retry-After: 1\n"
-        "                  (never /healthz and /metrics)\n"
+        "                  (never /healthz, /readyz, /metrics)\n"
         "\n"
         "The admin token is the config's server.admin_token, else\n"
         "MCPKEEP_ADMIN_TOKEN; without one only loopback addresses are\n"
@@ -65,6 +65,13 @@ static const char serve_usage[] =
         "listen, stream and store are read only at start); SIGINT/SIGTERM\n"
         "stop.  Exit codes: 0 stopped by a signal, 1 cannot start, 2 "
         "usage.\n";
+
+/* Work waits in lanes, each with its own workers, so that none starves
+ * another: the admin API (a reconnect can block for a whole connect,
+ * 30 s), tool calls (which block only while a client's inbox is full),
+ * and the operator's probes (/metrics, /readyz: an operator needs them
+ * most when the rest is stuck). */
+enum { LANE_ADMIN, LANE_TOOL, LANE_PROBE, LANES };
 
 /* A request in the works. */
 typedef struct req {
@@ -80,21 +87,26 @@ typedef struct req {
 	struct req *next;   /* worker queue */
 } req;
 
+typedef struct lane {
+	struct req    *head, *tail; /* the queue (D.mtx) */
+	pthread_cond_t cv;          /* work queued, or stopping */
+} lane;
+
 typedef struct daemon {
-	mk_runtime      *rt;         /* the runtime */
-	nng_http_server *http;       /* the server */
-	char            *token;      /* the admin token, or NULL (secret;
-	                              * mtx: a reload replaces it) */
-	bool            loopback;    /* serving a loopback address only */
-	pthread_mutex_t mtx;         /* guards the queue and the counts */
-	pthread_cond_t  cv;          /* work queued, or stopping */
-	req            *head, *tail; /* the queue */
-	bool            stopping;    /* workers finish */
-	int             inflight;    /* requests not yet answered */
-	int             capped;      /* of them, those --max-requests counts */
-	int             max;         /* --max-requests */
-	uint64_t        busy;        /* requests refused for max */
-	pthread_t       workers[WORKERS];
+	mk_runtime      *rt;      /* the runtime */
+	nng_http_server *http;    /* the server */
+	char            *token;   /* the admin token, or NULL (secret;
+	                           * mtx: a reload replaces it) */
+	bool            loopback; /* serving a loopback address only */
+	pthread_mutex_t mtx;      /* guards the lanes and the counts */
+	pthread_cond_t  cv;       /* a request answered (the drain) */
+	lane            lanes[LANES];
+	bool            stopping; /* workers finish */
+	int             inflight; /* requests not yet answered */
+	int             capped;   /* of them, those --max-requests counts */
+	int             max;      /* --max-requests */
+	uint64_t        busy;     /* requests refused for max */
+	pthread_t       workers[LANES][WORKERS];
 	uint64_t        requests;   /* answered */
 	uint64_t        reloads[2]; /* SIGHUPs applied, refused */
 } daemon_t;
@@ -781,7 +793,7 @@ metrics(req *r)
 	        "# TYPE mcpkeep_http_requests_total counter\n"
 	        "mcpkeep_http_requests_total %llu\n"
 	        "# HELP mcpkeep_http_requests_in_flight requests in the works "
-	        "(not /healthz, /metrics), as --max-requests counts them\n"
+	        "(not the probes), as --max-requests counts them\n"
 	        "# TYPE mcpkeep_http_requests_in_flight gauge\n"
 	        "mcpkeep_http_requests_in_flight %d\n"
 	        "# TYPE mcpkeep_http_requests_busy_total counter\n"
@@ -883,19 +895,20 @@ route(req *r)
 static void *
 worker(void *arg)
 {
-	req *r;
+	lane *l = arg;
+	req  *r;
 
 	for (;;) {
 		pthread_mutex_lock(&D.mtx);
-		while (D.head == NULL && !D.stopping) {
-			pthread_cond_wait(&D.cv, &D.mtx);
+		while (l->head == NULL && !D.stopping) {
+			pthread_cond_wait(&l->cv, &D.mtx);
 		}
-		if ((r = D.head) == NULL) {
+		if ((r = l->head) == NULL) {
 			pthread_mutex_unlock(&D.mtx);
 			return (NULL);
 		}
-		if ((D.head = r->next) == NULL) {
-			D.tail = NULL;
+		if ((l->head = r->next) == NULL) {
+			l->tail = NULL;
 		}
 		pthread_mutex_unlock(&D.mtx);
 		route(r);
@@ -965,10 +978,11 @@ on_http(nng_aio *aio)
 	r->id_session = header_dup(h, "X-MCP-Session-Id");
 	/* Every request holds memory (its body: up to 1 MiB) until it is
 	 * answered: past the bound, refuse rather than queue without end.
-	 * Liveness and metrics stay answered: an operator needs them most
-	 * then, and they carry no body. */
+	 * The probes stay answered: an operator needs them most then, and
+	 * they carry no body. */
 	bool exempt = r->path != NULL &&
 	        (strcmp(r->path, "/healthz") == 0 ||
+	         strcmp(r->path, "/readyz") == 0 ||
 	         strcmp(r->path, "/metrics") == 0);
 	pthread_mutex_lock(&D.mtx);
 	r->busy   = !exempt && D.capped >= D.max;
@@ -1024,14 +1038,18 @@ on_http(nng_aio *aio)
 	/* (a tool call too goes to a worker: it is async, but its send
 	 * blocks while the client's inbox is full, and nng's own threads,
 	 * which move the inbox's messages, must never wait on that) */
+	int   k = strcmp(r->path, "/api/mcp/tool/execute") == 0 ? LANE_TOOL
+	          : exempt                                      ? LANE_PROBE
+	                                                        : LANE_ADMIN;
+	lane *l = &D.lanes[k];
 	pthread_mutex_lock(&D.mtx);
-	if (D.tail != NULL) {
-		D.tail->next = r;
+	if (l->tail != NULL) {
+		l->tail->next = r;
 	} else {
-		D.head = r;
+		l->head = r;
 	}
-	D.tail = r;
-	pthread_cond_signal(&D.cv);
+	l->tail = r;
+	pthread_cond_signal(&l->cv);
 	pthread_mutex_unlock(&D.mtx);
 }
 
@@ -1334,8 +1352,12 @@ cmd_serve(int argc, char **argv)
 	}
 	pthread_mutex_init(&D.mtx, NULL);
 	pthread_cond_init(&D.cv, NULL);
-	for (int i = 0; i < WORKERS; i++) {
-		pthread_create(&D.workers[i], NULL, worker, NULL);
+	for (int k = 0; k < LANES; k++) {
+		pthread_cond_init(&D.lanes[k].cv, NULL);
+		for (int i = 0; i < WORKERS; i++) {
+			pthread_create(&D.workers[k][i], NULL, worker,
+			               &D.lanes[k]);
+		}
 	}
 	snprintf(url, sizeof(url), "http://%s", listen);
 	if ((rv = nng_url_parse(&u, url)) != 0 ||
@@ -1374,10 +1396,14 @@ stop:
 	       pthread_cond_timedwait(&D.cv, &D.mtx, &ts) == 0) {
 	}
 	D.stopping = true;
-	pthread_cond_broadcast(&D.cv);
+	for (int k = 0; k < LANES; k++) {
+		pthread_cond_broadcast(&D.lanes[k].cv);
+	}
 	pthread_mutex_unlock(&D.mtx);
-	for (int i = 0; i < WORKERS; i++) {
-		pthread_join(D.workers[i], NULL);
+	for (int k = 0; k < LANES; k++) {
+		for (int i = 0; i < WORKERS; i++) {
+			pthread_join(D.workers[k][i], NULL);
+		}
 	}
 	if (D.http != NULL) {
 		nng_http_server_release(D.http);

@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -620,6 +621,67 @@ load(void)
 /* The status page in a real browser (test/peers/page.mjs); the
  * screenshot is kept as an artifact (MK_ARTIFACTS, else the working
  * directory). */
+/* A reconnect of a client whose server hangs, on a thread. */
+typedef struct stuck {
+	pthread_t    th;
+	long         status;
+	atomic_bool *done;
+} stuck;
+
+static void *
+stuck_main(void *arg)
+{
+	stuck *k   = arg;
+	char  *out = http_try("POST", "/api/mcp/client/stuck/reconnect", NULL,
+	                      NULL, &k->status);
+
+	free(out);
+	*k->done = true;
+	return (NULL);
+}
+
+/* Admin calls that block (reconnects of a hung server, as many as the
+ * admin lane has workers) do not hold up tool calls, nor the reverse. */
+static void
+lanes(void)
+{
+	peer        d = {0}, up = {0};
+	stuck       k[4];
+	atomic_bool done = false;
+	char        config[1024];
+
+	start_inject(&up);
+	snprintf(config, sizeof(config),
+	         "{\"mcp\": {\"client_configs\": [{\"name\": \"stuck\", "
+	         "\"connection_type\": \"http\", \"connection_string\": "
+	         "\"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": "
+	         "true}, {\"name\": \"free\", \"connection_type\": "
+	         "\"http\", \"connection_string\": "
+	         "\"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": "
+	         "[\"*\"]}]}}",
+	         up.port, mcp.port);
+	serve(&d, "lanes.json", config, NULL);
+	CHECK(metric_within("mcpkeep_clients{state=\"healthy\"}", 2, 2));
+	CHECK_EQ(kill(up.pid, SIGSTOP), 0);
+	for (int i = 0; i < 4; i++) {
+		k[i].done = &done;
+		CHECK_EQ(pthread_create(&k[i].th, NULL, stuck_main, &k[i]), 0);
+	}
+	CHECK(metric_within("mcpkeep_http_requests_in_flight", 4, 4));
+	expect("POST", "/api/mcp/tool/execute",
+	       "{\"client\": \"free\", \"tool\": \"echo\", "
+	       "\"arguments\": {\"message\": \"through\"}}",
+	       NULL, 200, "through");
+	CHECK(!done); /* the reconnects still hang */
+	CHECK_EQ(kill(up.pid, SIGCONT), 0);
+	for (int i = 0; i < 4; i++) {
+		pthread_join(k[i].th, NULL);
+		CHECK_EQ(k[i].status, 200);
+	}
+	peer_stop(&d);
+	peer_stop(&up);
+}
+
 /* --json: the log (the access log too) as JSON lines. */
 static void
 json_log(void)
@@ -766,6 +828,7 @@ main(void)
 	RUN(reload);
 	RUN(load);
 	RUN(busy);
+	RUN(lanes);
 	RUN(json_log);
 	RUN(status_page);
 	peer_stop(&mcp);
