@@ -621,23 +621,30 @@ load(void)
 /* The status page in a real browser (test/peers/page.mjs); the
  * screenshot is kept as an artifact (MK_ARTIFACTS, else the working
  * directory). */
-/* A reconnect of a client whose server hangs, on a thread. */
-typedef struct stuck {
-	pthread_t    th;
-	long         status;
-	atomic_bool *done;
-} stuck;
+/* A request on a thread of its own (one that will hang a while). */
+typedef struct bg {
+	pthread_t   th;
+	const char *method, *path, *body;
+	long        status; /* its answer's (0: none came) */
+	atomic_bool done;
+} bg;
 
 static void *
-stuck_main(void *arg)
+bg_main(void *arg)
 {
-	stuck *k   = arg;
-	char  *out = http_try("POST", "/api/mcp/client/stuck/reconnect", NULL,
-	                      NULL, &k->status);
+	bg   *b   = arg;
+	char *out = http_try(b->method, b->path, b->body, NULL, &b->status);
 
 	free(out);
-	*k->done = true;
+	b->done = true;
 	return (NULL);
+}
+
+static void
+bg_start(bg *b, const char *method, const char *path, const char *body)
+{
+	*b = (bg) {.method = method, .path = path, .body = body};
+	CHECK_EQ(pthread_create(&b->th, NULL, bg_main, b), 0);
 }
 
 /* Admin calls that block (reconnects of a hung server, as many as the
@@ -645,10 +652,9 @@ stuck_main(void *arg)
 static void
 lanes(void)
 {
-	peer        d = {0}, up = {0};
-	stuck       k[4];
-	atomic_bool done = false;
-	char        config[1024];
+	peer d = {0}, up = {0};
+	bg   k[4];
+	char config[1024];
 
 	start_inject(&up);
 	snprintf(config, sizeof(config),
@@ -664,15 +670,17 @@ lanes(void)
 	CHECK(metric_within("mcpkeep_clients{state=\"healthy\"}", 2, 2));
 	CHECK_EQ(kill(up.pid, SIGSTOP), 0);
 	for (int i = 0; i < 4; i++) {
-		k[i].done = &done;
-		CHECK_EQ(pthread_create(&k[i].th, NULL, stuck_main, &k[i]), 0);
+		bg_start(&k[i], "POST", "/api/mcp/client/stuck/reconnect",
+		         NULL);
 	}
 	CHECK(metric_within("mcpkeep_http_requests_in_flight", 4, 4));
 	expect("POST", "/api/mcp/tool/execute",
 	       "{\"client\": \"free\", \"tool\": \"echo\", "
 	       "\"arguments\": {\"message\": \"through\"}}",
 	       NULL, 200, "through");
-	CHECK(!done); /* the reconnects still hang */
+	for (int i = 0; i < 4; i++) {
+		CHECK(!k[i].done); /* the reconnects still hang */
+	}
 	CHECK_EQ(kill(up.pid, SIGCONT), 0);
 	for (int i = 0; i < 4; i++) {
 		pthread_join(k[i].th, NULL);
@@ -698,32 +706,13 @@ json_log(void)
 	                "\"msg\":\"GET /healthz 200 "));
 }
 
-/* A tool call that hangs upstream, on a thread: its answer's status. */
-typedef struct hung {
-	pthread_t th;
-	long      status;
-} hung;
-
-static void *
-hung_main(void *arg)
-{
-	hung *h   = arg;
-	char *out = http_try("POST", "/api/mcp/tool/execute",
-	                     "{\"client\": \"hot\", \"tool\": \"hang\", "
-	                     "\"timeout\": 60000}",
-	                     NULL, &h->status);
-
-	free(out);
-	return (NULL);
-}
-
 /* --max-requests: past it a request is answered 503 with Retry-After
  * (memory stays bounded), but /healthz and /metrics still answer. */
 static void
 busy(void)
 {
 	peer   d = {0}, up = {0};
-	hung   h[2];
+	bg     h[2];
 	char   config[512], url[128], *out = NULL;
 	size_t len = 0;
 	long   st  = 0;
@@ -738,7 +727,9 @@ busy(void)
 	serve_opt(&d, "busy.json", config, NULL, "--max-requests", "2");
 	CHECK(metric_within("mcpkeep_clients{state=\"healthy\"}", 1, 1));
 	for (int i = 0; i < 2; i++) {
-		CHECK_EQ(pthread_create(&h[i].th, NULL, hung_main, &h[i]), 0);
+		bg_start(&h[i], "POST", "/api/mcp/tool/execute",
+		         "{\"client\": \"hot\", \"tool\": \"hang\", "
+		         "\"timeout\": 60000}");
 	}
 	/* both held (a scrape is not counted) */
 	if (!metric_within("mcpkeep_http_requests_in_flight", 2, 2)) {
