@@ -266,8 +266,8 @@ query_get(const char *query, const char *name)
 			if (v == NULL) {
 				return (NULL);
 			}
-			raw = strdup(
-			        v); /* (curl's memory goes back to curl) */
+			/* (curl's memory goes back to curl) */
+			raw = strdup(v);
 			curl_free(v);
 			return (raw);
 		}
