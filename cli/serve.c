@@ -1376,7 +1376,8 @@ cmd_serve(int argc, char **argv)
 		}
 		goto stop;
 	}
-	printf("mcpkeep %s: serving %s\n", MCPKEEP_VERSION, url);
+	printf("mcpkeep %s: serving %s (status page: %s/)\n", MCPKEEP_VERSION,
+	       url, url);
 	fflush(stdout);
 	while (sigwait(&set, &sig) == 0 && sig == SIGHUP) {
 		reload(config, &text);

@@ -1,9 +1,11 @@
 #!/bin/sh
 # run.sh - install what is missing, build, and run the main job: the
-# runtime with examples/config.json (server-everything over stdio, legacy
-# SSE and Streamable HTTP), showing every state transition live.  Kill a
-# server (e.g. pkill -f "server-everything/dist/index.js sse") to watch
-# its client go unstable and heal.  Ctrl-C stops everything.
+# daemon (mcpkeep serve) with examples/serve.json - server-everything over
+# stdio, legacy SSE and Streamable HTTP, and an OAuth client against
+# test/peers/oauth.mjs (a local authorization server with an MCP server) -
+# and print its status page URL.  Kill a server (e.g. pkill -f
+# "server-everything/dist/index.js sse") to watch its badge go unstable
+# and heal.  Ctrl-C stops everything.  Options go to `mcpkeep serve`.
 set -eu
 cd "$(dirname "$0")/.."
 . tools/deps.sh
@@ -21,22 +23,27 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-# start MODE PORT PATTERN: a server-everything, waited for (30 s at most)
+# start NAME PATTERN CMD...: CMD in the background, waited for (30 s at
+# most) until its output has PATTERN
 start() {
-	: >"$logs/$1.log"
-	PORT=$2 node "$everything" "$1" >"$logs/$1.log" 2>&1 &
-	pids="$pids $!"
+	name=$1 pattern=$2
+	shift 2
+	: >"$logs/$name.log"
+	"$@" >"$logs/$name.log" 2>&1 &
+	pid=$!
+	pids="$pids $pid"
 	i=0
-	until grep -q "$3" "$logs/$1.log"; do
+	until grep -q "$pattern" "$logs/$name.log"; do
 		i=$((i + 1))
-		if [ $i -gt 300 ] || ! kill -0 "$!" 2>/dev/null; then
-			echo "run.sh: server-everything $1 did not start:" >&2
-			cat "$logs/$1.log" >&2
+		if [ $i -gt 300 ] || ! kill -0 "$pid" 2>/dev/null; then
+			echo "run.sh: $name did not start:" >&2
+			cat "$logs/$name.log" >&2
 			exit 1
 		fi
 		sleep 0.1 # polling a log file for its listening line
 	done
 }
-start sse 3101 "running on port 3101"
-start streamableHttp 3102 "listening on port 3102"
-build/cli/mcpkeep run -c examples/config.json "$@"
+start sse "running on port 3101" env PORT=3101 node "$everything" sse
+start http "listening on port 3102" env PORT=3102 node "$everything" streamableHttp
+start oauth "listening on port 3103" node test/peers/oauth.mjs --port 3103
+build/cli/mcpkeep serve -c examples/serve.json --store "$logs/store.db" "$@"
