@@ -116,23 +116,27 @@ static daemon_t D;
 /* ---- answers --------------------------------------------------------------
  */
 
+/* Wipes and frees a secret string; safe with NULL. */
+static void
+free_secret(char *s)
+{
+	if (s != NULL) {
+		OPENSSL_cleanse(s, strlen(s));
+		free(s);
+	}
+}
+
 static void
 req_free(req *r)
 {
-	if (r->body != NULL) {
-		OPENSSL_cleanse(r->body, strlen(r->body));
-	}
-	if (r->bearer != NULL) {
-		OPENSSL_cleanse(r->bearer, strlen(r->bearer));
-	}
+	free_secret(r->body);
+	free_secret(r->bearer);
 	free(r->method);
 	free(r->path);
 	free(r->query);
-	free(r->body);
 	free(r->id_user);
 	free(r->id_vk);
 	free(r->id_session);
-	free(r->bearer);
 	free(r);
 }
 
@@ -940,15 +944,6 @@ admin_ok(const char *authz)
 	}
 	pthread_mutex_unlock(&D.mtx);
 	return (ok);
-}
-
-static void
-free_secret(char *s)
-{
-	if (s != NULL) {
-		OPENSSL_cleanse(s, strlen(s));
-		free(s);
-	}
 }
 
 /* nng's handler: takes the request apart and queues it. */
