@@ -199,9 +199,8 @@ rt_close(mk_runtime **rt, sub *sb)
 	sub_close(sb);
 }
 
-/* The client's entry in the list view (new reference). */
 json_t *
-view_of(mk_runtime *rt, const char *name)
+view_find(mk_runtime *rt, const char *name)
 {
 	char   *out = NULL;
 	char    filter[128];
@@ -225,6 +224,14 @@ view_of(mk_runtime *rt, const char *name)
 		}
 	}
 	json_decref(all);
+	return (one);
+}
+
+json_t *
+view_of(mk_runtime *rt, const char *name)
+{
+	json_t *one = view_find(rt, name);
+
 	CHECK(one != NULL);
 	return (one);
 }

@@ -60,7 +60,9 @@ mk_runtime *rt_open_store(sub *sb, const char *path);
 mk_runtime *rt_open(sub *sb);
 void        rt_close(mk_runtime **rt, sub *sb);
 
-/* The client's entry in the list view (new reference). */
+/* The client's entry in the list view (new reference); view_find gives
+ * NULL when there is none, view_of exits the test. */
+json_t     *view_find(mk_runtime *rt, const char *name);
 json_t     *view_of(mk_runtime *rt, const char *name);
 const char *vstr(json_t *v, const char *key);
 

@@ -502,6 +502,7 @@ cl_fini(kn_actor *self, void *state)
 	check_abort(cl);
 	call_run_queued(cl, "MCP client is shutting down");
 	conn_close_all(cl);
+	call_end_all(cl, "MCP client is shutting down");
 	tp_loop_free(&cl->loop); /* kills what is still closing */
 	cred_forget(cl);
 	cred_clear(cl);
@@ -620,7 +621,6 @@ do_disable(client *cl)
 {
 	if (cl->state != CS_DISABLED) {
 		check_abort(cl);
-		cl->gen++; /* whatever is in flight is now stale */
 		conn_close_all(cl);
 		call_run_queued(cl, "MCP client was disabled");
 		client_set_state(cl, CS_DISABLED);
@@ -765,8 +765,7 @@ on_update(client *cl, kn_msg *msg)
 	} else if (redial && cl->state != CS_DISABLED &&
 	           cl->state != CS_PENDING) {
 		if (was_sticky && !ncfg->sticky) {
-			cl->gen++; /* now per-call: nothing stays open */
-			conn_close_all(cl);
+			conn_close_all(cl); /* now per-call: nothing stays */
 		}
 		/* make-before-break: the old session keeps its credentials
 		 * and serves until the new one is up */

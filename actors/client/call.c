@@ -93,15 +93,46 @@ remaining_ms(const call *c)
 	return (left < 1 ? 1 : left > INT32_MAX ? INT32_MAX : (int)left);
 }
 
+static void
+pc_unlink(client *cl, call *c)
+{
+	if (c->pprev != NULL) {
+		c->pprev->pnext = c->pnext;
+	} else {
+		cl->pcalls = c->pnext;
+	}
+	if (c->pnext != NULL) {
+		c->pnext->pprev = c->pprev;
+	}
+	cl->calls--;
+}
+
+/* Answers the call and frees it, once: freeing a per-call session fails
+ * its request, whose callback finds the call done. */
 void
 call_finish(client *cl, call *c, const mcp_error *err, json_t *result)
 {
+	if (c->done) {
+		return;
+	}
+	c->done = true;
 	reply_result(cl, c, err, result);
 	if (c->pc) {
-		cl->calls--;
+		pc_unlink(cl, c);
 		mcp_session_free(&c->s); /* DELETE; finishes in the loop */
 	}
 	call_free(c);
+}
+
+void
+call_end_all(client *cl, const char *why)
+{
+	mcp_error e;
+
+	mcp_error_set(&e, MCP_E_CANCELLED, "%s", why);
+	while (cl->pcalls != NULL) {
+		call_finish(cl, cl->pcalls, &e, NULL);
+	}
 }
 
 static void
@@ -149,6 +180,9 @@ done_per_call(void *arg, const mcp_error *err, json_t *result)
 	call   *c  = arg;
 	client *cl = c->cl;
 
+	if (c->done) {
+		return; /* ended while its session was freed */
+	}
 	if (err != NULL) {
 		/* done with this session either way (a retry opens a fresh
 		 * one, maybe before recover_per_call returns) */
@@ -226,7 +260,7 @@ pc_cred(client *cl, void *arg, uint64_t seq, int status, const char *err)
 		              w.sb.data, w.sb.size);
 		mp_w_fini(&w);
 		cm_call(cl, c, CM_AUTH);
-		cl->calls--;
+		pc_unlink(cl, c);
 		call_free(c);
 		return;
 	}
@@ -259,7 +293,12 @@ call_rerun(client *cl, call *c)
 static void
 run_per_call(client *cl, call *c)
 {
-	c->pc = true;
+	c->pc    = true;
+	c->pnext = cl->pcalls;
+	if (c->pnext != NULL) {
+		c->pnext->pprev = c;
+	}
+	cl->pcalls = c;
 	cl->calls++;
 	if (cfg_auth_per_user(cl->cfg->auth) && cl->cr != NULL) {
 		cred_fetch_user(cl, c, pc_cred); /* the caller's own */

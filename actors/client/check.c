@@ -39,15 +39,21 @@ mcp_transient(const mcp_error *e)
 
 static void run(client *cl);
 
+/* Ends the running check once: answers the supervisor; the check is
+ * freed now, or by its request's callback when one is out. */
 static void
 finish(client *cl)
 {
 	check *k = cl->chk;
 
-	cl->chk = NULL;
+	cl->chk  = NULL;
+	k->ended = true;
 	kn_timer_cancel(cl->self, k->timer);
+	dial_forget_check(cl);
 	reply_state(cl, k->corr);
-	free(k);
+	if (!k->busy) {
+		free(k);
+	}
 }
 
 static const char *
@@ -115,11 +121,13 @@ check_on_dial(client *cl, const mcp_error *err)
 static void
 op_done(void *arg, const mcp_error *err, json_t *result)
 {
-	client *cl = arg;
-	check  *k  = cl->chk;
+	check  *k  = arg;
+	client *cl = k->cl;
 
-	if (k == NULL) {
-		return; /* aborted */
+	k->busy = false;
+	if (k->ended) {
+		free(k); /* it ended while this request was out */
+		return;
 	}
 	if (cl->gen != k->gen0) {
 		finish(cl); /* the connection changed under us: stale */
@@ -156,8 +164,9 @@ run(client *cl)
 	}
 	k->gen0 = cl->gen;
 	rv      = k->phase == PH_PING
-	             ? mcp_ping(cl->live->s, &o, op_done, cl, NULL)
-	             : mcp_list_tools(cl->live->s, &o, op_done, cl, NULL);
+	             ? mcp_ping(cl->live->s, &o, op_done, k, NULL)
+	             : mcp_list_tools(cl->live->s, &o, op_done, k, NULL);
+	k->busy = rv == 0;
 	if (rv != 0) {
 		failed(cl,
 		       mcp_error_set(&e, MCP_E_LOCAL, "cannot send %s",
@@ -179,6 +188,7 @@ check_start(client *cl, uint64_t corr)
 		reply_state(cl, corr);
 		return;
 	}
+	k->cl    = cl;
 	k->corr  = corr;
 	k->phase = cl->cfg->ping ? PH_PING : PH_LIST;
 	cl->chk  = k;

@@ -71,6 +71,8 @@ typedef struct dial {
 	uint64_t gen0;    /* the client's generation at the start */
 	uint64_t timer;   /* overall deadline */
 	bool     listing; /* initialize done, tools/list sent */
+	bool     ended;   /* dial_end ran: callbacks fired while it frees
+	                   * the session see it over */
 } dial;
 
 /* An ask waiting for a dial's outcome. */
@@ -107,15 +109,24 @@ typedef struct call {
 	sconn       *on;       /* sticky: the connection it runs on */
 	mcp_session *s;        /* per-call: its own session */
 	struct call *next;     /* queue while waiting for a connection */
+	struct call *pnext;    /* per-call: the client's running calls */
+	struct call *pprev;
+	bool         done; /* call_finish ran: a callback fired while
+	                    * it frees the session sees it over */
 } call;
 
-/* A health check in progress. */
+/* A health check in progress.  Ended (cl->chk no longer points at it)
+ * while its request is out, it stays allocated until that request's
+ * callback, which frees it. */
 typedef struct check {
+	client  *cl;      /* owner */
 	uint64_t corr;    /* the supervisor's deferred ask */
 	int      phase;   /* 0 ping, 1 tools/list */
 	int      attempt; /* retries used */
 	uint64_t timer;   /* backoff timer */
 	uint64_t gen0;    /* generation at the start */
+	bool     busy;    /* its ping or tools/list is out */
+	bool     ended;   /* finished or aborted */
 } check;
 
 struct client {
@@ -149,6 +160,7 @@ struct client {
 	call       *queued;    /* calls waiting for a connection */
 	check      *chk;       /* the check in progress, or NULL */
 	unsigned    calls;     /* calls in flight (both modes) */
+	call       *pcalls;    /* per-call calls running (their sessions) */
 	kn_actor   *cr;        /* the credential actor (held), or NULL */
 	char       *cred;      /* the credential's header line, or NULL */
 	char      **hdrs;      /* config headers + cred (borrowed), or NULL */
@@ -158,6 +170,8 @@ struct client {
 	bool          fetching;  /* that ask is out */
 	struct call *recovering; /* calls waiting for a recovery's reconnect */
 	bool     rec_active; /* a recovery's refresh + reconnect is running */
+	uint64_t rec_seq;    /* numbers recoveries: a late refresh of an
+	                      * aborted one is dropped */
 	cmetrics m;          /* counters for /metrics */
 	bool     admin_dead; /* per-user: the admin's discovery credential
 	                      * died (needs_reauth projection) */
@@ -191,7 +205,11 @@ void dial_start(client *cl, dwhy why, uint64_t corr, uint32_t type);
 void conn_config(const client *cl, mcp_config *mc);
 void conn_release(client *cl, sconn *c);
 void conn_call_done(client *cl, sconn *c);
+/* ends the dial, the connections and their calls; bumps the generation
+ * (whatever is in flight is stale); safe to call again */
 void conn_close_all(client *cl);
+/* drops the waiters a check registered on the dial (it ended) */
+void dial_forget_check(client *cl);
 bool conn_usable(const client *cl);
 
 /* check.c */
@@ -245,5 +263,7 @@ void call_finish(client *cl, call *c, const mcp_error *err, json_t *result);
 void call_reopen(client *cl, call *c);
 void call_rerun(client *cl, call *c);
 void call_run_queued(client *cl, const char *failure);
+/* ends every per-call call still running (the client is closing) */
+void call_end_all(client *cl, const char *why);
 
 #endif /* ACTORS_CLIENT_IMPL_H */

@@ -161,15 +161,23 @@ stage_of(dwhy why)
 	return (why == DIAL_DISCOVERY ? "tool_discovery" : "connect");
 }
 
-/* Ends the dial: success (tools set) or failure (err set). */
+/* Ends the dial: success (tools set) or failure (err set).  Once only:
+ * freeing its session fails the session's requests, whose callbacks
+ * come back here and find the dial ended. */
 static void
 dial_end(dial *d, const mcp_error *err, json_t *tools)
 {
-	client   *cl    = d->cl;
-	sconn    *c     = d->c;
-	bool      stale = cl->gen != d->gen0 || cl->state == CS_DISABLED;
+	client   *cl = d->cl;
+	sconn    *c  = d->c;
+	bool      stale;
 	mcp_error why;
 
+	if (d->ended) {
+		return;
+	}
+	d->ended = true;
+	stale    = cl->gen != d->gen0 || cl->state == CS_DISABLED ||
+	        cl->state == CS_REAUTH;
 	kn_timer_cancel(cl->self, d->timer);
 	cl->dial = NULL;
 	if (err == NULL && stale) {
@@ -342,6 +350,18 @@ dial_start(client *cl, dwhy why, uint64_t corr, uint32_t type)
 	if (!cl->cfg->sticky && why == DIAL_CHECK) {
 		why = DIAL_DISCOVERY;
 	}
+	if (cl->state == CS_DISABLED || cl->state == CS_REAUTH) {
+		/* authoritative: nothing connects until an admin acts */
+		mcp_error_set(&e, MCP_E_CANCELLED, "MCP client %s is %s",
+		              cl->cfg->name,
+		              cl->state == CS_DISABLED
+		                      ? "disabled"
+		                      : "waiting for reauthorization");
+		answer_waiters(cl, &e);
+		call_run_queued(cl, e.message);
+		recover_on_dial(cl, &e);
+		return;
+	}
 	if ((d = calloc(1, sizeof(*d))) == NULL ||
 	    (d->c = calloc(1, sizeof(*d->c))) == NULL) {
 		free(d);
@@ -372,11 +392,26 @@ dial_start(client *cl, dwhy why, uint64_t corr, uint32_t type)
 }
 
 void
+dial_forget_check(client *cl)
+{
+	for (waiter **pp = &cl->waiters; *pp != NULL;) {
+		waiter *w = *pp;
+		if (w->type == MSG_NONE) {
+			*pp = w->next;
+			free(w);
+		} else {
+			pp = &w->next;
+		}
+	}
+}
+
+void
 conn_close_all(client *cl)
 {
 	mcp_error e;
 	sconn    *c;
 
+	cl->gen++; /* whatever is in flight is now stale */
 	recover_abort(cl, "the client was closed");
 
 	if (cl->dial != NULL) {

@@ -172,7 +172,6 @@ client_reauth(client *cl, const char *message)
 		return; /* authoritative; the credential's state shows later */
 	}
 	check_abort(cl);
-	cl->gen++; /* whatever is in flight is stale */
 	conn_close_all(cl);
 	call_run_queued(cl, "the MCP client needs reauthorization");
 	set_cred(cl, NULL);

@@ -206,6 +206,9 @@ rec_refreshed(client *cl, void *arg, uint64_t seq, int status, const char *err)
 {
 	mcp_error e;
 
+	if (!cl->rec_active || seq != cl->rec_seq) {
+		return; /* that recovery was aborted (the client closed) */
+	}
 	if (status != 0 || cl->state == CS_REAUTH) {
 		/* the refresh failed: no new connection to wait for */
 		recover_on_dial(cl,
@@ -250,7 +253,8 @@ recover_sticky(client *cl, call *c, const mcp_error *err)
 	if (!cl->rec_active && !stale) {
 		cl->rec_active = true; /* one refresh, one reconnect */
 		if (!gone && cred_needed(cl)) {
-			cred_fetch(cl, CRED_FORCE, rec_refreshed, NULL, 0);
+			cred_fetch(cl, CRED_FORCE, rec_refreshed, NULL,
+			           ++cl->rec_seq);
 		} else {
 			dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
 		}
@@ -289,5 +293,6 @@ recover_abort(client *cl, const char *why)
 		call_finish(cl, c, c->orig, NULL);
 	}
 	cl->rec_active = false;
+	cl->rec_seq++; /* its refresh, if out, is dropped */
 	(void)why;
 }

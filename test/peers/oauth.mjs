@@ -105,6 +105,13 @@
 //                           /mcp requests answer s
 //   POST /admin/drop-sessions  every MCP session forgotten (as after a
 //                           server restart: their ids get 404)
+//   POST /admin/hold        {"mcp": method, "grant": grant_type}: from
+//                           now on, /mcp POSTs whose JSON-RPC method is
+//                           `mcp` ("initialize", "tools/list", ...) and
+//                           /token requests of that grant wait,
+//                           unanswered, until
+//                           the hold is lifted (POST /admin/hold {}), then
+//                           go on as usual; counter "held" counts them
 //   GET  /admin/issued      {"access": [...], "refresh": [...], "codes":
 //                           [...]}: every secret handed out so far, for
 //                           tests that look for leaks
@@ -171,6 +178,25 @@ const accessTokens = new Map(); // token -> {sub, scope, aud, expMs, revoked}
 
 let expiresIn = 3600;
 let tokenDelayMs = 0;
+
+// POST /admin/hold: what is held, and the requests waiting for its end.
+let hold = { mcp: null, grant: null };
+let holdWaiters = [];
+
+function holdHere() {
+	counters.held = (counters.held ?? 0) + 1;
+	return new Promise((resolve) => holdWaiters.push(resolve));
+}
+
+function setHold(h) {
+	hold = { mcp: typeof h.mcp === 'string' ? h.mcp : null,
+		grant: typeof h.grant === 'string' ? h.grant : null };
+	if (hold.mcp === null && hold.grant === null) {
+		const w = holdWaiters;
+		holdWaiters = [];
+		w.forEach((resolve) => resolve());
+	}
+}
 let failRules = []; // [{status, error, count, grant}]
 
 function zeroCounters() {
@@ -671,6 +697,9 @@ async function onToken(req, res) {
 	if (tokenDelayMs > 0) {
 		await sleep(tokenDelayMs);
 	}
+	if (hold.grant !== null && hold.grant === grant) {
+		await holdHere();
+	}
 	const rule = failRules.find((r) => r.grant === undefined || r.grant === grant);
 	if (rule !== undefined) {
 		if (--rule.count <= 0) {
@@ -833,6 +862,16 @@ async function onMcp(req, res) {
 	}
 	const sub = who.sub;
 	counters.mcp_by_sub[sub] = (counters.mcp_by_sub[sub] ?? 0) + 1;
+	let body;
+	if (req.method === 'POST' && hold.mcp !== null) {
+		body = JSON.parse(await readBody(req));
+		if (body?.method === hold.mcp) {
+			await holdHere();
+		}
+		if (req.socket.destroyed) {
+			return; // the client gave up while it was held
+		}
+	}
 
 	const sid = req.headers['mcp-session-id'];
 	if (sid !== undefined) {
@@ -847,7 +886,7 @@ async function onMcp(req, res) {
 			sendJson(res, 403, { error: 'forbidden' });
 			return;
 		}
-		await sess.transport.handleRequest(req, res);
+		await sess.transport.handleRequest(req, res, body);
 		return;
 	}
 	if (req.method !== 'POST') {
@@ -873,7 +912,7 @@ async function onMcp(req, res) {
 		}
 	};
 	await server.connect(transport);
-	await transport.handleRequest(req, res);
+	await transport.handleRequest(req, res, body);
 	if (transport.sessionId === undefined) {
 		await server.close();
 	}
@@ -940,6 +979,9 @@ async function onAdmin(req, res, path) {
 	} else if (route === 'POST /admin/expires-in') {
 		expiresIn = intField(await readJsonObject(req), 'seconds');
 		sendJson(res, 200, { seconds: expiresIn });
+	} else if (route === 'POST /admin/hold') {
+		setHold(await readJsonObject(req));
+		sendJson(res, 200, hold);
 	} else if (route === 'POST /admin/reject-all') {
 		rejectAll = (await readJsonObject(req)).on === true;
 		sendJson(res, 200, { on: rejectAll });
