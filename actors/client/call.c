@@ -144,6 +144,10 @@ done_sticky(void *arg, const mcp_error *err, json_t *result)
 	cl->calls--;
 	conn_call_done(cl, c->on);
 	c->on = NULL;
+	if (err != NULL &&
+	    (err->kind == MCP_E_CONNECT || err->kind == MCP_E_LOST)) {
+		check_soon(cl); /* the connection may be dead */
+	}
 	if (err != NULL && recover_sticky(cl, c, err)) {
 		return; /* it answers when it is done */
 	}

@@ -14,11 +14,13 @@
 #include <stdlib.h>
 
 #include "actors/client/client_impl.h"
+#include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
 
 #define CHECK_TIMEOUT_MS 5000
 #define CHECK_RETRIES    3
 #define CHECK_BACKOFF_MS 500
+#define CHECK_SOON_MS    1000 /* check_soon: one check a second at most */
 
 enum { PH_PING, PH_LIST, PH_DIAL };
 
@@ -39,6 +41,15 @@ mcp_transient(const mcp_error *e)
 
 static void run(client *cl);
 
+/* The supervisor's ask gets the state; check_soon's (corr 0) nothing. */
+static void
+answer(client *cl, uint64_t corr)
+{
+	if (corr != 0) {
+		reply_state(cl, corr);
+	}
+}
+
 /* Ends the running check once: answers the supervisor; the check is
  * freed now, or by its request's callback when one is out. */
 static void
@@ -50,7 +61,7 @@ finish(client *cl)
 	k->ended = true;
 	kn_timer_cancel(cl->self, k->timer);
 	dial_forget_check(cl);
-	reply_state(cl, k->corr);
+	answer(cl, k->corr);
 	if (!k->busy) {
 		free(k);
 	}
@@ -181,11 +192,11 @@ check_start(client *cl, uint64_t corr)
 
 	if (cl->state == CS_DISABLED || cl->state == CS_REAUTH ||
 	    cl->state == CS_PENDING || cl->chk != NULL || cl->admin_dead) {
-		reply_state(cl, corr); /* quiet, or one is running */
+		answer(cl, corr); /* quiet, or one is running */
 		return;
 	}
 	if ((k = calloc(1, sizeof(*k))) == NULL) {
-		reply_state(cl, corr);
+		answer(cl, corr);
 		return;
 	}
 	k->cl    = cl;
@@ -196,10 +207,43 @@ check_start(client *cl, uint64_t corr)
 	run(cl);
 }
 
+static void
+soon_tick(kn_actor *self, void *arg)
+{
+	client *cl = arg;
+
+	cl->soon_timer = 0;
+	check_soon(cl);
+}
+
+void
+check_soon(client *cl)
+{
+	int64_t now  = kn_now_ns();
+	int64_t wait = cl->soon_ns + CHECK_SOON_MS * KN_NS_PER_MS - now;
+
+	if (cl->chk != NULL || cl->soon_timer != 0) {
+		return; /* one is running, or due */
+	}
+	if (cl->soon_ns != 0 && wait > 0) {
+		cl->soon_timer = kn_timer_add(
+		        cl->self, wait / KN_NS_PER_MS + 1, soon_tick, cl);
+		return;
+	}
+	cl->soon_ns = now;
+	KN_DEBUG("client", "%s: a call failed at the transport: checking now",
+	         cl->cfg->name);
+	check_start(cl, 0);
+}
+
 void
 check_abort(client *cl)
 {
 	if (cl->chk != NULL) {
 		finish(cl);
+	}
+	if (cl->soon_timer != 0) {
+		kn_timer_cancel(cl->self, cl->soon_timer);
+		cl->soon_timer = 0;
 	}
 }

@@ -153,17 +153,19 @@ struct client {
 	uint64_t    gen;          /* connection generation */
 	json_t     *tools;        /* the server's tools, as listed */
 	char        hash[TOOLS_HASH_HEX]; /* their content hash, "" none */
-	sconn      *live;      /* the sticky connection serving calls */
-	sconn      *draining;  /* replaced ones finishing their calls */
-	dial       *dial;      /* the dial in progress, or NULL */
-	waiter     *waiters;   /* asks answered when the dial ends */
-	call       *queued;    /* calls waiting for a connection */
-	check      *chk;       /* the check in progress, or NULL */
-	unsigned    calls;     /* calls in flight (both modes) */
-	call       *pcalls;    /* per-call calls running (their sessions) */
-	kn_actor   *cr;        /* the credential actor (held), or NULL */
-	char       *cred;      /* the credential's header line, or NULL */
-	char      **hdrs;      /* config headers + cred (borrowed), or NULL */
+	sconn      *live;       /* the sticky connection serving calls */
+	sconn      *draining;   /* replaced ones finishing their calls */
+	dial       *dial;       /* the dial in progress, or NULL */
+	waiter     *waiters;    /* asks answered when the dial ends */
+	call       *queued;     /* calls waiting for a connection */
+	check      *chk;        /* the check in progress, or NULL */
+	int64_t     soon_ns;    /* when check_soon last started one */
+	uint64_t    soon_timer; /* check_soon's deferred one, or 0 */
+	unsigned    calls;      /* calls in flight (both modes) */
+	call       *pcalls;     /* per-call calls running (their sessions) */
+	kn_actor   *cr;         /* the credential actor (held), or NULL */
+	char       *cred;       /* the credential's header line, or NULL */
+	char      **hdrs;       /* config headers + cred (borrowed), or NULL */
 	uint64_t    dial_seq;  /* numbers dials, for late credential replies */
 	int64_t     cred_exp;  /* cred's expiry (unix s), 0 none given */
 	struct fetch *fetches; /* waiting for the credential ask in flight */
@@ -215,6 +217,9 @@ bool conn_usable(const client *cl);
 /* check.c */
 void check_start(client *cl, uint64_t corr);
 void check_abort(client *cl);
+/* a call failed at the transport: a check now (at most one running, one
+ * a second); its result, not the call's, sets the state (SPEC 2) */
+void check_soon(client *cl);
 void check_on_dial(client *cl, const mcp_error *err);
 bool mcp_transient(const mcp_error *e);
 

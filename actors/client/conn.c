@@ -155,10 +155,13 @@ answer_waiters(client *cl, const mcp_error *err)
 	}
 }
 
+/* The stage a failed dial is recorded under. */
 static const char *
-stage_of(dwhy why)
+stage_of(dwhy why, const mcp_error *err)
 {
-	return (why == DIAL_DISCOVERY ? "tool_discovery" : "connect");
+	return (why == DIAL_DISCOVERY       ? "tool_discovery"
+	                : auth_failure(err) ? "credential"
+	                                    : "connect");
 }
 
 /* Ends the dial: success (tools set) or failure (err set).  Once only:
@@ -191,14 +194,16 @@ dial_end(dial *d, const mcp_error *err, json_t *tools)
 			client_save_once(cl); /* kept, if unstable */
 		}
 		if (!stale && !(d->why == DIAL_ADD && cl->cfg->sticky)) {
-			if (d->why == DIAL_BACKGROUND ||
-			    d->why == DIAL_CHECK || d->why == DIAL_DISCOVERY) {
+			if (d->why == DIAL_CHECK || d->why == DIAL_DISCOVERY) {
 				/* silent here: a check records its own outcome
 				 * after its retries */
 				KN_DEBUG("client", "%s: dial failed: %s",
 				         cl->cfg->name, err->message);
 			} else {
-				client_fail(cl, CS_UNSTABLE, stage_of(d->why),
+				/* a failed reconnect is a failed connect,
+				 * make-before-break or not */
+				client_fail(cl, CS_UNSTABLE,
+				            stage_of(d->why, err),
 				            err->message);
 			}
 		}
