@@ -7,7 +7,11 @@
  * unstable within the check's retry budget, not tool_sync_interval
  * later; a make-before-break reconnect that fails (here the one a shared
  * auth-failure recovery starts, against test/peers/oauth.mjs) is a failed
- * connect: unstable, stage credential.
+ * connect: unstable, stage credential; a stdio server that dies at start
+ * is restarted with exponential backoff (full jitter, 1 s doubling to
+ * 5 min), not in a loop, and its first error line is in last_failure;
+ * an explicit reconnect does not wait for the backoff; a burst of
+ * notifications/tools/list_changed makes one relist, not one each.
  */
 #include <curl/curl.h>
 #include <fcntl.h>
@@ -136,11 +140,167 @@ failed_reconnect_unstable(void)
 	close_rt(&rt, &sb);
 }
 
+static long
+metric(mk_runtime *rt, const char *name, const char *key)
+{
+	char   *out = NULL;
+	json_t *m;
+	long    n;
+
+	CHECK_EQ(mk_client_metrics_json(rt, name, &out), 0);
+	CHECK((m = json_loads(out, 0, NULL)) != NULL);
+	n = (long)json_integer_value(json_object_get(m, key));
+	json_decref(m);
+	mk_free(out);
+	return (n);
+}
+
+static long
+lines_in(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long  n = 0;
+	int   ch;
+
+	if (f == NULL) {
+		return (0);
+	}
+	while ((ch = fgetc(f)) != EOF) {
+		n += ch == '\n';
+	}
+	fclose(f);
+	return (n);
+}
+
+/* Loads one stdio client lv_NAME running sh -c script. */
+static void
+load_sh(mk_runtime *rt, const char *name, const char *script)
+{
+	json_t *cfg = json_pack(
+	        "{s:{s:[{s:s, s:s, s:{s:s, s:[s, s], s:[s, s]}, s:[s]}]}}",
+	        "mcp", "client_configs", "name", name, "connection_type",
+	        "stdio", "stdio_config", "command", "sh", "args", "-c", script,
+	        "envs", "PATH", "MK_INJECT_EXIT_MS=100", "tools_to_execute",
+	        "*");
+	char *text = json_dumps(cfg, JSON_COMPACT), *err = NULL;
+
+	CHECK_EQ(mk_runtime_load(rt, text, &err), 0);
+	free(text);
+	json_decref(cfg);
+	mk_free(err);
+}
+
+/* A stdio server that fails at start says why first, then a lot of
+ * noise: last_failure has that first error line as well as the tail. */
+static void
+first_error_line(void)
+{
+	sub         sb;
+	mk_runtime *rt   = rt_open(&sb);
+	int         from = 0;
+
+	load_sh(rt, "lv_noisy",
+	        "echo 'Error: cannot read /etc/lv.conf' >&2; i=0; "
+	        "while [ $i -lt 40 ]; do echo noise line $i >&2; "
+	        "i=$((i+1)); done; exit 1");
+	event e = wait_state(&sb, &from, "lv_noisy", "unstable", "connect");
+	fprintf(stderr, "unstable: %s\n", e.message);
+	CHECK(strstr(e.message, "exited with status 1") != NULL);
+	CHECK(strstr(e.message, "Error: cannot read /etc/lv.conf") != NULL);
+	CHECK(strstr(e.message, "noise line 39") != NULL);
+	rt_close(&rt, &sb);
+}
+
+/* A stdio server that dies right after every start (100 ms after its
+ * handshake) is restarted with backoff: over a 6 s window at most ~5
+ * starts, where an immediate restart made ~25; an admin's reconnect
+ * still connects. */
+static void
+restart_backoff(void)
+{
+	sub         sb;
+	mk_runtime *rt = rt_open(&sb);
+	char        starts[128], script[512], *err = NULL;
+	int         from = 0;
+	long        n0, n1;
+
+	snprintf(starts, sizeof(starts), "%s/starts", dir);
+	snprintf(script, sizeof(script),
+	         "echo x >> %s; exec node %s/inject.mjs stdio", starts,
+	         peer_dir());
+	load_sh(rt, "lv_flap", script);
+	event e = wait_state(&sb, &from, "lv_flap", "unstable",
+	                     "transport_lost");
+	fprintf(stderr, "unstable: %s\n", e.message);
+	CHECK(strstr(e.message, "exited with status 5") != NULL);
+	n0 = lines_in(starts);
+	usleep(6 * 1000 * 1000); /* a measured window, not a wait */
+	n1 = lines_in(starts);
+	fprintf(stderr, "%ld starts in 6 s (after %ld); %ld lost in a row\n",
+	        n1 - n0, n0, metric(rt, "lv_flap", "connect_failures_in_row"));
+	CHECK(n1 - n0 <= 6);
+	CHECK(metric(rt, "lv_flap", "connect_failures_in_row") >= 3);
+	CHECK_EQ(mk_client_reconnect(rt, "lv_flap", &err), 0);
+	mk_free(err);
+	rt_close(&rt, &sb);
+}
+
+/* 50 notifications/tools/list_changed in a burst: one relist runs, one
+ * more follows for those that came meanwhile. */
+static void
+list_changed_coalesced(void)
+{
+	sub         sb;
+	mk_runtime *rt = rt_open(&sb);
+	peer        p;
+	char       *err = NULL;
+	int         rc, from = 0;
+
+	start_inject(&p);
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"lv_burst\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	             "\"needs_session_stickiness\": true, "
+	             "\"tools_to_execute\": [\"*\"]}",
+	             p.port),
+	         0);
+	(void)wait_state(&sb, &from, "lv_burst", "healthy", NULL);
+	free(call_text(rt, "lv_burst", "notify_list_changed",
+	               "{\"count\": 50}", &rc));
+	CHECK_EQ(rc, 0);
+	/* the relists are the client's own requests, with no event: the
+	 * counter is polled, with a deadline, then watched for a second */
+	for (int i = 0; i < 500 && metric(rt, "lv_burst", "relists") < 1;
+	     i++) {
+		usleep(10000);
+	}
+	usleep(1000 * 1000);
+	fprintf(stderr, "%ld relists for 50 notifications\n",
+	        metric(rt, "lv_burst", "relists"));
+	CHECK(metric(rt, "lv_burst", "relists") >= 1);
+	CHECK(metric(rt, "lv_burst", "relists") <= 2);
+	mk_free(err);
+	rt_close(&rt, &sb);
+	peer_stop(&p);
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(void);
+} tests[] = {
+        {"call_failure_checks", call_failure_checks},
+        {"failed_reconnect_unstable", failed_reconnect_unstable},
+        {"first_error_line", first_error_line},
+        {"restart_backoff", restart_backoff},
+        {"list_changed_coalesced", list_changed_coalesced},
+};
+
+/* liveness_test [name...]: those tests, or all of them */
 int
-main(void)
+main(int argc, char **argv)
 {
 	char        js[512];
-	const char *argv[] = {"node", js, "--port", "0", NULL};
+	const char *peer_argv[] = {"node", js, "--port", "0", NULL};
 
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -153,11 +313,19 @@ main(void)
 	snprintf(seenpath, sizeof(seenpath), "%s/seen", dir);
 	CHECK((seen = fopen(seenpath, "w")) != NULL);
 	snprintf(js, sizeof(js), "%s/oauth.mjs", peer_dir());
-	CHECK_EQ(peer_start(&srv, argv, NULL, "listening on port ([0-9]+)",
-	                    WAIT_MS),
+	CHECK_EQ(peer_start(&srv, peer_argv, NULL,
+	                    "listening on port ([0-9]+)", WAIT_MS),
 	         0);
-	RUN(call_failure_checks);
-	RUN(failed_reconnect_unstable);
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		bool run = argc == 1;
+		for (int a = 1; a < argc; a++) {
+			run |= strcmp(argv[a], tests[i].name) == 0;
+		}
+		if (run) {
+			fprintf(stderr, "-- %s\n", tests[i].name);
+			tests[i].fn();
+		}
+	}
 	peer_stop(&srv);
 	close(logfd);
 	fclose(seen);

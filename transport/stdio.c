@@ -38,6 +38,7 @@
 #define CLOSE_GRACE_MS 2000
 #define ERR_RING       4096 /* bytes of stderr kept */
 #define ERR_TAIL       300  /* bytes of it quoted in an error */
+#define ERR_FIRST      200  /* bytes of its first error line kept */
 #define READ_CHUNK     65536
 
 extern char **environ;
@@ -45,34 +46,39 @@ extern char **environ;
 enum { CLOSE_NONE, CLOSE_EOF, CLOSE_TERM, CLOSE_KILL };
 
 typedef struct stdio_conn {
-	tp_conn   base;           /* ops, loop, upcalls */
-	pid_t     pid;            /* the child, also its process group */
-	int       pidfd;          /* readable when it exited */
-	int       in_fd;          /* our end of its stdin (socket) */
-	int       out_fd;         /* its stdout */
-	int       err_fd;         /* its stderr */
-	char     *wbuf;           /* bytes waiting to go to stdin */
-	size_t    wlen;           /* bytes in wbuf */
-	size_t    wcap;           /* allocated wbuf */
-	char     *line;           /* stdout line being assembled */
-	size_t    line_len;       /* bytes in line */
-	size_t    line_cap;       /* allocated line */
-	size_t    max;            /* bytes per line */
-	char      ring[ERR_RING]; /* stderr tail */
-	size_t    ring_pos;       /* next write position */
-	bool      ring_full;      /* ring wrapped */
-	uint64_t  garbage;        /* stdout lines that were not JSON */
-	mcp_error spawn_err;      /* why the spawn failed, if it did */
-	bool      spawn_failed;   /* report spawn_err on open */
-	bool      exited;         /* reaped */
-	int       status;         /* waitpid status */
-	int       close_state;    /* see the diagram */
-	int64_t   close_deadline; /* for the close state */
-	tp_defer  defer;          /* announces opened */
-	tp_ticker ticker;         /* close escalation */
-	tp_owned  owned;          /* while closing */
-	int       busy;           /* upcalls on the stack */
-	bool      closed;         /* close() was called */
+	tp_conn base;               /* ops, loop, upcalls */
+	pid_t   pid;                /* the child, also its process group */
+	int     pidfd;              /* readable when it exited */
+	int     in_fd;              /* our end of its stdin (socket) */
+	int     out_fd;             /* its stdout */
+	int     err_fd;             /* its stderr */
+	char   *wbuf;               /* bytes waiting to go to stdin */
+	size_t  wlen;               /* bytes in wbuf */
+	size_t  wcap;               /* allocated wbuf */
+	char   *line;               /* stdout line being assembled */
+	size_t  line_len;           /* bytes in line */
+	size_t  line_cap;           /* allocated line */
+	size_t  max;                /* bytes per line */
+	char    ring[ERR_RING];     /* stderr tail */
+	size_t  ring_pos;           /* next write position */
+	bool    ring_full;          /* ring wrapped */
+	char    first[ERR_FIRST];   /* the first stderr line that reads
+	                             * as an error (else the first line) */
+	bool      first_err;        /* first is an error line */
+	char      eline[ERR_FIRST]; /* the stderr line being read */
+	size_t    eline_len;        /* its bytes (cut at ERR_FIRST - 1) */
+	uint64_t  garbage;          /* stdout lines that were not JSON */
+	mcp_error spawn_err;        /* why the spawn failed, if it did */
+	bool      spawn_failed;     /* report spawn_err on open */
+	bool      exited;           /* reaped */
+	int       status;           /* waitpid status */
+	int       close_state;      /* see the diagram */
+	int64_t   close_deadline;   /* for the close state */
+	tp_defer  defer;            /* announces opened */
+	tp_ticker ticker;           /* close escalation */
+	tp_owned  owned;            /* while closing */
+	int       busy;             /* upcalls on the stack */
+	bool      closed;           /* close() was called */
 } stdio_conn;
 
 static void conn_destroy(stdio_conn *c);
@@ -107,22 +113,84 @@ err_tail(const stdio_conn *c, char *out, size_t cap)
 	out[k] = '\0';
 }
 
+static bool
+error_line(const char *line)
+{
+	static const char *const words[] = {"error",   "fatal",     "cannot",
+	                                    "can't",   "failed",    "denied",
+	                                    "no such", "not found", "invalid",
+	                                    "panic",   "exception", NULL};
+
+	for (int i = 0; words[i] != NULL; i++) {
+		if (strcasestr(line, words[i]) != NULL) {
+			return (true);
+		}
+	}
+	return (false);
+}
+
+/* A stderr line ended: the first error line is kept (else the first
+ * line), since what a failing server says first is usually why. */
 static void
-exit_error(const stdio_conn *c, mcp_error *e)
+err_line_end(stdio_conn *c)
+{
+	c->eline[c->eline_len] = '\0';
+	c->eline_len           = 0;
+	if (c->first_err || c->eline[strspn(c->eline, " \t\r")] == '\0') {
+		return;
+	}
+	if (c->first[0] == '\0' || error_line(c->eline)) {
+		snprintf(c->first, sizeof(c->first), "%s", c->eline);
+		c->first_err = error_line(c->eline);
+	}
+}
+
+static void
+err_byte(stdio_conn *c, char ch)
+{
+	c->ring[c->ring_pos] = ch;
+	c->ring_pos          = (c->ring_pos + 1) % ERR_RING;
+	c->ring_full |= c->ring_pos == 0;
+	if (ch == '\n') {
+		err_line_end(c);
+	} else if (c->eline_len + 1 < ERR_FIRST) {
+		c->eline[c->eline_len++] = (unsigned char)ch < 0x20 ? ' ' : ch;
+	}
+}
+
+/* "; stderr: <first error line> ... <tail>", or "" when it said nothing */
+static void
+err_quote(stdio_conn *c, char *out, size_t cap)
 {
 	char tail[ERR_TAIL + 1];
 
+	if (c->eline_len > 0) {
+		err_line_end(c); /* a last line without its newline */
+	}
 	err_tail(c, tail, sizeof(tail));
+	if (tail[0] == '\0') {
+		out[0] = '\0';
+	} else if (c->first[0] != '\0' && strstr(tail, c->first) == NULL) {
+		snprintf(out, cap, "; stderr: %s ... %s", c->first, tail);
+	} else {
+		snprintf(out, cap, "; stderr: %s", tail);
+	}
+}
+
+static void
+exit_error(stdio_conn *c, mcp_error *e)
+{
+	char quote[ERR_FIRST + ERR_TAIL + 32];
+
+	err_quote(c, quote, sizeof(quote));
 	if (WIFSIGNALED(c->status)) {
 		mcp_error_set(e, MCP_E_LOST,
-		              "server process was killed by signal %d%s%s",
-		              WTERMSIG(c->status), tail[0] ? "; stderr: " : "",
-		              tail);
+		              "server process was killed by signal %d%s",
+		              WTERMSIG(c->status), quote);
 	} else {
 		mcp_error_set(e, MCP_E_LOST,
-		              "server process exited with status %d%s%s",
-		              WEXITSTATUS(c->status),
-		              tail[0] ? "; stderr: " : "", tail);
+		              "server process exited with status %d%s",
+		              WEXITSTATUS(c->status), quote);
 	}
 }
 
@@ -247,9 +315,7 @@ on_err(void *arg, short revents)
 
 	while ((n = read(c->err_fd, buf, sizeof(buf))) > 0) {
 		for (ssize_t i = 0; i < n; i++) {
-			c->ring[c->ring_pos] = buf[i];
-			c->ring_pos          = (c->ring_pos + 1) % ERR_RING;
-			c->ring_full |= c->ring_pos == 0;
+			err_byte(c, buf[i]);
 		}
 	}
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {

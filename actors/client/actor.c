@@ -178,7 +178,7 @@ metrics_json(const client *cl)
 		        b, json_integer((json_int_t)cl->m.buckets[i]));
 	}
 	return (json_pack("{s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I}, s:o, s:I, "
-	                  "s:{s:I, s:I, s:I}, s:I}",
+	                  "s:{s:I, s:I, s:I}, s:I, s:I, s:I}",
 	                  "transitions", (json_int_t)cl->m.transitions,
 	                  "checks", (json_int_t)cl->m.checks, "failures", f,
 	                  "calls", "ok", (json_int_t)cl->m.calls[CM_OK],
@@ -190,7 +190,9 @@ metrics_json(const client *cl)
 	                  (json_int_t)cl->m.recoveries[0], "shared",
 	                  (json_int_t)cl->m.recoveries[1], "session",
 	                  (json_int_t)cl->m.recoveries[2], "retries_skipped",
-	                  (json_int_t)cl->m.skipped));
+	                  (json_int_t)cl->m.skipped, "relists",
+	                  (json_int_t)cl->m.relists, "connect_failures_in_row",
+	                  (json_int_t)cl->fails));
 }
 
 static void

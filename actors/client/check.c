@@ -156,6 +156,7 @@ op_done(void *arg, const mcp_error *err, json_t *result)
 	}
 	client_set_tools(cl, json_object_get(result, "tools"));
 	client_pass(cl);
+	backoff_reset(cl, true);
 	finish(cl);
 }
 
@@ -168,6 +169,10 @@ run(client *cl)
 	int          rv;
 
 	if (k->phase == PH_DIAL || !cl->cfg->sticky || !conn_usable(cl)) {
+		if (cl->cfg->sticky && backoff_active(cl)) {
+			finish(cl); /* the backoff's connect reports */
+			return;
+		}
 		k->phase = PH_DIAL;
 		dial_start(cl, cl->cfg->sticky ? DIAL_CHECK : DIAL_DISCOVERY,
 		           0, MSG_NONE);

@@ -48,6 +48,7 @@ typedef struct cmetrics {
 	uint64_t sum_us;                  /* their total time */
 	uint64_t recoveries[3];           /* per_call, shared, session */
 	uint64_t skipped;                 /* retries skipped for safety */
+	uint64_t relists; /* tools/list after notifications/list_changed */
 } cmetrics;
 extern const int64_t cm_bounds_ms[CM_BUCKETS];
 
@@ -153,19 +154,25 @@ struct client {
 	uint64_t    gen;          /* connection generation */
 	json_t     *tools;        /* the server's tools, as listed */
 	char        hash[TOOLS_HASH_HEX]; /* their content hash, "" none */
-	sconn      *live;       /* the sticky connection serving calls */
-	sconn      *draining;   /* replaced ones finishing their calls */
-	dial       *dial;       /* the dial in progress, or NULL */
-	waiter     *waiters;    /* asks answered when the dial ends */
-	call       *queued;     /* calls waiting for a connection */
-	check      *chk;        /* the check in progress, or NULL */
-	int64_t     soon_ns;    /* when check_soon last started one */
-	uint64_t    soon_timer; /* check_soon's deferred one, or 0 */
-	unsigned    calls;      /* calls in flight (both modes) */
-	call       *pcalls;     /* per-call calls running (their sessions) */
-	kn_actor   *cr;         /* the credential actor (held), or NULL */
-	char       *cred;       /* the credential's header line, or NULL */
-	char      **hdrs;       /* config headers + cred (borrowed), or NULL */
+	sconn      *live;         /* the sticky connection serving calls */
+	sconn      *draining;     /* replaced ones finishing their calls */
+	dial       *dial;         /* the dial in progress, or NULL */
+	waiter     *waiters;      /* asks answered when the dial ends */
+	call       *queued;       /* calls waiting for a connection */
+	check      *chk;          /* the check in progress, or NULL */
+	bool        relisting;    /* a list_changed relist is out */
+	bool        relist_again; /* another notice came meanwhile */
+	unsigned    fails;        /* connects failed (or lost) in a row */
+	int64_t     retry_ns;     /* no automatic connect before this */
+	uint64_t    retry_timer;  /* the backoff's own connect, or 0 */
+	uint32_t    rnd;          /* its jitter state */
+	int64_t     soon_ns;      /* when check_soon last started one */
+	uint64_t    soon_timer;   /* check_soon's deferred one, or 0 */
+	unsigned    calls;        /* calls in flight (both modes) */
+	call       *pcalls;       /* per-call calls running (their sessions) */
+	kn_actor   *cr;           /* the credential actor (held), or NULL */
+	char       *cred;         /* the credential's header line, or NULL */
+	char      **hdrs;      /* config headers + cred (borrowed), or NULL */
 	uint64_t    dial_seq;  /* numbers dials, for late credential replies */
 	int64_t     cred_exp;  /* cred's expiry (unix s), 0 none given */
 	struct fetch *fetches; /* waiting for the credential ask in flight */
@@ -212,6 +219,13 @@ void conn_call_done(client *cl, sconn *c);
 void conn_close_all(client *cl);
 /* drops the waiters a check registered on the dial (it ended) */
 void dial_forget_check(client *cl);
+/* reconnect backoff: a connect failed or a connection was lost (the
+ * next automatic connect waits, full jitter, 1 s doubling to 5 min);
+ * backoff_reset cancels the wait, and with forget (a passing check) the
+ * count; backoff_active: automatic connects wait now */
+void backoff_fail(client *cl);
+void backoff_reset(client *cl, bool forget);
+bool backoff_active(const client *cl);
 bool conn_usable(const client *cl);
 
 /* check.c */

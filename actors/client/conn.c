@@ -19,6 +19,64 @@
 #include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
 
+#define BACKOFF_BASE_MS 1000            /* the first retry's ceiling */
+#define BACKOFF_CAP_MS  (5 * 60 * 1000) /* and the last one's */
+
+/* ---- reconnect backoff ----------------------------------------------- */
+
+static void
+retry_tick(kn_actor *self, void *arg)
+{
+	client *cl = arg;
+
+	cl->retry_timer = 0;
+	dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
+}
+
+void
+backoff_fail(client *cl)
+{
+	int64_t ceil = BACKOFF_BASE_MS, ms;
+
+	for (unsigned i = 0; i < cl->fails && ceil < BACKOFF_CAP_MS; i++) {
+		ceil *= 2;
+	}
+	if (ceil > BACKOFF_CAP_MS) {
+		ceil = BACKOFF_CAP_MS;
+	}
+	cl->fails++;
+	/* full jitter: anywhere in [0, ceil], so many clients that failed
+	 * together do not come back together */
+	cl->rnd      = cl->rnd * 1103515245u + 12345u;
+	ms           = (int64_t)((cl->rnd >> 8) % (uint64_t)(ceil + 1));
+	cl->retry_ns = kn_now_ns() + ms * KN_NS_PER_MS;
+	if (cl->retry_timer != 0) {
+		kn_timer_cancel(cl->self, cl->retry_timer);
+	}
+	cl->retry_timer = kn_timer_add(cl->self, ms + 1, retry_tick, cl);
+	KN_DEBUG("client", "%s: connect attempt %u failed; next in %lld ms",
+	         cl->cfg->name, cl->fails, (long long)ms);
+}
+
+void
+backoff_reset(client *cl, bool forget)
+{
+	if (forget) {
+		cl->fails = 0;
+	}
+	cl->retry_ns = 0;
+	if (cl->retry_timer != 0) {
+		kn_timer_cancel(cl->self, cl->retry_timer);
+		cl->retry_timer = 0;
+	}
+}
+
+bool
+backoff_active(const client *cl)
+{
+	return (cl->retry_ns != 0 && kn_now_ns() < cl->retry_ns);
+}
+
 void
 conn_config(const client *cl, mcp_config *mc)
 {
@@ -85,15 +143,42 @@ conn_release(client *cl, sconn *c)
 	cl->draining = c;
 }
 
+static void relist(client *cl);
+
 static void
 relisted(void *arg, const mcp_error *err, json_t *result)
 {
 	client *cl = arg;
 
+	cl->relisting = false;
 	if (err == NULL) {
 		client_set_tools(cl, json_object_get(result, "tools"));
 	}
 	/* a failure is the next check's to find */
+	if (cl->relist_again && err == NULL) {
+		cl->relist_again = false;
+		relist(cl);
+	}
+}
+
+/* notifications/tools/list_changed: list again on the live session (the
+ * hash decides whether anything changed); a burst of them while one
+ * relist is out makes one more, not one each. */
+static void
+relist(client *cl)
+{
+	mcp_req_opts o = {.timeout_ms = CLIENT_CONNECT_MS};
+
+	if (cl->relisting) {
+		cl->relist_again = true;
+		return;
+	}
+	if (cl->live == NULL ||
+	    mcp_list_tools(cl->live->s, &o, relisted, cl, NULL) != 0) {
+		return;
+	}
+	cl->relisting = true;
+	cl->m.relists++;
 }
 
 /* The live connection is gone: its calls already failed. */
@@ -104,11 +189,8 @@ on_conn_event(void *arg, mcp_session *s, mcp_event ev, const mcp_error *err)
 	client *cl = c->cl;
 
 	if (ev == MCP_EV_TOOLS_CHANGED) {
-		mcp_req_opts o = {.timeout_ms = CLIENT_CONNECT_MS};
 		if (c == cl->live) {
-			/* list again on the same session; the hash decides
-			 * whether anything changed */
-			(void)mcp_list_tools(c->s, &o, relisted, cl, NULL);
+			relist(cl);
 		}
 		return;
 	}
@@ -130,7 +212,8 @@ on_conn_event(void *arg, mcp_session *s, mcp_event ev, const mcp_error *err)
 		conn_release(cl, c);
 	}
 	client_fail(cl, CS_UNSTABLE, "transport_lost", err->message);
-	dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
+	backoff_fail(cl); /* its reconnect waits: a server that dies as
+	                   * soon as it starts is not restarted in a loop */
 }
 
 static void
@@ -194,9 +277,9 @@ dial_end(dial *d, const mcp_error *err, json_t *tools)
 			client_save_once(cl); /* kept, if unstable */
 		}
 		if (!stale && !(d->why == DIAL_ADD && cl->cfg->sticky)) {
-			if (d->why == DIAL_CHECK || d->why == DIAL_DISCOVERY) {
-				/* silent here: a check records its own outcome
-				 * after its retries */
+			if (d->why == DIAL_DISCOVERY) {
+				/* silent here: the check records its own
+				 * outcome after its retries */
 				KN_DEBUG("client", "%s: dial failed: %s",
 				         cl->cfg->name, err->message);
 			} else {
@@ -205,6 +288,11 @@ dial_end(dial *d, const mcp_error *err, json_t *tools)
 				client_fail(cl, CS_UNSTABLE,
 				            stage_of(d->why, err),
 				            err->message);
+			}
+			if (cl->cfg->sticky) {
+				backoff_fail(
+				        cl); /* before the waiters: a
+				              * check among them sees it */
 			}
 		}
 		answer_waiters(cl, err);
@@ -223,7 +311,9 @@ dial_end(dial *d, const mcp_error *err, json_t *tools)
 	} else {
 		conn_free(c); /* a discovery keeps nothing open */
 	}
-	client_save_once(cl); /* the config before its tools */
+	backoff_reset(cl, false); /* connected: no retry due; the count
+	                           * waits for a passing check */
+	client_save_once(cl);     /* the config before its tools */
 	client_set_tools(cl, tools);
 	client_pass(cl);
 	if (cl->cfg->sticky) {
@@ -355,13 +445,25 @@ dial_start(client *cl, dwhy why, uint64_t corr, uint32_t type)
 	if (!cl->cfg->sticky && why == DIAL_CHECK) {
 		why = DIAL_DISCOVERY;
 	}
-	if (cl->state == CS_DISABLED || cl->state == CS_REAUTH) {
-		/* authoritative: nothing connects until an admin acts */
-		mcp_error_set(&e, MCP_E_CANCELLED, "MCP client %s is %s",
-		              cl->cfg->name,
-		              cl->state == CS_DISABLED
-		                      ? "disabled"
-		                      : "waiting for reauthorization");
+	if (cl->state == CS_DISABLED || cl->state == CS_REAUTH ||
+	    ((why == DIAL_BACKGROUND || why == DIAL_CHECK) &&
+	     backoff_active(cl))) {
+		/* authoritative: nothing connects until an admin acts; or
+		 * the backoff's own connect comes later */
+		if (cl->state == CS_DISABLED || cl->state == CS_REAUTH) {
+			mcp_error_set(&e, MCP_E_CANCELLED,
+			              "MCP client %s is %s", cl->cfg->name,
+			              cl->state == CS_DISABLED
+			                      ? "disabled"
+			                      : "waiting for reauthorization");
+		} else {
+			mcp_error_set(
+			        &e, MCP_E_CONNECT,
+			        "reconnecting in %lld ms after: %s",
+			        (long long)((cl->retry_ns - kn_now_ns()) /
+			                    KN_NS_PER_MS),
+			        cl->lf_set ? cl->lf_message : "a failure");
+		}
 		answer_waiters(cl, &e);
 		call_run_queued(cl, e.message);
 		recover_on_dial(cl, &e);
@@ -417,6 +519,7 @@ conn_close_all(client *cl)
 	sconn    *c;
 
 	cl->gen++; /* whatever is in flight is now stale */
+	backoff_reset(cl, false);
 	recover_abort(cl, "the client was closed");
 
 	if (cl->dial != NULL) {

@@ -30,7 +30,10 @@
 //                                     session's GET /mcp stream: a session
 //                                     without one does not see it)
 // stdio: StdioServerTransport; stdout carries nothing but JSON-RPC (except
-//        what the `garbage` tool writes on purpose).  After stdin ends it
+//        what the `garbage` tool writes on purpose).  With
+//        MK_INJECT_EXIT_MS=n in its environment it exits (code 5) n ms
+//        after the client's notifications/initialized: a server that
+//        dies right after every start.  After stdin ends it
 //        exits once nothing is pending but `hang` calls (calls still
 //        running, like `slow`, are answered first).
 //
@@ -46,7 +49,8 @@
 //   structured {}         structuredContent {"answer": 42} + text
 //   fail {}               isError: true, text "it failed"
 //   headers {}            http: the request's x-* headers as JSON text
-//   notify_list_changed {} notifications/tools/list_changed on the
+//   notify_list_changed {count} `count` (default 1)
+//                         notifications/tools/list_changed on the
 //                         request's own stream, then "sent"
 //   counted_destructive, counted_idempotent, counted_readonly,
 //   counted_none {}       bump their own counter, answer its new value
@@ -195,13 +199,15 @@ function makeServer() {
 	});
 
 	s.registerTool('notify_list_changed', {
-		description: 'Sends notifications/tools/list_changed on this ' +
-			'request\'s own stream, then answers "sent"',
-		inputSchema: {},
-	}, async (args, extra) => {
-		await extra.sendNotification({
-			method: 'notifications/tools/list_changed',
-		});
+		description: 'Sends `count` notifications/tools/list_changed on ' +
+			'this request\'s own stream, then answers "sent"',
+		inputSchema: { count: z.number().int().min(1).max(1000).optional() },
+	}, async ({ count }, extra) => {
+		for (let i = 0; i < (count ?? 1); i++) {
+			await extra.sendNotification({
+				method: 'notifications/tools/list_changed',
+			});
+		}
 		return text('sent');
 	});
 
@@ -223,6 +229,12 @@ function makeServer() {
 
 async function runStdio() {
 	const server = makeServer();
+	const exitMs = process.env.MK_INJECT_EXIT_MS;
+	if (exitMs !== undefined) {
+		server.server.oninitialized = () => {
+			setTimeout(() => process.exit(5), Number(exitMs));
+		};
+	}
 	await server.connect(new StdioServerTransport());
 }
 
