@@ -30,8 +30,12 @@
 
 #define MCP_PROTOCOL_LATEST    "2025-11-25"
 #define MCP_TIMEOUT_DEFAULT_MS 30000
-#define MCP_MAX_TOOLS          10000 /* tools/list stops paging beyond this */
-#define MCP_MAX_PAGES          1000  /* and beyond this many pages */
+/* Limits on a tools/list, beyond which it fails: tools, pages, and bytes
+ * of the tools (as compact JSON) and page cursors together.  8 MiB keeps
+ * a client's view (its tools and config) within one 16 MiB message. */
+#define MCP_MAX_TOOLS       10000
+#define MCP_MAX_PAGES       1000
+#define MCP_MAX_TOOLS_BYTES ((size_t)8 * 1024 * 1024)
 /* The legacy SSE stream's rate limit: events per second on average, and
  * at once above it (a busy server's answers and progress stay far below;
  * a server stuck in a loop is cut off within seconds).  Each event is
