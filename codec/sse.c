@@ -5,6 +5,10 @@
  * bytes match EF BB BF; a mismatch puts the matched bytes back into the
  * line and goes to LINE.  After a line ended by CR the state is CR, and an
  * LF as the next byte (in this chunk or the next) is swallowed.
+ *
+ * The rate limit is a token bucket: p->tokens events may be dispatched
+ * now; each feed first adds one token per 10^9 / rate ns since
+ * p->fill_ns, up to the burst.
  */
 #include "codec/sse.h"
 
@@ -21,12 +25,29 @@ enum {
 	ST_CR   = 4, /* the last line ended with CR: skip one LF */
 };
 
-#define DEF_MAX_LINE   ((size_t)16 * 1024 * 1024 + 64)
-#define DEF_MAX_DATA   ((size_t)16 * 1024 * 1024)
-#define DEF_MAX_EVENTS 100000
-#define MAX_LIMIT      (SIZE_MAX / 4) /* so cap arithmetic cannot wrap */
+#define DEF_MAX_LINE ((size_t)16 * 1024 * 1024 + 64)
+#define DEF_MAX_DATA ((size_t)16 * 1024 * 1024)
+#define MAX_LIMIT    (SIZE_MAX / 4) /* so cap arithmetic cannot wrap */
+#define NS_PER_S     1000000000
 
 static const char bom[3] = {'\xEF', '\xBB', '\xBF'};
+
+/* Records why p stops (the first reason stays) and returns rv. */
+static int
+stop(codec_sse *p, codec_sse_fail why, int rv)
+{
+	if (p->failed == CODEC_SSE_OK) {
+		p->failed = why;
+	}
+	return (rv);
+}
+
+/* A size limit (MK_ETOOBIG) or out of memory, from grow(). */
+static int
+stop_size(codec_sse *p, codec_sse_fail why, int rv)
+{
+	return (stop(p, rv == MK_ETOOBIG ? why : CODEC_SSE_NOMEM, rv));
+}
 
 /* Grows *buf to hold need bytes, doubling, but never beyond max. */
 static int
@@ -78,7 +99,7 @@ line_append(codec_sse *p, const char *s, size_t n)
 
 	if ((rv = grow(&p->line, &p->line_cap, p->line_len + n,
 	               p->lim.max_line)) != 0) {
-		return (rv);
+		return (stop_size(p, CODEC_SSE_LINE, rv));
 	}
 	if (n != 0) {
 		memcpy(p->line + p->line_len, s, n);
@@ -119,8 +140,14 @@ dispatch(codec_sse *p, codec_sse_fn fn, void *arg)
 		p->type[0]  = '\0';
 		return (0);
 	}
-	if (p->events >= p->lim.max_events) {
-		return (MK_ETOOBIG);
+	if (p->lim.max_events != 0 && p->events >= p->lim.max_events) {
+		return (stop(p, CODEC_SSE_EVENTS, MK_ETOOBIG));
+	}
+	if (p->lim.rate != 0) {
+		if (p->tokens == 0) {
+			return (stop(p, CODEC_SSE_RATE, MK_ETOOBIG));
+		}
+		p->tokens--;
 	}
 	p->events++;
 	p->data[--p->data_len] = '\0'; /* the final "\n" */
@@ -135,7 +162,7 @@ dispatch(codec_sse *p, codec_sse_fn fn, void *arg)
 	rv          = fn(arg, &ev);
 	p->data_len = 0;
 	p->type[0]  = '\0';
-	return (rv);
+	return (rv != 0 ? stop(p, CODEC_SSE_STOPPED, rv) : 0);
 }
 
 #define FIELD_IS(s, n, lit) ((n) == sizeof(lit) - 1 && memcmp(s, lit, n) == 0)
@@ -167,7 +194,7 @@ process_line(codec_sse *p, const char *s, size_t n, codec_sse_fn fn, void *arg)
 		/* the event's data would be data_len + vlen bytes */
 		if ((rv = grow(&p->data, &p->data_cap, p->data_len + vlen + 1,
 		               p->lim.max_data + 1)) != 0) {
-			return (rv);
+			return (stop_size(p, CODEC_SSE_DATA, rv));
 		}
 		memcpy(p->data + p->data_len, v, vlen);
 		p->data_len += vlen;
@@ -232,6 +259,26 @@ feed(codec_sse *p, const char *buf, size_t len, codec_sse_fn fn, void *arg)
 	return (0);
 }
 
+/* Tops the bucket up with the whole events earned since fill_ns. */
+static void
+refill(codec_sse *p, int64_t now)
+{
+	uint64_t per = NS_PER_S / p->lim.rate; /* ns per event */
+	uint64_t n;
+
+	if (now <= p->fill_ns) {
+		return;
+	}
+	n = (uint64_t)(now - p->fill_ns) / per;
+	if (n >= p->lim.burst - p->tokens) {
+		p->tokens  = p->lim.burst;
+		p->fill_ns = now;
+	} else {
+		p->tokens += n;
+		p->fill_ns += (int64_t)(n * per);
+	}
+}
+
 int
 codec_sse_init(codec_sse *p, const codec_sse_limits *lim)
 {
@@ -239,14 +286,23 @@ codec_sse_init(codec_sse *p, const codec_sse_limits *lim)
 	if (lim != NULL) {
 		p->lim = *lim;
 	}
+	if (p->lim.rate > NS_PER_S ||
+	    (p->lim.rate != 0 && p->lim.now_ns == NULL)) {
+		p->failed = CODEC_SSE_FINISHED;
+		return (MK_EINVAL);
+	}
+	if (p->lim.rate != 0) {
+		if (p->lim.burst == 0) {
+			p->lim.burst = p->lim.rate;
+		}
+		p->tokens  = p->lim.burst;
+		p->fill_ns = p->lim.now_ns();
+	}
 	if (p->lim.max_line == 0) {
 		p->lim.max_line = DEF_MAX_LINE;
 	}
 	if (p->lim.max_data == 0) {
 		p->lim.max_data = DEF_MAX_DATA;
-	}
-	if (p->lim.max_events == 0) {
-		p->lim.max_events = DEF_MAX_EVENTS;
 	}
 	if (p->lim.max_line > MAX_LIMIT) {
 		p->lim.max_line = MAX_LIMIT;
@@ -269,17 +325,26 @@ codec_sse_feed(codec_sse *p, const char *buf, size_t len, codec_sse_fn fn,
 {
 	int rv;
 
-	if (p->failed) {
+	if (p->failed != CODEC_SSE_OK) {
 		return (MK_ETOOBIG);
 	}
 	if (buf == NULL && len != 0) {
 		return (MK_EINVAL);
 	}
+	if (p->lim.rate != 0) {
+		refill(p, p->lim.now_ns());
+	}
 	if ((rv = feed(p, buf, len, fn, arg)) != 0) {
-		p->failed = 1;
-		return (rv);
+		/* what no step named is set_str's out of memory */
+		return (stop(p, CODEC_SSE_NOMEM, rv));
 	}
 	return (0);
+}
+
+codec_sse_fail
+codec_sse_failure(const codec_sse *p)
+{
+	return (p->failed);
 }
 
 const char *
@@ -296,5 +361,5 @@ codec_sse_fini(codec_sse *p)
 	free(p->type);
 	free(p->id);
 	memset(p, 0, sizeof(*p));
-	p->failed = 1; /* a later feed is refused, not a crash */
+	p->failed = CODEC_SSE_FINISHED; /* a later feed is refused */
 }

@@ -28,7 +28,14 @@
  *  - an event still incomplete when the stream ends is discarded by
  *    codec_sse_fini().
  *  - after any failure (a limit, out of memory, the callback's stop) the
- *    parser refuses all further input with MK_ETOOBIG.
+ *    parser refuses all further input with MK_ETOOBIG, and
+ *    codec_sse_failure says what failed.
+ *
+ * Limits: the size of a line and of an event's data; optionally a total
+ * of events (for a body that is one response) and a rate of events (for
+ * a stream that lives for days: a token bucket holding up to `burst`
+ * events, refilled at `rate` events per second by the caller's clock,
+ * read once per feed).  Priming events (no data) count against neither.
  */
 #ifndef CODEC_SSE_H
 #define CODEC_SSE_H
@@ -36,13 +43,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Limits; 0 in a field means the default. */
+/* Limits; 0 in a size means the default, 0 in a count or rate means
+ * none. */
 typedef struct codec_sse_limits {
 	size_t   max_line;   /* bytes in one line; default 16 MiB + 64 */
 	size_t   max_data;   /* bytes of data in one event; default 16 MiB */
 	uint64_t max_events; /* events dispatched over the stream's life;
-	                      * default 100000 */
+	                      * 0: no total */
+	uint32_t rate;       /* events per second on average, at most 10^9;
+	                      * 0: no rate limit */
+	uint32_t burst;      /* events at once above the rate; 0: rate */
+	int64_t (*now_ns)(void); /* the rate's clock (monotonic ns);
+	                          * required when rate is set */
 } codec_sse_limits;
+
+/* What stopped a parser. */
+typedef enum codec_sse_fail {
+	CODEC_SSE_OK = 0,   /* nothing: the parser is alive */
+	CODEC_SSE_LINE,     /* a line exceeded max_line */
+	CODEC_SSE_DATA,     /* an event's data exceeded max_data */
+	CODEC_SSE_EVENTS,   /* the events exceeded max_events */
+	CODEC_SSE_RATE,     /* the events exceeded rate (with burst) */
+	CODEC_SSE_NOMEM,    /* out of memory */
+	CODEC_SSE_STOPPED,  /* the callback returned non-zero */
+	CODEC_SSE_FINISHED, /* codec_sse_fini ran */
+} codec_sse_fail;
 
 /* One dispatched event.  Pointers are valid only during the callback; the
  * strings are NUL-terminated and their lengths given. */
@@ -72,25 +97,32 @@ typedef struct codec_sse {
 	char            *id;       /* last event id ("" = none) */
 	int64_t          retry_ms; /* latest retry, -1 if none */
 	uint64_t         events;   /* events dispatched so far */
+	uint64_t         tokens;   /* rate: events allowed now */
+	int64_t          fill_ns;  /* rate: when tokens were last topped up */
 	int              state;    /* private: BOM / CR bookkeeping */
-	int              failed;   /* a limit was hit: the parser is dead */
+	codec_sse_fail   failed;   /* what stopped the parser, or OK */
 } codec_sse;
 
 /*
- * codec_sse_init prepares p; lim may be NULL for the defaults.
- * Returns 0 or MK_ENOMEM.
+ * codec_sse_init prepares p; lim may be NULL for the defaults (no total,
+ * no rate).  Returns 0, MK_EINVAL (a rate without a clock, or over
+ * 10^9) or MK_ENOMEM.
  */
 int codec_sse_init(codec_sse *p, const codec_sse_limits *lim);
 
 /*
  * codec_sse_feed parses len bytes (buf may be NULL when len is 0), calling
  * fn for each event completed by them.  Returns 0; MK_ETOOBIG when a line,
- * an event's data or the event count exceeds its limit (the parser then
- * refuses all further input with MK_ETOOBIG); MK_ENOMEM; or fn's non-zero
- * result (the rest of buf is dropped and the parser is dead, as above).
+ * an event's data, the event count or the event rate exceeds its limit
+ * (the parser then refuses all further input with MK_ETOOBIG);
+ * MK_ENOMEM; or fn's non-zero result (the rest of buf is dropped and the
+ * parser is dead, as above).
  */
 int codec_sse_feed(codec_sse *p, const char *buf, size_t len, codec_sse_fn fn,
                    void *arg);
+
+/* codec_sse_failure says what stopped p (CODEC_SSE_OK while alive). */
+codec_sse_fail codec_sse_failure(const codec_sse *p);
 
 /*
  * codec_sse_last_id returns the last event id seen ("" if none); valid

@@ -694,6 +694,82 @@ known_tools_restored(void)
 	rt_close(&rt, &sb);
 }
 
+/* Waits until name is unstable at stage with a message holding text;
+ * checks that its view still lists ntools tools. */
+static void
+wait_list_failed(sub *sb, mk_runtime *rt, const char *name, const char *stage,
+                 const char *text, size_t ntools)
+{
+	int     at = 0;
+	event   e  = wait_state(sb, &at, name, "unstable", stage);
+	json_t *v;
+
+	fprintf(stderr, "   %s: %s\n", name, e.message);
+	CHECK(strstr(e.message, text) != NULL);
+	v = view_of(rt, name); /* still in the list view */
+	CHECK(strcmp(vstr(v, "state"), "unstable") == 0);
+	CHECK(strcmp(vstr(json_object_get(v, "last_failure"), "stage"),
+	             stage) == 0);
+	CHECK_EQ(json_array_size(json_object_get(v, "tools")), ntools);
+	json_decref(v);
+}
+
+/* Against an inject server whose tools/list is set by big (the body of
+ * POST /admin/big-tools) once its clients are healthy: a sticky and a
+ * per-call client fail their checks with text, keeping their tools. */
+static void
+big_list_fails(const char *big, const char *text)
+{
+	sub         sb;
+	mk_runtime *rt = rt_open(&sb);
+	peer        p  = {0};
+	char        js2[512], *err = NULL;
+	const char *argv[]  = {"node", js2, "http", "--port", "0", NULL};
+	const char *names[] = {"big_st", "big_pc"};
+	int         at      = 0;
+	size_t      n;
+	json_t     *v;
+
+	snprintf(js2, sizeof(js2), "%s/inject.mjs", peer_dir());
+	CHECK_EQ(peer_start(&p, argv, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ(add(rt, &err,
+		             "{\"name\": \"%s\", \"connection_type\": "
+		             "\"http\", \"connection_string\": "
+		             "\"http://127.0.0.1:%d/mcp\", "
+		             "\"needs_session_stickiness\": %s, "
+		             "\"tool_sync_interval\": \"1s\"}",
+		             names[i], p.port, i == 0 ? "true" : "false"),
+		         0);
+		wait_state(&sb, &at, names[i], "healthy", NULL);
+	}
+	v = view_of(rt, "big_st");
+	n = json_array_size(json_object_get(v, "tools"));
+	json_decref(v);
+	CHECK(n >= 10);
+	/* set once, never back: a list paged across a change would mix */
+	admin(p.port, "/admin/big-tools", big, NULL);
+	wait_list_failed(&sb, rt, "big_st", "list_tools", text, n);
+	wait_list_failed(&sb, rt, "big_pc", "tool_discovery", text, n);
+	rt_close(&rt, &sb);
+	peer_stop(&p);
+}
+
+/* A tool list over MCP_MAX_TOOLS_BYTES in total, or one whose cursor
+ * never advances, is a failed check that keeps the last good list. */
+static void
+tools_list_bounded(void)
+{
+	fprintf(stderr, "   3 pages of 3 MiB\n");
+	big_list_fails("{\"pages\": 3, \"bytes\": 3145728}",
+	               "tools/list exceeds 8 MiB in total");
+	fprintf(stderr, "   a cursor that never advances\n");
+	big_list_fails("{\"pages\": 2, \"bytes\": 10, \"repeat\": true}",
+	               "tools/list repeats the cursor of an earlier page");
+}
+
 int
 main(void)
 {
@@ -710,6 +786,7 @@ main(void)
 	RUN(stale_check_dropped);
 	RUN(known_tools_restored);
 	RUN(update_client);
+	RUN(tools_list_bounded);
 	curl_global_cleanup();
 	return (0);
 }

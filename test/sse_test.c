@@ -60,6 +60,14 @@ on_event(void *arg, const codec_sse_event *ev)
 	return (r->n == r->stop_at ? STOP_RV : 0);
 }
 
+/* Counts events into *(uint64_t *)arg. */
+static int
+count_event(void *arg, const codec_sse_event *ev)
+{
+	(*(uint64_t *)arg)++;
+	return (0);
+}
+
 static void
 rec_free(rec *r)
 {
@@ -566,6 +574,7 @@ event_limit(void)
 	CHECK_EQ(codec_sse_feed(&p, S("data: 4\n\n"), on_event, &r),
 	         MK_ETOOBIG);
 	CHECK_EQ(r.n, 2);
+	CHECK_EQ(codec_sse_failure(&p), CODEC_SSE_EVENTS);
 	codec_sse_fini(&p);
 	rec_free(&r);
 	every_split(S("data: 1\n\ndata: 2\n\ndata: 3\n\n"), &lim);
@@ -614,7 +623,9 @@ defaults_and_fini(void)
 	CHECK_EQ(codec_sse_init(&p, NULL), 0);
 	CHECK_EQ(p.lim.max_line, 16 * 1024 * 1024 + 64);
 	CHECK_EQ(p.lim.max_data, 16 * 1024 * 1024);
-	CHECK_EQ(p.lim.max_events, 100000);
+	CHECK_EQ(p.lim.max_events, 0); /* no total */
+	CHECK_EQ(p.lim.rate, 0);       /* no rate */
+	CHECK_EQ(codec_sse_failure(&p), CODEC_SSE_OK);
 	CHECK(strcmp(codec_sse_last_id(&p), "") == 0);
 	CHECK_EQ(codec_sse_feed(&p, NULL, 0, on_event, NULL), 0);
 	CHECK_EQ(codec_sse_feed(&p, S("id: 1\n\ndata: partial"), on_event,
@@ -623,7 +634,155 @@ defaults_and_fini(void)
 	CHECK(strcmp(codec_sse_last_id(&p), "1") == 0);
 	codec_sse_fini(&p);
 	CHECK(p.line == NULL && p.data == NULL && p.id == NULL);
+	CHECK_EQ(codec_sse_failure(&p), CODEC_SSE_FINISHED);
 	codec_sse_fini(&p);
+}
+
+/* Feeds n copies of chunk (each holding per events) into p; returns the
+ * events counted and leaves the first failure in *rv. */
+static uint64_t
+feed_many(codec_sse *p, const char *chunk, size_t len, uint64_t n, int *rv)
+{
+	uint64_t events = 0;
+
+	*rv = 0;
+	for (uint64_t i = 0; i < n && *rv == 0; i++) {
+		*rv = codec_sse_feed(p, chunk, len, count_event, &events);
+	}
+	return (events);
+}
+
+/* A stream that lives long carries any number of events: no total by
+ * default. */
+static void
+long_life_no_total(void)
+{
+	static const char ten[] = "data: 1\n\ndata: 2\n\ndata: 3\n\n"
+	                          "data: 4\n\ndata: 5\n\ndata: 6\n\n"
+	                          "data: 7\n\ndata: 8\n\ndata: 9\n\n"
+	                          ": a comment\nid: 9\ndata: 10\n\n";
+	codec_sse         p;
+	int               rv;
+
+	CHECK_EQ(codec_sse_init(&p, NULL), 0);
+	CHECK_EQ(feed_many(&p, S(ten), 25000, &rv), 250000);
+	CHECK_EQ(rv, 0);
+	CHECK_EQ(codec_sse_failure(&p), CODEC_SSE_OK);
+	codec_sse_fini(&p);
+}
+
+/* The rate limit's clock, moved by the tests. */
+static int64_t fake_ns;
+
+static int64_t
+fake_clock(void)
+{
+	return (fake_ns);
+}
+
+/* A token bucket: burst events at once, then rate per second; a long
+ * life at the rate never hits it; idle time earns no more than burst. */
+static void
+rate_limit(void)
+{
+	codec_sse_limits lim = {.rate = 10, .burst = 5, .now_ns = fake_clock};
+	codec_sse        p;
+	int              rv;
+
+	fake_ns = 1000;
+	CHECK_EQ(codec_sse_init(&p, &lim), 0);
+	CHECK_EQ(feed_many(&p, S("data: x\n\n"), 5, &rv), 5);
+	CHECK_EQ(rv, 0);
+	CHECK_EQ(feed_many(&p, S("data: x\n\n"), 1, &rv), 0);
+	CHECK_EQ(rv, MK_ETOOBIG);
+	CHECK_EQ(codec_sse_failure(&p), CODEC_SSE_RATE);
+	CHECK_EQ(feed_many(&p, S("data: x\n\n"), 1, &rv), 0);
+	CHECK_EQ(rv, MK_ETOOBIG); /* and it stays dead */
+	codec_sse_fini(&p);
+
+	/* 1,000,000 events at 10 a second (a fake 28 hours): all pass */
+	fake_ns = 0;
+	CHECK_EQ(codec_sse_init(&p, &lim), 0);
+	for (int i = 0; i < 1000000; i++) {
+		fake_ns += 100 * 1000 * 1000;
+		CHECK_EQ(feed_many(&p, S("data: x\n\n"), 1, &rv), 1);
+	}
+	CHECK_EQ(rv, 0);
+	/* the bucket holds 4: empty it; 450 ms earn 4 more, and the 50 ms
+	 * over them count toward the next */
+	CHECK_EQ(feed_many(&p, S("data: x\n\n"), 4, &rv), 4);
+	fake_ns += 450 * 1000 * 1000;
+	CHECK_EQ(feed_many(&p, S("data: x\n\n"), 4, &rv), 4);
+	CHECK_EQ(rv, 0);
+	fake_ns += 50 * 1000 * 1000;
+	CHECK_EQ(feed_many(&p, S("data: x\n\n"), 1, &rv), 1);
+	CHECK_EQ(feed_many(&p, S("data: x\n\n"), 1, &rv), 0);
+	CHECK_EQ(codec_sse_failure(&p), CODEC_SSE_RATE);
+	codec_sse_fini(&p);
+
+	/* a day idle: still only the burst at once; priming events and
+	 * comments cost nothing */
+	fake_ns = 0;
+	CHECK_EQ(codec_sse_init(&p, &lim), 0);
+	fake_ns += (int64_t)86400 * 1000 * 1000 * 1000;
+	CHECK_EQ(feed_many(&p, S("id: 1\ndata:\n\n: ping\n\n"), 100, &rv), 0);
+	CHECK_EQ(feed_many(&p,
+	                   S("data: a\n\ndata: b\n\ndata: c\n\n"
+	                     "data: d\n\ndata: e\n\ndata: f\n\n"),
+	                   1, &rv),
+	         5);
+	CHECK_EQ(rv, MK_ETOOBIG);
+	codec_sse_fini(&p);
+
+	/* burst 0 is one second's worth; a rate needs a clock */
+	lim.burst = 0;
+	CHECK_EQ(codec_sse_init(&p, &lim), 0);
+	CHECK_EQ(p.lim.burst, 10);
+	codec_sse_fini(&p);
+	lim.now_ns = NULL;
+	CHECK_EQ(codec_sse_init(&p, &lim), MK_EINVAL);
+	codec_sse_fini(&p);
+	lim = (codec_sse_limits) {.rate = 2000000000, .now_ns = fake_clock};
+	CHECK_EQ(codec_sse_init(&p, &lim), MK_EINVAL);
+	codec_sse_fini(&p);
+}
+
+/* codec_sse_failure names the limit that stopped the parser. */
+static void
+failure_reasons(void)
+{
+	static const struct {
+		codec_sse_limits lim;
+		const char      *s;
+		codec_sse_fail   why;
+	} cases[] = {
+	        {{.max_line = 4}, "data: abc\n", CODEC_SSE_LINE},
+	        {{.max_data = 2}, "data: abc\n", CODEC_SSE_DATA},
+	        {{.max_events = 1},
+	         "data: a\n\ndata: b\n\n",
+	         CODEC_SSE_EVENTS},
+	        {{.rate = 1, .now_ns = fake_clock},
+	         "data: a\n\ndata: b\n\n",
+	         CODEC_SSE_RATE},
+	};
+	codec_sse p;
+	rec       r = {.stop_at = 1};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t n = 0;
+
+		CHECK_EQ(codec_sse_init(&p, &cases[i].lim), 0);
+		CHECK_EQ(codec_sse_feed(&p, cases[i].s, strlen(cases[i].s),
+		                        count_event, &n),
+		         MK_ETOOBIG);
+		CHECK_EQ(codec_sse_failure(&p), cases[i].why);
+		codec_sse_fini(&p);
+	}
+	CHECK_EQ(codec_sse_init(&p, NULL), 0);
+	CHECK_EQ(codec_sse_feed(&p, S("data: 1\n\n"), on_event, &r), STOP_RV);
+	CHECK_EQ(codec_sse_failure(&p), CODEC_SSE_STOPPED);
+	codec_sse_fini(&p);
+	rec_free(&r);
 }
 
 /* A 1 MiB data line fed in odd-sized chunks grows the buffers. */
@@ -680,5 +839,8 @@ main(void)
 	RUN(incomplete_last_event);
 	RUN(defaults_and_fini);
 	RUN(large_event);
+	RUN(long_life_no_total);
+	RUN(rate_limit);
+	RUN(failure_reasons);
 	return (0);
 }

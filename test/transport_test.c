@@ -2,7 +2,7 @@
  * transport_test.c - the MCP client against real servers, per transport:
  *
  *   transport_test http    server-everything streamableHttp + inject.mjs
- *   transport_test sse     server-everything sse
+ *   transport_test sse     server-everything sse + flood.mjs
  *   transport_test stdio   server-everything stdio + inject.mjs stdio
  *
  * Every wait is the loop run until a callback sets a flag, bounded by a
@@ -623,6 +623,88 @@ sse_everything(void)
 	close_client(&c);
 }
 
+/* Starts test/peers/flood.mjs (a legacy SSE server) and opens a session
+ * to it with the given stream rate limit (0: the defaults). */
+static void
+open_flood(client *c, peer *p, char *url, size_t len, uint32_t rate,
+           uint32_t burst)
+{
+	char        js[512];
+	const char *argv[] = {"node", js, "--port", "0", NULL};
+	mcp_config  cfg    = {.type         = MCP_CONN_SSE,
+	                      .url          = url,
+	                      .stream_rate  = rate,
+	                      .stream_burst = burst};
+
+	snprintf(js, sizeof(js), "%s/flood.mjs", peer_dir());
+	CHECK_EQ(peer_start(p, argv, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+	url_of(url, len, p, "/sse");
+	CHECK_EQ(open_client(c, &cfg), 0);
+}
+
+/* Calls flood.mjs's flood tool: events notifications on the stream. */
+static void
+flood(client *c, int events, outcome *o)
+{
+	call(c, "flood", json_pack("{s:i}", "events", events), 120000, o);
+}
+
+/* A stream is limited per event and per time, never in total: 150,000
+ * events (more than any per-response count) leave it working. */
+static void
+sse_long_stream(void)
+{
+	peer    p = {0};
+	client  c;
+	char    url[128];
+	outcome o;
+
+	/* a rate no test machine reaches: only a total could stop it */
+	open_flood(&c, &p, url, sizeof(url), 1000000, 1000000);
+	flood(&c, 150000, &o);
+	if (o.failed) {
+		fprintf(stderr, "   %s\n", o.err.message);
+	}
+	CHECK(!o.failed);
+	CHECK(strcmp(first_text(o.result), "flooded 150000") == 0);
+	outcome_fini(&o);
+	call(&c, "echo", json_pack("{s:s}", "message", "still up"), 0, &o);
+	CHECK(!o.failed && strcmp(first_text(o.result), "still up") == 0);
+	outcome_fini(&o);
+	CHECK(!c.lost && mcp_session_ready(c.s));
+	close_client(&c);
+	peer_stop(&p);
+}
+
+/* A flood over the stream's rate ends the stream with an error that
+ * names the rate. */
+static void
+sse_flood_over_rate(void)
+{
+	peer    p = {0};
+	client  c;
+	char    url[128];
+	outcome o;
+
+	/* 100 a second: the 5,000 events the peer writes at once exceed it
+	 * whatever the machine's speed */
+	open_flood(&c, &p, url, sizeof(url), 100, 100);
+	flood(&c, 5000, &o);
+	CHECK(o.failed);
+	CHECK_EQ(tp_loop_run(c.l, &c.lost, WAIT_MS), 0);
+	fprintf(stderr, "   %s: %s\n", mcp_errkind_name(c.lost_err.kind),
+	        c.lost_err.message);
+	CHECK_EQ(c.lost_err.kind, MCP_E_LOST);
+	CHECK(strstr(c.lost_err.message,
+	             "the stream exceeded 100 events per second") != NULL);
+	CHECK(strstr(c.lost_err.message, "size limit") == NULL);
+	CHECK(!mcp_session_ready(c.s));
+	close_client(&c);
+	peer_stop(&p);
+}
+
 /* ---- stdio -------------------------------------------------------------- */
 
 /* Our children that are zombies now. */
@@ -770,6 +852,8 @@ main(int argc, char **argv)
 		RUN(http_inject);
 	} else if (strcmp(which, "sse") == 0) {
 		RUN(sse_everything);
+		RUN(sse_long_stream);
+		RUN(sse_flood_over_rate);
 	} else if (strcmp(which, "stdio") == 0) {
 		RUN(stdio_everything);
 		RUN(stdio_inject);

@@ -30,8 +30,18 @@
 
 #define MCP_PROTOCOL_LATEST    "2025-11-25"
 #define MCP_TIMEOUT_DEFAULT_MS 30000
-#define MCP_MAX_TOOLS          10000 /* tools/list stops paging beyond this */
-#define MCP_MAX_PAGES          1000  /* and beyond this many pages */
+/* Limits on a tools/list, beyond which it fails: tools, pages, and bytes
+ * of the tools (as compact JSON) and page cursors together.  8 MiB keeps
+ * a client's view (its tools and config) within one 16 MiB message. */
+#define MCP_MAX_TOOLS       10000
+#define MCP_MAX_PAGES       1000
+#define MCP_MAX_TOOLS_BYTES ((size_t)8 * 1024 * 1024)
+/* The legacy SSE stream's rate limit: events per second on average, and
+ * at once above it (a busy server's answers and progress stay far below;
+ * a server stuck in a loop is cut off within seconds).  Each event is
+ * also limited in size (max_message); there is no total. */
+#define MCP_STREAM_RATE  10000
+#define MCP_STREAM_BURST 50000
 
 typedef enum mcp_conn_type {
 	MCP_CONN_HTTP,  /* Streamable HTTP */
@@ -53,6 +63,8 @@ typedef struct mcp_config {
 	int         timeout_ms;       /* default per request; 0: 30 s */
 	const char *client_name;      /* clientInfo.name; NULL: mcpkeep */
 	const char *client_version;   /* NULL: MCPKEEP_VERSION */
+	uint32_t    stream_rate;      /* sse: events/s; 0: MCP_STREAM_RATE */
+	uint32_t    stream_burst;     /* sse: at once; 0: MCP_STREAM_BURST */
 } mcp_config;
 
 typedef struct mcp_session mcp_session;

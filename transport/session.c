@@ -41,6 +41,8 @@ typedef struct pend {
 	void           *parg;       /* progress argument */
 	json_t         *tools;      /* P_LIST: tools gathered so far */
 	unsigned        pages;      /* P_LIST: pages fetched */
+	size_t          bytes;      /* P_LIST: bytes of tools and cursors */
+	json_t         *cursors;    /* P_LIST: cursors seen (object keys) */
 	char          **headers; /* P_LIST: per-request headers, for pages */
 } pend;
 
@@ -125,6 +127,7 @@ static void
 pend_free(pend *p)
 {
 	json_decref(p->tools);
+	json_decref(p->cursors);
 	text_strv_free(p->headers);
 	free(p);
 }
@@ -329,14 +332,74 @@ on_initialized(mcp_session *s, pend *p, json_t *result)
 	s->depth--;
 }
 
+/* Bytes of a tools array as compact JSON (the view's and the store's
+ * form), counted without building the text. */
+static size_t
+tools_bytes(json_t *tools)
+{
+	size_t  n = 2, i;
+	json_t *t;
+
+	json_array_foreach(tools, i, t)
+	{
+		n += json_dumpb(t, NULL, 0, JSON_COMPACT) + (i != 0);
+	}
+	return (n);
+}
+
+/* Why a page cannot be added to p's list (into e), or NULL if it can:
+ * a limit, or a cursor seen before.  Counts the page. */
+static const mcp_error *
+page_refused(pend *p, json_t *tools, json_t *cursor, mcp_error *e)
+{
+	size_t clen = json_is_string(cursor) ? json_string_length(cursor) : 0;
+
+	p->pages++;
+	p->bytes += tools_bytes(tools) + clen;
+	if (p->bytes > MCP_MAX_TOOLS_BYTES) {
+		return (mcp_error_set(e, MCP_E_PROTOCOL,
+		                      "tools/list exceeds %zu MiB in total "
+		                      "(%zu bytes of tools and cursors in %u "
+		                      "pages)",
+		                      MCP_MAX_TOOLS_BYTES >> 20, p->bytes,
+		                      p->pages));
+	}
+	if (json_array_size(p->tools) + json_array_size(tools) >
+	            MCP_MAX_TOOLS ||
+	    p->pages > MCP_MAX_PAGES) {
+		return (mcp_error_set(
+		        e, MCP_E_PROTOCOL,
+		        "tools/list exceeds %d tools or %d pages",
+		        MCP_MAX_TOOLS, MCP_MAX_PAGES));
+	}
+	if (!json_is_string(cursor)) {
+		return (NULL);
+	}
+	if (json_object_getn(p->cursors, json_string_value(cursor), clen) !=
+	    NULL) {
+		/* the cursor's value is the server's: not in the message */
+		return (mcp_error_set(e, MCP_E_PROTOCOL,
+		                      "tools/list repeats the cursor of an "
+		                      "earlier page (page %u): paging stopped",
+		                      p->pages));
+	}
+	if (json_object_setn_new(p->cursors, json_string_value(cursor), clen,
+	                         json_null()) != 0) {
+		return (mcp_error_set(e, MCP_E_LOCAL,
+		                      "cannot keep the tools/list cursor"));
+	}
+	return (NULL);
+}
+
 /* A tools/list page arrived: keep it, ask for the next or finish. */
 static void
 on_page(mcp_session *s, pend *p, json_t *result)
 {
-	json_t   *tools  = json_object_get(result, "tools");
-	json_t   *cursor = json_object_get(result, "nextCursor");
-	mcp_error e;
-	int       rv;
+	json_t          *tools  = json_object_get(result, "tools");
+	json_t          *cursor = json_object_get(result, "nextCursor");
+	const mcp_error *why;
+	mcp_error        e;
+	int              rv;
 
 	if (!json_is_array(tools) ||
 	    (cursor != NULL && !json_is_string(cursor) &&
@@ -348,17 +411,11 @@ on_page(mcp_session *s, pend *p, json_t *result)
 		         NULL);
 		return;
 	}
-	json_array_extend(p->tools, tools);
-	if (json_array_size(p->tools) > MCP_MAX_TOOLS ||
-	    ++p->pages > MCP_MAX_PAGES) {
-		complete(s, p,
-		         mcp_error_set(
-		                 &e, MCP_E_PROTOCOL,
-		                 "tools/list exceeds %d tools or %d pages",
-		                 MCP_MAX_TOOLS, MCP_MAX_PAGES),
-		         NULL);
+	if ((why = page_refused(p, tools, cursor, &e)) != NULL) {
+		complete(s, p, why, NULL);
 		return;
 	}
+	json_array_extend(p->tools, tools);
 	if (!json_is_string(cursor)) {
 		json_t *all = json_pack("{s:O}", "tools", p->tools);
 		complete(s, p, NULL, all);
@@ -706,6 +763,7 @@ start(mcp_session *s, pkind kind, json_t *params, const mcp_req_opts *o,
 	}
 	if (kind == P_LIST &&
 	    ((p->tools = json_array()) == NULL ||
+	     (p->cursors = json_object()) == NULL ||
 	     (o != NULL && o->headers != NULL &&
 	      (p->headers = text_strv_dup(o->headers)) == NULL))) {
 		pend_free(p);

@@ -10,6 +10,8 @@
  * origin, so the connection's headers (credentials) never leave it.
  * Events are parsed in curl's write callback and delivered from a
  * deferred loop step, as in http.c.  Losing the stream is MCP_E_LOST.
+ * The stream lives for days: its events are limited in size and in rate
+ * (MCP_STREAM_RATE, MCP_STREAM_BURST), never in number.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -340,6 +342,10 @@ tp_sse_open(tp_conn **cp, tp_loop *l, const mcp_config *cfg,
 		return (MK_ENOMEM);
 	}
 	c->stream.on_event = on_stream_event;
+	tp_http_stream(&c->stream,
+	               cfg->stream_rate ? cfg->stream_rate : MCP_STREAM_RATE,
+	               cfg->stream_burst ? cfg->stream_burst
+	                                 : MCP_STREAM_BURST);
 	if (tp_loop_add(l, &c->stream.x) != 0) {
 		conn_destroy(c);
 		return (MK_ENOMEM);

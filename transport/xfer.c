@@ -64,7 +64,7 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 
 	h->hdr_bytes += len;
 	if (len > TP_HEADER_LINE_MAX || h->hdr_bytes > TP_HEADERS_MAX) {
-		h->toobig = true;
+		h->limit = TP_LIMIT_HEADERS;
 		return (0); /* aborts the transfer */
 	}
 	if (len >= 5 && strncmp(buf, "HTTP/", 5) == 0) {
@@ -111,6 +111,46 @@ sse_event(void *arg, const codec_sse_event *ev)
 	return (h->on_event != NULL ? h->on_event(h, ev) : 0);
 }
 
+/* The first body byte: a 2xx event stream gets its parser. */
+static int
+body_start(tp_http *h)
+{
+	long status = tp_http_status(h);
+
+	h->started  = true;
+	h->sse_mode = status >= 200 && status < 300 &&
+	        strncmp(h->content_type, "text/event-stream", 17) == 0;
+	if (h->sse_mode) {
+		codec_sse_limits lim = {
+		        .max_line   = h->max_body + 64,
+		        .max_data   = h->max_body,
+		        .max_events = h->max_events,
+		        .rate       = h->ev_rate,
+		        .burst      = h->ev_burst,
+		        .now_ns     = tp_now_ns,
+		};
+		return (codec_sse_init(&h->sse, &lim));
+	}
+	return (0);
+}
+
+/* The limit a failed feed hit, if it was one. */
+static tp_limit
+sse_limit(const codec_sse *p)
+{
+	switch (codec_sse_failure(p)) {
+	case CODEC_SSE_LINE:
+	case CODEC_SSE_DATA:
+		return (TP_LIMIT_EVENT);
+	case CODEC_SSE_EVENTS:
+		return (TP_LIMIT_EVENTS);
+	case CODEC_SSE_RATE:
+		return (TP_LIMIT_RATE);
+	default:
+		return (TP_LIMIT_NONE);
+	}
+}
+
 static size_t
 on_body(char *buf, size_t size, size_t n, void *arg)
 {
@@ -118,34 +158,22 @@ on_body(char *buf, size_t size, size_t n, void *arg)
 	size_t   len = size * n;
 	long     status;
 
-	if (!h->started) {
-		h->started  = true;
-		status      = tp_http_status(h);
-		h->sse_mode = status >= 200 && status < 300 &&
-		        strncmp(h->content_type, "text/event-stream", 17) == 0;
-		if (h->sse_mode) {
-			codec_sse_limits lim = {
-			        .max_line = h->max_body + 64,
-			        .max_data = h->max_body,
-			};
-			if (codec_sse_init(&h->sse, &lim) != 0) {
-				return (0); /* out of memory: abort */
-			}
-		}
+	if (!h->started && body_start(h) != 0) {
+		return (0); /* out of memory: abort */
 	}
 	if (h->sse_mode) {
-		int rv = codec_sse_feed(&h->sse, buf, len, sse_event, h);
-		if (rv == MK_ETOOBIG) {
-			h->toobig = true;
+		if (codec_sse_feed(&h->sse, buf, len, sse_event, h) != 0) {
+			h->limit = sse_limit(&h->sse);
+			return (0);
 		}
-		return (rv == 0 ? len : 0);
+		return (len);
 	}
 	status = tp_http_status(h);
 	if (!keep(h, buf, len,
 	          status >= 200 && status < 300 ? h->max_body
 	                                        : TP_ERRBODY_MAX)) {
 		if (status >= 200 && status < 300) {
-			h->toobig = true;
+			h->limit = TP_LIMIT_BODY;
 			return (0);
 		}
 		return (len); /* an error body: the start is enough */
@@ -161,10 +189,11 @@ tp_http_init(tp_http *h, const char *url, struct curl_slist *hdrs, bool own,
 	CURL *e;
 
 	memset(h, 0, sizeof(*h));
-	h->hdrs     = hdrs;
-	h->own_hdrs = own;
-	h->max_body = max_body;
-	h->x.done   = done;
+	h->hdrs       = hdrs;
+	h->own_hdrs   = own;
+	h->max_body   = max_body;
+	h->max_events = TP_RESPONSE_EVENTS_MAX;
+	h->x.done     = done;
 	if ((e = h->x.easy = curl_easy_init()) == NULL) {
 		return (MK_ENOMEM);
 	}
@@ -191,6 +220,14 @@ tp_http_init(tp_http *h, const char *url, struct curl_slist *hdrs, bool own,
 	return (0);
 }
 
+void
+tp_http_stream(tp_http *h, uint32_t rate, uint32_t burst)
+{
+	h->max_events = 0;
+	h->ev_rate    = rate;
+	h->ev_burst   = burst;
+}
+
 int
 tp_http_rearm(tp_http *h, struct curl_slist *hdrs, bool own, int timeout_ms)
 {
@@ -200,7 +237,8 @@ tp_http_rearm(tp_http *h, struct curl_slist *hdrs, bool own, int timeout_ms)
 	h->hdrs      = hdrs;
 	h->own_hdrs  = own;
 	h->hdr_bytes = h->body_len = 0;
-	h->toobig = h->sse_mode = h->started = false;
+	h->sse_mode = h->started = false;
+	h->limit                 = TP_LIMIT_NONE;
 	h->errbuf[0] = h->content_type[0] = h->session_id[0] = '\0';
 	h->www_auth[0]                                       = '\0';
 	codec_sse_fini(&h->sse); /* set up again if a stream comes */
@@ -266,18 +304,53 @@ gone_body(const tp_http *h)
 	         strcasestr(h->body, "session not found") != NULL));
 }
 
+/* The message of the limit that aborted h: which, and its value. */
+static void
+limit_error(const tp_http *h, mcp_error *e)
+{
+	switch (h->limit) {
+	case TP_LIMIT_HEADERS:
+		mcp_error_set(e, MCP_E_PROTOCOL,
+		              "response headers exceed their size limit (%d "
+		              "bytes a line, %d in all)",
+		              TP_HEADER_LINE_MAX, TP_HEADERS_MAX);
+		break;
+	case TP_LIMIT_BODY:
+		mcp_error_set(
+		        e, MCP_E_PROTOCOL,
+		        "response exceeds its size limit (%zu-byte body)",
+		        h->max_body);
+		break;
+	case TP_LIMIT_EVENT:
+		mcp_error_set(
+		        e, MCP_E_PROTOCOL,
+		        "an SSE event exceeds its size limit (%zu bytes)",
+		        h->max_body);
+		break;
+	case TP_LIMIT_EVENTS:
+		mcp_error_set(e, MCP_E_PROTOCOL,
+		              "the response stream exceeded %llu events",
+		              (unsigned long long)h->max_events);
+		break;
+	case TP_LIMIT_RATE:
+		mcp_error_set(e, MCP_E_PROTOCOL,
+		              "the stream exceeded %u events per second "
+		              "(bursts of %u)",
+		              (unsigned)h->ev_rate, (unsigned)h->ev_burst);
+		break;
+	case TP_LIMIT_NONE:
+		break; /* not called */
+	}
+}
+
 bool
 tp_http_error(tp_http *h, CURLcode rc, bool had_session, mcp_error *e)
 {
 	long status = tp_http_status(h);
 	char body[256];
 
-	if (h->toobig) {
-		mcp_error_set(e, MCP_E_PROTOCOL,
-		              "response exceeds its size limit (%zu-byte "
-		              "body, %d-byte "
-		              "headers)",
-		              h->max_body, TP_HEADERS_MAX);
+	if (h->limit != TP_LIMIT_NONE) {
+		limit_error(h, e);
 		return (true);
 	}
 	if (rc != CURLE_OK) {

@@ -3,6 +3,11 @@
  * HTTP and the legacy SSE transports: curl easy setup, header capture with
  * limits, a body kept whole (JSON, error text) or fed to the SSE parser,
  * and the mapping of outcomes to mcp_error kinds.  Internal to transport/.
+ *
+ * Limits on an event-stream body: each event's size (the body limit);
+ * for a response (a POST's answer: progress, then the result) at most
+ * TP_RESPONSE_EVENTS_MAX events in total; for a long-lived stream
+ * (tp_http_stream: legacy SSE's GET) no total but a rate.
  */
 #ifndef TP_XFER_H
 #define TP_XFER_H
@@ -15,9 +20,20 @@
 #include "transport/error.h"
 #include "transport/loop.h"
 
-#define TP_HEADER_LINE_MAX 8192        /* bytes in one response header */
-#define TP_HEADERS_MAX     (64 * 1024) /* bytes of response headers */
-#define TP_ERRBODY_MAX     4096        /* bytes of a non-2xx body kept */
+#define TP_HEADER_LINE_MAX     8192        /* bytes in one response header */
+#define TP_HEADERS_MAX         (64 * 1024) /* bytes of response headers */
+#define TP_ERRBODY_MAX         4096        /* bytes of a non-2xx body kept */
+#define TP_RESPONSE_EVENTS_MAX 100000      /* SSE events in one response */
+
+/* The limit that aborted an exchange. */
+typedef enum tp_limit {
+	TP_LIMIT_NONE,    /* none */
+	TP_LIMIT_HEADERS, /* a header line, or the headers in all */
+	TP_LIMIT_BODY,    /* the body kept whole */
+	TP_LIMIT_EVENT,   /* one SSE line or event's data */
+	TP_LIMIT_EVENTS,  /* SSE events in one response */
+	TP_LIMIT_RATE,    /* SSE events per second on a stream */
+} tp_limit;
 
 typedef struct tp_http tp_http;
 
@@ -33,7 +49,10 @@ struct tp_http {
 	char               errbuf[CURL_ERROR_SIZE]; /* curl's detail */
 	size_t             max_body;                /* body limit (bytes) */
 	size_t             hdr_bytes;   /* response header bytes so far */
-	bool               toobig;      /* a limit was hit: aborted */
+	tp_limit           limit;       /* a limit was hit: aborted */
+	uint64_t           max_events;  /* SSE events in all; 0: none */
+	uint32_t           ev_rate;     /* SSE events per second; 0: none */
+	uint32_t           ev_burst;    /* SSE events at once above it */
 	bool               sse_mode;    /* body is an event stream */
 	bool               started;     /* first body byte seen */
 	codec_sse          sse;         /* parser (sse_mode) */
@@ -58,6 +77,14 @@ int tp_http_init(tp_http *h, const char *url, struct curl_slist *hdrs,
                  size_t max_body, void (*done)(tp_xfer *, CURLcode));
 
 /*
+ * tp_http_stream makes h a long-lived event stream: no total of events,
+ * but at most rate events per second on average and burst at once
+ * (both non-zero, rate at most 10^9).  Call it before the exchange
+ * starts.
+ */
+void tp_http_stream(tp_http *h, uint32_t rate, uint32_t burst);
+
+/*
  * tp_http_rearm readies a finished exchange for another request to the
  * same URL, keeping its curl handle (and curl's state with it): new
  * headers (as in init) and timeout; the response state is cleared.
@@ -79,7 +106,8 @@ long tp_http_status(tp_http *h);
 /*
  * tp_http_error describes a finished exchange that did not succeed: the
  * curl result, the HTTP status (401/403 auth, 404 or a session-gone body
- * when had_session, other non-2xx), or a limit.  Returns false when the
+ * when had_session, other non-2xx), or a limit (MCP_E_PROTOCOL, its
+ * message naming the limit and its value).  Returns false when the
  * exchange succeeded (2xx, CURLE_OK) and leaves e alone.
  */
 bool tp_http_error(tp_http *h, CURLcode rc, bool had_session, mcp_error *e);

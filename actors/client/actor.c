@@ -16,8 +16,14 @@
 #include "actors/client/client_impl.h"
 #include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
+#include "codec/envelope.h"
 #include "codec/mp.h"
 #include "codec/text.h"
+
+/* A client's view (its tools, config and state) travels to the
+ * supervisor in one message: the largest tool list leaves room. */
+static_assert(MCP_MAX_TOOLS_BYTES <= CODEC_PAYLOAD_MAX / 2,
+              "a view with the largest tool list fits in one message");
 
 static const char *state_names[] = {
         [CS_HEALTHY] = "healthy",     [CS_UNSTABLE] = "unstable",

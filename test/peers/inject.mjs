@@ -29,6 +29,15 @@
 //                                     every session (it travels on the
 //                                     session's GET /mcp stream: a session
 //                                     without one does not see it)
+//          POST /admin/big-tools      {"pages": n, "bytes": m,
+//                                     "repeat": bool}: tools/list is
+//                                     answered here, not by the SDK: n
+//                                     pages of one tool each whose
+//                                     description is m 'x's (nextCursor
+//                                     "page-<k>"); with repeat every page
+//                                     names the cursor "stuck" (it never
+//                                     advances); {} turns it off (see
+//                                     "big tools" below)
 // stdio: StdioServerTransport; stdout carries nothing but JSON-RPC (except
 //        what the `garbage` tool writes on purpose).  With
 //        MK_INJECT_EXIT_MS=n in its environment it exits (code 5) n ms
@@ -299,6 +308,10 @@ async function onMcp(req, res) {
 			rpcError(res, 404, -32001, 'Session not found');
 			return;
 		}
+		if (req.method === 'POST' && bigTools !== null) {
+			await onBigTools(req, res, sess);
+			return;
+		}
 		if (req.method === 'POST' && pingMode !== null) {
 			// Read the body ourselves to see whether it is a ping.
 			const chunks = [];
@@ -350,7 +363,61 @@ async function onMcp(req, res) {
 	}
 }
 
+// ---- big tools: POST /admin/big-tools ----
+// A tools/list as large (in pages and bytes) as a test asks for, or one
+// whose cursor never advances.  While it is on, tools/list requests are
+// answered here with a JSON body; every other message still goes to the
+// session's SDK transport.
+
+let bigTools = null; // {pages, bytes, repeat}, or null: the SDK's list
+
+// Page k of the big list: one tool, and the cursor of the next page.
+function bigToolsPage(cursor) {
+	const k = cursor === undefined ? 0 : Number(cursor.slice(5)) || 0;
+	const page = {
+		tools: [{
+			name: `big_${k}`,
+			description: 'x'.repeat(bigTools.bytes ?? 0),
+			inputSchema: { type: 'object' },
+		}],
+	};
+	if (bigTools.repeat) {
+		page.nextCursor = 'stuck';
+	} else if (k + 1 < (bigTools.pages ?? 1)) {
+		page.nextCursor = `page-${k + 1}`;
+	}
+	return page;
+}
+
+async function onBigTools(req, res, sess) {
+	const chunks = [];
+	for await (const c of req) {
+		chunks.push(c);
+	}
+	const body = JSON.parse(Buffer.concat(chunks).toString());
+	if (body?.method !== 'tools/list') {
+		await sess.transport.handleRequest(req, res, body);
+		return;
+	}
+	sendJson(res, 200, {
+		jsonrpc: '2.0',
+		id: body.id,
+		result: bigToolsPage(body.params?.cursor),
+	});
+}
+
+async function onBigToolsAdmin(req, res) {
+	bigTools = await readJson(req);
+	sendJson(res, 200, { bigTools });
+}
+
+// ---- end of big tools ----
+
 async function onAdmin(req, res, path) {
+	if (path === '/admin/big-tools' && req.method === 'POST') {
+		await onBigToolsAdmin(req, res);
+		return;
+	}
 	if (path !== '/admin/ping-mode' && path !== '/admin/describe') {
 		req.resume(); // only these read their body
 	}
