@@ -330,11 +330,7 @@ dial_listed(void *arg, const mcp_error *err, json_t *result)
 {
 	dial *d = arg;
 
-	if (d->cl->dial != d) {
-		return; /* dial_end is freeing its session (timeout, close):
-		         * this is the list's cancellation */
-	}
-	dial_end(d, err,
+	dial_end(d, err, /* once: see dial_end */
 	         err == NULL ? json_object_get(result, "tools") : NULL);
 }
 
