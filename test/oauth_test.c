@@ -11,9 +11,12 @@
  * client with client_secret_basic; 1,000 concurrent calls on an expired
  * token -> one refresh; rotating refresh tokens never reused (also
  * across a restart); invalid_grant -> needs_reauth, calls refused without
- * the network, reauthorize -> healthy; transient 503s retried; unknown,
- * reused and expired flow states rejected; a restart in the middle of a
- * flow; no secret in the log, on the stream or in the list view.
+ * the network, reauthorize -> healthy; transient 503s retried; 3 s
+ * tokens: an idle client refreshed about once per 80% of a lifetime, 100
+ * callers after expiry -> one refresh; expires_in 1: refreshes at least
+ * 1 s apart; unknown, reused and expired flow states rejected; a restart
+ * in the middle of a flow; no secret in the log, on the stream or in the
+ * list view.
  */
 #include <curl/curl.h>
 #include <fcntl.h>
@@ -270,17 +273,167 @@ transient(void)
 	int         at = 0;
 
 	CHECK_EQ(add_oauth(rt, "oa_503", "{}", false), 0);
+	bootstrap(rt, "oa_503", false);
+	wait_state(&sb, &at, "oa_503", "healthy", NULL);
+	close_rt(&rt, &sb);
+	/* down past the token's expiry: its refresh at boot meets 503s */
+	expire_stored("503.db");
 	as_admin("/admin/fail-next",
 	         "{\"status\": 503, \"count\": 2, "
 	         "\"grant\": \"refresh_token\"}");
-	as_admin("/admin/expires-in", "{\"seconds\": 1}");
 	long before = by_grant("refresh_token");
-	bootstrap(rt, "oa_503", false);
-	as_admin("/admin/expires-in", "{\"seconds\": 3600}");
-	wait_state(&sb, &at, "oa_503", "healthy", NULL);
+	rt          = open_rt(&sb, "503.db");
 	whoami_is(rt, "oa_503", "admin"); /* waits through the retries */
 	CHECK_EQ(by_grant("refresh_token") - before, 3);
 	CHECK_EQ(count_states(&sb, "oa_503", "needs_reauth"), 0);
+	close_rt(&rt, &sb);
+}
+
+/* ---- short-lived tokens
+ * ------------------------------------------------------
+ * An authorization server that issues 3 s (or 1 s) access tokens.  The
+ * windows below are measured windows: they count what the server saw in
+ * a span of time (no event marks "nothing more happened").
+ */
+
+#define SHORT_S  3     /* the access tokens' life */
+#define IDLE_MS  15000 /* the idle window */
+#define FAN_IN   100   /* callers after expiry */
+#define ONE_MS   5000  /* the window of 1 s tokens */
+#define GAP_MS   1000  /* refreshes of one token are this far apart */
+#define CLOCK_MS 10    /* the server's clock: ms, and slewed */
+
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+/* Refreshes ahead are at 80% of a token's life, +-10%: at most one per
+ * 72% of it in a span of ms, and one more at each edge. */
+static long
+ahead_max(int64_t ms, int life_s)
+{
+	return ((long)(ms / (life_s * 720)) + 2);
+}
+
+/* An idle client with 3 s tokens: over IDLE_MS it is refreshed about
+ * once per 80% of a lifetime (its health checks asking meanwhile), and
+ * often enough that its token never lapses. */
+static void
+short_idle(void)
+{
+	sub             sb;
+	mk_runtime     *rt = open_rt(&sb, "idle.db");
+	int             at = 0;
+	long            r0, n;
+	struct timespec idle = {IDLE_MS / 1000, (IDLE_MS % 1000) * 1000000};
+
+	CHECK_EQ(add_oauth(rt, "oa_idle", "{}", false), 0);
+	as_admin("/admin/expires-in", "{\"seconds\": 3}");
+	bootstrap(rt, "oa_idle", false);
+	wait_state(&sb, &at, "oa_idle", "healthy", NULL);
+	r0 = by_grant("refresh_token");
+	nanosleep(&idle, NULL); /* the window measured */
+	n = by_grant("refresh_token") - r0;
+	fprintf(stderr, "   idle %d s on %d s tokens: refreshes %ld\n",
+	        IDLE_MS / 1000, SHORT_S, n);
+	CHECK(n <= ahead_max(IDLE_MS, SHORT_S));
+	CHECK(n >= IDLE_MS / (SHORT_S * 1000) - 1);
+	whoami_is(rt, "oa_idle", "admin");
+	as_admin("/admin/expires-in", "{\"seconds\": 3600}");
+	close_rt(&rt, &sb);
+}
+
+/* FAN_IN concurrent callers on an expired token (the runtime was down
+ * past it) whose refresh brings 3 s tokens: one refresh, whose token
+ * they all use; a fan-out slower than 72% of a lifetime may meet one
+ * refresh ahead per 72% of it. */
+static void
+short_fan_in(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "fanin.db");
+	int         at = 0;
+	long        r0, n;
+	int64_t     t0, took;
+
+	CHECK_EQ(add_oauth(rt, "oa_fanin", "{}", false), 0);
+	bootstrap(rt, "oa_fanin", false);
+	wait_state(&sb, &at, "oa_fanin", "healthy", NULL);
+	close_rt(&rt, &sb);
+	expire_stored("fanin.db");
+	as_admin("/admin/expires-in", "{\"seconds\": 3}");
+	r0 = by_grant("refresh_token");
+	t0 = mono_ms();
+	rt = open_rt(&sb, "fanin.db");
+	fan_out(rt, "oa_fanin", FAN_IN);
+	took = mono_ms() - t0;
+	n    = by_grant("refresh_token") - r0;
+	fprintf(stderr,
+	        "   %d callers after expiry: refreshes %ld in %lld ms\n",
+	        FAN_IN, n, (long long)took);
+	CHECK(n >= 1);
+	CHECK(n <= ahead_max(took, SHORT_S) - 1);
+	as_admin("/admin/expires-in", "{\"seconds\": 3600}");
+	close_rt(&rt, &sb);
+}
+
+/* The refresh_at entries from index from on: their count, and the least
+ * gap between two of them (ms; INT64_MAX with fewer than two). */
+static long
+refresh_gaps(size_t from, int64_t *least)
+{
+	json_t *c  = counters();
+	json_t *ra = json_object_get(c, "refresh_at");
+	size_t  n  = json_array_size(ra);
+
+	*least = INT64_MAX;
+	for (size_t i = from + 1; i < n; i++) {
+		int64_t gap = json_integer_value(json_array_get(ra, i)) -
+		        json_integer_value(json_array_get(ra, i - 1));
+		*least = gap < *least ? gap : *least;
+	}
+	json_decref(c);
+	return (n > from ? (long)(n - from) : 0);
+}
+
+/* expires_in 1 (each token is due for refresh as soon as it is issued):
+ * while calls keep asking for it over ONE_MS, its refreshes are at least
+ * GAP_MS apart as the server saw them (the gap runs from the end of the
+ * previous request: transit only widens it). */
+static void
+one_second(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "one.db");
+	int         at = 0, rc, calls = 0, ok = 0;
+	int64_t     t0, least;
+	long        n;
+
+	CHECK_EQ(add_oauth(rt, "oa_one", "{}", false), 0);
+	as_admin("/admin/expires-in", "{\"seconds\": 1}");
+	bootstrap(rt, "oa_one", false);
+	wait_state(&sb, &at, "oa_one", "healthy", NULL);
+	size_t from = (size_t)refresh_gaps(0, &least);
+	for (t0 = mono_ms(); mono_ms() - t0 < ONE_MS; calls++) {
+		char *out = call_text(rt, "oa_one", "whoami", "{}", &rc);
+		ok += rc == 0 && strstr(out, "admin") != NULL;
+		free(out);
+	}
+	n = refresh_gaps(from, &least);
+	fprintf(stderr,
+	        "   %d s on 1 s tokens: refreshes %ld, least gap %lld ms; "
+	        "%d of %d calls answered\n",
+	        ONE_MS / 1000, n, (long long)least, ok, calls);
+	CHECK(n >= 2);
+	CHECK(n <= ONE_MS / GAP_MS + 2);
+	CHECK(least >= GAP_MS - CLOCK_MS);
+	CHECK(ok >= 1);
+	as_admin("/admin/expires-in", "{\"seconds\": 3600}");
 	close_rt(&rt, &sb);
 }
 
@@ -1037,6 +1190,9 @@ main(void)
 	RUN(single_flight);
 	RUN(invalid_grant);
 	RUN(transient);
+	RUN(short_idle);
+	RUN(short_fan_in);
+	RUN(one_second);
 	RUN(flows_rejected);
 	RUN(restart_mid_flow);
 	RUN(per_user_headers);

@@ -174,7 +174,7 @@ struct client {
 	char       *cred;         /* the credential's header line, or NULL */
 	char      **hdrs;      /* config headers + cred (borrowed), or NULL */
 	uint64_t    dial_seq;  /* numbers dials, for late credential replies */
-	int64_t     cred_exp;  /* cred's expiry (unix s), 0 none given */
+	int64_t     cred_due;  /* monotonic ns: asked again after; 0 never */
 	struct fetch *fetches; /* waiting for the credential ask in flight */
 	bool          fetching;  /* that ask is out */
 	struct call *recovering; /* calls waiting for a recovery's reconnect */
@@ -246,8 +246,10 @@ void cred_register(client *cl);
 void cred_forget(client *cl);
 void cred_clear(client *cl);
 enum { CRED_USE, CRED_PEEK, CRED_FORCE }; /* cred_fetch's how */
-/* CRED_USE: a header good to use (refreshed when near expiry);
- * CRED_PEEK: the state only (no refresh); CRED_FORCE: refreshed now */
+/* CRED_USE: a header good to use (refreshed when near expiry, as the
+ * credential actor's use_ms says); CRED_PEEK: the state only (no
+ * refresh); CRED_FORCE: refreshed now (or when the token's 1 s gap
+ * between refreshes ends) */
 void cred_fetch(client *cl, int how, cred_fn fn, void *arg, uint64_t seq);
 /* the same, the ask bounded by deadline (monotonic ns; 0: none) */
 void cred_fetch_until(client *cl, int how, cred_fn fn, void *arg, uint64_t seq,

@@ -5,17 +5,18 @@
  * when its credential changes (authorized, refreshed, dead, rotated).
  *
  * DESIGN: an `oauth` client holds the last header it was given (cl->cred)
- * only to open connections; it asks again before every new one, so the
- * credential actor decides - from memory at once, or after one refresh
- * shared by every asker - and a dead credential is known without a
- * network call.  A reply that comes back after the thing that asked for
- * it was dropped (a dial superseded, the client closing) finds nothing.
+ * only to open connections; it uses it as it is for as long as the
+ * credential actor said (use_ms: until that actor would refresh it) and
+ * asks again before every new connection after that, so the credential
+ * actor decides - from memory at once, or after one refresh shared by
+ * every asker - and a dead credential is known without a network call.  A
+ * reply that comes back after the thing that asked for it was dropped (a dial
+ * superseded, the client closing) finds nothing.
  */
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "actors/client/client_impl.h"
 #include "actors/kernel/clock.h"
@@ -24,7 +25,6 @@
 #include "codec/text.h"
 
 #define CRED_ASK_MS 30000 /* a refresh with its retries fits in it */
-#define CRED_SKEW_S 30    /* as the credential actor's CR_SKEW_S */
 
 bool
 cred_needed(const client *cl)
@@ -198,8 +198,9 @@ on_header(kn_actor *self, void *arg, int status, const void *data, size_t len)
 
 	mp_r_open(&r, data, len);
 	if (status == 0) {
+		int64_t ms   = mp_int(mp_get(&r, "use_ms"), -1);
 		header       = mp_dup_str(mp_get(&r, "headers"));
-		cl->cred_exp = mp_int(mp_get(&r, "expires_at"), 0);
+		cl->cred_due = ms < 0 ? 0 : kn_now_ns() + ms * KN_NS_PER_MS;
 	} else {
 		err = mp_dup_str(mp_get(&r, "error"));
 		why = mp_dup_str(mp_get(&r, "why"));
@@ -253,10 +254,11 @@ cred_fetch_until(client *cl, int how, cred_fn fn, void *arg, uint64_t seq,
 	fetch *f;
 	mp_w   w;
 
-	/* a header still good is used as it is: no ask at all */
+	/* a header still good is used as it is (until the moment the
+	 * credential actor would refresh it): no ask at all */
 	if (how != CRED_FORCE && !cl->fetching && cl->cred != NULL &&
-	    (how == CRED_PEEK || cl->cred_exp == 0 ||
-	     cl->cred_exp - CRED_SKEW_S > time(NULL))) {
+	    (how == CRED_PEEK || cl->cred_due == 0 ||
+	     cl->cred_due > kn_now_ns())) {
 		fn(cl, arg, seq, 0, NULL);
 		return;
 	}

@@ -31,6 +31,15 @@ cr_now(void)
 	return ((int64_t)time(NULL));
 }
 
+int64_t
+cr_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
 static void
 secret_free(char *s)
 {
@@ -179,6 +188,19 @@ cr_persist(cr_self *cr, const char *table, json_t *row, bool del,
 	return (rv);
 }
 
+json_t *
+cr_token_row(const token *t)
+{
+	return (json_pack(
+	        "{s:s, s:s, s:s, s:s, s:s?, s:s, s:s?, s:I, s:I, s:s}",
+	        "client_id", t->client_id, "mode", t->mode, "identity",
+	        t->identity, "access_token", t->access, "refresh_token",
+	        t->refresh, "token_type", "Bearer", "scopes", t->scopes,
+	        "expires_at", (json_int_t)(t->expires_ms / 1000),
+	        "last_refreshed", (json_int_t)t->refreshed, "status",
+	        t->active ? "active" : "needs_reauth"));
+}
+
 void
 cr_token_store(cr_self *cr, token *t)
 {
@@ -187,15 +209,7 @@ cr_token_store(cr_self *cr, token *t)
 	if (t->ephemeral || t->access == NULL) {
 		return; /* an exchange result lives in memory only */
 	}
-	row = json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s, s:s?, s:I, s:I, s:s}",
-	                "client_id", t->client_id, "mode", t->mode, "identity",
-	                t->identity, "access_token", t->access,
-	                "refresh_token", t->refresh, "token_type", "Bearer",
-	                "scopes", t->scopes, "expires_at",
-	                (json_int_t)t->expires_at, "last_refreshed",
-	                (json_int_t)t->refreshed, "status",
-	                t->active ? "active" : "needs_reauth");
-
+	row = cr_token_row(t);
 	if (row == NULL ||
 	    cr_persist(cr, "oauth_tokens", row, false, NULL, NULL) != 0) {
 		KN_ERROR("credential", "%s: a token could not be stored",
@@ -236,10 +250,7 @@ tokens_restore(cr_self *cr, json_t *rows)
 		t->refresh     = rt != NULL ? strdup(rt) : NULL;
 		const char *sc = cr_str(r, "scopes");
 		t->scopes      = sc != NULL ? strdup(sc) : NULL;
-		t->expires_at =
-		        json_integer_value(json_object_get(r, "expires_at"));
-		t->refreshed = json_integer_value(
-		        json_object_get(r, "last_refreshed"));
+		cr_token_restore(t, r);
 		const char *st = cr_str(r, "status");
 		t->active      = st != NULL && strcmp(st, "active") == 0;
 	}
@@ -314,7 +325,7 @@ cr_answer_token(cr_self *cr, token *t, uint64_t corr)
 	mp_w_init(&w);
 	mp_map(&w, 2);
 	mp_kv_str(&w, "headers", hdr);
-	mp_kv_int(&w, "expires_at", t->expires_at);
+	mp_kv_int(&w, "use_ms", cr_token_use_ms(t));
 	kn_reply_corr(kn_actor_kernel(cr->self), corr, 0, w.sb.data,
 	              w.sb.size);
 	OPENSSL_cleanse(hdr, sizeof(hdr));
@@ -517,12 +528,8 @@ on_get(cr_self *cr, kn_msg *msg)
 		        id ? id : "?");
 	} else if (!t->active || peek) {
 		cr_answer_token(cr, t, corr); /* no network */
-	} else if (force ||
-	           (t->expires_at != 0 &&
-	            t->expires_at - CR_SKEW_S <= cr_now())) {
-		cr_refresh_join(cr, t, corr);
 	} else {
-		cr_answer_token(cr, t, corr);
+		cr_token_use(cr, t, force, corr);
 	}
 	free(id);
 	free(mode);

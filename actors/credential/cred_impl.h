@@ -1,9 +1,9 @@
 /*
  * cred_impl.h - the credential actor's private state, shared by its
  * files: actor.c (dispatch, clients, tokens, the store, notifications),
- * oauth.c (endpoint discovery, registration, flows), refresh.c (single-
- * flight refresh, refresh ahead of expiry).  Touched only by the actor's
- * thread.
+ * oauth.c (endpoint discovery, registration, flows), refresh.c (when a
+ * token is due, single-flight refresh, refresh ahead of expiry).
+ * Touched only by the actor's thread.
  */
 #ifndef ACTORS_CRED_IMPL_H
 #define ACTORS_CRED_IMPL_H
@@ -44,8 +44,10 @@ typedef struct token {
 	char      *access;     /* access token (secret) */
 	char      *refresh;    /* refresh token (secret), or NULL */
 	char      *scopes;     /* granted scopes, or NULL */
-	int64_t    expires_at; /* unix seconds; 0: no expiry given */
+	int64_t    expires_ms; /* unix ms; 0: no expiry given */
+	int64_t    life_ms;    /* its lifetime when issued; 0: unknown */
 	int64_t    refreshed;  /* unix seconds of the last refresh */
+	int64_t    done_ns;    /* its last token request ended (mono), 0 */
 	bool       active;     /* false: needs_reauth */
 	bool       cache;      /* a caller's: in cr->tlru, filled on demand */
 	bool       ephemeral;  /* an exchange result: memory only */
@@ -54,7 +56,7 @@ typedef struct token {
 	oa_req    *req;        /* a refresh in flight, or NULL */
 	char      *prior;      /* the refresh token it spends (CAS) */
 	int        attempt;    /* transient failures of this refresh */
-	uint64_t   retry;      /* backoff timer, 0 none */
+	uint64_t   retry;      /* a later refresh (backoff, gap), 0 none */
 	uint64_t   ahead;      /* refresh-ahead timer, 0 none */
 	tokw      *waiters;    /* asks waiting for the refresh */
 	cr_self   *cr;         /* owner */
@@ -148,7 +150,8 @@ struct cr_self {
 };
 
 /* actor.c */
-int64_t  cr_now(void); /* unix seconds */
+int64_t  cr_now(void);    /* unix seconds */
+int64_t  cr_now_ms(void); /* unix ms */
 cclient *cr_client(cr_self *cr, const char *id_or_name);
 token   *cr_token(cr_self *cr, const char *client, const char *mode,
                   const char *identity, bool create);
@@ -161,6 +164,8 @@ void cr_reply_error(cr_self *cr, uint64_t corr, int status, const char *why,
         __attribute__((format(printf, 5, 6)));
 int cr_persist(cr_self *cr, const char *table, json_t *row, bool del,
                kn_reply_fn fn, void *arg);
+/* cr_token_row is t as a row of oauth_tokens (new reference, or NULL) */
+json_t *cr_token_row(const token *t);
 
 /* oauth.c */
 void cr_initiate(cr_self *cr, kn_msg *msg);
@@ -204,5 +209,19 @@ bool cr_callers_mode(const char *mode);
 void cr_refresh_join(cr_self *cr, token *t, uint64_t corr);
 void cr_refresh_ahead(cr_self *cr, token *t);
 void cr_refresh_stop(token *t);
+/* cr_token_use answers corr with t when it is good to use, else after
+ * one refresh single-flight; force: refreshed regardless of its expiry
+ * (the gap of CR_GAP_MS still holds; see credential.h) */
+void cr_token_use(cr_self *cr, token *t, bool force, uint64_t corr);
+/* cr_token_expiry sets t's expiry and lifetime from an AS's expires_in
+ * (seconds; <= 0: none given), issued now */
+void cr_token_expiry(token *t, int64_t expires_in);
+/* cr_token_restore sets them from a stored row's expires_at and
+ * last_refreshed (unix seconds); the lifetime is their difference,
+ * unknown when that is not positive */
+void cr_token_restore(token *t, const json_t *row);
+/* cr_token_use_ms is how long t may be used without asking again: -1 no
+ * limit, 0 ask each time */
+int64_t cr_token_use_ms(const token *t);
 
 #endif /* ACTORS_CRED_IMPL_H */

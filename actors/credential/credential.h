@@ -17,6 +17,21 @@
  * A needs_reauth token answers every ask at once (no network): the
  * server-level client is `needs_reauth`, stage `credential`.
  *
+ * When a token is refreshed (L: the lifetime it was issued with,
+ * expires_in):
+ *   ask      a token within min(CR_SKEW_S, L/5) of its expiry is refreshed
+ *            before use (CR_SKEW_S when L is unknown: a stored token
+ *            without last_refreshed);
+ *   ahead    shared and admin tokens at 80% of L (+-10%, at most 5 min
+ *            early), never later than an ask would;
+ *   gap      a token's refresh request starts CR_GAP_MS or more after
+ *            the previous one ended, whatever the AS answered (expires_in
+ *            1 included): meanwhile a due token still unexpired is used
+ *            as it is; for an expired one, or a forced refresh, the asks
+ *            wait (joined) for the refresh sent when the gap ends.
+ *   Exchange-cache entries (a caller's token_exchange) are exchanged
+ *   anew, not refreshed: their TTL is expires_in - CR_SKEW_S, no gap.
+ *
  * Messages (msgpack maps; errors: non-zero status and {"error": text}):
  *   MSG_CR_REGISTER tell {"id", "name", "auth", "sticky": bool, "url",
  *                        "oauth": json text (oauth_config, resolved)}
@@ -27,7 +42,10 @@
  *   MSG_CR_GET      ask  {"id", "mode", "identity", "force": bool,
  *                        "peek": bool (the token as it is, expired or
  *                        not: no refresh)}
- *                        -> {"header": "Authorization: Bearer ..."} |
+ *                        -> {"headers": "Authorization: Bearer ...",
+ *                        "use_ms": how long it may be used as it is
+ *                        before asking again (-1: no limit; 0: ask each
+ *                        time)} |
  *                        MK_ESTATE {"error", "why": "none"|"needs_reauth"}
  *                        | MK_EUPSTREAM (a refresh that failed for now)
  *   MSG_CR_INITIATE ask  {"client": id or name, "mode", "identity",
@@ -66,11 +84,10 @@
 
 #include "actors/kernel/kernel.h"
 
-#define CREDENTIAL_NAME "credential"
-#define CR_FLOW_TTL_S   (15 * 60) /* an OAuth flow's life */
-#define CR_SKEW_S                                                             \
-	30                        /* a token this close to expiry is          \
-	                           * refreshed before use */
+#define CREDENTIAL_NAME     "credential"
+#define CR_FLOW_TTL_S       (15 * 60) /* an OAuth flow's life */
+#define CR_SKEW_S           30   /* refreshed before use at most this early */
+#define CR_GAP_MS           1000 /* one token's refreshes at least this apart */
 #define CR_HTTP_MS          10000 /* one exchange with an AS */
 #define CR_REDIRECT_DEFAULT "http://127.0.0.1:8080/api/oauth/callback"
 

@@ -835,25 +835,18 @@ on_code(void *arg, const oa_reply *r)
 	free(t->access);
 	free(t->refresh);
 	free(t->scopes);
-	t->access     = nt.access;
-	t->refresh    = nt.refresh;
-	t->scopes     = nt.scope;
-	t->expires_at = nt.expires_in > 0 ? cr_now() + nt.expires_in : 0;
-	t->refreshed  = cr_now();
-	t->active     = true;
-	d->cr         = cr;
-	d->corr       = f->corr;
+	t->access  = nt.access;
+	t->refresh = nt.refresh;
+	t->scopes  = nt.scope;
+	cr_token_expiry(t, nt.expires_in);
+	t->active = true;
+	d->cr     = cr;
+	d->corr   = f->corr;
 	KN_INFO("credential", "%s: authorized (%s)", f->client_id, f->mode);
 	flow_drop(cr, f);
 	cr_refresh_ahead(cr, t);
 	/* durable before the caller hears "authorized" */
-	json_t *row = json_pack(
-	        "{s:s, s:s, s:s, s:s, s:s?, s:s, s:s?, s:I, s:I, s:s}",
-	        "client_id", t->client_id, "mode", t->mode, "identity",
-	        t->identity, "access_token", t->access, "refresh_token",
-	        t->refresh, "token_type", "Bearer", "scopes", t->scopes,
-	        "expires_at", (json_int_t)t->expires_at, "last_refreshed",
-	        (json_int_t)t->refreshed, "status", "active");
+	json_t *row = cr_token_row(t);
 	if (row == NULL ||
 	    cr_persist(cr, "oauth_tokens", row, false, token_stored, d) != 0) {
 		token_stored(cr->self, d, MK_ENOMEM, NULL, 0);

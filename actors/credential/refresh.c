@@ -16,7 +16,14 @@
  *   5xx, network         transient: retried 3 times, 1 s * 2^n apart;
  *   other 4xx            failed for now, the token left as it is.
  * Shared and admin tokens are refreshed ahead of expiry: at 80% of their
- * life, at most 5 minutes early, with +-10% jitter.
+ * life, at most 5 minutes early, with +-10% jitter.  An ask refreshes a
+ * token within a fifth of its life (at most CR_SKEW_S) of its expiry.
+ * Every refresh request of a token starts CR_GAP_MS or more after its
+ * previous one ended: one that would come sooner waits on the retry
+ * timer, asks joining it, or (an ask for a token still unexpired) is not
+ * needed yet - the token is used as it is.  So a token of any lifetime,
+ * expires_in 1 included, is refreshed about once per 80% of its life at
+ * most, and never twice within CR_GAP_MS.
  */
 #include <openssl/crypto.h>
 #include <stdio.h>
@@ -24,6 +31,7 @@
 #include <string.h>
 
 #include "actors/credential/cred_impl.h"
+#include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
 
 #define RETRIES       3
@@ -55,6 +63,9 @@ answer_all(cr_self *cr, token *t, int status, const char *fmt,
 void
 cr_refresh_stop(token *t)
 {
+	if (t->req != NULL) {
+		t->done_ns = kn_now_ns(); /* it ends here */
+	}
 	oa_cancel(&t->req);
 	if (t->retry != 0) {
 		kn_timer_cancel(t->cr->self, t->retry);
@@ -87,6 +98,85 @@ retry_tick(kn_actor *self, void *arg)
 	start(t->cr, t);
 }
 
+/* ---- when ----------------------------------------------------------- */
+
+void
+cr_token_expiry(token *t, int64_t expires_in)
+{
+	int64_t now = cr_now_ms();
+
+	t->life_ms    = expires_in > 0 ? expires_in * 1000 : 0;
+	t->expires_ms = expires_in > 0 ? now + t->life_ms : 0;
+	t->refreshed  = now / 1000;
+}
+
+void
+cr_token_restore(token *t, const json_t *row)
+{
+	int64_t exp = json_integer_value(json_object_get(row, "expires_at"));
+	int64_t at =
+	        json_integer_value(json_object_get(row, "last_refreshed"));
+
+	t->expires_ms = exp > 0 ? exp * 1000 : 0;
+	t->refreshed  = at;
+	t->life_ms    = at > 0 && exp > at ? (exp - at) * 1000 : 0;
+}
+
+/* How long before its expiry an ask refreshes t: a fifth of its life, at
+ * most CR_SKEW_S; CR_SKEW_S when its life is unknown, and for an exchange
+ * result (its TTL is expires_in - 30 s, SPEC section 6). */
+static int64_t
+skew_ms(const token *t)
+{
+	int64_t most = (int64_t)CR_SKEW_S * 1000;
+
+	return (t->ephemeral || t->life_ms <= 0 || t->life_ms / 5 > most
+	                ? most
+	                : t->life_ms / 5);
+}
+
+/* Milliseconds until a refresh request of t may be sent (0: now):
+ * CR_GAP_MS after the previous one ended, so the AS sees them at least
+ * that far apart whatever the transit. */
+static int64_t
+gap_left_ms(const token *t)
+{
+	int64_t left;
+
+	if (t->done_ns == 0 || t->ephemeral) {
+		return (0);
+	}
+	left = CR_GAP_MS - (kn_now_ns() - t->done_ns) / KN_NS_PER_MS;
+	return (left > 0 ? left : 0);
+}
+
+int64_t
+cr_token_use_ms(const token *t)
+{
+	int64_t left;
+
+	if (t->expires_ms == 0) {
+		return (-1);
+	}
+	left = t->expires_ms - skew_ms(t) - cr_now_ms();
+	return (left > 0 ? left : 0);
+}
+
+void
+cr_token_use(cr_self *cr, token *t, bool force, uint64_t corr)
+{
+	int64_t now     = cr_now_ms();
+	bool    expired = t->access == NULL ||
+	        (t->expires_ms != 0 && now >= t->expires_ms);
+	bool due = expired || cr_token_use_ms(t) == 0;
+
+	if (!force && (!due || (!expired && gap_left_ms(t) > 0))) {
+		cr_answer_token(cr, t, corr); /* good, or refreshed just now */
+		return;
+	}
+	cr_refresh_join(cr, t, corr);
+}
+
 static void
 ahead_tick(kn_actor *self, void *arg)
 {
@@ -94,6 +184,10 @@ ahead_tick(kn_actor *self, void *arg)
 
 	t->ahead = 0;
 	if (t->active && t->req == NULL && t->retry == 0) {
+		if (gap_left_ms(t) > 0) {
+			cr_refresh_ahead(t->cr, t); /* one just ended */
+			return;
+		}
 		KN_DEBUG("credential", "%s: refreshing ahead of expiry",
 		         t->client_id);
 		start(t->cr, t);
@@ -109,20 +203,23 @@ cr_refresh_ahead(cr_self *cr, token *t)
 		kn_timer_cancel(cr->self, t->ahead);
 		t->ahead = 0;
 	}
-	if (t->expires_at == 0 || t->refresh == NULL || !t->active ||
+	if (t->expires_ms == 0 || t->refresh == NULL || !t->active ||
 	    (strcmp(t->mode, "shared") != 0 &&
 	     strcmp(t->mode, "admin") != 0)) {
 		return;
 	}
-	life = t->expires_at - cr_now();
-	lead = life / 5 < AHEAD_MAX_S ? life / 5 : AHEAD_MAX_S;
-	if (lead < CR_SKEW_S) {
-		lead = CR_SKEW_S; /* before asks would refresh it anyway */
+	/* its life; unknown (a stored token): what is left of it */
+	life = t->life_ms > 0 ? t->life_ms : t->expires_ms - cr_now_ms();
+	lead = life / 5 < AHEAD_MAX_S * 1000 ? life / 5 : AHEAD_MAX_S * 1000;
+	if (lead < skew_ms(t)) {
+		lead = skew_ms(t); /* before asks would refresh it anyway */
 	}
-	at = life - lead;
+	at = t->expires_ms - lead - cr_now_ms();
 	at += (at / 10) * ((rand() % 201) - 100) / 100; /* +-10% */
-	t->ahead =
-	        kn_timer_add(cr->self, at > 0 ? at * 1000 : 0, ahead_tick, t);
+	if (at < gap_left_ms(t)) {
+		at = gap_left_ms(t);
+	}
+	t->ahead = kn_timer_add(cr->self, at, ahead_tick, t);
 }
 
 /* A caller's token (not the shared or the admin's one). */
@@ -172,7 +269,8 @@ on_reply(void *arg, const oa_reply *r)
 	char     code[64], why[256];
 	oa_token nt;
 
-	t->req = NULL;
+	t->req     = NULL;
+	t->done_ns = kn_now_ns();
 	oa_error_code(r->body, r->len, code, sizeof(code));
 	if (r->err == NULL) {
 		if (oa_token_parse(r->body, r->len, &nt, why, sizeof(why)) !=
@@ -212,10 +310,10 @@ on_reply(void *arg, const oa_reply *r)
 		}
 		/* an exchange's result is cached for expires_in - 30 s (5 min
 		 * when absent): the skew applied on use gives the 30 s */
-		t->expires_at = nt.expires_in > 0 ? cr_now() + nt.expires_in
-		        : ex                      ? cr_now() + 300 + CR_SKEW_S
-		                                  : 0;
-		t->refreshed  = cr_now();
+		cr_token_expiry(t,
+		                nt.expires_in > 0 ? nt.expires_in
+		                        : ex      ? 300 + CR_SKEW_S
+		                                  : 0);
 		oa_token_fini(&nt);
 		cr_token_store(cr, t);
 		KN_DEBUG("credential", "%s: token %s",
@@ -396,7 +494,8 @@ start(cr_self *cr, token *t)
 void
 cr_refresh_join(cr_self *cr, token *t, uint64_t corr)
 {
-	tokw *w = calloc(1, sizeof(*w));
+	tokw   *w = calloc(1, sizeof(*w));
+	int64_t left;
 
 	if (w == NULL) {
 		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
@@ -408,6 +507,10 @@ cr_refresh_join(cr_self *cr, token *t, uint64_t corr)
 	if (t->req != NULL || t->retry != 0) {
 		cr->joins++; /* single flight: one request for all */
 		return;
+	}
+	if ((left = gap_left_ms(t)) > 0 &&
+	    (t->retry = kn_timer_add(cr->self, left, retry_tick, t)) != 0) {
+		return; /* CR_GAP_MS after the last request */
 	}
 	start(cr, t);
 }

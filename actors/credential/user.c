@@ -269,7 +269,7 @@ reply_headers(cr_self *cr, uint64_t corr, const char *headers)
 	mp_w_init(&w);
 	mp_map(&w, 2);
 	mp_kv_str(&w, "headers", headers);
-	mp_kv_int(&w, "expires_at", 0);
+	mp_kv_int(&w, "use_ms", -1);
 	kn_reply_corr(kn_actor_kernel(cr->self), corr, 0, w.sb.data,
 	              w.sb.size);
 	OPENSSL_cleanse(w.sb.data, w.sb.size);
@@ -499,14 +499,12 @@ fill_insert(cr_self *cr, fill *f, json_t *row)
 	if (t == NULL || (v = cr_str(row, "access_token")) == NULL) {
 		return;
 	}
-	t->access     = strdup(v);
-	v             = cr_str(row, "refresh_token");
-	t->refresh    = v != NULL ? strdup(v) : NULL;
-	v             = cr_str(row, "scopes");
-	t->scopes     = v != NULL ? strdup(v) : NULL;
-	t->expires_at = json_integer_value(json_object_get(row, "expires_at"));
-	t->refreshed =
-	        json_integer_value(json_object_get(row, "last_refreshed"));
+	t->access  = strdup(v);
+	v          = cr_str(row, "refresh_token");
+	t->refresh = v != NULL ? strdup(v) : NULL;
+	v          = cr_str(row, "scopes");
+	t->scopes  = v != NULL ? strdup(v) : NULL;
+	cr_token_restore(t, row);
 	v         = cr_str(row, "status");
 	t->active = v != NULL && strcmp(v, "active") == 0;
 }
@@ -680,14 +678,9 @@ cr_user_get(cr_self *cr, cclient *c, const char *mode, const char *identity,
 			}
 		} else if (!t->active) {
 			cr_answer_token(cr, t, corr);
-		} else if (force ||
-		           (t->expires_at != 0 &&
-		            t->expires_at - CR_SKEW_S <= cr_now())) {
-			cr_lru_touch(cr, t);
-			cr_refresh_join(cr, t, corr);
 		} else {
 			cr_lru_touch(cr, t);
-			cr_answer_token(cr, t, corr);
+			cr_token_use(cr, t, force, corr);
 		}
 		return;
 	default: /* CFG_AUTH_TOKEN_EXCHANGE */
@@ -701,14 +694,10 @@ cr_user_get(cr_self *cr, cclient *c, const char *mode, const char *identity,
 			        "MCP client %s has no admin credential: "
 			        "verify-exchange first",
 			        c->name);
-		} else if (t->active && !force &&
-		           (t->expires_at == 0 ||
-		            t->expires_at - CR_SKEW_S > cr_now())) {
-			cr_answer_token(cr, t, corr);
 		} else if (!t->active) {
 			cr_answer_token(cr, t, corr);
 		} else {
-			cr_refresh_join(cr, t, corr);
+			cr_token_use(cr, t, force, corr);
 		}
 		return;
 	}
@@ -740,11 +729,9 @@ cr_user_get(cr_self *cr, cclient *c, const char *mode, const char *identity,
 		              "the authorization server rejected the exchange "
 		              "of your token");
 		json_decref(x);
-	} else if (t->access != NULL && !force &&
-	           t->expires_at - CR_SKEW_S > cr_now()) {
-		cr_answer_token(cr, t, corr); /* a cache hit */
 	} else {
-		cr_refresh_join(cr, t, corr); /* an exchange, single-flight */
+		/* a cache hit, or an exchange, single-flight */
+		cr_token_use(cr, t, force, corr);
 	}
 }
 

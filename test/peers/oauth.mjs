@@ -97,7 +97,9 @@
 //                           with a valid credential), "last_exchange":
 //                           {"audience", "scope"}, "resource_seen" (last
 //                           resource at /authorize or /token), "tools":
-//                           {counted_*: n}}
+//                           {counted_*: n}, "refresh_at": [ms, ...] (when
+//                           each refresh_token request came, Date.now();
+//                           absent until the first)}
 //   POST /admin/reset       zero the counters (tokens and clients stay)
 //   POST /admin/reject-all  {"on": bool}: every bearer token refused (also
 //                           new ones) while on
@@ -688,6 +690,10 @@ async function onToken(req, res) {
 	const method = authMethodOf(req, params);
 	if (grant !== undefined) {
 		counters.by_grant[grant] = (counters.by_grant[grant] ?? 0) + 1;
+	}
+	if (grant === GRANT_REFRESH) {
+		// refresh_at: when each refresh came, to measure their spacing
+		(counters.refresh_at ??= []).push(Date.now());
 	}
 	counters.by_auth[method]++;
 	if (params.resource !== undefined) {
