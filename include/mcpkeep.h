@@ -185,8 +185,9 @@ MK_API void mk_runtime_close(mk_runtime **rtp);
 MK_API int mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms);
 
 /*
- * mk_runtime_load validates a whole config.json (SPEC section 10) and
- * boots every client in it: sticky ones connect, per-call ones discover;
+ * mk_runtime_load validates a whole config.json (SPEC section 10),
+ * applies its global settings (as mk_runtime_configure) and boots every
+ * client in it: sticky ones connect, per-call ones discover;
  * a client that cannot connect is kept as `unstable` with stage
  * `connect`.  Nothing is applied when any part is invalid.  Blocks until
  * every first connect finished (each bounded by 30 s).  On failure *err
@@ -196,6 +197,23 @@ MK_API int mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms);
  */
 MK_API int mk_runtime_load(mk_runtime *rt, const char *config_json,
                            char **err);
+
+/*
+ * mk_runtime_configure validates a whole config.json and applies only its
+ * global settings, mcp.tool_sync_interval and mcp.tool_execution_timeout
+ * (default 10 min and 30 s when the file has none): to every running
+ * client and to clients added later, wherever a client's config sets no
+ * value of its own (a client's own value wins).  A new interval takes
+ * effect at once (the next check is rescheduled); a new timeout bounds
+ * the calls started from then on.  Clients are not added, changed or
+ * removed (a daemon's reload runs this, then applies its clients as a
+ * diff).  Nothing is applied when the file is invalid.  Blocks briefly;
+ * any thread but the runtime's own; *err as for mk_runtime_load.
+ * Returns MK_OK, MK_EHANDLE, MK_EINVAL, MK_ETOOBIG, MK_ENOMEM,
+ * MK_ETIMEDOUT.
+ */
+MK_API int mk_runtime_configure(mk_runtime *rt, const char *config_json,
+                                char **err);
 
 /*
  * OAuth for a client with auth_type oauth (server-level, one shared

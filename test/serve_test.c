@@ -525,6 +525,46 @@ reload(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
+/* The global tool_execution_timeout of config.json applies at start (a
+ * hung call answers 504 after one second, not 30) and the global
+ * tool_sync_interval at a SIGHUP (checks tick every second where the
+ * default is ten minutes). */
+static void
+global_settings(void)
+{
+	peer d = {0};
+	char entry[512], a[1024], b[1024];
+
+	snprintf(entry, sizeof(entry),
+	         "{\"name\": \"gs\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	         "\"needs_session_stickiness\": true, "
+	         "\"tools_to_execute\": [\"*\"]}",
+	         mcp.port);
+	snprintf(a, sizeof(a),
+	         "{\"mcp\": {\"tool_execution_timeout\": \"1s\", "
+	         "\"client_configs\": [%s]}}",
+	         entry);
+	serve(&d, "global.json", a, NULL);
+	CHECK(metric_within("mcpkeep_clients{state=\"healthy\"}", 1, 1));
+	nng_time t0 = nng_clock();
+	expect("POST", "/api/mcp/tool/execute",
+	       "{\"client\": \"gs\", \"tool\": \"hang\"}", NULL, 504, NULL);
+	CHECK(nng_clock() - t0 < 10000);
+	CHECK(metric_within("mcpkeep_health_checks_total{client=\"gs\"}", 0,
+	                    0));
+	snprintf(b, sizeof(b),
+	         "{\"mcp\": {\"tool_execution_timeout\": \"1s\", "
+	         "\"tool_sync_interval\": \"1s\", \"client_configs\": [%s]}}",
+	         entry);
+	write_config("global.json", b);
+	CHECK_EQ(kill(d.pid, SIGHUP), 0);
+	CHECK(metric_within("mcpkeep_health_checks_total{client=\"gs\"}", 2,
+	                    1e9));
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
 /* 2,000 tool executions over HTTP at once, each its own connection: no
  * error, and every answer is its own request's. */
 #define LOAD 2000
@@ -805,8 +845,16 @@ status_page(void)
 	peer_stop(&m); /* (killed by the page: reaped here) */
 }
 
+/* Runs fn, or only the test named on the command line. */
+#define RUN_IF(fn)                                                            \
+	do {                                                                  \
+		if (argc < 2 || strcmp(argv[1], #fn) == 0) {                  \
+			RUN(fn);                                              \
+		}                                                             \
+	} while (0)
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
 	unsetenv("MCPKEEP_ADMIN_TOKEN"); /* the tests give the daemon theirs */
@@ -814,14 +862,15 @@ main(void)
 	CHECK(peer_dir() != NULL);
 	CHECK(mkdtemp(dir) != NULL);
 	start_inject(&mcp);
-	RUN(api);
-	RUN(admin_token);
-	RUN(reload);
-	RUN(load);
-	RUN(busy);
-	RUN(lanes);
-	RUN(json_log);
-	RUN(status_page);
+	RUN_IF(api);
+	RUN_IF(admin_token);
+	RUN_IF(reload);
+	RUN_IF(global_settings);
+	RUN_IF(load);
+	RUN_IF(busy);
+	RUN_IF(lanes);
+	RUN_IF(json_log);
+	RUN_IF(status_page);
 	peer_stop(&mcp);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -666,6 +666,14 @@ on_enable(client *cl, kn_msg *msg)
 	enable_corr(cl, kn_defer(msg), msg->env.type);
 }
 
+/* The effective intervals: the config's own, else the global ones. */
+static void
+apply_intervals(client *cl)
+{
+	cl->sync_ms = cl->cfg->sync_ms ? cl->cfg->sync_ms : cl->def_sync_ms;
+	cl->exec_ms = cl->cfg->exec_ms ? cl->cfg->exec_ms : cl->def_exec_ms;
+}
+
 static const char *const immutable[] = {
         "name",      "client_id", "connection_type", "connection_string",
         "auth_type", NULL};
@@ -751,8 +759,7 @@ on_update(client *cl, kn_msg *msg)
 	cfg_client_free(&cl->cfg);
 	cl->cfg = ncfg;
 	cred_clear(cl); /* its header lines pointed into the old config */
-	cl->sync_ms = ncfg->sync_ms ? ncfg->sync_ms : cl->def_sync_ms;
-	cl->exec_ms = ncfg->exec_ms ? ncfg->exec_ms : cl->def_exec_ms;
+	apply_intervals(cl);
 	KN_INFO("client", "%s: config updated%s", ncfg->name,
 	        redial ? "; reconnecting" : "");
 	client_persist_config(cl);
@@ -775,6 +782,19 @@ on_update(client *cl, kn_msg *msg)
 	}
 	client_push_view(cl);
 	reply_ok(cl, corr);
+}
+
+static void
+on_settings(client *cl, kn_msg *msg)
+{
+	mp_r r;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	cl->def_sync_ms = mp_int(mp_get(&r, "sync_ms"), cl->def_sync_ms);
+	cl->def_exec_ms = mp_int(mp_get(&r, "exec_ms"), cl->def_exec_ms);
+	mp_r_close(&r);
+	apply_intervals(cl);
+	client_push_view(cl); /* the supervisor reschedules on its sync_ms */
 }
 
 static int
@@ -809,6 +829,9 @@ cl_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case MSG_CL_METRICS:
 		on_metrics(cl, msg);
+		return (0);
+	case MSG_CL_SETTINGS:
+		on_settings(cl, msg);
 		return (0);
 	default:
 		assert(!"client: unexpected message");

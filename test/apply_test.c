@@ -1,0 +1,194 @@
+/*
+ * apply_test.c - what a configuration applies, through the public API:
+ * the global tool_sync_interval and tool_execution_timeout of a
+ * config.json (mk_runtime_load, mk_runtime_configure; a client's own
+ * value wins).  The MCP server is test/peers/inject.mjs.
+ */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mcpkeep.h"
+#include "peer.h"
+#include "rtutil.h"
+#include "testutil.h"
+
+static peer srv;     /* inject.mjs over Streamable HTTP */
+static char js[512]; /* inject.mjs */
+static char dir[] = "/tmp/mk-apply-XXXXXX";
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+/* One counter of the client's metrics (mk_client_metrics_json). */
+static long
+client_metric(mk_runtime *rt, const char *client, const char *key)
+{
+	char   *m = NULL;
+	json_t *j;
+	long    v;
+
+	CHECK_EQ(mk_client_metrics_json(rt, client, &m), 0);
+	CHECK((j = json_loads(m, 0, NULL)) != NULL);
+	v = (long)json_integer_value(json_object_get(j, key));
+	json_decref(j);
+	mk_free(m);
+	return (v);
+}
+
+/* Waits until the client ran at least n health checks.  A passing check
+ * publishes nothing on the stream (no state changes), so its counter is
+ * polled, with a deadline. */
+static void
+wait_checks(mk_runtime *rt, const char *client, long n)
+{
+	int64_t until = now_ms() + WAIT_MS;
+
+	while (client_metric(rt, client, "checks") < n) {
+		CHECK(now_ms() < until);
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling a counter, with a deadline */
+	}
+}
+
+/* A `hang` call: it must time out; gives how long it took (ms). */
+static int64_t
+hang_ms(mk_runtime *rt, const char *client)
+{
+	int64_t t0 = now_ms();
+	int     rc;
+	char   *t = call_text(rt, client, "hang", NULL, &rc);
+
+	if (rc != MK_ETIMEDOUT) {
+		fprintf(stderr, "hang on %s: %s (%s)\n", client,
+		        mk_strerror(rc), t);
+	}
+	CHECK_EQ(rc, MK_ETIMEDOUT);
+	free(t);
+	return (now_ms() - t0);
+}
+
+/* A sticky Streamable HTTP client of srv named name, with extra fields
+ * (", ..." or ""), as a config.json entry. */
+static void
+sticky_entry(char *buf, size_t len, const char *name, const char *extra)
+{
+	snprintf(buf, len,
+	         "{\"name\": \"%s\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	         "\"needs_session_stickiness\": true, "
+	         "\"tools_to_execute\": [\"*\"]%s}",
+	         name, srv.port, extra);
+}
+
+/* ---- item: every setting takes effect ------------------------------------
+ */
+
+/* mk_runtime_load applies the file's mcp.tool_sync_interval (checks tick
+ * every second where the default is ten minutes) and
+ * mcp.tool_execution_timeout (a hung call ends after one second, not
+ * 30); a client's own value wins over the global one. */
+static void
+global_settings_load(void)
+{
+	sub         sb;
+	mk_runtime *rt = rt_open(&sb);
+	char        a[512], b[512], file[1400], *err = NULL;
+	int         at = 0;
+
+	sticky_entry(a, sizeof(a), "gl", "");
+	sticky_entry(b, sizeof(b), "own",
+	             ", \"tool_execution_timeout\": \"3s\"");
+	snprintf(file, sizeof(file),
+	         "{\"mcp\": {\"tool_sync_interval\": \"1s\", "
+	         "\"tool_execution_timeout\": \"1s\", "
+	         "\"client_configs\": [%s, %s]}}",
+	         a, b);
+	CHECK_EQ(mk_runtime_load(rt, file, &err), 0);
+	wait_state(&sb, &at, "gl", "healthy", NULL);
+	wait_checks(rt, "gl", 2);
+	CHECK(hang_ms(rt, "gl") < 10000);
+	int64_t own = hang_ms(rt, "own");
+	CHECK(own >= 2900 && own < 15000);
+	/* a client added later gets the global values too */
+	sticky_entry(a, sizeof(a), "later", "");
+	CHECK_EQ(mk_client_add(rt, a, NULL, &err), 0);
+	CHECK(hang_ms(rt, "later") < 10000);
+	rt_close(&rt, &sb);
+}
+
+/* mk_runtime_configure (what SIGHUP runs) applies them to running
+ * clients; an invalid file applies nothing. */
+static void
+global_settings_configure(void)
+{
+	sub         sb;
+	mk_runtime *rt = rt_open(&sb);
+	char        a[512], file[1024], *err = NULL;
+	int         at = 0;
+
+	sticky_entry(a, sizeof(a), "rl", "");
+	snprintf(file, sizeof(file), "{\"mcp\": {\"client_configs\": [%s]}}",
+	         a);
+	CHECK_EQ(mk_runtime_load(rt, file, &err), 0);
+	wait_state(&sb, &at, "rl", "healthy", NULL);
+	CHECK_EQ(client_metric(rt, "rl", "checks"), 0); /* ten minutes */
+	CHECK_EQ(mk_runtime_configure(rt,
+	                              "{\"mcp\": {\"tool_sync_interval\": "
+	                              "\"0s\"}}",
+	                              &err),
+	         MK_EINVAL);
+	CHECK(strstr(err, "mcp.tool_sync_interval") != NULL);
+	mk_free(err);
+	err = NULL;
+	snprintf(file, sizeof(file),
+	         "{\"mcp\": {\"tool_sync_interval\": \"1s\", "
+	         "\"tool_execution_timeout\": \"1s\", \"client_configs\": "
+	         "[%s]}}",
+	         a);
+	CHECK_EQ(mk_runtime_configure(rt, file, &err), 0);
+	wait_checks(rt, "rl", 2);
+	CHECK(hang_ms(rt, "rl") < 10000);
+	rt_close(&rt, &sb);
+}
+
+/* Runs fn, or only the test named on the command line. */
+#define RUN_IF(fn)                                                            \
+	do {                                                                  \
+		if (argc < 2 || strcmp(argv[1], #fn) == 0) {                  \
+			RUN(fn);                                              \
+		}                                                             \
+	} while (0)
+
+int
+main(int argc, char **argv)
+{
+	signal(SIGPIPE, SIG_IGN);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	CHECK(peer_dir() != NULL);
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(js, sizeof(js), "%s/inject.mjs", peer_dir());
+	const char *nodev[] = {"node", js, "http", "--port", "0", NULL};
+	CHECK_EQ(peer_start(&srv, nodev, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+	RUN_IF(global_settings_load);
+	RUN_IF(global_settings_configure);
+	peer_stop(&srv);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK_EQ(system(cmd), 0);
+	curl_global_cleanup();
+	return (0);
+}
