@@ -336,13 +336,17 @@ MK_API int mk_client_remove(mk_runtime *rt, const char *client, char **err);
  * mk_client_update changes a client's config by a JSON patch (top-level
  * fields replaced, the result validated as a whole).  name, client_id,
  * connection_type, connection_string and auth_type cannot change
- * (MK_EINVAL naming the field).  A change of headers, stdio_config,
- * needs_session_stickiness or credentials re-dials (make-before-break for
- * a sticky client) and blocks until that finished; while another
- * reconnect runs it answers MK_EBUSY with "reconnect or connection
- * credential update already in progress for MCP client <name>".
- * "disabled" disables or enables.  Other fields (tools_to_execute,
- * intervals, ping) apply at once.  *err as for mk_client_add.
+ * (MK_EINVAL naming the field).  A change of a connection field -
+ * headers, stdio_config, needs_session_stickiness, oauth_config,
+ * token_exchange, per_user_header_keys - re-dials (make-before-break for
+ * a sticky client; a stdio server is restarted) and blocks until that
+ * finished; while another reconnect runs it answers MK_EBUSY with
+ * "reconnect or connection credential update already in progress for
+ * MCP client <name>".  "disabled" disables or enables.  Other fields
+ * (tools_to_execute, tool_sync_interval, tool_execution_timeout,
+ * is_ping_available) apply at once, in place: the connection, its
+ * generation and a stdio server's process are kept.  A field given with
+ * its current value is no change.  *err as for mk_client_add.
  */
 MK_API int mk_client_update(mk_runtime *rt, const char *client,
                             const char *patch_json, char **err);

@@ -2,7 +2,9 @@
  * apply_test.c - what a configuration applies, through the public API:
  * the global tool_sync_interval and tool_execution_timeout of a
  * config.json (mk_runtime_load, mk_runtime_configure; a client's own
- * value wins).  The MCP server is test/peers/inject.mjs.
+ * value wins), and an update that changes only what changed (a stdio
+ * server keeps its process unless a connection field changed).  The MCP
+ * server is test/peers/inject.mjs.
  */
 #include <curl/curl.h>
 #include <jansson.h>
@@ -163,6 +165,82 @@ global_settings_configure(void)
 	rt_close(&rt, &sb);
 }
 
+/* ---- item: an update changes only what changed ---------------------------
+ */
+
+/* The pid tool's answer: the stdio server's process id. */
+static long
+server_pid(mk_runtime *rt, const char *client)
+{
+	int     rc;
+	char   *t = call_text(rt, client, "pid", NULL, &rc);
+	json_t *j = json_loads(t, 0, NULL);
+	long    pid;
+
+	CHECK_EQ(rc, 0);
+	pid = strtol(json_string_value(json_object_get(
+	                     json_array_get(json_object_get(j, "content"), 0),
+	                     "text")),
+	             NULL, 10);
+	CHECK(pid > 0);
+	json_decref(j);
+	free(t);
+	return (pid);
+}
+
+static long
+generation(mk_runtime *rt, const char *client)
+{
+	json_t *v = view_of(rt, client);
+	long    g = (long)json_integer_value(json_object_get(v, "generation"));
+
+	json_decref(v);
+	return (g);
+}
+
+static void
+update_in_place(void)
+{
+	static const char *const in_place[] = {
+	        "{\"tool_sync_interval\": \"5m\"}",
+	        "{\"tools_to_execute\": [\"pid\", \"echo\"]}",
+	        "{\"tool_execution_timeout\": \"20s\"}",
+	        "{\"is_ping_available\": false}", NULL};
+	sub         sb;
+	mk_runtime *rt  = rt_open(&sb);
+	char       *err = NULL;
+	int         at  = 0;
+
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"st\", \"connection_type\": \"stdio\", "
+	             "\"stdio_config\": {\"command\": \"node\", \"args\": "
+	             "[\"%s\", \"stdio\"]}, \"tools_to_execute\": [\"*\"]}",
+	             js),
+	         0);
+	wait_state(&sb, &at, "st", "healthy", NULL);
+	long pid = server_pid(rt, "st"), gen = generation(rt, "st");
+	for (int i = 0; in_place[i] != NULL; i++) {
+		CHECK_EQ(mk_client_update(rt, "st", in_place[i], &err), 0);
+		CHECK_EQ(server_pid(rt, "st"), pid);
+		CHECK_EQ(generation(rt, "st"), gen);
+	}
+	/* it applied: a tool no longer allowed is refused */
+	int   rc;
+	char *t = call_text(rt, "st", "structured", NULL, &rc);
+	CHECK_EQ(rc, MK_EINVAL);
+	free(t);
+	/* a connection field: a new process */
+	char patch[1024];
+	snprintf(patch, sizeof(patch),
+	         "{\"stdio_config\": {\"command\": \"node\", \"args\": "
+	         "[\"%s\", \"stdio\"], \"envs\": [\"MK_APPLY=1\"]}}",
+	         js);
+	CHECK_EQ(mk_client_update(rt, "st", patch, &err), 0);
+	CHECK(server_pid(rt, "st") != pid);
+	CHECK(generation(rt, "st") > gen);
+	rt_close(&rt, &sb);
+}
+
 /* Runs fn, or only the test named on the command line. */
 #define RUN_IF(fn)                                                            \
 	do {                                                                  \
@@ -185,6 +263,7 @@ main(int argc, char **argv)
 	         0);
 	RUN_IF(global_settings_load);
 	RUN_IF(global_settings_configure);
+	RUN_IF(update_in_place);
 	peer_stop(&srv);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -565,6 +565,72 @@ global_settings(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
+/* The pid tool's answer through the daemon: the stdio server's pid. */
+static long
+stdio_pid(const char *client)
+{
+	char body[128], *out;
+	long st, pid;
+
+	snprintf(body, sizeof(body), "{\"client\": \"%s\", \"tool\": \"pid\"}",
+	         client);
+	out = http("POST", "/api/mcp/tool/execute", body, NULL, &st);
+	CHECK_EQ(st, 200);
+	json_t *j = json_loads(out, 0, NULL);
+	pid       = strtol(
+	              json_string_value(json_object_get(
+	                      json_array_get(
+	                              json_object_get(json_object_get(j, "result"),
+	                                              "content"),
+	                              0),
+	                      "text")),
+	              NULL, 10);
+	json_decref(j);
+	free(out);
+	CHECK(pid > 0);
+	return (pid);
+}
+
+/* PUT of fields that need no new connection keeps a stdio server's
+ * process; a connection field restarts it. */
+static void
+update_stdio(void)
+{
+	peer d = {0};
+	char config[1024], js[512], patch[1024];
+
+	snprintf(js, sizeof(js), "%s/inject.mjs", peer_dir());
+	snprintf(config, sizeof(config),
+	         "{\"mcp\": {\"client_configs\": [{\"name\": \"sd\", "
+	         "\"connection_type\": \"stdio\", \"stdio_config\": "
+	         "{\"command\": \"node\", \"args\": [\"%s\", \"stdio\"]}, "
+	         "\"tools_to_execute\": [\"*\"]}]}}",
+	         js);
+	serve(&d, "stdio.json", config, NULL);
+	CHECK(metric_within("mcpkeep_clients{state=\"healthy\"}", 1, 1));
+	long pid = stdio_pid("sd");
+	expect("PUT", "/api/mcp/client/sd", "{\"tool_sync_interval\": \"5m\"}",
+	       NULL, 200, NULL);
+	CHECK_EQ(stdio_pid("sd"), pid);
+	expect("PUT", "/api/mcp/client/sd",
+	       "{\"tools_to_execute\": [\"pid\"], \"tool_execution_timeout\": "
+	       "\"20s\", \"is_ping_available\": false}",
+	       NULL, 200, NULL);
+	CHECK_EQ(stdio_pid("sd"), pid);
+	expect("POST", "/api/mcp/tool/execute",
+	       "{\"client\": \"sd\", \"tool\": \"echo\", \"arguments\": "
+	       "{\"message\": \"x\"}}",
+	       NULL, 400, NULL);
+	snprintf(patch, sizeof(patch),
+	         "{\"stdio_config\": {\"command\": \"node\", \"args\": "
+	         "[\"%s\", \"stdio\"], \"envs\": [\"MK_SERVE=1\"]}}",
+	         js);
+	expect("PUT", "/api/mcp/client/sd", patch, NULL, 200, NULL);
+	CHECK(stdio_pid("sd") != pid);
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
 /* 2,000 tool executions over HTTP at once, each its own connection: no
  * error, and every answer is its own request's. */
 #define LOAD 2000
@@ -866,6 +932,7 @@ main(int argc, char **argv)
 	RUN_IF(admin_token);
 	RUN_IF(reload);
 	RUN_IF(global_settings);
+	RUN_IF(update_stdio);
 	RUN_IF(load);
 	RUN_IF(busy);
 	RUN_IF(lanes);

@@ -678,15 +678,29 @@ static const char *const immutable[] = {
         "name",      "client_id", "connection_type", "connection_string",
         "auth_type", NULL};
 
-/* Config fields whose change needs a new connection. */
-static const char *const conn_fields[] = {
-        "headers",      "stdio_config",   "needs_session_stickiness",
-        "oauth_config", "token_exchange", NULL};
+/* Config fields whose change needs a new connection; the others
+ * (tools_to_execute, tool_sync_interval, tool_execution_timeout,
+ * is_ping_available, disabled) apply in place. */
+static const char *const conn_fields[] = {"connection_type",
+                                          "connection_string",
+                                          "headers",
+                                          "stdio_config",
+                                          "auth_type",
+                                          "oauth_config",
+                                          "token_exchange",
+                                          "per_user_header_keys",
+                                          "needs_session_stickiness",
+                                          NULL};
 
+/* Whether key differs between a and b; absent from both is no change
+ * (json_equal is false when both are NULL). */
 static bool
 field_changed(json_t *a, json_t *b, const char *key)
 {
-	return (!json_equal(json_object_get(a, key), json_object_get(b, key)));
+	json_t *x = json_object_get(a, key), *y = json_object_get(b, key);
+
+	return ((x == NULL) != (y == NULL) ||
+	        (x != NULL && !json_equal(x, y)));
 }
 
 /* Applies a config patch: immutable fields refused, the result
