@@ -546,6 +546,16 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 		         mk_strerror(rv));
 		return (rv);
 	}
+	/* calls find the actor by name or by id */
+	snprintf(name, sizeof(name), CLIENT_PREFIX "%s", e->id);
+	if (strcmp(e->id, e->name) != 0 &&
+	    (rv = kn_alias(e->actor, name)) != 0) {
+		kn_actor_destroy(&e->actor);
+		entry_free(e);
+		snprintf(err, errlen, "cannot register the client id: %s",
+		         mk_strerror(rv));
+		return (rv);
+	}
 	if ((rv = insert(sv, e)) != 0 ||
 	    (x = actx_new(sv, e->id, corr)) == NULL) {
 		kn_actor_destroy(&e->actor);

@@ -404,8 +404,9 @@ client_route(req *r, const char *id, const char *action, json_t *body)
 	} else if (strcmp(action, "complete-oauth") == 0) {
 		rc = field(body, "state") != NULL &&
 		                field(body, "code") != NULL
-		        ? mk_oauth_complete(D.rt, field(body, "state"),
-		                            field(body, "code"), NULL, &err)
+		        ? mk_client_complete_oauth(D.rt, id,
+		                                   field(body, "state"),
+		                                   field(body, "code"), &err)
 		        : MK_EINVAL;
 		answer_api(r, rc,
 		           rc == MK_EINVAL && err == NULL

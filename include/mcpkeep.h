@@ -9,6 +9,12 @@
  * Ownership: a buffer returned through an out-parameter belongs to the
  * caller, who releases it with mk_free(); on failure nothing is returned and
  * nothing needs releasing.
+ *
+ * Clients: every call that takes a client (client, name, mk_call.client)
+ * takes either its name or its client_id (from its config, else generated
+ * once and stored).  Both are unique, and a client whose client_id is
+ * another client's name is refused at creation, so either names one
+ * client.
  */
 #ifndef MCPKEEP_H
 #define MCPKEEP_H
@@ -230,6 +236,10 @@ MK_API int mk_runtime_configure(mk_runtime *rt, const char *config_json,
  *   mk_oauth_complete  the callback: exchanges code for the flow of
  *             state, stores the token and moves the client on (sticky:
  *             connects; per-call: discovers); *client_id names it
+ *   mk_client_complete_oauth  the same for a flow of client (id or name:
+ *             the client whose OAuth config the flow belongs to); a
+ *             flow of another client is refused (MK_EINVAL) and stays
+ *             usable by its own
  * Return MK_OK, MK_EHANDLE, MK_EINVAL (not an oauth client; an unknown,
  * used or expired state; a refused code), MK_ENOENT, MK_EUPSTREAM
  * (discovery or the authorization server failed), MK_ETIMEDOUT.
@@ -242,6 +252,9 @@ MK_API int mk_client_reauthorize(mk_runtime *rt, const char *client,
                                  char **err);
 MK_API int mk_oauth_complete(mk_runtime *rt, const char *state,
                              const char *code, char **client_id, char **err);
+MK_API int mk_client_complete_oauth(mk_runtime *rt, const char *client,
+                                    const char *state, const char *code,
+                                    char **err);
 /* mk_user_oauth_start starts a per_user_oauth caller's own flow: mode
  * "user", "vk" or "session" and its identity; completed like the others
  * (mk_oauth_complete).  Outputs as mk_client_initiate_verification. */
@@ -361,7 +374,8 @@ MK_API int mk_client_refresh_tools(mk_runtime *rt, const char *client,
 /*
  * mk_clients_json gives the client list as JSON: {"clients": [...],
  * "count": n, "total_count": m}, clients sorted by name, each {"config"
- * (secrets redacted), "tools" (sorted by name), "state", "last_failure"
+ * (as given, secrets redacted, with its client_id - a generated one
+ * too), "tools" (sorted by name), "state", "last_failure"
  * (when present: stage, message, at, since), "connection_mode",
  * "generation"}.  filter_json (may be NULL) is an object with optional
  * "state", "connection_type", "auth_type", "search" (substring of name or
@@ -388,7 +402,7 @@ MK_API int mk_client_metrics_json(mk_runtime *rt, const char *name,
 
 /* A tool call. */
 typedef struct mk_call {
-	const char *client;     /* client name */
+	const char *client;     /* client name or client_id */
 	const char *tool;       /* tool name */
 	const char *arguments;  /* JSON object text, or NULL for {} */
 	int         timeout_ms; /* 0: the client's tool_execution_timeout;

@@ -255,6 +255,20 @@ mk_oauth_complete(mk_runtime *rt, const char *state, const char *code,
 	return (0);
 }
 
+int
+mk_client_complete_oauth(mk_runtime *rt, const char *client, const char *state,
+                         const char *code, char **err)
+{
+	const char *kv[] = {"state", state, "code", code, "client", client};
+	kn_answer   a;
+	int         rv;
+
+	if ((rv = cr_ask(rt, MSG_CR_COMPLETE, kv, 3, 3, &a, err)) == 0) {
+		free(a.data);
+	}
+	return (rv);
+}
+
 /* A two-string ask of the credential actor answered with nothing. */
 static int
 cr_pair(mk_runtime *rt, uint32_t type, const char *k1, const char *v1,

@@ -2,9 +2,11 @@
  * apply_test.c - what a configuration applies, through the public API:
  * the global tool_sync_interval and tool_execution_timeout of a
  * config.json (mk_runtime_load, mk_runtime_configure; a client's own
- * value wins), and an update that changes only what changed (a stdio
- * server keeps its process unless a connection field changed).  The MCP
- * server is test/peers/inject.mjs.
+ * value wins), an update that changes only what changed (a stdio server
+ * keeps its process unless a connection field changed), and clients
+ * addressed by their client_id as well as by name (the list view, every
+ * mk_* call, the state stream; an id that is another client's name is
+ * refused).  The MCP server is test/peers/inject.mjs.
  */
 #include <curl/curl.h>
 #include <jansson.h>
@@ -241,6 +243,125 @@ update_in_place(void)
 	rt_close(&rt, &sb);
 }
 
+/* ---- item: clients are addressable by their id ---------------------------
+ */
+
+typedef struct idmatch {
+	const char *id;    /* client_id */
+	const char *state; /* the state */
+} idmatch;
+
+static int
+is_id_state(const event *e, const void *arg)
+{
+	const idmatch *m = arg;
+
+	return (strcmp(e->topic, "state") == 0 &&
+	        strcmp(e->client_id, m->id) == 0 &&
+	        strcmp(e->state, m->state) == 0);
+}
+
+static const char *
+config_id(json_t *v)
+{
+	return (json_string_value(
+	        json_object_get(json_object_get(v, "config"), "client_id")));
+}
+
+/* Every lifecycle call by id. */
+static void
+lifecycle_by_id(mk_runtime *rt, sub *sb, int *at, const char *id)
+{
+	char   *err = NULL;
+	idmatch dis = {id, "disabled"}, ok = {id, "healthy"};
+	int     rc;
+
+	CHECK_EQ(mk_client_disable(rt, id, &err), 0);
+	wait_event(sb, at, is_id_state, &dis, "disabled, by id");
+	CHECK_EQ(mk_client_enable(rt, id, &err), 0);
+	wait_event(sb, at, is_id_state, &ok, "healthy again, by id");
+	CHECK_EQ(mk_client_reconnect(rt, id, &err), 0);
+	CHECK_EQ(mk_client_refresh_tools(rt, id, &err), 0);
+	CHECK_EQ(mk_client_update(rt, id, "{\"tools_to_execute\": [\"echo\"]}",
+	                          &err),
+	         0);
+	CHECK_EQ(mk_credentials_evict(rt, id, NULL, NULL, NULL, NULL, &err),
+	         0);
+	CHECK(client_metric(rt, id, "checks") >= 1);
+	char *t = call_text(rt, id, "echo", "{\"message\": \"by id\"}", &rc);
+	CHECK_EQ(rc, 0);
+	CHECK(strstr(t, "by id") != NULL);
+	free(t);
+}
+
+static void
+clients_by_id(void)
+{
+	sub         sb;
+	mk_runtime *rt;
+	char        path[128], a[512], *err = NULL, *gen_id = NULL;
+	int         at = 0;
+
+	snprintf(path, sizeof(path), "%s/ids.db", dir);
+	rt = rt_open_store(&sb, path);
+	sticky_entry(a, sizeof(a), "named", ", \"client_id\": \"named-1\"");
+	CHECK_EQ(mk_client_add(rt, a, NULL, &err), 0);
+	sticky_entry(a, sizeof(a), "gen", "");
+	CHECK_EQ(mk_client_add(rt, a, &gen_id, &err), 0);
+	/* the list view shows every client_id, generated ones too */
+	json_t *v = view_of(rt, "named");
+	CHECK(strcmp(config_id(v), "named-1") == 0);
+	json_decref(v);
+	v = view_of(rt, "gen");
+	CHECK(config_id(v) != NULL && strcmp(config_id(v), gen_id) == 0);
+	json_decref(v);
+	/* the stream carries it */
+	idmatch ok = {gen_id, "healthy"};
+	wait_event(&sb, &at, is_id_state, &ok, "gen healthy, by id");
+	lifecycle_by_id(rt, &sb, &at, gen_id);
+	lifecycle_by_id(rt, &sb, &at, "named-1");
+	/* the view's config, sent back whole, changes nothing */
+	v         = view_of(rt, "gen");
+	char *cfg = json_dumps(json_object_get(v, "config"), JSON_COMPACT);
+	json_decref(v);
+	CHECK_EQ(mk_client_update(rt, "gen", cfg, &err), 0);
+	free(cfg);
+	/* an id that is another client's name, a name that is another's
+	 * id: refused (which would {id} mean?) */
+	sticky_entry(a, sizeof(a), "clash", ", \"client_id\": \"gen\"");
+	CHECK_EQ(mk_client_add(rt, a, NULL, &err), MK_EEXIST);
+	mk_free(err);
+	err = NULL;
+	sticky_entry(a, sizeof(a), "named_2", ", \"client_id\": \"zz9\"");
+	CHECK_EQ(mk_client_add(rt, a, NULL, &err), 0);
+	sticky_entry(a, sizeof(a), "zz9", "");
+	CHECK_EQ(mk_client_add(rt, a, NULL, &err), MK_EEXIST);
+	mk_free(err);
+	err = NULL;
+	/* and within one file */
+	char b[512], file[1200];
+	sticky_entry(a, sizeof(a), "fa", ", \"client_id\": \"fb\"");
+	sticky_entry(b, sizeof(b), "fb", "");
+	snprintf(file, sizeof(file),
+	         "{\"mcp\": {\"client_configs\": [%s, %s]}}", a, b);
+	CHECK_EQ(mk_runtime_load(rt, file, &err), MK_EINVAL);
+	CHECK(strstr(err, "another client's name") != NULL);
+	mk_free(err);
+	err = NULL;
+	/* a generated id is stored: the same after a restart */
+	rt_close(&rt, &sb);
+	rt = rt_open_store(&sb, path);
+	v  = view_of(rt, "gen");
+	CHECK(strcmp(config_id(v), gen_id) == 0);
+	json_decref(v);
+	CHECK_EQ(mk_client_remove(rt, gen_id, &err), 0);
+	CHECK_EQ(mk_client_remove(rt, "named-1", &err), 0);
+	CHECK_EQ(mk_client_remove(rt, gen_id, &err), MK_ENOENT);
+	mk_free(err);
+	mk_free(gen_id);
+	rt_close(&rt, &sb);
+}
+
 /* Runs fn, or only the test named on the command line. */
 #define RUN_IF(fn)                                                            \
 	do {                                                                  \
@@ -264,6 +385,7 @@ main(int argc, char **argv)
 	RUN_IF(global_settings_load);
 	RUN_IF(global_settings_configure);
 	RUN_IF(update_in_place);
+	RUN_IF(clients_by_id);
 	peer_stop(&srv);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

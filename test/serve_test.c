@@ -631,6 +631,114 @@ update_stdio(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
+/* The client_id of name in the list view (malloc'd), or NULL. */
+static char *
+listed_id(const char *name)
+{
+	long  st;
+	char *out = http("GET", "/api/mcp/clients?limit=100", NULL, NULL, &st);
+	json_t *all = json_loads(out, 0, NULL), *c;
+	char   *id  = NULL;
+	size_t  i;
+
+	json_array_foreach(json_object_get(all, "clients"), i, c)
+	{
+		json_t *cfg = json_object_get(c, "config");
+		if (strcmp(json_string_value(json_object_get(cfg, "name")),
+		           name) == 0 &&
+		    json_is_string(json_object_get(cfg, "client_id"))) {
+			id = strdup(json_string_value(
+			        json_object_get(cfg, "client_id")));
+		}
+	}
+	json_decref(all);
+	free(out);
+	return (id);
+}
+
+/* Every /api/mcp/client/{id}/... path takes the client_id; the list
+ * shows it (generated ones too); the stream's events carry it. */
+static void
+by_id(void)
+{
+	peer       d = {0};
+	char       config[1024], path[160], body[256], saddr[64];
+	nng_socket s;
+	int        sport = peer_free_port();
+
+	snprintf(
+	        config, sizeof(config),
+	        "{\"server\": {\"stream\": [\"tcp://127.0.0.1:%d\"]}, "
+	        "\"mcp\": {\"client_configs\": [{\"name\": \"idn\", "
+	        "\"client_id\": \"idn-1\", \"connection_type\": \"http\", "
+	        "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	        "\"needs_session_stickiness\": true, \"tools_to_execute\": "
+	        "[\"*\"]}, {\"name\": \"idg\", \"connection_type\": \"http\", "
+	        "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	        "\"needs_session_stickiness\": true, \"tools_to_execute\": "
+	        "[\"*\"]}]}}",
+	        sport, mcp.port, mcp.port);
+	serve(&d, "ids.json", config, NULL);
+	snprintf(saddr, sizeof(saddr), "tcp://127.0.0.1:%d", sport);
+	CHECK_EQ(nng_sub0_open(&s), 0);
+	CHECK_EQ(nng_socket_set(s, NNG_OPT_SUB_SUBSCRIBE, "state", 5), 0);
+	CHECK_EQ(nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, WAIT_MS), 0);
+	CHECK_EQ(nng_dial(s, saddr, NULL, 0), 0);
+	char *named = listed_id("idn"), *gen = listed_id("idg");
+	CHECK(named != NULL && strcmp(named, "idn-1") == 0);
+	CHECK(gen != NULL && strlen(gen) == 32);
+	const char *ids[] = {named, gen};
+	for (int i = 0; i < 2; i++) {
+		static const char *const acts[] = {"reconnect",
+		                                   "refresh-tools", "disable",
+		                                   "enable", NULL};
+		for (int k = 0; acts[k] != NULL; k++) {
+			snprintf(path, sizeof(path), "/api/mcp/client/%s/%s",
+			         ids[i], acts[k]);
+			expect("POST", path, NULL, NULL, 200, NULL);
+		}
+		snprintf(path, sizeof(path), "/api/mcp/client/%s", ids[i]);
+		expect("PUT", path, "{\"tools_to_execute\": [\"echo\"]}", NULL,
+		       200, NULL);
+		snprintf(body, sizeof(body),
+		         "{\"client\": \"%s\", \"tool\": \"echo\", "
+		         "\"arguments\": {\"message\": \"by id\"}}",
+		         ids[i]);
+		expect("POST", "/api/mcp/tool/execute", body, NULL, 200,
+		       "by id");
+	}
+	/* the disable reached the subscriber with the generated id */
+	for (;;) {
+		nng_msg *m;
+		mk_event e;
+		CHECK_EQ(nng_recvmsg(s, &m, 0), 0);
+		CHECK_EQ(mk_event_parse(nng_msg_body(m), nng_msg_len(m), &e),
+		         0);
+		nng_msg_free(m);
+		if (strcmp(e.name, "idg") == 0 &&
+		    strcmp(e.state, "disabled") == 0) {
+			CHECK(strcmp(e.client_id, gen) == 0);
+			break;
+		}
+	}
+	nng_close(s);
+	/* an id that is another client's name is refused */
+	snprintf(body, sizeof(body),
+	         "{\"name\": \"idx\", \"client_id\": \"idg\", "
+	         "\"connection_type\": \"http\", \"connection_string\": "
+	         "\"http://127.0.0.1:%d/mcp\"}",
+	         mcp.port);
+	expect("POST", "/api/mcp/client", body, NULL, 409, "already exists");
+	snprintf(path, sizeof(path), "/api/mcp/client/%s", gen);
+	expect("DELETE", path, NULL, NULL, 200, NULL);
+	expect("DELETE", path, NULL, NULL, 404, "no MCP client");
+	CHECK(listed_id("idg") == NULL);
+	free(named);
+	free(gen);
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
 /* 2,000 tool executions over HTTP at once, each its own connection: no
  * error, and every answer is its own request's. */
 #define LOAD 2000
@@ -933,6 +1041,7 @@ main(int argc, char **argv)
 	RUN_IF(reload);
 	RUN_IF(global_settings);
 	RUN_IF(update_stdio);
+	RUN_IF(by_id);
 	RUN_IF(load);
 	RUN_IF(busy);
 	RUN_IF(lanes);

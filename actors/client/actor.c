@@ -214,17 +214,28 @@ on_metrics(client *cl, kn_msg *msg)
 	free(text);
 }
 
+/* The config as given, with its client_id (generated ones too). */
+static json_t *
+view_config(const client *cl)
+{
+	json_t *c = cfg_client_redacted(cl->cfg);
+
+	if (c != NULL) {
+		json_object_set_new(c, "client_id", json_string(cl->cfg->id));
+	}
+	return (c);
+}
+
 static json_t *
 view_json(client *cl)
 {
 	const char *state = cstate_name(shown_state(cl));
-	json_t     *v =
-	        json_pack("{s:o*, s:o*, s:s, s:s, s:I}", "config",
-	                  cfg_client_redacted(cl->cfg), "tools",
-	                  cl->tools ? tools_sorted(cl->tools) : json_array(),
-	                  "state", state, "connection_mode",
-	                  cl->cfg->sticky ? "sticky" : "per_call",
-	                  "generation", (json_int_t)cl->gen);
+	json_t     *v     = json_pack(
+	                "{s:o*, s:o*, s:s, s:s, s:I}", "config", view_config(cl),
+	                "tools", cl->tools ? tools_sorted(cl->tools) : json_array(),
+	                "state", state, "connection_mode",
+                cl->cfg->sticky ? "sticky" : "per_call", "generation",
+	                (json_int_t)cl->gen);
 
 	if (v != NULL && cl->lf_set) {
 		json_object_set_new(v, "last_failure",
@@ -726,6 +737,12 @@ on_update(client *cl, kn_msg *msg)
 		reply_error(cl, corr, MK_EINVAL,
 		            "the update must be a JSON object");
 		return;
+	}
+	/* the id as the view shows it (a generated one is not in raw) */
+	json_t *given = json_object_get(patch, "client_id");
+	if (json_is_string(given) &&
+	    strcmp(json_string_value(given), cl->cfg->id) == 0) {
+		json_object_del(patch, "client_id");
 	}
 	for (int i = 0; immutable[i] != NULL; i++) {
 		if (json_object_get(patch, immutable[i]) != NULL &&
