@@ -546,6 +546,16 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 		         mk_strerror(rv));
 		return (rv);
 	}
+	/* calls find the actor by name or by id */
+	snprintf(name, sizeof(name), CLIENT_PREFIX "%s", e->id);
+	if (strcmp(e->id, e->name) != 0 &&
+	    (rv = kn_alias(e->actor, name)) != 0) {
+		kn_actor_destroy(&e->actor);
+		entry_free(e);
+		snprintf(err, errlen, "cannot register the client id: %s",
+		         mk_strerror(rv));
+		return (rv);
+	}
 	if ((rv = insert(sv, e)) != 0 ||
 	    (x = actx_new(sv, e->id, corr)) == NULL) {
 		kn_actor_destroy(&e->actor);
@@ -658,6 +668,51 @@ restore(kn_actor *self, sv_self *sv, const char *text, uint64_t corr)
 	load_step(self, ld);
 }
 
+/* The global settings: kept for clients added later, told to every
+ * running client (each keeps its own value where it has one). */
+static void
+settings_apply(kn_actor *self, sv_self *sv, int64_t sync_ms, int64_t exec_ms)
+{
+	mp_w w;
+
+	sv->a.sync_ms = sync_ms;
+	sv->a.exec_ms = exec_ms;
+	mp_w_init(&w);
+	mp_map(&w, 2);
+	mp_kv_int(&w, "sync_ms", sync_ms);
+	mp_kv_int(&w, "exec_ms", exec_ms);
+	for (size_t i = 0; i < sv->n; i++) {
+		if (kn_tell(sv->all[i]->actor, self, MSG_CL_SETTINGS,
+		            w.sb.data, w.sb.size) != 0) {
+			KN_ERROR("supervisor",
+			         "MCP client %s did not take the global "
+			         "settings",
+			         sv->all[i]->name);
+		}
+	}
+	mp_w_fini(&w);
+}
+
+static void
+on_settings(kn_actor *self, sv_self *sv, kn_msg *msg)
+{
+	mp_r    r;
+	int64_t sync_ms, exec_ms;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	sync_ms = mp_int(mp_get(&r, "sync_ms"), 0);
+	exec_ms = mp_int(mp_get(&r, "exec_ms"), 0);
+	mp_r_close(&r);
+	if (sync_ms < 1000 || exec_ms < 1) {
+		reply_err(self, kn_defer(msg), MK_EINVAL,
+		          "tool_sync_interval must be >= 1s and "
+		          "tool_execution_timeout positive");
+		return;
+	}
+	settings_apply(self, sv, sync_ms, exec_ms);
+	kn_reply(self, msg, 0, "\x80", 1);
+}
+
 static void
 on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
 {
@@ -710,6 +765,7 @@ on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
 		reply_err(self, corr, MK_ENOMEM, "out of memory");
 		return;
 	}
+	settings_apply(self, sv, f->sync_ms, f->exec_ms);
 	/* a declared client replaces the one restored under its name: the
 	 * file's config, the stored id and known tools */
 	for (size_t i = 0; i < f->nclients; i++) {
@@ -1083,6 +1139,9 @@ sv_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case MSG_SV_VIEW:
 		on_view(sv, self, msg);
+		return (0);
+	case MSG_SV_SETTINGS:
+		on_settings(self, sv, msg);
 		return (0);
 	default:
 		assert(!"supervisor: unexpected message");

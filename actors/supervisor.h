@@ -24,7 +24,8 @@
  *                         (all clients validated first, then booted:
  *                         failures kept as unstable; a file's client whose
  *                         name was restored replaces it, keeping its id
- *                         and known tools)
+ *                         and known tools; the file's global settings
+ *                         apply first, as MSG_SV_SETTINGS)
  *   MSG_SV_REMOVE    ask  {"client": id or name} -> {}
  *   MSG_SV_DISABLE   ask  {"client": ...}        -> {}
  *   MSG_SV_ENABLE    ask  {"client": ...}        -> {}
@@ -35,6 +36,10 @@
  *   MSG_SV_LIST      ask  {"filter": json text}  -> {"json": text}
  *   MSG_SV_VIEW      tell {"id", "name", "state", "view": json text,
  *                          "sync_ms": int}
+ *   MSG_SV_SETTINGS  ask  {"sync_ms", "exec_ms"} -> {} (the global
+ *                         tool_sync_interval and tool_execution_timeout:
+ *                         for clients added from then on, and told to
+ *                         every running one as MSG_CL_SETTINGS)
  * Anything else is a bug and asserts.
  */
 #ifndef ACTORS_SUPERVISOR_H
@@ -49,8 +54,8 @@
 typedef struct sv_args {
 	kn_stream  *stream;      /* the state stream */
 	const char *node_id;     /* this instance (outlives the supervisor) */
-	int64_t     sync_ms;     /* default tool_sync_interval */
-	int64_t     exec_ms;     /* default tool_execution_timeout */
+	int64_t     sync_ms;     /* global tool_sync_interval, at first */
+	int64_t     exec_ms;     /* global tool_execution_timeout, at first */
 	int64_t     unstable_ms; /* check interval while unstable */
 	kn_actor   *persister;   /* the store, or NULL (memory only) */
 	kn_actor   *credential;  /* the credential actor, or NULL */

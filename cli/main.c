@@ -124,13 +124,13 @@ print_event(const mk_event *e)
 	localtime_r(&now, &tm);
 	strftime(ts, sizeof(ts), "%H:%M:%S", &tm);
 	if (strcmp(e->topic, "tools") == 0) {
-		printf("%s  %-20s tools: %lld (hash %.12s)\n", ts, e->name,
-		       (long long)e->count, e->hash);
+		printf("%s  %-20s tools: %lld (hash %.12s)  id %s\n", ts,
+		       e->name, (long long)e->count, e->hash, e->client_id);
 	} else {
-		printf("%s  %-20s %s -> %s%s%s%s%s\n", ts, e->name,
+		printf("%s  %-20s %s -> %s%s%s%s%s  id %s\n", ts, e->name,
 		       e->old_state[0] ? e->old_state : "(new)", e->state,
 		       e->stage[0] ? "  [" : "", e->stage,
-		       e->stage[0] ? "] " : "", e->message);
+		       e->stage[0] ? "] " : "", e->message, e->client_id);
 	}
 	fflush(stdout);
 }

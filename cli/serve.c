@@ -60,11 +60,11 @@ static const char serve_usage[] =
         "\n"
         "The admin token is the config's server.admin_token, else\n"
         "MCPKEEP_ADMIN_TOKEN; without one only loopback addresses are\n"
-        "served.  SIGHUP reads the config again and applies its clients\n"
-        "as a diff and its admin token (an invalid file changes nothing;\n"
-        "listen, stream and store are read only at start); SIGINT/SIGTERM\n"
-        "stop.  Exit codes: 0 stopped by a signal, 1 cannot start, 2 "
-        "usage.\n";
+        "served.  SIGHUP reads the config again and applies its global\n"
+        "settings, its clients as a diff and its admin token (an invalid\n"
+        "file changes nothing; listen, stream and store are read only at\n"
+        "start); SIGINT/SIGTERM stop.  Exit codes: 0 stopped by a signal,\n"
+        "1 cannot start, 2 usage.\n";
 
 /* Work waits in lanes, each with its own workers, so that none starves
  * another: the admin API (a reconnect can block for a whole connect,
@@ -404,8 +404,9 @@ client_route(req *r, const char *id, const char *action, json_t *body)
 	} else if (strcmp(action, "complete-oauth") == 0) {
 		rc = field(body, "state") != NULL &&
 		                field(body, "code") != NULL
-		        ? mk_oauth_complete(D.rt, field(body, "state"),
-		                            field(body, "code"), NULL, &err)
+		        ? mk_client_complete_oauth(D.rt, id,
+		                                   field(body, "state"),
+		                                   field(body, "code"), &err)
 		        : MK_EINVAL;
 		answer_api(r, rc,
 		           rc == MK_EINVAL && err == NULL
@@ -1157,6 +1158,14 @@ reload(const char *path, char **text)
 	mk_free(probe);
 	probe = NULL;
 	restart_only(*text, ntext);
+	/* the global settings first: clients added below get them too */
+	if ((rc = mk_runtime_configure(D.rt, ntext, &err)) != 0) {
+		mk_log(MK_LOG_ERROR, "serve",
+		       "reload: the global settings were not applied: %s",
+		       err != NULL ? err : mk_strerror(rc));
+		mk_free(err);
+		err = NULL;
+	}
 	/* a rotated token holds from the next request on */
 	pthread_mutex_lock(&D.mtx);
 	bool rotated = (token == NULL) != (D.token == NULL) ||

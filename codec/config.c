@@ -263,6 +263,13 @@ new_id(void)
 	return (strdup(hex));
 }
 
+/* Whether a's client_id is b's name. */
+static bool
+names_clash(const cfg_client *a, const cfg_client *b)
+{
+	return (strcmp(a->id, b->name) == 0);
+}
+
 static const char *known_keys[] = {"name",
                                    "client_id",
                                    "connection_type",
@@ -781,6 +788,15 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 				                  "\"%s\" is used twice",
 				                  f->clients[i]->name,
 				                  f->clients[i]->id));
+			}
+			if (names_clash(f->clients[i], f->clients[j]) ||
+			    names_clash(f->clients[j], f->clients[i])) {
+				return (file_fail(err, errlen, MK_EINVAL,
+				                  "client \"%s\": a client_id "
+				                  "is another client's name "
+				                  "(an {id} must name one "
+				                  "client)",
+				                  f->clients[i]->name));
 			}
 		}
 	}

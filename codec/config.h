@@ -86,8 +86,9 @@ json_t *cfg_client_redacted(const cfg_client *c);
 
 /*
  * cfg_file_parse validates a whole config.json text (len bytes, at most
- * 4 MiB).  Client names and ids must be unique.  Returns 0 with *out the
- * caller's (cfg_file_free), or MK_EINVAL / MK_ENOMEM / MK_ETOOBIG with err.
+ * 4 MiB).  Client names and ids must be unique, and no id another client's
+ * name.  Returns 0 with *out the caller's (cfg_file_free), or MK_EINVAL /
+ * MK_ENOMEM / MK_ETOOBIG with err.
  */
 int cfg_file_parse(const char *text, size_t len, cfg_file **out, char *err,
                    size_t errlen);

@@ -57,6 +57,8 @@ static const char *msg_names[MSG_COUNT] = {
 		[MSG_CR_EVICT] = "cr_evict",
 	[MSG_SV_REFRESH] = "sv_refresh",
 	[MSG_CL_METRICS] = "cl_metrics",
+	[MSG_SV_SETTINGS] = "sv_settings",
+	[MSG_CL_SETTINGS] = "cl_settings",
 };
 /* clang-format on */
 

@@ -59,9 +59,11 @@ typedef enum codec_msg_type {
 	MSG_CR_VERIFY_EXCHANGE = 40, /* ask: token_exchange admin subject */
 	MSG_PS_ROW_GET         = 41, /* ask: one credential row by key */
 	MSG_CR_EVICT           = 42, /* ask: drop cached caller credentials */
-	MSG_SV_REFRESH = 43, /* ask: a client's check (tool list) now */
-	MSG_CL_METRICS = 44, /* ask: a client's counters */
-	MSG_COUNT            /* number of types; not a type */
+	MSG_SV_REFRESH  = 43, /* ask: a client's check (tool list) now */
+	MSG_CL_METRICS  = 44, /* ask: a client's counters */
+	MSG_SV_SETTINGS = 45, /* ask: the global settings of config.json */
+	MSG_CL_SETTINGS = 46, /* tell (supervisor): the global settings */
+	MSG_COUNT             /* number of types; not a type */
 } codec_msg_type;
 
 /* codec_msg_name returns the type's name, or "?" when out of range. */

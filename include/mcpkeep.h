@@ -9,6 +9,12 @@
  * Ownership: a buffer returned through an out-parameter belongs to the
  * caller, who releases it with mk_free(); on failure nothing is returned and
  * nothing needs releasing.
+ *
+ * Clients: every call that takes a client (client, name, mk_call.client)
+ * takes either its name or its client_id (from its config, else generated
+ * once and stored).  Both are unique, and a client whose client_id is
+ * another client's name is refused at creation, so either names one
+ * client.
  */
 #ifndef MCPKEEP_H
 #define MCPKEEP_H
@@ -185,8 +191,9 @@ MK_API void mk_runtime_close(mk_runtime **rtp);
 MK_API int mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms);
 
 /*
- * mk_runtime_load validates a whole config.json (SPEC section 10) and
- * boots every client in it: sticky ones connect, per-call ones discover;
+ * mk_runtime_load validates a whole config.json (SPEC section 10),
+ * applies its global settings (as mk_runtime_configure) and boots every
+ * client in it: sticky ones connect, per-call ones discover;
  * a client that cannot connect is kept as `unstable` with stage
  * `connect`.  Nothing is applied when any part is invalid.  Blocks until
  * every first connect finished (each bounded by 30 s).  On failure *err
@@ -196,6 +203,23 @@ MK_API int mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms);
  */
 MK_API int mk_runtime_load(mk_runtime *rt, const char *config_json,
                            char **err);
+
+/*
+ * mk_runtime_configure validates a whole config.json and applies only its
+ * global settings, mcp.tool_sync_interval and mcp.tool_execution_timeout
+ * (default 10 min and 30 s when the file has none): to every running
+ * client and to clients added later, wherever a client's config sets no
+ * value of its own (a client's own value wins).  A new interval takes
+ * effect at once (the next check is rescheduled); a new timeout bounds
+ * the calls started from then on.  Clients are not added, changed or
+ * removed (a daemon's reload runs this, then applies its clients as a
+ * diff).  Nothing is applied when the file is invalid.  Blocks briefly;
+ * any thread but the runtime's own; *err as for mk_runtime_load.
+ * Returns MK_OK, MK_EHANDLE, MK_EINVAL, MK_ETOOBIG, MK_ENOMEM,
+ * MK_ETIMEDOUT.
+ */
+MK_API int mk_runtime_configure(mk_runtime *rt, const char *config_json,
+                                char **err);
 
 /*
  * OAuth for a client with auth_type oauth (server-level, one shared
@@ -212,6 +236,10 @@ MK_API int mk_runtime_load(mk_runtime *rt, const char *config_json,
  *   mk_oauth_complete  the callback: exchanges code for the flow of
  *             state, stores the token and moves the client on (sticky:
  *             connects; per-call: discovers); *client_id names it
+ *   mk_client_complete_oauth  the same for a flow of client (id or name:
+ *             the client whose OAuth config the flow belongs to); a
+ *             flow of another client is refused (MK_EINVAL) and stays
+ *             usable by its own
  * Return MK_OK, MK_EHANDLE, MK_EINVAL (not an oauth client; an unknown,
  * used or expired state; a refused code), MK_ENOENT, MK_EUPSTREAM
  * (discovery or the authorization server failed), MK_ETIMEDOUT.
@@ -224,6 +252,9 @@ MK_API int mk_client_reauthorize(mk_runtime *rt, const char *client,
                                  char **err);
 MK_API int mk_oauth_complete(mk_runtime *rt, const char *state,
                              const char *code, char **client_id, char **err);
+MK_API int mk_client_complete_oauth(mk_runtime *rt, const char *client,
+                                    const char *state, const char *code,
+                                    char **err);
 /* mk_user_oauth_start starts a per_user_oauth caller's own flow: mode
  * "user", "vk" or "session" and its identity; completed like the others
  * (mk_oauth_complete).  Outputs as mk_client_initiate_verification. */
@@ -318,13 +349,17 @@ MK_API int mk_client_remove(mk_runtime *rt, const char *client, char **err);
  * mk_client_update changes a client's config by a JSON patch (top-level
  * fields replaced, the result validated as a whole).  name, client_id,
  * connection_type, connection_string and auth_type cannot change
- * (MK_EINVAL naming the field).  A change of headers, stdio_config,
- * needs_session_stickiness or credentials re-dials (make-before-break for
- * a sticky client) and blocks until that finished; while another
- * reconnect runs it answers MK_EBUSY with "reconnect or connection
- * credential update already in progress for MCP client <name>".
- * "disabled" disables or enables.  Other fields (tools_to_execute,
- * intervals, ping) apply at once.  *err as for mk_client_add.
+ * (MK_EINVAL naming the field).  A change of a connection field -
+ * headers, stdio_config, needs_session_stickiness, oauth_config,
+ * token_exchange, per_user_header_keys - re-dials (make-before-break for
+ * a sticky client; a stdio server is restarted) and blocks until that
+ * finished; while another reconnect runs it answers MK_EBUSY with
+ * "reconnect or connection credential update already in progress for
+ * MCP client <name>".  "disabled" disables or enables.  Other fields
+ * (tools_to_execute, tool_sync_interval, tool_execution_timeout,
+ * is_ping_available) apply at once, in place: the connection, its
+ * generation and a stdio server's process are kept.  A field given with
+ * its current value is no change.  *err as for mk_client_add.
  */
 MK_API int mk_client_update(mk_runtime *rt, const char *client,
                             const char *patch_json, char **err);
@@ -339,7 +374,8 @@ MK_API int mk_client_refresh_tools(mk_runtime *rt, const char *client,
 /*
  * mk_clients_json gives the client list as JSON: {"clients": [...],
  * "count": n, "total_count": m}, clients sorted by name, each {"config"
- * (secrets redacted), "tools" (sorted by name), "state", "last_failure"
+ * (as given, secrets redacted, with its client_id - a generated one
+ * too), "tools" (sorted by name), "state", "last_failure"
  * (when present: stage, message, at, since), "connection_mode",
  * "generation"}.  filter_json (may be NULL) is an object with optional
  * "state", "connection_type", "auth_type", "search" (substring of name or
@@ -366,7 +402,7 @@ MK_API int mk_client_metrics_json(mk_runtime *rt, const char *name,
 
 /* A tool call. */
 typedef struct mk_call {
-	const char *client;     /* client name */
+	const char *client;     /* client name or client_id */
 	const char *tool;       /* tool name */
 	const char *arguments;  /* JSON object text, or NULL for {} */
 	int         timeout_ms; /* 0: the client's tool_execution_timeout;

@@ -85,6 +85,46 @@ mk_runtime_load(mk_runtime *rt, const char *config_json, char **err)
 	return (rv);
 }
 
+int
+mk_runtime_configure(mk_runtime *rt, const char *config_json, char **err)
+{
+	char      e[CFG_ERR_MAX];
+	cfg_file *f;
+	kn_answer a;
+	mp_w      w;
+	int       rv;
+
+	if (err != NULL) {
+		*err = NULL;
+	}
+	if (!rt_valid(rt)) {
+		return (MK_EHANDLE);
+	}
+	if (config_json == NULL) {
+		return (MK_EINVAL);
+	}
+	if ((rv = cfg_file_parse(config_json, strlen(config_json), &f, e,
+	                         sizeof(e))) != 0) {
+		if (err != NULL) {
+			*err = strdup(e);
+		}
+		return (rv);
+	}
+	mp_w_init(&w);
+	mp_map(&w, 2);
+	mp_kv_int(&w, "sync_ms", f->sync_ms);
+	mp_kv_int(&w, "exec_ms", f->exec_ms);
+	cfg_file_free(&f);
+	rv = kn_ask(rt->system[RT_SUPERVISOR], MSG_SV_SETTINGS, w.sb.data,
+	            w.sb.size, rt->opts.ask_timeout_ms, &a);
+	mp_w_fini(&w);
+	if (rv != 0) {
+		take_error(&a, rv, err);
+	}
+	free(a.data);
+	return (rv);
+}
+
 #define CR_ASK_MS 90000 /* discovery, registration, then the flow */
 
 /*
@@ -213,6 +253,20 @@ mk_oauth_complete(mk_runtime *rt, const char *state, const char *code,
 	}
 	free(a.data);
 	return (0);
+}
+
+int
+mk_client_complete_oauth(mk_runtime *rt, const char *client, const char *state,
+                         const char *code, char **err)
+{
+	const char *kv[] = {"state", state, "code", code, "client", client};
+	kn_answer   a;
+	int         rv;
+
+	if ((rv = cr_ask(rt, MSG_CR_COMPLETE, kv, 3, 3, &a, err)) == 0) {
+		free(a.data);
+	}
+	return (rv);
 }
 
 /* A two-string ask of the credential actor answered with nothing. */

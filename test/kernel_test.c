@@ -288,6 +288,35 @@ registry_and_spawn_errors(void)
 	kn_kernel_close(&k);
 }
 
+/* A second registry name: kn_lookup finds the actor by it; it is unique
+ * among names and aliases; it goes with the actor. */
+static void
+registry_alias(void)
+{
+	kn_kernel *k = kopen();
+	kn_actor  *a, *b, *found;
+	ctx        c;
+
+	ctx_init(&c);
+	CHECK_EQ(kn_spawn(k, "one", &t_ops, &c, &a), 0);
+	CHECK_EQ(kn_spawn(k, "two", &t_ops, &c, &b), 0);
+	CHECK_EQ(kn_alias(a, ""), MK_EINVAL);
+	CHECK_EQ(kn_alias(a, "two"), MK_EEXIST); /* another's name */
+	CHECK_EQ(kn_alias(a, "uno"), 0);
+	CHECK_EQ(kn_alias(a, "eins"), MK_EEXIST); /* one at most */
+	CHECK_EQ(kn_alias(b, "uno"), MK_EEXIST);  /* another's alias */
+	CHECK_EQ(kn_lookup(k, "uno", &found), 0);
+	CHECK(found == a);
+	ping(found);
+	kn_actor_release(&found);
+	CHECK_EQ(kn_spawn(k, "uno", &t_ops, &c, &found), MK_EEXIST);
+	kn_actor_destroy(&a);
+	CHECK_EQ(kn_lookup(k, "uno", &found), MK_ENOENT);
+	CHECK_EQ(kn_alias(b, "uno"), 0); /* free again */
+	kn_actor_destroy(&b);
+	kn_kernel_close(&k);
+}
+
 typedef struct sender_arg {
 	kn_actor *to;
 	uint8_t   idx;
@@ -555,6 +584,7 @@ main(void)
 	kn_log_configure(MK_LOG_WARN, 0, 2);
 	RUN(start_stop_1000);
 	RUN(registry_and_spawn_errors);
+	RUN(registry_alias);
 	RUN(per_sender_order);
 	RUN(deadline_and_late_reply);
 	RUN(shutdown_answers_asks);

@@ -441,6 +441,42 @@ one_second(void)
  * ------------------------------------------------------------------
  */
 
+/* complete-oauth names the client whose OAuth config the flow is of, by
+ * client_id or name; another client's flow is refused and stays usable
+ * by its own. */
+static void
+complete_by_id(void)
+{
+	sub         sb;
+	mk_runtime *rt  = open_rt(&sb, "byid.db");
+	char       *url = NULL, *state = NULL, *err = NULL, *id;
+	char        code[256], st[64];
+	json_t     *v;
+
+	CHECK_EQ(add_oauth(rt, "oa_id", "{}", false), 0);
+	CHECK_EQ(add_oauth(rt, "oa_other", "{}", false), 0);
+	v  = view_of(rt, "oa_id");
+	id = strdup(json_string_value(
+	        json_object_get(json_object_get(v, "config"), "client_id")));
+	json_decref(v);
+	CHECK_EQ(mk_client_initiate_verification(rt, id, &url, &state, &err),
+	         0);
+	authorize(url, code, sizeof(code), st, sizeof(st));
+	CHECK_EQ(mk_client_complete_oauth(rt, "oa_other", st, code, &err),
+	         MK_EINVAL);
+	CHECK(strstr(err, "belongs to another MCP client") != NULL);
+	mk_free(err);
+	CHECK_EQ(mk_client_complete_oauth(rt, "nobody", st, code, &err),
+	         MK_ENOENT);
+	mk_free(err);
+	CHECK_EQ(mk_client_complete_oauth(rt, id, st, code, &err), 0);
+	whoami_is(rt, id, "admin");
+	mk_free(url);
+	mk_free(state);
+	free(id);
+	close_rt(&rt, &sb);
+}
+
 static void
 flows_rejected(void)
 {
@@ -1194,6 +1230,7 @@ main(void)
 	RUN(short_fan_in);
 	RUN(one_second);
 	RUN(flows_rejected);
+	RUN(complete_by_id);
 	RUN(restart_mid_flow);
 	RUN(per_user_headers);
 	RUN(per_user_oauth);

@@ -525,6 +525,220 @@ reload(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
+/* The global tool_execution_timeout of config.json applies at start (a
+ * hung call answers 504 after one second, not 30) and the global
+ * tool_sync_interval at a SIGHUP (checks tick every second where the
+ * default is ten minutes). */
+static void
+global_settings(void)
+{
+	peer d = {0};
+	char entry[512], a[1024], b[1024];
+
+	snprintf(entry, sizeof(entry),
+	         "{\"name\": \"gs\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	         "\"needs_session_stickiness\": true, "
+	         "\"tools_to_execute\": [\"*\"]}",
+	         mcp.port);
+	snprintf(a, sizeof(a),
+	         "{\"mcp\": {\"tool_execution_timeout\": \"1s\", "
+	         "\"client_configs\": [%s]}}",
+	         entry);
+	serve(&d, "global.json", a, NULL);
+	CHECK(metric_within("mcpkeep_clients{state=\"healthy\"}", 1, 1));
+	nng_time t0 = nng_clock();
+	expect("POST", "/api/mcp/tool/execute",
+	       "{\"client\": \"gs\", \"tool\": \"hang\"}", NULL, 504, NULL);
+	CHECK(nng_clock() - t0 < 10000);
+	CHECK(metric_within("mcpkeep_health_checks_total{client=\"gs\"}", 0,
+	                    0));
+	snprintf(b, sizeof(b),
+	         "{\"mcp\": {\"tool_execution_timeout\": \"1s\", "
+	         "\"tool_sync_interval\": \"1s\", \"client_configs\": [%s]}}",
+	         entry);
+	write_config("global.json", b);
+	CHECK_EQ(kill(d.pid, SIGHUP), 0);
+	CHECK(metric_within("mcpkeep_health_checks_total{client=\"gs\"}", 2,
+	                    1e9));
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
+/* The pid tool's answer through the daemon: the stdio server's pid. */
+static long
+stdio_pid(const char *client)
+{
+	char body[128], *out;
+	long st, pid;
+
+	snprintf(body, sizeof(body), "{\"client\": \"%s\", \"tool\": \"pid\"}",
+	         client);
+	out = http("POST", "/api/mcp/tool/execute", body, NULL, &st);
+	CHECK_EQ(st, 200);
+	json_t *j = json_loads(out, 0, NULL);
+	pid       = strtol(
+	              json_string_value(json_object_get(
+	                      json_array_get(
+	                              json_object_get(json_object_get(j, "result"),
+	                                              "content"),
+	                              0),
+	                      "text")),
+	              NULL, 10);
+	json_decref(j);
+	free(out);
+	CHECK(pid > 0);
+	return (pid);
+}
+
+/* PUT of fields that need no new connection keeps a stdio server's
+ * process; a connection field restarts it. */
+static void
+update_stdio(void)
+{
+	peer d = {0};
+	char config[1024], js[512], patch[1024];
+
+	snprintf(js, sizeof(js), "%s/inject.mjs", peer_dir());
+	snprintf(config, sizeof(config),
+	         "{\"mcp\": {\"client_configs\": [{\"name\": \"sd\", "
+	         "\"connection_type\": \"stdio\", \"stdio_config\": "
+	         "{\"command\": \"node\", \"args\": [\"%s\", \"stdio\"]}, "
+	         "\"tools_to_execute\": [\"*\"]}]}}",
+	         js);
+	serve(&d, "stdio.json", config, NULL);
+	CHECK(metric_within("mcpkeep_clients{state=\"healthy\"}", 1, 1));
+	long pid = stdio_pid("sd");
+	expect("PUT", "/api/mcp/client/sd", "{\"tool_sync_interval\": \"5m\"}",
+	       NULL, 200, NULL);
+	CHECK_EQ(stdio_pid("sd"), pid);
+	expect("PUT", "/api/mcp/client/sd",
+	       "{\"tools_to_execute\": [\"pid\"], \"tool_execution_timeout\": "
+	       "\"20s\", \"is_ping_available\": false}",
+	       NULL, 200, NULL);
+	CHECK_EQ(stdio_pid("sd"), pid);
+	expect("POST", "/api/mcp/tool/execute",
+	       "{\"client\": \"sd\", \"tool\": \"echo\", \"arguments\": "
+	       "{\"message\": \"x\"}}",
+	       NULL, 400, NULL);
+	snprintf(patch, sizeof(patch),
+	         "{\"stdio_config\": {\"command\": \"node\", \"args\": "
+	         "[\"%s\", \"stdio\"], \"envs\": [\"MK_SERVE=1\"]}}",
+	         js);
+	expect("PUT", "/api/mcp/client/sd", patch, NULL, 200, NULL);
+	CHECK(stdio_pid("sd") != pid);
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
+/* The client_id of name in the list view (malloc'd), or NULL. */
+static char *
+listed_id(const char *name)
+{
+	long  st;
+	char *out = http("GET", "/api/mcp/clients?limit=100", NULL, NULL, &st);
+	json_t *all = json_loads(out, 0, NULL), *c;
+	char   *id  = NULL;
+	size_t  i;
+
+	json_array_foreach(json_object_get(all, "clients"), i, c)
+	{
+		json_t *cfg = json_object_get(c, "config");
+		if (strcmp(json_string_value(json_object_get(cfg, "name")),
+		           name) == 0 &&
+		    json_is_string(json_object_get(cfg, "client_id"))) {
+			id = strdup(json_string_value(
+			        json_object_get(cfg, "client_id")));
+		}
+	}
+	json_decref(all);
+	free(out);
+	return (id);
+}
+
+/* Every /api/mcp/client/{id}/... path takes the client_id; the list
+ * shows it (generated ones too); the stream's events carry it. */
+static void
+by_id(void)
+{
+	peer       d = {0};
+	char       config[1024], path[160], body[256], saddr[64];
+	nng_socket s;
+	int        sport = peer_free_port();
+
+	snprintf(
+	        config, sizeof(config),
+	        "{\"server\": {\"stream\": [\"tcp://127.0.0.1:%d\"]}, "
+	        "\"mcp\": {\"client_configs\": [{\"name\": \"idn\", "
+	        "\"client_id\": \"idn-1\", \"connection_type\": \"http\", "
+	        "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	        "\"needs_session_stickiness\": true, \"tools_to_execute\": "
+	        "[\"*\"]}, {\"name\": \"idg\", \"connection_type\": \"http\", "
+	        "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	        "\"needs_session_stickiness\": true, \"tools_to_execute\": "
+	        "[\"*\"]}]}}",
+	        sport, mcp.port, mcp.port);
+	serve(&d, "ids.json", config, NULL);
+	snprintf(saddr, sizeof(saddr), "tcp://127.0.0.1:%d", sport);
+	CHECK_EQ(nng_sub0_open(&s), 0);
+	CHECK_EQ(nng_socket_set(s, NNG_OPT_SUB_SUBSCRIBE, "state", 5), 0);
+	CHECK_EQ(nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, WAIT_MS), 0);
+	CHECK_EQ(nng_dial(s, saddr, NULL, 0), 0);
+	char *named = listed_id("idn"), *gen = listed_id("idg");
+	CHECK(named != NULL && strcmp(named, "idn-1") == 0);
+	CHECK(gen != NULL && strlen(gen) == 32);
+	const char *ids[] = {named, gen};
+	for (int i = 0; i < 2; i++) {
+		static const char *const acts[] = {"reconnect",
+		                                   "refresh-tools", "disable",
+		                                   "enable", NULL};
+		for (int k = 0; acts[k] != NULL; k++) {
+			snprintf(path, sizeof(path), "/api/mcp/client/%s/%s",
+			         ids[i], acts[k]);
+			expect("POST", path, NULL, NULL, 200, NULL);
+		}
+		snprintf(path, sizeof(path), "/api/mcp/client/%s", ids[i]);
+		expect("PUT", path, "{\"tools_to_execute\": [\"echo\"]}", NULL,
+		       200, NULL);
+		snprintf(body, sizeof(body),
+		         "{\"client\": \"%s\", \"tool\": \"echo\", "
+		         "\"arguments\": {\"message\": \"by id\"}}",
+		         ids[i]);
+		expect("POST", "/api/mcp/tool/execute", body, NULL, 200,
+		       "by id");
+	}
+	/* the disable reached the subscriber with the generated id */
+	for (;;) {
+		nng_msg *m;
+		mk_event e;
+		CHECK_EQ(nng_recvmsg(s, &m, 0), 0);
+		CHECK_EQ(mk_event_parse(nng_msg_body(m), nng_msg_len(m), &e),
+		         0);
+		nng_msg_free(m);
+		if (strcmp(e.name, "idg") == 0 &&
+		    strcmp(e.state, "disabled") == 0) {
+			CHECK(strcmp(e.client_id, gen) == 0);
+			break;
+		}
+	}
+	nng_close(s);
+	/* an id that is another client's name is refused */
+	snprintf(body, sizeof(body),
+	         "{\"name\": \"idx\", \"client_id\": \"idg\", "
+	         "\"connection_type\": \"http\", \"connection_string\": "
+	         "\"http://127.0.0.1:%d/mcp\"}",
+	         mcp.port);
+	expect("POST", "/api/mcp/client", body, NULL, 409, "already exists");
+	snprintf(path, sizeof(path), "/api/mcp/client/%s", gen);
+	expect("DELETE", path, NULL, NULL, 200, NULL);
+	expect("DELETE", path, NULL, NULL, 404, "no MCP client");
+	CHECK(listed_id("idg") == NULL);
+	free(named);
+	free(gen);
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
 /* 2,000 tool executions over HTTP at once, each its own connection: no
  * error, and every answer is its own request's. */
 #define LOAD 2000
@@ -805,8 +1019,16 @@ status_page(void)
 	peer_stop(&m); /* (killed by the page: reaped here) */
 }
 
+/* Runs fn, or only the test named on the command line. */
+#define RUN_IF(fn)                                                            \
+	do {                                                                  \
+		if (argc < 2 || strcmp(argv[1], #fn) == 0) {                  \
+			RUN(fn);                                              \
+		}                                                             \
+	} while (0)
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
 	unsetenv("MCPKEEP_ADMIN_TOKEN"); /* the tests give the daemon theirs */
@@ -814,14 +1036,17 @@ main(void)
 	CHECK(peer_dir() != NULL);
 	CHECK(mkdtemp(dir) != NULL);
 	start_inject(&mcp);
-	RUN(api);
-	RUN(admin_token);
-	RUN(reload);
-	RUN(load);
-	RUN(busy);
-	RUN(lanes);
-	RUN(json_log);
-	RUN(status_page);
+	RUN_IF(api);
+	RUN_IF(admin_token);
+	RUN_IF(reload);
+	RUN_IF(global_settings);
+	RUN_IF(update_stdio);
+	RUN_IF(by_id);
+	RUN_IF(load);
+	RUN_IF(busy);
+	RUN_IF(lanes);
+	RUN_IF(json_log);
+	RUN_IF(status_page);
 	peer_stop(&mcp);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

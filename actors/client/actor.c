@@ -222,17 +222,28 @@ on_metrics(client *cl, kn_msg *msg)
 	free(text);
 }
 
+/* The config as given, with its client_id (generated ones too). */
+static json_t *
+view_config(const client *cl)
+{
+	json_t *c = cfg_client_redacted(cl->cfg);
+
+	if (c != NULL) {
+		json_object_set_new(c, "client_id", json_string(cl->cfg->id));
+	}
+	return (c);
+}
+
 static json_t *
 view_json(client *cl)
 {
 	const char *state = cstate_name(shown_state(cl));
-	json_t     *v =
-	        json_pack("{s:o*, s:o*, s:s, s:s, s:I}", "config",
-	                  cfg_client_redacted(cl->cfg), "tools",
-	                  cl->tools ? tools_sorted(cl->tools) : json_array(),
-	                  "state", state, "connection_mode",
-	                  cl->cfg->sticky ? "sticky" : "per_call",
-	                  "generation", (json_int_t)cl->gen);
+	json_t     *v     = json_pack(
+	                "{s:o*, s:o*, s:s, s:s, s:I}", "config", view_config(cl),
+	                "tools", cl->tools ? tools_sorted(cl->tools) : json_array(),
+	                "state", state, "connection_mode",
+                cl->cfg->sticky ? "sticky" : "per_call", "generation",
+	                (json_int_t)cl->gen);
 
 	if (v != NULL && cl->lf_set) {
 		json_object_set_new(v, "last_failure",
@@ -674,19 +685,41 @@ on_enable(client *cl, kn_msg *msg)
 	enable_corr(cl, kn_defer(msg), msg->env.type);
 }
 
+/* The effective intervals: the config's own, else the global ones. */
+static void
+apply_intervals(client *cl)
+{
+	cl->sync_ms = cl->cfg->sync_ms ? cl->cfg->sync_ms : cl->def_sync_ms;
+	cl->exec_ms = cl->cfg->exec_ms ? cl->cfg->exec_ms : cl->def_exec_ms;
+}
+
 static const char *const immutable[] = {
         "name",      "client_id", "connection_type", "connection_string",
         "auth_type", NULL};
 
-/* Config fields whose change needs a new connection. */
-static const char *const conn_fields[] = {
-        "headers",      "stdio_config",   "needs_session_stickiness",
-        "oauth_config", "token_exchange", NULL};
+/* Config fields whose change needs a new connection; the others
+ * (tools_to_execute, tool_sync_interval, tool_execution_timeout,
+ * is_ping_available, disabled) apply in place. */
+static const char *const conn_fields[] = {"connection_type",
+                                          "connection_string",
+                                          "headers",
+                                          "stdio_config",
+                                          "auth_type",
+                                          "oauth_config",
+                                          "token_exchange",
+                                          "per_user_header_keys",
+                                          "needs_session_stickiness",
+                                          NULL};
 
+/* Whether key differs between a and b; absent from both is no change
+ * (json_equal is false when both are NULL). */
 static bool
 field_changed(json_t *a, json_t *b, const char *key)
 {
-	return (!json_equal(json_object_get(a, key), json_object_get(b, key)));
+	json_t *x = json_object_get(a, key), *y = json_object_get(b, key);
+
+	return ((x == NULL) != (y == NULL) ||
+	        (x != NULL && !json_equal(x, y)));
 }
 
 /* Applies a config patch: immutable fields refused, the result
@@ -712,6 +745,12 @@ on_update(client *cl, kn_msg *msg)
 		reply_error(cl, corr, MK_EINVAL,
 		            "the update must be a JSON object");
 		return;
+	}
+	/* the id as the view shows it (a generated one is not in raw) */
+	json_t *given = json_object_get(patch, "client_id");
+	if (json_is_string(given) &&
+	    strcmp(json_string_value(given), cl->cfg->id) == 0) {
+		json_object_del(patch, "client_id");
 	}
 	for (int i = 0; immutable[i] != NULL; i++) {
 		if (json_object_get(patch, immutable[i]) != NULL &&
@@ -759,8 +798,7 @@ on_update(client *cl, kn_msg *msg)
 	cfg_client_free(&cl->cfg);
 	cl->cfg = ncfg;
 	cred_clear(cl); /* its header lines pointed into the old config */
-	cl->sync_ms = ncfg->sync_ms ? ncfg->sync_ms : cl->def_sync_ms;
-	cl->exec_ms = ncfg->exec_ms ? ncfg->exec_ms : cl->def_exec_ms;
+	apply_intervals(cl);
 	KN_INFO("client", "%s: config updated%s", ncfg->name,
 	        redial ? "; reconnecting" : "");
 	client_persist_config(cl);
@@ -782,6 +820,19 @@ on_update(client *cl, kn_msg *msg)
 	}
 	client_push_view(cl);
 	reply_ok(cl, corr);
+}
+
+static void
+on_settings(client *cl, kn_msg *msg)
+{
+	mp_r r;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	cl->def_sync_ms = mp_int(mp_get(&r, "sync_ms"), cl->def_sync_ms);
+	cl->def_exec_ms = mp_int(mp_get(&r, "exec_ms"), cl->def_exec_ms);
+	mp_r_close(&r);
+	apply_intervals(cl);
+	client_push_view(cl); /* the supervisor reschedules on its sync_ms */
 }
 
 static int
@@ -816,6 +867,9 @@ cl_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case MSG_CL_METRICS:
 		on_metrics(cl, msg);
+		return (0);
+	case MSG_CL_SETTINGS:
+		on_settings(cl, msg);
 		return (0);
 	default:
 		assert(!"client: unexpected message");

@@ -35,6 +35,11 @@
  *   MSG_CL_ENABLE    ask  {}  -> {} | error (the connect's)
  *   MSG_CL_METRICS   ask  {}  -> {"json": text} (its counters: see
  *                          mk_client_metrics_json)
+ *   MSG_CL_SETTINGS  tell {"sync_ms", "exec_ms"} from the supervisor:
+ *                          the global tool_sync_interval and
+ *                          tool_execution_timeout, used where the
+ *                          client's config has none (a new sync_ms
+ *                          reaches the supervisor in the view)
  *   MSG_CL_CRED      tell {"status": "active" | "refreshed" |
  *                          "needs_reauth" | "rotated", "message"} from
  *                          the credential actor (see cred.c)

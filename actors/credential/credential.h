@@ -52,8 +52,11 @@
  *                        "redirect_uri"} -> {"authorize_url", "state"}
  *                        (discovery and registration first, as needed;
  *                        the flow is stored before the reply)
- *   MSG_CR_COMPLETE ask  {"state", "code"} -> {"client_id"} | MK_EINVAL
- *                        (unknown, used or expired state; a refused code)
+ *   MSG_CR_COMPLETE ask  {"state", "code", "client" (optional: id or
+ *                        name; the flow must be that client's, else
+ *                        MK_EINVAL and the flow stays)} -> {"client_id"}
+ *                        | MK_EINVAL (unknown, used or expired state; a
+ *                        refused code) | MK_ENOENT (no such client)
  *   MSG_CR_VERIFY_HEADERS  ask {"client", "headers": json object text}
  *                        per_user_headers: the admin's sample, retained
  *                        for discovery -> {}

@@ -859,7 +859,7 @@ cr_complete(cr_self *cr, kn_msg *msg)
 {
 	uint64_t    corr = kn_defer(msg);
 	mp_r        r;
-	char       *state, *code, *form = NULL;
+	char       *state, *code, *who, *form = NULL;
 	strmap_ent *e;
 	flow       *f;
 	cclient    *c;
@@ -867,12 +867,22 @@ cr_complete(cr_self *cr, kn_msg *msg)
 	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
 	state = mp_dup_str(mp_get(&r, "state"));
 	code  = mp_dup_str(mp_get(&r, "code"));
+	who   = mp_dup_str(mp_get(&r, "client"));
 	mp_r_close(&r);
 	e = state != NULL ? strmap_get(&cr->flows, state) : NULL;
 	f = (flow *)e;
 	if (f == NULL || f->claiming) {
 		cr_reply_error(cr, corr, MK_EINVAL, NULL,
 		               "unknown or already used OAuth state");
+	} else if (who != NULL && (c = cr_client(cr, who)) == NULL) {
+		cr_reply_error(cr, corr, MK_ENOENT, NULL,
+		               "no MCP client %.200s", who);
+	} else if (who != NULL && strcmp(c->id, f->client_id) != 0) {
+		/* the flow stays: its own client may still complete it */
+		cr_reply_error(cr, corr, MK_EINVAL, NULL,
+		               "the OAuth flow belongs to another MCP client "
+		               "than %.200s",
+		               who);
 	} else if (f->expires_at <= cr_now()) {
 		cr_reply_error(cr, corr, MK_EINVAL, NULL,
 		               "the OAuth flow expired: start it again");
@@ -921,4 +931,5 @@ cr_complete(cr_self *cr, kn_msg *msg)
 	}
 	free(state);
 	free(code);
+	free(who);
 }

@@ -83,6 +83,7 @@ kn_kernel_release(kn_kernel *k)
 		pthread_mutex_destroy(&k->shards[i].mtx);
 	}
 	idmap_fini(&k->reg);
+	idmap_fini(&k->aliases);
 	pthread_mutex_destroy(&k->reg_mtx);
 	free(k);
 }
@@ -152,6 +153,7 @@ name_hash(const char *s)
 	return (h | 1);
 }
 
+/* The actor with that name or alias. */
 static kn_actor *
 find_locked(kn_kernel *k, const char *name, uint64_t hash)
 {
@@ -161,7 +163,70 @@ find_locked(kn_kernel *k, const char *name, uint64_t hash)
 			return (a);
 		}
 	}
+	for (kn_actor *a = idmap_get(&k->aliases, hash); a != NULL;
+	     a           = a->alias_next) {
+		if (strcmp(a->alias, name) == 0) {
+			return (a);
+		}
+	}
 	return (NULL);
+}
+
+int
+kn_alias(kn_actor *a, const char *alias)
+{
+	kn_kernel *k = a->k;
+	uint64_t   hash;
+	kn_actor  *head;
+	int        rv = 0;
+
+	if (alias == NULL || *alias == '\0' || strlen(alias) > KN_ALIAS_MAX) {
+		return (MK_EINVAL);
+	}
+	hash = name_hash(alias);
+	pthread_mutex_lock(&k->reg_mtx);
+	if (!a->listed) {
+		rv = MK_ECLOSED;
+	} else if (a->alias[0] != '\0' ||
+	           find_locked(k, alias, hash) != NULL) {
+		rv = MK_EEXIST;
+	} else if ((head = idmap_get(&k->aliases, hash)) != NULL) {
+		a->alias_next    = head->alias_next; /* same hash: chain it */
+		head->alias_next = a;
+	} else if ((rv = idmap_put(&k->aliases, hash, a)) == 0) {
+		a->alias_next = NULL;
+	}
+	if (rv == 0) {
+		snprintf(a->alias, sizeof(a->alias), "%s", alias);
+		a->alias_hash = hash;
+	}
+	pthread_mutex_unlock(&k->reg_mtx);
+	return (rv);
+}
+
+/* Unlinks the actor's alias, if it has one. */
+static void
+alias_remove_locked(kn_kernel *k, kn_actor *a)
+{
+	kn_actor *head;
+
+	if (a->alias[0] == '\0') {
+		return;
+	}
+	if ((head = idmap_get(&k->aliases, a->alias_hash)) == a) {
+		idmap_del(&k->aliases, a->alias_hash);
+		if (a->alias_next != NULL) {
+			/* a slot was just freed: cannot fail */
+			(void)idmap_put(&k->aliases, a->alias_hash,
+			                a->alias_next);
+		}
+	} else {
+		while (head->alias_next != a) {
+			head = head->alias_next;
+		}
+		head->alias_next = a->alias_next;
+	}
+	a->alias[0] = '\0';
 }
 
 int
@@ -221,6 +286,7 @@ kn_registry_remove(kn_kernel *k, kn_actor *a)
 			}
 			head->reg_next = a->reg_next;
 		}
+		alias_remove_locked(k, a);
 		if (a->newer != NULL) {
 			a->newer->older = a->older;
 		} else {

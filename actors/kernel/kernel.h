@@ -47,6 +47,7 @@
 #include "mcpkeep.h"
 
 #define KN_NAME_MAX      CODEC_SENDER_MAX
+#define KN_ALIAS_MAX     80 /* bytes in an alias (kn_alias) */
 #define KN_STACK_DEFAULT (256u * 1024u)
 #define KN_STACK_MIN     (64u * 1024u)
 
@@ -136,9 +137,18 @@ int kn_stop(kn_actor *a);
  * nulls *ap.  Safe with NULL. */
 void kn_actor_destroy(kn_actor **ap);
 
-/* kn_lookup finds a running actor by name and takes a reference for the
- * caller (release with kn_actor_release).  Returns 0 or MK_ENOENT. */
+/* kn_lookup finds a running actor by name or alias and takes a reference
+ * for the caller (release with kn_actor_release).  Returns 0 or
+ * MK_ENOENT. */
 int kn_lookup(kn_kernel *k, const char *name, kn_actor **ap);
+
+/* kn_alias gives a running actor a second registry name (one at most,
+ * up to KN_ALIAS_MAX bytes), unique among names and aliases; it goes when
+ * the actor leaves the registry.  Any thread.  Returns 0, MK_EINVAL
+ * (empty or too long),
+ * MK_EEXIST (taken, or the actor has one), MK_ECLOSED (not running) or
+ * MK_ENOMEM. */
+int kn_alias(kn_actor *a, const char *alias);
 
 /* kn_actor_hold takes another reference; kn_actor_release drops one and
  * nulls *ap. */

@@ -53,6 +53,7 @@ struct kn_kernel {
 	kn_shard             shards[KN_SHARDS]; /* pending asks */
 	pthread_mutex_t      reg_mtx; /* guards reg and the actor list */
 	idmap                reg;     /* name hash -> first actor of chain */
+	idmap                aliases; /* alias hash -> first actor of chain */
 	kn_actor            *newest;  /* running actors, newest first */
 
 	/* counters, relaxed atomics */
@@ -98,9 +99,13 @@ struct kn_actor {
 	int             start_rc; /* init's result */
 	bool            joined;   /* the thread was joined */
 	kn_actor       *reg_next; /* registry chain (same hash); reg_mtx */
-	kn_actor       *older;    /* kernel's actor list; reg_mtx */
-	kn_actor       *newer;    /* kernel's actor list; reg_mtx */
-	bool            listed;   /* in registry and list; reg_mtx */
+	char alias[KN_ALIAS_MAX + 1]; /* a second registry name, or "";
+	                               * reg_mtx */
+	uint64_t  alias_hash;         /* its hash; reg_mtx */
+	kn_actor *alias_next;         /* alias chain (same hash); reg_mtx */
+	kn_actor *older;              /* kernel's actor list; reg_mtx */
+	kn_actor *newer;              /* kernel's actor list; reg_mtx */
+	bool      listed;             /* in registry and list; reg_mtx */
 
 	/* actor thread only */
 	void     *state;      /* what init returned */

@@ -233,6 +233,14 @@ function makeServer() {
 			return text(String(counters[name]));
 		});
 	}
+
+	// ---- pid {}: text = this server's process id (tests tell whether
+	// a stdio server was restarted) ----
+	s.registerTool('pid', {
+		description: 'Answers the server\'s process id',
+		inputSchema: {},
+	}, async () => text(String(process.pid)));
+	// ---- end pid ----
 	return s;
 }
 

@@ -1,0 +1,395 @@
+/*
+ * apply_test.c - what a configuration applies, through the public API:
+ * the global tool_sync_interval and tool_execution_timeout of a
+ * config.json (mk_runtime_load, mk_runtime_configure; a client's own
+ * value wins), an update that changes only what changed (a stdio server
+ * keeps its process unless a connection field changed), and clients
+ * addressed by their client_id as well as by name (the list view, every
+ * mk_* call, the state stream; an id that is another client's name is
+ * refused).  The MCP server is test/peers/inject.mjs.
+ */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mcpkeep.h"
+#include "peer.h"
+#include "rtutil.h"
+#include "testutil.h"
+
+static peer srv;     /* inject.mjs over Streamable HTTP */
+static char js[512]; /* inject.mjs */
+static char dir[] = "/tmp/mk-apply-XXXXXX";
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+/* One counter of the client's metrics (mk_client_metrics_json). */
+static long
+client_metric(mk_runtime *rt, const char *client, const char *key)
+{
+	char   *m = NULL;
+	json_t *j;
+	long    v;
+
+	CHECK_EQ(mk_client_metrics_json(rt, client, &m), 0);
+	CHECK((j = json_loads(m, 0, NULL)) != NULL);
+	v = (long)json_integer_value(json_object_get(j, key));
+	json_decref(j);
+	mk_free(m);
+	return (v);
+}
+
+/* Waits until the client ran at least n health checks.  A passing check
+ * publishes nothing on the stream (no state changes), so its counter is
+ * polled, with a deadline. */
+static void
+wait_checks(mk_runtime *rt, const char *client, long n)
+{
+	int64_t until = now_ms() + WAIT_MS;
+
+	while (client_metric(rt, client, "checks") < n) {
+		CHECK(now_ms() < until);
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling a counter, with a deadline */
+	}
+}
+
+/* A `hang` call: it must time out; gives how long it took (ms). */
+static int64_t
+hang_ms(mk_runtime *rt, const char *client)
+{
+	int64_t t0 = now_ms();
+	int     rc;
+	char   *t = call_text(rt, client, "hang", NULL, &rc);
+
+	if (rc != MK_ETIMEDOUT) {
+		fprintf(stderr, "hang on %s: %s (%s)\n", client,
+		        mk_strerror(rc), t);
+	}
+	CHECK_EQ(rc, MK_ETIMEDOUT);
+	free(t);
+	return (now_ms() - t0);
+}
+
+/* A sticky Streamable HTTP client of srv named name, with extra fields
+ * (", ..." or ""), as a config.json entry. */
+static void
+sticky_entry(char *buf, size_t len, const char *name, const char *extra)
+{
+	snprintf(buf, len,
+	         "{\"name\": \"%s\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	         "\"needs_session_stickiness\": true, "
+	         "\"tools_to_execute\": [\"*\"]%s}",
+	         name, srv.port, extra);
+}
+
+/* ---- item: every setting takes effect ------------------------------------
+ */
+
+/* mk_runtime_load applies the file's mcp.tool_sync_interval (checks tick
+ * every second where the default is ten minutes) and
+ * mcp.tool_execution_timeout (a hung call ends after one second, not
+ * 30); a client's own value wins over the global one. */
+static void
+global_settings_load(void)
+{
+	sub         sb;
+	mk_runtime *rt = rt_open(&sb);
+	char        a[512], b[512], file[1400], *err = NULL;
+	int         at = 0;
+
+	sticky_entry(a, sizeof(a), "gl", "");
+	sticky_entry(b, sizeof(b), "own",
+	             ", \"tool_execution_timeout\": \"3s\"");
+	snprintf(file, sizeof(file),
+	         "{\"mcp\": {\"tool_sync_interval\": \"1s\", "
+	         "\"tool_execution_timeout\": \"1s\", "
+	         "\"client_configs\": [%s, %s]}}",
+	         a, b);
+	CHECK_EQ(mk_runtime_load(rt, file, &err), 0);
+	wait_state(&sb, &at, "gl", "healthy", NULL);
+	wait_checks(rt, "gl", 2);
+	CHECK(hang_ms(rt, "gl") < 10000);
+	int64_t own = hang_ms(rt, "own");
+	CHECK(own >= 2900 && own < 15000);
+	/* a client added later gets the global values too */
+	sticky_entry(a, sizeof(a), "later", "");
+	CHECK_EQ(mk_client_add(rt, a, NULL, &err), 0);
+	CHECK(hang_ms(rt, "later") < 10000);
+	rt_close(&rt, &sb);
+}
+
+/* mk_runtime_configure (what SIGHUP runs) applies them to running
+ * clients; an invalid file applies nothing. */
+static void
+global_settings_configure(void)
+{
+	sub         sb;
+	mk_runtime *rt = rt_open(&sb);
+	char        a[512], file[1024], *err = NULL;
+	int         at = 0;
+
+	sticky_entry(a, sizeof(a), "rl", "");
+	snprintf(file, sizeof(file), "{\"mcp\": {\"client_configs\": [%s]}}",
+	         a);
+	CHECK_EQ(mk_runtime_load(rt, file, &err), 0);
+	wait_state(&sb, &at, "rl", "healthy", NULL);
+	CHECK_EQ(client_metric(rt, "rl", "checks"), 0); /* ten minutes */
+	CHECK_EQ(mk_runtime_configure(rt,
+	                              "{\"mcp\": {\"tool_sync_interval\": "
+	                              "\"0s\"}}",
+	                              &err),
+	         MK_EINVAL);
+	CHECK(strstr(err, "mcp.tool_sync_interval") != NULL);
+	mk_free(err);
+	err = NULL;
+	snprintf(file, sizeof(file),
+	         "{\"mcp\": {\"tool_sync_interval\": \"1s\", "
+	         "\"tool_execution_timeout\": \"1s\", \"client_configs\": "
+	         "[%s]}}",
+	         a);
+	CHECK_EQ(mk_runtime_configure(rt, file, &err), 0);
+	wait_checks(rt, "rl", 2);
+	CHECK(hang_ms(rt, "rl") < 10000);
+	rt_close(&rt, &sb);
+}
+
+/* ---- item: an update changes only what changed ---------------------------
+ */
+
+/* The pid tool's answer: the stdio server's process id. */
+static long
+server_pid(mk_runtime *rt, const char *client)
+{
+	int     rc;
+	char   *t = call_text(rt, client, "pid", NULL, &rc);
+	json_t *j = json_loads(t, 0, NULL);
+	long    pid;
+
+	CHECK_EQ(rc, 0);
+	pid = strtol(json_string_value(json_object_get(
+	                     json_array_get(json_object_get(j, "content"), 0),
+	                     "text")),
+	             NULL, 10);
+	CHECK(pid > 0);
+	json_decref(j);
+	free(t);
+	return (pid);
+}
+
+static long
+generation(mk_runtime *rt, const char *client)
+{
+	json_t *v = view_of(rt, client);
+	long    g = (long)json_integer_value(json_object_get(v, "generation"));
+
+	json_decref(v);
+	return (g);
+}
+
+static void
+update_in_place(void)
+{
+	static const char *const in_place[] = {
+	        "{\"tool_sync_interval\": \"5m\"}",
+	        "{\"tools_to_execute\": [\"pid\", \"echo\"]}",
+	        "{\"tool_execution_timeout\": \"20s\"}",
+	        "{\"is_ping_available\": false}", NULL};
+	sub         sb;
+	mk_runtime *rt  = rt_open(&sb);
+	char       *err = NULL;
+	int         at  = 0;
+
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"st\", \"connection_type\": \"stdio\", "
+	             "\"stdio_config\": {\"command\": \"node\", \"args\": "
+	             "[\"%s\", \"stdio\"]}, \"tools_to_execute\": [\"*\"]}",
+	             js),
+	         0);
+	wait_state(&sb, &at, "st", "healthy", NULL);
+	long pid = server_pid(rt, "st"), gen = generation(rt, "st");
+	for (int i = 0; in_place[i] != NULL; i++) {
+		CHECK_EQ(mk_client_update(rt, "st", in_place[i], &err), 0);
+		CHECK_EQ(server_pid(rt, "st"), pid);
+		CHECK_EQ(generation(rt, "st"), gen);
+	}
+	/* it applied: a tool no longer allowed is refused */
+	int   rc;
+	char *t = call_text(rt, "st", "structured", NULL, &rc);
+	CHECK_EQ(rc, MK_EINVAL);
+	free(t);
+	/* a connection field: a new process */
+	char patch[1024];
+	snprintf(patch, sizeof(patch),
+	         "{\"stdio_config\": {\"command\": \"node\", \"args\": "
+	         "[\"%s\", \"stdio\"], \"envs\": [\"MK_APPLY=1\"]}}",
+	         js);
+	CHECK_EQ(mk_client_update(rt, "st", patch, &err), 0);
+	CHECK(server_pid(rt, "st") != pid);
+	CHECK(generation(rt, "st") > gen);
+	rt_close(&rt, &sb);
+}
+
+/* ---- item: clients are addressable by their id ---------------------------
+ */
+
+typedef struct idmatch {
+	const char *id;    /* client_id */
+	const char *state; /* the state */
+} idmatch;
+
+static int
+is_id_state(const event *e, const void *arg)
+{
+	const idmatch *m = arg;
+
+	return (strcmp(e->topic, "state") == 0 &&
+	        strcmp(e->client_id, m->id) == 0 &&
+	        strcmp(e->state, m->state) == 0);
+}
+
+static const char *
+config_id(json_t *v)
+{
+	return (json_string_value(
+	        json_object_get(json_object_get(v, "config"), "client_id")));
+}
+
+/* Every lifecycle call by id. */
+static void
+lifecycle_by_id(mk_runtime *rt, sub *sb, int *at, const char *id)
+{
+	char   *err = NULL;
+	idmatch dis = {id, "disabled"}, ok = {id, "healthy"};
+	int     rc;
+
+	CHECK_EQ(mk_client_disable(rt, id, &err), 0);
+	wait_event(sb, at, is_id_state, &dis, "disabled, by id");
+	CHECK_EQ(mk_client_enable(rt, id, &err), 0);
+	wait_event(sb, at, is_id_state, &ok, "healthy again, by id");
+	CHECK_EQ(mk_client_reconnect(rt, id, &err), 0);
+	CHECK_EQ(mk_client_refresh_tools(rt, id, &err), 0);
+	CHECK_EQ(mk_client_update(rt, id, "{\"tools_to_execute\": [\"echo\"]}",
+	                          &err),
+	         0);
+	CHECK_EQ(mk_credentials_evict(rt, id, NULL, NULL, NULL, NULL, &err),
+	         0);
+	CHECK(client_metric(rt, id, "checks") >= 1);
+	char *t = call_text(rt, id, "echo", "{\"message\": \"by id\"}", &rc);
+	CHECK_EQ(rc, 0);
+	CHECK(strstr(t, "by id") != NULL);
+	free(t);
+}
+
+static void
+clients_by_id(void)
+{
+	sub         sb;
+	mk_runtime *rt;
+	char        path[128], a[512], *err = NULL, *gen_id = NULL;
+	int         at = 0;
+
+	snprintf(path, sizeof(path), "%s/ids.db", dir);
+	rt = rt_open_store(&sb, path);
+	sticky_entry(a, sizeof(a), "named", ", \"client_id\": \"named-1\"");
+	CHECK_EQ(mk_client_add(rt, a, NULL, &err), 0);
+	sticky_entry(a, sizeof(a), "gen", "");
+	CHECK_EQ(mk_client_add(rt, a, &gen_id, &err), 0);
+	/* the list view shows every client_id, generated ones too */
+	json_t *v = view_of(rt, "named");
+	CHECK(strcmp(config_id(v), "named-1") == 0);
+	json_decref(v);
+	v = view_of(rt, "gen");
+	CHECK(config_id(v) != NULL && strcmp(config_id(v), gen_id) == 0);
+	json_decref(v);
+	/* the stream carries it */
+	idmatch ok = {gen_id, "healthy"};
+	wait_event(&sb, &at, is_id_state, &ok, "gen healthy, by id");
+	lifecycle_by_id(rt, &sb, &at, gen_id);
+	lifecycle_by_id(rt, &sb, &at, "named-1");
+	/* the view's config, sent back whole, changes nothing */
+	v         = view_of(rt, "gen");
+	char *cfg = json_dumps(json_object_get(v, "config"), JSON_COMPACT);
+	json_decref(v);
+	CHECK_EQ(mk_client_update(rt, "gen", cfg, &err), 0);
+	free(cfg);
+	/* an id that is another client's name, a name that is another's
+	 * id: refused (which would {id} mean?) */
+	sticky_entry(a, sizeof(a), "clash", ", \"client_id\": \"gen\"");
+	CHECK_EQ(mk_client_add(rt, a, NULL, &err), MK_EEXIST);
+	mk_free(err);
+	err = NULL;
+	sticky_entry(a, sizeof(a), "named_2", ", \"client_id\": \"zz9\"");
+	CHECK_EQ(mk_client_add(rt, a, NULL, &err), 0);
+	sticky_entry(a, sizeof(a), "zz9", "");
+	CHECK_EQ(mk_client_add(rt, a, NULL, &err), MK_EEXIST);
+	mk_free(err);
+	err = NULL;
+	/* and within one file */
+	char b[512], file[1200];
+	sticky_entry(a, sizeof(a), "fa", ", \"client_id\": \"fb\"");
+	sticky_entry(b, sizeof(b), "fb", "");
+	snprintf(file, sizeof(file),
+	         "{\"mcp\": {\"client_configs\": [%s, %s]}}", a, b);
+	CHECK_EQ(mk_runtime_load(rt, file, &err), MK_EINVAL);
+	CHECK(strstr(err, "another client's name") != NULL);
+	mk_free(err);
+	err = NULL;
+	/* a generated id is stored: the same after a restart */
+	rt_close(&rt, &sb);
+	rt = rt_open_store(&sb, path);
+	v  = view_of(rt, "gen");
+	CHECK(strcmp(config_id(v), gen_id) == 0);
+	json_decref(v);
+	CHECK_EQ(mk_client_remove(rt, gen_id, &err), 0);
+	CHECK_EQ(mk_client_remove(rt, "named-1", &err), 0);
+	CHECK_EQ(mk_client_remove(rt, gen_id, &err), MK_ENOENT);
+	mk_free(err);
+	mk_free(gen_id);
+	rt_close(&rt, &sb);
+}
+
+/* Runs fn, or only the test named on the command line. */
+#define RUN_IF(fn)                                                            \
+	do {                                                                  \
+		if (argc < 2 || strcmp(argv[1], #fn) == 0) {                  \
+			RUN(fn);                                              \
+		}                                                             \
+	} while (0)
+
+int
+main(int argc, char **argv)
+{
+	signal(SIGPIPE, SIG_IGN);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	CHECK(peer_dir() != NULL);
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(js, sizeof(js), "%s/inject.mjs", peer_dir());
+	const char *nodev[] = {"node", js, "http", "--port", "0", NULL};
+	CHECK_EQ(peer_start(&srv, nodev, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+	RUN_IF(global_settings_load);
+	RUN_IF(global_settings_configure);
+	RUN_IF(update_in_place);
+	RUN_IF(clients_by_id);
+	peer_stop(&srv);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK_EQ(system(cmd), 0);
+	curl_global_cleanup();
+	return (0);
+}
