@@ -423,6 +423,7 @@ typedef struct mk_result {
 	char *error;         /* one line, no secrets, or NULL */
 	char *error_kind;    /* timeout, connect, http, auth, session_gone,
 	                      * protocol, server, transport_lost, cancelled,
+	                      * limit (out of file descriptors),
 	                      * or NULL for a local refusal */
 	int   http_status;   /* when the error had one, else 0 */
 	char *auth_required; /* MK_EAUTH: the mcp_auth_required payload

@@ -452,6 +452,7 @@ complete_by_id(void)
 	char       *url = NULL, *state = NULL, *err = NULL, *id;
 	char        code[256], st[64];
 	json_t     *v;
+	int         at = 0;
 
 	CHECK_EQ(add_oauth(rt, "oa_id", "{}", false), 0);
 	CHECK_EQ(add_oauth(rt, "oa_other", "{}", false), 0);
@@ -470,6 +471,8 @@ complete_by_id(void)
 	         MK_ENOENT);
 	mk_free(err);
 	CHECK_EQ(mk_client_complete_oauth(rt, id, st, code, &err), 0);
+	/* the client hears of its credential from the credential actor */
+	wait_state(&sb, &at, "oa_id", "healthy", NULL);
 	whoami_is(rt, id, "admin");
 	mk_free(url);
 	mk_free(state);

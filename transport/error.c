@@ -19,6 +19,7 @@ static const char *kind_names[] = {
         [MCP_E_LOST]      = "transport_lost",
         [MCP_E_CANCELLED] = "cancelled",
         [MCP_E_LOCAL]     = "local",
+        [MCP_E_LIMIT]     = "limit",
 };
 
 const char *

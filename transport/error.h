@@ -22,6 +22,7 @@ typedef enum mcp_errkind {
 	MCP_E_LOST      = 8,  /* the stream or the child process went away */
 	MCP_E_CANCELLED = 9,  /* the caller gave up or the session closed */
 	MCP_E_LOCAL     = 10, /* a local failure: memory, fork, bad input */
+	MCP_E_LIMIT     = 11, /* a process limit: out of file descriptors */
 } mcp_errkind;
 
 #define MCP_ERRMSG_MAX  512

@@ -28,6 +28,7 @@ struct tp_loop {
 	tp_defer           *dhead;    /* deferred work, FIFO */
 	tp_defer           *dtail;    /* last deferred */
 	tp_owned           *owned;    /* closing connections */
+	unsigned            running;  /* transfers in the multi handle */
 };
 
 void
@@ -118,6 +119,15 @@ tp_loop_new(tp_loop **lp)
 		free(l);
 		return (MK_ENOMEM);
 	}
+	/* curl makes its wake-up socket pair quietly: without file
+	 * descriptors (EMFILE) the handle comes back and can never be
+	 * woken.  A wake-up now proves the pair exists (the next wait just
+	 * returns at once). */
+	if (curl_multi_wakeup(l->multi) != CURLM_OK) {
+		curl_multi_cleanup(l->multi);
+		free(l);
+		return (MK_ESYS);
+	}
 	/* a burst of calls to one server queues beyond this many
 	 * connections instead of opening one socket each (the server's
 	 * backlog and our file descriptors are finite); each transfer's
@@ -155,6 +165,7 @@ tp_loop_add(tp_loop *l, tp_xfer *x)
 		return (MK_ENOMEM);
 	}
 	x->added = 1;
+	l->running++;
 	return (0);
 }
 
@@ -164,7 +175,15 @@ tp_loop_remove(tp_loop *l, tp_xfer *x)
 	if (x->added) {
 		curl_multi_remove_handle(l->multi, x->easy);
 		x->added = 0;
+		l->running--;
 	}
+}
+
+bool
+tp_loop_busy(const tp_loop *l)
+{
+	return (l->owned != NULL || l->running > 0 || l->nwatch > 0 ||
+	        l->tickers != NULL);
 }
 
 int
@@ -265,6 +284,7 @@ finish_transfers(tp_loop *l)
 		curl_multi_remove_handle(l->multi, m->easy_handle);
 		if (x != NULL) {
 			x->added = 0;
+			l->running--;
 			x->done(x, rc);
 		}
 	}

@@ -13,6 +13,7 @@
 
 #include <curl/curl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <time.h>
@@ -81,13 +82,19 @@ struct tp_owned {
 void tp_loop_own(tp_loop *l, tp_owned *o);
 void tp_loop_disown(tp_loop *l, tp_owned *o);
 
-/* tp_loop_new creates a loop.  Returns 0, MK_ENOMEM or MK_ESYS. */
+/* tp_loop_new creates a loop: curl's multi handle with its wake-up
+ * socket pair (2 file descriptors).  Returns 0, MK_ENOMEM, or MK_ESYS
+ * when the process is out of file descriptors. */
 int tp_loop_new(tp_loop **lp);
 
 /* tp_loop_free kills what the loop owns (closing connections), then
  * frees the loop and nulls *lp; every transfer must be gone by then.
  * Safe with NULL. */
 void tp_loop_free(tp_loop **lp);
+
+/* tp_loop_busy: transfers, watched fds, tickers or closing connections
+ * are still in the loop (freeing it now would cut them short). */
+bool tp_loop_busy(const tp_loop *l);
 
 /* tp_loop_add starts a transfer; 0 or MK_ENOMEM. */
 int tp_loop_add(tp_loop *l, tp_xfer *x);

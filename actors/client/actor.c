@@ -80,6 +80,8 @@ mk_status_of(const mcp_error *e)
 		return (MK_ECLOSED);
 	case MCP_E_LOCAL:
 		return (MK_ENOMEM);
+	case MCP_E_LIMIT:
+		return (MK_ESYS);
 	default:
 		return (MK_EUPSTREAM);
 	}
@@ -456,34 +458,15 @@ client_persist_config(client *cl)
  */
 
 static int
-cl_wait(kn_actor *self, void *state, struct pollfd *fds, unsigned nfds,
-        int timeout_ms)
-{
-	client *cl = state;
-
-	return (tp_loop_wait(cl->loop, fds, nfds, timeout_ms));
-}
-
-static void
-cl_wake(void *loop)
-{
-	tp_loop_wakeup(loop); /* curl's own wake-up: no eventfd needed */
-}
-
-static int
 cl_init(kn_actor *self, void *arg, void **statep)
 {
 	client_args *a = arg;
 	client      *cl;
-	int          rv;
 
 	if ((cl = calloc(1, sizeof(*cl))) == NULL) {
 		return (MK_ENOMEM);
 	}
-	if ((rv = tp_loop_new(&cl->loop)) != 0) {
-		free(cl);
-		return (rv);
-	}
+	waker_init(&cl->wk); /* the loop comes with the first network work */
 	cl->self = self;
 	cl->cfg  = a->cfg;
 	a->cfg   = NULL; /* ours now */
@@ -503,11 +486,10 @@ cl_init(kn_actor *self, void *arg, void **statep)
 	              ? CS_UNSTABLE /* until the first connect says otherwise */
 	              : CS_PENDING; /* credentials are verified by an admin first */
 	cl->shown       = cl->state;
-	kn_set_wake_arg(self, cl->loop);
+	kn_set_wake_arg(self, &cl->wk);
 	/* an idle client keeps one connection (3 fds with curl's wake-up
 	 * pair); calls raise it as they need (call.c) */
 	cl->maxconn = 1;
-	tp_loop_set_maxconnects(cl->loop, 1);
 	cred_register(cl);
 	*statep = cl;
 	return (0);
@@ -522,7 +504,7 @@ cl_fini(kn_actor *self, void *state)
 	call_run_queued(cl, "MCP client is shutting down");
 	conn_close_all(cl);
 	call_end_all(cl, "MCP client is shutting down");
-	tp_loop_free(&cl->loop); /* kills what is still closing */
+	client_loop_free(cl);
 	cred_forget(cl);
 	cred_clear(cl);
 	cred_fini(cl);
@@ -536,6 +518,7 @@ cl_fini(kn_actor *self, void *state)
 		kn_actor_release(&cl->ps);
 	}
 	cfg_client_free(&cl->cfg);
+	waker_fini(&cl->wk);
 	free(cl);
 }
 
@@ -643,6 +626,7 @@ do_disable(client *cl)
 		conn_close_all(cl);
 		call_run_queued(cl, "MCP client was disabled");
 		client_set_state(cl, CS_DISABLED);
+		client_loop_release(cl); /* no fds while disabled */
 	}
 }
 

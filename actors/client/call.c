@@ -225,6 +225,10 @@ open_per_call(client *cl, call *c)
 	mcp_config   mc;
 	mcp_error    e;
 
+	if (client_loop(cl, &e) != 0) {
+		done_per_call(c, &e, NULL);
+		return;
+	}
 	conn_config(cl, &mc);
 	if (c->hdrs != NULL) {
 		mc.headers =

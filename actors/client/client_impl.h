@@ -8,6 +8,7 @@
 #define ACTORS_CLIENT_IMPL_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "actors/client/client.h"
@@ -34,6 +35,14 @@ typedef enum dwhy {
 } dwhy;
 
 typedef struct client client;
+
+/* How senders wake a client actor (wait.c). */
+typedef struct waker {
+	pthread_mutex_t mtx;   /* guards the rest */
+	pthread_cond_t  cv;    /* slept on while there is no loop */
+	bool            woken; /* a wake-up not yet seen */
+	tp_loop        *loop;  /* the actor's loop, or NULL */
+} waker;
 
 /* Counters of a client, for the daemon's /metrics (in the view). */
 #define CM_STAGES  6  /* last_failure stages, in cm_stage order */
@@ -142,7 +151,10 @@ struct client {
 	int64_t     exec_ms;     /* effective tool_execution_timeout */
 	int64_t     def_sync_ms; /* the global defaults, for updates */
 	int64_t     def_exec_ms;
-	tp_loop    *loop;         /* this thread's curl multi + fds */
+	tp_loop    *loop;         /* this thread's curl multi + fds, while
+	                           * it has network work (wait.c) */
+	waker       wk;           /* how senders wake this actor */
+	uint64_t    loop_timer;   /* frees a loop that was still busy */
 	cstate      state;        /* see the diagram */
 	bool        announced;    /* the first state went out on the stream */
 	cstate      shown;        /* the state last published */
@@ -227,6 +239,19 @@ void backoff_fail(client *cl);
 void backoff_reset(client *cl, bool forget);
 bool backoff_active(const client *cl);
 bool conn_usable(const client *cl);
+
+/* wait.c: the kernel's wait and wake hooks; client_loop makes the loop
+ * (0, or an MK_ code with err set: MCP_E_LIMIT when out of file
+ * descriptors); client_loop_release frees it once the client is disabled
+ * or needs_reauth and the loop is idle; client_loop_free at once */
+void waker_init(waker *w);
+void waker_fini(waker *w);
+int  cl_wait(kn_actor *self, void *state, struct pollfd *fds, unsigned nfds,
+             int timeout_ms);
+void cl_wake(void *arg);
+int  client_loop(client *cl, mcp_error *err);
+void client_loop_release(client *cl);
+void client_loop_free(client *cl);
 
 /* check.c */
 void check_start(client *cl, uint64_t corr);

@@ -390,6 +390,10 @@ dial_open(dial *d)
 	mcp_error    e;
 	int          rv;
 
+	if (client_loop(cl, &e) != 0) {
+		dial_end(d, &e, NULL);
+		return;
+	}
 	conn_config(cl, &mc);
 	if ((rv = mcp_session_open(&d->c->s, cl->loop, &mc, &h)) != 0) {
 		dial_end(d,

@@ -178,6 +178,7 @@ client_reauth(client *cl, const char *message)
 	(void)client_failure(cl, "credential", message);
 	cl->state = CS_REAUTH;
 	client_transition(cl);
+	client_loop_release(cl); /* no fds until reauthorized */
 }
 
 /* One wait for the header; the first one asks, the rest join it. */
