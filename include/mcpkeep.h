@@ -117,6 +117,11 @@ typedef struct mk_options {
 	                              * authorization server sends codes to;
 	                              * default "http://127.0.0.1:8080/
 	                              * api/oauth/callback" (the daemon's) */
+	int raise_fd_limit; /* non-zero: at open, raise the process's soft
+	                     * RLIMIT_NOFILE to its hard limit (each
+	                     * connected client needs file descriptors; a
+	                     * process-wide change, so off by default; the
+	                     * daemon sets it) and log both */
 } mk_options;
 
 /*

@@ -7,11 +7,13 @@
  * system_actors table top to bottom; shutdown is bottom to top, then the
  * kernel answers whatever asks are left with MK_ECLOSED.
  */
+#include <errno.h>
 #include <openssl/crypto.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "actors/client/client.h"
 #include "actors/credential/credential.h"
@@ -84,6 +86,38 @@ mk_options_init(mk_options *opts)
 	opts->stream_url        = "inproc://mcpkeep/state";
 	opts->node_id           = "local";
 	opts->unstable_check_ms = 10000;
+}
+
+/* The soft RLIMIT_NOFILE up to the hard one: a client connected over
+ * HTTP holds 3 file descriptors, a stdio one 6. */
+static void
+raise_fd_limit(void)
+{
+	struct rlimit lim;
+	rlim_t        was;
+
+	if (getrlimit(RLIMIT_NOFILE, &lim) != 0) {
+		KN_WARN("runtime", "file descriptors: getrlimit: %s",
+		        strerror(errno));
+		return;
+	}
+	was = lim.rlim_cur;
+	if (was < lim.rlim_max) {
+		lim.rlim_cur = lim.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &lim) != 0) {
+			KN_WARN("runtime",
+			        "file descriptors: cannot raise the limit "
+			        "from %llu to %llu: %s",
+			        (unsigned long long)was,
+			        (unsigned long long)lim.rlim_max,
+			        strerror(errno));
+			return;
+		}
+	}
+	KN_INFO("runtime",
+	        "file descriptors: limit %llu (soft, was %llu), hard %llu",
+	        (unsigned long long)lim.rlim_cur, (unsigned long long)was,
+	        (unsigned long long)lim.rlim_max);
 }
 
 int
@@ -241,6 +275,9 @@ mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 	}
 	kn_log_configure(rt->opts.log_level, rt->opts.log_json,
 	                 rt->opts.log_fd);
+	if (rt->opts.raise_fd_limit) {
+		raise_fd_limit();
+	}
 	char err[256];
 	if ((rv = kn_stream_open(&rt->stream, rt->stream_url,
 	                         rt->opts.stream_listen, err, sizeof(err))) !=

@@ -4,10 +4,13 @@
 #include "transport/xfer.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 
 #include "mcpkeep.h"
 
@@ -181,6 +184,21 @@ on_body(char *buf, size_t size, size_t n, void *arg)
 	return (len);
 }
 
+/* curl's socket(2), keeping errno: EMFILE is this process's limit, not
+ * the server's refusal, and curl reports both as CURLE_COULDNT_CONNECT. */
+static curl_socket_t
+open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	tp_http      *h = arg;
+	curl_socket_t s =
+	        socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+
+	if (s == CURL_SOCKET_BAD) {
+		h->sock_errno = errno;
+	}
+	return (s);
+}
+
 int
 tp_http_init(tp_http *h, const char *url, struct curl_slist *hdrs, bool own,
              int timeout_ms, const char *ca_bundle, size_t max_body,
@@ -200,6 +218,8 @@ tp_http_init(tp_http *h, const char *url, struct curl_slist *hdrs, bool own,
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, &h->x);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+	curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, h);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, h->errbuf);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
@@ -343,6 +363,28 @@ limit_error(const tp_http *h, mcp_error *e)
 	}
 }
 
+/* The transfer failed for want of a file descriptor (EMFILE, ENFILE):
+ * a limit of this process, not the server's fault. */
+static bool
+out_of_fds(tp_http *h, mcp_error *e)
+{
+	struct rlimit lim = {0, 0};
+	int           err = h->sock_errno;
+
+	if (err != EMFILE && err != ENFILE) {
+		return (false);
+	}
+	(void)getrlimit(RLIMIT_NOFILE, &lim);
+	mcp_error_set(e, MCP_E_LIMIT,
+	              "out of file descriptors (%s; RLIMIT_NOFILE %llu, hard "
+	              "%llu)",
+	              err == EMFILE ? "the process is at its limit"
+	                            : "the system is at its limit",
+	              (unsigned long long)lim.rlim_cur,
+	              (unsigned long long)lim.rlim_max);
+	return (true);
+}
+
 bool
 tp_http_error(tp_http *h, CURLcode rc, bool had_session, mcp_error *e)
 {
@@ -359,6 +401,9 @@ tp_http_error(tp_http *h, CURLcode rc, bool had_session, mcp_error *e)
 		if (rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR ||
 		    rc == CURLE_GOT_NOTHING) {
 			k = status != 0 ? MCP_E_LOST : MCP_E_CONNECT;
+		}
+		if (out_of_fds(h, e)) {
+			return (true);
 		}
 		mcp_error_set(e, k, "%s",
 		              h->errbuf[0] ? h->errbuf

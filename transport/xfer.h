@@ -47,19 +47,20 @@ struct tp_http {
 	struct curl_slist *hdrs;                    /* request headers */
 	bool               own_hdrs;                /* hdrs is ours to free */
 	char               errbuf[CURL_ERROR_SIZE]; /* curl's detail */
-	size_t             max_body;                /* body limit (bytes) */
-	size_t             hdr_bytes;   /* response header bytes so far */
-	tp_limit           limit;       /* a limit was hit: aborted */
-	uint64_t           max_events;  /* SSE events in all; 0: none */
-	uint32_t           ev_rate;     /* SSE events per second; 0: none */
-	uint32_t           ev_burst;    /* SSE events at once above it */
-	bool               sse_mode;    /* body is an event stream */
-	bool               started;     /* first body byte seen */
-	codec_sse          sse;         /* parser (sse_mode) */
-	tp_http_event_fn   on_event;    /* SSE events, or NULL */
-	char              *body;        /* kept body (not sse_mode) */
-	size_t             body_len;    /* bytes in body */
-	size_t             body_cap;    /* allocated body */
+	int       sock_errno; /* why socket() failed (curl does not say) */
+	size_t    max_body;   /* body limit (bytes) */
+	size_t    hdr_bytes;  /* response header bytes so far */
+	tp_limit  limit;      /* a limit was hit: aborted */
+	uint64_t  max_events; /* SSE events in all; 0: none */
+	uint32_t  ev_rate;    /* SSE events per second; 0: none */
+	uint32_t  ev_burst;   /* SSE events at once above it */
+	bool      sse_mode;   /* body is an event stream */
+	bool      started;    /* first body byte seen */
+	codec_sse sse;        /* parser (sse_mode) */
+	tp_http_event_fn on_event;      /* SSE events, or NULL */
+	char            *body;          /* kept body (not sse_mode) */
+	size_t           body_len;      /* bytes in body */
+	size_t           body_cap;      /* allocated body */
 	char content_type[128];         /* response Content-Type, lowercase */
 	char session_id[256];           /* Mcp-Session-Id response header */
 	char www_auth[MCP_WWWAUTH_MAX]; /* WWW-Authenticate */
