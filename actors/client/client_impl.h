@@ -151,42 +151,42 @@ struct client {
 	int64_t     exec_ms;     /* effective tool_execution_timeout */
 	int64_t     def_sync_ms; /* the global defaults, for updates */
 	int64_t     def_exec_ms;
-	tp_loop    *loop;         /* this thread's curl multi + fds, while
-	                           * it has network work (wait.c) */
-	waker       wk;           /* how senders wake this actor */
-	uint64_t    loop_timer;   /* frees a loop that was still busy */
-	cstate      state;        /* see the diagram */
-	bool        announced;    /* the first state went out on the stream */
-	cstate      shown;        /* the state last published */
-	bool        lf_set;       /* last_failure present */
-	char        lf_stage[16]; /* its stage */
-	char       *lf_message;   /* normalised message */
-	char        lf_at[32];    /* RFC 3339, this attempt */
-	char        lf_since[32]; /* RFC 3339, first of the run */
-	uint64_t    gen;          /* connection generation */
-	json_t     *tools;        /* the server's tools, as listed */
-	char        hash[TOOLS_HASH_HEX]; /* their content hash, "" none */
-	sconn      *live;         /* the sticky connection serving calls */
-	sconn      *draining;     /* replaced ones finishing their calls */
-	dial       *dial;         /* the dial in progress, or NULL */
-	waiter     *waiters;      /* asks answered when the dial ends */
-	call       *queued;       /* calls waiting for a connection */
-	check      *chk;          /* the check in progress, or NULL */
-	bool        relisting;    /* a list_changed relist is out */
-	bool        relist_again; /* another notice came meanwhile */
-	unsigned    fails;        /* connects failed (or lost) in a row */
-	int64_t     retry_ns;     /* no automatic connect before this */
-	uint64_t    retry_timer;  /* the backoff's own connect, or 0 */
-	uint32_t    rnd;          /* its jitter state */
-	int64_t     soon_ns;      /* when check_soon last started one */
-	uint64_t    soon_timer;   /* check_soon's deferred one, or 0 */
-	unsigned    calls;        /* calls in flight (both modes) */
-	call       *pcalls;       /* per-call calls running (their sessions) */
-	kn_actor   *cr;           /* the credential actor (held), or NULL */
-	char       *cred;         /* the credential's header line, or NULL */
-	char      **hdrs;      /* config headers + cred (borrowed), or NULL */
-	uint64_t    dial_seq;  /* numbers dials, for late credential replies */
-	int64_t     cred_due;  /* monotonic ns: asked again after; 0 never */
+	tp_loop    *loop;       /* this thread's curl multi + fds, while
+	                         * it has network work (wait.c) */
+	waker     wk;           /* how senders wake this actor */
+	uint64_t  loop_timer;   /* frees a loop that was still busy */
+	cstate    state;        /* see the diagram */
+	bool      announced;    /* the first state went out on the stream */
+	cstate    shown;        /* the state last published */
+	bool      lf_set;       /* last_failure present */
+	char      lf_stage[16]; /* its stage */
+	char     *lf_message;   /* normalised message */
+	char      lf_at[32];    /* RFC 3339, this attempt */
+	char      lf_since[32]; /* RFC 3339, first of the run */
+	uint64_t  gen;          /* connection generation */
+	json_t   *tools;        /* the server's tools, as listed */
+	char      hash[TOOLS_HASH_HEX]; /* their content hash, "" none */
+	sconn    *live;         /* the sticky connection serving calls */
+	sconn    *draining;     /* replaced ones finishing their calls */
+	dial     *dial;         /* the dial in progress, or NULL */
+	waiter   *waiters;      /* asks answered when the dial ends */
+	call     *queued;       /* calls waiting for a connection */
+	check    *chk;          /* the check in progress, or NULL */
+	bool      relisting;    /* a list_changed relist is out */
+	bool      relist_again; /* another notice came meanwhile */
+	unsigned  fails;        /* connects failed (or lost) in a row */
+	int64_t   retry_ns;     /* no automatic connect before this */
+	uint64_t  retry_timer;  /* the backoff's own connect, or 0 */
+	uint32_t  rnd;          /* its jitter state */
+	int64_t   soon_ns;      /* when check_soon last started one */
+	uint64_t  soon_timer;   /* check_soon's deferred one, or 0 */
+	unsigned  calls;        /* calls in flight (both modes) */
+	call     *pcalls;       /* per-call calls running (their sessions) */
+	kn_actor *cr;           /* the credential actor (held), or NULL */
+	char     *cred;         /* the credential's header line, or NULL */
+	char    **hdrs;         /* config headers + cred (borrowed), or NULL */
+	uint64_t  dial_seq;    /* numbers dials, for late credential replies */
+	int64_t   cred_due;    /* monotonic ns: asked again after; 0 never */
 	struct fetch *fetches; /* waiting for the credential ask in flight */
 	bool          fetching;  /* that ask is out */
 	struct call *recovering; /* calls waiting for a recovery's reconnect */

@@ -90,8 +90,8 @@ sleep_until_woken(waker *w, int timeout_ms)
 	pthread_mutex_lock(&w->mtx);
 	while (!w->woken && timeout_ms != 0) {
 		int rv = timeout_ms < 0
-		                 ? pthread_cond_wait(&w->cv, &w->mtx)
-		                 : pthread_cond_timedwait(&w->cv, &w->mtx, &ts);
+		        ? pthread_cond_wait(&w->cv, &w->mtx)
+		        : pthread_cond_timedwait(&w->cv, &w->mtx, &ts);
 		if (rv == ETIMEDOUT) {
 			break;
 		}
