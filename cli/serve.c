@@ -14,6 +14,14 @@
  * MCPKEEP_ADMIN_TOKEN); without one the daemon binds loopback only.
  * SIGINT/SIGTERM: stop accepting, let calls in flight end (bounded),
  * close the runtime (the store is flushed).
+ *
+ * Boot: the config's clients are handed to the runtime
+ * (mk_runtime_load_async) before the server listens, and their first
+ * connects (30 s each at most) go on while it serves: /healthz, the page
+ * and the API answer at once, /readyz is 503 until the boot thread saw
+ * the load end and logged how each client came out.  A SIGHUP meanwhile
+ * waits for that end; a SIGTERM ends the boot (the runtime's close stops
+ * the connects).
  */
 #include <curl/curl.h>
 #include <jansson.h>
@@ -22,11 +30,13 @@
 #include <openssl/crypto.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "mcpkeep.h"
@@ -63,8 +73,10 @@ static const char serve_usage[] =
         "served.  SIGHUP reads the config again and applies its global\n"
         "settings, its clients as a diff and its admin token (an invalid\n"
         "file changes nothing; listen, stream and store are read only at\n"
-        "start); SIGINT/SIGTERM stop.  Exit codes: 0 stopped by a signal,\n"
-        "1 cannot start, 2 usage.\n";
+        "start); SIGINT/SIGTERM stop.  It serves at once: the clients\n"
+        "connect meanwhile, /readyz is 503 until their first connects\n"
+        "ended, and a SIGHUP meanwhile is applied after that.  Exit\n"
+        "codes: 0 stopped by a signal, 1 cannot start, 2 usage.\n";
 
 /* Work waits in lanes, each with its own workers, so that none starves
  * another: the admin API (a reconnect can block for a whole connect,
@@ -84,6 +96,7 @@ typedef struct req {
 	int64_t     t0;     /* arrival, monotonic ns (the access log) */
 	bool        capped; /* counts against --max-requests */
 	bool        busy;   /* refused for it: says Retry-After */
+	bool        boot;   /* /readyz while booting: Retry-After too */
 	struct req *next;   /* worker queue */
 } req;
 
@@ -109,9 +122,27 @@ typedef struct daemon {
 	pthread_t       workers[LANES][WORKERS];
 	uint64_t        requests;   /* answered */
 	uint64_t        reloads[2]; /* SIGHUPs applied, refused */
+	/* the boot (mtx) */
+	pthread_cond_t boot_cv;   /* the load ended, or stopping */
+	pthread_t      boot;      /* the boot thread */
+	bool           boot_th;   /* ... was started */
+	bool           booting;   /* until it logged the outcome */
+	bool           loaded;    /* the load's callback ran */
+	int            load_rc;   /* with this */
+	char          *load_err;  /* and this reason (malloc'd), or NULL */
+	int64_t        boot_t0;   /* the load began, monotonic ns */
+	int64_t        boot_t1;   /* it ended */
+	bool           hup;       /* a SIGHUP waits for the boot's end */
+	bool           boot_fail; /* the load failed: exit 1 */
 } daemon_t;
 
 static daemon_t D;
+
+/* The seven states (SPEC section 2). */
+static const char *const states[] = {
+        "healthy",  "unstable", "needs_reauth", "pending_verification",
+        "disabled", "error",    "degraded",     NULL};
+#define NSTATES 7
 
 /* ---- answers --------------------------------------------------------------
  */
@@ -165,8 +196,9 @@ answer(req *r, uint16_t status, const char *ctype, const char *body)
 	pthread_mutex_unlock(&D.mtx);
 	/* The access log: the path only (a query can carry an OAuth code).
 	 * The daemon's own failures (500; 503 but for busy, which /metrics
-	 * counts and which comes in floods) at warn, the rest at debug. */
-	bool own = status == 500 || (status == 503 && !r->busy);
+	 * counts and which comes in floods, and /readyz while booting) at
+	 * warn, the rest at debug. */
+	bool own = status == 500 || (status == 503 && !r->busy && !r->boot);
 	mk_log(own ? MK_LOG_WARN : MK_LOG_DEBUG, "http", "%s %s %u %.1f ms",
 	       r->method != NULL ? r->method : "-",
 	       r->path != NULL ? r->path : "-", status,
@@ -175,7 +207,7 @@ answer(req *r, uint16_t status, const char *ctype, const char *body)
 		nng_http_res_set_status(res, status);
 		nng_http_res_set_header(res, "Content-Type", ctype);
 		nng_http_res_set_header(res, "Cache-Control", "no-store");
-		if (r->busy) {
+		if (r->busy || r->boot) {
 			nng_http_res_set_header(res, "Retry-After", "1");
 		}
 		nng_http_res_copy_data(res, body, strlen(body));
@@ -581,9 +613,9 @@ client_name(const json_t *c)
 }
 
 /* Every client's view, paged through the list (100 at a time), each
- * with its counters. */
+ * with its counters when metrics is true. */
 static json_t *
-all_clients(void)
+all_clients(bool metrics)
 {
 	json_t *all = json_array(), *c;
 	size_t  i;
@@ -609,7 +641,7 @@ all_clients(void)
 		off += json_array_size(cs);
 		json_decref(page);
 	}
-	json_array_foreach(all, i, c)
+	json_array_foreach(metrics ? all : NULL, i, c)
 	{
 		char *m = NULL;
 		/* (a client removed meanwhile has none: it shows zeros) */
@@ -709,9 +741,6 @@ histogram(FILE *f, json_t *all)
 static void
 metrics(req *r)
 {
-	static const char *const states[] = {
-	        "healthy",  "unstable", "needs_reauth", "pending_verification",
-	        "disabled", "error",    "degraded",     NULL};
 	static const char *const stages[] = {
 	        "connect",        "ping",       "list_tools", "tool_discovery",
 	        "transport_lost", "credential", NULL};
@@ -725,7 +754,7 @@ metrics(req *r)
 	size_t                   len = 0, i;
 	FILE                    *f;
 	json_t                  *all, *c;
-	int                      count[7] = {0};
+	int                      count[NSTATES] = {0};
 	uint64_t                 requests, busy, reloads[2];
 	int                      inflight;
 
@@ -737,7 +766,7 @@ metrics(req *r)
 	reloads[1] = D.reloads[1];
 	pthread_mutex_unlock(&D.mtx);
 	if (mk_runtime_stats(D.rt, &st, 0) != 0 ||
-	    (all = all_clients()) == NULL) {
+	    (all = all_clients(true)) == NULL) {
 		answer_error(r, 503, "the runtime did not answer");
 		return;
 	}
@@ -749,14 +778,14 @@ metrics(req *r)
 	json_array_foreach(all, i, c)
 	{
 		const char *s = json_string_value(json_object_get(c, "state"));
-		for (int k = 0; s != NULL && k < 7; k++) {
+		for (int k = 0; s != NULL && k < NSTATES; k++) {
 			count[k] += strcmp(s, states[k]) == 0;
 		}
 	}
 	fprintf(f,
 	        "# HELP mcpkeep_clients MCP clients by state\n"
 	        "# TYPE mcpkeep_clients gauge\n");
-	for (int k = 0; k < 7; k++) {
+	for (int k = 0; k < NSTATES; k++) {
 		fprintf(f, "mcpkeep_clients{state=\"%s\"} %d\n", states[k],
 		        count[k]);
 	}
@@ -851,11 +880,17 @@ route(req *r)
 		answer_json(r, 200, json_pack("{s:s}", "status", "ok"));
 	} else if (strcmp(p, "/readyz") == 0) {
 		mk_stats st;
-		int      ok = mk_runtime_stats(D.rt, &st, 2000) == 0 &&
+		pthread_mutex_lock(&D.mtx);
+		bool booting = D.booting;
+		pthread_mutex_unlock(&D.mtx);
+		r->boot = booting; /* (expected: no warning) */
+		int ok  = !booting && mk_runtime_stats(D.rt, &st, 2000) == 0 &&
 		        st.store_state != MK_STORE_FAILING;
 		answer_json(r, ok ? 200 : 503,
 		            json_pack("{s:s}", "status",
-		                      ok ? "ready" : "not ready"));
+		                      ok                ? "ready"
+		                              : booting ? "booting"
+		                                        : "not ready"));
 	} else if (strcmp(p, "/metrics") == 0) {
 		metrics(r);
 	} else if (strcmp(p, "/api/oauth/callback") == 0 &&
@@ -1241,6 +1276,137 @@ refused:
 	pthread_mutex_unlock(&D.mtx);
 }
 
+/* ---- the boot ------------------------------------------------------------
+ */
+
+/* The load's end (mk_load_fn): on a runtime thread, so it only wakes the
+ * boot thread. */
+static void
+on_loaded(void *arg, int rc, const char *err)
+{
+	(void)arg;
+	pthread_mutex_lock(&D.mtx);
+	D.loaded   = true;
+	D.load_rc  = rc;
+	D.load_err = err != NULL ? strdup(err) : NULL;
+	D.boot_t1  = mono_ns();
+	pthread_cond_broadcast(&D.boot_cv);
+	pthread_mutex_unlock(&D.mtx);
+}
+
+/* Logs how each of the file's clients (names) came out of its first
+ * connect, then the summary. */
+static void
+boot_report(json_t *names, int64_t ns)
+{
+	json_t     *all                = all_clients(false), *c;
+	int         count[NSTATES + 1] = {0}; /* the last: a state not known */
+	size_t      i, found = 0, total = json_object_size(names);
+	const char *sep = ": ";
+	char        sum[512];
+	size_t      n;
+
+	if (all == NULL) {
+		mk_log(MK_LOG_WARN, "serve",
+		       "boot: the client list did not answer");
+	}
+	json_array_foreach(all, i, c)
+	{
+		const char *name = client_name(c);
+		const char *st =
+		        json_string_value(json_object_get(c, "state"));
+		json_t *lf = json_object_get(c, "last_failure");
+		int     k  = 0;
+
+		if (json_object_get(names, name) == NULL) {
+			continue; /* restored from the store, or made since */
+		}
+		found++;
+		st = st != NULL ? st : "?";
+		while (k < NSTATES && strcmp(st, states[k]) != 0) {
+			k++;
+		}
+		count[k]++;
+		if (lf != NULL && strcmp(st, "healthy") != 0) {
+			/* (the message is the one the client's transition
+			 * logged: never a secret) */
+			mk_log(MK_LOG_INFO, "serve",
+			       "boot: %s: %s (stage %s: %s)", name, st,
+			       json_string_value(json_object_get(lf, "stage")),
+			       json_string_value(
+			               json_object_get(lf, "message")));
+		} else {
+			mk_log(MK_LOG_INFO, "serve", "boot: %s: %s", name, st);
+		}
+	}
+	snprintf(sum, sizeof(sum), "boot: %zu clients connected in %lld ms",
+	         total, (long long)(ns / 1000000));
+	for (int k = 0; k <= NSTATES; k++) {
+		if (count[k] != 0 && (n = strlen(sum)) < sizeof(sum)) {
+			snprintf(sum + n, sizeof(sum) - n, "%s%d %s", sep,
+			         count[k], k < NSTATES ? states[k] : "other");
+			sep = ", ";
+		}
+	}
+	if (all != NULL && found < total && (n = strlen(sum)) < sizeof(sum)) {
+		snprintf(sum + n, sizeof(sum) - n, "%s%zu removed", sep,
+		         total - found);
+	}
+	json_decref(all);
+	mk_log(MK_LOG_INFO, "serve", "%s", sum);
+}
+
+/* The boot thread: waits for the load's end (or the daemon stopping),
+ * logs the outcome, then the daemon is ready; a SIGHUP that came
+ * meanwhile is raised again for the main thread to apply. */
+static void *
+boot_main(void *arg)
+{
+	json_t *names = arg; /* the file's clients, by name */
+	bool    loaded, hup;
+	int     rc;
+	char   *err;
+	int64_t ns;
+
+	pthread_mutex_lock(&D.mtx);
+	while (!D.loaded && !D.stopping) {
+		pthread_cond_wait(&D.boot_cv, &D.mtx);
+	}
+	loaded     = D.loaded;
+	rc         = D.load_rc;
+	err        = D.load_err;
+	D.load_err = NULL;
+	ns         = D.boot_t1 - D.boot_t0;
+	pthread_mutex_unlock(&D.mtx);
+	if (!loaded) {
+		mk_log(MK_LOG_INFO, "serve",
+		       "boot: stopping before the first connects ended");
+	} else if (rc != 0) {
+		mk_log(MK_LOG_ERROR, "serve",
+		       "boot: the config's clients were not loaded: %s",
+		       err != NULL ? err : mk_strerror(rc));
+	} else {
+		boot_report(names, ns);
+	}
+	free(err);
+	json_decref(names);
+	pthread_mutex_lock(&D.mtx);
+	D.boot_fail = loaded && rc != 0 && rc != MK_ECLOSED;
+	D.booting   = D.boot_fail; /* (failed: never ready; it stops) */
+	hup         = D.hup && loaded && rc == 0;
+	bool fail   = D.boot_fail && !D.stopping;
+	pthread_mutex_unlock(&D.mtx);
+	if (fail) {
+		kill(getpid(), SIGTERM); /* as before: cannot start */
+	} else if (hup) {
+		mk_log(MK_LOG_INFO, "serve",
+		       "reload: the boot ended: applying the SIGHUP that came "
+		       "during it");
+		kill(getpid(), SIGHUP);
+	}
+	return (NULL);
+}
+
 static bool
 loopback(const char *listen)
 {
@@ -1349,13 +1515,9 @@ cmd_serve(int argc, char **argv)
 		        mk_strerror(rv));
 		goto out;
 	}
-	if ((rv = mk_runtime_load(D.rt, text, &err)) != 0) {
-		fprintf(stderr, "mcpkeep: %s: %s\n", config,
-		        err ? err : mk_strerror(rv));
-		goto out;
-	}
 	pthread_mutex_init(&D.mtx, NULL);
 	pthread_cond_init(&D.cv, NULL);
+	pthread_cond_init(&D.boot_cv, NULL);
 	for (int k = 0; k < LANES; k++) {
 		pthread_cond_init(&D.lanes[k].cv, NULL);
 		for (int i = 0; i < WORKERS; i++) {
@@ -1363,6 +1525,29 @@ cmd_serve(int argc, char **argv)
 			               &D.lanes[k]);
 		}
 	}
+	/* the clients first (each exists once this returns: the API sees
+	 * them all), their connects while the server answers */
+	json_t *names = clients_by_name(text);
+	mk_log(MK_LOG_INFO, "serve", "boot: connecting %zu clients",
+	       json_object_size(names));
+	pthread_mutex_lock(&D.mtx);
+	D.booting = true;
+	D.boot_t0 = mono_ns();
+	pthread_mutex_unlock(&D.mtx);
+	if ((rv = mk_runtime_load_async(D.rt, text, on_loaded, NULL, &err)) !=
+	    0) {
+		fprintf(stderr, "mcpkeep: %s: %s\n", config,
+		        err ? err : mk_strerror(rv));
+		json_decref(names);
+		goto stop;
+	}
+	if ((rv = pthread_create(&D.boot, NULL, boot_main, names)) != 0) {
+		fprintf(stderr, "mcpkeep serve: cannot start the boot: %s\n",
+		        strerror(rv));
+		json_decref(names);
+		goto stop;
+	}
+	D.boot_th = true;
 	snprintf(url, sizeof(url), "http://%s", listen);
 	if ((rv = nng_url_parse(&u, url)) != 0 ||
 	    (rv = nng_http_server_hold(&D.http, u)) != 0 ||
@@ -1384,12 +1569,26 @@ cmd_serve(int argc, char **argv)
 	       url, url);
 	fflush(stdout);
 	while (sigwait(&set, &sig) == 0 && sig == SIGHUP) {
+		/* the boot's clients are the diff's base: a reload waits
+		 * for their connects to end (boot_main raises it again) */
+		pthread_mutex_lock(&D.mtx);
+		bool later = D.booting;
+		D.hup      = D.hup || later;
+		pthread_mutex_unlock(&D.mtx);
+		if (later) {
+			mk_log(MK_LOG_INFO, "serve",
+			       "reload deferred: the boot is still connecting "
+			       "clients; the SIGHUP applies when it ends");
+			continue;
+		}
 		reload(config, &text);
 	}
 	printf("mcpkeep: %s: stopping\n",
 	       sig == SIGINT ? "SIGINT" : "SIGTERM");
 	fflush(stdout);
-	code = 0;
+	pthread_mutex_lock(&D.mtx);
+	code = D.boot_fail ? 1 : 0;
+	pthread_mutex_unlock(&D.mtx);
 	nng_http_server_stop(D.http);
 stop:
 	/* calls in flight end (bounded), then the workers, then the runtime */
@@ -1404,18 +1603,23 @@ stop:
 	for (int k = 0; k < LANES; k++) {
 		pthread_cond_broadcast(&D.lanes[k].cv);
 	}
+	pthread_cond_broadcast(&D.boot_cv);
 	pthread_mutex_unlock(&D.mtx);
 	for (int k = 0; k < LANES; k++) {
 		for (int i = 0; i < WORKERS; i++) {
 			pthread_join(D.workers[k][i], NULL);
 		}
 	}
+	if (D.boot_th) { /* before the close: it calls the runtime */
+		pthread_join(D.boot, NULL);
+	}
 	if (D.http != NULL) {
 		nng_http_server_release(D.http);
 	}
 out:
 	nng_url_free(u);
-	mk_runtime_close(&D.rt);
+	mk_runtime_close(&D.rt); /* (a boot still going: its connects end) */
+	free(D.load_err);        /* (the close may have answered the load) */
 	json_decref(sa);
 	mk_free(err);
 	mk_free(c_listen);

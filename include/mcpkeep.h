@@ -210,6 +210,27 @@ MK_API int mk_runtime_load(mk_runtime *rt, const char *config_json,
                            char **err);
 
 /*
+ * mk_runtime_load_async is mk_runtime_load without the wait for the
+ * connects, for an embedder that must answer meanwhile (the daemon
+ * serves its probes and API while the clients connect).  An invalid file
+ * is refused here, nothing applied (*err as for mk_runtime_load; fn will
+ * not run).  Otherwise it returns MK_OK once every client of the file
+ * exists - the list view shows each while its first connect runs, in the
+ * state the runtime gives it until the connect decides: `unstable`
+ * without last_failure (the runtime has no "connecting" state),
+ * `pending_verification` or `disabled` - and fn runs exactly once: when
+ * every first connect finished (rc MK_OK, err NULL), when the load failed
+ * (its code and one-line reason), or with MK_ECLOSED when the runtime is
+ * closed first.  fn runs on a runtime thread (or the one closing the
+ * runtime): it must not block or call into the runtime; err is valid
+ * during the call only.  Blocks briefly; any thread but the runtime's
+ * own.  Returns MK_OK, MK_EHANDLE, MK_EINVAL, MK_ETOOBIG, MK_ENOMEM.
+ */
+typedef void (*mk_load_fn)(void *arg, int rc, const char *err);
+MK_API int mk_runtime_load_async(mk_runtime *rt, const char *config_json,
+                                 mk_load_fn fn, void *arg, char **err);
+
+/*
  * mk_runtime_configure validates a whole config.json and applies only its
  * global settings, mcp.tool_sync_interval and mcp.tool_execution_timeout
  * (default 10 min and 30 s when the file has none): to every running

@@ -85,6 +85,79 @@ mk_runtime_load(mk_runtime *rt, const char *config_json, char **err)
 	return (rv);
 }
 
+typedef struct async_load {
+	mk_load_fn fn;  /* the caller's callback */
+	void      *arg; /* its argument */
+} async_load;
+
+static void
+on_loaded(void *arg, int status, const void *data, size_t len)
+{
+	async_load *al  = arg;
+	char       *err = NULL;
+
+	if (status != 0) {
+		kn_answer a = {.data = (void *)data, .len = len};
+		take_error(&a, status, &err);
+	}
+	al->fn(al->arg, status, err);
+	free(err);
+	free(al);
+}
+
+int
+mk_runtime_load_async(mk_runtime *rt, const char *config_json, mk_load_fn fn,
+                      void *arg, char **err)
+{
+	char        e[CFG_ERR_MAX];
+	cfg_file   *f;
+	async_load *al;
+	kn_answer   a;
+	mp_w        w;
+	int         rv;
+
+	if (err != NULL) {
+		*err = NULL;
+	}
+	if (!rt_valid(rt)) {
+		return (MK_EHANDLE);
+	}
+	if (config_json == NULL || fn == NULL) {
+		return (MK_EINVAL);
+	}
+	/* invalid: refused here, before anything changes */
+	if ((rv = cfg_file_parse(config_json, strlen(config_json), &f, e,
+	                         sizeof(e))) != 0) {
+		if (err != NULL) {
+			*err = strdup(e);
+		}
+		return (rv);
+	}
+	cfg_file_free(&f);
+	if ((al = malloc(sizeof(*al))) == NULL) {
+		return (MK_ENOMEM);
+	}
+	al->fn  = fn;
+	al->arg = arg;
+	mp_w_init(&w);
+	mp_map(&w, 1);
+	mp_kv_str(&w, "file", config_json);
+	rv = kn_ask_cb(rt->system[RT_SUPERVISOR], MSG_SV_LOAD, w.sb.data,
+	               w.sb.size, LOAD_MS, on_loaded, al);
+	mp_w_fini(&w);
+	if (rv != 0) {
+		free(al);
+		return (rv);
+	}
+	/* The supervisor takes its inbox in order: once it answered this
+	 * ping, it ran the load's handler, so every client of the file
+	 * exists (their connects go on). */
+	(void)kn_ask(rt->system[RT_SUPERVISOR], MSG_PING, "\x80", 1,
+	             rt->opts.ask_timeout_ms, &a);
+	free(a.data);
+	return (0);
+}
+
 int
 mk_runtime_configure(mk_runtime *rt, const char *config_json, char **err)
 {

@@ -3,7 +3,8 @@
  * readiness, the client list with its filters and paging, create (400
  * naming the field, 409 for a duplicate), update, delete, the recovery
  * endpoints' SPEC errors, tool execution, metrics, the admin token, a
- * non-loopback address refused without one, SIGHUP reloads, 2,000
+ * non-loopback address refused without one, SIGHUP reloads, a boot that
+ * does not hold up the daemon (a hung and a slow stdio server), 2,000
  * concurrent calls, --max-requests (503 busy), the status page in
  * Chromium, and SIGTERM stopping it cleanly.  The MCP server is
  * test/peers/inject.mjs; the daemon is the built program (MK_MCPKEEP).
@@ -155,10 +156,12 @@ write_config(const char *name, const char *text)
 }
 
 /* Starts the daemon on config text (written to dir/name), env extra, and
- * one more option (opt, value; or NULL). */
+ * one more option (opt, value; or NULL), and waits up to banner_ms for
+ * the line that says it listens (not for its boot). */
 static void
-serve_opt(peer *d, const char *name, const char *config,
-          const char *const *env, const char *opt, const char *value)
+serve_start(peer *d, const char *name, const char *config,
+            const char *const *env, const char *opt, const char *value,
+            int banner_ms)
 {
 	char path[128], listen[64];
 	int  port = peer_free_port();
@@ -179,9 +182,39 @@ serve_opt(peer *d, const char *name, const char *config,
 	                      NULL};
 	CHECK(argv[0] != NULL);
 	CHECK_EQ(peer_start(d, argv, env, "serving http://[0-9.]+:([0-9]+)",
-	                    WAIT_MS),
+	                    banner_ms),
 	         0);
 	snprintf(base, sizeof(base), "http://127.0.0.1:%d", d->port);
+}
+
+/* Waits up to ms for /readyz to answer 200 (true).  No event tells an
+ * HTTP client that the boot's connects ended: /readyz is polled, as an
+ * operator's probe does, every 20 ms (the pace only: the deadline is
+ * what bounds the wait). */
+static bool
+ready_within(int ms)
+{
+	nng_time until = nng_clock() + ms;
+	long     st    = 0;
+
+	do {
+		free(http_try("GET", "/readyz", NULL, NULL, &st));
+		if (st == 200) {
+			return (true);
+		}
+		nng_msleep(20);
+	} while (nng_clock() < until);
+	fprintf(stderr, "/readyz is %ld after %d ms\n", st, ms);
+	return (false);
+}
+
+/* serve_start, then waits for the boot's end (/readyz 200). */
+static void
+serve_opt(peer *d, const char *name, const char *config,
+          const char *const *env, const char *opt, const char *value)
+{
+	serve_start(d, name, config, env, opt, value, WAIT_MS);
+	CHECK(ready_within(WAIT_MS));
 }
 
 /* Starts an inject.mjs MCP server (Streamable HTTP, a free port). */
@@ -1019,6 +1052,153 @@ status_page(void)
 	peer_stop(&m); /* (killed by the page: reaped here) */
 }
 
+/* The object of client name in the list view (new reference), or NULL;
+ * *total gets its total_count. */
+static json_t *
+listed_client(const char *name, json_int_t *total)
+{
+	long  st;
+	char *out = http("GET", "/api/mcp/clients?limit=100", NULL, NULL, &st);
+	json_t *all = json_loads(out, 0, NULL), *c, *found = NULL;
+	size_t  i;
+
+	CHECK_EQ(st, 200);
+	*total = json_integer_value(json_object_get(all, "total_count"));
+	json_array_foreach(json_object_get(all, "clients"), i, c)
+	{
+		const char *n = json_string_value(
+		        json_object_get(json_object_get(c, "config"), "name"));
+		if (n != NULL && strcmp(n, name) == 0) {
+			found = json_incref(c);
+		}
+	}
+	json_decref(all);
+	free(out);
+	return (found);
+}
+
+/* A stdio server that never answers initialize (its connect would run
+ * the whole 30 s): the daemon serves at once - /healthz, the page, the
+ * API listing both clients, /readyz 503 "booting" - defers a SIGHUP,
+ * and a SIGTERM stops it promptly, the boot unfinished. */
+static void
+boot_sigterm(void)
+{
+	peer        d     = {0};
+	const char *env[] = {"MCPKEEP_LOG=info", NULL};
+	char        config[1024];
+	json_int_t  total;
+	json_t     *c;
+
+	snprintf(config, sizeof(config),
+	         "{\"mcp\": {\"client_configs\": [{\"name\": \"hang\", "
+	         "\"connection_type\": \"stdio\", \"stdio_config\": "
+	         "{\"command\": \"sh\", \"args\": [\"-c\", \"sleep 600\"]}}, "
+	         "{\"name\": \"fine\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	         "\"needs_session_stickiness\": true}]}}",
+	         mcp.port);
+	nng_time t0 = nng_clock();
+	/* the banner well before the 30 s connect timeout */
+	serve_start(&d, "hang.json", config, env, NULL, NULL, 10000);
+	expect("GET", "/healthz", NULL, NULL, 200, "\"ok\"");
+	expect("GET", "/", NULL, NULL, 200, "<title>mcpkeep</title>");
+	expect("GET", "/readyz", NULL, NULL, 503, "\"booting\"");
+	/* both listed (and counted), hang as the runtime has it while its
+	 * first connect runs: unstable, no failure yet */
+	c = listed_client("hang", &total);
+	CHECK(c != NULL && total == 2);
+	CHECK(strcmp(json_string_value(json_object_get(c, "state")),
+	             "unstable") == 0);
+	CHECK(json_object_get(c, "last_failure") == NULL);
+	json_decref(c);
+	c = listed_client("fine", &total);
+	CHECK(c != NULL);
+	json_decref(c);
+	CHECK(nng_clock() - t0 < 10000);
+	CHECK_EQ(kill(d.pid, SIGHUP), 0);
+	expect("GET", "/readyz", NULL, NULL, 503, "\"booting\"");
+	nng_time t1 = nng_clock();
+	peer_stop(&d); /* SIGTERM; SIGKILL after 5 s */
+	CHECK(nng_clock() - t1 < 5000);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+	CHECK(peer_said(&d, "serve: boot: connecting 2 clients\n"));
+	CHECK(peer_said(&d,
+	                "serve: reload deferred: the boot is still "
+	                "connecting clients; the SIGHUP applies when it "
+	                "ends\n"));
+	CHECK(peer_said(&d,
+	                "serve: boot: stopping before the first connects "
+	                "ended\n"));
+	CHECK(!peer_said(&d, "reload: the boot ended"));
+}
+
+/* A stdio server that starts 3 s late: /readyz is 503 until its connect
+ * ended, then 200; the log says how each client came out (one failed:
+ * its stage and message), then the summary; a SIGHUP during the boot is
+ * applied after it. */
+static void
+boot_slow(void)
+{
+	peer        d     = {0};
+	const char *env[] = {"MCPKEEP_LOG=info", NULL};
+	char        config[1536], more[1536], fmt[1024], js[512];
+	json_int_t  total;
+	json_t     *c;
+
+	snprintf(js, sizeof(js), "%s/inject.mjs", peer_dir());
+	snprintf(fmt, sizeof(fmt),
+	         "{\"mcp\": {\"client_configs\": [{\"name\": \"slow\", "
+	         "\"connection_type\": \"stdio\", \"stdio_config\": "
+	         "{\"command\": \"sh\", \"args\": [\"-c\", \"sleep 3; exec "
+	         "node %s stdio\"]}}, "
+	         "{\"name\": \"fine\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	         "\"needs_session_stickiness\": true}, "
+	         "{\"name\": \"gone\", \"connection_type\": \"stdio\", "
+	         "\"stdio_config\": {\"command\": \"sh\", \"args\": [\"-c\", "
+	         "\"exit 3\"]}}%%s]}}",
+	         js, mcp.port);
+	snprintf(config, sizeof(config), fmt, "");
+	nng_time t0 = nng_clock();
+	serve_start(&d, "slow.json", config, env, NULL, NULL, 10000);
+	CHECK(nng_clock() - t0 < 2500); /* not after slow's 3 s */
+	expect("GET", "/readyz", NULL, NULL, 503, "\"booting\"");
+	c = listed_client("slow", &total);
+	CHECK(c != NULL && total == 3);
+	json_decref(c);
+	/* a SIGHUP now waits for the boot's end */
+	snprintf(more, sizeof(more), fmt,
+	         ", {\"name\": \"later\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:1/mcp\"}");
+	write_config("slow.json", more);
+	CHECK_EQ(kill(d.pid, SIGHUP), 0);
+	CHECK(ready_within(WAIT_MS));
+	CHECK(nng_clock() - t0 >= 3000); /* (slow's connect ended first) */
+	c = listed_client("slow", &total);
+	CHECK(c != NULL &&
+	      strcmp(json_string_value(json_object_get(c, "state")),
+	             "healthy") == 0);
+	json_decref(c);
+	CHECK(metric_within("mcpkeep_reloads_total{result=\"applied\"}", 1,
+	                    1));
+	CHECK(listed("later"));
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+	CHECK(peer_said(&d, "serve: boot: connecting 3 clients\n"));
+	CHECK(peer_said(&d, "serve: boot: slow: healthy\n"));
+	CHECK(peer_said(&d, "serve: boot: fine: healthy\n"));
+	CHECK(peer_said(&d, "serve: boot: gone: unstable (stage connect: "));
+	CHECK(peer_said(&d, "serve: boot: 3 clients connected in "));
+	CHECK(peer_said(&d, " ms: 2 healthy, 1 unstable\n"));
+	CHECK(peer_said(&d,
+	                "serve: reload deferred: the boot is still "
+	                "connecting clients"));
+	CHECK(peer_said(&d,
+	                "serve: reload: the boot ended: applying the "
+	                "SIGHUP that came during it\n"));
+}
+
 /* Runs fn, or only the test named on the command line. */
 #define RUN_IF(fn)                                                            \
 	do {                                                                  \
@@ -1046,6 +1226,8 @@ main(int argc, char **argv)
 	RUN_IF(busy);
 	RUN_IF(lanes);
 	RUN_IF(json_log);
+	RUN_IF(boot_sigterm);
+	RUN_IF(boot_slow);
 	RUN_IF(status_page);
 	peer_stop(&mcp);
 	char cmd[128];

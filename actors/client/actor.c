@@ -588,6 +588,9 @@ on_connect(client *cl, kn_msg *msg)
 	}
 	free(known);
 	json_decref(tools);
+	/* the list shows the client while its first connect runs (in the
+	 * state it starts in: there is no "connecting" state) */
+	client_push_view(cl);
 	if (cl->state == CS_PENDING && cred_needed(cl)) {
 		/* a stored credential ends the pending state at once */
 		uint64_t corr = kn_defer(msg);
