@@ -198,7 +198,8 @@ cmd_run(int argc, char **argv)
 	int         once = 0, rv, sig;
 
 	mk_options_init(&opts);
-	opts.log_level = MK_LOG_WARN;
+	opts.log_level      = MK_LOG_WARN;
+	opts.raise_fd_limit = 1; /* every connected client holds fds */
 	for (int i = 0; i < argc; i++) {
 		if (strcmp(argv[i], "--once") == 0) {
 			once = 1;

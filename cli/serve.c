@@ -1490,9 +1490,10 @@ cmd_serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	mk_options_init(&opts);
-	opts.log_level  = level;
-	opts.log_json   = json_log;
-	opts.store_path = store != NULL ? store : c_store;
+	opts.log_level      = level;
+	opts.log_json       = json_log;
+	opts.store_path     = store != NULL ? store : c_store;
+	opts.raise_fd_limit = 1; /* every connected client holds fds */
 	snprintf(redir, sizeof(redir), "http://%s/api/oauth/callback", listen);
 	opts.oauth_redirect_uri = redir;
 	/* the state stream outward too (server.stream: tcp://, ipc://) */

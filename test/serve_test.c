@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1098,9 +1099,17 @@ boot_sigterm(void)
 	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
 	         "\"needs_session_stickiness\": true}]}}",
 	         mcp.port);
+	/* started with a low soft fd limit, which it raises to the hard */
+	struct rlimit lim, low;
+	char          said[128];
+	CHECK_EQ(getrlimit(RLIMIT_NOFILE, &lim), 0);
+	low          = lim;
+	low.rlim_cur = lim.rlim_max > 1024 ? 1024 : lim.rlim_max;
+	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
 	nng_time t0 = nng_clock();
 	/* the banner well before the 30 s connect timeout */
 	serve_start(&d, "hang.json", config, env, NULL, NULL, 10000);
+	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &lim), 0);
 	expect("GET", "/healthz", NULL, NULL, 200, "\"ok\"");
 	expect("GET", "/", NULL, NULL, 200, "<title>mcpkeep</title>");
 	expect("GET", "/readyz", NULL, NULL, 503, "\"booting\"");
@@ -1123,6 +1132,13 @@ boot_sigterm(void)
 	CHECK(nng_clock() - t1 < 5000);
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 	CHECK(peer_said(&d, "serve: boot: connecting 2 clients\n"));
+	snprintf(said, sizeof(said),
+	         "runtime: file descriptors: limit %llu (soft, was %llu), "
+	         "hard %llu\n",
+	         (unsigned long long)lim.rlim_max,
+	         (unsigned long long)low.rlim_cur,
+	         (unsigned long long)lim.rlim_max);
+	CHECK(peer_said(&d, said));
 	CHECK(peer_said(&d,
 	                "serve: reload deferred: the boot is still "
 	                "connecting clients; the SIGHUP applies when it "
