@@ -26,31 +26,6 @@ static peer srv;     /* inject.mjs over Streamable HTTP */
 static char js[512]; /* inject.mjs */
 static char dir[] = "/tmp/mk-apply-XXXXXX";
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-}
-
-/* One counter of the client's metrics (mk_client_metrics_json). */
-static long
-client_metric(mk_runtime *rt, const char *client, const char *key)
-{
-	char   *m = NULL;
-	json_t *j;
-	long    v;
-
-	CHECK_EQ(mk_client_metrics_json(rt, client, &m), 0);
-	CHECK((j = json_loads(m, 0, NULL)) != NULL);
-	v = (long)json_integer_value(json_object_get(j, key));
-	json_decref(j);
-	mk_free(m);
-	return (v);
-}
-
 /* Waits until the client ran at least n health checks.  A passing check
  * publishes nothing on the stream (no state changes), so its counter is
  * polled, with a deadline. */

@@ -36,15 +36,6 @@
 #endif
 #define IDLE 1000 /* disabled ones beside them */
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-}
-
 static int
 open_fds(void)
 {
@@ -109,15 +100,11 @@ refused_at_limit(void)
 	sub           sb;
 	mk_runtime   *rt = rt_open(&sb);
 	peer          p;
-	char          js[512], *err = NULL, *out;
-	const char   *argv[] = {"node", js, "http", "--port", "0", NULL};
+	char         *err = NULL, *out;
 	struct rlimit lim, low;
 	int           rc = 0, added = 0;
 
-	snprintf(js, sizeof(js), "%s/inject.mjs", peer_dir());
-	CHECK_EQ(peer_start(&p, argv, NULL, "listening on port ([0-9]+)",
-	                    WAIT_MS),
-	         0);
+	CHECK_EQ(peer_start_inject(&p, WAIT_MS), 0);
 	CHECK_EQ(getrlimit(RLIMIT_NOFILE, &lim), 0);
 	low          = lim;
 	low.rlim_cur = (rlim_t)open_fds() + 40;

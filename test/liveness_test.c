@@ -25,42 +25,6 @@
 #include "oautil.h"
 #include "testutil.h"
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-}
-
-static void
-start_inject(peer *p)
-{
-	char        js[512];
-	const char *argv[] = {"node", js, "http", "--port", "0", NULL};
-
-	snprintf(js, sizeof(js), "%s/inject.mjs", peer_dir());
-	CHECK_EQ(peer_start(p, argv, NULL, "listening on port ([0-9]+)",
-	                    WAIT_MS),
-	         0);
-}
-
-static long
-checks_of(mk_runtime *rt, const char *name)
-{
-	char   *out = NULL;
-	json_t *m;
-	long    n;
-
-	CHECK_EQ(mk_client_metrics_json(rt, name, &out), 0);
-	CHECK((m = json_loads(out, 0, NULL)) != NULL);
-	n = (long)json_integer_value(json_object_get(m, "checks"));
-	json_decref(m);
-	mk_free(out);
-	return (n);
-}
-
 static void
 ignore_done(void *arg, int rc, mk_result *res)
 {
@@ -84,7 +48,7 @@ call_failure_checks(void)
 	int64_t     t0;
 	long        checks0;
 
-	start_inject(&p);
+	CHECK_EQ(peer_start_inject(&p, WAIT_MS), 0);
 	CHECK_EQ(add(rt, &err,
 	             "{\"name\": \"lv_dead\", \"connection_type\": \"http\", "
 	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
@@ -93,7 +57,7 @@ call_failure_checks(void)
 	             p.port),
 	         0);
 	(void)wait_state(&sb, &from, "lv_dead", "healthy", NULL);
-	checks0 = checks_of(rt, "lv_dead");
+	checks0 = client_metric(rt, "lv_dead", "checks");
 	peer_stop(&p);
 	t0 = now_ms();
 	free(call_text(rt, "lv_dead", "echo", "{\"message\": \"hi\"}", &rc));
@@ -109,7 +73,7 @@ call_failure_checks(void)
 	CHECK(strcmp(e.stage, "ping") == 0 || strcmp(e.stage, "connect") == 0);
 	CHECK(strstr(e.message, "127.0.0.1") != NULL ||
 	      strstr(e.message, "onnect") != NULL);
-	CHECK(checks_of(rt, "lv_dead") - checks0 <= 2);
+	CHECK(client_metric(rt, "lv_dead", "checks") - checks0 <= 2);
 	mk_free(err);
 	rt_close(&rt, &sb);
 }
@@ -138,21 +102,6 @@ failed_reconnect_unstable(void)
 	CHECK(strstr(e.message, "401") != NULL);
 	as_admin("/admin/mcp-fail-next", "{\"status\": 200, \"count\": 0}");
 	close_rt(&rt, &sb);
-}
-
-static long
-metric(mk_runtime *rt, const char *name, const char *key)
-{
-	char   *out = NULL;
-	json_t *m;
-	long    n;
-
-	CHECK_EQ(mk_client_metrics_json(rt, name, &out), 0);
-	CHECK((m = json_loads(out, 0, NULL)) != NULL);
-	n = (long)json_integer_value(json_object_get(m, key));
-	json_decref(m);
-	mk_free(out);
-	return (n);
 }
 
 static long
@@ -237,9 +186,10 @@ restart_backoff(void)
 	usleep(6 * 1000 * 1000); /* a measured window, not a wait */
 	n1 = lines_in(starts);
 	fprintf(stderr, "%ld starts in 6 s (after %ld); %ld lost in a row\n",
-	        n1 - n0, n0, metric(rt, "lv_flap", "connect_failures_in_row"));
+	        n1 - n0, n0,
+	        client_metric(rt, "lv_flap", "connect_failures_in_row"));
 	CHECK(n1 - n0 <= 6);
-	CHECK(metric(rt, "lv_flap", "connect_failures_in_row") >= 3);
+	CHECK(client_metric(rt, "lv_flap", "connect_failures_in_row") >= 3);
 	CHECK_EQ(mk_client_reconnect(rt, "lv_flap", &err), 0);
 	mk_free(err);
 	rt_close(&rt, &sb);
@@ -256,7 +206,7 @@ list_changed_coalesced(void)
 	char       *err = NULL;
 	int         rc, from = 0;
 
-	start_inject(&p);
+	CHECK_EQ(peer_start_inject(&p, WAIT_MS), 0);
 	CHECK_EQ(add(rt, &err,
 	             "{\"name\": \"lv_burst\", \"connection_type\": \"http\", "
 	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
@@ -270,15 +220,15 @@ list_changed_coalesced(void)
 	CHECK_EQ(rc, 0);
 	/* the relists are the client's own requests, with no event: the
 	 * counter is polled, with a deadline, then watched for a second */
-	for (int i = 0; i < 500 && metric(rt, "lv_burst", "relists") < 1;
-	     i++) {
+	for (int i = 0;
+	     i < 500 && client_metric(rt, "lv_burst", "relists") < 1; i++) {
 		usleep(10000);
 	}
 	usleep(1000 * 1000);
 	fprintf(stderr, "%ld relists for 50 notifications\n",
-	        metric(rt, "lv_burst", "relists"));
-	CHECK(metric(rt, "lv_burst", "relists") >= 1);
-	CHECK(metric(rt, "lv_burst", "relists") <= 2);
+	        client_metric(rt, "lv_burst", "relists"));
+	CHECK(client_metric(rt, "lv_burst", "relists") >= 1);
+	CHECK(client_metric(rt, "lv_burst", "relists") <= 2);
 	mk_free(err);
 	rt_close(&rt, &sb);
 	peer_stop(&p);
@@ -299,23 +249,7 @@ static const struct {
 int
 main(int argc, char **argv)
 {
-	char        js[512];
-	const char *peer_argv[] = {"node", js, "--port", "0", NULL};
-
-	signal(SIGPIPE, SIG_IGN);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	CHECK(peer_dir() != NULL);
-	CHECK(mkdtemp(dir) != NULL);
-	snprintf(logpath, sizeof(logpath), "%s/log", dir);
-	CHECK((logfd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND,
-	                    0600)) >= 0);
-	char seenpath[80];
-	snprintf(seenpath, sizeof(seenpath), "%s/seen", dir);
-	CHECK((seen = fopen(seenpath, "w")) != NULL);
-	snprintf(js, sizeof(js), "%s/oauth.mjs", peer_dir());
-	CHECK_EQ(peer_start(&srv, peer_argv, NULL,
-	                    "listening on port ([0-9]+)", WAIT_MS),
-	         0);
+	oauth_suite_begin();
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
 		bool run = argc == 1;
 		for (int a = 1; a < argc; a++) {
@@ -326,12 +260,6 @@ main(int argc, char **argv)
 			tests[i].fn();
 		}
 	}
-	peer_stop(&srv);
-	close(logfd);
-	fclose(seen);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK_EQ(system(cmd), 0);
-	curl_global_cleanup();
+	oauth_suite_end();
 	return (0);
 }

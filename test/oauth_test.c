@@ -303,15 +303,6 @@ transient(void)
 #define GAP_MS   1000  /* refreshes of one token are this far apart */
 #define CLOCK_MS 10    /* the server's clock: ms, and slewed */
 
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-}
-
 /* Refreshes ahead are at 80% of a token's life, +-10%: at most one per
  * 72% of it in a span of ms, and one more at each edge. */
 static long
@@ -368,10 +359,10 @@ short_fan_in(void)
 	expire_stored("fanin.db");
 	as_admin("/admin/expires-in", "{\"seconds\": 3}");
 	r0 = by_grant("refresh_token");
-	t0 = mono_ms();
+	t0 = now_ms();
 	rt = open_rt(&sb, "fanin.db");
 	fan_out(rt, "oa_fanin", FAN_IN);
-	took = mono_ms() - t0;
+	took = now_ms() - t0;
 	n    = by_grant("refresh_token") - r0;
 	fprintf(stderr,
 	        "   %d callers after expiry: refreshes %ld in %lld ms\n",
@@ -419,7 +410,7 @@ one_second(void)
 	bootstrap(rt, "oa_one", false);
 	wait_state(&sb, &at, "oa_one", "healthy", NULL);
 	size_t from = (size_t)refresh_gaps(0, &least);
-	for (t0 = mono_ms(); mono_ms() - t0 < ONE_MS; calls++) {
+	for (t0 = now_ms(); now_ms() - t0 < ONE_MS; calls++) {
 		char *out = call_text(rt, "oa_one", "whoami", "{}", &rc);
 		ok += rc == 0 && strstr(out, "admin") != NULL;
 		free(out);
@@ -1208,23 +1199,7 @@ no_secret_logged(void)
 int
 main(void)
 {
-	signal(SIGPIPE, SIG_IGN);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	CHECK(peer_dir() != NULL);
-	CHECK(mkdtemp(dir) != NULL);
-	snprintf(logpath, sizeof(logpath), "%s/log", dir);
-	CHECK((logfd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND,
-	                    0600)) >= 0);
-	char seenpath[80];
-	snprintf(seenpath, sizeof(seenpath), "%s/seen", dir);
-	CHECK((seen = fopen(seenpath, "w")) != NULL);
-	unsetenv("MCPKEEP_LOG"); /* debug, to look for leaks in it */
-	char        js[512];
-	const char *argv[] = {"node", js, "--port", "0", NULL};
-	snprintf(js, sizeof(js), "%s/oauth.mjs", peer_dir());
-	CHECK_EQ(peer_start(&srv, argv, NULL, "listening on port ([0-9]+)",
-	                    WAIT_MS),
-	         0);
+	oauth_suite_begin();
 	RUN(discovery_flow);
 	RUN(single_flight);
 	RUN(invalid_grant);
@@ -1243,12 +1218,6 @@ main(void)
 	RUN(rotation);
 	RUN(caches);
 	RUN(no_secret_logged);
-	peer_stop(&srv);
-	close(logfd);
-	fclose(seen);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK_EQ(system(cmd), 0);
-	curl_global_cleanup();
+	oauth_suite_end();
 	return (0);
 }

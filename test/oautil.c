@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,41 @@ char     dir[] = "/tmp/mk-oauth-XXXXXX";
 int      seq;
 unsigned cache_max; /* credential_cache_max of the next runtimes */
 FILE    *seen;      /* what the stream and the list showed */
+
+void
+oauth_suite_begin(void)
+{
+	char        js[512], seenpath[80];
+	const char *argv[] = {"node", js, "--port", "0", NULL};
+
+	signal(SIGPIPE, SIG_IGN);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	CHECK(peer_dir() != NULL);
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(logpath, sizeof(logpath), "%s/log", dir);
+	CHECK((logfd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND,
+	                    0600)) >= 0);
+	snprintf(seenpath, sizeof(seenpath), "%s/seen", dir);
+	CHECK((seen = fopen(seenpath, "w")) != NULL);
+	unsetenv("MCPKEEP_LOG"); /* debug, to look for leaks in it */
+	snprintf(js, sizeof(js), "%s/oauth.mjs", peer_dir());
+	CHECK_EQ(peer_start(&srv, argv, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+}
+
+void
+oauth_suite_end(void)
+{
+	char cmd[128];
+
+	peer_stop(&srv);
+	close(logfd);
+	fclose(seen);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK_EQ(system(cmd), 0);
+	curl_global_cleanup();
+}
 
 /* Closes the runtime, keeping what its stream and its list showed (and
  * the errors calls gave) for the leak check at the end. */

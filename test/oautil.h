@@ -24,6 +24,12 @@ extern char     dir[];     /* the test folder (mkdtemp'd by main) */
 extern unsigned cache_max; /* credential_cache_max of the next runtimes */
 extern FILE    *seen;      /* what the streams and lists showed */
 
+/* oauth_suite_begin: the test folder (dir), the debug log in it, the
+ * leak-check file, and oauth.mjs started (srv); oauth_suite_end stops
+ * the server and removes the folder. */
+void oauth_suite_begin(void);
+void oauth_suite_end(void);
+
 mk_runtime *open_rt(sub *sb, const char *name);
 void        close_rt(mk_runtime **rt, sub *sb);
 

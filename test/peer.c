@@ -659,3 +659,17 @@ peer_everything(peer *p, const char *mode, int port, int timeout_ms)
 	                           : "listening on port ([0-9]+)",
 	                   timeout_ms));
 }
+
+int
+peer_start_inject(peer *p, int timeout_ms)
+{
+	char        js[512];
+	const char *argv[] = {"node", js, "http", "--port", "0", NULL};
+
+	if (peer_dir() == NULL) {
+		return (-1);
+	}
+	snprintf(js, sizeof(js), "%s/inject.mjs", peer_dir());
+	return (peer_start(p, argv, NULL, "listening on port ([0-9]+)",
+	                   timeout_ms));
+}

@@ -121,4 +121,8 @@ int peer_everything(peer *p, const char *mode, int port, int timeout_ms);
  * (a static buffer), or NULL without MK_PEERS_DIR. */
 const char *peer_everything_js(void);
 
+/* peer_start_inject starts test/peers/inject.mjs over Streamable HTTP on
+ * a free port (p->port); as peer_start. */
+int peer_start_inject(peer *p, int timeout_ms);
+
 #endif /* TEST_PEER_H */

@@ -31,15 +31,6 @@
 #include "oautil.h"
 #include "testutil.h"
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-}
-
 static long
 tool_count(const char *tool)
 {
@@ -455,23 +446,7 @@ deadline(void)
 int
 main(void)
 {
-	signal(SIGPIPE, SIG_IGN);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	CHECK(peer_dir() != NULL);
-	CHECK(mkdtemp(dir) != NULL);
-	snprintf(logpath, sizeof(logpath), "%s/log", dir);
-	CHECK((logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0600)) >=
-	      0);
-	char seenpath[80];
-	snprintf(seenpath, sizeof(seenpath), "%s/seen", dir);
-	CHECK((seen = fopen(seenpath, "w")) != NULL);
-	unsetenv("MCPKEEP_LOG");
-	char        js[512];
-	const char *argv[] = {"node", js, "--port", "0", NULL};
-	snprintf(js, sizeof(js), "%s/oauth.mjs", peer_dir());
-	CHECK_EQ(peer_start(&srv, argv, NULL, "listening on port ([0-9]+)",
-	                    WAIT_MS),
-	         0);
+	oauth_suite_begin();
 	RUN(classifier);
 	RUN(per_user);
 	RUN(shared);
@@ -479,12 +454,6 @@ main(void)
 	RUN(session_forgotten);
 	RUN(deadline);
 	RUN(slow_reconnect);
-	peer_stop(&srv);
-	close(logfd);
-	fclose(seen);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK_EQ(system(cmd), 0);
-	curl_global_cleanup();
+	oauth_suite_end();
 	return (0);
 }

@@ -340,3 +340,18 @@ ps_stat(mk_runtime *rt, const char *key)
 	free(a.data);
 	return (v);
 }
+
+long
+client_metric(mk_runtime *rt, const char *client, const char *key)
+{
+	char   *m = NULL;
+	json_t *j;
+	long    v;
+
+	CHECK_EQ(mk_client_metrics_json(rt, client, &m), 0);
+	CHECK((j = json_loads(m, 0, NULL)) != NULL);
+	v = (long)json_integer_value(json_object_get(j, key));
+	json_decref(j);
+	mk_free(m);
+	return (v);
+}

@@ -86,6 +86,9 @@ long admin(int port, const char *path, const char *body, const char *field);
  * is polled, with a deadline. */
 void wait_counter(int port, const char *field, long min);
 
+/* One top-level counter of the client's mk_client_metrics_json. */
+long client_metric(mk_runtime *rt, const char *client, const char *key);
+
 /* A counter of the persister's MSG_PS_STATS. */
 int64_t ps_stat(mk_runtime *rt, const char *key);
 

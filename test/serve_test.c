@@ -218,19 +218,6 @@ serve_opt(peer *d, const char *name, const char *config,
 	CHECK(ready_within(WAIT_MS));
 }
 
-/* Starts an inject.mjs MCP server (Streamable HTTP, a free port). */
-static void
-start_inject(peer *p)
-{
-	char        js[512];
-	const char *argv[] = {"node", js, "http", "--port", "0", NULL};
-
-	snprintf(js, sizeof(js), "%s/inject.mjs", peer_dir());
-	CHECK_EQ(peer_start(p, argv, NULL, "listening on port ([0-9]+)",
-	                    WAIT_MS),
-	         0);
-}
-
 static void
 serve(peer *d, const char *name, const char *config, const char *const *env)
 {
@@ -904,7 +891,7 @@ lanes(void)
 	bg   k[4];
 	char config[1024];
 
-	start_inject(&up);
+	CHECK_EQ(peer_start_inject(&up, WAIT_MS), 0);
 	snprintf(config, sizeof(config),
 	         "{\"mcp\": {\"client_configs\": [{\"name\": \"stuck\", "
 	         "\"connection_type\": \"http\", \"connection_string\": "
@@ -965,7 +952,7 @@ busy(void)
 	size_t len = 0;
 	long   st  = 0;
 
-	start_inject(&up);
+	CHECK_EQ(peer_start_inject(&up, WAIT_MS), 0);
 	snprintf(config, sizeof(config),
 	         "{\"mcp\": {\"client_configs\": [{\"name\": \"hot\", "
 	         "\"connection_type\": \"http\", \"connection_string\": "
@@ -1022,7 +1009,8 @@ status_page(void)
 	peer d = {0}, b = {0}, m = {0};
 	char config[1024], js[512], shot[512], pid[16];
 
-	start_inject(&m); /* a server of its own, for the page to kill */
+	/* a server of its own, for the page to kill */
+	CHECK_EQ(peer_start_inject(&m, WAIT_MS), 0);
 	snprintf(config, sizeof(config),
 	         "{\"mcp\": {\"client_configs\": [{\"name\": \"svst\", "
 	         "\"connection_type\": \"http\", \"connection_string\": "
@@ -1231,7 +1219,7 @@ main(int argc, char **argv)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	CHECK(peer_dir() != NULL);
 	CHECK(mkdtemp(dir) != NULL);
-	start_inject(&mcp);
+	CHECK_EQ(peer_start_inject(&mcp, WAIT_MS), 0);
 	RUN_IF(api);
 	RUN_IF(admin_token);
 	RUN_IF(reload);

@@ -324,12 +324,13 @@ stress(const phase *ph, int op, int rounds)
 {
 	sub         sb;
 	mk_runtime *rt = open_plain(&sb);
+	int64_t     t0 = now_ms();
 
-	fprintf(stderr, "-- %s during %s: %d rounds\n", op_names[op], ph->name,
-	        rounds);
 	for (int r = 0; r < rounds; r++) {
 		round_of(&rt, &sb, ph, op, r);
 	}
+	fprintf(stderr, "-- %s during %s: %d rounds, %lld ms\n", op_names[op],
+	        ph->name, rounds, (long long)(now_ms() - t0));
 	mk_runtime_close(&rt);
 	sub_close(&sb);
 }
@@ -339,30 +340,13 @@ main(void)
 {
 	const char *env    = getenv("MK_TEARDOWN_ROUNDS");
 	int         rounds = env != NULL ? atoi(env) : 50;
-	char        js[512];
-	const char *argv[] = {"node", js, "--port", "0", NULL};
 
-	signal(SIGPIPE, SIG_IGN);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	CHECK(peer_dir() != NULL);
-	CHECK(mkdtemp(dir) != NULL);
-	snprintf(logpath, sizeof(logpath), "%s/log", dir);
-	CHECK((logfd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND,
-	                    0600)) >= 0);
-	snprintf(js, sizeof(js), "%s/oauth.mjs", peer_dir());
-	CHECK_EQ(peer_start(&srv, argv, NULL, "listening on port ([0-9]+)",
-	                    WAIT_MS),
-	         0);
+	oauth_suite_begin();
 	for (size_t p = 0; p < sizeof(phases) / sizeof(phases[0]); p++) {
 		for (int op = 0; op < OP_COUNT; op++) {
 			stress(&phases[p], op, rounds);
 		}
 	}
-	peer_stop(&srv);
-	close(logfd);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK_EQ(system(cmd), 0);
-	curl_global_cleanup();
+	oauth_suite_end();
 	return (0);
 }

@@ -5,9 +5,21 @@
 #ifndef TEST_TESTUTIL_H
 #define TEST_TESTUTIL_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* CLOCK_MONOTONIC in ms, for deadlines and measured windows. */
+static inline int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
 
 #define CHECK(cond)                                                           \
 	do {                                                                  \

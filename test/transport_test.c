@@ -345,17 +345,6 @@ start_everything(peer *p, const char *mode, int port)
 	CHECK_EQ(peer_everything(p, mode, port, WAIT_MS), 0);
 }
 
-static void
-start_inject(peer *p)
-{
-	const char *argv[] = {"node",   inject_js(), "http",
-	                      "--port", "0",         NULL};
-
-	CHECK_EQ(peer_start(p, argv, NULL, "listening on port ([0-9]+)",
-	                    WAIT_MS),
-	         0);
-}
-
 static size_t
 discard(char *b, size_t size, size_t n, void *arg)
 {
@@ -492,7 +481,7 @@ http_inject(void)
 	char        url[128];
 	outcome     o;
 
-	start_inject(&p);
+	CHECK_EQ(peer_start_inject(&p, WAIT_MS), 0);
 	url_of(url, sizeof(url), &p, "/mcp");
 	cfg.url = url;
 	CHECK_EQ(open_client(&c, &cfg), 0);

@@ -3,9 +3,11 @@
  */
 #include "transport/error.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 static const char *kind_names[] = {
         [MCP_OK]          = "ok",
@@ -29,6 +31,21 @@ mcp_errkind_name(mcp_errkind kind)
 		return ("?");
 	}
 	return (kind_names[kind]);
+}
+
+mcp_error *
+mcp_error_fd_limit(mcp_error *e, int errnum)
+{
+	struct rlimit lim = {0, 0};
+
+	(void)getrlimit(RLIMIT_NOFILE, &lim);
+	return (mcp_error_set(e, MCP_E_LIMIT,
+	                      "out of file descriptors (%s; RLIMIT_NOFILE "
+	                      "%llu, hard %llu)",
+	                      errnum == ENFILE ? "the system is at its limit"
+	                                       : "the process is at its limit",
+	                      (unsigned long long)lim.rlim_cur,
+	                      (unsigned long long)lim.rlim_max));
 }
 
 mcp_error *

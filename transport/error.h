@@ -39,6 +39,11 @@ typedef struct mcp_error {
 /* mcp_error_set fills e: kind and a printf-formatted message, flattened
  * to one line and cut at MCP_ERRMSG_MAX - 1 bytes on a UTF-8 boundary.
  * Returns e. */
+/* mcp_error_fd_limit sets e to MCP_E_LIMIT for errnum EMFILE (the
+ * process's RLIMIT_NOFILE, named with its values) or ENFILE (the
+ * system's); returns e. */
+mcp_error *mcp_error_fd_limit(mcp_error *e, int errnum);
+
 mcp_error *mcp_error_set(mcp_error *e, mcp_errkind kind, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 

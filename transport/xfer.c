@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "mcpkeep.h"
@@ -363,28 +362,6 @@ limit_error(const tp_http *h, mcp_error *e)
 	}
 }
 
-/* The transfer failed for want of a file descriptor (EMFILE, ENFILE):
- * a limit of this process, not the server's fault. */
-static bool
-out_of_fds(tp_http *h, mcp_error *e)
-{
-	struct rlimit lim = {0, 0};
-	int           err = h->sock_errno;
-
-	if (err != EMFILE && err != ENFILE) {
-		return (false);
-	}
-	(void)getrlimit(RLIMIT_NOFILE, &lim);
-	mcp_error_set(e, MCP_E_LIMIT,
-	              "out of file descriptors (%s; RLIMIT_NOFILE %llu, hard "
-	              "%llu)",
-	              err == EMFILE ? "the process is at its limit"
-	                            : "the system is at its limit",
-	              (unsigned long long)lim.rlim_cur,
-	              (unsigned long long)lim.rlim_max);
-	return (true);
-}
-
 bool
 tp_http_error(tp_http *h, CURLcode rc, bool had_session, mcp_error *e)
 {
@@ -402,7 +379,10 @@ tp_http_error(tp_http *h, CURLcode rc, bool had_session, mcp_error *e)
 		    rc == CURLE_GOT_NOTHING) {
 			k = status != 0 ? MCP_E_LOST : MCP_E_CONNECT;
 		}
-		if (out_of_fds(h, e)) {
+		if (h->sock_errno == EMFILE || h->sock_errno == ENFILE) {
+			mcp_error_fd_limit(e,
+			                   h->sock_errno); /* ours, not
+			                                    * the server's */
 			return (true);
 		}
 		mcp_error_set(e, k, "%s",

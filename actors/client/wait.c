@@ -26,7 +26,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 #include <time.h>
 
 #include "actors/client/client_impl.h"
@@ -119,21 +118,18 @@ cl_wait(kn_actor *self, void *state, struct pollfd *fds, unsigned nfds,
 int
 client_loop(client *cl, mcp_error *err)
 {
-	struct rlimit lim = {0, 0};
-	tp_loop      *l;
-	int           rv;
+	tp_loop *l;
+	int      rv;
 
 	if (cl->loop != NULL) {
 		return (0);
 	}
 	if ((rv = tp_loop_new(&l)) != 0) {
-		(void)getrlimit(RLIMIT_NOFILE, &lim);
-		mcp_error_set(err, rv == MK_ESYS ? MCP_E_LIMIT : MCP_E_LOCAL,
-		              "MCP client %s cannot get file descriptors: the "
-		              "process is at its limit (RLIMIT_NOFILE %llu, "
-		              "hard %llu)",
-		              cl->cfg->name, (unsigned long long)lim.rlim_cur,
-		              (unsigned long long)lim.rlim_max);
+		if (rv == MK_ESYS) {
+			mcp_error_fd_limit(err, EMFILE);
+		} else {
+			mcp_error_set(err, MCP_E_LOCAL, "out of memory");
+		}
 		return (rv);
 	}
 	tp_loop_set_maxconnects(l, (long)cl->maxconn);
