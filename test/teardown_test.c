@@ -30,7 +30,10 @@
 #include "oautil.h"
 #include "testutil.h"
 
-#define NAME "td"
+/* The client of the round: "td", or for the refresh phase one per round
+ * ("td_<round>"): refreshes of one token are at least 1 s apart (SPEC 6),
+ * which would pace those rounds at a second each. */
+static char NAME[32] = "td";
 
 enum { OP_DISABLE, OP_DELETE, OP_UPDATE, OP_REAUTH, OP_CLOSE, OP_COUNT };
 static const char *const op_names[OP_COUNT] = {
@@ -285,6 +288,11 @@ round_of(mk_runtime **rt, sub *sb, const phase *ph, int op, int round)
 
 	snprintf(what, sizeof(what), "%s during %s, round %d", op_names[op],
 	         ph->name, round);
+	if (strcmp(ph->name, "refresh") == 0) {
+		snprintf(NAME, sizeof(NAME), "td_%d", round);
+	} else {
+		snprintf(NAME, sizeof(NAME), "td");
+	}
 	ensure_healthy(*rt, sb);
 	before = held();
 	as_admin("/admin/hold", ph->hold);
