@@ -24,14 +24,19 @@ typedef enum cstate {
 	CS_DISABLED, /* turned off by an admin */
 } cstate;
 
-/* Why a dial runs: decides what its failure does. */
+/* Why a dial runs: decides what its failure does.  Every failure but an
+ * add's and a discovery's is recorded as a failed connect (unstable,
+ * stage connect or credential) and, sticky, feeds the backoff. */
 typedef enum dwhy {
 	DIAL_ADD,        /* a user's add: failure is returned, not kept */
-	DIAL_BOOT,       /* boot: failure -> unstable, stage connect */
-	DIAL_RECONNECT,  /* an explicit reconnect (or enable) */
-	DIAL_BACKGROUND, /* after a failed check or a lost stream: silent */
-	DIAL_CHECK,      /* a check found no live connection */
-	DIAL_DISCOVERY,  /* per-call periodic check: stage tool_discovery */
+	DIAL_BOOT,       /* boot */
+	DIAL_RECONNECT,  /* an explicit reconnect (or enable): no backoff */
+	DIAL_BACKGROUND, /* automatic (failed check, recovery, refresh,
+	                  * backoff, a call with no connection): waits for
+	                  * the backoff */
+	DIAL_CHECK,      /* a check found no live connection: the same */
+	DIAL_DISCOVERY,  /* per-call periodic check: silent, the check
+	                  * records stage tool_discovery */
 } dwhy;
 
 typedef struct client client;

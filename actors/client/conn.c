@@ -10,6 +10,15 @@
  * Every swap bumps the generation; a result captured under an older one
  * (a disable, a newer dial) is dropped.  A per-call "dial" is a discovery:
  * connect, list, close.
+ *
+ * Ending is idempotent: dial_end runs once per dial (freeing the dial's
+ * session fails its pending tools/list, whose callback comes back and
+ * finds the dial ended), conn_close_all may run again.  A failed sticky
+ * connect, or a lost connection, arms the backoff: automatic dials wait
+ * for its own retry (full jitter, BACKOFF_BASE_MS doubling to
+ * BACKOFF_CAP_MS), an admin's reconnect does not, a passing check resets
+ * it (check.c).  No dial runs while the client is disabled or waits for
+ * a reauthorization.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,9 +164,11 @@ relisted(void *arg, const mcp_error *err, json_t *result)
 		client_set_tools(cl, json_object_get(result, "tools"));
 	}
 	/* a failure is the next check's to find */
-	if (cl->relist_again && err == NULL) {
+	if (cl->relist_again) {
 		cl->relist_again = false;
-		relist(cl);
+		if (err == NULL) {
+			relist(cl);
+		}
 	}
 }
 
@@ -289,10 +300,10 @@ dial_end(dial *d, const mcp_error *err, json_t *tools)
 				            stage_of(d->why, err),
 				            err->message);
 			}
+			/* before the waiters: a check among them
+			 * sees the backoff */
 			if (cl->cfg->sticky) {
-				backoff_fail(
-				        cl); /* before the waiters: a
-				              * check among them sees it */
+				backoff_fail(cl);
 			}
 		}
 		answer_waiters(cl, err);
@@ -330,7 +341,7 @@ dial_listed(void *arg, const mcp_error *err, json_t *result)
 {
 	dial *d = arg;
 
-	dial_end(d, err, /* once: see dial_end */
+	dial_end(d, err,
 	         err == NULL ? json_object_get(result, "tools") : NULL);
 }
 
@@ -421,6 +432,32 @@ dial_cred(client *cl, void *arg, uint64_t seq, int status, const char *err)
 	dial_open(d);
 }
 
+/* No dial now: the client is disabled or needs_reauth (authoritative:
+ * nothing connects until an admin acts), or an automatic one waits for
+ * the backoff's own connect.  e says why. */
+static bool
+dial_refused(const client *cl, dwhy why, mcp_error *e)
+{
+	if (cl->state == CS_DISABLED || cl->state == CS_REAUTH) {
+		mcp_error_set(e, MCP_E_CANCELLED, "MCP client %s is %s",
+		              cl->cfg->name,
+		              cl->state == CS_DISABLED
+		                      ? "disabled"
+		                      : "waiting for reauthorization");
+		return (true);
+	}
+	if ((why == DIAL_BACKGROUND || why == DIAL_CHECK) &&
+	    backoff_active(cl)) {
+		mcp_error_set(e, MCP_E_CONNECT,
+		              "reconnecting in %lld ms after: %s",
+		              (long long)((cl->retry_ns - kn_now_ns()) /
+		                          KN_NS_PER_MS),
+		              cl->lf_set ? cl->lf_message : "a failure");
+		return (true);
+	}
+	return (false);
+}
+
 void
 dial_start(client *cl, dwhy why, uint64_t corr, uint32_t type)
 {
@@ -439,7 +476,7 @@ dial_start(client *cl, dwhy why, uint64_t corr, uint32_t type)
 		cl->waiters = w;
 	}
 	if (cl->dial != NULL) {
-		/* join it; a silent one becomes a reported one */
+		/* join it, as what the joiner asked for */
 		if (cl->dial->why == DIAL_BACKGROUND &&
 		    why != DIAL_BACKGROUND) {
 			cl->dial->why = why == DIAL_ADD ? DIAL_RECONNECT : why;
@@ -449,25 +486,7 @@ dial_start(client *cl, dwhy why, uint64_t corr, uint32_t type)
 	if (!cl->cfg->sticky && why == DIAL_CHECK) {
 		why = DIAL_DISCOVERY;
 	}
-	if (cl->state == CS_DISABLED || cl->state == CS_REAUTH ||
-	    ((why == DIAL_BACKGROUND || why == DIAL_CHECK) &&
-	     backoff_active(cl))) {
-		/* authoritative: nothing connects until an admin acts; or
-		 * the backoff's own connect comes later */
-		if (cl->state == CS_DISABLED || cl->state == CS_REAUTH) {
-			mcp_error_set(&e, MCP_E_CANCELLED,
-			              "MCP client %s is %s", cl->cfg->name,
-			              cl->state == CS_DISABLED
-			                      ? "disabled"
-			                      : "waiting for reauthorization");
-		} else {
-			mcp_error_set(
-			        &e, MCP_E_CONNECT,
-			        "reconnecting in %lld ms after: %s",
-			        (long long)((cl->retry_ns - kn_now_ns()) /
-			                    KN_NS_PER_MS),
-			        cl->lf_set ? cl->lf_message : "a failure");
-		}
+	if (dial_refused(cl, why, &e)) {
 		answer_waiters(cl, &e);
 		call_run_queued(cl, e.message);
 		recover_on_dial(cl, &e);
