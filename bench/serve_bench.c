@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../test/peer.h"
 #include "calls.h"
@@ -133,6 +134,40 @@ row(const char *what, stats s, stats base)
 	       s.p99, s.calls_s / base.calls_s);
 }
 
+static size_t
+discard(char *b, size_t size, size_t n, void *arg)
+{
+	return (size * n);
+}
+
+/* The daemon answers at once and connects its clients behind: measure
+ * once /readyz says the boot is over (polled: no event reaches a
+ * process outside, with a deadline). */
+static void
+wait_ready(int port)
+{
+	char  url[64];
+	CURL *e      = curl_easy_init();
+	long  status = 0;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", port);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 2000L);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
+	for (int i = 0; i < 1500 && status != 200; i++) {
+		if (curl_easy_perform(e) == CURLE_OK) {
+			curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+		}
+		if (status != 200) {
+			usleep(20000);
+		}
+	}
+	curl_easy_cleanup(e);
+	if (status != 200) {
+		die("the daemon never became ready");
+	}
+}
+
 int
 main(void)
 {
@@ -191,6 +226,7 @@ main(void)
 	               30000) != 0) {
 		die("the daemon did not start");
 	}
+	wait_ready(d.port);
 	snprintf(exec_url, sizeof(exec_url),
 	         "http://127.0.0.1:%d/api/mcp/tool/execute", d.port);
 
