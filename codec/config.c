@@ -689,6 +689,53 @@ cfg_client_redacted(const cfg_client *c)
 	return (o);
 }
 
+/* patch, red and raw at the same place: a string of patch equal to the
+ * redacted one (and holding the marker) becomes raw's. */
+static json_t *
+unredact_at(json_t *patch, json_t *red, json_t *raw)
+{
+	json_t     *v;
+	const char *k;
+	size_t      i;
+
+	if (json_is_string(patch) && json_is_string(red) && raw != NULL &&
+	    strstr(json_string_value(patch), "<redacted>") != NULL &&
+	    json_equal(patch, red)) {
+		return (json_incref(raw));
+	}
+	if (json_is_object(patch) && json_is_object(red)) {
+		json_object_foreach(patch, k, v)
+		{
+			json_t *n = unredact_at(v, json_object_get(red, k),
+			                        json_object_get(raw, k));
+			if (n != NULL) {
+				json_object_set_new(patch, k, n);
+			}
+		}
+	} else if (json_is_array(patch) && json_is_array(red)) {
+		json_array_foreach(patch, i, v)
+		{
+			json_t *n = unredact_at(v, json_array_get(red, i),
+			                        json_array_get(raw, i));
+			if (n != NULL) {
+				json_array_set_new(patch, i, n);
+			}
+		}
+	}
+	return (NULL);
+}
+
+void
+cfg_unredact(json_t *patch, const cfg_client *c)
+{
+	json_t *red = cfg_client_redacted(c);
+
+	if (red != NULL) {
+		(void)unredact_at(patch, red, c->raw);
+		json_decref(red);
+	}
+}
+
 static int
 file_fail(char *err, size_t errlen, int rv, const char *fmt, ...)
 {

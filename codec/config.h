@@ -84,6 +84,12 @@ void cfg_client_free(cfg_client **cp);
  * name a variable, not a secret).  New reference, or NULL. */
 json_t *cfg_client_redacted(const cfg_client *c);
 
+/* cfg_unredact puts c's own values back into patch (an update) wherever
+ * the patch carries the redacted form cfg_client_redacted shows for the
+ * same place: a view's config sent back as an update keeps the secrets
+ * it could not see.  Modifies patch. */
+void cfg_unredact(json_t *patch, const cfg_client *c);
+
 /*
  * cfg_file_parse validates a whole config.json text (len bytes, at most
  * 4 MiB).  Client names and ids must be unique, and no id another client's

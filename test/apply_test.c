@@ -337,6 +337,48 @@ clients_by_id(void)
 	rt_close(&rt, &sb);
 }
 
+/* The list view's config, secrets redacted, sent back whole as an update
+ * (what an operator's edit-and-save does) keeps the secrets it could not
+ * see: the header still reaches the server, the URL's query key too, and
+ * nothing re-dials. */
+static void
+view_round_trip(void)
+{
+	sub         sb;
+	mk_runtime *rt  = rt_open(&sb);
+	char       *err = NULL, *cfg, *out;
+	int         at  = 0, rc;
+	json_t     *v;
+
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"rt_keep\", \"connection_type\": \"http\", "
+	             "\"connection_string\": "
+	             "\"http://127.0.0.1:%d/mcp?key=q-s3cret\", "
+	             "\"needs_session_stickiness\": true, "
+	             "\"headers\": {\"x-api-key\": \"h-s3cret\"}, "
+	             "\"tools_to_execute\": [\"*\"]}",
+	             srv.port),
+	         0);
+	wait_state(&sb, &at, "rt_keep", "healthy", NULL);
+	v   = view_of(rt, "rt_keep");
+	cfg = json_dumps(json_object_get(v, "config"), JSON_COMPACT);
+	CHECK(strstr(cfg, "h-s3cret") == NULL &&
+	      strstr(cfg, "q-s3cret") == NULL);
+	long gen = (long)json_integer_value(json_object_get(v, "generation"));
+	json_decref(v);
+	CHECK_EQ(mk_client_update(rt, "rt_keep", cfg, &err), 0);
+	free(cfg);
+	out = call_text(rt, "rt_keep", "headers", NULL, &rc);
+	CHECK_EQ(rc, 0);
+	CHECK(strstr(out, "h-s3cret") != NULL);
+	free(out);
+	v = view_of(rt, "rt_keep");
+	CHECK_EQ(json_integer_value(json_object_get(v, "generation")), gen);
+	json_decref(v);
+	mk_free(err);
+	rt_close(&rt, &sb);
+}
+
 /* Runs fn, or only the test named on the command line. */
 #define RUN_IF(fn)                                                            \
 	do {                                                                  \
@@ -361,6 +403,7 @@ main(int argc, char **argv)
 	RUN_IF(global_settings_configure);
 	RUN_IF(update_in_place);
 	RUN_IF(clients_by_id);
+	RUN_IF(view_round_trip);
 	peer_stop(&srv);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -733,6 +733,7 @@ on_update(client *cl, kn_msg *msg)
 		            "the update must be a JSON object");
 		return;
 	}
+	cfg_unredact(patch, cl->cfg); /* a view sent back keeps secrets */
 	/* the id as the view shows it (a generated one is not in raw) */
 	json_t *given = json_object_get(patch, "client_id");
 	if (json_is_string(given) &&
