@@ -541,10 +541,16 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 	if ((rv = kn_spawn(kn_actor_kernel(self), name, &client_ops, &a,
 	                   &e->actor)) != 0) {
 		cfg_client_free(&a.cfg); /* still ours if init did not run */
+		free(a.view);
 		entry_free(e);
 		snprintf(err, errlen, "cannot start the client actor: %s",
 		         mk_strerror(rv));
 		return (rv);
+	}
+	e->view = a.view; /* its first, until it pushes one */
+	if (a.state[0] != '\0') {
+		snprintf(e->state, sizeof(e->state), "%s", a.state);
+		snprintf(e->shown, sizeof(e->shown), "%s", a.state);
 	}
 	/* calls find the actor by name or by id */
 	snprintf(name, sizeof(name), CLIENT_PREFIX "%s", e->id);

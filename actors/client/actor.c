@@ -491,6 +491,13 @@ cl_init(kn_actor *self, void *arg, void **statep)
 	 * pair); calls raise it as they need (call.c) */
 	cl->maxconn = 1;
 	cred_register(cl);
+	/* the list shows the client while its first connect runs (in the
+	 * state it starts in: there is no "connecting" state) */
+	json_t *v = view_json(cl);
+	a->view   = v != NULL ? json_dumps(v, JSON_COMPACT) : NULL;
+	json_decref(v);
+	snprintf(a->state, sizeof(a->state), "%s",
+	         cstate_name(shown_state(cl)));
 	*statep = cl;
 	return (0);
 }
@@ -588,9 +595,6 @@ on_connect(client *cl, kn_msg *msg)
 	}
 	free(known);
 	json_decref(tools);
-	/* the list shows the client while its first connect runs (in the
-	 * state it starts in: there is no "connecting" state) */
-	client_push_view(cl);
 	if (cl->state == CS_PENDING && cred_needed(cl)) {
 		/* a stored credential ends the pending state at once */
 		uint64_t corr = kn_defer(msg);

@@ -67,6 +67,11 @@ typedef struct client_args {
 	int64_t     exec_ms;    /* global tool_execution_timeout */
 	kn_actor   *persister;  /* the store (held by the actor), or NULL */
 	kn_actor   *credential; /* the credential actor (held), or NULL */
+	/* out, set by init (so the list shows the client from its start
+	 * without a message to the supervisor while it spawns many): */
+	char *view;     /* its first view, JSON text (malloc'd: the
+	                 * spawner's), or NULL */
+	char state[24]; /* and the state in it */
 } client_args;
 
 extern const kn_actor_ops client_ops;
