@@ -583,6 +583,15 @@ tool_execute(req *r, json_t *body)
 		        "(an object) and optionally timeout (milliseconds)");
 		return;
 	}
+	if (to != NULL &&
+	    (json_integer_value(to) < 0 ||
+	     json_integer_value(to) > INT32_MAX)) {
+		/* never cut to an int: 4294967297 is not 1 ms */
+		answer_error(r, 400,
+		             "timeout must be from 0 to 2147483647 "
+		             "milliseconds");
+		return;
+	}
 	atext     = args != NULL ? json_dumps(args, JSON_COMPACT) : NULL;
 	mk_call c = {.client    = client,
 	             .tool      = tool,
@@ -593,8 +602,7 @@ tool_execute(req *r, json_t *body)
 	             .virtual_key   = r->id_vk,
 	             .session_id    = r->id_session,
 	             .subject_token = r->bearer};
-	rc        = c.timeout_ms < 0 ? MK_EINVAL
-	                             : mk_tool_call_async(D.rt, &c, on_tool, r);
+	rc        = mk_tool_call_async(D.rt, &c, on_tool, r);
 	free(atext);
 	if (rc != 0) {
 		answer_error(r, status_of(rc),

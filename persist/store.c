@@ -3,6 +3,8 @@
  */
 #include "persist/store.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mcpkeep.h"
 #include "persist/seal.h"
@@ -678,6 +681,23 @@ prepare_all(store *s)
 	return (0);
 }
 
+/* A new store file is made 0600 before SQLite opens it: it holds
+ * credentials (sealed or not), and SQLite gives its -wal and -shm files
+ * the database file's mode.  An existing file keeps its mode. */
+static int
+create_private(store *s)
+{
+	int fd = open(s->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+	if (fd >= 0) {
+		close(fd);
+	} else if (errno != EEXIST) {
+		return (failf(s, MK_ESYS, "creating the file: %s",
+		              strerror(errno)));
+	}
+	return (0);
+}
+
 /* Opens the connection with the pragmas every handle needs. */
 static int
 db_connect(store *s, store_mode mode, bool create)
@@ -688,6 +708,10 @@ db_connect(store *s, store_mode mode, bool create)
 	char *at = uri;
 
 	if (create) {
+		int rv;
+		if ((rv = create_private(s)) != 0) {
+			return (rv);
+		}
 		flags |= SQLITE_OPEN_CREATE;
 	}
 	flags |= SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI; /* one thread */

@@ -342,6 +342,15 @@ api(void)
 	       "no such MCP client");
 	expect("POST", "/api/mcp/tool/execute", "{\"client\": \"svc\"}", NULL,
 	       400, "needs client and tool");
+	/* a timeout past an int is refused, never cut (2^32 + 1 was 1 ms) */
+	expect("POST", "/api/mcp/tool/execute",
+	       "{\"client\": \"svc\", \"tool\": \"echo\", \"arguments\": "
+	       "{\"message\": \"x\"}, \"timeout\": 4294967297}",
+	       NULL, 400, "timeout must be from 0 to 2147483647 milliseconds");
+	expect("POST", "/api/mcp/tool/execute",
+	       "{\"client\": \"svc\", \"tool\": \"echo\", \"arguments\": "
+	       "{\"message\": \"x\"}, \"timeout\": -5}",
+	       NULL, 400, "timeout must be from 0 to 2147483647 milliseconds");
 	/* delete */
 	expect("DELETE", "/api/mcp/client/svc2", NULL, NULL, 200, NULL);
 	out = http("GET", "/api/mcp/clients", NULL, NULL, &st);

@@ -95,6 +95,31 @@ file_has(const char *p, const char *needle)
 	return (found);
 }
 
+/* A new store and its -wal and -shm are the owner's alone (0600), the
+ * process umask notwithstanding: they hold credentials. */
+static void
+private_files(void)
+{
+	const char *suffix[] = {"", "-wal", "-shm"};
+	char        p[300], f[320];
+	mode_t      old = umask(022);
+	store      *s;
+
+	snprintf(p, sizeof(p), "%s/private.db", dir);
+	s = open_key(p, NULL);
+	for (int i = 0; i < 3; i++) {
+		struct stat sb;
+		snprintf(f, sizeof(f), "%s%s", p, suffix[i]);
+		CHECK_EQ(stat(f, &sb), 0);
+		if ((sb.st_mode & 0777) != 0600) {
+			fprintf(stderr, "%s: mode %o\n", f, sb.st_mode & 0777);
+		}
+		CHECK_EQ(sb.st_mode & 0777, 0600);
+	}
+	store_close(&s);
+	umask(old);
+}
+
 static void
 migrations(void)
 {
@@ -570,6 +595,7 @@ main(void)
 	CHECK(mkdtemp(dir) != NULL);
 	snprintf(path, sizeof(path), "%s/mcpkeep.db", dir);
 	RUN(migrations);
+	RUN(private_files);
 	RUN(from_earlier_versions);
 	RUN(newer_refused);
 	RUN(not_a_database);
