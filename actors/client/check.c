@@ -10,6 +10,12 @@
  * that passes marks it healthy.  A dead session (gone) re-dials as part
  * of the check.  After a failed sticky check a background
  * make-before-break reconnect starts.
+ *
+ * A check without a connection to check waits while the reconnect
+ * backoff runs (its own connect reports); a passing one resets the
+ * backoff.  check_soon runs one for a call that failed at the transport
+ * (one running, one a second).  A check ended while its ping or
+ * tools/list is out is freed by that request's callback.
  */
 #include <stdlib.h>
 
