@@ -379,14 +379,6 @@ view_round_trip(void)
 	rt_close(&rt, &sb);
 }
 
-/* Runs fn, or only the test named on the command line. */
-#define RUN_IF(fn)                                                            \
-	do {                                                                  \
-		if (argc < 2 || strcmp(argv[1], #fn) == 0) {                  \
-			RUN(fn);                                              \
-		}                                                             \
-	} while (0)
-
 int
 main(int argc, char **argv)
 {

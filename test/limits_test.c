@@ -259,20 +259,8 @@ main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
 	CHECK(peer_dir() != NULL);
-	for (int a = 1; a <= argc; a++) {
-		const char *only = argc > 1 ? argv[a] : NULL;
-		if (only == NULL || strcmp(only, "disabled_no_fds") == 0) {
-			RUN(disabled_no_fds);
-		}
-		if (only == NULL || strcmp(only, "refused_at_limit") == 0) {
-			RUN(refused_at_limit);
-		}
-		if (only == NULL || strcmp(only, "close_bounded") == 0) {
-			RUN(close_bounded);
-		}
-		if (argc == 1) {
-			break;
-		}
-	}
+	RUN_IF(disabled_no_fds);
+	RUN_IF(refused_at_limit);
+	RUN_IF(close_bounded);
 	return (0);
 }

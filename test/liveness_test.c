@@ -234,32 +234,16 @@ list_changed_coalesced(void)
 	peer_stop(&p);
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} tests[] = {
-        {"call_failure_checks", call_failure_checks},
-        {"failed_reconnect_unstable", failed_reconnect_unstable},
-        {"first_error_line", first_error_line},
-        {"restart_backoff", restart_backoff},
-        {"list_changed_coalesced", list_changed_coalesced},
-};
-
-/* liveness_test [name...]: those tests, or all of them */
+/* liveness_test [name]: that test, or all of them */
 int
 main(int argc, char **argv)
 {
 	oauth_suite_begin();
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		bool run = argc == 1;
-		for (int a = 1; a < argc; a++) {
-			run |= strcmp(argv[a], tests[i].name) == 0;
-		}
-		if (run) {
-			fprintf(stderr, "-- %s\n", tests[i].name);
-			tests[i].fn();
-		}
-	}
+	RUN_IF(call_failure_checks);
+	RUN_IF(failed_reconnect_unstable);
+	RUN_IF(first_error_line);
+	RUN_IF(restart_backoff);
+	RUN_IF(list_changed_coalesced);
 	oauth_suite_end();
 	return (0);
 }

@@ -1212,14 +1212,6 @@ boot_slow(void)
 	                "SIGHUP that came during it\n"));
 }
 
-/* Runs fn, or only the test named on the command line. */
-#define RUN_IF(fn)                                                            \
-	do {                                                                  \
-		if (argc < 2 || strcmp(argv[1], #fn) == 0) {                  \
-			RUN(fn);                                              \
-		}                                                             \
-	} while (0)
-
 int
 main(int argc, char **argv)
 {

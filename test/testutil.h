@@ -46,4 +46,12 @@ now_ms(void)
 		fn();                                                         \
 	} while (0)
 
+/* In main(argc, argv): runs fn, or only the test named by argv[1]. */
+#define RUN_IF(fn)                                                            \
+	do {                                                                  \
+		if (argc < 2 || strcmp(argv[1], #fn) == 0) {                  \
+			RUN(fn);                                              \
+		}                                                             \
+	} while (0)
+
 #endif /* TEST_TESTUTIL_H */
