@@ -4,6 +4,7 @@
 #include "codec/config.h"
 
 #include <ctype.h>
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -736,6 +737,154 @@ cfg_unredact(json_t *patch, const cfg_client *c)
 	}
 }
 
+/* One virtual key's grants: client name (or "*") -> tool names (or
+ * ["*"]). */
+static int
+grants_of(pctx *x, const char *field, json_t *v)
+{
+	const char *k;
+	json_t     *tools, *t;
+	size_t      i;
+
+	if (!json_is_object(v) || json_object_size(v) == 0) {
+		return (bad(x, field,
+		            "must be an object of client names to tool lists"));
+	}
+	json_object_foreach(v, k, tools)
+	{
+		if (!json_is_array(tools) || json_array_size(tools) == 0) {
+			return (bad(x, field,
+			            "client \"%.64s\": must be a list of tool "
+			            "names, or [\"*\"]",
+			            k));
+		}
+		json_array_foreach(tools, i, t)
+		{
+			if (!json_is_string(t) || *json_string_value(t) == '\0') {
+				return (bad(x, field,
+				            "client \"%.64s\": a tool name "
+				            "must be a non-empty string",
+				            k));
+			}
+		}
+	}
+	return (0);
+}
+
+/*
+ * server.virtual_keys: each {name, value, clients, trust_identity_headers}
+ * with its value resolved (env.); names and values unique, values at
+ * least VKEY_MIN bytes (a key is a password a gateway hands out).  The
+ * result is a copy the caller owns (values are secrets).
+ */
+static int
+vkeys_of(pctx *x, json_t *v, json_t **out)
+{
+	static const char *keys[] = {"name", "value", "clients",
+	                             "trust_identity_headers", NULL};
+	json_t            *all    = json_array(), *e, *f;
+	const char        *k;
+	size_t             i;
+	char               field[64], *value = NULL;
+	int                rv = 0;
+
+	if (all == NULL) {
+		return (MK_ENOMEM);
+	}
+	if (!json_is_array(v)) {
+		json_decref(all);
+		return (bad(x, "server.virtual_keys", "must be an array"));
+	}
+	json_array_foreach(v, i, e)
+	{
+		snprintf(field, sizeof(field), "server.virtual_keys[%zu]", i);
+		if (!json_is_object(e)) {
+			rv = bad(x, field, "must be an object");
+			break;
+		}
+		json_object_foreach(e, k, f)
+		{
+			if (!known(k, keys)) {
+				rv = bad(x, field, "unknown field \"%.60s\"",
+				         k);
+				break;
+			}
+		}
+		const char *name = json_string_value(json_object_get(e, "name"));
+		json_t     *trust = json_object_get(e, "trust_identity_headers");
+		if (rv != 0) {
+			break;
+		}
+		if (name == NULL || *name == '\0' || strlen(name) > 64 ||
+		    name[strspn(name, "abcdefghijklmnopqrstuvwxyz"
+		                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		                      "0123456789_-")] != '\0') {
+			rv = bad(x, field,
+			         "name must be 1 to 64 letters, digits, '_' or "
+			         "'-'");
+			break;
+		}
+		if (trust != NULL && !json_is_boolean(trust)) {
+			rv = bad(x, field,
+			         "trust_identity_headers must be true or false");
+			break;
+		}
+		if ((rv = grants_of(x, field, json_object_get(e, "clients"))) !=
+		            0 ||
+		    (rv = str_of(x, field, json_object_get(e, "value"),
+		                 &value)) != 0) {
+			break;
+		}
+		if (strlen(value) < VKEY_MIN) {
+			/* (the length only: never the value) */
+			rv = bad(x, field,
+			         "the value of key \"%s\" is shorter than %d "
+			         "characters",
+			         name, VKEY_MIN);
+			break;
+		}
+		json_t *o;
+		size_t  j;
+		json_array_foreach(all, j, o)
+		{
+			if (strcmp(json_string_value(json_object_get(o, "name")),
+			           name) == 0) {
+				rv = bad(x, field, "the name \"%s\" is used twice",
+				         name);
+			} else if (strcmp(json_string_value(
+			                          json_object_get(o, "value")),
+			                  value) == 0) {
+				rv = bad(x, field,
+				         "key \"%s\" has the value of another key",
+				         name);
+			}
+		}
+		if (rv != 0) {
+			break;
+		}
+		o = json_pack("{s:s, s:s, s:O, s:b}", "name", name, "value",
+		              value, "clients", json_object_get(e, "clients"),
+		              "trust_identity_headers", json_is_true(trust));
+		if (o == NULL || json_array_append_new(all, o) != 0) {
+			rv = MK_ENOMEM;
+			break;
+		}
+		OPENSSL_cleanse(value, strlen(value));
+		free(value);
+		value = NULL;
+	}
+	if (value != NULL) {
+		OPENSSL_cleanse(value, strlen(value));
+		free(value);
+	}
+	if (rv != 0) {
+		json_decref(all);
+		return (rv);
+	}
+	*out = all;
+	return (0);
+}
+
 static int
 file_fail(char *err, size_t errlen, int rv, const char *fmt, ...)
 {
@@ -754,8 +903,10 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 	static const char *mcpk[]    = {"client_configs", "tool_sync_interval",
 	                                "tool_execution_timeout", NULL};
 	static const char *storek[]  = {"path", NULL};
-	static const char *serverk[] = {"listen", "admin_token", "stream",
-	                                NULL};
+	static const char *serverk[] = {
+	        "listen",         "admin_token",   "stream",
+	        "allowed_origins", "stream_public", "metrics_token",
+	        "virtual_keys",   NULL};
 	pctx               x         = {"?", err, errlen};
 	json_t            *mcp, *list, *v, *sec;
 	const char        *k;
@@ -887,6 +1038,27 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 		    (rv = strv_of(&x, "server.stream", v, &f->streams)) != 0) {
 			return (rv);
 		}
+		if ((v = json_object_get(sec, "allowed_origins")) != NULL &&
+		    (rv = strv_of(&x, "server.allowed_origins", v,
+		                  &f->origins)) != 0) {
+			return (rv);
+		}
+		if ((v = json_object_get(sec, "stream_public")) != NULL) {
+			if (!json_is_boolean(v)) {
+				return (bad(&x, "server.stream_public",
+				            "must be true or false"));
+			}
+			f->stream_public = json_is_true(v);
+		}
+		if ((v = json_object_get(sec, "metrics_token")) != NULL &&
+		    (rv = str_of(&x, "server.metrics_token", v,
+		                 &f->metrics_token)) != 0) {
+			return (rv);
+		}
+		if ((v = json_object_get(sec, "virtual_keys")) != NULL &&
+		    (rv = vkeys_of(&x, v, &f->vkeys)) != 0) {
+			return (rv);
+		}
 	}
 	return (0);
 }
@@ -944,6 +1116,9 @@ cfg_file_free(cfg_file **fp)
 	free(f->store_path);
 	free(f->listen);
 	free(f->admin_token);
+	free(f->metrics_token);
 	text_strv_free(f->streams);
+	text_strv_free(f->origins);
+	json_decref(f->vkeys);
 	free(f);
 }

@@ -18,6 +18,7 @@
 #define CFG_SYNC_DEFAULT_MS (10 * 60 * 1000) /* tool_sync_interval */
 #define CFG_EXEC_DEFAULT_MS (30 * 1000)      /* tool_execution_timeout */
 #define CFG_ERR_MAX         512
+#define VKEY_MIN            16 /* bytes of a virtual key's value */
 
 typedef enum cfg_conn {
 	CFG_HTTP,  /* Streamable HTTP */
@@ -67,6 +68,11 @@ typedef struct cfg_file {
 	char        *listen;      /* server.listen, or NULL */
 	char        *admin_token; /* server.admin_token, or NULL (secret) */
 	char       **streams;     /* server.stream, NULL-terminated */
+	char       **origins;     /* server.allowed_origins, or NULL */
+	bool         stream_public; /* server.stream_public */
+	char        *metrics_token; /* server.metrics_token (secret) */
+	json_t      *vkeys; /* server.virtual_keys, values resolved
+	                     * (secrets), or NULL */
 } cfg_file;
 
 /*

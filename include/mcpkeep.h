@@ -331,9 +331,13 @@ MK_API int mk_credentials_evict(mk_runtime *rt, const char *client,
 /*
  * mk_config_get validates a whole config.json and gives one of its
  * runtime settings by path - "store.path", "server.listen",
- * "server.admin_token" - with any env. reference resolved, so an embedder
- * can open the runtime with it before loading the clients ("server.stream"
- * gives a JSON array text of the addresses).  Never blocks.
+ * "server.admin_token", "server.metrics_token", "server.stream_public"
+ * ("true", or NULL) - with any env. reference resolved, so an embedder
+ * can open the runtime with it before loading the clients.
+ * "server.stream" and "server.allowed_origins" give a JSON array text of
+ * strings; "server.virtual_keys" a JSON array text of {name, value,
+ * clients, trust_identity_headers} with the values resolved (secrets:
+ * wipe the text before mk_free).  Never blocks.
  * On MK_OK *value is malloc'd (mk_free), or NULL when the file does not
  * set it.  Returns MK_OK, MK_EINVAL (the file, or an unknown path: *err
  * says which), MK_ETOOBIG, MK_ENOMEM.

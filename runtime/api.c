@@ -409,7 +409,7 @@ mk_config_get(const char *config_json, const char *path, char **value,
               char **err)
 {
 	cfg_file   *f;
-	const char *v;
+	const char *v = NULL;
 	char        e[CFG_ERR_MAX];
 	int         rv;
 
@@ -427,24 +427,26 @@ mk_config_get(const char *config_json, const char *path, char **value,
 		}
 		return (rv);
 	}
+	json_t *j = NULL; /* a setting that is not a string: as JSON */
 	if (strcmp(path, "store.path") == 0) {
 		v = f->store_path;
 	} else if (strcmp(path, "server.listen") == 0) {
 		v = f->listen;
 	} else if (strcmp(path, "server.admin_token") == 0) {
 		v = f->admin_token;
-	} else if (strcmp(path, "server.stream") == 0) {
-		/* an array: given as JSON text */
-		json_t *a = json_array();
-		for (size_t i = 0; f->streams != NULL && f->streams[i] != NULL;
-		     i++) {
-			json_array_append_new(a, json_string(f->streams[i]));
+	} else if (strcmp(path, "server.metrics_token") == 0) {
+		v = f->metrics_token;
+	} else if (strcmp(path, "server.stream") == 0 ||
+	           strcmp(path, "server.allowed_origins") == 0) {
+		char **sv = path[7] == 's' ? f->streams : f->origins;
+		j         = json_array();
+		for (size_t i = 0; sv != NULL && sv[i] != NULL; i++) {
+			json_array_append_new(j, json_string(sv[i]));
 		}
-		*value = json_array_size(a) > 0 ? json_dumps(a, JSON_COMPACT)
-		                                : NULL;
-		json_decref(a);
-		cfg_file_free(&f);
-		return (0);
+	} else if (strcmp(path, "server.stream_public") == 0) {
+		v = f->stream_public ? "true" : NULL;
+	} else if (strcmp(path, "server.virtual_keys") == 0) {
+		j = json_incref(f->vkeys);
 	} else {
 		if (err != NULL) {
 			snprintf(e, sizeof(e), "no setting %s in config.json",
@@ -453,6 +455,14 @@ mk_config_get(const char *config_json, const char *path, char **value,
 		}
 		cfg_file_free(&f);
 		return (MK_EINVAL);
+	}
+	if (j != NULL) {
+		/* absent or empty: NULL, as an absent string */
+		*value = json_array_size(j) > 0 ? json_dumps(j, JSON_COMPACT)
+		                                : NULL;
+		json_decref(j);
+		cfg_file_free(&f);
+		return (0);
 	}
 	rv = v != NULL && (*value = strdup(v)) == NULL ? MK_ENOMEM : 0;
 	cfg_file_free(&f);
