@@ -71,6 +71,9 @@ request(const char *url, const char *body, const char *const *headers,
 	for (size_t i = 0; headers != NULL && headers[i] != NULL; i++) {
 		h = curl_slist_append(h, headers[i]);
 	}
+	if (body != NULL) {
+		h = curl_slist_append(h, "Content-Type: application/json");
+	}
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);

@@ -747,8 +747,9 @@ grants_of(pctx *x, const char *field, json_t *v)
 	size_t      i;
 
 	if (!json_is_object(v) || json_object_size(v) == 0) {
-		return (bad(x, field,
-		            "must be an object of client names to tool lists"));
+		return (bad(
+		        x, field,
+		        "must be an object of client names to tool lists"));
 	}
 	json_object_foreach(v, k, tools)
 	{
@@ -760,7 +761,8 @@ grants_of(pctx *x, const char *field, json_t *v)
 		}
 		json_array_foreach(tools, i, t)
 		{
-			if (!json_is_string(t) || *json_string_value(t) == '\0') {
+			if (!json_is_string(t) ||
+			    *json_string_value(t) == '\0') {
 				return (bad(x, field,
 				            "client \"%.64s\": a tool name "
 				            "must be a non-empty string",
@@ -810,27 +812,31 @@ vkeys_of(pctx *x, json_t *v, json_t **out)
 				break;
 			}
 		}
-		const char *name = json_string_value(json_object_get(e, "name"));
-		json_t     *trust = json_object_get(e, "trust_identity_headers");
+		const char *name =
+		        json_string_value(json_object_get(e, "name"));
+		json_t *trust = json_object_get(e, "trust_identity_headers");
 		if (rv != 0) {
 			break;
 		}
 		if (name == NULL || *name == '\0' || strlen(name) > 64 ||
-		    name[strspn(name, "abcdefghijklmnopqrstuvwxyz"
-		                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-		                      "0123456789_-")] != '\0') {
-			rv = bad(x, field,
-			         "name must be 1 to 64 letters, digits, '_' or "
-			         "'-'");
+		    name[strspn(name,
+		                "abcdefghijklmnopqrstuvwxyz"
+		                "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		                "0123456789_-")] != '\0') {
+			rv = bad(
+			        x, field,
+			        "name must be 1 to 64 letters, digits, '_' or "
+			        "'-'");
 			break;
 		}
 		if (trust != NULL && !json_is_boolean(trust)) {
 			rv = bad(x, field,
-			         "trust_identity_headers must be true or false");
+			         "trust_identity_headers must be true or "
+			         "false");
 			break;
 		}
-		if ((rv = grants_of(x, field, json_object_get(e, "clients"))) !=
-		            0 ||
+		if ((rv = grants_of(x, field,
+		                    json_object_get(e, "clients"))) != 0 ||
 		    (rv = str_of(x, field, json_object_get(e, "value"),
 		                 &value)) != 0) {
 			break;
@@ -847,15 +853,18 @@ vkeys_of(pctx *x, json_t *v, json_t **out)
 		size_t  j;
 		json_array_foreach(all, j, o)
 		{
-			if (strcmp(json_string_value(json_object_get(o, "name")),
+			if (strcmp(json_string_value(
+			                   json_object_get(o, "name")),
 			           name) == 0) {
-				rv = bad(x, field, "the name \"%s\" is used twice",
+				rv = bad(x, field,
+				         "the name \"%s\" is used twice",
 				         name);
 			} else if (strcmp(json_string_value(
 			                          json_object_get(o, "value")),
 			                  value) == 0) {
 				rv = bad(x, field,
-				         "key \"%s\" has the value of another key",
+				         "key \"%s\" has the value of another "
+				         "key",
 				         name);
 			}
 		}
@@ -903,10 +912,10 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 	static const char *mcpk[]    = {"client_configs", "tool_sync_interval",
 	                                "tool_execution_timeout", NULL};
 	static const char *storek[]  = {"path", NULL};
-	static const char *serverk[] = {
-	        "listen",         "admin_token",   "stream",
-	        "allowed_origins", "stream_public", "metrics_token",
-	        "virtual_keys",   NULL};
+	static const char *serverk[] = {"listen",        "admin_token",
+	                                "stream",        "allowed_origins",
+	                                "stream_public", "metrics_token",
+	                                "virtual_keys",  NULL};
 	pctx               x         = {"?", err, errlen};
 	json_t            *mcp, *list, *v, *sec;
 	const char        *k;

@@ -32,9 +32,10 @@
 
 #define WAIT_MS 40000
 
-static peer mcp;                            /* inject.mjs */
-static char dir[] = "/tmp/mk-serve-XXXXXX"; /* configs */
-static char base[64];                       /* http://127.0.0.1:port */
+static peer        mcp;                            /* inject.mjs */
+static char        dir[] = "/tmp/mk-serve-XXXXXX"; /* configs */
+static char        base[64];                       /* http://127.0.0.1:port */
+static const char *as_admin; /* the token requests without one carry */
 
 /* A request; the answer's body (malloc'd) and *status, or NULL when no
  * answer came (named on stderr). */
@@ -49,10 +50,14 @@ http_try(const char *method, const char *path, const char *body,
 	FILE              *mem = open_memstream(&buf, &len);
 
 	snprintf(url, sizeof(url), "%s%s", base, path);
+	token = token != NULL ? token : as_admin;
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
 	if (body != NULL) {
 		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+	}
+	if (strcmp(method, "GET") != 0) {
+		/* (the daemon refuses a state change of another type) */
 		h = curl_slist_append(h, "Content-Type: application/json");
 	}
 	if (token != NULL) {
@@ -317,9 +322,10 @@ api(void)
 			break;
 		}
 	}
-	CHECK(metric_within("mcpkeep_stream_subscribers", 1, 1));
+	/* (one more: the daemon's own, which serves /api/events) */
+	CHECK(metric_within("mcpkeep_stream_subscribers", 2, 2));
 	nng_close(s);
-	CHECK(metric_within("mcpkeep_stream_subscribers", 0, 0));
+	CHECK(metric_within("mcpkeep_stream_subscribers", 1, 1));
 	CHECK(metric_within("mcpkeep_state_transitions_total{client=\"svst\"}",
 	                    2, 1e9));
 	expect("POST", "/api/mcp/client/svst/reconnect", NULL, NULL, 400,
@@ -634,8 +640,11 @@ update_stdio(void)
 	         "{\"mcp\": {\"client_configs\": [{\"name\": \"sd\", "
 	         "\"connection_type\": \"stdio\", \"stdio_config\": "
 	         "{\"command\": \"node\", \"args\": [\"%s\", \"stdio\"]}, "
-	         "\"tools_to_execute\": [\"*\"]}]}}",
+	         "\"tools_to_execute\": [\"*\"]}]}, \"server\": "
+	         "{\"admin_token\": \"stdio-admin-token\"}}",
 	         js);
+	/* (without an admin token the API may not change a stdio client) */
+	as_admin = "stdio-admin-token";
 	serve(&d, "stdio.json", config, NULL);
 	CHECK(metric_within("mcpkeep_clients{state=\"healthy\"}", 1, 1));
 	long pid = stdio_pid("sd");
@@ -657,6 +666,7 @@ update_stdio(void)
 	         js);
 	expect("PUT", "/api/mcp/client/sd", patch, NULL, 200, NULL);
 	CHECK(stdio_pid("sd") != pid);
+	as_admin = NULL;
 	peer_stop(&d);
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
@@ -797,7 +807,10 @@ load(void)
 	         "\"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": "
 	         "true, \"tools_to_execute\": [\"*\"]}]}}",
 	         mcp.port);
-	serve(&d, "load.json", config, NULL);
+	/* (all from one address, as from a gateway in front: its cap
+	 * raised to the total's) */
+	serve_opt(&d, "load.json", config, NULL, "--max-connections-per-ip",
+	          "2048");
 	snprintf(url, sizeof(url), "%s/api/mcp/tool/execute", base);
 	curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0L);
 	for (int i = 0; i < LOAD; i++) {
@@ -950,8 +963,9 @@ json_log(void)
 	                "\"msg\":\"GET /healthz 200 "));
 }
 
-/* --max-requests: past it a request is answered 503 with Retry-After
- * (memory stays bounded), but /healthz and /metrics still answer. */
+/* --max-requests: past it a tool call is answered 503 with Retry-After
+ * (memory stays bounded), but /healthz, /metrics and the admin API
+ * still answer. */
 static void
 busy(void)
 {
@@ -981,7 +995,10 @@ busy(void)
 		CHECK(0);
 	}
 	expect("GET", "/healthz", NULL, NULL, 200, "\"ok\"");
-	expect("GET", "/api/mcp/clients", NULL, NULL, 503,
+	/* the data plane is full; the admin API has a budget of its own */
+	expect("GET", "/api/mcp/clients", NULL, NULL, 200, "\"hot\"");
+	expect("POST", "/api/mcp/tool/execute",
+	       "{\"client\": \"hot\", \"tool\": \"echo\"}", NULL, 503,
 	       "{\"error\":\"the daemon is busy: 2 requests in the works; "
 	       "retry later\"}");
 	/* the answer says when to come back */
@@ -989,14 +1006,18 @@ busy(void)
 	FILE *mem = open_memstream(&out, &len);
 	snprintf(url, sizeof(url), "%s/api/mcp/tool/execute", base);
 	curl_easy_setopt(e, CURLOPT_URL, url);
+	struct curl_slist *ct =
+	        curl_slist_append(NULL, "Content-Type: application/json");
 	curl_easy_setopt(e, CURLOPT_POSTFIELDS,
 	                 "{\"client\": \"hot\", \"tool\": \"echo\"}");
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, ct);
 	curl_easy_setopt(e, CURLOPT_HEADER, 1L);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, mem);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 30000L);
 	CHECK_EQ(curl_easy_perform(e), CURLE_OK);
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &st);
 	curl_easy_cleanup(e);
+	curl_slist_free_all(ct);
 	fclose(mem);
 	CHECK_EQ(st, 503);
 	CHECK(strcasestr(out, "\r\nRetry-After: 1\r\n") != NULL);

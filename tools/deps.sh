@@ -7,7 +7,7 @@ set -eu
 # README's curl lines are run as printed)
 MK_APT_PACKAGES="gcc clang libclang-rt-14-dev clang-format meson ninja-build
 pkg-config cmake python3 libnng-dev libmsgpack-dev libcurl4-openssl-dev
-libsqlite3-dev libjansson-dev libssl-dev chromium curl"
+libsqlite3-dev libjansson-dev libssl-dev libmicrohttpd-dev chromium curl"
 
 mk_missing=""
 for p in $MK_APT_PACKAGES; do

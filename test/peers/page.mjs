@@ -68,7 +68,8 @@ try {
 	await page.click('tr[data-client="svst"] button:has-text("disable")');
 	await page.waitForSelector('tr[data-client="svst"] .badge.disabled', wait);
 	// a change made elsewhere arrives on the stream
-	const r = await fetch(base + '/api/mcp/client/svst/enable', { method: 'POST' });
+	const r = await fetch(base + '/api/mcp/client/svst/enable', { method: 'POST',
+		headers: { 'Content-Type': 'application/json' }, body: '{}' });
 	check(r.ok, `enable: HTTP ${r.status}`);
 	await page.waitForSelector('tr[data-client="svst"] .badge.healthy', wait);
 	check(await page.evaluate(() => window.mcpkeepLoaded) === loaded,

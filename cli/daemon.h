@@ -1,0 +1,164 @@
+/*
+ * daemon.h - the parts of `mcpkeep serve`, split by concern:
+ *   serve.c    options, boot, reload, signals, drain
+ *   http.c     the libmicrohttpd server: admission, budgets, who may
+ *              call (SPEC section 12), answers
+ *   routes.c   the one table of method, path, lane, auth and handler,
+ *              and the handlers
+ *   metrics.c  GET /metrics
+ *   events.c   GET /api/events: the state stream as Server-Sent Events
+ * The daemon embeds the runtime through include/mcpkeep.h only.
+ */
+#ifndef CLI_DAEMON_H
+#define CLI_DAEMON_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcpkeep.h"
+
+#define BODY_MAX (1024 * 1024) /* bytes of a request body */
+#define WORKERS  4             /* threads per lane */
+
+/* Work waits in lanes, each with its own workers and budget, so that
+ * none starves another: the admin API (a reconnect can block for a
+ * whole connect, 30 s), the data plane (tool calls and a caller's own
+ * credential flows: key holders), and the operator's probes. */
+enum { LANE_ADMIN, LANE_DATA, LANE_PROBE, LANES, LANE_INLINE = -1 };
+
+/* Who may call a route (SPEC section 12). */
+typedef enum auth {
+	AUTH_OPEN,    /* anyone: the page, /healthz, /readyz, the OAuth
+	               * callback (its state is the credential) */
+	AUTH_METRICS, /* server.metrics_token (or the admin token) when
+	               * one is set, else anyone */
+	AUTH_READ,    /* the admin, or any virtual key (its clients) */
+	AUTH_CALL,    /* the admin, or a key allowing the client; nobody
+	               * else unless on loopback with no keys configured */
+	AUTH_ADMIN,   /* the admin token (anyone on loopback when none) */
+} auth_t;
+
+/* A virtual key (server.virtual_keys): its value is kept only as a
+ * SHA-256 digest, compared in constant time. */
+typedef struct vkey {
+	char         *name;     /* the identity of its calls (mode vk) */
+	unsigned char hash[32]; /* SHA-256 of the value */
+	json_t       *clients;  /* client name (or "*") -> tools or ["*"] */
+	bool          trust;    /* trust_identity_headers */
+} vkey;
+
+typedef struct req   req;
+typedef struct route route;
+
+/* A handler: id is the path's {id} segment, or NULL; body the JSON
+ * object sent, or NULL. */
+typedef void (*handler_fn)(req *r, const char *id, json_t *body);
+
+struct route {
+	const char *method; /* GET, POST, PUT, DELETE */
+	const char *path;   /* "*" stands for one {id} segment */
+	int         lane;   /* LANE_*, or LANE_INLINE: never blocks */
+	auth_t      auth;
+	handler_fn  fn;
+};
+
+/* A request in the works. */
+struct req {
+	struct MHD_Connection *conn;
+	const route           *route;
+	char                  *method; /* GET, POST, ... */
+	char                  *path;   /* without the query */
+	char                  *query;  /* after '?', or "" */
+	char                  *body;   /* what came, NUL-terminated */
+	size_t                 len;    /* its length */
+	size_t                 cap;    /* its allocation */
+	size_t                 over;   /* bytes dropped past BODY_MAX */
+	char                  *id;     /* the path's {id} (malloc'd) */
+	/* the caller */
+	bool           admin;      /* holds the admin token (or none is set) */
+	const vkey    *key;        /* the virtual key it presented, or NULL */
+	struct keyset *keys;       /* the set key lives in (held) */
+	char          *id_user;    /* X-MCP-User-Id, when honoured */
+	char          *id_session; /* X-MCP-Session-Id, when honoured */
+	char          *bearer;     /* a token-exchange subject (secret) */
+	/* its progress */
+	int         phase;     /* http.c's */
+	int         lane;      /* the budget it counts against, or -1 */
+	bool        busy;      /* refused for a budget: Retry-After */
+	bool        boot;      /* /readyz while booting: Retry-After */
+	bool        suspended; /* waits for a worker or a callback */
+	bool        answered;  /* a response is queued */
+	int64_t     t0;        /* arrival, monotonic ns (access log) */
+	struct sub *sub;       /* GET /api/events: the subscriber */
+	struct req *next;      /* lane queue */
+};
+
+/* What every part reads: set at start, some of it by a reload. */
+typedef struct daemon {
+	mk_runtime     *rt;
+	pthread_mutex_t mtx;           /* guards what follows (and http.c's) */
+	pthread_cond_t  cv;            /* a request answered (the drain) */
+	char           *token;         /* the admin token, or NULL (secret) */
+	char           *metrics_token; /* or NULL (secret) */
+	vkey           *keys;          /* server.virtual_keys */
+	size_t          nkeys;
+	bool            loopback;   /* serving a loopback address only */
+	bool            booting;    /* until the boot logged its outcome */
+	uint64_t        reloads[2]; /* SIGHUPs applied, refused */
+} daemon_t;
+
+extern daemon_t D;
+
+/* http.c */
+typedef struct http_opts {
+	const char  *listen;     /* host:port */
+	const char **origins;    /* server.allowed_origins, NULL-terminated */
+	int          max[LANES]; /* requests in the works per lane */
+	int          conns;      /* connections at once */
+	int          conns_ip;   /* ... from one address */
+	int          idle_s;     /* idle connections closed after */
+} http_opts;
+
+int      http_start(const http_opts *o, char *err, size_t errlen);
+void     http_quiesce(void); /* stop accepting */
+int      http_drain(int ms); /* waits for answers; returns those left */
+void     http_stop(void);    /* after the runtime closed */
+void     http_stats(uint64_t *requests, int *inflight, uint64_t *busy);
+void     http_answered(req *r); /* counted out (a stream) */
+void     answer(req *r, unsigned status, const char *ctype, const char *body);
+void     answer_json(req *r, unsigned status, json_t *j);
+void     answer_error(req *r, unsigned status, const char *msg);
+void     answer_api(req *r, int rc, char *err, unsigned ok, json_t *j);
+unsigned status_of(int rc);
+char    *query_get(const char *query, const char *name);
+void     secret_free(char *s);
+int64_t  mono_ns(void);
+int      keys_set(const char *vkeys_json, char *err, size_t errlen);
+void     keys_free(vkey *keys, size_t n);
+
+/* routes.c */
+const route *route_find(const char *method, const char *path, char **id,
+                        bool *other_method);
+int          page_init(void); /* the status page's CSP */
+const char  *page_csp(void);
+bool         key_allows(const vkey *k, const char *client, const char *tool);
+json_t      *all_clients(bool metrics); /* every view (new reference) */
+const char  *client_name(const json_t *view);
+
+/* metrics.c */
+void metrics(req *r, const char *id, json_t *body);
+
+/* events.c */
+int  events_start(const char *stream_url);
+void events_stop(void);
+void events_open(req *r, const char *id, json_t *body);
+void events_close(req *r); /* r ended: its subscriber goes */
+
+/* The seven states (SPEC section 2). */
+extern const char *const states[];
+#define NSTATES 7
+
+#endif /* CLI_DAEMON_H */

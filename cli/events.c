@@ -1,0 +1,309 @@
+/*
+ * events.c - GET /api/events: the runtime's state stream re-served as
+ * Server-Sent Events of JSON, for the status page and `mcpkeep watch`
+ * (no msgpack decoder runs in a browser).
+ *
+ * DESIGN: one thread subscribes to the stream (nng sub0 on the
+ * runtime's inproc address) and turns each message into one event,
+ * appended to every subscriber's buffer; a subscriber's response is
+ * libmicrohttpd's content reader, which hands out what is buffered and
+ * suspends its connection while nothing is (an event resumes it).  A
+ * subscriber that falls SUB_BUF_MAX behind is ended (it reconnects and
+ * reads the list again), at most SUBS_MAX are open, and a comment every
+ * KEEPALIVE_MS keeps proxies from closing an idle one and finds dead
+ * ones.  A virtual key's subscriber sees its clients' events only; the
+ * store's events go to the admin only.
+ *
+ * Events:  event: state | tools | store, data: one JSON object
+ *   state  client_id, name, state, old_state, last_failure (null or
+ *          stage, message, at, since), generation, tools_count, time,
+ *          node_id
+ *   tools  client_id, name, hash, count
+ *   store  healthy, error
+ * and a first "event: hello" once the stream is open.
+ */
+#include <microhttpd.h>
+#include <nng/nng.h>
+#include <nng/protocol/pubsub0/sub.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "cli/daemon.h"
+
+#define SUBS_MAX     256
+#define SUB_BUF_MAX  (256 * 1024)
+#define KEEPALIVE_MS 15000
+
+struct sub {
+	struct MHD_Connection *conn;
+	char                  *buf; /* what is not yet handed out */
+	size_t                 len, cap;
+	bool                   suspended; /* waiting for an event */
+	bool                   ended;     /* the reader ends the stream */
+	json_t                *clients;   /* a key's grants; NULL: all */
+	struct sub            *next;
+};
+
+static struct {
+	pthread_mutex_t mtx;
+	struct sub     *subs;
+	int             n;
+	nng_socket      sock;
+	pthread_t       thr;
+	bool            running;
+} E = {.mtx = PTHREAD_MUTEX_INITIALIZER};
+
+/* Appends text to s; a subscriber too far behind is ended.  E.mtx. */
+static void
+push(struct sub *s, const char *text, size_t n)
+{
+	if (s->ended) {
+		return;
+	}
+	if (s->len + n > SUB_BUF_MAX) {
+		s->ended = true;
+	} else {
+		if (s->len + n > s->cap) {
+			size_t cap = s->cap == 0 ? 4096 : s->cap;
+			while (cap < s->len + n) {
+				cap *= 2;
+			}
+			char *nb = realloc(s->buf, cap);
+			if (nb == NULL) {
+				s->ended = true;
+				goto wake;
+			}
+			s->buf = nb;
+			s->cap = cap;
+		}
+		memcpy(s->buf + s->len, text, n);
+		s->len += n;
+	}
+wake:
+	if (s->suspended) {
+		s->suspended = false;
+		MHD_resume_connection(s->conn);
+	}
+}
+
+static ssize_t
+reader(void *cls, uint64_t pos, char *out, size_t max)
+{
+	struct sub *s = cls;
+	ssize_t     n;
+
+	pthread_mutex_lock(&E.mtx);
+	if (s->len > 0) {
+		n = (ssize_t)(s->len < max ? s->len : max);
+		memcpy(out, s->buf, (size_t)n);
+		memmove(s->buf, s->buf + n, s->len - (size_t)n);
+		s->len -= (size_t)n;
+	} else if (s->ended) {
+		n = MHD_CONTENT_READER_END_OF_STREAM;
+	} else {
+		/* nothing now: an event resumes it */
+		s->suspended = true;
+		MHD_suspend_connection(s->conn);
+		n = 0;
+	}
+	pthread_mutex_unlock(&E.mtx);
+	return (n);
+}
+
+/* The event of a stream message as "event: ...\ndata: {...}\n\n"
+ * (malloc'd), its client's name in *name; NULL when not one. */
+static char *
+event_text(const void *msg, size_t len, char *name, size_t nlen)
+{
+	mk_event e;
+	json_t  *j;
+	char    *data, *out = NULL;
+
+	if (mk_event_parse(msg, len, &e) != 0) {
+		return (NULL);
+	}
+	if (strcmp(e.topic, "state") == 0) {
+		j = json_pack(
+		        "{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:s, s:s}",
+		        "client_id", e.client_id, "name", e.name, "state",
+		        e.state, "old_state", e.old_state, "last_failure",
+		        e.stage[0] != '\0'
+		                ? json_pack("{s:s, s:s, s:s, s:s}", "stage",
+		                            e.stage, "message", e.message,
+		                            "at", e.at, "since", e.since)
+		                : json_null(),
+		        "generation", (json_int_t)e.generation, "tools_count",
+		        (json_int_t)e.tools_count, "time", e.time, "node_id",
+		        e.node_id);
+	} else if (strcmp(e.topic, "tools") == 0) {
+		j = json_pack("{s:s, s:s, s:s, s:I}", "client_id", e.client_id,
+		              "name", e.name, "hash", e.hash, "count",
+		              (json_int_t)e.count);
+	} else {
+		j = json_pack("{s:b, s:s}", "healthy", e.healthy, "error",
+		              e.message);
+	}
+	data = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (data != NULL &&
+	    asprintf(&out, "event: %s\ndata: %s\n\n", e.topic, data) < 0) {
+		out = NULL;
+	}
+	free(data);
+	snprintf(name, nlen, "%s", e.name);
+	return (out);
+}
+
+static bool
+sees(const struct sub *s, const char *client)
+{
+	if (s->clients == NULL) {
+		return (true);
+	}
+	if (*client == '\0') {
+		return (false); /* (the store's: the admin's) */
+	}
+	return (json_object_get(s->clients, client) != NULL ||
+	        json_object_get(s->clients, "*") != NULL);
+}
+
+static void *
+events_main(void *arg)
+{
+	nng_msg *msg;
+	int      rv;
+
+	for (;;) {
+		rv = nng_recvmsg(E.sock, &msg, 0);
+		if (rv == NNG_ETIMEDOUT) {
+			pthread_mutex_lock(&E.mtx);
+			for (struct sub *s = E.subs; s != NULL; s = s->next) {
+				push(s, ": keepalive\n\n", 13);
+			}
+			pthread_mutex_unlock(&E.mtx);
+			continue;
+		}
+		if (rv != 0) {
+			return (NULL); /* (closed: stopping) */
+		}
+		char  name[72];
+		char *text = event_text(nng_msg_body(msg), nng_msg_len(msg),
+		                        name, sizeof(name));
+		nng_msg_free(msg);
+		if (text == NULL) {
+			continue;
+		}
+		size_t n = strlen(text);
+		pthread_mutex_lock(&E.mtx);
+		for (struct sub *s = E.subs; s != NULL; s = s->next) {
+			if (sees(s, name)) {
+				push(s, text, n);
+			}
+		}
+		pthread_mutex_unlock(&E.mtx);
+		free(text);
+	}
+}
+
+int
+events_start(const char *url)
+{
+	int rv;
+
+	if ((rv = nng_sub0_open(&E.sock)) != 0 ||
+	    (rv = nng_socket_set(E.sock, NNG_OPT_SUB_SUBSCRIBE, "", 0)) != 0 ||
+	    (rv = nng_socket_set_ms(E.sock, NNG_OPT_RECVTIMEO,
+	                            KEEPALIVE_MS)) != 0 ||
+	    (rv = nng_dial(E.sock, url, NULL, 0)) != 0 ||
+	    (rv = pthread_create(&E.thr, NULL, events_main, NULL)) != 0) {
+		return (rv);
+	}
+	E.running = true;
+	return (0);
+}
+
+/* Ends every stream (each reader sees the end) and the thread. */
+void
+events_stop(void)
+{
+	if (E.running) {
+		nng_close(E.sock);
+		pthread_join(E.thr, NULL);
+		E.running = false;
+	}
+	pthread_mutex_lock(&E.mtx);
+	for (struct sub *s = E.subs; s != NULL; s = s->next) {
+		s->ended = true;
+		if (s->suspended) {
+			s->suspended = false;
+			MHD_resume_connection(s->conn);
+		}
+	}
+	pthread_mutex_unlock(&E.mtx);
+}
+
+void
+events_open(req *r, const char *id, json_t *body)
+{
+	struct sub          *s = calloc(1, sizeof(*s));
+	struct MHD_Response *res;
+	static const char    hello[] = "event: hello\ndata: {}\n\n";
+
+	pthread_mutex_lock(&E.mtx);
+	bool full = E.n >= SUBS_MAX || !E.running;
+	if (!full && s != NULL) {
+		E.n++;
+		s->conn    = r->conn;
+		s->clients = r->key != NULL ? json_deep_copy(r->key->clients)
+		                            : NULL;
+		s->next    = E.subs;
+		E.subs     = s;
+		push(s, hello, sizeof(hello) - 1);
+	}
+	pthread_mutex_unlock(&E.mtx);
+	if (full || s == NULL) {
+		free(s);
+		answer_error(r, 503, "too many event streams are open");
+		return;
+	}
+	r->sub = s;
+	http_answered(r); /* (a stream: not in the works) */
+	mk_log(MK_LOG_DEBUG, "http", "%s %s 200 (event stream)", r->method,
+	       r->path);
+	res = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader,
+	                                        s, NULL);
+	if (res == NULL) {
+		return; /* (closed: on_done frees s) */
+	}
+	MHD_add_response_header(res, "Content-Type", "text/event-stream");
+	MHD_add_response_header(res, "Cache-Control", "no-store");
+	MHD_add_response_header(res, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(res, "X-Accel-Buffering", "no");
+	(void)MHD_queue_response(r->conn, 200, res);
+	MHD_destroy_response(res);
+}
+
+void
+events_close(req *r)
+{
+	struct sub *s = r->sub, **pp;
+
+	if (s == NULL) {
+		return;
+	}
+	r->sub = NULL;
+	pthread_mutex_lock(&E.mtx);
+	for (pp = &E.subs; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == s) {
+			*pp = s->next;
+			E.n--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&E.mtx);
+	json_decref(s->clients);
+	free(s->buf);
+	free(s);
+}

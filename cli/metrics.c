@@ -1,0 +1,205 @@
+/*
+ * metrics.c - GET /metrics: Prometheus text of the clients' states and
+ * counters, the runtime's and the daemon's own.  Client names are
+ * [A-Za-z0-9_]: no label needs escaping.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/daemon.h"
+
+static json_int_t
+num(const json_t *o, const char *path)
+{
+	char        key[64];
+	const char *dot;
+
+	while ((dot = strchr(path, '.')) != NULL) {
+		snprintf(key, sizeof(key), "%.*s", (int)(dot - path), path);
+		o    = json_object_get(o, key);
+		path = dot + 1;
+	}
+	return (json_integer_value(json_object_get(o, path)));
+}
+
+/* One counter family, a sample per client and label value. */
+static void
+family(FILE *f, json_t *all, const char *name, const char *help,
+       const char *label, const char *const *values, const char *prefix)
+{
+	size_t  i;
+	json_t *c;
+
+	fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+	json_array_foreach(all, i, c)
+	{
+		const char *cn = client_name(c);
+		char        path[96];
+
+		for (int k = 0; values[k] != NULL; k++) {
+			snprintf(path, sizeof(path), "metrics.%s%s", prefix,
+			         values[k]);
+			if (label == NULL) {
+				fprintf(f, "%s{client=\"%s\"} %lld\n", name,
+				        cn, (long long)num(c, path));
+			} else {
+				fprintf(f,
+				        "%s{client=\"%s\",%s=\"%s\"} %lld\n",
+				        name, cn, label, values[k],
+				        (long long)num(c, path));
+			}
+		}
+	}
+}
+
+/* The call latency histogram, per client. */
+static void
+histogram(FILE *f, json_t *all)
+{
+	static const char *const le[] = {
+	        "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5",
+	        "1",     "2.5",  "5",     "10",   "30",  "+Inf"};
+	size_t  i;
+	json_t *c;
+
+	fprintf(f,
+	        "# HELP mcpkeep_tool_call_duration_seconds tool call "
+	        "latency\n"
+	        "# TYPE mcpkeep_tool_call_duration_seconds histogram\n");
+	json_array_foreach(all, i, c)
+	{
+		const char *cn = client_name(c);
+		json_t     *m  = json_object_get(c, "metrics");
+		json_t     *b  = json_object_get(m, "latency_buckets");
+		long long   n  = 0;
+
+		for (size_t k = 0; k < sizeof(le) / sizeof(le[0]); k++) {
+			n += json_integer_value(json_array_get(b, k));
+			fprintf(f,
+			        "mcpkeep_tool_call_duration_seconds_bucket{"
+			        "client=\"%s\",le=\"%s\"} %lld\n",
+			        cn, le[k], n);
+		}
+		fprintf(f,
+		        "mcpkeep_tool_call_duration_seconds_sum{client=\"%s\"}"
+		        " "
+		        "%.6f\n"
+		        "mcpkeep_tool_call_duration_seconds_count{client=\"%"
+		        "s\"}"
+		        " %lld\n",
+		        cn, (double)num(m, "latency_sum_us") / 1e6, cn, n);
+	}
+}
+
+/* GET /metrics: Prometheus text (client names are [A-Za-z0-9_]). */
+void
+metrics(req *r, const char *id, json_t *body)
+{
+	static const char *const stages[] = {
+	        "connect",        "ping",       "list_tools", "tool_discovery",
+	        "transport_lost", "credential", NULL};
+	static const char *const outcomes[] = {"ok", "error", "auth_required",
+	                                       "refused", NULL};
+	static const char *const paths[]    = {"per_call", "shared", "session",
+	                                       NULL};
+	static const char *const one[]      = {"", NULL};
+	mk_stats                 st;
+	char                    *out = NULL;
+	size_t                   len = 0, i;
+	FILE                    *f;
+	json_t                  *all, *c;
+	int                      count[NSTATES] = {0};
+	uint64_t                 requests, busy, reloads[2];
+	int                      inflight;
+
+	http_stats(&requests, &inflight, &busy);
+	pthread_mutex_lock(&D.mtx);
+	reloads[0] = D.reloads[0];
+	reloads[1] = D.reloads[1];
+	pthread_mutex_unlock(&D.mtx);
+	if (mk_runtime_stats(D.rt, &st, 0) != 0 ||
+	    (all = all_clients(true)) == NULL) {
+		answer_error(r, 503, "the runtime did not answer");
+		return;
+	}
+	if ((f = open_memstream(&out, &len)) == NULL) {
+		json_decref(all);
+		answer_error(r, 500, "out of memory");
+		return;
+	}
+	json_array_foreach(all, i, c)
+	{
+		const char *s = json_string_value(json_object_get(c, "state"));
+		for (int k = 0; s != NULL && k < NSTATES; k++) {
+			count[k] += strcmp(s, states[k]) == 0;
+		}
+	}
+	fprintf(f,
+	        "# HELP mcpkeep_clients MCP clients by state\n"
+	        "# TYPE mcpkeep_clients gauge\n");
+	for (int k = 0; k < NSTATES; k++) {
+		fprintf(f, "mcpkeep_clients{state=\"%s\"} %d\n", states[k],
+		        count[k]);
+	}
+	family(f, all, "mcpkeep_state_transitions_total",
+	       "state transitions published", NULL, one, "transitions");
+	family(f, all, "mcpkeep_health_checks_total", "health checks run",
+	       NULL, one, "checks");
+	family(f, all, "mcpkeep_failures_total", "failed attempts by stage",
+	       "stage", stages, "failures.");
+	family(f, all, "mcpkeep_tool_calls_total", "tool calls by outcome",
+	       "outcome", outcomes, "calls.");
+	histogram(f, all);
+	family(f, all, "mcpkeep_recoveries_total",
+	       "tool calls recovered after an auth or session failure", "path",
+	       paths, "recoveries.");
+	family(f, all, "mcpkeep_retries_skipped_total",
+	       "recoveries whose retry was skipped (not safe to repeat)", NULL,
+	       one, "retries_skipped");
+	json_decref(all);
+	fprintf(f,
+	        "# TYPE mcpkeep_token_refreshes_total counter\n"
+	        "mcpkeep_token_refreshes_total %llu\n"
+	        "# TYPE mcpkeep_token_exchanges_total counter\n"
+	        "mcpkeep_token_exchanges_total %llu\n"
+	        "# TYPE mcpkeep_token_requests_total counter\n"
+	        "mcpkeep_token_requests_total %llu\n"
+	        "# TYPE mcpkeep_stream_subscribers gauge\n"
+	        "mcpkeep_stream_subscribers %llu\n"
+	        "# TYPE mcpkeep_health_ticks_total counter\n"
+	        "mcpkeep_health_ticks_total %llu\n"
+	        "# TYPE mcpkeep_messages_total counter\n"
+	        "mcpkeep_messages_total %llu\n"
+	        "# TYPE mcpkeep_store_healthy gauge\n"
+	        "mcpkeep_store_healthy %d\n"
+	        "# TYPE mcpkeep_store_failures_total counter\n"
+	        "mcpkeep_store_failures_total %llu\n"
+	        "# TYPE mcpkeep_store_tool_writes_total counter\n"
+	        "mcpkeep_store_tool_writes_total %llu\n"
+	        "# TYPE mcpkeep_http_requests_total counter\n"
+	        "mcpkeep_http_requests_total %llu\n"
+	        "# HELP mcpkeep_http_requests_in_flight admin and data-plane "
+	        "requests in the works (not the probes)\n"
+	        "# TYPE mcpkeep_http_requests_in_flight gauge\n"
+	        "mcpkeep_http_requests_in_flight %d\n"
+	        "# TYPE mcpkeep_http_requests_busy_total counter\n"
+	        "mcpkeep_http_requests_busy_total %llu\n"
+	        "# TYPE mcpkeep_reloads_total counter\n"
+	        "mcpkeep_reloads_total{result=\"applied\"} %llu\n"
+	        "mcpkeep_reloads_total{result=\"refused\"} %llu\n",
+	        (unsigned long long)st.token_refreshes,
+	        (unsigned long long)st.token_exchanges,
+	        (unsigned long long)st.token_requests,
+	        (unsigned long long)st.stream_subscribers,
+	        (unsigned long long)st.ticks, (unsigned long long)st.messages,
+	        st.store_state != MK_STORE_FAILING,
+	        (unsigned long long)st.store_failures,
+	        (unsigned long long)st.store_tool_writes,
+	        (unsigned long long)requests, inflight,
+	        (unsigned long long)busy, (unsigned long long)reloads[0],
+	        (unsigned long long)reloads[1]);
+	fclose(f);
+	answer(r, 200, "text/plain; version=0.0.4", out);
+	free(out);
+}
