@@ -62,7 +62,8 @@ wait_states() {
 	fail "the clients are $(states), wanted $1"
 }
 wait_states "everything_http=healthy everything_sse=healthy everything_stdio=healthy notes=pending_verification"
-authorize=$(curl -s -m 10 -X POST "${url}api/mcp/client/notes/initiate-verification" |
+authorize=$(curl -s -m 10 -X POST -H "Content-Type: application/json" \
+	"${url}api/mcp/client/notes/initiate-verification" |
 	python3 -c 'import json, sys; print(json.load(sys.stdin)["authorize_url"])')
 [[ -n $authorize ]] || fail "no authorize_url for notes"
 curl -s -m 10 -L "$authorize" | grep -q 'Authorized' || fail "the sign-in did not complete"

@@ -28,206 +28,10 @@
 
 #include "mcpkeep.h"
 #include "peer.h"
+#include "svutil.h"
 #include "testutil.h"
 
-#define WAIT_MS 40000
-
-static peer        mcp;                            /* inject.mjs */
-static char        dir[] = "/tmp/mk-serve-XXXXXX"; /* configs */
-static char        base[64];                       /* http://127.0.0.1:port */
-static const char *as_admin; /* the token requests without one carry */
-
-/* A request; the answer's body (malloc'd) and *status, or NULL when no
- * answer came (named on stderr). */
-static char *
-http_try(const char *method, const char *path, const char *body,
-         const char *token, long *status)
-{
-	CURL              *e = curl_easy_init();
-	struct curl_slist *h = NULL;
-	char               url[256], auth[256], *buf = NULL;
-	size_t             len = 0;
-	FILE              *mem = open_memstream(&buf, &len);
-
-	snprintf(url, sizeof(url), "%s%s", base, path);
-	token = token != NULL ? token : as_admin;
-	curl_easy_setopt(e, CURLOPT_URL, url);
-	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-	if (body != NULL) {
-		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-	}
-	if (strcmp(method, "GET") != 0) {
-		/* (the daemon refuses a state change of another type) */
-		h = curl_slist_append(h, "Content-Type: application/json");
-	}
-	if (token != NULL) {
-		snprintf(auth, sizeof(auth), "Authorization: Bearer %s",
-		         token);
-		h = curl_slist_append(h, auth);
-	}
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, mem);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 30000L);
-	CURLcode rc = curl_easy_perform(e);
-	if (rc != CURLE_OK) {
-		fprintf(stderr, "%s %s: %s\n", method, path,
-		        curl_easy_strerror(rc));
-	}
-	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
-	fclose(mem);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(e);
-	if (rc != CURLE_OK) {
-		free(buf);
-		return (NULL);
-	}
-	return (buf);
-}
-
-/* A request that must be answered. */
-static char *
-http(const char *method, const char *path, const char *body, const char *token,
-     long *status)
-{
-	char *out = http_try(method, path, body, token, status);
-
-	CHECK(out != NULL);
-	return (out);
-}
-
-/* The request answers want_status, and its body contains want. */
-static void
-expect(const char *method, const char *path, const char *body,
-       const char *token, long want_status, const char *want)
-{
-	long  st;
-	char *out = http(method, path, body, token, &st);
-
-	if (st != want_status || (want != NULL && strstr(out, want) == NULL)) {
-		fprintf(stderr, "%s %s: %ld %s (wanted %ld, \"%s\")\n", method,
-		        path, st, out, want_status, want ? want : "");
-		CHECK(0);
-	}
-	free(out);
-}
-
-/* The value of one series in /metrics text, or -1 when absent. */
-static double
-metric(const char *text, const char *series)
-{
-	size_t      n = strlen(series);
-	const char *p = text;
-
-	while ((p = strstr(p, series)) != NULL) {
-		if ((p == text || p[-1] == '\n') && p[n] == ' ') {
-			return (strtod(p + n + 1, NULL));
-		}
-		p += n;
-	}
-	return (-1);
-}
-
-/* Reads /metrics until series is within [lo, hi] (true), or WAIT_MS
- * passed: each read is a round trip to the daemon, what it waits on. */
-static bool
-metric_within(const char *series, double lo, double hi)
-{
-	nng_time until = nng_clock() + WAIT_MS;
-	double   v;
-
-	do {
-		long  st;
-		char *out = http("GET", "/metrics", NULL, NULL, &st);
-		v         = st == 200 ? metric(out, series) : -1;
-		free(out);
-		if (v >= lo && v <= hi) {
-			return (true);
-		}
-	} while (nng_clock() < until);
-	fprintf(stderr, "%s is %g (wanted %g..%g)\n", series, v, lo, hi);
-	return (false);
-}
-
-/* Writes config text to dir/name. */
-static void
-write_config(const char *name, const char *text)
-{
-	char  path[128];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	CHECK((f = fopen(path, "w")) != NULL);
-	fputs(text, f);
-	fclose(f);
-}
-
-/* Starts the daemon on config text (written to dir/name), env extra, and
- * one more option (opt, value; or NULL), and waits up to banner_ms for
- * the line that says it listens (not for its boot). */
-static void
-serve_start(peer *d, const char *name, const char *config,
-            const char *const *env, const char *opt, const char *value,
-            int banner_ms)
-{
-	char path[128], listen[64];
-	int  port = peer_free_port();
-
-	write_config(name, config);
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
-	const char *argv[] = {getenv("MK_MCPKEEP"),
-	                      "serve",
-	                      "-c",
-	                      path,
-	                      "--listen",
-	                      listen,
-	                      "--log",
-	                      "warn",
-	                      opt,
-	                      value,
-	                      NULL};
-	CHECK(argv[0] != NULL);
-	CHECK_EQ(peer_start(d, argv, env, "serving http://[0-9.]+:([0-9]+)",
-	                    banner_ms),
-	         0);
-	snprintf(base, sizeof(base), "http://127.0.0.1:%d", d->port);
-}
-
-/* Waits up to ms for /readyz to answer 200 (true).  No event tells an
- * HTTP client that the boot's connects ended: /readyz is polled, as an
- * operator's probe does, every 20 ms (the pace only: the deadline is
- * what bounds the wait). */
-static bool
-ready_within(int ms)
-{
-	nng_time until = nng_clock() + ms;
-	long     st    = 0;
-
-	do {
-		free(http_try("GET", "/readyz", NULL, NULL, &st));
-		if (st == 200) {
-			return (true);
-		}
-		nng_msleep(20);
-	} while (nng_clock() < until);
-	fprintf(stderr, "/readyz is %ld after %d ms\n", st, ms);
-	return (false);
-}
-
-/* serve_start, then waits for the boot's end (/readyz 200). */
-static void
-serve_opt(peer *d, const char *name, const char *config,
-          const char *const *env, const char *opt, const char *value)
-{
-	serve_start(d, name, config, env, opt, value, WAIT_MS);
-	CHECK(ready_within(WAIT_MS));
-}
-
-static void
-serve(peer *d, const char *name, const char *config, const char *const *env)
-{
-	serve_opt(d, name, config, env, NULL, NULL);
-}
+static peer mcp; /* inject.mjs */
 
 static void
 api(void)
@@ -366,15 +170,15 @@ api(void)
 	char cmd[512];
 	snprintf(cmd, sizeof(cmd),
 	         "%s clients --url %s | grep -q 'svc .*healthy'",
-	         getenv("MK_MCPKEEP"), base);
+	         getenv("MK_MCPKEEP"), sv_base);
 	CHECK_EQ(system(cmd), 0);
 	snprintf(cmd, sizeof(cmd),
 	         "%s call svc echo '{\"message\": \"from the cli\"}' --url %s "
 	         "| grep -q 'from the cli'",
-	         getenv("MK_MCPKEEP"), base);
+	         getenv("MK_MCPKEEP"), sv_base);
 	CHECK_EQ(system(cmd), 0);
 	snprintf(cmd, sizeof(cmd), "%s call nobody echo --url %s 2>/dev/null",
-	         getenv("MK_MCPKEEP"), base);
+	         getenv("MK_MCPKEEP"), sv_base);
 	int rc = system(cmd);
 	CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 1);
 	peer        w       = {0};
@@ -477,7 +281,7 @@ admin_token(void)
 	/* no token: a non-loopback address is refused */
 	char path[128];
 	write_config("notok.json", "{\"mcp\": {\"client_configs\": []}}");
-	snprintf(path, sizeof(path), "%s/notok.json", dir);
+	snprintf(path, sizeof(path), "%s/notok.json", sv_dir);
 	char cmd[512];
 	snprintf(cmd, sizeof(cmd),
 	         "env -u MCPKEEP_ADMIN_TOKEN timeout 30 %s serve -c %s "
@@ -644,7 +448,7 @@ update_stdio(void)
 	         "{\"admin_token\": \"stdio-admin-token\"}}",
 	         js);
 	/* (without an admin token the API may not change a stdio client) */
-	as_admin = "stdio-admin-token";
+	sv_admin = "stdio-admin-token";
 	serve(&d, "stdio.json", config, NULL);
 	CHECK(metric_within("mcpkeep_clients{state=\"healthy\"}", 1, 1));
 	long pid = stdio_pid("sd");
@@ -666,7 +470,7 @@ update_stdio(void)
 	         js);
 	expect("PUT", "/api/mcp/client/sd", patch, NULL, 200, NULL);
 	CHECK(stdio_pid("sd") != pid);
-	as_admin = NULL;
+	sv_admin = NULL;
 	peer_stop(&d);
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
@@ -811,7 +615,7 @@ load(void)
 	 * raised to the total's) */
 	serve_opt(&d, "load.json", config, NULL, "--max-connections-per-ip",
 	          "2048");
-	snprintf(url, sizeof(url), "%s/api/mcp/tool/execute", base);
+	snprintf(url, sizeof(url), "%s/api/mcp/tool/execute", sv_base);
 	curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0L);
 	for (int i = 0; i < LOAD; i++) {
 		CURL *e = curl_easy_init();
@@ -1004,7 +808,7 @@ busy(void)
 	/* the answer says when to come back */
 	CURL *e   = curl_easy_init();
 	FILE *mem = open_memstream(&out, &len);
-	snprintf(url, sizeof(url), "%s/api/mcp/tool/execute", base);
+	snprintf(url, sizeof(url), "%s/api/mcp/tool/execute", sv_base);
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	struct curl_slist *ct =
 	        curl_slist_append(NULL, "Content-Type: application/json");
@@ -1060,7 +864,7 @@ status_page(void)
 	                                        : ".");
 	unlink(shot);
 	snprintf(pid, sizeof(pid), "%d", (int)m.pid);
-	const char *argv[] = {"node", js, base, shot, pid, NULL};
+	const char *argv[] = {"node", js, sv_base, shot, pid, NULL};
 	CHECK_EQ(peer_start(&b, argv, NULL, "page ok ([0-9]+)", 120000), 0);
 	CHECK(peer_wait_exit(&b, 30000));
 	peer_stop(&b);
@@ -1240,7 +1044,7 @@ main(int argc, char **argv)
 	unsetenv("MCPKEEP_ADMIN_TOKEN"); /* the tests give the daemon theirs */
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	CHECK(peer_dir() != NULL);
-	CHECK(mkdtemp(dir) != NULL);
+	CHECK(mkdtemp(sv_dir) != NULL);
 	CHECK_EQ(peer_start_inject(&mcp, WAIT_MS), 0);
 	RUN_IF(api);
 	RUN_IF(admin_token);
@@ -1257,7 +1061,7 @@ main(int argc, char **argv)
 	RUN_IF(status_page);
 	peer_stop(&mcp);
 	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", sv_dir);
 	CHECK_EQ(system(cmd), 0);
 	curl_global_cleanup();
 	return (0);

@@ -1,0 +1,805 @@
+/*
+ * security_test.c - `mcpkeep serve` attacked: each finding of the
+ * security review reproduced against the built daemon over real HTTP,
+ * and seen refused or bounded:
+ *   browser     a web page on another origin (real Chromium) posts a
+ *               stdio client by form, by text/plain fetch, by CORS fetch
+ *               and through DNS rebinding: nothing is created or run;
+ *   keys        tool calls need a virtual key where keys are configured
+ *               (or the address is not loopback); a key reaches its
+ *               clients and tools only, its name is the identity unless
+ *               it trusts the identity headers, it never opens the admin
+ *               API, and no key value reaches the log;
+ *   bodies      40 bodies of 16 MiB (sized and chunked) are refused
+ *               with 413 and the daemon's memory stays bounded;
+ *   idle        10,000 idle connections from one address hold at most
+ *               its cap of descriptors and the API still answers; an
+ *               idle connection is closed after --idle-timeout;
+ *   hanging     64 tool calls that never end leave the admin API
+ *               answering;
+ *   framing     a chunked body is read as the body, never as the next
+ *               request; headers past the memory cap are 431;
+ *   small       a public state-stream address needs stream_public,
+ *               /metrics its token, and "127.x" that is a host name is
+ *               not loopback.
+ * The MCP server is test/peers/inject.mjs.
+ */
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mcpkeep.h"
+#include "peer.h"
+#include "svutil.h"
+#include "testutil.h"
+
+#define KEY_A "vk-alpha-0123456789abcdef"
+#define KEY_B "vk-beta-fedcba9876543210"
+
+static peer mcp; /* inject.mjs */
+
+/* The daemon's resident memory (field "VmRSS:" or "VmHWM:"), in KiB. */
+static long
+proc_kib(pid_t pid, const char *field)
+{
+	char  path[64], line[256];
+	long  kib = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	CHECK((f = fopen(path, "r")) != NULL);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, field, strlen(field)) == 0) {
+			kib = strtol(line + strlen(field), NULL, 10);
+		}
+	}
+	fclose(f);
+	return (kib);
+}
+
+/* The daemon's open descriptors. */
+static int
+proc_fds(pid_t pid)
+{
+	char           path[64];
+	DIR           *d;
+	struct dirent *e;
+	int            n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	CHECK((d = opendir(path)) != NULL);
+	while ((e = readdir(d)) != NULL) {
+		n += e->d_name[0] != '.';
+	}
+	closedir(d);
+	return (n);
+}
+
+/* Whether the client list (as the admin) names client. */
+static bool
+listed(const char *client)
+{
+	long  st;
+	char  want[80];
+	char *out = http("GET", "/api/mcp/clients?limit=100", NULL, NULL, &st);
+	bool  yes;
+
+	snprintf(want, sizeof(want), "\"name\":\"%s\"", client);
+	yes = st == 200 && strstr(out, want) != NULL;
+	CHECK_EQ(st, 200);
+	free(out);
+	return (yes);
+}
+
+/* The daemon refuses to start on config (listen addr), saying want. */
+static void
+refuses(const char *name, const char *config, const char *listen,
+        const char *want)
+{
+	char path[128], cmd[1024];
+
+	write_config(name, config);
+	snprintf(path, sizeof(path), "%s/%s", sv_dir, name);
+	snprintf(cmd, sizeof(cmd),
+	         "env -u MCPKEEP_ADMIN_TOKEN timeout 30 %s serve -c %s "
+	         "--listen %s > %s/%s.out 2>&1; test $? -eq 1 && grep -qF "
+	         "'%s' %s/%s.out",
+	         getenv("MK_MCPKEEP"), path, listen, sv_dir, name, want,
+	         sv_dir, name);
+	if (system(cmd) != 0) {
+		snprintf(cmd, sizeof(cmd), "cat %s/%s.out >&2", sv_dir, name);
+		(void)system(cmd);
+		CHECK(0);
+	}
+}
+
+/* ---- a web page attacks ------------------------------------------------- */
+
+static void
+browser(void)
+{
+	peer        d = {0}, b = {0};
+	char        js[512], marker[256];
+	const char *env[] = {"MCPKEEP_LOG=debug", NULL};
+
+	snprintf(marker, sizeof(marker), "%s/pwned", sv_dir);
+	/* the default: loopback, no admin token, no keys */
+	serve(&d, "browser.json", "{\"mcp\": {\"client_configs\": []}}", env);
+	snprintf(js, sizeof(js), "%s/attack.mjs", peer_dir());
+	const char *argv[] = {"node", js, sv_base, marker, NULL};
+	CHECK_EQ(peer_start(&b, argv, NULL, "attack done ([0-9]+)", 120000),
+	         0);
+	CHECK(peer_wait_exit(&b, 30000));
+	peer_stop(&b);
+	CHECK(WIFEXITED(b.status) && WEXITSTATUS(b.status) == 0);
+	/* what the page saw: the rebound POST refused by Host, the CORS
+	 * one blocked at its preflight */
+	CHECK(peer_said(&b, "result form answered"));
+	CHECK(peer_said(&b, "result rebind 421 "));
+	CHECK(peer_said(&b, "result cors blocked TypeError"));
+	CHECK(peer_said(&b, "result nocors "));
+	/* nothing was made, nothing ran */
+	const char *names[] = {"pwn_form", "pwn_nocors", "pwn_cors",
+	                       "pwn_rebind"};
+	for (size_t i = 0; i < 4; i++) {
+		CHECK(!listed(names[i]));
+	}
+	CHECK(access(marker, F_OK) != 0);
+	peer_stop(&d);
+	/* each refused before its body was read: the form and the no-cors
+	 * fetch by Origin, the preflight by method, the rebound by Host */
+	CHECK(peer_said(&d, "http: POST /api/mcp/client 403 "));
+	CHECK(peer_said(&d, "http: OPTIONS /api/mcp/client 405 "));
+	CHECK(peer_said(&d, "http: POST /api/mcp/client 421 "));
+	CHECK(!peer_said(&d, "POST /api/mcp/client 201"));
+
+	/* the same requests without a browser: no Origin, a form type */
+	serve(&d, "browser2.json", "{\"mcp\": {\"client_configs\": []}}",
+	      NULL);
+	const char *form[] = {"Content-Type: text/plain", NULL};
+	char        body[512];
+	snprintf(body, sizeof(body),
+	         "{\"name\": \"pwn_plain\", \"connection_type\": \"stdio\", "
+	         "\"stdio_config\": {\"command\": \"sh\", \"args\": [\"-c\", "
+	         "\"echo pwned > %s\"]}}",
+	         marker);
+	long  st;
+	char *out = http_req("POST", "/api/mcp/client", body, form, &st);
+	CHECK_EQ(st, 415);
+	CHECK(strstr(out, "needs Content-Type: application/json") != NULL);
+	free(out);
+	/* JSON, but no admin token: a stdio client only from config.json */
+	expect("POST", "/api/mcp/client", body, NULL, 403,
+	       "stdio clients are made and changed only in config.json "
+	       "while the daemon has no admin token");
+	const char *host[] = {"Host: rebind.test:80", NULL};
+	out = http_req("GET", "/api/mcp/clients", NULL, host, &st);
+	CHECK_EQ(st, 421);
+	free(out);
+	const char *origin[] = {"Origin: http://attacker.test", NULL};
+	out = http_req("GET", "/api/mcp/clients", NULL, origin, &st);
+	CHECK_EQ(st, 403);
+	free(out);
+	CHECK(!listed("pwn_plain"));
+	CHECK(access(marker, F_OK) != 0);
+	peer_stop(&d);
+}
+
+/* An allowed origin (a name in front of the daemon) passes Origin and
+ * Host; the page's own origin passes; its CSP allows no inline code but
+ * its own. */
+static void
+origins(void)
+{
+	peer d = {0};
+	char config[256];
+	long st;
+
+	snprintf(config, sizeof(config),
+	         "{\"mcp\": {\"client_configs\": []}, \"server\": "
+	         "{\"allowed_origins\": [\"https://gw.example:8443\"]}}");
+	serve(&d, "origins.json", config, NULL);
+	const char *ok[] = {"Origin: https://gw.example:8443",
+	                    "Host: gw.example:8443", NULL};
+	free(http_req("GET", "/api/mcp/clients", NULL, ok, &st));
+	CHECK_EQ(st, 200);
+	char own[128], host[128];
+	snprintf(own, sizeof(own), "Origin: %s", sv_base);
+	snprintf(host, sizeof(host), "Host: %s", sv_base + 7);
+	const char *self[] = {own, host, NULL};
+	free(http_req("POST", "/api/mcp/client/nope/reconnect", "{}", self,
+	              &st));
+	CHECK_EQ(st, 404); /* (passed: no such client) */
+	const char *other[] = {"Origin: https://gw.example:9999", NULL};
+	free(http_req("GET", "/api/mcp/clients", NULL, other, &st));
+	CHECK_EQ(st, 403);
+	/* the page: a strict policy, its script by hash */
+	CURL  *e   = curl_easy_init();
+	char  *hdr = NULL, url[128];
+	size_t len = 0;
+	FILE  *mem = open_memstream(&hdr, &len);
+	snprintf(url, sizeof(url), "%s/", sv_base);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, mem);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fwrite);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, fopen("/dev/null", "w"));
+	CHECK_EQ(curl_easy_perform(e), CURLE_OK);
+	curl_easy_cleanup(e);
+	fclose(mem);
+	CHECK(strstr(hdr,
+	             "Content-Security-Policy: default-src 'none'; "
+	             "script-src 'sha256-") != NULL);
+	CHECK(strstr(hdr, "unsafe-inline") == NULL);
+	CHECK(strstr(hdr, "X-Frame-Options: DENY") != NULL);
+	free(hdr);
+	peer_stop(&d);
+}
+
+/* ---- virtual keys ------------------------------------------------------- */
+
+static void
+keys(void)
+{
+	peer        d = {0};
+	char        config[2048];
+	const char *env[] = {"MK_VK_ALPHA=" KEY_A, "MCPKEEP_LOG=debug", NULL};
+	long        st;
+	char       *out;
+
+	snprintf(config, sizeof(config),
+	         "{\"mcp\": {\"client_configs\": ["
+	         "{\"name\": \"svc\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	         "\"tools_to_execute\": [\"*\"]}, "
+	         "{\"name\": \"other\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	         "\"tools_to_execute\": [\"*\"]}, "
+	         "{\"name\": \"puh\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	         "\"auth_type\": \"per_user_headers\", "
+	         "\"per_user_header_keys\": [\"x-api-key\"], "
+	         "\"tools_to_execute\": [\"*\"]}]}, "
+	         "\"server\": {\"admin_token\": \"keys-admin-token\", "
+	         "\"virtual_keys\": ["
+	         "{\"name\": \"alpha\", \"value\": \"env.MK_VK_ALPHA\", "
+	         "\"clients\": {\"svc\": [\"echo\"], \"puh\": [\"*\"]}}, "
+	         "{\"name\": \"beta\", \"value\": \"" KEY_B "\", "
+	         "\"clients\": {\"*\": [\"*\"]}, "
+	         "\"trust_identity_headers\": true}]}}",
+	         mcp.port, mcp.port, mcp.port);
+	serve(&d, "keys.json", config, env);
+	const char *echo   = "{\"client\": \"svc\", \"tool\": \"echo\", "
+	                     "\"arguments\": {\"message\": \"hi\"}}";
+	const char *none[] = {NULL};
+	const char *bad[] = {"X-MCP-Virtual-Key: vk-guessed-0000000000", NULL};
+	const char *a[]   = {"X-MCP-Virtual-Key: " KEY_A, NULL};
+	const char *b[]   = {"X-MCP-Virtual-Key: " KEY_B, NULL};
+	/* anonymous and forged: refused */
+	out = http_req("POST", "/api/mcp/tool/execute", echo, none, &st);
+	CHECK_EQ(st, 401);
+	CHECK(strstr(out, "a tool call needs a virtual key") != NULL);
+	free(out);
+	out = http_req("POST", "/api/mcp/tool/execute", echo, bad, &st);
+	CHECK_EQ(st, 401);
+	CHECK(strstr(out, "the virtual key is not valid") != NULL);
+	free(out);
+	/* alpha: its client and tool only */
+	out = http_req("POST", "/api/mcp/tool/execute", echo, a, &st);
+	CHECK_EQ(st, 200);
+	CHECK(strstr(out, "\"hi\"") != NULL);
+	free(out);
+	out = http_req("POST", "/api/mcp/tool/execute",
+	               "{\"client\": \"other\", \"tool\": \"echo\"}", a, &st);
+	CHECK_EQ(st, 403);
+	CHECK(strstr(out,
+	             "virtual key \\\"alpha\\\" may not use client "
+	             "\\\"other\\\"") != NULL);
+	free(out);
+	out = http_req("POST", "/api/mcp/tool/execute",
+	               "{\"client\": \"svc\", \"tool\": \"pid\"}", a, &st);
+	CHECK_EQ(st, 403);
+	CHECK(strstr(out,
+	             "virtual key \\\"alpha\\\" may not call tool "
+	             "\\\"pid\\\" of client \\\"svc\\\"") != NULL);
+	free(out);
+	/* by the client's id too */
+	char id_path[160];
+	out = http("GET", "/api/mcp/clients?search=svc", NULL, NULL, &st);
+	char *idp = strstr(out, "\"client_id\":\"");
+	CHECK(idp != NULL);
+	char id[64];
+	snprintf(id, sizeof(id), "%.32s", idp + 13);
+	free(out);
+	char byid[256];
+	snprintf(byid, sizeof(byid),
+	         "{\"client\": \"%s\", \"tool\": \"echo\", \"arguments\": "
+	         "{\"message\": \"by id\"}}",
+	         id);
+	out = http_req("POST", "/api/mcp/tool/execute", byid, a, &st);
+	CHECK_EQ(st, 200);
+	free(out);
+	/* never the admin API; its list is its clients and tools */
+	out = http_req("POST", "/api/mcp/client/svc/reconnect", "{}", a, &st);
+	CHECK_EQ(st, 403);
+	CHECK(strstr(out, "a virtual key may not use the admin API") != NULL);
+	free(out);
+	out = http_req("GET", "/api/mcp/clients?limit=100", NULL, a, &st);
+	CHECK_EQ(st, 200);
+	CHECK(strstr(out, "\"name\":\"svc\"") != NULL);
+	CHECK(strstr(out, "\"name\":\"puh\"") != NULL);
+	CHECK(strstr(out, "\"name\":\"other\"") == NULL);
+	CHECK(strstr(out, "\"total_count\":2") != NULL);
+	CHECK(strstr(out, "\"name\":\"echo\"") != NULL);
+	CHECK(strstr(out, "\"name\":\"pid\"") == NULL ||
+	      strstr(out, "\"name\":\"puh\"") != NULL);
+	free(out);
+	/* the admin token calls tools too */
+	expect("POST", "/api/mcp/tool/execute", echo, "keys-admin-token", 200,
+	       "\"hi\"");
+
+	/* identity: alpha's calls are alpha's, whatever it claims */
+	const char *a_alice[] = {"X-MCP-Virtual-Key: " KEY_A,
+	                         "X-MCP-User-Id: alice", NULL};
+	const char *puh       = "{\"client\": \"puh\", \"tool\": \"echo\", "
+	                        "\"arguments\": {\"message\": \"as me\"}}";
+	out = http_req("POST", "/api/mcp/tool/execute", puh, a_alice, &st);
+	CHECK_EQ(st, 401);
+	char *su = strstr(out, "\"submit_url\":\"");
+	CHECK(su != NULL);
+	char submit[256];
+	snprintf(submit, sizeof(submit), "%.*s", (int)strcspn(su + 14, "\""),
+	         su + 14);
+	free(out);
+	/* its submit_url works with alpha's key (not only the admin's) */
+	out = http_req("POST", submit,
+	               "{\"headers\": {\"x-api-key\": \"alphas-own\"}}", a,
+	               &st);
+	CHECK_EQ(st, 200);
+	free(out);
+	out = http_req("POST", "/api/mcp/tool/execute", puh, a_alice, &st);
+	CHECK_EQ(st, 200);
+	free(out);
+	/* beta trusts the gateway's headers: alice is alice, who has
+	 * submitted nothing */
+	const char *b_alice[] = {"X-MCP-Virtual-Key: " KEY_B,
+	                         "X-MCP-User-Id: alice", NULL};
+	out = http_req("POST", "/api/mcp/tool/execute", puh, b_alice, &st);
+	CHECK_EQ(st, 401);
+	CHECK(strstr(out, "mcp_auth_required") != NULL);
+	free(out);
+	/* and beta itself is not alpha */
+	out = http_req("POST", "/api/mcp/tool/execute", puh, b, &st);
+	CHECK_EQ(st, 401);
+	free(out);
+	(void)id_path;
+	peer_stop(&d);
+	CHECK(peer_said(&d, "POST /api/mcp/tool/execute 200"));
+	CHECK(!peer_said(&d, KEY_A) && !peer_said(&d, KEY_B) &&
+	      !peer_said(&d, "alphas-own"));
+
+	/* beyond loopback, with no keys, a call needs the admin token */
+	char pub[64];
+	snprintf(pub, sizeof(pub), "0.0.0.0:%d", peer_free_port());
+	snprintf(config, sizeof(config),
+	         "{\"mcp\": {\"client_configs\": [{\"name\": \"svc\", "
+	         "\"connection_type\": \"http\", \"connection_string\": "
+	         "\"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": "
+	         "[\"*\"]}]}, \"server\": {\"admin_token\": "
+	         "\"pub-admin-token\"}}",
+	         mcp.port);
+	serve_opt(&d, "pubkeys.json", config, NULL, "--listen", pub);
+	out = http_req("POST", "/api/mcp/tool/execute", echo, none, &st);
+	CHECK_EQ(st, 401);
+	free(out);
+	const char *forged[] = {"X-MCP-User-Id: alice", NULL};
+	out = http_req("POST", "/api/mcp/tool/execute", echo, forged, &st);
+	CHECK_EQ(st, 401);
+	free(out);
+	expect("POST", "/api/mcp/tool/execute", echo, "pub-admin-token", 200,
+	       "\"hi\"");
+	peer_stop(&d);
+
+	/* a weak or repeated key is refused at start, naming no value */
+	refuses("weak.json",
+	        "{\"server\": {\"virtual_keys\": [{\"name\": \"w\", "
+	        "\"value\": \"short\", \"clients\": {\"*\": [\"*\"]}}]}}",
+	        "127.0.0.1:1",
+	        "the value of key \"w\" is shorter than 16 characters");
+}
+
+/* ---- memory and connections --------------------------------------------- */
+
+#define BIG (16 * 1024 * 1024)
+
+typedef struct big {
+	pthread_t   th;
+	const char *data; /* BIG bytes */
+	bool        chunked;
+	size_t      sent;
+	long        status;
+} big;
+
+static size_t
+big_read(char *buf, size_t size, size_t n, void *arg)
+{
+	big   *b    = arg;
+	size_t want = size * n, left = BIG - b->sent;
+
+	want = want < left ? want : left;
+	memcpy(buf, b->data + b->sent, want);
+	b->sent += want;
+	return (want);
+}
+
+static void *
+big_main(void *arg)
+{
+	big               *b = arg;
+	CURL              *e = curl_easy_init();
+	struct curl_slist *h =
+	        curl_slist_append(NULL, "Content-Type: application/json");
+	char url[128];
+
+	snprintf(url, sizeof(url), "%s/api/mcp/client", sv_base);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	if (b->chunked) {
+		h = curl_slist_append(h, "Transfer-Encoding: chunked");
+		curl_easy_setopt(e, CURLOPT_POST, 1L);
+		curl_easy_setopt(e, CURLOPT_READFUNCTION, big_read);
+		curl_easy_setopt(e, CURLOPT_READDATA, b);
+	} else {
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, b->data);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)BIG);
+	}
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fwrite);
+	FILE *null = fopen("/dev/null", "w");
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, null);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 120000L);
+	if (curl_easy_perform(e) == CURLE_OK) {
+		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &b->status);
+	}
+	fclose(null);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(e);
+	return (NULL);
+}
+
+static void
+bodies(void)
+{
+	peer  d = {0};
+	big   b[40];
+	char *data = malloc(BIG);
+
+	CHECK(data != NULL);
+	memset(data, 'x', BIG);
+	serve(&d, "bodies.json", "{\"mcp\": {\"client_configs\": []}}", NULL);
+	long before = proc_kib(d.pid, "VmRSS:");
+	for (int i = 0; i < 40; i++) {
+		b[i] = (big) {.data = data, .chunked = i % 2 == 1};
+		CHECK_EQ(pthread_create(&b[i].th, NULL, big_main, &b[i]), 0);
+	}
+	for (int i = 0; i < 40; i++) {
+		pthread_join(b[i].th, NULL);
+		CHECK_EQ(b[i].status, 413);
+	}
+	long peak = proc_kib(d.pid, "VmHWM:");
+	fprintf(stderr, "bodies: RSS %ld KiB before, peak %ld KiB\n", before,
+	        peak);
+	CHECK(peak - before < 64 * 1024);
+	expect("GET", "/healthz", NULL, NULL, 200, "ok");
+	peer_stop(&d);
+	free(data);
+}
+
+/* A connection from 127.0.0.2 that sends half a request. */
+static int
+half_open(int port)
+{
+	struct sockaddr_in src = {.sin_family = AF_INET};
+	struct sockaddr_in dst = {.sin_family = AF_INET,
+	                          .sin_port   = htons((uint16_t)port)};
+	int                s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+
+	if (s < 0) {
+		return (-1);
+	}
+	inet_pton(AF_INET, "127.0.0.2", &src.sin_addr);
+	inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+	if (bind(s, (struct sockaddr *)&src, sizeof(src)) != 0 ||
+	    (connect(s, (struct sockaddr *)&dst, sizeof(dst)) != 0 &&
+	     errno != EINPROGRESS)) {
+		close(s);
+		return (-1);
+	}
+	return (s);
+}
+
+static void
+idle(void)
+{
+	peer          d = {0};
+	struct rlimit rl;
+	int          *s = calloc(10000, sizeof(int)), n = 0;
+	const char    half[] = "GET /healthz HTTP/1.1\r\nHost: x";
+
+	CHECK(s != NULL);
+	CHECK_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rl.rlim_cur = rl.rlim_max;
+	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	CHECK(rl.rlim_cur > 10100);
+	serve(&d, "idle.json", "{\"mcp\": {\"client_configs\": []}}", NULL);
+	int base = proc_fds(d.pid), most = base;
+	for (int i = 0; i < 10000; i++) {
+		if ((s[n] = half_open(d.port)) >= 0) {
+			(void)send(s[n], half, sizeof(half) - 1, MSG_NOSIGNAL);
+			n++;
+		}
+		if (i % 1000 == 999) {
+			int f = proc_fds(d.pid);
+			most  = f > most ? f : most;
+		}
+	}
+	fprintf(stderr, "idle: %d connections opened; daemon fds %d -> %d\n",
+	        n, base, most);
+	CHECK(n > 5000);
+	/* the API still answers, from another address */
+	expect("GET", "/healthz", NULL, NULL, 200, "ok");
+	expect("GET", "/api/mcp/clients", NULL, NULL, 200, "\"clients\"");
+	int f = proc_fds(d.pid);
+	most  = f > most ? f : most;
+	/* 256 per address (the default cap), and a few in passing */
+	CHECK(most <= base + 256 + 8);
+	for (int i = 0; i < n; i++) {
+		close(s[i]);
+	}
+	peer_stop(&d);
+	free(s);
+
+	/* --idle-timeout: a half-sent request is closed after it */
+	serve_opt(&d, "idle2.json", "{\"mcp\": {\"client_configs\": []}}",
+	          NULL, "--idle-timeout", "1");
+	int c = half_open(d.port);
+	CHECK(c >= 0);
+	struct pollfd p = {.fd = c, .events = POLLOUT};
+	CHECK_EQ(poll(&p, 1, 5000), 1);
+	CHECK_EQ(send(c, half, sizeof(half) - 1, MSG_NOSIGNAL),
+	         (ssize_t)sizeof(half) - 1);
+	/* the daemon closes it: readable, then EOF (or reset) */
+	p = (struct pollfd) {.fd = c, .events = POLLIN};
+	CHECK_EQ(poll(&p, 1, 10000), 1);
+	char buf[512];
+	CHECK(recv(c, buf, sizeof(buf), 0) <= 0);
+	close(c);
+	peer_stop(&d);
+}
+
+typedef struct hang {
+	pthread_t th;
+	long      status;
+} hang;
+
+static void *
+hang_main(void *arg)
+{
+	hang *h = arg;
+
+	free(http_try("POST", "/api/mcp/tool/execute",
+	              "{\"client\": \"hot\", \"tool\": \"hang\", \"timeout\": "
+	              "60000}",
+	              NULL, &h->status));
+	return (NULL);
+}
+
+static void
+hanging(void)
+{
+	peer d = {0}, up = {0};
+	hang h[64];
+	char config[512];
+
+	CHECK_EQ(peer_start_inject(&up, WAIT_MS), 0);
+	snprintf(config, sizeof(config),
+	         "{\"mcp\": {\"client_configs\": [{\"name\": \"hot\", "
+	         "\"connection_type\": \"http\", \"connection_string\": "
+	         "\"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": "
+	         "[\"*\"]}]}}",
+	         up.port);
+	serve(&d, "hang.json", config, NULL);
+	for (int i = 0; i < 64; i++) {
+		h[i].status = 0;
+		CHECK_EQ(pthread_create(&h[i].th, NULL, hang_main, &h[i]), 0);
+	}
+	CHECK(metric_within("mcpkeep_http_requests_in_flight", 64, 64));
+	/* the admin API answers beside them */
+	expect("GET", "/api/mcp/clients", NULL, NULL, 200, "\"hot\"");
+	expect("POST", "/api/mcp/client/hot/disable", NULL, NULL, 200, NULL);
+	expect("POST", "/api/mcp/client/hot/enable", NULL, NULL, 200, NULL);
+	expect("GET", "/readyz", NULL, NULL, 200, "ready");
+	peer_stop(&up); /* the calls end: 502 */
+	for (int i = 0; i < 64; i++) {
+		pthread_join(h[i].th, NULL);
+		CHECK(h[i].status == 502 || h[i].status == 503);
+	}
+	peer_stop(&d);
+}
+
+/* ---- framing ------------------------------------------------------------ */
+
+/* Sends raw (a whole HTTP exchange with Connection: close) and gives
+ * everything the daemon answered until it closed (malloc'd). */
+static char *
+raw(int port, const char *text)
+{
+	struct sockaddr_in a   = {.sin_family = AF_INET,
+	                          .sin_port   = htons((uint16_t)port)};
+	int                s   = socket(AF_INET, SOCK_STREAM, 0);
+	char              *out = calloc(1, 65536);
+	size_t             len = 0;
+	ssize_t            n;
+	struct timeval     tv = {.tv_sec = 10};
+
+	CHECK(s >= 0 && out != NULL);
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	CHECK_EQ(connect(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	CHECK_EQ(send(s, text, strlen(text), MSG_NOSIGNAL),
+	         (ssize_t)strlen(text));
+	while (len < 65535 && (n = recv(s, out + len, 65535 - len, 0)) > 0) {
+		len += (size_t)n;
+	}
+	close(s);
+	return (out);
+}
+
+static int
+count(const char *text, const char *what)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, what)) != NULL; p++) {
+		n++;
+	}
+	return (n);
+}
+
+static void
+framing(void)
+{
+	peer d = {0};
+	char req[1024], host[64], *out;
+
+	serve(&d, "framing.json", "{\"mcp\": {\"client_configs\": []}}", NULL);
+	snprintf(host, sizeof(host), "%s", sv_base + 7);
+	/* a chunked body is the body: a client made from it */
+	const char *cfg = "{\"name\": \"chunky\", \"connection_type\": "
+	                  "\"http\", \"connection_string\": "
+	                  "\"http://127.0.0.1:1/mcp\"}";
+	snprintf(req, sizeof(req),
+	         "POST /api/mcp/client HTTP/1.1\r\nHost: %s\r\n"
+	         "Content-Type: application/json\r\n"
+	         "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+	         "%zx\r\n%s\r\n0\r\n\r\n",
+	         host, strlen(cfg), cfg);
+	out = raw(d.port, req);
+	CHECK(strncmp(out, "HTTP/1.1 201", 12) == 0);
+	free(out);
+	CHECK(listed("chunky"));
+	/* a request inside a chunked body is never run as the next one */
+	char inner[256];
+	snprintf(inner, sizeof(inner),
+	         "DELETE /api/mcp/client/chunky HTTP/1.1\r\nHost: %s\r\n"
+	         "Content-Type: application/json\r\n\r\n",
+	         host);
+	snprintf(req, sizeof(req),
+	         "POST /api/mcp/client HTTP/1.1\r\nHost: %s\r\n"
+	         "Content-Type: application/json\r\n"
+	         "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+	         "%zx\r\n%s\r\n0\r\n\r\n",
+	         host, strlen(inner), inner);
+	out = raw(d.port, req);
+	CHECK(strncmp(out, "HTTP/1.1 400", 12) == 0);
+	CHECK(strstr(out, "the body is not valid JSON") != NULL);
+	CHECK_EQ(count(out, "HTTP/1.1 "), 1);
+	free(out);
+	CHECK(listed("chunky"));
+	/* headers past the connection's memory: 431 */
+	char *huge = malloc(100 * 1024 + 64);
+	CHECK(huge != NULL);
+	int n = snprintf(huge, 64, "X-Big: ");
+	memset(huge + n, 'a', 100 * 1024);
+	huge[n + 100 * 1024] = '\0';
+	const char *hh[]     = {huge, NULL};
+	long        st;
+	free(http_req("GET", "/healthz", NULL, hh, &st));
+	CHECK_EQ(st, 431);
+	free(huge);
+	expect("GET", "/healthz", NULL, NULL, 200, "ok");
+	peer_stop(&d);
+}
+
+/* ---- smaller items ------------------------------------------------------ */
+
+static void
+small(void)
+{
+	peer d = {0};
+	char config[512];
+	long st;
+
+	/* a state stream beyond loopback needs stream_public */
+	snprintf(config, sizeof(config),
+	         "{\"server\": {\"stream\": [\"tcp://0.0.0.0:%d\"]}}",
+	         peer_free_port());
+	refuses("stream.json", config, "127.0.0.1:1",
+	        "is not loopback: set server.stream_public to true");
+	snprintf(config, sizeof(config),
+	         "{\"server\": {\"stream\": [\"tcp://0.0.0.0:%d\"], "
+	         "\"stream_public\": true}}",
+	         peer_free_port());
+	serve(&d, "stream2.json", config, NULL);
+	peer_stop(&d);
+	/* "127.0.0.1.nip.io" is a host name, not loopback: no token, no
+	 * daemon */
+	refuses("nip.json", "{}", "127.0.0.1.nip.io:8080",
+	        "refusing to serve 127.0.0.1.nip.io:8080 without an admin "
+	        "token");
+	refuses("lh.json", "{}", "localhost.attacker.test:8080",
+	        "refusing to serve localhost.attacker.test:8080 without an "
+	        "admin token");
+	/* /metrics behind its token (the admin's opens it too) */
+	serve(&d, "metrics.json",
+	      "{\"server\": {\"metrics_token\": \"metrics-token-1\", "
+	      "\"admin_token\": \"metrics-admin\"}}",
+	      NULL);
+	free(http_try("GET", "/metrics", NULL, "wrong", &st));
+	CHECK_EQ(st, 401);
+	expect("GET", "/metrics", NULL, "metrics-token-1", 200,
+	       "mcpkeep_http_requests_total");
+	expect("GET", "/metrics", NULL, "metrics-admin", 200,
+	       "mcpkeep_http_requests_total");
+	/* the metrics token opens nothing else */
+	expect("GET", "/api/mcp/clients", NULL, "metrics-token-1", 401,
+	       "admin token");
+	expect("GET", "/healthz", NULL, NULL, 200, "ok");
+	peer_stop(&d);
+}
+
+int
+main(int argc, char **argv)
+{
+	signal(SIGPIPE, SIG_IGN);
+	unsetenv("MCPKEEP_ADMIN_TOKEN"); /* the tests give the daemon theirs */
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	CHECK(peer_dir() != NULL);
+	CHECK(mkdtemp(sv_dir) != NULL);
+	CHECK_EQ(peer_start_inject(&mcp, WAIT_MS), 0);
+	RUN_IF(browser);
+	RUN_IF(origins);
+	RUN_IF(keys);
+	RUN_IF(bodies);
+	RUN_IF(idle);
+	RUN_IF(hanging);
+	RUN_IF(framing);
+	RUN_IF(small);
+	peer_stop(&mcp);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", sv_dir);
+	CHECK_EQ(system(cmd), 0);
+	curl_global_cleanup();
+	return (0);
+}

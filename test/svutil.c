@@ -1,0 +1,227 @@
+/*
+ * svutil.c - the daemon's tests' helpers: requests to it over real HTTP,
+ * its /metrics read until a series holds, and the built daemon started
+ * on a config (serve_test.c, security_test.c).
+ */
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <nng/nng.h>
+#include <nng/supplemental/util/platform.h>
+
+#include "svutil.h"
+#include "testutil.h"
+
+char        sv_dir[] = "/tmp/mk-serve-XXXXXX";
+char        sv_base[64];
+const char *sv_admin;
+
+/* A request; the answer's body (malloc'd) and *status, or NULL when no
+ * answer came (named on stderr). */
+char *
+http_req(const char *method, const char *path, const char *body,
+         const char *const *headers, long *status)
+{
+	CURL              *e = curl_easy_init();
+	struct curl_slist *h = NULL;
+	char               url[256], *buf = NULL;
+	size_t             len = 0;
+	FILE              *mem = open_memstream(&buf, &len);
+	bool               ct  = false;
+
+	snprintf(url, sizeof(url), "%s%s", sv_base, path);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+	if (body != NULL) {
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+	}
+	for (size_t i = 0; headers != NULL && headers[i] != NULL; i++) {
+		h  = curl_slist_append(h, headers[i]);
+		ct = ct || strncasecmp(headers[i], "Content-Type:", 13) == 0;
+	}
+	if (!ct && strcmp(method, "GET") != 0) {
+		/* (the daemon refuses a state change of another type) */
+		h = curl_slist_append(h, "Content-Type: application/json");
+	}
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, mem);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 30000L);
+	CURLcode rc = curl_easy_perform(e);
+	if (rc != CURLE_OK) {
+		fprintf(stderr, "%s %s: %s\n", method, path,
+		        curl_easy_strerror(rc));
+	}
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
+	fclose(mem);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(e);
+	if (rc != CURLE_OK) {
+		free(buf);
+		return (NULL);
+	}
+	return (buf);
+}
+
+char *
+http_try(const char *method, const char *path, const char *body,
+         const char *token, long *status)
+{
+	char        auth[256];
+	const char *h[2] = {NULL, NULL};
+
+	token = token != NULL ? token : sv_admin;
+	if (token != NULL) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s",
+		         token);
+		h[0] = auth;
+	}
+	return (http_req(method, path, body, h, status));
+}
+
+/* A request that must be answered. */
+char *
+http(const char *method, const char *path, const char *body, const char *token,
+     long *status)
+{
+	char *out = http_try(method, path, body, token, status);
+
+	CHECK(out != NULL);
+	return (out);
+}
+
+/* The request answers want_status, and its body contains want. */
+void
+expect(const char *method, const char *path, const char *body,
+       const char *token, long want_status, const char *want)
+{
+	long  st;
+	char *out = http(method, path, body, token, &st);
+
+	if (st != want_status || (want != NULL && strstr(out, want) == NULL)) {
+		fprintf(stderr, "%s %s: %ld %s (wanted %ld, \"%s\")\n", method,
+		        path, st, out, want_status, want ? want : "");
+		CHECK(0);
+	}
+	free(out);
+}
+
+/* The value of one series in /metrics text, or -1 when absent. */
+double
+metric(const char *text, const char *series)
+{
+	size_t      n = strlen(series);
+	const char *p = text;
+
+	while ((p = strstr(p, series)) != NULL) {
+		if ((p == text || p[-1] == '\n') && p[n] == ' ') {
+			return (strtod(p + n + 1, NULL));
+		}
+		p += n;
+	}
+	return (-1);
+}
+
+/* Reads /metrics until series is within [lo, hi] (true), or WAIT_MS
+ * passed: each read is a round trip to the daemon, what it waits on. */
+bool
+metric_within(const char *series, double lo, double hi)
+{
+	nng_time until = nng_clock() + WAIT_MS;
+	double   v;
+
+	do {
+		long  st;
+		char *out = http("GET", "/metrics", NULL, NULL, &st);
+		v         = st == 200 ? metric(out, series) : -1;
+		free(out);
+		if (v >= lo && v <= hi) {
+			return (true);
+		}
+	} while (nng_clock() < until);
+	fprintf(stderr, "%s is %g (wanted %g..%g)\n", series, v, lo, hi);
+	return (false);
+}
+
+/* Writes config text to sv_dir/name. */
+void
+write_config(const char *name, const char *text)
+{
+	char  path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", sv_dir, name);
+	CHECK((f = fopen(path, "w")) != NULL);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Starts the daemon on config text (written to sv_dir/name), env extra, and
+ * one more option (opt, value; or NULL), and waits up to banner_ms for
+ * the line that says it listens (not for its boot). */
+void
+serve_start(peer *d, const char *name, const char *config,
+            const char *const *env, const char *opt, const char *value,
+            int banner_ms)
+{
+	char path[128], listen[64];
+	int  port = peer_free_port();
+
+	write_config(name, config);
+	snprintf(path, sizeof(path), "%s/%s", sv_dir, name);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	const char *argv[] = {getenv("MK_MCPKEEP"),
+	                      "serve",
+	                      "-c",
+	                      path,
+	                      "--listen",
+	                      listen,
+	                      "--log",
+	                      "warn",
+	                      opt,
+	                      value,
+	                      NULL};
+	CHECK(argv[0] != NULL);
+	CHECK_EQ(peer_start(d, argv, env, "serving http://[0-9.]+:([0-9]+)",
+	                    banner_ms),
+	         0);
+	snprintf(sv_base, sizeof(sv_base), "http://127.0.0.1:%d", d->port);
+}
+
+/* Waits up to ms for /readyz to answer 200 (true).  No event tells an
+ * HTTP client that the boot's connects ended: /readyz is polled, as an
+ * operator's probe does, every 20 ms (the pace only: the deadline is
+ * what bounds the wait). */
+bool
+ready_within(int ms)
+{
+	nng_time until = nng_clock() + ms;
+	long     st    = 0;
+
+	do {
+		free(http_try("GET", "/readyz", NULL, NULL, &st));
+		if (st == 200) {
+			return (true);
+		}
+		nng_msleep(20);
+	} while (nng_clock() < until);
+	fprintf(stderr, "/readyz is %ld after %d ms\n", st, ms);
+	return (false);
+}
+
+/* serve_start, then waits for the boot's end (/readyz 200). */
+void
+serve_opt(peer *d, const char *name, const char *config,
+          const char *const *env, const char *opt, const char *value)
+{
+	serve_start(d, name, config, env, opt, value, WAIT_MS);
+	CHECK(ready_within(WAIT_MS));
+}
+
+void
+serve(peer *d, const char *name, const char *config, const char *const *env)
+{
+	serve_opt(d, name, config, env, NULL, NULL);
+}

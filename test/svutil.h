@@ -1,0 +1,61 @@
+/*
+ * svutil.h - helpers of the daemon's tests (svutil.c): the daemon is the
+ * built program (MK_MCPKEEP), started on a config written to sv_dir.
+ */
+#ifndef TEST_SVUTIL_H
+#define TEST_SVUTIL_H
+
+#include <stdbool.h>
+
+#include "peer.h"
+
+#define WAIT_MS 40000
+
+extern char        sv_dir[];  /* configs (mkdtemp'd by main) */
+extern char        sv_base[]; /* http://127.0.0.1:port of the daemon */
+extern const char *sv_admin;  /* the token requests without one carry */
+
+/* A request with headers ("Name: value", NULL-terminated; a state
+ * change gets Content-Type: application/json unless one is given); the
+ * answer's body (malloc'd) and *status, or NULL when none came. */
+char *http_req(const char *method, const char *path, const char *body,
+               const char *const *headers, long *status);
+
+/* http_req with the token (else sv_admin) as the bearer. */
+char *http_try(const char *method, const char *path, const char *body,
+               const char *token, long *status);
+
+/* http_try that must be answered. */
+char *http(const char *method, const char *path, const char *body,
+           const char *token, long *status);
+
+/* The request answers want_status, and its body contains want. */
+void expect(const char *method, const char *path, const char *body,
+            const char *token, long want_status, const char *want);
+
+/* The value of one series in /metrics text, or -1 when absent. */
+double metric(const char *text, const char *series);
+
+/* Reads /metrics until series is within [lo, hi] (true), or WAIT_MS. */
+bool metric_within(const char *series, double lo, double hi);
+
+/* Writes config text to sv_dir/name. */
+void write_config(const char *name, const char *text);
+
+/* Starts the daemon on config (written to sv_dir/name) with env extra
+ * and one option (opt, value; or NULL), waiting up to banner_ms for the
+ * line that says it listens; sets sv_base. */
+void serve_start(peer *d, const char *name, const char *config,
+                 const char *const *env, const char *opt, const char *value,
+                 int banner_ms);
+
+/* Waits up to ms for /readyz to answer 200 (true). */
+bool ready_within(int ms);
+
+/* serve_start, then waits for the boot's end (/readyz 200). */
+void serve_opt(peer *d, const char *name, const char *config,
+               const char *const *env, const char *opt, const char *value);
+void serve(peer *d, const char *name, const char *config,
+           const char *const *env);
+
+#endif /* TEST_SVUTIL_H */
