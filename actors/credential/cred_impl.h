@@ -183,6 +183,10 @@ void cr_flow_for(cr_self *cr, cclient *c, const char *mode,
  * kind, extra fields merged in */
 void cr_auth_reply(cr_self *cr, uint64_t corr, const cclient *c,
                    const char *kind, json_t *extra, const char *message);
+/* cr_guard gives the rules (in r) for fetching c's endpoint key of
+ * c->meta when it was discovered, or NULL when oauth_config names it
+ * (trusted as configured) */
+const oa_rules *cr_guard(const cclient *c, const char *key, oa_rules *r);
 /* the client auth of a token request: fills basic id/secret or adds
  * client_id (and secret) to the form */
 int cr_client_auth(const cclient *c, char **form, oa_send *s);
