@@ -13,8 +13,8 @@
  * page, an HTML answer) in an error, the list view or the log; per client
  * at most CR_USER_FLOWS_MAX callers' OAuth flows and as many header
  * flows pending, the next refused (MK_EBUSY) until one is used or
- * expires; expired flows swept from memory and from the store while the
- * runtime runs.
+ * expires, the admin's bootstrap flow never; expired flows swept from
+ * memory and from the store while the runtime runs (restored ones too).
  *
  * Usage: oauth_guard_test [name of one test]
  */
@@ -357,6 +357,232 @@ no_body_echo(void)
 	CHECK(!logged(MARKER));
 }
 
+/* ---- bounded flows -------------------------------------------------------
+ */
+
+#define BOUND_ERR(name)                                                       \
+	"too many pending authorizations for MCP client \"" name              \
+	"\" (1000); try again later"
+
+/* Starts a caller's OAuth flow of client as identity: its rc; *url
+ * (may be NULL) gets the authorize URL. */
+static int
+user_start(mk_runtime *rt, const char *client, const char *identity,
+           char **urlp, char **errp)
+{
+	char *url = NULL, *state = NULL, *err = NULL;
+	int   rc = mk_user_oauth_start(rt, client, "user", identity, &url,
+	                               &state, &err);
+
+	if (urlp != NULL) {
+		*urlp = url;
+	} else {
+		mk_free(url);
+	}
+	if (errp != NULL) {
+		*errp = err;
+	} else {
+		mk_free(err);
+	}
+	mk_free(state);
+	return (rc);
+}
+
+/* Sets expires_at of the rows of table (not those whose key column is
+ * in keep, a SQL list) to now + secs. */
+static void
+expire_rows(const char *db, const char *table, const char *key,
+            const char *keep, int limit, int secs)
+{
+	char     path[160], sql[512];
+	sqlite3 *h;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, db);
+	snprintf(sql, sizeof(sql),
+	         "UPDATE %s SET expires_at = strftime('%%s', 'now') + %d "
+	         "WHERE %s IN (SELECT %s FROM %s WHERE %s NOT IN (%s) "
+	         "LIMIT %d)",
+	         table, secs, key, key, table, key, keep, limit);
+	CHECK_EQ(sqlite3_open(path, &h), SQLITE_OK);
+	CHECK_EQ(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
+	CHECK_EQ(sqlite3_changes(h), limit);
+	sqlite3_close(h);
+}
+
+static long
+rows_in(const char *db, const char *table)
+{
+	char          path[160], sql[128];
+	sqlite3      *h;
+	sqlite3_stmt *st;
+	long          n = -1;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, db);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
+	CHECK_EQ(sqlite3_open(path, &h), SQLITE_OK);
+	sqlite3_busy_timeout(h, 5000);
+	CHECK_EQ(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		n = sqlite3_column_int64(st, 0);
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	return (n);
+}
+
+/* Waits (polling, 15 s at most) until the credential actor's stat key
+ * is want. */
+static void
+wait_stat(mk_runtime *rt, const char *key, int64_t want)
+{
+	int64_t v = -1;
+
+	for (int i = 0; i < 300 && (v = cr_stat(rt, key)) != want; i++) {
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL); /* a timer in the actor: polled */
+	}
+	if (v != want) {
+		fprintf(stderr, "%s: %lld, not %lld\n", key, (long long)v,
+		        (long long)want);
+	}
+	CHECK_EQ(v, want);
+}
+
+/* The same for the rows of a table (the store deletes asynchronously). */
+static void
+wait_rows(const char *db, const char *table, long want)
+{
+	long n = -1;
+
+	for (int i = 0; i < 300 && (n = rows_in(db, table)) != want; i++) {
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	CHECK_EQ(n, want);
+}
+
+/* CR_USER_FLOWS_MAX callers' OAuth flows per client: the next refused
+ * until one is used or expires; the admin's bootstrap never. */
+static void
+oauth_flow_bound(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "bound.db");
+	char        who[32], *url = NULL, *err = NULL, *state = NULL;
+	char        code[256], st[64];
+	mk_result  *res = NULL;
+
+	as_admin("/admin/metadata", "{}");
+	int at = 0;
+	CHECK_EQ(add_user(rt, "fb", "per_user_oauth", "\"oauth_config\": {}"),
+	         0);
+	bootstrap(rt, "fb", false);
+	wait_state(&sb, &at, "fb", "healthy", NULL);
+	for (int i = 0; i < CR_USER_FLOWS_MAX; i++) {
+		snprintf(who, sizeof(who), "u%d", i);
+		CHECK_EQ(user_start(rt, "fb", who,
+		                    i == CR_USER_FLOWS_MAX - 1 ? &url : NULL,
+		                    NULL),
+		         0);
+	}
+	CHECK_EQ(user_start(rt, "fb", "one-more", NULL, &err), MK_EBUSY);
+	CHECK(strcmp(err, BOUND_ERR("fb")) == 0);
+	mk_free(err);
+	/* a call as a caller without a credential: the same refusal */
+	CHECK_EQ(call_as(rt, "fb", "caller", NULL, &res), MK_EBUSY);
+	CHECK(strstr(res->error, BOUND_ERR("fb")) != NULL);
+	CHECK(res->auth_required == NULL);
+	mk_result_free(&res);
+	CHECK_EQ(cr_stat(rt, "flows"), CR_USER_FLOWS_MAX);
+	/* the admin's flow is not a caller's */
+	CHECK_EQ(mk_client_initiate_verification(rt, "fb", &err, &state, &err),
+	         0);
+	mk_free(err);
+	mk_free(state);
+	/* one used: room for one */
+	char login[4096];
+	snprintf(login, sizeof(login), "%s&login_hint=u999", url);
+	mk_free(url);
+	authorize(login, code, sizeof(code), st, sizeof(st));
+	CHECK_EQ(mk_oauth_complete(rt, st, code, NULL, &err), 0);
+	CHECK_EQ(user_start(rt, "fb", "one-more", NULL, NULL), 0);
+	CHECK_EQ(user_start(rt, "fb", "two-more", NULL, &err), MK_EBUSY);
+	mk_free(err);
+	close_rt(&rt, &sb);
+
+	/* restored flows count; ten expire soon: swept while running, room
+	 * for ten */
+	expire_rows("bound.db", "oauth_flows", "state",
+	            "SELECT state FROM oauth_flows WHERE mode = 'admin'", 10,
+	            2);
+	rt = open_rt(&sb, "bound.db");
+	CHECK_EQ(cr_stat(rt, "flows"), CR_USER_FLOWS_MAX + 1);
+	CHECK_EQ(user_start(rt, "fb", "early", NULL, &err), MK_EBUSY);
+	mk_free(err);
+	wait_stat(rt, "flows", CR_USER_FLOWS_MAX + 1 - 10);
+	CHECK_EQ(cr_stat(rt, "swept"), 10);
+	wait_rows("bound.db", "oauth_flows", CR_USER_FLOWS_MAX + 1 - 10);
+	for (int i = 0; i < 10; i++) {
+		snprintf(who, sizeof(who), "late%d", i);
+		CHECK_EQ(user_start(rt, "fb", who, NULL, NULL), 0);
+	}
+	CHECK_EQ(user_start(rt, "fb", "late10", NULL, &err), MK_EBUSY);
+	mk_free(err);
+	close_rt(&rt, &sb);
+}
+
+/* The same bound for header flows (one per call without a credential),
+ * and their sweep; they survive a restart. */
+static void
+header_flow_bound(void)
+{
+	sub         sb;
+	mk_runtime *rt  = open_rt(&sb, "hbound.db");
+	char       *err = NULL, keep[64];
+	mk_result  *res = NULL;
+	json_t     *p;
+	int         at = 0;
+
+	CHECK_EQ(add_user(rt, "hb", "per_user_headers",
+	                  "\"per_user_header_keys\": [\"x-api-key\"]"),
+	         0);
+	CHECK_EQ(mk_client_verify_headers(
+	                 rt, "hb", "{\"x-api-key\": \"key-admin\"}", &err),
+	         0);
+	wait_state(&sb, &at, "hb", "healthy", NULL);
+	for (int i = 0; i < CR_USER_FLOWS_MAX - 1; i++) {
+		CHECK_EQ(call_as(rt, "hb", "hugo", NULL, &res), MK_EAUTH);
+		mk_result_free(&res);
+	}
+	p = auth_required(rt, "hb", "hugo", NULL); /* the 1000th */
+	snprintf(keep, sizeof(keep), "'%s'",
+	         json_string_value(json_object_get(p, "session_id")));
+	json_decref(p);
+	CHECK_EQ(call_as(rt, "hb", "hugo", NULL, &res), MK_EBUSY);
+	CHECK(strstr(res->error, BOUND_ERR("hb")) != NULL);
+	mk_result_free(&res);
+	CHECK_EQ(cr_stat(rt, "header_flows"), CR_USER_FLOWS_MAX);
+	wait_rows("hbound.db", "header_flows", CR_USER_FLOWS_MAX);
+	close_rt(&rt, &sb);
+
+	/* all but the kept one expire soon */
+	expire_rows("hbound.db", "header_flows", "id", keep,
+	            CR_USER_FLOWS_MAX - 1, 2);
+	rt = open_rt(&sb, "hbound.db");
+	CHECK_EQ(cr_stat(rt, "header_flows"), CR_USER_FLOWS_MAX);
+	wait_stat(rt, "header_flows", 1);
+	wait_rows("hbound.db", "header_flows", 1);
+	/* the restored one still takes its caller's values */
+	char sid[40];
+	snprintf(sid, sizeof(sid), "%.*s", (int)strlen(keep) - 2, keep + 1);
+	CHECK_EQ(mk_user_headers_submit(rt, sid,
+	                                "{\"x-api-key\": \"key-hugo\"}", &err),
+	         0);
+	whoami_as(rt, "hb", "hugo", NULL, "hugo");
+	wait_stat(rt, "header_flows", 0);
+	close_rt(&rt, &sb);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -365,6 +591,8 @@ main(int argc, char **argv)
 	RUN_IF(guard_connect);
 	RUN_IF(bad_endpoints);
 	RUN_IF(no_body_echo);
+	RUN_IF(oauth_flow_bound);
+	RUN_IF(header_flow_bound);
 	oauth_suite_end();
 	return (0);
 }

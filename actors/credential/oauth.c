@@ -694,11 +694,25 @@ cr_flow_free(flow *f)
 	free(f);
 }
 
+#define FLOW_OF(l) ((flow *)((char *)(l)-offsetof(flow, q)))
+
+/* f is no longer pending: claimed or gone. */
+static void
+flow_unqueue(cr_self *cr, flow *f)
+{
+	lru_remove(&cr->flowq, &f->q);
+	if (f->counted) {
+		cr_flow_count(cr, f->client_id, false, -1);
+		f->counted = false;
+	}
+}
+
 static void
 flow_drop(cr_self *cr, flow *f)
 {
 	json_t *key = json_pack("{s:s}", "state", f->state);
 
+	flow_unqueue(cr, f);
 	strmap_del(&cr->flows, &f->ent);
 	cr->nflows--;
 	(void)cr_persist(cr, "oauth_flows", key, true, NULL, NULL);
@@ -732,7 +746,25 @@ flow_new(cr_self *cr, const char *client, const char *mode,
 		return (NULL);
 	}
 	cr->nflows++;
+	lru_touch(&cr->flowq, &f->q); /* the newest expires last */
+	if ((f->counted = cr_callers_mode(mode))) {
+		cr_flow_count(cr, client, false, 1);
+	}
 	return (f);
+}
+
+int64_t
+cr_flows_sweep(cr_self *cr)
+{
+	int64_t   now = cr_now();
+	lru_link *l;
+
+	while ((l = lru_oldest(&cr->flowq)) != NULL &&
+	       FLOW_OF(l)->expires_at <= now) {
+		cr->swept++;
+		flow_drop(cr, FLOW_OF(l));
+	}
+	return (l != NULL ? FLOW_OF(l)->expires_at : 0);
 }
 
 void
@@ -741,6 +773,7 @@ cr_flows_restore(cr_self *cr, json_t *rows)
 	size_t  i;
 	json_t *r;
 
+	cr_rows_by_expiry(rows);
 	json_array_foreach(rows, i, r)
 	{
 		const char *st = cr_str(r, "state");
@@ -852,6 +885,9 @@ make_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
 	flow       *f;
 	json_t     *row;
 
+	if (cr_callers_mode(mode) && cr_flow_room(cr, c, false, corr) != 0) {
+		return; /* answered */
+	}
 	if (oa_random_state(state) != 0 || oa_pkce(ver, ch) != 0 ||
 	    oa_form_add(&q, "response_type", "code") != 0 ||
 	    oa_form_add(&q, "client_id", meta_str(c->meta, "client_id")) !=
@@ -884,6 +920,7 @@ make_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
 		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
 		return;
 	}
+	cr_sweep_arm(cr);
 	m->cr     = cr;
 	m->corr   = corr;
 	m->url    = url;
@@ -1125,6 +1162,7 @@ cr_complete(cr_self *cr, kn_msg *msg)
 		const char *res = meta_str(c->meta, "resource");
 		f->claiming     = true; /* single use from here on */
 		f->corr         = corr;
+		flow_unqueue(cr, f);
 		if (oa_form_add(&form, "grant_type", "authorization_code") !=
 		            0 ||
 		    oa_form_add(&form, "code", code) != 0 ||
