@@ -283,7 +283,10 @@ MK_API int mk_client_complete_oauth(mk_runtime *rt, const char *client,
                                     char **err);
 /* mk_user_oauth_start starts a per_user_oauth caller's own flow: mode
  * "user", "vk" or "session" and its identity; completed like the others
- * (mk_oauth_complete).  Outputs as mk_client_initiate_verification. */
+ * (mk_oauth_complete).  Outputs as mk_client_initiate_verification.  A
+ * client holds at most 1,000 callers' flows pending (expired ones are
+ * dropped): past that MK_EBUSY, "too many pending authorizations for MCP
+ * client "X" (1000); try again later"; the admin's flows do not count. */
 MK_API int mk_user_oauth_start(mk_runtime *rt, const char *client,
                                const char *mode, const char *identity,
                                char **authorize_url, char **state, char **err);
@@ -473,7 +476,9 @@ typedef struct mk_result {
  * runtime's own.  On MK_OK *res holds the result; on an error *res (when
  * not NULL) explains it.  Free *res with mk_result_free.
  * Returns MK_OK, MK_EHANDLE, MK_EINVAL, MK_ENOENT (no such client),
- * MK_ESTATE (disabled, needs_reauth, pending), MK_ETIMEDOUT, MK_EUPSTREAM.
+ * MK_ESTATE (disabled, needs_reauth, pending), MK_ETIMEDOUT, MK_EUPSTREAM,
+ * MK_EAUTH, MK_EBUSY (a per-user caller without a credential while its
+ * client already has 1,000 callers' authorizations pending).
  */
 MK_API int mk_tool_call(mk_runtime *rt, const mk_call *call, mk_result **res);
 

@@ -221,13 +221,14 @@ rt_credential(mk_runtime *rt)
 	        .flows        = stored_rows(rt, "oauth_flows"),
 	        .configs      = stored_rows(rt, "oauth_configs"),
 	        .hcreds       = stored_rows(rt, "header_credentials"),
+	        .hflows       = stored_rows(rt, "header_flows"),
 	        .cache_max    = rt->opts.credential_cache_max,
 	};
 	int rv = kn_spawn(rt->kernel, CREDENTIAL_NAME, &credential_ops, &a,
 	                  &rt->credential);
 
 	/* they held secrets */
-	for (char **p = (char **)&a.tokens; p <= (char **)&a.hcreds; p++) {
+	for (char **p = (char **)&a.tokens; p <= (char **)&a.hflows; p++) {
 		if (*p != NULL) {
 			OPENSSL_cleanse(*p, strlen(*p));
 			free(*p);

@@ -3,6 +3,7 @@
  */
 #include "transport/oauth.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
@@ -15,11 +16,14 @@
 #include "transport/xfer.h"
 
 struct oa_req {
-	tp_http  h;   /* the exchange */
-	tp_loop *l;   /* its loop */
-	oa_fn    fn;  /* completion */
-	void    *arg; /* its argument */
-	oa_req **rp;  /* the caller's handle, nulled at the end */
+	tp_http  h;       /* the exchange */
+	tp_loop *l;       /* its loop */
+	oa_fn    fn;      /* completion */
+	void    *arg;     /* its argument */
+	oa_req **rp;      /* the caller's handle, nulled at the end */
+	oa_rules guard;   /* the classes it may connect to (guarded) */
+	bool     guarded; /* the address connected to is checked */
+	oa_net   refused; /* the class refused; OA_NET_PUBLIC: none */
 };
 
 static void
@@ -39,11 +43,26 @@ on_done(tp_xfer *x, CURLcode rc)
 	mcp_error e;
 	oa_reply  rep;
 
+	char *ip = NULL;
+
+	curl_easy_getinfo(r->h.x.easy, CURLINFO_PRIMARY_IP, &ip);
 	rep.status   = tp_http_status(&r->h);
 	rep.body     = r->h.body != NULL ? r->h.body : "";
 	rep.len      = r->h.body != NULL ? r->h.body_len : 0;
 	rep.www_auth = r->h.www_auth;
+	rep.ip       = ip != NULL ? ip : "";
 	rep.err      = tp_http_error(&r->h, rc, false, &e) ? &e : NULL;
+	if (r->refused != OA_NET_PUBLIC) {
+		mcp_error_set(&e, MCP_E_CONNECT,
+		              "refused to connect: the host's address is %s",
+		              oa_net_name(r->refused));
+		rep.err = &e;
+	} else if (rep.err != NULL &&
+	           (e.kind == MCP_E_HTTP || e.kind == MCP_E_GONE)) {
+		/* the body may echo what was sent (a code, a secret) or
+		 * carry anything at all: the status says enough */
+		mcp_error_set(&e, MCP_E_HTTP, "HTTP %ld", rep.status);
+	}
 	if (r->rp != NULL) {
 		/* before fn: it may free the holder, or start another */
 		*r->rp = NULL;
@@ -69,6 +88,24 @@ b64(const uint8_t *in, size_t n, char *out, bool url)
 			out[--len] = '\0';
 		}
 	}
+}
+
+/* Before a request goes out on a connection (new or reused): its
+ * address must be of a class the guard allows. */
+static int
+on_prereq(void *arg, char *ip, char *local_ip, int port, int local_port)
+{
+	oa_req *r = arg;
+	oa_net  n = oa_net_of(ip);
+
+	(void)local_ip;
+	(void)port;
+	(void)local_port;
+	if (n != OA_NET_PUBLIC && (r->guard.nets & OA_NET_BIT(n)) == 0) {
+		r->refused = n;
+		return (CURL_PREREQFUNC_ABORT);
+	}
+	return (CURL_PREREQFUNC_OK);
 }
 
 int
@@ -127,6 +164,13 @@ oa_fetch(tp_loop *l, const oa_send *s, oa_fn fn, void *arg, oa_req **rp)
 	r->fn  = fn;
 	r->arg = arg;
 	r->rp  = rp;
+	if (s->guard != NULL) {
+		r->guard   = *s->guard;
+		r->guarded = true;
+		curl_easy_setopt(r->h.x.easy, CURLOPT_PREREQFUNCTION,
+		                 on_prereq);
+		curl_easy_setopt(r->h.x.easy, CURLOPT_PREREQDATA, r);
+	}
 	if (rp != NULL) {
 		*rp = r;
 	}
@@ -276,6 +320,193 @@ oa_origin(const char *url, char *out, size_t len)
 	curl_free(port);
 	curl_url_cleanup(u);
 	return (rv);
+}
+
+bool
+oa_same_origin(const char *a, const char *b)
+{
+	const char *urls[2] = {a, b};
+	char       *p[2][3] = {{NULL}};
+	bool        same    = true;
+
+	for (int i = 0; i < 2; i++) {
+		CURLU *u = curl_url();
+		if (u == NULL ||
+		    curl_url_set(u, CURLUPART_URL, urls[i], 0) != CURLUE_OK ||
+		    curl_url_get(u, CURLUPART_SCHEME, &p[i][0], 0) !=
+		            CURLUE_OK ||
+		    curl_url_get(u, CURLUPART_HOST, &p[i][1], 0) !=
+		            CURLUE_OK ||
+		    curl_url_get(u, CURLUPART_PORT, &p[i][2],
+		                 CURLU_DEFAULT_PORT) != CURLUE_OK ||
+		    (strcmp(p[i][0], "http") != 0 &&
+		     strcmp(p[i][0], "https") != 0)) {
+			same = false;
+		}
+		curl_url_cleanup(u);
+	}
+	same = same && strcmp(p[0][0], p[1][0]) == 0 &&
+	        strcasecmp(p[0][1], p[1][1]) == 0 &&
+	        strcmp(p[0][2], p[1][2]) == 0;
+	for (int i = 0; i < 2; i++) {
+		for (int k = 0; k < 3; k++) {
+			curl_free(p[i][k]);
+		}
+	}
+	return (same);
+}
+
+static oa_net
+net4(uint32_t a)
+{
+	if ((a >> 24) == 127 || (a >> 24) == 0) {
+		return (OA_NET_LOOPBACK); /* 0/8 reaches this host too */
+	}
+	if ((a >> 24) == 10 || (a >> 20) == 0xac1 || (a >> 16) == 0xc0a8 ||
+	    (a & 0xffc00000u) == 0x64400000u) {
+		return (OA_NET_PRIVATE);
+	}
+	if ((a >> 16) == 0xa9fe) {
+		return (OA_NET_LINKLOCAL);
+	}
+	return (OA_NET_PUBLIC);
+}
+
+static oa_net
+net6(const uint8_t b[16])
+{
+	static const uint8_t zero[12]   = {0};
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0,    0,
+	                                   0, 0, 0, 0, 0xff, 0xff};
+	static const uint8_t nat64[12]  = {0, 0x64, 0xff, 0x9b};
+
+	if (memcmp(b, zero, 12) == 0 || memcmp(b, mapped, 12) == 0 ||
+	    memcmp(b, nat64, 12) == 0) {
+		uint32_t a = (uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 |
+		        (uint32_t)b[14] << 8 | b[15];
+		/* ::, ::1 and ::a.b.c.d (deprecated) alike */
+		return (memcmp(b, zero, 12) == 0 && a <= 1 ? OA_NET_LOOPBACK
+		                                           : net4(a));
+	}
+	if ((b[0] & 0xfe) == 0xfc || (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0)) {
+		return (OA_NET_PRIVATE); /* unique local; old site-local */
+	}
+	if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) {
+		return (OA_NET_LINKLOCAL);
+	}
+	return (OA_NET_PUBLIC);
+}
+
+oa_net
+oa_net_of(const char *host)
+{
+	char            buf[256];
+	size_t          n = host != NULL ? strlen(host) : 0;
+	struct in_addr  a4;
+	struct in6_addr a6;
+
+	if (n >= sizeof(buf)) {
+		return (OA_NET_PUBLIC); /* no address is that long */
+	}
+	if (n >= 2 && host[0] == '[' && host[n - 1] == ']') {
+		snprintf(buf, sizeof(buf), "%.*s", (int)n - 2, host + 1);
+	} else {
+		snprintf(buf, sizeof(buf), "%s", n > 0 ? host : "");
+	}
+	buf[strcspn(buf, "%")] = '\0'; /* an IPv6 zone */
+	if (inet_pton(AF_INET, buf, &a4) == 1) {
+		return (net4(ntohl(a4.s_addr)));
+	}
+	if (inet_pton(AF_INET6, buf, &a6) == 1) {
+		return (net6(a6.s6_addr));
+	}
+	n = strlen(buf);
+	if (n > 0 && buf[n - 1] == '.') {
+		buf[--n] = '\0'; /* the root's dot */
+	}
+	/* RFC 6761: localhost and every name under it */
+	if (strcasecmp(buf, "localhost") == 0 ||
+	    (n > 10 && strcasecmp(buf + n - 10, ".localhost") == 0)) {
+		return (OA_NET_LOOPBACK);
+	}
+	return (OA_NET_PUBLIC);
+}
+
+oa_net
+oa_url_net(const char *url)
+{
+	CURLU *u    = curl_url();
+	char  *host = NULL;
+	oa_net n    = OA_NET_PUBLIC;
+
+	if (u != NULL && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
+		n = oa_net_of(host);
+	}
+	curl_free(host);
+	curl_url_cleanup(u);
+	return (n);
+}
+
+oa_verdict
+oa_url_check(const char *url, const oa_rules *r, char *scheme, size_t slen)
+{
+	CURLU     *u   = curl_url();
+	char      *sch = NULL, *host = NULL, *user = NULL, *pass = NULL;
+	oa_verdict v = OA_URL_SCHEME;
+
+	if (scheme != NULL && slen > 0) {
+		scheme[0] = '\0';
+	}
+	if (u != NULL && url != NULL &&
+	    curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) ==
+	            CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_SCHEME, &sch, 0) == CURLUE_OK) {
+		if (scheme != NULL && slen > 0) {
+			snprintf(scheme, slen, "%s", sch);
+		}
+		bool http = strcmp(sch, "http") == 0;
+		if (!http && strcmp(sch, "https") != 0) {
+			v = OA_URL_SCHEME;
+		} else if (curl_url_get(u, CURLUPART_HOST, &host, 0) !=
+		           CURLUE_OK) {
+			v = OA_URL_SCHEME;
+		} else if (curl_url_get(u, CURLUPART_USER, &user, 0) ==
+		                   CURLUE_OK ||
+		           curl_url_get(u, CURLUPART_PASSWORD, &pass, 0) ==
+		                   CURLUE_OK) {
+			v = OA_URL_USERINFO;
+		} else {
+			oa_net n = oa_net_of(host);
+			v        = http && !r->http && n != OA_NET_LOOPBACK
+			               ? OA_URL_HTTP
+			               : n != OA_NET_PUBLIC &&
+                                        (r->nets & OA_NET_BIT(n)) == 0
+			               ? OA_URL_ADDRESS
+			               : OA_URL_OK;
+		}
+	}
+	curl_free(sch);
+	curl_free(host);
+	curl_free(user);
+	curl_free(pass);
+	curl_url_cleanup(u);
+	return (v);
+}
+
+const char *
+oa_net_name(oa_net n)
+{
+	switch (n) {
+	case OA_NET_LOOPBACK:
+		return ("loopback");
+	case OA_NET_PRIVATE:
+		return ("private");
+	case OA_NET_LINKLOCAL:
+		return ("link-local");
+	default:
+		return ("public");
+	}
 }
 
 int

@@ -24,14 +24,51 @@
 #define OA_CHALLENGE_LEN 43           /* base64url of a SHA-256 */
 #define OA_URL_MAX       2048         /* a discovery URL */
 
+/*
+ * Address classes, for the rules on where URLs taken from OAuth metadata
+ * may point (SSRF): anything but OA_NET_PUBLIC is an address of this
+ * host or of a network the runtime may sit in, and is allowed only when
+ * the MCP server is in that class too (oa_rules).
+ */
+typedef enum oa_net {
+	OA_NET_PUBLIC   = 0,  /* any other address, and a host name */
+	OA_NET_LOOPBACK = 1,  /* 127.0.0.0/8, 0.0.0.0/8, ::1, ::, and the
+	                       * names localhost and *.localhost */
+	OA_NET_PRIVATE = 2,   /* 10/8, 172.16/12, 192.168/16, 100.64/10
+	                       * (CGNAT), fc00::/7 */
+	OA_NET_LINKLOCAL = 3, /* 169.254/16 (cloud metadata), fe80::/10 */
+} oa_net;
+
+#define OA_NET_BIT(n) (1u << (unsigned)(n))
+
+/* What a URL taken from metadata may be (see oa_url_check). */
+typedef struct oa_rules {
+	bool     http; /* plain http to any host: the MCP server is http */
+	unsigned nets; /* OA_NET_BIT of each non-public class allowed */
+} oa_rules;
+
+/* oa_url_check's verdicts. */
+typedef enum oa_verdict {
+	OA_URL_OK     = 0,   /* allowed */
+	OA_URL_SCHEME = 1,   /* unparsable, or not http(s) */
+	OA_URL_HTTP   = 2,   /* http to a host that is not loopback, while
+	                      * the MCP server is https */
+	OA_URL_USERINFO = 3, /* a user name or password in it */
+	OA_URL_ADDRESS  = 4, /* its host is a literal address (or localhost)
+	                      * of a class the rules do not allow */
+} oa_verdict;
+
 /* An exchange's outcome, valid during the callback only. */
 typedef struct oa_reply {
 	long             status;   /* HTTP status; 0 when none came */
 	const char      *body;     /* NUL-terminated; "" when none */
 	size_t           len;      /* bytes in body */
 	const char      *www_auth; /* WWW-Authenticate; "" when none */
+	const char      *ip;       /* the address connected to; "" none */
 	const mcp_error *err;      /* NULL for a 2xx answer; else why not
-	                            * (timeout, connect, http, auth) */
+	                            * (timeout, connect, http, auth, or the
+	                            * guard refused the address); its
+	                            * message never carries the body */
 } oa_reply;
 
 typedef void (*oa_fn)(void *arg, const oa_reply *r);
@@ -40,13 +77,18 @@ typedef struct oa_req oa_req;
 
 /* A request to send. */
 typedef struct oa_send {
-	const char *url;        /* where */
-	const char *form;       /* POST application/x-www-form-urlencoded */
-	const char *json;       /* or POST application/json; both NULL: GET */
-	const char *basic_id;   /* client_secret_basic: client id, or NULL */
-	const char *basic_pass; /* and secret */
-	const char *bearer;     /* an access token to present, or NULL */
-	int         timeout_ms; /* the whole exchange */
+	const char     *url;  /* where */
+	const char     *form; /* POST application/x-www-form-urlencoded */
+	const char     *json; /* or POST application/json; both NULL: GET */
+	const char     *basic_id; /* client_secret_basic: client id, or NULL */
+	const char     *basic_pass; /* and secret */
+	const char     *bearer;     /* an access token to present, or NULL */
+	int             timeout_ms; /* the whole exchange */
+	const oa_rules *guard;      /* non-NULL: the address curl connects to
+	                             * (after DNS; a reused connection's too)
+	                             * must be public or of a class guard->nets
+	                             * allows, else nothing is sent.  Behind a
+	                             * proxy that is the proxy's address. */
 } oa_send;
 
 /*
@@ -89,6 +131,35 @@ int oa_as_meta_urls(const char *issuer, char urls[][OA_URL_MAX], int n);
 
 /* oa_origin writes scheme://host[:port] of url.  Returns 0 or MK_EINVAL. */
 int oa_origin(const char *url, char *out, size_t len);
+
+/* oa_same_origin tells whether a and b are http(s) URLs with the same
+ * scheme, host (case-insensitive) and port (the default one filled in). */
+bool oa_same_origin(const char *a, const char *b);
+
+/* oa_net_of classifies a host as curl's URL API gives it: a literal IPv4
+ * or IPv6 address (brackets allowed; IPv4-mapped IPv6 as its IPv4), or
+ * a name (OA_NET_PUBLIC unless it is localhost or under .localhost). */
+oa_net oa_net_of(const char *host);
+
+/* oa_url_net is the class of url's host (OA_NET_PUBLIC when it does not
+ * parse). */
+oa_net oa_url_net(const char *url);
+
+/*
+ * oa_url_check says whether url, taken from OAuth metadata or a
+ * WWW-Authenticate challenge, may be fetched, stored or shown: parsed by
+ * curl's URL API, it must be https, or http to a loopback host, or http
+ * when r->http; carry no user name or password; and its host, when a
+ * literal address (or localhost), be public or of a class in r->nets.
+ * A host name's addresses are checked when connecting (oa_send.guard).
+ * scheme (slen bytes, may be NULL) gets the URL's scheme when it parsed
+ * ("" when not): curl allows only letters, digits, '+', '-' and '.' in it.
+ */
+oa_verdict oa_url_check(const char *url, const oa_rules *r, char *scheme,
+                        size_t slen);
+
+/* oa_net_name: "public", "loopback", "private", "link-local". */
+const char *oa_net_name(oa_net n);
 
 /* oa_form_add appends "&key=value" (URL-encoded; no '&' first) to the
  * malloc'd form *f (NULL to start).  Returns 0 or MK_ENOMEM (*f freed

@@ -272,6 +272,15 @@ pc_cred(client *cl, void *arg, uint64_t seq, int status, const char *err)
 		call_free(c);
 		return;
 	}
+	if (status == MK_EBUSY) {
+		/* too many of its client's authorizations pending: the
+		 * caller's to retry later, not an upstream failure */
+		cm_call(cl, c, CM_ERROR);
+		reply_error(cl, c->corr, MK_EBUSY, "%s", err);
+		pc_unlink(cl, c);
+		call_free(c);
+		return;
+	}
 	if (status != 0) {
 		/* the credential could not be had: no upstream failure, so
 		 * nothing to recover from */

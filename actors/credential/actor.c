@@ -256,6 +256,128 @@ tokens_restore(cr_self *cr, json_t *rows)
 	}
 }
 
+/* ---- pending flows -------------------------------------------------------
+ *
+ * Flows wait for a browser (OAuth) or a caller's header values; anyone who
+ * can make a call can start one, so each client holds at most
+ * CR_USER_FLOWS_MAX callers' flows of each kind, and every flow is
+ * dropped (memory and store) when it expires: one timer at the soonest
+ * expiry, and a sweep before each new caller's flow.  Both queues are in
+ * expiry order (every flow lives CR_FLOW_TTL_S; restored ones are sorted),
+ * so a sweep looks at the expired ones only.
+ */
+
+typedef struct fcount {
+	strmap_ent ent;  /* key: client id */
+	char      *id;   /* owns ent.key */
+	unsigned   n[2]; /* callers' flows: OAuth, header */
+} fcount;
+
+void
+cr_flow_count(cr_self *cr, const char *client, bool header, int delta)
+{
+	fcount *f = (fcount *)strmap_get(&cr->pending, client);
+
+	if (f == NULL && delta > 0) {
+		if ((f = calloc(1, sizeof(*f))) == NULL ||
+		    (f->id = strdup(client)) == NULL) {
+			free(f);
+			return; /* uncounted: the bound is a little late */
+		}
+		f->ent.key = f->id;
+		(void)strmap_put(&cr->pending, &f->ent);
+	}
+	if (f == NULL) {
+		return;
+	}
+	f->n[header] = delta < 0 && f->n[header] < (unsigned)-delta
+	        ? 0
+	        : f->n[header] + (unsigned)delta;
+	if (f->n[0] == 0 && f->n[1] == 0) {
+		strmap_del(&cr->pending, &f->ent);
+		free(f->id);
+		free(f);
+	}
+}
+
+static void
+sweep_tick(kn_actor *self, void *arg)
+{
+	cr_self *cr = arg;
+
+	cr->sweep = 0;
+	cr_sweep_arm(cr);
+}
+
+void
+cr_sweep_arm(cr_self *cr)
+{
+	int64_t a = cr_flows_sweep(cr), b = cr_hflows_sweep(cr);
+	int64_t next = a == 0 ? b : b == 0 ? a : a < b ? a : b;
+	int64_t at   = next * 1000; /* time() reaches next from here on */
+
+	if (next == 0 || (cr->sweep != 0 && cr->sweep_at <= at)) {
+		return;
+	}
+	if (cr->sweep != 0) {
+		kn_timer_cancel(cr->self, cr->sweep);
+	}
+	int64_t ms   = at - cr_now_ms();
+	cr->sweep    = kn_timer_add(cr->self, ms > 0 ? ms : 1, sweep_tick, cr);
+	cr->sweep_at = at;
+}
+
+int
+cr_flow_room(cr_self *cr, const cclient *c, bool header, uint64_t corr)
+{
+	fcount *f;
+
+	cr_sweep_arm(cr); /* the expired first: they make room */
+	f = (fcount *)strmap_get(&cr->pending, c->id);
+	if (f != NULL && f->n[header] >= CR_USER_FLOWS_MAX) {
+		KN_WARN("credential",
+		        "%s: %u pending authorizations: a new one is refused",
+		        c->name, f->n[header]);
+		cr_reply_error(cr, corr, MK_EBUSY, NULL,
+		               "too many pending authorizations for MCP "
+		               "client \"%s\" (%d); try again later",
+		               c->name, CR_USER_FLOWS_MAX);
+		return (MK_EBUSY);
+	}
+	return (0);
+}
+
+static int
+by_expiry(const void *a, const void *b)
+{
+	json_int_t x = json_integer_value(
+	        json_object_get(*(json_t *const *)a, "expires_at"));
+	json_int_t y = json_integer_value(
+	        json_object_get(*(json_t *const *)b, "expires_at"));
+
+	return (x < y ? -1 : x > y);
+}
+
+void
+cr_rows_by_expiry(json_t *rows)
+{
+	size_t   n = json_array_size(rows);
+	json_t **v = n > 1 ? calloc(n, sizeof(*v)) : NULL;
+
+	if (v == NULL) {
+		return; /* none, one, or no memory: queued as they come */
+	}
+	for (size_t i = 0; i < n; i++) {
+		v[i] = json_incref(json_array_get(rows, i));
+	}
+	qsort(v, n, sizeof(*v), by_expiry);
+	json_array_clear(rows);
+	for (size_t i = 0; i < n; i++) {
+		json_array_append_new(rows, v[i]);
+	}
+	free(v);
+}
+
 /* ---- telling client actors --------------------------------------------- */
 
 void
@@ -543,7 +665,7 @@ on_stats(cr_self *cr, kn_msg *msg)
 	int  rv;
 
 	mp_w_init(&w);
-	mp_map(&w, 10);
+	mp_map(&w, 12);
 	mp_kv_int(&w, "exchanges", (int64_t)cr->exchanges);
 	mp_kv_int(&w, "fills", (int64_t)cr->nfills);
 	mp_kv_int(&w, "evicted", (int64_t)cr->evicted);
@@ -554,6 +676,8 @@ on_stats(cr_self *cr, kn_msg *msg)
 	mp_kv_int(&w, "token_requests", (int64_t)cr->token_requests);
 	mp_kv_int(&w, "tokens", (int64_t)cr->ntokens);
 	mp_kv_int(&w, "flows", (int64_t)cr->nflows);
+	mp_kv_int(&w, "header_flows", (int64_t)cr->nhflows);
+	mp_kv_int(&w, "swept", (int64_t)cr->swept);
 	rv = kn_reply(cr->self, msg, 0, w.sb.data, w.sb.size);
 	mp_w_fini(&w);
 	return (rv);
@@ -594,6 +718,8 @@ cr_init(kn_actor *self, void *arg, void **statep)
 	}
 	cr->self = self;
 	cr->ps   = a->persister != NULL ? kn_actor_hold(a->persister) : NULL;
+	lru_init(&cr->flowq, CR_USER_FLOWS_MAX);
+	lru_init(&cr->hflowq, CR_USER_FLOWS_MAX);
 	tokens_restore(cr, rows = rows_of(a->tokens));
 	json_decref(rows);
 	cr_flows_restore(cr, rows = rows_of(a->flows));
@@ -602,12 +728,15 @@ cr_init(kn_actor *self, void *arg, void **statep)
 	json_decref(rows);
 	cr_hcreds_restore(cr, rows = rows_of(a->hcreds));
 	json_decref(rows);
+	cr_hflows_restore(cr, rows = rows_of(a->hflows));
+	json_decref(rows);
 	lru_init(&cr->tlru,
 	         a->cache_max > 0 ? a->cache_max : CR_CACHE_DEFAULT);
 	lru_init(&cr->hlru,
 	         a->cache_max > 0 ? a->cache_max : CR_CACHE_DEFAULT);
 	kn_set_wake_arg(self, cr->loop);
 	*statep = cr;
+	cr_sweep_arm(cr); /* restored flows expire too */
 	return (0);
 }
 
@@ -618,6 +747,9 @@ cr_fini(kn_actor *self, void *state)
 	strmap_ent *e;
 	uint64_t    id;
 
+	if (cr->sweep != 0) {
+		kn_timer_cancel(self, cr->sweep);
+	}
 	/* each map's chains, popped whole: the entries die with them */
 	while ((e = idmap_pop(&cr->flows.m, &id)) != NULL) {
 		for (strmap_ent *n; e != NULL; e = n) {
@@ -638,6 +770,14 @@ cr_fini(kn_actor *self, void *state)
 		}
 	}
 	cr_user_fini(cr);
+	while ((e = idmap_pop(&cr->pending.m, &id)) != NULL) {
+		for (strmap_ent *n; e != NULL; e = n) {
+			n = e->next;
+			free(((fcount *)e)->id);
+			free(e);
+		}
+	}
+	strmap_fini(&cr->pending);
 	strmap_fini(&cr->clients);
 	strmap_fini(&cr->names);
 	strmap_fini(&cr->tokens);

@@ -81,6 +81,8 @@ typedef struct hflow {
 	char      *mode;                 /* for which identity */
 	char      *identity;
 	int64_t    expires_at; /* unix seconds */
+	lru_link   q;          /* in cr->hflowq, soonest expiry oldest */
+	bool       counted;    /* in its client's CR_USER_FLOWS_MAX */
 } hflow;
 
 /* A discovery (and registration) of a client's endpoints in progress. */
@@ -116,9 +118,13 @@ typedef struct flow {
 	char      *redirect;   /* redirect_uri sent */
 	int64_t    expires_at; /* unix seconds */
 	bool       claiming;   /* the code is being exchanged */
-	oa_req    *req;        /* that exchange */
-	uint64_t   corr;       /* the complete ask */
-	cr_self   *cr;         /* owner */
+	lru_link   q;          /* in cr->flowq while pending (not claimed),
+	                        * soonest expiry oldest */
+	bool counted;          /* a caller's: in its client's
+	                        * CR_USER_FLOWS_MAX */
+	oa_req  *req;          /* that exchange */
+	uint64_t corr;         /* the complete ask */
+	cr_self *cr;           /* owner */
 } flow;
 
 struct cr_self {
@@ -147,9 +153,27 @@ struct cr_self {
 	uint64_t token_requests; /* every token-endpoint request */
 	uint64_t ntokens;        /* tokens held */
 	uint64_t nflows;         /* flows pending */
+	uint64_t nhflows;        /* header flows pending */
+	lru      flowq;          /* pending OAuth flows by expiry */
+	lru      hflowq;         /* pending header flows by expiry */
+	strmap   pending;        /* client id -> its callers' flows */
+	uint64_t sweep;          /* the sweep timer, 0 none */
+	int64_t  sweep_at;       /* when it fires (unix ms) */
+	uint64_t swept;          /* flows dropped at expiry */
 };
 
 /* actor.c */
+/* cr_flow_room sweeps expired flows, then tells whether client may have
+ * one more caller's flow of a kind (header: a header flow, else an
+ * OAuth one): 0, or MK_EBUSY with an error answered to corr */
+int cr_flow_room(cr_self *cr, const cclient *c, bool header, uint64_t corr);
+/* cr_flow_count adds delta to client's callers' flows of a kind */
+void cr_flow_count(cr_self *cr, const char *client, bool header, int delta);
+/* cr_sweep_arm makes sure the sweep runs when the soonest flow expires */
+void cr_sweep_arm(cr_self *cr);
+/* cr_rows_by_expiry sorts rows (a JSON array) by expires_at, soonest
+ * first, so restored flows queue in order */
+void     cr_rows_by_expiry(json_t *rows);
 int64_t  cr_now(void);    /* unix seconds */
 int64_t  cr_now_ms(void); /* unix ms */
 cclient *cr_client(cr_self *cr, const char *id_or_name);
@@ -174,6 +198,9 @@ void cr_flow_free(flow *f);
 void cr_flows_restore(cr_self *cr, json_t *rows);
 void cr_meta_restore(cr_self *cr, json_t *rows);
 void cr_disc_free(disc *d);
+/* cr_flows_sweep drops the expired pending OAuth flows (and their rows);
+ * gives the soonest expiry left (unix seconds), 0 none */
+int64_t cr_flows_sweep(cr_self *cr);
 /* cr_flow_for answers corr with a new flow for (mode, identity): its
  * authorize URL, or (auth) an mcp_auth_required carrying it; endpoints
  * are resolved first when needed */
@@ -183,6 +210,10 @@ void cr_flow_for(cr_self *cr, cclient *c, const char *mode,
  * kind, extra fields merged in */
 void cr_auth_reply(cr_self *cr, uint64_t corr, const cclient *c,
                    const char *kind, json_t *extra, const char *message);
+/* cr_guard gives the rules (in r) for fetching c's endpoint key of
+ * c->meta when it was discovered, or NULL when oauth_config names it
+ * (trusted as configured) */
+const oa_rules *cr_guard(const cclient *c, const char *key, oa_rules *r);
 /* the client auth of a token request: fills basic id/secret or adds
  * client_id (and secret) to the form */
 int cr_client_auth(const cclient *c, char **form, oa_send *s);
@@ -195,11 +226,14 @@ void cr_verify_headers(cr_self *cr, kn_msg *msg);
 void cr_submit_headers(cr_self *cr, kn_msg *msg);
 void cr_verify_exchange(cr_self *cr, kn_msg *msg);
 void cr_hcreds_restore(cr_self *cr, json_t *rows);
-void cr_user_fini(cr_self *cr);
-void cr_lru_touch(cr_self *cr, token *t);
-void cr_lru_drop(cr_self *cr, token *t);
-void cr_token_free(cr_self *cr, token *t);
-void cr_evict(cr_self *cr, kn_msg *msg);
+void cr_hflows_restore(cr_self *cr, json_t *rows);
+/* cr_hflows_sweep: cr_flows_sweep for header flows */
+int64_t cr_hflows_sweep(cr_self *cr);
+void    cr_user_fini(cr_self *cr);
+void    cr_lru_touch(cr_self *cr, token *t);
+void    cr_lru_drop(cr_self *cr, token *t);
+void    cr_token_free(cr_self *cr, token *t);
+void    cr_evict(cr_self *cr, kn_msg *msg);
 /* cr_evict_client drops every cached credential of client (explicit:
  * the generation moves) */
 void cr_evict_client(cr_self *cr, const char *client);

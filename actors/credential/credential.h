@@ -87,8 +87,12 @@
 
 #include "actors/kernel/kernel.h"
 
-#define CREDENTIAL_NAME     "credential"
-#define CR_FLOW_TTL_S       (15 * 60) /* an OAuth flow's life */
+#define CREDENTIAL_NAME "credential"
+#define CR_FLOW_TTL_S   (15 * 60) /* an OAuth flow's life */
+/* Callers' pending flows (user, vk, session) per client, OAuth flows and
+ * header flows each: past it a new one is refused (MK_EBUSY) until one is
+ * used or expires.  The admin's bootstrap flows do not count. */
+#define CR_USER_FLOWS_MAX   1000
 #define CR_SKEW_S           30   /* refreshed before use at most this early */
 #define CR_GAP_MS           1000 /* one token's refreshes at least this apart */
 #define CR_HTTP_MS          10000 /* one exchange with an AS */
@@ -102,6 +106,7 @@ typedef struct cr_args {
 	const char *flows;
 	const char *configs;
 	const char *hcreds;    /* header_credentials rows */
+	const char *hflows;    /* header_flows rows */
 	unsigned    cache_max; /* exchange cache entries; 0: default */
 } cr_args;
 

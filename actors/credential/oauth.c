@@ -19,6 +19,25 @@
  * A flow is stored before its authorize URL is given out; it is used
  * once (claimed when its code arrives, deleted after), and expires after
  * 15 minutes.
+ *
+ * Where discovered URLs may point (url_ok, with oa_url_check): every URL
+ * taken from a WWW-Authenticate challenge or from metadata
+ * (resource_metadata; authorization_servers, resource; issuer,
+ * authorization_endpoint, token_endpoint, registration_endpoint) is
+ * checked before it is fetched, stored or shown: https, or http to a
+ * loopback host, or http when the MCP server's own URL is http; no user
+ * name or password; a literal address (or localhost) only of the MCP
+ * server's own class (loopback, private, link-local: see oa_net) or a
+ * public one.  The class of the MCP server is its URL's literal host, else
+ * the address its probe connected to.  resource_metadata must be on the
+ * MCP server's origin (RFC 9728: the metadata of this resource); AS
+ * metadata comes from the well-known URLs of the issuer the PRM named,
+ * and its issuer must be that one (RFC 8414 section 3.3).  Host names are
+ * checked where curl connects (oa_send.guard) for every fetch of a
+ * discovered URL, token requests included; what oauth_config names
+ * (authorize_url, token_url, registration_url) and the MCP server's URL
+ * are trusted as configured.  Errors name the field and what is wrong,
+ * never the URL (only the origin of one we built) nor a fetched body.
  */
 #include <openssl/crypto.h>
 #include <stdio.h>
@@ -46,12 +65,106 @@ struct disc {
 	int      at;                  /* the one being tried */
 	char     scope[512];          /* from WWW-Authenticate */
 	char     rm[OA_URL_MAX];      /* resource_metadata */
+	oa_rules rules;               /* where discovered URLs may point */
+	oa_net   net;                 /* the MCP server's address class */
+	char     why[200];            /* why the first candidate failed */
 	json_t  *meta;                /* being built */
 	oa_req  *req;                 /* in flight */
 	pend    *waiting;             /* asks for a flow */
 };
 
 static void disc_step(disc *d);
+
+/* Whether oauth_config names url as key (trusted as configured). */
+static bool
+configured(const cclient *c, const char *key, const char *url)
+{
+	const char *v = cr_str(c->oauth, key);
+
+	return (v != NULL && url != NULL && strcmp(v, url) == 0);
+}
+
+static void
+rules_of(const cclient *c, oa_net net, oa_rules *r)
+{
+	char sch[8] = "";
+
+	if (c->url != NULL) {
+		(void)oa_url_check(c->url, &(oa_rules) {.http = true}, sch,
+		                   sizeof(sch));
+	}
+	r->http = strcmp(sch, "http") == 0;
+	r->nets = net != OA_NET_PUBLIC ? OA_NET_BIT(net) : 0;
+}
+
+const oa_rules *
+cr_guard(const cclient *c, const char *key, oa_rules *r)
+{
+	json_t *n = json_object_get(c->meta, "server_net");
+
+	if (configured(c, key, cr_str(c->meta, key))) {
+		return (NULL);
+	}
+	rules_of(c,
+	         json_is_integer(n)       ? (oa_net)json_integer_value(n)
+	                 : c->url != NULL ? oa_url_net(c->url)
+	                                  : OA_NET_PUBLIC,
+	         r);
+	return (r);
+}
+
+/* Whether url, field of source, may be used; else why (never the URL:
+ * it could carry anything). */
+static bool
+url_ok(const disc *d, const char *url, const char *field, const char *source,
+       char *why, size_t len)
+{
+	char       sch[32];
+	oa_verdict v = oa_url_check(url, &d->rules, sch, sizeof(sch));
+
+	if (v == OA_URL_OK && strlen(url) >= OA_URL_MAX) {
+		snprintf(why, len, "%s from %s is longer than %d bytes", field,
+		         source, OA_URL_MAX - 1);
+		return (false);
+	}
+	switch (v) {
+	case OA_URL_OK:
+		return (true);
+	case OA_URL_SCHEME:
+		snprintf(why, len, "%s from %s is not an http(s) URL%s%s%s",
+		         field, source, sch[0] ? " (scheme " : "", sch,
+		         sch[0] ? ")" : "");
+		break;
+	case OA_URL_HTTP:
+		snprintf(why, len,
+		         "%s from %s is plain http to a host that is not "
+		         "loopback while the MCP server is https: not allowed",
+		         field, source);
+		break;
+	case OA_URL_USERINFO:
+		snprintf(why, len,
+		         "%s from %s carries a user name or password: not "
+		         "allowed",
+		         field, source);
+		break;
+	case OA_URL_ADDRESS:
+		snprintf(why, len,
+		         "%s from %s points to a %s address: not allowed "
+		         "(only when the MCP server is on one too, or "
+		         "oauth_config names the endpoint)",
+		         field, source, oa_net_name(oa_url_net(url)));
+		break;
+	}
+	return (false);
+}
+
+/* Why an exchange gave no usable answer: its error (no body in it), or
+ * what the answer lacked. */
+static const char *
+reason(const oa_reply *r, const char *lacks)
+{
+	return (r->err != NULL ? r->err->message : lacks);
+}
 static void make_flow(cr_self *cr, cclient *c, const char *mode,
                       const char *identity, uint64_t corr, bool auth);
 
@@ -97,6 +210,8 @@ disc_end(disc *d, const char *err)
 		c->meta = json_incref(d->meta);
 		json_object_set(c->meta, "configured",
 		                c->oauth != NULL ? c->oauth : json_null());
+		json_object_set_new(c->meta, "server_net",
+		                    json_integer((json_int_t)d->net));
 		char   *text = json_dumps(c->meta, JSON_COMPACT);
 		json_t *row =
 		        json_pack("{s:s, s:s, s:s}", "id", c->id, "client_id",
@@ -141,6 +256,13 @@ disc_fetch(disc *d)
 	oa_send s    = {.url = d->urls[d->at], .timeout_ms = CR_HTTP_MS};
 	char   *json = NULL;
 
+	/* the probe goes to the configured server, as does a configured
+	 * registration_url; the rest was discovered */
+	if (d->step != 0 &&
+	    !(d->step == 3 && configured(d->c, "registration_url", s.url))) {
+		s.guard = &d->rules;
+	}
+
 	if (d->step == 3) {
 		json_t *r = json_pack(
 		        "{s:s, s:[s], s:[s,s], s:[s], s:s}", "client_name",
@@ -177,6 +299,44 @@ answer_object(const oa_reply *r)
 	return (o);
 }
 
+/* Two issuer identifiers are the same but for one trailing '/'. */
+static bool
+same_issuer(const char *a, const char *b)
+{
+	size_t na = strlen(a), nb = strlen(b);
+
+	na -= na > 0 && a[na - 1] == '/';
+	nb -= nb > 0 && b[nb - 1] == '/';
+	return (na == nb && strncmp(a, b, na) == 0);
+}
+
+/* Whether the URLs of AS metadata o may be used; else why. */
+static bool
+as_meta_ok(const disc *d, json_t *o, char *why, size_t len)
+{
+	static const char *fields[] = {"issuer", "authorization_endpoint",
+	                               "token_endpoint",
+	                               "registration_endpoint"};
+	const char        *src      = "the authorization server metadata";
+	const char        *iss      = meta_str(d->meta, "issuer");
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		const char *u = meta_str(o, fields[i]);
+		if (u != NULL && !url_ok(d, u, fields[i], src, why, len)) {
+			return (false);
+		}
+	}
+	if (meta_str(o, "issuer") != NULL && iss != NULL &&
+	    !same_issuer(meta_str(o, "issuer"), iss)) {
+		snprintf(why, len,
+		         "issuer from %s is not the authorization server "
+		         "it was fetched for",
+		         src);
+		return (false);
+	}
+	return (true);
+}
+
 static void
 on_disc(void *arg, const oa_reply *r)
 {
@@ -187,9 +347,29 @@ on_disc(void *arg, const oa_reply *r)
 	d->req = NULL;
 	switch (d->step) {
 	case 0: /* the probe: any answer will do; a 401 says most */
+		if (r->ip[0] != '\0') {
+			/* a host name: the class of where it is */
+			d->net = oa_net_of(r->ip);
+			rules_of(d->c, d->net, &d->rules);
+		}
 		oa_www_param(r->www_auth, "resource_metadata", d->rm,
 		             sizeof(d->rm));
 		oa_www_param(r->www_auth, "scope", d->scope, sizeof(d->scope));
+		if (d->rm[0] != '\0' &&
+		    !url_ok(d, d->rm, "resource_metadata",
+		            "the WWW-Authenticate challenge", err,
+		            sizeof(err))) {
+			disc_end(d, err);
+			return;
+		}
+		if (d->rm[0] != '\0' && !oa_same_origin(d->rm, d->c->url)) {
+			disc_end(
+			        d,
+			        "resource_metadata from the WWW-Authenticate "
+			        "challenge is not on the MCP server's origin: "
+			        "not allowed");
+			return;
+		}
 		d->step = 1;
 		disc_step(d);
 		return;
@@ -205,6 +385,18 @@ on_disc(void *arg, const oa_reply *r)
 			if (!json_is_string(as)) {
 				json_decref(o);
 				break;
+			}
+			if (!url_ok(d, json_string_value(as),
+			            "authorization_servers",
+			            "the protected-resource metadata", err,
+			            sizeof(err)) ||
+			    (meta_str(o, "resource") != NULL &&
+			     !url_ok(d, meta_str(o, "resource"), "resource",
+			             "the protected-resource metadata", err,
+			             sizeof(err)))) {
+				json_decref(o);
+				disc_end(d, err);
+				return;
 			}
 			json_object_set(d->meta, "issuer", as);
 			if (meta_str(o, "resource") != NULL &&
@@ -245,6 +437,11 @@ on_disc(void *arg, const oa_reply *r)
 			json_decref(o);
 			break;
 		}
+		if (!as_meta_ok(d, o, err, sizeof(err))) {
+			json_decref(o);
+			disc_end(d, err);
+			return;
+		}
 		json_object_set(d->meta, "authorize_url",
 		                json_object_get(o, "authorization_endpoint"));
 		json_object_set(d->meta, "token_url",
@@ -262,11 +459,17 @@ on_disc(void *arg, const oa_reply *r)
 	case 3:
 		if ((o = answer_object(r)) == NULL ||
 		    meta_str(o, "client_id") == NULL) {
+			char at[OA_URL_MAX];
+			if (oa_origin(d->urls[0], at, sizeof(at)) != 0) {
+				snprintf(at, sizeof(at), "?");
+			}
 			snprintf(err, sizeof(err),
 			         "dynamic client registration at %.300s "
-			         "failed%s%.200s",
-			         d->urls[0], r->err != NULL ? ": " : "",
-			         r->err != NULL ? r->err->message : "");
+			         "failed: %.200s",
+			         at,
+			         reason(r,
+			                "the answer is not a JSON object "
+			                "with a client_id"));
 			json_decref(o);
 			disc_end(d, err);
 			return;
@@ -287,15 +490,32 @@ on_disc(void *arg, const oa_reply *r)
 		disc_step(d);
 		return;
 	}
+	if (d->at == 0) {
+		/* the first candidate is the one the spec names: its
+		 * failure says most */
+		snprintf(d->why, sizeof(d->why), "%.199s",
+		         reason(r,
+		                d->step == 1
+		                        ? "the answer is not a JSON object "
+		                          "with authorization_servers"
+		                        : "the answer is not a JSON object "
+		                          "with authorization_endpoint and "
+		                          "token_endpoint"));
+	}
 	if (++d->at < d->nurls) {
 		disc_fetch(d);
 		return;
 	}
-	snprintf(err, sizeof(err), "%s at %.300s%s%.200s",
-	         d->step == 1 ? "no protected-resource metadata"
-	                      : "no authorization-server metadata",
-	         d->urls[0], r->err != NULL ? ": " : "",
-	         r->err != NULL ? r->err->message : "");
+	{
+		char at[OA_URL_MAX];
+		if (oa_origin(d->urls[0], at, sizeof(at)) != 0) {
+			snprintf(at, sizeof(at), "?");
+		}
+		snprintf(err, sizeof(err), "%s at %.300s: %s",
+		         d->step == 1 ? "no protected-resource metadata"
+		                      : "no authorization-server metadata",
+		         at, d->why);
+	}
 	disc_end(d, err);
 }
 
@@ -395,7 +615,9 @@ disc_start(cclient *c)
 		free(d);
 		return (NULL);
 	}
-	d->c = c;
+	d->c   = c;
+	d->net = c->url != NULL ? oa_url_net(c->url) : OA_NET_PUBLIC;
+	rules_of(c, d->net, &d->rules);
 	json_object_foreach(c->oauth, k, v)
 	{
 		if (json_is_string(v) && *json_string_value(v) != '\0' &&
@@ -472,11 +694,25 @@ cr_flow_free(flow *f)
 	free(f);
 }
 
+#define FLOW_OF(l) ((flow *)((char *)(l)-offsetof(flow, q)))
+
+/* f is no longer pending: claimed or gone. */
+static void
+flow_unqueue(cr_self *cr, flow *f)
+{
+	lru_remove(&cr->flowq, &f->q);
+	if (f->counted) {
+		cr_flow_count(cr, f->client_id, false, -1);
+		f->counted = false;
+	}
+}
+
 static void
 flow_drop(cr_self *cr, flow *f)
 {
 	json_t *key = json_pack("{s:s}", "state", f->state);
 
+	flow_unqueue(cr, f);
 	strmap_del(&cr->flows, &f->ent);
 	cr->nflows--;
 	(void)cr_persist(cr, "oauth_flows", key, true, NULL, NULL);
@@ -510,7 +746,25 @@ flow_new(cr_self *cr, const char *client, const char *mode,
 		return (NULL);
 	}
 	cr->nflows++;
+	lru_touch(&cr->flowq, &f->q); /* the newest expires last */
+	if ((f->counted = cr_callers_mode(mode))) {
+		cr_flow_count(cr, client, false, 1);
+	}
 	return (f);
+}
+
+int64_t
+cr_flows_sweep(cr_self *cr)
+{
+	int64_t   now = cr_now();
+	lru_link *l;
+
+	while ((l = lru_oldest(&cr->flowq)) != NULL &&
+	       FLOW_OF(l)->expires_at <= now) {
+		cr->swept++;
+		flow_drop(cr, FLOW_OF(l));
+	}
+	return (l != NULL ? FLOW_OF(l)->expires_at : 0);
 }
 
 void
@@ -519,6 +773,7 @@ cr_flows_restore(cr_self *cr, json_t *rows)
 	size_t  i;
 	json_t *r;
 
+	cr_rows_by_expiry(rows);
 	json_array_foreach(rows, i, r)
 	{
 		const char *st = cr_str(r, "state");
@@ -630,6 +885,9 @@ make_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
 	flow       *f;
 	json_t     *row;
 
+	if (cr_callers_mode(mode) && cr_flow_room(cr, c, false, corr) != 0) {
+		return; /* answered */
+	}
 	if (oa_random_state(state) != 0 || oa_pkce(ver, ch) != 0 ||
 	    oa_form_add(&q, "response_type", "code") != 0 ||
 	    oa_form_add(&q, "client_id", meta_str(c->meta, "client_id")) !=
@@ -662,6 +920,7 @@ make_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
 		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
 		return;
 	}
+	cr_sweep_arm(cr);
 	m->cr     = cr;
 	m->corr   = corr;
 	m->url    = url;
@@ -896,11 +1155,14 @@ cr_complete(cr_self *cr, kn_msg *msg)
 		               "the OAuth flow's MCP client is gone");
 		flow_drop(cr, f);
 	} else {
+		oa_rules    g;
 		oa_send     s   = {.url        = meta_str(c->meta, "token_url"),
-		                   .timeout_ms = CR_HTTP_MS};
+		                   .timeout_ms = CR_HTTP_MS,
+		                   .guard      = cr_guard(c, "token_url", &g)};
 		const char *res = meta_str(c->meta, "resource");
 		f->claiming     = true; /* single use from here on */
 		f->corr         = corr;
+		flow_unqueue(cr, f);
 		if (oa_form_add(&form, "grant_type", "authorization_code") !=
 		            0 ||
 		    oa_form_add(&form, "code", code) != 0 ||

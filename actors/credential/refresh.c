@@ -469,7 +469,11 @@ start(cr_self *cr, token *t)
 		           "out of memory");
 		return;
 	}
+	oa_rules g;
 	s.url = url;
+	if (!ex) {
+		s.guard = cr_guard(c, "token_url", &g);
+	}
 	if ((ex ? exchange_form(c, t->prior, &form, &s)
 	        : refresh_form(c, t->prior, &form, &s)) != 0) {
 		answer_all(cr, t, MK_ENOMEM, "MCP client %s: %s",

@@ -276,15 +276,110 @@ reply_headers(cr_self *cr, uint64_t corr, const char *headers)
 	mp_w_fini(&w);
 }
 
+#define HFLOW_OF(l) ((hflow *)((char *)(l)-offsetof(hflow, q)))
+
+static void
+hflow_free(hflow *f)
+{
+	free(f->client_id);
+	free(f->mode);
+	free(f->identity);
+	free(f);
+}
+
+/* Adds f (its fields set) to the map, the queue and its client's count. */
+static void
+hflow_add(cr_self *cr, hflow *f)
+{
+	f->ent.key = f->id;
+	(void)strmap_put(&cr->hflows, &f->ent);
+	cr->nhflows++;
+	lru_touch(&cr->hflowq, &f->q); /* the newest expires last */
+	f->counted = true;
+	cr_flow_count(cr, f->client_id, true, 1);
+}
+
+/* Drops f from memory and the store. */
+static void
+hflow_drop(cr_self *cr, hflow *f)
+{
+	json_t *key = json_pack("{s:s}", "id", f->id);
+
+	(void)cr_persist(cr, "header_flows", key, true, NULL, NULL);
+	json_decref(key);
+	lru_remove(&cr->hflowq, &f->q);
+	if (f->counted) {
+		cr_flow_count(cr, f->client_id, true, -1);
+	}
+	strmap_del(&cr->hflows, &f->ent);
+	cr->nhflows--;
+	hflow_free(f);
+}
+
+int64_t
+cr_hflows_sweep(cr_self *cr)
+{
+	int64_t   now = cr_now();
+	lru_link *l;
+
+	while ((l = lru_oldest(&cr->hflowq)) != NULL &&
+	       HFLOW_OF(l)->expires_at <= now) {
+		cr->swept++;
+		hflow_drop(cr, HFLOW_OF(l));
+	}
+	return (l != NULL ? HFLOW_OF(l)->expires_at : 0);
+}
+
+void
+cr_hflows_restore(cr_self *cr, json_t *rows)
+{
+	size_t  i;
+	json_t *r;
+
+	cr_rows_by_expiry(rows);
+	json_array_foreach(rows, i, r)
+	{
+		const char *id  = cr_str(r, "id");
+		const char *cl  = cr_str(r, "client_id");
+		const char *mo  = cr_str(r, "mode");
+		const char *who = cr_str(r, "identity");
+		hflow      *f;
+
+		if (id == NULL || cl == NULL || mo == NULL || who == NULL ||
+		    strlen(id) != OA_STATE_LEN) {
+			KN_WARN("credential",
+			        "a stored header flow is incomplete: skipped");
+			continue;
+		}
+		if ((f = calloc(1, sizeof(*f))) == NULL ||
+		    (f->client_id = strdup(cl)) == NULL ||
+		    (f->mode = strdup(mo)) == NULL ||
+		    (f->identity = strdup(who)) == NULL) {
+			if (f != NULL) {
+				hflow_free(f);
+			}
+			continue;
+		}
+		memcpy(f->id, id, OA_STATE_LEN + 1);
+		f->expires_at =
+		        json_integer_value(json_object_get(r, "expires_at"));
+		hflow_add(cr, f); /* the expired go at the first sweep */
+	}
+}
+
 /* A caller's header flow: stored, answered as mcp_auth_required. */
 static void
 header_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
             uint64_t corr)
 {
-	hflow  *f = calloc(1, sizeof(*f));
+	hflow  *f;
 	json_t *row, *x;
 	char    submit[256];
 
+	if (cr_flow_room(cr, c, true, corr) != 0) {
+		return; /* answered */
+	}
+	f = calloc(1, sizeof(*f));
 	if (f == NULL || oa_random_state(f->id) != 0 ||
 	    (f->client_id = strdup(c->id)) == NULL ||
 	    (f->mode = strdup(mode)) == NULL ||
@@ -298,8 +393,8 @@ header_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
 		return;
 	}
 	f->expires_at = cr_now() + HFLOW_TTL_S;
-	f->ent.key    = f->id;
-	(void)strmap_put(&cr->hflows, &f->ent);
+	hflow_add(cr, f);
+	cr_sweep_arm(cr);
 	row = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "id", f->id,
 	                "client_id", f->client_id, "mode", f->mode, "identity",
 	                f->identity, "status", "pending", "expires_at",
@@ -855,14 +950,7 @@ cr_submit_headers(cr_self *cr, kn_msg *msg)
 		store_headers(cr, c, f->mode, f->identity, lines, corr);
 	}
 	if (f != NULL) {
-		json_t *key = json_pack("{s:s}", "id", f->id);
-		(void)cr_persist(cr, "header_flows", key, true, NULL, NULL);
-		json_decref(key);
-		strmap_del(&cr->hflows, &f->ent);
-		free(f->client_id);
-		free(f->mode);
-		free(f->identity);
-		free(f);
+		hflow_drop(cr, f);
 	}
 	json_decref(given);
 	free(fid);
@@ -926,12 +1014,8 @@ cr_user_fini(cr_self *cr)
 	}
 	while ((e = idmap_pop(&cr->hflows.m, &id)) != NULL) {
 		for (strmap_ent *n; e != NULL; e = n) {
-			n        = e->next;
-			hflow *f = (hflow *)e;
-			free(f->client_id);
-			free(f->mode);
-			free(f->identity);
-			free(f);
+			n = e->next;
+			hflow_free((hflow *)e);
 		}
 	}
 	strmap_fini(&cr->hcreds);

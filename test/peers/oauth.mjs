@@ -114,6 +114,17 @@
 //                           unanswered, until
 //                           the hold is lifted (POST /admin/hold {}), then
 //                           go on as usual; counter "held" counts them
+//   POST /admin/metadata    {"prm": {...}, "as": {...}, "www": url,
+//                           "fail": {"doc": "prm"|"as", "status": s,
+//                           "body": text}}: fields merged over the
+//                           protected-resource / authorization-server
+//                           metadata served (a null value removes one);
+//                           "www" is the resource_metadata of the 401
+//                           challenge; "fail" makes that document answer
+//                           s with body as text/html.  Each call replaces
+//                           the last; {} serves the defaults.  Counter
+//                           "metadata": {"prm": n, "as": n} requests of
+//                           each document (also reset by /admin/reset)
 //   GET  /admin/issued      {"access": [...], "refresh": [...], "codes":
 //                           [...]}: every secret handed out so far, for
 //                           tests that look for leaks
@@ -213,6 +224,7 @@ function zeroCounters() {
 		mcp_by_sub: {},
 		last_exchange: { audience: null, scope: null },
 		resource_seen: null,
+		metadata: { prm: 0, as: 0 },
 		tools: {
 			counted_destructive: 0,
 			counted_idempotent: 0,
@@ -331,6 +343,36 @@ function sleep(ms) {
 }
 
 // ---- authorization server ----
+
+// POST /admin/metadata: what the metadata documents say instead.
+let metaOverride = {};
+
+function overridden(doc, base) {
+	const o = { ...base, ...(metaOverride[doc] ?? {}) };
+	for (const k of Object.keys(o)) {
+		if (o[k] === null) {
+			delete o[k];
+		}
+	}
+	return o;
+}
+
+// Serves a metadata document (doc "prm" or "as"), counted, or the
+// injected failure.
+function sendMetadata(res, doc, body) {
+	counters.metadata[doc]++;
+	const f = metaOverride.fail;
+	if (f !== undefined && f.doc === doc) {
+		const text = String(f.body ?? '');
+		res.writeHead(f.status ?? 500, {
+			'Content-Type': 'text/html',
+			'Content-Length': Buffer.byteLength(text),
+		});
+		res.end(text);
+		return;
+	}
+	sendJson(res, 200, overridden(doc, body));
+}
 
 function authServerMetadata() {
 	return {
@@ -777,8 +819,9 @@ function subjectOf(headers) {
 
 function unauthorized(res, presented) {
 	counters.mcp_unauthorized++;
-	let challenge = 'Bearer resource_metadata="' +
-		`${BASE}/.well-known/oauth-protected-resource/mcp", scope="mcp:tools"`;
+	const rm = metaOverride.www ??
+		`${BASE}/.well-known/oauth-protected-resource/mcp`;
+	let challenge = `Bearer resource_metadata="${rm}", scope="mcp:tools"`;
 	if (presented) {
 		challenge += ', error="invalid_token"';
 	}
@@ -979,6 +1022,9 @@ async function onAdmin(req, res, path) {
 		}
 		failRules.push(rule);
 		sendJson(res, 200, { rules: failRules });
+	} else if (route === 'POST /admin/metadata') {
+		metaOverride = await readJsonObject(req);
+		sendJson(res, 200, metaOverride);
 	} else if (route === 'POST /admin/delay') {
 		tokenDelayMs = intField(await readJsonObject(req), 'ms', { dflt: 0 });
 		sendJson(res, 200, { ms: tokenDelayMs });
@@ -1029,13 +1075,13 @@ async function onAdmin(req, res, path) {
 // path -> {method: handler}
 const routes = {
 	'/.well-known/oauth-authorization-server': {
-		GET: (req, res) => sendJson(res, 200, authServerMetadata()),
+		GET: (req, res) => sendMetadata(res, 'as', authServerMetadata()),
 	},
 	'/.well-known/oauth-protected-resource/mcp': {
-		GET: (req, res) => sendJson(res, 200, resourceMetadata()),
+		GET: (req, res) => sendMetadata(res, 'prm', resourceMetadata()),
 	},
 	'/.well-known/oauth-protected-resource': {
-		GET: (req, res) => sendJson(res, 200, resourceMetadata()),
+		GET: (req, res) => sendMetadata(res, 'prm', resourceMetadata()),
 	},
 	'/register': { POST: onRegister },
 	'/authorize': { GET: onAuthorize },
