@@ -85,6 +85,7 @@ start daemon 'serving http://127.0.0.1:([0-9]+)' env MCPKEEP_LOG=debug "$MK_MCPK
 MK=http://127.0.0.1:$port
 MCPKEEP_ADMIN_TOKEN=readme-admin
 AUTH="Authorization: Bearer $MCPKEEP_ADMIN_TOKEN"
+JSON="Content-Type: application/json"
 STATE='' CODE='' SID=''
 n=0
 while IFS= read -r line; do
