@@ -614,7 +614,8 @@ on_add(kn_actor *self, sv_self *sv, kn_msg *msg)
 		          "the client config is not JSON");
 		return;
 	}
-	rv = cfg_client_parse(o, &cfg, err, sizeof(err));
+	/* from the API: literal, its env. strings never looked up */
+	rv = cfg_client_parse(o, json_true(), &cfg, err, sizeof(err));
 	json_decref(o);
 	if (rv != 0 ||
 	    (rv = start_client(self, sv, cfg, false, false, tools, corr, NULL,
@@ -652,8 +653,8 @@ restore(kn_actor *self, sv_self *sv, const char *text, uint64_t corr)
 		const char *id =
 		        json_string_value(json_object_get(item, "id"));
 
-		if (cfg_client_parse(json_object_get(item, "config"), &c, err,
-		                     sizeof(err)) != 0 ||
+		if (cfg_client_parse_stored(json_object_get(item, "config"),
+		                            &c, err, sizeof(err)) != 0 ||
 		    id == NULL) {
 			KN_WARN("supervisor", "stored client skipped: %s",
 			        err);

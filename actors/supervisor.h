@@ -17,7 +17,8 @@
  *   MSG_SV_ADD       ask  {"config": json text, "tools": json text
  *                         (optional: known tools, e.g. restored)}
  *                         -> {"id": str}
- *                         (a sticky client that cannot connect is not
+ *                         (the API's: literal, no env. looked up; a
+ *                         sticky client that cannot connect is not
  *                         kept; a per-call one is kept unstable)
  *   MSG_SV_LOAD      ask  {"file": config.json text} or {"restore":
  *                         the persister's client list} -> {"count": int}

@@ -196,12 +196,12 @@ MK_API void mk_runtime_close(mk_runtime **rtp);
 MK_API int mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms);
 
 /*
- * mk_runtime_load validates a whole config.json (SPEC section 10),
- * applies its global settings (as mk_runtime_configure) and boots every
- * client in it: sticky ones connect, per-call ones discover;
- * a client that cannot connect is kept as `unstable` with stage
- * `connect`.  Nothing is applied when any part is invalid.  Blocks until
- * every first connect finished (each bounded by 30 s).  On failure *err
+ * mk_runtime_load validates a whole config.json (SPEC section 10; its
+ * env. references resolved from the environment), applies its global settings
+ * (as mk_runtime_configure) and boots every client in it: sticky ones connect,
+ * per-call ones discover; a client that cannot connect is kept as `unstable`
+ * with stage `connect`.  Nothing is applied when any part is invalid.  Blocks
+ * until every first connect finished (each bounded by 30 s).  On failure *err
  * (if err is not NULL) gets a malloc'd one-line reason naming the client
  * and field.  Any thread but the runtime's own.
  * Returns MK_OK, MK_EHANDLE, MK_EINVAL, MK_EEXIST, MK_ETOOBIG, MK_ENOMEM.
@@ -343,7 +343,11 @@ MK_API int mk_config_get(const char *config_json, const char *path,
 
 /*
  * mk_client_add adds one client from its JSON config object (an entry of
- * mcp.client_configs).  Blocks until its first connect (sticky) or
+ * mcp.client_configs).  Its strings are literal: "env.X" is the text
+ * "env.X" (a header value sent as written, an invalid URL), never read
+ * from the environment - only a config file's references are (SPEC
+ * section 12) - and it stays literal in the store, after a restart.
+ * Blocks until its first connect (sticky) or
  * discovery (per-call) finished and, with a healthy store, until the
  * client is on disk (it survives a crash from then on; lifecycle calls
  * below that change the config do the same).  A sticky client that
@@ -385,7 +389,11 @@ MK_API int mk_client_remove(mk_runtime *rt, const char *client, char **err);
  * (tools_to_execute, tool_sync_interval, tool_execution_timeout,
  * is_ping_available) apply at once, in place: the connection, its
  * generation and a stdio server's process are kept.  A field given with
- * its current value is no change.  *err as for mk_client_add.
+ * its current value is no change.  The patch is literal where it brings
+ * an "env." string: one equal to the config's at the same place keeps
+ * its meaning (a file's reference still resolves: a list view's config
+ * sent back changes nothing), any other is the text as given, as for
+ * mk_client_add.  *err as for mk_client_add.
  */
 MK_API int mk_client_update(mk_runtime *rt, const char *client,
                             const char *patch_json, char **err);
