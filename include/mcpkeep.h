@@ -231,6 +231,31 @@ MK_API int mk_runtime_load_async(mk_runtime *rt, const char *config_json,
                                  mk_load_fn fn, void *arg, char **err);
 
 /*
+ * mk_runtime_reload applies a config.json again, as a daemon's reload
+ * does: its global settings (as mk_runtime_configure), then its clients
+ * as a diff against the file last given to mk_runtime_load, _load_async
+ * or _reload (none before the first): a new client added (as a load
+ * adds it: one that cannot connect is kept `unstable`), a changed one
+ * updated to the file's config as a whole (re-dialed when a connection
+ * field changed), or replaced (removed and added, a new client) when
+ * its name, client_id, connection_type, connection_string or auth_type
+ * changed; a vanished one removed.  Clients created through
+ * mk_client_add are not the file's and stay; a file's client whose name
+ * such a client holds is not applied (counted failed, tried again at
+ * the next reload).  The file's env. references are resolved, as any
+ * file's.  Logs "reloaded: A added, U updated, R removed, F failed"
+ * (component "runtime"; a warning when F is not 0) and one line per
+ * client that failed.  An invalid file changes nothing (MK_EINVAL,
+ * *err as for mk_runtime_load).  Blocks until every new client's first
+ * connect and every update finished (up to ~70 s); any thread but the
+ * runtime's own (reloads at once apply in turn).  Returns MK_OK (also when
+ * some clients failed: the log says which), MK_EHANDLE, MK_EINVAL, MK_ETOOBIG,
+ * MK_ENOMEM, MK_ETIMEDOUT.
+ */
+MK_API int mk_runtime_reload(mk_runtime *rt, const char *config_json,
+                             char **err);
+
+/*
  * mk_runtime_configure validates a whole config.json and applies only its
  * global settings, mcp.tool_sync_interval and mcp.tool_execution_timeout
  * (default 10 min and 30 s when the file has none): to every running
@@ -239,7 +264,8 @@ MK_API int mk_runtime_load_async(mk_runtime *rt, const char *config_json,
  * effect at once (the next check is rescheduled); a new timeout bounds
  * the calls started from then on.  Clients are not added, changed or
  * removed (a daemon's reload runs this, then applies its clients as a
- * diff).  Nothing is applied when the file is invalid.  Blocks briefly;
+ * diff: mk_runtime_reload).  Nothing is applied when the file is
+ * invalid.  Blocks briefly;
  * any thread but the runtime's own; *err as for mk_runtime_load.
  * Returns MK_OK, MK_EHANDLE, MK_EINVAL, MK_ETOOBIG, MK_ENOMEM,
  * MK_ETIMEDOUT.

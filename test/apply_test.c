@@ -8,9 +8,11 @@
  * mk_* call, the state stream; an id that is another client's name is
  * refused), env. references resolved only from a config file (an API
  * client's are literal, in the store too; no view shows a resolved
- * value).  The MCP server is test/peers/inject.mjs.
+ * value), and mk_runtime_reload's diff.  The MCP server is
+ * test/peers/inject.mjs.
  */
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -631,6 +633,198 @@ env_args_hidden(void)
 	rt_close(&rt, &sb);
 }
 
+/* ---- item: mk_runtime_reload ----------------------------------------------
+ */
+
+/* A runtime as rt_open's, logging at info into fd. */
+static mk_runtime *
+rt_open_log(sub *sb, int fd)
+{
+	static int  seq;
+	mk_runtime *rt;
+	mk_options  o;
+	char        url[64], *was = getenv("MCPKEEP_LOG");
+
+	was = was != NULL ? strdup(was) : NULL;
+	unsetenv("MCPKEEP_LOG"); /* (it would override the level) */
+	snprintf(url, sizeof(url), "inproc://apply-log-%d", ++seq);
+	mk_options_init(&o);
+	o.log_level         = MK_LOG_INFO;
+	o.log_fd            = fd;
+	o.stream_url        = url;
+	o.unstable_check_ms = 1000;
+	CHECK_EQ(mk_runtime_open(&rt, &o), 0);
+	if (was != NULL) {
+		setenv("MCPKEEP_LOG", was, 1);
+		free(was);
+	}
+	sub_open(sb, mk_stream_url(rt));
+	return (rt);
+}
+
+/* Whether the file at path holds text. */
+static bool
+file_has(const char *path, const char *text)
+{
+	FILE  *f = fopen(path, "r");
+	char  *buf;
+	long   n;
+	bool   yes;
+	size_t got;
+
+	CHECK(f != NULL);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	CHECK((buf = calloc(1, (size_t)n + 1)) != NULL);
+	got = fread(buf, 1, (size_t)n, f);
+	fclose(f);
+	buf[got] = '\0';
+	yes      = strstr(buf, text) != NULL;
+	free(buf);
+	return (yes);
+}
+
+/* A Streamable HTTP entry of srv (per-call), with extra fields. */
+static void
+entry_of(char *buf, size_t len, const char *name, int port, const char *extra)
+{
+	snprintf(buf, len,
+	         "{\"name\": \"%s\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	         "\"tools_to_execute\": [\"*\"]%s}",
+	         name, port, extra);
+}
+
+/* Whether the list has the client. */
+static bool
+listed(mk_runtime *rt, const char *name)
+{
+	json_t *v = view_find(rt, name);
+
+	json_decref(v);
+	return (v != NULL);
+}
+
+/* The file's config of a client, as the list shows it. */
+static json_t *
+config_of(mk_runtime *rt, const char *name)
+{
+	json_t *v = view_of(rt, name);
+	json_t *c = json_incref(json_object_get(v, "config"));
+
+	json_decref(v);
+	return (c);
+}
+
+/* mk_runtime_reload: the file again as a diff - new clients added,
+ * changed ones updated (as a whole: a field the file dropped goes) or
+ * replaced (a new connection_string: a new client), vanished ones
+ * removed; an API client stays, also when the file names it (not
+ * applied, failed); env. resolved as in any file; an invalid file
+ * changes nothing; the log has the summary and each failure. */
+static void
+reload_diff(void)
+{
+	sub         sb;
+	mk_runtime *rt;
+	char        logp[128], a[512], b[512], c[512], d[512], e[512];
+	char        file[4096], *err = NULL;
+	int         fd;
+
+	setenv("MK_TEST_FILE_TOK", FILE_TOK, 1);
+	snprintf(logp, sizeof(logp), "%s/reload.log", dir);
+	CHECK((fd = open(logp, O_CREAT | O_WRONLY | O_TRUNC, 0600)) >= 0);
+	rt = rt_open_log(&sb, fd);
+	entry_of(a, sizeof(a), "ra", srv.port,
+	         ", \"tool_execution_timeout\": \"20s\"");
+	entry_of(b, sizeof(b), "rb", srv.port, "");
+	entry_of(d, sizeof(d), "rd", srv.port, "");
+	snprintf(file, sizeof(file),
+	         "{\"mcp\": {\"client_configs\": [%s, %s, %s]}}", a, b, d);
+	CHECK_EQ(mk_runtime_load(rt, file, &err), 0);
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"rapi\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	             "\"tools_to_execute\": [\"*\"]}",
+	             srv.port),
+	         0);
+	json_t *cfg   = config_of(rt, "rd");
+	char   *rd_id = strdup(vstr(cfg, "client_id"));
+	json_decref(cfg);
+	/* ra changed, rb gone, rc new (its header from the environment),
+	 * rd's URL changed, rapi named by the file too */
+	entry_of(a, sizeof(a), "ra", srv.port,
+	         ", \"tool_sync_interval\": \"5m\"");
+	entry_of(c, sizeof(c), "rc", srv.port,
+	         ", \"auth_type\": \"headers\", \"headers\": {\"x-token\": "
+	         "\"env.MK_TEST_FILE_TOK\"}");
+	entry_of(d, sizeof(d), "rd", 1, "");
+	entry_of(e, sizeof(e), "rapi", 1, "");
+	snprintf(file, sizeof(file),
+	         "{\"mcp\": {\"tool_execution_timeout\": \"1s\", "
+	         "\"client_configs\": [%s, %s, %s, %s]}}",
+	         a, c, d, e);
+	CHECK_EQ(mk_runtime_reload(rt, file, &err), 0);
+	CHECK(!listed(rt, "rb"));
+	cfg = config_of(rt, "ra");
+	CHECK(strcmp(vstr(cfg, "tool_sync_interval"), "5m") == 0);
+	CHECK(json_object_get(cfg, "tool_execution_timeout") == NULL);
+	json_decref(cfg);
+	CHECK(saw(rt, "rc", "x-token", FILE_TOK));
+	cfg = config_of(rt, "rd");
+	CHECK(strstr(vstr(cfg, "connection_string"), "127.0.0.1:1/") != NULL);
+	CHECK(strcmp(vstr(cfg, "client_id"), rd_id) != 0);
+	json_decref(cfg);
+	cfg = config_of(rt, "rapi");
+	CHECK(strstr(vstr(cfg, "connection_string"), "127.0.0.1:1/") == NULL);
+	json_decref(cfg);
+	/* the global timeout applied: ra has none of its own now */
+	CHECK(hang_ms(rt, "ra") < 10000);
+	/* invalid: nothing changes */
+	CHECK_EQ(mk_runtime_reload(rt,
+	                           "{\"mcp\": {\"client_configs\": "
+	                           "[{\"name\": \"bad name\"}]}}",
+	                           &err),
+	         MK_EINVAL);
+	CHECK(strstr(err, "bad name") != NULL);
+	mk_free(err);
+	err = NULL;
+	CHECK_EQ(
+	        mk_runtime_reload(rt,
+	                          "{\"mcp\": {\"client_configs\": [{\"name\": "
+	                          "\"rz\", \"connection_type\": \"http\", "
+	                          "\"connection_string\": "
+	                          "\"env.MK_NOPE_Y\"}]}}",
+	                          &err),
+	        MK_EINVAL);
+	CHECK(strstr(err, "MK_NOPE_Y is not set") != NULL);
+	mk_free(err);
+	err = NULL;
+	CHECK(listed(rt, "ra") && listed(rt, "rc") && listed(rt, "rd"));
+	/* rapi was not the file's: a file without it leaves it */
+	snprintf(file, sizeof(file),
+	         "{\"mcp\": {\"client_configs\": [%s, %s]}}", a, c);
+	CHECK_EQ(mk_runtime_reload(rt, file, &err), 0);
+	CHECK(!listed(rt, "rd"));
+	cfg = config_of(rt, "rapi");
+	CHECK(strstr(vstr(cfg, "connection_string"), "127.0.0.1:1/") == NULL);
+	json_decref(cfg);
+	rt_close(&rt, &sb);
+	close(fd);
+	CHECK(file_has(logp,
+	               "runtime: reloaded: 2 added, 1 updated, 1 "
+	               "removed, 1 failed"));
+	CHECK(file_has(logp,
+	               "runtime: reload: rapi: an MCP client named "
+	               "rapi"));
+	CHECK(file_has(logp,
+	               "runtime: reloaded: 0 added, 0 updated, 1 "
+	               "removed, 0 failed"));
+	CHECK(!file_has(logp, FILE_TOK));
+	free(rd_id);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -651,6 +845,7 @@ main(int argc, char **argv)
 	RUN_IF(api_env_literal);
 	RUN_IF(file_env_update);
 	RUN_IF(env_args_hidden);
+	RUN_IF(reload_diff);
 	peer_stop(&srv);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
