@@ -964,13 +964,13 @@ reload_add(kn_actor *self, sv_self *sv, entry *e, cfg_client *c, json_t *was,
 		drop(self, sv, e);
 	}
 	ld->left++;
-	snprintf(err, sizeof(err), "out of memory");
-	if (c->id == NULL ||
+	if (c->id == NULL) {
+		snprintf(err, sizeof(err), "out of memory");
+		cfg_client_free(&c);
+	}
+	if (c == NULL ||
 	    start_client(self, sv, c, true, false, tools, 0, ld, err,
 	                 sizeof(err)) != 0) {
-		if (c->id == NULL) {
-			cfg_client_free(&c);
-		}
 		ld->left--;
 		ld->failed++;
 		KN_ERROR("runtime", "reload: %s: %s", name, err);
