@@ -561,6 +561,11 @@ file_env_update(void)
 	free(cfg);
 	CHECK(saw(rt, "fenv", "x-token", FILE_TOK));
 	CHECK_EQ(generation(rt, "fenv"), gen);
+	/* stored without a mask (as every row of an older store): restored,
+	 * its references resolve as before */
+	rt_close(&rt, &sb);
+	rt = rt_open_store(&sb, path);
+	CHECK(saw(rt, "fenv", "x-token", FILE_TOK));
 	/* a patch's new env. string is literal; the file's kept resolves */
 	CHECK_EQ(mk_client_update(rt, "fenv",
 	                          "{\"headers\": {\"x-token\": "
