@@ -64,6 +64,9 @@ typedef struct sv_self {
 	uint64_t ticks;    /* ticks fired */
 	uint64_t late[40]; /* tick lateness histogram, log2 us */
 	uint32_t rnd;      /* jitter state */
+	json_t  *file;     /* the clients of the config file last loaded or
+	                    * reloaded, by name (copies of their objects):
+	                    * a reload's diff base; NULL before any */
 } sv_self;
 
 /* An async ask's context: what to do with the answer. */
@@ -73,15 +76,21 @@ typedef struct actx {
 	uint64_t     corr;   /* the API ask to answer, or 0 */
 	bool         boot;   /* MSG_CL_CONNECT at boot */
 	bool         update; /* MSG_CL_UPDATE: the reply waits for the store */
-	struct load *load;   /* MSG_SV_LOAD in progress, or NULL */
+	struct load *load;   /* MSG_SV_LOAD or _RELOAD in progress, or NULL */
+	json_t      *was;    /* a reload's update: the base entry it replaces
+	                      * (back in the base if the update fails) */
 } actx;
 
-/* A config file being booted. */
+/* A config file being booted or reloaded. */
 typedef struct load {
-	struct sv_self *sv;    /* the supervisor */
-	uint64_t        corr;  /* the API ask */
-	size_t          left;  /* connects not yet answered */
-	size_t          count; /* clients added */
+	struct sv_self *sv;      /* the supervisor */
+	uint64_t        corr;    /* the API ask */
+	size_t          left;    /* connects (and updates) not yet answered */
+	size_t          count;   /* clients added */
+	bool            reload;  /* MSG_SV_RELOAD: the reply is its summary */
+	int             updated; /* reload: clients updated in place */
+	int             removed; /* reload: clients removed */
+	int             failed;  /* reload: clients not applied */
 } load;
 
 static uint64_t
@@ -305,6 +314,7 @@ actx_new(sv_self *sv, const char *id, uint64_t corr)
 static void
 actx_free(actx *x)
 {
+	json_decref(x->was);
 	free(x->id);
 	free(x);
 }
@@ -434,8 +444,19 @@ load_step(kn_actor *self, load *ld)
 		return;
 	}
 	mp_w_init(&w);
-	mp_map(&w, 1);
-	mp_kv_int(&w, "count", (int64_t)ld->count);
+	if (ld->reload) {
+		kn_log(ld->failed != 0 ? MK_LOG_WARN : MK_LOG_INFO, "runtime",
+		       "reloaded: %d added, %d updated, %d removed, %d failed",
+		       (int)ld->count, ld->updated, ld->removed, ld->failed);
+		mp_map(&w, 4);
+		mp_kv_int(&w, "added", (int64_t)ld->count);
+		mp_kv_int(&w, "updated", ld->updated);
+		mp_kv_int(&w, "removed", ld->removed);
+		mp_kv_int(&w, "failed", ld->failed);
+	} else {
+		mp_map(&w, 1);
+		mp_kv_int(&w, "count", (int64_t)ld->count);
+	}
 	reply_stored(self, ld->sv, ld->corr, w.sb.data, w.sb.size);
 	mp_w_fini(&w);
 	free(ld);
@@ -614,7 +635,8 @@ on_add(kn_actor *self, sv_self *sv, kn_msg *msg)
 		          "the client config is not JSON");
 		return;
 	}
-	rv = cfg_client_parse(o, &cfg, err, sizeof(err));
+	/* from the API: literal, its env. strings never looked up */
+	rv = cfg_client_parse(o, json_true(), &cfg, err, sizeof(err));
 	json_decref(o);
 	if (rv != 0 ||
 	    (rv = start_client(self, sv, cfg, false, false, tools, corr, NULL,
@@ -652,8 +674,8 @@ restore(kn_actor *self, sv_self *sv, const char *text, uint64_t corr)
 		const char *id =
 		        json_string_value(json_object_get(item, "id"));
 
-		if (cfg_client_parse(json_object_get(item, "config"), &c, err,
-		                     sizeof(err)) != 0 ||
+		if (cfg_client_parse_stored(json_object_get(item, "config"),
+		                            &c, err, sizeof(err)) != 0 ||
 		    id == NULL) {
 			KN_WARN("supervisor", "stored client skipped: %s",
 			        err);
@@ -719,6 +741,20 @@ on_settings(kn_actor *self, sv_self *sv, kn_msg *msg)
 	kn_reply(self, msg, 0, "\x80", 1);
 }
 
+/* The clients of f by name: copies, so that no object is shared with a
+ * client actor's thread. */
+static json_t *
+file_clients(const cfg_file *f)
+{
+	json_t *by = json_object();
+
+	for (size_t i = 0; by != NULL && i < f->nclients; i++) {
+		json_object_set_new(by, f->clients[i]->name,
+		                    json_deep_copy(f->clients[i]->raw));
+	}
+	return (by);
+}
+
 static void
 on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
 {
@@ -771,6 +807,8 @@ on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
 		reply_err(self, corr, MK_ENOMEM, "out of memory");
 		return;
 	}
+	json_decref(sv->file);
+	sv->file = file_clients(f);
 	settings_apply(self, sv, f->sync_ms, f->exec_ms);
 	/* a declared client replaces the one restored under its name: the
 	 * file's config, the stored id and known tools */
@@ -803,6 +841,226 @@ on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
 	free(tools);
 	f->nclients = 0;
 	cfg_file_free(&f);
+	load_step(self, ld);
+}
+
+/* ---- reload -------------------------------------------------------------
+ */
+
+/* Whether a field that an update cannot change differs between two
+ * configs of a client (present in one only counts). */
+static bool
+fixed_changed(json_t *a, json_t *b)
+{
+	static const char *const fixed[] = {"name",
+	                                    "client_id",
+	                                    "connection_type",
+	                                    "connection_string",
+	                                    "auth_type",
+	                                    NULL};
+
+	for (int i = 0; fixed[i] != NULL; i++) {
+		json_t *x = json_object_get(a, fixed[i]);
+		json_t *y = json_object_get(b, fixed[i]);
+		if ((x == NULL) != (y == NULL) ||
+		    (x != NULL && !json_equal(x, y))) {
+			return (true);
+		}
+	}
+	return (false);
+}
+
+static void
+on_reload_updated(kn_actor *self, void *arg, int status, const void *data,
+                  size_t len)
+{
+	actx       *x    = arg;
+	sv_self    *sv   = x->sv;
+	entry      *e    = find(sv, x->id);
+	const char *name = json_string_value(json_object_get(x->was, "name"));
+	mp_r        r;
+
+	if (e != NULL) {
+		schedule(self, sv, e);
+	}
+	if (status == 0) {
+		x->load->updated++;
+	} else {
+		char *why;
+		mp_r_open(&r, data, len);
+		why = mp_dup_str(mp_get(&r, "error"));
+		mp_r_close(&r);
+		KN_ERROR("runtime", "reload: %s: %s", name,
+		         why != NULL ? why : mk_strerror(status));
+		free(why);
+		x->load->failed++;
+		/* not applied: the next reload tries again */
+		if (sv->file != NULL && name != NULL) {
+			json_object_set(sv->file, name, x->was);
+		}
+	}
+	load_step(self, x->load);
+	actx_free(x);
+}
+
+/* Asks e to take the file's new config c (whole, resolved as a file's);
+ * counted in ld when asked. */
+static void
+reload_update(kn_actor *self, sv_self *sv, entry *e, const cfg_client *c,
+              json_t *was, load *ld)
+{
+	char *text = json_dumps(c->raw, JSON_COMPACT);
+	actx *x    = text != NULL ? actx_new(sv, e->id, 0) : NULL;
+	mp_w  w;
+	int   rv = MK_ENOMEM;
+
+	if (x != NULL) {
+		x->load = ld;
+		x->was  = json_incref(was);
+		mp_w_init(&w);
+		mp_map(&w, 2);
+		mp_kv_str(&w, "patch", text);
+		mp_kv_bool(&w, "file", true);
+		ld->left++;
+		rv = kn_ask_async(self, e->actor, MSG_CL_UPDATE, w.sb.data,
+		                  w.sb.size, SV_ASK_MS, on_reload_updated, x);
+		mp_w_fini(&w);
+		if (rv != 0) {
+			ld->left--;
+			actx_free(x);
+		}
+	}
+	if (rv != 0) {
+		KN_ERROR("runtime", "reload: %s: cannot reach the client: %s",
+		         c->name, mk_strerror(rv));
+		ld->failed++;
+		json_object_set(sv->file, c->name, was);
+	}
+	free(text);
+}
+
+/* Starts the file's client c (taken) for a reload, replacing the entry
+ * e of its name when it was the file's (was) or restored; counted in
+ * ld.  Returns false when it did not start. */
+static bool
+reload_add(kn_actor *self, sv_self *sv, entry *e, cfg_client *c, json_t *was,
+           load *ld)
+{
+	char  err[CFG_ERR_MAX], name[72];
+	char *tools = NULL;
+
+	snprintf(name, sizeof(name), "%s", c->name);
+	if (e != NULL && was == NULL && e->restored) {
+		/* as a load does: the stored id and known tools */
+		tools = view_tools(e);
+		if (json_object_get(c->raw, "client_id") == NULL) {
+			free(c->id);
+			c->id = strdup(e->id);
+		}
+		drop(self, sv, e);
+	} else if (e != NULL && was != NULL) {
+		/* a field that cannot change did: another client */
+		persist_del(self, sv, e->id);
+		drop(self, sv, e);
+	}
+	ld->left++;
+	if (c->id == NULL) {
+		snprintf(err, sizeof(err), "out of memory");
+		cfg_client_free(&c);
+	}
+	if (c == NULL ||
+	    start_client(self, sv, c, true, false, tools, 0, ld, err,
+	                 sizeof(err)) != 0) {
+		ld->left--;
+		ld->failed++;
+		KN_ERROR("runtime", "reload: %s: %s", name, err);
+		free(tools);
+		return (false);
+	}
+	free(tools);
+	return (true);
+}
+
+/*
+ * A config file again, as a diff against the one last loaded: its global
+ * settings, then its vanished clients removed, changed ones updated (or
+ * replaced), new ones added.  Clients not of the file stay.  Replies
+ * when every connect and update answered; an invalid file changes
+ * nothing.
+ */
+static void
+on_reload(kn_actor *self, sv_self *sv, kn_msg *msg)
+{
+	char        err[CFG_ERR_MAX];
+	uint64_t    corr = kn_defer(msg);
+	cfg_file   *f;
+	json_t     *old, *now, *c;
+	const char *name;
+	load       *ld;
+	mp_r        r;
+	char       *text;
+	int         rv;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	text = mp_dup_str(mp_get(&r, "file"));
+	mp_r_close(&r);
+	if (text == NULL) {
+		reply_err(self, corr, MK_EINVAL, "no config text");
+		return;
+	}
+	rv = cfg_file_parse(text, strlen(text), &f, err, sizeof(err));
+	free(text);
+	if (rv != 0) {
+		reply_err(self, corr, rv, "%s", err);
+		return;
+	}
+	if ((ld = calloc(1, sizeof(*ld))) == NULL ||
+	    (now = file_clients(f)) == NULL) {
+		free(ld);
+		cfg_file_free(&f);
+		reply_err(self, corr, MK_ENOMEM, "out of memory");
+		return;
+	}
+	ld->sv     = sv;
+	ld->corr   = corr;
+	ld->reload = true;
+	ld->left   = 1; /* released below */
+	old        = sv->file;
+	sv->file   = now;
+	settings_apply(self, sv, f->sync_ms, f->exec_ms);
+	json_object_foreach(old, name, c)
+	{
+		entry *e = lookup(sv, BY_NAME, name);
+		if (json_object_get(now, name) == NULL && e != NULL) {
+			KN_INFO("runtime", "reload: removing MCP client %s",
+			        name);
+			persist_del(self, sv, e->id);
+			drop(self, sv, e);
+			ld->removed++;
+		}
+	}
+	for (size_t i = 0; i < f->nclients; i++) {
+		cfg_client *cc  = f->clients[i];
+		json_t     *was = json_object_get(old, cc->name);
+		entry      *e   = lookup(sv, BY_NAME, cc->name);
+		char        nm[72];
+
+		f->clients[i] = NULL;
+		snprintf(nm, sizeof(nm), "%s", cc->name);
+		if (was != NULL && json_equal(was, cc->raw)) {
+			cfg_client_free(&cc);
+		} else if (was != NULL && e != NULL &&
+		           !fixed_changed(was, cc->raw)) {
+			reload_update(self, sv, e, cc, was, ld);
+			cfg_client_free(&cc);
+		} else if (!reload_add(self, sv, e, cc, was, ld)) {
+			/* not the file's: the next reload tries again */
+			json_object_del(now, nm);
+		}
+	}
+	f->nclients = 0;
+	cfg_file_free(&f);
+	json_decref(old);
 	load_step(self, ld);
 }
 
@@ -1053,6 +1311,7 @@ sv_fini(kn_actor *self, void *state)
 	}
 	KN_DEBUG("supervisor", "stopping after %llu pings",
 	         (unsigned long long)sv->pings);
+	json_decref(sv->file);
 	idmap_fini(&sv->idx[BY_ID]);
 	idmap_fini(&sv->idx[BY_NAME]);
 	free(sv->all);
@@ -1131,6 +1390,9 @@ sv_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case MSG_SV_LOAD:
 		on_load(self, sv, msg);
+		return (0);
+	case MSG_SV_RELOAD:
+		on_reload(self, sv, msg);
 		return (0);
 	case MSG_SV_REMOVE:
 	case MSG_SV_DISABLE:

@@ -17,7 +17,8 @@
  *   MSG_SV_ADD       ask  {"config": json text, "tools": json text
  *                         (optional: known tools, e.g. restored)}
  *                         -> {"id": str}
- *                         (a sticky client that cannot connect is not
+ *                         (the API's: literal, no env. looked up; a
+ *                         sticky client that cannot connect is not
  *                         kept; a per-call one is kept unstable)
  *   MSG_SV_LOAD      ask  {"file": config.json text} or {"restore":
  *                         the persister's client list} -> {"count": int}
@@ -25,7 +26,26 @@
  *                         failures kept as unstable; a file's client whose
  *                         name was restored replaces it, keeping its id
  *                         and known tools; the file's global settings
- *                         apply first, as MSG_SV_SETTINGS)
+ *                         apply first, as MSG_SV_SETTINGS; the file's
+ *                         clients become the base of a reload.  A
+ *                         restored client is as stored: literal when
+ *                         it was)
+ *   MSG_SV_RELOAD    ask  {"file": config.json text} -> {"added",
+ *                         "updated", "removed", "failed": int} (the
+ *                         settings applied, then the clients as a diff
+ *                         against the base: vanished ones removed,
+ *                         changed ones updated - MSG_CL_UPDATE "file" -
+ *                         or, when name, client_id, connection_type,
+ *                         connection_string or auth_type changed,
+ *                         replaced; new ones added as a load adds them
+ *                         (kept unstable when they cannot connect; a
+ *                         restored one of the name replaced); a client
+ *                         of the name that is not the file's is left
+ *                         alone and counts as failed.  The base becomes
+ *                         the file, less what failed.  Replies once
+ *                         every connect and update answered; logs
+ *                         "reloaded: ..." and each failure.  Invalid:
+ *                         nothing changes)
  *   MSG_SV_REMOVE    ask  {"client": id or name} -> {}
  *   MSG_SV_DISABLE   ask  {"client": ...}        -> {}
  *   MSG_SV_ENABLE    ask  {"client": ...}        -> {}

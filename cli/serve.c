@@ -168,20 +168,18 @@ restart_only(const char *was, const char *now)
 }
 
 /*
- * SIGHUP: config.json again, applied as a diff against the one loaded
- * before - its new clients added, changed ones updated (or, when a field
- * that cannot change did, replaced), vanished ones removed.  Clients
- * created through the API are not the file's and stay.  The admin token
- * is the file's from then on.  An invalid file changes nothing, nor does
- * one that drops the token of a daemon on a non-loopback address.
+ * SIGHUP: config.json again, applied by mk_runtime_reload (its settings,
+ * then its clients as a diff against the file loaded before; clients
+ * created through the API stay).  The admin token is the file's from
+ * then on.  An invalid file changes nothing, nor does one that drops the
+ * token of a daemon on a non-loopback address.
  */
 static void
 reload(const char *path, char **text)
 {
-	char    ferr[256], *ntext, *err = NULL, *body;
-	json_t *old, *now;
-	int     added = 0, updated = 0, removed = 0, failed = 0, rc;
-	char   *probe = NULL, *token;
+	char  ferr[256], *ntext, *err = NULL;
+	int   rc;
+	char *probe = NULL, *token;
 
 	if ((ntext = cli_read_file(path, ferr, sizeof(ferr))) == NULL) {
 		mk_log(MK_LOG_ERROR, "serve", "reload refused: %s", ferr);
@@ -203,14 +201,19 @@ reload(const char *path, char **text)
 	mk_free(probe);
 	probe = NULL;
 	restart_only(*text, ntext);
-	/* the global settings first: clients added below get them too */
-	if ((rc = mk_runtime_configure(D.rt, ntext, &err)) != 0) {
+	if ((rc = mk_runtime_reload(D.rt, ntext, &err)) == MK_EINVAL) {
 		mk_log(MK_LOG_ERROR, "serve",
-		       "reload: the global settings were not applied: %s",
+		       "reload refused, nothing changed: %s",
 		       err != NULL ? err : mk_strerror(rc));
-		mk_free(err);
-		err = NULL;
+		secret_free(token);
+		goto refused;
 	}
+	if (rc != 0) {
+		mk_log(MK_LOG_ERROR, "serve", "reload: %s",
+		       err != NULL ? err : mk_strerror(rc));
+	}
+	mk_free(err);
+	err = NULL;
 	/* a rotated token holds from the next request on */
 	char *metrics = setting(ntext, "server.metrics_token");
 	char *keys    = setting(ntext, "server.virtual_keys");
@@ -233,54 +236,6 @@ reload(const char *path, char **text)
 		       ferr);
 	}
 	secret_free(keys);
-	old = clients_by_name(*text);
-	now = clients_by_name(ntext);
-	const char *name;
-	json_t     *c;
-	json_object_foreach(old, name, c)
-	{
-		if (json_object_get(now, name) == NULL) {
-			rc = mk_client_remove(D.rt, name, &err);
-			removed += rc == 0;
-			failed += rc != 0;
-			mk_free(err);
-			err = NULL;
-		}
-	}
-	json_object_foreach(now, name, c)
-	{
-		json_t *was = json_object_get(old, name);
-		if (was != NULL && json_equal(was, c)) {
-			continue;
-		}
-		body = json_dumps(c, JSON_COMPACT);
-		if (was != NULL &&
-		    (rc = mk_client_update(D.rt, name, body, &err)) == 0) {
-			updated++;
-		} else {
-			/* new, or a field that cannot change did: replaced */
-			if (was != NULL) {
-				mk_free(err);
-				err = NULL;
-				(void)mk_client_remove(D.rt, name, NULL);
-			}
-			rc = mk_client_add(D.rt, body, NULL, &err);
-			added += rc == 0;
-		}
-		if (rc != 0) {
-			failed++;
-			mk_log(MK_LOG_ERROR, "serve", "reload: %s: %s", name,
-			       err != NULL ? err : mk_strerror(rc));
-		}
-		mk_free(err);
-		err = NULL;
-		free(body);
-	}
-	mk_log(failed != 0 ? MK_LOG_WARN : MK_LOG_INFO, "serve",
-	       "reloaded %s: %d added, %d updated, %d removed, %d failed",
-	       path, added, updated, removed, failed);
-	json_decref(old);
-	json_decref(now);
 	free(*text);
 	*text = ntext;
 	pthread_mutex_lock(&D.mtx);

@@ -39,12 +39,36 @@ cfg_auth_per_user(cfg_auth a)
 	return (a >= CFG_AUTH_PER_USER_HEADERS);
 }
 
-/* Parse state for one client: its name (for messages) and the error. */
+/* Parse state for one client: its name (for messages), the error and
+ * which of its strings are literal. */
 typedef struct pctx {
 	const char *client; /* name, or "?" before it is known */
 	char       *err;    /* message buffer */
 	size_t      errlen; /* its size */
+	json_t     *lit;    /* the client's literal mask (config.h), or NULL */
 } pctx;
+
+/* The literal mask under key k (of an object) or index i (of an array)
+ * of mask m: everything under a true is literal. */
+static json_t *
+lit_key(json_t *m, const char *k)
+{
+	return (json_is_true(m) ? m : json_object_get(m, k));
+}
+
+static json_t *
+lit_idx(json_t *m, size_t i)
+{
+	return (json_is_true(m) ? m : json_array_get(m, i));
+}
+
+/* Whether v, at mask m, is an env. reference (not a literal value). */
+static bool
+is_ref(json_t *v, json_t *m)
+{
+	return (json_is_string(v) && !json_is_true(m) &&
+	        strncmp(json_string_value(v), "env.", 4) == 0);
+}
 
 static int
 bad(pctx *x, const char *field, const char *fmt, ...)
@@ -65,9 +89,10 @@ bad(pctx *x, const char *field, const char *fmt, ...)
 	return (MK_EINVAL);
 }
 
-/* Resolves a string value, following "env.NAME". */
+/* Resolves a string value, following "env.NAME" unless the mask lit
+ * makes it literal. */
 static int
-str_of(pctx *x, const char *field, json_t *v, char **out)
+str_of(pctx *x, const char *field, json_t *v, json_t *lit, char **out)
 {
 	const char *s;
 
@@ -75,7 +100,7 @@ str_of(pctx *x, const char *field, json_t *v, char **out)
 		return (bad(x, field, "must be a string"));
 	}
 	s = json_string_value(v);
-	if (strncmp(s, "env.", 4) == 0) {
+	if (is_ref(v, lit)) {
 		const char *e = getenv(s + 4);
 		if (s[4] == '\0') {
 			return (bad(x, field,
@@ -96,7 +121,7 @@ str_of(pctx *x, const char *field, json_t *v, char **out)
 
 /* An array of strings (each resolved) into a NULL-terminated vector. */
 static int
-strv_of(pctx *x, const char *field, json_t *v, char ***out)
+strv_of(pctx *x, const char *field, json_t *v, json_t *lit, char ***out)
 {
 	size_t  i;
 	json_t *e;
@@ -112,7 +137,7 @@ strv_of(pctx *x, const char *field, json_t *v, char ***out)
 	json_array_foreach(v, i, e)
 	{
 		snprintf(f, sizeof(f), "%s[%zu]", field, i);
-		if ((rv = str_of(x, f, e, &(*out)[i])) != 0) {
+		if ((rv = str_of(x, f, e, lit_idx(lit, i), &(*out)[i])) != 0) {
 			text_strv_free(*out);
 			*out = NULL;
 			return (rv);
@@ -127,7 +152,8 @@ static int
 section_of(pctx *x, json_t *o, const char *field, const char *const *keys,
            json_t **out)
 {
-	json_t     *v = json_object_get(o, field), *e;
+	json_t     *v   = json_object_get(o, field), *e;
+	json_t     *lit = lit_key(x->lit, field);
 	const char *k;
 	char        f[128];
 	int         rv;
@@ -153,7 +179,8 @@ section_of(pctx *x, json_t *o, const char *field, const char *const *keys,
 			rv = bad(x, f, "is not a known field");
 		} else if (strcmp(k, "scopes") == 0) {
 			char **sv = NULL;
-			if ((rv = strv_of(x, f, e, &sv)) == 0) {
+			if ((rv = strv_of(x, f, e, lit_key(lit, k), &sv)) ==
+			    0) {
 				json_t *a = json_array();
 				for (size_t j = 0; sv[j] != NULL; j++) {
 					json_array_append_new(
@@ -164,7 +191,8 @@ section_of(pctx *x, json_t *o, const char *field, const char *const *keys,
 			}
 		} else {
 			char *sv = NULL;
-			if ((rv = str_of(x, f, e, &sv)) == 0) {
+			if ((rv = str_of(x, f, e, lit_key(lit, k), &sv)) ==
+			    0) {
 				json_object_set_new(*out, k, json_string(sv));
 				free(sv);
 			}
@@ -304,6 +332,7 @@ static int
 parse_stdio(pctx *x, cfg_client *c, json_t *sc)
 {
 	static const char *keys[] = {"command", "args", "envs", NULL};
+	json_t            *lit    = lit_key(x->lit, "stdio_config");
 	const char        *k;
 	json_t            *v;
 	int                rv;
@@ -321,18 +350,21 @@ parse_stdio(pctx *x, cfg_client *c, json_t *sc)
 	if ((v = json_object_get(sc, "command")) == NULL) {
 		return (bad(x, "stdio_config.command", "is required"));
 	}
-	if ((rv = str_of(x, "stdio_config.command", v, &c->command)) != 0) {
+	if ((rv = str_of(x, "stdio_config.command", v, lit_key(lit, "command"),
+	                 &c->command)) != 0) {
 		return (rv);
 	}
 	if (c->command[0] == '\0') {
 		return (bad(x, "stdio_config.command", "must not be empty"));
 	}
 	if ((v = json_object_get(sc, "args")) != NULL &&
-	    (rv = strv_of(x, "stdio_config.args", v, &c->args)) != 0) {
+	    (rv = strv_of(x, "stdio_config.args", v, lit_key(lit, "args"),
+	                  &c->args)) != 0) {
 		return (rv);
 	}
 	if ((v = json_object_get(sc, "envs")) != NULL &&
-	    (rv = strv_of(x, "stdio_config.envs", v, &c->envs)) != 0) {
+	    (rv = strv_of(x, "stdio_config.envs", v, lit_key(lit, "envs"),
+	                  &c->envs)) != 0) {
 		return (rv);
 	}
 	for (size_t i = 0; c->envs != NULL && c->envs[i] != NULL; i++) {
@@ -369,7 +401,9 @@ parse_headers(pctx *x, cfg_client *c, json_t *h)
 		if (*k == '\0' || strpbrk(k, ": \r\n") != NULL) {
 			return (bad(x, f, "is not a valid header name"));
 		}
-		if ((rv = str_of(x, f, v, &val)) != 0) {
+		if ((rv = str_of(x, f, v,
+		                 lit_key(lit_key(x->lit, "headers"), k),
+		                 &val)) != 0) {
 			return (rv);
 		}
 		if (strpbrk(val, "\r\n") != NULL) {
@@ -394,7 +428,9 @@ parse_tools(pctx *x, cfg_client *c, json_t *t)
 	if (t == NULL || json_is_null(t)) {
 		return (0); /* none */
 	}
-	if ((rv = strv_of(x, "tools_to_execute", t, &c->tools)) != 0) {
+	if ((rv = strv_of(x, "tools_to_execute", t,
+	                  lit_key(x->lit, "tools_to_execute"), &c->tools)) !=
+	    0) {
 		return (rv);
 	}
 	for (size_t i = 0; c->tools[i] != NULL; i++) {
@@ -435,7 +471,8 @@ parse_client(pctx *x, cfg_client *c, json_t *o)
 		return (MK_ENOMEM);
 	}
 	if ((v = json_object_get(o, "client_id")) != NULL) {
-		if ((rv = str_of(x, "client_id", v, &c->id)) != 0) {
+		if ((rv = str_of(x, "client_id", v,
+		                 lit_key(x->lit, "client_id"), &c->id)) != 0) {
 			return (rv);
 		}
 		if (c->id[0] == '\0' || strlen(c->id) > 64 ||
@@ -479,7 +516,9 @@ parse_client(pctx *x, cfg_client *c, json_t *o)
 			            "is required for connection_type \"%s\"",
 			            conn_names[c->conn]));
 		}
-		if ((rv = str_of(x, "connection_string", v, &c->url)) != 0) {
+		if ((rv = str_of(x, "connection_string", v,
+		                 lit_key(x->lit, "connection_string"),
+		                 &c->url)) != 0) {
 			return (rv);
 		}
 		if (strncmp(c->url, "http://", 7) != 0 &&
@@ -569,14 +608,16 @@ parse_client(pctx *x, cfg_client *c, json_t *o)
 		return (bad(x, "per_user_header_keys",
 		            "must be an array of strings"));
 	}
-	c->raw = json_incref(o);
+	c->raw     = json_incref(o);
+	c->literal = json_incref(x->lit);
 	return (0);
 }
 
 int
-cfg_client_parse(json_t *obj, cfg_client **out, char *err, size_t errlen)
+cfg_client_parse(json_t *obj, json_t *literal, cfg_client **out, char *err,
+                 size_t errlen)
 {
-	pctx        x = {"?", err, errlen};
+	pctx        x = {"?", err, errlen, literal};
 	cfg_client *c;
 	int         rv;
 
@@ -615,16 +656,17 @@ cfg_client_free(cfg_client **cp)
 	json_decref(c->oauth);
 	json_decref(c->exchange);
 	json_decref(c->raw);
+	json_decref(c->literal);
 	free(c);
 }
 
+/* Redacts o's string at key unless it is a reference (at mask m, o's). */
 static void
-redact(json_t *o, const char *key)
+redact(json_t *o, const char *key, json_t *m)
 {
 	json_t *v = json_object_get(o, key);
 
-	if (json_is_string(v) &&
-	    strncmp(json_string_value(v), "env.", 4) != 0) {
+	if (json_is_string(v) && !is_ref(v, lit_key(m, key))) {
 		json_object_set_new(o, key, json_string("<redacted>"));
 	}
 }
@@ -632,7 +674,8 @@ redact(json_t *o, const char *key)
 json_t *
 cfg_client_redacted(const cfg_client *c)
 {
-	json_t     *o = json_deep_copy(c->raw), *h, *sc, *envs, *v;
+	json_t     *o   = json_deep_copy(c->raw), *h, *sc, *envs, *v;
+	json_t     *lit = c->literal, *elit;
 	const char *k;
 	size_t      i;
 
@@ -642,18 +685,23 @@ cfg_client_redacted(const cfg_client *c)
 	if ((h = json_object_get(o, "headers")) != NULL) {
 		json_object_foreach(h, k, v)
 		{
-			redact(h, k);
+			redact(h, k, lit_key(lit, "headers"));
 		}
 	}
-	redact(json_object_get(o, "oauth_config"), "client_secret");
-	redact(json_object_get(o, "token_exchange"), "client_secret");
+	redact(json_object_get(o, "oauth_config"), "client_secret",
+	       lit_key(lit, "oauth_config"));
+	redact(json_object_get(o, "token_exchange"), "client_secret",
+	       lit_key(lit, "token_exchange"));
 	sc   = json_object_get(o, "stdio_config");
 	envs = json_object_get(sc, "envs");
+	elit = lit_key(lit_key(lit, "stdio_config"), "envs");
 	json_array_foreach(envs, i, v)
 	{
 		const char *s  = json_string_value(v);
 		const char *eq = s != NULL ? strchr(s, '=') : NULL;
-		if (eq != NULL && strncmp(eq + 1, "env.", 4) != 0) {
+		if (eq != NULL &&
+		    (json_is_true(lit_idx(elit, i)) ||
+		     strncmp(eq + 1, "env.", 4) != 0)) {
 			char buf[160];
 			snprintf(buf, sizeof(buf), "%.*s=<redacted>",
 			         (int)(eq - s) > 100 ? 100 : (int)(eq - s), s);
@@ -663,7 +711,7 @@ cfg_client_redacted(const cfg_client *c)
 	/* a literal URL may carry a key in its query or userinfo */
 	v = json_object_get(o, "connection_string");
 	if (json_is_string(v) &&
-	    strncmp(json_string_value(v), "env.", 4) != 0) {
+	    !is_ref(v, lit_key(lit, "connection_string"))) {
 		const char *u  = json_string_value(v);
 		const char *q  = strchr(u, '?');
 		const char *at = strchr(u, '@');
@@ -837,7 +885,7 @@ vkeys_of(pctx *x, json_t *v, json_t **out)
 		}
 		if ((rv = grants_of(x, field,
 		                    json_object_get(e, "clients"))) != 0 ||
-		    (rv = str_of(x, field, json_object_get(e, "value"),
+		    (rv = str_of(x, field, json_object_get(e, "value"), NULL,
 		                 &value)) != 0) {
 			break;
 		}
@@ -894,6 +942,130 @@ vkeys_of(pctx *x, json_t *v, json_t **out)
 	return (0);
 }
 
+/* The mask of p, a patch's value set where the config had r with mask
+ * om: a string kept as it was keeps its meaning; an env. string the
+ * patch brings is literal (other strings have nothing to resolve). */
+static json_t *
+lit_diff(json_t *p, json_t *r, json_t *om)
+{
+	json_t     *m, *v, *n;
+	const char *k;
+	size_t      i;
+	bool        any = false;
+
+	if (json_is_true(om)) {
+		return (json_true());
+	}
+	if (json_is_string(p)) {
+		if (json_is_string(r) && json_equal(p, r)) {
+			return (NULL);
+		}
+		return (strncmp(json_string_value(p), "env.", 4) == 0
+		                ? json_true()
+		                : NULL);
+	}
+	if (json_is_object(p)) {
+		m = json_object();
+		json_object_foreach(p, k, v)
+		{
+			if ((n = lit_diff(v, json_object_get(r, k),
+			                  json_object_get(om, k))) != NULL) {
+				json_object_set_new(m, k, n);
+			}
+		}
+		any = json_object_size(m) != 0;
+	} else if (json_is_array(p)) {
+		m = json_array();
+		json_array_foreach(p, i, v)
+		{
+			n = lit_diff(v, json_array_get(r, i),
+			             json_array_get(om, i));
+			any |= n != NULL;
+			json_array_append_new(m, n != NULL ? n : json_null());
+		}
+	} else {
+		return (NULL);
+	}
+	if (!any) {
+		json_decref(m);
+		return (NULL);
+	}
+	return (m);
+}
+
+json_t *
+cfg_literal_patched(const cfg_client *c, json_t *patch)
+{
+	json_t     *m, *v, *n;
+	const char *k;
+
+	if (json_is_true(c->literal)) {
+		return (json_true());
+	}
+	m = json_is_object(c->literal) ? json_deep_copy(c->literal)
+	                               : json_object();
+	if (m == NULL) {
+		return (json_true()); /* out of memory: never resolve */
+	}
+	json_object_foreach(patch, k, v)
+	{
+		n = lit_diff(v, json_object_get(c->raw, k),
+		             json_object_get(c->literal, k));
+		if (n != NULL) {
+			json_object_set_new(m, k, n);
+		} else {
+			json_object_del(m, k);
+		}
+	}
+	if (json_object_size(m) == 0) {
+		json_decref(m);
+		return (NULL);
+	}
+	return (m);
+}
+
+json_t *
+cfg_client_stored(const cfg_client *c)
+{
+	json_t *o = json_deep_copy(c->raw);
+
+	if (o != NULL && c->literal != NULL &&
+	    json_object_set(o, CFG_LITERAL_KEY, c->literal) != 0) {
+		json_decref(o);
+		return (NULL);
+	}
+	return (o);
+}
+
+int
+cfg_client_parse_stored(json_t *stored, cfg_client **out, char *err,
+                        size_t errlen)
+{
+	json_t *o, *lit;
+	int     rv;
+
+	if (!json_is_object(stored) ||
+	    json_object_get(stored, CFG_LITERAL_KEY) == NULL) {
+		return (cfg_client_parse(stored, NULL, out, err, errlen));
+	}
+	if ((o = json_deep_copy(stored)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		*out = NULL;
+		return (MK_ENOMEM);
+	}
+	lit = json_incref(json_object_get(o, CFG_LITERAL_KEY));
+	(void)json_object_del(o, CFG_LITERAL_KEY);
+	if (!json_is_object(lit)) {
+		/* a mask that is not a shape: everything literal */
+		json_decref(lit);
+		lit = json_true();
+	}
+	rv = cfg_client_parse(o, lit, out, err, errlen);
+	json_decref(lit);
+	json_decref(o);
+	return (rv);
+}
+
 static int
 file_fail(char *err, size_t errlen, int rv, const char *fmt, ...)
 {
@@ -916,7 +1088,7 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 	                                "stream",        "allowed_origins",
 	                                "stream_public", "metrics_token",
 	                                "virtual_keys",  NULL};
-	pctx               x         = {"?", err, errlen};
+	pctx               x         = {"?", err, errlen, NULL};
 	json_t            *mcp, *list, *v, *sec;
 	const char        *k;
 	size_t             i;
@@ -975,8 +1147,8 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 	}
 	json_array_foreach(list, i, v)
 	{
-		if ((rv = cfg_client_parse(v, &f->clients[i], err, errlen)) !=
-		    0) {
+		if ((rv = cfg_client_parse(v, NULL, &f->clients[i], err,
+		                           errlen)) != 0) {
 			return (rv);
 		}
 		f->nclients++;
@@ -1019,7 +1191,8 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 			}
 		}
 		if ((v = json_object_get(sec, "path")) != NULL &&
-		    (rv = str_of(&x, "store.path", v, &f->store_path)) != 0) {
+		    (rv = str_of(&x, "store.path", v, NULL, &f->store_path)) !=
+		            0) {
 			return (rv);
 		}
 	}
@@ -1035,20 +1208,22 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 			}
 		}
 		if ((v = json_object_get(sec, "listen")) != NULL &&
-		    (rv = str_of(&x, "server.listen", v, &f->listen)) != 0) {
+		    (rv = str_of(&x, "server.listen", v, NULL, &f->listen)) !=
+		            0) {
 			return (rv);
 		}
 		if ((v = json_object_get(sec, "admin_token")) != NULL &&
-		    (rv = str_of(&x, "server.admin_token", v,
+		    (rv = str_of(&x, "server.admin_token", v, NULL,
 		                 &f->admin_token)) != 0) {
 			return (rv);
 		}
 		if ((v = json_object_get(sec, "stream")) != NULL &&
-		    (rv = strv_of(&x, "server.stream", v, &f->streams)) != 0) {
+		    (rv = strv_of(&x, "server.stream", v, NULL,
+		                  &f->streams)) != 0) {
 			return (rv);
 		}
 		if ((v = json_object_get(sec, "allowed_origins")) != NULL &&
-		    (rv = strv_of(&x, "server.allowed_origins", v,
+		    (rv = strv_of(&x, "server.allowed_origins", v, NULL,
 		                  &f->origins)) != 0) {
 			return (rv);
 		}
@@ -1060,7 +1235,7 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 			f->stream_public = json_is_true(v);
 		}
 		if ((v = json_object_get(sec, "metrics_token")) != NULL &&
-		    (rv = str_of(&x, "server.metrics_token", v,
+		    (rv = str_of(&x, "server.metrics_token", v, NULL,
 		                 &f->metrics_token)) != 0) {
 			return (rv);
 		}

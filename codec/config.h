@@ -2,10 +2,18 @@
  * config.h - config.json: the clients' configuration and the daemon's
  * settings (SPEC section 10), validated into structs.
  *
- * Any string may be "env.NAME", read from the environment (a missing
- * variable is an error naming it).  Unknown keys and invalid values are
- * errors naming the field and the client; a file with any error yields
- * nothing (nothing half-applied).  Pure: no I/O but getenv, no logging.
+ * Any string of a config file may be "env.NAME", read from the
+ * environment (a missing variable is an error naming it).  A client
+ * that did not come from a file (the API's) is literal: its "env.X" is
+ * the text "env.X", never looked up, so no caller learns a variable's
+ * value or whether it exists (SPEC section 12).  Which strings of a
+ * client are literal is its literal mask: NULL (none: a file's client),
+ * JSON true (all: the API's), or an object of the config's shape whose
+ * true leaves mark the literal strings (a file's client changed through
+ * the API: what the patch brought is literal, what it kept keeps its
+ * meaning).  Unknown keys and invalid values are errors naming the
+ * field and the client; a file with any error yields nothing (nothing
+ * half-applied).  Pure: no I/O but getenv, no logging.
  */
 #ifndef CODEC_CONFIG_H
 #define CODEC_CONFIG_H
@@ -56,7 +64,11 @@ typedef struct cfg_client {
 	json_t  *oauth;     /* oauth_config, resolved (secrets!), or NULL */
 	json_t  *exchange;  /* token_exchange, resolved (secrets!), or NULL */
 	json_t  *raw;       /* the object as given (env. refs kept) */
+	json_t  *literal;   /* its literal mask (above), or NULL */
 } cfg_client;
+
+/* The key that carries the literal mask in a stored config. */
+#define CFG_LITERAL_KEY "$literal"
 
 /* The whole file. */
 typedef struct cfg_file {
@@ -76,18 +88,44 @@ typedef struct cfg_file {
 } cfg_file;
 
 /*
- * cfg_client_parse validates one client object.  On 0, *out is the
- * caller's (cfg_client_free).  On error, err holds one line naming the
- * client and the field.  Returns 0, MK_EINVAL or MK_ENOMEM.
+ * cfg_client_parse validates one client object, resolving its env.
+ * references except where the literal mask literal (NULL: none, json
+ * true: all) marks a string literal; *out keeps a reference to obj and
+ * literal.  On 0, *out is the caller's (cfg_client_free).  On error,
+ * err holds one line naming the client and the field (never a
+ * variable's value, nor a literal string's existence in the
+ * environment).  Returns 0, MK_EINVAL or MK_ENOMEM.
  */
-int cfg_client_parse(json_t *obj, cfg_client **out, char *err, size_t errlen);
+int cfg_client_parse(json_t *obj, json_t *literal, cfg_client **out, char *err,
+                     size_t errlen);
+
+/* cfg_client_stored gives the config to store: raw, with the literal
+ * mask under CFG_LITERAL_KEY when there is one (so a literal client
+ * stays literal after a restart).  New reference, or NULL. */
+json_t *cfg_client_stored(const cfg_client *c);
+
+/* cfg_client_parse_stored is cfg_client_parse of what cfg_client_stored
+ * gave: the mask taken out of the object (a mask that is not an object
+ * makes every string literal); a config stored without one resolves
+ * its references, as a file's does.  Returns as cfg_client_parse. */
+int cfg_client_parse_stored(json_t *stored, cfg_client **out, char *err,
+                            size_t errlen);
+
+/* cfg_literal_patched gives the literal mask of c's config after patch
+ * (top-level fields replaced, as an update does): a literal client
+ * stays literal; otherwise c's mask, where every string of patch equal
+ * to c's at the same place keeps its meaning and every other env.
+ * string of patch is literal.  New reference, or NULL (none literal). */
+json_t *cfg_literal_patched(const cfg_client *c, json_t *patch);
 
 /* cfg_client_free frees c and nulls *cp; safe with NULL. */
 void cfg_client_free(cfg_client **cp);
 
 /* cfg_client_redacted gives the client's config as given, with every
  * secret value replaced by "<redacted>" (env. references are kept: they
- * name a variable, not a secret).  New reference, or NULL. */
+ * name a variable, not a secret; a literal "env." string is a value and
+ * redacted like any).  Never a resolved value: stdio args, say, are
+ * shown as given, references as references.  New reference, or NULL. */
 json_t *cfg_client_redacted(const cfg_client *c);
 
 /* cfg_unredact puts c's own values back into patch (an update) wherever

@@ -58,6 +58,7 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_SV_REFRESH] = "sv_refresh",
 	[MSG_CL_METRICS] = "cl_metrics",
 	[MSG_SV_SETTINGS] = "sv_settings",
+	[MSG_SV_RELOAD] = "sv_reload",
 	[MSG_CL_SETTINGS] = "cl_settings",
 };
 /* clang-format on */

@@ -63,6 +63,7 @@ typedef enum codec_msg_type {
 	MSG_CL_METRICS  = 44, /* ask: a client's counters */
 	MSG_SV_SETTINGS = 45, /* ask: the global settings of config.json */
 	MSG_CL_SETTINGS = 46, /* tell (supervisor): the global settings */
+	MSG_SV_RELOAD   = 47, /* ask: a config file again, as a diff */
 	MSG_COUNT             /* number of types; not a type */
 } codec_msg_type;
 

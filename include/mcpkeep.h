@@ -196,12 +196,12 @@ MK_API void mk_runtime_close(mk_runtime **rtp);
 MK_API int mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms);
 
 /*
- * mk_runtime_load validates a whole config.json (SPEC section 10),
- * applies its global settings (as mk_runtime_configure) and boots every
- * client in it: sticky ones connect, per-call ones discover;
- * a client that cannot connect is kept as `unstable` with stage
- * `connect`.  Nothing is applied when any part is invalid.  Blocks until
- * every first connect finished (each bounded by 30 s).  On failure *err
+ * mk_runtime_load validates a whole config.json (SPEC section 10; its
+ * env. references resolved from the environment), applies its global settings
+ * (as mk_runtime_configure) and boots every client in it: sticky ones connect,
+ * per-call ones discover; a client that cannot connect is kept as `unstable`
+ * with stage `connect`.  Nothing is applied when any part is invalid.  Blocks
+ * until every first connect finished (each bounded by 30 s).  On failure *err
  * (if err is not NULL) gets a malloc'd one-line reason naming the client
  * and field.  Any thread but the runtime's own.
  * Returns MK_OK, MK_EHANDLE, MK_EINVAL, MK_EEXIST, MK_ETOOBIG, MK_ENOMEM.
@@ -231,6 +231,31 @@ MK_API int mk_runtime_load_async(mk_runtime *rt, const char *config_json,
                                  mk_load_fn fn, void *arg, char **err);
 
 /*
+ * mk_runtime_reload applies a config.json again, as a daemon's reload
+ * does: its global settings (as mk_runtime_configure), then its clients
+ * as a diff against the file last given to mk_runtime_load, _load_async
+ * or _reload (none before the first): a new client added (as a load
+ * adds it: one that cannot connect is kept `unstable`), a changed one
+ * updated to the file's config as a whole (re-dialed when a connection
+ * field changed), or replaced (removed and added, a new client) when
+ * its name, client_id, connection_type, connection_string or auth_type
+ * changed; a vanished one removed.  Clients created through
+ * mk_client_add are not the file's and stay; a file's client whose name
+ * such a client holds is not applied (counted failed, tried again at
+ * the next reload).  The file's env. references are resolved, as any
+ * file's.  Logs "reloaded: A added, U updated, R removed, F failed"
+ * (component "runtime"; a warning when F is not 0) and one line per
+ * client that failed.  An invalid file changes nothing (MK_EINVAL,
+ * *err as for mk_runtime_load).  Blocks until every new client's first
+ * connect and every update finished (up to ~70 s); any thread but the
+ * runtime's own (reloads at once apply in turn).  Returns MK_OK (also when
+ * some clients failed: the log says which), MK_EHANDLE, MK_EINVAL, MK_ETOOBIG,
+ * MK_ENOMEM, MK_ETIMEDOUT.
+ */
+MK_API int mk_runtime_reload(mk_runtime *rt, const char *config_json,
+                             char **err);
+
+/*
  * mk_runtime_configure validates a whole config.json and applies only its
  * global settings, mcp.tool_sync_interval and mcp.tool_execution_timeout
  * (default 10 min and 30 s when the file has none): to every running
@@ -239,7 +264,8 @@ MK_API int mk_runtime_load_async(mk_runtime *rt, const char *config_json,
  * effect at once (the next check is rescheduled); a new timeout bounds
  * the calls started from then on.  Clients are not added, changed or
  * removed (a daemon's reload runs this, then applies its clients as a
- * diff).  Nothing is applied when the file is invalid.  Blocks briefly;
+ * diff: mk_runtime_reload).  Nothing is applied when the file is
+ * invalid.  Blocks briefly;
  * any thread but the runtime's own; *err as for mk_runtime_load.
  * Returns MK_OK, MK_EHANDLE, MK_EINVAL, MK_ETOOBIG, MK_ENOMEM,
  * MK_ETIMEDOUT.
@@ -350,7 +376,11 @@ MK_API int mk_config_get(const char *config_json, const char *path,
 
 /*
  * mk_client_add adds one client from its JSON config object (an entry of
- * mcp.client_configs).  Blocks until its first connect (sticky) or
+ * mcp.client_configs).  Its strings are literal: "env.X" is the text
+ * "env.X" (a header value sent as written, an invalid URL), never read
+ * from the environment - only a config file's references are (SPEC
+ * section 12) - and it stays literal in the store, after a restart.
+ * Blocks until its first connect (sticky) or
  * discovery (per-call) finished and, with a healthy store, until the
  * client is on disk (it survives a crash from then on; lifecycle calls
  * below that change the config do the same).  A sticky client that
@@ -392,7 +422,11 @@ MK_API int mk_client_remove(mk_runtime *rt, const char *client, char **err);
  * (tools_to_execute, tool_sync_interval, tool_execution_timeout,
  * is_ping_available) apply at once, in place: the connection, its
  * generation and a stdio server's process are kept.  A field given with
- * its current value is no change.  *err as for mk_client_add.
+ * its current value is no change.  The patch is literal where it brings
+ * an "env." string: one equal to the config's at the same place keeps
+ * its meaning (a file's reference still resolves: a list view's config
+ * sent back changes nothing), any other is the text as given, as for
+ * mk_client_add.  *err as for mk_client_add.
  */
 MK_API int mk_client_update(mk_runtime *rt, const char *client,
                             const char *patch_json, char **err);

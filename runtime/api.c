@@ -21,6 +21,7 @@
 	(CLIENT_CONNECT_MS + 10000) /* a first connect, and then some         \
 	                             */
 #define LOAD_MS        (CLIENT_CONNECT_MS + 30000)
+#define RELOAD_MS      (LOAD_MS + 10000) /* its updates' re-dials too */
 #define CALL_MARGIN_MS 2000 /* the client answers by its own deadline */
 
 /* Copies the reply's "error" into *err (when err is not NULL). */
@@ -194,6 +195,38 @@ mk_runtime_configure(mk_runtime *rt, const char *config_json, char **err)
 	if (rv != 0) {
 		take_error(&a, rv, err);
 	}
+	free(a.data);
+	return (rv);
+}
+
+int
+mk_runtime_reload(mk_runtime *rt, const char *config_json, char **err)
+{
+	char      e[CFG_ERR_MAX];
+	cfg_file *f;
+	kn_answer a;
+	int       rv;
+
+	if (err != NULL) {
+		*err = NULL;
+	}
+	if (!rt_valid(rt)) {
+		return (MK_EHANDLE);
+	}
+	if (config_json == NULL) {
+		return (MK_EINVAL);
+	}
+	/* invalid: refused here, before anything changes */
+	if ((rv = cfg_file_parse(config_json, strlen(config_json), &f, e,
+	                         sizeof(e))) != 0) {
+		if (err != NULL) {
+			*err = strdup(e);
+		}
+		return (rv);
+	}
+	cfg_file_free(&f);
+	rv = sv_ask(rt, MSG_SV_RELOAD, "file", config_json, RELOAD_MS, &a,
+	            err);
 	free(a.data);
 	return (rv);
 }

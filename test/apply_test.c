@@ -6,9 +6,13 @@
  * keeps its process unless a connection field changed), and clients
  * addressed by their client_id as well as by name (the list view, every
  * mk_* call, the state stream; an id that is another client's name is
- * refused).  The MCP server is test/peers/inject.mjs.
+ * refused), env. references resolved only from a config file (an API
+ * client's are literal, in the store too; no view shows a resolved
+ * value), and mk_runtime_reload's diff.  The MCP server is
+ * test/peers/inject.mjs.
  */
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -379,6 +383,453 @@ view_round_trip(void)
 	rt_close(&rt, &sb);
 }
 
+/* ---- item: env. only from a config file ---------------------------------
+ */
+
+#define MARKER   "mk-marker-7f3a"   /* MK_TEST_SECRET_X's value */
+#define FILE_TOK "mk-file-tok-91c2" /* MK_TEST_FILE_TOK's value */
+
+/* The value of the x-* header name that the inject server saw on a
+ * call (malloc'd), or NULL when it saw none. */
+static char *
+seen_header(mk_runtime *rt, const char *client, const char *name)
+{
+	int     rc;
+	char   *t = call_text(rt, client, "headers", NULL, &rc), *v = NULL;
+	json_t *r = json_loads(t, 0, NULL), *h;
+
+	if (rc != 0) {
+		fprintf(stderr, "headers on %s: %s (%s)\n", client,
+		        mk_strerror(rc), t);
+	}
+	CHECK_EQ(rc, 0);
+	h = json_loads(
+	        json_string_value(json_object_get(
+	                json_array_get(json_object_get(r, "content"), 0),
+	                "text")),
+	        0, NULL);
+	CHECK(h != NULL);
+	if (json_is_string(json_object_get(h, name))) {
+		v = strdup(json_string_value(json_object_get(h, name)));
+	}
+	json_decref(h);
+	json_decref(r);
+	free(t);
+	return (v);
+}
+
+/* Whether the header the server saw is want. */
+static bool
+saw(mk_runtime *rt, const char *client, const char *name, const char *want)
+{
+	char *v  = seen_header(rt, client, name);
+	bool  ok = v != NULL && strcmp(v, want) == 0;
+
+	if (!ok) {
+		fprintf(stderr, "%s: header %s was \"%s\", not \"%s\"\n",
+		        client, name, v != NULL ? v : "(none)", want);
+	}
+	free(v);
+	return (ok);
+}
+
+/* Whether the whole list view (mk_clients_json) holds text. */
+static bool
+list_has(mk_runtime *rt, const char *text)
+{
+	char *out = NULL;
+	bool  yes;
+
+	CHECK_EQ(mk_clients_json(rt, "{\"limit\": 100}", &out), 0);
+	yes = strstr(out, text) != NULL;
+	mk_free(out);
+	return (yes);
+}
+
+/* The attack of SPEC section 12: an API caller's "env.X" never reads
+ * the environment - the server gets the text as written, a missing
+ * variable is no error (nothing says whether one exists), a URL
+ * "env.X" is just not a URL - and it stays so in the store, after a
+ * restart, and through an update. */
+static void
+api_env_literal(void)
+{
+	sub         sb;
+	mk_runtime *rt;
+	char        path[128], *err = NULL;
+	int         at = 0;
+
+	setenv("MK_TEST_SECRET_X", MARKER, 1);
+	unsetenv("MK_NOPE_Y");
+	snprintf(path, sizeof(path), "%s/literal.db", dir);
+	rt = rt_open_store(&sb, path);
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"lit\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	             "\"needs_session_stickiness\": true, "
+	             "\"auth_type\": \"headers\", \"headers\": "
+	             "{\"x-api-key\": \"env.MK_TEST_SECRET_X\", "
+	             "\"x-nope\": \"env.MK_NOPE_Y\"}, "
+	             "\"tools_to_execute\": [\"*\"]}",
+	             srv.port),
+	         0);
+	wait_state(&sb, &at, "lit", "healthy", NULL);
+	CHECK(saw(rt, "lit", "x-api-key", "env.MK_TEST_SECRET_X"));
+	CHECK(saw(rt, "lit", "x-nope", "env.MK_NOPE_Y"));
+	/* a literal header value is a value: redacted like any */
+	CHECK(!list_has(rt, MARKER) && !list_has(rt, "env.MK_TEST_SECRET_X"));
+	/* a URL from the API: the usual invalid-URL error, no lookup */
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"lit_url\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"env.MK_TEST_SECRET_X\"}"),
+	         MK_EINVAL);
+	CHECK(strstr(err, "must be an http:// or https:// URL") != NULL);
+	CHECK(strstr(err, MARKER) == NULL);
+	mk_free(err);
+	err = NULL;
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"lit_nope\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"env.MK_NOPE_Y\"}"),
+	         MK_EINVAL);
+	CHECK(strstr(err, "must be an http:// or https:// URL") != NULL);
+	CHECK(strstr(err, "not set") == NULL);
+	mk_free(err);
+	err = NULL;
+	/* restored from the store: still literal */
+	rt_close(&rt, &sb);
+	rt = rt_open_store(&sb, path);
+	CHECK(saw(rt, "lit", "x-api-key", "env.MK_TEST_SECRET_X"));
+	CHECK(saw(rt, "lit", "x-nope", "env.MK_NOPE_Y"));
+	/* an update's env. strings too; the view sent back changes nothing */
+	CHECK_EQ(mk_client_update(rt, "lit",
+	                          "{\"headers\": {\"x-api-key\": "
+	                          "\"env.MK_TEST_SECRET_X\", \"x-more\": "
+	                          "\"env.MK_TEST_SECRET_X\"}}",
+	                          &err),
+	         0);
+	CHECK(saw(rt, "lit", "x-more", "env.MK_TEST_SECRET_X"));
+	json_t *v   = view_of(rt, "lit");
+	char   *cfg = json_dumps(json_object_get(v, "config"), JSON_COMPACT);
+	json_decref(v);
+	CHECK_EQ(mk_client_update(rt, "lit", cfg, &err), 0);
+	free(cfg);
+	CHECK(saw(rt, "lit", "x-api-key", "env.MK_TEST_SECRET_X"));
+	CHECK(saw(rt, "lit", "x-more", "env.MK_TEST_SECRET_X"));
+	CHECK(!list_has(rt, MARKER));
+	rt_close(&rt, &sb);
+	rt = rt_open_store(&sb, path);
+	CHECK(saw(rt, "lit", "x-more", "env.MK_TEST_SECRET_X"));
+	CHECK_EQ(mk_client_remove(rt, "lit", &err), 0);
+	rt_close(&rt, &sb);
+}
+
+/* A config file's env. references resolve; its client's list view shows
+ * them as references and, sent back as an update, keeps them resolving;
+ * what an API patch brings is literal, next to what the file gave, and
+ * both stay so in the store. */
+static void
+file_env_update(void)
+{
+	sub         sb;
+	mk_runtime *rt;
+	char        path[128], file[1024], *err = NULL;
+	int         at = 0;
+
+	setenv("MK_TEST_SECRET_X", MARKER, 1);
+	setenv("MK_TEST_FILE_TOK", FILE_TOK, 1);
+	snprintf(path, sizeof(path), "%s/fileenv.db", dir);
+	rt = rt_open_store(&sb, path);
+	snprintf(file, sizeof(file),
+	         "{\"mcp\": {\"client_configs\": [{\"name\": \"fenv\", "
+	         "\"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	         "\"needs_session_stickiness\": true, "
+	         "\"auth_type\": \"headers\", \"headers\": "
+	         "{\"x-token\": \"env.MK_TEST_FILE_TOK\"}, "
+	         "\"tools_to_execute\": [\"*\"]}]}}",
+	         srv.port);
+	CHECK_EQ(mk_runtime_load(rt, file, &err), 0);
+	wait_state(&sb, &at, "fenv", "healthy", NULL);
+	CHECK(saw(rt, "fenv", "x-token", FILE_TOK));
+	CHECK(list_has(rt, "env.MK_TEST_FILE_TOK") && !list_has(rt, FILE_TOK));
+	/* the view sent back: resolved still, no re-dial */
+	json_t *v   = view_of(rt, "fenv");
+	char   *cfg = json_dumps(json_object_get(v, "config"), JSON_COMPACT);
+	long gen = (long)json_integer_value(json_object_get(v, "generation"));
+	json_decref(v);
+	CHECK_EQ(mk_client_update(rt, "fenv", cfg, &err), 0);
+	free(cfg);
+	CHECK(saw(rt, "fenv", "x-token", FILE_TOK));
+	CHECK_EQ(generation(rt, "fenv"), gen);
+	/* stored without a mask (as every row of an older store): restored,
+	 * its references resolve as before */
+	rt_close(&rt, &sb);
+	rt = rt_open_store(&sb, path);
+	CHECK(saw(rt, "fenv", "x-token", FILE_TOK));
+	/* a patch's new env. string is literal; the file's kept resolves */
+	CHECK_EQ(mk_client_update(rt, "fenv",
+	                          "{\"headers\": {\"x-token\": "
+	                          "\"env.MK_TEST_FILE_TOK\", \"x-more\": "
+	                          "\"env.MK_TEST_SECRET_X\"}}",
+	                          &err),
+	         0);
+	CHECK(saw(rt, "fenv", "x-token", FILE_TOK));
+	CHECK(saw(rt, "fenv", "x-more", "env.MK_TEST_SECRET_X"));
+	/* and the view of that, sent back, changes neither */
+	v   = view_of(rt, "fenv");
+	cfg = json_dumps(json_object_get(v, "config"), JSON_COMPACT);
+	json_decref(v);
+	CHECK_EQ(mk_client_update(rt, "fenv", cfg, &err), 0);
+	free(cfg);
+	CHECK(saw(rt, "fenv", "x-token", FILE_TOK));
+	CHECK(saw(rt, "fenv", "x-more", "env.MK_TEST_SECRET_X"));
+	CHECK(!list_has(rt, MARKER) && !list_has(rt, FILE_TOK));
+	/* restored as it was: each string with its own meaning */
+	rt_close(&rt, &sb);
+	rt = rt_open_store(&sb, path);
+	CHECK(saw(rt, "fenv", "x-token", FILE_TOK));
+	CHECK(saw(rt, "fenv", "x-more", "env.MK_TEST_SECRET_X"));
+	CHECK_EQ(mk_client_remove(rt, "fenv", &err), 0);
+	rt_close(&rt, &sb);
+}
+
+/* stdio args from env. are never shown resolved: the list view shows
+ * the reference (and a literal one as given), not the value - also
+ * when the server fails. */
+static void
+env_args_hidden(void)
+{
+	sub         sb;
+	mk_runtime *rt = rt_open(&sb);
+	char        file[1400], *err = NULL;
+	int         at = 0;
+
+	setenv("MK_TEST_ARG", "mk-arg-marker-55e1", 1);
+	snprintf(file, sizeof(file),
+	         "{\"mcp\": {\"client_configs\": [{\"name\": \"argok\", "
+	         "\"connection_type\": \"stdio\", \"stdio_config\": "
+	         "{\"command\": \"sh\", \"args\": [\"-c\", \"exec node %s "
+	         "stdio\", \"env.MK_TEST_ARG\"]}, \"tools_to_execute\": "
+	         "[\"*\"]}, "
+	         "{\"name\": \"argbad\", \"connection_type\": \"stdio\", "
+	         "\"stdio_config\": {\"command\": \"sh\", \"args\": "
+	         "[\"-c\", \"exit 3\", \"env.MK_TEST_ARG\"]}}]}}",
+	         js);
+	CHECK_EQ(mk_runtime_load(rt, file, &err), 0);
+	wait_state(&sb, &at, "argok", "healthy", NULL);
+	json_t *v = view_of(rt, "argbad");
+	CHECK(strcmp(vstr(v, "state"), "unstable") == 0);
+	json_decref(v);
+	CHECK(list_has(rt, "\"env.MK_TEST_ARG\""));
+	CHECK(!list_has(rt, "mk-arg-marker-55e1"));
+	/* from the API: literal, shown as given */
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"arglit\", \"connection_type\": \"stdio\", "
+	             "\"stdio_config\": {\"command\": \"sh\", \"args\": "
+	             "[\"-c\", \"exec node %s stdio\", \"env.MK_TEST_ARG\"]}}",
+	             js),
+	         0);
+	v          = view_of(rt, "arglit");
+	char *dump = json_dumps(json_object_get(v, "config"), JSON_COMPACT);
+	json_decref(v);
+	CHECK(strstr(dump, "stdio\",\"env.MK_TEST_ARG\"]") != NULL);
+	free(dump);
+	CHECK(!list_has(rt, "mk-arg-marker-55e1"));
+	rt_close(&rt, &sb);
+}
+
+/* ---- item: mk_runtime_reload ----------------------------------------------
+ */
+
+/* A runtime as rt_open's, logging at info into fd. */
+static mk_runtime *
+rt_open_log(sub *sb, int fd)
+{
+	static int  seq;
+	mk_runtime *rt;
+	mk_options  o;
+	char        url[64], *was = getenv("MCPKEEP_LOG");
+
+	was = was != NULL ? strdup(was) : NULL;
+	unsetenv("MCPKEEP_LOG"); /* (it would override the level) */
+	snprintf(url, sizeof(url), "inproc://apply-log-%d", ++seq);
+	mk_options_init(&o);
+	o.log_level         = MK_LOG_INFO;
+	o.log_fd            = fd;
+	o.stream_url        = url;
+	o.unstable_check_ms = 1000;
+	CHECK_EQ(mk_runtime_open(&rt, &o), 0);
+	if (was != NULL) {
+		setenv("MCPKEEP_LOG", was, 1);
+		free(was);
+	}
+	sub_open(sb, mk_stream_url(rt));
+	return (rt);
+}
+
+/* Whether the file at path holds text. */
+static bool
+file_has(const char *path, const char *text)
+{
+	FILE  *f = fopen(path, "r");
+	char  *buf;
+	long   n;
+	bool   yes;
+	size_t got;
+
+	CHECK(f != NULL);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	CHECK((buf = calloc(1, (size_t)n + 1)) != NULL);
+	got = fread(buf, 1, (size_t)n, f);
+	fclose(f);
+	buf[got] = '\0';
+	yes      = strstr(buf, text) != NULL;
+	free(buf);
+	return (yes);
+}
+
+/* A Streamable HTTP entry of srv (per-call), with extra fields. */
+static void
+entry_of(char *buf, size_t len, const char *name, int port, const char *extra)
+{
+	snprintf(buf, len,
+	         "{\"name\": \"%s\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	         "\"tools_to_execute\": [\"*\"]%s}",
+	         name, port, extra);
+}
+
+/* Whether the list has the client. */
+static bool
+listed(mk_runtime *rt, const char *name)
+{
+	json_t *v = view_find(rt, name);
+
+	json_decref(v);
+	return (v != NULL);
+}
+
+/* The file's config of a client, as the list shows it. */
+static json_t *
+config_of(mk_runtime *rt, const char *name)
+{
+	json_t *v = view_of(rt, name);
+	json_t *c = json_incref(json_object_get(v, "config"));
+
+	json_decref(v);
+	return (c);
+}
+
+/* mk_runtime_reload: the file again as a diff - new clients added,
+ * changed ones updated (as a whole: a field the file dropped goes) or
+ * replaced (a new connection_string: a new client), vanished ones
+ * removed; an API client stays, also when the file names it (not
+ * applied, failed); env. resolved as in any file; an invalid file
+ * changes nothing; the log has the summary and each failure. */
+static void
+reload_diff(void)
+{
+	sub         sb;
+	mk_runtime *rt;
+	char        logp[128], a[512], b[512], c[512], d[512], e[512];
+	char        file[4096], *err = NULL;
+	int         fd;
+
+	setenv("MK_TEST_FILE_TOK", FILE_TOK, 1);
+	snprintf(logp, sizeof(logp), "%s/reload.log", dir);
+	CHECK((fd = open(logp, O_CREAT | O_WRONLY | O_TRUNC, 0600)) >= 0);
+	rt = rt_open_log(&sb, fd);
+	entry_of(a, sizeof(a), "ra", srv.port,
+	         ", \"tool_execution_timeout\": \"20s\"");
+	entry_of(b, sizeof(b), "rb", srv.port, "");
+	entry_of(d, sizeof(d), "rd", srv.port, "");
+	snprintf(file, sizeof(file),
+	         "{\"mcp\": {\"client_configs\": [%s, %s, %s]}}", a, b, d);
+	CHECK_EQ(mk_runtime_load(rt, file, &err), 0);
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"rapi\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	             "\"tools_to_execute\": [\"*\"]}",
+	             srv.port),
+	         0);
+	json_t *cfg   = config_of(rt, "rd");
+	char   *rd_id = strdup(vstr(cfg, "client_id"));
+	json_decref(cfg);
+	/* ra changed, rb gone, rc new (its header from the environment),
+	 * rd's URL changed, rapi named by the file too */
+	entry_of(a, sizeof(a), "ra", srv.port,
+	         ", \"tool_sync_interval\": \"5m\"");
+	entry_of(c, sizeof(c), "rc", srv.port,
+	         ", \"auth_type\": \"headers\", \"headers\": {\"x-token\": "
+	         "\"env.MK_TEST_FILE_TOK\"}");
+	entry_of(d, sizeof(d), "rd", 1, "");
+	entry_of(e, sizeof(e), "rapi", 1, "");
+	snprintf(file, sizeof(file),
+	         "{\"mcp\": {\"tool_execution_timeout\": \"1s\", "
+	         "\"client_configs\": [%s, %s, %s, %s]}}",
+	         a, c, d, e);
+	CHECK_EQ(mk_runtime_reload(rt, file, &err), 0);
+	CHECK(!listed(rt, "rb"));
+	cfg = config_of(rt, "ra");
+	CHECK(strcmp(vstr(cfg, "tool_sync_interval"), "5m") == 0);
+	CHECK(json_object_get(cfg, "tool_execution_timeout") == NULL);
+	json_decref(cfg);
+	CHECK(saw(rt, "rc", "x-token", FILE_TOK));
+	cfg = config_of(rt, "rd");
+	CHECK(strstr(vstr(cfg, "connection_string"), "127.0.0.1:1/") != NULL);
+	CHECK(strcmp(vstr(cfg, "client_id"), rd_id) != 0);
+	json_decref(cfg);
+	cfg = config_of(rt, "rapi");
+	CHECK(strstr(vstr(cfg, "connection_string"), "127.0.0.1:1/") == NULL);
+	json_decref(cfg);
+	/* the global timeout applied: ra has none of its own now */
+	CHECK(hang_ms(rt, "ra") < 10000);
+	/* invalid: nothing changes */
+	CHECK_EQ(mk_runtime_reload(rt,
+	                           "{\"mcp\": {\"client_configs\": "
+	                           "[{\"name\": \"bad name\"}]}}",
+	                           &err),
+	         MK_EINVAL);
+	CHECK(strstr(err, "bad name") != NULL);
+	mk_free(err);
+	err = NULL;
+	CHECK_EQ(
+	        mk_runtime_reload(rt,
+	                          "{\"mcp\": {\"client_configs\": [{\"name\": "
+	                          "\"rz\", \"connection_type\": \"http\", "
+	                          "\"connection_string\": "
+	                          "\"env.MK_NOPE_Y\"}]}}",
+	                          &err),
+	        MK_EINVAL);
+	CHECK(strstr(err, "MK_NOPE_Y is not set") != NULL);
+	mk_free(err);
+	err = NULL;
+	CHECK(listed(rt, "ra") && listed(rt, "rc") && listed(rt, "rd"));
+	/* rapi was not the file's: a file without it leaves it */
+	snprintf(file, sizeof(file),
+	         "{\"mcp\": {\"client_configs\": [%s, %s]}}", a, c);
+	CHECK_EQ(mk_runtime_reload(rt, file, &err), 0);
+	CHECK(!listed(rt, "rd"));
+	cfg = config_of(rt, "rapi");
+	CHECK(strstr(vstr(cfg, "connection_string"), "127.0.0.1:1/") == NULL);
+	json_decref(cfg);
+	rt_close(&rt, &sb);
+	close(fd);
+	CHECK(file_has(logp,
+	               "runtime: reloaded: 2 added, 1 updated, 1 "
+	               "removed, 1 failed"));
+	CHECK(file_has(logp,
+	               "runtime: reload: rapi: an MCP client named "
+	               "rapi"));
+	CHECK(file_has(logp,
+	               "runtime: reloaded: 0 added, 0 updated, 1 "
+	               "removed, 0 failed"));
+	CHECK(!file_has(logp, FILE_TOK));
+	free(rd_id);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -396,6 +847,10 @@ main(int argc, char **argv)
 	RUN_IF(update_in_place);
 	RUN_IF(clients_by_id);
 	RUN_IF(view_round_trip);
+	RUN_IF(api_env_literal);
+	RUN_IF(file_env_update);
+	RUN_IF(env_args_hidden);
+	RUN_IF(reload_diff);
 	peer_stop(&srv);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -75,17 +75,20 @@ modes_table(void)
 	CHECK(strstr(t, "Echo: pc") != NULL);
 	free(t);
 
-	/* headers + http, stickiness true: sticky (header values redacted) */
+	/* headers + http, stickiness true: sticky (header values redacted;
+	 * a config file's env. reference shown as the reference) */
 	setenv("MK_TEST_SECRET", "s3cr3t-value", 1);
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"m_sticky\", \"connection_type\": \"http\", "
-	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	             "\"auth_type\": \"headers\", \"headers\": {\"X-Key\": "
-	             "\"literal-secret\", \"X-Env\": \"env.MK_TEST_SECRET\"}, "
-	             "\"needs_session_stickiness\": true, "
-	             "\"tools_to_execute\": [\"echo\"]}",
-	             http.port),
-	         0);
+	char file[1024];
+	snprintf(file, sizeof(file),
+	         "{\"mcp\": {\"client_configs\": [{\"name\": \"m_sticky\", "
+	         "\"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	         "\"auth_type\": \"headers\", \"headers\": {\"X-Key\": "
+	         "\"literal-secret\", \"X-Env\": \"env.MK_TEST_SECRET\"}, "
+	         "\"needs_session_stickiness\": true, "
+	         "\"tools_to_execute\": [\"echo\"]}]}}",
+	         http.port);
+	CHECK_EQ(mk_runtime_load(rt, file, &err), 0);
 	v = view_of(rt, "m_sticky");
 	CHECK(strcmp(vstr(v, "connection_mode"), "sticky") == 0);
 	CHECK(strcmp(vstr(v, "state"), "healthy") == 0);

@@ -438,7 +438,9 @@ client_persist_config(client *cl)
 	if (cl->ps == NULL) {
 		return;
 	}
-	text = json_dumps(cl->cfg->raw, JSON_COMPACT);
+	json_t *stored = cfg_client_stored(cl->cfg); /* its literal mask too */
+	text = stored != NULL ? json_dumps(stored, JSON_COMPACT) : NULL;
+	json_decref(stored);
 	mp_w_init(&w);
 	mp_map(&w, 3);
 	mp_kv_str(&w, "id", cl->cfg->id);
@@ -713,21 +715,37 @@ field_changed(json_t *a, json_t *b, const char *key)
 	        (x != NULL && !json_equal(x, y)));
 }
 
+/* Whether two literal masks (config.h) differ at key. */
+static bool
+literal_changed(json_t *a, json_t *b, const char *key)
+{
+	json_t *x = json_is_true(a) ? a : json_object_get(a, key);
+	json_t *y = json_is_true(b) ? b : json_object_get(b, key);
+
+	return ((x == NULL) != (y == NULL) ||
+	        (x != NULL && !json_equal(x, y)));
+}
+
 /* Applies a config patch: immutable fields refused, the result
  * validated as a whole; a change of credentials or connection re-dials
- * (make-before-break for a sticky client), refused while a dial runs. */
+ * (make-before-break for a sticky client), refused while a dial runs.
+ * An API patch is merged and literal where it brings an env. string
+ * (cfg_literal_patched); a file's ("file") is the whole new config,
+ * resolved as a file's. */
 static void
 on_update(client *cl, kn_msg *msg)
 {
 	uint64_t    corr = kn_defer(msg);
 	char        err[CFG_ERR_MAX], *text;
-	json_t     *patch, *merged;
+	json_t     *patch, *merged, *lit;
 	cfg_client *ncfg;
-	bool        redial = false, was_sticky = cl->cfg->sticky;
+	bool        redial = false, was_sticky = cl->cfg->sticky, file;
 	mp_r        r;
+	int         rv;
 
 	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
 	text = mp_dup_str(mp_get(&r, "patch"));
+	file = mp_bool(mp_get(&r, "file"), false);
 	mp_r_close(&r);
 	patch = text != NULL ? json_loads(text, 0, NULL) : NULL;
 	free(text);
@@ -737,10 +755,13 @@ on_update(client *cl, kn_msg *msg)
 		            "the update must be a JSON object");
 		return;
 	}
-	cfg_unredact(patch, cl->cfg); /* a view sent back keeps secrets */
+	if (!file) {
+		/* a view sent back keeps the secrets it could not see */
+		cfg_unredact(patch, cl->cfg);
+	}
 	/* the id as the view shows it (a generated one is not in raw) */
 	json_t *given = json_object_get(patch, "client_id");
-	if (json_is_string(given) &&
+	if (!file && json_is_string(given) &&
 	    strcmp(json_string_value(given), cl->cfg->id) == 0) {
 		json_object_del(patch, "client_id");
 	}
@@ -755,11 +776,20 @@ on_update(client *cl, kn_msg *msg)
 			return;
 		}
 	}
-	merged = json_deep_copy(cl->cfg->raw);
-	json_object_update(merged, patch);
+	if (file) {
+		merged = json_deep_copy(patch);
+		lit    = NULL;
+	} else {
+		merged = json_deep_copy(cl->cfg->raw);
+		json_object_update(merged, patch);
+		lit = cfg_literal_patched(cl->cfg, patch);
+	}
 	json_decref(patch);
 	for (int i = 0; conn_fields[i] != NULL; i++) {
 		redial |= field_changed(merged, cl->cfg->raw, conn_fields[i]);
+		/* the same text resolved another way is another value */
+		redial |=
+		        literal_changed(lit, cl->cfg->literal, conn_fields[i]);
 	}
 	/* a new OAuth config of an oauth client is a rotation: the
 	 * credential actor voids the old grant and the client waits for a
@@ -771,6 +801,7 @@ on_update(client *cl, kn_msg *msg)
 	}
 	if (redial && cl->dial != NULL) {
 		json_decref(merged);
+		json_decref(lit);
 		reply_error(
 		        cl, corr, MK_EBUSY,
 		        "reconnect or connection credential update already in "
@@ -778,12 +809,14 @@ on_update(client *cl, kn_msg *msg)
 		        cl->cfg->name);
 		return;
 	}
-	if (cfg_client_parse(merged, &ncfg, err, sizeof(err)) != 0) {
-		json_decref(merged);
-		reply_error(cl, corr, MK_EINVAL, "%s", err);
+	rv = cfg_client_parse(merged, lit, &ncfg, err, sizeof(err));
+	json_decref(merged);
+	json_decref(lit);
+	if (rv != 0) {
+		reply_error(cl, corr, rv == MK_ENOMEM ? rv : MK_EINVAL, "%s",
+		            err);
 		return;
 	}
-	json_decref(merged);
 	/* the id is the client's identity: a generated one is kept */
 	free(ncfg->id);
 	ncfg->id = strdup(cl->cfg->id);

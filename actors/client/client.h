@@ -33,6 +33,13 @@
  *   MSG_CL_RECONNECT ask  {}  -> {} | error (joins one in progress)
  *   MSG_CL_DISABLE   ask  {}  -> {}
  *   MSG_CL_ENABLE    ask  {}  -> {} | error (the connect's)
+ *   MSG_CL_UPDATE    ask  {"patch": json text, "file": bool} -> {} |
+ *                          error.  An API patch (file false): top-level
+ *                          fields merged into the config, a view's
+ *                          "<redacted>" put back, env. strings it brings
+ *                          literal (cfg_literal_patched).  A file's
+ *                          (a reload): the whole new config, resolved
+ *                          as a file's.  See mk_client_update.
  *   MSG_CL_METRICS   ask  {}  -> {"json": text} (its counters: see
  *                          mk_client_metrics_json)
  *   MSG_CL_SETTINGS  tell {"sync_ms", "exec_ms"} from the supervisor:
