@@ -248,6 +248,69 @@ origins(void)
 	peer_stop(&d);
 }
 
+/* POST body to path of the OAuth peer's admin API. */
+static void
+oauth_admin(int port, const char *path, const char *body)
+{
+	char  url[128];
+	CURL *e    = curl_easy_init();
+	FILE *null = fopen("/dev/null", "w");
+	long  st   = 0;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fwrite);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, null);
+	CHECK_EQ(curl_easy_perform(e), CURLE_OK);
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &st);
+	CHECK_EQ(st, 200);
+	curl_easy_cleanup(e);
+	fclose(null);
+}
+
+/* Stored XSS through discovery: metadata names a javascript:
+ * authorization_endpoint; it is refused at discovery, never stored or
+ * shown, and the page (Chromium) opens nothing. */
+static void
+xss(void)
+{
+	peer        as = {0}, d = {0}, b = {0};
+	char        js[512], config[1024];
+	const char *argv_as[] = {"node", js, "--port", "0", NULL};
+	long        st;
+
+	snprintf(js, sizeof(js), "%s/oauth.mjs", peer_dir());
+	CHECK_EQ(peer_start(&as, argv_as, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+	oauth_admin(as.port, "/admin/metadata",
+	            "{\"as\": {\"authorization_endpoint\": "
+	            "\"javascript:fetch('/api/mcp/clients')//\"}}");
+	snprintf(config, sizeof(config),
+	         "{\"mcp\": {\"client_configs\": [{\"name\": \"sso\", "
+	         "\"connection_type\": \"http\", \"connection_string\": "
+	         "\"http://127.0.0.1:%d/mcp\", \"auth_type\": \"oauth\", "
+	         "\"oauth_config\": {}, \"tools_to_execute\": [\"*\"]}]}}",
+	         as.port);
+	serve(&d, "xss.json", config, NULL);
+	expect("POST", "/api/mcp/client/sso/initiate-verification", NULL, NULL,
+	       502,
+	       "authorization_endpoint from the authorization server "
+	       "metadata is not an http(s) URL");
+	snprintf(js, sizeof(js), "%s/xss.mjs", peer_dir());
+	const char *argv[] = {"node", js, sv_base, "sso", NULL};
+	CHECK_EQ(peer_start(&b, argv, NULL, "xss ok ([0-9]+)", 120000), 0);
+	CHECK(peer_wait_exit(&b, 30000));
+	peer_stop(&b);
+	CHECK(WIFEXITED(b.status) && WEXITSTATUS(b.status) == 0);
+	char *out = http("GET", "/api/mcp/clients?limit=100", NULL, NULL, &st);
+	CHECK(strstr(out, "javascript:") == NULL);
+	free(out);
+	peer_stop(&d);
+	peer_stop(&as);
+}
+
 /* ---- virtual keys ------------------------------------------------------- */
 
 static void
@@ -316,8 +379,8 @@ keys(void)
 	             "\\\"pid\\\" of client \\\"svc\\\"") != NULL);
 	free(out);
 	/* by the client's id too */
-	out = http("GET", "/api/mcp/clients?search=svc", NULL,
-	           "keys-admin-token", &st);
+	out       = http("GET", "/api/mcp/clients?search=svc", NULL,
+	                 "keys-admin-token", &st);
 	char *idp = strstr(out, "\"client_id\":\"");
 	CHECK(idp != NULL);
 	char id[64];
@@ -793,6 +856,7 @@ main(int argc, char **argv)
 	CHECK_EQ(peer_start_inject(&mcp, WAIT_MS), 0);
 	RUN_IF(browser);
 	RUN_IF(origins);
+	RUN_IF(xss);
 	RUN_IF(keys);
 	RUN_IF(bodies);
 	RUN_IF(idle);
