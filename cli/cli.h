@@ -19,9 +19,19 @@ int cli_parse_level(const char *s, mk_log_level *out);
  * -1 for anything else. */
 int cli_positive(const char *s);
 
+/* A live view of a state stream (watch.c): url is http(s)://HOST:PORT
+ * (the daemon's /api/events, with auth the header line of its
+ * credential, or NULL) or an nng address; the events are printed, one
+ * line each, by a thread of its own until cli_watch_stop. */
+typedef struct cli_watch cli_watch;
+int  cli_watch_start(cli_watch **w, const char *url, const char *auth,
+                     int count); /* over HTTP: SIGTERM after count */
+void cli_watch_stop(cli_watch **w);
+
 /* The commands; each returns the exit code. */
 int cmd_serve(int argc, char **argv);   /* serve.c */
 int cmd_clients(int argc, char **argv); /* remote.c */
 int cmd_call(int argc, char **argv);    /* remote.c */
+int cmd_watch(int argc, char **argv);   /* watch.c */
 
 #endif /* CLI_CLI_H */

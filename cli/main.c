@@ -1,20 +1,17 @@
 /*
  * main.c - the mcpkeep program.
  *
- * Uses include/mcpkeep.h (and nng + msgpack to read the state stream, as
- * any embedder would).  Exit codes: 0 success, 1 runtime failure, 2 usage
- * error.
+ * Uses include/mcpkeep.h (and nng to read the state stream, as any
+ * embedder would: watch.c).  Exit codes: 0 success, 1 runtime failure,
+ * 2 usage error.
  */
 #include <errno.h>
 #include <limits.h>
-#include <nng/nng.h>
-#include <nng/protocol/pubsub0/sub.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/cli.h"
 #include "mcpkeep.h"
@@ -107,74 +104,6 @@ cli_read_file(const char *path, char *err, size_t errlen)
 	return (buf);
 }
 
-/* ---- the live view --------------------------------------------------- */
-
-typedef struct watch {
-	nng_socket sub; /* subscribed to the runtime's state stream */
-	pthread_t  thr; /* prints what arrives */
-} watch;
-
-static void
-print_event(const mk_event *e)
-{
-	char      ts[16];
-	time_t    now = time(NULL);
-	struct tm tm;
-
-	localtime_r(&now, &tm);
-	strftime(ts, sizeof(ts), "%H:%M:%S", &tm);
-	if (strcmp(e->topic, "tools") == 0) {
-		printf("%s  %-20s tools: %lld (hash %.12s)  id %s\n", ts,
-		       e->name, (long long)e->count, e->hash, e->client_id);
-	} else {
-		printf("%s  %-20s %s -> %s%s%s%s%s  id %s\n", ts, e->name,
-		       e->old_state[0] ? e->old_state : "(new)", e->state,
-		       e->stage[0] ? "  [" : "", e->stage,
-		       e->stage[0] ? "] " : "", e->message, e->client_id);
-	}
-	fflush(stdout);
-}
-
-static void *
-watch_main(void *arg)
-{
-	watch   *w = arg;
-	nng_msg *msg;
-
-	while (nng_recvmsg(w->sub, &msg, 0) == 0) {
-		mk_event e;
-
-		if (mk_event_parse(nng_msg_body(msg), nng_msg_len(msg), &e) ==
-		    0) {
-			print_event(&e);
-		}
-		nng_msg_free(msg);
-	}
-	return (NULL);
-}
-
-static int
-watch_start(watch *w, const char *url)
-{
-	int rv;
-
-	if ((rv = nng_sub0_open(&w->sub)) != 0 ||
-	    (rv = nng_socket_set(w->sub, NNG_OPT_SUB_SUBSCRIBE, "", 0)) != 0 ||
-	    (rv = nng_dial(w->sub, url, NULL, 0)) != 0) {
-		fprintf(stderr, "mcpkeep: cannot watch %s: %s\n", url,
-		        nng_strerror(rv));
-		return (-1);
-	}
-	return (pthread_create(&w->thr, NULL, watch_main, w) == 0 ? 0 : -1);
-}
-
-static void
-watch_stop(watch *w)
-{
-	nng_close(w->sub); /* the thread's recv fails: it returns */
-	pthread_join(w->thr, NULL);
-}
-
 static void
 print_clients(mk_runtime *rt)
 {
@@ -194,7 +123,7 @@ cmd_run(int argc, char **argv)
 	const char *config = NULL;
 	char       *text = NULL, *err = NULL, *store = NULL, ferr[256];
 	sigset_t    set;
-	watch       w;
+	cli_watch  *w    = NULL;
 	int         once = 0, rv, sig;
 
 	mk_options_init(&opts);
@@ -251,7 +180,7 @@ cmd_run(int argc, char **argv)
 		mk_free(store);
 		return (1);
 	}
-	if (watch_start(&w, mk_stream_url(rt)) != 0) {
+	if (cli_watch_start(&w, mk_stream_url(rt), NULL, 0) != 0) {
 		mk_runtime_close(&rt);
 		free(text);
 		mk_free(store);
@@ -265,7 +194,7 @@ cmd_run(int argc, char **argv)
 		        err ? err : mk_strerror(rv));
 		mk_free(err);
 		free(text);
-		watch_stop(&w);
+		cli_watch_stop(&w);
 		mk_runtime_close(&rt);
 		mk_free(store);
 		return (1);
@@ -278,46 +207,10 @@ cmd_run(int argc, char **argv)
 		fflush(stdout);
 		sigwait(&set, &sig);
 	}
-	watch_stop(&w);
+	cli_watch_stop(&w);
 	mk_runtime_close(&rt);
 	mk_free(store);
 	printf("mcpkeep: runtime closed\n");
-	return (0);
-}
-
-/* mcpkeep watch [ADDR]: follows a daemon's stream (redialled when it
- * restarts) until SIGINT/SIGTERM. */
-static int
-cmd_watch(int argc, char **argv)
-{
-	const char *addr = argc > 0 ? argv[0] : "tcp://127.0.0.1:5560";
-	sigset_t    set;
-	watch       w;
-	int         sig, rv;
-
-	if (argc > 1 || (argc == 1 && strcmp(argv[0], "--help") == 0)) {
-		printf("usage: mcpkeep watch [ADDR]\n"
-		       "  prints a daemon's state transitions as they happen\n"
-		       "  (ADDR: its server.stream, default "
-		       "tcp://127.0.0.1:5560)\n");
-		return (argc == 1 ? 0 : 2);
-	}
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	if ((rv = nng_sub0_open(&w.sub)) != 0 ||
-	    (rv = nng_socket_set(w.sub, NNG_OPT_SUB_SUBSCRIBE, "", 0)) != 0 ||
-	    (rv = nng_dial(w.sub, addr, NULL, NNG_FLAG_NONBLOCK)) != 0 ||
-	    pthread_create(&w.thr, NULL, watch_main, &w) != 0) {
-		fprintf(stderr, "mcpkeep: cannot watch %s: %s\n", addr,
-		        nng_strerror(rv));
-		return (1);
-	}
-	printf("watching %s; Ctrl-C to stop\n", addr);
-	fflush(stdout);
-	sigwait(&set, &sig);
-	watch_stop(&w);
 	return (0);
 }
 

@@ -837,6 +837,63 @@ busy(void)
 	peer_stop(&d);
 }
 
+/* mcpkeep watch over /api/events: the admin sees every transition; a
+ * virtual key only its clients'; a wrong credential exits 1. */
+static void
+watch_events(void)
+{
+	peer        d = {0}, w = {0};
+	const char *env[] = {"MCPKEEP_ADMIN_TOKEN=watch-admin-token", NULL};
+	char        cmd[512];
+
+	serve(&d, "watch.json",
+	      "{\"mcp\": {\"client_configs\": []}, \"server\": "
+	      "{\"virtual_keys\": [{\"name\": \"wk\", \"value\": "
+	      "\"watch-key-0123456789\", \"clients\": {\"wa\": "
+	      "[\"*\"]}}]}}",
+	      env);
+	const char *admin[] = {
+	        getenv("MK_MCPKEEP"), "watch",   sv_base, "--token",
+	        "watch-admin-token",  "--count", "1",     NULL};
+	CHECK_EQ(peer_start(&w, admin, NULL,
+	                    "connected to http://[0-9.]+:([0-9]+)/api/events",
+	                    WAIT_MS),
+	         0);
+	expect("POST", "/api/mcp/client",
+	       "{\"name\": \"wb\", \"connection_type\": \"http\", "
+	       "\"connection_string\": \"http://127.0.0.1:1/mcp\"}",
+	       "watch-admin-token", 201, NULL);
+	CHECK(peer_wait_exit(&w, WAIT_MS));
+	peer_stop(&w);
+	CHECK(WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0);
+	CHECK(peer_said(&w,
+	                "wb                   (new) -> unstable  [connect]"));
+	const char *key[] = {
+	        getenv("MK_MCPKEEP"),   "watch",   sv_base, "--key",
+	        "watch-key-0123456789", "--count", "1",     NULL};
+	CHECK_EQ(peer_start(&w, key, NULL,
+	                    "connected to http://[0-9.]+:([0-9]+)/api/events",
+	                    WAIT_MS),
+	         0);
+	expect("POST", "/api/mcp/client/wb/disable", NULL, "watch-admin-token",
+	       200, NULL);
+	expect("POST", "/api/mcp/client",
+	       "{\"name\": \"wa\", \"connection_type\": \"http\", "
+	       "\"connection_string\": \"http://127.0.0.1:1/mcp\"}",
+	       "watch-admin-token", 201, NULL);
+	CHECK(peer_wait_exit(&w, WAIT_MS));
+	peer_stop(&w);
+	CHECK(WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0);
+	CHECK(peer_said(&w, "wa                   (new) -> unstable"));
+	CHECK(!peer_said(&w, "wb "));
+	snprintf(cmd, sizeof(cmd),
+	         "%s watch %s --key watch-key-wrong-000000 > %s/w.out 2>&1; "
+	         "test $? -eq 1 && grep -q 'HTTP 401' %s/w.out",
+	         getenv("MK_MCPKEEP"), sv_base, sv_dir, sv_dir);
+	CHECK_EQ(system(cmd), 0);
+	peer_stop(&d);
+}
+
 static void
 status_page(void)
 {
@@ -1058,6 +1115,7 @@ main(int argc, char **argv)
 	RUN_IF(json_log);
 	RUN_IF(boot_sigterm);
 	RUN_IF(boot_slow);
+	RUN_IF(watch_events);
 	RUN_IF(status_page);
 	peer_stop(&mcp);
 	char cmd[128];

@@ -1,0 +1,384 @@
+/*
+ * watch.c - the live view: a state stream's transitions printed as they
+ * happen, for `mcpkeep run` (the runtime's own inproc stream) and
+ * `mcpkeep watch` (a daemon: its /api/events over HTTP, or its
+ * server.stream over nng).
+ *
+ * DESIGN: one thread follows the stream and prints; the caller's thread
+ * waits for a signal and stops it.  Over HTTP the thread reads the
+ * Server-Sent Events with libcurl (each event's data is one JSON object)
+ * and dials again after a failure, 1 s then doubling to 10 s; a stop
+ * wakes that wait and aborts a transfer within a second (curl's
+ * progress callback).  Over nng the socket redials by itself.
+ */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <nng/nng.h>
+#include <nng/protocol/pubsub0/sub.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+#define EVENT_MAX (64 * 1024) /* bytes of one event */
+
+struct cli_watch {
+	pthread_t       thr;    /* prints what arrives */
+	bool            http;   /* /api/events, else nng */
+	nng_socket      sub;    /* nng: subscribed to the stream */
+	char           *url;    /* http: the events URL */
+	char           *auth;   /* http: the credential's header line */
+	atomic_bool     failed; /* http: refused: the command fails */
+	int             left;   /* events until it ends (--count), or 0 */
+	atomic_bool     stop;   /* http: the thread ends */
+	pthread_mutex_t mtx;    /* http: the redial wait */
+	pthread_cond_t  cv;
+	char           *buf; /* http: an event being read */
+	size_t          len;
+};
+
+static void
+print_event(const mk_event *e)
+{
+	char      ts[16];
+	time_t    now = time(NULL);
+	struct tm tm;
+
+	localtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%H:%M:%S", &tm);
+	if (strcmp(e->topic, "tools") == 0) {
+		printf("%s  %-20s tools: %lld (hash %.12s)  id %s\n", ts,
+		       e->name, (long long)e->count, e->hash, e->client_id);
+	} else if (strcmp(e->topic, "store") == 0) {
+		printf("%s  store: %s%s%s\n", ts,
+		       e->healthy ? "written again" : "failing",
+		       e->message[0] ? ": " : "", e->message);
+	} else {
+		printf("%s  %-20s %s -> %s%s%s%s%s  id %s\n", ts, e->name,
+		       e->old_state[0] ? e->old_state : "(new)", e->state,
+		       e->stage[0] ? "  [" : "", e->stage,
+		       e->stage[0] ? "] " : "", e->message, e->client_id);
+	}
+	fflush(stdout);
+}
+
+/* ---- nng ---------------------------------------------------------------- */
+
+static void *
+nng_main(void *arg)
+{
+	cli_watch *w = arg;
+	nng_msg   *msg;
+
+	while (nng_recvmsg(w->sub, &msg, 0) == 0) {
+		mk_event e;
+
+		if (mk_event_parse(nng_msg_body(msg), nng_msg_len(msg), &e) ==
+		    0) {
+			print_event(&e);
+		}
+		nng_msg_free(msg);
+	}
+	return (NULL);
+}
+
+/* ---- Server-Sent Events ------------------------------------------------- */
+
+static void
+copy(char *dst, size_t n, const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	snprintf(dst, n, "%s", s != NULL ? s : "");
+}
+
+/* One event block ("event: ...\ndata: {...}"), printed. */
+static void
+sse_event(cli_watch *w, const char *block)
+{
+	const char *ev = strstr(block, "event: ");
+	const char *da = strstr(block, "data: ");
+	mk_event    e  = {0};
+	json_t     *j, *lf;
+
+	if (ev == NULL || da == NULL) {
+		return; /* (a comment: the keep-alive) */
+	}
+	snprintf(e.topic, sizeof(e.topic), "%.*s", (int)strcspn(ev + 7, "\n"),
+	         ev + 7);
+	if (strcmp(e.topic, "hello") == 0) {
+		printf("connected to %s\n", w->url);
+		fflush(stdout);
+		return;
+	}
+	if ((j = json_loadb(da + 6, strcspn(da + 6, "\n"), 0, NULL)) == NULL) {
+		return;
+	}
+	copy(e.client_id, sizeof(e.client_id), j, "client_id");
+	copy(e.name, sizeof(e.name), j, "name");
+	copy(e.state, sizeof(e.state), j, "state");
+	copy(e.old_state, sizeof(e.old_state), j, "old_state");
+	copy(e.hash, sizeof(e.hash), j, "hash");
+	e.count   = json_integer_value(json_object_get(j, "count"));
+	e.healthy = json_is_true(json_object_get(j, "healthy"));
+	copy(e.message, sizeof(e.message), j, "error");
+	if ((lf = json_object_get(j, "last_failure")) != NULL &&
+	    json_is_object(lf)) {
+		copy(e.stage, sizeof(e.stage), lf, "stage");
+		copy(e.message, sizeof(e.message), lf, "message");
+	}
+	print_event(&e);
+	json_decref(j);
+	if (w->left > 0 && --w->left == 0) {
+		kill(getpid(), SIGTERM); /* (--count: done) */
+	}
+}
+
+static size_t
+on_data(char *p, size_t size, size_t n, void *arg)
+{
+	cli_watch *w   = arg;
+	size_t     add = size * n;
+	char      *end, *nb;
+
+	if (w->len + add > EVENT_MAX ||
+	    (nb = realloc(w->buf, w->len + add + 1)) == NULL) {
+		return (0); /* an event without end: dial again */
+	}
+	w->buf = nb;
+	memcpy(w->buf + w->len, p, add);
+	w->len += add;
+	w->buf[w->len] = '\0';
+	while ((end = strstr(w->buf, "\n\n")) != NULL) {
+		*end = '\0';
+		sse_event(w, w->buf);
+		w->len -= (size_t)(end + 2 - w->buf);
+		memmove(w->buf, end + 2, w->len + 1);
+	}
+	return (add);
+}
+
+static int
+on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+	cli_watch *w = arg;
+
+	return (atomic_load(&w->stop) ? 1 : 0);
+}
+
+static void *
+sse_main(void *arg)
+{
+	cli_watch *w     = arg;
+	int        delay = 1000;
+	bool       said  = false;
+
+	while (!atomic_load(&w->stop)) {
+		CURL              *e  = curl_easy_init();
+		struct curl_slist *h  = NULL;
+		long               st = 0;
+
+		if (w->auth != NULL) {
+			h = curl_slist_append(h, w->auth);
+		}
+		w->len = 0;
+		curl_easy_setopt(e, CURLOPT_URL, w->url);
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+		curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
+		curl_easy_setopt(e, CURLOPT_WRITEDATA, w);
+		curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(e, CURLOPT_XFERINFODATA, w);
+		curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+		curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+		CURLcode rc = curl_easy_perform(e);
+		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &st);
+		curl_slist_free_all(h);
+		curl_easy_cleanup(e);
+		if (atomic_load(&w->stop)) {
+			break;
+		}
+		if (st == 401 || st == 403) {
+			fprintf(stderr,
+			        "mcpkeep watch: %s: HTTP %ld (give --token or "
+			        "--key, or set MCPKEEP_ADMIN_TOKEN)\n",
+			        w->url, st);
+			atomic_store(&w->failed, true);
+			kill(getpid(), SIGTERM); /* (wakes the sigwait) */
+			break;
+		}
+		if (!said || st != 0) {
+			fprintf(stderr,
+			        "mcpkeep watch: %s: %s; dialling again\n",
+			        w->url,
+			        st != 0 && st != 200 ? "refused"
+			                : rc != CURLE_OK
+			                ? curl_easy_strerror(rc)
+			                : "the stream ended");
+			said = true;
+		}
+		/* the wait a stop cuts short */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += delay / 1000;
+		pthread_mutex_lock(&w->mtx);
+		while (!atomic_load(&w->stop) &&
+		       pthread_cond_timedwait(&w->cv, &w->mtx, &ts) == 0) {
+		}
+		pthread_mutex_unlock(&w->mtx);
+		delay = delay * 2 > 10000 ? 10000 : delay * 2;
+	}
+	return (NULL);
+}
+
+/* ---- start and stop ----------------------------------------------------- */
+
+int
+cli_watch_start(cli_watch **wp, const char *url, const char *auth, int count)
+{
+	cli_watch *w = calloc(1, sizeof(*w));
+	int        rv;
+
+	if (w == NULL) {
+		return (-1);
+	}
+	w->left = count;
+	w->http = strncmp(url, "http://", 7) == 0 ||
+	        strncmp(url, "https://", 8) == 0;
+	if (w->http) {
+		size_t n = strlen(url);
+		if (asprintf(&w->url, "%.*s/api/events",
+		             (int)(n > 0 && url[n - 1] == '/' ? n - 1 : n),
+		             url) < 0 ||
+		    (auth != NULL && (w->auth = strdup(auth)) == NULL)) {
+			free(w);
+			return (-1);
+		}
+		pthread_mutex_init(&w->mtx, NULL);
+		pthread_cond_init(&w->cv, NULL);
+		rv = pthread_create(&w->thr, NULL, sse_main, w);
+	} else if ((rv = nng_sub0_open(&w->sub)) != 0 ||
+	           (rv = nng_socket_set(w->sub, NNG_OPT_SUB_SUBSCRIBE, "",
+	                                0)) != 0 ||
+	           (rv = nng_dial(w->sub, url, NULL, NNG_FLAG_NONBLOCK)) !=
+	                   0) {
+		fprintf(stderr, "mcpkeep: cannot watch %s: %s\n", url,
+		        nng_strerror(rv));
+		free(w);
+		return (-1);
+	} else {
+		rv = pthread_create(&w->thr, NULL, nng_main, w);
+	}
+	if (rv != 0) {
+		free(w->url);
+		free(w->auth);
+		free(w);
+		return (-1);
+	}
+	*wp = w;
+	return (0);
+}
+
+void
+cli_watch_stop(cli_watch **wp)
+{
+	cli_watch *w = *wp;
+
+	if (w == NULL) {
+		return;
+	}
+	*wp = NULL;
+	if (w->http) {
+		pthread_mutex_lock(&w->mtx);
+		atomic_store(&w->stop, true);
+		pthread_cond_broadcast(&w->cv);
+		pthread_mutex_unlock(&w->mtx);
+	} else {
+		nng_close(w->sub); /* the thread's recv fails: it returns */
+	}
+	pthread_join(w->thr, NULL);
+	if (w->auth != NULL) {
+		memset(w->auth, 0, strlen(w->auth));
+	}
+	free(w->auth);
+	free(w->url);
+	free(w->buf);
+	free(w);
+}
+
+/* mcpkeep watch [URL] [--token T | --key K] [--count N]: follows a daemon's
+ * events until SIGINT/SIGTERM; 1 when the daemon refuses the credential. */
+int
+cmd_watch(int argc, char **argv)
+{
+	const char *url   = "http://127.0.0.1:8080";
+	const char *token = getenv("MCPKEEP_ADMIN_TOKEN"), *key = NULL;
+	char       *auth = NULL;
+	sigset_t    set;
+	cli_watch  *w = NULL;
+	int         sig, code = 0, count = 0;
+
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
+			token = argv[++i];
+		} else if (strcmp(argv[i], "--key") == 0 && i + 1 < argc) {
+			key = argv[++i];
+		} else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc &&
+		           (count = cli_positive(argv[i + 1])) > 0) {
+			i++;
+		} else if (argv[i][0] != '-' && i == 0) {
+			url = argv[i];
+		} else {
+			bool help = strcmp(argv[i], "--help") == 0;
+			printf("usage: mcpkeep watch [URL] [--token TOKEN | "
+			       "--key "
+			       "KEY] [--count N]\n"
+			       "  prints a daemon's state transitions as they "
+			       "happen.\n"
+			       "  URL http://HOST:PORT (default "
+			       "http://127.0.0.1:8080): its /api/events,\n"
+			       "  as the admin (TOKEN, default "
+			       "MCPKEEP_ADMIN_TOKEN) or a virtual key\n"
+			       "  (KEY: its clients only); tcp://... or "
+			       "ipc://...: its server.stream.\n"
+			       "  --count N: stop after N events (over HTTP)\n"
+			       "exit codes: 0 stopped by a signal, 1 refused, "
+			       "2 "
+			       "usage\n");
+			return (help ? 0 : 2);
+		}
+	}
+	if (key != NULL) {
+		code = asprintf(&auth, "X-MCP-Virtual-Key: %s", key);
+	} else if (token != NULL && *token != '\0') {
+		code = asprintf(&auth, "Authorization: Bearer %s", token);
+	}
+	if (code < 0) {
+		return (1);
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	code = cli_watch_start(&w, url, auth, count) != 0 ? 1 : 0;
+	if (auth != NULL) {
+		memset(auth, 0, strlen(auth));
+		free(auth);
+	}
+	if (code == 0) {
+		printf("watching %s; Ctrl-C to stop\n", url);
+		fflush(stdout);
+		sigwait(&set, &sig);
+		code = atomic_load(&w->failed) ? 1 : 0;
+		cli_watch_stop(&w);
+	}
+	curl_global_cleanup();
+	return (code);
+}
