@@ -31,8 +31,7 @@ static void healthz(req *r, const char *id, json_t *body);
 static void readyz(req *r, const char *id, json_t *body);
 static void oauth_callback(req *r, const char *id, json_t *body);
 static void clients_list(req *r, const char *id, json_t *body);
-static void client_add(req *r, const char *id, json_t *body);
-static void client_update(req *r, const char *id, json_t *body);
+static void client_write(req *r, const char *id, json_t *body);
 static void client_remove(req *r, const char *id, json_t *body);
 static void lifecycle(req *r, const char *id, json_t *body);
 static void authorize(req *r, const char *id, json_t *body);
@@ -52,8 +51,8 @@ static const route routes[] = {
         {"GET", "/api/events", LANE_INLINE, AUTH_READ, events_open},
         {"GET", "/api/oauth/callback", LANE_ADMIN, AUTH_OPEN, oauth_callback},
         {"GET", "/api/mcp/clients", LANE_ADMIN, AUTH_READ, clients_list},
-        {"POST", "/api/mcp/client", LANE_ADMIN, AUTH_ADMIN, client_add},
-        {"PUT", "/api/mcp/client/*", LANE_ADMIN, AUTH_ADMIN, client_update},
+        {"POST", "/api/mcp/client", LANE_ADMIN, AUTH_ADMIN, client_write},
+        {"PUT", "/api/mcp/client/*", LANE_ADMIN, AUTH_ADMIN, client_write},
         {"DELETE", "/api/mcp/client/*", LANE_ADMIN, AUTH_ADMIN, client_remove},
         {"POST", "/api/mcp/client/*/reconnect", LANE_ADMIN, AUTH_ADMIN,
          lifecycle},
@@ -510,44 +509,32 @@ stdio_refused(req *r, const char *id, json_t *body)
 	return (stdio);
 }
 
+/* POST /api/mcp/client (id NULL: a new client) and PUT
+ * /api/mcp/client/{id} (a patch). */
 static void
-client_add(req *r, const char *id, json_t *body)
+client_write(req *r, const char *id, json_t *body)
 {
 	char *cid = NULL, *err = NULL, *text;
 	int   rc;
 
 	if (body == NULL) {
-		answer_error(r, 400, "the body must be a client config");
-		return;
-	}
-	if (stdio_refused(r, NULL, body)) {
-		return;
-	}
-	text = json_dumps(body, JSON_COMPACT);
-	rc = text != NULL ? mk_client_add(D.rt, text, &cid, &err) : MK_ENOMEM;
-	free(text);
-	answer_api(r, rc, err, 201,
-	           rc == 0 ? json_pack("{s:s}", "id", cid) : NULL);
-	mk_free(cid);
-}
-
-static void
-client_update(req *r, const char *id, json_t *body)
-{
-	char *err = NULL, *text;
-	int   rc;
-
-	if (body == NULL) {
-		answer_error(r, 400, "the body must be a JSON object");
+		answer_error(r, 400,
+		             id == NULL ? "the body must be a client config"
+		                        : "the body must be a JSON object");
 		return;
 	}
 	if (stdio_refused(r, id, body)) {
 		return;
 	}
 	text = json_dumps(body, JSON_COMPACT);
-	rc = text != NULL ? mk_client_update(D.rt, id, text, &err) : MK_ENOMEM;
+	rc   = text == NULL    ? MK_ENOMEM
+	          : id == NULL ? mk_client_add(D.rt, text, &cid, &err)
+	                       : mk_client_update(D.rt, id, text, &err);
 	free(text);
-	answer_api(r, rc, err, 200, NULL);
+	answer_api(r, rc, err, id == NULL ? 201 : 200,
+	           rc == 0 && id == NULL ? json_pack("{s:s}", "id", cid)
+	                                 : NULL);
+	mk_free(cid);
 }
 
 static void

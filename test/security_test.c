@@ -848,12 +848,7 @@ small(void)
 int
 main(int argc, char **argv)
 {
-	signal(SIGPIPE, SIG_IGN);
-	unsetenv("MCPKEEP_ADMIN_TOKEN"); /* the tests give the daemon theirs */
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	CHECK(peer_dir() != NULL);
-	CHECK(mkdtemp(sv_dir) != NULL);
-	CHECK_EQ(peer_start_inject(&mcp, WAIT_MS), 0);
+	sv_begin(&mcp);
 	RUN_IF(browser);
 	RUN_IF(origins);
 	RUN_IF(xss);
@@ -863,10 +858,6 @@ main(int argc, char **argv)
 	RUN_IF(hanging);
 	RUN_IF(framing);
 	RUN_IF(small);
-	peer_stop(&mcp);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", sv_dir);
-	CHECK_EQ(system(cmd), 0);
-	curl_global_cleanup();
+	sv_end(&mcp);
 	return (0);
 }

@@ -4,6 +4,7 @@
  * on a config (serve_test.c, security_test.c).
  */
 #include <curl/curl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,4 +225,26 @@ void
 serve(peer *d, const char *name, const char *config, const char *const *env)
 {
 	serve_opt(d, name, config, env, NULL, NULL);
+}
+
+void
+sv_begin(peer *mcp)
+{
+	signal(SIGPIPE, SIG_IGN);
+	unsetenv("MCPKEEP_ADMIN_TOKEN"); /* the tests give the daemon theirs */
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	CHECK(peer_dir() != NULL);
+	CHECK(mkdtemp(sv_dir) != NULL);
+	CHECK_EQ(peer_start_inject(mcp, WAIT_MS), 0);
+}
+
+void
+sv_end(peer *mcp)
+{
+	char cmd[128];
+
+	peer_stop(mcp);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", sv_dir);
+	CHECK_EQ(system(cmd), 0);
+	curl_global_cleanup();
 }

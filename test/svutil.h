@@ -58,4 +58,9 @@ void serve_opt(peer *d, const char *name, const char *config,
 void serve(peer *d, const char *name, const char *config,
            const char *const *env);
 
+/* A suite's start (SIGPIPE ignored, no inherited admin token, curl, a
+ * fresh sv_dir, inject.mjs started in mcp) and its end. */
+void sv_begin(peer *mcp);
+void sv_end(peer *mcp);
+
 #endif /* TEST_SVUTIL_H */

@@ -22,7 +22,7 @@
 // browser ran every attack (the C test judges the outcome).
 import http from 'node:http';
 import process from 'node:process';
-import { chromium } from 'playwright-core';
+import { launch } from './browser.mjs';
 
 const [base, marker] = process.argv.slice(2);
 if (!base || !marker) {
@@ -65,18 +65,13 @@ fetch('${base}/api/mcp/client', { method: 'POST',
 await new Promise((ok) => site.listen(0, '127.0.0.1', ok));
 const evil = `http://attacker.test:${site.address().port}`;
 
-const browser = await chromium.launch({
-	executablePath: process.env.MK_CHROMIUM ?? '/usr/bin/chromium',
-	args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic',
-		'--no-first-run', '--disable-background-networking',
-		'--disable-component-update', '--disable-sync',
-		'--host-resolver-rules=MAP attacker.test 127.0.0.1, MAP rebind.test 127.0.0.1',
-		// the browser's own guard of local addresses off: the daemon's
-		// checks must hold alone (not every browser or client has it)
-		'--disable-features=LocalNetworkAccessChecks,' +
-			'BlockInsecurePrivateNetworkRequests,PrivateNetworkAccessSendPreflights,' +
-			'PrivateNetworkAccessRespectPreflightResults'],
-});
+const browser = await launch([
+	'--host-resolver-rules=MAP attacker.test 127.0.0.1, MAP rebind.test 127.0.0.1',
+	// the browser's own guard of local addresses off: the daemon's checks
+	// must hold alone (not every browser or client has it)
+	'--disable-features=LocalNetworkAccessChecks,' +
+		'BlockInsecurePrivateNetworkRequests,PrivateNetworkAccessSendPreflights,' +
+		'PrivateNetworkAccessRespectPreflightResults']);
 let code = 0;
 try {
 	const ctx = await browser.newContext();

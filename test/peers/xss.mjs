@@ -10,7 +10,7 @@
 // Prints "xss ok 1" and exits 0 when every check held; else prints what
 // failed and exits 1.
 import process from 'node:process';
-import { chromium } from 'playwright-core';
+import { launch } from './browser.mjs';
 
 const [base, client] = process.argv.slice(2);
 if (!base || !client) {
@@ -24,12 +24,7 @@ function check(cond, what) {
 	}
 }
 
-const browser = await chromium.launch({
-	executablePath: process.env.MK_CHROMIUM ?? '/usr/bin/chromium',
-	args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic',
-		'--no-first-run', '--disable-background-networking',
-		'--disable-component-update', '--disable-sync'],
-});
+const browser = await launch();
 let code = 0;
 try {
 	const page = await browser.newPage();
