@@ -661,6 +661,7 @@ take(req *r, const char *data, size_t n)
 		while (cap < r->len + n + 1) {
 			cap *= 2;
 		}
+		cap = cap > BODY_MAX + 1 ? BODY_MAX + 1 : cap; /* (enough) */
 		char *nb = realloc(r->body, cap);
 		if (nb == NULL) {
 			r->over += n;
@@ -817,6 +818,9 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 		}
 		return (MHD_YES);
 	default:
+		/* answered (refused) before its body: what still comes is
+		 * dropped */
+		*size = 0;
 		return (MHD_YES);
 	}
 }
