@@ -5,11 +5,16 @@
  *   browser     a web page on another origin (real Chromium) posts a
  *               stdio client by form, by text/plain fetch, by CORS fetch
  *               and through DNS rebinding: nothing is created or run;
+ *   xss         a javascript: authorization_endpoint from metadata is
+ *               refused at discovery; the page opens nothing, runs no
+ *               injected script (Chromium);
  *   keys        tool calls need a virtual key where keys are configured
  *               (or the address is not loopback); a key reaches its
  *               clients and tools only, its name is the identity unless
  *               it trusts the identity headers, it never opens the admin
  *               API, and no key value reaches the log;
+ *   env         env. in an API body is literal: no variable is sent or
+ *               told apart;
  *   bodies      40 bodies of 16 MiB (sized and chunked) are refused
  *               with 413 and the daemon's memory stays bounded;
  *   idle        10,000 idle connections from one address hold at most
@@ -486,6 +491,58 @@ keys(void)
 	        "the value of key \"w\" is shorter than 16 characters");
 }
 
+/* env. in an API body is the literal text: the daemon's variables are
+ * neither sent to a server nor told apart by the errors. */
+static void
+env_literal(void)
+{
+	peer d = {0};
+	char env0[128], body[512];
+	long st;
+
+	snprintf(env0, sizeof(env0), "MK_SEC_URL=http://127.0.0.1:%d/mcp",
+	         mcp.port);
+	const char *env[] = {env0, "MK_SEC_SECRET=daemon-secret-value", NULL};
+	serve(&d, "envlit.json", "{\"mcp\": {\"client_configs\": []}}", env);
+	/* a header naming the daemon's secret: sent as the text it is */
+	snprintf(body, sizeof(body),
+	         "{\"name\": \"envy\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	         "\"auth_type\": \"headers\", \"headers\": {\"X-Leak\": "
+	         "\"env.MK_SEC_SECRET\"}, \"tools_to_execute\": [\"*\"]}",
+	         mcp.port);
+	expect("POST", "/api/mcp/client", body, NULL, 201, NULL);
+	char *out = http("POST", "/api/mcp/tool/execute",
+	                 "{\"client\": \"envy\", \"tool\": \"headers\"}", NULL,
+	                 &st);
+	CHECK_EQ(st, 200);
+	CHECK(strstr(out, "env.MK_SEC_SECRET") != NULL);
+	CHECK(strstr(out, "daemon-secret-value") == NULL);
+	free(out);
+	/* a URL from a variable: literal, so not a URL; an unset one the
+	 * same, with no word of which exist */
+	out = http("POST", "/api/mcp/client",
+	           "{\"name\": \"envu\", \"connection_type\": \"http\", "
+	           "\"connection_string\": \"env.MK_SEC_URL\"}",
+	           NULL, &st);
+	CHECK_EQ(st, 400);
+	CHECK(strstr(out, "not set") == NULL);
+	char *set = out;
+	out       = http("POST", "/api/mcp/client",
+	                 "{\"name\": \"envu\", \"connection_type\": \"http\", "
+	                       "\"connection_string\": \"env.MK_SEC_NOPE\"}",
+	                 NULL, &st);
+	CHECK_EQ(st, 400);
+	/* one answer for both: no variable is told apart */
+	CHECK(strcmp(out, set) == 0);
+	CHECK(strstr(out, "must be an http:// or https:// URL") != NULL);
+	free(set);
+	free(out);
+	CHECK(!listed("envu"));
+	peer_stop(&d);
+	CHECK(!peer_said(&d, "daemon-secret-value"));
+}
+
 /* ---- memory and connections --------------------------------------------- */
 
 #define BIG (16 * 1024 * 1024)
@@ -862,6 +919,7 @@ main(int argc, char **argv)
 	RUN_IF(origins);
 	RUN_IF(xss);
 	RUN_IF(keys);
+	RUN_IF(env_literal);
 	RUN_IF(bodies);
 	RUN_IF(idle);
 	RUN_IF(hanging);
