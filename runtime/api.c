@@ -75,6 +75,30 @@ sv_ask(mk_runtime *rt, uint32_t type, const char *key, const char *val,
 	return (rv);
 }
 
+/* The start of a call given a whole config.json: validates it (*f its
+ * parse, the caller's), or says why not (*err as mk_runtime_load's). */
+static int
+file_of(mk_runtime *rt, const char *config_json, cfg_file **f, char **err)
+{
+	char e[CFG_ERR_MAX];
+	int  rv;
+
+	if (err != NULL) {
+		*err = NULL;
+	}
+	if (!rt_valid(rt)) {
+		return (MK_EHANDLE);
+	}
+	if (config_json == NULL) {
+		return (MK_EINVAL);
+	}
+	rv = cfg_file_parse(config_json, strlen(config_json), f, e, sizeof(e));
+	if (rv != 0 && err != NULL) {
+		*err = strdup(e);
+	}
+	return (rv);
+}
+
 int
 mk_runtime_load(mk_runtime *rt, const char *config_json, char **err)
 {
@@ -110,28 +134,15 @@ int
 mk_runtime_load_async(mk_runtime *rt, const char *config_json, mk_load_fn fn,
                       void *arg, char **err)
 {
-	char        e[CFG_ERR_MAX];
 	cfg_file   *f;
 	async_load *al;
 	kn_answer   a;
 	mp_w        w;
 	int         rv;
 
-	if (err != NULL) {
-		*err = NULL;
-	}
-	if (!rt_valid(rt)) {
-		return (MK_EHANDLE);
-	}
-	if (config_json == NULL || fn == NULL) {
-		return (MK_EINVAL);
-	}
 	/* invalid: refused here, before anything changes */
-	if ((rv = cfg_file_parse(config_json, strlen(config_json), &f, e,
-	                         sizeof(e))) != 0) {
-		if (err != NULL) {
-			*err = strdup(e);
-		}
+	if ((rv = file_of(rt, fn != NULL ? config_json : NULL, &f, err)) !=
+	    0) {
 		return (rv);
 	}
 	cfg_file_free(&f);
@@ -162,26 +173,12 @@ mk_runtime_load_async(mk_runtime *rt, const char *config_json, mk_load_fn fn,
 int
 mk_runtime_configure(mk_runtime *rt, const char *config_json, char **err)
 {
-	char      e[CFG_ERR_MAX];
 	cfg_file *f;
 	kn_answer a;
 	mp_w      w;
 	int       rv;
 
-	if (err != NULL) {
-		*err = NULL;
-	}
-	if (!rt_valid(rt)) {
-		return (MK_EHANDLE);
-	}
-	if (config_json == NULL) {
-		return (MK_EINVAL);
-	}
-	if ((rv = cfg_file_parse(config_json, strlen(config_json), &f, e,
-	                         sizeof(e))) != 0) {
-		if (err != NULL) {
-			*err = strdup(e);
-		}
+	if ((rv = file_of(rt, config_json, &f, err)) != 0) {
 		return (rv);
 	}
 	mp_w_init(&w);
@@ -202,26 +199,12 @@ mk_runtime_configure(mk_runtime *rt, const char *config_json, char **err)
 int
 mk_runtime_reload(mk_runtime *rt, const char *config_json, char **err)
 {
-	char      e[CFG_ERR_MAX];
 	cfg_file *f;
 	kn_answer a;
 	int       rv;
 
-	if (err != NULL) {
-		*err = NULL;
-	}
-	if (!rt_valid(rt)) {
-		return (MK_EHANDLE);
-	}
-	if (config_json == NULL) {
-		return (MK_EINVAL);
-	}
 	/* invalid: refused here, before anything changes */
-	if ((rv = cfg_file_parse(config_json, strlen(config_json), &f, e,
-	                         sizeof(e))) != 0) {
-		if (err != NULL) {
-			*err = strdup(e);
-		}
+	if ((rv = file_of(rt, config_json, &f, err)) != 0) {
 		return (rv);
 	}
 	cfg_file_free(&f);
