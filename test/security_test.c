@@ -93,6 +93,23 @@ proc_fds(pid_t pid)
 	return (n);
 }
 
+/* A TCP port free on every address a moment ago (the stream's wildcard
+ * listener needs one: peer_free_port checks 127.0.0.1 only). */
+static int
+wildcard_port(void)
+{
+	struct sockaddr_in a   = {.sin_family = AF_INET};
+	socklen_t          len = sizeof(a);
+	int                s   = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	CHECK(s >= 0);
+	CHECK_EQ(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	CHECK_EQ(getsockname(s, (struct sockaddr *)&a, &len), 0);
+	port = ntohs(a.sin_port);
+	close(s);
+	return (port);
+}
+
 /* Whether the client list (as the admin) names client. */
 static bool
 listed(const char *client)
@@ -463,7 +480,7 @@ keys(void)
 
 	/* beyond loopback, with no keys, a call needs the admin token */
 	char pub[64];
-	snprintf(pub, sizeof(pub), "0.0.0.0:%d", peer_free_port());
+	snprintf(pub, sizeof(pub), "0.0.0.0:%d", wildcard_port());
 	snprintf(config, sizeof(config),
 	         "{\"mcp\": {\"client_configs\": [{\"name\": \"svc\", "
 	         "\"connection_type\": \"http\", \"connection_string\": "
@@ -876,13 +893,13 @@ small(void)
 	/* a state stream beyond loopback needs stream_public */
 	snprintf(config, sizeof(config),
 	         "{\"server\": {\"stream\": [\"tcp://0.0.0.0:%d\"]}}",
-	         peer_free_port());
+	         wildcard_port());
 	refuses("stream.json", config, "127.0.0.1:1",
 	        "is not loopback: set server.stream_public to true");
 	snprintf(config, sizeof(config),
 	         "{\"server\": {\"stream\": [\"tcp://0.0.0.0:%d\"], "
 	         "\"stream_public\": true}}",
-	         peer_free_port());
+	         wildcard_port());
 	serve(&d, "stream2.json", config, NULL);
 	peer_stop(&d);
 	/* "127.0.0.1.nip.io" is a host name, not loopback: no token, no
@@ -921,10 +938,10 @@ main(int argc, char **argv)
 	RUN_IF(keys);
 	RUN_IF(env_literal);
 	RUN_IF(bodies);
-	RUN_IF(idle);
 	RUN_IF(hanging);
 	RUN_IF(framing);
 	RUN_IF(small);
+	RUN_IF(idle); /* (last: its 10,000 sockets leave ports behind) */
 	sv_end(&mcp);
 	return (0);
 }
