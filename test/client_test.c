@@ -17,7 +17,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "actors/client/client_impl.h"
 #include "actors/kernel/kernel.h"
+#include "codec/config.h"
 #include "codec/mp.h"
 #include "codec/msg.h"
 #include "mcpkeep.h"
@@ -773,6 +775,58 @@ tools_list_bounded(void)
 	               "tools/list repeats the cursor of an earlier page");
 }
 
+/* The client's state machine holds what SPEC section 2 says, for every
+ * state and cause: a result never leaves an authoritative state (nor
+ * enters one); only an admin leaves disabled, and an admin can disable
+ * from anywhere; needs_reauth is left only for unstable (authorized) or
+ * disabled; only the credential makes needs_reauth. */
+static void
+state_machine(void)
+{
+	cfg_client cfg = {.name = "sm"};
+	client     cl  = {.cfg = &cfg};
+	int        n   = 0;
+
+	for (int by = 0; by < CL_BY_COUNT; by++) {
+		for (int from = 0; from < CS_COUNT; from++) {
+			for (int to = 0; to < CS_COUNT; to++) {
+				bool auth_from = from == CS_DISABLED ||
+				        from == CS_REAUTH ||
+				        from == CS_PENDING;
+				bool auth_to = to == CS_DISABLED ||
+				        to == CS_REAUTH || to == CS_PENDING;
+				cl.state = (cstate)from;
+				bool ok  = client_state_enter(&cl, (cstate)to,
+				                              (cl_cause)by);
+				CHECK_EQ(cl.state, ok ? to : from);
+				n += ok;
+				if (by == CL_BY_RESULT) {
+					CHECK(!ok || (!auth_from && !auth_to));
+				}
+				if (from == CS_DISABLED && by != CL_BY_ADMIN) {
+					CHECK(!ok);
+				}
+				if (to == CS_DISABLED) {
+					CHECK_EQ(ok,
+					         by == CL_BY_ADMIN &&
+					                 from != CS_DISABLED);
+				}
+				if (from == CS_REAUTH && to != CS_REAUTH) {
+					CHECK(!ok || to == CS_UNSTABLE ||
+					      to == CS_DISABLED);
+				}
+				if (to == CS_REAUTH && from != CS_REAUTH) {
+					CHECK(!ok || by == CL_BY_CRED);
+				}
+			}
+		}
+	}
+	/* a result can heal and fail; the rest is the table's */
+	cl.state = CS_UNSTABLE;
+	CHECK(client_state_enter(&cl, CS_HEALTHY, CL_BY_RESULT));
+	CHECK(n > 4);
+}
+
 int
 main(void)
 {
@@ -780,6 +834,7 @@ main(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	CHECK(peer_dir() != NULL);
 	snprintf(js, sizeof(js), "%s", peer_everything_js());
+	RUN(state_machine);
 	RUN(modes_table);
 	RUN(boot_dead_then_heal);
 	RUN(sse_transport_lost);

@@ -317,10 +317,71 @@ client_transition(client *cl)
 	cl->announced = true;
 }
 
+/*
+ * The client's state machine: every change of cl->state goes through
+ * client_state_enter, which lets it through only when this table allows
+ * from -> to for its cause.  A result (a check, a dial, a call's
+ * transport) moves only between healthy and unstable: the authoritative
+ * states (disabled, needs_reauth, pending_verification) are never
+ * overwritten by one.  An admin's act disables from anywhere and
+ * enables out of disabled; the credential's word makes needs_reauth
+ * from a live or pending client and ends needs_reauth or pending
+ * (unstable: the connect that follows decides).
+ */
+#define TO(s) (1u << (s))
+static const unsigned allowed[CL_BY_COUNT][CS_COUNT] = {
+        [CL_BY_RESULT] =
+                {
+                        [CS_HEALTHY]  = TO(CS_HEALTHY) | TO(CS_UNSTABLE),
+                        [CS_UNSTABLE] = TO(CS_HEALTHY) | TO(CS_UNSTABLE),
+                },
+        [CL_BY_ADMIN] =
+                {
+                        [CS_HEALTHY]  = TO(CS_DISABLED),
+                        [CS_UNSTABLE] = TO(CS_DISABLED),
+                        [CS_REAUTH]   = TO(CS_DISABLED),
+                        [CS_PENDING]  = TO(CS_DISABLED),
+                        [CS_DISABLED] = TO(CS_UNSTABLE) | TO(CS_PENDING),
+                },
+        [CL_BY_CRED] =
+                {
+                        [CS_HEALTHY]  = TO(CS_REAUTH),
+                        [CS_UNSTABLE] = TO(CS_REAUTH),
+                        [CS_REAUTH]   = TO(CS_REAUTH) | TO(CS_UNSTABLE),
+                        [CS_PENDING]  = TO(CS_REAUTH) | TO(CS_UNSTABLE),
+                },
+};
+#undef TO
+
+bool
+client_state_enter(client *cl, cstate to, cl_cause by)
+{
+	static const char *const causes[] = {"a result", "an admin",
+	                                     "the credential"};
+	cstate                   from     = cl->state;
+
+	if ((allowed[by][from] & (1u << to)) == 0) {
+		if (by != CL_BY_RESULT) {
+			/* (a result meeting an authoritative state is the
+			 * guard at work; anything else is a bug) */
+			KN_ERROR("client",
+			         "%s: %s -> %s by %s is not a transition of "
+			         "the state machine: refused",
+			         cl->cfg->name, cstate_name(from),
+			         cstate_name(to), causes[by]);
+		}
+		return (false);
+	}
+	cl->state = to;
+	return (true);
+}
+
 void
 client_set_state(client *cl, cstate s)
 {
-	cl->state = s;
+	if (!client_state_enter(cl, s, CL_BY_ADMIN)) {
+		return;
+	}
 	if (s == CS_DISABLED || s == CS_PENDING) {
 		/* changed without a failed attempt: no reason to carry */
 		cl->lf_set = false;
@@ -352,30 +413,23 @@ client_failure(client *cl, const char *stage, const char *message)
 void
 client_fail(client *cl, cstate s, const char *stage, const char *message)
 {
-	cstate old = cl->state;
-
 	/* authoritative states are never overwritten by a result */
-	if (old == CS_DISABLED || old == CS_REAUTH || old == CS_PENDING) {
+	if ((allowed[CL_BY_RESULT][cl->state] & (1u << s)) == 0 ||
+	    !client_failure(cl, stage, message)) {
 		return;
 	}
-	if (!client_failure(cl, stage, message)) {
-		return;
-	}
-	cl->state = s;
+	(void)client_state_enter(cl, s, CL_BY_RESULT);
 	client_transition(cl); /* or, unchanged, a view with the new "at" */
 }
 
 void
 client_pass(client *cl)
 {
-	cstate old = cl->state;
-
-	if (old == CS_DISABLED || old == CS_REAUTH || old == CS_PENDING ||
-	    (old == CS_HEALTHY && !cl->lf_set && cl->announced)) {
+	if ((cl->state == CS_HEALTHY && !cl->lf_set && cl->announced) ||
+	    !client_state_enter(cl, CS_HEALTHY, CL_BY_RESULT)) {
 		return; /* nothing changed: no view to push */
 	}
 	cl->lf_set = false;
-	cl->state  = CS_HEALTHY;
 	client_transition(cl);
 }
 
@@ -563,10 +617,10 @@ connect_cred(client *cl, void *arg, uint64_t corr, int status, const char *err)
 {
 	int how = (int)(uintptr_t)arg;
 
-	if (status == 0) {
-		cl->state = CS_UNSTABLE; /* authorized: the connect decides */
-	} else if (cl->state == CS_PENDING && status != MK_ESTATE) {
-		cl->state = CS_UNSTABLE; /* it exists; a refresh failed */
+	if (status == 0 || (cl->state == CS_PENDING && status != MK_ESTATE)) {
+		/* authorized (or it exists and a refresh failed): the
+		 * connect decides */
+		(void)client_state_enter(cl, CS_UNSTABLE, CL_BY_CRED);
 	}
 	if (how == HOW_ENABLE && cl->state == CS_UNSTABLE) {
 		dial_start(cl, DIAL_RECONNECT, corr, MSG_CL_ENABLE);
@@ -668,7 +722,7 @@ enable_corr(client *cl, uint64_t corr, uint32_t type)
 	}
 	/* out of disabled; what it is now the connect decides (and only
 	 * that is published: no made-up state in between) */
-	cl->state = CS_UNSTABLE;
+	(void)client_state_enter(cl, CS_UNSTABLE, CL_BY_ADMIN);
 	dial_start(cl, DIAL_RECONNECT, corr, type);
 }
 

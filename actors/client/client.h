@@ -4,20 +4,22 @@
  * last_failure, connection generation, tool list and its hash, the sticky
  * connection(s), in-flight calls and the dedup of lifecycle operations.
  *
- * State diagram (SPEC section 2; `needs_reauth` arrives with the
- * credential actor, `error`/`degraded` are read-time values):
+ * States, and what may move them (client_state_enter's table in
+ * actor.c is this diagram; `error` and `degraded` are not the actor's:
+ * the list computes them):
  *
- *   add/boot --(sticky connect | per-call discovery) ok--> healthy
- *        |                                                 |  ^
- *        +-- failed (boot; kept) --> unstable <-- check ---+  |
- *                                       |   failed, lost      |
- *                                       +-- check/reconnect --+
- *   any --disable--> disabled --enable--> (connect again)
- *   oauth / per-user types at add --> pending_verification
+ *   result:      healthy <-> unstable      (a check, dial or call; never
+ *                                           out of the three below)
+ *   admin:       any -> disabled;  disabled -> unstable (the connect
+ *                decides) | pending_verification (a credential first)
+ *   credential:  healthy | unstable | pending_verification ->
+ *                needs_reauth;  needs_reauth | pending_verification ->
+ *                unstable (authorized: the connect decides)
  *
- * Guards: `disabled`, `needs_reauth` and `pending_verification` are never
- * overwritten by a check result; a result captured under an older
- * generation (a disable, a newer connection) is dropped.
+ * A client starts disabled (configured so), pending_verification (a
+ * credential type with none yet) or unstable until its first connect.
+ * A result captured under an older generation (a disable, a newer
+ * connection) is dropped before it gets here.
  *
  * Messages (payloads are msgpack maps; errors: a non-zero status and
  * {"error": text}):

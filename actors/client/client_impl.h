@@ -22,7 +22,16 @@ typedef enum cstate {
 	CS_REAUTH,   /* needs_reauth: calls refused, checks quiet */
 	CS_PENDING,  /* pending_verification */
 	CS_DISABLED, /* turned off by an admin */
+	CS_COUNT     /* not a state */
 } cstate;
+
+/* What moves a client's state (client_state_enter's table). */
+typedef enum cl_cause {
+	CL_BY_RESULT, /* a check, a dial, a call's transport */
+	CL_BY_ADMIN,  /* disable, enable */
+	CL_BY_CRED,   /* the credential's word */
+	CL_BY_COUNT
+} cl_cause;
 
 /* Why a dial runs: decides what its failure does.  Every failure but an
  * add's and a discovery's is recorded as a failed connect (unstable,
@@ -208,7 +217,12 @@ struct client {
 
 /* actor.c */
 const char *cstate_name(cstate s);
-void        client_set_state(client *cl, cstate s);
+/* client_state_enter is the one way cl->state changes: true when the
+ * table in actor.c allows it (refused and, but for a result meeting an
+ * authoritative state, logged as a bug otherwise).  It publishes
+ * nothing: client_transition does. */
+bool client_state_enter(client *cl, cstate to, cl_cause by);
+void client_set_state(client *cl, cstate s); /* by an admin */
 void client_fail(client *cl, cstate s, const char *stage, const char *message);
 /* Records a failed attempt as last_failure (and counts it); false when
  * out of memory. */

@@ -176,7 +176,7 @@ client_reauth(client *cl, const char *message)
 	call_run_queued(cl, "the MCP client needs reauthorization");
 	set_cred(cl, NULL);
 	(void)client_failure(cl, "credential", message);
-	cl->state = CS_REAUTH;
+	(void)client_state_enter(cl, CS_REAUTH, CL_BY_CRED);
 	client_transition(cl);
 	client_loop_release(cl); /* no fds until reauthorized */
 }
@@ -312,7 +312,8 @@ cred_on_notice(client *cl, kn_msg *msg)
 			KN_INFO("client",
 			        "%s: credential authorized; connecting",
 			        cl->cfg->name);
-			cl->state = CS_UNSTABLE; /* the connect decides */
+			/* the connect decides */
+			(void)client_state_enter(cl, CS_UNSTABLE, CL_BY_CRED);
 			dial_start(cl, DIAL_RECONNECT, 0, MSG_CL_RECONNECT);
 		}
 	} else if (strcmp(status, "refreshed") == 0) {
