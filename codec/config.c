@@ -70,6 +70,19 @@ is_ref(json_t *v, json_t *m)
 	        strncmp(json_string_value(v), "env.", 4) == 0);
 }
 
+/* An error is one line of text: a key or name it quotes from the input
+ * may hold control characters, which become '?' (no log line can be
+ * split or forged through it). */
+static void
+one_line(char *s)
+{
+	for (; *s != '\0'; s++) {
+		if ((unsigned char)*s < 0x20 || *s == 0x7f) {
+			*s = '?';
+		}
+	}
+}
+
 static int
 bad(pctx *x, const char *field, const char *fmt, ...)
 {
@@ -86,6 +99,7 @@ bad(pctx *x, const char *field, const char *fmt, ...)
 		snprintf(x->err, x->errlen, "client \"%s\": %s", x->client,
 		         what);
 	}
+	one_line(x->err);
 	return (MK_EINVAL);
 }
 
@@ -1074,6 +1088,7 @@ file_fail(char *err, size_t errlen, int rv, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
+	one_line(err);
 	return (rv);
 }
 
