@@ -2,7 +2,7 @@
  * daemon.h - the parts of `mcpkeep serve`, split by concern:
  *   serve.c    options, boot, reload, signals, drain
  *   http.c     the libmicrohttpd server: admission, budgets, who may
- *              call (SPEC section 12), answers
+ *              call, answers
  *   routes.c   the one table of method, path, lane, auth and handler,
  *              and the handlers
  *   metrics.c  GET /metrics
@@ -29,7 +29,7 @@
  * credential flows: key holders), and the operator's probes. */
 enum { LANE_ADMIN, LANE_DATA, LANE_PROBE, LANES, LANE_INLINE = -1 };
 
-/* Who may call a route (SPEC section 12). */
+/* Who may call a route. */
 typedef enum auth {
 	AUTH_OPEN,    /* anyone: the page, /healthz, /readyz, the OAuth
 	               * callback (its state is the credential) */
@@ -157,7 +157,7 @@ void events_stop(void);
 void events_open(req *r, const char *id, json_t *body);
 void events_close(req *r); /* r ended: its subscriber goes */
 
-/* The seven states (SPEC section 2). */
+/* The seven states a client can be in, as the list shows them. */
 extern const char *const states[];
 #define NSTATES 7
 

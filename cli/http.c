@@ -1,6 +1,7 @@
 /*
  * http.c - the daemon's HTTP server (libmicrohttpd): admission, budgets,
- * who may call what (SPEC section 12), and the answers.
+ * who may call what (the admin token, virtual keys, the metrics token),
+ * and the answers.
  *
  * DESIGN: libmicrohttpd runs its connections on a small pool of threads
  * (epoll), which must never block.  Each request is taken apart once
@@ -476,7 +477,7 @@ is_json_type(const char *ct)
 	        (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' '));
 }
 
-/* Who calls (SPEC section 12): the admin token, a virtual key, or
+/* Who calls: the admin token, a virtual key, or
  * nobody; refuses (answers, false) those the route does not allow. */
 static bool
 caller(req *r, keyset **ks)

@@ -1,7 +1,8 @@
 /*
  * routes.c - the daemon's one routing table (method, path, lane, who may
- * call: SPEC section 12) and its handlers (paths as in ../shared/
- * reference: "Recovery endpoints by combination", and SPEC.md).
+ * call) and its handlers: the admin API, the data plane (tool calls and
+ * a caller's own credential flows), the probes, the page and its event
+ * stream.
  *
  * DESIGN: a route's auth is decided by http.c before its body is read;
  * a handler sees only requests its route allows, and narrows what a

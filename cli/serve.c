@@ -1,7 +1,7 @@
 /*
  * serve.c - `mcpkeep serve`: the daemon's options, boot, reload, signals
  * and drain.  Its HTTP server is http.c (libmicrohttpd), its endpoints
- * routes.c, and who may call what is SPEC section 12; see daemon.h for
+ * routes.c, and who may call what http.c; see daemon.h for
  * the parts.
  *
  * Boot: the config's clients are handed to the runtime

@@ -1,12 +1,12 @@
 /*
  * config.h - config.json: the clients' configuration and the daemon's
- * settings (SPEC section 10), validated into structs.
+ * settings, validated into structs.
  *
  * Any string of a config file may be "env.NAME", read from the
  * environment (a missing variable is an error naming it).  A client
  * that did not come from a file (the API's) is literal: its "env.X" is
  * the text "env.X", never looked up, so no caller learns a variable's
- * value or whether it exists (SPEC section 12).  Which strings of a
+ * value or whether it exists.  Which strings of a
  * client are literal is its literal mask: NULL (none: a file's client),
  * JSON true (all: the API's), or an object of the config's shape whose
  * true leaves mark the literal strings (a file's client changed through
@@ -54,7 +54,7 @@ typedef struct cfg_client {
 	char   **envs;      /* stdio_config.envs, NULL-terminated */
 	cfg_auth auth;      /* auth_type */
 	char   **headers;   /* "Name: value", NULL-terminated */
-	bool     sticky;    /* the connection mode (SPEC section 1) */
+	bool     sticky;    /* sticky (one session kept), else per-call */
 	bool     tools_all; /* tools_to_execute is ["*"] */
 	char   **tools;     /* tools_to_execute names, NULL-terminated */
 	bool     ping;      /* is_ping_available, default true */

@@ -9,8 +9,8 @@
 #define TEXT_FAILURE_MAX 512 /* code points in a last_failure message */
 
 /*
- * text_failure_message normalises an error for last_failure (SPEC section
- * 3): every run of whitespace becomes one space, the ends are trimmed,
+ * text_failure_message normalises an error for last_failure:
+ * every run of whitespace becomes one space, the ends are trimmed,
  * bytes that are not UTF-8 become '?', and a text longer than 512 code
  * points becomes its first 511 followed by "…" - never cut inside a UTF-8
  * sequence.  Returns a malloc'd string, or NULL when out of memory.

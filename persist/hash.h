@@ -1,5 +1,5 @@
 /*
- * hash.h - the content hash of a tool list (SPEC section 9): SHA-256 over
+ * hash.h - the content hash of a tool list: SHA-256 over
  * the canonical JSON - tools sorted by name, object keys sorted, no
  * whitespace - so neither the server's tool order nor its key order
  * changes it.

@@ -599,7 +599,7 @@ connect_now(client *cl, uint64_t corr, uint32_t type, bool boot)
 	if (!cl->cfg->sticky && cl->hash[0] != '\0') {
 		client_save_once(cl);
 		/* per-call with known tools: no synchronous discovery; the
-		 * periodic check revisits it (SPEC section 5) */
+		 * periodic check revisits it */
 		client_pass(cl);
 		reply_ok(cl, corr);
 		return;

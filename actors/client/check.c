@@ -1,5 +1,5 @@
 /*
- * check.c - health checks (SPEC section 4).
+ * check.c - health checks: ping (or a tool list) on a schedule.
  *
  * A sticky check is ping (when is_ping_available) then tools/list on the
  * live connection; a per-call check is a discovery (connect, list,

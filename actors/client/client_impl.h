@@ -276,7 +276,7 @@ void client_loop_free(client *cl);
 void check_start(client *cl, uint64_t corr);
 void check_abort(client *cl);
 /* a call failed at the transport: a check now (at most one running, one
- * a second); its result, not the call's, sets the state (SPEC 2) */
+ * a second); its result, not the call's, sets the state */
 void check_soon(client *cl);
 void check_on_dial(client *cl, const mcp_error *err);
 bool mcp_transient(const mcp_error *e);
@@ -309,7 +309,7 @@ void   client_transition(client *cl);
 void   cm_failure(client *cl, const char *stage);       /* counts one */
 void   cm_call(client *cl, const call *c, int outcome); /* counts one */
 
-/* recover.c (SPEC section 7) */
+/* recover.c: tool calls that recover from auth and session failures */
 bool auth_failure(const mcp_error *e);
 bool session_gone(const mcp_error *e);
 bool retry_safe(const client *cl, const char *tool);

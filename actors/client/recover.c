@@ -1,5 +1,5 @@
 /*
- * recover.c - tool calls that recover (SPEC section 7): an auth failure
+ * recover.c - tool calls that recover: an auth failure
  * while the runtime believes the credential valid means the upstream and
  * the runtime diverged; a sticky session the server forgot is re-made.
  * Neither ever runs a destructive, non-idempotent tool twice.
