@@ -15,6 +15,20 @@
  * once and stored).  Both are unique, and a client whose client_id is
  * another client's name is refused at creation, so either names one
  * client.
+ *
+ * ABI rules: a program built against this header keeps working with a
+ * later libmcpkeep.so: functions and result codes are only added.  The
+ * structs the caller allocates and passes in - mk_options, mk_stats,
+ * mk_event - begin with `size_t size`, the caller's sizeof of the
+ * struct as its header declares it (mk_options_init(&o, sizeof(o)),
+ * MK_STATS_INIT and MK_EVENT_INIT set it); later versions only append
+ * fields to them.  The library reads and writes the first `size` bytes
+ * and nothing past them: options past the caller's size take their
+ * defaults, counters and event fields past it are not written.  A size
+ * below sizeof(size_t) or above this library's sizeof (a program built
+ * against a newer header) is MK_EINVAL.  mk_call keeps its layout (new
+ * call parameters come as a new function); mk_result is allocated by
+ * the library, whose later versions may append fields to it.
  */
 #ifndef MCPKEEP_H
 #define MCPKEEP_H
@@ -82,9 +96,11 @@ MK_API void mk_log(mk_log_level level, const char *component, const char *fmt,
 
 /*
  * Options for mk_runtime_open().  Initialise with mk_options_init() and
- * change only the fields you need; later versions append fields.
+ * change only the fields you need (see the ABI rules above).
  */
 typedef struct mk_options {
+	size_t size;            /* sizeof(mk_options) as the caller's header
+	                         * declares it; set by mk_options_init */
 	mk_log_level log_level; /* default MK_LOG_INFO; MCPKEEP_LOG overrides
 	                         * ("debug", "info", "warn", "error") */
 	int    log_json;        /* non-zero: one JSON object per log line */
@@ -125,9 +141,12 @@ typedef struct mk_options {
 } mk_options;
 
 /*
- * Runtime counters, a snapshot taken by the supervisor actor.
+ * Runtime counters, a snapshot taken by the supervisor actor.  Declare
+ * with MK_STATS_INIT (it sets size; see the ABI rules above).
  */
 typedef struct mk_stats {
+	size_t size;               /* sizeof(mk_stats) as the caller's header
+	                            * declares it; set by MK_STATS_INIT */
 	uint64_t actors;           /* actors running now */
 	uint64_t messages;         /* messages delivered to handlers */
 	uint64_t asks;             /* asks sent */
@@ -150,6 +169,12 @@ typedef struct mk_stats {
 	uint64_t stream_subscribers; /* state-stream subscribers now */
 } mk_stats;
 
+/* mk_stats st = MK_STATS_INIT; */
+#define MK_STATS_INIT                                                         \
+	{                                                                     \
+		.size = sizeof(mk_stats)                                      \
+	}
+
 /* mk_stats.store_state */
 enum {
 	MK_STORE_NONE    = 0, /* no store_path: memory only */
@@ -160,9 +185,12 @@ enum {
 typedef struct mk_runtime mk_runtime;
 
 /*
- * mk_options_init fills opts with the defaults.  Never blocks.
+ * mk_options_init fills the first size bytes of opts with the defaults
+ * and sets opts->size to size; pass sizeof(*opts).  Never blocks.
+ * Returns MK_OK, or MK_EINVAL (opts NULL, or size out of range: nothing
+ * written).
  */
-MK_API void mk_options_init(mk_options *opts);
+MK_API int mk_options_init(mk_options *opts, size_t size);
 
 /*
  * mk_runtime_open boots a runtime: logging, the actor kernel, then the
@@ -173,9 +201,9 @@ MK_API void mk_options_init(mk_options *opts);
  * serves from memory, reports it (mk_stats.store_state, a "store" stream
  * message) and retries.  On success *rtp owns a runtime the caller
  * releases with mk_runtime_close().
- * Returns MK_OK, MK_EINVAL (bad options; or a store refused outright: a
- * newer schema, sealed secrets without their key or with another key -
- * the log says which), MK_ENOMEM or MK_ESYS.
+ * Returns MK_OK, MK_EINVAL (bad options or opts->size; or a store refused
+ * outright: a newer schema, sealed secrets without their key or with
+ * another key - the log says which), MK_ENOMEM or MK_ESYS.
  */
 MK_API int mk_runtime_open(mk_runtime **rtp, const mk_options *opts);
 
@@ -189,9 +217,11 @@ MK_API int mk_runtime_open(mk_runtime **rtp, const mk_options *opts);
 MK_API void mk_runtime_close(mk_runtime **rtp);
 
 /*
- * mk_runtime_stats asks the supervisor for the runtime's counters.  Blocks
- * up to timeout_ms (<= 0: the runtime's ask timeout).
- * Returns MK_OK, MK_EHANDLE, MK_EINVAL, MK_ETIMEDOUT or MK_ECLOSED.
+ * mk_runtime_stats asks the supervisor for the runtime's counters and, on
+ * MK_OK, writes the first out->size bytes of them (out->size kept).
+ * Blocks up to timeout_ms (<= 0: the runtime's ask timeout).
+ * Returns MK_OK, MK_EHANDLE, MK_EINVAL (out NULL or out->size out of
+ * range), MK_ETIMEDOUT or MK_ECLOSED.
  */
 MK_API int mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms);
 
@@ -554,8 +584,11 @@ MK_API void mk_result_free(mk_result **res);
 MK_API const char *mk_stream_url(const mk_runtime *rt);
 
 /* A state-stream message, decoded.  Strings are NUL-terminated, "" when
- * absent (and cut to fit). */
+ * absent (and cut to fit).  Declare with MK_EVENT_INIT (it sets size; see
+ * the ABI rules above). */
 typedef struct mk_event {
+	size_t size;         /* sizeof(mk_event) as the caller's header
+	                      * declares it; set by MK_EVENT_INIT */
 	char topic[8];       /* "state", "tools" or "store" */
 	char client_id[72];  /* both */
 	char name[72];       /* both */
@@ -576,10 +609,18 @@ typedef struct mk_event {
 	                      * serving from memory (retrying) */
 } mk_event;
 
+/* mk_event ev = MK_EVENT_INIT; */
+#define MK_EVENT_INIT                                                         \
+	{                                                                     \
+		.size = sizeof(mk_event)                                      \
+	}
+
 /*
  * mk_event_parse decodes one message received from the state stream (the
- * whole message: topic, NUL, msgpack body).  Never blocks; any thread;
- * needs no runtime.  Returns MK_OK or MK_EPROTO (not a stream message).
+ * whole message: topic, NUL, msgpack body) into the first ev->size bytes
+ * of ev (ev->size kept; the fields it holds are cleared first).  Never
+ * blocks; any thread; needs no runtime.  Returns MK_OK, MK_EPROTO (not a
+ * stream message) or MK_EINVAL (ev NULL or ev->size out of range).
  */
 MK_API int mk_event_parse(const void *msg, size_t len, mk_event *ev);
 

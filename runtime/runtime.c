@@ -74,10 +74,12 @@ mk_free(void *p)
 	free(p);
 }
 
-void
-mk_options_init(mk_options *opts)
+/* The defaults, the whole struct. */
+static void
+rt_defaults(mk_options *opts)
 {
 	memset(opts, 0, sizeof(*opts));
+	opts->size              = sizeof(*opts);
 	opts->log_level         = MK_LOG_INFO;
 	opts->log_json          = 0;
 	opts->log_fd            = 2;
@@ -86,6 +88,20 @@ mk_options_init(mk_options *opts)
 	opts->stream_url        = "inproc://mcpkeep/state";
 	opts->node_id           = "local";
 	opts->unstable_check_ms = 10000;
+}
+
+int
+mk_options_init(mk_options *opts, size_t size)
+{
+	mk_options d;
+
+	if (opts == NULL || !rt_size_ok(size, sizeof(d))) {
+		return (MK_EINVAL);
+	}
+	rt_defaults(&d);
+	d.size = size;
+	memcpy(opts, &d, size);
+	return (MK_OK);
 }
 
 /* The soft RLIMIT_NOFILE up to the hard one: a client connected over
@@ -247,13 +263,18 @@ mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 		return (MK_EINVAL);
 	}
 	*rtp = NULL;
+	if (opts != NULL && !rt_size_ok(opts->size, sizeof(*opts))) {
+		return (MK_EINVAL);
+	}
 	if ((rt = calloc(1, sizeof(*rt))) == NULL) {
 		return (MK_ENOMEM);
 	}
+	/* the caller's fields over the defaults: the ones past its size
+	 * keep them */
+	rt_defaults(&rt->opts);
 	if (opts != NULL) {
-		rt->opts = *opts;
-	} else {
-		mk_options_init(&rt->opts);
+		memcpy(&rt->opts, opts, opts->size);
+		rt->opts.size = sizeof(rt->opts);
 	}
 	if (rt->opts.stream_url == NULL) {
 		rt->opts.stream_url = "inproc://mcpkeep/state";
@@ -370,21 +391,14 @@ mk_runtime_close(mk_runtime **rtp)
 	free(rt);
 }
 
-int
-mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms)
+/* The counters of the supervisor, the store and the credential actor,
+ * into the whole struct out. */
+static int
+rt_stats(mk_runtime *rt, mk_stats *out, int timeout_ms)
 {
 	kn_answer r;
 	int       rv;
 
-	if (!rt_valid(rt)) {
-		return (MK_EHANDLE);
-	}
-	if (out == NULL) {
-		return (MK_EINVAL);
-	}
-	if (timeout_ms <= 0) {
-		timeout_ms = rt->opts.ask_timeout_ms;
-	}
 	rv = kn_ask(rt->system[RT_SUPERVISOR], MSG_STATS, NULL, 0, timeout_ms,
 	            &r);
 	if (rv == 0) {
@@ -429,6 +443,31 @@ mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms)
 	}
 	if (rv == 0) {
 		out->stream_subscribers = kn_stream_subscribers(rt->stream);
+	}
+	return (rv);
+}
+
+int
+mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms)
+{
+	mk_stats st;
+	int      rv;
+
+	if (!rt_valid(rt)) {
+		return (MK_EHANDLE);
+	}
+	if (out == NULL || !rt_size_ok(out->size, sizeof(st))) {
+		return (MK_EINVAL);
+	}
+	if (timeout_ms <= 0) {
+		timeout_ms = rt->opts.ask_timeout_ms;
+	}
+	memset(&st, 0, sizeof(st));
+	if ((rv = rt_stats(rt, &st, timeout_ms)) == 0) {
+		size_t n = out->size;
+
+		memcpy(out, &st, n);
+		out->size = n;
 	}
 	return (rv);
 }

@@ -32,4 +32,12 @@ struct mk_runtime {
 /* rt_valid: the handle is an open runtime. */
 int rt_valid(const mk_runtime *rt);
 
+/* rt_size_ok: size is a caller's struct size this library serves (the
+ * ABI rules of mcpkeep.h): its size field, at most the whole struct. */
+static inline int
+rt_size_ok(size_t size, size_t full)
+{
+	return (size >= sizeof(size_t) && size <= full);
+}
+
 #endif /* RUNTIME_IMPL_H */
