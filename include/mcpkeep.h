@@ -84,12 +84,15 @@ typedef enum mk_log_level {
 } mk_log_level;
 
 /*
- * mk_log writes one line to the runtime's log - the level, format (text
- * or JSON) and fd that mk_runtime_open set - as component, so that an
- * embedder's lines sit with the runtime's.  The message is printf-
- * formatted, cut at 2 KiB, and control characters in it become spaces.
- * Below the level (or an unknown level) it does nothing.  Any thread;
- * blocks only on the write.  Never pass it a secret.
+ * mk_log writes one line to a runtime's log - the level, format (text or
+ * JSON) and fd its options set - as component, so that an embedder's
+ * lines sit with the runtime's.  Each runtime logs with its own settings;
+ * mk_log uses those of the runtime whose thread calls it (a callback),
+ * else of the most recently opened runtime still open, else the process
+ * default: level info, text, fd 2.  The message is printf-formatted, cut
+ * at 2 KiB, and control characters in it become spaces.  Below the level
+ * (or an unknown level) it does nothing.  Any thread; blocks only on the
+ * write.  Never pass it a secret.
  */
 MK_API void mk_log(mk_log_level level, const char *component, const char *fmt,
                    ...) __attribute__((format(printf, 3, 4)));
@@ -103,8 +106,9 @@ typedef struct mk_options {
 	                         * declares it; set by mk_options_init */
 	mk_log_level log_level; /* default MK_LOG_INFO; MCPKEEP_LOG overrides
 	                         * ("debug", "info", "warn", "error") */
-	int    log_json;        /* non-zero: one JSON object per log line */
-	int    log_fd;          /* where log lines go; default 2 (stderr) */
+	int log_json;           /* non-zero: one JSON object per log line */
+	int log_fd;             /* where this runtime's log lines go;
+	                         * default 2 (stderr) */
 	size_t stack_size;      /* actor thread stack, bytes; default 256 KiB,
 	                         * minimum 64 KiB */
 	int ask_timeout_ms; /* deadline of the runtime's internal asks when a

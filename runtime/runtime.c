@@ -5,7 +5,10 @@
  * DESIGN: the runtime struct is written only by open and close; API calls
  * from any thread read it and talk to actors by ask.  Boot order is the
  * system_actors table top to bottom; shutdown is bottom to top, then the
- * kernel answers whatever asks are left with MK_ECLOSED.
+ * kernel answers whatever asks are left with MK_ECLOSED.  Logging: open
+ * and close run bound to the runtime's log settings, its actor threads
+ * to its kernel's copy of them, and from open to close they are the
+ * default of threads bound to none (log.h).
  */
 #include <errno.h>
 #include <openssl/crypto.h>
@@ -253,11 +256,94 @@ rt_credential(mk_runtime *rt)
 	return (rv);
 }
 
+/* Boots rt, whose options are checked, on a thread bound to its log: the
+ * stream, the kernel, the actors, the stored clients.  On failure what
+ * started is stopped again; the caller frees rt. */
+static int
+rt_boot(mk_runtime *rt)
+{
+	char err[256];
+	int  rv;
+
+	if (rt->opts.raise_fd_limit) {
+		raise_fd_limit();
+	}
+	if ((rv = kn_stream_open(&rt->stream, rt->stream_url,
+	                         rt->opts.stream_listen, err, sizeof(err))) !=
+	    0) {
+		KN_ERROR("runtime", "%s", err);
+		return (rv);
+	}
+	if ((rv = kn_kernel_open(&rt->kernel, rt->opts.stack_size)) != 0) {
+		kn_stream_close(&rt->stream);
+		return (rv);
+	}
+	kn_logger_init(kn_kernel_log(rt->kernel), rt->opts.log_level,
+	               rt->opts.log_json, rt->opts.log_fd);
+	if (rt->opts.store_path != NULL) {
+		const char *key = rt->opts.encryption_key;
+		if (key == NULL) {
+			key = getenv("MCPKEEP_ENCRYPTION_KEY");
+		}
+		ps_args pa = {.path   = rt->opts.store_path,
+		              .secret = key,
+		              .stream = rt->stream};
+		if ((rv = kn_spawn(rt->kernel, PERSISTER_NAME, &persister_ops,
+		                   &pa, &rt->persister)) != 0) {
+			KN_ERROR("runtime", "cannot open the store %s: %s",
+			         rt->opts.store_path, mk_strerror(rv));
+			rt_shutdown(rt);
+			return (rv);
+		}
+	}
+	if ((rv = rt_credential(rt)) != 0) {
+		KN_ERROR("runtime", "cannot start actor %s: %s",
+		         CREDENTIAL_NAME, mk_strerror(rv));
+		rt_shutdown(rt);
+		return (rv);
+	}
+	rt->sv = (sv_args) {
+	        .stream      = rt->stream,
+	        .node_id     = rt->node_id,
+	        .sync_ms     = CFG_SYNC_DEFAULT_MS,
+	        .exec_ms     = CFG_EXEC_DEFAULT_MS,
+	        .unstable_ms = rt->opts.unstable_check_ms,
+	        .persister   = rt->persister,
+	        .credential  = rt->credential,
+	};
+	for (size_t i = 0; i < NSYSTEM; i++) {
+		rv = kn_spawn(rt->kernel, system_actors[i].name,
+		              system_actors[i].ops, &rt->sv, &rt->system[i]);
+		if (rv != 0) {
+			KN_ERROR("runtime", "cannot start actor %s: %s",
+			         system_actors[i].name, mk_strerror(rv));
+			rt_shutdown(rt);
+			return (rv);
+		}
+		KN_INFO("runtime", "started actor %s", system_actors[i].name);
+	}
+	if (rt->persister != NULL && (rv = rt_restore(rt)) != 0) {
+		KN_ERROR("runtime",
+		         "cannot restore clients from the store: %s",
+		         mk_strerror(rv));
+		rt_shutdown(rt);
+		return (rv);
+	}
+	rt->magic = RT_MAGIC;
+	KN_INFO("runtime", "booted: %zu system actors, %zu KiB stacks",
+	        NSYSTEM,
+	        (rt->opts.stack_size ? rt->opts.stack_size
+	                             : KN_STACK_DEFAULT) /
+	                1024);
+	return (0);
+}
+
 int
 mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 {
-	mk_runtime *rt;
-	int         rv;
+	mk_runtime      *rt;
+	const kn_logger *prev;
+	int              rv;
 
 	if (rtp == NULL) {
 		return (MK_EINVAL);
@@ -295,83 +381,16 @@ mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 		free(rt);
 		return (MK_EINVAL);
 	}
-	kn_log_configure(rt->opts.log_level, rt->opts.log_json,
-	                 rt->opts.log_fd);
-	if (rt->opts.raise_fd_limit) {
-		raise_fd_limit();
-	}
-	char err[256];
-	if ((rv = kn_stream_open(&rt->stream, rt->stream_url,
-	                         rt->opts.stream_listen, err, sizeof(err))) !=
-	    0) {
-		KN_ERROR("runtime", "%s", err);
+	kn_logger_init(&rt->log, rt->opts.log_level, rt->opts.log_json,
+	               rt->opts.log_fd);
+	prev = kn_log_bind(&rt->log);
+	if ((rv = rt_boot(rt)) != 0) {
+		(void)kn_log_bind(prev);
 		free(rt);
 		return (rv);
 	}
-	if ((rv = kn_kernel_open(&rt->kernel, rt->opts.stack_size)) != 0) {
-		kn_stream_close(&rt->stream);
-		free(rt);
-		return (rv);
-	}
-	if (rt->opts.store_path != NULL) {
-		const char *key = rt->opts.encryption_key;
-		if (key == NULL) {
-			key = getenv("MCPKEEP_ENCRYPTION_KEY");
-		}
-		ps_args pa = {.path   = rt->opts.store_path,
-		              .secret = key,
-		              .stream = rt->stream};
-		if ((rv = kn_spawn(rt->kernel, PERSISTER_NAME, &persister_ops,
-		                   &pa, &rt->persister)) != 0) {
-			KN_ERROR("runtime", "cannot open the store %s: %s",
-			         rt->opts.store_path, mk_strerror(rv));
-			rt_shutdown(rt);
-			free(rt);
-			return (rv);
-		}
-	}
-	if ((rv = rt_credential(rt)) != 0) {
-		KN_ERROR("runtime", "cannot start actor %s: %s",
-		         CREDENTIAL_NAME, mk_strerror(rv));
-		rt_shutdown(rt);
-		free(rt);
-		return (rv);
-	}
-	rt->sv = (sv_args) {
-	        .stream      = rt->stream,
-	        .node_id     = rt->node_id,
-	        .sync_ms     = CFG_SYNC_DEFAULT_MS,
-	        .exec_ms     = CFG_EXEC_DEFAULT_MS,
-	        .unstable_ms = rt->opts.unstable_check_ms,
-	        .persister   = rt->persister,
-	        .credential  = rt->credential,
-	};
-	for (size_t i = 0; i < NSYSTEM; i++) {
-		rv = kn_spawn(rt->kernel, system_actors[i].name,
-		              system_actors[i].ops, &rt->sv, &rt->system[i]);
-		if (rv != 0) {
-			KN_ERROR("runtime", "cannot start actor %s: %s",
-			         system_actors[i].name, mk_strerror(rv));
-			rt_shutdown(rt);
-			free(rt);
-			return (rv);
-		}
-		KN_INFO("runtime", "started actor %s", system_actors[i].name);
-	}
-	if (rt->persister != NULL && (rv = rt_restore(rt)) != 0) {
-		KN_ERROR("runtime",
-		         "cannot restore clients from the store: %s",
-		         mk_strerror(rv));
-		rt_shutdown(rt);
-		free(rt);
-		return (rv);
-	}
-	rt->magic = RT_MAGIC;
-	KN_INFO("runtime", "booted: %zu system actors, %zu KiB stacks",
-	        NSYSTEM,
-	        (rt->opts.stack_size ? rt->opts.stack_size
-	                             : KN_STACK_DEFAULT) /
-	                1024);
+	kn_log_open(&rt->log);
+	(void)kn_log_bind(prev);
 	*rtp = rt;
 	return (0);
 }
@@ -379,15 +398,19 @@ mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 void
 mk_runtime_close(mk_runtime **rtp)
 {
-	mk_runtime *rt;
+	mk_runtime      *rt;
+	const kn_logger *prev;
 
 	if (rtp == NULL || !rt_valid(rt = *rtp)) {
 		return;
 	}
 	*rtp      = NULL;
 	rt->magic = RT_POISON;
+	prev      = kn_log_bind(&rt->log);
 	rt_shutdown(rt);
 	KN_INFO("runtime", "closed");
+	kn_log_close(&rt->log);
+	(void)kn_log_bind(prev);
 	free(rt);
 }
 

@@ -198,6 +198,73 @@ drain(int fd, char *buf, size_t cap)
 	buf[len] = '\0';
 }
 
+/* Occurrences of needle in hay. */
+static int
+count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++) {
+		n++;
+	}
+	return (n);
+}
+
+/* Two runtimes log each with its own settings: a, text at debug, to one
+ * pipe; b, JSON at info, to another.  Their actor threads' lines (the
+ * kernel's "actor ... stopped" at debug) and their open and close lines
+ * go to their own fd, also while the other is the newest; mk_log from a
+ * thread of neither uses the newest runtime still open. */
+static void
+two_logs(void)
+{
+	mk_runtime *a, *b;
+	mk_options  o;
+	int         pa[2], pb[2];
+	char        la[16384], lb[16384];
+
+	CHECK_EQ(pipe(pa), 0);
+	CHECK_EQ(pipe(pb), 0);
+	unsetenv("MCPKEEP_LOG"); /* (the suite's would override the level) */
+	mk_options_init(&o, sizeof(o));
+	o.log_level  = MK_LOG_DEBUG;
+	o.log_fd     = pa[1];
+	o.stream_url = "inproc://mcpkeep/log-a";
+	CHECK_EQ(mk_runtime_open(&a, &o), 0);
+	mk_options_init(&o, sizeof(o));
+	o.log_level  = MK_LOG_INFO;
+	o.log_json   = 1;
+	o.log_fd     = pb[1];
+	o.stream_url = "inproc://mcpkeep/log-b";
+	CHECK_EQ(mk_runtime_open(&b, &o), 0);
+	mk_log(MK_LOG_WARN, "host", "to the newest");
+	mk_runtime_close(&a); /* while b is the newest */
+	mk_log(MK_LOG_WARN, "host", "to b still");
+	mk_runtime_close(&b);
+	close(pa[1]);
+	close(pb[1]);
+	drain(pa[0], la, sizeof(la));
+	drain(pb[0], lb, sizeof(lb));
+	close(pa[0]);
+	close(pb[0]);
+
+	CHECK_EQ(count_of(la, "INFO  runtime: booted"), 1);
+	CHECK_EQ(count_of(la, "DEBUG kernel: actor supervisor ready"), 1);
+	CHECK_EQ(count_of(la, "DEBUG kernel: actor supervisor stopped"), 1);
+	CHECK_EQ(count_of(la, "INFO  runtime: closed"), 1);
+	CHECK_EQ(count_of(la, "{"), 0);
+	CHECK_EQ(count_of(la, "host"), 0);
+
+	CHECK_EQ(count_of(lb, "\"component\":\"runtime\",\"msg\":\"booted"),
+	         1);
+	CHECK_EQ(count_of(lb, "\"component\":\"runtime\",\"msg\":\"closed\""),
+	         1);
+	CHECK_EQ(count_of(lb, "\"msg\":\"to the newest\""), 1);
+	CHECK_EQ(count_of(lb, "\"msg\":\"to b still\""), 1);
+	CHECK_EQ(count_of(lb, "DEBUG"), 0);
+	CHECK_EQ(count_of(lb, "\n"), count_of(lb, "{\"ts\":"));
+}
+
 /* A caller built against an older, shorter mk_options (its struct ends
  * before credential_cache_max): init writes nothing past its size, and
  * open reads nothing past it - the guard bytes there would make
@@ -360,6 +427,7 @@ main(void)
 	RUN(poisoned_handle);
 	RUN(error_texts);
 	RUN(two_runtimes);
+	RUN(two_logs);
 	RUN(abi_options);
 	RUN(abi_stats);
 	RUN(abi_event);
