@@ -29,6 +29,18 @@
  * against a newer header) is MK_EINVAL.  mk_call keeps its layout (new
  * call parameters come as a new function); mk_result is allocated by
  * the library, whose later versions may append fields to it.
+ *
+ * libcurl: mk_runtime_open takes one reference to libcurl's global state
+ * (curl_global_init) before the runtime starts a thread, and
+ * mk_runtime_close gives it back (curl_global_cleanup) after joining
+ * them.  libcurl 7.84 and later (required) makes both thread-safe when
+ * curl_version_info() reports CURL_VERSION_THREADSAFE - Debian 12's
+ * 7.88.1 does - so an embedder need do nothing, even with threads of its
+ * own running.  With a libcurl built without it (mk_runtime_open logs a
+ * warning), call curl_global_init(CURL_GLOBAL_DEFAULT) before starting
+ * any thread and curl_global_cleanup after the last mk_runtime_close.
+ * An embedder that uses libcurl itself calls curl_global_init for its
+ * own use either way: the runtime's reference is the runtime's.
  */
 #ifndef MCPKEEP_H
 #define MCPKEEP_H
@@ -197,14 +209,14 @@ typedef struct mk_runtime mk_runtime;
 MK_API int mk_options_init(mk_options *opts, size_t size);
 
 /*
- * mk_runtime_open boots a runtime: logging, the actor kernel, then the
- * system actors in a fixed order.  opts may be NULL for the defaults.
- * Blocks until every system actor has signalled READY and, with a
- * store_path, the stored clients are back.  A store that cannot be written
- * (read-only, full, locked, damaged) does not fail the boot: the runtime
- * serves from memory, reports it (mk_stats.store_state, a "store" stream
- * message) and retries.  On success *rtp owns a runtime the caller
- * releases with mk_runtime_close().
+ * mk_runtime_open boots a runtime: logging, libcurl (see libcurl above),
+ * the actor kernel, then the system actors in a fixed order.  opts may be
+ * NULL for the defaults.  Blocks until every system actor has signalled
+ * READY and, with a store_path, the stored clients are back.  A store that
+ * cannot be written (read-only, full, locked, damaged) does not fail the
+ * boot: the runtime serves from memory, reports it (mk_stats.store_state,
+ * a "store" stream message) and retries.  On success *rtp owns a runtime
+ * the caller releases with mk_runtime_close().
  * Returns MK_OK, MK_EINVAL (bad options or opts->size; or a store refused
  * outright: a newer schema, sealed secrets without their key or with
  * another key - the log says which), MK_ENOMEM or MK_ESYS.
@@ -214,9 +226,10 @@ MK_API int mk_runtime_open(mk_runtime **rtp, const mk_options *opts);
 /*
  * mk_runtime_close stops the system actors in the reverse of boot order,
  * answers every ask still in flight with MK_ECLOSED, joins every thread
- * the runtime started, frees the runtime and sets *rtp to NULL.  Blocks
- * until all of that is done.  Safe with rtp or *rtp NULL, and twice.  Must
- * not be called from a thread the runtime owns (an actor or a callback).
+ * the runtime started, gives back its libcurl reference, frees the runtime
+ * and sets *rtp to NULL.  Blocks until all of that is done.  Safe with rtp
+ * or *rtp NULL, and twice.  Must not be called from a thread the runtime
+ * owns (an actor or a callback).
  */
 MK_API void mk_runtime_close(mk_runtime **rtp);
 

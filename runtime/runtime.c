@@ -10,6 +10,7 @@
  * to its kernel's copy of them, and from open to close they are the
  * default of threads bound to none (log.h).
  */
+#include <curl/curl.h>
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <stdint.h>
@@ -256,6 +257,30 @@ rt_credential(mk_runtime *rt)
 	return (rv);
 }
 
+/* libcurl's global state, one reference per runtime, taken before the
+ * runtime starts a thread (see mcpkeep.h: libcurl).  Thread-safe where
+ * libcurl says CURL_VERSION_THREADSAFE; without it, the embedder's own
+ * curl_global_init before its threads is what makes this safe. */
+static int
+rt_curl_init(void)
+{
+	const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+	CURLcode                      c;
+
+	if ((v->features & CURL_VERSION_THREADSAFE) == 0) {
+		KN_WARN("runtime",
+		        "libcurl %s is not thread-safe to initialise: call "
+		        "curl_global_init before starting threads",
+		        v->version);
+	}
+	if ((c = curl_global_init(CURL_GLOBAL_DEFAULT)) != CURLE_OK) {
+		KN_ERROR("runtime", "curl_global_init: %s",
+		         curl_easy_strerror(c));
+		return (c == CURLE_OUT_OF_MEMORY ? MK_ENOMEM : MK_ESYS);
+	}
+	return (0);
+}
+
 /* Boots rt, whose options are checked, on a thread bound to its log: the
  * stream, the kernel, the actors, the stored clients.  On failure what
  * started is stopped again; the caller frees rt. */
@@ -384,7 +409,13 @@ mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 	kn_logger_init(&rt->log, rt->opts.log_level, rt->opts.log_json,
 	               rt->opts.log_fd);
 	prev = kn_log_bind(&rt->log);
+	if ((rv = rt_curl_init()) != 0) {
+		(void)kn_log_bind(prev);
+		free(rt);
+		return (rv);
+	}
 	if ((rv = rt_boot(rt)) != 0) {
+		curl_global_cleanup();
 		(void)kn_log_bind(prev);
 		free(rt);
 		return (rv);
@@ -408,6 +439,7 @@ mk_runtime_close(mk_runtime **rtp)
 	rt->magic = RT_POISON;
 	prev      = kn_log_bind(&rt->log);
 	rt_shutdown(rt);
+	curl_global_cleanup(); /* its threads are joined */
 	KN_INFO("runtime", "closed");
 	kn_log_close(&rt->log);
 	(void)kn_log_bind(prev);
