@@ -76,7 +76,7 @@ open_rt(const char *url)
 	mk_runtime *rt;
 	mk_options  o;
 
-	mk_options_init(&o);
+	mk_options_init(&o, sizeof(o));
 	o.log_level  = MK_LOG_ERROR;
 	o.stream_url = url;
 	if (mk_runtime_open(&rt, &o) != 0) {
@@ -91,7 +91,7 @@ scale(int n, int port)
 	size_t      cap = (size_t)n * 200 + 64, len = 0;
 	char       *cfg = malloc(cap), *err = NULL, url[64];
 	mk_runtime *rt;
-	mk_stats    st;
+	mk_stats    st = MK_STATS_INIT;
 	int         fd0, fd1;
 	long        rss0, rss1;
 	int64_t     t0;

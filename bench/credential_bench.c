@@ -187,7 +187,7 @@ main(void)
 	    0) {
 		die("oauth.mjs did not start");
 	}
-	mk_options_init(&o);
+	mk_options_init(&o, sizeof(o));
 	o.log_level  = MK_LOG_ERROR;
 	o.stream_url = "inproc://credential-bench";
 	if (mk_runtime_open(&rt, &o) != 0) {

@@ -195,7 +195,7 @@ main(void)
 	         url);
 
 	/* the embedding API */
-	mk_options_init(&o);
+	mk_options_init(&o, sizeof(o));
 	o.log_level = MK_LOG_ERROR;
 	if (mk_runtime_open(&rt, &o) != 0 ||
 	    mk_client_add(rt, cfg, NULL, &err) != 0) {

@@ -304,7 +304,7 @@ unchanged(const char *path, int64_t *writes, int64_t *flushes, double *cps)
 	int         port = fastmcp_start();
 	int64_t     t0;
 
-	mk_options_init(&o);
+	mk_options_init(&o, sizeof(o));
 	o.log_level  = MK_LOG_ERROR;
 	o.store_path = path;
 	snprintf(cfg, sizeof(cfg),

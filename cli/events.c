@@ -117,7 +117,7 @@ reader(void *cls, uint64_t pos, char *out, size_t max)
 static char *
 event_text(const void *msg, size_t len, char *name, size_t nlen)
 {
-	mk_event e;
+	mk_event e = MK_EVENT_INIT;
 	json_t  *j;
 	char    *data, *out = NULL;
 

@@ -126,7 +126,7 @@ cmd_run(int argc, char **argv)
 	cli_watch  *w    = NULL;
 	int         once = 0, rv, sig;
 
-	mk_options_init(&opts);
+	mk_options_init(&opts, sizeof(opts));
 	opts.log_level      = MK_LOG_WARN;
 	opts.raise_fd_limit = 1; /* every connected client holds fds */
 	for (int i = 0; i < argc; i++) {

@@ -104,9 +104,9 @@ metrics(req *r, const char *id, json_t *body)
 	static const char *const paths[]    = {"per_call", "shared", "session",
 	                                       NULL};
 	static const char *const one[]      = {"", NULL};
-	mk_stats                 st;
-	char                    *out = NULL;
-	size_t                   len = 0, i;
+	mk_stats                 st         = MK_STATS_INIT;
+	char                    *out        = NULL;
+	size_t                   len        = 0, i;
 	FILE                    *f;
 	json_t                  *all, *c;
 	int                      count[NSTATES] = {0};

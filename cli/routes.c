@@ -188,7 +188,7 @@ healthz(req *r, const char *id, json_t *body)
 static void
 readyz(req *r, const char *id, json_t *body)
 {
-	mk_stats st;
+	mk_stats st = MK_STATS_INIT;
 
 	pthread_mutex_lock(&D.mtx);
 	bool booting = D.booting;

@@ -567,7 +567,7 @@ cmd_serve(int argc, char **argv)
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	mk_options_init(&opts);
+	mk_options_init(&opts, sizeof(opts));
 	opts.log_level      = level;
 	opts.log_json       = json_log;
 	opts.store_path     = store != NULL ? store : c_store;

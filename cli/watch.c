@@ -77,7 +77,7 @@ nng_main(void *arg)
 	nng_msg   *msg;
 
 	while (nng_recvmsg(w->sub, &msg, 0) == 0) {
-		mk_event e;
+		mk_event e = MK_EVENT_INIT;
 
 		if (mk_event_parse(nng_msg_body(msg), nng_msg_len(msg), &e) ==
 		    0) {

@@ -13,10 +13,10 @@ main(void)
 {
 	mk_runtime *rt;
 	mk_options  o;
-	mk_stats    st;
+	mk_stats    st = MK_STATS_INIT;
 	int         rv;
 
-	mk_options_init(&o);
+	mk_options_init(&o, sizeof(o));
 	o.log_level  = MK_LOG_WARN;
 	o.stream_url = "inproc://embed-example";
 	if ((rv = mk_runtime_open(&rt, &o)) != MK_OK) {

@@ -15,6 +15,32 @@
  * once and stored).  Both are unique, and a client whose client_id is
  * another client's name is refused at creation, so either names one
  * client.
+ *
+ * ABI rules: a program built against this header keeps working with a
+ * later libmcpkeep.so: functions and result codes are only added.  The
+ * structs the caller allocates and passes in - mk_options, mk_stats,
+ * mk_event - begin with `size_t size`, the caller's sizeof of the
+ * struct as its header declares it (mk_options_init(&o, sizeof(o)),
+ * MK_STATS_INIT and MK_EVENT_INIT set it); later versions only append
+ * fields to them.  The library reads and writes the first `size` bytes
+ * and nothing past them: options past the caller's size take their
+ * defaults, counters and event fields past it are not written.  A size
+ * below sizeof(size_t) or above this library's sizeof (a program built
+ * against a newer header) is MK_EINVAL.  mk_call keeps its layout (new
+ * call parameters come as a new function); mk_result is allocated by
+ * the library, whose later versions may append fields to it.
+ *
+ * libcurl: mk_runtime_open takes one reference to libcurl's global state
+ * (curl_global_init) before the runtime starts a thread, and
+ * mk_runtime_close gives it back (curl_global_cleanup) after joining
+ * them.  libcurl 7.84 and later (required) makes both thread-safe when
+ * curl_version_info() reports CURL_VERSION_THREADSAFE - Debian 12's
+ * 7.88.1 does - so an embedder need do nothing, even with threads of its
+ * own running.  With a libcurl built without it (mk_runtime_open logs a
+ * warning), call curl_global_init(CURL_GLOBAL_DEFAULT) before starting
+ * any thread and curl_global_cleanup after the last mk_runtime_close.
+ * An embedder that uses libcurl itself calls curl_global_init for its
+ * own use either way: the runtime's reference is the runtime's.
  */
 #ifndef MCPKEEP_H
 #define MCPKEEP_H
@@ -70,25 +96,31 @@ typedef enum mk_log_level {
 } mk_log_level;
 
 /*
- * mk_log writes one line to the runtime's log - the level, format (text
- * or JSON) and fd that mk_runtime_open set - as component, so that an
- * embedder's lines sit with the runtime's.  The message is printf-
- * formatted, cut at 2 KiB, and control characters in it become spaces.
- * Below the level (or an unknown level) it does nothing.  Any thread;
- * blocks only on the write.  Never pass it a secret.
+ * mk_log writes one line to a runtime's log - the level, format (text or
+ * JSON) and fd its options set - as component, so that an embedder's
+ * lines sit with the runtime's.  Each runtime logs with its own settings;
+ * mk_log uses those of the runtime whose thread calls it (a callback),
+ * else of the most recently opened runtime still open, else the process
+ * default: level info, text, fd 2.  The message is printf-formatted, cut
+ * at 2 KiB, and control characters in it become spaces.  Below the level
+ * (or an unknown level) it does nothing.  Any thread; blocks only on the
+ * write.  Never pass it a secret.
  */
 MK_API void mk_log(mk_log_level level, const char *component, const char *fmt,
                    ...) __attribute__((format(printf, 3, 4)));
 
 /*
  * Options for mk_runtime_open().  Initialise with mk_options_init() and
- * change only the fields you need; later versions append fields.
+ * change only the fields you need (see the ABI rules above).
  */
 typedef struct mk_options {
+	size_t size;            /* sizeof(mk_options) as the caller's header
+	                         * declares it; set by mk_options_init */
 	mk_log_level log_level; /* default MK_LOG_INFO; MCPKEEP_LOG overrides
 	                         * ("debug", "info", "warn", "error") */
-	int    log_json;        /* non-zero: one JSON object per log line */
-	int    log_fd;          /* where log lines go; default 2 (stderr) */
+	int log_json;           /* non-zero: one JSON object per log line */
+	int log_fd;             /* where this runtime's log lines go;
+	                         * default 2 (stderr) */
 	size_t stack_size;      /* actor thread stack, bytes; default 256 KiB,
 	                         * minimum 64 KiB */
 	int ask_timeout_ms; /* deadline of the runtime's internal asks when a
@@ -125,9 +157,12 @@ typedef struct mk_options {
 } mk_options;
 
 /*
- * Runtime counters, a snapshot taken by the supervisor actor.
+ * Runtime counters, a snapshot taken by the supervisor actor.  Declare
+ * with MK_STATS_INIT (it sets size; see the ABI rules above).
  */
 typedef struct mk_stats {
+	size_t size;               /* sizeof(mk_stats) as the caller's header
+	                            * declares it; set by MK_STATS_INIT */
 	uint64_t actors;           /* actors running now */
 	uint64_t messages;         /* messages delivered to handlers */
 	uint64_t asks;             /* asks sent */
@@ -150,6 +185,12 @@ typedef struct mk_stats {
 	uint64_t stream_subscribers; /* state-stream subscribers now */
 } mk_stats;
 
+/* mk_stats st = MK_STATS_INIT; */
+#define MK_STATS_INIT                                                         \
+	{                                                                     \
+		.size = sizeof(mk_stats)                                      \
+	}
+
 /* mk_stats.store_state */
 enum {
 	MK_STORE_NONE    = 0, /* no store_path: memory only */
@@ -160,38 +201,44 @@ enum {
 typedef struct mk_runtime mk_runtime;
 
 /*
- * mk_options_init fills opts with the defaults.  Never blocks.
+ * mk_options_init fills the first size bytes of opts with the defaults
+ * and sets opts->size to size; pass sizeof(*opts).  Never blocks.
+ * Returns MK_OK, or MK_EINVAL (opts NULL, or size out of range: nothing
+ * written).
  */
-MK_API void mk_options_init(mk_options *opts);
+MK_API int mk_options_init(mk_options *opts, size_t size);
 
 /*
- * mk_runtime_open boots a runtime: logging, the actor kernel, then the
- * system actors in a fixed order.  opts may be NULL for the defaults.
- * Blocks until every system actor has signalled READY and, with a
- * store_path, the stored clients are back.  A store that cannot be written
- * (read-only, full, locked, damaged) does not fail the boot: the runtime
- * serves from memory, reports it (mk_stats.store_state, a "store" stream
- * message) and retries.  On success *rtp owns a runtime the caller
- * releases with mk_runtime_close().
- * Returns MK_OK, MK_EINVAL (bad options; or a store refused outright: a
- * newer schema, sealed secrets without their key or with another key -
- * the log says which), MK_ENOMEM or MK_ESYS.
+ * mk_runtime_open boots a runtime: logging, libcurl (see libcurl above),
+ * the actor kernel, then the system actors in a fixed order.  opts may be
+ * NULL for the defaults.  Blocks until every system actor has signalled
+ * READY and, with a store_path, the stored clients are back.  A store that
+ * cannot be written (read-only, full, locked, damaged) does not fail the
+ * boot: the runtime serves from memory, reports it (mk_stats.store_state,
+ * a "store" stream message) and retries.  On success *rtp owns a runtime
+ * the caller releases with mk_runtime_close().
+ * Returns MK_OK, MK_EINVAL (bad options or opts->size; or a store refused
+ * outright: a newer schema, sealed secrets without their key or with
+ * another key - the log says which), MK_ENOMEM or MK_ESYS.
  */
 MK_API int mk_runtime_open(mk_runtime **rtp, const mk_options *opts);
 
 /*
  * mk_runtime_close stops the system actors in the reverse of boot order,
  * answers every ask still in flight with MK_ECLOSED, joins every thread
- * the runtime started, frees the runtime and sets *rtp to NULL.  Blocks
- * until all of that is done.  Safe with rtp or *rtp NULL, and twice.  Must
- * not be called from a thread the runtime owns (an actor or a callback).
+ * the runtime started, gives back its libcurl reference, frees the runtime
+ * and sets *rtp to NULL.  Blocks until all of that is done.  Safe with rtp
+ * or *rtp NULL, and twice.  Must not be called from a thread the runtime
+ * owns (an actor or a callback).
  */
 MK_API void mk_runtime_close(mk_runtime **rtp);
 
 /*
- * mk_runtime_stats asks the supervisor for the runtime's counters.  Blocks
- * up to timeout_ms (<= 0: the runtime's ask timeout).
- * Returns MK_OK, MK_EHANDLE, MK_EINVAL, MK_ETIMEDOUT or MK_ECLOSED.
+ * mk_runtime_stats asks the supervisor for the runtime's counters and, on
+ * MK_OK, writes the first out->size bytes of them (out->size kept).
+ * Blocks up to timeout_ms (<= 0: the runtime's ask timeout).
+ * Returns MK_OK, MK_EHANDLE, MK_EINVAL (out NULL or out->size out of
+ * range), MK_ETIMEDOUT or MK_ECLOSED.
  */
 MK_API int mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms);
 
@@ -554,8 +601,11 @@ MK_API void mk_result_free(mk_result **res);
 MK_API const char *mk_stream_url(const mk_runtime *rt);
 
 /* A state-stream message, decoded.  Strings are NUL-terminated, "" when
- * absent (and cut to fit). */
+ * absent (and cut to fit).  Declare with MK_EVENT_INIT (it sets size; see
+ * the ABI rules above). */
 typedef struct mk_event {
+	size_t size;         /* sizeof(mk_event) as the caller's header
+	                      * declares it; set by MK_EVENT_INIT */
 	char topic[8];       /* "state", "tools" or "store" */
 	char client_id[72];  /* both */
 	char name[72];       /* both */
@@ -576,10 +626,18 @@ typedef struct mk_event {
 	                      * serving from memory (retrying) */
 } mk_event;
 
+/* mk_event ev = MK_EVENT_INIT; */
+#define MK_EVENT_INIT                                                         \
+	{                                                                     \
+		.size = sizeof(mk_event)                                      \
+	}
+
 /*
  * mk_event_parse decodes one message received from the state stream (the
- * whole message: topic, NUL, msgpack body).  Never blocks; any thread;
- * needs no runtime.  Returns MK_OK or MK_EPROTO (not a stream message).
+ * whole message: topic, NUL, msgpack body) into the first ev->size bytes
+ * of ev (ev->size kept; the fields it holds are cleared first).  Never
+ * blocks; any thread; needs no runtime.  Returns MK_OK, MK_EPROTO (not a
+ * stream message) or MK_EINVAL (ev NULL or ev->size out of range).
  */
 MK_API int mk_event_parse(const void *msg, size_t len, mk_event *ev);
 

@@ -833,8 +833,9 @@ copy_str(char *dst, size_t cap, const msgpack_object *o)
 	dst[n] = '\0';
 }
 
-int
-mk_event_parse(const void *msg, size_t len, mk_event *ev)
+/* mk_event_parse into the whole struct ev. */
+static int
+event_parse(const void *msg, size_t len, mk_event *ev)
 {
 	const char           *body = msg;
 	size_t                tl;
@@ -874,5 +875,22 @@ mk_event_parse(const void *msg, size_t len, mk_event *ev)
 		ev->healthy     = mp_bool(mp_get(&r, "healthy"), false);
 	}
 	mp_r_close(&r);
+	return (rv);
+}
+
+int
+mk_event_parse(const void *msg, size_t len, mk_event *ev)
+{
+	mk_event e;
+	size_t   n;
+	int      rv;
+
+	if (ev == NULL || !rt_size_ok(ev->size, sizeof(e))) {
+		return (MK_EINVAL);
+	}
+	n  = ev->size;
+	rv = event_parse(msg, len, &e);
+	memcpy(ev, &e, n);
+	ev->size = n;
 	return (rv);
 }

@@ -5,8 +5,12 @@
  * DESIGN: the runtime struct is written only by open and close; API calls
  * from any thread read it and talk to actors by ask.  Boot order is the
  * system_actors table top to bottom; shutdown is bottom to top, then the
- * kernel answers whatever asks are left with MK_ECLOSED.
+ * kernel answers whatever asks are left with MK_ECLOSED.  Logging: open
+ * and close run bound to the runtime's log settings, its actor threads
+ * to its kernel's copy of them, and from open to close they are the
+ * default of threads bound to none (log.h).
  */
+#include <curl/curl.h>
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <stdint.h>
@@ -74,10 +78,12 @@ mk_free(void *p)
 	free(p);
 }
 
-void
-mk_options_init(mk_options *opts)
+/* The defaults, the whole struct. */
+static void
+rt_defaults(mk_options *opts)
 {
 	memset(opts, 0, sizeof(*opts));
+	opts->size              = sizeof(*opts);
 	opts->log_level         = MK_LOG_INFO;
 	opts->log_json          = 0;
 	opts->log_fd            = 2;
@@ -86,6 +92,20 @@ mk_options_init(mk_options *opts)
 	opts->stream_url        = "inproc://mcpkeep/state";
 	opts->node_id           = "local";
 	opts->unstable_check_ms = 10000;
+}
+
+int
+mk_options_init(mk_options *opts, size_t size)
+{
+	mk_options d;
+
+	if (opts == NULL || !rt_size_ok(size, sizeof(d))) {
+		return (MK_EINVAL);
+	}
+	rt_defaults(&d);
+	d.size = size;
+	memcpy(opts, &d, size);
+	return (MK_OK);
 }
 
 /* The soft RLIMIT_NOFILE up to the hard one: a client connected over
@@ -237,23 +257,135 @@ rt_credential(mk_runtime *rt)
 	return (rv);
 }
 
+/* libcurl's global state, one reference per runtime, taken before the
+ * runtime starts a thread (see mcpkeep.h: libcurl).  Thread-safe where
+ * libcurl says CURL_VERSION_THREADSAFE; without it, the embedder's own
+ * curl_global_init before its threads is what makes this safe. */
+static int
+rt_curl_init(void)
+{
+	const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+	CURLcode                      c;
+
+	if ((v->features & CURL_VERSION_THREADSAFE) == 0) {
+		KN_WARN("runtime",
+		        "libcurl %s is not thread-safe to initialise: call "
+		        "curl_global_init before starting threads",
+		        v->version);
+	}
+	if ((c = curl_global_init(CURL_GLOBAL_DEFAULT)) != CURLE_OK) {
+		KN_ERROR("runtime", "curl_global_init: %s",
+		         curl_easy_strerror(c));
+		return (c == CURLE_OUT_OF_MEMORY ? MK_ENOMEM : MK_ESYS);
+	}
+	return (0);
+}
+
+/* Boots rt, whose options are checked, on a thread bound to its log: the
+ * stream, the kernel, the actors, the stored clients.  On failure what
+ * started is stopped again; the caller frees rt. */
+static int
+rt_boot(mk_runtime *rt)
+{
+	char err[256];
+	int  rv;
+
+	if (rt->opts.raise_fd_limit) {
+		raise_fd_limit();
+	}
+	if ((rv = kn_stream_open(&rt->stream, rt->stream_url,
+	                         rt->opts.stream_listen, err, sizeof(err))) !=
+	    0) {
+		KN_ERROR("runtime", "%s", err);
+		return (rv);
+	}
+	if ((rv = kn_kernel_open(&rt->kernel, rt->opts.stack_size)) != 0) {
+		kn_stream_close(&rt->stream);
+		return (rv);
+	}
+	kn_logger_init(kn_kernel_log(rt->kernel), rt->opts.log_level,
+	               rt->opts.log_json, rt->opts.log_fd);
+	if (rt->opts.store_path != NULL) {
+		const char *key = rt->opts.encryption_key;
+		if (key == NULL) {
+			key = getenv("MCPKEEP_ENCRYPTION_KEY");
+		}
+		ps_args pa = {.path   = rt->opts.store_path,
+		              .secret = key,
+		              .stream = rt->stream};
+		if ((rv = kn_spawn(rt->kernel, PERSISTER_NAME, &persister_ops,
+		                   &pa, &rt->persister)) != 0) {
+			KN_ERROR("runtime", "cannot open the store %s: %s",
+			         rt->opts.store_path, mk_strerror(rv));
+			rt_shutdown(rt);
+			return (rv);
+		}
+	}
+	if ((rv = rt_credential(rt)) != 0) {
+		KN_ERROR("runtime", "cannot start actor %s: %s",
+		         CREDENTIAL_NAME, mk_strerror(rv));
+		rt_shutdown(rt);
+		return (rv);
+	}
+	rt->sv = (sv_args) {
+	        .stream      = rt->stream,
+	        .node_id     = rt->node_id,
+	        .sync_ms     = CFG_SYNC_DEFAULT_MS,
+	        .exec_ms     = CFG_EXEC_DEFAULT_MS,
+	        .unstable_ms = rt->opts.unstable_check_ms,
+	        .persister   = rt->persister,
+	        .credential  = rt->credential,
+	};
+	for (size_t i = 0; i < NSYSTEM; i++) {
+		rv = kn_spawn(rt->kernel, system_actors[i].name,
+		              system_actors[i].ops, &rt->sv, &rt->system[i]);
+		if (rv != 0) {
+			KN_ERROR("runtime", "cannot start actor %s: %s",
+			         system_actors[i].name, mk_strerror(rv));
+			rt_shutdown(rt);
+			return (rv);
+		}
+		KN_INFO("runtime", "started actor %s", system_actors[i].name);
+	}
+	if (rt->persister != NULL && (rv = rt_restore(rt)) != 0) {
+		KN_ERROR("runtime",
+		         "cannot restore clients from the store: %s",
+		         mk_strerror(rv));
+		rt_shutdown(rt);
+		return (rv);
+	}
+	rt->magic = RT_MAGIC;
+	KN_INFO("runtime", "booted: %zu system actors, %zu KiB stacks",
+	        NSYSTEM,
+	        (rt->opts.stack_size ? rt->opts.stack_size
+	                             : KN_STACK_DEFAULT) /
+	                1024);
+	return (0);
+}
+
 int
 mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 {
-	mk_runtime *rt;
-	int         rv;
+	mk_runtime      *rt;
+	const kn_logger *prev;
+	int              rv;
 
 	if (rtp == NULL) {
 		return (MK_EINVAL);
 	}
 	*rtp = NULL;
+	if (opts != NULL && !rt_size_ok(opts->size, sizeof(*opts))) {
+		return (MK_EINVAL);
+	}
 	if ((rt = calloc(1, sizeof(*rt))) == NULL) {
 		return (MK_ENOMEM);
 	}
+	/* the caller's fields over the defaults: the ones past its size
+	 * keep them */
+	rt_defaults(&rt->opts);
 	if (opts != NULL) {
-		rt->opts = *opts;
-	} else {
-		mk_options_init(&rt->opts);
+		memcpy(&rt->opts, opts, opts->size);
+		rt->opts.size = sizeof(rt->opts);
 	}
 	if (rt->opts.stream_url == NULL) {
 		rt->opts.stream_url = "inproc://mcpkeep/state";
@@ -274,83 +406,22 @@ mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 		free(rt);
 		return (MK_EINVAL);
 	}
-	kn_log_configure(rt->opts.log_level, rt->opts.log_json,
-	                 rt->opts.log_fd);
-	if (rt->opts.raise_fd_limit) {
-		raise_fd_limit();
-	}
-	char err[256];
-	if ((rv = kn_stream_open(&rt->stream, rt->stream_url,
-	                         rt->opts.stream_listen, err, sizeof(err))) !=
-	    0) {
-		KN_ERROR("runtime", "%s", err);
+	kn_logger_init(&rt->log, rt->opts.log_level, rt->opts.log_json,
+	               rt->opts.log_fd);
+	prev = kn_log_bind(&rt->log);
+	if ((rv = rt_curl_init()) != 0) {
+		(void)kn_log_bind(prev);
 		free(rt);
 		return (rv);
 	}
-	if ((rv = kn_kernel_open(&rt->kernel, rt->opts.stack_size)) != 0) {
-		kn_stream_close(&rt->stream);
+	if ((rv = rt_boot(rt)) != 0) {
+		curl_global_cleanup();
+		(void)kn_log_bind(prev);
 		free(rt);
 		return (rv);
 	}
-	if (rt->opts.store_path != NULL) {
-		const char *key = rt->opts.encryption_key;
-		if (key == NULL) {
-			key = getenv("MCPKEEP_ENCRYPTION_KEY");
-		}
-		ps_args pa = {.path   = rt->opts.store_path,
-		              .secret = key,
-		              .stream = rt->stream};
-		if ((rv = kn_spawn(rt->kernel, PERSISTER_NAME, &persister_ops,
-		                   &pa, &rt->persister)) != 0) {
-			KN_ERROR("runtime", "cannot open the store %s: %s",
-			         rt->opts.store_path, mk_strerror(rv));
-			rt_shutdown(rt);
-			free(rt);
-			return (rv);
-		}
-	}
-	if ((rv = rt_credential(rt)) != 0) {
-		KN_ERROR("runtime", "cannot start actor %s: %s",
-		         CREDENTIAL_NAME, mk_strerror(rv));
-		rt_shutdown(rt);
-		free(rt);
-		return (rv);
-	}
-	rt->sv = (sv_args) {
-	        .stream      = rt->stream,
-	        .node_id     = rt->node_id,
-	        .sync_ms     = CFG_SYNC_DEFAULT_MS,
-	        .exec_ms     = CFG_EXEC_DEFAULT_MS,
-	        .unstable_ms = rt->opts.unstable_check_ms,
-	        .persister   = rt->persister,
-	        .credential  = rt->credential,
-	};
-	for (size_t i = 0; i < NSYSTEM; i++) {
-		rv = kn_spawn(rt->kernel, system_actors[i].name,
-		              system_actors[i].ops, &rt->sv, &rt->system[i]);
-		if (rv != 0) {
-			KN_ERROR("runtime", "cannot start actor %s: %s",
-			         system_actors[i].name, mk_strerror(rv));
-			rt_shutdown(rt);
-			free(rt);
-			return (rv);
-		}
-		KN_INFO("runtime", "started actor %s", system_actors[i].name);
-	}
-	if (rt->persister != NULL && (rv = rt_restore(rt)) != 0) {
-		KN_ERROR("runtime",
-		         "cannot restore clients from the store: %s",
-		         mk_strerror(rv));
-		rt_shutdown(rt);
-		free(rt);
-		return (rv);
-	}
-	rt->magic = RT_MAGIC;
-	KN_INFO("runtime", "booted: %zu system actors, %zu KiB stacks",
-	        NSYSTEM,
-	        (rt->opts.stack_size ? rt->opts.stack_size
-	                             : KN_STACK_DEFAULT) /
-	                1024);
+	kn_log_open(&rt->log);
+	(void)kn_log_bind(prev);
 	*rtp = rt;
 	return (0);
 }
@@ -358,33 +429,31 @@ mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 void
 mk_runtime_close(mk_runtime **rtp)
 {
-	mk_runtime *rt;
+	mk_runtime      *rt;
+	const kn_logger *prev;
 
 	if (rtp == NULL || !rt_valid(rt = *rtp)) {
 		return;
 	}
 	*rtp      = NULL;
 	rt->magic = RT_POISON;
+	prev      = kn_log_bind(&rt->log);
 	rt_shutdown(rt);
+	curl_global_cleanup(); /* its threads are joined */
 	KN_INFO("runtime", "closed");
+	kn_log_close(&rt->log);
+	(void)kn_log_bind(prev);
 	free(rt);
 }
 
-int
-mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms)
+/* The counters of the supervisor, the store and the credential actor,
+ * into the whole struct out. */
+static int
+rt_stats(mk_runtime *rt, mk_stats *out, int timeout_ms)
 {
 	kn_answer r;
 	int       rv;
 
-	if (!rt_valid(rt)) {
-		return (MK_EHANDLE);
-	}
-	if (out == NULL) {
-		return (MK_EINVAL);
-	}
-	if (timeout_ms <= 0) {
-		timeout_ms = rt->opts.ask_timeout_ms;
-	}
 	rv = kn_ask(rt->system[RT_SUPERVISOR], MSG_STATS, NULL, 0, timeout_ms,
 	            &r);
 	if (rv == 0) {
@@ -429,6 +498,31 @@ mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms)
 	}
 	if (rv == 0) {
 		out->stream_subscribers = kn_stream_subscribers(rt->stream);
+	}
+	return (rv);
+}
+
+int
+mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms)
+{
+	mk_stats st;
+	int      rv;
+
+	if (!rt_valid(rt)) {
+		return (MK_EHANDLE);
+	}
+	if (out == NULL || !rt_size_ok(out->size, sizeof(st))) {
+		return (MK_EINVAL);
+	}
+	if (timeout_ms <= 0) {
+		timeout_ms = rt->opts.ask_timeout_ms;
+	}
+	memset(&st, 0, sizeof(st));
+	if ((rv = rt_stats(rt, &st, timeout_ms)) == 0) {
+		size_t n = out->size;
+
+		memcpy(out, &st, n);
+		out->size = n;
 	}
 	return (rv);
 }

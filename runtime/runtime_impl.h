@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "actors/kernel/kernel.h"
+#include "actors/kernel/log.h"
 #include "actors/kernel/stream.h"
 #include "actors/supervisor.h"
 #include "mcpkeep.h"
@@ -17,8 +18,10 @@
 #define RT_SUPERVISOR 0           /* index of the supervisor */
 
 struct mk_runtime {
-	uint32_t   magic;              /* RT_MAGIC while open */
-	mk_options opts;               /* effective options */
+	uint32_t   magic; /* RT_MAGIC while open */
+	mk_options opts;  /* effective options */
+	kn_logger  log;   /* its log settings: of the threads calling open and
+	                   * close, the default while it is the newest open */
 	char       stream_url[256];    /* copy of opts.stream_url */
 	char       node_id[64];        /* copy of opts.node_id */
 	kn_stream *stream;             /* the state stream */
@@ -31,5 +34,13 @@ struct mk_runtime {
 
 /* rt_valid: the handle is an open runtime. */
 int rt_valid(const mk_runtime *rt);
+
+/* rt_size_ok: size is a caller's struct size this library serves (the
+ * ABI rules of mcpkeep.h): its size field, at most the whole struct. */
+static inline int
+rt_size_ok(size_t size, size_t full)
+{
+	return (size >= sizeof(size_t) && size <= full);
+}
 
 #endif /* RUNTIME_IMPL_H */

@@ -653,7 +653,7 @@ rt_open_log(sub *sb, int fd)
 	was = was != NULL ? strdup(was) : NULL;
 	unsetenv("MCPKEEP_LOG"); /* (it would override the level) */
 	snprintf(url, sizeof(url), "inproc://apply-log-%d", ++seq);
-	mk_options_init(&o);
+	mk_options_init(&o, sizeof(o));
 	o.log_level         = MK_LOG_INFO;
 	o.log_fd            = fd;
 	o.stream_url        = url;

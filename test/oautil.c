@@ -93,7 +93,7 @@ open_rt(sub *sb, const char *name)
 
 	snprintf(url, sizeof(url), "inproc://oauth-test-%d", ++seq);
 	snprintf(db, sizeof(db), "%s/%s", dir, name);
-	mk_options_init(&o);
+	mk_options_init(&o, sizeof(o));
 	o.log_level            = MK_LOG_DEBUG;
 	o.log_fd               = logfd;
 	o.stream_url           = url;

@@ -107,7 +107,7 @@ open_with(mk_runtime **rt, sub *sb, const char *path, const char *key,
 	int        rv;
 
 	snprintf(url, sizeof(url), "inproc://persist-test-%d", ++seq);
-	mk_options_init(&o);
+	mk_options_init(&o, sizeof(o));
 	o.log_level      = MK_LOG_WARN;
 	o.stream_url     = url;
 	o.store_path     = path;
@@ -168,7 +168,7 @@ has_client(mk_runtime *rt, const char *name)
 static int
 store_state(mk_runtime *rt)
 {
-	mk_stats st;
+	mk_stats st = MK_STATS_INIT;
 
 	CHECK_EQ(mk_runtime_stats(rt, &st, WAIT_MS), 0);
 	return (st.store_state);
@@ -201,7 +201,7 @@ restart_restores(void)
 	place       pl;
 	sub         sb;
 	mk_runtime *rt;
-	mk_stats    st;
+	mk_stats    st  = MK_STATS_INIT;
 	char       *err = NULL;
 	json_t     *v;
 	long        before;
@@ -801,7 +801,7 @@ damaged(void)
 	fclose(f);
 	CHECK_EQ(open_with(&rt, &sb, pl.db, NULL, -1), 0);
 	CHECK_EQ(store_state(rt), MK_STORE_FAILING);
-	mk_stats st;
+	mk_stats st = MK_STATS_INIT;
 	CHECK_EQ(mk_runtime_stats(rt, &st, WAIT_MS), 0);
 	CHECK(st.store_failures >= 1);
 	CHECK_EQ(add_client(rt, "dm_a"), 0);

@@ -27,7 +27,7 @@ sub_main(void *arg)
 	nng_msg *m;
 
 	while (nng_recvmsg(sb->s, &m, 0) == 0) {
-		event e;
+		event e = MK_EVENT_INIT;
 
 		if (mk_event_parse(nng_msg_body(m), nng_msg_len(m), &e) == 0) {
 			pthread_mutex_lock(&sb->mtx);
@@ -176,7 +176,7 @@ rt_open_store(sub *sb, const char *path)
 	char        url[64];
 
 	snprintf(url, sizeof(url), "inproc://rt-test-%d", ++stream_seq);
-	mk_options_init(&o);
+	mk_options_init(&o, sizeof(o));
 	o.log_level         = MK_LOG_WARN;
 	o.stream_url        = url;
 	o.unstable_check_ms = 1000;

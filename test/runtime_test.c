@@ -1,8 +1,10 @@
 /*
  * runtime_test.c - the public API: open/close, options, handles, errors.
  */
+#include <msgpack.h>
 #include <nng/nng.h>
 #include <nng/protocol/pubsub0/sub.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -16,7 +18,7 @@
 static int
 subscribers_become(mk_runtime *rt, uint64_t n)
 {
-	mk_stats st;
+	mk_stats st = MK_STATS_INIT;
 
 	for (int i = 0; i < 1000; i++) {
 		CHECK_EQ(mk_runtime_stats(rt, &st, 0), 0);
@@ -33,9 +35,9 @@ open_close(void)
 {
 	mk_runtime *rt = NULL;
 	mk_options  o;
-	mk_stats    st;
+	mk_stats    st = MK_STATS_INIT;
 
-	mk_options_init(&o);
+	mk_options_init(&o, sizeof(o));
 	o.log_level = MK_LOG_WARN;
 	CHECK_EQ(mk_runtime_open(&rt, &o), 0);
 	CHECK(rt != NULL);
@@ -64,14 +66,14 @@ bad_options(void)
 	mk_runtime *rt = (mk_runtime *)1;
 	mk_options  o;
 
-	mk_options_init(&o);
+	mk_options_init(&o, sizeof(o));
 	o.stack_size = 1024;
 	CHECK_EQ(mk_runtime_open(&rt, &o), MK_EINVAL);
 	CHECK(rt == NULL);
-	mk_options_init(&o);
+	mk_options_init(&o, sizeof(o));
 	o.ask_timeout_ms = 0;
 	CHECK_EQ(mk_runtime_open(&rt, &o), MK_EINVAL);
-	mk_options_init(&o);
+	mk_options_init(&o, sizeof(o));
 	o.log_level = (mk_log_level)9;
 	CHECK_EQ(mk_runtime_open(&rt, &o), MK_EINVAL);
 	CHECK_EQ(mk_runtime_open(NULL, &o), MK_EINVAL);
@@ -81,10 +83,10 @@ static void
 poisoned_handle(void)
 {
 	mk_runtime *rt, *copy;
-	mk_stats    st;
+	mk_stats    st = MK_STATS_INIT;
 	mk_options  o;
 
-	mk_options_init(&o);
+	mk_options_init(&o, sizeof(o));
 	o.log_level = MK_LOG_WARN;
 	CHECK_EQ(mk_runtime_open(&rt, &o), 0);
 	copy = rt;
@@ -118,10 +120,10 @@ static void
 two_runtimes(void)
 {
 	mk_runtime *a, *b;
-	mk_stats    st;
+	mk_stats    st = MK_STATS_INIT;
 	mk_options  o;
 
-	mk_options_init(&o);
+	mk_options_init(&o, sizeof(o));
 	o.log_level = MK_LOG_WARN;
 	CHECK_EQ(mk_runtime_open(&a, &o), 0);
 	CHECK(strcmp(mk_stream_url(a), "inproc://mcpkeep/state") == 0);
@@ -148,7 +150,7 @@ embedder_log(void)
 
 	CHECK_EQ(pipe(fds), 0);
 	unsetenv("MCPKEEP_LOG"); /* (the suite's would override the level) */
-	mk_options_init(&o);
+	mk_options_init(&o, sizeof(o));
 	o.log_level = MK_LOG_WARN;
 	o.log_fd    = fds[1];
 	CHECK_EQ(mk_runtime_open(&rt, &o), 0);
@@ -169,6 +171,253 @@ embedder_log(void)
 	CHECK(strstr(buf, "no such level") == NULL);
 }
 
+/* Bytes [from, to) of p are all the guard byte. */
+static int
+guarded(const void *p, size_t from, size_t to)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = from; i < to; i++) {
+		if (b[i] != 0xa5) {
+			return (0);
+		}
+	}
+	return (1);
+}
+
+/* Everything the pipe's read end holds now (NUL-terminated in buf). */
+static void
+drain(int fd, char *buf, size_t cap)
+{
+	ssize_t n;
+	size_t  len = 0;
+
+	while (len + 1 < cap && (n = read(fd, buf + len, cap - 1 - len)) > 0) {
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+}
+
+/* Occurrences of needle in hay. */
+static int
+count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++) {
+		n++;
+	}
+	return (n);
+}
+
+/* Two runtimes log each with its own settings: a, text at debug, to one
+ * pipe; b, JSON at info, to another.  Their actor threads' lines (the
+ * kernel's "actor ... stopped" at debug) and their open and close lines
+ * go to their own fd, also while the other is the newest; mk_log from a
+ * thread of neither uses the newest runtime still open. */
+static void
+two_logs(void)
+{
+	mk_runtime *a, *b;
+	mk_options  o;
+	int         pa[2], pb[2];
+	char        la[16384], lb[16384];
+
+	CHECK_EQ(pipe(pa), 0);
+	CHECK_EQ(pipe(pb), 0);
+	unsetenv("MCPKEEP_LOG"); /* (the suite's would override the level) */
+	mk_options_init(&o, sizeof(o));
+	o.log_level  = MK_LOG_DEBUG;
+	o.log_fd     = pa[1];
+	o.stream_url = "inproc://mcpkeep/log-a";
+	CHECK_EQ(mk_runtime_open(&a, &o), 0);
+	mk_options_init(&o, sizeof(o));
+	o.log_level  = MK_LOG_INFO;
+	o.log_json   = 1;
+	o.log_fd     = pb[1];
+	o.stream_url = "inproc://mcpkeep/log-b";
+	CHECK_EQ(mk_runtime_open(&b, &o), 0);
+	mk_log(MK_LOG_WARN, "host", "to the newest");
+	mk_runtime_close(&a); /* while b is the newest */
+	mk_log(MK_LOG_WARN, "host", "to b still");
+	mk_runtime_close(&b);
+	close(pa[1]);
+	close(pb[1]);
+	drain(pa[0], la, sizeof(la));
+	drain(pb[0], lb, sizeof(lb));
+	close(pa[0]);
+	close(pb[0]);
+
+	CHECK_EQ(count_of(la, "INFO  runtime: booted"), 1);
+	CHECK_EQ(count_of(la, "DEBUG kernel: actor supervisor ready"), 1);
+	CHECK_EQ(count_of(la, "DEBUG kernel: actor supervisor stopped"), 1);
+	CHECK_EQ(count_of(la, "INFO  runtime: closed"), 1);
+	CHECK_EQ(count_of(la, "{"), 0);
+	CHECK_EQ(count_of(la, "host"), 0);
+
+	CHECK_EQ(count_of(lb, "\"component\":\"runtime\",\"msg\":\"booted"),
+	         1);
+	CHECK_EQ(count_of(lb, "\"component\":\"runtime\",\"msg\":\"closed\""),
+	         1);
+	CHECK_EQ(count_of(lb, "\"msg\":\"to the newest\""), 1);
+	CHECK_EQ(count_of(lb, "\"msg\":\"to b still\""), 1);
+	CHECK_EQ(count_of(lb, "DEBUG"), 0);
+	CHECK_EQ(count_of(lb, "\n"), count_of(lb, "{\"ts\":"));
+}
+
+/* A caller built against an older, shorter mk_options (its struct ends
+ * before credential_cache_max): init writes nothing past its size, and
+ * open reads nothing past it - the guard bytes there would make
+ * oauth_redirect_uri a wild pointer and raise_fd_limit non-zero - but
+ * takes the defaults. */
+static void
+abi_options(void)
+{
+	union {
+		mk_options    o;
+		unsigned char b[sizeof(mk_options) + 64];
+	} u;
+	size_t      old = offsetof(mk_options, credential_cache_max);
+	mk_runtime *rt;
+	int         fds[2];
+	char        buf[8192];
+
+	memset(&u, 0xa5, sizeof(u));
+	CHECK_EQ(mk_options_init(&u.o, old), MK_OK);
+	CHECK_EQ(u.o.size, old);
+	CHECK_EQ(u.o.log_fd, 2);
+	CHECK_EQ(u.o.ask_timeout_ms, 5000);
+	CHECK(guarded(&u, old, sizeof(u)));
+	CHECK_EQ(pipe(fds), 0);
+	unsetenv("MCPKEEP_LOG"); /* (the suite's would override the level) */
+	u.o.log_level = MK_LOG_INFO;
+	u.o.log_fd    = fds[1];
+	CHECK_EQ(mk_runtime_open(&rt, &u.o), 0);
+	mk_runtime_close(&rt);
+	close(fds[1]);
+	drain(fds[0], buf, sizeof(buf));
+	close(fds[0]);
+	CHECK(strstr(buf, "runtime: booted") != NULL);
+	CHECK(strstr(buf, "file descriptors") == NULL); /* raise_fd_limit 0 */
+	CHECK(guarded(&u, old, sizeof(u)));
+
+	/* sizes this library cannot serve */
+	CHECK_EQ(mk_options_init(&u.o, sizeof(size_t) - 1), MK_EINVAL);
+	CHECK_EQ(mk_options_init(&u.o, sizeof(mk_options) + 8), MK_EINVAL);
+	CHECK_EQ(mk_options_init(NULL, sizeof(mk_options)), MK_EINVAL);
+	CHECK(guarded(&u, old, sizeof(u)));
+	CHECK_EQ(mk_options_init(&u.o, sizeof(u.o)), MK_OK);
+	CHECK_EQ(u.o.size, sizeof(mk_options));
+	u.o.log_level = MK_LOG_WARN;
+	u.o.size      = sizeof(mk_options) + 8; /* a newer header's */
+	CHECK_EQ(mk_runtime_open(&rt, &u.o), MK_EINVAL);
+	u.o.size = 0;
+	CHECK_EQ(mk_runtime_open(&rt, &u.o), MK_EINVAL);
+	CHECK(rt == NULL);
+}
+
+/* A caller whose mk_stats ends before store_state gets the counters it
+ * knows and nothing written past them. */
+static void
+abi_stats(void)
+{
+	union {
+		mk_stats      s;
+		unsigned char b[sizeof(mk_stats) + 64];
+	} u;
+	size_t      old = offsetof(mk_stats, store_state);
+	mk_stats    st  = MK_STATS_INIT;
+	mk_runtime *rt;
+	mk_options  o;
+
+	mk_options_init(&o, sizeof(o));
+	o.log_level = MK_LOG_WARN;
+	CHECK_EQ(mk_runtime_open(&rt, &o), 0);
+	memset(&u, 0xa5, sizeof(u));
+	u.s.size = old;
+	CHECK_EQ(mk_runtime_stats(rt, &u.s, 0), 0);
+	CHECK_EQ(u.s.size, old);
+	CHECK_EQ(u.s.actors, 2);
+	CHECK_EQ(u.s.handler_errors, 0);
+	CHECK(guarded(&u, old, sizeof(u)));
+	CHECK_EQ(st.size, sizeof(mk_stats));
+	CHECK_EQ(mk_runtime_stats(rt, &st, 0), 0);
+	CHECK_EQ(st.size, sizeof(mk_stats));
+	CHECK_EQ(st.actors, 2);
+	CHECK_EQ(st.store_state, MK_STORE_NONE);
+	memset(&u, 0xa5, sizeof(u));
+	u.s.size = 0;
+	CHECK_EQ(mk_runtime_stats(rt, &u.s, 0), MK_EINVAL);
+	u.s.size = sizeof(mk_stats) + 8;
+	CHECK_EQ(mk_runtime_stats(rt, &u.s, 0), MK_EINVAL);
+	CHECK(guarded(&u, sizeof(size_t), sizeof(u)));
+	mk_runtime_close(&rt);
+}
+
+/* A "tools" stream message: topic, NUL, msgpack map. */
+static size_t
+tools_msg(char *buf, size_t cap)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer  pk;
+	size_t          len;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 4);
+	msgpack_pack_str_with_body(&pk, "client_id", 9);
+	msgpack_pack_str_with_body(&pk, "c1", 2);
+	msgpack_pack_str_with_body(&pk, "name", 4);
+	msgpack_pack_str_with_body(&pk, "alpha", 5);
+	msgpack_pack_str_with_body(&pk, "hash", 4);
+	msgpack_pack_str_with_body(&pk, "abc", 3);
+	msgpack_pack_str_with_body(&pk, "count", 5);
+	msgpack_pack_int64(&pk, 3);
+	len = sizeof("tools") + sb.size;
+	CHECK(len <= cap);
+	memcpy(buf, "tools", sizeof("tools"));
+	memcpy(buf + sizeof("tools"), sb.data, sb.size);
+	msgpack_sbuffer_destroy(&sb);
+	return (len);
+}
+
+/* A caller whose mk_event ends before hash gets the fields it knows and
+ * nothing written past them. */
+static void
+abi_event(void)
+{
+	union {
+		mk_event      e;
+		unsigned char b[sizeof(mk_event) + 64];
+	} u;
+	size_t   old = offsetof(mk_event, hash);
+	mk_event ev  = MK_EVENT_INIT;
+	char     msg[256];
+	size_t   len = tools_msg(msg, sizeof(msg));
+
+	memset(&u, 0xa5, sizeof(u));
+	u.e.size = old;
+	CHECK_EQ(mk_event_parse(msg, len, &u.e), MK_OK);
+	CHECK_EQ(u.e.size, old);
+	CHECK(strcmp(u.e.topic, "tools") == 0);
+	CHECK(strcmp(u.e.name, "alpha") == 0);
+	CHECK(strcmp(u.e.state, "") == 0);
+	CHECK(guarded(&u, old, sizeof(u)));
+	CHECK_EQ(mk_event_parse(msg, len, &ev), MK_OK);
+	CHECK_EQ(ev.size, sizeof(mk_event));
+	CHECK(strcmp(ev.hash, "abc") == 0);
+	CHECK_EQ(ev.count, 3);
+	CHECK_EQ(mk_event_parse(msg, 3, &ev), MK_EPROTO); /* no NUL */
+	CHECK_EQ(ev.size, sizeof(mk_event));
+	CHECK_EQ(mk_event_parse(msg, len, NULL), MK_EINVAL);
+	memset(&u, 0xa5, sizeof(u));
+	u.e.size = sizeof(size_t) - 1;
+	CHECK_EQ(mk_event_parse(msg, len, &u.e), MK_EINVAL);
+	u.e.size = sizeof(mk_event) + 8;
+	CHECK_EQ(mk_event_parse(msg, len, &u.e), MK_EINVAL);
+	CHECK(guarded(&u, sizeof(size_t), sizeof(u)));
+}
+
 int
 main(void)
 {
@@ -178,5 +427,9 @@ main(void)
 	RUN(poisoned_handle);
 	RUN(error_texts);
 	RUN(two_runtimes);
+	RUN(two_logs);
+	RUN(abi_options);
+	RUN(abi_stats);
+	RUN(abi_event);
 	return (0);
 }

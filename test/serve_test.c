@@ -116,7 +116,7 @@ api(void)
 	       200, NULL);
 	for (;;) { /* its transition reached the tcp subscriber */
 		nng_msg *m;
-		mk_event e;
+		mk_event e = MK_EVENT_INIT;
 		CHECK_EQ(nng_recvmsg(s, &m, 0), 0);
 		CHECK_EQ(mk_event_parse(nng_msg_body(m), nng_msg_len(m), &e),
 		         0);
@@ -554,7 +554,7 @@ by_id(void)
 	/* the disable reached the subscriber with the generated id */
 	for (;;) {
 		nng_msg *m;
-		mk_event e;
+		mk_event e = MK_EVENT_INIT;
 		CHECK_EQ(nng_recvmsg(s, &m, 0), 0);
 		CHECK_EQ(mk_event_parse(nng_msg_body(m), nng_msg_len(m), &e),
 		         0);

@@ -140,7 +140,7 @@ open_plain(sub *sb)
 	char        url[64];
 
 	snprintf(url, sizeof(url), "inproc://teardown-%d", ++seq_rt);
-	mk_options_init(&o);
+	mk_options_init(&o, sizeof(o));
 	o.log_level          = MK_LOG_WARN;
 	o.log_fd             = logfd;
 	o.stream_url         = url;

@@ -720,6 +720,7 @@ actor_main(void *arg)
 	kn_actor *self = arg;
 	int       rv;
 
+	(void)kn_log_bind(&self->k->log);
 	rv = nng_aio_alloc(&self->rx_aio, NULL, NULL) != 0 ? MK_ENOMEM
 	        : self->ops->init != NULL
 	        ? self->ops->init(self, self->arg, &self->state)
@@ -746,6 +747,7 @@ actor_main(void *arg)
 	if (self->rx_aio != NULL) {
 		nng_aio_free(self->rx_aio);
 	}
+	(void)kn_log_bind(NULL);
 	return (NULL);
 }
 

@@ -129,6 +129,12 @@ kn_kernel_close(kn_kernel **kp)
 	kn_kernel_release(k);
 }
 
+kn_logger *
+kn_kernel_log(kn_kernel *k)
+{
+	return (&k->log);
+}
+
 void
 kn_kernel_stats(kn_kernel *k, mk_stats *out)
 {

@@ -113,6 +113,14 @@ int kn_kernel_open(kn_kernel **kp, size_t stack_size);
  */
 void kn_kernel_close(kn_kernel **kp);
 
+/*
+ * kn_kernel_log gives the log settings every actor thread of k is bound
+ * to (log.h); unset, they follow the default.  Configure them with
+ * kn_logger_init before the first kn_spawn.
+ */
+struct kn_logger;
+struct kn_logger *kn_kernel_log(kn_kernel *k);
+
 /* kn_kernel_stats fills the kernel's counters.  Never blocks. */
 void kn_kernel_stats(kn_kernel *k, mk_stats *out);
 

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "actors/kernel/kernel.h"
+#include "actors/kernel/log.h"
 #include "actors/kernel/timer.h"
 #include "codec/idmap.h"
 
@@ -48,6 +49,7 @@ struct kn_kernel {
 	atomic_bool          closing;    /* kn_kernel_close has begun */
 	unsigned             id;         /* makes inproc addresses unique */
 	size_t               stack_size; /* actor thread stacks */
+	kn_logger            log;        /* its actor threads log through it */
 	atomic_uint_fast64_t next_corr;  /* last correlation id used */
 	atomic_uint_fast64_t next_actor; /* last actor id used */
 	kn_shard             shards[KN_SHARDS]; /* pending asks */

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -20,11 +21,24 @@
 #define LOG_MSG_MAX  2048
 #define LOG_LINE_MAX 8192
 
-static atomic_int           log_level = MK_LOG_INFO;
-static atomic_int           log_json  = 0;
-static atomic_int           log_fd    = 2;
-static _Atomic(kn_log_hook) log_hook;
-static _Atomic(void *)      log_hook_arg;
+/* A settings word: bit 63 set, level in bits 32-33, json in bit 34, the
+ * fd in bits 0-31. */
+#define W_SET      (1ull << 63)
+#define W_JSON     (1ull << 34)
+#define W_LEVEL(w) ((int)(((w) >> 32) & 3))
+#define W_FD(w)    ((int)(uint32_t)(w))
+#define W_PACK(l, j, f)                                                       \
+	(W_SET | ((uint64_t)(l) << 32) | ((j) ? W_JSON : 0) | (uint32_t)(f))
+
+/* reg_mtx guards newest and process_word; default_word is the word of
+ * newest, else process_word. */
+static pthread_mutex_t                reg_mtx = PTHREAD_MUTEX_INITIALIZER;
+static kn_logger                     *newest  = NULL; /* open loggers' head */
+static uint64_t                       process_word = W_PACK(MK_LOG_INFO, 0, 2);
+static _Atomic uint64_t               default_word = W_PACK(MK_LOG_INFO, 0, 2);
+static _Thread_local const kn_logger *bound; /* this thread's logger */
+static _Atomic(kn_log_hook)           log_hook;
+static _Atomic(void *)                log_hook_arg;
 
 static const char *level_names[] = {
         [MK_LOG_DEBUG] = "DEBUG",
@@ -61,8 +75,9 @@ kn_log_level_parse(const char *s)
 	return (-1);
 }
 
-void
-kn_log_configure(mk_log_level level, int json, int fd)
+/* The settings word of level, json and fd, MCPKEEP_LOG applied. */
+static uint64_t
+word_of(mk_log_level level, int json, int fd)
 {
 	const char *env = getenv("MCPKEEP_LOG");
 	int         lv;
@@ -70,9 +85,79 @@ kn_log_configure(mk_log_level level, int json, int fd)
 	if (env != NULL && (lv = kn_log_level_parse(env)) >= 0) {
 		level = (mk_log_level)lv;
 	}
-	atomic_store(&log_level, (int)level);
-	atomic_store(&log_json, json != 0);
-	atomic_store(&log_fd, fd >= 0 ? fd : 2);
+	return (W_PACK((unsigned)level & 3, json != 0, fd >= 0 ? fd : 2));
+}
+
+/* Recomputes the default; reg_mtx held. */
+static void
+default_update(void)
+{
+	atomic_store(&default_word,
+	             newest != NULL ? atomic_load(&newest->word)
+	                            : process_word);
+}
+
+void
+kn_logger_init(kn_logger *lg, mk_log_level level, int json, int fd)
+{
+	atomic_store(&lg->word, word_of(level, json, fd));
+}
+
+void
+kn_log_open(kn_logger *lg)
+{
+	pthread_mutex_lock(&reg_mtx);
+	lg->older = newest;
+	newest    = lg;
+	default_update();
+	pthread_mutex_unlock(&reg_mtx);
+}
+
+void
+kn_log_close(kn_logger *lg)
+{
+	pthread_mutex_lock(&reg_mtx);
+	for (kn_logger **p = &newest; *p != NULL; p = &(*p)->older) {
+		if (*p == lg) {
+			*p = lg->older;
+			break;
+		}
+	}
+	lg->older = NULL;
+	default_update();
+	pthread_mutex_unlock(&reg_mtx);
+}
+
+const kn_logger *
+kn_log_bind(const kn_logger *lg)
+{
+	const kn_logger *was = bound;
+
+	bound = lg;
+	return (was);
+}
+
+void
+kn_log_configure(mk_log_level level, int json, int fd)
+{
+	pthread_mutex_lock(&reg_mtx);
+	process_word = word_of(level, json, fd);
+	default_update();
+	pthread_mutex_unlock(&reg_mtx);
+}
+
+/* The calling thread's settings word. */
+static uint64_t
+current_word(void)
+{
+	const kn_logger *lg = bound;
+	uint64_t         w;
+
+	if (lg != NULL &&
+	    (w = atomic_load_explicit(&lg->word, memory_order_relaxed)) != 0) {
+		return (w);
+	}
+	return (atomic_load_explicit(&default_word, memory_order_relaxed));
 }
 
 void
@@ -85,15 +170,13 @@ kn_log_set_hook(kn_log_hook hook, void *arg)
 int
 kn_log_enabled(mk_log_level level)
 {
-	return ((int)level >=
-	        atomic_load_explicit(&log_level, memory_order_relaxed));
+	return ((int)level >= W_LEVEL(current_word()));
 }
 
 static void
-emit(mk_log_level level, char *line, size_t len)
+emit(mk_log_level level, int fd, char *line, size_t len)
 {
 	kn_log_hook hook = atomic_load(&log_hook);
-	int         fd   = atomic_load(&log_fd);
 	size_t      off  = 0;
 
 	if (hook != NULL) {
@@ -140,8 +223,8 @@ json_pack_msg(const char *ts, mk_log_level level, const char *component,
  * frame, which a disabled level never enters (a thread that does not log
  * never touches those stack pages). */
 static void __attribute__((noinline))
-log_emit(mk_log_level level, const char *component, const char *fmt,
-         va_list ap)
+log_emit(uint64_t w, mk_log_level level, const char *component,
+         const char *fmt, va_list ap)
 {
 	char msg[LOG_MSG_MAX];
 	char line[LOG_LINE_MAX + 1];
@@ -158,7 +241,7 @@ log_emit(mk_log_level level, const char *component, const char *fmt,
 		}
 	}
 	kn_rfc3339(ts, sizeof(ts));
-	if (atomic_load(&log_json)) {
+	if (w & W_JSON) {
 		json_t *o = json_pack_msg(ts, level, component, msg);
 		char   *s = NULL;
 
@@ -184,14 +267,16 @@ log_emit(mk_log_level level, const char *component, const char *fmt,
 		n = LOG_LINE_MAX - 1;
 	}
 	line[n] = '\0';
-	emit(level, line, (size_t)n);
+	emit(level, W_FD(w), line, (size_t)n);
 }
 
 void
 kn_logv(mk_log_level level, const char *component, const char *fmt, va_list ap)
 {
-	if ((unsigned)level <= MK_LOG_ERROR && kn_log_enabled(level)) {
-		log_emit(level, component, fmt, ap);
+	uint64_t w = current_word();
+
+	if ((unsigned)level <= MK_LOG_ERROR && (int)level >= W_LEVEL(w)) {
+		log_emit(w, level, component, fmt, ap);
 	}
 }
 

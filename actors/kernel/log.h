@@ -1,16 +1,25 @@
 /*
  * log.h - one line per event, to a file descriptor, as text or JSON.
  *
- * DESIGN: process-wide settings (level, format, fd, optional capture hook)
- * are atomics written by kn_log_configure() and read by every thread.  A
- * line is formatted on the caller's stack and written with one write(2),
- * so lines from different threads never interleave.  Never blocks except
- * in write(2) itself.
+ * DESIGN: the settings - level, format, fd - live in a kn_logger, one
+ * atomic word written before the threads that read it start.  Each kernel
+ * has one (kn_kernel_log) and its actor threads are bound to it, so two
+ * runtimes in one process log each to its own fd.  A thread bound to no
+ * logger (an embedder's, mk_log's caller) uses the default: the newest
+ * logger opened with kn_log_open and not yet closed, else the process
+ * settings of kn_log_configure (info, text, fd 2 until it is called).  A
+ * bound logger never configured follows the default too.  The capture
+ * hook is process-wide.  A line is formatted on the caller's stack and
+ * written with one write(2), so lines from different threads never
+ * interleave.  Never blocks except in write(2) itself and in the
+ * registry lock of kn_log_open/close/configure.
  */
 #ifndef KN_LOG_H
 #define KN_LOG_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
 
 #include "mcpkeep.h"
 
@@ -21,24 +30,54 @@
  */
 typedef void (*kn_log_hook)(void *arg, mk_log_level level, const char *line);
 
+/* One set of log settings.  Zeroed: not configured (the default's). */
+typedef struct kn_logger {
+	_Atomic uint64_t  word;  /* level, json and fd packed; 0: unset */
+	struct kn_logger *older; /* open loggers, newest first (registry
+	                          * lock) */
+} kn_logger;
+
 /*
- * kn_log_configure sets the level, the format and the fd.  If MCPKEEP_LOG
- * is set to debug|info|warn|error it overrides level.  Any thread.
+ * kn_logger_init sets lg's level, format and fd (fd < 0: 2).  If
+ * MCPKEEP_LOG is set to debug|info|warn|error it overrides level.  Call
+ * before the threads that log through lg start.
+ */
+void kn_logger_init(kn_logger *lg, mk_log_level level, int json, int fd);
+
+/*
+ * kn_log_open makes lg the default until kn_log_close(lg); the default
+ * then goes back to the newest logger still open, else the process
+ * settings.  lg must stay valid until closed.  Any thread.
+ */
+void kn_log_open(kn_logger *lg);
+void kn_log_close(kn_logger *lg);
+
+/*
+ * kn_log_bind makes the calling thread log through lg (NULL: the default)
+ * and returns its previous binding.  lg must outlive the binding.
+ */
+const kn_logger *kn_log_bind(const kn_logger *lg);
+
+/*
+ * kn_log_configure sets the process settings (the default while no logger
+ * is open) as kn_logger_init does.  Any thread.
  */
 void kn_log_configure(mk_log_level level, int json, int fd);
 
 /* kn_log_set_hook installs (or with NULL removes) the capture hook. */
 void kn_log_set_hook(kn_log_hook hook, void *arg);
 
-/* kn_log_enabled tells whether a line at level would be emitted. */
+/* kn_log_enabled tells whether a line at level would be emitted by the
+ * calling thread. */
 int kn_log_enabled(mk_log_level level);
 
 /* kn_log_level_parse maps "debug".."error" to a level; -1 if unknown. */
 int kn_log_level_parse(const char *s);
 
 /*
- * kn_log emits one line: time, level, component, message.  The message is
- * printf-formatted and cut at 2 KiB.  Newlines in it become spaces.
+ * kn_log emits one line: time, level, component, message, through the
+ * calling thread's logger (see DESIGN).  The message is printf-formatted
+ * and cut at 2 KiB.  Newlines in it become spaces.
  */
 void kn_log(mk_log_level level, const char *component, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
