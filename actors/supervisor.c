@@ -23,6 +23,7 @@
 #include "actors/kernel/log.h"
 #include "actors/persister.h"
 #include "codec/config.h"
+#include "codec/errors.h"
 #include "codec/idmap.h"
 #include "codec/mp.h"
 
@@ -244,7 +245,7 @@ on_synced(kn_actor *self, void *arg, int status, const void *data, size_t len)
 		/* the store reports its own failure; the writes stay queued */
 		KN_DEBUG("supervisor",
 		         "reply sent before the store synced: %s",
-		         mk_strerror(status));
+		         codec_strerror(status));
 	}
 	kn_reply_corr(kn_actor_kernel(self), h->corr, 0, h->data, h->len);
 	free(h);
@@ -489,7 +490,7 @@ on_connected(kn_actor *self, void *arg, int status, const void *data,
 		        why ? why : "?");
 		if (x->corr != 0) {
 			reply_err(self, x->corr, status, "%s",
-			          why ? why : mk_strerror(status));
+			          why ? why : codec_strerror(status));
 			x->corr = 0;
 		}
 		drop(self, sv, e);
@@ -565,7 +566,7 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 		free(a.view);
 		entry_free(e);
 		snprintf(err, errlen, "cannot start the client actor: %s",
-		         mk_strerror(rv));
+		         codec_strerror(rv));
 		return (rv);
 	}
 	e->view = a.view; /* its first, until it pushes one */
@@ -580,7 +581,7 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 		kn_actor_destroy(&e->actor);
 		entry_free(e);
 		snprintf(err, errlen, "cannot register the client id: %s",
-		         mk_strerror(rv));
+		         codec_strerror(rv));
 		return (rv);
 	}
 	if ((rv = insert(sv, e)) != 0 ||
@@ -606,7 +607,7 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 		actx_free(x);
 		drop(self, sv, e);
 		snprintf(err, errlen, "cannot reach the client actor: %s",
-		         mk_strerror(rv));
+		         codec_strerror(rv));
 		return (rv);
 	}
 	return (0);
@@ -891,7 +892,7 @@ on_reload_updated(kn_actor *self, void *arg, int status, const void *data,
 		why = mp_dup_str(mp_get(&r, "error"));
 		mp_r_close(&r);
 		KN_ERROR("runtime", "reload: %s: %s", name,
-		         why != NULL ? why : mk_strerror(status));
+		         why != NULL ? why : codec_strerror(status));
 		free(why);
 		x->load->failed++;
 		/* not applied: the next reload tries again */
@@ -932,7 +933,7 @@ reload_update(kn_actor *self, sv_self *sv, entry *e, const cfg_client *c,
 	}
 	if (rv != 0) {
 		KN_ERROR("runtime", "reload: %s: cannot reach the client: %s",
-		         c->name, mk_strerror(rv));
+		         c->name, codec_strerror(rv));
 		ld->failed++;
 		json_object_set(sv->file, c->name, was);
 	}

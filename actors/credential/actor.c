@@ -21,6 +21,7 @@
 #include "actors/credential/cred_impl.h"
 #include "actors/kernel/log.h"
 #include "actors/persister.h"
+#include "codec/errors.h"
 #include "codec/mp.h"
 
 #define TOKEN_SENTINEL "token expired" /* an inactive shared token */
@@ -156,7 +157,7 @@ stored(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	if (status != 0) {
 		/* the persister reported its failure; the write is queued */
 		KN_WARN("credential", "a credential is not on disk yet: %s",
-		        mk_strerror(status));
+		        codec_strerror(status));
 	}
 }
 

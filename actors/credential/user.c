@@ -23,6 +23,7 @@
 #include "actors/credential/cred_impl.h"
 #include "actors/kernel/log.h"
 #include "actors/persister.h"
+#include "codec/errors.h"
 #include "codec/mp.h"
 #include "persist/store.h"
 
@@ -849,7 +850,7 @@ on_verified(kn_actor *self, void *arg, int status, const void *data,
 	if (status != 0) {
 		KN_WARN("credential",
 		        "a header credential is not on disk yet: %s",
-		        mk_strerror(status));
+		        codec_strerror(status));
 	}
 	kn_reply_corr(kn_actor_kernel(self), v->corr, 0, "\x80", 1);
 	if (v->client_id != NULL) {
