@@ -23,6 +23,7 @@
 #include "actors/kernel/log.h"
 #include "codec/idmap.h"
 #include "codec/mp.h"
+#include "codec/strmap.h"
 #include "persist/store.h"
 
 #define RETRY_MIN_MS 100
@@ -31,7 +32,7 @@
 typedef struct op {
 	uint32_t   type;    /* MSG_PS_CLIENT_PUT, _DEL, _TOOLS_PUT, _ROW_* */
 	char      *key;     /* the row it writes, for coalescing, or NULL */
-	uint64_t   hkey;    /* key's hash (idmap id) */
+	uint64_t   hkey;    /* strmap_hash of key (idmap id) */
 	char      *id;      /* client id */
 	char      *a;       /* name, or hash */
 	char      *b;       /* config, or tools */
@@ -76,18 +77,6 @@ now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-}
-
-/* FNV-1a, never 0 (an idmap id). */
-static uint64_t
-hash_key(const char *k)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *k != '\0'; k++) {
-		h = (h ^ (uint8_t)*k) * 1099511628211ull;
-	}
-	return (h != 0 ? h : 1);
 }
 
 static void
@@ -346,7 +335,7 @@ decode(op *o, kn_msg *msg)
 	}
 	mp_r_close(&r);
 	if (o->key != NULL) {
-		o->hkey = hash_key(o->key);
+		o->hkey = strmap_hash(o->key);
 	}
 }
 

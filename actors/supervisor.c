@@ -24,8 +24,8 @@
 #include "actors/persister.h"
 #include "codec/config.h"
 #include "codec/errors.h"
-#include "codec/idmap.h"
 #include "codec/mp.h"
+#include "codec/strmap.h"
 
 #define SV_ASK_MS    60000 /* a client's answer to a check or lifecycle op */
 #define SV_SYNC_MS   10000 /* the store making a lifecycle op durable */
@@ -51,13 +51,14 @@ typedef struct entry {
 	bool            sticky;    /* its connection mode */
 	bool            restored;  /* came back from the store */
 	struct sv_self *sv;        /* the supervisor, for timer callbacks */
-	struct entry   *next[2];   /* hash chains, BY_ID and BY_NAME */
-	size_t          pos;       /* index in sv->all */
+	strmap_ent      ent[2];    /* in sv->idx[BY_ID] (key id) and
+	                            * sv->idx[BY_NAME] (key name) */
+	size_t pos;                /* index in sv->all */
 } entry;
 
 typedef struct sv_self {
 	sv_args  a;        /* settings */
-	idmap    idx[2];   /* BY_ID, BY_NAME: hash -> first entry */
+	strmap   idx[2];   /* BY_ID, BY_NAME: id or name -> entry */
 	entry  **all;      /* every entry */
 	size_t   n;        /* entries in all */
 	size_t   cap;      /* allocated all */
@@ -94,33 +95,13 @@ typedef struct load {
 	int             failed;  /* reload: clients not applied */
 } load;
 
-static uint64_t
-key_of(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s != '\0'; s++) {
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	}
-	return (h | 1);
-}
-
-static const char *
-key_str(const entry *e, int w)
-{
-	return (w == BY_ID ? e->id : e->name);
-}
-
 static entry *
 lookup(sv_self *sv, int w, const char *s)
 {
-	for (entry *e = idmap_get(&sv->idx[w], key_of(s)); e != NULL;
-	     e        = e->next[w]) {
-		if (strcmp(key_str(e, w), s) == 0) {
-			return (e);
-		}
-	}
-	return (NULL);
+	strmap_ent *se = strmap_get(&sv->idx[w], s);
+
+	/* se is the entry's ent[w] */
+	return (se != NULL ? STRMAP_OF(se - w, entry, ent) : NULL);
 }
 
 static entry *
@@ -131,40 +112,18 @@ find(sv_self *sv, const char *id_or_name)
 	return (e != NULL ? e : lookup(sv, BY_NAME, id_or_name));
 }
 
-/* Links e into index w: the map holds the first of a hash chain. */
+/* Adds e to index w, keyed by its id or name. */
 static int
 index_add(sv_self *sv, int w, entry *e)
 {
-	uint64_t key  = key_of(key_str(e, w));
-	entry   *head = idmap_get(&sv->idx[w], key);
-
-	if (head != NULL) {
-		e->next[w]    = head->next[w];
-		head->next[w] = e;
-		return (0);
-	}
-	e->next[w] = NULL;
-	return (idmap_put(&sv->idx[w], key, e));
+	e->ent[w].key = w == BY_ID ? e->id : e->name;
+	return (strmap_put(&sv->idx[w], &e->ent[w]));
 }
 
 static void
 index_del(sv_self *sv, int w, entry *e)
 {
-	uint64_t key  = key_of(key_str(e, w));
-	entry   *head = idmap_get(&sv->idx[w], key);
-
-	if (head == e) {
-		idmap_del(&sv->idx[w], key);
-		if (e->next[w] != NULL) {
-			/* a slot was just freed: cannot fail */
-			(void)idmap_put(&sv->idx[w], key, e->next[w]);
-		}
-		return;
-	}
-	while (head->next[w] != e) {
-		head = head->next[w];
-	}
-	head->next[w] = e->next[w];
+	strmap_del(&sv->idx[w], &e->ent[w]);
 }
 
 static int
@@ -1313,8 +1272,8 @@ sv_fini(kn_actor *self, void *state)
 	KN_DEBUG("supervisor", "stopping after %llu pings",
 	         (unsigned long long)sv->pings);
 	json_decref(sv->file);
-	idmap_fini(&sv->idx[BY_ID]);
-	idmap_fini(&sv->idx[BY_NAME]);
+	strmap_fini(&sv->idx[BY_ID]);
+	strmap_fini(&sv->idx[BY_NAME]);
 	free(sv->all);
 	free(sv);
 }
