@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
 #include "codec/idmap.h"
 #include "codec/mp.h"
@@ -70,15 +71,6 @@ typedef struct ps_self {
 	char       error[STORE_ERR_MAX]; /* the failure, "" when healthy */
 } ps_self;
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-}
-
 static void
 op_clear(op *o)
 {
@@ -115,7 +107,7 @@ static void flush_tick(kn_actor *self, void *arg);
 static void
 arm(ps_self *ps, int64_t ms)
 {
-	int64_t at = now_ms() + ms;
+	int64_t at = kn_now_ns() / KN_NS_PER_MS + ms;
 
 	if (ps->timer != 0) {
 		if (ps->timer_at <= at) {
