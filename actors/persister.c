@@ -25,6 +25,7 @@
 #include "codec/idmap.h"
 #include "codec/mp.h"
 #include "codec/strmap.h"
+#include "codec/text.h"
 #include "persist/store.h"
 
 #define RETRY_MIN_MS 100
@@ -568,10 +569,7 @@ on_stats(ps_self *ps, kn_msg *msg)
 static void
 ps_free(ps_self *ps)
 {
-	if (ps->secret != NULL) {
-		OPENSSL_cleanse(ps->secret, strlen(ps->secret));
-		free(ps->secret);
-	}
+	text_secret_free(ps->secret);
 	free(ps->path);
 	free(ps);
 }
