@@ -20,9 +20,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
 #include "codec/idmap.h"
 #include "codec/mp.h"
+#include "codec/strmap.h"
+#include "codec/text.h"
 #include "persist/store.h"
 
 #define RETRY_MIN_MS 100
@@ -31,7 +34,7 @@
 typedef struct op {
 	uint32_t   type;    /* MSG_PS_CLIENT_PUT, _DEL, _TOOLS_PUT, _ROW_* */
 	char      *key;     /* the row it writes, for coalescing, or NULL */
-	uint64_t   hkey;    /* key's hash (idmap id) */
+	uint64_t   hkey;    /* strmap_hash of key (idmap id) */
 	char      *id;      /* client id */
 	char      *a;       /* name, or hash */
 	char      *b;       /* config, or tools */
@@ -69,27 +72,6 @@ typedef struct ps_self {
 	char       error[STORE_ERR_MAX]; /* the failure, "" when healthy */
 } ps_self;
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-}
-
-/* FNV-1a, never 0 (an idmap id). */
-static uint64_t
-hash_key(const char *k)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *k != '\0'; k++) {
-		h = (h ^ (uint8_t)*k) * 1099511628211ull;
-	}
-	return (h != 0 ? h : 1);
-}
-
 static void
 op_clear(op *o)
 {
@@ -126,7 +108,7 @@ static void flush_tick(kn_actor *self, void *arg);
 static void
 arm(ps_self *ps, int64_t ms)
 {
-	int64_t at = now_ms() + ms;
+	int64_t at = kn_now_ns() / KN_NS_PER_MS + ms;
 
 	if (ps->timer != 0) {
 		if (ps->timer_at <= at) {
@@ -346,7 +328,7 @@ decode(op *o, kn_msg *msg)
 	}
 	mp_r_close(&r);
 	if (o->key != NULL) {
-		o->hkey = hash_key(o->key);
+		o->hkey = strmap_hash(o->key);
 	}
 }
 
@@ -587,10 +569,7 @@ on_stats(ps_self *ps, kn_msg *msg)
 static void
 ps_free(ps_self *ps)
 {
-	if (ps->secret != NULL) {
-		OPENSSL_cleanse(ps->secret, strlen(ps->secret));
-		free(ps->secret);
-	}
+	text_secret_free(ps->secret);
 	free(ps->path);
 	free(ps);
 }

@@ -23,8 +23,9 @@
 #include "actors/kernel/log.h"
 #include "actors/persister.h"
 #include "codec/config.h"
-#include "codec/idmap.h"
+#include "codec/errors.h"
 #include "codec/mp.h"
+#include "codec/strmap.h"
 
 #define SV_ASK_MS    60000 /* a client's answer to a check or lifecycle op */
 #define SV_SYNC_MS   10000 /* the store making a lifecycle op durable */
@@ -50,13 +51,14 @@ typedef struct entry {
 	bool            sticky;    /* its connection mode */
 	bool            restored;  /* came back from the store */
 	struct sv_self *sv;        /* the supervisor, for timer callbacks */
-	struct entry   *next[2];   /* hash chains, BY_ID and BY_NAME */
-	size_t          pos;       /* index in sv->all */
+	strmap_ent      ent[2];    /* in sv->idx[BY_ID] (key id) and
+	                            * sv->idx[BY_NAME] (key name) */
+	size_t pos;                /* index in sv->all */
 } entry;
 
 typedef struct sv_self {
 	sv_args  a;        /* settings */
-	idmap    idx[2];   /* BY_ID, BY_NAME: hash -> first entry */
+	strmap   idx[2];   /* BY_ID, BY_NAME: id or name -> entry */
 	entry  **all;      /* every entry */
 	size_t   n;        /* entries in all */
 	size_t   cap;      /* allocated all */
@@ -93,33 +95,13 @@ typedef struct load {
 	int             failed;  /* reload: clients not applied */
 } load;
 
-static uint64_t
-key_of(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s != '\0'; s++) {
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	}
-	return (h | 1);
-}
-
-static const char *
-key_str(const entry *e, int w)
-{
-	return (w == BY_ID ? e->id : e->name);
-}
-
 static entry *
 lookup(sv_self *sv, int w, const char *s)
 {
-	for (entry *e = idmap_get(&sv->idx[w], key_of(s)); e != NULL;
-	     e        = e->next[w]) {
-		if (strcmp(key_str(e, w), s) == 0) {
-			return (e);
-		}
-	}
-	return (NULL);
+	strmap_ent *se = strmap_get(&sv->idx[w], s);
+
+	/* se is the entry's ent[w] */
+	return (se != NULL ? STRMAP_OF(se - w, entry, ent) : NULL);
 }
 
 static entry *
@@ -130,40 +112,18 @@ find(sv_self *sv, const char *id_or_name)
 	return (e != NULL ? e : lookup(sv, BY_NAME, id_or_name));
 }
 
-/* Links e into index w: the map holds the first of a hash chain. */
+/* Adds e to index w, keyed by its id or name. */
 static int
 index_add(sv_self *sv, int w, entry *e)
 {
-	uint64_t key  = key_of(key_str(e, w));
-	entry   *head = idmap_get(&sv->idx[w], key);
-
-	if (head != NULL) {
-		e->next[w]    = head->next[w];
-		head->next[w] = e;
-		return (0);
-	}
-	e->next[w] = NULL;
-	return (idmap_put(&sv->idx[w], key, e));
+	e->ent[w].key = w == BY_ID ? e->id : e->name;
+	return (strmap_put(&sv->idx[w], &e->ent[w]));
 }
 
 static void
 index_del(sv_self *sv, int w, entry *e)
 {
-	uint64_t key  = key_of(key_str(e, w));
-	entry   *head = idmap_get(&sv->idx[w], key);
-
-	if (head == e) {
-		idmap_del(&sv->idx[w], key);
-		if (e->next[w] != NULL) {
-			/* a slot was just freed: cannot fail */
-			(void)idmap_put(&sv->idx[w], key, e->next[w]);
-		}
-		return;
-	}
-	while (head->next[w] != e) {
-		head = head->next[w];
-	}
-	head->next[w] = e->next[w];
+	strmap_del(&sv->idx[w], &e->ent[w]);
 }
 
 static int
@@ -244,7 +204,7 @@ on_synced(kn_actor *self, void *arg, int status, const void *data, size_t len)
 		/* the store reports its own failure; the writes stay queued */
 		KN_DEBUG("supervisor",
 		         "reply sent before the store synced: %s",
-		         mk_strerror(status));
+		         codec_strerror(status));
 	}
 	kn_reply_corr(kn_actor_kernel(self), h->corr, 0, h->data, h->len);
 	free(h);
@@ -489,7 +449,7 @@ on_connected(kn_actor *self, void *arg, int status, const void *data,
 		        why ? why : "?");
 		if (x->corr != 0) {
 			reply_err(self, x->corr, status, "%s",
-			          why ? why : mk_strerror(status));
+			          why ? why : codec_strerror(status));
 			x->corr = 0;
 		}
 		drop(self, sv, e);
@@ -565,7 +525,7 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 		free(a.view);
 		entry_free(e);
 		snprintf(err, errlen, "cannot start the client actor: %s",
-		         mk_strerror(rv));
+		         codec_strerror(rv));
 		return (rv);
 	}
 	e->view = a.view; /* its first, until it pushes one */
@@ -580,7 +540,7 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 		kn_actor_destroy(&e->actor);
 		entry_free(e);
 		snprintf(err, errlen, "cannot register the client id: %s",
-		         mk_strerror(rv));
+		         codec_strerror(rv));
 		return (rv);
 	}
 	if ((rv = insert(sv, e)) != 0 ||
@@ -606,7 +566,7 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 		actx_free(x);
 		drop(self, sv, e);
 		snprintf(err, errlen, "cannot reach the client actor: %s",
-		         mk_strerror(rv));
+		         codec_strerror(rv));
 		return (rv);
 	}
 	return (0);
@@ -891,7 +851,7 @@ on_reload_updated(kn_actor *self, void *arg, int status, const void *data,
 		why = mp_dup_str(mp_get(&r, "error"));
 		mp_r_close(&r);
 		KN_ERROR("runtime", "reload: %s: %s", name,
-		         why != NULL ? why : mk_strerror(status));
+		         why != NULL ? why : codec_strerror(status));
 		free(why);
 		x->load->failed++;
 		/* not applied: the next reload tries again */
@@ -932,7 +892,7 @@ reload_update(kn_actor *self, sv_self *sv, entry *e, const cfg_client *c,
 	}
 	if (rv != 0) {
 		KN_ERROR("runtime", "reload: %s: cannot reach the client: %s",
-		         c->name, mk_strerror(rv));
+		         c->name, codec_strerror(rv));
 		ld->failed++;
 		json_object_set(sv->file, c->name, was);
 	}
@@ -1312,8 +1272,8 @@ sv_fini(kn_actor *self, void *state)
 	KN_DEBUG("supervisor", "stopping after %llu pings",
 	         (unsigned long long)sv->pings);
 	json_decref(sv->file);
-	idmap_fini(&sv->idx[BY_ID]);
-	idmap_fini(&sv->idx[BY_NAME]);
+	strmap_fini(&sv->idx[BY_ID]);
+	strmap_fini(&sv->idx[BY_NAME]);
 	free(sv->all);
 	free(sv);
 }

@@ -63,6 +63,13 @@ static const char *msg_names[MSG_COUNT] = {
 };
 /* clang-format on */
 
+int
+codec_msg_valid(unsigned type)
+{
+	return (type != MSG_NONE && type < MSG_COUNT &&
+	        msg_names[type] != NULL);
+}
+
 const char *
 codec_msg_name(unsigned type)
 {
@@ -77,7 +84,7 @@ codec_env_encode(const codec_env *env, codec_write_fn write, void *sink)
 {
 	msgpack_packer pk;
 
-	if (env->type == MSG_NONE || env->type >= MSG_COUNT ||
+	if (!codec_msg_valid(env->type) ||
 	    env->sender_len > CODEC_SENDER_MAX) {
 		return (MK_EINVAL);
 	}
@@ -144,7 +151,7 @@ decode_fields(codec_env *env, const msgpack_object *root)
 		return (MK_EPROTO);
 	}
 	f = root->via.array.ptr;
-	if (get_uint(&f[0], MSG_COUNT - 1, &u) != 0 || u == MSG_NONE) {
+	if (get_uint(&f[0], MSG_COUNT - 1, &u) != 0 || !codec_msg_valid(u)) {
 		return (MK_EPROTO);
 	}
 	env->type = (uint32_t)u;

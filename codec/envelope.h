@@ -44,7 +44,7 @@ typedef int (*codec_write_fn)(void *sink, const char *buf, size_t len);
 
 /*
  * codec_env_encode writes env to the sink.  Never blocks beyond the sink.
- * Returns 0, MK_EINVAL (type out of range, sender too long), MK_ETOOBIG
+ * Returns 0, MK_EINVAL (type names none, sender too long), MK_ETOOBIG
  * (payload over CODEC_PAYLOAD_MAX) or MK_ENOMEM (the sink refused).
  */
 int codec_env_encode(const codec_env *env, codec_write_fn write, void *sink);
@@ -53,7 +53,8 @@ int codec_env_encode(const codec_env *env, codec_write_fn write, void *sink);
  * codec_env_decode parses exactly len bytes into env.  On success the
  * pointers in env point into buf, which must outlive env.
  * Returns 0, MK_ETOOBIG (len over CODEC_ENV_MAX) or MK_EPROTO (truncated,
- * malformed, trailing bytes, a field of the wrong type or out of range).
+ * malformed, trailing bytes, a field of the wrong type or out of range, a
+ * type number that names none).
  */
 int codec_env_decode(codec_env *env, const void *buf, size_t len);
 

@@ -8,9 +8,8 @@
 
 #include "mcpkeep.h"
 
-/* FNV-1a, never 0 (an idmap id). */
-static uint64_t
-hash(const char *k)
+uint64_t
+strmap_hash(const char *k)
 {
 	uint64_t h = 1469598103934665603ull;
 
@@ -23,7 +22,7 @@ hash(const char *k)
 strmap_ent *
 strmap_get(const strmap *sm, const char *key)
 {
-	strmap_ent *e = idmap_get(&sm->m, hash(key));
+	strmap_ent *e = idmap_get(&sm->m, strmap_hash(key));
 
 	while (e != NULL && strcmp(e->key, key) != 0) {
 		e = e->next;
@@ -34,7 +33,7 @@ strmap_get(const strmap *sm, const char *key)
 int
 strmap_put(strmap *sm, strmap_ent *e)
 {
-	uint64_t    h     = hash(e->key);
+	uint64_t    h     = strmap_hash(e->key);
 	strmap_ent *first = idmap_get(&sm->m, h);
 
 	if (first != NULL) {
@@ -49,7 +48,7 @@ strmap_put(strmap *sm, strmap_ent *e)
 void
 strmap_del(strmap *sm, strmap_ent *e)
 {
-	uint64_t    h     = hash(e->key);
+	uint64_t    h     = strmap_hash(e->key);
 	strmap_ent *first = idmap_get(&sm->m, h);
 
 	if (first == e) {

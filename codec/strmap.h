@@ -7,6 +7,9 @@
 #ifndef CODEC_STRMAP_H
 #define CODEC_STRMAP_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "codec/idmap.h"
 
 typedef struct strmap_ent {
@@ -17,6 +20,15 @@ typedef struct strmap_ent {
 typedef struct strmap {
 	idmap m; /* hash -> first entry of its chain */
 } strmap;
+
+/* STRMAP_OF is the value of type that embeds the entry e (not NULL) as
+ * its member. */
+#define STRMAP_OF(e, type, member)                                            \
+	((type *)((char *)(e)-offsetof(type, member)))
+
+/* strmap_hash is key's FNV-1a hash, never 0 (an idmap id): the one string
+ * hash of the tree, for a map that keys an idmap by strings itself. */
+uint64_t strmap_hash(const char *key);
 
 /* strmap_get finds the entry of key, or NULL. */
 strmap_ent *strmap_get(const strmap *sm, const char *key);

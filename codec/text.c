@@ -3,6 +3,7 @@
  */
 #include "codec/text.h"
 
+#include <openssl/crypto.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,4 +126,13 @@ text_strv_dup(const char *const *v)
 		}
 	}
 	return (out);
+}
+
+void
+text_secret_free(char *s)
+{
+	if (s != NULL) {
+		OPENSSL_cleanse(s, strlen(s));
+		free(s);
+	}
 }

@@ -23,4 +23,8 @@ char *text_failure_message(const char *in);
 char **text_strv_dup(const char *const *v);
 void   text_strv_free(char **v);
 
+/* text_secret_free overwrites a secret string (OPENSSL_cleanse) and frees
+ * it.  NULL is fine. */
+void text_secret_free(char *s);
+
 #endif /* CODEC_TEXT_H */

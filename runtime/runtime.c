@@ -26,6 +26,7 @@
 #include "actors/persister.h"
 #include "actors/supervisor.h"
 #include "codec/config.h"
+#include "codec/errors.h"
 #include "codec/mp.h"
 #include "mcpkeep.h"
 #include "runtime/runtime_impl.h"
@@ -42,34 +43,10 @@ static const struct {
 #define NSYSTEM (sizeof(system_actors) / sizeof(system_actors[0]))
 _Static_assert(NSYSTEM == RT_NSYSTEM, "RT_NSYSTEM out of date");
 
-static const char *err_text[] = {
-        [MK_OK]        = "success",
-        [MK_EINVAL]    = "invalid argument",
-        [MK_ENOMEM]    = "out of memory",
-        [MK_ECLOSED]   = "closed",
-        [MK_ETIMEDOUT] = "timed out",
-        [MK_ENOENT]    = "not found",
-        [MK_EEXIST]    = "already exists",
-        [MK_EBUSY]     = "busy: a conflicting operation is in progress",
-        [MK_EPROTO]    = "protocol error",
-        [MK_ESYS]      = "system call failed",
-        [MK_EHANDLE]   = "invalid or closed handle",
-        [MK_ETOOBIG]   = "input exceeds its size limit",
-        [MK_EACTOR]    = "actor handler failed",
-        [MK_EINTERNAL] = "internal error",
-        [MK_EUPSTREAM] = "the MCP server failed the request",
-        [MK_ESTATE]    = "the client's state does not allow it",
-        [MK_EAUTH]     = "the caller must authorize first",
-};
-
 const char *
 mk_strerror(int rc)
 {
-	if (rc < 0 || (size_t)rc >= sizeof(err_text) / sizeof(err_text[0]) ||
-	    err_text[rc] == NULL) {
-		return ("unknown error");
-	}
-	return (err_text[rc]);
+	return (codec_strerror(rc));
 }
 
 void

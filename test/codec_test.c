@@ -44,6 +44,9 @@ round_trip_every_type(void)
 	static const uint8_t payload[] = {0x93, 1, 2, 3, 0, 0xff};
 
 	for (uint32_t t = MSG_NONE + 1; t < MSG_COUNT; t++) {
+		if (t == MSG_KERNEL_END) {
+			t = MSG_BASE; /* the numbers between name no type */
+		}
 		codec_env in = {
 		        .type        = t,
 		        .corr        = UINT64_MAX - t,
@@ -141,6 +144,10 @@ encode_limits(void)
 	CHECK_EQ(codec_env_encode(&in, buf_write, &b), MK_EINVAL);
 	in.type = MSG_COUNT;
 	CHECK_EQ(codec_env_encode(&in, buf_write, &b), MK_EINVAL);
+	in.type = MSG_KERNEL_END; /* between the kernel's and the rest */
+	CHECK_EQ(codec_env_encode(&in, buf_write, &b), MK_EINVAL);
+	in.type = MSG_BASE - 1;
+	CHECK_EQ(codec_env_encode(&in, buf_write, &b), MK_EINVAL);
 	CHECK_EQ(b.len, 0);
 	free(b.p);
 }
@@ -183,11 +190,12 @@ five_items(msgpack_packer *pk)
 	msgpack_pack_int64(pk, 0);
 	msgpack_pack_int32(pk, 0);
 }
+static uint32_t bad_type; /* what bad_type_six packs as the type */
 static void
-type_too_big(msgpack_packer *pk)
+bad_type_six(msgpack_packer *pk)
 {
 	msgpack_pack_array(pk, 6);
-	msgpack_pack_uint32(pk, MSG_COUNT);
+	msgpack_pack_uint32(pk, bad_type);
 	msgpack_pack_uint64(pk, 1);
 	msgpack_pack_str_with_body(pk, "s", 1);
 	msgpack_pack_int64(pk, 0);
@@ -249,7 +257,10 @@ wrong_fields(void)
 {
 	CHECK_EQ(decode_packed(good6), 0);
 	CHECK_EQ(decode_packed(five_items), MK_EPROTO);
-	CHECK_EQ(decode_packed(type_too_big), MK_EPROTO);
+	bad_type = MSG_COUNT; /* too big */
+	CHECK_EQ(decode_packed(bad_type_six), MK_EPROTO);
+	bad_type = MSG_KERNEL_END; /* between the kernel's and the rest */
+	CHECK_EQ(decode_packed(bad_type_six), MK_EPROTO);
 	CHECK_EQ(decode_packed(sender_not_str), MK_EPROTO);
 	CHECK_EQ(decode_packed(negative_deadline), MK_EPROTO);
 	CHECK_EQ(decode_packed(status_too_big), MK_EPROTO);
@@ -282,7 +293,7 @@ oversized_and_garbage(void)
 		junk[0] = (char)0x96; /* mostly arrays of six */
 		if (codec_env_decode(&out, junk, n) == 0) {
 			accepted++;
-			CHECK(out.type > MSG_NONE && out.type < MSG_COUNT);
+			CHECK(codec_msg_valid(out.type));
 			CHECK(out.sender_len <= CODEC_SENDER_MAX);
 		}
 	}

@@ -16,20 +16,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <time.h>
+#include "codec/clock.h"
 
 typedef struct tp_loop tp_loop;
 
 #define TP_HOST_CONNS_MAX 64 /* connections to one host at once, per loop */
 
-/* tp_now_ns: CLOCK_MONOTONIC in ns, the clock of every deadline here. */
+/* tp_now_ns is codec_now_ns: CLOCK_MONOTONIC in ns, the clock of every
+ * deadline here. */
 static inline int64_t
 tp_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+	return (codec_now_ns());
 }
 
 /* A libcurl transfer driven by the loop; the easy handle's

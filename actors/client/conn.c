@@ -27,6 +27,7 @@
 #include "actors/client/client_impl.h"
 #include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
+#include "codec/errors.h"
 
 #define BACKOFF_BASE_MS 1000            /* the first retry's ceiling */
 #define BACKOFF_CAP_MS  (5 * 60 * 1000) /* and the last one's */
@@ -410,7 +411,7 @@ dial_open(dial *d)
 		dial_end(d,
 		         mcp_error_set(&e, MCP_E_LOCAL,
 		                       "cannot open a session (%s)",
-		                       mk_strerror(rv)),
+		                       codec_strerror(rv)),
 		         NULL);
 	}
 }

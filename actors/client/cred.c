@@ -21,6 +21,7 @@
 #include "actors/client/client_impl.h"
 #include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
+#include "codec/errors.h"
 #include "codec/mp.h"
 #include "codec/text.h"
 
@@ -223,7 +224,7 @@ on_header(kn_actor *self, void *arg, int status, const void *data, size_t len)
 		f->fn(cl, f->arg, f->seq, status,
 		      err != NULL                    ? err
 		              : status == MK_ECLOSED ? "the runtime is closing"
-		                                     : mk_strerror(status));
+		                                     : codec_strerror(status));
 		free(f);
 	}
 	free(header);
@@ -387,7 +388,7 @@ on_user(kn_actor *self, void *arg, int status, const void *data, size_t len)
 		g->fn(cl, c, 0, status,
 		      err != NULL                    ? err
 		              : status == MK_ECLOSED ? "the runtime is closing"
-		                                     : mk_strerror(status));
+		                                     : codec_strerror(status));
 	}
 	if (headers != NULL) {
 		OPENSSL_cleanse(headers, strlen(headers));

@@ -75,17 +75,10 @@ cl_wake(void *arg)
 static int
 sleep_until_woken(waker *w, int timeout_ms)
 {
-	struct timespec ts;
+	int64_t         at = kn_deadline_ns(timeout_ms > 0 ? timeout_ms : 0);
+	struct timespec ts = {.tv_sec  = at / KN_NS_PER_S,
+	                      .tv_nsec = at % KN_NS_PER_S};
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	if (timeout_ms > 0) {
-		ts.tv_sec += timeout_ms / 1000;
-		ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-	}
 	pthread_mutex_lock(&w->mtx);
 	while (!w->woken && timeout_ms != 0) {
 		int rv = timeout_ms < 0

@@ -21,7 +21,9 @@
 #include "actors/credential/cred_impl.h"
 #include "actors/kernel/log.h"
 #include "actors/persister.h"
+#include "codec/errors.h"
 #include "codec/mp.h"
+#include "codec/text.h"
 
 #define TOKEN_SENTINEL "token expired" /* an inactive shared token */
 
@@ -38,15 +40,6 @@ cr_now_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-}
-
-static void
-secret_free(char *s)
-{
-	if (s != NULL) {
-		OPENSSL_cleanse(s, strlen(s));
-		free(s);
-	}
 }
 
 /* ---- clients ------------------------------------------------------------ */
@@ -96,9 +89,9 @@ token_destroy(token *t)
 	free(t->client_id);
 	free(t->mode);
 	free(t->identity);
-	secret_free(t->access);
-	secret_free(t->refresh);
-	secret_free(t->prior);
+	text_secret_free(t->access);
+	text_secret_free(t->refresh);
+	text_secret_free(t->prior);
 	free(t->scopes);
 	free(t);
 }
@@ -156,7 +149,7 @@ stored(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	if (status != 0) {
 		/* the persister reported its failure; the write is queued */
 		KN_WARN("credential", "a credential is not on disk yet: %s",
-		        mk_strerror(status));
+		        codec_strerror(status));
 	}
 }
 
@@ -478,10 +471,10 @@ on_register(cr_self *cr, kn_msg *msg)
 	mp_r_close(&r);
 	assert(id != NULL && name != NULL && auth != NULL);
 	o = oauth != NULL ? json_loads(oauth, 0, NULL) : NULL;
-	secret_free(oauth);
+	text_secret_free(oauth);
 	json_t *xo = exch != NULL ? json_loads(exch, 0, NULL) : NULL;
 	json_t *ko = keys != NULL ? json_loads(keys, 0, NULL) : NULL;
-	secret_free(exch);
+	text_secret_free(exch);
 	free(keys);
 	if ((c = cr_client(cr, id)) != NULL) {
 		bool rotated = !json_equal(c->oauth, o) &&
@@ -633,13 +626,13 @@ on_get(cr_self *cr, kn_msg *msg)
 		cr_user_get(cr, c, peek || mode == NULL ? "admin" : mode,
 		            peek || identity == NULL ? "" : identity, subject,
 		            force, corr, false);
-		secret_free(subject);
+		text_secret_free(subject);
 		free(id);
 		free(mode);
 		free(identity);
 		return;
 	}
-	secret_free(subject);
+	text_secret_free(subject);
 	t = id != NULL ? cr_token(cr, id, mode ? mode : "shared",
 	                          identity ? identity : "", false)
 	               : NULL;

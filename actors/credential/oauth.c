@@ -46,6 +46,7 @@
 
 #include "actors/credential/cred_impl.h"
 #include "actors/kernel/log.h"
+#include "codec/errors.h"
 #include "codec/mp.h"
 
 /* An initiate ask waiting for endpoints. */
@@ -849,7 +850,7 @@ flow_stored(kn_actor *self, void *arg, int status, const void *data,
 	if (status != 0) {
 		cr_reply_error(m->cr, m->corr, MK_ESYS, NULL,
 		               "the OAuth flow could not be stored: %s",
-		               mk_strerror(status));
+		               codec_strerror(status));
 	} else if (m->auth && c != NULL) {
 		json_t *x = json_pack("{s:s, s:s}", "authorize_url", m->url,
 		                      "session_id", m->state);
@@ -1043,7 +1044,7 @@ token_stored(kn_actor *self, void *arg, int status, const void *data,
 	if (status != 0) {
 		KN_WARN("credential",
 		        "%s: the new token is not on disk yet: %s",
-		        d->client_id, mk_strerror(status));
+		        d->client_id, codec_strerror(status));
 	}
 	mp_w_init(&w);
 	mp_map(&w, 1);

@@ -33,6 +33,7 @@
 #include "actors/credential/cred_impl.h"
 #include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
+#include "codec/text.h"
 
 #define RETRIES       3
 #define RETRY_BASE_MS 1000
@@ -82,11 +83,8 @@ cr_refresh_stop(token *t)
 		               "the credential was dropped");
 		free(w);
 	}
-	if (t->prior != NULL) {
-		OPENSSL_cleanse(t->prior, strlen(t->prior));
-		free(t->prior);
-		t->prior = NULL;
-	}
+	text_secret_free(t->prior);
+	t->prior = NULL;
 }
 
 static void
@@ -373,11 +371,8 @@ on_reply(void *arg, const oa_reply *r)
 	           "token refresh for MCP client %s failed: %s", why);
 out:
 	t->attempt = 0;
-	if (t->prior != NULL) {
-		OPENSSL_cleanse(t->prior, strlen(t->prior));
-		free(t->prior);
-		t->prior = NULL;
-	}
+	text_secret_free(t->prior);
+	t->prior = NULL;
 }
 
 /* grant_type=refresh_token, with the client's resource and auth. */

@@ -23,7 +23,9 @@
 #include "actors/credential/cred_impl.h"
 #include "actors/kernel/log.h"
 #include "actors/persister.h"
+#include "codec/errors.h"
 #include "codec/mp.h"
+#include "codec/text.h"
 #include "persist/store.h"
 
 #define HFLOW_TTL_S CR_FLOW_TTL_S
@@ -32,15 +34,6 @@ static void hcred_touch(cr_self *cr, hcred *h);
 static void fill_start(cr_self *cr, cclient *c, int table, const char *mode,
                        const char *identity, const char *subject, bool force,
                        uint64_t corr);
-
-static void
-secret_free(char *s)
-{
-	if (s != NULL) {
-		OPENSSL_cleanse(s, strlen(s));
-		free(s);
-	}
-}
 
 /* ---- mcp_auth_required ------------------------------------------------ */
 
@@ -93,7 +86,7 @@ hcred_free(hcred *h)
 	free(h->client_id);
 	free(h->mode);
 	free(h->identity);
-	secret_free(h->headers);
+	text_secret_free(h->headers);
 	free(h);
 }
 
@@ -125,13 +118,13 @@ hcred_set(cr_self *cr, const char *client, const char *mode,
 				h->headers = NULL;
 				hcred_free(h);
 			}
-			secret_free(headers);
+			text_secret_free(headers);
 			return (NULL);
 		}
 		h->ent.key = h->key;
 		(void)strmap_put(&cr->hcreds, &h->ent);
 	}
-	secret_free(h->headers);
+	text_secret_free(h->headers);
 	h->headers = headers;
 	hcred_touch(cr, h);
 	return (h);
@@ -257,7 +250,7 @@ header_lines(const cclient *c, json_t *given, char *why, size_t len)
 	}
 	return (out);
 bad:
-	secret_free(out);
+	text_secret_free(out);
 	return (NULL);
 }
 
@@ -625,7 +618,7 @@ on_fill(kn_actor *self, void *arg, int status, const void *data, size_t len)
 			fill_insert(cr, f, row);
 		}
 		json_decref(row);
-		secret_free(text);
+		text_secret_free(text);
 	}
 	while ((w = f->waiting) != NULL) {
 		f->waiting = w->next;
@@ -638,7 +631,7 @@ on_fill(kn_actor *self, void *arg, int status, const void *data, size_t len)
 			cr_user_get(cr, c, f->mode, f->identity, w->subject,
 			            w->force, w->corr, !raced);
 		}
-		secret_free(w->subject);
+		text_secret_free(w->subject);
 		free(w);
 	}
 	fill_free(f);
@@ -681,7 +674,7 @@ fill_start(cr_self *cr, cclient *c, int table, const char *mode,
 		if (f != NULL) {
 			fill_free(f);
 		}
-		secret_free(w->subject);
+		text_secret_free(w->subject);
 		free(w);
 		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
 		return;
@@ -849,7 +842,7 @@ on_verified(kn_actor *self, void *arg, int status, const void *data,
 	if (status != 0) {
 		KN_WARN("credential",
 		        "a header credential is not on disk yet: %s",
-		        mk_strerror(status));
+		        codec_strerror(status));
 	}
 	kn_reply_corr(kn_actor_kernel(self), v->corr, 0, "\x80", 1);
 	if (v->client_id != NULL) {
@@ -894,7 +887,7 @@ headers_msg(kn_msg *msg, const char *key, char **value)
 	text   = mp_dup_str(mp_get(&r, "headers"));
 	mp_r_close(&r);
 	given = text != NULL ? json_loads(text, 0, NULL) : NULL;
-	secret_free(text);
+	text_secret_free(text);
 	return (given);
 }
 
@@ -988,15 +981,15 @@ cr_verify_exchange(cr_self *cr, kn_msg *msg)
 	} else {
 		/* the subject is retained as what a refresh re-exchanges */
 		cr_refresh_stop(t);
-		secret_free(t->refresh);
-		secret_free(t->access);
+		text_secret_free(t->refresh);
+		text_secret_free(t->access);
 		t->access  = NULL;
 		t->refresh = subject;
 		subject    = NULL;
 		t->active  = true;
 		cr_refresh_join(cr, t, corr);
 	}
-	secret_free(subject);
+	text_secret_free(subject);
 	free(who);
 }
 
@@ -1063,5 +1056,5 @@ cr_evict(cr_self *cr, kn_msg *msg)
 	free(client);
 	free(mode);
 	free(identity);
-	secret_free(subject);
+	text_secret_free(subject);
 }

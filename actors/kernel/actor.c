@@ -18,6 +18,7 @@
 #include "actors/kernel/clock.h"
 #include "actors/kernel/kernel_impl.h"
 #include "actors/kernel/log.h"
+#include "codec/errors.h"
 
 #define KN_INBOX_DEPTH     256  /* messages queued per side of an inbox */
 #define KN_SEND_TIMEOUT_MS 5000 /* a full inbox blocks a sender this long */
@@ -516,7 +517,7 @@ dispatch(kn_actor *self, kn_msg *msg, bool closing)
 		KN_ERROR("kernel",
 		         "actor %s: handler for message %s failed: %s",
 		         self->name, codec_msg_name(msg->env.type),
-		         mk_strerror(rv));
+		         codec_strerror(rv));
 	}
 	if (msg->env.corr != 0 &&
 	    (msg->flags & (KN_MSG_REPLIED | KN_MSG_DEFERRED)) == 0) {
@@ -570,7 +571,7 @@ drain(kn_actor *self, bool closing)
 			         self->name,
 			         (unsigned long long)(committed -
 			                              self->received),
-			         mk_strerror(rv));
+			         codec_strerror(rv));
 			return; /* retried on the next turn of the loop */
 		}
 		self->received++;

@@ -1,24 +1,24 @@
 /*
- * clock.h - the kernel's two clocks.
+ * clock.h - the kernel's two clocks: the monotonic one (codec/clock.h)
+ * and the wall clock of log lines.
  */
 #ifndef KN_CLOCK_H
 #define KN_CLOCK_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include <time.h>
 
-#define KN_NS_PER_MS 1000000LL
-#define KN_NS_PER_S  1000000000LL
+#include "codec/clock.h"
 
-/* kn_now_ns returns CLOCK_MONOTONIC in nanoseconds.  Never blocks. */
+#define KN_NS_PER_MS CODEC_NS_PER_MS
+#define KN_NS_PER_S  CODEC_NS_PER_S
+
+/* kn_now_ns is codec_now_ns: CLOCK_MONOTONIC in nanoseconds.  Never
+ * blocks. */
 static inline int64_t
 kn_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * KN_NS_PER_S + ts.tv_nsec);
+	return (codec_now_ns());
 }
 
 /* kn_deadline_ns turns a relative timeout in ms into a monotonic deadline. */

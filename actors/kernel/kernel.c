@@ -82,8 +82,8 @@ kn_kernel_release(kn_kernel *k)
 		idmap_fini(&k->shards[i].map);
 		pthread_mutex_destroy(&k->shards[i].mtx);
 	}
-	idmap_fini(&k->reg);
-	idmap_fini(&k->aliases);
+	strmap_fini(&k->reg);
+	strmap_fini(&k->aliases);
 	pthread_mutex_destroy(&k->reg_mtx);
 	free(k);
 }
@@ -147,33 +147,17 @@ kn_kernel_stats(kn_kernel *k, mk_stats *out)
 	out->handler_errors = atomic_load(&k->n_errors);
 }
 
-/* FNV-1a, never 0 (0 marks an empty idmap slot). */
-static uint64_t
-name_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s != '\0'; s++) {
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	}
-	return (h | 1);
-}
-
-/* The actor with that name or alias. */
+/* The actor with that name or alias, or NULL. */
 static kn_actor *
-find_locked(kn_kernel *k, const char *name, uint64_t hash)
+find_locked(kn_kernel *k, const char *name)
 {
-	for (kn_actor *a = idmap_get(&k->reg, hash); a != NULL;
-	     a           = a->reg_next) {
-		if (strcmp(a->name, name) == 0) {
-			return (a);
-		}
+	strmap_ent *e;
+
+	if ((e = strmap_get(&k->reg, name)) != NULL) {
+		return (STRMAP_OF(e, kn_actor, reg_ent));
 	}
-	for (kn_actor *a = idmap_get(&k->aliases, hash); a != NULL;
-	     a           = a->alias_next) {
-		if (strcmp(a->alias, name) == 0) {
-			return (a);
-		}
+	if ((e = strmap_get(&k->aliases, name)) != NULL) {
+		return (STRMAP_OF(e, kn_actor, alias_ent));
 	}
 	return (NULL);
 }
@@ -181,30 +165,23 @@ find_locked(kn_kernel *k, const char *name, uint64_t hash)
 int
 kn_alias(kn_actor *a, const char *alias)
 {
-	kn_kernel *k = a->k;
-	uint64_t   hash;
-	kn_actor  *head;
+	kn_kernel *k  = a->k;
 	int        rv = 0;
 
 	if (alias == NULL || *alias == '\0' || strlen(alias) > KN_ALIAS_MAX) {
 		return (MK_EINVAL);
 	}
-	hash = name_hash(alias);
 	pthread_mutex_lock(&k->reg_mtx);
 	if (!a->listed) {
 		rv = MK_ECLOSED;
-	} else if (a->alias[0] != '\0' ||
-	           find_locked(k, alias, hash) != NULL) {
+	} else if (a->alias[0] != '\0' || find_locked(k, alias) != NULL) {
 		rv = MK_EEXIST;
-	} else if ((head = idmap_get(&k->aliases, hash)) != NULL) {
-		a->alias_next    = head->alias_next; /* same hash: chain it */
-		head->alias_next = a;
-	} else if ((rv = idmap_put(&k->aliases, hash, a)) == 0) {
-		a->alias_next = NULL;
-	}
-	if (rv == 0) {
+	} else {
 		snprintf(a->alias, sizeof(a->alias), "%s", alias);
-		a->alias_hash = hash;
+		a->alias_ent.key = a->alias;
+		if ((rv = strmap_put(&k->aliases, &a->alias_ent)) != 0) {
+			a->alias[0] = '\0';
+		}
 	}
 	pthread_mutex_unlock(&k->reg_mtx);
 	return (rv);
@@ -214,47 +191,29 @@ kn_alias(kn_actor *a, const char *alias)
 static void
 alias_remove_locked(kn_kernel *k, kn_actor *a)
 {
-	kn_actor *head;
-
 	if (a->alias[0] == '\0') {
 		return;
 	}
-	if ((head = idmap_get(&k->aliases, a->alias_hash)) == a) {
-		idmap_del(&k->aliases, a->alias_hash);
-		if (a->alias_next != NULL) {
-			/* a slot was just freed: cannot fail */
-			(void)idmap_put(&k->aliases, a->alias_hash,
-			                a->alias_next);
-		}
-	} else {
-		while (head->alias_next != a) {
-			head = head->alias_next;
-		}
-		head->alias_next = a->alias_next;
-	}
+	strmap_del(&k->aliases, &a->alias_ent);
 	a->alias[0] = '\0';
 }
 
 int
 kn_registry_add(kn_kernel *k, kn_actor *a)
 {
-	kn_actor *head;
-	int       rv = 0;
+	int rv = 0;
 
-	a->hash = name_hash(a->name);
+	a->reg_ent.key = a->name;
 	pthread_mutex_lock(&k->reg_mtx);
 	if (atomic_load(&k->closing)) {
 		rv = MK_ECLOSED;
 		goto out;
 	}
-	if (find_locked(k, a->name, a->hash) != NULL) {
+	if (find_locked(k, a->name) != NULL) {
 		rv = MK_EEXIST;
 		goto out;
 	}
-	if ((head = idmap_get(&k->reg, a->hash)) != NULL) {
-		a->reg_next    = head->reg_next; /* same hash: chain it */
-		head->reg_next = a;
-	} else if ((rv = idmap_put(&k->reg, a->hash, a)) != 0) {
+	if ((rv = strmap_put(&k->reg, &a->reg_ent)) != 0) {
 		goto out;
 	}
 	a->older = k->newest;
@@ -278,20 +237,7 @@ kn_registry_remove(kn_kernel *k, kn_actor *a)
 
 	pthread_mutex_lock(&k->reg_mtx);
 	if ((was = a->listed)) {
-		kn_actor *head = idmap_get(&k->reg, a->hash);
-
-		if (head == a) {
-			idmap_del(&k->reg, a->hash);
-			if (a->reg_next != NULL) {
-				/* a slot was just freed: cannot fail */
-				(void)idmap_put(&k->reg, a->hash, a->reg_next);
-			}
-		} else {
-			while (head->reg_next != a) {
-				head = head->reg_next;
-			}
-			head->reg_next = a->reg_next;
-		}
+		strmap_del(&k->reg, &a->reg_ent);
 		alias_remove_locked(k, a);
 		if (a->newer != NULL) {
 			a->newer->older = a->older;
@@ -316,7 +262,7 @@ kn_lookup(kn_kernel *k, const char *name, kn_actor **ap)
 	kn_actor *a;
 
 	pthread_mutex_lock(&k->reg_mtx);
-	if ((a = find_locked(k, name, name_hash(name))) != NULL) {
+	if ((a = find_locked(k, name)) != NULL) {
 		kn_actor_hold(a);
 	}
 	pthread_mutex_unlock(&k->reg_mtx);

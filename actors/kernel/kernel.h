@@ -33,6 +33,12 @@
  *   lifetime  actors are reference counted (owner, registry, lookups,
  *             in-flight asks); the kernel is reference counted by its
  *             actors, so no pointer outlives what it points to.
+ *   types     the kernel's message types lie below KN_MSG_BASE
+ *             (codec/msg.h): MSG_TERM and MSG_REPLY, which only the
+ *             kernel sends and which never reach a handler, and MSG_PING
+ *             and MSG_USER, which any actor may answer.  The kernel
+ *             carries every other type unread; an application numbers
+ *             its own from KN_MSG_BASE.
  */
 #ifndef KN_KERNEL_H
 #define KN_KERNEL_H
@@ -46,6 +52,7 @@
 #include "codec/msg.h"
 #include "mcpkeep.h"
 
+#define KN_MSG_BASE      MSG_BASE /* the first type not the kernel's */
 #define KN_NAME_MAX      CODEC_SENDER_MAX
 #define KN_ALIAS_MAX     80 /* bytes in an alias (kn_alias) */
 #define KN_STACK_DEFAULT (256u * 1024u)

@@ -13,6 +13,7 @@
 #include "actors/kernel/log.h"
 #include "actors/kernel/timer.h"
 #include "codec/idmap.h"
+#include "codec/strmap.h"
 
 #define KN_SHARDS 16
 
@@ -54,8 +55,8 @@ struct kn_kernel {
 	atomic_uint_fast64_t next_actor; /* last actor id used */
 	kn_shard             shards[KN_SHARDS]; /* pending asks */
 	pthread_mutex_t      reg_mtx; /* guards reg and the actor list */
-	idmap                reg;     /* name hash -> first actor of chain */
-	idmap                aliases; /* alias hash -> first actor of chain */
+	strmap               reg;     /* name -> actor (reg_ent) */
+	strmap               aliases; /* alias -> actor (alias_ent) */
 	kn_actor            *newest;  /* running actors, newest first */
 
 	/* counters, relaxed atomics */
@@ -79,8 +80,7 @@ struct kn_actor {
 	/* shared, set before the thread starts or atomic */
 	kn_kernel           *k; /* holds a kernel reference */
 	char                 name[KN_NAME_MAX + 1]; /* registry name */
-	uint64_t             hash;    /* name hash, registry key */
-	uint64_t             id;      /* unique in the kernel */
+	uint64_t             id;                    /* unique in the kernel */
 	atomic_int           refs;    /* references (see kernel.h) */
 	atomic_bool          closing; /* stop has begun: new sends refused */
 	atomic_int           senders; /* threads inside a send to this actor */
@@ -100,11 +100,11 @@ struct kn_actor {
 	bool            ready;    /* init finished (start_rc is set) */
 	int             start_rc; /* init's result */
 	bool            joined;   /* the thread was joined */
-	kn_actor       *reg_next; /* registry chain (same hash); reg_mtx */
+	strmap_ent      reg_ent;  /* in the registry, key name; reg_mtx */
 	char alias[KN_ALIAS_MAX + 1]; /* a second registry name, or "";
 	                               * reg_mtx */
-	uint64_t  alias_hash;         /* its hash; reg_mtx */
-	kn_actor *alias_next;         /* alias chain (same hash); reg_mtx */
+	strmap_ent alias_ent;         /* in aliases when alias is set, key
+	                               * alias; reg_mtx */
 	kn_actor *older;              /* kernel's actor list; reg_mtx */
 	kn_actor *newer;              /* kernel's actor list; reg_mtx */
 	bool      listed;             /* in registry and list; reg_mtx */

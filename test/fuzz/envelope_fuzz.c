@@ -44,8 +44,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (codec_env_decode(&env, data, size) != 0) {
 		return (0);
 	}
-	if (env.type == MSG_NONE || env.type >= MSG_COUNT ||
-	    env.sender_len > CODEC_SENDER_MAX ||
+	if (!codec_msg_valid(env.type) || env.sender_len > CODEC_SENDER_MAX ||
 	    env.payload_len > CODEC_PAYLOAD_MAX || env.deadline < 0) {
 		abort();
 	}
