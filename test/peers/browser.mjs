@@ -1,6 +1,7 @@
-// browser.mjs - Debian's Chromium, headless, for the page's tests
-// (playwright-core): the flags every one of them runs it with, plus its
-// own.
+// browser.mjs - what the page's tests share: Debian's Chromium,
+// headless (playwright-core), with the flags every one of them runs it
+// with plus its own; and check, which fails the script with what did not
+// hold.
 import process from 'node:process';
 import { chromium } from 'playwright-core';
 
@@ -11,4 +12,10 @@ export function launch(extra = []) {
 			'--no-first-run', '--disable-background-networking',
 			'--disable-component-update', '--disable-sync', ...extra],
 	});
+}
+
+export function check(cond, what) {
+	if (!cond) {
+		throw new Error(what);
+	}
 }

@@ -11,19 +11,13 @@
 // "page ok 1" and exits 0 when every check held; else prints what failed
 // and exits 1.
 import process from 'node:process';
-import { launch } from './browser.mjs';
+import { check, launch } from './browser.mjs';
 
 const [base, shot, pid] = process.argv.slice(2);
 const mortal = Number(pid);
 if (!base || !shot || !Number.isInteger(mortal) || mortal <= 1) {
 	process.stderr.write('usage: node page.mjs BASE_URL SCREENSHOT.png PID\n');
 	process.exit(2);
-}
-
-function check(cond, what) {
-	if (!cond) {
-		throw new Error(what);
-	}
 }
 
 const browser = await launch();

@@ -10,18 +10,12 @@
 // Prints "xss ok 1" and exits 0 when every check held; else prints what
 // failed and exits 1.
 import process from 'node:process';
-import { launch } from './browser.mjs';
+import { check, launch } from './browser.mjs';
 
 const [base, client] = process.argv.slice(2);
 if (!base || !client) {
 	process.stderr.write('usage: node xss.mjs BASE_URL CLIENT\n');
 	process.exit(2);
-}
-
-function check(cond, what) {
-	if (!cond) {
-		throw new Error(what);
-	}
 }
 
 const browser = await launch();
