@@ -10,6 +10,7 @@
  * header asked for.
  */
 #include <assert.h>
+#include <limits.h>
 #include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -181,6 +182,21 @@ cr_persist(cr_self *cr, const char *table, json_t *row, bool del,
 	return (rv);
 }
 
+void
+cr_unpersist(cr_self *cr, const char *table, json_t *key)
+{
+	char *text;
+	mp_w  w;
+
+	if (cr->ps == NULL || (text = json_dumps(key, JSON_COMPACT)) == NULL) {
+		return;
+	}
+	ps_row_msg(&w, table, "key", text);
+	free(text);
+	(void)kn_tell(cr->ps, cr->self, MSG_PS_ROW_DEL, w.sb.data, w.sb.size);
+	mp_w_fini(&w);
+}
+
 json_t *
 cr_token_row(const token *t)
 {
@@ -299,13 +315,13 @@ sweep_tick(kn_actor *self, void *arg)
 	cr_self *cr = arg;
 
 	cr->sweep = 0;
-	cr_sweep_arm(cr);
+	cr_sweep_arm(cr, CR_SWEEP_BATCH);
 }
 
 void
-cr_sweep_arm(cr_self *cr)
+cr_sweep_arm(cr_self *cr, int max)
 {
-	int64_t a = cr_flows_sweep(cr), b = cr_hflows_sweep(cr);
+	int64_t a = cr_flows_sweep(cr, &max), b = cr_hflows_sweep(cr, &max);
 	int64_t next = a == 0 ? b : b == 0 ? a : a < b ? a : b;
 	int64_t at   = next * 1000; /* time() reaches next from here on */
 
@@ -325,8 +341,12 @@ cr_flow_room(cr_self *cr, const cclient *c, bool header, uint64_t corr)
 {
 	fcount *f;
 
-	cr_sweep_arm(cr); /* the expired first: they make room */
+	cr_sweep_arm(cr, CR_SWEEP_BATCH); /* the expired make room */
 	f = (fcount *)strmap_get(&cr->pending, c->id);
+	if (f != NULL && f->n[header] >= CR_USER_FLOWS_MAX) {
+		/* at the bound: every expired one goes before a refusal */
+		cr_sweep_arm(cr, INT_MAX);
+	}
 	if (f != NULL && f->n[header] >= CR_USER_FLOWS_MAX) {
 		KN_WARN("credential",
 		        "%s: %u pending authorizations: a new one is refused",
@@ -729,7 +749,7 @@ cr_init(kn_actor *self, void *arg, void **statep)
 	         a->cache_max > 0 ? a->cache_max : CR_CACHE_DEFAULT);
 	kn_set_wake_arg(self, cr->loop);
 	*statep = cr;
-	cr_sweep_arm(cr); /* restored flows expire too */
+	cr_sweep_arm(cr, CR_SWEEP_BATCH); /* restored flows expire too */
 	return (0);
 }
 

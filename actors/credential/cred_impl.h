@@ -169,8 +169,16 @@ struct cr_self {
 int cr_flow_room(cr_self *cr, const cclient *c, bool header, uint64_t corr);
 /* cr_flow_count adds delta to client's callers' flows of a kind */
 void cr_flow_count(cr_self *cr, const char *client, bool header, int delta);
-/* cr_sweep_arm makes sure the sweep runs when the soonest flow expires */
-void cr_sweep_arm(cr_self *cr);
+/* cr_unpersist deletes a row of table by key without a wait: an expired
+ * flow's (a row a crash leaves behind is swept again after the
+ * restart), so a sweep of thousands is one batched write, not thousands
+ * of durable ones */
+void cr_unpersist(cr_self *cr, const char *table, json_t *key);
+/* cr_sweep_arm sweeps at most max expired flows now and makes sure the
+ * sweep runs again when the soonest flow left expires (at once when
+ * expired ones are left): a sweep of thousands never holds the actor */
+#define CR_SWEEP_BATCH 64
+void cr_sweep_arm(cr_self *cr, int max);
 /* cr_rows_by_expiry sorts rows (a JSON array) by expires_at, soonest
  * first, so restored flows queue in order */
 void     cr_rows_by_expiry(json_t *rows);
@@ -198,9 +206,10 @@ void cr_flow_free(flow *f);
 void cr_flows_restore(cr_self *cr, json_t *rows);
 void cr_meta_restore(cr_self *cr, json_t *rows);
 void cr_disc_free(disc *d);
-/* cr_flows_sweep drops the expired pending OAuth flows (and their rows);
- * gives the soonest expiry left (unix seconds), 0 none */
-int64_t cr_flows_sweep(cr_self *cr);
+/* cr_flows_sweep drops up to *max expired pending OAuth flows (and their
+ * rows), less *max by those it dropped; gives the soonest expiry left
+ * (unix seconds: past when it stopped at max), 0 none */
+int64_t cr_flows_sweep(cr_self *cr, int *max);
 /* cr_flow_for answers corr with a new flow for (mode, identity): its
  * authorize URL, or (auth) an mcp_auth_required carrying it; endpoints
  * are resolved first when needed */
@@ -228,7 +237,7 @@ void cr_verify_exchange(cr_self *cr, kn_msg *msg);
 void cr_hcreds_restore(cr_self *cr, json_t *rows);
 void cr_hflows_restore(cr_self *cr, json_t *rows);
 /* cr_hflows_sweep: cr_flows_sweep for header flows */
-int64_t cr_hflows_sweep(cr_self *cr);
+int64_t cr_hflows_sweep(cr_self *cr, int *max);
 void    cr_user_fini(cr_self *cr);
 void    cr_lru_touch(cr_self *cr, token *t);
 void    cr_lru_drop(cr_self *cr, token *t);

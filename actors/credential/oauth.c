@@ -709,16 +709,26 @@ flow_unqueue(cr_self *cr, flow *f)
 }
 
 static void
-flow_drop(cr_self *cr, flow *f)
+flow_drop_as(cr_self *cr, flow *f, bool expired)
 {
 	json_t *key = json_pack("{s:s}", "state", f->state);
 
 	flow_unqueue(cr, f);
 	strmap_del(&cr->flows, &f->ent);
 	cr->nflows--;
-	(void)cr_persist(cr, "oauth_flows", key, true, NULL, NULL);
+	if (expired) {
+		cr_unpersist(cr, "oauth_flows", key);
+	} else {
+		(void)cr_persist(cr, "oauth_flows", key, true, NULL, NULL);
+	}
 	json_decref(key);
 	cr_flow_free(f);
+}
+
+static void
+flow_drop(cr_self *cr, flow *f)
+{
+	flow_drop_as(cr, f, false);
 }
 
 static flow *
@@ -755,16 +765,18 @@ flow_new(cr_self *cr, const char *client, const char *mode,
 }
 
 int64_t
-cr_flows_sweep(cr_self *cr)
+cr_flows_sweep(cr_self *cr, int *max)
 {
 	int64_t   now = cr_now();
 	lru_link *l;
 
-	while ((l = lru_oldest(&cr->flowq)) != NULL &&
+	while (*max > 0 && (l = lru_oldest(&cr->flowq)) != NULL &&
 	       FLOW_OF(l)->expires_at <= now) {
 		cr->swept++;
-		flow_drop(cr, FLOW_OF(l));
+		(*max)--;
+		flow_drop_as(cr, FLOW_OF(l), true);
 	}
+	l = lru_oldest(&cr->flowq);
 	return (l != NULL ? FLOW_OF(l)->expires_at : 0);
 }
 
@@ -921,7 +933,7 @@ make_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
 		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
 		return;
 	}
-	cr_sweep_arm(cr);
+	cr_sweep_arm(cr, CR_SWEEP_BATCH);
 	m->cr     = cr;
 	m->corr   = corr;
 	m->url    = url;

@@ -294,11 +294,15 @@ hflow_add(cr_self *cr, hflow *f)
 
 /* Drops f from memory and the store. */
 static void
-hflow_drop(cr_self *cr, hflow *f)
+hflow_drop(cr_self *cr, hflow *f, bool expired)
 {
 	json_t *key = json_pack("{s:s}", "id", f->id);
 
-	(void)cr_persist(cr, "header_flows", key, true, NULL, NULL);
+	if (expired) {
+		cr_unpersist(cr, "header_flows", key);
+	} else {
+		(void)cr_persist(cr, "header_flows", key, true, NULL, NULL);
+	}
 	json_decref(key);
 	lru_remove(&cr->hflowq, &f->q);
 	if (f->counted) {
@@ -310,16 +314,18 @@ hflow_drop(cr_self *cr, hflow *f)
 }
 
 int64_t
-cr_hflows_sweep(cr_self *cr)
+cr_hflows_sweep(cr_self *cr, int *max)
 {
 	int64_t   now = cr_now();
 	lru_link *l;
 
-	while ((l = lru_oldest(&cr->hflowq)) != NULL &&
+	while (*max > 0 && (l = lru_oldest(&cr->hflowq)) != NULL &&
 	       HFLOW_OF(l)->expires_at <= now) {
 		cr->swept++;
-		hflow_drop(cr, HFLOW_OF(l));
+		(*max)--;
+		hflow_drop(cr, HFLOW_OF(l), true);
 	}
+	l = lru_oldest(&cr->hflowq);
 	return (l != NULL ? HFLOW_OF(l)->expires_at : 0);
 }
 
@@ -387,7 +393,7 @@ header_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
 	}
 	f->expires_at = cr_now() + HFLOW_TTL_S;
 	hflow_add(cr, f);
-	cr_sweep_arm(cr);
+	cr_sweep_arm(cr, CR_SWEEP_BATCH);
 	row = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "id", f->id,
 	                "client_id", f->client_id, "mode", f->mode, "identity",
 	                f->identity, "status", "pending", "expires_at",
@@ -943,7 +949,7 @@ cr_submit_headers(cr_self *cr, kn_msg *msg)
 		store_headers(cr, c, f->mode, f->identity, lines, corr);
 	}
 	if (f != NULL) {
-		hflow_drop(cr, f);
+		hflow_drop(cr, f, false);
 	}
 	json_decref(given);
 	free(fid);
