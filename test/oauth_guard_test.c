@@ -456,7 +456,8 @@ wait_rows(const char *db, const char *table, long want)
 
 	for (int i = 0; i < 300 && (n = rows_in(db, table)) != want; i++) {
 		struct timespec ts = {0, 50 * 1000 * 1000};
-		nanosleep(&ts, NULL);
+		nanosleep(&ts,
+		          NULL); /* the file, written in batches: polled */
 	}
 	CHECK_EQ(n, want);
 }
