@@ -455,9 +455,9 @@ wait_rows(const char *db, const char *table, long want)
 	long n = -1;
 
 	for (int i = 0; i < 300 && (n = rows_in(db, table)) != want; i++) {
+		/* the file is written in batches: polled */
 		struct timespec ts = {0, 50 * 1000 * 1000};
-		nanosleep(&ts,
-		          NULL); /* the file, written in batches: polled */
+		nanosleep(&ts, NULL);
 	}
 	CHECK_EQ(n, want);
 }
