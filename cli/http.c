@@ -262,15 +262,6 @@ key_of(const char *presented, keyset **ksp)
 	return (found);
 }
 
-static bool
-keys_configured(void)
-{
-	pthread_mutex_lock(&D.mtx);
-	bool any = H.keys != NULL && H.keys->n > 0;
-	pthread_mutex_unlock(&D.mtx);
-	return (any);
-}
-
 /* Constant-time: the bearer is the secret (the admin or metrics token). */
 static bool
 token_is(const char *bearer, const char *secret)
@@ -495,8 +486,8 @@ caller(req *r, keyset **ks)
 	is_admin   = token_is(bearer, D.token);
 	metrics_ok = D.metrics_token == NULL || is_admin ||
 	        token_is(bearer, D.metrics_token);
+	keys = H.keys != NULL && H.keys->n > 0;
 	pthread_mutex_unlock(&D.mtx);
-	keys = keys_configured();
 	if (vk != NULL && (r->key = key_of(vk, ks)) == NULL) {
 		answer_error(r, 401, "the virtual key is not valid");
 		return (false);

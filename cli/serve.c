@@ -144,6 +144,18 @@ admin_token_of(const char *text)
 	return (t);
 }
 
+/* Puts the virtual keys of a config text in force from the next request
+ * (at start and on a reload); 0, or -1 with err. */
+static int
+keys_from(const char *text, char *err, size_t errlen)
+{
+	char *keys = setting(text, "server.virtual_keys");
+	int   rv   = keys_set(keys, err, errlen);
+
+	secret_free(keys); /* (the values are secrets) */
+	return (rv);
+}
+
 /* Says which settings a reload changed that only a restart applies. */
 static void
 restart_only(const char *was, const char *now)
@@ -216,7 +228,6 @@ reload(const char *path, char **text)
 	err = NULL;
 	/* a rotated token holds from the next request on */
 	char *metrics = setting(ntext, "server.metrics_token");
-	char *keys    = setting(ntext, "server.virtual_keys");
 	pthread_mutex_lock(&D.mtx);
 	bool rotated = (token == NULL) != (D.token == NULL) ||
 	        (token != NULL && strcmp(token, D.token) != 0);
@@ -231,11 +242,10 @@ reload(const char *path, char **text)
 		mk_log(MK_LOG_INFO, "serve",
 		       "reload: the admin token changed");
 	}
-	if (keys_set(keys, ferr, sizeof(ferr)) != 0) {
+	if (keys_from(ntext, ferr, sizeof(ferr)) != 0) {
 		mk_log(MK_LOG_ERROR, "serve", "reload: virtual keys: %s",
 		       ferr);
 	}
-	secret_free(keys);
 	free(*text);
 	*text = ntext;
 	pthread_mutex_lock(&D.mtx);
@@ -416,25 +426,6 @@ stream_local(const char *url)
 	return (loopback(hp));
 }
 
-/* The daemon's secrets and keys from a config text (at start and on a
- * reload); 0, or -1 with err. */
-static int
-secrets_of(const char *text, char **token, char **metrics, char *err,
-           size_t errlen)
-{
-	char *keys = setting(text, "server.virtual_keys");
-	int   rv;
-
-	*token   = admin_token_of(text);
-	*metrics = setting(text, "server.metrics_token");
-	rv       = keys_set(keys, err, errlen);
-	if (keys != NULL) {
-		OPENSSL_cleanse(keys, strlen(keys));
-		mk_free(keys);
-	}
-	return (rv);
-}
-
 /* Reads a numeric option's value into *out; false on a bad one. */
 static bool
 num_opt(int argc, char **argv, int *i, const char *name, int *out)
@@ -512,13 +503,14 @@ cmd_serve(int argc, char **argv)
 	pthread_mutex_init(&D.mtx, NULL);
 	pthread_cond_init(&D.cv, NULL);
 	pthread_cond_init(&B.boot_cv, NULL);
-	c_listen   = setting(text, "server.listen");
-	listen     = listen != NULL    ? listen
-	            : c_listen != NULL ? c_listen
-	                               : LISTEN_DEFAULT;
-	D.loopback = loopback(listen);
-	if (secrets_of(text, &D.token, &D.metrics_token, ferr, sizeof(ferr)) !=
-	    0) {
+	c_listen        = setting(text, "server.listen");
+	listen          = listen != NULL    ? listen
+	                 : c_listen != NULL ? c_listen
+	                                    : LISTEN_DEFAULT;
+	D.loopback      = loopback(listen);
+	D.token         = admin_token_of(text);
+	D.metrics_token = setting(text, "server.metrics_token");
+	if (keys_from(text, ferr, sizeof(ferr)) != 0) {
 		fprintf(stderr, "mcpkeep serve: %s\n", ferr);
 		goto out;
 	}
