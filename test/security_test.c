@@ -110,22 +110,6 @@ wildcard_port(void)
 	return (port);
 }
 
-/* Whether the client list (as the admin) names client. */
-static bool
-listed(const char *client)
-{
-	long  st;
-	char  want[80];
-	char *out = http("GET", "/api/mcp/clients?limit=100", NULL, NULL, &st);
-	bool  yes;
-
-	snprintf(want, sizeof(want), "\"name\":\"%s\"", client);
-	yes = st == 200 && strstr(out, want) != NULL;
-	CHECK_EQ(st, 200);
-	free(out);
-	return (yes);
-}
-
 /* The daemon refuses to start on config (listen addr), saying want. */
 static void
 refuses(const char *name, const char *config, const char *listen,

@@ -291,21 +291,6 @@ admin_token(void)
 	CHECK_EQ(system(cmd), 0);
 }
 
-/* The list has client name (or not). */
-static bool
-listed(const char *name)
-{
-	long  st;
-	char *out = http("GET", "/api/mcp/clients?limit=100", NULL, NULL, &st);
-	char  q[96];
-	bool  yes;
-
-	snprintf(q, sizeof(q), "\"name\":\"%s\"", name);
-	yes = st == 200 && strstr(out, q) != NULL;
-	free(out);
-	return (yes);
-}
-
 /* Waits (bounded) for the daemon's list to show the reload: a removal
  * is no stream event, so the API is polled. */
 static void
@@ -852,6 +837,9 @@ watch_events(void)
 	      "\"watch-key-0123456789\", \"clients\": {\"wa\": "
 	      "[\"*\"]}}]}}",
 	      env);
+	/* the stream is no one's without a credential */
+	expect("GET", "/api/events", NULL, NULL, 401,
+	       "this endpoint needs the admin token or a virtual key");
 	const char *admin[] = {
 	        getenv("MK_MCPKEEP"), "watch",   sv_base, "--token",
 	        "watch-admin-token",  "--count", "1",     NULL};

@@ -248,3 +248,18 @@ sv_end(peer *mcp)
 	CHECK_EQ(system(cmd), 0);
 	curl_global_cleanup();
 }
+
+bool
+listed(const char *client)
+{
+	long  st;
+	char  want[96];
+	char *out = http("GET", "/api/mcp/clients?limit=100", NULL, NULL, &st);
+	bool  yes;
+
+	CHECK_EQ(st, 200);
+	snprintf(want, sizeof(want), "\"name\":\"%s\"", client);
+	yes = strstr(out, want) != NULL;
+	free(out);
+	return (yes);
+}

@@ -58,6 +58,10 @@ void serve_opt(peer *d, const char *name, const char *config,
 void serve(peer *d, const char *name, const char *config,
            const char *const *env);
 
+/* Whether the client list (first page of 100, sv_admin's) names client;
+ * the list must answer 200. */
+bool listed(const char *client);
+
 /* A suite's start (SIGPIPE ignored, no inherited admin token, curl, a
  * fresh sv_dir, inject.mjs started in mcp) and its end. */
 void sv_begin(peer *mcp);
