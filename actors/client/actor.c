@@ -40,34 +40,19 @@ cstate_name(cstate s)
 /* ---- replies ------------------------------------------------------------ */
 
 void
-reply_error(client *cl, uint64_t corr, int status, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	kn_reply_verror(kn_actor_kernel(cl->self), corr, status, fmt, ap);
-	va_end(ap);
-}
-
-void
 reply_ok(client *cl, uint64_t corr)
 {
-	static const char empty_map = (char)0x80;
-
-	kn_reply_corr(kn_actor_kernel(cl->self), corr, 0, &empty_map, 1);
+	kn_reply_corr(kn_actor_kernel(cl->self), corr, 0, CODEC_EMPTY,
+	              CODEC_EMPTY_LEN);
 }
 
 void
 reply_state(client *cl, uint64_t corr)
 {
-	mp_w w;
+	cl_state_msg m = {.state = (char *)cstate_name(cl->state)};
 
-	mp_w_init(&w);
-	mp_map(&w, 1);
-	mp_kv_str(&w, "state", cstate_name(cl->state));
-	kn_reply_corr(kn_actor_kernel(cl->self), corr, 0, w.sb.data,
-	              w.sb.size);
-	mp_w_fini(&w);
+	kn_reply_msg(kn_actor_kernel(cl->self), corr, 0, &cl_state_msg_fields,
+	             &m);
 }
 
 int
@@ -208,7 +193,6 @@ on_metrics(client *cl, kn_msg *msg)
 {
 	json_t *m    = metrics_json(cl);
 	char   *text = m != NULL ? json_dumps(m, JSON_COMPACT) : NULL;
-	mp_w    w;
 
 	json_decref(m);
 	if (text == NULL) {
@@ -216,11 +200,9 @@ on_metrics(client *cl, kn_msg *msg)
 		               MK_ENOMEM, "out of memory");
 		return;
 	}
-	mp_w_init(&w);
-	mp_map(&w, 1);
-	mp_kv_str(&w, "json", text);
-	kn_reply(cl->self, msg, 0, w.sb.data, w.sb.size);
-	mp_w_fini(&w);
+	cl_metrics_msg out = {.json = text};
+	kn_reply_msg(kn_actor_kernel(cl->self), kn_defer(msg), 0,
+	             &cl_metrics_msg_fields, &out);
 	free(text);
 }
 
@@ -632,16 +614,16 @@ connect_cred(client *cl, void *arg, uint64_t corr, int status, const char *err)
 static void
 on_connect(client *cl, kn_msg *msg)
 {
-	mp_r    r;
-	bool    boot;
-	char   *known;
-	json_t *tools = NULL;
+	cl_connect_msg m;
+	bool           boot;
+	char          *known;
+	json_t        *tools = NULL;
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	boot        = mp_bool(mp_get(&r, "boot"), false);
-	known       = mp_dup_str(mp_get(&r, "tools"));
-	cl->unsaved = !mp_bool(mp_get(&r, "restored"), false);
-	mp_r_close(&r);
+	(void)cl_connect_msg_unpack(msg->env.payload, msg->env.payload_len,
+	                            &m);
+	boot        = m.boot;
+	known       = m.tools;
+	cl->unsaved = !m.restored;
 	if (known != NULL && (tools = json_loads(known, 0, NULL)) != NULL &&
 	    json_is_array(tools) && tools_hash(tools, cl->hash) == 0) {
 		/* restored from the store: seeds the hash, no event, no write
@@ -666,16 +648,16 @@ static void
 on_reconnect(client *cl, kn_msg *msg)
 {
 	if (!cl->cfg->sticky) {
-		reply_error(cl, kn_defer(msg), MK_EINVAL,
-		            "client uses per-call connections; there is no "
-		            "persistent "
-		            "connection to reconnect");
+		kn_reply_why(cl->self, kn_defer(msg), MK_EINVAL,
+		             "client uses per-call connections; there is no "
+		             "persistent "
+		             "connection to reconnect");
 		return;
 	}
 	if (cl->state == CS_DISABLED) {
-		reply_error(cl, kn_defer(msg), MK_ESTATE,
-		            "MCP client %s is disabled: enable it first",
-		            cl->cfg->name);
+		kn_reply_why(cl->self, kn_defer(msg), MK_ESTATE,
+		             "MCP client %s is disabled: enable it first",
+		             cl->cfg->name);
 		return;
 	}
 	dial_start(cl, DIAL_RECONNECT, kn_defer(msg), msg->env.type);
@@ -697,7 +679,7 @@ static void
 on_disable(client *cl, kn_msg *msg)
 {
 	do_disable(cl);
-	kn_reply(cl->self, msg, 0, "\x80", 1);
+	kn_reply(cl->self, msg, 0, CODEC_EMPTY, CODEC_EMPTY_LEN);
 }
 
 static void
@@ -789,24 +771,22 @@ literal_changed(json_t *a, json_t *b, const char *key)
 static void
 on_update(client *cl, kn_msg *msg)
 {
-	uint64_t    corr = kn_defer(msg);
-	char        err[CFG_ERR_MAX], *text;
-	json_t     *patch, *merged, *lit;
-	cfg_client *ncfg;
-	bool        redial = false, was_sticky = cl->cfg->sticky, file;
-	mp_r        r;
-	int         rv;
+	uint64_t      corr = kn_defer(msg);
+	char          err[CFG_ERR_MAX];
+	json_t       *patch, *merged, *lit;
+	cfg_client   *ncfg;
+	bool          redial = false, was_sticky = cl->cfg->sticky, file;
+	cl_update_msg m;
+	int           rv;
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	text = mp_dup_str(mp_get(&r, "patch"));
-	file = mp_bool(mp_get(&r, "file"), false);
-	mp_r_close(&r);
-	patch = text != NULL ? json_loads(text, 0, NULL) : NULL;
-	free(text);
+	(void)cl_update_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
+	file  = m.file;
+	patch = m.patch != NULL ? json_loads(m.patch, 0, NULL) : NULL;
+	cl_update_msg_clear(&m);
 	if (!json_is_object(patch)) {
 		json_decref(patch);
-		reply_error(cl, corr, MK_EINVAL,
-		            "the update must be a JSON object");
+		kn_reply_why(cl->self, corr, MK_EINVAL,
+		             "the update must be a JSON object");
 		return;
 	}
 	if (!file) {
@@ -823,10 +803,10 @@ on_update(client *cl, kn_msg *msg)
 		if (json_object_get(patch, immutable[i]) != NULL &&
 		    field_changed(patch, cl->cfg->raw, immutable[i])) {
 			json_decref(patch);
-			reply_error(cl, corr, MK_EINVAL,
-			            "client \"%s\": field \"%s\" cannot be "
-			            "changed",
-			            cl->cfg->name, immutable[i]);
+			kn_reply_why(cl->self, corr, MK_EINVAL,
+			             "client \"%s\": field \"%s\" cannot be "
+			             "changed",
+			             cl->cfg->name, immutable[i]);
 			return;
 		}
 	}
@@ -856,8 +836,8 @@ on_update(client *cl, kn_msg *msg)
 	if (redial && cl->dial != NULL) {
 		json_decref(merged);
 		json_decref(lit);
-		reply_error(
-		        cl, corr, MK_EBUSY,
+		kn_reply_why(
+		        cl->self, corr, MK_EBUSY,
 		        "reconnect or connection credential update already in "
 		        "progress for MCP client %s",
 		        cl->cfg->name);
@@ -867,8 +847,8 @@ on_update(client *cl, kn_msg *msg)
 	json_decref(merged);
 	json_decref(lit);
 	if (rv != 0) {
-		reply_error(cl, corr, rv == MK_ENOMEM ? rv : MK_EINVAL, "%s",
-		            err);
+		kn_reply_why(cl->self, corr, rv == MK_ENOMEM ? rv : MK_EINVAL,
+		             "%s", err);
 		return;
 	}
 	/* the id is the client's identity: a generated one is kept */
@@ -904,12 +884,13 @@ on_update(client *cl, kn_msg *msg)
 static void
 on_settings(client *cl, kn_msg *msg)
 {
-	mp_r r;
+	cl_settings_msg m;
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	cl->def_sync_ms = mp_int(mp_get(&r, "sync_ms"), cl->def_sync_ms);
-	cl->def_exec_ms = mp_int(mp_get(&r, "exec_ms"), cl->def_exec_ms);
-	mp_r_close(&r);
+	if (cl_settings_msg_unpack(msg->env.payload, msg->env.payload_len,
+	                           &m) == 0) {
+		cl->def_sync_ms = m.sync_ms;
+		cl->def_exec_ms = m.exec_ms;
+	}
 	apply_intervals(cl);
 	client_push_view(cl); /* the supervisor reschedules on its sync_ms */
 }

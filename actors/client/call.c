@@ -41,7 +41,6 @@ call_free(call *c)
 static void
 reply_result(client *cl, call *c, const mcp_error *err, json_t *result)
 {
-	mp_w  w;
 	char *text;
 
 	json_t *rec   = c->path != NULL
@@ -53,35 +52,24 @@ reply_result(client *cl, call *c, const mcp_error *err, json_t *result)
 	json_decref(rec);
 	cm_call(cl, c, err != NULL ? CM_ERROR : CM_OK);
 	if (err != NULL) {
-		mp_w_init(&w);
-		mp_map(&w, rtext != NULL ? 4 : 3);
-		if (rtext != NULL) {
-			mp_kv_str(&w, "recovery", rtext);
-		}
-		mp_kv_str(&w, "error", err->message);
-		mp_kv_str(&w, "kind", mcp_errkind_name(err->kind));
-		mp_kv_int(&w, "http_status", err->http_status);
-		kn_reply_corr(kn_actor_kernel(cl->self), c->corr,
-		              mk_status_of(err), w.sb.data, w.sb.size);
-		mp_w_fini(&w);
+		cl_failed_msg f = {.error = (char *)err->message,
+		                   .kind = (char *)mcp_errkind_name(err->kind),
+		                   .http_status = err->http_status,
+		                   .recovery    = rtext};
+		kn_reply_msg(kn_actor_kernel(cl->self), c->corr,
+		             mk_status_of(err), &cl_failed_msg_fields, &f);
 		free(rtext);
 		return;
 	}
 	if ((text = json_dumps(result, JSON_COMPACT)) == NULL) {
-		reply_error(cl, c->corr, MK_ENOMEM, "out of memory");
+		kn_reply_why(cl->self, c->corr, MK_ENOMEM, "out of memory");
 		free(rtext);
 		return;
 	}
-	mp_w_init(&w);
-	mp_map(&w, rtext != NULL ? 2 : 1);
-	if (rtext != NULL) {
-		mp_kv_str(&w, "recovery", rtext);
-	}
+	cl_result_msg ok = {.result = text, .recovery = rtext};
+	kn_reply_msg(kn_actor_kernel(cl->self), c->corr, 0,
+	             &cl_result_msg_fields, &ok);
 	free(rtext);
-	mp_kv_str(&w, "result", text);
-	kn_reply_corr(kn_actor_kernel(cl->self), c->corr, 0, w.sb.data,
-	              w.sb.size);
-	mp_w_fini(&w);
 	free(text);
 }
 
@@ -258,15 +246,11 @@ pc_cred(client *cl, void *arg, uint64_t seq, int status, const char *err)
 
 	if (status == MK_EAUTH && c->auth != NULL) {
 		/* no credential for this caller: the tool does not run */
-		mp_w w;
-		mp_w_init(&w);
-		mp_map(&w, 3);
-		mp_kv_str(&w, "error", err);
-		mp_kv_str(&w, "kind", "auth");
-		mp_kv_str(&w, "auth_required", c->auth);
-		kn_reply_corr(kn_actor_kernel(cl->self), c->corr, MK_EAUTH,
-		              w.sb.data, w.sb.size);
-		mp_w_fini(&w);
+		cl_failed_msg f = {.error         = (char *)err,
+		                   .kind          = "auth",
+		                   .auth_required = c->auth};
+		kn_reply_msg(kn_actor_kernel(cl->self), c->corr, MK_EAUTH,
+		             &cl_failed_msg_fields, &f);
 		cm_call(cl, c, CM_AUTH);
 		pc_unlink(cl, c);
 		call_free(c);
@@ -276,7 +260,7 @@ pc_cred(client *cl, void *arg, uint64_t seq, int status, const char *err)
 		/* too many of its client's authorizations pending: the
 		 * caller's to retry later, not an upstream failure */
 		cm_call(cl, c, CM_ERROR);
-		reply_error(cl, c->corr, MK_EBUSY, "%s", err);
+		kn_reply_why(cl->self, c->corr, MK_EBUSY, "%s", err);
 		pc_unlink(cl, c);
 		call_free(c);
 		return;
@@ -347,40 +331,38 @@ allowed(const cfg_client *cfg, const char *tool)
 void
 call_start(client *cl, kn_msg *msg)
 {
-	uint64_t corr = kn_defer(msg);
-	mp_r     r;
-	call    *c;
-	char    *args_text;
-	int64_t  timeout;
+	uint64_t    corr = kn_defer(msg);
+	cl_call_msg m;
+	call       *c;
+	int64_t     timeout;
 
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
-		reply_error(cl, corr, MK_ENOMEM, "out of memory");
+		kn_reply_why(cl->self, corr, MK_ENOMEM, "out of memory");
 		return;
 	}
 	c->cl   = cl;
 	c->corr = corr;
 	c->t0   = kn_now_ns();
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	c->tool     = mp_dup_str(mp_get(&r, "tool"));
-	c->mode     = mp_dup_str(mp_get(&r, "mode"));
-	c->identity = mp_dup_str(mp_get(&r, "identity"));
-	c->subject  = mp_dup_str(mp_get(&r, "subject"));
-	args_text   = mp_dup_str(mp_get(&r, "arguments"));
-	timeout     = mp_int(mp_get(&r, "timeout_ms"), 0);
-	mp_r_close(&r);
-	c->args = args_text != NULL ? json_loads(args_text, 0, NULL)
-	                            : json_object();
-	free(args_text);
+	(void)cl_call_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
+	c->tool     = m.tool; /* the call owns them now */
+	c->mode     = m.mode;
+	c->identity = m.identity;
+	c->subject  = m.subject;
+	m.tool = m.mode = m.identity = m.subject = NULL;
+	timeout                                  = m.timeout_ms;
+	c->args = m.arguments != NULL ? json_loads(m.arguments, 0, NULL)
+	                              : json_object();
+	cl_call_msg_clear(&m);
 	if (c->tool == NULL || !json_is_object(c->args)) {
-		reply_error(cl, corr, MK_EINVAL,
-		            "a tool call needs a tool name and an arguments "
-		            "object");
+		kn_reply_why(cl->self, corr, MK_EINVAL,
+		             "a tool call needs a tool name and an arguments "
+		             "object");
 		goto refuse;
 	}
 	if (cfg_auth_per_user(cl->cfg->auth) &&
 	    (c->identity == NULL || *c->identity == '\0')) {
-		reply_error(
-		        cl, corr, MK_EINVAL,
+		kn_reply_why(
+		        cl->self, corr, MK_EINVAL,
 		        "MCP client %s uses per-user credentials: the call "
 		        "needs the caller's identity - a user id "
 		        "(X-MCP-User-Id), a virtual key (X-MCP-Virtual-Key) "
@@ -390,19 +372,19 @@ call_start(client *cl, kn_msg *msg)
 	}
 	if (cl->state == CS_DISABLED || cl->state == CS_REAUTH ||
 	    cl->state == CS_PENDING) {
-		reply_error(cl, corr, MK_ESTATE, "MCP client %s is %s",
-		            cl->cfg->name,
-		            cl->state == CS_DISABLED ? "disabled"
-		                    : cl->state == CS_REAUTH
-		                    ? "waiting for reauthorization"
-		                    : "pending verification");
+		kn_reply_why(cl->self, corr, MK_ESTATE, "MCP client %s is %s",
+		             cl->cfg->name,
+		             cl->state == CS_DISABLED ? "disabled"
+		                     : cl->state == CS_REAUTH
+		                     ? "waiting for reauthorization"
+		                     : "pending verification");
 		goto refuse;
 	}
 	if (!allowed(cl->cfg, c->tool)) {
-		reply_error(cl, corr, MK_EINVAL,
-		            "tool %.200s is not in tools_to_execute of MCP "
-		            "client %s",
-		            c->tool, cl->cfg->name);
+		kn_reply_why(cl->self, corr, MK_EINVAL,
+		             "tool %.200s is not in tools_to_execute of MCP "
+		             "client %s",
+		             c->tool, cl->cfg->name);
 		goto refuse;
 	}
 	if (timeout <= 0 || timeout > cl->exec_ms) {
@@ -439,17 +421,17 @@ call_run_queued(client *cl, const char *failure)
 		}
 		cm_call(cl, c, CM_ERROR);
 		if (failure != NULL) {
-			reply_error(cl, c->corr, MK_EUPSTREAM,
-			            "no connection to MCP client %s: %s",
-			            cl->cfg->name, failure);
+			kn_reply_why(cl->self, c->corr, MK_EUPSTREAM,
+			             "no connection to MCP client %s: %s",
+			             cl->cfg->name, failure);
 		} else if (kn_now_ns() >= c->deadline) {
-			reply_error(cl, c->corr, MK_ETIMEDOUT,
-			            "tool call timed out waiting for a "
-			            "connection");
+			kn_reply_why(cl->self, c->corr, MK_ETIMEDOUT,
+			             "tool call timed out waiting for a "
+			             "connection");
 		} else {
-			reply_error(cl, c->corr, MK_EUPSTREAM,
-			            "no connection to MCP client %s",
-			            cl->cfg->name);
+			kn_reply_why(cl->self, c->corr, MK_EUPSTREAM,
+			             "no connection to MCP client %s",
+			             cl->cfg->name);
 		}
 		call_free(c);
 	}

@@ -21,37 +21,77 @@
  * A result captured under an older generation (a disable, a newer
  * connection) is dropped before it gets here.
  *
- * Messages (payloads are msgpack maps; errors: a non-zero status and
- * {"error": text}):
- *   MSG_CL_CONNECT   ask  {"boot": bool, "tools": json text (known
- *                          tools: seed the hash; a per-call client then
- *                          skips its synchronous discovery)}
- *                                                  -> {} | error
- *   MSG_CL_CHECK     ask  {}                        -> {"state": str}
- *   MSG_CL_CALL      ask  {"tool": str, "arguments": json text,
- *                          "timeout_ms": int (0: the client's)}
- *                         -> {"result": json text} | error with
- *                            {"error", "kind", "http_status"}
- *   MSG_CL_RECONNECT ask  {}  -> {} | error (joins one in progress)
- *   MSG_CL_DISABLE   ask  {}  -> {}
- *   MSG_CL_ENABLE    ask  {}  -> {} | error (the connect's)
- *   MSG_CL_UPDATE    ask  {"patch": json text, "file": bool} -> {} |
- *                          error.  An API patch (file false): top-level
- *                          fields merged into the config, a view's
- *                          "<redacted>" put back, env. strings it brings
- *                          literal (cfg_literal_patched).  A file's
- *                          (a reload): the whole new config, resolved
- *                          as a file's.  See mk_client_update.
- *   MSG_CL_METRICS   ask  {}  -> {"json": text} (its counters: see
- *                          mk_client_metrics_json)
- *   MSG_CL_SETTINGS  tell {"sync_ms", "exec_ms"} from the supervisor:
- *                          the global tool_sync_interval and
- *                          tool_execution_timeout, used where the
- *                          client's config has none (a new sync_ms
- *                          reaches the supervisor in the view)
- *   MSG_CL_CRED      tell {"status": "active" | "refreshed" |
- *                          "needs_reauth" | "rotated", "message"} from
- *                          the credential actor (see cred.c)
+ * Messages: the definitions below, rendered by the msgdoc test (it fails
+ * when this table differs; `msgdoc_test --write` rewrites it).  An error
+ * reply has a non-zero status and {"error": text} (a call's: cl_failed).
+ *
+ * <msgdoc>
+ *   MSG_CL_CONNECT ask: first connect or discovery
+ *     boot     bool   at the runtime's boot
+ *     restored bool   from the store: nothing to save
+ *     tools    str    known tools, JSON text: seed the hash; a per-call client
+ *                     then skips its synchronous discovery
+ *     ok:     {}
+ *
+ *   MSG_CL_CHECK ask: run one health check
+ *     {}
+ *     ok:     state str    the state after the check
+ *
+ *   MSG_CL_CALL ask: call a tool
+ *     tool       str    the tool's name
+ *     arguments  str    a JSON object's text ({} when absent)
+ *     timeout_ms int    0: the client's
+ *     mode       str    a per-user caller's mode, or absent
+ *     identity   str    the caller's identity, or absent
+ *     subject    secret the caller's token to exchange, or absent
+ *     ok:     result   str    the tool's result, JSON text
+ *             recovery str    after an auth recovery, JSON text {ran, path,
+ *                             retry_skipped}
+ *     failed: error         str    what failed
+ *             kind          str    mcp_errkind_name, "auth" for a caller
+ *                                  without a credential
+ *             http_status   int    the upstream's, 0 when none
+ *             recovery      str    as in the result
+ *             auth_required str    JSON text: how the caller authorizes
+ *
+ *   MSG_CL_RECONNECT ask: make-before-break reconnect (joins one in progress)
+ *     {}
+ *     ok:     {}
+ *
+ *   MSG_CL_DISABLE ask: close everything, state disabled
+ *     {}
+ *     ok:     {}
+ *
+ *   MSG_CL_ENABLE ask: leave disabled and connect (the reply is the connect's)
+ *     {}
+ *     ok:     {}
+ *
+ *   MSG_CL_UPDATE ask: apply a config patch (below)
+ *     patch str    a JSON object's text
+ *     file  bool   from a config file (a reload), not the API
+ *     ok:     {}
+ *
+ *   MSG_CL_METRICS ask: the client's counters
+ *     {}
+ *     ok:     json str    its counters: see mk_client_metrics_json
+ *
+ *   MSG_CL_SETTINGS tell: from the supervisor: the global settings, used where
+ *                         the client's config has none (a new sync_ms reaches
+ *                         the supervisor in the view)
+ *     sync_ms int    the global tool_sync_interval
+ *     exec_ms int    the global tool_execution_timeout
+ *
+ *   MSG_CL_CRED tell: from the credential actor: the client's credential
+ *                     changed
+ *     status  str    "active", "refreshed", "needs_reauth" or "rotated"
+ *     message str    why, for needs_reauth and rotated
+ * </msgdoc>
+ *
+ * MSG_CL_UPDATE: an API patch (file false) has its top-level fields
+ * merged into the config, a view's "<redacted>" put back and the env.
+ * strings it brings made literal (cfg_literal_patched); a file's (a
+ * reload) is the whole new config, resolved as a file's.  See
+ * mk_client_update.
  * Anything else is a bug and asserts.
  */
 #ifndef ACTORS_CLIENT_H
@@ -62,6 +102,7 @@
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/stream.h"
 #include "codec/config.h"
+#include "codec/msgdef.h"
 
 #define CLIENT_PREFIX     "mcp:" /* registry name: "mcp:" + client name */
 #define CLIENT_CONNECT_MS 30000  /* a whole connect or discovery */
@@ -82,6 +123,68 @@ typedef struct client_args {
 	                 * spawner's), or NULL */
 	char state[24]; /* and the state in it */
 } client_args;
+
+/* ---- messages (their fields; the table above is rendered from these) */
+
+#define CL_CONNECT_FIELDS(F, S)                                               \
+	F(S, BOOL, boot, "at the runtime's boot")                             \
+	F(S, BOOL, restored, "from the store: nothing to save")               \
+	F(S, STR, tools,                                                      \
+	  "known tools, JSON text: seed the hash; a per-call client then "    \
+	  "skips its synchronous discovery")
+CODEC_MSG_STRUCT(cl_connect_msg, CL_CONNECT_FIELDS)
+
+#define CL_STATE_FIELDS(F, S) F(S, STR, state, "the state after the check")
+CODEC_MSG_STRUCT(cl_state_msg, CL_STATE_FIELDS)
+
+#define CL_CALL_FIELDS(F, S)                                                  \
+	F(S, STR, tool, "the tool's name")                                    \
+	F(S, STR, arguments, "a JSON object's text ({} when absent)")         \
+	F(S, INT, timeout_ms, "0: the client's")                              \
+	F(S, STR, mode, "a per-user caller's mode, or absent")                \
+	F(S, STR, identity, "the caller's identity, or absent")               \
+	F(S, SECRET, subject, "the caller's token to exchange, or absent")
+CODEC_MSG_STRUCT(cl_call_msg, CL_CALL_FIELDS)
+
+#define CL_RESULT_FIELDS(F, S)                                                \
+	F(S, STR, result, "the tool's result, JSON text")                     \
+	F(S, STR, recovery,                                                   \
+	  "after an auth recovery, JSON text {ran, path, retry_skipped}")
+CODEC_MSG_STRUCT(cl_result_msg, CL_RESULT_FIELDS)
+
+#define CL_FAILED_FIELDS(F, S)                                                \
+	F(S, STR, error, "what failed")                                       \
+	F(S, STR, kind,                                                       \
+	  "mcp_errkind_name, \"auth\" for a caller without "                  \
+	  "a credential")                                                     \
+	F(S, INT, http_status, "the upstream's, 0 when none")                 \
+	F(S, STR, recovery, "as in the result")                               \
+	F(S, STR, auth_required, "JSON text: how the caller authorizes")
+CODEC_MSG_STRUCT(cl_failed_msg, CL_FAILED_FIELDS)
+
+#define CL_UPDATE_FIELDS(F, S)                                                \
+	F(S, STR, patch, "a JSON object's text")                              \
+	F(S, BOOL, file, "from a config file (a reload), not the API")
+CODEC_MSG_STRUCT(cl_update_msg, CL_UPDATE_FIELDS)
+
+#define CL_METRICS_FIELDS(F, S)                                               \
+	F(S, STR, json, "its counters: see mk_client_metrics_json")
+CODEC_MSG_STRUCT(cl_metrics_msg, CL_METRICS_FIELDS)
+
+#define CL_SETTINGS_FIELDS(F, S)                                              \
+	F(S, INT, sync_ms, "the global tool_sync_interval")                   \
+	F(S, INT, exec_ms, "the global tool_execution_timeout")
+CODEC_MSG_STRUCT(cl_settings_msg, CL_SETTINGS_FIELDS)
+
+#define CL_CRED_FIELDS(F, S)                                                  \
+	F(S, STR, status,                                                     \
+	  "\"active\", \"refreshed\", \"needs_reauth\" or \"rotated\"")       \
+	F(S, STR, message, "why, for needs_reauth and rotated")
+CODEC_MSG_STRUCT(cl_cred_msg, CL_CRED_FIELDS)
+
+/* The client actor's messages, as the table above shows them. */
+extern const codec_msgdef client_msgs[];
+extern const size_t       client_msgs_n;
 
 extern const kn_actor_ops client_ops;
 

@@ -232,8 +232,6 @@ void client_set_tools(client *cl, json_t *tools);
 void client_push_view(client *cl);
 void client_persist_config(client *cl);
 void client_save_once(client *cl);
-void reply_error(client *cl, uint64_t corr, int status, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
 void reply_ok(client *cl, uint64_t corr);
 void reply_state(client *cl, uint64_t corr);
 int  mk_status_of(const mcp_error *e);

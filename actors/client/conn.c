@@ -242,9 +242,9 @@ answer_waiters(client *cl, const mcp_error *err)
 		} else if (err == NULL) {
 			reply_ok(cl, w->corr);
 		} else {
-			reply_error(cl, w->corr, mk_status_of(err),
-			            "cannot connect to MCP client %s: %s",
-			            cl->cfg->name, err->message);
+			kn_reply_why(cl->self, w->corr, mk_status_of(err),
+			             "cannot connect to MCP client %s: %s",
+			             cl->cfg->name, err->message);
 		}
 		free(w);
 	}
@@ -468,7 +468,8 @@ dial_start(client *cl, dwhy why, uint64_t corr, uint32_t type)
 
 	if (corr != 0 || type == MSG_NONE) {
 		if ((w = calloc(1, sizeof(*w))) == NULL) {
-			reply_error(cl, corr, MK_ENOMEM, "out of memory");
+			kn_reply_why(cl->self, corr, MK_ENOMEM,
+			             "out of memory");
 			return;
 		}
 		w->corr     = corr;

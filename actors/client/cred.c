@@ -294,13 +294,12 @@ cred_fetch_until(client *cl, int how, cred_fn fn, void *arg, uint64_t seq,
 void
 cred_on_notice(client *cl, kn_msg *msg)
 {
-	mp_r  r;
-	char *status, *message;
+	cl_cred_msg m;
+	const char *status, *message;
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	status  = mp_dup_str(mp_get(&r, "status"));
-	message = mp_dup_str(mp_get(&r, "message"));
-	mp_r_close(&r);
+	(void)cl_cred_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
+	status  = m.status;
+	message = m.message;
 	if (status == NULL) {
 		/* internal: always set */
 	} else if (strcmp(status, "active") == 0) {
@@ -333,8 +332,7 @@ cred_on_notice(client *cl, kn_msg *msg)
 		                  ? message
 		                  : "credential must be reauthorized");
 	}
-	free(status);
-	free(message);
+	cl_cred_msg_clear(&m);
 }
 
 /* ---- a per-user caller's credential --------------------------------------

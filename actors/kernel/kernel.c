@@ -365,20 +365,42 @@ kn_reply_corr(kn_kernel *k, uint64_t corr, int status, const void *data,
 	return (0);
 }
 
+CODEC_MSG_FIELDS(kn_error_msg, KN_ERROR_FIELDS);
+
+int
+kn_reply_msg(kn_kernel *k, uint64_t corr, int status, const codec_fields *f,
+             const void *m)
+{
+	mp_w w;
+	int  rv;
+
+	mp_w_init(&w);
+	codec_msg_pack(f, m, &w);
+	rv = kn_reply_corr(k, corr, status, w.sb.data, w.sb.size);
+	mp_w_fini(&w);
+	return (rv);
+}
+
 int
 kn_reply_verror(kn_kernel *k, uint64_t corr, int status, const char *fmt,
                 va_list ap)
 {
-	char msg[1024];
-	mp_w w;
-	int  rv;
+	char         msg[1024];
+	kn_error_msg m = {.error = msg};
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	mp_w_init(&w);
-	mp_map(&w, 1);
-	mp_kv_str(&w, "error", msg);
-	rv = kn_reply_corr(k, corr, status, w.sb.data, w.sb.size);
-	mp_w_fini(&w);
+	return (kn_reply_msg(k, corr, status, &kn_error_msg_fields, &m));
+}
+
+int
+kn_reply_why(kn_actor *self, uint64_t corr, int status, const char *fmt, ...)
+{
+	va_list ap;
+	int     rv;
+
+	va_start(ap, fmt);
+	rv = kn_reply_verror(kn_actor_kernel(self), corr, status, fmt, ap);
+	va_end(ap);
 	return (rv);
 }
 

@@ -50,6 +50,7 @@
 
 #include "codec/envelope.h"
 #include "codec/msg.h"
+#include "codec/msgdef.h"
 #include "mcpkeep.h"
 
 #define KN_MSG_BASE      MSG_BASE /* the first type not the kernel's */
@@ -251,6 +252,22 @@ int kn_reply_error(kn_kernel *k, uint64_t corr, int status, const char *fmt,
                    ...) __attribute__((format(printf, 4, 5)));
 int kn_reply_verror(kn_kernel *k, uint64_t corr, int status, const char *fmt,
                     va_list ap);
+
+/* kn_reply_why is kn_reply_error for the actor self's deferred ask.
+ * Actor thread (or any: self only names the kernel).  Returns as
+ * kn_reply_corr. */
+int kn_reply_why(kn_actor *self, uint64_t corr, int status, const char *fmt,
+                 ...) __attribute__((format(printf, 4, 5)));
+
+/* kn_reply_msg answers a deferred ask with the message m, a struct of
+ * the fields f (codec/msgdef.h).  Any thread.  Returns as
+ * kn_reply_corr. */
+int kn_reply_msg(kn_kernel *k, uint64_t corr, int status,
+                 const codec_fields *f, const void *m);
+
+/* The payload of an error reply: {"error": text}. */
+#define KN_ERROR_FIELDS(F, S) F(S, STR, error, "what failed")
+CODEC_MSG_STRUCT(kn_error_msg, KN_ERROR_FIELDS)
 
 /* kn_timer_add arms a one-shot timer on self, delay_ms from now.  Actor
  * thread only.  Returns its id, or 0 when out of memory.  Timers still

@@ -1,0 +1,45 @@
+/*
+ * msg.c - the client actor's messages: their field tables and the table
+ * client.h renders (see codec/msgdef.h).
+ */
+#include "codec/msg.h"
+#include "actors/client/client.h"
+
+CODEC_MSG_FIELDS(cl_connect_msg, CL_CONNECT_FIELDS);
+CODEC_MSG_FIELDS(cl_state_msg, CL_STATE_FIELDS);
+CODEC_MSG_FIELDS(cl_call_msg, CL_CALL_FIELDS);
+CODEC_MSG_FIELDS(cl_result_msg, CL_RESULT_FIELDS);
+CODEC_MSG_FIELDS(cl_failed_msg, CL_FAILED_FIELDS);
+CODEC_MSG_FIELDS(cl_update_msg, CL_UPDATE_FIELDS);
+CODEC_MSG_FIELDS(cl_metrics_msg, CL_METRICS_FIELDS);
+CODEC_MSG_FIELDS(cl_settings_msg, CL_SETTINGS_FIELDS);
+CODEC_MSG_FIELDS(cl_cred_msg, CL_CRED_FIELDS);
+
+#define NONE (&codec_no_fields)
+
+const codec_msgdef client_msgs[] = {
+        {CODEC_MSG(MSG_CL_CONNECT), "ask", &cl_connect_msg_fields, NONE, NULL,
+         "first connect or discovery"},
+        {CODEC_MSG(MSG_CL_CHECK), "ask", NONE, &cl_state_msg_fields, NULL,
+         "run one health check"},
+        {CODEC_MSG(MSG_CL_CALL), "ask", &cl_call_msg_fields,
+         &cl_result_msg_fields, &cl_failed_msg_fields, "call a tool"},
+        {CODEC_MSG(MSG_CL_RECONNECT), "ask", NONE, NONE, NULL,
+         "make-before-break reconnect (joins one in progress)"},
+        {CODEC_MSG(MSG_CL_DISABLE), "ask", NONE, NONE, NULL,
+         "close everything, state disabled"},
+        {CODEC_MSG(MSG_CL_ENABLE), "ask", NONE, NONE, NULL,
+         "leave disabled and connect (the reply is the connect's)"},
+        {CODEC_MSG(MSG_CL_UPDATE), "ask", &cl_update_msg_fields, NONE, NULL,
+         "apply a config patch (below)"},
+        {CODEC_MSG(MSG_CL_METRICS), "ask", NONE, &cl_metrics_msg_fields, NULL,
+         "the client's counters"},
+        {CODEC_MSG(MSG_CL_SETTINGS), "tell", &cl_settings_msg_fields, NULL,
+         NULL,
+         "from the supervisor: the global settings, used where the "
+         "client's config has none (a new sync_ms reaches the supervisor "
+         "in the view)"},
+        {CODEC_MSG(MSG_CL_CRED), "tell", &cl_cred_msg_fields, NULL, NULL,
+         "from the credential actor: the client's credential changed"},
+};
+const size_t client_msgs_n = sizeof(client_msgs) / sizeof(client_msgs[0]);

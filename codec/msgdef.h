@@ -1,0 +1,126 @@
+/*
+ * msgdef.h - typed inbox messages: one definition, both ends use it.
+ *
+ * A message's fields are written once, as an X-macro list in its actor's
+ * header:
+ *
+ *   #define CL_CALL_FIELDS(F, S)                          \
+ *   	F(S, STR, tool, "the tool's name")                 \
+ *   	F(S, INT, timeout_ms, "0: the client's")
+ *   CODEC_MSG_STRUCT(cl_call_msg, CL_CALL_FIELDS)
+ *
+ * which declares the struct (char *tool; int64_t timeout_ms;), its field
+ * table cl_call_msg_fields (defined by CODEC_MSG_FIELDS in one .c) and the
+ * typed pair cl_call_msg_pack / cl_call_msg_unpack plus cl_call_msg_clear.
+ * The wire is a msgpack map keyed by the field names.  A field added to
+ * the list reaches both ends, and the actor's header table of messages
+ * is rendered from the same definitions (codec_msg_doc; the msgdoc test
+ * fails when a header's table differs).
+ *
+ * Field types: STR (char *, malloc'd by unpack, NULL when absent; pack
+ * leaves a NULL out), SECRET (a STR that clear overwrites before freeing
+ * it), INT (int64_t, 0 when absent), BOOL (bool, false when absent).
+ * Messages never cross a process: the definitions are the only contract.
+ */
+#ifndef CODEC_MSGDEF_H
+#define CODEC_MSGDEF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec/mp.h"
+
+typedef enum codec_ftype {
+	CODEC_F_STR,    /* char *: text, JSON text included */
+	CODEC_F_SECRET, /* char *: a secret; clear cleanses it */
+	CODEC_F_INT,    /* int64_t */
+	CODEC_F_BOOL    /* bool */
+} codec_ftype;
+
+/* One field of a message. */
+typedef struct codec_field {
+	const char *name; /* the map key, the struct member's name */
+	codec_ftype type; /* its type */
+	size_t      off;  /* offsetof in the struct */
+	const char *doc;  /* what it holds, for the header's table */
+} codec_field;
+
+/* The fields of one message struct (n == 0: the payload is {}). */
+typedef struct codec_fields {
+	const char        *name; /* the struct's name */
+	const codec_field *f;    /* the fields, in wire order */
+	size_t             n;    /* how many */
+} codec_fields;
+
+/* One message type, as its actor's header documents it. */
+typedef struct codec_msgdef {
+	unsigned            type;  /* MSG_* */
+	const char         *name;  /* its name, "MSG_..." (CODEC_MSG) */
+	const char         *kind;  /* "ask", "tell" or "tell|ask" */
+	const codec_fields *req;   /* the payload */
+	const codec_fields *reply; /* an ask's reply on success, or NULL */
+	const codec_fields *fail;  /* its error reply when not {"error"} */
+	const char         *doc;   /* one line: what it does */
+} codec_msgdef;
+
+/* CODEC_MSG(MSG_X) fills a codec_msgdef's type and name. */
+#define CODEC_MSG(t) t, #t
+
+/* The payload of a message without fields, and its bytes: {}. */
+extern const codec_fields codec_no_fields;
+#define CODEC_EMPTY     "\x80"
+#define CODEC_EMPTY_LEN 1
+
+/* codec_msg_pack writes st (a struct of fields f) into w (mp_w_init'd by
+ * the caller, who sends w->sb and calls mp_w_fini).  Never fails. */
+void codec_msg_pack(const codec_fields *f, const void *st, mp_w *w);
+
+/* codec_msg_unpack fills st from buf[0..len): every field zero (NULL,
+ * 0, false) first, then each one the map carries with the right type.
+ * Returns 0, or MK_EPROTO when buf is not one map (st is zeroed, nothing
+ * to clear).  On 0 the caller owns the strings: codec_msg_clear. */
+int codec_msg_unpack(const codec_fields *f, const void *buf, size_t len,
+                     void *st);
+
+/* codec_msg_clear frees st's strings (cleansing SECRET ones) and zeroes
+ * it; calling it twice is safe. */
+void codec_msg_clear(const codec_fields *f, void *st);
+
+/* codec_msg_doc renders the message table of defs[0..n) as the comment
+ * lines an actor header carries (" *   ..." each, with a trailing
+ * newline).  Returns malloc'd text, or NULL when out of memory. */
+char *codec_msg_doc(const codec_msgdef *defs, size_t n);
+
+/* The X-macro glue (see the top of this file). */
+#define CODEC_CTYPE_STR           char *
+#define CODEC_CTYPE_SECRET        char *
+#define CODEC_CTYPE_INT           int64_t
+#define CODEC_CTYPE_BOOL          bool
+#define CODEC_MEMBER_(S, t, n, d) CODEC_CTYPE_##t n;
+#define CODEC_FIELD_(S, t, n, d)  {#n, CODEC_F_##t, offsetof(S, n), d},
+
+#define CODEC_MSG_STRUCT(S, FIELDS)                                           \
+	typedef struct S {                                                    \
+		FIELDS(CODEC_MEMBER_, S)                                      \
+	} S;                                                                  \
+	extern const codec_fields S##_fields;                                 \
+	static inline void        S##_pack(const S *m, mp_w *w)               \
+	{                                                                     \
+		codec_msg_pack(&S##_fields, m, w);                            \
+	}                                                                     \
+	static inline int S##_unpack(const void *buf, size_t len, S *m)       \
+	{                                                                     \
+		return (codec_msg_unpack(&S##_fields, buf, len, m));          \
+	}                                                                     \
+	static inline void S##_clear(S *m)                                    \
+	{                                                                     \
+		codec_msg_clear(&S##_fields, m);                              \
+	}
+
+#define CODEC_MSG_FIELDS(S, FIELDS)                                           \
+	static const codec_field S##_list[] = {FIELDS(CODEC_FIELD_, S)};      \
+	const codec_fields       S##_fields = {                               \
+	              #S, S##_list, sizeof(S##_list) / sizeof(S##_list[0])}
+
+#endif /* CODEC_MSGDEF_H */
