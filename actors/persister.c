@@ -204,7 +204,8 @@ answer_waiters(ps_self *ps, int rv, const char *why)
 			kn_reply_error(k, w->corr, MK_EINVAL,
 			               "write refused by the store");
 		} else {
-			kn_reply_corr(k, w->corr, 0, "\x80", 1);
+			kn_reply_corr(k, w->corr, 0, CODEC_EMPTY,
+			              CODEC_EMPTY_LEN);
 		}
 		free(w);
 	}
@@ -287,34 +288,53 @@ flush_tick(kn_actor *self, void *arg)
 static void
 decode(op *o, kn_msg *msg)
 {
-	char key[STORE_ERR_MAX];
-	mp_r r;
+	const void *p = msg->env.payload;
+	size_t      n = msg->env.payload_len;
+	char        key[STORE_ERR_MAX];
 
 	o->type = msg->env.type;
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
 	switch (o->type) {
-	case MSG_PS_CLIENT_PUT:
-		o->id = mp_dup_str(mp_get(&r, "id"));
-		o->a  = mp_dup_str(mp_get(&r, "name"));
-		o->b  = mp_dup_str(mp_get(&r, "config"));
+	case MSG_PS_CLIENT_PUT: {
+		ps_client_msg m;
+		(void)ps_client_msg_unpack(p, n, &m);
+		o->id = m.id; /* the op owns them now */
+		o->a  = m.name;
+		o->b  = m.config;
 		assert(o->id != NULL && o->a != NULL && o->b != NULL);
 		break;
-	case MSG_PS_CLIENT_DEL:
-		o->id = mp_dup_str(mp_get(&r, "id"));
+	}
+	case MSG_PS_CLIENT_DEL: {
+		ps_id_msg m;
+		(void)ps_id_msg_unpack(p, n, &m);
+		o->id = m.id;
 		assert(o->id != NULL);
 		break;
-	case MSG_PS_TOOLS_PUT:
-		o->id = mp_dup_str(mp_get(&r, "id"));
-		o->a  = mp_dup_str(mp_get(&r, "hash"));
-		o->b  = mp_dup_str(mp_get(&r, "tools"));
+	}
+	case MSG_PS_TOOLS_PUT: {
+		ps_tools_msg m;
+		(void)ps_tools_msg_unpack(p, n, &m);
+		o->id = m.id;
+		o->a  = m.hash;
+		o->b  = m.tools;
 		assert(o->id != NULL && o->a != NULL && o->b != NULL);
 		snprintf(key, sizeof(key), "mcp_tools\x1f%s", o->id);
 		o->key = strdup(key);
 		break;
+	}
 	default: {
-		char *table = mp_dup_str(mp_get(&r, "table"));
-		char *text  = mp_dup_str(
-		         mp_get(&r, o->type == MSG_PS_ROW_PUT ? "row" : "key"));
+		/* a row: {table, row} to put, {table, key} to delete */
+		ps_row_msg m;
+		ps_key_msg d;
+		char      *table, *text;
+		if (o->type == MSG_PS_ROW_PUT) {
+			(void)ps_row_msg_unpack(p, n, &m);
+			table = m.table;
+			text  = m.row;
+		} else {
+			(void)ps_key_msg_unpack(p, n, &d);
+			table = d.table;
+			text  = d.key;
+		}
 		o->table = table != NULL ? store_table_find(table) : -1;
 		o->row   = text != NULL ? json_loads(text, 0, NULL) : NULL;
 		assert(o->table >= 0 && json_is_object(o->row));
@@ -322,11 +342,13 @@ decode(op *o, kn_msg *msg)
 		                  sizeof(key)) == 0) {
 			o->key = strdup(key);
 		}
-		free(table);
-		free(text);
+		if (o->type == MSG_PS_ROW_PUT) {
+			ps_row_msg_clear(&m);
+		} else {
+			ps_key_msg_clear(&d);
+		}
 	}
 	}
-	mp_r_close(&r);
 	if (o->key != NULL) {
 		o->hkey = strmap_hash(o->key);
 	}
@@ -443,21 +465,22 @@ add_row(void *arg, json_t *row)
 	return (json_array_append(arg, row) == 0 ? 0 : MK_ENOMEM);
 }
 
-/* Replies {key: list as json text}; an unreadable store reads as empty
- * (the failure is already reported). */
+/* Replies the list as JSON text (ps_clients_msg or ps_rows_msg); an
+ * unreadable store reads as empty (the failure is already reported). */
 static int
-reply_list(ps_self *ps, kn_msg *msg, const char *key, json_t *list)
+reply_list(ps_self *ps, kn_msg *msg, bool clients, json_t *list)
 {
-	char *text = json_dumps(list, JSON_COMPACT);
-	mp_w  w;
-	int   rv;
+	char          *text      = json_dumps(list, JSON_COMPACT);
+	char          *list_text = text != NULL ? text : "[]";
+	ps_clients_msg c         = {.clients = list_text};
+	ps_rows_msg    r         = {.rows = list_text};
+	int            rv;
 
-	mp_w_init(&w);
-	mp_map(&w, 1);
-	mp_kv_str(&w, key, text != NULL ? text : "[]");
-	rv = kn_reply(ps->self, msg, 0, w.sb.data, w.sb.size);
-	mp_w_fini(&w);
-	free(text);
+	rv = kn_reply_msg(kn_actor_kernel(ps->self), kn_defer(msg), 0,
+	                  clients ? &ps_clients_msg_fields
+	                          : &ps_rows_msg_fields,
+	                  clients ? (const void *)&c : (const void *)&r);
+	text_secret_free(text); /* rows hold credentials */
 	json_decref(list);
 	return (rv);
 }
@@ -471,15 +494,13 @@ on_read(ps_self *ps, kn_msg *msg)
 	store   *s       = reader(ps);
 	unsigned skipped = 0;
 	int      t = -1, rv = 0;
-	mp_r     r;
 
 	if (!clients) {
-		char *name;
-		mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-		name = mp_dup_str(mp_get(&r, "table"));
-		mp_r_close(&r);
-		t = name != NULL ? store_table_find(name) : -1;
-		free(name);
+		ps_table_msg m;
+		(void)ps_table_msg_unpack(msg->env.payload,
+		                          msg->env.payload_len, &m);
+		t = m.table != NULL ? store_table_find(m.table) : -1;
+		ps_table_msg_clear(&m);
 		assert(t >= 0);
 	}
 	if (s != NULL) {
@@ -498,72 +519,59 @@ on_read(ps_self *ps, kn_msg *msg)
 		KN_WARN("persister", "%u stored %s skipped; the last: %s",
 		        skipped, clients ? "clients" : "rows", store_error(s));
 	}
-	return (reply_list(ps, msg, clients ? "clients" : "rows", list));
+	return (reply_list(ps, msg, clients, list));
 }
 
 static int
 on_row_get(ps_self *ps, kn_msg *msg)
 {
-	store  *s = reader(ps);
-	char   *name, *text, *out = NULL;
-	json_t *key, *row = NULL;
-	int     t, rv     = 0;
-	mp_r    r;
-	mp_w    w;
+	store       *s = reader(ps);
+	json_t      *key, *row = NULL;
+	ps_key_msg   m;
+	ps_found_msg found = {0};
+	int          t, rv = 0;
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	name = mp_dup_str(mp_get(&r, "table"));
-	text = mp_dup_str(mp_get(&r, "key"));
-	mp_r_close(&r);
-	t   = name != NULL ? store_table_find(name) : -1;
-	key = text != NULL ? json_loads(text, 0, NULL) : NULL;
+	(void)ps_key_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
+	t   = m.table != NULL ? store_table_find(m.table) : -1;
+	key = m.key != NULL ? json_loads(m.key, 0, NULL) : NULL;
 	assert(t >= 0 && json_is_object(key));
-	free(name);
-	free(text);
+	ps_key_msg_clear(&m);
 	if (s != NULL &&
 	    (rv = store_row_get(s, (store_table)t, key, &row)) != 0) {
 		KN_WARN("persister", "%s", store_error(s));
 	}
 	json_decref(key);
-	out = row != NULL ? json_dumps(row, JSON_COMPACT) : NULL;
+	found.row = row != NULL ? json_dumps(row, JSON_COMPACT) : NULL;
 	json_decref(row);
-	mp_w_init(&w);
-	mp_map(&w, out != NULL ? 1 : 0);
-	if (out != NULL) {
-		mp_kv_str(&w, "row", out);
-		OPENSSL_cleanse(out, strlen(out));
-	}
-	free(out);
-	rv = kn_reply(ps->self, msg, rv == MK_ESYS ? MK_ESYS : 0, w.sb.data,
-	              w.sb.size);
-	OPENSSL_cleanse(w.sb.data, w.sb.size);
-	mp_w_fini(&w);
+	rv = kn_reply_msg(kn_actor_kernel(ps->self), kn_defer(msg),
+	                  rv == MK_ESYS ? MK_ESYS : 0, &ps_found_msg_fields,
+	                  &found);
+	ps_found_msg_clear(&found);
 	return (rv);
 }
 
 static int
 on_stats(ps_self *ps, kn_msg *msg)
 {
-	mp_w w;
-	int  rv;
+	ps_stats_msg m;
 
 	if (ps->retry_ms == 0 && ps->st != NULL) {
 		(void)flush(ps); /* count what was asked for, not what waits */
 	}
-	mp_w_init(&w);
-	mp_map(&w, 8);
-	mp_kv_int(&w, "tool_writes",
-	          ps->st != NULL ? (int64_t)store_tool_writes(ps->st) : 0);
-	mp_kv_int(&w, "flushes", (int64_t)ps->flushes);
-	mp_kv_int(&w, "failures", (int64_t)ps->failures);
-	mp_kv_int(&w, "dropped", (int64_t)ps->dropped);
-	mp_kv_int(&w, "queued", (int64_t)ps->queued);
-	mp_kv_bool(&w, "healthy", ps->error[0] == '\0');
-	mp_kv_bool(&w, "sealed", ps->secret != NULL);
-	mp_kv_str(&w, "error", ps->error);
-	rv = kn_reply(ps->self, msg, 0, w.sb.data, w.sb.size);
-	mp_w_fini(&w);
-	return (rv);
+	m = (ps_stats_msg) {
+	        .tool_writes = ps->st != NULL
+	                ? (int64_t)store_tool_writes(ps->st)
+	                : 0,
+	        .flushes     = (int64_t)ps->flushes,
+	        .failures    = (int64_t)ps->failures,
+	        .dropped     = (int64_t)ps->dropped,
+	        .queued      = (int64_t)ps->queued,
+	        .healthy     = ps->error[0] == '\0',
+	        .sealed      = ps->secret != NULL,
+	        .error       = ps->error,
+	};
+	return (kn_reply_msg(kn_actor_kernel(ps->self), kn_defer(msg), 0,
+	                     &ps_stats_msg_fields, &m));
 }
 
 static void
@@ -677,10 +685,53 @@ const kn_actor_ops persister_ops = {
 };
 
 void
-ps_row_msg(mp_w *w, const char *table, const char *key, const char *json)
+ps_row_pack(mp_w *w, const char *table, const char *key, const char *json)
 {
 	mp_w_init(w);
-	mp_map(w, 2);
-	mp_kv_str(w, "table", table);
-	mp_kv_str(w, key, json);
+	if (strcmp(key, "row") == 0) {
+		ps_row_msg m = {.table = (char *)table, .row = (char *)json};
+		ps_row_msg_pack(&m, w);
+	} else {
+		ps_key_msg m = {.table = (char *)table, .key = (char *)json};
+		ps_key_msg_pack(&m, w);
+	}
 }
+
+CODEC_MSG_FIELDS(ps_client_msg, PS_CLIENT_FIELDS);
+CODEC_MSG_FIELDS(ps_id_msg, PS_ID_FIELDS);
+CODEC_MSG_FIELDS(ps_tools_msg, PS_TOOLS_FIELDS);
+CODEC_MSG_FIELDS(ps_row_msg, PS_ROW_FIELDS);
+CODEC_MSG_FIELDS(ps_key_msg, PS_KEY_FIELDS);
+CODEC_MSG_FIELDS(ps_table_msg, PS_TABLE_FIELDS);
+CODEC_MSG_FIELDS(ps_clients_msg, PS_CLIENTS_FIELDS);
+CODEC_MSG_FIELDS(ps_rows_msg, PS_ROWS_FIELDS);
+CODEC_MSG_FIELDS(ps_found_msg, PS_ROW_FOUND_FIELDS);
+CODEC_MSG_FIELDS(ps_stats_msg, PS_STATS_FIELDS);
+
+#define NONE (&codec_no_fields)
+
+const codec_msgdef persister_msgs[] = {
+        {CODEC_MSG(MSG_PS_CLIENT_PUT), "tell|ask", &ps_client_msg_fields, NONE,
+         NULL, "store a client (an ask: durable)"},
+        {CODEC_MSG(MSG_PS_CLIENT_DEL), "tell|ask", &ps_id_msg_fields, NONE,
+         NULL, "forget a client (an ask: durable)"},
+        {CODEC_MSG(MSG_PS_TOOLS_PUT), "tell", &ps_tools_msg_fields, NULL, NULL,
+         "store a changed tool list"},
+        {CODEC_MSG(MSG_PS_ROW_PUT), "tell|ask", &ps_row_msg_fields, NONE, NULL,
+         "store a credential row (an ask: durable)"},
+        {CODEC_MSG(MSG_PS_ROW_DEL), "tell|ask", &ps_key_msg_fields, NONE, NULL,
+         "delete a credential row by key (an ask: durable)"},
+        {CODEC_MSG(MSG_PS_LOAD), "ask", NONE, &ps_clients_msg_fields, NULL,
+         "every stored client, with its tools"},
+        {CODEC_MSG(MSG_PS_ROWS), "ask", &ps_table_msg_fields,
+         &ps_rows_msg_fields, NULL, "every row of a credential table"},
+        {CODEC_MSG(MSG_PS_ROW_GET), "ask", &ps_key_msg_fields,
+         &ps_found_msg_fields, NULL, "one credential row by key"},
+        {CODEC_MSG(MSG_PS_SYNC), "ask", NONE, NONE, NULL,
+         "answered once every write queued before it is durable "
+         "(MK_ESYS: not yet, kept and retried)"},
+        {CODEC_MSG(MSG_PS_STATS), "ask", NONE, &ps_stats_msg_fields, NULL,
+         "statement counters, store health"},
+};
+const size_t persister_msgs_n =
+        sizeof(persister_msgs) / sizeof(persister_msgs[0]);

@@ -23,27 +23,69 @@
  * stored clients come back.  A store refused outright (a newer schema, a
  * sealed store without its key or with another key) fails the boot.
  *
- * Messages (msgpack maps; errors: non-zero status and {"error": text}):
- *   MSG_PS_CLIENT_PUT tell|ask {"id", "name", "config": json text} -> {}
- *   MSG_PS_CLIENT_DEL tell|ask {"id"} -> {}  (its tools and credential
- *                          rows go with it)
- *   MSG_PS_TOOLS_PUT  tell {"id", "hash", "tools": json text}
- *   MSG_PS_ROW_PUT    tell|ask {"table": name, "row": json object text}
- *                          -> {}   (store_row_put)
- *   MSG_PS_ROW_DEL    tell|ask {"table", "key": json object text} -> {}
- *   MSG_PS_LOAD       ask  {} -> {"clients": json text: [{"id", "name",
- *                          "config": object, "tools": array|null,
- *                          "hash"}]} (pending writes flushed first)
- *   MSG_PS_ROWS       ask  {"table"} -> {"rows": json text: [objects]}
- *   MSG_PS_ROW_GET    ask  {"table", "key": json text} -> {"row": json
- *                          text} or {} when there is none (read as the
- *                          store holds it: queued writes flushed first)
- *   MSG_PS_SYNC       ask  {} -> {} once every write queued before it is
- *                          durable (MK_ESYS: not yet, kept and retried)
- *   MSG_PS_STATS      ask  {} -> {"tool_writes", "flushes", "failures",
- *                          "dropped", "queued": int, "healthy": bool,
- *                          "sealed": bool, "error": text ("" when
- *                          healthy)}
+ * Messages: the definitions below, rendered by the msgdoc test (it fails
+ * when this table differs; `msgdoc_test --write` rewrites it).  An error
+ * reply has a non-zero status and {"error": text}.  MSG_PS_CLIENT_DEL
+ * takes the client's tools and credential rows with it; MSG_PS_LOAD,
+ * MSG_PS_ROW_GET and MSG_PS_STATS flush pending writes first (a row is
+ * read as the store holds it).
+ *
+ * <msgdoc>
+ *   MSG_PS_CLIENT_PUT tell|ask: store a client (an ask: durable)
+ *     id     str    the client's id
+ *     name   str    its name
+ *     config str    its config, JSON text
+ *     ok:     {}
+ *
+ *   MSG_PS_CLIENT_DEL tell|ask: forget a client (an ask: durable)
+ *     id str    the client's id
+ *     ok:     {}
+ *
+ *   MSG_PS_TOOLS_PUT tell: store a changed tool list
+ *     id    str    the client's id
+ *     hash  str    the tool list's hash
+ *     tools str    the tool list, JSON text
+ *
+ *   MSG_PS_ROW_PUT tell|ask: store a credential row (an ask: durable)
+ *     table str    a credential table's name
+ *     row   secret the row, JSON object text (store_row_put)
+ *     ok:     {}
+ *
+ *   MSG_PS_ROW_DEL tell|ask: delete a credential row by key (an ask: durable)
+ *     table str    a credential table's name
+ *     key   secret the row's key columns, JSON object text
+ *     ok:     {}
+ *
+ *   MSG_PS_LOAD ask: every stored client, with its tools
+ *     {}
+ *     ok:     clients str    JSON text: [{id, name, config: object, tools:
+ *                            array|null, hash}]
+ *
+ *   MSG_PS_ROWS ask: every row of a credential table
+ *     table str    a credential table's name
+ *     ok:     rows secret JSON text: [objects]
+ *
+ *   MSG_PS_ROW_GET ask: one credential row by key
+ *     table str    a credential table's name
+ *     key   secret the row's key columns, JSON object text
+ *     ok:     row secret the row, JSON object text; absent: none
+ *
+ *   MSG_PS_SYNC ask: answered once every write queued before it is durable
+ *                    (MK_ESYS: not yet, kept and retried)
+ *     {}
+ *     ok:     {}
+ *
+ *   MSG_PS_STATS ask: statement counters, store health
+ *     {}
+ *     ok:     tool_writes int    tool lists written
+ *             flushes     int    transactions committed
+ *             failures    int    flushes that failed
+ *             dropped     int    rows the schema refused
+ *             queued      int    writes waiting
+ *             healthy     bool   the store takes writes
+ *             sealed      bool   the store is encrypted
+ *             error       str    why not healthy ("" when healthy)
+ * </msgdoc>
  */
 #ifndef ACTORS_PERSISTER_H
 #define ACTORS_PERSISTER_H
@@ -51,6 +93,7 @@
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/stream.h"
 #include "codec/mp.h"
+#include "codec/msgdef.h"
 
 #define PERSISTER_NAME "persister"
 #define PS_FLUSH_MS    20
@@ -62,11 +105,71 @@ typedef struct ps_args {
 	kn_stream  *stream; /* for "store" messages */
 } ps_args;
 
+/* ---- messages (their fields; the table above is rendered from these) */
+
+#define PS_CLIENT_FIELDS(F, S)                                                \
+	F(S, STR, id, "the client's id")                                      \
+	F(S, STR, name, "its name")                                           \
+	F(S, STR, config, "its config, JSON text")
+CODEC_MSG_STRUCT(ps_client_msg, PS_CLIENT_FIELDS)
+
+#define PS_ID_FIELDS(F, S) F(S, STR, id, "the client's id")
+CODEC_MSG_STRUCT(ps_id_msg, PS_ID_FIELDS)
+
+#define PS_TOOLS_FIELDS(F, S)                                                 \
+	F(S, STR, id, "the client's id")                                      \
+	F(S, STR, hash, "the tool list's hash")                               \
+	F(S, STR, tools, "the tool list, JSON text")
+CODEC_MSG_STRUCT(ps_tools_msg, PS_TOOLS_FIELDS)
+
+#define PS_ROW_FIELDS(F, S)                                                   \
+	F(S, STR, table, "a credential table's name")                         \
+	F(S, SECRET, row, "the row, JSON object text (store_row_put)")
+CODEC_MSG_STRUCT(ps_row_msg, PS_ROW_FIELDS)
+
+#define PS_KEY_FIELDS(F, S)                                                   \
+	F(S, STR, table, "a credential table's name")                         \
+	F(S, SECRET, key, "the row's key columns, JSON object text")
+CODEC_MSG_STRUCT(ps_key_msg, PS_KEY_FIELDS)
+
+#define PS_TABLE_FIELDS(F, S) F(S, STR, table, "a credential table's name")
+CODEC_MSG_STRUCT(ps_table_msg, PS_TABLE_FIELDS)
+
+#define PS_CLIENTS_FIELDS(F, S)                                               \
+	F(S, STR, clients,                                                    \
+	  "JSON text: [{id, name, config: object, tools: array|null, "        \
+	  "hash}]")
+CODEC_MSG_STRUCT(ps_clients_msg, PS_CLIENTS_FIELDS)
+
+#define PS_ROWS_FIELDS(F, S) F(S, SECRET, rows, "JSON text: [objects]")
+CODEC_MSG_STRUCT(ps_rows_msg, PS_ROWS_FIELDS)
+
+#define PS_ROW_FOUND_FIELDS(F, S)                                             \
+	F(S, SECRET, row, "the row, JSON object text; absent: none")
+CODEC_MSG_STRUCT(ps_found_msg, PS_ROW_FOUND_FIELDS)
+
+#define PS_STATS_FIELDS(F, S)                                                 \
+	F(S, INT, tool_writes, "tool lists written")                          \
+	F(S, INT, flushes, "transactions committed")                          \
+	F(S, INT, failures, "flushes that failed")                            \
+	F(S, INT, dropped, "rows the schema refused")                         \
+	F(S, INT, queued, "writes waiting")                                   \
+	F(S, BOOL, healthy, "the store takes writes")                         \
+	F(S, BOOL, sealed, "the store is encrypted")                          \
+	F(S, STR, error, "why not healthy (\"\" when healthy)")
+CODEC_MSG_STRUCT(ps_stats_msg, PS_STATS_FIELDS)
+
+/* The persister's messages, as the table above shows them. */
+extern const codec_msgdef persister_msgs[];
+extern const size_t       persister_msgs_n;
+
 extern const kn_actor_ops persister_ops;
 
-/* ps_row_msg writes (mp_w_init) the payload of MSG_PS_ROW_PUT (key
- * "row") or MSG_PS_ROW_DEL ("key"): the table's name and the row's JSON
- * text.  The caller sends it and calls mp_w_fini. */
-void ps_row_msg(mp_w *w, const char *table, const char *key, const char *json);
+/* ps_row_pack writes (mp_w_init) the payload of MSG_PS_ROW_PUT (key
+ * "row": a ps_row_msg) or of MSG_PS_ROW_DEL and MSG_PS_ROW_GET ("key": a
+ * ps_key_msg): the table's name and the JSON text.  The caller sends it
+ * and calls mp_w_fini. */
+void ps_row_pack(mp_w *w, const char *table, const char *key,
+                 const char *json);
 
 #endif /* ACTORS_PERSISTER_H */

@@ -234,7 +234,7 @@ durable_main(void *arg)
 		         "\"identity\":\"u%d\",\"access_token\":\"t%d\","
 		         "\"status\":\"active\"}",
 		         i, i);
-		ps_row_msg(&w, "oauth_tokens", "row", row);
+		ps_row_pack(&w, "oauth_tokens", "row", row);
 		if (kn_ask(d->b->ps, MSG_PS_ROW_PUT, w.sb.data, w.sb.size,
 		           60000, &a) != 0) {
 			die("durable write");

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
 #include "codec/text.h"
 #include "mcpkeep.h"
 
@@ -116,6 +118,18 @@ codec_msg_clear(const codec_fields *fs, void *st)
 		}
 	}
 	zero(fs, st);
+}
+
+void
+codec_msg_wipe(const codec_fields *fs, mp_w *w)
+{
+	for (size_t i = 0; i < fs->n; i++) {
+		if (fs->f[i].type == CODEC_F_SECRET) {
+			OPENSSL_cleanse(w->sb.data, w->sb.size);
+			break;
+		}
+	}
+	mp_w_fini(w);
 }
 
 /* Rendering the header table. */

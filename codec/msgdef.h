@@ -64,6 +64,10 @@ typedef struct codec_msgdef {
 	const char         *doc;   /* one line: what it does */
 } codec_msgdef;
 
+/* CODEC_OF(S, p) is the field table of S and p, checked to point to an
+ * S: the two arguments a typed send takes. */
+#define CODEC_OF(S, p) &S##_fields, (1 ? (p) : (const S *)0)
+
 /* CODEC_MSG(MSG_X) fills a codec_msgdef's type and name. */
 #define CODEC_MSG(t) t, #t
 
@@ -82,6 +86,10 @@ void codec_msg_pack(const codec_fields *f, const void *st, mp_w *w);
  * to clear).  On 0 the caller owns the strings: codec_msg_clear. */
 int codec_msg_unpack(const codec_fields *f, const void *buf, size_t len,
                      void *st);
+
+/* codec_msg_wipe is mp_w_fini for w, a packed st of the fields f: the
+ * bytes are overwritten first when a field is SECRET. */
+void codec_msg_wipe(const codec_fields *f, mp_w *w);
 
 /* codec_msg_clear frees st's strings (cleansing SECRET ones) and zeroes
  * it; calling it twice is safe. */

@@ -150,21 +150,20 @@ rt_shutdown(mk_runtime *rt)
 static int
 rt_restore(mk_runtime *rt)
 {
-	kn_answer a, b;
-	mp_r      r;
-	mp_w      w;
-	char     *list = NULL;
-	int       rv;
+	kn_answer      a, b;
+	ps_clients_msg stored;
+	mp_w           w;
+	char          *list = NULL;
+	int            rv;
 
-	if ((rv = kn_ask(rt->persister, MSG_PS_LOAD, "\x80", 1, 60000, &a)) !=
-	    0) {
+	if ((rv = kn_ask(rt->persister, MSG_PS_LOAD, CODEC_EMPTY,
+	                 CODEC_EMPTY_LEN, 60000, &a)) != 0) {
 		free(a.data);
 		return (rv);
 	}
-	mp_r_open(&r, a.data, a.len);
-	list = mp_dup_str(mp_get(&r, "clients"));
-	mp_r_close(&r);
+	(void)ps_clients_msg_unpack(a.data, a.len, &stored);
 	free(a.data);
+	list = stored.clients;
 	if (list == NULL || strcmp(list, "[]") == 0) {
 		free(list);
 		return (0);
@@ -185,26 +184,22 @@ rt_restore(mk_runtime *rt)
 static char *
 stored_rows(mk_runtime *rt, const char *table)
 {
-	kn_answer a;
-	mp_r      r;
-	mp_w      w;
-	char     *rows = NULL;
+	ps_table_msg m = {.table = (char *)table};
+	ps_rows_msg  r = {0};
+	kn_answer    a;
 
 	if (rt->persister == NULL) {
 		return (NULL);
 	}
-	mp_w_init(&w);
-	mp_map(&w, 1);
-	mp_kv_str(&w, "table", table);
-	if (kn_ask(rt->persister, MSG_PS_ROWS, w.sb.data, w.sb.size, 60000,
-	           &a) == 0) {
-		mp_r_open(&r, a.data, a.len);
-		rows = mp_dup_str(mp_get(&r, "rows"));
-		mp_r_close(&r);
+	if (kn_ask_msg(rt->persister, MSG_PS_ROWS, CODEC_OF(ps_table_msg, &m),
+	               60000, &a) == 0) {
+		(void)ps_rows_msg_unpack(a.data, a.len, &r);
 	}
-	mp_w_fini(&w);
+	if (a.data != NULL) {
+		OPENSSL_cleanse(a.data, a.len); /* rows hold credentials */
+	}
 	free(a.data);
-	return (rows);
+	return (r.rows);
 }
 
 /* Starts the credential actor with what the store holds. */
@@ -438,24 +433,17 @@ rt_stats(mk_runtime *rt, mk_stats *out, int timeout_ms)
 	}
 	free(r.data);
 	if (rv == 0 && rt->persister != NULL) {
-		rv = kn_ask(rt->persister, MSG_PS_STATS, "\x80", 1, timeout_ms,
-		            &r);
-		if (rv == 0) {
-			mp_r m;
-			mp_r_open(&m, r.data, r.len);
-			out->store_state =
-			        mp_bool(mp_get(&m, "healthy"), false)
-			        ? MK_STORE_HEALTHY
-			        : MK_STORE_FAILING;
-			out->store_queued =
-			        (uint64_t)mp_int(mp_get(&m, "queued"), 0);
-			out->store_failures =
-			        (uint64_t)mp_int(mp_get(&m, "failures"), 0);
-			out->store_dropped =
-			        (uint64_t)mp_int(mp_get(&m, "dropped"), 0);
-			out->store_tool_writes =
-			        (uint64_t)mp_int(mp_get(&m, "tool_writes"), 0);
-			mp_r_close(&m);
+		rv = kn_ask(rt->persister, MSG_PS_STATS, CODEC_EMPTY,
+		            CODEC_EMPTY_LEN, timeout_ms, &r);
+		ps_stats_msg m;
+		if (rv == 0 && ps_stats_msg_unpack(r.data, r.len, &m) == 0) {
+			out->store_state       = m.healthy ? MK_STORE_HEALTHY
+			                                   : MK_STORE_FAILING;
+			out->store_queued      = (uint64_t)m.queued;
+			out->store_failures    = (uint64_t)m.failures;
+			out->store_dropped     = (uint64_t)m.dropped;
+			out->store_tool_writes = (uint64_t)m.tool_writes;
+			ps_stats_msg_clear(&m);
 		}
 		free(r.data);
 	}

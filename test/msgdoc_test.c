@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "actors/client/client.h"
+#include "actors/persister.h"
 #include "codec/msgdef.h"
 #include "testutil.h"
 
@@ -24,6 +25,7 @@ static const struct {
 	const size_t       *n;
 } tables[] = {
         {"actors/client/client.h", client_msgs, &client_msgs_n},
+        {"actors/persister.h", persister_msgs, &persister_msgs_n},
 };
 
 #define BEGIN " * <msgdoc>\n"

@@ -274,16 +274,13 @@ storm_main(const char *path)
 	CHECK_EQ(kn_kernel_open(&k, 0), 0);
 	ps_args pa = {.path = path, .secret = KEY1, .stream = stream};
 	CHECK_EQ(kn_spawn(k, PERSISTER_NAME, &persister_ops, &pa, &ps), 0);
-	mp_w_init(&w);
-	mp_map(&w, 3);
-	mp_kv_str(&w, "id", "storm");
-	mp_kv_str(&w, "name", "storm");
-	mp_kv_str(&w, "config", "{\"name\":\"storm\"}");
-	CHECK_EQ(kn_ask(ps, MSG_PS_CLIENT_PUT, w.sb.data, w.sb.size, WAIT_MS,
-	                &a),
+	ps_client_msg c = {.id     = "storm",
+	                   .name   = "storm",
+	                   .config = "{\"name\":\"storm\"}"};
+	CHECK_EQ(kn_ask_msg(ps, MSG_PS_CLIENT_PUT, CODEC_OF(ps_client_msg, &c),
+	                    WAIT_MS, &a),
 	         0);
 	free(a.data);
-	mp_w_fini(&w);
 	for (long i = 0;; i++) {
 		size_t n =
 		        (size_t)snprintf(tools, sizeof(tools),
@@ -294,21 +291,16 @@ storm_main(const char *path)
 		snprintf(tools + n + 8192, sizeof(tools) - n - 8192, "\"}]");
 		char hash[32];
 		snprintf(hash, sizeof(hash), "h%ld", i);
-		mp_w_init(&w);
-		mp_map(&w, 3);
-		mp_kv_str(&w, "id", "storm");
-		mp_kv_str(&w, "hash", hash);
-		mp_kv_str(&w, "tools", tools);
-		CHECK_EQ(kn_tell(ps, NULL, MSG_PS_TOOLS_PUT, w.sb.data,
-		                 w.sb.size),
+		ps_tools_msg t = {.id = "storm", .hash = hash, .tools = tools};
+		CHECK_EQ(kn_tell_msg(ps, NULL, MSG_PS_TOOLS_PUT,
+		                     CODEC_OF(ps_tools_msg, &t)),
 		         0);
-		mp_w_fini(&w);
 		snprintf(row, sizeof(row),
 		         "{\"client_id\":\"storm\",\"mode\":\"user\","
 		         "\"identity\":\"u%ld\",\"access_token\":\"tok-%ld\","
 		         "\"status\":\"active\"}",
 		         i, i);
-		ps_row_msg(&w, "oauth_tokens", "row", row);
+		ps_row_pack(&w, "oauth_tokens", "row", row);
 		int rv = kn_ask(ps, MSG_PS_ROW_PUT, w.sb.data, w.sb.size,
 		                WAIT_MS, &a);
 		free(a.data);

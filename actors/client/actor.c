@@ -16,6 +16,7 @@
 #include "actors/client/client_impl.h"
 #include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
+#include "actors/persister.h"
 #include "codec/envelope.h"
 #include "codec/mp.h"
 #include "codec/text.h"
@@ -437,22 +438,18 @@ client_set_tools(client *cl, json_t *tools)
 	kn_stream_publish(cl->stream, "tools", w.sb.data, w.sb.size);
 	mp_w_fini(&w);
 	if (cl->ps != NULL) {
-		char *text = json_dumps(tools, JSON_COMPACT);
-		mp_w_init(&w);
-		mp_map(&w, 3);
-		mp_kv_str(&w, "id", cl->cfg->id);
-		mp_kv_str(&w, "hash", cl->hash);
-		mp_kv_str(&w, "tools", text != NULL ? text : "[]");
-		if (text == NULL ||
-		    kn_tell(cl->ps, cl->self, MSG_PS_TOOLS_PUT, w.sb.data,
-		            w.sb.size) != 0) {
+		ps_tools_msg m = {.id    = cl->cfg->id,
+		                  .hash  = cl->hash,
+		                  .tools = json_dumps(tools, JSON_COMPACT)};
+		if (m.tools == NULL ||
+		    kn_tell_msg(cl->ps, cl->self, MSG_PS_TOOLS_PUT,
+		                CODEC_OF(ps_tools_msg, &m)) != 0) {
 			KN_ERROR("client",
 			         "%s: the changed tool list was not "
 			         "stored",
 			         cl->cfg->name);
 		}
-		mp_w_fini(&w);
-		free(text);
+		free(m.tools);
 	}
 }
 
@@ -468,28 +465,21 @@ client_save_once(client *cl)
 void
 client_persist_config(client *cl)
 {
-	char *text;
-	mp_w  w;
+	ps_client_msg m = {.id = cl->cfg->id, .name = cl->cfg->name};
 
 	if (cl->ps == NULL) {
 		return;
 	}
 	json_t *stored = cfg_client_stored(cl->cfg); /* its literal mask too */
-	text = stored != NULL ? json_dumps(stored, JSON_COMPACT) : NULL;
+	m.config = stored != NULL ? json_dumps(stored, JSON_COMPACT) : NULL;
 	json_decref(stored);
-	mp_w_init(&w);
-	mp_map(&w, 3);
-	mp_kv_str(&w, "id", cl->cfg->id);
-	mp_kv_str(&w, "name", cl->cfg->name);
-	mp_kv_str(&w, "config", text != NULL ? text : "{}");
-	if (text == NULL ||
-	    kn_tell(cl->ps, cl->self, MSG_PS_CLIENT_PUT, w.sb.data,
-	            w.sb.size) != 0) {
+	if (m.config == NULL ||
+	    kn_tell_msg(cl->ps, cl->self, MSG_PS_CLIENT_PUT,
+	                CODEC_OF(ps_client_msg, &m)) != 0) {
 		KN_ERROR("client", "%s: the config was not stored",
 		         cl->cfg->name);
 	}
-	mp_w_fini(&w);
-	free(text);
+	free(m.config);
 }
 
 /* ---- the actor ------------------------------------------------------------

@@ -171,7 +171,7 @@ cr_persist(cr_self *cr, const char *table, json_t *row, bool del,
 	if ((text = json_dumps(row, JSON_COMPACT)) == NULL) {
 		return (MK_ENOMEM);
 	}
-	ps_row_msg(&w, table, del ? "key" : "row", text);
+	ps_row_pack(&w, table, del ? "key" : "row", text);
 	OPENSSL_cleanse(text, strlen(text));
 	free(text);
 	rv = kn_ask_async(cr->self, cr->ps,
@@ -191,7 +191,7 @@ cr_unpersist(cr_self *cr, const char *table, json_t *key)
 	if (cr->ps == NULL || (text = json_dumps(key, JSON_COMPACT)) == NULL) {
 		return;
 	}
-	ps_row_msg(&w, table, "key", text);
+	ps_row_pack(&w, table, "key", text);
 	free(text);
 	(void)kn_tell(cr->ps, cr->self, MSG_PS_ROW_DEL, w.sb.data, w.sb.size);
 	mp_w_fini(&w);

@@ -260,10 +260,27 @@ int kn_reply_why(kn_actor *self, uint64_t corr, int status, const char *fmt,
                  ...) __attribute__((format(printf, 4, 5)));
 
 /* kn_reply_msg answers a deferred ask with the message m, a struct of
- * the fields f (codec/msgdef.h).  Any thread.  Returns as
- * kn_reply_corr. */
+ * the fields f (codec/msgdef.h); its bytes are wiped after when it has
+ * a secret.  Any thread.  Returns as kn_reply_corr. */
 int kn_reply_msg(kn_kernel *k, uint64_t corr, int status,
                  const codec_fields *f, const void *m);
+
+/*
+ * The typed forms of kn_tell, kn_ask, kn_ask_async and kn_ask_cb: the
+ * payload is the message m, a struct of the fields f, packed here (and
+ * wiped after when it has a secret).  Pass f and m as CODEC_OF(S, &m),
+ * which checks that m is an S.  Same threads, blocking and returns as
+ * the untyped calls.
+ */
+int kn_tell_msg(kn_actor *to, kn_actor *from, uint32_t type,
+                const codec_fields *f, const void *m);
+int kn_ask_msg(kn_actor *to, uint32_t type, const codec_fields *f,
+               const void *m, int timeout_ms, kn_answer *out);
+int kn_ask_async_msg(kn_actor *self, kn_actor *to, uint32_t type,
+                     const codec_fields *f, const void *m, int timeout_ms,
+                     kn_reply_fn fn, void *arg);
+int kn_ask_cb_msg(kn_actor *to, uint32_t type, const codec_fields *f,
+                  const void *m, int timeout_ms, kn_answer_fn fn, void *arg);
 
 /* The payload of an error reply: {"error": text}. */
 #define KN_ERROR_FIELDS(F, S) F(S, STR, error, "what failed")
