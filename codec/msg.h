@@ -25,7 +25,7 @@ typedef enum codec_msg_type {
 
 	/* the application's types, from MSG_BASE */
 	MSG_BASE = 16, /* the first application type */
-	/* supervisor (actors/supervisor.h has the fields) */
+	/* supervisor (actors/supervisor/supervisor.h has the fields) */
 	MSG_STATS = MSG_BASE, /* ask: runtime counters; reply is a msgpack
 	                       * map of name -> uint */
 	MSG_SV_ADD,           /* ask: add a client from its config */

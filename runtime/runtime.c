@@ -24,7 +24,7 @@
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/log.h"
 #include "actors/persister.h"
-#include "actors/supervisor.h"
+#include "actors/supervisor/supervisor.h"
 #include "codec/config.h"
 #include "codec/errors.h"
 #include "codec/mp.h"

@@ -10,7 +10,7 @@
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/log.h"
 #include "actors/kernel/stream.h"
-#include "actors/supervisor.h"
+#include "actors/supervisor/supervisor.h"
 #include "mcpkeep.h"
 
 #define RT_MAGIC      0x6d6b7274u /* "mkrt" while open */

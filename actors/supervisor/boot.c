@@ -1,0 +1,658 @@
+/*
+ * boot.c - clients started: one added from the API, a config file loaded
+ * at boot, the store's clients restored, a config file reloaded as a diff
+ * against the last one, and the global settings (see supervisor.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/client/client.h"
+#include "actors/kernel/log.h"
+#include "actors/supervisor/sv_impl.h"
+#include "codec/config.h"
+#include "codec/errors.h"
+#include "codec/mp.h"
+
+/* The tools an entry's view holds, as JSON text (malloc'd), or NULL. */
+static char *
+view_tools(const entry *e)
+{
+	json_t *v = e->view != NULL ? json_loads(e->view, 0, NULL) : NULL;
+	json_t *t = json_object_get(v, "tools");
+	char   *text =
+                json_array_size(t) != 0 ? json_dumps(t, JSON_COMPACT) : NULL;
+
+	json_decref(v);
+	return (text);
+}
+
+static void
+load_step(kn_actor *self, load *ld)
+{
+	mp_w w;
+
+	if (--ld->left != 0) {
+		return;
+	}
+	mp_w_init(&w);
+	if (ld->reload) {
+		kn_log(ld->failed != 0 ? MK_LOG_WARN : MK_LOG_INFO, "runtime",
+		       "reloaded: %d added, %d updated, %d removed, %d failed",
+		       (int)ld->count, ld->updated, ld->removed, ld->failed);
+		mp_map(&w, 4);
+		mp_kv_int(&w, "added", (int64_t)ld->count);
+		mp_kv_int(&w, "updated", ld->updated);
+		mp_kv_int(&w, "removed", ld->removed);
+		mp_kv_int(&w, "failed", ld->failed);
+	} else {
+		mp_map(&w, 1);
+		mp_kv_int(&w, "count", (int64_t)ld->count);
+	}
+	sv_reply_stored(self, ld->sv, ld->corr, w.sb.data, w.sb.size);
+	mp_w_fini(&w);
+	free(ld);
+}
+
+static void
+on_connected(kn_actor *self, void *arg, int status, const void *data,
+             size_t len)
+{
+	actx    *x  = arg;
+	sv_self *sv = x->sv;
+	entry   *e  = sv_find(sv, x->id);
+	mp_r     r;
+	char    *why = NULL;
+
+	if (status != 0) {
+		mp_r_open(&r, data, len);
+		why = mp_dup_str(mp_get(&r, "error"));
+		mp_r_close(&r);
+	}
+	if (e == NULL) {
+		if (x->corr != 0) {
+			sv_reply_err(
+			        self, x->corr, MK_ECLOSED,
+			        "the client was removed while connecting");
+		}
+	} else if (status != 0 && !x->boot && e->sticky) {
+		/* a user's add of a sticky client that cannot connect: the
+		 * error is returned and the client is not kept */
+		KN_INFO("supervisor", "add of %s failed: %s", e->name,
+		        why ? why : "?");
+		if (x->corr != 0) {
+			sv_reply_err(self, x->corr, status, "%s",
+			             why ? why : codec_strerror(status));
+			x->corr = 0;
+		}
+		sv_drop(self, sv, e);
+		e = NULL;
+	} else {
+		e->connected = true;
+		sv_schedule(self, sv, e);
+
+		if (x->corr != 0) {
+			sv_reply_kv(self, sv, x->corr, "id", e->id);
+		}
+	}
+	if (x->load != NULL) {
+		x->load->count += e != NULL;
+		load_step(self, x->load);
+	}
+	free(why);
+	sv_actx_free(x);
+}
+
+/* Spawns a client actor for cfg (taken) and asks it to connect. */
+static int
+start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
+             bool restored, const char *tools, uint64_t corr, load *ld,
+             char *err, size_t errlen)
+{
+	mp_w        w;
+	client_args a = {
+	        .cfg        = cfg,
+	        .supervisor = self,
+	        .stream     = sv->a.stream,
+	        .node_id    = sv->a.node_id,
+	        .sync_ms    = sv->a.sync_ms,
+	        .exec_ms    = sv->a.exec_ms,
+	        .persister  = sv->a.persister,
+	        .credential = sv->a.credential,
+	};
+	char   name[96];
+	entry *e;
+	actx  *x;
+	int    rv;
+
+	if (sv_find(sv, cfg->name) != NULL || sv_find(sv, cfg->id) != NULL) {
+		snprintf(err, errlen,
+		         "an MCP client named %s (or with id %s) "
+		         "already exists",
+		         cfg->name, cfg->id);
+		cfg_client_free(&cfg);
+		return (MK_EEXIST);
+	}
+	if ((e = calloc(1, sizeof(*e))) == NULL ||
+	    (e->id = strdup(cfg->id)) == NULL ||
+	    (e->name = strdup(cfg->name)) == NULL) {
+		if (e != NULL) {
+			sv_entry_free(e);
+		}
+		cfg_client_free(&cfg);
+		snprintf(err, errlen, "out of memory");
+		return (MK_ENOMEM);
+	}
+	e->sv       = sv;
+	e->sticky   = cfg->sticky;
+	e->restored = restored;
+	e->sync_ms  = cfg->sync_ms ? cfg->sync_ms : sv->a.sync_ms;
+	snprintf(e->conn, sizeof(e->conn), "%s", cfg_conn_name(cfg->conn));
+	snprintf(e->auth, sizeof(e->auth), "%s", cfg_auth_name(cfg->auth));
+	snprintf(e->state, sizeof(e->state), "unstable");
+	snprintf(e->shown, sizeof(e->shown), "unstable");
+	snprintf(name, sizeof(name), CLIENT_PREFIX "%s", cfg->name);
+	if ((rv = kn_spawn(kn_actor_kernel(self), name, &client_ops, &a,
+	                   &e->actor)) != 0) {
+		cfg_client_free(&a.cfg); /* still ours if init did not run */
+		free(a.view);
+		sv_entry_free(e);
+		snprintf(err, errlen, "cannot start the client actor: %s",
+		         codec_strerror(rv));
+		return (rv);
+	}
+	e->view = a.view; /* its first, until it pushes one */
+	if (a.state[0] != '\0') {
+		snprintf(e->state, sizeof(e->state), "%s", a.state);
+		snprintf(e->shown, sizeof(e->shown), "%s", a.state);
+	}
+	/* calls find the actor by name or by id */
+	snprintf(name, sizeof(name), CLIENT_PREFIX "%s", e->id);
+	if (strcmp(e->id, e->name) != 0 &&
+	    (rv = kn_alias(e->actor, name)) != 0) {
+		kn_actor_destroy(&e->actor);
+		sv_entry_free(e);
+		snprintf(err, errlen, "cannot register the client id: %s",
+		         codec_strerror(rv));
+		return (rv);
+	}
+	if ((rv = sv_insert(sv, e)) != 0 ||
+	    (x = sv_actx_new(sv, e->id, corr)) == NULL) {
+		kn_actor_destroy(&e->actor);
+		sv_entry_free(e);
+		snprintf(err, errlen, "out of memory");
+		return (MK_ENOMEM);
+	}
+	x->boot = boot;
+	x->load = ld;
+	mp_w_init(&w);
+	mp_map(&w, tools != NULL ? 3 : 2);
+	mp_kv_bool(&w, "boot", boot);
+	mp_kv_bool(&w, "restored", restored);
+	if (tools != NULL) {
+		mp_kv_str(&w, "tools", tools); /* known, e.g. from the store */
+	}
+	rv = kn_ask_async(self, e->actor, MSG_CL_CONNECT, w.sb.data, w.sb.size,
+	                  CLIENT_CONNECT_MS + 5000, on_connected, x);
+	mp_w_fini(&w);
+	if (rv != 0) {
+		sv_actx_free(x);
+		sv_drop(self, sv, e);
+		snprintf(err, errlen, "cannot reach the client actor: %s",
+		         codec_strerror(rv));
+		return (rv);
+	}
+	return (0);
+}
+
+void
+sv_on_add(kn_actor *self, sv_self *sv, kn_msg *msg)
+{
+	char        err[CFG_ERR_MAX];
+	cfg_client *cfg;
+	json_t     *o;
+	mp_r        r;
+	char       *text, *tools;
+	uint64_t    corr = kn_defer(msg);
+	int         rv;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	text  = mp_dup_str(mp_get(&r, "config"));
+	tools = mp_dup_str(mp_get(&r, "tools"));
+	mp_r_close(&r);
+	o = text != NULL ? json_loads(text, 0, NULL) : NULL;
+	free(text);
+	if (o == NULL) {
+		free(tools);
+		sv_reply_err(self, corr, MK_EINVAL,
+		             "the client config is not JSON");
+		return;
+	}
+	/* from the API: literal, its env. strings never looked up */
+	rv = cfg_client_parse(o, json_true(), &cfg, err, sizeof(err));
+	json_decref(o);
+	if (rv != 0 ||
+	    (rv = start_client(self, sv, cfg, false, false, tools, corr, NULL,
+	                       err, sizeof(err))) != 0) {
+		sv_reply_err(self, corr, rv, "%s", err);
+	}
+	free(tools);
+}
+
+/* Restored clients from the persister's list: config as stored, the
+ * stored id, known tools (no discovery for a per-call one). */
+static void
+restore(kn_actor *self, sv_self *sv, const char *text, uint64_t corr)
+{
+	json_t *list = json_loads(text, 0, NULL), *item;
+	char    err[CFG_ERR_MAX];
+	size_t  i;
+	load   *ld;
+
+	if (!json_is_array(list) || (ld = calloc(1, sizeof(*ld))) == NULL) {
+		json_decref(list);
+		sv_reply_err(self, corr, MK_EINVAL,
+		             "the stored client list is not "
+		             "readable");
+		return;
+	}
+	ld->corr = corr;
+	ld->sv   = sv;
+	ld->left = json_array_size(list) + 1; /* +1: released below */
+	json_array_foreach(list, i, item)
+	{
+		cfg_client *c;
+		json_t     *t     = json_object_get(item, "tools");
+		char       *tools = json_is_array(t) ? json_dumps(t, 0) : NULL;
+		const char *id =
+		        json_string_value(json_object_get(item, "id"));
+
+		if (cfg_client_parse_stored(json_object_get(item, "config"),
+		                            &c, err, sizeof(err)) != 0 ||
+		    id == NULL) {
+			KN_WARN("supervisor", "stored client skipped: %s",
+			        err);
+			ld->left--;
+		} else {
+			free(c->id);
+			c->id = strdup(id); /* the stored identity */
+			if (c->id == NULL ||
+			    start_client(self, sv, c, true, true, tools, 0, ld,
+			                 err, sizeof(err)) != 0) {
+				KN_ERROR("supervisor", "restore: %s", err);
+				ld->left--;
+			}
+		}
+		free(tools);
+	}
+	json_decref(list);
+	load_step(self, ld);
+}
+
+/* The global settings: kept for clients added later, told to every
+ * running client (each keeps its own value where it has one). */
+static void
+settings_apply(kn_actor *self, sv_self *sv, int64_t sync_ms, int64_t exec_ms)
+{
+	mp_w w;
+
+	sv->a.sync_ms = sync_ms;
+	sv->a.exec_ms = exec_ms;
+	mp_w_init(&w);
+	mp_map(&w, 2);
+	mp_kv_int(&w, "sync_ms", sync_ms);
+	mp_kv_int(&w, "exec_ms", exec_ms);
+	for (size_t i = 0; i < sv->n; i++) {
+		if (kn_tell(sv->all[i]->actor, self, MSG_CL_SETTINGS,
+		            w.sb.data, w.sb.size) != 0) {
+			KN_ERROR("supervisor",
+			         "MCP client %s did not take the global "
+			         "settings",
+			         sv->all[i]->name);
+		}
+	}
+	mp_w_fini(&w);
+}
+
+void
+sv_on_settings(kn_actor *self, sv_self *sv, kn_msg *msg)
+{
+	mp_r    r;
+	int64_t sync_ms, exec_ms;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	sync_ms = mp_int(mp_get(&r, "sync_ms"), 0);
+	exec_ms = mp_int(mp_get(&r, "exec_ms"), 0);
+	mp_r_close(&r);
+	if (sync_ms < 1000 || exec_ms < 1) {
+		sv_reply_err(self, kn_defer(msg), MK_EINVAL,
+		             "tool_sync_interval must be >= 1s and "
+		             "tool_execution_timeout positive");
+		return;
+	}
+	settings_apply(self, sv, sync_ms, exec_ms);
+	kn_reply(self, msg, 0, "\x80", 1);
+}
+
+/* The clients of f by name: copies, so that no object is shared with a
+ * client actor's thread. */
+static json_t *
+file_clients(const cfg_file *f)
+{
+	json_t *by = json_object();
+
+	for (size_t i = 0; by != NULL && i < f->nclients; i++) {
+		json_object_set_new(by, f->clients[i]->name,
+		                    json_deep_copy(f->clients[i]->raw));
+	}
+	return (by);
+}
+
+void
+sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
+{
+	char      err[CFG_ERR_MAX];
+	cfg_file *f;
+	mp_r      r;
+	char     *text, *stored, **tools;
+	load     *ld;
+	uint64_t  corr = kn_defer(msg);
+	int       rv;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	text   = mp_dup_str(mp_get(&r, "file"));
+	stored = mp_dup_str(mp_get(&r, "restore"));
+	mp_r_close(&r);
+	if (stored != NULL) {
+		restore(self, sv, stored, corr);
+		free(stored);
+		free(text);
+		return;
+	}
+	if (text == NULL) {
+		sv_reply_err(self, corr, MK_EINVAL, "no config text");
+		return;
+	}
+	rv = cfg_file_parse(text, strlen(text), &f, err, sizeof(err));
+	free(text);
+	if (rv != 0) {
+		sv_reply_err(self, corr, rv, "%s", err);
+		return;
+	}
+	/* all checks before anything changes */
+	for (size_t i = 0; i < f->nclients; i++) {
+		entry *e = sv_find(sv, f->clients[i]->name);
+		if ((e != NULL && !e->restored) ||
+		    (e == NULL && sv_find(sv, f->clients[i]->id) != NULL)) {
+			sv_reply_err(self, corr, MK_EEXIST,
+			             "client \"%s\": an MCP client with that "
+			             "name or id "
+			             "already exists",
+			             f->clients[i]->name);
+			cfg_file_free(&f);
+			return;
+		}
+	}
+	if ((ld = calloc(1, sizeof(*ld))) == NULL ||
+	    (tools = calloc(f->nclients + 1, sizeof(*tools))) == NULL) {
+		free(ld);
+		cfg_file_free(&f);
+		sv_reply_err(self, corr, MK_ENOMEM, "out of memory");
+		return;
+	}
+	json_decref(sv->file);
+	sv->file = file_clients(f);
+	settings_apply(self, sv, f->sync_ms, f->exec_ms);
+	/* a declared client replaces the one restored under its name: the
+	 * file's config, the stored id and known tools */
+	for (size_t i = 0; i < f->nclients; i++) {
+		cfg_client *c = f->clients[i];
+		entry      *e = sv_find(sv, c->name);
+		if (e != NULL) {
+			tools[i] = view_tools(e);
+			if (json_object_get(c->raw, "client_id") == NULL) {
+				free(c->id);
+				c->id = strdup(e->id);
+			}
+			sv_drop(self, sv, e);
+		}
+	}
+	ld->corr = corr;
+	ld->sv   = sv;
+	ld->left = f->nclients + 1; /* +1: released below */
+	for (size_t i = 0; i < f->nclients; i++) {
+		cfg_client *c = f->clients[i];
+		f->clients[i] = NULL;
+		if (c->id == NULL ||
+		    start_client(self, sv, c, true, false, tools[i], 0, ld,
+		                 err, sizeof(err)) != 0) {
+			KN_ERROR("supervisor", "boot: %s", err);
+			ld->left--;
+		}
+		free(tools[i]);
+	}
+	free(tools);
+	f->nclients = 0;
+	cfg_file_free(&f);
+	load_step(self, ld);
+}
+
+/* ---- reload -------------------------------------------------------------
+ */
+
+/* Whether a field that an update cannot change differs between two
+ * configs of a client (present in one only counts). */
+static bool
+fixed_changed(json_t *a, json_t *b)
+{
+	static const char *const fixed[] = {"name",
+	                                    "client_id",
+	                                    "connection_type",
+	                                    "connection_string",
+	                                    "auth_type",
+	                                    NULL};
+
+	for (int i = 0; fixed[i] != NULL; i++) {
+		json_t *x = json_object_get(a, fixed[i]);
+		json_t *y = json_object_get(b, fixed[i]);
+		if ((x == NULL) != (y == NULL) ||
+		    (x != NULL && !json_equal(x, y))) {
+			return (true);
+		}
+	}
+	return (false);
+}
+
+static void
+on_reload_updated(kn_actor *self, void *arg, int status, const void *data,
+                  size_t len)
+{
+	actx       *x    = arg;
+	sv_self    *sv   = x->sv;
+	entry      *e    = sv_find(sv, x->id);
+	const char *name = json_string_value(json_object_get(x->was, "name"));
+	mp_r        r;
+
+	if (e != NULL) {
+		sv_schedule(self, sv, e);
+	}
+	if (status == 0) {
+		x->load->updated++;
+	} else {
+		char *why;
+		mp_r_open(&r, data, len);
+		why = mp_dup_str(mp_get(&r, "error"));
+		mp_r_close(&r);
+		KN_ERROR("runtime", "reload: %s: %s", name,
+		         why != NULL ? why : codec_strerror(status));
+		free(why);
+		x->load->failed++;
+		/* not applied: the next reload tries again */
+		if (sv->file != NULL && name != NULL) {
+			json_object_set(sv->file, name, x->was);
+		}
+	}
+	load_step(self, x->load);
+	sv_actx_free(x);
+}
+
+/* Asks e to take the file's new config c (whole, resolved as a file's);
+ * counted in ld when asked. */
+static void
+reload_update(kn_actor *self, sv_self *sv, entry *e, const cfg_client *c,
+              json_t *was, load *ld)
+{
+	char *text = json_dumps(c->raw, JSON_COMPACT);
+	actx *x    = text != NULL ? sv_actx_new(sv, e->id, 0) : NULL;
+	mp_w  w;
+	int   rv = MK_ENOMEM;
+
+	if (x != NULL) {
+		x->load = ld;
+		x->was  = json_incref(was);
+		mp_w_init(&w);
+		mp_map(&w, 2);
+		mp_kv_str(&w, "patch", text);
+		mp_kv_bool(&w, "file", true);
+		ld->left++;
+		rv = kn_ask_async(self, e->actor, MSG_CL_UPDATE, w.sb.data,
+		                  w.sb.size, SV_ASK_MS, on_reload_updated, x);
+		mp_w_fini(&w);
+		if (rv != 0) {
+			ld->left--;
+			sv_actx_free(x);
+		}
+	}
+	if (rv != 0) {
+		KN_ERROR("runtime", "reload: %s: cannot reach the client: %s",
+		         c->name, codec_strerror(rv));
+		ld->failed++;
+		json_object_set(sv->file, c->name, was);
+	}
+	free(text);
+}
+
+/* Starts the file's client c (taken) for a reload, replacing the entry
+ * e of its name when it was the file's (was) or restored; counted in
+ * ld.  Returns false when it did not start. */
+static bool
+reload_add(kn_actor *self, sv_self *sv, entry *e, cfg_client *c, json_t *was,
+           load *ld)
+{
+	char  err[CFG_ERR_MAX], name[72];
+	char *tools = NULL;
+
+	snprintf(name, sizeof(name), "%s", c->name);
+	if (e != NULL && was == NULL && e->restored) {
+		/* as a load does: the stored id and known tools */
+		tools = view_tools(e);
+		if (json_object_get(c->raw, "client_id") == NULL) {
+			free(c->id);
+			c->id = strdup(e->id);
+		}
+		sv_drop(self, sv, e);
+	} else if (e != NULL && was != NULL) {
+		/* a field that cannot change did: another client */
+		sv_persist_del(self, sv, e->id);
+		sv_drop(self, sv, e);
+	}
+	ld->left++;
+	if (c->id == NULL) {
+		snprintf(err, sizeof(err), "out of memory");
+		cfg_client_free(&c);
+	}
+	if (c == NULL ||
+	    start_client(self, sv, c, true, false, tools, 0, ld, err,
+	                 sizeof(err)) != 0) {
+		ld->left--;
+		ld->failed++;
+		KN_ERROR("runtime", "reload: %s: %s", name, err);
+		free(tools);
+		return (false);
+	}
+	free(tools);
+	return (true);
+}
+
+/*
+ * A config file again, as a diff against the one last loaded: its global
+ * settings, then its vanished clients removed, changed ones updated (or
+ * replaced), new ones added.  Clients not of the file stay.  Replies
+ * when every connect and update answered; an invalid file changes
+ * nothing.
+ */
+void
+sv_on_reload(kn_actor *self, sv_self *sv, kn_msg *msg)
+{
+	char        err[CFG_ERR_MAX];
+	uint64_t    corr = kn_defer(msg);
+	cfg_file   *f;
+	json_t     *old, *now, *c;
+	const char *name;
+	load       *ld;
+	mp_r        r;
+	char       *text;
+	int         rv;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	text = mp_dup_str(mp_get(&r, "file"));
+	mp_r_close(&r);
+	if (text == NULL) {
+		sv_reply_err(self, corr, MK_EINVAL, "no config text");
+		return;
+	}
+	rv = cfg_file_parse(text, strlen(text), &f, err, sizeof(err));
+	free(text);
+	if (rv != 0) {
+		sv_reply_err(self, corr, rv, "%s", err);
+		return;
+	}
+	if ((ld = calloc(1, sizeof(*ld))) == NULL ||
+	    (now = file_clients(f)) == NULL) {
+		free(ld);
+		cfg_file_free(&f);
+		sv_reply_err(self, corr, MK_ENOMEM, "out of memory");
+		return;
+	}
+	ld->sv     = sv;
+	ld->corr   = corr;
+	ld->reload = true;
+	ld->left   = 1; /* released below */
+	old        = sv->file;
+	sv->file   = now;
+	settings_apply(self, sv, f->sync_ms, f->exec_ms);
+	json_object_foreach(old, name, c)
+	{
+		entry *e = sv_lookup(sv, BY_NAME, name);
+		if (json_object_get(now, name) == NULL && e != NULL) {
+			KN_INFO("runtime", "reload: removing MCP client %s",
+			        name);
+			sv_persist_del(self, sv, e->id);
+			sv_drop(self, sv, e);
+			ld->removed++;
+		}
+	}
+	for (size_t i = 0; i < f->nclients; i++) {
+		cfg_client *cc  = f->clients[i];
+		json_t     *was = json_object_get(old, cc->name);
+		entry      *e   = sv_lookup(sv, BY_NAME, cc->name);
+		char        nm[72];
+
+		f->clients[i] = NULL;
+		snprintf(nm, sizeof(nm), "%s", cc->name);
+		if (was != NULL && json_equal(was, cc->raw)) {
+			cfg_client_free(&cc);
+		} else if (was != NULL && e != NULL &&
+		           !fixed_changed(was, cc->raw)) {
+			reload_update(self, sv, e, cc, was, ld);
+			cfg_client_free(&cc);
+		} else if (!reload_add(self, sv, e, cc, was, ld)) {
+			/* not the file's: the next reload tries again */
+			json_object_del(now, nm);
+		}
+	}
+	f->nclients = 0;
+	cfg_file_free(&f);
+	json_decref(old);
+	load_step(self, ld);
+}

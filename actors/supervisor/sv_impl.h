@@ -1,0 +1,168 @@
+/*
+ * sv_impl.h - the supervisor actor's private state, shared by its files:
+ * actor.c (dispatch, replies, ask contexts, lifecycle ops, stats),
+ * registry.c (the client table, its indexes, the views clients push),
+ * schedule.c (health ticks with jitter), boot.c (add, load, restore,
+ * reload, global settings), list.c (the list view's filter, sort and
+ * page: pure).
+ *
+ * DESIGN: one thread; its table of clients is touched only there.  API
+ * threads ask it; client actors tell it their views and answer its
+ * asynchronous asks (connect, check, lifecycle), so it never waits on a
+ * client - except to join a client's thread on remove, which is bounded
+ * by that client's own shutdown.
+ *
+ * Threads: every function below runs on the supervisor's thread, but
+ * list.c's, which touch only their arguments (any thread).  None blocks
+ * but sv_drop, which joins the client's thread.
+ */
+#ifndef ACTORS_SV_IMPL_H
+#define ACTORS_SV_IMPL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "actors/kernel/kernel.h"
+#include "actors/supervisor/supervisor.h"
+#include "codec/strmap.h"
+
+#define SV_ASK_MS  60000 /* a client's answer to a check or lifecycle op */
+#define SV_SYNC_MS 10000 /* the store making a lifecycle op durable */
+
+enum { BY_ID, BY_NAME }; /* the entry indexes */
+
+typedef struct entry {
+	char           *id;        /* client_id */
+	char           *name;      /* name */
+	kn_actor       *actor;     /* the client actor (owner reference) */
+	char           *view;      /* its latest view, JSON text */
+	char            state[32]; /* its latest state (the runtime's) */
+	char            shown[32]; /* the state its view shows (filters) */
+	char            conn[8];   /* connection_type */
+	char            auth[24];  /* auth_type */
+	int64_t         sync_ms;   /* healthy interval */
+	uint64_t        tick;      /* timer id, 0 none */
+	int64_t         due_ns;    /* when the tick should fire */
+	bool            checking;  /* a check ask is out */
+	bool            connected; /* the first connect answered */
+	bool            sticky;    /* its connection mode */
+	bool            restored;  /* came back from the store */
+	struct sv_self *sv;        /* the supervisor, for timer callbacks */
+	strmap_ent      ent[2];    /* in sv->idx[BY_ID] (key id) and
+	                            * sv->idx[BY_NAME] (key name) */
+	size_t pos;                /* index in sv->all */
+} entry;
+
+typedef struct sv_self {
+	sv_args  a;        /* settings */
+	strmap   idx[2];   /* BY_ID, BY_NAME: id or name -> entry */
+	entry  **all;      /* every entry */
+	size_t   n;        /* entries in all */
+	size_t   cap;      /* allocated all */
+	uint64_t pings;    /* pings answered */
+	uint64_t ticks;    /* ticks fired */
+	uint64_t late[40]; /* tick lateness histogram, log2 us */
+	uint32_t rnd;      /* jitter state */
+	json_t  *file;     /* the clients of the config file last loaded or
+	                    * reloaded, by name (copies of their objects):
+	                    * a reload's diff base; NULL before any */
+} sv_self;
+
+/* An async ask's context: what to do with the answer. */
+typedef struct actx {
+	sv_self     *sv;     /* the supervisor */
+	char        *id;     /* the client it concerns */
+	uint64_t     corr;   /* the API ask to answer, or 0 */
+	bool         boot;   /* MSG_CL_CONNECT at boot */
+	bool         update; /* MSG_CL_UPDATE: the reply waits for the store */
+	struct load *load;   /* MSG_SV_LOAD or _RELOAD in progress, or NULL */
+	json_t      *was;    /* a reload's update: the base entry it replaces
+	                      * (back in the base if the update fails) */
+} actx;
+
+/* A config file being booted or reloaded. */
+typedef struct load {
+	struct sv_self *sv;      /* the supervisor */
+	uint64_t        corr;    /* the API ask */
+	size_t          left;    /* connects (and updates) not yet answered */
+	size_t          count;   /* clients added */
+	bool            reload;  /* MSG_SV_RELOAD: the reply is its summary */
+	int             updated; /* reload: clients updated in place */
+	int             removed; /* reload: clients removed */
+	int             failed;  /* reload: clients not applied */
+} load;
+
+/* registry.c */
+/* The entry of index w (BY_ID, BY_NAME) keyed s, or NULL. */
+entry *sv_lookup(sv_self *sv, int w, const char *s);
+/* The entry whose id, else whose name, is id_or_name, or NULL. */
+entry *sv_find(sv_self *sv, const char *id_or_name);
+/* Adds e to the table and both indexes.  Returns 0 or MK_ENOMEM (e not
+ * added). */
+int sv_insert(sv_self *sv, entry *e);
+/* Frees an entry not (or no longer) in the table; its actor is not
+ * touched. */
+void sv_entry_free(entry *e);
+/* Stops e's client and forgets it: its tick cancelled, out of the table,
+ * its actor destroyed (blocks: joins the client's thread), e freed. */
+void sv_drop(kn_actor *self, sv_self *sv, entry *e);
+/* Tells the store to forget the client id (removed by an operator); a
+ * tell, does not wait. */
+void sv_persist_del(kn_actor *self, sv_self *sv, const char *id);
+/* MSG_SV_VIEW: records a client's pushed view and state, and its
+ * schedule follows a change. */
+void sv_on_view(sv_self *sv, kn_actor *self, kn_msg *msg);
+
+/* actor.c */
+/* Answers the deferred ask corr with status and {"error": fmt...}. */
+void sv_reply_err(kn_actor *self, uint64_t corr, int status, const char *fmt,
+                  ...) __attribute__((format(printf, 4, 5)));
+/* Answers corr with data (copied) once the store synced the writes that
+ * came before (at once without a store); does not wait. */
+void sv_reply_stored(kn_actor *self, sv_self *sv, uint64_t corr,
+                     const void *data, size_t len);
+/* Answers corr with {key: val}: through sv_reply_stored when sv is not
+ * NULL, at once otherwise. */
+void sv_reply_kv(kn_actor *self, sv_self *sv, uint64_t corr, const char *key,
+                 const char *val);
+/* A new ask context for the client id (copied) answering corr (0: none),
+ * or NULL out of memory; sv_actx_free frees it. */
+actx *sv_actx_new(sv_self *sv, const char *id, uint64_t corr);
+void  sv_actx_free(actx *x);
+
+/* schedule.c */
+/* (Re)arms e's health tick for its state: healthy every sync_ms,
+ * unstable every unstable_ms, +-10% jitter; other states none. */
+void sv_schedule(kn_actor *self, sv_self *sv, entry *e);
+
+/* boot.c: the message handlers MSG_SV_ADD, _LOAD, _RELOAD, _SETTINGS
+ * (supervisor.h has their fields); each answers its ask itself, some
+ * once the clients' connects answered. */
+void sv_on_add(kn_actor *self, sv_self *sv, kn_msg *msg);
+void sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg);
+void sv_on_reload(kn_actor *self, sv_self *sv, kn_msg *msg);
+void sv_on_settings(kn_actor *self, sv_self *sv, kn_msg *msg);
+
+/* list.c: pure, no actor, no kernel. */
+/* A list view's request: MSG_SV_LIST's filter. */
+typedef struct sv_list_spec {
+	json_t *filter;    /* the filter object: "state", "connection_type",
+	                    * "auth_type", "search" (owned) */
+	json_int_t limit;  /* the page's size, 1..100 (default 25) */
+	json_int_t offset; /* matches skipped before the page, >= 0 */
+} sv_list_spec;
+/* sv_list_spec_parse reads a filter's JSON text (NULL or "" for none)
+ * into *spec; the caller json_decrefs spec->filter.  Returns 0, or
+ * MK_EINVAL with a reason in err (spec untouched). */
+int sv_list_spec_parse(const char *text, sv_list_spec *spec, char *err,
+                       size_t errlen);
+/* sv_list_page is spec's page of the n entries of all that match its
+ * filter, by name: {"clients": [their views], "count": the views in the
+ * page, "total_count": every match}.  all is not changed; an entry
+ * without a view counts but shows no view.  Returns a new object, or
+ * NULL out of memory. */
+json_t *sv_list_page(entry *const *all, size_t n, const sv_list_spec *spec);
+
+#endif /* ACTORS_SV_IMPL_H */
