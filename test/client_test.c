@@ -795,8 +795,8 @@ state_machine(void)
 				        from == CS_PENDING;
 				bool auth_to = to == CS_DISABLED ||
 				        to == CS_REAUTH || to == CS_PENDING;
-				cl.state = (cstate)from;
-				bool ok  = client_state_enter(&cl, (cstate)to,
+				cl.state = (cl_state)from;
+				bool ok  = client_state_enter(&cl, (cl_state)to,
 				                              (cl_cause)by);
 				CHECK_EQ(cl.state, ok ? to : from);
 				n += ok;

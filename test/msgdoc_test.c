@@ -12,6 +12,7 @@
 
 #include "actors/client/client.h"
 #include "actors/persister.h"
+#include "actors/supervisor/supervisor.h"
 #include "codec/msgdef.h"
 #include "testutil.h"
 
@@ -26,6 +27,8 @@ static const struct {
 } tables[] = {
         {"actors/client/client.h", client_msgs, &client_msgs_n},
         {"actors/persister.h", persister_msgs, &persister_msgs_n},
+        {"actors/supervisor/supervisor.h", supervisor_msgs,
+         &supervisor_msgs_n},
 };
 
 #define BEGIN " * <msgdoc>\n"

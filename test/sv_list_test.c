@@ -14,7 +14,7 @@ static size_t nall;
 
 /* Adds an entry whose view is {"name": name} (none when noview). */
 static void
-add(const char *id, const char *name, const char *shown, const char *conn,
+add(const char *id, const char *name, cl_state shown, const char *conn,
     const char *auth, bool noview)
 {
 	entry *e = calloc(1, sizeof(*e));
@@ -26,8 +26,8 @@ add(const char *id, const char *name, const char *shown, const char *conn,
 	snprintf(view, sizeof(view), "{\"name\":\"%s\"}", name);
 	e->view = noview ? NULL : strdup(view);
 	/* the list filters on what the view shows, not on the state */
-	snprintf(e->state, sizeof(e->state), "healthy");
-	snprintf(e->shown, sizeof(e->shown), "%s", shown);
+	e->state = CS_HEALTHY;
+	e->shown = shown;
 	snprintf(e->conn, sizeof(e->conn), "%s", conn);
 	snprintf(e->auth, sizeof(e->auth), "%s", auth);
 	all[nall++] = e;
@@ -116,11 +116,11 @@ refused(const char *f, const char *why)
 static void
 some(void)
 {
-	add("id-c", "charlie", "healthy", "http", "none", false);
-	add("id-a", "alpha", "unstable", "stdio", "headers", false);
-	add("X-Echo", "echo", "needs_reauth", "sse", "oauth", false);
-	add("id-b", "bravo", "healthy", "http", "oauth", false);
-	add("id-d", "delta", "disabled", "http", "per_user_oauth", false);
+	add("id-c", "charlie", CS_HEALTHY, "http", "none", false);
+	add("id-a", "alpha", CS_UNSTABLE, "stdio", "headers", false);
+	add("X-Echo", "echo", CS_REAUTH, "sse", "oauth", false);
+	add("id-b", "bravo", CS_HEALTHY, "http", "oauth", false);
+	add("id-d", "delta", CS_DISABLED, "http", "per_user_oauth", false);
 }
 
 static void
@@ -145,10 +145,10 @@ sorted_by_name(void)
 	CHECK(memcmp(before, all, sizeof(before)) == 0);
 	clear();
 	/* strcmp order: upper case before lower */
-	add("1", "b", "healthy", "http", "none", false);
-	add("2", "B", "healthy", "http", "none", false);
-	add("3", "a", "healthy", "http", "none", false);
-	add("4", "A2", "healthy", "http", "none", false);
+	add("1", "b", CS_HEALTHY, "http", "none", false);
+	add("2", "B", CS_HEALTHY, "http", "none", false);
+	add("3", "a", CS_HEALTHY, "http", "none", false);
+	add("4", "A2", CS_HEALTHY, "http", "none", false);
 	PAGE(NULL, "A2,B,a,b", 4, 4);
 	clear();
 }
@@ -192,7 +192,7 @@ paging(void)
 
 		snprintf(id, sizeof(id), "id%02d", k);
 		snprintf(name, sizeof(name), "n%02d", k);
-		add(id, name, k % 2 ? "unstable" : "healthy", "http", "none",
+		add(id, name, k % 2 ? CS_UNSTABLE : CS_HEALTHY, "http", "none",
 		    false);
 	}
 	/* default: 25 from the first */
@@ -230,9 +230,9 @@ static void
 without_view(void)
 {
 	/* counted, and in the page's window, but no view to show */
-	add("1", "a", "healthy", "http", "none", false);
-	add("2", "b", "healthy", "http", "none", true);
-	add("3", "c", "healthy", "http", "none", false);
+	add("1", "a", CS_HEALTHY, "http", "none", false);
+	add("2", "b", CS_HEALTHY, "http", "none", true);
+	add("3", "c", CS_HEALTHY, "http", "none", false);
 	PAGE(NULL, "a,c", 2, 3);
 	PAGE("{\"limit\":2}", "a", 1, 3);
 	PAGE("{\"limit\":1,\"offset\":1}", "", 0, 3);

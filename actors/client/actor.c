@@ -17,6 +17,7 @@
 #include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
 #include "actors/persister.h"
+#include "actors/supervisor/supervisor.h"
 #include "codec/envelope.h"
 #include "codec/mp.h"
 #include "codec/text.h"
@@ -25,18 +26,6 @@
  * supervisor in one message: the largest tool list leaves room. */
 static_assert(MCP_MAX_TOOLS_BYTES <= CODEC_PAYLOAD_MAX / 2,
               "a view with the largest tool list fits in one message");
-
-static const char *state_names[] = {
-        [CS_HEALTHY] = "healthy",     [CS_UNSTABLE] = "unstable",
-        [CS_REAUTH] = "needs_reauth", [CS_PENDING] = "pending_verification",
-        [CS_DISABLED] = "disabled",
-};
-
-const char *
-cstate_name(cstate s)
-{
-	return (state_names[s]);
-}
 
 /* ---- replies ------------------------------------------------------------ */
 
@@ -50,7 +39,7 @@ reply_ok(client *cl, uint64_t corr)
 void
 reply_state(client *cl, uint64_t corr)
 {
-	cl_state_msg m = {.state = (char *)cstate_name(cl->state)};
+	cl_state_msg m = {.state = cl->state};
 
 	kn_reply_msg(kn_actor_kernel(cl->self), corr, 0, &cl_state_msg_fields,
 	             &m);
@@ -93,7 +82,7 @@ pack_failure(client *cl, mp_w *w)
 /* The state shown: per-user clients project a dead admin (discovery)
  * credential as needs_reauth over healthy and unstable - shown on the
  * list and the stream, never the runtime's own state (calls go on). */
-static cstate
+static cl_state
 shown_state(const client *cl)
 {
 	return (cl->admin_dead &&
@@ -104,7 +93,7 @@ shown_state(const client *cl)
 }
 
 static void
-publish_state(client *cl, cstate old)
+publish_state(client *cl, cl_state old)
 {
 	char ts[32];
 	mp_w w;
@@ -113,9 +102,9 @@ publish_state(client *cl, cstate old)
 	mp_map(&w, 9);
 	mp_kv_str(&w, "client_id", cl->cfg->id);
 	mp_kv_str(&w, "name", cl->cfg->name);
-	mp_kv_str(&w, "state", cstate_name(shown_state(cl)));
+	mp_kv_str(&w, "state", cl_state_name(shown_state(cl)));
 	mp_key(&w, "old_state"); /* nil: a new client's first state */
-	mp_str(&w, cl->announced ? cstate_name(old) : NULL);
+	mp_str(&w, cl->announced ? cl_state_name(old) : NULL);
 	mp_key(&w, "last_failure");
 	pack_failure(cl, &w);
 	mp_kv_int(&w, "generation", (int64_t)cl->gen);
@@ -222,7 +211,7 @@ view_config(const client *cl)
 static json_t *
 view_json(client *cl)
 {
-	const char *state = cstate_name(shown_state(cl));
+	const char *state = cl_state_name(shown_state(cl));
 	json_t     *v     = json_pack(
 	                "{s:o*, s:o*, s:s, s:s, s:I}", "config", view_config(cl),
 	                "tools", cl->tools ? tools_sorted(cl->tools) : json_array(),
@@ -245,7 +234,6 @@ client_push_view(client *cl)
 {
 	json_t *v    = view_json(cl);
 	char   *text = v != NULL ? json_dumps(v, JSON_COMPACT) : NULL;
-	mp_w    w;
 
 	json_decref(v);
 	if (text == NULL) {
@@ -253,20 +241,17 @@ client_push_view(client *cl)
 		         cl->cfg->name);
 		return;
 	}
-	mp_w_init(&w);
-	mp_map(&w, 6);
-	mp_kv_str(&w, "id", cl->cfg->id);
-	mp_kv_str(&w, "name", cl->cfg->name);
-	mp_kv_str(&w, "state", cstate_name(cl->state));
-	mp_kv_str(&w, "shown", cstate_name(shown_state(cl)));
-	mp_kv_str(&w, "view", text);
-	mp_kv_int(&w, "sync_ms", cl->sync_ms);
-	if (kn_tell(cl->sv, cl->self, MSG_SV_VIEW, w.sb.data, w.sb.size) !=
-	    0) {
+	sv_view_msg m = {.id      = cl->cfg->id,
+	                 .name    = cl->cfg->name,
+	                 .state   = cl->state,
+	                 .shown   = shown_state(cl),
+	                 .view    = text,
+	                 .sync_ms = cl->sync_ms};
+	if (kn_tell_msg(cl->sv, cl->self, MSG_SV_VIEW,
+	                CODEC_OF(sv_view_msg, &m)) != 0) {
 		KN_DEBUG("client", "%s: supervisor did not take the view",
 		         cl->cfg->name);
 	}
-	mp_w_fini(&w);
 	free(text);
 }
 
@@ -278,7 +263,7 @@ client_push_view(client *cl)
 void
 client_transition(client *cl)
 {
-	cstate old = cl->shown, now = shown_state(cl);
+	cl_state old = cl->shown, now = shown_state(cl);
 
 	if (now == old && cl->announced) {
 		client_push_view(cl);
@@ -286,11 +271,11 @@ client_transition(client *cl)
 	}
 	if (cl->lf_set) {
 		KN_INFO("client", "%s: %s -> %s (stage %s: %s)", cl->cfg->name,
-		        cstate_name(old), cstate_name(now), cl->lf_stage,
+		        cl_state_name(old), cl_state_name(now), cl->lf_stage,
 		        cl->lf_message);
 	} else {
 		KN_INFO("client", "%s: %s -> %s", cl->cfg->name,
-		        cstate_name(old), cstate_name(now));
+		        cl_state_name(old), cl_state_name(now));
 	}
 	/* the supervisor has the view before anyone hears of the change */
 	client_push_view(cl);
@@ -337,11 +322,11 @@ static const unsigned allowed[CL_BY_COUNT][CS_COUNT] = {
 #undef TO
 
 bool
-client_state_enter(client *cl, cstate to, cl_cause by)
+client_state_enter(client *cl, cl_state to, cl_cause by)
 {
 	static const char *const causes[] = {"a result", "an admin",
 	                                     "the credential"};
-	cstate                   from     = cl->state;
+	cl_state                 from     = cl->state;
 
 	if ((allowed[by][from] & (1u << to)) == 0) {
 		if (by != CL_BY_RESULT) {
@@ -350,8 +335,8 @@ client_state_enter(client *cl, cstate to, cl_cause by)
 			KN_ERROR("client",
 			         "%s: %s -> %s by %s is not a transition of "
 			         "the state machine: refused",
-			         cl->cfg->name, cstate_name(from),
-			         cstate_name(to), causes[by]);
+			         cl->cfg->name, cl_state_name(from),
+			         cl_state_name(to), causes[by]);
 		}
 		return (false);
 	}
@@ -360,7 +345,7 @@ client_state_enter(client *cl, cstate to, cl_cause by)
 }
 
 void
-client_set_state(client *cl, cstate s)
+client_set_state(client *cl, cl_state s)
 {
 	if (!client_state_enter(cl, s, CL_BY_ADMIN)) {
 		return;
@@ -394,7 +379,7 @@ client_failure(client *cl, const char *stage, const char *message)
 }
 
 void
-client_fail(client *cl, cstate s, const char *stage, const char *message)
+client_fail(client *cl, cl_state s, const char *stage, const char *message)
 {
 	/* authoritative states are never overwritten by a result */
 	if ((allowed[CL_BY_RESULT][cl->state] & (1u << s)) == 0 ||
@@ -524,9 +509,8 @@ cl_init(kn_actor *self, void *arg, void **statep)
 	json_t *v = view_json(cl);
 	a->view   = v != NULL ? json_dumps(v, JSON_COMPACT) : NULL;
 	json_decref(v);
-	snprintf(a->state, sizeof(a->state), "%s",
-	         cstate_name(shown_state(cl)));
-	*statep = cl;
+	a->state = shown_state(cl);
+	*statep  = cl;
 	return (0);
 }
 

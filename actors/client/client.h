@@ -35,7 +35,7 @@
  *
  *   MSG_CL_CHECK ask: run one health check
  *     {}
- *     ok:     state str    the state after the check
+ *     ok:     state int    the cl_state after the check
  *
  *   MSG_CL_CALL ask: call a tool
  *     tool       str    the tool's name
@@ -107,6 +107,31 @@
 #define CLIENT_PREFIX     "mcp:" /* registry name: "mcp:" + client name */
 #define CLIENT_CONNECT_MS 30000  /* a whole connect or discovery */
 
+/* A client actor's state (the diagram above). */
+typedef enum cl_state {
+	CS_HEALTHY,  /* the last check passed */
+	CS_UNSTABLE, /* the last check failed; calls still attempted */
+	CS_REAUTH,   /* needs_reauth: calls refused, checks quiet */
+	CS_PENDING,  /* pending_verification */
+	CS_DISABLED, /* turned off by an admin */
+	CS_COUNT     /* not a state */
+} cl_state;
+
+/* cl_state_name is the state's name as the API shows it. */
+static inline const char *
+cl_state_name(cl_state s)
+{
+	static const char *const names[] = {
+	        [CS_HEALTHY]  = "healthy",
+	        [CS_UNSTABLE] = "unstable",
+	        [CS_REAUTH]   = "needs_reauth",
+	        [CS_PENDING]  = "pending_verification",
+	        [CS_DISABLED] = "disabled",
+	};
+
+	return ((unsigned)s < CS_COUNT ? names[s] : "?");
+}
+
 /* What a client actor starts with (kn_spawn's arg).  init takes cfg. */
 typedef struct client_args {
 	cfg_client *cfg;        /* owned by the actor from init on */
@@ -121,7 +146,7 @@ typedef struct client_args {
 	 * without a message to the supervisor while it spawns many): */
 	char *view;     /* its first view, JSON text (malloc'd: the
 	                 * spawner's), or NULL */
-	char state[24]; /* and the state in it */
+	cl_state state; /* and the state in it */
 } client_args;
 
 /* ---- messages (their fields; the table above is rendered from these) */
@@ -134,7 +159,7 @@ typedef struct client_args {
 	  "skips its synchronous discovery")
 CODEC_MSG_STRUCT(cl_connect_msg, CL_CONNECT_FIELDS)
 
-#define CL_STATE_FIELDS(F, S) F(S, STR, state, "the state after the check")
+#define CL_STATE_FIELDS(F, S) F(S, INT, state, "the cl_state after the check")
 CODEC_MSG_STRUCT(cl_state_msg, CL_STATE_FIELDS)
 
 #define CL_CALL_FIELDS(F, S)                                                  \

@@ -16,15 +16,6 @@
 #include "persist/hash.h"
 #include "transport/mcp.h"
 
-typedef enum cstate {
-	CS_HEALTHY,  /* the last check passed */
-	CS_UNSTABLE, /* the last check failed; calls still attempted */
-	CS_REAUTH,   /* needs_reauth: calls refused, checks quiet */
-	CS_PENDING,  /* pending_verification */
-	CS_DISABLED, /* turned off by an admin */
-	CS_COUNT     /* not a state */
-} cstate;
-
 /* What moves a client's state (client_state_enter's table). */
 typedef enum cl_cause {
 	CL_BY_RESULT, /* a check, a dial, a call's transport */
@@ -169,9 +160,9 @@ struct client {
 	                         * it has network work (wait.c) */
 	waker     wk;           /* how senders wake this actor */
 	uint64_t  loop_timer;   /* frees a loop that was still busy */
-	cstate    state;        /* see the diagram */
+	cl_state  state;        /* see the diagram */
 	bool      announced;    /* the first state went out on the stream */
-	cstate    shown;        /* the state last published */
+	cl_state  shown;        /* the state last published */
 	bool      lf_set;       /* last_failure present */
 	char      lf_stage[16]; /* its stage */
 	char     *lf_message;   /* normalised message */
@@ -216,14 +207,14 @@ struct client {
 };
 
 /* actor.c */
-const char *cstate_name(cstate s);
 /* client_state_enter is the one way cl->state changes: true when the
  * table in actor.c allows it (refused and, but for a result meeting an
  * authoritative state, logged as a bug otherwise).  It publishes
  * nothing: client_transition does. */
-bool client_state_enter(client *cl, cstate to, cl_cause by);
-void client_set_state(client *cl, cstate s); /* by an admin */
-void client_fail(client *cl, cstate s, const char *stage, const char *message);
+bool client_state_enter(client *cl, cl_state to, cl_cause by);
+void client_set_state(client *cl, cl_state s); /* by an admin */
+void client_fail(client *cl, cl_state s, const char *stage,
+                 const char *message);
 /* Records a failed attempt as last_failure (and counts it); false when
  * out of memory. */
 bool client_failure(client *cl, const char *stage, const char *message);

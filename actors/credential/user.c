@@ -701,7 +701,7 @@ fill_start(cr_self *cr, cclient *c, int table, const char *mode,
 	text = k != NULL ? json_dumps(k, JSON_COMPACT) : NULL;
 	json_decref(k);
 	ps_row_pack(&m, store_table_name((store_table)table), "key",
-	           text != NULL ? text : "{}");
+	            text != NULL ? text : "{}");
 	free(text);
 	if (kn_ask_async(cr->self, cr->ps, MSG_PS_ROW_GET, m.sb.data,
 	                 m.sb.size, 30000, on_fill, f) != 0) {

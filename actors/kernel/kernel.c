@@ -453,6 +453,14 @@ kn_reply_verror(kn_kernel *k, uint64_t corr, int status, const char *fmt,
 	return (kn_reply_msg(k, corr, status, &kn_error_msg_fields, &m));
 }
 
+char *
+kn_error_text(const void *data, size_t len)
+{
+	kn_error_msg m;
+
+	return (kn_error_msg_unpack(data, len, &m) == 0 ? m.error : NULL);
+}
+
 int
 kn_reply_why(kn_actor *self, uint64_t corr, int status, const char *fmt, ...)
 {

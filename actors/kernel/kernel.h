@@ -286,6 +286,10 @@ int kn_ask_cb_msg(kn_actor *to, uint32_t type, const codec_fields *f,
 #define KN_ERROR_FIELDS(F, S) F(S, STR, error, "what failed")
 CODEC_MSG_STRUCT(kn_error_msg, KN_ERROR_FIELDS)
 
+/* kn_error_text returns the text of an error reply's payload (malloc'd),
+ * or NULL when it has none.  Any thread. */
+char *kn_error_text(const void *data, size_t len);
+
 /* kn_timer_add arms a one-shot timer on self, delay_ms from now.  Actor
  * thread only.  Returns its id, or 0 when out of memory.  Timers still
  * armed at stop are discarded without firing. */

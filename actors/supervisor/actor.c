@@ -15,16 +15,6 @@
 #include "codec/errors.h"
 #include "codec/mp.h"
 
-void
-sv_reply_err(kn_actor *self, uint64_t corr, int status, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	kn_reply_verror(kn_actor_kernel(self), corr, status, fmt, ap);
-	va_end(ap);
-}
-
 /* A reply held until the store has synced what came before it. */
 typedef struct held {
 	uint64_t corr;   /* the API ask */
@@ -64,8 +54,9 @@ sv_reply_stored(kn_actor *self, sv_self *sv, uint64_t corr, const void *data,
 		h->corr = corr;
 		h->len  = len;
 		memcpy(h->data, data, len);
-		if (kn_ask_async(self, sv->a.persister, MSG_PS_SYNC, "\x80", 1,
-		                 SV_SYNC_MS, on_synced, h) == 0) {
+		if (kn_ask_async(self, sv->a.persister, MSG_PS_SYNC,
+		                 CODEC_EMPTY, CODEC_EMPTY_LEN, SV_SYNC_MS,
+		                 on_synced, h) == 0) {
 			return;
 		}
 		free(h);
@@ -73,22 +64,15 @@ sv_reply_stored(kn_actor *self, sv_self *sv, uint64_t corr, const void *data,
 	kn_reply_corr(kn_actor_kernel(self), corr, 0, data, len);
 }
 
-/* Answers {key: val}: through the store's sync when sv is not NULL. */
 void
-sv_reply_kv(kn_actor *self, sv_self *sv, uint64_t corr, const char *key,
-            const char *val)
+sv_reply_msg(kn_actor *self, sv_self *sv, uint64_t corr, const codec_fields *f,
+             const void *m)
 {
 	mp_w w;
 
 	mp_w_init(&w);
-	mp_map(&w, 1);
-	mp_kv_str(&w, key, val);
-	if (sv != NULL) {
-		sv_reply_stored(self, sv, corr, w.sb.data, w.sb.size);
-	} else {
-		kn_reply_corr(kn_actor_kernel(self), corr, 0, w.sb.data,
-		              w.sb.size);
-	}
+	codec_msg_pack(f, m, &w);
+	sv_reply_stored(self, sv, corr, w.sb.data, w.sb.size);
 	mp_w_fini(&w);
 }
 
@@ -148,52 +132,43 @@ on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
 	        [MSG_SV_UPDATE]    = MSG_CL_UPDATE,
 	        [MSG_SV_REFRESH]   = MSG_CL_CHECK,
 	};
-	uint64_t corr = kn_defer(msg);
-	mp_r     r;
-	char    *who, *patch;
-	entry   *e;
-	actx    *x;
-	mp_w     w;
-	int      rv;
+	uint64_t      corr = kn_defer(msg);
+	sv_update_msg m; /* every lifecycle ask's fields, and a patch */
+	cl_update_msg u = {0};
+	entry        *e;
+	actx         *x;
+	int           rv;
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	who   = mp_dup_str(mp_get(&r, "client"));
-	patch = mp_dup_str(mp_get(&r, "patch"));
-	mp_r_close(&r);
-	e = who != NULL ? sv_find(sv, who) : NULL;
+	(void)sv_update_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
+	e = m.client != NULL ? sv_find(sv, m.client) : NULL;
 	if (e == NULL) {
-		sv_reply_err(self, corr, MK_ENOENT, "no MCP client %.200s",
-		             who ? who : "(none given)");
-		free(who);
-		free(patch);
+		kn_reply_why(self, corr, MK_ENOENT, "no MCP client %.200s",
+		             m.client ? m.client : "(none given)");
+		sv_update_msg_clear(&m);
 		return;
 	}
-	free(who);
 	if (msg->env.type == MSG_SV_REMOVE) {
 		KN_INFO("supervisor", "removing MCP client %s", e->name);
 		sv_persist_del(self, sv, e->id);
 		sv_drop(self, sv, e);
-		sv_reply_stored(self, sv, corr, "\x80", 1);
-		free(patch);
+		sv_reply_stored(self, sv, corr, CODEC_EMPTY, CODEC_EMPTY_LEN);
+		sv_update_msg_clear(&m);
 		return;
 	}
 	if ((x = sv_actx_new(sv, e->id, corr)) == NULL) {
-		free(patch);
-		sv_reply_err(self, corr, MK_ENOMEM, "out of memory");
+		sv_update_msg_clear(&m);
+		kn_reply_why(self, corr, MK_ENOMEM, "out of memory");
 		return;
 	}
 	x->update = msg->env.type == MSG_SV_UPDATE;
-	mp_w_init(&w);
-	mp_map(&w, patch != NULL ? 1 : 0);
-	if (patch != NULL) {
-		mp_kv_str(&w, "patch", patch);
-	}
-	free(patch);
-	rv = kn_ask_async(self, e->actor, to[msg->env.type], w.sb.data,
-	                  w.sb.size, SV_ASK_MS, on_forwarded, x);
-	mp_w_fini(&w);
+	u.patch   = m.patch; /* an update's; the others' payload is {} */
+	rv        = kn_ask_async_msg(self, e->actor, to[msg->env.type],
+                              x->update ? &cl_update_msg_fields
+	                                       : &codec_no_fields,
+	                             &u, SV_ASK_MS, on_forwarded, x);
+	sv_update_msg_clear(&m);
 	if (rv != 0) {
-		sv_reply_err(self, corr, rv, "cannot reach MCP client %s",
+		kn_reply_why(self, corr, rv, "cannot reach MCP client %s",
 		             e->name);
 		sv_actx_free(x);
 	}
@@ -206,29 +181,28 @@ on_list(kn_actor *self, sv_self *sv, kn_msg *msg)
 {
 	char         err[96];
 	uint64_t     corr = kn_defer(msg);
-	mp_r         r;
-	char        *ftext, *out;
+	sv_list_msg  m;
+	sv_json_msg  out;
 	json_t      *res;
 	sv_list_spec spec;
 	int          rv;
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	ftext = mp_dup_str(mp_get(&r, "filter"));
-	mp_r_close(&r);
-	rv = sv_list_spec_parse(ftext, &spec, err, sizeof(err));
-	free(ftext);
+	(void)sv_list_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
+	rv = sv_list_spec_parse(m.filter, &spec, err, sizeof(err));
+	sv_list_msg_clear(&m);
 	if (rv != 0) {
-		sv_reply_err(self, corr, rv, "%s", err);
+		kn_reply_why(self, corr, rv, "%s", err);
 		return;
 	}
-	res = sv_list_page(sv->all, sv->n, &spec);
-	out = res != NULL ? json_dumps(res, JSON_COMPACT) : NULL;
-	if (out != NULL) {
-		sv_reply_kv(self, NULL, corr, "json", out);
+	res      = sv_list_page(sv->all, sv->n, &spec);
+	out.json = res != NULL ? json_dumps(res, JSON_COMPACT) : NULL;
+	if (out.json != NULL) {
+		kn_reply_msg(kn_actor_kernel(self), corr, 0,
+		             CODEC_OF(sv_json_msg, &out));
 	} else {
-		sv_reply_err(self, corr, MK_ENOMEM, "out of memory");
+		kn_reply_why(self, corr, MK_ENOMEM, "out of memory");
 	}
-	free(out);
+	sv_json_msg_clear(&out);
 	json_decref(res);
 	json_decref(spec.filter);
 }
@@ -266,22 +240,6 @@ sv_fini(kn_actor *self, void *state)
 	free(sv);
 }
 
-static const struct {
-	const char *name;
-	size_t      off;
-} stat_fields[] = {
-        {"actors", offsetof(mk_stats, actors)},
-        {"messages", offsetof(mk_stats, messages)},
-        {"asks", offsetof(mk_stats, asks)},
-        {"late_replies", offsetof(mk_stats, late_replies)},
-        {"expired", offsetof(mk_stats, expired)},
-        {"handler_errors", offsetof(mk_stats, handler_errors)},
-        {"ticks", offsetof(mk_stats, ticks)},
-        {"tick_late_p50_us", offsetof(mk_stats, tick_late_p50_us)},
-        {"tick_late_p99_us", offsetof(mk_stats, tick_late_p99_us)},
-};
-#define NSTATS (sizeof(stat_fields) / sizeof(stat_fields[0]))
-
 /* The upper bound of the bucket holding the q-th quantile, in us. */
 static uint64_t
 quantile(const sv_self *sv, double q)
@@ -300,25 +258,24 @@ quantile(const sv_self *sv, double q)
 static int
 on_stats(kn_actor *self, sv_self *sv, kn_msg *msg)
 {
-	mp_w     w;
-	mk_stats st;
-	int      rv;
+	mk_stats     st;
+	sv_stats_msg m;
 
 	kn_kernel_stats(kn_actor_kernel(self), &st);
-	st.ticks            = sv->ticks;
-	st.tick_late_p50_us = sv->ticks ? quantile(sv, 0.5) : 0;
-	st.tick_late_p99_us = sv->ticks ? quantile(sv, 0.99) : 0;
-	mp_w_init(&w);
-	mp_map(&w, NSTATS);
-	for (size_t i = 0; i < NSTATS; i++) {
-		mp_kv_int(&w, stat_fields[i].name,
-		          (int64_t) *
-		                  (uint64_t *)((char *)&st +
-		                               stat_fields[i].off));
-	}
-	rv = kn_reply(self, msg, 0, w.sb.data, w.sb.size);
-	mp_w_fini(&w);
-	return (rv);
+	m = (sv_stats_msg) {
+	        .actors           = (int64_t)st.actors,
+	        .messages         = (int64_t)st.messages,
+	        .asks             = (int64_t)st.asks,
+	        .late_replies     = (int64_t)st.late_replies,
+	        .expired          = (int64_t)st.expired,
+	        .handler_errors   = (int64_t)st.handler_errors,
+	        .ticks            = (int64_t)sv->ticks,
+	        .tick_late_p50_us = sv->ticks ? (int64_t)quantile(sv, 0.5) : 0,
+	        .tick_late_p99_us =
+	                sv->ticks ? (int64_t)quantile(sv, 0.99) : 0,
+	};
+	return (kn_reply_msg(kn_actor_kernel(self), kn_defer(msg), 0,
+	                     CODEC_OF(sv_stats_msg, &m)));
 }
 
 static int
@@ -374,17 +331,20 @@ const kn_actor_ops supervisor_ops = {
 int
 supervisor_stats_decode(const void *buf, size_t len, mk_stats *out)
 {
-	mp_r r;
-	int  rv;
+	sv_stats_msg m;
+	int          rv;
 
 	memset(out, 0, sizeof(*out));
-	if ((rv = mp_r_open(&r, buf, len)) == 0) {
-		for (size_t j = 0; j < NSTATS; j++) {
-			*(uint64_t *)((char *)out + stat_fields[j].off) =
-			        (uint64_t)mp_int(
-			                mp_get(&r, stat_fields[j].name), 0);
-		}
+	if ((rv = sv_stats_msg_unpack(buf, len, &m)) == 0) {
+		out->actors           = (uint64_t)m.actors;
+		out->messages         = (uint64_t)m.messages;
+		out->asks             = (uint64_t)m.asks;
+		out->late_replies     = (uint64_t)m.late_replies;
+		out->expired          = (uint64_t)m.expired;
+		out->handler_errors   = (uint64_t)m.handler_errors;
+		out->ticks            = (uint64_t)m.ticks;
+		out->tick_late_p50_us = (uint64_t)m.tick_late_p50_us;
+		out->tick_late_p99_us = (uint64_t)m.tick_late_p99_us;
 	}
-	mp_r_close(&r);
 	return (rv);
 }

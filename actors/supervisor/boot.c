@@ -30,27 +30,25 @@ view_tools(const entry *e)
 static void
 load_step(kn_actor *self, load *ld)
 {
-	mp_w w;
+	sv_diff_msg  d = {.added   = (int64_t)ld->count,
+	                  .updated = ld->updated,
+	                  .removed = ld->removed,
+	                  .failed  = ld->failed};
+	sv_count_msg c = {.count = (int64_t)ld->count};
 
 	if (--ld->left != 0) {
 		return;
 	}
-	mp_w_init(&w);
 	if (ld->reload) {
 		kn_log(ld->failed != 0 ? MK_LOG_WARN : MK_LOG_INFO, "runtime",
 		       "reloaded: %d added, %d updated, %d removed, %d failed",
 		       (int)ld->count, ld->updated, ld->removed, ld->failed);
-		mp_map(&w, 4);
-		mp_kv_int(&w, "added", (int64_t)ld->count);
-		mp_kv_int(&w, "updated", ld->updated);
-		mp_kv_int(&w, "removed", ld->removed);
-		mp_kv_int(&w, "failed", ld->failed);
+		sv_reply_msg(self, ld->sv, ld->corr,
+		             CODEC_OF(sv_diff_msg, &d));
 	} else {
-		mp_map(&w, 1);
-		mp_kv_int(&w, "count", (int64_t)ld->count);
+		sv_reply_msg(self, ld->sv, ld->corr,
+		             CODEC_OF(sv_count_msg, &c));
 	}
-	sv_reply_stored(self, ld->sv, ld->corr, w.sb.data, w.sb.size);
-	mp_w_fini(&w);
 	free(ld);
 }
 
@@ -58,20 +56,14 @@ static void
 on_connected(kn_actor *self, void *arg, int status, const void *data,
              size_t len)
 {
-	actx    *x  = arg;
-	sv_self *sv = x->sv;
-	entry   *e  = sv_find(sv, x->id);
-	mp_r     r;
-	char    *why = NULL;
+	actx    *x   = arg;
+	sv_self *sv  = x->sv;
+	entry   *e   = sv_find(sv, x->id);
+	char    *why = status != 0 ? kn_error_text(data, len) : NULL;
 
-	if (status != 0) {
-		mp_r_open(&r, data, len);
-		why = mp_dup_str(mp_get(&r, "error"));
-		mp_r_close(&r);
-	}
 	if (e == NULL) {
 		if (x->corr != 0) {
-			sv_reply_err(
+			kn_reply_why(
 			        self, x->corr, MK_ECLOSED,
 			        "the client was removed while connecting");
 		}
@@ -81,7 +73,7 @@ on_connected(kn_actor *self, void *arg, int status, const void *data,
 		KN_INFO("supervisor", "add of %s failed: %s", e->name,
 		        why ? why : "?");
 		if (x->corr != 0) {
-			sv_reply_err(self, x->corr, status, "%s",
+			kn_reply_why(self, x->corr, status, "%s",
 			             why ? why : codec_strerror(status));
 			x->corr = 0;
 		}
@@ -92,7 +84,9 @@ on_connected(kn_actor *self, void *arg, int status, const void *data,
 		sv_schedule(self, sv, e);
 
 		if (x->corr != 0) {
-			sv_reply_kv(self, sv, x->corr, "id", e->id);
+			sv_id_msg m = {.id = e->id};
+			sv_reply_msg(self, sv, x->corr,
+			             CODEC_OF(sv_id_msg, &m));
 		}
 	}
 	if (x->load != NULL) {
@@ -109,17 +103,17 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
              bool restored, const char *tools, uint64_t corr, load *ld,
              char *err, size_t errlen)
 {
-	mp_w        w;
-	client_args a = {
-	        .cfg        = cfg,
-	        .supervisor = self,
-	        .stream     = sv->a.stream,
-	        .node_id    = sv->a.node_id,
-	        .sync_ms    = sv->a.sync_ms,
-	        .exec_ms    = sv->a.exec_ms,
-	        .persister  = sv->a.persister,
-	        .credential = sv->a.credential,
-	};
+	cl_connect_msg m = {.boot = boot, .restored = restored};
+	client_args    a = {
+	           .cfg        = cfg,
+	           .supervisor = self,
+	           .stream     = sv->a.stream,
+	           .node_id    = sv->a.node_id,
+	           .sync_ms    = sv->a.sync_ms,
+	           .exec_ms    = sv->a.exec_ms,
+	           .persister  = sv->a.persister,
+	           .credential = sv->a.credential,
+        };
 	char   name[96];
 	entry *e;
 	actx  *x;
@@ -149,8 +143,7 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 	e->sync_ms  = cfg->sync_ms ? cfg->sync_ms : sv->a.sync_ms;
 	snprintf(e->conn, sizeof(e->conn), "%s", cfg_conn_name(cfg->conn));
 	snprintf(e->auth, sizeof(e->auth), "%s", cfg_auth_name(cfg->auth));
-	snprintf(e->state, sizeof(e->state), "unstable");
-	snprintf(e->shown, sizeof(e->shown), "unstable");
+	e->state = e->shown = CS_UNSTABLE;
 	snprintf(name, sizeof(name), CLIENT_PREFIX "%s", cfg->name);
 	if ((rv = kn_spawn(kn_actor_kernel(self), name, &client_ops, &a,
 	                   &e->actor)) != 0) {
@@ -161,11 +154,8 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 		         codec_strerror(rv));
 		return (rv);
 	}
-	e->view = a.view; /* its first, until it pushes one */
-	if (a.state[0] != '\0') {
-		snprintf(e->state, sizeof(e->state), "%s", a.state);
-		snprintf(e->shown, sizeof(e->shown), "%s", a.state);
-	}
+	e->view  = a.view; /* its first, until it pushes one */
+	e->state = e->shown = a.state;
 	/* calls find the actor by name or by id */
 	snprintf(name, sizeof(name), CLIENT_PREFIX "%s", e->id);
 	if (strcmp(e->id, e->name) != 0 &&
@@ -185,16 +175,10 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 	}
 	x->boot = boot;
 	x->load = ld;
-	mp_w_init(&w);
-	mp_map(&w, tools != NULL ? 3 : 2);
-	mp_kv_bool(&w, "boot", boot);
-	mp_kv_bool(&w, "restored", restored);
-	if (tools != NULL) {
-		mp_kv_str(&w, "tools", tools); /* known, e.g. from the store */
-	}
-	rv = kn_ask_async(self, e->actor, MSG_CL_CONNECT, w.sb.data, w.sb.size,
-	                  CLIENT_CONNECT_MS + 5000, on_connected, x);
-	mp_w_fini(&w);
+	m.tools = (char *)tools; /* known, e.g. from the store */
+	rv      = kn_ask_async_msg(self, e->actor, MSG_CL_CONNECT,
+	                           CODEC_OF(cl_connect_msg, &m),
+	                           CLIENT_CONNECT_MS + 5000, on_connected, x);
 	if (rv != 0) {
 		sv_actx_free(x);
 		sv_drop(self, sv, e);
@@ -211,20 +195,15 @@ sv_on_add(kn_actor *self, sv_self *sv, kn_msg *msg)
 	char        err[CFG_ERR_MAX];
 	cfg_client *cfg;
 	json_t     *o;
-	mp_r        r;
-	char       *text, *tools;
+	sv_add_msg  m;
 	uint64_t    corr = kn_defer(msg);
 	int         rv;
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	text  = mp_dup_str(mp_get(&r, "config"));
-	tools = mp_dup_str(mp_get(&r, "tools"));
-	mp_r_close(&r);
-	o = text != NULL ? json_loads(text, 0, NULL) : NULL;
-	free(text);
+	(void)sv_add_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
+	o = m.config != NULL ? json_loads(m.config, 0, NULL) : NULL;
 	if (o == NULL) {
-		free(tools);
-		sv_reply_err(self, corr, MK_EINVAL,
+		sv_add_msg_clear(&m);
+		kn_reply_why(self, corr, MK_EINVAL,
 		             "the client config is not JSON");
 		return;
 	}
@@ -232,11 +211,11 @@ sv_on_add(kn_actor *self, sv_self *sv, kn_msg *msg)
 	rv = cfg_client_parse(o, json_true(), &cfg, err, sizeof(err));
 	json_decref(o);
 	if (rv != 0 ||
-	    (rv = start_client(self, sv, cfg, false, false, tools, corr, NULL,
-	                       err, sizeof(err))) != 0) {
-		sv_reply_err(self, corr, rv, "%s", err);
+	    (rv = start_client(self, sv, cfg, false, false, m.tools, corr,
+	                       NULL, err, sizeof(err))) != 0) {
+		kn_reply_why(self, corr, rv, "%s", err);
 	}
-	free(tools);
+	sv_add_msg_clear(&m);
 }
 
 /* Restored clients from the persister's list: config as stored, the
@@ -251,7 +230,7 @@ restore(kn_actor *self, sv_self *sv, const char *text, uint64_t corr)
 
 	if (!json_is_array(list) || (ld = calloc(1, sizeof(*ld))) == NULL) {
 		json_decref(list);
-		sv_reply_err(self, corr, MK_EINVAL,
+		kn_reply_why(self, corr, MK_EINVAL,
 		             "the stored client list is not "
 		             "readable");
 		return;
@@ -294,44 +273,36 @@ restore(kn_actor *self, sv_self *sv, const char *text, uint64_t corr)
 static void
 settings_apply(kn_actor *self, sv_self *sv, int64_t sync_ms, int64_t exec_ms)
 {
-	mp_w w;
+	cl_settings_msg m = {.sync_ms = sync_ms, .exec_ms = exec_ms};
 
 	sv->a.sync_ms = sync_ms;
 	sv->a.exec_ms = exec_ms;
-	mp_w_init(&w);
-	mp_map(&w, 2);
-	mp_kv_int(&w, "sync_ms", sync_ms);
-	mp_kv_int(&w, "exec_ms", exec_ms);
 	for (size_t i = 0; i < sv->n; i++) {
-		if (kn_tell(sv->all[i]->actor, self, MSG_CL_SETTINGS,
-		            w.sb.data, w.sb.size) != 0) {
+		if (kn_tell_msg(sv->all[i]->actor, self, MSG_CL_SETTINGS,
+		                CODEC_OF(cl_settings_msg, &m)) != 0) {
 			KN_ERROR("supervisor",
 			         "MCP client %s did not take the global "
 			         "settings",
 			         sv->all[i]->name);
 		}
 	}
-	mp_w_fini(&w);
 }
 
 void
 sv_on_settings(kn_actor *self, sv_self *sv, kn_msg *msg)
 {
-	mp_r    r;
-	int64_t sync_ms, exec_ms;
+	sv_settings_msg m;
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	sync_ms = mp_int(mp_get(&r, "sync_ms"), 0);
-	exec_ms = mp_int(mp_get(&r, "exec_ms"), 0);
-	mp_r_close(&r);
-	if (sync_ms < 1000 || exec_ms < 1) {
-		sv_reply_err(self, kn_defer(msg), MK_EINVAL,
+	(void)sv_settings_msg_unpack(msg->env.payload, msg->env.payload_len,
+	                             &m);
+	if (m.sync_ms < 1000 || m.exec_ms < 1) {
+		kn_reply_why(self, kn_defer(msg), MK_EINVAL,
 		             "tool_sync_interval must be >= 1s and "
 		             "tool_execution_timeout positive");
 		return;
 	}
-	settings_apply(self, sv, sync_ms, exec_ms);
-	kn_reply(self, msg, 0, "\x80", 1);
+	settings_apply(self, sv, m.sync_ms, m.exec_ms);
+	kn_reply(self, msg, 0, CODEC_EMPTY, CODEC_EMPTY_LEN);
 }
 
 /* The clients of f by name: copies, so that no object is shared with a
@@ -351,32 +322,28 @@ file_clients(const cfg_file *f)
 void
 sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
 {
-	char      err[CFG_ERR_MAX];
-	cfg_file *f;
-	mp_r      r;
-	char     *text, *stored, **tools;
-	load     *ld;
-	uint64_t  corr = kn_defer(msg);
-	int       rv;
+	char        err[CFG_ERR_MAX];
+	cfg_file   *f;
+	sv_load_msg m;
+	char      **tools;
+	load       *ld;
+	uint64_t    corr = kn_defer(msg);
+	int         rv;
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	text   = mp_dup_str(mp_get(&r, "file"));
-	stored = mp_dup_str(mp_get(&r, "restore"));
-	mp_r_close(&r);
-	if (stored != NULL) {
-		restore(self, sv, stored, corr);
-		free(stored);
-		free(text);
+	(void)sv_load_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
+	if (m.restore != NULL) {
+		restore(self, sv, m.restore, corr);
+		sv_load_msg_clear(&m);
 		return;
 	}
-	if (text == NULL) {
-		sv_reply_err(self, corr, MK_EINVAL, "no config text");
+	if (m.file == NULL) {
+		kn_reply_why(self, corr, MK_EINVAL, "no config text");
 		return;
 	}
-	rv = cfg_file_parse(text, strlen(text), &f, err, sizeof(err));
-	free(text);
+	rv = cfg_file_parse(m.file, strlen(m.file), &f, err, sizeof(err));
+	sv_load_msg_clear(&m);
 	if (rv != 0) {
-		sv_reply_err(self, corr, rv, "%s", err);
+		kn_reply_why(self, corr, rv, "%s", err);
 		return;
 	}
 	/* all checks before anything changes */
@@ -384,7 +351,7 @@ sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
 		entry *e = sv_find(sv, f->clients[i]->name);
 		if ((e != NULL && !e->restored) ||
 		    (e == NULL && sv_find(sv, f->clients[i]->id) != NULL)) {
-			sv_reply_err(self, corr, MK_EEXIST,
+			kn_reply_why(self, corr, MK_EEXIST,
 			             "client \"%s\": an MCP client with that "
 			             "name or id "
 			             "already exists",
@@ -397,7 +364,7 @@ sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
 	    (tools = calloc(f->nclients + 1, sizeof(*tools))) == NULL) {
 		free(ld);
 		cfg_file_free(&f);
-		sv_reply_err(self, corr, MK_ENOMEM, "out of memory");
+		kn_reply_why(self, corr, MK_ENOMEM, "out of memory");
 		return;
 	}
 	json_decref(sv->file);
@@ -471,7 +438,6 @@ on_reload_updated(kn_actor *self, void *arg, int status, const void *data,
 	sv_self    *sv   = x->sv;
 	entry      *e    = sv_find(sv, x->id);
 	const char *name = json_string_value(json_object_get(x->was, "name"));
-	mp_r        r;
 
 	if (e != NULL) {
 		sv_schedule(self, sv, e);
@@ -479,10 +445,7 @@ on_reload_updated(kn_actor *self, void *arg, int status, const void *data,
 	if (status == 0) {
 		x->load->updated++;
 	} else {
-		char *why;
-		mp_r_open(&r, data, len);
-		why = mp_dup_str(mp_get(&r, "error"));
-		mp_r_close(&r);
+		char *why = kn_error_text(data, len);
 		KN_ERROR("runtime", "reload: %s: %s", name,
 		         why != NULL ? why : codec_strerror(status));
 		free(why);
@@ -504,20 +467,16 @@ reload_update(kn_actor *self, sv_self *sv, entry *e, const cfg_client *c,
 {
 	char *text = json_dumps(c->raw, JSON_COMPACT);
 	actx *x    = text != NULL ? sv_actx_new(sv, e->id, 0) : NULL;
-	mp_w  w;
-	int   rv = MK_ENOMEM;
+	int   rv   = MK_ENOMEM;
 
 	if (x != NULL) {
-		x->load = ld;
-		x->was  = json_incref(was);
-		mp_w_init(&w);
-		mp_map(&w, 2);
-		mp_kv_str(&w, "patch", text);
-		mp_kv_bool(&w, "file", true);
+		x->load         = ld;
+		x->was          = json_incref(was);
+		cl_update_msg m = {.patch = text, .file = true};
 		ld->left++;
-		rv = kn_ask_async(self, e->actor, MSG_CL_UPDATE, w.sb.data,
-		                  w.sb.size, SV_ASK_MS, on_reload_updated, x);
-		mp_w_fini(&w);
+		rv = kn_ask_async_msg(self, e->actor, MSG_CL_UPDATE,
+		                      CODEC_OF(cl_update_msg, &m), SV_ASK_MS,
+		                      on_reload_updated, x);
 		if (rv != 0) {
 			ld->left--;
 			sv_actx_free(x);
@@ -590,28 +549,25 @@ sv_on_reload(kn_actor *self, sv_self *sv, kn_msg *msg)
 	json_t     *old, *now, *c;
 	const char *name;
 	load       *ld;
-	mp_r        r;
-	char       *text;
+	sv_file_msg m;
 	int         rv;
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	text = mp_dup_str(mp_get(&r, "file"));
-	mp_r_close(&r);
-	if (text == NULL) {
-		sv_reply_err(self, corr, MK_EINVAL, "no config text");
+	(void)sv_file_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
+	if (m.file == NULL) {
+		kn_reply_why(self, corr, MK_EINVAL, "no config text");
 		return;
 	}
-	rv = cfg_file_parse(text, strlen(text), &f, err, sizeof(err));
-	free(text);
+	rv = cfg_file_parse(m.file, strlen(m.file), &f, err, sizeof(err));
+	sv_file_msg_clear(&m);
 	if (rv != 0) {
-		sv_reply_err(self, corr, rv, "%s", err);
+		kn_reply_why(self, corr, rv, "%s", err);
 		return;
 	}
 	if ((ld = calloc(1, sizeof(*ld))) == NULL ||
 	    (now = file_clients(f)) == NULL) {
 		free(ld);
 		cfg_file_free(&f);
-		sv_reply_err(self, corr, MK_ENOMEM, "out of memory");
+		kn_reply_why(self, corr, MK_ENOMEM, "out of memory");
 		return;
 	}
 	ld->sv     = sv;

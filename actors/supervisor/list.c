@@ -30,7 +30,7 @@ matches(const entry *e, json_t *f)
 	const char *q  = json_string_value(json_object_get(f, "search"));
 
 	/* (what the list shows: per-user needs_reauth is a projection) */
-	return ((st == NULL || strcmp(st, e->shown) == 0) &&
+	return ((st == NULL || strcmp(st, cl_state_name(e->shown)) == 0) &&
 	        (ct == NULL || strcmp(ct, e->conn) == 0) &&
 	        (at == NULL || strcmp(at, e->auth) == 0) &&
 	        (q == NULL || strcasestr(e->name, q) != NULL ||

@@ -95,58 +95,44 @@ sv_drop(kn_actor *self, sv_self *sv, entry *e)
 void
 sv_persist_del(kn_actor *self, sv_self *sv, const char *id)
 {
-	mp_w w;
+	ps_id_msg m = {.id = (char *)id};
 
 	if (sv->a.persister == NULL) {
 		return;
 	}
-	mp_w_init(&w);
-	mp_map(&w, 1);
-	mp_kv_str(&w, "id", id);
-	if (kn_tell(sv->a.persister, self, MSG_PS_CLIENT_DEL, w.sb.data,
-	            w.sb.size) != 0) {
+	if (kn_tell_msg(sv->a.persister, self, MSG_PS_CLIENT_DEL,
+	                CODEC_OF(ps_id_msg, &m)) != 0) {
 		KN_ERROR("supervisor",
 		         "MCP client %s was not removed from the "
 		         "store",
 		         id);
 	}
-	mp_w_fini(&w);
 }
 
 void
 sv_on_view(sv_self *sv, kn_actor *self, kn_msg *msg)
 {
-	mp_r    r;
-	char   *id, *state, *shown, *view;
-	int64_t sync_ms;
-	entry  *e;
+	sv_view_msg m;
+	entry      *e;
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	id      = mp_dup_str(mp_get(&r, "id"));
-	state   = mp_dup_str(mp_get(&r, "state"));
-	shown   = mp_dup_str(mp_get(&r, "shown"));
-	view    = mp_dup_str(mp_get(&r, "view"));
-	sync_ms = mp_int(mp_get(&r, "sync_ms"), 0);
-	mp_r_close(&r);
-	if (id != NULL && state != NULL && view != NULL &&
-	    (e = sv_find(sv, id)) != NULL) {
-		bool changed = strcmp(e->state, state) != 0 ||
-		        (sync_ms > 0 && sync_ms != e->sync_ms);
-		if (sync_ms > 0) {
-			e->sync_ms = sync_ms;
+	(void)sv_view_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
+	assert(m.state >= 0 && m.state < CS_COUNT && m.shown >= 0 &&
+	       m.shown < CS_COUNT);
+	if (m.id != NULL && m.view != NULL &&
+	    (e = sv_find(sv, m.id)) != NULL) {
+		bool changed = e->state != (cl_state)m.state ||
+		        (m.sync_ms > 0 && m.sync_ms != e->sync_ms);
+		if (m.sync_ms > 0) {
+			e->sync_ms = m.sync_ms;
 		}
 		free(e->view);
-		e->view = view;
-		view    = NULL;
-		snprintf(e->state, sizeof(e->state), "%s", state);
-		snprintf(e->shown, sizeof(e->shown), "%s",
-		         shown != NULL ? shown : state);
+		e->view  = m.view;
+		m.view   = NULL;
+		e->state = (cl_state)m.state;
+		e->shown = (cl_state)m.shown;
 		if (changed && e->connected && !e->checking) {
 			sv_schedule(self, sv, e);
 		}
 	}
-	free(id);
-	free(state);
-	free(shown);
-	free(view);
+	sv_view_msg_clear(&m);
 }

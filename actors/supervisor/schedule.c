@@ -23,12 +23,19 @@ sv_schedule(kn_actor *self, sv_self *sv, entry *e)
 		kn_timer_cancel(self, e->tick);
 		e->tick = 0;
 	}
-	if (strcmp(e->state, "healthy") == 0) {
+	switch (e->state) {
+	case CS_HEALTHY:
 		ms = e->sync_ms;
-	} else if (strcmp(e->state, "unstable") == 0) {
+		break;
+	case CS_UNSTABLE:
 		ms = sv->a.unstable_ms;
-	} else {
-		return; /* needs_reauth, disabled, pending: quiet */
+		break;
+	case CS_REAUTH:
+	case CS_PENDING:
+	case CS_DISABLED:
+	case CS_COUNT:
+	default:
+		return; /* quiet */
 	}
 	/* +-10% jitter */
 	sv->rnd   = sv->rnd * 1103515245u + 12345u;
@@ -40,22 +47,17 @@ sv_schedule(kn_actor *self, sv_self *sv, entry *e)
 static void
 on_checked(kn_actor *self, void *arg, int status, const void *data, size_t len)
 {
-	actx    *x  = arg;
-	sv_self *sv = x->sv;
-	entry   *e  = sv_find(sv, x->id);
-	mp_r     r;
+	actx        *x  = arg;
+	sv_self     *sv = x->sv;
+	entry       *e  = sv_find(sv, x->id);
+	cl_state_msg m;
 
 	if (e != NULL) {
 		e->checking = false;
-		if (mp_r_open(&r, data, len) == 0 && status == 0) {
-			const msgpack_object *st = mp_get(&r, "state");
-			if (st != NULL && st->type == MSGPACK_OBJECT_STR) {
-				snprintf(e->state, sizeof(e->state), "%.*s",
-				         (int)st->via.str.size,
-				         st->via.str.ptr);
-			}
+		if (status == 0 && cl_state_msg_unpack(data, len, &m) == 0) {
+			assert(m.state >= 0 && m.state < CS_COUNT);
+			e->state = (cl_state)m.state;
 		}
-		mp_r_close(&r);
 		sv_schedule(self, sv, e);
 	}
 	sv_actx_free(x);
@@ -80,8 +82,8 @@ on_tick(kn_actor *self, void *arg)
 		return;
 	}
 	e->checking = true;
-	if (kn_ask_async(self, e->actor, MSG_CL_CHECK, "\x80", 1, SV_ASK_MS,
-	                 on_checked, x) != 0) {
+	if (kn_ask_async(self, e->actor, MSG_CL_CHECK, CODEC_EMPTY,
+	                 CODEC_EMPTY_LEN, SV_ASK_MS, on_checked, x) != 0) {
 		e->checking = false;
 		sv_actx_free(x);
 	}

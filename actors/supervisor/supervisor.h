@@ -8,58 +8,108 @@
  * pending_verification -> none.  Each interval is spread +-10% so many
  * clients never tick together.  One check per client at a time.
  *
- * Messages (payloads are msgpack maps; errors: non-zero status and
- * {"error": text}):
- *   MSG_PING         ask  any bytes              -> the same bytes
- *   MSG_STATS        ask  {}                     -> {"actors", "messages",
- *                         "asks", "late_replies", "expired",
- *                         "handler_errors"} -> uint
- *   MSG_SV_ADD       ask  {"config": json text, "tools": json text
- *                         (optional: known tools, e.g. restored)}
- *                         -> {"id": str}
- *                         (the API's: literal, no env. looked up; a
- *                         sticky client that cannot connect is not
- *                         kept; a per-call one is kept unstable)
- *   MSG_SV_LOAD      ask  {"file": config.json text} or {"restore":
- *                         the persister's client list} -> {"count": int}
- *                         (all clients validated first, then booted:
- *                         failures kept as unstable; a file's client whose
- *                         name was restored replaces it, keeping its id
- *                         and known tools; the file's global settings
- *                         apply first, as MSG_SV_SETTINGS; the file's
- *                         clients become the base of a reload.  A
- *                         restored client is as stored: literal when
- *                         it was)
- *   MSG_SV_RELOAD    ask  {"file": config.json text} -> {"added",
- *                         "updated", "removed", "failed": int} (the
- *                         settings applied, then the clients as a diff
- *                         against the base: vanished ones removed,
- *                         changed ones updated - MSG_CL_UPDATE "file" -
- *                         or, when name, client_id, connection_type,
- *                         connection_string or auth_type changed,
- *                         replaced; new ones added as a load adds them
- *                         (kept unstable when they cannot connect; a
- *                         restored one of the name replaced); a client
- *                         of the name that is not the file's is left
- *                         alone and counts as failed.  The base becomes
- *                         the file, less what failed.  Replies once
- *                         every connect and update answered; logs
- *                         "reloaded: ..." and each failure.  Invalid:
- *                         nothing changes)
- *   MSG_SV_REMOVE    ask  {"client": id or name} -> {}
- *   MSG_SV_DISABLE   ask  {"client": ...}        -> {}
- *   MSG_SV_ENABLE    ask  {"client": ...}        -> {}
- *   MSG_SV_RECONNECT ask  {"client": ...}        -> {} | the client's error
- *   MSG_SV_UPDATE    ask  {"client": ..., "patch": json text} -> {} | error
- *   MSG_SV_REFRESH   ask  {"client": ...}        -> {"state"} (a check now:
- *                         the tool list read again)
- *   MSG_SV_LIST      ask  {"filter": json text}  -> {"json": text}
- *   MSG_SV_VIEW      tell {"id", "name", "state", "view": json text,
- *                          "sync_ms": int}
- *   MSG_SV_SETTINGS  ask  {"sync_ms", "exec_ms"} -> {} (the global
- *                         tool_sync_interval and tool_execution_timeout:
- *                         for clients added from then on, and told to
- *                         every running one as MSG_CL_SETTINGS)
+ * Messages: the definitions below, rendered by the msgdoc test (it fails
+ * when this table differs; `msgdoc_test --write` rewrites it).  An error
+ * reply has a non-zero status and {"error": text}.  MSG_PING (the
+ * kernel's) is answered with its own payload.
+ *
+ * <msgdoc>
+ *   MSG_STATS ask: the runtime's counters
+ *     {}
+ *     ok:     actors           int    actors running
+ *             messages         int    messages delivered
+ *             asks             int    asks sent
+ *             late_replies     int    replies after their ask gave up
+ *             expired          int    asks answered MK_ETIMEDOUT unhandled
+ *             handler_errors   int    handlers that returned an error
+ *             ticks            int    health ticks run
+ *             tick_late_p50_us int    a tick's lateness, median
+ *             tick_late_p99_us int    and 99th percentile
+ *
+ *   MSG_SV_ADD ask: add a client from its config (below)
+ *     config str    the client's config, JSON text
+ *     tools  str    known tools, JSON text, or absent
+ *     ok:     id str    the new client's id
+ *
+ *   MSG_SV_LOAD ask: boot every client of a config file or of the store
+ *                    (below)
+ *     file    str    config.json's text, or absent
+ *     restore str    the persister's client list, or absent
+ *     ok:     count int    clients started
+ *
+ *   MSG_SV_RELOAD ask: a config file again, as a diff (below)
+ *     file str    config.json's text
+ *     ok:     added   int    clients added
+ *             updated int    clients updated in place
+ *             removed int    clients removed
+ *             failed  int    changes that failed
+ *
+ *   MSG_SV_REMOVE ask: stop and forget a client
+ *     client str    a client's id or name
+ *     ok:     {}
+ *
+ *   MSG_SV_DISABLE ask: disable a client
+ *     client str    a client's id or name
+ *     ok:     {}
+ *
+ *   MSG_SV_ENABLE ask: enable a client
+ *     client str    a client's id or name
+ *     ok:     {}
+ *
+ *   MSG_SV_RECONNECT ask: reconnect a sticky client (an error: the client's)
+ *     client str    a client's id or name
+ *     ok:     {}
+ *
+ *   MSG_SV_UPDATE ask: change a client's config
+ *     client str    a client's id or name
+ *     patch  str    a JSON object's text (see MSG_CL_UPDATE)
+ *     ok:     {}
+ *
+ *   MSG_SV_REFRESH ask: a client's check now: the tool list read again
+ *     client str    a client's id or name
+ *     ok:     state int    the cl_state after the check
+ *
+ *   MSG_SV_LIST ask: the client list view
+ *     filter str    JSON text: filter, sort and page, or absent
+ *     ok:     json str    the page, JSON text
+ *
+ *   MSG_SV_VIEW tell: from a client actor: its view changed
+ *     id      str    the client's id
+ *     name    str    its name
+ *     state   int    its cl_state
+ *     shown   int    the cl_state its view shows
+ *     view    str    its list entry, JSON text
+ *     sync_ms int    its tool_sync_interval
+ *
+ *   MSG_SV_SETTINGS ask: the global settings of config.json (below)
+ *     sync_ms int    the global tool_sync_interval
+ *     exec_ms int    the global tool_execution_timeout
+ *     ok:     {}
+ * </msgdoc>
+ *
+ * MSG_SV_ADD is the API's: the config is literal (no env. looked up); a
+ * sticky client that cannot connect is not kept, a per-call one is kept
+ * unstable.
+ *
+ * MSG_SV_LOAD validates every client first, then boots them: failures are
+ * kept as unstable; a file's client whose name was restored replaces it,
+ * keeping its id and known tools; the file's global settings apply first,
+ * as MSG_SV_SETTINGS; the file's clients become the base of a reload.  A
+ * restored client is as stored: literal when it was.
+ *
+ * MSG_SV_RELOAD applies the settings, then the clients as a diff against
+ * the base: vanished ones removed, changed ones updated (MSG_CL_UPDATE
+ * with file) or, when name, client_id, connection_type, connection_string
+ * or auth_type changed, replaced; new ones added as a load adds them (kept
+ * unstable when they cannot connect; a restored one of the name
+ * replaced); a client of the name that is not the file's is left alone
+ * and counts as failed.  The base becomes the file, less what failed.  It
+ * replies once every connect and update answered and logs "reloaded: ..."
+ * and each failure.  An invalid file changes nothing.
+ *
+ * MSG_SV_SETTINGS sets the global tool_sync_interval and
+ * tool_execution_timeout: for clients added from then on, and told to
+ * every running one as MSG_CL_SETTINGS.
  * Anything else is a bug and asserts.
  */
 #ifndef ACTORS_SUPERVISOR_H
@@ -80,6 +130,79 @@ typedef struct sv_args {
 	kn_actor   *persister;   /* the store, or NULL (memory only) */
 	kn_actor   *credential;  /* the credential actor, or NULL */
 } sv_args;
+
+/* ---- messages (their fields; the table above is rendered from these) */
+
+#define SV_STATS_FIELDS(F, S)                                                 \
+	F(S, INT, actors, "actors running")                                   \
+	F(S, INT, messages, "messages delivered")                             \
+	F(S, INT, asks, "asks sent")                                          \
+	F(S, INT, late_replies, "replies after their ask gave up")            \
+	F(S, INT, expired, "asks answered MK_ETIMEDOUT unhandled")            \
+	F(S, INT, handler_errors, "handlers that returned an error")          \
+	F(S, INT, ticks, "health ticks run")                                  \
+	F(S, INT, tick_late_p50_us, "a tick's lateness, median")              \
+	F(S, INT, tick_late_p99_us, "and 99th percentile")
+CODEC_MSG_STRUCT(sv_stats_msg, SV_STATS_FIELDS)
+
+#define SV_ADD_FIELDS(F, S)                                                   \
+	F(S, STR, config, "the client's config, JSON text")                   \
+	F(S, STR, tools, "known tools, JSON text, or absent")
+CODEC_MSG_STRUCT(sv_add_msg, SV_ADD_FIELDS)
+
+#define SV_ID_FIELDS(F, S) F(S, STR, id, "the new client's id")
+CODEC_MSG_STRUCT(sv_id_msg, SV_ID_FIELDS)
+
+#define SV_LOAD_FIELDS(F, S)                                                  \
+	F(S, STR, file, "config.json's text, or absent")                      \
+	F(S, STR, restore, "the persister's client list, or absent")
+CODEC_MSG_STRUCT(sv_load_msg, SV_LOAD_FIELDS)
+
+#define SV_COUNT_FIELDS(F, S) F(S, INT, count, "clients started")
+CODEC_MSG_STRUCT(sv_count_msg, SV_COUNT_FIELDS)
+
+#define SV_FILE_FIELDS(F, S) F(S, STR, file, "config.json's text")
+CODEC_MSG_STRUCT(sv_file_msg, SV_FILE_FIELDS)
+
+#define SV_DIFF_FIELDS(F, S)                                                  \
+	F(S, INT, added, "clients added")                                     \
+	F(S, INT, updated, "clients updated in place")                        \
+	F(S, INT, removed, "clients removed")                                 \
+	F(S, INT, failed, "changes that failed")
+CODEC_MSG_STRUCT(sv_diff_msg, SV_DIFF_FIELDS)
+
+#define SV_CLIENT_FIELDS(F, S) F(S, STR, client, "a client's id or name")
+CODEC_MSG_STRUCT(sv_client_msg, SV_CLIENT_FIELDS)
+
+#define SV_UPDATE_FIELDS(F, S)                                                \
+	F(S, STR, client, "a client's id or name")                            \
+	F(S, STR, patch, "a JSON object's text (see MSG_CL_UPDATE)")
+CODEC_MSG_STRUCT(sv_update_msg, SV_UPDATE_FIELDS)
+
+#define SV_LIST_FIELDS(F, S)                                                  \
+	F(S, STR, filter, "JSON text: filter, sort and page, or absent")
+CODEC_MSG_STRUCT(sv_list_msg, SV_LIST_FIELDS)
+
+#define SV_JSON_FIELDS(F, S) F(S, STR, json, "the page, JSON text")
+CODEC_MSG_STRUCT(sv_json_msg, SV_JSON_FIELDS)
+
+#define SV_VIEW_FIELDS(F, S)                                                  \
+	F(S, STR, id, "the client's id")                                      \
+	F(S, STR, name, "its name")                                           \
+	F(S, INT, state, "its cl_state")                                      \
+	F(S, INT, shown, "the cl_state its view shows")                       \
+	F(S, STR, view, "its list entry, JSON text")                          \
+	F(S, INT, sync_ms, "its tool_sync_interval")
+CODEC_MSG_STRUCT(sv_view_msg, SV_VIEW_FIELDS)
+
+#define SV_SETTINGS_FIELDS(F, S)                                              \
+	F(S, INT, sync_ms, "the global tool_sync_interval")                   \
+	F(S, INT, exec_ms, "the global tool_execution_timeout")
+CODEC_MSG_STRUCT(sv_settings_msg, SV_SETTINGS_FIELDS)
+
+/* The supervisor's messages, as the table above shows them. */
+extern const codec_msgdef supervisor_msgs[];
+extern const size_t       supervisor_msgs_n;
 
 extern const kn_actor_ops supervisor_ops;
 

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "actors/client/client.h"
 #include "actors/kernel/kernel.h"
 #include "actors/supervisor/supervisor.h"
 #include "codec/strmap.h"
@@ -38,8 +39,8 @@ typedef struct entry {
 	char           *name;      /* name */
 	kn_actor       *actor;     /* the client actor (owner reference) */
 	char           *view;      /* its latest view, JSON text */
-	char            state[32]; /* its latest state (the runtime's) */
-	char            shown[32]; /* the state its view shows (filters) */
+	cl_state        state;     /* its latest state (the runtime's) */
+	cl_state        shown;     /* the state its view shows (filters) */
 	char            conn[8];   /* connection_type */
 	char            auth[24];  /* auth_type */
 	int64_t         sync_ms;   /* healthy interval */
@@ -116,17 +117,14 @@ void sv_persist_del(kn_actor *self, sv_self *sv, const char *id);
 void sv_on_view(sv_self *sv, kn_actor *self, kn_msg *msg);
 
 /* actor.c */
-/* Answers the deferred ask corr with status and {"error": fmt...}. */
-void sv_reply_err(kn_actor *self, uint64_t corr, int status, const char *fmt,
-                  ...) __attribute__((format(printf, 4, 5)));
 /* Answers corr with data (copied) once the store synced the writes that
  * came before (at once without a store); does not wait. */
 void sv_reply_stored(kn_actor *self, sv_self *sv, uint64_t corr,
                      const void *data, size_t len);
-/* Answers corr with {key: val}: through sv_reply_stored when sv is not
- * NULL, at once otherwise. */
-void sv_reply_kv(kn_actor *self, sv_self *sv, uint64_t corr, const char *key,
-                 const char *val);
+/* Answers corr with the message m (a struct of the fields f: pass
+ * CODEC_OF) through sv_reply_stored. */
+void sv_reply_msg(kn_actor *self, sv_self *sv, uint64_t corr,
+                  const codec_fields *f, const void *m);
 /* A new ask context for the client id (copied) answering corr (0: none),
  * or NULL out of memory; sv_actx_free frees it. */
 actx *sv_actx_new(sv_self *sv, const char *id, uint64_t corr);
