@@ -1,8 +1,9 @@
 /*
  * daemon.h - the parts of `mcpkeep serve`, split by concern:
  *   serve.c    options, boot, reload, signals, drain
- *   http.c     the libmicrohttpd server: admission, budgets, who may
- *              call, answers
+ *   http.c     the libmicrohttpd server: admission, budgets, lanes
+ *   auth.c     who may call: the tokens, virtual keys, a request's caller
+ *   answer.c   a request's headers and query, the answers
  *   routes.c   the one table of method, path, lane, auth and handler,
  *              and the handlers
  *   metrics.c  GET /metrics
@@ -50,8 +51,9 @@ typedef struct vkey {
 	bool          trust;    /* trust_identity_headers */
 } vkey;
 
-typedef struct req   req;
-typedef struct route route;
+typedef struct req    req;
+typedef struct route  route;
+typedef struct keyset keyset; /* the virtual keys in use (auth.c) */
 
 /* A handler: id is the path's {id} segment, or NULL; body the JSON
  * object sent, or NULL. */
@@ -122,22 +124,45 @@ typedef struct http_opts {
 	int          idle_s;     /* idle connections closed after */
 } http_opts;
 
-int      http_start(const http_opts *o, char *err, size_t errlen);
-void     http_quiesce(void); /* stop accepting */
-int      http_drain(int ms); /* waits for answers; returns those left */
-void     http_stop(void);    /* after the runtime closed */
-void     http_stats(uint64_t *requests, int *inflight, uint64_t *busy);
-void     http_answered(req *r); /* counted out (a stream) */
+int  http_start(const http_opts *o, char *err, size_t errlen);
+void http_quiesce(void); /* stop accepting */
+int  http_drain(int ms); /* waits for answers; returns those left */
+void http_stop(void);    /* after the runtime closed */
+void http_stats(uint64_t *requests, int *inflight, uint64_t *busy);
+void http_answered(req *r); /* counted out (a stream) */
+
+/* answer.c */
 void     answer(req *r, unsigned status, const char *ctype, const char *body);
 void     answer_json(req *r, unsigned status, json_t *j);
 void     answer_error(req *r, unsigned status, const char *msg);
 void     answer_api(req *r, int rc, char *err, unsigned ok, json_t *j);
 unsigned status_of(int rc);
 char    *query_get(const char *query, const char *name);
-void     secret_free(char *s);
-int64_t  mono_ns(void);
-int      keys_set(const char *vkeys_json, char *err, size_t errlen);
-void     keys_free(vkey *keys, size_t n);
+/* http_header: r's header name (libmicrohttpd's memory, r's lifetime),
+ * NULL when absent or empty; http_header_dup a malloc'd copy.  Never
+ * block; libmicrohttpd's threads, while r is being admitted. */
+const char *http_header(const req *r, const char *name);
+char       *http_header_dup(const req *r, const char *name);
+void        secret_free(char *s);
+int64_t     mono_ns(void);
+
+/* auth.c */
+int  keys_set(const char *vkeys_json, char *err, size_t errlen);
+void keys_free(vkey *keys, size_t n);
+/* keys_release drops a hold on ks (NULL: none), freeing it with the
+ * last; takes D.mtx briefly.  Any thread (libmicrohttpd's when a request
+ * ends). */
+void keys_release(keyset *ks);
+/* keys_ensure sets an empty set when none is set yet (0, or MK_ENOMEM
+ * with err); keys_stop drops the set in use.  Never block; the main
+ * thread, at http_start and http_stop. */
+int  keys_ensure(char *err, size_t errlen);
+void keys_stop(void);
+/* http_caller decides who calls r (the admin token, a virtual key, or
+ * nobody), as r's route allows: false when it answered r (refused).
+ * *ks holds the key set r->key lives in (keys_release).  Takes D.mtx
+ * briefly, never blocks; libmicrohttpd's threads, at admission. */
+bool http_caller(req *r, keyset **ks);
 
 /* routes.c */
 const route *route_find(const char *method, const char *path, char **id,
