@@ -1,6 +1,6 @@
 /*
  * answer.c - what the daemon reads of a request and how it answers: its
- * headers and query parameters, and the answers (JSON, HTML or
+ * headers, query parameters and body fields, and the answers (JSON, HTML or
  * text, with the headers every answer carries; an API call's outcome as its
  * HTTP status).  Small helpers every part uses: secret_free, mono_ns.
  */
@@ -82,6 +82,13 @@ query_get(const char *query, const char *name)
 		p = amp != NULL ? amp + 1 : NULL;
 	}
 	return (NULL);
+}
+
+/* The string field key of the body object, or NULL. */
+const char *
+http_field(json_t *body, const char *key)
+{
+	return (json_string_value(json_object_get(body, key)));
 }
 
 /* ---- answers ------------------------------------------------------------ */
