@@ -1,10 +1,15 @@
 /*
  * daemon.h - the parts of `mcpkeep serve`, split by concern:
  *   serve.c    options, boot, reload, signals, drain
- *   http.c     the libmicrohttpd server: admission, budgets, who may
- *              call, answers
- *   routes.c   the one table of method, path, lane, auth and handler,
- *              and the handlers
+ *   http.c     the libmicrohttpd server: admission, budgets, lanes
+ *   auth.c     who may call: the tokens, virtual keys, a request's caller
+ *   answer.c   a request's headers and query, the answers
+ *   routes.c   the one table of method, path, lane, auth and handler
+ *   page.c     the status page and its CSP, the probes
+ *   clients.c  the client views, what a virtual key reaches, the list,
+ *              the admin API's client handlers
+ *   flows.c    the credential flows' handlers
+ *   calls.c    tool calls
  *   metrics.c  GET /metrics
  *   events.c   GET /api/events: the state stream as Server-Sent Events
  * The daemon embeds the runtime through include/mcpkeep.h only.
@@ -50,8 +55,9 @@ typedef struct vkey {
 	bool          trust;    /* trust_identity_headers */
 } vkey;
 
-typedef struct req   req;
-typedef struct route route;
+typedef struct req    req;
+typedef struct route  route;
+typedef struct keyset keyset; /* the virtual keys in use (auth.c) */
 
 /* A handler: id is the path's {id} segment, or NULL; body the JSON
  * object sent, or NULL. */
@@ -122,31 +128,99 @@ typedef struct http_opts {
 	int          idle_s;     /* idle connections closed after */
 } http_opts;
 
-int      http_start(const http_opts *o, char *err, size_t errlen);
-void     http_quiesce(void); /* stop accepting */
-int      http_drain(int ms); /* waits for answers; returns those left */
-void     http_stop(void);    /* after the runtime closed */
-void     http_stats(uint64_t *requests, int *inflight, uint64_t *busy);
-void     http_answered(req *r); /* counted out (a stream) */
+int  http_start(const http_opts *o, char *err, size_t errlen);
+void http_quiesce(void); /* stop accepting */
+int  http_drain(int ms); /* waits for answers; returns those left */
+void http_stop(void);    /* after the runtime closed */
+void http_stats(uint64_t *requests, int *inflight, uint64_t *busy);
+void http_answered(req *r); /* counted out (a stream) */
+
+/* answer.c */
 void     answer(req *r, unsigned status, const char *ctype, const char *body);
 void     answer_json(req *r, unsigned status, json_t *j);
 void     answer_error(req *r, unsigned status, const char *msg);
 void     answer_api(req *r, int rc, char *err, unsigned ok, json_t *j);
 unsigned status_of(int rc);
 char    *query_get(const char *query, const char *name);
-void     secret_free(char *s);
-int64_t  mono_ns(void);
-int      keys_set(const char *vkeys_json, char *err, size_t errlen);
-void     keys_free(vkey *keys, size_t n);
+/* http_header: r's header name (libmicrohttpd's memory, r's lifetime),
+ * NULL when absent or empty; http_header_dup a malloc'd copy.  Never
+ * block; libmicrohttpd's threads, while r is being admitted. */
+const char *http_header(const req *r, const char *name);
+char       *http_header_dup(const req *r, const char *name);
+/* http_field: the string field key of body (a request's JSON object),
+ * body's memory, or NULL.  Never blocks; a handler's worker. */
+const char *http_field(json_t *body, const char *key);
+void        secret_free(char *s);
+int64_t     mono_ns(void);
+
+/* auth.c */
+int  keys_set(const char *vkeys_json, char *err, size_t errlen);
+void keys_free(vkey *keys, size_t n);
+/* keys_release drops a hold on ks (NULL: none), freeing it with the
+ * last; takes D.mtx briefly.  Any thread (libmicrohttpd's when a request
+ * ends). */
+void keys_release(keyset *ks);
+/* keys_ensure sets an empty set when none is set yet (0, or MK_ENOMEM
+ * with err); keys_stop drops the set in use.  Never block; the main
+ * thread, at http_start and http_stop. */
+int  keys_ensure(char *err, size_t errlen);
+void keys_stop(void);
+/* http_caller decides who calls r (the admin token, a virtual key, or
+ * nobody), as r's route allows: false when it answered r (refused).
+ * *ks holds the key set r->key lives in (keys_release).  Takes D.mtx
+ * briefly, never blocks; libmicrohttpd's threads, at admission. */
+bool http_caller(req *r, keyset **ks);
 
 /* routes.c */
 const route *route_find(const char *method, const char *path, char **id,
                         bool *other_method);
-int          page_init(void); /* the status page's CSP */
-const char  *page_csp(void);
-bool         key_allows(const vkey *k, const char *client, const char *tool);
-json_t      *all_clients(bool metrics); /* every view (new reference) */
-const char  *client_name(const json_t *view);
+
+/* The handlers of the table (handler_fn): each answers r once.  They run
+ * on a worker of their route's lane, and may block there (the runtime's
+ * calls); a LANE_INLINE one runs on libmicrohttpd's thread and never
+ * blocks. */
+
+/* page.c: GET / (inline), /healthz (inline), /readyz (probe lane: asks
+ * the runtime's stats, up to 2 s) */
+int         page_init(void); /* the status page's CSP */
+const char *page_csp(void);
+void        route_page(req *r, const char *id, json_t *body);
+void        route_healthz(req *r, const char *id, json_t *body);
+void        route_readyz(req *r, const char *id, json_t *body);
+
+/* clients.c: the list (a key's clients only), add and update, remove,
+ * and reconnect / disable / enable / refresh-tools by the path's last
+ * part; admin lane */
+bool        key_allows(const vkey *k, const char *client, const char *tool);
+json_t     *all_clients(bool metrics); /* every view (new reference) */
+const char *client_name(const json_t *view);
+/* route_key_refuses: true (answered 403) when r's virtual key may not
+ * reach client id (and tool, when not NULL); blocks on the runtime's
+ * list to resolve an id.  A handler's worker. */
+bool route_key_refuses(req *r, const char *id, const char *tool);
+void route_clients_list(req *r, const char *id, json_t *body);
+void route_client_write(req *r, const char *id, json_t *body);
+void route_client_remove(req *r, const char *id, json_t *body);
+void route_lifecycle(req *r, const char *id, json_t *body);
+
+/* flows.c: reauthorize and initiate-verification, complete-oauth,
+ * verify-headers, verify-exchange and the OAuth callback (admin lane);
+ * submit-headers and user-oauth (data lane) */
+void route_authorize(req *r, const char *id, json_t *body);
+void route_complete_oauth(req *r, const char *id, json_t *body);
+void route_verify_headers(req *r, const char *id, json_t *body);
+void route_verify_exchange(req *r, const char *id, json_t *body);
+void route_oauth_callback(req *r, const char *id, json_t *body);
+void route_submit_headers(req *r, const char *id, json_t *body);
+void route_user_oauth(req *r, const char *id, json_t *body);
+
+/* calls.c: POST /api/mcp/tool/execute (data lane; answered from the
+ * call's callback, on a runtime thread) */
+/* route_identity: the identity of r's per-user calls and its *mode
+ * ("user", "session", "vk"; NULL and NULL: none); r's memory.  Never
+ * blocks; a handler's worker. */
+const char *route_identity(const req *r, const char **mode);
+void        route_tool_execute(req *r, const char *id, json_t *body);
 
 /* metrics.c */
 void metrics(req *r, const char *id, json_t *body);

@@ -1,7 +1,8 @@
 /*
- * http.c - the daemon's HTTP server (libmicrohttpd): admission, budgets,
- * who may call what (the admin token, virtual keys, the metrics token),
- * and the answers.
+ * http.c - the daemon's HTTP server (libmicrohttpd): admission, budgets
+ * and lanes, libmicrohttpd's callbacks, start and stop.  Who may call
+ * what (the admin token, virtual keys, the metrics token) is auth.c's,
+ * the answers answer.c's.
  *
  * DESIGN: libmicrohttpd runs its connections on a small pool of threads
  * (epoll), which must never block.  Each request is taken apart once
@@ -32,12 +33,10 @@
  * OAuth callback's query carries the code).
  */
 #include <arpa/inet.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,15 +62,6 @@ typedef struct lane {
 	int            max;         /* the budget */
 } lane;
 
-/* The virtual keys in use: replaced as a whole by a reload, freed by
- * the last request that holds them. */
-struct keyset {
-	vkey  *keys;
-	size_t n;
-	int    refs; /* D.mtx */
-};
-typedef struct keyset keyset;
-
 static struct {
 	struct MHD_Daemon *mhd;
 	lane               lanes[LANES];
@@ -86,215 +76,9 @@ static struct {
 	bool               any_ip_host; /* a wildcard listen: IP hosts */
 	char               port[8];
 	char             **origins; /* allowed besides our own */
-	keyset            *keys;    /* D.mtx */
 } H;
 
-/* ---- small things --------------------------------------------------------
- */
-
-void
-secret_free(char *s)
-{
-	if (s != NULL) {
-		OPENSSL_cleanse(s, strlen(s));
-		free(s);
-	}
-}
-
-int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
-}
-
-static const char *
-header(const req *r, const char *name)
-{
-	const char *v =
-	        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
-
-	return (v != NULL && *v != '\0' ? v : NULL);
-}
-
-static char *
-header_dup(const req *r, const char *name)
-{
-	const char *v = header(r, name);
-
-	return (v != NULL ? strdup(v) : NULL);
-}
-
-/* The decoded value of query parameter name (malloc'd), or NULL.  A
- * query with %00 never gets here (admit refuses it). */
-char *
-query_get(const char *query, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (const char *p = query; p != NULL && *p != '\0';) {
-		const char *amp = strchr(p, '&');
-		size_t      len = amp != NULL ? (size_t)(amp - p) : strlen(p);
-		if (len > n && strncmp(p, name, n) == 0 && p[n] == '=') {
-			/* form encoding: '+' is a space (a '+' is %2B) */
-			char *raw = strndup(p + n + 1, len - n - 1), *v;
-			for (char *c = raw; c != NULL && *c != '\0'; c++) {
-				*c = *c == '+' ? ' ' : *c;
-			}
-			v = raw != NULL
-			        ? curl_easy_unescape(NULL, raw, 0, NULL)
-			        : NULL;
-			free(raw);
-			if (v == NULL) {
-				return (NULL);
-			}
-			/* (curl's memory goes back to curl) */
-			raw = strdup(v);
-			curl_free(v);
-			return (raw);
-		}
-		p = amp != NULL ? amp + 1 : NULL;
-	}
-	return (NULL);
-}
-
-/* ---- virtual keys ------------------------------------------------------- */
-
-void
-keys_free(vkey *keys, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(keys[i].name);
-		json_decref(keys[i].clients);
-	}
-	free(keys);
-}
-
-static void
-keyset_release(keyset *ks)
-{
-	bool last;
-
-	if (ks == NULL) {
-		return;
-	}
-	pthread_mutex_lock(&D.mtx);
-	last = --ks->refs == 0;
-	pthread_mutex_unlock(&D.mtx);
-	if (last) {
-		keys_free(ks->keys, ks->n);
-		free(ks);
-	}
-}
-
-static void
-sha256(const char *s, unsigned char out[32])
-{
-	unsigned int n = 32;
-
-	EVP_Digest(s, strlen(s), out, &n, EVP_sha256(), NULL);
-}
-
-/* Sets the keys from server.virtual_keys (JSON text, or NULL: none). */
-int
-keys_set(const char *vkeys_json, char *err, size_t errlen)
-{
-	json_t *a  = vkeys_json != NULL ? json_loads(vkeys_json, 0, NULL)
-	                                : json_array();
-	keyset *ks = calloc(1, sizeof(*ks)), *old;
-	json_t *e;
-	size_t  i;
-
-	if (a == NULL || ks == NULL ||
-	    (ks->keys = calloc(json_array_size(a) + 1, sizeof(vkey))) ==
-	            NULL) {
-		snprintf(err, errlen, "out of memory");
-		json_decref(a);
-		free(ks);
-		return (MK_ENOMEM);
-	}
-	json_array_foreach(a, i, e)
-	{
-		vkey *k = &ks->keys[ks->n++];
-		k->name =
-		        strdup(json_string_value(json_object_get(e, "name")));
-		k->trust = json_is_true(
-		        json_object_get(e, "trust_identity_headers"));
-		k->clients = json_incref(json_object_get(e, "clients"));
-		sha256(json_string_value(json_object_get(e, "value")),
-		       k->hash);
-		/* (the value stays only in a: wiped below) */
-		json_object_set_new(e, "value", json_string(""));
-	}
-	json_decref(a);
-	ks->refs = 1;
-	pthread_mutex_lock(&D.mtx);
-	old    = H.keys;
-	H.keys = ks;
-	pthread_mutex_unlock(&D.mtx);
-	keyset_release(old);
-	return (0);
-}
-
-/* The key whose value is presented, in constant time over all of them
- * (a digest each: no length leaks either), or NULL; *ks then holds the
- * set (keyset_release). */
-static const vkey *
-key_of(const char *presented, keyset **ksp)
-{
-	unsigned char h[32];
-	const vkey   *found = NULL;
-	keyset       *ks;
-
-	pthread_mutex_lock(&D.mtx);
-	ks = H.keys;
-	ks->refs++;
-	pthread_mutex_unlock(&D.mtx);
-	sha256(presented, h);
-	for (size_t i = 0; i < ks->n; i++) {
-		if (CRYPTO_memcmp(h, ks->keys[i].hash, 32) == 0) {
-			found = &ks->keys[i];
-		}
-	}
-	*ksp = ks;
-	return (found);
-}
-
-/* Constant-time: the bearer is the secret (the admin or metrics token). */
-static bool
-token_is(const char *bearer, const char *secret)
-{
-	unsigned char a[32], b[32];
-
-	if (bearer == NULL || secret == NULL) {
-		return (false);
-	}
-	sha256(bearer, a);
-	sha256(secret, b);
-	return (CRYPTO_memcmp(a, b, 32) == 0);
-}
-
-/* ---- answers ------------------------------------------------------------ */
-
-static void
-add_headers(struct MHD_Response *res, const req *r, const char *ctype)
-{
-	MHD_add_response_header(res, "Content-Type", ctype);
-	MHD_add_response_header(res, "Cache-Control", "no-store");
-	MHD_add_response_header(res, "X-Content-Type-Options", "nosniff");
-	MHD_add_response_header(res, "Referrer-Policy", "no-referrer");
-	MHD_add_response_header(res, "X-Frame-Options", "DENY");
-	MHD_add_response_header(res, "Content-Security-Policy",
-	                        strncmp(ctype, "text/html", 9) == 0
-	                                ? page_csp()
-	                                : "default-src 'none'; "
-	                                  "frame-ancestors 'none'");
-	if (r->busy || r->boot) {
-		MHD_add_response_header(res, "Retry-After", "1");
-	}
-}
+/* ---- budgets ------------------------------------------------------------ */
 
 /* Counts r out: answered, or streaming.  (Before the caller has the
  * answer: one that sends its next request the moment this one is
@@ -312,93 +96,6 @@ http_answered(req *r)
 	pthread_cond_broadcast(&D.cv);
 	pthread_mutex_unlock(&D.mtx);
 	r->answered = true;
-}
-
-/* Answers r with status and body (a JSON, HTML or text), from any
- * thread; r is not touched after (it may be freed at once). */
-void
-answer(req *r, unsigned status, const char *ctype, const char *body)
-{
-	struct MHD_Response *res;
-	bool                 suspended = r->suspended;
-
-	/* The access log: the path only.  The daemon's own failures (500;
-	 * 503 but for busy and booting, which come in floods or are
-	 * expected) at warn, the rest at debug. */
-	bool own = status == 500 || (status == 503 && !r->busy && !r->boot);
-	mk_log(own ? MK_LOG_WARN : MK_LOG_DEBUG, "http", "%s %s %u %.1f ms",
-	       r->method != NULL ? r->method : "-",
-	       r->path != NULL ? r->path : "-", status,
-	       (double)(mono_ns() - r->t0) / 1e6);
-	http_answered(r);
-	res = MHD_create_response_from_buffer(strlen(body), (void *)body,
-	                                      MHD_RESPMEM_MUST_COPY);
-	if (res != NULL) {
-		add_headers(res, r, ctype);
-		(void)MHD_queue_response(r->conn, status, res);
-		MHD_destroy_response(res);
-	}
-	if (suspended) {
-		MHD_resume_connection(r->conn); /* (r may be gone after) */
-	}
-}
-
-void
-answer_json(req *r, unsigned status, json_t *j)
-{
-	char *text = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
-
-	answer(r, text != NULL ? status : 500, "application/json",
-	       text != NULL ? text : "{\"error\":\"out of memory\"}");
-	free(text);
-	json_decref(j);
-}
-
-void
-answer_error(req *r, unsigned status, const char *msg)
-{
-	answer_json(r, status, json_pack("{s:s}", "error", msg));
-}
-
-/* The HTTP status of an API failure. */
-unsigned
-status_of(int rc)
-{
-	switch (rc) {
-	case MK_EINVAL:
-	case MK_ESTATE:
-	case MK_ETOOBIG:
-		return (400);
-	case MK_EAUTH:
-		return (401);
-	case MK_ENOENT:
-		return (404);
-	case MK_EEXIST:
-	case MK_EBUSY:
-		return (409);
-	case MK_EUPSTREAM:
-		return (502);
-	case MK_ETIMEDOUT:
-		return (504);
-	case MK_ECLOSED:
-		return (503);
-	default:
-		return (500);
-	}
-}
-
-/* Answers an API call's outcome: ok (with j, or {}) or its error. */
-void
-answer_api(req *r, int rc, char *err, unsigned ok, json_t *j)
-{
-	if (rc == 0) {
-		answer_json(r, ok, j != NULL ? j : json_object());
-	} else {
-		json_decref(j);
-		answer_error(r, status_of(rc),
-		             err != NULL ? err : mk_strerror(rc));
-	}
-	mk_free(err);
 }
 
 void
@@ -468,101 +165,14 @@ is_json_type(const char *ct)
 	        (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' '));
 }
 
-/* Who calls: the admin token, a virtual key, or
- * nobody; refuses (answers, false) those the route does not allow. */
-static bool
-caller(req *r, keyset **ks)
-{
-	const char *authz = header(r, "Authorization");
-	const char *vk    = header(r, "X-MCP-Virtual-Key");
-	const char *bearer =
-	        authz != NULL && strncasecmp(authz, "Bearer ", 7) == 0
-	        ? authz + 7
-	        : NULL;
-	bool none, is_admin, metrics_ok, keys;
-
-	pthread_mutex_lock(&D.mtx);   /* (a reload replaces the tokens) */
-	none       = D.token == NULL; /* (on loopback only: serve.c) */
-	is_admin   = token_is(bearer, D.token);
-	metrics_ok = D.metrics_token == NULL || is_admin ||
-	        token_is(bearer, D.metrics_token);
-	keys = H.keys != NULL && H.keys->n > 0;
-	pthread_mutex_unlock(&D.mtx);
-	if (vk != NULL && (r->key = key_of(vk, ks)) == NULL) {
-		answer_error(r, 401, "the virtual key is not valid");
-		return (false);
-	}
-	switch (r->route->auth) {
-	case AUTH_OPEN:
-		return (true);
-	case AUTH_METRICS:
-		if (!metrics_ok) {
-			answer_error(r, 401,
-			             "this endpoint needs the metrics token "
-			             "(Authorization: Bearer ...)");
-		}
-		return (metrics_ok);
-	case AUTH_ADMIN:
-		if (r->key != NULL && !is_admin) {
-			/* (a key never opens the admin API, even where
-			 * no admin token is set) */
-			answer_error(
-			        r, 403,
-			        "a virtual key may not use the admin API");
-			return (false);
-		}
-		r->admin = none || is_admin;
-		if (!r->admin) {
-			answer_error(r, 401,
-			             "this endpoint needs the admin token "
-			             "(Authorization: Bearer ...)");
-		}
-		return (r->admin);
-	case AUTH_READ:
-		/* a key sees its clients only, whatever else it holds */
-		r->admin = r->key == NULL && (none || is_admin);
-		if (!r->admin && r->key == NULL) {
-			answer_error(
-			        r, 401,
-			        "this endpoint needs the admin token or a "
-			        "virtual key");
-			return (false);
-		}
-		return (true);
-	case AUTH_CALL:
-		r->admin = r->key == NULL && is_admin;
-		/* nobody: only on loopback with no keys configured */
-		if (r->key == NULL && !r->admin && (keys || !D.loopback)) {
-			answer_error(r, 401,
-			             "a tool call needs a virtual key "
-			             "(X-MCP-Virtual-Key) or the admin token "
-			             "(Authorization: Bearer ...)");
-			return (false);
-		}
-		/* the identity: a key's name, unless it trusts the
-		 * headers of the gateway in front of it */
-		if (r->key == NULL || r->key->trust) {
-			r->id_user    = header_dup(r, "X-MCP-User-Id");
-			r->id_session = header_dup(r, "X-MCP-Session-Id");
-		}
-		/* a bearer that is not the admin token is the caller's own
-		 * token (the subject of a token exchange) */
-		if (bearer != NULL && !is_admin) {
-			r->bearer = strdup(bearer);
-		}
-		return (true);
-	}
-	return (false);
-}
-
 /* Takes a request apart once its headers are in; false when it was
  * answered (refused) there. */
 static bool
 admit(req *r, keyset **ks)
 {
-	const char *host   = header(r, "Host");
-	const char *origin = header(r, "Origin");
-	const char *clen   = header(r, "Content-Length");
+	const char *host   = http_header(r, "Host");
+	const char *origin = http_header(r, "Origin");
+	const char *clen   = http_header(r, "Content-Length");
 	bool        other  = false;
 
 	if (r->method == NULL || r->path == NULL || r->query == NULL) {
@@ -584,7 +194,7 @@ admit(req *r, keyset **ks)
 		return (false);
 	}
 	if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0 &&
-	    !is_json_type(header(r, "Content-Type"))) {
+	    !is_json_type(http_header(r, "Content-Type"))) {
 		answer_error(r, 415,
 		             "a request that can change state needs "
 		             "Content-Type: application/json");
@@ -603,7 +213,7 @@ admit(req *r, keyset **ks)
 		}
 		return (false);
 	}
-	if (!caller(r, ks)) {
+	if (!http_caller(r, ks)) {
 		return (false);
 	}
 	if (clen != NULL && strtoull(clen, NULL, 10) > BODY_MAX) {
@@ -838,7 +448,7 @@ on_done(void *cls, struct MHD_Connection *c, void **ctx,
 		pthread_mutex_unlock(&D.mtx);
 	}
 	events_close(r);
-	keyset_release(r->keys);
+	keys_release(r->keys);
 	if (r->body != NULL) {
 		OPENSSL_cleanse(r->body, r->len); /* (may carry secrets) */
 		free(r->body);
@@ -922,7 +532,7 @@ http_start(const http_opts *o, char *err, size_t errlen)
 	for (size_t i = 0; H.origins != NULL && i < n; i++) {
 		H.origins[i] = strdup(o->origins[i]);
 	}
-	if (H.keys == NULL && keys_set(NULL, err, errlen) != 0) {
+	if (keys_ensure(err, errlen) != 0) {
 		return (-1);
 	}
 	if (colon == NULL) {
@@ -1029,6 +639,5 @@ http_stop(void)
 	}
 	free(H.origins);
 	H.origins = NULL;
-	keyset_release(H.keys);
-	H.keys = NULL;
+	keys_stop();
 }

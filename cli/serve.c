@@ -1,8 +1,8 @@
 /*
  * serve.c - `mcpkeep serve`: the daemon's options, boot, reload, signals
  * and drain.  Its HTTP server is http.c (libmicrohttpd), its endpoints
- * routes.c, and who may call what http.c; see daemon.h for
- * the parts.
+ * routes.c (the handlers in their own files), and who may call what
+ * auth.c; see daemon.h for the parts.
  *
  * Boot: the config's clients are handed to the runtime
  * (mk_runtime_load_async) before the server listens, and their first

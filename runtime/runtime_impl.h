@@ -1,6 +1,7 @@
 /*
  * runtime_impl.h - the runtime handle, shared by runtime.c (boot and
- * shutdown) and api.c (client and tool calls).
+ * shutdown), api.c (client and tool calls) and cred.c (the credential
+ * actor's calls).
  */
 #ifndef RUNTIME_IMPL_H
 #define RUNTIME_IMPL_H
@@ -34,6 +35,11 @@ struct mk_runtime {
 
 /* rt_valid: the handle is an open runtime. */
 int rt_valid(const mk_runtime *rt);
+
+/* rt_take_error copies an actor's reply's "error" (or mk_strerror(rv))
+ * into *err, malloc'd, when err is not NULL.  Never blocks; the API
+ * caller's thread, or an async ask's reply callback. */
+void rt_take_error(const kn_answer *a, int rv, char **err);
 
 /* rt_size_ok: size is a caller's struct size this library serves (the
  * ABI rules of mcpkeep.h): its size field, at most the whole struct. */

@@ -1,7 +1,8 @@
 /*
  * session.c - the MCP client session: initialize, the pending-request
- * table, tools/list paging, tools/call with progress, cancellation (see
- * mcp.h for the DESIGN and the state diagram).
+ * table and its deadlines, incoming messages and upcalls, lifetime (see
+ * mcp.h for the DESIGN and the state diagram; the requests are
+ * request.c's).
  */
 #include <assert.h>
 #include <stdio.h>
@@ -14,55 +15,7 @@
 #include "mcpkeep.h"
 #include "transport/conn.h"
 #include "transport/mcp.h"
-
-typedef enum sstate {
-	ST_CONNECTING,   /* the transport is opening */
-	ST_INITIALIZING, /* initialize sent */
-	ST_READY,        /* requests allowed */
-	ST_FAILED,       /* closed or failed: nothing more happens */
-} sstate;
-
-typedef enum pkind {
-	P_INIT, /* initialize */
-	P_PING, /* ping */
-	P_LIST, /* tools/list, possibly one of several pages */
-	P_CALL, /* tools/call */
-} pkind;
-
-/* A request waiting for its answer. */
-typedef struct pend {
-	int64_t         id;         /* JSON-RPC id (also the progressToken) */
-	pkind           kind;       /* what it is */
-	int64_t         deadline;   /* monotonic ns */
-	int             timeout_ms; /* what the deadline came from */
-	mcp_result_fn   fn;         /* completion */
-	void           *arg;        /* completion argument */
-	mcp_progress_fn progress;   /* tools/call progress, or NULL */
-	void           *parg;       /* progress argument */
-	json_t         *tools;      /* P_LIST: tools gathered so far */
-	unsigned        pages;      /* P_LIST: pages fetched */
-	size_t          bytes;      /* P_LIST: bytes of tools and cursors */
-	json_t         *cursors;    /* P_LIST: cursors seen (object keys) */
-	char          **headers; /* P_LIST: per-request headers, for pages */
-} pend;
-
-struct mcp_session {
-	sstate       st;          /* see mcp.h */
-	tp_loop     *loop;        /* where everything runs */
-	tp_conn     *conn;        /* the transport */
-	mcp_handlers h;           /* owner's callbacks */
-	int          timeout_ms;  /* default request timeout */
-	size_t       max_message; /* bytes per message */
-	char        *client_name; /* clientInfo */
-	char        *client_version;
-	int64_t      next_id;     /* last request id used */
-	idmap        pending;     /* id -> pend */
-	tp_ticker    ticker;      /* request deadlines */
-	char         version[16]; /* negotiated protocolVersion */
-	json_t      *server_info; /* serverInfo from initialize */
-	int          depth;       /* upcalls in progress on the stack */
-	int          doomed;      /* freed during an upcall: free at depth 0 */
-};
+#include "transport/session_impl.h"
 
 static const char *const versions[] = {"2025-11-25", "2025-06-18",
                                        "2025-03-26", "2024-11-05"};
@@ -76,25 +29,6 @@ mcp_version_supported(const char *v)
 		}
 	}
 	return (false);
-}
-
-static bool
-hint(json_t *ann, const char *key, bool dflt)
-{
-	json_t *v = json_object_get(ann, key);
-
-	return (json_is_boolean(v) ? json_is_true(v) : dflt);
-}
-
-void
-mcp_tool_hints(json_t *tool, mcp_hints *out)
-{
-	json_t *ann = json_object_get(tool, "annotations");
-
-	out->read_only   = hint(ann, "readOnlyHint", false);
-	out->destructive = hint(ann, "destructiveHint", true);
-	out->idempotent  = hint(ann, "idempotentHint", false);
-	out->open_world  = hint(ann, "openWorldHint", true);
 }
 
 bool
@@ -123,8 +57,8 @@ mcp_session_pending(const mcp_session *s)
 
 /* ---- pending requests ------------------------------------------------ */
 
-static void
-pend_free(pend *p)
+void
+session_pend_free(pend *p)
 {
 	json_decref(p->tools);
 	json_decref(p->cursors);
@@ -133,19 +67,19 @@ pend_free(pend *p)
 }
 
 /* Completes p (already out of the table) and frees it. */
-static void
-complete(mcp_session *s, pend *p, const mcp_error *err, json_t *result)
+void
+session_complete(mcp_session *s, pend *p, const mcp_error *err, json_t *result)
 {
 	if (p->fn != NULL) {
 		s->depth++;
 		p->fn(p->arg, err, result);
 		s->depth--;
 	}
-	pend_free(p);
+	session_pend_free(p);
 }
 
-static const char *
-method_of(pkind k)
+const char *
+session_method_of(pkind k)
 {
 	static const char *names[] = {"initialize", "ping", "tools/list",
 	                              "tools/call"};
@@ -153,17 +87,17 @@ method_of(pkind k)
 }
 
 /* Serializes and sends a request for p, entering it in the table. */
-static int
-send_request(mcp_session *s, pend *p, json_t *params,
-             const char *const *headers)
+int
+session_send_request(mcp_session *s, pend *p, json_t *params,
+                     const char *const *headers)
 {
 	char *json;
 	int   rv;
 
 	p->id       = ++s->next_id;
 	p->deadline = tp_now_ns() + (int64_t)p->timeout_ms * 1000000;
-	if ((json = codec_jr_request(p->id, method_of(p->kind), params)) ==
-	    NULL) {
+	if ((json = codec_jr_request(p->id, session_method_of(p->kind),
+	                             params)) == NULL) {
 		return (MK_ENOMEM);
 	}
 	if ((rv = idmap_put(&s->pending, (uint64_t)p->id, p)) == 0) {
@@ -177,8 +111,8 @@ send_request(mcp_session *s, pend *p, json_t *params,
 	return (rv);
 }
 
-static void
-send_notification(mcp_session *s, const char *method, json_t *params)
+void
+session_send_notification(mcp_session *s, const char *method, json_t *params)
 {
 	char *json = codec_jr_notification(method, params);
 
@@ -196,7 +130,7 @@ fail_all(mcp_session *s, const mcp_error *err)
 	pend *p;
 
 	while ((p = idmap_pop(&s->pending, NULL)) != NULL) {
-		complete(s, p, err, NULL);
+		session_complete(s, p, err, NULL);
 	}
 }
 
@@ -261,18 +195,19 @@ expire_due(mcp_session *s, int64_t now)
 		idmap_del(&s->pending, (uint64_t)due->id);
 		s->conn->ops->abort(s->conn, due->id);
 		mcp_error_set(&e, MCP_E_TIMEOUT, "%s timed out after %d ms",
-		              method_of(due->kind), due->timeout_ms);
+		              session_method_of(due->kind), due->timeout_ms);
 		if (due->kind == P_INIT) {
-			pend_free(due);
+			session_pend_free(due);
 			session_fail(s, &e);
 			return;
 		}
 		json_t *params =
 		        json_pack("{s:I, s:s}", "requestId",
 		                  (json_int_t)due->id, "reason", e.message);
-		send_notification(s, "notifications/cancelled", params);
+		session_send_notification(s, "notifications/cancelled",
+		                          params);
 		json_decref(params);
-		complete(s, due, &e, NULL);
+		session_complete(s, due, &e, NULL);
 	}
 }
 
@@ -298,7 +233,7 @@ on_initialized(mcp_session *s, pend *p, json_t *result)
 	json_t   *info = json_object_get(result, "serverInfo");
 	mcp_error e;
 
-	pend_free(p);
+	session_pend_free(p);
 	if (!json_is_object(result) || !json_is_string(ver) ||
 	    !json_is_object(json_object_get(result, "capabilities"))) {
 		session_fail(s,
@@ -323,116 +258,13 @@ on_initialized(mcp_session *s, pend *p, json_t *result)
 	snprintf(s->version, sizeof(s->version), "%s", json_string_value(ver));
 	s->server_info = json_is_object(info) ? json_incref(info) : NULL;
 	s->conn->ops->set_version(s->conn, s->version);
-	send_notification(s, "notifications/initialized", NULL);
+	session_send_notification(s, "notifications/initialized", NULL);
 	s->st = ST_READY;
 	s->depth++;
 	if (s->h.ready != NULL) {
 		s->h.ready(s->h.arg, s, NULL);
 	}
 	s->depth--;
-}
-
-/* Bytes of a tools array as compact JSON (the view's and the store's
- * form), counted without building the text. */
-static size_t
-tools_bytes(json_t *tools)
-{
-	size_t  n = 2, i;
-	json_t *t;
-
-	json_array_foreach(tools, i, t)
-	{
-		n += json_dumpb(t, NULL, 0, JSON_COMPACT) + (i != 0);
-	}
-	return (n);
-}
-
-/* Why a page cannot be added to p's list (into e), or NULL if it can:
- * a limit, or a cursor seen before.  Counts the page. */
-static const mcp_error *
-page_refused(pend *p, json_t *tools, json_t *cursor, mcp_error *e)
-{
-	size_t clen = json_is_string(cursor) ? json_string_length(cursor) : 0;
-
-	p->pages++;
-	p->bytes += tools_bytes(tools) + clen;
-	if (p->bytes > MCP_MAX_TOOLS_BYTES) {
-		return (mcp_error_set(e, MCP_E_PROTOCOL,
-		                      "tools/list exceeds %zu MiB in total "
-		                      "(%zu bytes of tools and cursors in %u "
-		                      "pages)",
-		                      MCP_MAX_TOOLS_BYTES >> 20, p->bytes,
-		                      p->pages));
-	}
-	if (json_array_size(p->tools) + json_array_size(tools) >
-	            MCP_MAX_TOOLS ||
-	    p->pages > MCP_MAX_PAGES) {
-		return (mcp_error_set(
-		        e, MCP_E_PROTOCOL,
-		        "tools/list exceeds %d tools or %d pages",
-		        MCP_MAX_TOOLS, MCP_MAX_PAGES));
-	}
-	if (!json_is_string(cursor)) {
-		return (NULL);
-	}
-	if (json_object_getn(p->cursors, json_string_value(cursor), clen) !=
-	    NULL) {
-		/* the cursor's value is the server's: not in the message */
-		return (mcp_error_set(e, MCP_E_PROTOCOL,
-		                      "tools/list repeats the cursor of an "
-		                      "earlier page (page %u): paging stopped",
-		                      p->pages));
-	}
-	if (json_object_setn_new(p->cursors, json_string_value(cursor), clen,
-	                         json_null()) != 0) {
-		return (mcp_error_set(e, MCP_E_LOCAL,
-		                      "cannot keep the tools/list cursor"));
-	}
-	return (NULL);
-}
-
-/* A tools/list page arrived: keep it, ask for the next or finish. */
-static void
-on_page(mcp_session *s, pend *p, json_t *result)
-{
-	json_t          *tools  = json_object_get(result, "tools");
-	json_t          *cursor = json_object_get(result, "nextCursor");
-	const mcp_error *why;
-	mcp_error        e;
-	int              rv;
-
-	if (!json_is_array(tools) ||
-	    (cursor != NULL && !json_is_string(cursor) &&
-	     !json_is_null(cursor))) {
-		complete(s, p,
-		         mcp_error_set(
-		                 &e, MCP_E_PROTOCOL,
-		                 "tools/list result without a tools array"),
-		         NULL);
-		return;
-	}
-	if ((why = page_refused(p, tools, cursor, &e)) != NULL) {
-		complete(s, p, why, NULL);
-		return;
-	}
-	json_array_extend(p->tools, tools);
-	if (!json_is_string(cursor)) {
-		json_t *all = json_pack("{s:O}", "tools", p->tools);
-		complete(s, p, NULL, all);
-		json_decref(all);
-		return;
-	}
-	json_t *params = json_pack("{s:O}", "cursor", cursor);
-	rv = send_request(s, p, params, (const char *const *)p->headers);
-	json_decref(params);
-	if (rv != 0) {
-		complete(s, p,
-		         mcp_error_set(&e, MCP_E_LOCAL,
-		                       "cannot request the next tools/list "
-		                       "page (code %d)",
-		                       rv),
-		         NULL);
-	}
 }
 
 static void
@@ -447,14 +279,14 @@ on_response(mcp_session *s, codec_jr_msg *m)
 	if (m->kind == JR_ERROR) {
 		mcp_error_set(&e, MCP_E_SERVER,
 		              "%s failed: %.400s (code %lld)",
-		              method_of(p->kind), m->err_message,
+		              session_method_of(p->kind), m->err_message,
 		              (long long)m->err_code);
 		e.rpc_code = m->err_code;
 		if (p->kind == P_INIT) {
-			pend_free(p);
+			session_pend_free(p);
 			session_fail(s, &e);
 		} else {
-			complete(s, p, &e, NULL);
+			session_complete(s, p, &e, NULL);
 		}
 		return;
 	}
@@ -463,21 +295,22 @@ on_response(mcp_session *s, codec_jr_msg *m)
 		on_initialized(s, p, m->result);
 		break;
 	case P_LIST:
-		on_page(s, p, m->result);
+		session_on_page(s, p, m->result);
 		break;
 	case P_CALL:
 		if (!json_is_object(m->result)) {
-			complete(s, p,
-			         mcp_error_set(
-			                 &e, MCP_E_PROTOCOL,
-			                 "tools/call result is not an object"),
-			         NULL);
+			session_complete(
+			        s, p,
+			        mcp_error_set(
+			                &e, MCP_E_PROTOCOL,
+			                "tools/call result is not an object"),
+			        NULL);
 			break;
 		}
-		complete(s, p, NULL, m->result);
+		session_complete(s, p, NULL, m->result);
 		break;
 	case P_PING:
-		complete(s, p, NULL, m->result);
+		session_complete(s, p, NULL, m->result);
 		break;
 	}
 }
@@ -573,10 +406,10 @@ up_failed(void *arg, int64_t id, const mcp_error *err)
 	}
 	s->depth++;
 	if (p->kind == P_INIT) {
-		pend_free(p);
+		session_pend_free(p);
 		session_fail(s, err);
 	} else {
-		complete(s, p, err, NULL);
+		session_complete(s, p, err, NULL);
 	}
 	s->depth--;
 	finish_upcall(s);
@@ -621,10 +454,10 @@ up_opened(void *arg, const mcp_error *err)
 	}
 	p->kind       = P_INIT;
 	p->timeout_ms = s->timeout_ms;
-	rv            = send_request(s, p, params, NULL);
+	rv            = session_send_request(s, p, params, NULL);
 	json_decref(params);
 	if (rv != 0) {
-		pend_free(p);
+		session_pend_free(p);
 		session_fail(s,
 		             mcp_error_set(&e, MCP_E_LOCAL,
 		                           "cannot send initialize (code %d)",
@@ -735,112 +568,4 @@ mcp_session_free(mcp_session **sp)
 		s->conn = NULL;
 	}
 	finish_upcall(s);
-}
-
-/* ---- requests --------------------------------------------------------- */
-
-static int
-start(mcp_session *s, pkind kind, json_t *params, const mcp_req_opts *o,
-      mcp_result_fn fn, void *arg, int64_t *idp)
-{
-	pend *p;
-	int   rv;
-
-	if (s->st != ST_READY || s->doomed) {
-		return (MK_EINVAL);
-	}
-	if ((p = calloc(1, sizeof(*p))) == NULL) {
-		return (MK_ENOMEM);
-	}
-	p->kind = kind;
-	p->fn   = fn;
-	p->arg  = arg;
-	p->timeout_ms =
-	        o != NULL && o->timeout_ms > 0 ? o->timeout_ms : s->timeout_ms;
-	if (o != NULL) {
-		p->progress = o->progress;
-		p->parg     = o->progress_arg;
-	}
-	if (kind == P_LIST &&
-	    ((p->tools = json_array()) == NULL ||
-	     (p->cursors = json_object()) == NULL ||
-	     (o != NULL && o->headers != NULL &&
-	      (p->headers = text_strv_dup(o->headers)) == NULL))) {
-		pend_free(p);
-		return (MK_ENOMEM);
-	}
-	if (kind == P_CALL && p->progress != NULL) {
-		/* the token is the request id: known only when sent */
-		json_t *meta = json_pack("{s:I}", "progressToken",
-		                         (json_int_t)(s->next_id + 1));
-		json_object_set_new(params, "_meta", meta);
-	}
-	if ((rv = send_request(s, p, params, o ? o->headers : NULL)) != 0) {
-		pend_free(p);
-		return (rv);
-	}
-	if (idp != NULL) {
-		*idp = p->id;
-	}
-	return (0);
-}
-
-int
-mcp_ping(mcp_session *s, const mcp_req_opts *o, mcp_result_fn fn, void *arg,
-         int64_t *idp)
-{
-	return (start(s, P_PING, NULL, o, fn, arg, idp));
-}
-
-int
-mcp_list_tools(mcp_session *s, const mcp_req_opts *o, mcp_result_fn fn,
-               void *arg, int64_t *idp)
-{
-	return (start(s, P_LIST, NULL, o, fn, arg, idp));
-}
-
-int
-mcp_call_tool(mcp_session *s, const char *name, json_t *arguments,
-              const mcp_req_opts *o, mcp_result_fn fn, void *arg, int64_t *idp)
-{
-	json_t *params;
-	int     rv;
-
-	if (name == NULL ||
-	    (arguments != NULL && !json_is_object(arguments))) {
-		return (MK_EINVAL);
-	}
-	params = json_pack("{s:s, s:o}", "name", name, "arguments",
-	                   arguments != NULL ? json_incref(arguments)
-	                                     : json_object());
-	if (params == NULL) {
-		return (MK_ENOMEM);
-	}
-	rv = start(s, P_CALL, params, o, fn, arg, idp);
-	json_decref(params);
-	return (rv);
-}
-
-int
-mcp_cancel(mcp_session *s, int64_t id, const char *reason)
-{
-	pend     *p = idmap_del(&s->pending, (uint64_t)id);
-	json_t   *params;
-	mcp_error e;
-
-	if (p == NULL) {
-		return (MK_ENOENT);
-	}
-	s->conn->ops->abort(s->conn, id);
-	params =
-	        json_pack("{s:I, s:s}", "requestId", (json_int_t)id, "reason",
-	                  reason != NULL ? reason : "cancelled by the client");
-	send_notification(s, "notifications/cancelled", params);
-	json_decref(params);
-	complete(s, p,
-	         mcp_error_set(&e, MCP_E_CANCELLED, "%s cancelled: %s",
-	                       method_of(p->kind),
-	                       reason != NULL ? reason : "by the client"),
-	         NULL);
-	return (0);
 }

@@ -1,0 +1,112 @@
+/*
+ * calls.c - tool calls (POST /api/mcp/tool/execute): the caller's
+ * identity, a key's reach, the call made and answered from its callback.
+ */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/daemon.h"
+
+/* The identity of r's per-user calls: its key's name (mode vk) unless
+ * the key trusts the headers; else the headers'. */
+const char *
+route_identity(const req *r, const char **mode)
+{
+	if (r->id_user != NULL) {
+		*mode = "user";
+		return (r->id_user);
+	}
+	if (r->id_session != NULL) {
+		*mode = "session";
+		return (r->id_session);
+	}
+	*mode = r->key != NULL ? "vk" : NULL;
+	return (r->key != NULL ? r->key->name : NULL);
+}
+
+/* A tool call, answered from its callback. */
+static void
+on_tool(void *arg, int rc, mk_result *res)
+{
+	req *r = arg;
+
+	if (rc == 0 && res != NULL && res->result != NULL) {
+		json_t *j = json_loads(res->result, 0, NULL);
+		json_t *o =
+		        json_pack("{s:o}", "result",
+		                  j != NULL ? j : json_string(res->result));
+		if (res->recovery != NULL) {
+			json_object_set_new(
+			        o, "recovery",
+			        json_loads(res->recovery, 0, NULL));
+		}
+		answer_json(r, 200, o);
+	} else if (rc == MK_EAUTH && res != NULL &&
+	           res->auth_required != NULL) {
+		json_t *p = json_loads(res->auth_required, 0, NULL);
+		answer_json(r, 401,
+		            json_pack("{s:s, s:o}", "error",
+		                      res->error != NULL ? res->error
+		                                         : "authorize first",
+		                      "mcp_auth_required",
+		                      p != NULL ? p : json_null()));
+	} else {
+		answer_error(r, status_of(rc),
+		             res != NULL && res->error != NULL
+		                     ? res->error
+		                     : mk_strerror(rc));
+	}
+	mk_result_free(&res);
+}
+
+void
+route_tool_execute(req *r, const char *id, json_t *body)
+{
+	const char *client = http_field(body, "client");
+	const char *tool   = http_field(body, "tool");
+	json_t     *args   = json_object_get(body, "arguments");
+	json_t     *to     = json_object_get(body, "timeout");
+	const char *mode, *who = route_identity(r, &mode);
+	char       *atext;
+	int         rc;
+
+	if (client == NULL || tool == NULL ||
+	    (args != NULL && !json_is_object(args)) ||
+	    (to != NULL && !json_is_integer(to))) {
+		answer_error(
+		        r, 400,
+		        "the body needs client and tool (strings), arguments "
+		        "(an object) and optionally timeout (milliseconds)");
+		return;
+	}
+	if (to != NULL &&
+	    (json_integer_value(to) < 0 ||
+	     json_integer_value(to) > INT32_MAX)) {
+		/* never cut to an int: 4294967297 is not 1 ms */
+		answer_error(r, 400,
+		             "timeout must be from 0 to 2147483647 "
+		             "milliseconds");
+		return;
+	}
+	if (route_key_refuses(r, client, tool)) {
+		return;
+	}
+	atext     = args != NULL ? json_dumps(args, JSON_COMPACT) : NULL;
+	mk_call c = {
+	        .client        = client,
+	        .tool          = tool,
+	        .arguments     = atext,
+	        .timeout_ms    = to != NULL ? (int)json_integer_value(to) : 0,
+	        .user_id       = mode != NULL && mode[0] == 'u' ? who : NULL,
+	        .virtual_key   = mode != NULL && mode[0] == 'v' ? who : NULL,
+	        .session_id    = mode != NULL && mode[0] == 's' ? who : NULL,
+	        .subject_token = r->bearer};
+	rc = mk_tool_call_async(D.rt, &c, on_tool, r);
+	free(atext);
+	if (rc != 0) {
+		answer_error(r, status_of(rc),
+		             rc == MK_ENOENT ? "no such MCP client"
+		                             : mk_strerror(rc));
+	}
+}

@@ -1,0 +1,368 @@
+/*
+ * clients.c - the clients as a caller may see them: every view, one found
+ * by name or id, what a virtual key may reach (its clients and tools,
+ * and the view cut to them); the client list; and the admin API's client
+ * handlers (add, update, remove, reconnect, disable, enable,
+ * refresh-tools).
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/daemon.h"
+
+/* ---- virtual keys ------------------------------------------------------- */
+
+static bool
+listed_in(const json_t *names, const char *name)
+{
+	size_t  i;
+	json_t *v;
+
+	json_array_foreach(names, i, v)
+	{
+		const char *s = json_string_value(v);
+		if (strcmp(s, "*") == 0 ||
+		    (name != NULL && strcmp(s, name) == 0)) {
+			return (true);
+		}
+	}
+	return (false);
+}
+
+/* Whether key k may reach client (a name) - and its tool, when tool is
+ * not NULL. */
+bool
+key_allows(const vkey *k, const char *client, const char *tool)
+{
+	json_t *tools = json_object_get(k->clients, client);
+
+	if (tools == NULL) {
+		tools = json_object_get(k->clients, "*");
+	}
+	return (tools != NULL && (tool == NULL || listed_in(tools, tool)));
+}
+
+const char *
+client_name(const json_t *c)
+{
+	const char *n = json_string_value(
+	        json_object_get(json_object_get(c, "config"), "name"));
+
+	return (n != NULL ? n : "?");
+}
+
+/* Every client's view, paged through the list (100 at a time), each
+ * with its counters when metrics is true. */
+json_t *
+all_clients(bool metrics)
+{
+	json_t *all = json_array(), *c;
+	size_t  i;
+
+	for (size_t off = 0; all != NULL;) {
+		char    filter[64], *text = NULL;
+		json_t *page, *cs;
+
+		snprintf(filter, sizeof(filter),
+		         "{\"limit\": 100, \"offset\": %zu}", off);
+		if (mk_clients_json(D.rt, filter, &text) != 0) {
+			json_decref(all);
+			return (NULL);
+		}
+		page = json_loads(text, 0, NULL);
+		mk_free(text);
+		cs = json_object_get(page, "clients");
+		if (json_array_size(cs) == 0) {
+			json_decref(page);
+			break;
+		}
+		json_array_extend(all, cs);
+		off += json_array_size(cs);
+		json_decref(page);
+	}
+	json_array_foreach(metrics ? all : NULL, i, c)
+	{
+		char *m = NULL;
+		/* (a client removed meanwhile has none: it shows zeros) */
+		if (mk_client_metrics_json(D.rt, client_name(c), &m) == 0) {
+			json_object_set_new(c, "metrics",
+			                    json_loads(m, 0, NULL));
+		}
+		mk_free(m);
+	}
+	return (all);
+}
+
+/* The view of the client named (or with the id) id: new reference, or
+ * NULL. */
+static json_t *
+client_find(const char *id)
+{
+	char   *f = NULL, *text = NULL;
+	json_t *q = json_pack("{s:s, s:i}", "search", id, "limit", 100);
+	json_t *page, *c, *found = NULL;
+	size_t  i;
+
+	f = q != NULL ? json_dumps(q, JSON_COMPACT) : NULL;
+	json_decref(q);
+	if (f == NULL || mk_clients_json(D.rt, f, &text) != 0) {
+		free(f);
+		return (NULL);
+	}
+	free(f);
+	page = json_loads(text, 0, NULL);
+	mk_free(text);
+	json_array_foreach(json_object_get(page, "clients"), i, c)
+	{
+		const json_t *cfg = json_object_get(c, "config");
+		const char   *cid =
+		        json_string_value(json_object_get(cfg, "client_id"));
+		if (strcmp(client_name(c), id) == 0 ||
+		    (cid != NULL && strcmp(cid, id) == 0)) {
+			found = json_incref(c);
+			break;
+		}
+	}
+	json_decref(page);
+	return (found);
+}
+
+/* The name of client id (a name or an id), malloc'd, or NULL. */
+static char *
+name_of(const char *id)
+{
+	json_t *c = client_find(id);
+	char   *n = c != NULL ? strdup(client_name(c)) : NULL;
+
+	json_decref(c);
+	return (n);
+}
+
+/* Refuses (403) a key that may not reach client id (and tool). */
+bool
+route_key_refuses(req *r, const char *id, const char *tool)
+{
+	char msg[300], *name = NULL;
+	bool ok;
+
+	if (r->key == NULL) {
+		return (false);
+	}
+	ok = key_allows(r->key, id, tool);
+	if (!ok && (name = name_of(id)) != NULL) {
+		ok = key_allows(r->key, name, tool); /* (given by id) */
+	}
+	free(name);
+	if (ok) {
+		return (false);
+	}
+	if (tool != NULL && key_allows(r->key, id, NULL)) {
+		snprintf(msg, sizeof(msg),
+		         "virtual key \"%s\" may not call tool \"%.100s\" of "
+		         "client \"%.64s\"",
+		         r->key->name, tool, id);
+	} else {
+		snprintf(msg, sizeof(msg),
+		         "virtual key \"%s\" may not use client \"%.64s\"",
+		         r->key->name, id);
+	}
+	answer_error(r, 403, msg);
+	return (true);
+}
+
+/* A view cut to what key k may see: its allowed tools only. */
+static void
+view_for_key(json_t *c, const vkey *k)
+{
+	json_t *tools = json_object_get(c, "tools"), *keep = json_array(), *t;
+	size_t  i;
+
+	json_array_foreach(tools, i, t)
+	{
+		const char *n = json_string_value(json_object_get(t, "name"));
+		if (n != NULL && key_allows(k, client_name(c), n)) {
+			json_array_append(keep, t);
+		}
+	}
+	json_object_set_new(c, "tools", keep);
+}
+
+/* ---- the client list ---------------------------------------------------- */
+
+/* A key's list: its clients only, paged here (limit, offset). */
+static void
+clients_for_key(req *r, long limit, long offset)
+{
+	json_t *all = all_clients(false), *out, *c;
+	size_t  i;
+
+	if (all == NULL) {
+		answer_error(r, 503, "the runtime did not answer");
+		return;
+	}
+	out = json_array();
+	json_array_foreach(all, i, c)
+	{
+		if (key_allows(r->key, client_name(c), NULL)) {
+			view_for_key(c, r->key);
+			json_array_append(out, c);
+		}
+	}
+	json_decref(all);
+	size_t  total = json_array_size(out);
+	json_t *page  = json_array();
+	for (size_t k = (size_t)offset;
+	     k < total && k < (size_t)(offset + limit); k++) {
+		json_array_append(page, json_array_get(out, k));
+	}
+	json_decref(out);
+	answer_json(r, 200,
+	            json_pack("{s:o, s:I, s:I}", "clients", page, "count",
+	                      (json_int_t)json_array_size(page), "total_count",
+	                      (json_int_t)total));
+}
+
+void
+route_clients_list(req *r, const char *id, json_t *body)
+{
+	static const char *const keys[] = {"state", "connection_type",
+	                                   "auth_type", "search"};
+	static const char *const nums[] = {"limit", "offset"};
+	json_t                  *f      = json_object();
+	char                    *v, *out = NULL;
+	long                     got[2] = {25, 0};
+	int                      rc;
+
+	for (size_t i = 0; i < 4; i++) {
+		if ((v = query_get(r->query, keys[i])) != NULL) {
+			json_object_set_new(f, keys[i], json_string(v));
+			free(v);
+		}
+	}
+	for (size_t i = 0; i < 2; i++) {
+		if ((v = query_get(r->query, nums[i])) != NULL) {
+			char *end;
+			long  n = strtol(v, &end, 10);
+			if (*v == '\0' || *end != '\0' || n < 0 ||
+			    (i == 0 && (n < 1 || n > 100))) {
+				char msg[96];
+				snprintf(msg, sizeof(msg), "%s must be %s",
+				         nums[i],
+				         i == 0 ? "1 to 100" : "0 or more");
+				free(v);
+				json_decref(f);
+				answer_error(r, 400, msg);
+				return;
+			}
+			json_object_set_new(f, nums[i], json_integer(n));
+			got[i] = n;
+			free(v);
+		}
+	}
+	if (r->key != NULL) {
+		json_decref(f);
+		clients_for_key(r, got[0], got[1]);
+		return;
+	}
+	char *ftext = json_dumps(f, JSON_COMPACT);
+	json_decref(f);
+	rc = mk_clients_json(D.rt, ftext, &out);
+	free(ftext);
+	if (rc != 0) {
+		answer_api(r, rc, NULL, 200, NULL);
+		return;
+	}
+	answer(r, 200, "application/json", out);
+	mk_free(out);
+}
+
+/* ---- the admin API ------------------------------------------------------ */
+
+/* Without an admin token, a command line comes from config.json only:
+ * true (answered 403) when body would make or change a stdio client. */
+static bool
+stdio_refused(req *r, const char *id, json_t *body)
+{
+	const char *type = http_field(body, "connection_type");
+	bool        stdio;
+
+	pthread_mutex_lock(&D.mtx);
+	bool token = D.token != NULL;
+	pthread_mutex_unlock(&D.mtx);
+	if (token) {
+		return (false);
+	}
+	stdio = (type != NULL && strcmp(type, "stdio") == 0) ||
+	        json_object_get(body, "stdio_config") != NULL;
+	if (!stdio && id != NULL) {
+		json_t *c = client_find(id);
+		type      = json_string_value(json_object_get(
+		             json_object_get(c, "config"), "connection_type"));
+		stdio     = type != NULL && strcmp(type, "stdio") == 0;
+		json_decref(c);
+	}
+	if (stdio) {
+		answer_error(
+		        r, 403,
+		        "stdio clients are made and changed only in "
+		        "config.json while the daemon has no admin token");
+	}
+	return (stdio);
+}
+
+/* POST /api/mcp/client (id NULL: a new client) and PUT
+ * /api/mcp/client/{id} (a patch). */
+void
+route_client_write(req *r, const char *id, json_t *body)
+{
+	char *cid = NULL, *err = NULL, *text;
+	int   rc;
+
+	if (body == NULL) {
+		answer_error(r, 400,
+		             id == NULL ? "the body must be a client config"
+		                        : "the body must be a JSON object");
+		return;
+	}
+	if (stdio_refused(r, id, body)) {
+		return;
+	}
+	text = json_dumps(body, JSON_COMPACT);
+	rc   = text == NULL    ? MK_ENOMEM
+	          : id == NULL ? mk_client_add(D.rt, text, &cid, &err)
+	                       : mk_client_update(D.rt, id, text, &err);
+	free(text);
+	answer_api(r, rc, err, id == NULL ? 201 : 200,
+	           rc == 0 && id == NULL ? json_pack("{s:s}", "id", cid)
+	                                 : NULL);
+	mk_free(cid);
+}
+
+void
+route_client_remove(req *r, const char *id, json_t *body)
+{
+	char *err = NULL;
+	int   rc  = mk_client_remove(D.rt, id, &err);
+
+	answer_api(r, rc, err, 200, NULL);
+}
+
+/* reconnect, disable, enable, refresh-tools: by the path's last part. */
+void
+route_lifecycle(req *r, const char *id, json_t *body)
+{
+	const char *action = strrchr(r->path, '/') + 1;
+	char       *err    = NULL;
+	int         rc;
+
+	rc = strcmp(action, "reconnect") == 0
+	        ? mk_client_reconnect(D.rt, id, &err)
+	        : strcmp(action, "disable") == 0
+	        ? mk_client_disable(D.rt, id, &err)
+	        : strcmp(action, "enable") == 0
+	        ? mk_client_enable(D.rt, id, &err)
+	        : mk_client_refresh_tools(D.rt, id, &err);
+	answer_api(r, rc, err, 200, NULL);
+}

@@ -1,0 +1,427 @@
+/*
+ * config_file.c - a whole config.json validated (see config.h): its
+ * top level, the mcp section's globals and client list (names and ids
+ * unique), the store and server sections, virtual keys.
+ */
+#include <openssl/crypto.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/config.h"
+#include "codec/config_impl.h"
+#include "codec/text.h"
+#include "mcpkeep.h"
+
+#define CFG_FILE_MAX (4u * 1024u * 1024u)
+
+/* Whether a's client_id is b's name. */
+static bool
+names_clash(const cfg_client *a, const cfg_client *b)
+{
+	return (strcmp(a->id, b->name) == 0);
+}
+
+/* One virtual key's grants: client name (or "*") -> tool names (or
+ * ["*"]). */
+static int
+grants_of(cfg_pctx *x, const char *field, json_t *v)
+{
+	const char *k;
+	json_t     *tools, *t;
+	size_t      i;
+
+	if (!json_is_object(v) || json_object_size(v) == 0) {
+		return (cfg_bad(
+		        x, field,
+		        "must be an object of client names to tool lists"));
+	}
+	json_object_foreach(v, k, tools)
+	{
+		if (!json_is_array(tools) || json_array_size(tools) == 0) {
+			return (cfg_bad(
+			        x, field,
+			        "client \"%.64s\": must be a list of tool "
+			        "names, or [\"*\"]",
+			        k));
+		}
+		json_array_foreach(tools, i, t)
+		{
+			if (!json_is_string(t) ||
+			    *json_string_value(t) == '\0') {
+				return (cfg_bad(
+				        x, field,
+				        "client \"%.64s\": a tool name "
+				        "must be a non-empty string",
+				        k));
+			}
+		}
+	}
+	return (0);
+}
+
+/*
+ * server.virtual_keys: each {name, value, clients, trust_identity_headers}
+ * with its value resolved (env.); names and values unique, values at
+ * least VKEY_MIN bytes (a key is a password a gateway hands out).  The
+ * result is a copy the caller owns (values are secrets).
+ */
+static int
+vkeys_of(cfg_pctx *x, json_t *v, json_t **out)
+{
+	static const char *keys[] = {"name", "value", "clients",
+	                             "trust_identity_headers", NULL};
+	json_t            *all    = json_array(), *e, *f;
+	const char        *k;
+	size_t             i;
+	char               field[64], *value = NULL;
+	int                rv = 0;
+
+	if (all == NULL) {
+		return (MK_ENOMEM);
+	}
+	if (!json_is_array(v)) {
+		json_decref(all);
+		return (cfg_bad(x, "server.virtual_keys", "must be an array"));
+	}
+	json_array_foreach(v, i, e)
+	{
+		snprintf(field, sizeof(field), "server.virtual_keys[%zu]", i);
+		if (!json_is_object(e)) {
+			rv = cfg_bad(x, field, "must be an object");
+			break;
+		}
+		json_object_foreach(e, k, f)
+		{
+			if (!cfg_known(k, keys)) {
+				rv = cfg_bad(x, field,
+				             "unknown field \"%.60s\"", k);
+				break;
+			}
+		}
+		const char *name =
+		        json_string_value(json_object_get(e, "name"));
+		json_t *trust = json_object_get(e, "trust_identity_headers");
+		if (rv != 0) {
+			break;
+		}
+		if (name == NULL || *name == '\0' || strlen(name) > 64 ||
+		    name[strspn(name,
+		                "abcdefghijklmnopqrstuvwxyz"
+		                "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		                "0123456789_-")] != '\0') {
+			rv = cfg_bad(
+			        x, field,
+			        "name must be 1 to 64 letters, digits, '_' or "
+			        "'-'");
+			break;
+		}
+		if (trust != NULL && !json_is_boolean(trust)) {
+			rv = cfg_bad(x, field,
+			             "trust_identity_headers must be true or "
+			             "false");
+			break;
+		}
+		if ((rv = grants_of(x, field,
+		                    json_object_get(e, "clients"))) != 0 ||
+		    (rv = cfg_str_of(x, field, json_object_get(e, "value"),
+		                     NULL, &value)) != 0) {
+			break;
+		}
+		if (strlen(value) < VKEY_MIN) {
+			/* (the length only: never the value) */
+			rv = cfg_bad(
+			        x, field,
+			        "the value of key \"%s\" is shorter than %d "
+			        "characters",
+			        name, VKEY_MIN);
+			break;
+		}
+		json_t *o;
+		size_t  j;
+		json_array_foreach(all, j, o)
+		{
+			if (strcmp(json_string_value(
+			                   json_object_get(o, "name")),
+			           name) == 0) {
+				rv = cfg_bad(x, field,
+				             "the name \"%s\" is used twice",
+				             name);
+			} else if (strcmp(json_string_value(
+			                          json_object_get(o, "value")),
+			                  value) == 0) {
+				rv = cfg_bad(
+				        x, field,
+				        "key \"%s\" has the value of another "
+				        "key",
+				        name);
+			}
+		}
+		if (rv != 0) {
+			break;
+		}
+		o = json_pack("{s:s, s:s, s:O, s:b}", "name", name, "value",
+		              value, "clients", json_object_get(e, "clients"),
+		              "trust_identity_headers", json_is_true(trust));
+		if (o == NULL || json_array_append_new(all, o) != 0) {
+			rv = MK_ENOMEM;
+			break;
+		}
+		OPENSSL_cleanse(value, strlen(value));
+		free(value);
+		value = NULL;
+	}
+	if (value != NULL) {
+		OPENSSL_cleanse(value, strlen(value));
+		free(value);
+	}
+	if (rv != 0) {
+		json_decref(all);
+		return (rv);
+	}
+	*out = all;
+	return (0);
+}
+
+static int
+file_fail(char *err, size_t errlen, int rv, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	cfg_one_line(err);
+	return (rv);
+}
+
+static int
+parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
+{
+	static const char *top[]     = {"mcp", "store", "server", NULL};
+	static const char *mcpk[]    = {"client_configs", "tool_sync_interval",
+	                                "tool_execution_timeout", NULL};
+	static const char *storek[]  = {"path", NULL};
+	static const char *serverk[] = {"listen",        "admin_token",
+	                                "stream",        "allowed_origins",
+	                                "stream_public", "metrics_token",
+	                                "virtual_keys",  NULL};
+	cfg_pctx           x         = {"?", err, errlen, NULL};
+	json_t            *mcp, *list, *v, *sec;
+	const char        *k;
+	size_t             i;
+	int                rv;
+
+	if (!json_is_object(root)) {
+		return (file_fail(err, errlen, MK_EINVAL,
+		                  "config: the top level must be an object"));
+	}
+	json_object_foreach(root, k, v)
+	{
+		if (!cfg_known(k, top)) {
+			return (file_fail(err, errlen, MK_EINVAL,
+			                  "config: unknown field \"%.60s\"",
+			                  k));
+		}
+	}
+	mcp = json_object_get(root, "mcp");
+	if (mcp != NULL && !json_is_object(mcp)) {
+		return (file_fail(err, errlen, MK_EINVAL,
+		                  "config: field \"mcp\" must be an object"));
+	}
+	json_object_foreach(mcp, k, v)
+	{
+		if (!cfg_known(k, mcpk)) {
+			return (file_fail(
+			        err, errlen, MK_EINVAL,
+			        "config: unknown field \"mcp.%.60s\"", k));
+		}
+	}
+	f->sync_ms = CFG_SYNC_DEFAULT_MS;
+	f->exec_ms = CFG_EXEC_DEFAULT_MS;
+	if ((v = json_object_get(mcp, "tool_sync_interval")) != NULL &&
+	    (cfg_duration(v, &f->sync_ms) != 0 || f->sync_ms < 1000)) {
+		return (file_fail(
+		        err, errlen, MK_EINVAL,
+		        "config: field \"mcp.tool_sync_interval\" must be a "
+		        "duration of at least 1s"));
+	}
+	if ((v = json_object_get(mcp, "tool_execution_timeout")) != NULL &&
+	    (cfg_duration(v, &f->exec_ms) != 0 || f->exec_ms < 1)) {
+		return (file_fail(err, errlen, MK_EINVAL,
+		                  "config: field "
+		                  "\"mcp.tool_execution_timeout\" must be a "
+		                  "positive duration"));
+	}
+	list = json_object_get(mcp, "client_configs");
+	if (list != NULL && !json_is_array(list)) {
+		return (file_fail(err, errlen, MK_EINVAL,
+		                  "config: field \"mcp.client_configs\" must "
+		                  "be an array"));
+	}
+	if ((f->clients = calloc(json_array_size(list) + 1,
+	                         sizeof(*f->clients))) == NULL) {
+		return (MK_ENOMEM);
+	}
+	json_array_foreach(list, i, v)
+	{
+		if ((rv = cfg_client_parse(v, NULL, &f->clients[i], err,
+		                           errlen)) != 0) {
+			return (rv);
+		}
+		f->nclients++;
+		for (size_t j = 0; j < i; j++) {
+			if (strcmp(f->clients[j]->name, f->clients[i]->name) ==
+			    0) {
+				return (file_fail(err, errlen, MK_EINVAL,
+				                  "client \"%s\": the name is "
+				                  "used twice",
+				                  f->clients[i]->name));
+			}
+			if (strcmp(f->clients[j]->id, f->clients[i]->id) ==
+			    0) {
+				return (file_fail(err, errlen, MK_EINVAL,
+				                  "client \"%s\": client_id "
+				                  "\"%s\" is used twice",
+				                  f->clients[i]->name,
+				                  f->clients[i]->id));
+			}
+			if (names_clash(f->clients[i], f->clients[j]) ||
+			    names_clash(f->clients[j], f->clients[i])) {
+				return (file_fail(err, errlen, MK_EINVAL,
+				                  "client \"%s\": a client_id "
+				                  "is another client's name "
+				                  "(an {id} must name one "
+				                  "client)",
+				                  f->clients[i]->name));
+			}
+		}
+	}
+	x.client = "(store)";
+	if ((sec = json_object_get(root, "store")) != NULL) {
+		json_object_foreach(sec, k, v)
+		{
+			if (!cfg_known(k, storek)) {
+				return (file_fail(err, errlen, MK_EINVAL,
+				                  "config: unknown field "
+				                  "\"store.%.60s\"",
+				                  k));
+			}
+		}
+		if ((v = json_object_get(sec, "path")) != NULL &&
+		    (rv = cfg_str_of(&x, "store.path", v, NULL,
+		                     &f->store_path)) != 0) {
+			return (rv);
+		}
+	}
+	x.client = "(server)";
+	if ((sec = json_object_get(root, "server")) != NULL) {
+		json_object_foreach(sec, k, v)
+		{
+			if (!cfg_known(k, serverk)) {
+				return (file_fail(err, errlen, MK_EINVAL,
+				                  "config: unknown field "
+				                  "\"server.%.60s\"",
+				                  k));
+			}
+		}
+		if ((v = json_object_get(sec, "listen")) != NULL &&
+		    (rv = cfg_str_of(&x, "server.listen", v, NULL,
+		                     &f->listen)) != 0) {
+			return (rv);
+		}
+		if ((v = json_object_get(sec, "admin_token")) != NULL &&
+		    (rv = cfg_str_of(&x, "server.admin_token", v, NULL,
+		                     &f->admin_token)) != 0) {
+			return (rv);
+		}
+		if ((v = json_object_get(sec, "stream")) != NULL &&
+		    (rv = cfg_strv_of(&x, "server.stream", v, NULL,
+		                      &f->streams)) != 0) {
+			return (rv);
+		}
+		if ((v = json_object_get(sec, "allowed_origins")) != NULL &&
+		    (rv = cfg_strv_of(&x, "server.allowed_origins", v, NULL,
+		                      &f->origins)) != 0) {
+			return (rv);
+		}
+		if ((v = json_object_get(sec, "stream_public")) != NULL) {
+			if (!json_is_boolean(v)) {
+				return (cfg_bad(&x, "server.stream_public",
+				                "must be true or false"));
+			}
+			f->stream_public = json_is_true(v);
+		}
+		if ((v = json_object_get(sec, "metrics_token")) != NULL &&
+		    (rv = cfg_str_of(&x, "server.metrics_token", v, NULL,
+		                     &f->metrics_token)) != 0) {
+			return (rv);
+		}
+		if ((v = json_object_get(sec, "virtual_keys")) != NULL &&
+		    (rv = vkeys_of(&x, v, &f->vkeys)) != 0) {
+			return (rv);
+		}
+	}
+	return (0);
+}
+
+int
+cfg_file_parse(const char *text, size_t len, cfg_file **out, char *err,
+               size_t errlen)
+{
+	json_error_t je;
+	json_t      *root;
+	cfg_file    *f;
+	int          rv;
+
+	*out = NULL;
+	if (len > CFG_FILE_MAX) {
+		return (file_fail(
+		        err, errlen, MK_ETOOBIG,
+		        "config: %zu bytes exceeds the %u-byte limit", len,
+		        CFG_FILE_MAX));
+	}
+	if ((root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je)) ==
+	    NULL) {
+		return (file_fail(
+		        err, errlen, MK_EINVAL,
+		        "config: invalid JSON at line %d column %d: %s",
+		        je.line, je.column, je.text));
+	}
+	if ((f = calloc(1, sizeof(*f))) == NULL) {
+		json_decref(root);
+		return (MK_ENOMEM);
+	}
+	rv = parse_file(root, f, err, errlen);
+	json_decref(root);
+	if (rv != 0) {
+		cfg_file_free(&f);
+		return (rv);
+	}
+	*out = f;
+	return (0);
+}
+
+void
+cfg_file_free(cfg_file **fp)
+{
+	cfg_file *f;
+
+	if (fp == NULL || (f = *fp) == NULL) {
+		return;
+	}
+	*fp = NULL;
+	for (size_t i = 0; i < f->nclients; i++) {
+		cfg_client_free(&f->clients[i]);
+	}
+	free(f->clients);
+	free(f->store_path);
+	free(f->listen);
+	free(f->admin_token);
+	free(f->metrics_token);
+	text_strv_free(f->streams);
+	text_strv_free(f->origins);
+	json_decref(f->vkeys);
+	free(f);
+}

@@ -1,0 +1,248 @@
+/*
+ * request.c - the MCP session's requests: ping, tools/list (every page,
+ * within the limits of mcp.h, no cursor twice), tools/call (with
+ * progress), cancellation; and tool annotations read with their
+ * defaults.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/text.h"
+#include "mcpkeep.h"
+#include "transport/mcp.h"
+#include "transport/session_impl.h"
+
+static bool
+hint(json_t *ann, const char *key, bool dflt)
+{
+	json_t *v = json_object_get(ann, key);
+
+	return (json_is_boolean(v) ? json_is_true(v) : dflt);
+}
+
+void
+mcp_tool_hints(json_t *tool, mcp_hints *out)
+{
+	json_t *ann = json_object_get(tool, "annotations");
+
+	out->read_only   = hint(ann, "readOnlyHint", false);
+	out->destructive = hint(ann, "destructiveHint", true);
+	out->idempotent  = hint(ann, "idempotentHint", false);
+	out->open_world  = hint(ann, "openWorldHint", true);
+}
+
+/* Bytes of a tools array as compact JSON (the view's and the store's
+ * form), counted without building the text. */
+static size_t
+tools_bytes(json_t *tools)
+{
+	size_t  n = 2, i;
+	json_t *t;
+
+	json_array_foreach(tools, i, t)
+	{
+		n += json_dumpb(t, NULL, 0, JSON_COMPACT) + (i != 0);
+	}
+	return (n);
+}
+
+/* Why a page cannot be added to p's list (into e), or NULL if it can:
+ * a limit, or a cursor seen before.  Counts the page. */
+static const mcp_error *
+page_refused(pend *p, json_t *tools, json_t *cursor, mcp_error *e)
+{
+	size_t clen = json_is_string(cursor) ? json_string_length(cursor) : 0;
+
+	p->pages++;
+	p->bytes += tools_bytes(tools) + clen;
+	if (p->bytes > MCP_MAX_TOOLS_BYTES) {
+		return (mcp_error_set(e, MCP_E_PROTOCOL,
+		                      "tools/list exceeds %zu MiB in total "
+		                      "(%zu bytes of tools and cursors in %u "
+		                      "pages)",
+		                      MCP_MAX_TOOLS_BYTES >> 20, p->bytes,
+		                      p->pages));
+	}
+	if (json_array_size(p->tools) + json_array_size(tools) >
+	            MCP_MAX_TOOLS ||
+	    p->pages > MCP_MAX_PAGES) {
+		return (mcp_error_set(
+		        e, MCP_E_PROTOCOL,
+		        "tools/list exceeds %d tools or %d pages",
+		        MCP_MAX_TOOLS, MCP_MAX_PAGES));
+	}
+	if (!json_is_string(cursor)) {
+		return (NULL);
+	}
+	if (json_object_getn(p->cursors, json_string_value(cursor), clen) !=
+	    NULL) {
+		/* the cursor's value is the server's: not in the message */
+		return (mcp_error_set(e, MCP_E_PROTOCOL,
+		                      "tools/list repeats the cursor of an "
+		                      "earlier page (page %u): paging stopped",
+		                      p->pages));
+	}
+	if (json_object_setn_new(p->cursors, json_string_value(cursor), clen,
+	                         json_null()) != 0) {
+		return (mcp_error_set(e, MCP_E_LOCAL,
+		                      "cannot keep the tools/list cursor"));
+	}
+	return (NULL);
+}
+
+/* A tools/list page arrived: keep it, ask for the next or finish. */
+void
+session_on_page(mcp_session *s, pend *p, json_t *result)
+{
+	json_t          *tools  = json_object_get(result, "tools");
+	json_t          *cursor = json_object_get(result, "nextCursor");
+	const mcp_error *why;
+	mcp_error        e;
+	int              rv;
+
+	if (!json_is_array(tools) ||
+	    (cursor != NULL && !json_is_string(cursor) &&
+	     !json_is_null(cursor))) {
+		session_complete(
+		        s, p,
+		        mcp_error_set(
+		                &e, MCP_E_PROTOCOL,
+		                "tools/list result without a tools array"),
+		        NULL);
+		return;
+	}
+	if ((why = page_refused(p, tools, cursor, &e)) != NULL) {
+		session_complete(s, p, why, NULL);
+		return;
+	}
+	json_array_extend(p->tools, tools);
+	if (!json_is_string(cursor)) {
+		json_t *all = json_pack("{s:O}", "tools", p->tools);
+		session_complete(s, p, NULL, all);
+		json_decref(all);
+		return;
+	}
+	json_t *params = json_pack("{s:O}", "cursor", cursor);
+	rv             = session_send_request(s, p, params,
+	                                      (const char *const *)p->headers);
+	json_decref(params);
+	if (rv != 0) {
+		session_complete(
+		        s, p,
+		        mcp_error_set(&e, MCP_E_LOCAL,
+		                      "cannot request the next tools/list "
+		                      "page (code %d)",
+		                      rv),
+		        NULL);
+	}
+}
+
+/* ---- requests --------------------------------------------------------- */
+
+static int
+start(mcp_session *s, pkind kind, json_t *params, const mcp_req_opts *o,
+      mcp_result_fn fn, void *arg, int64_t *idp)
+{
+	pend *p;
+	int   rv;
+
+	if (s->st != ST_READY || s->doomed) {
+		return (MK_EINVAL);
+	}
+	if ((p = calloc(1, sizeof(*p))) == NULL) {
+		return (MK_ENOMEM);
+	}
+	p->kind = kind;
+	p->fn   = fn;
+	p->arg  = arg;
+	p->timeout_ms =
+	        o != NULL && o->timeout_ms > 0 ? o->timeout_ms : s->timeout_ms;
+	if (o != NULL) {
+		p->progress = o->progress;
+		p->parg     = o->progress_arg;
+	}
+	if (kind == P_LIST &&
+	    ((p->tools = json_array()) == NULL ||
+	     (p->cursors = json_object()) == NULL ||
+	     (o != NULL && o->headers != NULL &&
+	      (p->headers = text_strv_dup(o->headers)) == NULL))) {
+		session_pend_free(p);
+		return (MK_ENOMEM);
+	}
+	if (kind == P_CALL && p->progress != NULL) {
+		/* the token is the request id: known only when sent */
+		json_t *meta = json_pack("{s:I}", "progressToken",
+		                         (json_int_t)(s->next_id + 1));
+		json_object_set_new(params, "_meta", meta);
+	}
+	if ((rv = session_send_request(s, p, params, o ? o->headers : NULL)) !=
+	    0) {
+		session_pend_free(p);
+		return (rv);
+	}
+	if (idp != NULL) {
+		*idp = p->id;
+	}
+	return (0);
+}
+
+int
+mcp_ping(mcp_session *s, const mcp_req_opts *o, mcp_result_fn fn, void *arg,
+         int64_t *idp)
+{
+	return (start(s, P_PING, NULL, o, fn, arg, idp));
+}
+
+int
+mcp_list_tools(mcp_session *s, const mcp_req_opts *o, mcp_result_fn fn,
+               void *arg, int64_t *idp)
+{
+	return (start(s, P_LIST, NULL, o, fn, arg, idp));
+}
+
+int
+mcp_call_tool(mcp_session *s, const char *name, json_t *arguments,
+              const mcp_req_opts *o, mcp_result_fn fn, void *arg, int64_t *idp)
+{
+	json_t *params;
+	int     rv;
+
+	if (name == NULL ||
+	    (arguments != NULL && !json_is_object(arguments))) {
+		return (MK_EINVAL);
+	}
+	params = json_pack("{s:s, s:o}", "name", name, "arguments",
+	                   arguments != NULL ? json_incref(arguments)
+	                                     : json_object());
+	if (params == NULL) {
+		return (MK_ENOMEM);
+	}
+	rv = start(s, P_CALL, params, o, fn, arg, idp);
+	json_decref(params);
+	return (rv);
+}
+
+int
+mcp_cancel(mcp_session *s, int64_t id, const char *reason)
+{
+	pend     *p = idmap_del(&s->pending, (uint64_t)id);
+	json_t   *params;
+	mcp_error e;
+
+	if (p == NULL) {
+		return (MK_ENOENT);
+	}
+	s->conn->ops->abort(s->conn, id);
+	params =
+	        json_pack("{s:I, s:s}", "requestId", (json_int_t)id, "reason",
+	                  reason != NULL ? reason : "cancelled by the client");
+	session_send_notification(s, "notifications/cancelled", params);
+	json_decref(params);
+	session_complete(
+	        s, p,
+	        mcp_error_set(&e, MCP_E_CANCELLED, "%s cancelled: %s",
+	                      session_method_of(p->kind),
+	                      reason != NULL ? reason : "by the client"),
+	        NULL);
+	return (0);
+}
