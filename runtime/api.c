@@ -12,6 +12,7 @@
 #include "actors/client/client.h"
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/log.h"
+#include "actors/supervisor/supervisor.h"
 #include "codec/config.h"
 #include "codec/mp.h"
 #include "mcpkeep.h"
@@ -28,28 +29,23 @@
 void
 rt_take_error(const kn_answer *a, int rv, char **err)
 {
-	mp_r r;
-
 	if (err == NULL) {
 		return;
 	}
-	*err = NULL;
-	mp_r_open(&r, a->data, a->len);
-	*err = mp_dup_str(mp_get(&r, "error"));
-	mp_r_close(&r);
+	*err = kn_error_text(a->data, a->len);
 	if (*err == NULL) {
 		*err = strdup(mk_strerror(rv));
 	}
 }
 
-/* Asks the supervisor with a one-string payload; on 0, *a holds the
- * reply (free a->data). */
+/* Asks the supervisor the message m (a struct of the fields f: pass
+ * CODEC_OF), which needs the caller's string given (NULL: MK_EINVAL); on
+ * 0, *a holds the reply (free a->data). */
 static int
-sv_ask(mk_runtime *rt, uint32_t type, const char *key, const char *val,
-       int timeout_ms, kn_answer *a, char **err)
+sv_ask(mk_runtime *rt, uint32_t type, const char *given, const codec_fields *f,
+       const void *m, int timeout_ms, kn_answer *a, char **err)
 {
-	mp_w w;
-	int  rv;
+	int rv;
 
 	if (err != NULL) {
 		*err = NULL;
@@ -58,15 +54,10 @@ sv_ask(mk_runtime *rt, uint32_t type, const char *key, const char *val,
 	if (!rt_valid(rt)) {
 		return (MK_EHANDLE);
 	}
-	if (val == NULL) {
+	if (given == NULL) {
 		return (MK_EINVAL);
 	}
-	mp_w_init(&w);
-	mp_map(&w, 1);
-	mp_kv_str(&w, key, val);
-	rv = kn_ask(rt->system[RT_SUPERVISOR], type, w.sb.data, w.sb.size,
-	            timeout_ms, a);
-	mp_w_fini(&w);
+	rv = kn_ask_msg(rt->system[RT_SUPERVISOR], type, f, m, timeout_ms, a);
 	if (rv != 0) {
 		rt_take_error(a, rv, err);
 		free(a->data);
@@ -102,9 +93,10 @@ file_of(mk_runtime *rt, const char *config_json, cfg_file **f, char **err)
 int
 mk_runtime_load(mk_runtime *rt, const char *config_json, char **err)
 {
-	kn_answer a;
-	int       rv =
-	        sv_ask(rt, MSG_SV_LOAD, "file", config_json, LOAD_MS, &a, err);
+	sv_load_msg m = {.file = (char *)config_json};
+	kn_answer   a;
+	int         rv = sv_ask(rt, MSG_SV_LOAD, config_json,
+	                        CODEC_OF(sv_load_msg, &m), LOAD_MS, &a, err);
 
 	free(a.data);
 	return (rv);
@@ -137,7 +129,7 @@ mk_runtime_load_async(mk_runtime *rt, const char *config_json, mk_load_fn fn,
 	cfg_file   *f;
 	async_load *al;
 	kn_answer   a;
-	mp_w        w;
+	sv_load_msg m = {.file = (char *)config_json};
 	int         rv;
 
 	/* invalid: refused here, before anything changes */
@@ -151,12 +143,8 @@ mk_runtime_load_async(mk_runtime *rt, const char *config_json, mk_load_fn fn,
 	}
 	al->fn  = fn;
 	al->arg = arg;
-	mp_w_init(&w);
-	mp_map(&w, 1);
-	mp_kv_str(&w, "file", config_json);
-	rv = kn_ask_cb(rt->system[RT_SUPERVISOR], MSG_SV_LOAD, w.sb.data,
-	               w.sb.size, LOAD_MS, on_loaded, al);
-	mp_w_fini(&w);
+	rv      = kn_ask_cb_msg(rt->system[RT_SUPERVISOR], MSG_SV_LOAD,
+	                        CODEC_OF(sv_load_msg, &m), LOAD_MS, on_loaded, al);
 	if (rv != 0) {
 		free(al);
 		return (rv);
@@ -164,8 +152,8 @@ mk_runtime_load_async(mk_runtime *rt, const char *config_json, mk_load_fn fn,
 	/* The supervisor takes its inbox in order: once it answered this
 	 * ping, it ran the load's handler, so every client of the file
 	 * exists (their connects go on). */
-	(void)kn_ask(rt->system[RT_SUPERVISOR], MSG_PING, "\x80", 1,
-	             rt->opts.ask_timeout_ms, &a);
+	(void)kn_ask(rt->system[RT_SUPERVISOR], MSG_PING, CODEC_EMPTY,
+	             CODEC_EMPTY_LEN, rt->opts.ask_timeout_ms, &a);
 	free(a.data);
 	return (0);
 }
@@ -173,22 +161,19 @@ mk_runtime_load_async(mk_runtime *rt, const char *config_json, mk_load_fn fn,
 int
 mk_runtime_configure(mk_runtime *rt, const char *config_json, char **err)
 {
-	cfg_file *f;
-	kn_answer a;
-	mp_w      w;
-	int       rv;
+	cfg_file       *f;
+	kn_answer       a;
+	sv_settings_msg m;
+	int             rv;
 
 	if ((rv = file_of(rt, config_json, &f, err)) != 0) {
 		return (rv);
 	}
-	mp_w_init(&w);
-	mp_map(&w, 2);
-	mp_kv_int(&w, "sync_ms", f->sync_ms);
-	mp_kv_int(&w, "exec_ms", f->exec_ms);
+	m = (sv_settings_msg) {.sync_ms = f->sync_ms, .exec_ms = f->exec_ms};
 	cfg_file_free(&f);
-	rv = kn_ask(rt->system[RT_SUPERVISOR], MSG_SV_SETTINGS, w.sb.data,
-	            w.sb.size, rt->opts.ask_timeout_ms, &a);
-	mp_w_fini(&w);
+	rv = kn_ask_msg(rt->system[RT_SUPERVISOR], MSG_SV_SETTINGS,
+	                CODEC_OF(sv_settings_msg, &m), rt->opts.ask_timeout_ms,
+	                &a);
 	if (rv != 0) {
 		rt_take_error(&a, rv, err);
 	}
@@ -199,17 +184,18 @@ mk_runtime_configure(mk_runtime *rt, const char *config_json, char **err)
 int
 mk_runtime_reload(mk_runtime *rt, const char *config_json, char **err)
 {
-	cfg_file *f;
-	kn_answer a;
-	int       rv;
+	sv_file_msg m = {.file = (char *)config_json};
+	cfg_file   *f;
+	kn_answer   a;
+	int         rv;
 
 	/* invalid: refused here, before anything changes */
 	if ((rv = file_of(rt, config_json, &f, err)) != 0) {
 		return (rv);
 	}
 	cfg_file_free(&f);
-	rv = sv_ask(rt, MSG_SV_RELOAD, "file", config_json, RELOAD_MS, &a,
-	            err);
+	rv = sv_ask(rt, MSG_SV_RELOAD, config_json, CODEC_OF(sv_file_msg, &m),
+	            RELOAD_MS, &a, err);
 	free(a.data);
 	return (rv);
 }
@@ -282,22 +268,23 @@ mk_config_get(const char *config_json, const char *path, char **value,
 int
 mk_client_add(mk_runtime *rt, const char *config_json, char **id, char **err)
 {
-	kn_answer a;
-	mp_r      r;
-	int       rv;
+	sv_add_msg m = {.config = (char *)config_json};
+	sv_id_msg  out;
+	kn_answer  a;
+	int        rv;
 
 	if (id != NULL) {
 		*id = NULL;
 	}
-	if ((rv = sv_ask(rt, MSG_SV_ADD, "config", config_json, ADD_MS, &a,
-	                 err)) != 0) {
+	if ((rv = sv_ask(rt, MSG_SV_ADD, config_json, CODEC_OF(sv_add_msg, &m),
+	                 ADD_MS, &a, err)) != 0) {
 		return (rv);
 	}
-	mp_r_open(&r, a.data, a.len);
-	if (id != NULL) {
-		*id = mp_dup_str(mp_get(&r, "id"));
+	if (sv_id_msg_unpack(a.data, a.len, &out) == 0 && id != NULL) {
+		*id    = out.id;
+		out.id = NULL;
 	}
-	mp_r_close(&r);
+	sv_id_msg_clear(&out);
 	free(a.data);
 	return (0);
 }
@@ -305,8 +292,10 @@ mk_client_add(mk_runtime *rt, const char *config_json, char **id, char **err)
 static int
 lifecycle(mk_runtime *rt, uint32_t type, const char *client, char **err)
 {
-	kn_answer a;
-	int       rv = sv_ask(rt, type, "client", client, ADD_MS, &a, err);
+	sv_client_msg m = {.client = (char *)client};
+	kn_answer     a;
+	int rv = sv_ask(rt, type, client, CODEC_OF(sv_client_msg, &m), ADD_MS,
+	                &a, err);
 
 	free(a.data);
 	return (rv);
@@ -316,29 +305,13 @@ int
 mk_client_update(mk_runtime *rt, const char *client, const char *patch_json,
                  char **err)
 {
-	kn_answer a;
-	mp_w      w;
-	int       rv;
+	sv_update_msg m = {.client = (char *)client,
+	                   .patch  = (char *)patch_json};
+	kn_answer     a;
+	int           rv;
 
-	if (err != NULL) {
-		*err = NULL;
-	}
-	if (!rt_valid(rt)) {
-		return (MK_EHANDLE);
-	}
-	if (client == NULL || patch_json == NULL) {
-		return (MK_EINVAL);
-	}
-	mp_w_init(&w);
-	mp_map(&w, 2);
-	mp_kv_str(&w, "client", client);
-	mp_kv_str(&w, "patch", patch_json);
-	rv = kn_ask(rt->system[RT_SUPERVISOR], MSG_SV_UPDATE, w.sb.data,
-	            w.sb.size, ADD_MS, &a);
-	mp_w_fini(&w);
-	if (rv != 0) {
-		rt_take_error(&a, rv, err);
-	}
+	rv = sv_ask(rt, MSG_SV_UPDATE, patch_json != NULL ? client : NULL,
+	            CODEC_OF(sv_update_msg, &m), ADD_MS, &a, err);
 	free(a.data);
 	return (rv);
 }
@@ -376,24 +349,24 @@ mk_client_refresh_tools(mk_runtime *rt, const char *client, char **err)
 int
 mk_clients_json(mk_runtime *rt, const char *filter_json, char **out)
 {
-	kn_answer a;
-	mp_r      r;
-	int       rv;
+	sv_list_msg m = {
+	        .filter = (char *)(filter_json != NULL ? filter_json : "")};
+	sv_json_msg page;
+	kn_answer   a;
+	int         rv;
 
 	if (out == NULL) {
 		return (MK_EINVAL);
 	}
 	*out = NULL;
-	if ((rv = sv_ask(rt, MSG_SV_LIST, "filter",
-	                 filter_json != NULL ? filter_json : "",
+	if ((rv = sv_ask(rt, MSG_SV_LIST, m.filter, CODEC_OF(sv_list_msg, &m),
 	                 rt_valid(rt) ? rt->opts.ask_timeout_ms : 1, &a,
 	                 NULL)) != 0) {
 		return (rv);
 	}
-	if (mp_r_open(&r, a.data, a.len) == 0) {
-		*out = mp_dup_str(mp_get(&r, "json"));
+	if (sv_json_msg_unpack(a.data, a.len, &page) == 0) {
+		*out = page.json;
 	}
-	mp_r_close(&r);
 	free(a.data);
 	return (*out != NULL ? 0 : MK_EPROTO);
 }
@@ -401,11 +374,11 @@ mk_clients_json(mk_runtime *rt, const char *filter_json, char **out)
 int
 mk_client_metrics_json(mk_runtime *rt, const char *name, char **out)
 {
-	char      who[160];
-	kn_actor *a;
-	kn_answer ans;
-	mp_r      r;
-	int       rv;
+	char           who[160];
+	kn_actor      *a;
+	kn_answer      ans;
+	cl_metrics_msg m;
+	int            rv;
 
 	if (out == NULL) {
 		return (MK_EINVAL);
@@ -421,13 +394,12 @@ mk_client_metrics_json(mk_runtime *rt, const char *name, char **out)
 	if (kn_lookup(rt->kernel, who, &a) != 0) {
 		return (MK_ENOENT);
 	}
-	rv = kn_ask(a, MSG_CL_METRICS, "\x80", 1, rt->opts.ask_timeout_ms,
-	            &ans);
+	rv = kn_ask(a, MSG_CL_METRICS, CODEC_EMPTY, CODEC_EMPTY_LEN,
+	            rt->opts.ask_timeout_ms, &ans);
 	kn_actor_release(&a);
-	if (rv == 0 && mp_r_open(&r, ans.data, ans.len) == 0) {
-		*out = mp_dup_str(mp_get(&r, "json"));
-		mp_r_close(&r);
-		rv = *out != NULL ? 0 : MK_EPROTO;
+	if (rv == 0 && cl_metrics_msg_unpack(ans.data, ans.len, &m) == 0) {
+		*out = m.json;
+		rv   = *out != NULL ? 0 : MK_EPROTO;
 	}
 	free(ans.data);
 	return (rv);
@@ -456,31 +428,33 @@ mk_result_free(mk_result **res)
 static mk_result *
 result_of(int status, const void *data, size_t len)
 {
-	mk_result *res = calloc(1, sizeof(*res));
-	mp_r       r;
+	mk_result    *res = calloc(1, sizeof(*res));
+	cl_result_msg ok;
+	cl_failed_msg f;
 
 	if (res == NULL) {
 		return (NULL);
 	}
-	if (mp_r_open(&r, data, len) == 0) {
-		res->result =
-		        status == 0 ? mp_dup_str(mp_get(&r, "result")) : NULL;
-		res->error         = mp_dup_str(mp_get(&r, "error"));
-		res->error_kind    = mp_dup_str(mp_get(&r, "kind"));
-		res->http_status   = (int)mp_int(mp_get(&r, "http_status"), 0);
-		res->auth_required = mp_dup_str(mp_get(&r, "auth_required"));
-		res->recovery      = mp_dup_str(mp_get(&r, "recovery"));
+	if (status == 0 && cl_result_msg_unpack(data, len, &ok) == 0) {
+		res->result   = ok.result; /* the result owns them now */
+		res->recovery = ok.recovery;
+	} else if (status != 0 && cl_failed_msg_unpack(data, len, &f) == 0) {
+		res->error         = f.error;
+		res->error_kind    = f.kind;
+		res->http_status   = (int)f.http_status;
+		res->auth_required = f.auth_required;
+		res->recovery      = f.recovery;
 	}
-	mp_r_close(&r);
 	if (status != 0 && res->error == NULL) {
 		res->error = strdup(mk_strerror(status));
 	}
 	return (res);
 }
 
-/* Finds the client's actor and encodes the call. */
+/* Finds the client's actor and fills the call's message m (borrowing
+ * call's strings). */
 static int
-prepare(mk_runtime *rt, const mk_call *call, kn_actor **ap, mp_w *w,
+prepare(mk_runtime *rt, const mk_call *call, kn_actor **ap, cl_call_msg *m,
         int *timeout)
 {
 	char name[160];
@@ -504,21 +478,15 @@ prepare(mk_runtime *rt, const mk_call *call, kn_actor **ap, mp_w *w,
 	const char *who  = call->user_id != NULL ? call->user_id
 	         : call->virtual_key != NULL     ? call->virtual_key
 	                                         : call->session_id;
-	mp_w_init(w);
-	mp_map(w,
-	       3 + (mode != NULL ? 2 : 0) +
-	               (call->subject_token != NULL ? 1 : 0));
-	if (mode != NULL) {
-		mp_kv_str(w, "mode", mode);
-		mp_kv_str(w, "identity", who);
-	}
-	if (call->subject_token != NULL) {
-		mp_kv_str(w, "subject", call->subject_token);
-	}
-	mp_kv_str(w, "tool", call->tool);
-	mp_kv_str(w, "arguments",
-	          call->arguments != NULL ? call->arguments : "{}");
-	mp_kv_int(w, "timeout_ms", call->timeout_ms);
+	*m               = (cl_call_msg) {
+	                      .tool      = (char *)call->tool,
+	                      .arguments = (char *)(call->arguments != NULL ? call->arguments
+	                                                                    : "{}"),
+	                      .timeout_ms = call->timeout_ms,
+	                      .mode       = (char *)mode,
+	                      .identity   = (char *)(mode != NULL ? who : NULL),
+	                      .subject    = (char *)call->subject_token,
+        };
 	/* the client bounds the call by its own timeout; this bounds the
 	 * wait for its answer (never forever) */
 	*timeout = (call->timeout_ms > 0 ? call->timeout_ms : 600000) +
@@ -529,19 +497,19 @@ prepare(mk_runtime *rt, const mk_call *call, kn_actor **ap, mp_w *w,
 int
 mk_tool_call(mk_runtime *rt, const mk_call *call, mk_result **res)
 {
-	kn_actor *a;
-	kn_answer ans;
-	mp_w      w;
-	int       timeout, rv;
+	kn_actor   *a;
+	kn_answer   ans;
+	cl_call_msg m;
+	int         timeout, rv;
 
 	if (res != NULL) {
 		*res = NULL;
 	}
-	if ((rv = prepare(rt, call, &a, &w, &timeout)) != 0) {
+	if ((rv = prepare(rt, call, &a, &m, &timeout)) != 0) {
 		return (rv);
 	}
-	rv = kn_ask(a, MSG_CL_CALL, w.sb.data, w.sb.size, timeout, &ans);
-	mp_w_fini(&w);
+	rv = kn_ask_msg(a, MSG_CL_CALL, CODEC_OF(cl_call_msg, &m), timeout,
+	                &ans);
 	kn_actor_release(&a);
 	if (res != NULL && (ans.data != NULL || rv != 0)) {
 		*res = result_of(rv, ans.data, ans.len);
@@ -570,25 +538,23 @@ mk_tool_call_async(mk_runtime *rt, const mk_call *call, mk_done_fn fn,
 {
 	async_call *ac;
 	kn_actor   *a;
-	mp_w        w;
+	cl_call_msg m;
 	int         timeout, rv;
 
 	if (fn == NULL) {
 		return (MK_EINVAL);
 	}
-	if ((rv = prepare(rt, call, &a, &w, &timeout)) != 0) {
+	if ((rv = prepare(rt, call, &a, &m, &timeout)) != 0) {
 		return (rv);
 	}
 	if ((ac = malloc(sizeof(*ac))) == NULL) {
-		mp_w_fini(&w);
 		kn_actor_release(&a);
 		return (MK_ENOMEM);
 	}
 	ac->fn  = fn;
 	ac->arg = arg;
-	rv      = kn_ask_cb(a, MSG_CL_CALL, w.sb.data, w.sb.size, timeout,
-	                    on_answer, ac);
-	mp_w_fini(&w);
+	rv = kn_ask_cb_msg(a, MSG_CL_CALL, CODEC_OF(cl_call_msg, &m), timeout,
+	                   on_answer, ac);
 	kn_actor_release(&a);
 	if (rv != 0) {
 		free(ac);

@@ -4,29 +4,27 @@
  * own), per-user headers and token exchange verified, a caller's headers
  * submitted, cached credentials evicted.
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "actors/credential/credential.h"
 #include "actors/kernel/kernel.h"
-#include "codec/mp.h"
 #include "mcpkeep.h"
 #include "runtime/runtime_impl.h"
 
 #define CR_ASK_MS 90000 /* discovery, registration, then the flow */
 
 /*
- * Asks the credential actor with the string fields kv (key, value, ...;
- * n pairs; a NULL value is left out, a NULL required one refused).  On
- * 0, *a holds the reply (the caller frees a->data).
+ * Asks the credential actor the message m (a struct of the fields f:
+ * pass CODEC_OF); given false (a required field is NULL) is MK_EINVAL.
+ * On 0, *a holds the reply (the caller frees a->data).
  */
 static int
-cr_ask(mk_runtime *rt, uint32_t type, const char *const *kv, int n,
-       int required, kn_answer *a, char **err)
+cr_ask(mk_runtime *rt, uint32_t type, bool given, const codec_fields *f,
+       const void *m, kn_answer *a, char **err)
 {
-	mp_w     w;
-	uint32_t present = 0;
-	int      rv;
+	int rv;
 
 	memset(a, 0, sizeof(*a));
 	if (err != NULL) {
@@ -35,21 +33,10 @@ cr_ask(mk_runtime *rt, uint32_t type, const char *const *kv, int n,
 	if (!rt_valid(rt)) {
 		return (MK_EHANDLE);
 	}
-	for (int i = 0; i < n; i++) {
-		if (kv[2 * i + 1] == NULL && i < required) {
-			return (MK_EINVAL);
-		}
-		present += kv[2 * i + 1] != NULL;
+	if (!given) {
+		return (MK_EINVAL);
 	}
-	mp_w_init(&w);
-	mp_map(&w, present);
-	for (int i = 0; i < n; i++) {
-		if (kv[2 * i + 1] != NULL) {
-			mp_kv_str(&w, kv[2 * i], kv[2 * i + 1]);
-		}
-	}
-	rv = kn_ask(rt->credential, type, w.sb.data, w.sb.size, CR_ASK_MS, a);
-	mp_w_fini(&w);
+	rv = kn_ask_msg(rt->credential, type, f, m, CR_ASK_MS, a);
 	if (rv != 0) {
 		rt_take_error(a, rv, err);
 		free(a->data);
@@ -58,38 +45,34 @@ cr_ask(mk_runtime *rt, uint32_t type, const char *const *kv, int n,
 	return (rv);
 }
 
-/* The string out of a reply (malloc'd, or NULL); frees the reply. */
-static char *
-reply_str(kn_answer *a, const char *key)
-{
-	mp_r  r;
-	char *v;
-
-	mp_r_open(&r, a->data, a->len);
-	v = mp_dup_str(mp_get(&r, key));
-	mp_r_close(&r);
-	return (v);
-}
-
 static int
 oauth_start(mk_runtime *rt, const char *client, const char *mode,
             const char *identity, char **url, char **state, char **err)
 {
-	const char *kv[] = {"client", client,     "mode",
-	                    mode,     "identity", identity};
-	kn_answer   a;
-	int         rv;
+	cr_initiate_msg m = {.client   = (char *)client,
+	                     .mode     = (char *)mode,
+	                     .identity = (char *)identity};
+	cr_flow_msg     flow;
+	kn_answer       a;
+	int             rv;
 
 	if (url == NULL) {
 		return (MK_EINVAL);
 	}
 	*url = NULL;
-	if ((rv = cr_ask(rt, MSG_CR_INITIATE, kv, 3, 3, &a, err)) != 0) {
+	if ((rv = cr_ask(rt, MSG_CR_INITIATE,
+	                 client != NULL && mode != NULL && identity != NULL,
+	                 CODEC_OF(cr_initiate_msg, &m), &a, err)) != 0) {
 		return (rv);
 	}
-	*url = reply_str(&a, "authorize_url");
-	if (state != NULL) {
-		*state = reply_str(&a, "state");
+	if (cr_flow_msg_unpack(a.data, a.len, &flow) == 0) {
+		*url               = flow.authorize_url;
+		flow.authorize_url = NULL;
+		if (state != NULL) {
+			*state     = flow.state;
+			flow.state = NULL;
+		}
+		cr_flow_msg_clear(&flow);
 	}
 	free(a.data);
 	return (*url != NULL ? 0 : MK_ENOMEM);
@@ -125,48 +108,59 @@ mk_user_oauth_start(mk_runtime *rt, const char *client, const char *mode,
 	                    err));
 }
 
-int
-mk_oauth_complete(mk_runtime *rt, const char *state, const char *code,
-                  char **client_id, char **err)
+/* Completes a flow: the client's when client is not NULL. */
+static int
+complete(mk_runtime *rt, const char *client, const char *state,
+         const char *code, char **client_id, char **err)
 {
-	const char *kv[] = {"state", state, "code", code};
-	kn_answer   a;
-	int         rv;
+	cr_complete_msg  m = {.state  = (char *)state,
+	                      .code   = (char *)code,
+	                      .client = (char *)client};
+	cr_client_id_msg out;
+	kn_answer        a;
+	int              rv;
 
-	if ((rv = cr_ask(rt, MSG_CR_COMPLETE, kv, 2, 2, &a, err)) != 0) {
+	if ((rv = cr_ask(rt, MSG_CR_COMPLETE, state != NULL && code != NULL,
+	                 CODEC_OF(cr_complete_msg, &m), &a, err)) != 0) {
 		return (rv);
 	}
-	if (client_id != NULL) {
-		*client_id = reply_str(&a, "client_id");
+	if (client_id != NULL &&
+	    cr_client_id_msg_unpack(a.data, a.len, &out) == 0) {
+		*client_id = out.client_id;
 	}
 	free(a.data);
 	return (0);
 }
 
 int
+mk_oauth_complete(mk_runtime *rt, const char *state, const char *code,
+                  char **client_id, char **err)
+{
+	return (complete(rt, NULL, state, code, client_id, err));
+}
+
+int
 mk_client_complete_oauth(mk_runtime *rt, const char *client, const char *state,
                          const char *code, char **err)
 {
-	const char *kv[] = {"state", state, "code", code, "client", client};
-	kn_answer   a;
-	int         rv;
-
-	if ((rv = cr_ask(rt, MSG_CR_COMPLETE, kv, 3, 3, &a, err)) == 0) {
-		free(a.data);
+	if (client == NULL) {
+		if (err != NULL) {
+			*err = NULL;
+		}
+		return (rt_valid(rt) ? MK_EINVAL : MK_EHANDLE);
 	}
-	return (rv);
+	return (complete(rt, client, state, code, NULL, err));
 }
 
-/* A two-string ask of the credential actor answered with nothing. */
+/* An ask of the credential actor answered with nothing. */
 static int
-cr_pair(mk_runtime *rt, uint32_t type, const char *k1, const char *v1,
-        const char *k2, const char *v2, char **err)
+cr_void(mk_runtime *rt, uint32_t type, bool given, const codec_fields *f,
+        const void *m, char **err)
 {
-	const char *kv[] = {k1, v1, k2, v2};
-	kn_answer   a;
-	int         rv;
+	kn_answer a;
+	int       rv;
 
-	if ((rv = cr_ask(rt, type, kv, 2, 2, &a, err)) == 0) {
+	if ((rv = cr_ask(rt, type, given, f, m, &a, err)) == 0) {
 		free(a.data);
 	}
 	return (rv);
@@ -176,24 +170,36 @@ int
 mk_client_verify_headers(mk_runtime *rt, const char *client,
                          const char *headers_json, char **err)
 {
-	return (cr_pair(rt, MSG_CR_VERIFY_HEADERS, "client", client, "headers",
-	                headers_json, err));
+	cr_verify_headers_msg m = {.client  = (char *)client,
+	                           .headers = (char *)headers_json};
+
+	return (cr_void(rt, MSG_CR_VERIFY_HEADERS,
+	                client != NULL && headers_json != NULL,
+	                CODEC_OF(cr_verify_headers_msg, &m), err));
 }
 
 int
 mk_client_verify_exchange(mk_runtime *rt, const char *client,
                           const char *subject_token, char **err)
 {
-	return (cr_pair(rt, MSG_CR_VERIFY_EXCHANGE, "client", client,
-	                "subject", subject_token, err));
+	cr_verify_exchange_msg m = {.client  = (char *)client,
+	                            .subject = (char *)subject_token};
+
+	return (cr_void(rt, MSG_CR_VERIFY_EXCHANGE,
+	                client != NULL && subject_token != NULL,
+	                CODEC_OF(cr_verify_exchange_msg, &m), err));
 }
 
 int
 mk_user_headers_submit(mk_runtime *rt, const char *session_id,
                        const char *headers_json, char **err)
 {
-	return (cr_pair(rt, MSG_CR_SUBMIT_HEADERS, "session_id", session_id,
-	                "headers", headers_json, err));
+	cr_submit_headers_msg m = {.session_id = (char *)session_id,
+	                           .headers    = (char *)headers_json};
+
+	return (cr_void(rt, MSG_CR_SUBMIT_HEADERS,
+	                session_id != NULL && headers_json != NULL,
+	                CODEC_OF(cr_submit_headers_msg, &m), err));
 }
 
 int
@@ -201,20 +207,21 @@ mk_credentials_evict(mk_runtime *rt, const char *client, const char *mode,
                      const char *identity, const char *subject_token,
                      unsigned *count, char **err)
 {
-	const char *kv[] = {"client",   client,   "mode",    mode,
-	                    "identity", identity, "subject", subject_token};
-	kn_answer   a;
-	mp_r        r;
-	int         rv;
+	cr_evict_msg   m = {.client   = (char *)client,
+	                    .mode     = (char *)mode,
+	                    .identity = (char *)identity,
+	                    .subject  = (char *)subject_token};
+	cr_evicted_msg out;
+	kn_answer      a;
+	int            rv;
 
-	if ((rv = cr_ask(rt, MSG_CR_EVICT, kv, 4, 0, &a, err)) != 0) {
+	if ((rv = cr_ask(rt, MSG_CR_EVICT, true, CODEC_OF(cr_evict_msg, &m),
+	                 &a, err)) != 0) {
 		return (rv);
 	}
-	mp_r_open(&r, a.data, a.len);
-	if (count != NULL) {
-		*count = (unsigned)mp_int(mp_get(&r, "evicted"), 0);
+	if (count != NULL && cr_evicted_msg_unpack(a.data, a.len, &out) == 0) {
+		*count = (unsigned)out.evicted;
 	}
-	mp_r_close(&r);
 	free(a.data);
 	return (0);
 }

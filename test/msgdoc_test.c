@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "actors/client/client.h"
+#include "actors/credential/credential.h"
 #include "actors/persister.h"
 #include "actors/supervisor/supervisor.h"
 #include "codec/msgdef.h"
@@ -26,6 +27,8 @@ static const struct {
 	const size_t       *n;
 } tables[] = {
         {"actors/client/client.h", client_msgs, &client_msgs_n},
+        {"actors/credential/credential.h", credential_msgs,
+         &credential_msgs_n},
         {"actors/persister.h", persister_msgs, &persister_msgs_n},
         {"actors/supervisor/supervisor.h", supervisor_msgs,
          &supervisor_msgs_n},

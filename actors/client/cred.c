@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "actors/client/client_impl.h"
+#include "actors/credential/credential.h"
 #include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
 #include "codec/errors.h"
@@ -74,61 +75,46 @@ cred_lines(client *cl, char *cred)
 void
 cred_register(client *cl)
 {
-	char *oauth;
-	mp_w  w;
+	cr_register_msg m;
 
 	if (cl->cr == NULL) {
 		return;
 	}
-	oauth        = cl->cfg->oauth != NULL
-	               ? json_dumps(cl->cfg->oauth, JSON_COMPACT)
-	               : NULL;
-	char   *exch = cl->cfg->exchange != NULL
-	          ? json_dumps(cl->cfg->exchange, JSON_COMPACT)
-	          : NULL;
-	json_t *k    = json_object_get(cl->cfg->raw, "per_user_header_keys");
-	char   *keys = k != NULL ? json_dumps(k, JSON_COMPACT) : NULL;
-	mp_w_init(&w);
-	mp_map(&w, 8);
-	mp_kv_str(&w, "exchange", exch);
-	mp_kv_str(&w, "keys", keys);
-	if (exch != NULL) {
-		OPENSSL_cleanse(exch, strlen(exch));
-	}
-	free(exch);
-	free(keys);
-	mp_kv_str(&w, "id", cl->cfg->id);
-	mp_kv_str(&w, "name", cl->cfg->name);
-	mp_kv_str(&w, "auth", cfg_auth_name(cl->cfg->auth));
-	mp_kv_bool(&w, "sticky", cl->cfg->sticky);
-	mp_kv_str(&w, "url", cl->cfg->url);
-	mp_kv_str(&w, "oauth", oauth);
-	if (kn_tell(cl->cr, cl->self, MSG_CR_REGISTER, w.sb.data, w.sb.size) !=
-	    0) {
+	json_t *k = json_object_get(cl->cfg->raw, "per_user_header_keys");
+	m         = (cr_register_msg) {
+	                .id       = cl->cfg->id,
+	                .name     = cl->cfg->name,
+	                .auth     = (char *)cfg_auth_name(cl->cfg->auth),
+	                .sticky   = cl->cfg->sticky,
+	                .url      = cl->cfg->url,
+	                .oauth    = cl->cfg->oauth != NULL
+	                           ? json_dumps(cl->cfg->oauth, JSON_COMPACT)
+	                           : NULL,
+	                .exchange = cl->cfg->exchange != NULL
+	                        ? json_dumps(cl->cfg->exchange, JSON_COMPACT)
+	                        : NULL,
+	                .keys     = k != NULL ? json_dumps(k, JSON_COMPACT) : NULL,
+        };
+	if (kn_tell_msg(cl->cr, cl->self, MSG_CR_REGISTER,
+	                CODEC_OF(cr_register_msg, &m)) != 0) {
 		KN_ERROR("client", "%s: the credential actor is unreachable",
 		         cl->cfg->name);
 	}
-	if (oauth != NULL) {
-		OPENSSL_cleanse(oauth, strlen(oauth));
-		OPENSSL_cleanse(w.sb.data, w.sb.size);
-	}
-	free(oauth);
-	mp_w_fini(&w);
+	text_secret_free(m.oauth);
+	text_secret_free(m.exchange);
+	free(m.keys);
 }
 
 void
 cred_forget(client *cl)
 {
-	mp_w w;
+	cr_id_msg m = {.id = cl->cfg->id};
 
 	if (cl->cr == NULL) {
 		return;
 	}
-	mp_w_init(&w);
-	mp_map(&w, 1);
-	mp_kv_str(&w, "id", cl->cfg->id);
-	(void)kn_tell(cl->cr, cl->self, MSG_CR_FORGET, w.sb.data, w.sb.size);
-	mp_w_fini(&w);
+	(void)kn_tell_msg(cl->cr, cl->self, MSG_CR_FORGET,
+	                  CODEC_OF(cr_id_msg, &m));
 }
 
 /* Replaces the header lines connections are opened with ("\n" between
@@ -193,21 +179,22 @@ typedef struct fetch {
 static void
 on_header(kn_actor *self, void *arg, int status, const void *data, size_t len)
 {
-	client *cl     = arg;
-	char   *header = NULL, *err = NULL, *why = NULL;
-	fetch  *f;
-	mp_r    r;
+	client        *cl     = arg;
+	char          *header = NULL, *err = NULL, *why = NULL;
+	fetch         *f;
+	cr_headers_msg ok;
+	cr_refused_msg no;
 
-	mp_r_open(&r, data, len);
-	if (status == 0) {
-		int64_t ms   = mp_int(mp_get(&r, "use_ms"), -1);
-		header       = mp_dup_str(mp_get(&r, "headers"));
-		cl->cred_due = ms < 0 ? 0 : kn_now_ns() + ms * KN_NS_PER_MS;
-	} else {
-		err = mp_dup_str(mp_get(&r, "error"));
-		why = mp_dup_str(mp_get(&r, "why"));
+	if (status == 0 && cr_headers_msg_unpack(data, len, &ok) == 0) {
+		header       = ok.headers;
+		cl->cred_due = ok.use_ms < 0
+		        ? 0
+		        : kn_now_ns() + ok.use_ms * KN_NS_PER_MS;
+	} else if (status != 0 && cr_refused_msg_unpack(data, len, &no) == 0) {
+		err = no.error;
+		why = no.why;
+		free(no.auth_required);
 	}
-	mp_r_close(&r);
 	if (status == 0 && header != NULL) {
 		set_cred(cl, header);
 		OPENSSL_cleanse(header, strlen(header));
@@ -254,7 +241,6 @@ cred_fetch_until(client *cl, int how, cred_fn fn, void *arg, uint64_t seq,
                  int64_t deadline)
 {
 	fetch *f;
-	mp_w   w;
 
 	/* a header still good is used as it is (until the moment the
 	 * credential actor would refresh it): no ask at all */
@@ -276,19 +262,17 @@ cred_fetch_until(client *cl, int how, cred_fn fn, void *arg, uint64_t seq,
 	if (cl->fetching) {
 		return; /* one ask per client at a time: joined */
 	}
-	mp_w_init(&w);
-	mp_map(&w, 5);
-	mp_kv_str(&w, "id", cl->cfg->id);
-	mp_kv_str(&w, "mode", conn_mode(cl));
-	mp_kv_str(&w, "identity", "");
-	mp_kv_bool(&w, "force", how == CRED_FORCE);
-	mp_kv_bool(&w, "peek", how == CRED_PEEK);
+	cr_get_msg m = {.id       = cl->cfg->id,
+	                .mode     = (char *)conn_mode(cl),
+	                .identity = "",
+	                .force    = how == CRED_FORCE,
+	                .peek     = how == CRED_PEEK};
 	cl->fetching = true;
-	if (kn_ask_async(cl->self, cl->cr, MSG_CR_GET, w.sb.data, w.sb.size,
-	                 ask_ms(deadline), on_header, cl) != 0) {
+	if (kn_ask_async_msg(cl->self, cl->cr, MSG_CR_GET,
+	                     CODEC_OF(cr_get_msg, &m), ask_ms(deadline),
+	                     on_header, cl) != 0) {
 		on_header(cl->self, cl, MK_ECLOSED, NULL, 0);
 	}
-	mp_w_fini(&w);
 }
 
 void
@@ -350,20 +334,20 @@ typedef struct ugroup {
 static void
 on_user(kn_actor *self, void *arg, int status, const void *data, size_t len)
 {
-	ugroup *g       = arg;
-	client *cl      = g->cl;
-	char   *headers = NULL, *err = NULL, *auth = NULL;
-	call   *c;
-	mp_r    r;
+	ugroup        *g       = arg;
+	client        *cl      = g->cl;
+	char          *headers = NULL, *err = NULL, *auth = NULL;
+	call          *c;
+	cr_headers_msg ok;
+	cr_refused_msg no;
 
-	mp_r_open(&r, data, len);
-	if (status == 0) {
-		headers = mp_dup_str(mp_get(&r, "headers"));
-	} else {
-		err  = mp_dup_str(mp_get(&r, "error"));
-		auth = mp_dup_str(mp_get(&r, "auth_required"));
+	if (status == 0 && cr_headers_msg_unpack(data, len, &ok) == 0) {
+		headers = ok.headers;
+	} else if (status != 0 && cr_refused_msg_unpack(data, len, &no) == 0) {
+		err  = no.error;
+		auth = no.auth_required;
+		free(no.why);
 	}
-	mp_r_close(&r);
 	if (status == 0 && headers == NULL) {
 		status = MK_EPROTO;
 	}
@@ -404,7 +388,6 @@ cred_fetch_user(client *cl, call *c, cred_fn fn)
 {
 	char    key[8192];
 	ugroup *g;
-	mp_w    w;
 
 	snprintf(key, sizeof(key), "%s\x1f%s\x1f%d\x1f%s", c->mode,
 	         c->identity, c->force, c->subject != NULL ? c->subject : "");
@@ -427,23 +410,17 @@ cred_fetch_user(client *cl, call *c, cred_fn fn)
 	g->fn      = fn;
 	g->cl      = cl;
 	(void)strmap_put(&cl->ufetch, &g->ent);
-	mp_w_init(&w);
-	mp_map(&w, c->subject != NULL ? 5 : 4);
-	mp_kv_str(&w, "id", cl->cfg->id);
-	mp_kv_str(&w, "mode", c->mode);
-	mp_kv_str(&w, "identity", c->identity);
-	mp_kv_bool(&w, "force", c->force);
-	c->force = false;
-	if (c->subject != NULL) {
-		mp_kv_str(&w, "subject", c->subject);
-	}
-	if (kn_ask_async(cl->self, cl->cr, MSG_CR_GET, w.sb.data, w.sb.size,
-	                 ask_ms(c->recovered ? c->deadline : 0), on_user,
-	                 g) != 0) {
+	cr_get_msg m = {.id       = cl->cfg->id,
+	                .mode     = c->mode,
+	                .identity = c->identity,
+	                .force    = c->force,
+	                .subject  = c->subject};
+	c->force     = false;
+	if (kn_ask_async_msg(
+	            cl->self, cl->cr, MSG_CR_GET, CODEC_OF(cr_get_msg, &m),
+	            ask_ms(c->recovered ? c->deadline : 0), on_user, g) != 0) {
 		on_user(cl->self, g, MK_ECLOSED, NULL, 0);
 	}
-	OPENSSL_cleanse(w.sb.data, w.sb.size);
-	mp_w_fini(&w);
 }
 
 void
