@@ -1,7 +1,8 @@
 /*
  * cred_impl.h - the credential actor's private state, shared by its
  * files: actor.c (dispatch, clients, tokens, the store, notifications),
- * oauth.c (endpoint discovery, registration, flows), refresh.c (when a
+ * discovery.c (OAuth endpoints: configured, discovered, registered),
+ * flow.c (authorization-code flows), refresh.c (when a
  * token is due, single-flight refresh, refresh ahead of expiry), user.c
  * (a caller's ask by auth type, the caches of callers' credentials and
  * their fills), headers.c (per-user header credentials and flows),
@@ -31,6 +32,16 @@ static inline const char *
 cr_str(const json_t *o, const char *key)
 {
 	return (json_string_value(json_object_get(o, key)));
+}
+
+/* The endpoint (or setting) key of a client's meta, or NULL when it is
+ * missing, empty or not a string. */
+static inline const char *
+cr_meta_str(const json_t *m, const char *key)
+{
+	const char *s = cr_str(m, key);
+
+	return (s != NULL && *s != '\0' ? s : NULL);
 }
 
 /* An ask waiting for a token (a refresh, or a discovery). */
@@ -206,17 +217,9 @@ int cr_persist(cr_self *cr, const char *table, json_t *row, bool del,
 /* cr_token_row is t as a row of oauth_tokens (new reference, or NULL) */
 json_t *cr_token_row(const token *t);
 
-/* oauth.c */
-void cr_initiate(cr_self *cr, kn_msg *msg);
-void cr_complete(cr_self *cr, kn_msg *msg);
-void cr_flow_free(flow *f);
-void cr_flows_restore(cr_self *cr, json_t *rows);
+/* discovery.c: a client's OAuth endpoints */
 void cr_meta_restore(cr_self *cr, json_t *rows);
 void cr_disc_free(disc *d);
-/* cr_flows_sweep drops up to *max expired pending OAuth flows (and their
- * rows), less *max by those it dropped; gives the soonest expiry left
- * (unix seconds: past when it stopped at max), 0 none */
-int64_t cr_flows_sweep(cr_self *cr, int *max);
 /* cr_flow_for answers corr with a new flow for (mode, identity): its
  * authorize URL, or (auth) an mcp_auth_required carrying it; endpoints
  * are resolved first when needed */
@@ -229,6 +232,20 @@ const oa_rules *cr_guard(const cclient *c, const char *key, oa_rules *r);
 /* the client auth of a token request: fills basic id/secret or adds
  * client_id (and secret) to the form */
 int cr_client_auth(const cclient *c, char **form, oa_send *s);
+
+/* flow.c: authorization-code flows */
+void cr_initiate(cr_self *cr, kn_msg *msg);
+void cr_complete(cr_self *cr, kn_msg *msg);
+void cr_flow_free(flow *f);
+void cr_flows_restore(cr_self *cr, json_t *rows);
+/* cr_flows_sweep drops up to *max expired pending OAuth flows (and their
+ * rows), less *max by those it dropped; gives the soonest expiry left
+ * (unix seconds: past when it stopped at max), 0 none */
+int64_t cr_flows_sweep(cr_self *cr, int *max);
+/* cr_make_flow is cr_flow_for once c->meta is known: the flow stored,
+ * then corr answered */
+void cr_make_flow(cr_self *cr, cclient *c, const char *mode,
+                  const char *identity, uint64_t corr, bool auth);
 
 /* user.c: a caller's credential, the caches and their fills */
 /* cr_user_get answers corr with the credential of (mode, identity) for
