@@ -2,13 +2,14 @@
  * cred_impl.h - the credential actor's private state, shared by its
  * files: actor.c (dispatch, clients, tokens, the store, notifications),
  * discovery.c (OAuth endpoints: configured, discovered, registered),
- * flow.c (authorization-code flows), refresh.c (when a
- * token is due, single-flight refresh, refresh ahead of expiry), user.c
- * (a caller's ask by auth type, the caches of callers' credentials and
- * their fills), headers.c (per-user header credentials and flows),
- * exchange.c (token exchange).  Touched only by the actor's thread: every
- * function here runs on it, and none blocks (the store and the
- * authorization servers are asked asynchronously).
+ * flow.c (authorization-code flows), pending.c (the bound on callers'
+ * pending flows, their sweep at expiry), refresh.c (when a token is due,
+ * single-flight refresh, refresh ahead of expiry), user.c (a caller's
+ * ask by auth type, the caches of callers' credentials and their fills),
+ * headers.c (per-user header credentials and flows), exchange.c (token
+ * exchange).  Touched only by the actor's thread: every function here
+ * runs on it, and none blocks (the store and the authorization servers
+ * are asked asynchronously).
  */
 #ifndef ACTORS_CRED_IMPL_H
 #define ACTORS_CRED_IMPL_H
@@ -180,25 +181,11 @@ struct cr_self {
 };
 
 /* actor.c */
-/* cr_flow_room sweeps expired flows, then tells whether client may have
- * one more caller's flow of a kind (header: a header flow, else an
- * OAuth one): 0, or MK_EBUSY with an error answered to corr */
-int cr_flow_room(cr_self *cr, const cclient *c, bool header, uint64_t corr);
-/* cr_flow_count adds delta to client's callers' flows of a kind */
-void cr_flow_count(cr_self *cr, const char *client, bool header, int delta);
 /* cr_unpersist deletes a row of table by key without a wait: an expired
  * flow's (a row a crash leaves behind is swept again after the
  * restart), so a sweep of thousands is one batched write, not thousands
  * of durable ones */
-void cr_unpersist(cr_self *cr, const char *table, json_t *key);
-/* cr_sweep_arm sweeps at most max expired flows now and makes sure the
- * sweep runs again when the soonest flow left expires (at once when
- * expired ones are left): a sweep of thousands never holds the actor */
-#define CR_SWEEP_BATCH 64
-void cr_sweep_arm(cr_self *cr, int max);
-/* cr_rows_by_expiry sorts rows (a JSON array) by expires_at, soonest
- * first, so restored flows queue in order */
-void     cr_rows_by_expiry(json_t *rows);
+void     cr_unpersist(cr_self *cr, const char *table, json_t *key);
 int64_t  cr_now(void);    /* unix seconds */
 int64_t  cr_now_ms(void); /* unix ms */
 cclient *cr_client(cr_self *cr, const char *id_or_name);
@@ -216,6 +203,24 @@ int cr_persist(cr_self *cr, const char *table, json_t *row, bool del,
                kn_reply_fn fn, void *arg);
 /* cr_token_row is t as a row of oauth_tokens (new reference, or NULL) */
 json_t *cr_token_row(const token *t);
+
+/* pending.c: the callers' pending flows */
+/* cr_flow_room sweeps expired flows, then tells whether client may have
+ * one more caller's flow of a kind (header: a header flow, else an
+ * OAuth one): 0, or MK_EBUSY with an error answered to corr */
+int cr_flow_room(cr_self *cr, const cclient *c, bool header, uint64_t corr);
+/* cr_flow_count adds delta to client's callers' flows of a kind */
+void cr_flow_count(cr_self *cr, const char *client, bool header, int delta);
+/* cr_sweep_arm sweeps at most max expired flows now and makes sure the
+ * sweep runs again when the soonest flow left expires (at once when
+ * expired ones are left): a sweep of thousands never holds the actor */
+#define CR_SWEEP_BATCH 64
+void cr_sweep_arm(cr_self *cr, int max);
+/* cr_rows_by_expiry sorts rows (a JSON array) by expires_at, soonest
+ * first, so restored flows queue in order */
+void cr_rows_by_expiry(json_t *rows);
+/* cr_pending_fini frees the counts (the sweep timer is the actor's) */
+void cr_pending_fini(cr_self *cr);
 
 /* discovery.c: a client's OAuth endpoints */
 void cr_meta_restore(cr_self *cr, json_t *rows);
