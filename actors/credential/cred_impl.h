@@ -1,15 +1,22 @@
 /*
  * cred_impl.h - the credential actor's private state, shared by its
  * files: actor.c (dispatch, clients, tokens, the store, notifications),
- * oauth.c (endpoint discovery, registration, flows), refresh.c (when a
- * token is due, single-flight refresh, refresh ahead of expiry).
- * Touched only by the actor's thread.
+ * discovery.c (OAuth endpoints: configured, discovered, registered),
+ * flow.c (authorization-code flows), pending.c (the bound on callers'
+ * pending flows, their sweep at expiry), refresh.c (when a token is due,
+ * single-flight refresh, refresh ahead of expiry), user.c (a caller's
+ * ask by auth type, the caches of callers' credentials and their fills),
+ * headers.c (per-user header credentials and flows), exchange.c (token
+ * exchange).  Touched only by the actor's thread: every function here
+ * runs on it, and none blocks (the store and the authorization servers
+ * are asked asynchronously).
  */
 #ifndef ACTORS_CRED_IMPL_H
 #define ACTORS_CRED_IMPL_H
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "actors/credential/credential.h"
@@ -26,6 +33,16 @@ static inline const char *
 cr_str(const json_t *o, const char *key)
 {
 	return (json_string_value(json_object_get(o, key)));
+}
+
+/* The endpoint (or setting) key of a client's meta, or NULL when it is
+ * missing, empty or not a string. */
+static inline const char *
+cr_meta_str(const json_t *m, const char *key)
+{
+	const char *s = cr_str(m, key);
+
+	return (s != NULL && *s != '\0' ? s : NULL);
 }
 
 /* An ask waiting for a token (a refresh, or a discovery). */
@@ -72,6 +89,7 @@ typedef struct hcred {
 	char      *headers;   /* "Name: value" lines, '\n' between (secret) */
 	lru_link   lru;       /* a caller's: its place in cr->hlru */
 } hcred;
+#define HCRED_OF(l) ((hcred *)((char *)(l)-offsetof(hcred, lru)))
 
 /* A caller's pending header submission. */
 typedef struct hflow {
@@ -163,31 +181,18 @@ struct cr_self {
 };
 
 /* actor.c */
-/* cr_flow_room sweeps expired flows, then tells whether client may have
- * one more caller's flow of a kind (header: a header flow, else an
- * OAuth one): 0, or MK_EBUSY with an error answered to corr */
-int cr_flow_room(cr_self *cr, const cclient *c, bool header, uint64_t corr);
-/* cr_flow_count adds delta to client's callers' flows of a kind */
-void cr_flow_count(cr_self *cr, const char *client, bool header, int delta);
 /* cr_unpersist deletes a row of table by key without a wait: an expired
  * flow's (a row a crash leaves behind is swept again after the
  * restart), so a sweep of thousands is one batched write, not thousands
  * of durable ones */
-void cr_unpersist(cr_self *cr, const char *table, json_t *key);
-/* cr_sweep_arm sweeps at most max expired flows now and makes sure the
- * sweep runs again when the soonest flow left expires (at once when
- * expired ones are left): a sweep of thousands never holds the actor */
-#define CR_SWEEP_BATCH 64
-void cr_sweep_arm(cr_self *cr, int max);
-/* cr_rows_by_expiry sorts rows (a JSON array) by expires_at, soonest
- * first, so restored flows queue in order */
-void     cr_rows_by_expiry(json_t *rows);
+void     cr_unpersist(cr_self *cr, const char *table, json_t *key);
 int64_t  cr_now(void);    /* unix seconds */
 int64_t  cr_now_ms(void); /* unix ms */
 cclient *cr_client(cr_self *cr, const char *id_or_name);
 token   *cr_token(cr_self *cr, const char *client, const char *mode,
                   const char *identity, bool create);
 void     cr_token_store(cr_self *cr, token *t);
+void     cr_token_free(cr_self *cr, token *t);
 void     cr_notify(cr_self *cr, const char *client_id, const char *status,
                    const char *message);
 void     cr_answer_token(cr_self *cr, token *t, uint64_t corr);
@@ -199,26 +204,32 @@ int cr_persist(cr_self *cr, const char *table, json_t *row, bool del,
 /* cr_token_row is t as a row of oauth_tokens (new reference, or NULL) */
 json_t *cr_token_row(const token *t);
 
-/* oauth.c */
-void cr_initiate(cr_self *cr, kn_msg *msg);
-void cr_complete(cr_self *cr, kn_msg *msg);
-void cr_flow_free(flow *f);
-void cr_flows_restore(cr_self *cr, json_t *rows);
+/* pending.c: the callers' pending flows */
+/* cr_flow_room sweeps expired flows, then tells whether client may have
+ * one more caller's flow of a kind (header: a header flow, else an
+ * OAuth one): 0, or MK_EBUSY with an error answered to corr */
+int cr_flow_room(cr_self *cr, const cclient *c, bool header, uint64_t corr);
+/* cr_flow_count adds delta to client's callers' flows of a kind */
+void cr_flow_count(cr_self *cr, const char *client, bool header, int delta);
+/* cr_sweep_arm sweeps at most max expired flows now and makes sure the
+ * sweep runs again when the soonest flow left expires (at once when
+ * expired ones are left): a sweep of thousands never holds the actor */
+#define CR_SWEEP_BATCH 64
+void cr_sweep_arm(cr_self *cr, int max);
+/* cr_rows_by_expiry sorts rows (a JSON array) by expires_at, soonest
+ * first, so restored flows queue in order */
+void cr_rows_by_expiry(json_t *rows);
+/* cr_pending_fini frees the counts (the sweep timer is the actor's) */
+void cr_pending_fini(cr_self *cr);
+
+/* discovery.c: a client's OAuth endpoints */
 void cr_meta_restore(cr_self *cr, json_t *rows);
 void cr_disc_free(disc *d);
-/* cr_flows_sweep drops up to *max expired pending OAuth flows (and their
- * rows), less *max by those it dropped; gives the soonest expiry left
- * (unix seconds: past when it stopped at max), 0 none */
-int64_t cr_flows_sweep(cr_self *cr, int *max);
 /* cr_flow_for answers corr with a new flow for (mode, identity): its
  * authorize URL, or (auth) an mcp_auth_required carrying it; endpoints
  * are resolved first when needed */
 void cr_flow_for(cr_self *cr, cclient *c, const char *mode,
                  const char *identity, uint64_t corr, bool auth);
-/* cr_auth_reply answers MK_EAUTH with an mcp_auth_required payload of
- * kind, extra fields merged in */
-void cr_auth_reply(cr_self *cr, uint64_t corr, const cclient *c,
-                   const char *kind, json_t *extra, const char *message);
 /* cr_guard gives the rules (in r) for fetching c's endpoint key of
  * c->meta when it was discovered, or NULL when oauth_config names it
  * (trusted as configured) */
@@ -227,26 +238,78 @@ const oa_rules *cr_guard(const cclient *c, const char *key, oa_rules *r);
  * client_id (and secret) to the form */
 int cr_client_auth(const cclient *c, char **form, oa_send *s);
 
-/* user.c: per-user types and the exchange cache */
+/* flow.c: authorization-code flows */
+void cr_initiate(cr_self *cr, kn_msg *msg);
+void cr_complete(cr_self *cr, kn_msg *msg);
+void cr_flow_free(flow *f);
+void cr_flows_restore(cr_self *cr, json_t *rows);
+/* cr_flows_sweep drops up to *max expired pending OAuth flows (and their
+ * rows), less *max by those it dropped; gives the soonest expiry left
+ * (unix seconds: past when it stopped at max), 0 none */
+int64_t cr_flows_sweep(cr_self *cr, int *max);
+/* cr_make_flow is cr_flow_for once c->meta is known: the flow stored,
+ * then corr answered */
+void cr_make_flow(cr_self *cr, cclient *c, const char *mode,
+                  const char *identity, uint64_t corr, bool auth);
+
+/* user.c: a caller's credential, the caches and their fills */
+/* cr_user_get answers corr with the credential of (mode, identity) for
+ * c, by c's auth type (headers.c, exchange.c, per_user_oauth here): from
+ * the cache, else (filled false) filled from the store and asked again,
+ * else a flow or mcp_auth_required */
 void cr_user_get(cr_self *cr, cclient *c, const char *mode,
                  const char *identity, const char *subject, bool force,
                  uint64_t corr, bool filled);
-void cr_verify_headers(cr_self *cr, kn_msg *msg);
-void cr_submit_headers(cr_self *cr, kn_msg *msg);
-void cr_verify_exchange(cr_self *cr, kn_msg *msg);
-void cr_hcreds_restore(cr_self *cr, json_t *rows);
-void cr_hflows_restore(cr_self *cr, json_t *rows);
-/* cr_hflows_sweep: cr_flows_sweep for header flows */
-int64_t cr_hflows_sweep(cr_self *cr, int *max);
-void    cr_user_fini(cr_self *cr);
-void    cr_lru_touch(cr_self *cr, token *t);
-void    cr_lru_drop(cr_self *cr, token *t);
-void    cr_token_free(cr_self *cr, token *t);
-void    cr_evict(cr_self *cr, kn_msg *msg);
+/* cr_fill_start reads the caller's row of table (STORE_OAUTH_TOKENS or
+ * _HEADER_CREDENTIALS) into the cache, one read per key at a time, then
+ * runs cr_user_get again with filled */
+void cr_fill_start(cr_self *cr, cclient *c, int table, const char *mode,
+                   const char *identity, const char *subject, bool force,
+                   uint64_t corr);
+/* cr_auth_reply answers MK_EAUTH with an mcp_auth_required payload of
+ * kind, extra fields merged in */
+void cr_auth_reply(cr_self *cr, uint64_t corr, const cclient *c,
+                   const char *kind, json_t *extra, const char *message);
+void cr_user_fini(cr_self *cr);
+void cr_lru_touch(cr_self *cr, token *t);
+void cr_lru_drop(cr_self *cr, token *t);
+void cr_evict(cr_self *cr, kn_msg *msg);
 /* cr_evict_client drops every cached credential of client (explicit:
  * the generation moves) */
 void cr_evict_client(cr_self *cr, const char *client);
 bool cr_callers_mode(const char *mode);
+
+/* headers.c: per_user_headers */
+/* cr_headers_get is cr_user_get for a per_user_headers client */
+void cr_headers_get(cr_self *cr, cclient *c, const char *mode,
+                    const char *identity, bool force, uint64_t corr,
+                    bool filled);
+void cr_verify_headers(cr_self *cr, kn_msg *msg);
+void cr_submit_headers(cr_self *cr, kn_msg *msg);
+void cr_hcreds_restore(cr_self *cr, json_t *rows);
+void cr_hflows_restore(cr_self *cr, json_t *rows);
+/* cr_hflows_sweep: cr_flows_sweep for header flows */
+int64_t cr_hflows_sweep(cr_self *cr, int *max);
+/* cr_hcred_set sets (creating) the header credential of (client, mode,
+ * identity), taking headers (freed on failure); NULL out of memory */
+hcred *cr_hcred_set(cr_self *cr, const char *client, const char *mode,
+                    const char *identity, char *headers);
+/* cr_hcred_drop forgets h (from the cache, not the store) */
+void cr_hcred_drop(cr_self *cr, hcred *h);
+/* cr_headers_fini frees every header credential and header flow */
+void cr_headers_fini(cr_self *cr);
+
+/* exchange.c: token_exchange */
+/* cr_exchange_get is cr_user_get for a token_exchange client: the
+ * admin's token, or the caller's exchanged from subject */
+void cr_exchange_get(cr_self *cr, cclient *c, const char *mode,
+                     const char *identity, const char *subject, bool force,
+                     uint64_t corr);
+void cr_verify_exchange(cr_self *cr, kn_msg *msg);
+/* cr_cache_identity is the cache identity of (identity, subject):
+ * identity, '\x1f', then 16 hex of SHA-256 of the subject token */
+void cr_cache_identity(const char *identity, const char *subject, char *out,
+                       size_t len);
 
 /* refresh.c */
 void cr_refresh_join(cr_self *cr, token *t, uint64_t corr);

@@ -1,0 +1,489 @@
+/*
+ * flow.c - authorization-code flows with PKCE S256 (SPEC section 6): a
+ * flow made, restored and swept, and completed by its code.  A flow is
+ * stored before its authorize URL is given out; it is used once (claimed
+ * when its code arrives, deleted after), and expires after 15 minutes.
+ * Its client's endpoints are resolved first (discovery.c).
+ */
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/credential/cred_impl.h"
+#include "actors/kernel/log.h"
+#include "codec/errors.h"
+#include "codec/mp.h"
+
+void
+cr_flow_free(flow *f)
+{
+	oa_cancel(&f->req);
+	if (f->verifier != NULL) {
+		OPENSSL_cleanse(f->verifier, strlen(f->verifier));
+	}
+	free(f->verifier);
+	free(f->client_id);
+	free(f->mode);
+	free(f->identity);
+	free(f->redirect);
+	free(f);
+}
+
+#define FLOW_OF(l) ((flow *)((char *)(l)-offsetof(flow, q)))
+
+/* f is no longer pending: claimed or gone. */
+static void
+flow_unqueue(cr_self *cr, flow *f)
+{
+	lru_remove(&cr->flowq, &f->q);
+	if (f->counted) {
+		cr_flow_count(cr, f->client_id, false, -1);
+		f->counted = false;
+	}
+}
+
+static void
+flow_drop_as(cr_self *cr, flow *f, bool expired)
+{
+	json_t *key = json_pack("{s:s}", "state", f->state);
+
+	flow_unqueue(cr, f);
+	strmap_del(&cr->flows, &f->ent);
+	cr->nflows--;
+	if (expired) {
+		cr_unpersist(cr, "oauth_flows", key);
+	} else {
+		(void)cr_persist(cr, "oauth_flows", key, true, NULL, NULL);
+	}
+	json_decref(key);
+	cr_flow_free(f);
+}
+
+static void
+flow_drop(cr_self *cr, flow *f)
+{
+	flow_drop_as(cr, f, false);
+}
+
+static flow *
+flow_new(cr_self *cr, const char *client, const char *mode,
+         const char *identity, const char *verifier, const char *state,
+         const char *redirect, int64_t expires_at)
+{
+	flow *f = calloc(1, sizeof(*f));
+
+	if (f == NULL) {
+		return (NULL);
+	}
+	snprintf(f->state, sizeof(f->state), "%s", state);
+	f->client_id  = strdup(client);
+	f->mode       = strdup(mode);
+	f->identity   = strdup(identity);
+	f->verifier   = strdup(verifier);
+	f->redirect   = strdup(redirect);
+	f->expires_at = expires_at;
+	f->cr         = cr;
+	f->ent.key    = f->state;
+	if (f->client_id == NULL || f->mode == NULL || f->identity == NULL ||
+	    f->verifier == NULL || f->redirect == NULL ||
+	    strmap_put(&cr->flows, &f->ent) != 0) {
+		cr_flow_free(f);
+		return (NULL);
+	}
+	cr->nflows++;
+	lru_touch(&cr->flowq, &f->q); /* the newest expires last */
+	if ((f->counted = cr_callers_mode(mode))) {
+		cr_flow_count(cr, client, false, 1);
+	}
+	return (f);
+}
+
+int64_t
+cr_flows_sweep(cr_self *cr, int *max)
+{
+	int64_t   now = cr_now();
+	lru_link *l;
+
+	while (*max > 0 && (l = lru_oldest(&cr->flowq)) != NULL &&
+	       FLOW_OF(l)->expires_at <= now) {
+		cr->swept++;
+		(*max)--;
+		flow_drop_as(cr, FLOW_OF(l), true);
+	}
+	l = lru_oldest(&cr->flowq);
+	return (l != NULL ? FLOW_OF(l)->expires_at : 0);
+}
+
+void
+cr_flows_restore(cr_self *cr, json_t *rows)
+{
+	size_t  i;
+	json_t *r;
+
+	cr_rows_by_expiry(rows);
+	json_array_foreach(rows, i, r)
+	{
+		const char *st = cr_str(r, "state");
+		const char *cl = cr_str(r, "client_id");
+		const char *mo = cr_str(r, "mode");
+		const char *id = cr_str(r, "identity");
+		const char *ve = cr_str(r, "pkce_verifier");
+		const char *re = cr_str(r, "redirect_uri");
+		int64_t     exp =
+		        json_integer_value(json_object_get(r, "expires_at"));
+
+		if (st == NULL || cl == NULL || mo == NULL || id == NULL ||
+		    ve == NULL || re == NULL || strlen(st) != OA_STATE_LEN) {
+			KN_WARN("credential",
+			        "a stored OAuth flow is "
+			        "incomplete: skipped");
+			continue;
+		}
+		if (exp <= cr_now()) {
+			json_t *key = json_pack("{s:s}", "state", st);
+			(void)cr_persist(cr, "oauth_flows", key, true, NULL,
+			                 NULL);
+			json_decref(key);
+			continue; /* expired while we were down */
+		}
+		(void)flow_new(cr, cl, mo, id, ve, st, re, exp);
+	}
+}
+
+typedef struct made {
+	cr_self *cr;
+	uint64_t corr;
+	char    *url;
+	char     state[OA_STATE_LEN + 1];
+	bool     auth;   /* answer mcp_auth_required */
+	char    *client; /* its client's id */
+} made;
+
+/* The flow is on disk: its authorize URL may go out. */
+static void
+flow_stored(kn_actor *self, void *arg, int status, const void *data,
+            size_t len)
+{
+	made *m = arg;
+	mp_w  w;
+
+	cclient *c = cr_client(m->cr, m->client);
+
+	if (status != 0) {
+		cr_reply_error(m->cr, m->corr, MK_ESYS, NULL,
+		               "the OAuth flow could not be stored: %s",
+		               codec_strerror(status));
+	} else if (m->auth && c != NULL) {
+		json_t *x = json_pack("{s:s, s:s}", "authorize_url", m->url,
+		                      "session_id", m->state);
+		cr_auth_reply(m->cr, m->corr, c, "oauth", x,
+		              "authorize this MCP client for your identity "
+		              "first");
+		json_decref(x);
+	} else {
+		mp_w_init(&w);
+		mp_map(&w, 2);
+		mp_kv_str(&w, "authorize_url", m->url);
+		mp_kv_str(&w, "state", m->state);
+		kn_reply_corr(kn_actor_kernel(self), m->corr, 0, w.sb.data,
+		              w.sb.size);
+		mp_w_fini(&w);
+	}
+	free(m->url);
+	free(m->client);
+	free(m);
+}
+
+void
+cr_make_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
+             uint64_t corr, bool auth)
+{
+	char        state[OA_STATE_LEN + 1], ver[OA_VERIFIER_LEN + 1];
+	char        ch[OA_CHALLENGE_LEN + 1];
+	const char *at    = cr_meta_str(c->meta, "authorize_url");
+	const char *scope = cr_meta_str(c->meta, "scope");
+	const char *res   = cr_meta_str(c->meta, "resource");
+	char       *q     = NULL, *url;
+	made       *m;
+	flow       *f;
+	json_t     *row;
+
+	if (cr_callers_mode(mode) && cr_flow_room(cr, c, false, corr) != 0) {
+		return; /* answered */
+	}
+	if (oa_random_state(state) != 0 || oa_pkce(ver, ch) != 0 ||
+	    oa_form_add(&q, "response_type", "code") != 0 ||
+	    oa_form_add(&q, "client_id", cr_meta_str(c->meta, "client_id")) !=
+	            0 ||
+	    oa_form_add(&q, "redirect_uri", cr->redirect) != 0 ||
+	    oa_form_add(&q, "state", state) != 0 ||
+	    oa_form_add(&q, "code_challenge", ch) != 0 ||
+	    oa_form_add(&q, "code_challenge_method", "S256") != 0 ||
+	    (scope != NULL && oa_form_add(&q, "scope", scope) != 0) ||
+	    (res != NULL && oa_form_add(&q, "resource", res) != 0)) {
+		free(q);
+		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
+		return;
+	}
+	size_t n = strlen(at) + strlen(q) + 2;
+	if ((url = malloc(n)) == NULL || (m = calloc(1, sizeof(*m))) == NULL) {
+		free(url);
+		free(q);
+		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
+		return;
+	}
+	snprintf(url, n, "%s%s%s", at, strchr(at, '?') ? "&" : "?", q);
+	free(q);
+	f = flow_new(cr, c->id, mode, identity, ver, state, cr->redirect,
+	             cr_now() + CR_FLOW_TTL_S);
+	OPENSSL_cleanse(ver, sizeof(ver));
+	if (f == NULL) {
+		free(url);
+		free(m);
+		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
+		return;
+	}
+	cr_sweep_arm(cr, CR_SWEEP_BATCH);
+	m->cr     = cr;
+	m->corr   = corr;
+	m->url    = url;
+	m->auth   = auth;
+	m->client = strdup(c->id);
+	memcpy(m->state, state, sizeof(state));
+	row = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I}", "state",
+	                f->state, "client_id", f->client_id, "mode", f->mode,
+	                "identity", f->identity, "pkce_verifier", f->verifier,
+	                "redirect_uri", f->redirect, "status", "pending",
+	                "expires_at", (json_int_t)f->expires_at);
+	if (row == NULL ||
+	    cr_persist(cr, "oauth_flows", row, false, flow_stored, m) != 0) {
+		flow_stored(cr->self, m, MK_ENOMEM, NULL, 0);
+	}
+	json_decref(row);
+	KN_INFO("credential", "%s: OAuth flow started (%s)", c->name, mode);
+}
+
+void
+cr_initiate(cr_self *cr, kn_msg *msg)
+{
+	uint64_t corr = kn_defer(msg);
+	mp_r     r;
+	char    *who, *mode, *identity;
+	cclient *c;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	who      = mp_dup_str(mp_get(&r, "client"));
+	mode     = mp_dup_str(mp_get(&r, "mode"));
+	identity = mp_dup_str(mp_get(&r, "identity"));
+	mp_r_close(&r);
+	if (mode == NULL) {
+		mode = strdup("shared");
+	}
+	if (identity == NULL) {
+		identity = strdup("");
+	}
+	c = who != NULL ? cr_client(cr, who) : NULL;
+	if (c == NULL) {
+		cr_reply_error(cr, corr, MK_ENOENT, NULL,
+		               "no MCP client %.200s",
+		               who ? who : "(none given)");
+	} else if (c->auth != CFG_AUTH_OAUTH &&
+	           c->auth != CFG_AUTH_PER_USER_OAUTH) {
+		cr_reply_error(cr, corr, MK_EINVAL, NULL,
+		               "MCP client %s uses auth_type %s: it has no "
+		               "OAuth flow",
+		               c->name, cfg_auth_name(c->auth));
+	} else if (c->auth == CFG_AUTH_OAUTH && cr_callers_mode(mode)) {
+		cr_reply_error(
+		        cr, corr, MK_EINVAL, NULL,
+		        "MCP client %s uses one shared OAuth token: there "
+		        "is no flow per caller",
+		        c->name);
+	} else {
+		/* per_user_oauth: the admin's bootstrap (discovery) flow, or
+		 * a caller's own */
+		cr_flow_for(cr, c,
+		            c->auth == CFG_AUTH_PER_USER_OAUTH &&
+		                            !cr_callers_mode(mode)
+		                    ? "admin"
+		                    : mode,
+		            cr_callers_mode(mode) ? identity : "", corr,
+		            false);
+	}
+	free(who);
+	free(mode);
+	free(identity);
+}
+
+/* ---- completing a flow ----------------------------------------------------
+ */
+
+typedef struct done {
+	cr_self *cr;
+	uint64_t corr;
+	char    *client_id;
+} done;
+
+static void
+token_stored(kn_actor *self, void *arg, int status, const void *data,
+             size_t len)
+{
+	done *d = arg;
+	mp_w  w;
+
+	if (status != 0) {
+		KN_WARN("credential",
+		        "%s: the new token is not on disk yet: %s",
+		        d->client_id, codec_strerror(status));
+	}
+	mp_w_init(&w);
+	mp_map(&w, 1);
+	mp_kv_str(&w, "client_id", d->client_id);
+	kn_reply_corr(kn_actor_kernel(self), d->corr, 0, w.sb.data, w.sb.size);
+	mp_w_fini(&w);
+	cr_notify(d->cr, d->client_id, "active", NULL);
+	free(d->client_id);
+	free(d);
+}
+
+static void
+on_code(void *arg, const oa_reply *r)
+{
+	flow    *f  = arg;
+	cr_self *cr = f->cr;
+	char     code[64], why[256];
+	oa_token nt;
+	token   *t;
+	done    *d = NULL;
+
+	f->req = NULL;
+	if (r->err != NULL) {
+		oa_error_code(r->body, r->len, code, sizeof(code));
+		cr_reply_error(
+		        cr, f->corr, MK_EINVAL, NULL,
+		        "the authorization server refused the code: %s%s%s",
+		        r->err->message, code[0] ? ": " : "", code);
+		flow_drop(cr, f);
+		return;
+	}
+	if (oa_token_parse(r->body, r->len, &nt, why, sizeof(why)) != 0) {
+		cr_reply_error(cr, f->corr, MK_EUPSTREAM, NULL, "%s", why);
+		flow_drop(cr, f);
+		return;
+	}
+	if ((t = cr_token(cr, f->client_id, f->mode, f->identity, true)) ==
+	            NULL ||
+	    (d = calloc(1, sizeof(*d))) == NULL ||
+	    (d->client_id = strdup(f->client_id)) == NULL) {
+		free(d);
+		oa_token_fini(&nt);
+		cr_reply_error(cr, f->corr, MK_ENOMEM, NULL, "out of memory");
+		flow_drop(cr, f);
+		return;
+	}
+	cr_refresh_stop(t); /* a refresh of the old grant is moot */
+	free(t->access);
+	free(t->refresh);
+	free(t->scopes);
+	t->access  = nt.access;
+	t->refresh = nt.refresh;
+	t->scopes  = nt.scope;
+	cr_token_expiry(t, nt.expires_in);
+	t->active = true;
+	d->cr     = cr;
+	d->corr   = f->corr;
+	KN_INFO("credential", "%s: authorized (%s)", f->client_id, f->mode);
+	flow_drop(cr, f);
+	cr_refresh_ahead(cr, t);
+	/* durable before the caller hears "authorized" */
+	json_t *row = cr_token_row(t);
+	if (row == NULL ||
+	    cr_persist(cr, "oauth_tokens", row, false, token_stored, d) != 0) {
+		token_stored(cr->self, d, MK_ENOMEM, NULL, 0);
+	}
+	json_decref(row);
+}
+
+void
+cr_complete(cr_self *cr, kn_msg *msg)
+{
+	uint64_t    corr = kn_defer(msg);
+	mp_r        r;
+	char       *state, *code, *who, *form = NULL;
+	strmap_ent *e;
+	flow       *f;
+	cclient    *c;
+
+	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
+	state = mp_dup_str(mp_get(&r, "state"));
+	code  = mp_dup_str(mp_get(&r, "code"));
+	who   = mp_dup_str(mp_get(&r, "client"));
+	mp_r_close(&r);
+	e = state != NULL ? strmap_get(&cr->flows, state) : NULL;
+	f = (flow *)e;
+	if (f == NULL || f->claiming) {
+		cr_reply_error(cr, corr, MK_EINVAL, NULL,
+		               "unknown or already used OAuth state");
+	} else if (who != NULL && (c = cr_client(cr, who)) == NULL) {
+		cr_reply_error(cr, corr, MK_ENOENT, NULL,
+		               "no MCP client %.200s", who);
+	} else if (who != NULL && strcmp(c->id, f->client_id) != 0) {
+		/* the flow stays: its own client may still complete it */
+		cr_reply_error(cr, corr, MK_EINVAL, NULL,
+		               "the OAuth flow belongs to another MCP client "
+		               "than %.200s",
+		               who);
+	} else if (f->expires_at <= cr_now()) {
+		cr_reply_error(cr, corr, MK_EINVAL, NULL,
+		               "the OAuth flow expired: start it again");
+		flow_drop(cr, f);
+	} else if (code == NULL || *code == '\0') {
+		cr_reply_error(cr, corr, MK_EINVAL, NULL,
+		               "the OAuth callback carries no code");
+	} else if ((c = cr_client(cr, f->client_id)) == NULL ||
+	           c->meta == NULL) {
+		cr_reply_error(cr, corr, MK_ENOENT, NULL,
+		               "the OAuth flow's MCP client is gone");
+		flow_drop(cr, f);
+	} else {
+		oa_rules    g;
+		oa_send     s   = {.url = cr_meta_str(c->meta, "token_url"),
+		                   .timeout_ms = CR_HTTP_MS,
+		                   .guard      = cr_guard(c, "token_url", &g)};
+		const char *res = cr_meta_str(c->meta, "resource");
+		f->claiming     = true; /* single use from here on */
+		f->corr         = corr;
+		flow_unqueue(cr, f);
+		if (oa_form_add(&form, "grant_type", "authorization_code") !=
+		            0 ||
+		    oa_form_add(&form, "code", code) != 0 ||
+		    oa_form_add(&form, "redirect_uri", f->redirect) != 0 ||
+		    oa_form_add(&form, "code_verifier", f->verifier) != 0 ||
+		    (res != NULL &&
+		     oa_form_add(&form, "resource", res) != 0) ||
+		    cr_client_auth(c, &form, &s) != 0) {
+			cr_reply_error(cr, corr, MK_ENOMEM, NULL,
+			               "out of memory");
+			flow_drop(cr, f);
+		} else {
+			s.form = form;
+			cr->token_requests++;
+			if (oa_fetch(cr->loop, &s, on_code, f, &f->req) != 0) {
+				cr_reply_error(cr, corr, MK_ENOMEM, NULL,
+				               "out of memory");
+				flow_drop(cr, f);
+			}
+		}
+		if (form != NULL) {
+			OPENSSL_cleanse(form, strlen(form));
+		}
+		free(form);
+	}
+	if (code != NULL) {
+		OPENSSL_cleanse(code, strlen(code));
+	}
+	free(state);
+	free(code);
+	free(who);
+}
