@@ -684,19 +684,6 @@ const kn_actor_ops persister_ops = {
         .fini   = ps_fini,
 };
 
-void
-ps_row_pack(mp_w *w, const char *table, const char *key, const char *json)
-{
-	mp_w_init(w);
-	if (strcmp(key, "row") == 0) {
-		ps_row_msg m = {.table = (char *)table, .row = (char *)json};
-		ps_row_msg_pack(&m, w);
-	} else {
-		ps_key_msg m = {.table = (char *)table, .key = (char *)json};
-		ps_key_msg_pack(&m, w);
-	}
-}
-
 CODEC_MSG_FIELDS(ps_client_msg, PS_CLIENT_FIELDS);
 CODEC_MSG_FIELDS(ps_id_msg, PS_ID_FIELDS);
 CODEC_MSG_FIELDS(ps_tools_msg, PS_TOOLS_FIELDS);

@@ -165,11 +165,4 @@ extern const size_t       persister_msgs_n;
 
 extern const kn_actor_ops persister_ops;
 
-/* ps_row_pack writes (mp_w_init) the payload of MSG_PS_ROW_PUT (key
- * "row": a ps_row_msg) or of MSG_PS_ROW_DEL and MSG_PS_ROW_GET ("key": a
- * ps_key_msg): the table's name and the JSON text.  The caller sends it
- * and calls mp_w_fini. */
-void ps_row_pack(mp_w *w, const char *table, const char *key,
-                 const char *json);
-
 #endif /* ACTORS_PERSISTER_H */

@@ -143,7 +143,8 @@ ps_stat(ps_bench *b, const char *key)
 	mp_r      r;
 	int64_t   v;
 
-	if (kn_ask(b->ps, MSG_PS_STATS, "\x80", 1, 60000, &a) != 0) {
+	if (kn_ask(b->ps, MSG_PS_STATS, CODEC_EMPTY, CODEC_EMPTY_LEN, 60000,
+	           &a) != 0) {
 		die("stats");
 	}
 	mp_r_open(&r, a.data, a.len);
@@ -228,19 +229,17 @@ durable_main(void *arg)
 
 	for (int i = d->from; i < d->from + d->n; i++) {
 		kn_answer a;
-		mp_w      w;
 		snprintf(row, sizeof(row),
 		         "{\"client_id\":\"c\",\"mode\":\"user\","
 		         "\"identity\":\"u%d\",\"access_token\":\"t%d\","
 		         "\"status\":\"active\"}",
 		         i, i);
-		ps_row_pack(&w, "oauth_tokens", "row", row);
-		if (kn_ask(d->b->ps, MSG_PS_ROW_PUT, w.sb.data, w.sb.size,
-		           60000, &a) != 0) {
+		ps_row_msg put = {.table = "oauth_tokens", .row = row};
+		if (kn_ask_msg(d->b->ps, MSG_PS_ROW_PUT,
+		               CODEC_OF(ps_row_msg, &put), 60000, &a) != 0) {
 			die("durable write");
 		}
 		free(a.data);
-		mp_w_fini(&w);
 	}
 	return (NULL);
 }
@@ -325,7 +324,8 @@ unchanged(const char *path, int64_t *writes, int64_t *flushes, double *cps)
 	t0          = tp_now_ns();
 	for (int i = 0; i < CHECKS; i++) {
 		kn_answer a;
-		if (kn_ask(cl, MSG_CL_CHECK, "\x80", 1, 60000, &a) != 0) {
+		if (kn_ask(cl, MSG_CL_CHECK, CODEC_EMPTY, CODEC_EMPTY_LEN,
+		           60000, &a) != 0) {
 			die("check");
 		}
 		free(a.data);

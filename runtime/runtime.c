@@ -152,7 +152,6 @@ rt_restore(mk_runtime *rt)
 {
 	kn_answer      a, b;
 	ps_clients_msg stored;
-	mp_w           w;
 	char          *list = NULL;
 	int            rv;
 
@@ -168,12 +167,10 @@ rt_restore(mk_runtime *rt)
 		free(list);
 		return (0);
 	}
-	mp_w_init(&w);
-	mp_map(&w, 1);
-	mp_kv_str(&w, "restore", list);
-	rv = kn_ask(rt->system[RT_SUPERVISOR], MSG_SV_LOAD, w.sb.data,
-	            w.sb.size, CLIENT_CONNECT_MS + 30000, &b);
-	mp_w_fini(&w);
+	sv_load_msg m = {.restore = list};
+	rv            = kn_ask_msg(rt->system[RT_SUPERVISOR], MSG_SV_LOAD,
+	                           CODEC_OF(sv_load_msg, &m), CLIENT_CONNECT_MS + 30000,
+	                           &b);
 	free(b.data);
 	free(list);
 	return (rv);
@@ -426,8 +423,8 @@ rt_stats(mk_runtime *rt, mk_stats *out, int timeout_ms)
 	kn_answer r;
 	int       rv;
 
-	rv = kn_ask(rt->system[RT_SUPERVISOR], MSG_STATS, NULL, 0, timeout_ms,
-	            &r);
+	rv = kn_ask(rt->system[RT_SUPERVISOR], MSG_STATS, CODEC_EMPTY,
+	            CODEC_EMPTY_LEN, timeout_ms, &r);
 	if (rv == 0) {
 		rv = supervisor_stats_decode(r.data, r.len, out);
 	}
@@ -448,17 +445,14 @@ rt_stats(mk_runtime *rt, mk_stats *out, int timeout_ms)
 		free(r.data);
 	}
 	if (rv == 0 && rt->credential != NULL &&
-	    kn_ask(rt->credential, MSG_CR_STATS, "\x80", 1, timeout_ms, &r) ==
-	            0) {
-		mp_r m;
-		mp_r_open(&m, r.data, r.len);
-		out->token_refreshes =
-		        (uint64_t)mp_int(mp_get(&m, "refreshes"), 0);
-		out->token_exchanges =
-		        (uint64_t)mp_int(mp_get(&m, "exchanges"), 0);
-		out->token_requests =
-		        (uint64_t)mp_int(mp_get(&m, "token_requests"), 0);
-		mp_r_close(&m);
+	    kn_ask(rt->credential, MSG_CR_STATS, CODEC_EMPTY, CODEC_EMPTY_LEN,
+	           timeout_ms, &r) == 0) {
+		cr_stats_msg m;
+		if (cr_stats_msg_unpack(r.data, r.len, &m) == 0) {
+			out->token_refreshes = (uint64_t)m.refreshes;
+			out->token_exchanges = (uint64_t)m.exchanges;
+			out->token_requests  = (uint64_t)m.token_requests;
+		}
 		free(r.data);
 	}
 	if (rv == 0) {

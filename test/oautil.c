@@ -231,7 +231,8 @@ cr_stat(mk_runtime *rt, const char *key)
 	mp_r      r;
 	int64_t   v;
 
-	CHECK_EQ(kn_ask(rt->credential, MSG_CR_STATS, "\x80", 1, WAIT_MS, &a),
+	CHECK_EQ(kn_ask(rt->credential, MSG_CR_STATS, CODEC_EMPTY,
+	                CODEC_EMPTY_LEN, WAIT_MS, &a),
 	         0);
 	mp_r_open(&r, a.data, a.len);
 	v = mp_int(mp_get(&r, key), -1);

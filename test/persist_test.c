@@ -266,7 +266,6 @@ storm_main(const char *path)
 	kn_actor  *ps;
 	kn_answer  a;
 	char       err[256], tools[9000], row[256];
-	mp_w       w;
 
 	CHECK_EQ(kn_stream_open(&stream, "inproc://storm", NULL, err,
 	                        sizeof(err)),
@@ -300,11 +299,10 @@ storm_main(const char *path)
 		         "\"identity\":\"u%ld\",\"access_token\":\"tok-%ld\","
 		         "\"status\":\"active\"}",
 		         i, i);
-		ps_row_pack(&w, "oauth_tokens", "row", row);
-		int rv = kn_ask(ps, MSG_PS_ROW_PUT, w.sb.data, w.sb.size,
-		                WAIT_MS, &a);
+		ps_row_msg put = {.table = "oauth_tokens", .row = row};
+		int        rv  = kn_ask_msg(ps, MSG_PS_ROW_PUT,
+		                            CODEC_OF(ps_row_msg, &put), WAIT_MS, &a);
 		free(a.data);
-		mp_w_fini(&w);
 		if (rv == 0) {
 			/* told "stored": acknowledge it */
 			char ack[32];
@@ -497,7 +495,9 @@ check_once(kn_actor *cl)
 {
 	kn_answer a;
 
-	CHECK_EQ(kn_ask(cl, MSG_CL_CHECK, "\x80", 1, WAIT_MS, &a), 0);
+	CHECK_EQ(kn_ask(cl, MSG_CL_CHECK, CODEC_EMPTY, CODEC_EMPTY_LEN,
+	                WAIT_MS, &a),
+	         0);
 	free(a.data);
 }
 

@@ -332,7 +332,9 @@ ps_stat(mk_runtime *rt, const char *key)
 	int64_t   v;
 
 	CHECK_EQ(kn_lookup(rt->kernel, "persister", &ps), 0);
-	CHECK_EQ(kn_ask(ps, MSG_PS_STATS, "\x80", 1, WAIT_MS, &a), 0);
+	CHECK_EQ(kn_ask(ps, MSG_PS_STATS, CODEC_EMPTY, CODEC_EMPTY_LEN,
+	                WAIT_MS, &a),
+	         0);
 	kn_actor_release(&ps);
 	mp_r_open(&r, a.data, a.len);
 	v = mp_int(mp_get(&r, key), -1);

@@ -157,9 +157,9 @@ int
 cr_persist(cr_self *cr, const char *table, json_t *row, bool del,
            kn_reply_fn fn, void *arg)
 {
-	char *text;
-	mp_w  w;
-	int   rv;
+	ps_row_msg put = {.table = (char *)table};
+	ps_key_msg key = {.table = (char *)table};
+	int        rv;
 
 	if (cr->ps == NULL) {
 		if (fn != NULL) {
@@ -167,33 +167,30 @@ cr_persist(cr_self *cr, const char *table, json_t *row, bool del,
 		}
 		return (0);
 	}
-	if ((text = json_dumps(row, JSON_COMPACT)) == NULL) {
+	if ((put.row = key.key = json_dumps(row, JSON_COMPACT)) == NULL) {
 		return (MK_ENOMEM);
 	}
-	ps_row_pack(&w, table, del ? "key" : "row", text);
-	OPENSSL_cleanse(text, strlen(text));
-	free(text);
-	rv = kn_ask_async(cr->self, cr->ps,
-	                  del ? MSG_PS_ROW_DEL : MSG_PS_ROW_PUT, w.sb.data,
-	                  w.sb.size, 30000, fn != NULL ? fn : stored, arg);
-	OPENSSL_cleanse(w.sb.data, w.sb.size);
-	mp_w_fini(&w);
+	rv = kn_ask_async_msg(cr->self, cr->ps,
+	                      del ? MSG_PS_ROW_DEL : MSG_PS_ROW_PUT,
+	                      del ? &ps_key_msg_fields : &ps_row_msg_fields,
+	                      del ? (const void *)&key : (const void *)&put,
+	                      30000, fn != NULL ? fn : stored, arg);
+	text_secret_free(put.row);
 	return (rv);
 }
 
 void
 cr_unpersist(cr_self *cr, const char *table, json_t *key)
 {
-	char *text;
-	mp_w  w;
+	ps_key_msg m = {.table = (char *)table};
 
-	if (cr->ps == NULL || (text = json_dumps(key, JSON_COMPACT)) == NULL) {
+	if (cr->ps == NULL ||
+	    (m.key = json_dumps(key, JSON_COMPACT)) == NULL) {
 		return;
 	}
-	ps_row_pack(&w, table, "key", text);
-	free(text);
-	(void)kn_tell(cr->ps, cr->self, MSG_PS_ROW_DEL, w.sb.data, w.sb.size);
-	mp_w_fini(&w);
+	(void)kn_tell_msg(cr->ps, cr->self, MSG_PS_ROW_DEL,
+	                  CODEC_OF(ps_key_msg, &m));
+	text_secret_free(m.key);
 }
 
 json_t *
@@ -270,10 +267,11 @@ void
 cr_notify(cr_self *cr, const char *client_id, const char *status,
           const char *message)
 {
-	cclient  *c = cr_client(cr, client_id);
-	kn_actor *a;
-	char      name[KN_NAME_MAX];
-	mp_w      w;
+	cclient    *c = cr_client(cr, client_id);
+	kn_actor   *a;
+	char        name[KN_NAME_MAX];
+	cl_cred_msg m = {.status  = (char *)status,
+	                 .message = (char *)(message != NULL ? message : "")};
 
 	if (c == NULL) {
 		return;
@@ -282,12 +280,7 @@ cr_notify(cr_self *cr, const char *client_id, const char *status,
 	if (kn_lookup(kn_actor_kernel(cr->self), name, &a) != 0) {
 		return;
 	}
-	mp_w_init(&w);
-	mp_map(&w, 2);
-	mp_kv_str(&w, "status", status);
-	mp_kv_str(&w, "message", message != NULL ? message : "");
-	(void)kn_tell(a, cr->self, MSG_CL_CRED, w.sb.data, w.sb.size);
-	mp_w_fini(&w);
+	(void)kn_tell_msg(a, cr->self, MSG_CL_CRED, CODEC_OF(cl_cred_msg, &m));
 	kn_actor_release(&a);
 }
 
@@ -298,29 +291,22 @@ void
 cr_reply_error(cr_self *cr, uint64_t corr, int status, const char *why,
                const char *fmt, ...)
 {
-	char    text[1024];
-	va_list ap;
-	mp_w    w;
+	char           text[1024];
+	va_list        ap;
+	cr_refused_msg m = {.error = text, .why = (char *)why};
 
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	mp_w_init(&w);
-	mp_map(&w, why != NULL ? 2 : 1);
-	mp_kv_str(&w, "error", text);
-	if (why != NULL) {
-		mp_kv_str(&w, "why", why);
-	}
-	kn_reply_corr(kn_actor_kernel(cr->self), corr, status, w.sb.data,
-	              w.sb.size);
-	mp_w_fini(&w);
+	kn_reply_msg(kn_actor_kernel(cr->self), corr, status,
+	             CODEC_OF(cr_refused_msg, &m));
 }
 
 void
 cr_answer_token(cr_self *cr, token *t, uint64_t corr)
 {
-	char hdr[8192];
-	mp_w w;
+	char           hdr[8192];
+	cr_headers_msg m = {.headers = hdr};
 
 	if (!t->active) {
 		cr_reply_error(cr, corr, MK_ESTATE, "needs_reauth",
@@ -330,15 +316,10 @@ cr_answer_token(cr_self *cr, token *t, uint64_t corr)
 		return;
 	}
 	snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s", t->access);
-	mp_w_init(&w);
-	mp_map(&w, 2);
-	mp_kv_str(&w, "headers", hdr);
-	mp_kv_int(&w, "use_ms", cr_token_use_ms(t));
-	kn_reply_corr(kn_actor_kernel(cr->self), corr, 0, w.sb.data,
-	              w.sb.size);
+	m.use_ms = cr_token_use_ms(t);
+	kn_reply_msg(kn_actor_kernel(cr->self), corr, 0,
+	             CODEC_OF(cr_headers_msg, &m));
 	OPENSSL_cleanse(hdr, sizeof(hdr));
-	OPENSSL_cleanse(w.sb.data, w.sb.size);
-	mp_w_fini(&w);
 }
 
 /* ---- messages ------------------------------------------------------------
@@ -347,28 +328,25 @@ cr_answer_token(cr_self *cr, token *t, uint64_t corr)
 static void
 on_register(cr_self *cr, kn_msg *msg)
 {
-	mp_r     r;
-	char    *id, *name, *auth, *url, *oauth, *exch, *keys;
-	cclient *c;
-	json_t  *o;
+	cr_register_msg reg;
+	char           *id, *name, *auth, *url;
+	cclient        *c;
+	json_t         *o;
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	id          = mp_dup_str(mp_get(&r, "id"));
-	name        = mp_dup_str(mp_get(&r, "name"));
-	auth        = mp_dup_str(mp_get(&r, "auth"));
-	url         = mp_dup_str(mp_get(&r, "url"));
-	oauth       = mp_dup_str(mp_get(&r, "oauth"));
-	exch        = mp_dup_str(mp_get(&r, "exchange"));
-	keys        = mp_dup_str(mp_get(&r, "keys"));
-	bool sticky = mp_bool(mp_get(&r, "sticky"), false);
-	mp_r_close(&r);
+	(void)cr_register_msg_unpack(msg->env.payload, msg->env.payload_len,
+	                             &reg);
+	id          = reg.id; /* ours now */
+	name        = reg.name;
+	auth        = reg.auth;
+	url         = reg.url;
+	bool sticky = reg.sticky;
 	assert(id != NULL && name != NULL && auth != NULL);
-	o = oauth != NULL ? json_loads(oauth, 0, NULL) : NULL;
-	text_secret_free(oauth);
-	json_t *xo = exch != NULL ? json_loads(exch, 0, NULL) : NULL;
-	json_t *ko = keys != NULL ? json_loads(keys, 0, NULL) : NULL;
-	text_secret_free(exch);
-	free(keys);
+	o          = reg.oauth != NULL ? json_loads(reg.oauth, 0, NULL) : NULL;
+	json_t *xo = reg.exchange != NULL ? json_loads(reg.exchange, 0, NULL)
+	                                  : NULL;
+	json_t *ko = reg.keys != NULL ? json_loads(reg.keys, 0, NULL) : NULL;
+	reg.id = reg.name = reg.auth = reg.url = NULL;
+	cr_register_msg_clear(&reg);
 	if ((c = cr_client(cr, id)) != NULL) {
 		bool rotated = !json_equal(c->oauth, o) &&
 		        !(c->oauth == NULL && o == NULL);
@@ -473,13 +451,12 @@ on_register(cr_self *cr, kn_msg *msg)
 static void
 on_forget(cr_self *cr, kn_msg *msg)
 {
-	mp_r     r;
-	char    *id;
-	cclient *c;
+	cr_id_msg   m;
+	const char *id;
+	cclient    *c;
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	id = mp_dup_str(mp_get(&r, "id"));
-	mp_r_close(&r);
+	(void)cr_id_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
+	id = m.id;
 	if (id != NULL && (c = cr_client(cr, id)) != NULL) {
 		/* its tokens go (the store drops them with the client) */
 		token *t;
@@ -492,40 +469,31 @@ on_forget(cr_self *cr, kn_msg *msg)
 		cr_evict_client(cr, id);
 		client_free(cr, c);
 	}
-	free(id);
+	cr_id_msg_clear(&m);
 }
 
 static void
 on_get(cr_self *cr, kn_msg *msg)
 {
-	uint64_t corr = kn_defer(msg);
-	mp_r     r;
-	char    *id, *mode, *identity, *subject;
-	bool     force, peek;
-	cclient *c;
-	token   *t;
+	uint64_t    corr = kn_defer(msg);
+	cr_get_msg  m;
+	const char *id, *mode, *identity;
+	cclient    *c;
+	token      *t;
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	id       = mp_dup_str(mp_get(&r, "id"));
-	mode     = mp_dup_str(mp_get(&r, "mode"));
-	identity = mp_dup_str(mp_get(&r, "identity"));
-	force    = mp_bool(mp_get(&r, "force"), false);
-	peek     = mp_bool(mp_get(&r, "peek"), false);
-	subject  = mp_dup_str(mp_get(&r, "subject"));
-	mp_r_close(&r);
-	c = id != NULL ? cr_client(cr, id) : NULL;
+	(void)cr_get_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
+	id       = m.id;
+	mode     = m.mode;
+	identity = m.identity;
+	c        = id != NULL ? cr_client(cr, id) : NULL;
 	if (c != NULL && cfg_auth_per_user(c->auth)) {
 		/* a peek is the admin's (discovery) credential */
-		cr_user_get(cr, c, peek || mode == NULL ? "admin" : mode,
-		            peek || identity == NULL ? "" : identity, subject,
-		            force, corr, false);
-		text_secret_free(subject);
-		free(id);
-		free(mode);
-		free(identity);
+		cr_user_get(cr, c, m.peek || mode == NULL ? "admin" : mode,
+		            m.peek || identity == NULL ? "" : identity,
+		            m.subject, m.force, corr, false);
+		cr_get_msg_clear(&m);
 		return;
 	}
-	text_secret_free(subject);
 	t = id != NULL ? cr_token(cr, id, mode ? mode : "shared",
 	                          identity ? identity : "", false)
 	               : NULL;
@@ -534,39 +502,34 @@ on_get(cr_self *cr, kn_msg *msg)
 		        cr, corr, MK_ESTATE, "none",
 		        "MCP client %s has no authorized credential yet",
 		        id ? id : "?");
-	} else if (!t->active || peek) {
+	} else if (!t->active || m.peek) {
 		cr_answer_token(cr, t, corr); /* no network */
 	} else {
-		cr_token_use(cr, t, force, corr);
+		cr_token_use(cr, t, m.force, corr);
 	}
-	free(id);
-	free(mode);
-	free(identity);
+	cr_get_msg_clear(&m);
 }
 
 static int
 on_stats(cr_self *cr, kn_msg *msg)
 {
-	mp_w w;
-	int  rv;
+	cr_stats_msg m = {
+	        .refreshes      = (int64_t)cr->refreshes,
+	        .refresh_joins  = (int64_t)cr->joins,
+	        .token_requests = (int64_t)cr->token_requests,
+	        .tokens         = (int64_t)cr->ntokens,
+	        .flows          = (int64_t)cr->nflows,
+	        .header_flows   = (int64_t)cr->nhflows,
+	        .swept          = (int64_t)cr->swept,
+	        .exchanges      = (int64_t)cr->exchanges,
+	        .fills          = (int64_t)cr->nfills,
+	        .evicted        = (int64_t)cr->evicted,
+	        .cached_tokens  = (int64_t)cr->tlru.n,
+	        .cached_headers = (int64_t)cr->hlru.n,
+	};
 
-	mp_w_init(&w);
-	mp_map(&w, 12);
-	mp_kv_int(&w, "exchanges", (int64_t)cr->exchanges);
-	mp_kv_int(&w, "fills", (int64_t)cr->nfills);
-	mp_kv_int(&w, "evicted", (int64_t)cr->evicted);
-	mp_kv_int(&w, "cached_tokens", (int64_t)cr->tlru.n);
-	mp_kv_int(&w, "cached_headers", (int64_t)cr->hlru.n);
-	mp_kv_int(&w, "refreshes", (int64_t)cr->refreshes);
-	mp_kv_int(&w, "refresh_joins", (int64_t)cr->joins);
-	mp_kv_int(&w, "token_requests", (int64_t)cr->token_requests);
-	mp_kv_int(&w, "tokens", (int64_t)cr->ntokens);
-	mp_kv_int(&w, "flows", (int64_t)cr->nflows);
-	mp_kv_int(&w, "header_flows", (int64_t)cr->nhflows);
-	mp_kv_int(&w, "swept", (int64_t)cr->swept);
-	rv = kn_reply(cr->self, msg, 0, w.sb.data, w.sb.size);
-	mp_w_fini(&w);
-	return (rv);
+	return (kn_reply_msg(kn_actor_kernel(cr->self), kn_defer(msg), 0,
+	                     CODEC_OF(cr_stats_msg, &m)));
 }
 
 /* ---- the actor ------------------------------------------------------------

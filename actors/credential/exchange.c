@@ -87,16 +87,18 @@ cr_exchange_get(cr_self *cr, cclient *c, const char *mode,
 void
 cr_verify_exchange(cr_self *cr, kn_msg *msg)
 {
-	uint64_t corr = kn_defer(msg);
-	char    *who, *subject;
-	cclient *c;
-	token   *t;
-	mp_r     r;
+	uint64_t               corr = kn_defer(msg);
+	cr_verify_exchange_msg m;
+	const char            *who;
+	char                  *subject;
+	cclient               *c;
+	token                 *t;
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	who     = mp_dup_str(mp_get(&r, "client"));
-	subject = mp_dup_str(mp_get(&r, "subject"));
-	mp_r_close(&r);
+	(void)cr_verify_exchange_msg_unpack(msg->env.payload,
+	                                    msg->env.payload_len, &m);
+	who       = m.client;
+	subject   = m.subject; /* ours now */
+	m.subject = NULL;
 	if ((c = who != NULL ? cr_client(cr, who) : NULL) == NULL) {
 		cr_reply_error(cr, corr, MK_ENOENT, NULL,
 		               "no MCP client %.200s",
@@ -125,5 +127,5 @@ cr_verify_exchange(cr_self *cr, kn_msg *msg)
 		cr_refresh_join(cr, t, corr);
 	}
 	text_secret_free(subject);
-	free(who);
+	cr_verify_exchange_msg_clear(&m);
 }

@@ -166,7 +166,6 @@ flow_stored(kn_actor *self, void *arg, int status, const void *data,
             size_t len)
 {
 	made *m = arg;
-	mp_w  w;
 
 	cclient *c = cr_client(m->cr, m->client);
 
@@ -182,13 +181,9 @@ flow_stored(kn_actor *self, void *arg, int status, const void *data,
 		              "first");
 		json_decref(x);
 	} else {
-		mp_w_init(&w);
-		mp_map(&w, 2);
-		mp_kv_str(&w, "authorize_url", m->url);
-		mp_kv_str(&w, "state", m->state);
-		kn_reply_corr(kn_actor_kernel(self), m->corr, 0, w.sb.data,
-		              w.sb.size);
-		mp_w_fini(&w);
+		cr_flow_msg out = {.authorize_url = m->url, .state = m->state};
+		kn_reply_msg(kn_actor_kernel(self), m->corr, 0,
+		             CODEC_OF(cr_flow_msg, &out));
 	}
 	free(m->url);
 	free(m->client);
@@ -267,23 +262,17 @@ cr_make_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
 void
 cr_initiate(cr_self *cr, kn_msg *msg)
 {
-	uint64_t corr = kn_defer(msg);
-	mp_r     r;
-	char    *who, *mode, *identity;
-	cclient *c;
+	uint64_t        corr = kn_defer(msg);
+	cr_initiate_msg m;
+	const char     *who, *mode, *identity;
+	cclient        *c;
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	who      = mp_dup_str(mp_get(&r, "client"));
-	mode     = mp_dup_str(mp_get(&r, "mode"));
-	identity = mp_dup_str(mp_get(&r, "identity"));
-	mp_r_close(&r);
-	if (mode == NULL) {
-		mode = strdup("shared");
-	}
-	if (identity == NULL) {
-		identity = strdup("");
-	}
-	c = who != NULL ? cr_client(cr, who) : NULL;
+	(void)cr_initiate_msg_unpack(msg->env.payload, msg->env.payload_len,
+	                             &m);
+	who      = m.client;
+	mode     = m.mode != NULL ? m.mode : "shared";
+	identity = m.identity != NULL ? m.identity : "";
+	c        = who != NULL ? cr_client(cr, who) : NULL;
 	if (c == NULL) {
 		cr_reply_error(cr, corr, MK_ENOENT, NULL,
 		               "no MCP client %.200s",
@@ -311,9 +300,7 @@ cr_initiate(cr_self *cr, kn_msg *msg)
 		            cr_callers_mode(mode) ? identity : "", corr,
 		            false);
 	}
-	free(who);
-	free(mode);
-	free(identity);
+	cr_initiate_msg_clear(&m);
 }
 
 /* ---- completing a flow ----------------------------------------------------
@@ -329,19 +316,16 @@ static void
 token_stored(kn_actor *self, void *arg, int status, const void *data,
              size_t len)
 {
-	done *d = arg;
-	mp_w  w;
+	done            *d   = arg;
+	cr_client_id_msg out = {.client_id = d->client_id};
 
 	if (status != 0) {
 		KN_WARN("credential",
 		        "%s: the new token is not on disk yet: %s",
 		        d->client_id, codec_strerror(status));
 	}
-	mp_w_init(&w);
-	mp_map(&w, 1);
-	mp_kv_str(&w, "client_id", d->client_id);
-	kn_reply_corr(kn_actor_kernel(self), d->corr, 0, w.sb.data, w.sb.size);
-	mp_w_fini(&w);
+	kn_reply_msg(kn_actor_kernel(self), d->corr, 0,
+	             CODEC_OF(cr_client_id_msg, &out));
 	cr_notify(d->cr, d->client_id, "active", NULL);
 	free(d->client_id);
 	free(d);
@@ -408,20 +392,21 @@ on_code(void *arg, const oa_reply *r)
 void
 cr_complete(cr_self *cr, kn_msg *msg)
 {
-	uint64_t    corr = kn_defer(msg);
-	mp_r        r;
-	char       *state, *code, *who, *form = NULL;
-	strmap_ent *e;
-	flow       *f;
-	cclient    *c;
+	uint64_t        corr = kn_defer(msg);
+	cr_complete_msg m;
+	const char     *state, *code, *who;
+	char           *form = NULL;
+	strmap_ent     *e;
+	flow           *f;
+	cclient        *c;
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	state = mp_dup_str(mp_get(&r, "state"));
-	code  = mp_dup_str(mp_get(&r, "code"));
-	who   = mp_dup_str(mp_get(&r, "client"));
-	mp_r_close(&r);
-	e = state != NULL ? strmap_get(&cr->flows, state) : NULL;
-	f = (flow *)e;
+	(void)cr_complete_msg_unpack(msg->env.payload, msg->env.payload_len,
+	                             &m);
+	state = m.state;
+	code  = m.code;
+	who   = m.client;
+	e     = state != NULL ? strmap_get(&cr->flows, state) : NULL;
+	f     = (flow *)e;
 	if (f == NULL || f->claiming) {
 		cr_reply_error(cr, corr, MK_EINVAL, NULL,
 		               "unknown or already used OAuth state");
@@ -480,10 +465,5 @@ cr_complete(cr_self *cr, kn_msg *msg)
 		}
 		free(form);
 	}
-	if (code != NULL) {
-		OPENSSL_cleanse(code, strlen(code));
-	}
-	free(state);
-	free(code);
-	free(who);
+	cr_complete_msg_clear(&m); /* the code cleansed */
 }

@@ -227,16 +227,10 @@ bad:
 static void
 reply_headers(cr_self *cr, uint64_t corr, const char *headers)
 {
-	mp_w w;
+	cr_headers_msg m = {.headers = (char *)headers, .use_ms = -1};
 
-	mp_w_init(&w);
-	mp_map(&w, 2);
-	mp_kv_str(&w, "headers", headers);
-	mp_kv_int(&w, "use_ms", -1);
-	kn_reply_corr(kn_actor_kernel(cr->self), corr, 0, w.sb.data,
-	              w.sb.size);
-	OPENSSL_cleanse(w.sb.data, w.sb.size);
-	mp_w_fini(&w);
+	kn_reply_msg(kn_actor_kernel(cr->self), corr, 0,
+	             CODEC_OF(cr_headers_msg, &m));
 }
 
 #define HFLOW_OF(l) ((hflow *)((char *)(l)-offsetof(hflow, q)))
@@ -426,7 +420,8 @@ on_verified(kn_actor *self, void *arg, int status, const void *data,
 		        "a header credential is not on disk yet: %s",
 		        codec_strerror(status));
 	}
-	kn_reply_corr(kn_actor_kernel(self), v->corr, 0, "\x80", 1);
+	kn_reply_corr(kn_actor_kernel(self), v->corr, 0, CODEC_EMPTY,
+	              CODEC_EMPTY_LEN);
 	if (v->client_id != NULL) {
 		cr_notify(v->cr, v->client_id, "active", NULL);
 	}
@@ -456,30 +451,25 @@ store_headers(cr_self *cr, cclient *c, const char *mode, const char *identity,
 	}
 }
 
-/* Reads a message of {key: text, "headers": json object text}. */
+/* The headers object a message's text holds, or NULL. */
 static json_t *
-headers_msg(kn_msg *msg, const char *key, char **value)
+headers_of(const char *text)
 {
-	char   *text;
-	json_t *given;
-	mp_r    r;
-
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	*value = mp_dup_str(mp_get(&r, key));
-	text   = mp_dup_str(mp_get(&r, "headers"));
-	mp_r_close(&r);
-	given = text != NULL ? json_loads(text, 0, NULL) : NULL;
-	text_secret_free(text);
-	return (given);
+	return (text != NULL ? json_loads(text, 0, NULL) : NULL);
 }
 
 void
 cr_verify_headers(cr_self *cr, kn_msg *msg)
 {
-	uint64_t corr = kn_defer(msg);
-	char    *who, why[300], *lines;
-	cclient *c;
-	json_t  *given = headers_msg(msg, "client", &who);
+	uint64_t              corr = kn_defer(msg);
+	cr_verify_headers_msg m;
+	char                  why[300], *lines;
+	cclient              *c;
+
+	(void)cr_verify_headers_msg_unpack(msg->env.payload,
+	                                   msg->env.payload_len, &m);
+	const char *who   = m.client;
+	json_t     *given = headers_of(m.headers);
 
 	if ((c = who != NULL ? cr_client(cr, who) : NULL) == NULL) {
 		cr_reply_error(cr, corr, MK_ENOENT, NULL,
@@ -498,17 +488,22 @@ cr_verify_headers(cr_self *cr, kn_msg *msg)
 		store_headers(cr, c, "admin", "", lines, corr);
 	}
 	json_decref(given);
-	free(who);
+	cr_verify_headers_msg_clear(&m);
 }
 
 void
 cr_submit_headers(cr_self *cr, kn_msg *msg)
 {
-	uint64_t corr = kn_defer(msg);
-	char    *fid, why[300], *lines;
-	hflow   *f;
-	cclient *c;
-	json_t  *given = headers_msg(msg, "session_id", &fid);
+	uint64_t              corr = kn_defer(msg);
+	cr_submit_headers_msg m;
+	char                  why[300], *lines;
+	hflow                *f;
+	cclient              *c;
+
+	(void)cr_submit_headers_msg_unpack(msg->env.payload,
+	                                   msg->env.payload_len, &m);
+	const char *fid   = m.session_id;
+	json_t     *given = headers_of(m.headers);
 
 	f = fid != NULL ? (hflow *)strmap_get(&cr->hflows, fid) : NULL;
 	if (f == NULL || f->expires_at <= cr_now()) {
@@ -528,7 +523,7 @@ cr_submit_headers(cr_self *cr, kn_msg *msg)
 		hflow_drop(cr, f, false);
 	}
 	json_decref(given);
-	free(fid);
+	cr_submit_headers_msg_clear(&m);
 }
 
 void

@@ -34,27 +34,22 @@ void
 cr_auth_reply(cr_self *cr, uint64_t corr, const cclient *c, const char *kind,
               json_t *extra, const char *message)
 {
-	json_t     *p = json_pack("{s:s, s:s, s:s, s:s}", "kind", kind,
-	                          "mcp_client_id", c->id, "mcp_client_name",
-	                          c->name, "message", message);
-	const char *k;
-	json_t     *v;
-	char       *text;
-	mp_w        w;
+	json_t        *p = json_pack("{s:s, s:s, s:s, s:s}", "kind", kind,
+	                             "mcp_client_id", c->id, "mcp_client_name",
+	                             c->name, "message", message);
+	const char    *k;
+	json_t        *v;
+	cr_refused_msg m = {.error = (char *)message};
 
 	json_object_foreach(extra, k, v)
 	{
 		json_object_set(p, k, v);
 	}
-	text = json_dumps(p, JSON_COMPACT);
+	char *text      = json_dumps(p, JSON_COMPACT);
+	m.auth_required = text != NULL ? text : "{}";
 	json_decref(p);
-	mp_w_init(&w);
-	mp_map(&w, 2);
-	mp_kv_str(&w, "error", message);
-	mp_kv_str(&w, "auth_required", text != NULL ? text : "{}");
-	kn_reply_corr(kn_actor_kernel(cr->self), corr, MK_EAUTH, w.sb.data,
-	              w.sb.size);
-	mp_w_fini(&w);
+	kn_reply_msg(kn_actor_kernel(cr->self), corr, MK_EAUTH,
+	             CODEC_OF(cr_refused_msg, &m));
 	free(text);
 }
 
@@ -231,25 +226,24 @@ fill_insert(cr_self *cr, fill *f, json_t *row)
 static void
 on_fill(kn_actor *self, void *arg, int status, const void *data, size_t len)
 {
-	fill    *f     = arg;
-	cr_self *cr    = f->cr;
-	bool     raced = cr->gen != f->gen0;
-	cclient *c     = cr_client(cr, f->client);
-	char    *text  = NULL;
-	mp_r     r;
-	fillw   *w;
+	fill        *f     = arg;
+	cr_self     *cr    = f->cr;
+	bool         raced = cr->gen != f->gen0;
+	cclient     *c     = cr_client(cr, f->client);
+	ps_found_msg found;
+	fillw       *w;
 
 	strmap_del(&cr->fills, &f->ent);
-	if (status == 0 && !raced) {
-		mp_r_open(&r, data, len);
-		text = mp_dup_str(mp_get(&r, "row"));
-		mp_r_close(&r);
-		json_t *row = text != NULL ? json_loads(text, 0, NULL) : NULL;
+	if (status == 0 && !raced &&
+	    ps_found_msg_unpack(data, len, &found) == 0) {
+		json_t *row = found.row != NULL
+		        ? json_loads(found.row, 0, NULL)
+		        : NULL;
 		if (row != NULL) {
 			fill_insert(cr, f, row);
 		}
 		json_decref(row);
-		text_secret_free(text);
+		ps_found_msg_clear(&found);
 	}
 	while ((w = f->waiting) != NULL) {
 		f->waiting = w->next;
@@ -280,7 +274,6 @@ cr_fill_start(cr_self *cr, cclient *c, int table, const char *mode,
 	fillw  *w = calloc(1, sizeof(*w));
 	json_t *k;
 	char   *text;
-	mp_w    m;
 
 	snprintf(key, sizeof(key), "%d\x1f%s\x1f%s\x1f%s", table, c->id, mode,
 	         identity);
@@ -318,21 +311,22 @@ cr_fill_start(cr_self *cr, cclient *c, int table, const char *mode,
 	(void)strmap_put(&cr->fills, &f->ent);
 	cr->nfills++;
 	if (cr->ps == NULL) {
-		on_fill(cr->self, f, 0, "\x80", 1); /* no store: nothing */
+		on_fill(cr->self, f, 0, CODEC_EMPTY,
+		        CODEC_EMPTY_LEN); /* none */
 		return;
 	}
 	k    = json_pack("{s:s, s:s, s:s}", "client_id", c->id, "mode", mode,
 	                 "identity", identity);
 	text = k != NULL ? json_dumps(k, JSON_COMPACT) : NULL;
 	json_decref(k);
-	ps_row_pack(&m, store_table_name((store_table)table), "key",
-	            text != NULL ? text : "{}");
-	free(text);
-	if (kn_ask_async(cr->self, cr->ps, MSG_PS_ROW_GET, m.sb.data,
-	                 m.sb.size, 30000, on_fill, f) != 0) {
+	ps_key_msg m = {.table = (char *)store_table_name((store_table)table),
+	                .key   = text != NULL ? text : "{}"};
+	if (kn_ask_async_msg(cr->self, cr->ps, MSG_PS_ROW_GET,
+	                     CODEC_OF(ps_key_msg, &m), 30000, on_fill,
+	                     f) != 0) {
 		on_fill(cr->self, f, MK_ECLOSED, NULL, 0);
 	}
-	mp_w_fini(&m);
+	free(text);
 }
 
 /* ---- the caller's credential
@@ -398,17 +392,15 @@ cr_user_fini(cr_self *cr)
 void
 cr_evict(cr_self *cr, kn_msg *msg)
 {
-	char    *client, *mode, *identity, *subject, hash[600];
-	unsigned n;
-	mp_r     r;
-	mp_w     w;
+	cr_evict_msg m;
+	const char  *client, *mode, *identity, *subject;
+	char         hash[600];
 
-	mp_r_open(&r, msg->env.payload, msg->env.payload_len);
-	client   = mp_dup_str(mp_get(&r, "client"));
-	mode     = mp_dup_str(mp_get(&r, "mode"));
-	identity = mp_dup_str(mp_get(&r, "identity"));
-	subject  = mp_dup_str(mp_get(&r, "subject"));
-	mp_r_close(&r);
+	(void)cr_evict_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
+	client     = m.client;
+	mode       = m.mode;
+	identity   = m.identity;
+	subject    = m.subject;
 	cclient *c = client != NULL ? cr_client(cr, client) : NULL;
 	if (client != NULL && c == NULL) {
 		kn_reply_error(kn_actor_kernel(cr->self), kn_defer(msg),
@@ -418,16 +410,12 @@ cr_evict(cr_self *cr, kn_msg *msg)
 			/* by token: the entries exchanged from it */
 			cr_cache_identity("", subject, hash, sizeof(hash));
 		}
-		n = evict(cr, c != NULL ? c->id : NULL, mode, identity,
-		          subject != NULL ? hash + 1 : NULL);
-		mp_w_init(&w);
-		mp_map(&w, 1);
-		mp_kv_int(&w, "evicted", n);
-		kn_reply(cr->self, msg, 0, w.sb.data, w.sb.size);
-		mp_w_fini(&w);
+		cr_evicted_msg out = {
+		        .evicted = evict(cr, c != NULL ? c->id : NULL, mode,
+		                         identity,
+		                         subject != NULL ? hash + 1 : NULL)};
+		kn_reply_msg(kn_actor_kernel(cr->self), kn_defer(msg), 0,
+		             CODEC_OF(cr_evicted_msg, &out));
 	}
-	free(client);
-	free(mode);
-	free(identity);
-	text_secret_free(subject);
+	cr_evict_msg_clear(&m);
 }
