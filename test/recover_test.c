@@ -104,7 +104,7 @@ classifier(void)
 		mcp_error_set(&e, (mcp_errkind)cases[i].kind, "%s",
 		              cases[i].text);
 		e.http_status = cases[i].status;
-		if (auth_failure(&e) != cases[i].auth) {
+		if (cl_auth_failure(&e) != cases[i].auth) {
 			fprintf(stderr, "classifier: \"%s\" (HTTP %d)\n",
 			        cases[i].text, cases[i].status);
 			CHECK(0);

@@ -1,6 +1,7 @@
 /*
- * actor.c - the client actor's inbox, dispatch, state and guards,
- * last_failure, state stream and view (see client.h).
+ * actor.c - the client actor's inbox and dispatch: its start and stop,
+ * the lifecycle asks (connect, reconnect, disable, enable, update,
+ * settings) and the replies (see client.h; state.c has its state).
  *
  * DESIGN: one thread per client.  Its kernel wait is tp_loop_wait, so the
  * inbox eventfd, curl's sockets, stdio pipes and request deadlines wake
@@ -8,19 +9,13 @@
  * answered from the transport's callbacks.
  */
 #include <assert.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "actors/client/client_impl.h"
-#include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
-#include "actors/persister.h"
-#include "actors/supervisor/supervisor.h"
 #include "codec/envelope.h"
-#include "codec/mp.h"
-#include "codec/text.h"
 
 /* A client's view (its tools, config and state) travels to the
  * supervisor in one message: the largest tool list leaves room. */
@@ -30,14 +25,14 @@ static_assert(MCP_MAX_TOOLS_BYTES <= CODEC_PAYLOAD_MAX / 2,
 /* ---- replies ------------------------------------------------------------ */
 
 void
-reply_ok(client *cl, uint64_t corr)
+cl_reply_ok(client *cl, uint64_t corr)
 {
 	kn_reply_corr(kn_actor_kernel(cl->self), corr, 0, CODEC_EMPTY,
 	              CODEC_EMPTY_LEN);
 }
 
 void
-reply_state(client *cl, uint64_t corr)
+cl_reply_state(client *cl, uint64_t corr)
 {
 	cl_state_msg m = {.state = cl->state};
 
@@ -46,7 +41,7 @@ reply_state(client *cl, uint64_t corr)
 }
 
 int
-mk_status_of(const mcp_error *e)
+cl_status_of(const mcp_error *e)
 {
 	switch (e->kind) {
 	case MCP_E_TIMEOUT:
@@ -62,411 +57,6 @@ mk_status_of(const mcp_error *e)
 	}
 }
 
-/* ---- the stream and the view ---------------------------------------------
- */
-
-static void
-pack_failure(client *cl, mp_w *w)
-{
-	if (!cl->lf_set) {
-		msgpack_pack_nil(&w->pk);
-		return;
-	}
-	mp_map(w, 4);
-	mp_kv_str(w, "stage", cl->lf_stage);
-	mp_kv_str(w, "message", cl->lf_message);
-	mp_kv_str(w, "at", cl->lf_at);
-	mp_kv_str(w, "since", cl->lf_since);
-}
-
-/* The state shown: per-user clients project a dead admin (discovery)
- * credential as needs_reauth over healthy and unstable - shown on the
- * list and the stream, never the runtime's own state (calls go on). */
-static cl_state
-shown_state(const client *cl)
-{
-	return (cl->admin_dead &&
-	                        (cl->state == CS_HEALTHY ||
-	                         cl->state == CS_UNSTABLE)
-	                ? CS_REAUTH
-	                : cl->state);
-}
-
-static void
-publish_state(client *cl, cl_state old)
-{
-	char ts[32];
-	mp_w w;
-
-	mp_w_init(&w);
-	mp_map(&w, 9);
-	mp_kv_str(&w, "client_id", cl->cfg->id);
-	mp_kv_str(&w, "name", cl->cfg->name);
-	mp_kv_str(&w, "state", cl_state_name(shown_state(cl)));
-	mp_key(&w, "old_state"); /* nil: a new client's first state */
-	mp_str(&w, cl->announced ? cl_state_name(old) : NULL);
-	mp_key(&w, "last_failure");
-	pack_failure(cl, &w);
-	mp_kv_int(&w, "generation", (int64_t)cl->gen);
-	mp_kv_int(&w, "tools_count", (int64_t)json_array_size(cl->tools));
-	mp_kv_str(&w, "time", kn_rfc3339(ts, sizeof(ts)));
-	mp_kv_str(&w, "node_id", cl->node_id);
-	kn_stream_publish(cl->stream, "state", w.sb.data, w.sb.size);
-	mp_w_fini(&w);
-}
-
-const int64_t cm_bounds_ms[CM_BUCKETS] = {5,   10,   25,   50,   100,   250,
-                                          500, 1000, 2500, 5000, 10000, 30000};
-static const char *const cm_stages[CM_STAGES] = {
-        "connect",        "ping",           "list_tools",
-        "tool_discovery", "transport_lost", "credential"};
-
-void
-cm_failure(client *cl, const char *stage)
-{
-	for (int i = 0; i < CM_STAGES; i++) {
-		if (strcmp(stage, cm_stages[i]) == 0) {
-			cl->m.failures[i]++;
-		}
-	}
-}
-
-void
-cm_call(client *cl, const call *c, int outcome)
-{
-	int64_t us = (kn_now_ns() - c->t0) / 1000;
-	int     b  = 0;
-
-	cl->m.calls[outcome]++;
-	while (b < CM_BUCKETS && us > cm_bounds_ms[b] * 1000) {
-		b++;
-	}
-	cl->m.buckets[b]++;
-	cl->m.sum_us += (uint64_t)(us > 0 ? us : 0);
-}
-
-/* The counters, as mk_client_metrics_json gives them. */
-static json_t *
-metrics_json(const client *cl)
-{
-	json_t *f = json_object(), *b = json_array();
-
-	for (int i = 0; i < CM_STAGES; i++) {
-		json_object_set_new(
-		        f, cm_stages[i],
-		        json_integer((json_int_t)cl->m.failures[i]));
-	}
-	for (int i = 0; i <= CM_BUCKETS; i++) {
-		json_array_append_new(
-		        b, json_integer((json_int_t)cl->m.buckets[i]));
-	}
-	return (json_pack("{s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I}, s:o, s:I, "
-	                  "s:{s:I, s:I, s:I}, s:I, s:I, s:I}",
-	                  "transitions", (json_int_t)cl->m.transitions,
-	                  "checks", (json_int_t)cl->m.checks, "failures", f,
-	                  "calls", "ok", (json_int_t)cl->m.calls[CM_OK],
-	                  "error", (json_int_t)cl->m.calls[CM_ERROR],
-	                  "auth_required", (json_int_t)cl->m.calls[CM_AUTH],
-	                  "refused", (json_int_t)cl->m.calls[CM_REFUSED],
-	                  "latency_buckets", b, "latency_sum_us",
-	                  (json_int_t)cl->m.sum_us, "recoveries", "per_call",
-	                  (json_int_t)cl->m.recoveries[0], "shared",
-	                  (json_int_t)cl->m.recoveries[1], "session",
-	                  (json_int_t)cl->m.recoveries[2], "retries_skipped",
-	                  (json_int_t)cl->m.skipped, "relists",
-	                  (json_int_t)cl->m.relists, "connect_failures_in_row",
-	                  (json_int_t)cl->fails));
-}
-
-static void
-on_metrics(client *cl, kn_msg *msg)
-{
-	json_t *m    = metrics_json(cl);
-	char   *text = m != NULL ? json_dumps(m, JSON_COMPACT) : NULL;
-
-	json_decref(m);
-	if (text == NULL) {
-		kn_reply_error(kn_actor_kernel(cl->self), kn_defer(msg),
-		               MK_ENOMEM, "out of memory");
-		return;
-	}
-	cl_metrics_msg out = {.json = text};
-	kn_reply_msg(kn_actor_kernel(cl->self), kn_defer(msg), 0,
-	             &cl_metrics_msg_fields, &out);
-	free(text);
-}
-
-/* The config as given, with its client_id (generated ones too). */
-static json_t *
-view_config(const client *cl)
-{
-	json_t *c = cfg_client_redacted(cl->cfg);
-
-	if (c != NULL) {
-		json_object_set_new(c, "client_id", json_string(cl->cfg->id));
-	}
-	return (c);
-}
-
-static json_t *
-view_json(client *cl)
-{
-	const char *state = cl_state_name(shown_state(cl));
-	json_t     *v     = json_pack(
-	                "{s:o*, s:o*, s:s, s:s, s:I}", "config", view_config(cl),
-	                "tools", cl->tools ? tools_sorted(cl->tools) : json_array(),
-	                "state", state, "connection_mode",
-                cl->cfg->sticky ? "sticky" : "per_call", "generation",
-	                (json_int_t)cl->gen);
-
-	if (v != NULL && cl->lf_set) {
-		json_object_set_new(v, "last_failure",
-		                    json_pack("{s:s, s:s, s:s, s:s}", "stage",
-		                              cl->lf_stage, "message",
-		                              cl->lf_message, "at", cl->lf_at,
-		                              "since", cl->lf_since));
-	}
-	return (v);
-}
-
-void
-client_push_view(client *cl)
-{
-	json_t *v    = view_json(cl);
-	char   *text = v != NULL ? json_dumps(v, JSON_COMPACT) : NULL;
-
-	json_decref(v);
-	if (text == NULL) {
-		KN_ERROR("client", "%s: cannot build the client view",
-		         cl->cfg->name);
-		return;
-	}
-	sv_view_msg m = {.id      = cl->cfg->id,
-	                 .name    = cl->cfg->name,
-	                 .state   = cl->state,
-	                 .shown   = shown_state(cl),
-	                 .view    = text,
-	                 .sync_ms = cl->sync_ms};
-	if (kn_tell_msg(cl->sv, cl->self, MSG_SV_VIEW,
-	                CODEC_OF(sv_view_msg, &m)) != 0) {
-		KN_DEBUG("client", "%s: supervisor did not take the view",
-		         cl->cfg->name);
-	}
-	free(text);
-}
-
-/* ---- state and last_failure ------------------------------------------------
- */
-
-/* Publishes the state if it differs from the one last published (or
- * was never published), else just refreshes the view. */
-void
-client_transition(client *cl)
-{
-	cl_state old = cl->shown, now = shown_state(cl);
-
-	if (now == old && cl->announced) {
-		client_push_view(cl);
-		return;
-	}
-	if (cl->lf_set) {
-		KN_INFO("client", "%s: %s -> %s (stage %s: %s)", cl->cfg->name,
-		        cl_state_name(old), cl_state_name(now), cl->lf_stage,
-		        cl->lf_message);
-	} else {
-		KN_INFO("client", "%s: %s -> %s", cl->cfg->name,
-		        cl_state_name(old), cl_state_name(now));
-	}
-	/* the supervisor has the view before anyone hears of the change */
-	client_push_view(cl);
-	publish_state(cl, old);
-	cl->m.transitions++;
-	cl->shown     = now;
-	cl->announced = true;
-}
-
-/*
- * The client's state machine: every change of cl->state goes through
- * client_state_enter, which lets it through only when this table allows
- * from -> to for its cause.  A result (a check, a dial, a call's
- * transport) moves only between healthy and unstable: the authoritative
- * states (disabled, needs_reauth, pending_verification) are never
- * overwritten by one.  An admin's act disables from anywhere and
- * enables out of disabled; the credential's word makes needs_reauth
- * from a live or pending client and ends needs_reauth or pending
- * (unstable: the connect that follows decides).
- */
-#define TO(s) (1u << (s))
-static const unsigned allowed[CL_BY_COUNT][CS_COUNT] = {
-        [CL_BY_RESULT] =
-                {
-                        [CS_HEALTHY]  = TO(CS_HEALTHY) | TO(CS_UNSTABLE),
-                        [CS_UNSTABLE] = TO(CS_HEALTHY) | TO(CS_UNSTABLE),
-                },
-        [CL_BY_ADMIN] =
-                {
-                        [CS_HEALTHY]  = TO(CS_DISABLED),
-                        [CS_UNSTABLE] = TO(CS_DISABLED),
-                        [CS_REAUTH]   = TO(CS_DISABLED),
-                        [CS_PENDING]  = TO(CS_DISABLED),
-                        [CS_DISABLED] = TO(CS_UNSTABLE) | TO(CS_PENDING),
-                },
-        [CL_BY_CRED] =
-                {
-                        [CS_HEALTHY]  = TO(CS_REAUTH),
-                        [CS_UNSTABLE] = TO(CS_REAUTH),
-                        [CS_REAUTH]   = TO(CS_REAUTH) | TO(CS_UNSTABLE),
-                        [CS_PENDING]  = TO(CS_REAUTH) | TO(CS_UNSTABLE),
-                },
-};
-#undef TO
-
-bool
-client_state_enter(client *cl, cl_state to, cl_cause by)
-{
-	static const char *const causes[] = {"a result", "an admin",
-	                                     "the credential"};
-	cl_state                 from     = cl->state;
-
-	if ((allowed[by][from] & (1u << to)) == 0) {
-		if (by != CL_BY_RESULT) {
-			/* (a result meeting an authoritative state is the
-			 * guard at work; anything else is a bug) */
-			KN_ERROR("client",
-			         "%s: %s -> %s by %s is not a transition of "
-			         "the state machine: refused",
-			         cl->cfg->name, cl_state_name(from),
-			         cl_state_name(to), causes[by]);
-		}
-		return (false);
-	}
-	cl->state = to;
-	return (true);
-}
-
-void
-client_set_state(client *cl, cl_state s)
-{
-	if (!client_state_enter(cl, s, CL_BY_ADMIN)) {
-		return;
-	}
-	if (s == CS_DISABLED || s == CS_PENDING) {
-		/* changed without a failed attempt: no reason to carry */
-		cl->lf_set = false;
-	}
-	client_transition(cl);
-}
-
-bool
-client_failure(client *cl, const char *stage, const char *message)
-{
-	char *norm = text_failure_message(message);
-
-	if (norm == NULL) {
-		return (false);
-	}
-	kn_rfc3339(cl->lf_at, sizeof(cl->lf_at));
-	if (!cl->lf_set) {
-		memcpy(cl->lf_since, cl->lf_at, sizeof(cl->lf_since));
-	}
-	free(cl->lf_message);
-	cl->lf_message = norm;
-	snprintf(cl->lf_stage, sizeof(cl->lf_stage), "%s", stage);
-	cl->lf_set = true;
-	cm_failure(cl, stage);
-	KN_DEBUG("client", "%s: %s failed: %s", cl->cfg->name, stage, norm);
-	return (true);
-}
-
-void
-client_fail(client *cl, cl_state s, const char *stage, const char *message)
-{
-	/* authoritative states are never overwritten by a result */
-	if ((allowed[CL_BY_RESULT][cl->state] & (1u << s)) == 0 ||
-	    !client_failure(cl, stage, message)) {
-		return;
-	}
-	(void)client_state_enter(cl, s, CL_BY_RESULT);
-	client_transition(cl); /* or, unchanged, a view with the new "at" */
-}
-
-void
-client_pass(client *cl)
-{
-	if ((cl->state == CS_HEALTHY && !cl->lf_set && cl->announced) ||
-	    !client_state_enter(cl, CS_HEALTHY, CL_BY_RESULT)) {
-		return; /* nothing changed: no view to push */
-	}
-	cl->lf_set = false;
-	client_transition(cl);
-}
-
-void
-client_set_tools(client *cl, json_t *tools)
-{
-	char hash[TOOLS_HASH_HEX];
-	mp_w w;
-
-	if (tools_hash(tools, hash) != 0 || strcmp(hash, cl->hash) == 0) {
-		return; /* unchanged: no event, no write */
-	}
-	json_decref(cl->tools);
-	cl->tools = json_incref(tools);
-	memcpy(cl->hash, hash, sizeof(hash));
-	mp_w_init(&w);
-	mp_map(&w, 4);
-	mp_kv_str(&w, "client_id", cl->cfg->id);
-	mp_kv_str(&w, "name", cl->cfg->name);
-	mp_kv_str(&w, "hash", cl->hash);
-	mp_kv_int(&w, "count", (int64_t)json_array_size(tools));
-	client_push_view(cl);
-	kn_stream_publish(cl->stream, "tools", w.sb.data, w.sb.size);
-	mp_w_fini(&w);
-	if (cl->ps != NULL) {
-		ps_tools_msg m = {.id    = cl->cfg->id,
-		                  .hash  = cl->hash,
-		                  .tools = json_dumps(tools, JSON_COMPACT)};
-		if (m.tools == NULL ||
-		    kn_tell_msg(cl->ps, cl->self, MSG_PS_TOOLS_PUT,
-		                CODEC_OF(ps_tools_msg, &m)) != 0) {
-			KN_ERROR("client",
-			         "%s: the changed tool list was not "
-			         "stored",
-			         cl->cfg->name);
-		}
-		free(m.tools);
-	}
-}
-
-void
-client_save_once(client *cl)
-{
-	if (cl->unsaved) {
-		cl->unsaved = false;
-		client_persist_config(cl);
-	}
-}
-
-void
-client_persist_config(client *cl)
-{
-	ps_client_msg m = {.id = cl->cfg->id, .name = cl->cfg->name};
-
-	if (cl->ps == NULL) {
-		return;
-	}
-	json_t *stored = cfg_client_stored(cl->cfg); /* its literal mask too */
-	m.config = stored != NULL ? json_dumps(stored, JSON_COMPACT) : NULL;
-	json_decref(stored);
-	if (m.config == NULL ||
-	    kn_tell_msg(cl->ps, cl->self, MSG_PS_CLIENT_PUT,
-	                CODEC_OF(ps_client_msg, &m)) != 0) {
-		KN_ERROR("client", "%s: the config was not stored",
-		         cl->cfg->name);
-	}
-	free(m.config);
-}
-
 /* ---- the actor ------------------------------------------------------------
  */
 
@@ -479,7 +69,8 @@ cl_init(kn_actor *self, void *arg, void **statep)
 	if ((cl = calloc(1, sizeof(*cl))) == NULL) {
 		return (MK_ENOMEM);
 	}
-	waker_init(&cl->wk); /* the loop comes with the first network work */
+	cl_waker_init(
+	        &cl->wk); /* the loop comes with the first network work */
 	cl->self = self;
 	cl->cfg  = a->cfg;
 	a->cfg   = NULL; /* ours now */
@@ -503,13 +94,13 @@ cl_init(kn_actor *self, void *arg, void **statep)
 	/* an idle client keeps one connection (3 fds with curl's wake-up
 	 * pair); calls raise it as they need (call.c) */
 	cl->maxconn = 1;
-	cred_register(cl);
+	cl_cred_register(cl);
 	/* the list shows the client while its first connect runs (in the
 	 * state it starts in: there is no "connecting" state) */
-	json_t *v = view_json(cl);
+	json_t *v = cl_view_json(cl);
 	a->view   = v != NULL ? json_dumps(v, JSON_COMPACT) : NULL;
 	json_decref(v);
-	a->state = shown_state(cl);
+	a->state = cl_shown_state(cl);
 	*statep  = cl;
 	return (0);
 }
@@ -519,14 +110,14 @@ cl_fini(kn_actor *self, void *state)
 {
 	client *cl = state;
 
-	check_abort(cl);
-	call_run_queued(cl, "MCP client is shutting down");
-	conn_close_all(cl);
-	call_end_all(cl, "MCP client is shutting down");
+	cl_check_abort(cl);
+	cl_call_run_queued(cl, "MCP client is shutting down");
+	cl_conn_close_all(cl);
+	cl_call_end_all(cl, "MCP client is shutting down");
 	client_loop_free(cl);
-	cred_forget(cl);
-	cred_clear(cl);
-	cred_fini(cl);
+	cl_cred_forget(cl);
+	cl_cred_clear(cl);
+	cl_cred_fini(cl);
 	if (cl->cr != NULL) {
 		kn_actor_release(&cl->cr);
 	}
@@ -537,7 +128,7 @@ cl_fini(kn_actor *self, void *state)
 		kn_actor_release(&cl->ps);
 	}
 	cfg_client_free(&cl->cfg);
-	waker_fini(&cl->wk);
+	cl_waker_fini(&cl->wk);
 	free(cl);
 }
 
@@ -549,7 +140,7 @@ connect_now(client *cl, uint64_t corr, uint32_t type, bool boot)
 	    cl->state == CS_REAUTH) {
 		client_save_once(cl);
 		client_push_view(cl);
-		reply_ok(cl, corr);
+		cl_reply_ok(cl, corr);
 		return;
 	}
 	if (!cl->cfg->sticky && cl->hash[0] != '\0') {
@@ -557,10 +148,10 @@ connect_now(client *cl, uint64_t corr, uint32_t type, bool boot)
 		/* per-call with known tools: no synchronous discovery; the
 		 * periodic check revisits it */
 		client_pass(cl);
-		reply_ok(cl, corr);
+		cl_reply_ok(cl, corr);
 		return;
 	}
-	dial_start(cl, boot ? DIAL_BOOT : DIAL_ADD, corr, type);
+	cl_dial_start(cl, boot ? DIAL_BOOT : DIAL_ADD, corr, type);
 }
 
 /* How a pending oauth client's credential lookup was started. */
@@ -579,7 +170,7 @@ connect_cred(client *cl, void *arg, uint64_t corr, int status, const char *err)
 		(void)client_state_enter(cl, CS_UNSTABLE, CL_BY_CRED);
 	}
 	if (how == HOW_ENABLE && cl->state == CS_UNSTABLE) {
-		dial_start(cl, DIAL_RECONNECT, corr, MSG_CL_ENABLE);
+		cl_dial_start(cl, DIAL_RECONNECT, corr, MSG_CL_ENABLE);
 		return;
 	}
 	connect_now(cl, corr, MSG_CL_CONNECT, how == HOW_BOOT);
@@ -607,12 +198,12 @@ on_connect(client *cl, kn_msg *msg)
 	}
 	free(known);
 	json_decref(tools);
-	if (cl->state == CS_PENDING && cred_needed(cl)) {
+	if (cl->state == CS_PENDING && cl_cred_needed(cl)) {
 		/* a stored credential ends the pending state at once */
 		uint64_t corr = kn_defer(msg);
-		cred_fetch(cl, CRED_PEEK, connect_cred,
-		           (void *)(uintptr_t)(boot ? HOW_BOOT : HOW_ADD),
-		           corr);
+		cl_cred_fetch(cl, CRED_PEEK, connect_cred,
+		              (void *)(uintptr_t)(boot ? HOW_BOOT : HOW_ADD),
+		              corr);
 		return;
 	}
 	connect_now(cl, kn_defer(msg), msg->env.type, boot);
@@ -634,16 +225,16 @@ on_reconnect(client *cl, kn_msg *msg)
 		             cl->cfg->name);
 		return;
 	}
-	dial_start(cl, DIAL_RECONNECT, kn_defer(msg), msg->env.type);
+	cl_dial_start(cl, DIAL_RECONNECT, kn_defer(msg), msg->env.type);
 }
 
 static void
 do_disable(client *cl)
 {
 	if (cl->state != CS_DISABLED) {
-		check_abort(cl);
-		conn_close_all(cl);
-		call_run_queued(cl, "MCP client was disabled");
+		cl_check_abort(cl);
+		cl_conn_close_all(cl);
+		cl_call_run_queued(cl, "MCP client was disabled");
 		client_set_state(cl, CS_DISABLED);
 		client_loop_release(cl); /* no fds while disabled */
 	}
@@ -660,26 +251,26 @@ static void
 enable_corr(client *cl, uint64_t corr, uint32_t type)
 {
 	if (cl->state != CS_DISABLED) {
-		reply_ok(cl, corr);
+		cl_reply_ok(cl, corr);
 		return;
 	}
-	if (cred_needed(cl)) {
+	if (cl_cred_needed(cl)) {
 		client_set_state(cl,
 		                 CS_PENDING); /* until the credential says */
-		cred_fetch(cl, CRED_PEEK, connect_cred,
-		           (void *)(uintptr_t)HOW_ENABLE, corr);
+		cl_cred_fetch(cl, CRED_PEEK, connect_cred,
+		              (void *)(uintptr_t)HOW_ENABLE, corr);
 		return;
 	}
 	if (cl->cfg->auth != CFG_AUTH_NONE &&
 	    cl->cfg->auth != CFG_AUTH_HEADERS) {
 		client_set_state(cl, CS_PENDING);
-		reply_ok(cl, corr);
+		cl_reply_ok(cl, corr);
 		return;
 	}
 	/* out of disabled; what it is now the connect decides (and only
 	 * that is published: no made-up state in between) */
 	(void)client_state_enter(cl, CS_UNSTABLE, CL_BY_ADMIN);
-	dial_start(cl, DIAL_RECONNECT, corr, type);
+	cl_dial_start(cl, DIAL_RECONNECT, corr, type);
 }
 
 static void
@@ -802,7 +393,7 @@ on_update(client *cl, kn_msg *msg)
 	/* a new OAuth config of an oauth client is a rotation: the
 	 * credential actor voids the old grant and the client waits for a
 	 * reauthorization instead of dialing with it */
-	bool rotated = cred_needed(cl) &&
+	bool rotated = cl_cred_needed(cl) &&
 	        field_changed(merged, cl->cfg->raw, "oauth_config");
 	if (rotated && cl->cfg->auth == CFG_AUTH_OAUTH) {
 		redial = false;
@@ -830,12 +421,12 @@ on_update(client *cl, kn_msg *msg)
 	ncfg->id = strdup(cl->cfg->id);
 	cfg_client_free(&cl->cfg);
 	cl->cfg = ncfg;
-	cred_clear(cl); /* its header lines pointed into the old config */
+	cl_cred_clear(cl); /* its header lines pointed into the old config */
 	apply_intervals(cl);
 	KN_INFO("client", "%s: config updated%s", ncfg->name,
 	        redial ? "; reconnecting" : "");
 	client_persist_config(cl);
-	cred_register(cl); /* a new OAuth config is a rotation there */
+	cl_cred_register(cl); /* a new OAuth config is a rotation there */
 	if (ncfg->disabled && cl->state != CS_DISABLED) {
 		do_disable(cl);
 	} else if (!ncfg->disabled && cl->state == CS_DISABLED) {
@@ -844,15 +435,16 @@ on_update(client *cl, kn_msg *msg)
 	} else if (redial && cl->state != CS_DISABLED &&
 	           cl->state != CS_PENDING) {
 		if (was_sticky && !ncfg->sticky) {
-			conn_close_all(cl); /* now per-call: nothing stays */
+			cl_conn_close_all(
+			        cl); /* now per-call: nothing stays */
 		}
 		/* make-before-break: the old session keeps its credentials
 		 * and serves until the new one is up */
-		dial_start(cl, DIAL_RECONNECT, corr, msg->env.type);
+		cl_dial_start(cl, DIAL_RECONNECT, corr, msg->env.type);
 		return;
 	}
 	client_push_view(cl);
-	reply_ok(cl, corr);
+	cl_reply_ok(cl, corr);
 }
 
 static void
@@ -879,10 +471,10 @@ cl_handle(kn_actor *self, void *state, kn_msg *msg)
 		on_connect(cl, msg);
 		return (0);
 	case MSG_CL_CHECK:
-		check_start(cl, kn_defer(msg));
+		cl_check_start(cl, kn_defer(msg));
 		return (0);
 	case MSG_CL_CALL:
-		call_start(cl, msg);
+		cl_call_start(cl, msg);
 		return (0);
 	case MSG_CL_RECONNECT:
 		on_reconnect(cl, msg);
@@ -897,10 +489,10 @@ cl_handle(kn_actor *self, void *state, kn_msg *msg)
 		on_update(cl, msg);
 		return (0);
 	case MSG_CL_CRED:
-		cred_on_notice(cl, msg);
+		cl_cred_on_notice(cl, msg);
 		return (0);
 	case MSG_CL_METRICS:
-		on_metrics(cl, msg);
+		cl_on_metrics(cl, msg);
 		return (0);
 	case MSG_CL_SETTINGS:
 		on_settings(cl, msg);

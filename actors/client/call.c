@@ -18,7 +18,7 @@
 #include "codec/mp.h"
 
 static void
-call_free(call *c)
+call_free(cl_call *c)
 {
 	free(c->tool);
 	json_decref(c->args);
@@ -39,7 +39,7 @@ call_free(call *c)
 }
 
 static void
-reply_result(client *cl, call *c, const mcp_error *err, json_t *result)
+reply_result(client *cl, cl_call *c, const mcp_error *err, json_t *result)
 {
 	char *text;
 
@@ -50,14 +50,14 @@ reply_result(client *cl, call *c, const mcp_error *err, json_t *result)
 	char   *rtext = rec != NULL ? json_dumps(rec, JSON_COMPACT) : NULL;
 
 	json_decref(rec);
-	cm_call(cl, c, err != NULL ? CM_ERROR : CM_OK);
+	cl_cm_call(cl, c, err != NULL ? CM_ERROR : CM_OK);
 	if (err != NULL) {
 		cl_failed_msg f = {.error = (char *)err->message,
 		                   .kind = (char *)mcp_errkind_name(err->kind),
 		                   .http_status = err->http_status,
 		                   .recovery    = rtext};
 		kn_reply_msg(kn_actor_kernel(cl->self), c->corr,
-		             mk_status_of(err), &cl_failed_msg_fields, &f);
+		             cl_status_of(err), &cl_failed_msg_fields, &f);
 		free(rtext);
 		return;
 	}
@@ -74,7 +74,7 @@ reply_result(client *cl, call *c, const mcp_error *err, json_t *result)
 }
 
 static int
-remaining_ms(const call *c)
+remaining_ms(const cl_call *c)
 {
 	int64_t left = (c->deadline - kn_now_ns()) / KN_NS_PER_MS;
 
@@ -82,7 +82,7 @@ remaining_ms(const call *c)
 }
 
 static void
-pc_unlink(client *cl, call *c)
+pc_unlink(client *cl, cl_call *c)
 {
 	if (c->pprev != NULL) {
 		c->pprev->pnext = c->pnext;
@@ -98,7 +98,7 @@ pc_unlink(client *cl, call *c)
 /* Answers the call and frees it, once: freeing a per-call session fails
  * its request, whose callback finds the call done. */
 void
-call_finish(client *cl, call *c, const mcp_error *err, json_t *result)
+cl_call_finish(client *cl, cl_call *c, const mcp_error *err, json_t *result)
 {
 	if (c->done) {
 		return;
@@ -113,37 +113,37 @@ call_finish(client *cl, call *c, const mcp_error *err, json_t *result)
 }
 
 void
-call_end_all(client *cl, const char *why)
+cl_call_end_all(client *cl, const char *why)
 {
 	mcp_error e;
 
 	mcp_error_set(&e, MCP_E_CANCELLED, "%s", why);
 	while (cl->pcalls != NULL) {
-		call_finish(cl, cl->pcalls, &e, NULL);
+		cl_call_finish(cl, cl->pcalls, &e, NULL);
 	}
 }
 
 static void
 done_sticky(void *arg, const mcp_error *err, json_t *result)
 {
-	call   *c  = arg;
-	client *cl = c->cl;
+	cl_call *c  = arg;
+	client  *cl = c->cl;
 
 	cl->calls--;
-	conn_call_done(cl, c->on);
+	cl_conn_call_done(cl, c->on);
 	c->on = NULL;
 	if (err != NULL &&
 	    (err->kind == MCP_E_CONNECT || err->kind == MCP_E_LOST)) {
-		check_soon(cl); /* the connection may be dead */
+		cl_check_soon(cl); /* the connection may be dead */
 	}
-	if (err != NULL && recover_sticky(cl, c, err)) {
+	if (err != NULL && cl_recover_sticky(cl, c, err)) {
 		return; /* it answers when it is done */
 	}
-	call_finish(cl, c, err, result);
+	cl_call_finish(cl, c, err, result);
 }
 
 static void
-run_sticky(client *cl, call *c)
+run_sticky(client *cl, cl_call *c)
 {
 	mcp_req_opts o = {.timeout_ms = remaining_ms(c)};
 	mcp_error    e;
@@ -169,8 +169,8 @@ run_sticky(client *cl, call *c)
 static void
 done_per_call(void *arg, const mcp_error *err, json_t *result)
 {
-	call   *c  = arg;
-	client *cl = c->cl;
+	cl_call *c  = arg;
+	client  *cl = c->cl;
 
 	if (c->done) {
 		return; /* ended while its session was freed */
@@ -179,17 +179,17 @@ done_per_call(void *arg, const mcp_error *err, json_t *result)
 		/* done with this session either way (a retry opens a fresh
 		 * one, maybe before recover_per_call returns) */
 		mcp_session_free(&c->s);
-		if (recover_per_call(cl, c, err)) {
+		if (cl_recover_per_call(cl, c, err)) {
 			return;
 		}
 	}
-	call_finish(cl, c, err, result);
+	cl_call_finish(cl, c, err, result);
 }
 
 static void
 pc_ready(void *arg, mcp_session *s, const mcp_error *err)
 {
-	call        *c = arg;
+	cl_call     *c = arg;
 	mcp_req_opts o = {.timeout_ms = remaining_ms(c)};
 	mcp_error    e;
 
@@ -207,7 +207,7 @@ pc_ready(void *arg, mcp_session *s, const mcp_error *err)
 }
 
 static void
-open_per_call(client *cl, call *c)
+open_per_call(client *cl, cl_call *c)
 {
 	mcp_handlers h = {pc_ready, NULL, c};
 	mcp_config   mc;
@@ -217,7 +217,7 @@ open_per_call(client *cl, call *c)
 		done_per_call(c, &e, NULL);
 		return;
 	}
-	conn_config(cl, &mc);
+	cl_conn_config(cl, &mc);
 	if (c->hdrs != NULL) {
 		mc.headers =
 		        (const char *const *)c->hdrs; /* the caller's own */
@@ -241,7 +241,7 @@ open_per_call(client *cl, call *c)
 static void
 pc_cred(client *cl, void *arg, uint64_t seq, int status, const char *err)
 {
-	call     *c = arg;
+	cl_call  *c = arg;
 	mcp_error e;
 
 	if (status == MK_EAUTH && c->auth != NULL) {
@@ -251,7 +251,7 @@ pc_cred(client *cl, void *arg, uint64_t seq, int status, const char *err)
 		                   .auth_required = c->auth};
 		kn_reply_msg(kn_actor_kernel(cl->self), c->corr, MK_EAUTH,
 		             &cl_failed_msg_fields, &f);
-		cm_call(cl, c, CM_AUTH);
+		cl_cm_call(cl, c, CM_AUTH);
 		pc_unlink(cl, c);
 		call_free(c);
 		return;
@@ -259,7 +259,7 @@ pc_cred(client *cl, void *arg, uint64_t seq, int status, const char *err)
 	if (status == MK_EBUSY) {
 		/* too many of its client's authorizations pending: the
 		 * caller's to retry later, not an upstream failure */
-		cm_call(cl, c, CM_ERROR);
+		cl_cm_call(cl, c, CM_ERROR);
 		kn_reply_why(cl->self, c->corr, MK_EBUSY, "%s", err);
 		pc_unlink(cl, c);
 		call_free(c);
@@ -268,31 +268,31 @@ pc_cred(client *cl, void *arg, uint64_t seq, int status, const char *err)
 	if (status != 0) {
 		/* the credential could not be had: no upstream failure, so
 		 * nothing to recover from */
-		call_finish(cl, c, mcp_error_set(&e, MCP_E_AUTH, "%s", err),
-		            NULL);
+		cl_call_finish(cl, c, mcp_error_set(&e, MCP_E_AUTH, "%s", err),
+		               NULL);
 		return;
 	}
 	open_per_call(cl, c);
 }
 
 void
-call_reopen(client *cl, call *c)
+cl_call_reopen(client *cl, cl_call *c)
 {
 	open_per_call(cl, c);
 }
 
 void
-call_rerun(client *cl, call *c)
+cl_call_rerun(client *cl, cl_call *c)
 {
-	if (conn_usable(cl)) {
+	if (cl_conn_usable(cl)) {
 		run_sticky(cl, c);
 	} else {
-		call_finish(cl, c, c->orig, NULL);
+		cl_call_finish(cl, c, c->orig, NULL);
 	}
 }
 
 static void
-run_per_call(client *cl, call *c)
+run_per_call(client *cl, cl_call *c)
 {
 	c->pc    = true;
 	c->pnext = cl->pcalls;
@@ -302,11 +302,11 @@ run_per_call(client *cl, call *c)
 	cl->pcalls = c;
 	cl->calls++;
 	if (cfg_auth_per_user(cl->cfg->auth) && cl->cr != NULL) {
-		cred_fetch_user(cl, c, pc_cred); /* the caller's own */
+		cl_cred_fetch_user(cl, c, pc_cred); /* the caller's own */
 		return;
 	}
-	if (cred_needed(cl)) {
-		cred_fetch(cl, CRED_USE, pc_cred, c, 0);
+	if (cl_cred_needed(cl)) {
+		cl_cred_fetch(cl, CRED_USE, pc_cred, c, 0);
 		return;
 	}
 	open_per_call(cl, c);
@@ -329,11 +329,11 @@ allowed(const cfg_client *cfg, const char *tool)
 }
 
 void
-call_start(client *cl, kn_msg *msg)
+cl_call_start(client *cl, kn_msg *msg)
 {
 	uint64_t    corr = kn_defer(msg);
 	cl_call_msg m;
-	call       *c;
+	cl_call    *c;
 	int64_t     timeout;
 
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
@@ -393,12 +393,12 @@ call_start(client *cl, kn_msg *msg)
 	c->deadline = kn_now_ns() + timeout * KN_NS_PER_MS;
 	if (!cl->cfg->sticky) {
 		run_per_call(cl, c);
-	} else if (conn_usable(cl)) {
+	} else if (cl_conn_usable(cl)) {
 		run_sticky(cl, c);
 	} else {
 		c->next    = cl->queued; /* wait for a connection */
 		cl->queued = c;
-		dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
+		cl_dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
 	}
 	return;
 
@@ -408,18 +408,18 @@ refuse:
 }
 
 void
-call_run_queued(client *cl, const char *failure)
+cl_call_run_queued(client *cl, const char *failure)
 {
-	call *c;
+	cl_call *c;
 
 	while ((c = cl->queued) != NULL) {
 		cl->queued = c->next;
 		if (failure == NULL && kn_now_ns() < c->deadline &&
-		    conn_usable(cl)) {
+		    cl_conn_usable(cl)) {
 			run_sticky(cl, c);
 			continue;
 		}
-		cm_call(cl, c, CM_ERROR);
+		cl_cm_call(cl, c, CM_ERROR);
 		if (failure != NULL) {
 			kn_reply_why(cl->self, c->corr, MK_EUPSTREAM,
 			             "no connection to MCP client %s: %s",

@@ -31,7 +31,7 @@
 enum { PH_PING, PH_LIST, PH_DIAL };
 
 bool
-mcp_transient(const mcp_error *e)
+cl_transient(const mcp_error *e)
 {
 	switch (e->kind) {
 	case MCP_E_TIMEOUT:
@@ -52,7 +52,7 @@ static void
 answer(client *cl, uint64_t corr)
 {
 	if (corr != 0) {
-		reply_state(cl, corr);
+		cl_reply_state(cl, corr);
 	}
 }
 
@@ -61,12 +61,12 @@ answer(client *cl, uint64_t corr)
 static void
 finish(client *cl)
 {
-	check *k = cl->chk;
+	cl_check *k = cl->chk;
 
 	cl->chk  = NULL;
 	k->ended = true;
 	kn_timer_cancel(cl->self, k->timer);
-	dial_forget_check(cl);
+	cl_dial_forget_check(cl);
 	answer(cl, k->corr);
 	if (!k->busy) {
 		free(k);
@@ -99,14 +99,14 @@ retry_tick(kn_actor *self, void *arg)
 static void
 failed(client *cl, const mcp_error *err)
 {
-	check *k = cl->chk;
+	cl_check *k = cl->chk;
 
 	if (err->kind == MCP_E_GONE && k->phase != PH_DIAL) {
 		k->phase = PH_DIAL; /* the session is gone: re-initialize */
 		run(cl);
 		return;
 	}
-	if (mcp_transient(err) && k->attempt < CHECK_RETRIES) {
+	if (cl_transient(err) && k->attempt < CHECK_RETRIES) {
 		int64_t delay = (int64_t)CHECK_BACKOFF_MS << k->attempt;
 		k->attempt++;
 		KN_DEBUG("client", "%s: %s failed (%s), retry %d in %lld ms",
@@ -117,13 +117,13 @@ failed(client *cl, const mcp_error *err)
 	}
 	client_fail(cl, CS_UNSTABLE, stage_of(cl, k->phase), err->message);
 	if (cl->cfg->sticky && k->phase != PH_DIAL) {
-		dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
+		cl_dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
 	}
 	finish(cl);
 }
 
 void
-check_on_dial(client *cl, const mcp_error *err)
+cl_check_on_dial(client *cl, const mcp_error *err)
 {
 	if (cl->chk == NULL) {
 		return;
@@ -138,8 +138,8 @@ check_on_dial(client *cl, const mcp_error *err)
 static void
 op_done(void *arg, const mcp_error *err, json_t *result)
 {
-	check  *k  = arg;
-	client *cl = k->cl;
+	cl_check *k  = arg;
+	client   *cl = k->cl;
 
 	k->busy = false;
 	if (k->ended) {
@@ -162,26 +162,27 @@ op_done(void *arg, const mcp_error *err, json_t *result)
 	}
 	client_set_tools(cl, json_object_get(result, "tools"));
 	client_pass(cl);
-	backoff_reset(cl, true);
+	cl_backoff_reset(cl, true);
 	finish(cl);
 }
 
 static void
 run(client *cl)
 {
-	check       *k = cl->chk;
+	cl_check    *k = cl->chk;
 	mcp_req_opts o = {.timeout_ms = CHECK_TIMEOUT_MS};
 	mcp_error    e;
 	int          rv;
 
-	if (k->phase == PH_DIAL || !cl->cfg->sticky || !conn_usable(cl)) {
-		if (cl->cfg->sticky && backoff_active(cl)) {
+	if (k->phase == PH_DIAL || !cl->cfg->sticky || !cl_conn_usable(cl)) {
+		if (cl->cfg->sticky && cl_backoff_active(cl)) {
 			finish(cl); /* the backoff's connect reports */
 			return;
 		}
 		k->phase = PH_DIAL;
-		dial_start(cl, cl->cfg->sticky ? DIAL_CHECK : DIAL_DISCOVERY,
-		           0, MSG_NONE);
+		cl_dial_start(cl,
+		              cl->cfg->sticky ? DIAL_CHECK : DIAL_DISCOVERY, 0,
+		              MSG_NONE);
 		return;
 	}
 	k->gen0 = cl->gen;
@@ -197,9 +198,9 @@ run(client *cl)
 }
 
 void
-check_start(client *cl, uint64_t corr)
+cl_check_start(client *cl, uint64_t corr)
 {
-	check *k;
+	cl_check *k;
 
 	if (cl->state == CS_DISABLED || cl->state == CS_REAUTH ||
 	    cl->state == CS_PENDING || cl->chk != NULL || cl->admin_dead) {
@@ -224,11 +225,11 @@ soon_tick(kn_actor *self, void *arg)
 	client *cl = arg;
 
 	cl->soon_timer = 0;
-	check_soon(cl);
+	cl_check_soon(cl);
 }
 
 void
-check_soon(client *cl)
+cl_check_soon(client *cl)
 {
 	int64_t now  = kn_now_ns();
 	int64_t wait = cl->soon_ns + CHECK_SOON_MS * KN_NS_PER_MS - now;
@@ -244,11 +245,11 @@ check_soon(client *cl)
 	cl->soon_ns = now;
 	KN_DEBUG("client", "%s: a call failed at the transport: checking now",
 	         cl->cfg->name);
-	check_start(cl, 0);
+	cl_check_start(cl, 0);
 }
 
 void
-check_abort(client *cl)
+cl_check_abort(client *cl)
 {
 	if (cl->chk != NULL) {
 		finish(cl);

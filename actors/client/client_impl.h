@@ -27,7 +27,7 @@ typedef enum cl_cause {
 /* Why a dial runs: decides what its failure does.  Every failure but an
  * add's and a discovery's is recorded as a failed connect (unstable,
  * stage connect or credential) and, sticky, feeds the backoff. */
-typedef enum dwhy {
+typedef enum cl_dwhy {
 	DIAL_ADD,        /* a user's add: failure is returned, not kept */
 	DIAL_BOOT,       /* boot */
 	DIAL_RECONNECT,  /* an explicit reconnect (or enable): no backoff */
@@ -37,23 +37,23 @@ typedef enum dwhy {
 	DIAL_CHECK,      /* a check found no live connection: the same */
 	DIAL_DISCOVERY,  /* per-call periodic check: silent, the check
 	                  * records stage tool_discovery */
-} dwhy;
+} cl_dwhy;
 
 typedef struct client client;
 
 /* How senders wake a client actor (wait.c). */
-typedef struct waker {
+typedef struct cl_waker {
 	pthread_mutex_t mtx;   /* guards the rest */
 	pthread_cond_t  cv;    /* slept on while there is no loop */
 	bool            woken; /* a wake-up not yet seen */
 	tp_loop        *loop;  /* the actor's loop, or NULL */
-} waker;
+} cl_waker;
 
 /* Counters of a client, for the daemon's /metrics (in the view). */
 #define CM_STAGES  6  /* last_failure stages, in cm_stage order */
 #define CM_BUCKETS 12 /* call latency bounds (ms), then +Inf */
 enum { CM_OK, CM_ERROR, CM_AUTH, CM_REFUSED, CM_OUTCOMES };
-typedef struct cmetrics {
+typedef struct cl_cmetrics {
 	uint64_t transitions;             /* state transitions published */
 	uint64_t checks;                  /* health checks run */
 	uint64_t failures[CM_STAGES];     /* failed attempts, by stage */
@@ -63,77 +63,77 @@ typedef struct cmetrics {
 	uint64_t recoveries[3];           /* per_call, shared, session */
 	uint64_t skipped;                 /* retries skipped for safety */
 	uint64_t relists; /* tools/list after notifications/list_changed */
-} cmetrics;
+} cl_cmetrics;
 extern const int64_t cm_bounds_ms[CM_BUCKETS];
 
 /* A sticky connection. */
-typedef struct sconn {
-	client       *cl;       /* owner */
-	mcp_session  *s;        /* the session */
-	uint64_t      gen;      /* generation it serves */
-	int           inflight; /* calls running on it */
-	bool          draining; /* replaced: freed when inflight is 0 */
-	bool          closing;  /* being freed: calls must not free it */
-	struct sconn *next;     /* draining list */
-} sconn;
+typedef struct cl_sconn {
+	client          *cl;       /* owner */
+	mcp_session     *s;        /* the session */
+	uint64_t         gen;      /* generation it serves */
+	int              inflight; /* calls running on it */
+	bool             draining; /* replaced: freed when inflight is 0 */
+	bool             closing;  /* being freed: calls must not free it */
+	struct cl_sconn *next;     /* draining list */
+} cl_sconn;
 
 /* A connect (sticky) or a discovery (per-call) in progress. */
-typedef struct dial {
-	client  *cl;      /* owner */
-	uint64_t seq;     /* its number (cl->dial_seq) */
-	sconn   *c;       /* the new connection (its session) */
-	dwhy     why;     /* see dwhy */
-	uint64_t gen0;    /* the client's generation at the start */
-	uint64_t timer;   /* overall deadline */
-	bool     listing; /* initialize done, tools/list sent */
-	bool     ended;   /* dial_end ran: callbacks fired while it frees
-	                   * the session see it over */
-} dial;
+typedef struct cl_dial {
+	client   *cl;      /* owner */
+	uint64_t  seq;     /* its number (cl->dial_seq) */
+	cl_sconn *c;       /* the new connection (its session) */
+	cl_dwhy   why;     /* see cl_dwhy */
+	uint64_t  gen0;    /* the client's generation at the start */
+	uint64_t  timer;   /* overall deadline */
+	bool      listing; /* initialize done, tools/list sent */
+	bool      ended;   /* dial_end ran: callbacks fired while it frees
+	                    * the session see it over */
+} cl_dial;
 
 /* An ask waiting for a dial's outcome. */
-typedef struct waiter {
-	uint64_t       corr; /* the deferred ask */
-	uint32_t       type; /* its message type (how to answer) */
-	struct waiter *next;
-} waiter;
+typedef struct cl_waiter {
+	uint64_t          corr; /* the deferred ask */
+	uint32_t          type; /* its message type (how to answer) */
+	struct cl_waiter *next;
+} cl_waiter;
 
 /* A tool call. */
-typedef struct call {
-	client      *cl;        /* owner */
-	char        *mode;      /* per-user: the caller's identity mode */
-	char        *identity;  /* and identity */
-	char        *subject;   /* token_exchange: its token (secret) */
-	char        *cred;      /* per-user: its header lines (secret) */
-	char       **hdrs;      /* config headers + cred lines, or NULL */
-	struct call *unext;     /* waiting for the same identity */
-	char        *auth;      /* MK_EAUTH: the mcp_auth_required payload */
-	bool         pc;        /* runs per-call (its own session) */
-	bool         force;     /* per-user: ask for a refreshed credential */
-	bool         recovered; /* a recovery ran (at most one per call) */
-	bool         skipped;   /* its retry was skipped: not safe to repeat */
-	const char  *path;      /* the recovery's path, or NULL */
-	mcp_error   *orig;      /* the failure it recovers from */
-	uint64_t     gen;    /* sticky: the connection generation it ran on */
-	uint64_t     rtimer; /* sticky recovery: the caller's wait */
-	int64_t      t0;     /* when it arrived (monotonic ns) */
-	struct call *rnext;  /* waiting for the recovery's reconnect */
-	uint64_t     corr;   /* the deferred ask */
-	char        *tool;   /* tool name */
-	json_t      *args;   /* arguments object */
-	int64_t      deadline; /* monotonic ns */
-	sconn       *on;       /* sticky: the connection it runs on */
-	mcp_session *s;        /* per-call: its own session */
-	struct call *next;     /* queue while waiting for a connection */
-	struct call *pnext;    /* per-call: the client's running calls */
-	struct call *pprev;
-	bool         done; /* call_finish ran: a callback fired while
-	                    * it frees the session sees it over */
-} call;
+typedef struct cl_call {
+	client         *cl;       /* owner */
+	char           *mode;     /* per-user: the caller's identity mode */
+	char           *identity; /* and identity */
+	char           *subject;  /* token_exchange: its token (secret) */
+	char           *cred;     /* per-user: its header lines (secret) */
+	char          **hdrs;     /* config headers + cred lines, or NULL */
+	struct cl_call *unext;    /* waiting for the same identity */
+	char           *auth;     /* MK_EAUTH: the mcp_auth_required payload */
+	bool            pc;       /* runs per-call (its own session) */
+	bool            force; /* per-user: ask for a refreshed credential */
+	bool            recovered; /* a recovery ran (at most one per call) */
+	bool        skipped; /* its retry was skipped: not safe to repeat */
+	const char *path;    /* the recovery's path, or NULL */
+	mcp_error  *orig;    /* the failure it recovers from */
+	uint64_t    gen;     /* sticky: the connection generation it ran on */
+	uint64_t    rtimer;  /* sticky recovery: the caller's wait */
+	int64_t     t0;      /* when it arrived (monotonic ns) */
+	struct cl_call *rnext;    /* waiting for the recovery's reconnect */
+	uint64_t        corr;     /* the deferred ask */
+	char           *tool;     /* tool name */
+	json_t         *args;     /* arguments object */
+	int64_t         deadline; /* monotonic ns */
+	cl_sconn       *on;       /* sticky: the connection it runs on */
+	mcp_session    *s;        /* per-call: its own session */
+	struct cl_call *next;     /* queue while waiting for a connection */
+	struct cl_call *pnext;    /* per-call: the client's running calls */
+	struct cl_call *pprev;
+	bool            done; /* call_finish ran: a callback fired while
+	                       * it frees the session sees it over */
+} cl_call;
 
 /* A health check in progress.  Ended (cl->chk no longer points at it)
  * while its request is out, it stays allocated until that request's
  * callback, which frees it. */
-typedef struct check {
+typedef struct cl_check {
 	client  *cl;      /* owner */
 	uint64_t corr;    /* the supervisor's deferred ask */
 	int      phase;   /* 0 ping, 1 tools/list */
@@ -142,7 +142,7 @@ typedef struct check {
 	uint64_t gen0;    /* generation at the start */
 	bool     busy;    /* its ping or tools/list is out */
 	bool     ended;   /* finished or aborted */
-} check;
+} cl_check;
 
 struct client {
 	kn_actor   *self;        /* this actor */
@@ -156,54 +156,55 @@ struct client {
 	int64_t     exec_ms;     /* effective tool_execution_timeout */
 	int64_t     def_sync_ms; /* the global defaults, for updates */
 	int64_t     def_exec_ms;
-	tp_loop    *loop;       /* this thread's curl multi + fds, while
-	                         * it has network work (wait.c) */
-	waker     wk;           /* how senders wake this actor */
-	uint64_t  loop_timer;   /* frees a loop that was still busy */
-	cl_state  state;        /* see the diagram */
-	bool      announced;    /* the first state went out on the stream */
-	cl_state  shown;        /* the state last published */
-	bool      lf_set;       /* last_failure present */
-	char      lf_stage[16]; /* its stage */
-	char     *lf_message;   /* normalised message */
-	char      lf_at[32];    /* RFC 3339, this attempt */
-	char      lf_since[32]; /* RFC 3339, first of the run */
-	uint64_t  gen;          /* connection generation */
-	json_t   *tools;        /* the server's tools, as listed */
-	char      hash[TOOLS_HASH_HEX]; /* their content hash, "" none */
-	sconn    *live;         /* the sticky connection serving calls */
-	sconn    *draining;     /* replaced ones finishing their calls */
-	dial     *dial;         /* the dial in progress, or NULL */
-	waiter   *waiters;      /* asks answered when the dial ends */
-	call     *queued;       /* calls waiting for a connection */
-	check    *chk;          /* the check in progress, or NULL */
-	bool      relisting;    /* a list_changed relist is out */
-	bool      relist_again; /* another notice came meanwhile */
-	unsigned  fails;        /* connects failed (or lost) in a row */
-	int64_t   retry_ns;     /* no automatic connect before this */
-	uint64_t  retry_timer;  /* the backoff's own connect, or 0 */
-	uint32_t  rnd;          /* its jitter state */
-	int64_t   soon_ns;      /* when check_soon last started one */
-	uint64_t  soon_timer;   /* check_soon's deferred one, or 0 */
-	unsigned  calls;        /* calls in flight (both modes) */
-	call     *pcalls;       /* per-call calls running (their sessions) */
-	kn_actor *cr;           /* the credential actor (held), or NULL */
-	char     *cred;         /* the credential's header line, or NULL */
-	char    **hdrs;         /* config headers + cred (borrowed), or NULL */
-	uint64_t  dial_seq;    /* numbers dials, for late credential replies */
-	int64_t   cred_due;    /* monotonic ns: asked again after; 0 never */
+	tp_loop    *loop;        /* this thread's curl multi + fds, while
+	                          * it has network work (wait.c) */
+	cl_waker   wk;           /* how senders wake this actor */
+	uint64_t   loop_timer;   /* frees a loop that was still busy */
+	cl_state   state;        /* see the diagram */
+	bool       announced;    /* the first state went out on the stream */
+	cl_state   shown;        /* the state last published */
+	bool       lf_set;       /* last_failure present */
+	char       lf_stage[16]; /* its stage */
+	char      *lf_message;   /* normalised message */
+	char       lf_at[32];    /* RFC 3339, this attempt */
+	char       lf_since[32]; /* RFC 3339, first of the run */
+	uint64_t   gen;          /* connection generation */
+	json_t    *tools;        /* the server's tools, as listed */
+	char       hash[TOOLS_HASH_HEX]; /* their content hash, "" none */
+	cl_sconn  *live;         /* the sticky connection serving calls */
+	cl_sconn  *draining;     /* replaced ones finishing their calls */
+	cl_dial   *dial;         /* the dial in progress, or NULL */
+	cl_waiter *waiters;      /* asks answered when the dial ends */
+	cl_call   *queued;       /* calls waiting for a connection */
+	cl_check  *chk;          /* the check in progress, or NULL */
+	bool       relisting;    /* a list_changed relist is out */
+	bool       relist_again; /* another notice came meanwhile */
+	unsigned   fails;        /* connects failed (or lost) in a row */
+	int64_t    retry_ns;     /* no automatic connect before this */
+	uint64_t   retry_timer;  /* the backoff's own connect, or 0 */
+	uint32_t   rnd;          /* its jitter state */
+	int64_t    soon_ns;      /* when check_soon last started one */
+	uint64_t   soon_timer;   /* check_soon's deferred one, or 0 */
+	unsigned   calls;        /* calls in flight (both modes) */
+	cl_call   *pcalls;       /* per-call calls running (their sessions) */
+	kn_actor  *cr;           /* the credential actor (held), or NULL */
+	char      *cred;         /* the credential's header line, or NULL */
+	char     **hdrs;       /* config headers + cred (borrowed), or NULL */
+	uint64_t   dial_seq;   /* numbers dials, for late credential replies */
+	int64_t    cred_due;   /* monotonic ns: asked again after; 0 never */
 	struct fetch *fetches; /* waiting for the credential ask in flight */
-	bool          fetching;  /* that ask is out */
-	struct call *recovering; /* calls waiting for a recovery's reconnect */
+	bool          fetching; /* that ask is out */
+	struct cl_call
+	        *recovering; /* calls waiting for a recovery's reconnect */
 	bool     rec_active; /* a recovery's refresh + reconnect is running */
 	uint64_t rec_seq;    /* numbers recoveries: a late refresh of an
 	                      * aborted one is dropped */
-	cmetrics m;          /* counters for /metrics */
-	bool     admin_dead; /* per-user: the admin's discovery credential
-	                      * died (needs_reauth projection) */
-	strmap ufetch;       /* per-user: identity -> calls waiting for its
-	                      * credential (one ask per identity) */
-	unsigned maxconn;    /* idle connections curl may keep */
+	cl_cmetrics m;       /* counters for /metrics */
+	bool        admin_dead; /* per-user: the admin's discovery credential
+	                         * died (needs_reauth projection) */
+	strmap ufetch;          /* per-user: identity -> calls waiting for its
+	                         * credential (one ask per identity) */
+	unsigned maxconn;       /* idle connections curl may keep */
 };
 
 /* actor.c */
@@ -223,37 +224,43 @@ void client_set_tools(client *cl, json_t *tools);
 void client_push_view(client *cl);
 void client_persist_config(client *cl);
 void client_save_once(client *cl);
-void reply_ok(client *cl, uint64_t corr);
-void reply_state(client *cl, uint64_t corr);
-int  mk_status_of(const mcp_error *e);
+void cl_reply_ok(client *cl, uint64_t corr);
+/* state.c: the state the view shows (a per-user needs_reauth overlays
+ * healthy and unstable); the view as JSON (new reference); MSG_CL_METRICS
+ * answered.  Actor thread. */
+cl_state cl_shown_state(const client *cl);
+json_t  *cl_view_json(client *cl);
+void     cl_on_metrics(client *cl, kn_msg *msg);
+void     cl_reply_state(client *cl, uint64_t corr);
+int      cl_status_of(const mcp_error *e);
 
 /* conn.c: a waiter is (corr, type) answered by type; corr 0 with
  * type MSG_NONE is the running check's own, type MSG_CL_RECONNECT with
  * corr 0 none */
-void dial_start(client *cl, dwhy why, uint64_t corr, uint32_t type);
-void conn_config(const client *cl, mcp_config *mc);
-void conn_release(client *cl, sconn *c);
-void conn_call_done(client *cl, sconn *c);
+void cl_dial_start(client *cl, cl_dwhy why, uint64_t corr, uint32_t type);
+void cl_conn_config(const client *cl, mcp_config *mc);
+void cl_conn_release(client *cl, cl_sconn *c);
+void cl_conn_call_done(client *cl, cl_sconn *c);
 /* ends the dial, the connections and their calls; bumps the generation
  * (whatever is in flight is stale); safe to call again */
-void conn_close_all(client *cl);
+void cl_conn_close_all(client *cl);
 /* drops the waiters a check registered on the dial (it ended) */
-void dial_forget_check(client *cl);
+void cl_dial_forget_check(client *cl);
 /* reconnect backoff: a connect failed or a connection was lost (the
  * next automatic connect waits, full jitter, 1 s doubling to 5 min);
  * backoff_reset cancels the wait, and with forget (a passing check) the
  * count; backoff_active: automatic connects wait now */
-void backoff_fail(client *cl);
-void backoff_reset(client *cl, bool forget);
-bool backoff_active(const client *cl);
-bool conn_usable(const client *cl);
+void cl_backoff_fail(client *cl);
+void cl_backoff_reset(client *cl, bool forget);
+bool cl_backoff_active(const client *cl);
+bool cl_conn_usable(const client *cl);
 
 /* wait.c: the kernel's wait and wake hooks; client_loop makes the loop
  * (0, or an MK_ code with err set: MCP_E_LIMIT when out of file
  * descriptors); client_loop_release frees it once the client is disabled
  * or needs_reauth and the loop is idle; client_loop_free at once */
-void waker_init(waker *w);
-void waker_fini(waker *w);
+void cl_waker_init(cl_waker *w);
+void cl_waker_fini(cl_waker *w);
 int  cl_wait(kn_actor *self, void *state, struct pollfd *fds, unsigned nfds,
              int timeout_ms);
 void cl_wake(void *arg);
@@ -262,62 +269,64 @@ void client_loop_release(client *cl);
 void client_loop_free(client *cl);
 
 /* check.c */
-void check_start(client *cl, uint64_t corr);
-void check_abort(client *cl);
+void cl_check_start(client *cl, uint64_t corr);
+void cl_check_abort(client *cl);
 /* a call failed at the transport: a check now (at most one running, one
  * a second); its result, not the call's, sets the state */
-void check_soon(client *cl);
-void check_on_dial(client *cl, const mcp_error *err);
-bool mcp_transient(const mcp_error *e);
+void cl_check_soon(client *cl);
+void cl_check_on_dial(client *cl, const mcp_error *err);
+bool cl_transient(const mcp_error *e);
 
 /* cred.c: fn gets 0 (cl->cred set) or a status and a one-line reason;
  * seq is the caller's, to recognise a reply that came too late */
-typedef void (*cred_fn)(client *cl, void *arg, uint64_t seq, int status,
-                        const char *err);
-bool cred_needed(const client *cl);
-void cred_register(client *cl);
-void cred_forget(client *cl);
-void cred_clear(client *cl);
+typedef void (*cl_cred_fn)(client *cl, void *arg, uint64_t seq, int status,
+                           const char *err);
+bool cl_cred_needed(const client *cl);
+void cl_cred_register(client *cl);
+void cl_cred_forget(client *cl);
+void cl_cred_clear(client *cl);
 enum { CRED_USE, CRED_PEEK, CRED_FORCE }; /* cred_fetch's how */
 /* CRED_USE: a header good to use (refreshed when near expiry, as the
  * credential actor's use_ms says); CRED_PEEK: the state only (no
  * refresh); CRED_FORCE: refreshed now (or when the token's 1 s gap
  * between refreshes ends) */
-void cred_fetch(client *cl, int how, cred_fn fn, void *arg, uint64_t seq);
+void cl_cred_fetch(client *cl, int how, cl_cred_fn fn, void *arg,
+                   uint64_t seq);
 /* the same, the ask bounded by deadline (monotonic ns; 0: none) */
-void cred_fetch_until(client *cl, int how, cred_fn fn, void *arg, uint64_t seq,
-                      int64_t deadline);
-void cred_on_notice(client *cl, kn_msg *msg);
-/* the header lines of a per-user call's identity: fn as cred_fn */
-void cred_fetch_user(client *cl, call *c, cred_fn fn);
+void cl_cred_fetch_until(client *cl, int how, cl_cred_fn fn, void *arg,
+                         uint64_t seq, int64_t deadline);
+void cl_cred_on_notice(client *cl, kn_msg *msg);
+/* the header lines of a per-user call's identity: fn as cl_cred_fn */
+void cl_cred_fetch_user(client *cl, cl_call *c, cl_cred_fn fn);
 /* hdrs of config headers + the '\n'-separated lines in cred (modified) */
-char **cred_lines(client *cl, char *cred);
-void   cred_fini(client *cl);
+char **cl_cred_lines(client *cl, char *cred);
+void   cl_cred_fini(client *cl);
 void   client_reauth(client *cl, const char *message);
 void   client_transition(client *cl);
-void   cm_failure(client *cl, const char *stage);       /* counts one */
-void   cm_call(client *cl, const call *c, int outcome); /* counts one */
+void   cl_cm_failure(client *cl, const char *stage);          /* counts one */
+void   cl_cm_call(client *cl, const cl_call *c, int outcome); /* counts one */
 
 /* recover.c: tool calls that recover from auth and session failures */
-bool auth_failure(const mcp_error *e);
-bool session_gone(const mcp_error *e);
-bool retry_safe(const client *cl, const char *tool);
+bool cl_auth_failure(const mcp_error *e);
+bool cl_session_gone(const mcp_error *e);
+bool cl_retry_safe(const client *cl, const char *tool);
 /* take the call over (true) when the failure is one to recover from */
-bool recover_per_call(client *cl, call *c, const mcp_error *err);
-bool recover_sticky(client *cl, call *c, const mcp_error *err);
+bool cl_recover_per_call(client *cl, cl_call *c, const mcp_error *err);
+bool cl_recover_sticky(client *cl, cl_call *c, const mcp_error *err);
 /* a dial ended: calls waiting for a recovery go on, or get their error */
-void recover_on_dial(client *cl, const mcp_error *err);
-void recover_abort(client *cl, const char *why);
+void cl_recover_on_dial(client *cl, const mcp_error *err);
+void cl_recover_abort(client *cl, const char *why);
 
 /* call.c */
-void call_start(client *cl, kn_msg *msg);
+void cl_call_start(client *cl, kn_msg *msg);
 /* answers the call (err, or result) and frees it */
-void call_finish(client *cl, call *c, const mcp_error *err, json_t *result);
+void cl_call_finish(client *cl, cl_call *c, const mcp_error *err,
+                    json_t *result);
 /* per-call: a fresh session for the call; sticky: again on the live one */
-void call_reopen(client *cl, call *c);
-void call_rerun(client *cl, call *c);
-void call_run_queued(client *cl, const char *failure);
+void cl_call_reopen(client *cl, cl_call *c);
+void cl_call_rerun(client *cl, cl_call *c);
+void cl_call_run_queued(client *cl, const char *failure);
 /* ends every per-call call still running (the client is closing) */
-void call_end_all(client *cl, const char *why);
+void cl_call_end_all(client *cl, const char *why);
 
 #endif /* ACTORS_CLIENT_IMPL_H */

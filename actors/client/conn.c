@@ -40,11 +40,11 @@ retry_tick(kn_actor *self, void *arg)
 	client *cl = arg;
 
 	cl->retry_timer = 0;
-	dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
+	cl_dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
 }
 
 void
-backoff_fail(client *cl)
+cl_backoff_fail(client *cl)
 {
 	int64_t ceil = BACKOFF_BASE_MS, ms;
 
@@ -69,7 +69,7 @@ backoff_fail(client *cl)
 }
 
 void
-backoff_reset(client *cl, bool forget)
+cl_backoff_reset(client *cl, bool forget)
 {
 	if (forget) {
 		cl->fails = 0;
@@ -82,13 +82,13 @@ backoff_reset(client *cl, bool forget)
 }
 
 bool
-backoff_active(const client *cl)
+cl_backoff_active(const client *cl)
 {
 	return (cl->retry_ns != 0 && kn_now_ns() < cl->retry_ns);
 }
 
 void
-conn_config(const client *cl, mcp_config *mc)
+cl_conn_config(const client *cl, mcp_config *mc)
 {
 	const cfg_client *c = cl->cfg;
 
@@ -107,13 +107,13 @@ conn_config(const client *cl, mcp_config *mc)
 }
 
 bool
-conn_usable(const client *cl)
+cl_conn_usable(const client *cl)
 {
 	return (cl->live != NULL && mcp_session_ready(cl->live->s));
 }
 
 static void
-conn_free(sconn *c)
+conn_free(cl_sconn *c)
 {
 	c->closing = true;
 	mcp_session_free(&c->s); /* fails its calls with MCP_E_CANCELLED */
@@ -121,9 +121,9 @@ conn_free(sconn *c)
 }
 
 static void
-unlink_draining(client *cl, sconn *c)
+unlink_draining(client *cl, cl_sconn *c)
 {
-	for (sconn **pp = &cl->draining; *pp != NULL; pp = &(*pp)->next) {
+	for (cl_sconn **pp = &cl->draining; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == c) {
 			*pp = c->next;
 			return;
@@ -132,7 +132,7 @@ unlink_draining(client *cl, sconn *c)
 }
 
 void
-conn_call_done(client *cl, sconn *c)
+cl_conn_call_done(client *cl, cl_sconn *c)
 {
 	c->inflight--;
 	if (c->draining && c->inflight == 0 && !c->closing) {
@@ -142,7 +142,7 @@ conn_call_done(client *cl, sconn *c)
 }
 
 void
-conn_release(client *cl, sconn *c)
+cl_conn_release(client *cl, cl_sconn *c)
 {
 	if (c->inflight == 0) {
 		conn_free(c);
@@ -197,8 +197,8 @@ relist(client *cl)
 static void
 on_conn_event(void *arg, mcp_session *s, mcp_event ev, const mcp_error *err)
 {
-	sconn  *c  = arg;
-	client *cl = c->cl;
+	cl_sconn *c  = arg;
+	client   *cl = c->cl;
 
 	if (ev == MCP_EV_TOOLS_CHANGED) {
 		if (c == cl->live) {
@@ -221,28 +221,28 @@ on_conn_event(void *arg, mcp_session *s, mcp_event ev, const mcp_error *err)
 	if (c->inflight == 0) {
 		conn_free(c);
 	} else {
-		conn_release(cl, c);
+		cl_conn_release(cl, c);
 	}
 	client_fail(cl, CS_UNSTABLE, "transport_lost", err->message);
-	backoff_fail(cl); /* its reconnect waits: a server that dies as
-	                   * soon as it starts is not restarted in a loop */
+	cl_backoff_fail(cl); /* its reconnect waits: a server that dies as
+	                      * soon as it starts is not restarted in a loop */
 }
 
 static void
 answer_waiters(client *cl, const mcp_error *err)
 {
-	waiter *w;
+	cl_waiter *w;
 
 	while ((w = cl->waiters) != NULL) {
 		cl->waiters = w->next;
 		if (w->type == MSG_NONE) {
-			check_on_dial(cl, err); /* a check's own dial */
+			cl_check_on_dial(cl, err); /* a check's own dial */
 		} else if (w->type == MSG_CL_CHECK) {
-			reply_state(cl, w->corr);
+			cl_reply_state(cl, w->corr);
 		} else if (err == NULL) {
-			reply_ok(cl, w->corr);
+			cl_reply_ok(cl, w->corr);
 		} else {
-			kn_reply_why(cl->self, w->corr, mk_status_of(err),
+			kn_reply_why(cl->self, w->corr, cl_status_of(err),
 			             "cannot connect to MCP client %s: %s",
 			             cl->cfg->name, err->message);
 		}
@@ -252,21 +252,21 @@ answer_waiters(client *cl, const mcp_error *err)
 
 /* The stage a failed dial is recorded under. */
 static const char *
-stage_of(dwhy why, const mcp_error *err)
+stage_of(cl_dwhy why, const mcp_error *err)
 {
-	return (why == DIAL_DISCOVERY       ? "tool_discovery"
-	                : auth_failure(err) ? "credential"
-	                                    : "connect");
+	return (why == DIAL_DISCOVERY          ? "tool_discovery"
+	                : cl_auth_failure(err) ? "credential"
+	                                       : "connect");
 }
 
 /* Ends the dial: success (tools set) or failure (err set).  Once only:
  * freeing its session fails the session's requests, whose callbacks
  * come back here and find the dial ended. */
 static void
-dial_end(dial *d, const mcp_error *err, json_t *tools)
+dial_end(cl_dial *d, const mcp_error *err, json_t *tools)
 {
 	client   *cl = d->cl;
-	sconn    *c  = d->c;
+	cl_sconn *c  = d->c;
 	bool      stale;
 	mcp_error why;
 
@@ -304,43 +304,43 @@ dial_end(dial *d, const mcp_error *err, json_t *tools)
 			/* before the waiters: a check among them
 			 * sees the backoff */
 			if (cl->cfg->sticky) {
-				backoff_fail(cl);
+				cl_backoff_fail(cl);
 			}
 		}
 		answer_waiters(cl, err);
-		call_run_queued(cl, err->message);
+		cl_call_run_queued(cl, err->message);
 		free(d);
-		recover_on_dial(cl, err);
+		cl_recover_on_dial(cl, err);
 		return;
 	}
 	if (cl->cfg->sticky) {
-		sconn *old = cl->live;
-		c->gen     = ++cl->gen;
-		cl->live   = c;
+		cl_sconn *old = cl->live;
+		c->gen        = ++cl->gen;
+		cl->live      = c;
 		if (old != NULL) {
-			conn_release(cl, old);
+			cl_conn_release(cl, old);
 		}
 	} else {
 		conn_free(c); /* a discovery keeps nothing open */
 	}
-	backoff_reset(cl, false); /* connected: no retry due; the count
-	                           * waits for a passing check */
-	client_save_once(cl);     /* the config before its tools */
+	cl_backoff_reset(cl, false); /* connected: no retry due; the count
+	                              * waits for a passing check */
+	client_save_once(cl);        /* the config before its tools */
 	client_set_tools(cl, tools);
 	client_pass(cl);
 	if (cl->cfg->sticky) {
 		client_push_view(cl); /* the generation moved */
 	}
 	answer_waiters(cl, NULL);
-	call_run_queued(cl, NULL);
+	cl_call_run_queued(cl, NULL);
 	free(d);
-	recover_on_dial(cl, NULL);
+	cl_recover_on_dial(cl, NULL);
 }
 
 static void
 dial_listed(void *arg, const mcp_error *err, json_t *result)
 {
-	dial *d = arg;
+	cl_dial *d = arg;
 
 	dial_end(d, err,
 	         err == NULL ? json_object_get(result, "tools") : NULL);
@@ -349,8 +349,8 @@ dial_listed(void *arg, const mcp_error *err, json_t *result)
 static void
 dial_ready(void *arg, mcp_session *s, const mcp_error *err)
 {
-	sconn       *c = arg;
-	dial        *d = c->cl->dial;
+	cl_sconn    *c = arg;
+	cl_dial     *d = c->cl->dial;
 	mcp_req_opts o = {.timeout_ms = CLIENT_CONNECT_MS};
 	mcp_error    e;
 
@@ -370,7 +370,7 @@ dial_ready(void *arg, mcp_session *s, const mcp_error *err)
 static void
 dial_timeout(kn_actor *self, void *arg)
 {
-	dial     *d = arg;
+	cl_dial  *d = arg;
 	mcp_error e;
 
 	dial_end(d,
@@ -385,7 +385,7 @@ dial_timeout(kn_actor *self, void *arg)
 static void
 conn_ready(void *arg, mcp_session *s, const mcp_error *err)
 {
-	sconn *c = arg;
+	cl_sconn *c = arg;
 
 	if (c->cl->dial != NULL && c->cl->dial->c == c) {
 		dial_ready(arg, s, err);
@@ -394,7 +394,7 @@ conn_ready(void *arg, mcp_session *s, const mcp_error *err)
 
 /* Opens the dial's session. */
 static void
-dial_open(dial *d)
+dial_open(cl_dial *d)
 {
 	client      *cl = d->cl;
 	mcp_handlers h  = {conn_ready, on_conn_event, d->c};
@@ -406,7 +406,7 @@ dial_open(dial *d)
 		dial_end(d, &e, NULL);
 		return;
 	}
-	conn_config(cl, &mc);
+	cl_conn_config(cl, &mc);
 	if ((rv = mcp_session_open(&d->c->s, cl->loop, &mc, &h)) != 0) {
 		dial_end(d,
 		         mcp_error_set(&e, MCP_E_LOCAL,
@@ -420,7 +420,7 @@ dial_open(dial *d)
 static void
 dial_cred(client *cl, void *arg, uint64_t seq, int status, const char *err)
 {
-	dial     *d = cl->dial;
+	cl_dial  *d = cl->dial;
 	mcp_error e;
 
 	if (d == NULL || d->seq != seq) {
@@ -437,7 +437,7 @@ dial_cred(client *cl, void *arg, uint64_t seq, int status, const char *err)
  * nothing connects until an admin acts), or an automatic one waits for
  * the backoff's own connect.  e says why. */
 static bool
-dial_refused(const client *cl, dwhy why, mcp_error *e)
+dial_refused(const client *cl, cl_dwhy why, mcp_error *e)
 {
 	if (cl->state == CS_DISABLED || cl->state == CS_REAUTH) {
 		mcp_error_set(e, MCP_E_CANCELLED, "MCP client %s is %s",
@@ -448,7 +448,7 @@ dial_refused(const client *cl, dwhy why, mcp_error *e)
 		return (true);
 	}
 	if ((why == DIAL_BACKGROUND || why == DIAL_CHECK) &&
-	    backoff_active(cl)) {
+	    cl_backoff_active(cl)) {
 		mcp_error_set(e, MCP_E_CONNECT,
 		              "reconnecting in %lld ms after: %s",
 		              (long long)((cl->retry_ns - kn_now_ns()) /
@@ -460,11 +460,11 @@ dial_refused(const client *cl, dwhy why, mcp_error *e)
 }
 
 void
-dial_start(client *cl, dwhy why, uint64_t corr, uint32_t type)
+cl_dial_start(client *cl, cl_dwhy why, uint64_t corr, uint32_t type)
 {
-	mcp_error e;
-	waiter   *w;
-	dial     *d;
+	mcp_error  e;
+	cl_waiter *w;
+	cl_dial   *d;
 
 	if (corr != 0 || type == MSG_NONE) {
 		if ((w = calloc(1, sizeof(*w))) == NULL) {
@@ -490,8 +490,8 @@ dial_start(client *cl, dwhy why, uint64_t corr, uint32_t type)
 	}
 	if (dial_refused(cl, why, &e)) {
 		answer_waiters(cl, &e);
-		call_run_queued(cl, e.message);
-		recover_on_dial(cl, &e);
+		cl_call_run_queued(cl, e.message);
+		cl_recover_on_dial(cl, &e);
 		return;
 	}
 	if ((d = calloc(1, sizeof(*d))) == NULL ||
@@ -506,28 +506,28 @@ dial_start(client *cl, dwhy why, uint64_t corr, uint32_t type)
 	d->c->cl = cl;
 	if (cl->cfg->sticky && cl->cfg->conn == CFG_STDIO &&
 	    cl->live != NULL) {
-		sconn *old = cl->live; /* break before make */
-		cl->live   = NULL;
+		cl_sconn *old = cl->live; /* break before make */
+		cl->live      = NULL;
 		cl->gen++;
-		conn_release(cl, old);
+		cl_conn_release(cl, old);
 	}
 	d->gen0  = cl->gen;
 	d->seq   = ++cl->dial_seq;
 	cl->dial = d;
 	d->timer = kn_timer_add(cl->self, CLIENT_CONNECT_MS, dial_timeout, d);
-	if (cred_needed(cl)) {
+	if (cl_cred_needed(cl)) {
 		/* the credential first; the deadline covers it */
-		cred_fetch(cl, CRED_USE, dial_cred, NULL, d->seq);
+		cl_cred_fetch(cl, CRED_USE, dial_cred, NULL, d->seq);
 		return;
 	}
 	dial_open(d);
 }
 
 void
-dial_forget_check(client *cl)
+cl_dial_forget_check(client *cl)
 {
-	for (waiter **pp = &cl->waiters; *pp != NULL;) {
-		waiter *w = *pp;
+	for (cl_waiter **pp = &cl->waiters; *pp != NULL;) {
+		cl_waiter *w = *pp;
 		if (w->type == MSG_NONE) {
 			*pp = w->next;
 			free(w);
@@ -538,14 +538,14 @@ dial_forget_check(client *cl)
 }
 
 void
-conn_close_all(client *cl)
+cl_conn_close_all(client *cl)
 {
 	mcp_error e;
-	sconn    *c;
+	cl_sconn *c;
 
 	cl->gen++; /* whatever is in flight is now stale */
-	backoff_reset(cl, false);
-	recover_abort(cl, "the client was closed");
+	cl_backoff_reset(cl, false);
+	cl_recover_abort(cl, "the client was closed");
 
 	if (cl->dial != NULL) {
 		dial_end(cl->dial,

@@ -29,7 +29,7 @@
 #define CRED_ASK_MS 30000 /* a refresh with its retries fits in it */
 
 bool
-cred_needed(const client *cl)
+cl_cred_needed(const client *cl)
 {
 	return (cl->cr != NULL &&
 	        (cl->cfg->auth == CFG_AUTH_OAUTH ||
@@ -45,7 +45,7 @@ conn_mode(const client *cl)
 }
 
 char **
-cred_lines(client *cl, char *cred)
+cl_cred_lines(client *cl, char *cred)
 {
 	size_t n = 0, k = 0;
 	char **v;
@@ -73,7 +73,7 @@ cred_lines(client *cl, char *cred)
 }
 
 void
-cred_register(client *cl)
+cl_cred_register(client *cl)
 {
 	cr_register_msg m;
 
@@ -106,7 +106,7 @@ cred_register(client *cl)
 }
 
 void
-cred_forget(client *cl)
+cl_cred_forget(client *cl)
 {
 	cr_id_msg m = {.id = cl->cfg->id};
 
@@ -128,7 +128,7 @@ set_cred(client *cl, const char *headers)
 	}
 	free(cl->hdrs);
 	cl->cred = headers != NULL ? strdup(headers) : NULL;
-	cl->hdrs = cl->cred != NULL ? cred_lines(cl, cl->cred) : NULL;
+	cl->hdrs = cl->cred != NULL ? cl_cred_lines(cl, cl->cred) : NULL;
 }
 
 /* The connection credential died (or was rotated). */
@@ -147,7 +147,7 @@ cred_dead(client *cl, const char *message)
 }
 
 void
-cred_clear(client *cl)
+cl_cred_clear(client *cl)
 {
 	set_cred(cl, NULL);
 }
@@ -158,9 +158,9 @@ client_reauth(client *cl, const char *message)
 	if (cl->state == CS_DISABLED) {
 		return; /* authoritative; the credential's state shows later */
 	}
-	check_abort(cl);
-	conn_close_all(cl);
-	call_run_queued(cl, "the MCP client needs reauthorization");
+	cl_check_abort(cl);
+	cl_conn_close_all(cl);
+	cl_call_run_queued(cl, "the MCP client needs reauthorization");
 	set_cred(cl, NULL);
 	(void)client_failure(cl, "credential", message);
 	(void)client_state_enter(cl, CS_REAUTH, CL_BY_CRED);
@@ -170,7 +170,7 @@ client_reauth(client *cl, const char *message)
 
 /* One wait for the header; the first one asks, the rest join it. */
 typedef struct fetch {
-	cred_fn       fn;
+	cl_cred_fn    fn;
 	void         *arg;
 	uint64_t      seq; /* what asked: checked by fn's owner */
 	struct fetch *next;
@@ -231,14 +231,14 @@ ask_ms(int64_t deadline)
 }
 
 void
-cred_fetch(client *cl, int how, cred_fn fn, void *arg, uint64_t seq)
+cl_cred_fetch(client *cl, int how, cl_cred_fn fn, void *arg, uint64_t seq)
 {
-	cred_fetch_until(cl, how, fn, arg, seq, 0);
+	cl_cred_fetch_until(cl, how, fn, arg, seq, 0);
 }
 
 void
-cred_fetch_until(client *cl, int how, cred_fn fn, void *arg, uint64_t seq,
-                 int64_t deadline)
+cl_cred_fetch_until(client *cl, int how, cl_cred_fn fn, void *arg,
+                    uint64_t seq, int64_t deadline)
 {
 	fetch *f;
 
@@ -276,7 +276,7 @@ cred_fetch_until(client *cl, int how, cred_fn fn, void *arg, uint64_t seq,
 }
 
 void
-cred_on_notice(client *cl, kn_msg *msg)
+cl_cred_on_notice(client *cl, kn_msg *msg)
 {
 	cl_cred_msg m;
 	const char *status, *message;
@@ -290,7 +290,7 @@ cred_on_notice(client *cl, kn_msg *msg)
 		/* authorized (bootstrap or reauthorize): connect now */
 		if (cl->admin_dead && cl->state != CS_PENDING) {
 			cl->admin_dead = false; /* repaired: discover again */
-			dial_start(cl, DIAL_RECONNECT, 0, MSG_CL_RECONNECT);
+			cl_dial_start(cl, DIAL_RECONNECT, 0, MSG_CL_RECONNECT);
 		} else if (cl->state == CS_PENDING || cl->state == CS_REAUTH) {
 			cl->admin_dead = false;
 			KN_INFO("client",
@@ -298,7 +298,7 @@ cred_on_notice(client *cl, kn_msg *msg)
 			        cl->cfg->name);
 			/* the connect decides */
 			(void)client_state_enter(cl, CS_UNSTABLE, CL_BY_CRED);
-			dial_start(cl, DIAL_RECONNECT, 0, MSG_CL_RECONNECT);
+			cl_dial_start(cl, DIAL_RECONNECT, 0, MSG_CL_RECONNECT);
 		}
 	} else if (strcmp(status, "refreshed") == 0) {
 		set_cred(cl,
@@ -307,7 +307,8 @@ cred_on_notice(client *cl, kn_msg *msg)
 		 * one with the new token, make-before-break */
 		if (cl->cfg->sticky && cl->live != NULL &&
 		    (cl->state == CS_HEALTHY || cl->state == CS_UNSTABLE)) {
-			dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
+			cl_dial_start(cl, DIAL_BACKGROUND, 0,
+			              MSG_CL_RECONNECT);
 		}
 	} else {
 		/* needs_reauth, rotated */
@@ -326,8 +327,8 @@ cred_on_notice(client *cl, kn_msg *msg)
 typedef struct ugroup {
 	strmap_ent ent;   /* key: mode, identity, subject */
 	char      *key;   /* owns ent.key (secret: holds the subject) */
-	call      *calls; /* waiting */
-	cred_fn    fn;    /* what each gets */
+	cl_call   *calls; /* waiting */
+	cl_cred_fn fn;    /* what each gets */
 	client    *cl;    /* owner */
 } ugroup;
 
@@ -337,7 +338,7 @@ on_user(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	ugroup        *g       = arg;
 	client        *cl      = g->cl;
 	char          *headers = NULL, *err = NULL, *auth = NULL;
-	call          *c;
+	cl_call       *c;
 	cr_headers_msg ok;
 	cr_refused_msg no;
 
@@ -363,7 +364,7 @@ on_user(kn_actor *self, void *arg, int status, const void *data, size_t len)
 			c->hdrs = NULL;
 		}
 		if (status == 0 && (c->cred = strdup(headers)) != NULL) {
-			c->hdrs = cred_lines(cl, c->cred);
+			c->hdrs = cl_cred_lines(cl, c->cred);
 		} else if (auth != NULL) {
 			c->auth = strdup(auth);
 		}
@@ -384,7 +385,7 @@ on_user(kn_actor *self, void *arg, int status, const void *data, size_t len)
 }
 
 void
-cred_fetch_user(client *cl, call *c, cred_fn fn)
+cl_cred_fetch_user(client *cl, cl_call *c, cl_cred_fn fn)
 {
 	char    key[8192];
 	ugroup *g;
@@ -424,7 +425,7 @@ cred_fetch_user(client *cl, call *c, cred_fn fn)
 }
 
 void
-cred_fini(client *cl)
+cl_cred_fini(client *cl)
 {
 	/* groups still waiting were answered MK_ECLOSED by the kernel before
 	 * fini (their asks' callbacks ran) */

@@ -65,7 +65,7 @@ word(const char *s, const char *w)
 }
 
 bool
-auth_failure(const mcp_error *e)
+cl_auth_failure(const mcp_error *e)
 {
 	return (e != NULL &&
 	        (e->kind == MCP_E_AUTH || e->http_status == 401 ||
@@ -75,7 +75,7 @@ auth_failure(const mcp_error *e)
 }
 
 bool
-session_gone(const mcp_error *e)
+cl_session_gone(const mcp_error *e)
 {
 	return (e != NULL &&
 	        (e->kind == MCP_E_GONE ||
@@ -84,7 +84,7 @@ session_gone(const mcp_error *e)
 }
 
 bool
-retry_safe(const client *cl, const char *tool)
+cl_retry_safe(const client *cl, const char *tool)
 {
 	size_t  i;
 	json_t *t;
@@ -120,7 +120,7 @@ tool_known(const client *cl, const char *tool)
 
 /* Starts the recovery of c: its original error kept, its path named. */
 static bool
-begin(client *cl, call *c, const mcp_error *err, const char *path)
+begin(client *cl, cl_call *c, const mcp_error *err, const char *path)
 {
 	if (c->recovered || kn_now_ns() >= c->deadline ||
 	    (c->orig = malloc(sizeof(*c->orig))) == NULL) {
@@ -129,7 +129,7 @@ begin(client *cl, call *c, const mcp_error *err, const char *path)
 	*c->orig     = *err;
 	c->recovered = true;
 	c->path      = path;
-	c->skipped   = !retry_safe(cl, c->tool);
+	c->skipped   = !cl_retry_safe(cl, c->tool);
 	cl->m.recoveries[strcmp(path, "per_call") == 0         ? 0
 	                         : strcmp(path, "shared") == 0 ? 1
 	                                                       : 2]++;
@@ -146,28 +146,28 @@ begin(client *cl, call *c, const mcp_error *err, const char *path)
 static void
 pc_refreshed(client *cl, void *arg, uint64_t seq, int status, const char *err)
 {
-	call *c = arg;
+	cl_call *c = arg;
 
 	if (c->skipped || status != 0 || kn_now_ns() >= c->deadline) {
 		/* the refresh happened (or could not); no retry */
-		call_finish(cl, c, c->orig, NULL);
+		cl_call_finish(cl, c, c->orig, NULL);
 		return;
 	}
-	call_reopen(cl, c);
+	cl_call_reopen(cl, c);
 }
 
 bool
-recover_per_call(client *cl, call *c, const mcp_error *err)
+cl_recover_per_call(client *cl, cl_call *c, const mcp_error *err)
 {
-	if (!auth_failure(err) || !begin(cl, c, err, "per_call")) {
+	if (!cl_auth_failure(err) || !begin(cl, c, err, "per_call")) {
 		return (false);
 	}
 	if (cfg_auth_per_user(cl->cfg->auth) && cl->cr != NULL) {
 		c->force = true; /* this caller's own, refreshed */
-		cred_fetch_user(cl, c, pc_refreshed);
-	} else if (cred_needed(cl)) {
-		cred_fetch_until(cl, CRED_FORCE, pc_refreshed, c, 0,
-		                 c->deadline);
+		cl_cred_fetch_user(cl, c, pc_refreshed);
+	} else if (cl_cred_needed(cl)) {
+		cl_cred_fetch_until(cl, CRED_FORCE, pc_refreshed, c, 0,
+		                    c->deadline);
 	} else {
 		pc_refreshed(cl, c, 0, 0,
 		             NULL); /* headers: nothing to refresh */
@@ -179,9 +179,9 @@ recover_per_call(client *cl, call *c, const mcp_error *err)
  */
 
 static void
-unlink_recovering(client *cl, call *c)
+unlink_recovering(client *cl, cl_call *c)
 {
-	for (call **pp = &cl->recovering; *pp != NULL; pp = &(*pp)->rnext) {
+	for (cl_call **pp = &cl->recovering; *pp != NULL; pp = &(*pp)->rnext) {
 		if (*pp == c) {
 			*pp = c->rnext;
 			return;
@@ -192,13 +192,13 @@ unlink_recovering(client *cl, call *c)
 static void
 wait_over(kn_actor *self, void *arg)
 {
-	call   *c  = arg;
-	client *cl = c->cl;
+	cl_call *c  = arg;
+	client  *cl = c->cl;
 
 	c->rtimer = 0;
 	unlink_recovering(cl, c);
 	/* the reconnect goes on without this caller */
-	call_finish(cl, c, c->orig, NULL);
+	cl_call_finish(cl, c, c->orig, NULL);
 }
 
 static void
@@ -211,21 +211,22 @@ rec_refreshed(client *cl, void *arg, uint64_t seq, int status, const char *err)
 	}
 	if (status != 0 || cl->state == CS_REAUTH) {
 		/* the refresh failed: no new connection to wait for */
-		recover_on_dial(cl,
-		                mcp_error_set(&e, MCP_E_AUTH, "%s",
-		                              err != NULL ? err : "refresh"));
+		cl_recover_on_dial(
+		        cl,
+		        mcp_error_set(&e, MCP_E_AUTH, "%s",
+		                      err != NULL ? err : "refresh"));
 		return;
 	}
-	dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
+	cl_dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
 }
 
 bool
-recover_sticky(client *cl, call *c, const mcp_error *err)
+cl_recover_sticky(client *cl, cl_call *c, const mcp_error *err)
 {
-	bool gone = session_gone(err);
+	bool gone = cl_session_gone(err);
 	bool stale;
 
-	if ((!auth_failure(err) && !gone) ||
+	if ((!cl_auth_failure(err) && !gone) ||
 	    !begin(cl, c, err, gone ? "session" : "shared")) {
 		return (false);
 	}
@@ -234,12 +235,12 @@ recover_sticky(client *cl, call *c, const mcp_error *err)
 	stale = c->gen < cl->gen;
 	if (c->skipped) {
 		/* fails fast; the recovery still runs for the next callers */
-		call_finish(cl, c, c->orig, NULL);
+		cl_call_finish(cl, c, c->orig, NULL);
 		c = NULL;
-	} else if (conn_usable(cl) && stale) {
+	} else if (cl_conn_usable(cl) && stale) {
 		/* a newer connection is already serving: the race was lost
 		 * to a reconnect that is done; retry on it */
-		call_rerun(cl, c);
+		cl_call_rerun(cl, c);
 		return (true);
 	} else {
 		int64_t left   = (c->deadline - kn_now_ns()) / KN_NS_PER_MS;
@@ -252,45 +253,46 @@ recover_sticky(client *cl, call *c, const mcp_error *err)
 	}
 	if (!cl->rec_active && !stale) {
 		cl->rec_active = true; /* one refresh, one reconnect */
-		if (!gone && cred_needed(cl)) {
-			cred_fetch(cl, CRED_FORCE, rec_refreshed, NULL,
-			           ++cl->rec_seq);
+		if (!gone && cl_cred_needed(cl)) {
+			cl_cred_fetch(cl, CRED_FORCE, rec_refreshed, NULL,
+			              ++cl->rec_seq);
 		} else {
-			dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
+			cl_dial_start(cl, DIAL_BACKGROUND, 0,
+			              MSG_CL_RECONNECT);
 		}
 	}
 	return (true);
 }
 
 void
-recover_on_dial(client *cl, const mcp_error *err)
+cl_recover_on_dial(client *cl, const mcp_error *err)
 {
-	call *c;
+	cl_call *c;
 
 	cl->rec_active = false;
 	while ((c = cl->recovering) != NULL) {
 		cl->recovering = c->rnext;
 		kn_timer_cancel(cl->self, c->rtimer);
 		c->rtimer = 0;
-		if (err == NULL && conn_usable(cl) &&
+		if (err == NULL && cl_conn_usable(cl) &&
 		    tool_known(cl, c->tool) && kn_now_ns() < c->deadline) {
-			call_rerun(cl, c);
+			cl_call_rerun(cl, c);
 		} else {
-			call_finish(cl, c, c->orig, NULL);
+			cl_call_finish(cl, c, c->orig, NULL);
 		}
 	}
 }
 
 void
-recover_abort(client *cl, const char *why)
+cl_recover_abort(client *cl, const char *why)
 {
-	call *c;
+	cl_call *c;
 
 	while ((c = cl->recovering) != NULL) {
 		cl->recovering = c->rnext;
 		kn_timer_cancel(cl->self, c->rtimer);
 		c->rtimer = 0;
-		call_finish(cl, c, c->orig, NULL);
+		cl_call_finish(cl, c, c->orig, NULL);
 	}
 	cl->rec_active = false;
 	cl->rec_seq++; /* its refresh, if out, is dropped */

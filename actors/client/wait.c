@@ -35,7 +35,7 @@
 #define LOOP_RETRY_MS 1000 /* a busy loop is looked at again after */
 
 void
-waker_init(waker *w)
+cl_waker_init(cl_waker *w)
 {
 	pthread_condattr_t ca;
 
@@ -49,7 +49,7 @@ waker_init(waker *w)
 }
 
 void
-waker_fini(waker *w)
+cl_waker_fini(cl_waker *w)
 {
 	pthread_cond_destroy(&w->cv);
 	pthread_mutex_destroy(&w->mtx);
@@ -59,7 +59,7 @@ waker_fini(waker *w)
 void
 cl_wake(void *arg)
 {
-	waker *w = arg;
+	cl_waker *w = arg;
 
 	pthread_mutex_lock(&w->mtx);
 	if (w->loop != NULL) {
@@ -73,7 +73,7 @@ cl_wake(void *arg)
 
 /* Without a loop: sleeps until cl_wake or the timeout (ms, -1: none). */
 static int
-sleep_until_woken(waker *w, int timeout_ms)
+sleep_until_woken(cl_waker *w, int timeout_ms)
 {
 	int64_t         at = kn_deadline_ns(timeout_ms > 0 ? timeout_ms : 0);
 	struct timespec ts = {.tv_sec  = at / KN_NS_PER_S,

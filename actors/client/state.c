@@ -1,0 +1,422 @@
+/*
+ * state.c - the client actor's state machine (client_state_enter and its
+ * table), last_failure, the state stream, the view the supervisor lists
+ * and the client's counters (see client.h).
+ */
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/client/client_impl.h"
+#include "actors/kernel/clock.h"
+#include "actors/kernel/log.h"
+#include "actors/persister.h"
+#include "actors/supervisor/supervisor.h"
+#include "codec/mp.h"
+#include "codec/text.h"
+
+/* ---- the stream and the view ---------------------------------------------
+ */
+
+static void
+pack_failure(client *cl, mp_w *w)
+{
+	if (!cl->lf_set) {
+		msgpack_pack_nil(&w->pk);
+		return;
+	}
+	mp_map(w, 4);
+	mp_kv_str(w, "stage", cl->lf_stage);
+	mp_kv_str(w, "message", cl->lf_message);
+	mp_kv_str(w, "at", cl->lf_at);
+	mp_kv_str(w, "since", cl->lf_since);
+}
+
+/* The state shown: per-user clients project a dead admin (discovery)
+ * credential as needs_reauth over healthy and unstable - shown on the
+ * list and the stream, never the runtime's own state (calls go on). */
+cl_state
+cl_shown_state(const client *cl)
+{
+	return (cl->admin_dead &&
+	                        (cl->state == CS_HEALTHY ||
+	                         cl->state == CS_UNSTABLE)
+	                ? CS_REAUTH
+	                : cl->state);
+}
+
+static void
+publish_state(client *cl, cl_state old)
+{
+	char ts[32];
+	mp_w w;
+
+	mp_w_init(&w);
+	mp_map(&w, 9);
+	mp_kv_str(&w, "client_id", cl->cfg->id);
+	mp_kv_str(&w, "name", cl->cfg->name);
+	mp_kv_str(&w, "state", cl_state_name(cl_shown_state(cl)));
+	mp_key(&w, "old_state"); /* nil: a new client's first state */
+	mp_str(&w, cl->announced ? cl_state_name(old) : NULL);
+	mp_key(&w, "last_failure");
+	pack_failure(cl, &w);
+	mp_kv_int(&w, "generation", (int64_t)cl->gen);
+	mp_kv_int(&w, "tools_count", (int64_t)json_array_size(cl->tools));
+	mp_kv_str(&w, "time", kn_rfc3339(ts, sizeof(ts)));
+	mp_kv_str(&w, "node_id", cl->node_id);
+	kn_stream_publish(cl->stream, "state", w.sb.data, w.sb.size);
+	mp_w_fini(&w);
+}
+
+const int64_t cm_bounds_ms[CM_BUCKETS] = {5,   10,   25,   50,   100,   250,
+                                          500, 1000, 2500, 5000, 10000, 30000};
+static const char *const cm_stages[CM_STAGES] = {
+        "connect",        "ping",           "list_tools",
+        "tool_discovery", "transport_lost", "credential"};
+
+void
+cl_cm_failure(client *cl, const char *stage)
+{
+	for (int i = 0; i < CM_STAGES; i++) {
+		if (strcmp(stage, cm_stages[i]) == 0) {
+			cl->m.failures[i]++;
+		}
+	}
+}
+
+void
+cl_cm_call(client *cl, const cl_call *c, int outcome)
+{
+	int64_t us = (kn_now_ns() - c->t0) / 1000;
+	int     b  = 0;
+
+	cl->m.calls[outcome]++;
+	while (b < CM_BUCKETS && us > cm_bounds_ms[b] * 1000) {
+		b++;
+	}
+	cl->m.buckets[b]++;
+	cl->m.sum_us += (uint64_t)(us > 0 ? us : 0);
+}
+
+/* The counters, as mk_client_metrics_json gives them. */
+static json_t *
+metrics_json(const client *cl)
+{
+	json_t *f = json_object(), *b = json_array();
+
+	for (int i = 0; i < CM_STAGES; i++) {
+		json_object_set_new(
+		        f, cm_stages[i],
+		        json_integer((json_int_t)cl->m.failures[i]));
+	}
+	for (int i = 0; i <= CM_BUCKETS; i++) {
+		json_array_append_new(
+		        b, json_integer((json_int_t)cl->m.buckets[i]));
+	}
+	return (json_pack("{s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I}, s:o, s:I, "
+	                  "s:{s:I, s:I, s:I}, s:I, s:I, s:I}",
+	                  "transitions", (json_int_t)cl->m.transitions,
+	                  "checks", (json_int_t)cl->m.checks, "failures", f,
+	                  "calls", "ok", (json_int_t)cl->m.calls[CM_OK],
+	                  "error", (json_int_t)cl->m.calls[CM_ERROR],
+	                  "auth_required", (json_int_t)cl->m.calls[CM_AUTH],
+	                  "refused", (json_int_t)cl->m.calls[CM_REFUSED],
+	                  "latency_buckets", b, "latency_sum_us",
+	                  (json_int_t)cl->m.sum_us, "recoveries", "per_call",
+	                  (json_int_t)cl->m.recoveries[0], "shared",
+	                  (json_int_t)cl->m.recoveries[1], "session",
+	                  (json_int_t)cl->m.recoveries[2], "retries_skipped",
+	                  (json_int_t)cl->m.skipped, "relists",
+	                  (json_int_t)cl->m.relists, "connect_failures_in_row",
+	                  (json_int_t)cl->fails));
+}
+
+void
+cl_on_metrics(client *cl, kn_msg *msg)
+{
+	json_t *m    = metrics_json(cl);
+	char   *text = m != NULL ? json_dumps(m, JSON_COMPACT) : NULL;
+
+	json_decref(m);
+	if (text == NULL) {
+		kn_reply_error(kn_actor_kernel(cl->self), kn_defer(msg),
+		               MK_ENOMEM, "out of memory");
+		return;
+	}
+	cl_metrics_msg out = {.json = text};
+	kn_reply_msg(kn_actor_kernel(cl->self), kn_defer(msg), 0,
+	             &cl_metrics_msg_fields, &out);
+	free(text);
+}
+
+/* The config as given, with its client_id (generated ones too). */
+static json_t *
+view_config(const client *cl)
+{
+	json_t *c = cfg_client_redacted(cl->cfg);
+
+	if (c != NULL) {
+		json_object_set_new(c, "client_id", json_string(cl->cfg->id));
+	}
+	return (c);
+}
+
+json_t *
+cl_view_json(client *cl)
+{
+	const char *state = cl_state_name(cl_shown_state(cl));
+	json_t     *v     = json_pack(
+	                "{s:o*, s:o*, s:s, s:s, s:I}", "config", view_config(cl),
+	                "tools", cl->tools ? tools_sorted(cl->tools) : json_array(),
+	                "state", state, "connection_mode",
+                cl->cfg->sticky ? "sticky" : "per_call", "generation",
+	                (json_int_t)cl->gen);
+
+	if (v != NULL && cl->lf_set) {
+		json_object_set_new(v, "last_failure",
+		                    json_pack("{s:s, s:s, s:s, s:s}", "stage",
+		                              cl->lf_stage, "message",
+		                              cl->lf_message, "at", cl->lf_at,
+		                              "since", cl->lf_since));
+	}
+	return (v);
+}
+
+void
+client_push_view(client *cl)
+{
+	json_t *v    = cl_view_json(cl);
+	char   *text = v != NULL ? json_dumps(v, JSON_COMPACT) : NULL;
+
+	json_decref(v);
+	if (text == NULL) {
+		KN_ERROR("client", "%s: cannot build the client view",
+		         cl->cfg->name);
+		return;
+	}
+	sv_view_msg m = {.id      = cl->cfg->id,
+	                 .name    = cl->cfg->name,
+	                 .state   = cl->state,
+	                 .shown   = cl_shown_state(cl),
+	                 .view    = text,
+	                 .sync_ms = cl->sync_ms};
+	if (kn_tell_msg(cl->sv, cl->self, MSG_SV_VIEW,
+	                CODEC_OF(sv_view_msg, &m)) != 0) {
+		KN_DEBUG("client", "%s: supervisor did not take the view",
+		         cl->cfg->name);
+	}
+	free(text);
+}
+
+/* ---- state and last_failure ------------------------------------------------
+ */
+
+/* Publishes the state if it differs from the one last published (or
+ * was never published), else just refreshes the view. */
+void
+client_transition(client *cl)
+{
+	cl_state old = cl->shown, now = cl_shown_state(cl);
+
+	if (now == old && cl->announced) {
+		client_push_view(cl);
+		return;
+	}
+	if (cl->lf_set) {
+		KN_INFO("client", "%s: %s -> %s (stage %s: %s)", cl->cfg->name,
+		        cl_state_name(old), cl_state_name(now), cl->lf_stage,
+		        cl->lf_message);
+	} else {
+		KN_INFO("client", "%s: %s -> %s", cl->cfg->name,
+		        cl_state_name(old), cl_state_name(now));
+	}
+	/* the supervisor has the view before anyone hears of the change */
+	client_push_view(cl);
+	publish_state(cl, old);
+	cl->m.transitions++;
+	cl->shown     = now;
+	cl->announced = true;
+}
+
+/*
+ * The client's state machine: every change of cl->state goes through
+ * client_state_enter, which lets it through only when this table allows
+ * from -> to for its cause.  A result (a check, a dial, a call's
+ * transport) moves only between healthy and unstable: the authoritative
+ * states (disabled, needs_reauth, pending_verification) are never
+ * overwritten by one.  An admin's act disables from anywhere and
+ * enables out of disabled; the credential's word makes needs_reauth
+ * from a live or pending client and ends needs_reauth or pending
+ * (unstable: the connect that follows decides).
+ */
+#define TO(s) (1u << (s))
+static const unsigned allowed[CL_BY_COUNT][CS_COUNT] = {
+        [CL_BY_RESULT] =
+                {
+                        [CS_HEALTHY]  = TO(CS_HEALTHY) | TO(CS_UNSTABLE),
+                        [CS_UNSTABLE] = TO(CS_HEALTHY) | TO(CS_UNSTABLE),
+                },
+        [CL_BY_ADMIN] =
+                {
+                        [CS_HEALTHY]  = TO(CS_DISABLED),
+                        [CS_UNSTABLE] = TO(CS_DISABLED),
+                        [CS_REAUTH]   = TO(CS_DISABLED),
+                        [CS_PENDING]  = TO(CS_DISABLED),
+                        [CS_DISABLED] = TO(CS_UNSTABLE) | TO(CS_PENDING),
+                },
+        [CL_BY_CRED] =
+                {
+                        [CS_HEALTHY]  = TO(CS_REAUTH),
+                        [CS_UNSTABLE] = TO(CS_REAUTH),
+                        [CS_REAUTH]   = TO(CS_REAUTH) | TO(CS_UNSTABLE),
+                        [CS_PENDING]  = TO(CS_REAUTH) | TO(CS_UNSTABLE),
+                },
+};
+#undef TO
+
+bool
+client_state_enter(client *cl, cl_state to, cl_cause by)
+{
+	static const char *const causes[] = {"a result", "an admin",
+	                                     "the credential"};
+	cl_state                 from     = cl->state;
+
+	if ((allowed[by][from] & (1u << to)) == 0) {
+		if (by != CL_BY_RESULT) {
+			/* (a result meeting an authoritative state is the
+			 * guard at work; anything else is a bug) */
+			KN_ERROR("client",
+			         "%s: %s -> %s by %s is not a transition of "
+			         "the state machine: refused",
+			         cl->cfg->name, cl_state_name(from),
+			         cl_state_name(to), causes[by]);
+		}
+		return (false);
+	}
+	cl->state = to;
+	return (true);
+}
+
+void
+client_set_state(client *cl, cl_state s)
+{
+	if (!client_state_enter(cl, s, CL_BY_ADMIN)) {
+		return;
+	}
+	if (s == CS_DISABLED || s == CS_PENDING) {
+		/* changed without a failed attempt: no reason to carry */
+		cl->lf_set = false;
+	}
+	client_transition(cl);
+}
+
+bool
+client_failure(client *cl, const char *stage, const char *message)
+{
+	char *norm = text_failure_message(message);
+
+	if (norm == NULL) {
+		return (false);
+	}
+	kn_rfc3339(cl->lf_at, sizeof(cl->lf_at));
+	if (!cl->lf_set) {
+		memcpy(cl->lf_since, cl->lf_at, sizeof(cl->lf_since));
+	}
+	free(cl->lf_message);
+	cl->lf_message = norm;
+	snprintf(cl->lf_stage, sizeof(cl->lf_stage), "%s", stage);
+	cl->lf_set = true;
+	cl_cm_failure(cl, stage);
+	KN_DEBUG("client", "%s: %s failed: %s", cl->cfg->name, stage, norm);
+	return (true);
+}
+
+void
+client_fail(client *cl, cl_state s, const char *stage, const char *message)
+{
+	/* authoritative states are never overwritten by a result */
+	if ((allowed[CL_BY_RESULT][cl->state] & (1u << s)) == 0 ||
+	    !client_failure(cl, stage, message)) {
+		return;
+	}
+	(void)client_state_enter(cl, s, CL_BY_RESULT);
+	client_transition(cl); /* or, unchanged, a view with the new "at" */
+}
+
+void
+client_pass(client *cl)
+{
+	if ((cl->state == CS_HEALTHY && !cl->lf_set && cl->announced) ||
+	    !client_state_enter(cl, CS_HEALTHY, CL_BY_RESULT)) {
+		return; /* nothing changed: no view to push */
+	}
+	cl->lf_set = false;
+	client_transition(cl);
+}
+
+void
+client_set_tools(client *cl, json_t *tools)
+{
+	char hash[TOOLS_HASH_HEX];
+	mp_w w;
+
+	if (tools_hash(tools, hash) != 0 || strcmp(hash, cl->hash) == 0) {
+		return; /* unchanged: no event, no write */
+	}
+	json_decref(cl->tools);
+	cl->tools = json_incref(tools);
+	memcpy(cl->hash, hash, sizeof(hash));
+	mp_w_init(&w);
+	mp_map(&w, 4);
+	mp_kv_str(&w, "client_id", cl->cfg->id);
+	mp_kv_str(&w, "name", cl->cfg->name);
+	mp_kv_str(&w, "hash", cl->hash);
+	mp_kv_int(&w, "count", (int64_t)json_array_size(tools));
+	client_push_view(cl);
+	kn_stream_publish(cl->stream, "tools", w.sb.data, w.sb.size);
+	mp_w_fini(&w);
+	if (cl->ps != NULL) {
+		ps_tools_msg m = {.id    = cl->cfg->id,
+		                  .hash  = cl->hash,
+		                  .tools = json_dumps(tools, JSON_COMPACT)};
+		if (m.tools == NULL ||
+		    kn_tell_msg(cl->ps, cl->self, MSG_PS_TOOLS_PUT,
+		                CODEC_OF(ps_tools_msg, &m)) != 0) {
+			KN_ERROR("client",
+			         "%s: the changed tool list was not "
+			         "stored",
+			         cl->cfg->name);
+		}
+		free(m.tools);
+	}
+}
+
+void
+client_save_once(client *cl)
+{
+	if (cl->unsaved) {
+		cl->unsaved = false;
+		client_persist_config(cl);
+	}
+}
+
+void
+client_persist_config(client *cl)
+{
+	ps_client_msg m = {.id = cl->cfg->id, .name = cl->cfg->name};
+
+	if (cl->ps == NULL) {
+		return;
+	}
+	json_t *stored = cfg_client_stored(cl->cfg); /* its literal mask too */
+	m.config = stored != NULL ? json_dumps(stored, JSON_COMPACT) : NULL;
+	json_decref(stored);
+	if (m.config == NULL ||
+	    kn_tell_msg(cl->ps, cl->self, MSG_PS_CLIENT_PUT,
+	                CODEC_OF(ps_client_msg, &m)) != 0) {
+		KN_ERROR("client", "%s: the config was not stored",
+		         cl->cfg->name);
+	}
+	free(m.config);
+}
