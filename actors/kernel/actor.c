@@ -1,5 +1,6 @@
 /*
- * actor.c - actor threads, inboxes, tell/ask, the poll loop.
+ * actor.c - actor threads, inboxes, the actor-thread calls (timers,
+ * async asks, replies, fd watches) and the poll loop; send.c sends.
  *
  * See kernel.h for the DESIGN.  Everything below "actor thread" touches
  * the actor's private fields and runs only on that thread.
@@ -20,11 +21,10 @@
 #include "actors/kernel/log.h"
 #include "codec/errors.h"
 
-#define KN_INBOX_DEPTH     256  /* messages queued per side of an inbox */
-#define KN_SEND_TIMEOUT_MS 5000 /* a full inbox blocks a sender this long */
-#define KN_TRANSIT_MS      2000 /* wait for a committed message in nng */
-#define KN_MSG_REPLIED     1u
-#define KN_MSG_DEFERRED    2u
+#define KN_INBOX_DEPTH  256  /* messages queued per side of an inbox */
+#define KN_TRANSIT_MS   2000 /* wait for a committed message in nng */
+#define KN_MSG_REPLIED  1u
+#define KN_MSG_DEFERRED 2u
 
 /* An actor's own async ask, keyed by corr in its asks map. */
 typedef struct kn_async {
@@ -33,229 +33,6 @@ typedef struct kn_async {
 	kn_reply_fn fn;    /* completion */
 	void       *arg;   /* completion argument */
 } kn_async;
-
-/* ---- sending (any thread) -------------------------------------------- */
-
-static pthread_key_t  send_aio_key;
-static pthread_once_t send_aio_once = PTHREAD_ONCE_INIT;
-
-static void
-send_aio_free(void *aio)
-{
-	nng_aio_free(aio);
-}
-
-static void
-send_aio_key_init(void)
-{
-	(void)pthread_key_create(&send_aio_key, send_aio_free);
-}
-
-/* One send aio per thread, reused: nng_aio_alloc is not free. */
-static nng_aio *
-send_aio(void)
-{
-	nng_aio *aio;
-
-	pthread_once(&send_aio_once, send_aio_key_init);
-	if ((aio = pthread_getspecific(send_aio_key)) == NULL) {
-		if (nng_aio_alloc(&aio, NULL, NULL) != 0) {
-			return (NULL);
-		}
-		pthread_setspecific(send_aio_key, aio);
-	}
-	return (aio);
-}
-
-static int
-msg_write(void *sink, const char *buf, size_t len)
-{
-	if (len == 0) {
-		return (0); /* msgpack hands NULL with empty bodies */
-	}
-	return (nng_msg_append(sink, buf, len) != 0 ? -1 : 0);
-}
-
-int
-kn_send_env(kn_actor *to, const codec_env *env, bool force)
-{
-	nng_msg *m;
-	nng_aio *aio;
-	int      rv;
-
-	atomic_fetch_add(&to->senders, 1);
-	if (!force && atomic_load(&to->closing)) {
-		rv = MK_ECLOSED;
-		goto out;
-	}
-	if ((aio = send_aio()) == NULL) {
-		rv = MK_ENOMEM;
-		goto out;
-	}
-	if (nng_msg_alloc(&m, 32 + env->sender_len + env->payload_len) != 0) {
-		rv = MK_ENOMEM;
-		goto out;
-	}
-	nng_msg_clear(m); /* keep the capacity, start empty */
-	if ((rv = codec_env_encode(env, msg_write, m)) != 0) {
-		nng_msg_free(m);
-		goto out;
-	}
-	nng_aio_set_msg(aio, m);
-	nng_aio_set_timeout(aio, KN_SEND_TIMEOUT_MS);
-	nng_send_aio(to->push, aio);
-	nng_aio_wait(aio);
-	if ((rv = kn_map_nng(nng_aio_result(aio))) != 0) {
-		nng_msg_free(nng_aio_get_msg(aio));
-		nng_aio_set_msg(aio, NULL);
-		goto out;
-	}
-	/* Committed: count it, and wake the actor only if it may be
-	 * blocked (pairs with the store/load in run_loop). */
-	atomic_fetch_add(&to->committed, 1);
-	if (atomic_load(&to->asleep)) {
-		if (to->ops->wake != NULL) {
-			void *wa = atomic_load(&to->wake_arg);
-			if (wa != NULL) {
-				to->ops->wake(wa);
-			}
-		} else {
-			(void)eventfd_write(to->wake_fd, 1);
-		}
-	}
-out:
-	atomic_fetch_sub(&to->senders, 1);
-	return (rv);
-}
-
-int
-kn_tell(kn_actor *to, kn_actor *from, uint32_t type, const void *payload,
-        size_t len)
-{
-	codec_env env = {
-	        .type        = type,
-	        .sender      = from != NULL ? from->name : "",
-	        .sender_len  = from != NULL ? strlen(from->name) : 0,
-	        .payload     = payload,
-	        .payload_len = len,
-	};
-
-	if (type == MSG_TERM || type == MSG_REPLY) {
-		return (MK_EINVAL); /* the kernel's own */
-	}
-	return (kn_send_env(to, &env, false));
-}
-
-int
-kn_ask(kn_actor *to, uint32_t type, const void *payload, size_t len,
-       int timeout_ms, kn_answer *out)
-{
-	kn_kernel         *k = to->k;
-	kn_pending         p = {.kind = KN_PENDING_SLOT};
-	pthread_condattr_t ca;
-	struct timespec    ts;
-	codec_env          env;
-	int64_t            deadline;
-	int                rv;
-
-	memset(out, 0, sizeof(*out));
-	if (timeout_ms <= 0 || type == MSG_TERM || type == MSG_REPLY) {
-		return (MK_EINVAL);
-	}
-	deadline = kn_deadline_ns(timeout_ms);
-	p.corr   = atomic_fetch_add(&k->next_corr, 1) + 1;
-	pthread_mutex_init(&p.mtx, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&p.cv, &ca);
-	pthread_condattr_destroy(&ca);
-	if ((rv = kn_pending_add(k, &p)) != 0) {
-		goto done;
-	}
-	atomic_fetch_add(&k->n_asks, 1);
-	env = (codec_env) {
-	        .type        = type,
-	        .corr        = p.corr,
-	        .sender      = "",
-	        .deadline    = deadline,
-	        .payload     = payload,
-	        .payload_len = len,
-	};
-	if ((rv = kn_send_env(to, &env, false)) != 0 &&
-	    kn_pending_take(k, p.corr) != NULL) {
-		goto done; /* never sent, nobody else has it */
-	}
-	ts.tv_sec  = deadline / KN_NS_PER_S;
-	ts.tv_nsec = deadline % KN_NS_PER_S;
-	pthread_mutex_lock(&p.mtx);
-	while (!p.done) {
-		if (pthread_cond_timedwait(&p.cv, &p.mtx, &ts) == ETIMEDOUT) {
-			break;
-		}
-	}
-	pthread_mutex_unlock(&p.mtx);
-	if (!p.done && kn_pending_take(k, p.corr) != NULL) {
-		rv = MK_ETIMEDOUT; /* we took it back: a reply is late */
-		goto done;
-	}
-	/* Someone took it and is completing it right now. */
-	pthread_mutex_lock(&p.mtx);
-	while (!p.done) {
-		pthread_cond_wait(&p.cv, &p.mtx);
-	}
-	pthread_mutex_unlock(&p.mtx);
-	rv          = p.status;
-	out->status = p.status;
-	out->data   = p.data;
-	out->len    = p.len;
-done:
-	pthread_cond_destroy(&p.cv);
-	pthread_mutex_destroy(&p.mtx);
-	return (rv);
-}
-
-int
-kn_ask_cb(kn_actor *to, uint32_t type, const void *payload, size_t len,
-          int timeout_ms, kn_answer_fn fn, void *arg)
-{
-	kn_kernel  *k = to->k;
-	kn_pending *p;
-	codec_env   env;
-	int         rv;
-
-	if (timeout_ms <= 0 || fn == NULL || type == MSG_TERM ||
-	    type == MSG_REPLY) {
-		return (MK_EINVAL);
-	}
-	if ((p = calloc(1, sizeof(*p))) == NULL) {
-		return (MK_ENOMEM);
-	}
-	p->kind   = KN_PENDING_FN;
-	p->corr   = atomic_fetch_add(&k->next_corr, 1) + 1;
-	p->fn     = fn;
-	p->fn_arg = arg;
-	if ((rv = kn_pending_add(k, p)) != 0) {
-		free(p);
-		return (rv);
-	}
-	atomic_fetch_add(&k->n_asks, 1);
-	env = (codec_env) {
-	        .type        = type,
-	        .corr        = p->corr,
-	        .sender      = "",
-	        .deadline    = kn_deadline_ns(timeout_ms),
-	        .payload     = payload,
-	        .payload_len = len,
-	};
-	if ((rv = kn_send_env(to, &env, false)) != 0) {
-		if (kn_pending_take(k, p->corr) == NULL) {
-			return (0); /* closing took it: fn ran (MK_ECLOSED) */
-		}
-		free(p);
-		return (rv);
-	}
-	return (0);
-}
 
 /* ---- lifetime (any thread) ------------------------------------------- */
 
@@ -326,6 +103,7 @@ async_timeout(kn_actor *self, void *arg)
 uint64_t
 kn_timer_add(kn_actor *self, int64_t delay_ms, kn_tick_fn fn, void *arg)
 {
+	KN_ON_THREAD(self);
 	int64_t when =
 	        kn_now_ns() + (delay_ms > 0 ? delay_ms : 0) * KN_NS_PER_MS;
 
@@ -335,6 +113,7 @@ kn_timer_add(kn_actor *self, int64_t delay_ms, kn_tick_fn fn, void *arg)
 int
 kn_timer_cancel(kn_actor *self, uint64_t id)
 {
+	KN_ON_THREAD(self);
 	return (kn_timers_cancel(&self->timers, id));
 }
 
@@ -349,6 +128,7 @@ kn_ask_async(kn_actor *self, kn_actor *to, uint32_t type, const void *payload,
 	int64_t     deadline;
 	int         rv;
 
+	KN_ON_THREAD(self);
 	if (timeout_ms <= 0 || type == MSG_TERM || type == MSG_REPLY) {
 		return (MK_EINVAL);
 	}
@@ -409,6 +189,7 @@ fail:
 int
 kn_reply(kn_actor *self, kn_msg *msg, int status, const void *data, size_t len)
 {
+	KN_ON_THREAD(self);
 	if (msg->env.corr == 0 ||
 	    (msg->flags & (KN_MSG_REPLIED | KN_MSG_DEFERRED)) != 0) {
 		return (MK_EINVAL);
@@ -435,6 +216,7 @@ kn_set_wake_arg(kn_actor *self, void *arg)
 int
 kn_watch_fd(kn_actor *self, int fd, short events, kn_fd_fn fn, void *arg)
 {
+	KN_ON_THREAD(self);
 	for (unsigned i = 0; i < self->nwatches; i++) {
 		if (self->watches[i].fd == fd) {
 			return (MK_EEXIST);
@@ -456,6 +238,7 @@ kn_watch_fd(kn_actor *self, int fd, short events, kn_fd_fn fn, void *arg)
 int
 kn_unwatch_fd(kn_actor *self, int fd)
 {
+	KN_ON_THREAD(self);
 	for (unsigned i = 0; i < self->nwatches; i++) {
 		if (self->watches[i].fd == fd) {
 			self->watches[i] = self->watches[--self->nwatches];
@@ -721,6 +504,7 @@ actor_main(void *arg)
 	kn_actor *self = arg;
 	int       rv;
 
+	self->tid = pthread_self();
 	(void)kn_log_bind(&self->k->log);
 	rv = nng_aio_alloc(&self->rx_aio, NULL, NULL) != 0 ? MK_ENOMEM
 	        : self->ops->init != NULL

@@ -14,6 +14,8 @@
  *
  * DESIGN
  *   threads   one per actor; callers of kn_ask/kn_tell are any thread.
+ *             The calls documented "Actor thread only" or "Handler
+ *             only" assert that they run on the actor's own thread.
  *   ordering  messages from one sender thread to one actor arrive in the
  *             order sent (one push socket, one pipe, FIFO queues).
  *   loop      wait (poll(2), or the actor's own wait such as
@@ -39,6 +41,9 @@
  *             and MSG_USER, which any actor may answer.  The kernel
  *             carries every other type unread; an application numbers
  *             its own from KN_MSG_BASE.
+ *   payloads  the kernel carries bytes; the typed forms (kn_tell_msg,
+ *             kn_ask_msg, kn_reply_msg, ...) pack a message struct of
+ *             codec/msgdef.h, and an error reply is a kn_error_msg.
  */
 #ifndef KN_KERNEL_H
 #define KN_KERNEL_H

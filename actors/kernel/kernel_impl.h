@@ -4,6 +4,7 @@
 #ifndef KN_KERNEL_IMPL_H
 #define KN_KERNEL_IMPL_H
 
+#include <assert.h>
 #include <nng/nng.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -110,6 +111,7 @@ struct kn_actor {
 	bool      listed;             /* in registry and list; reg_mtx */
 
 	/* actor thread only */
+	pthread_t tid;        /* pthread_self() there (KN_ON_THREAD) */
 	void     *state;      /* what init returned */
 	bool      terminated; /* TERM seen: leave the loop */
 	uint64_t  received;   /* messages taken from the inbox */
@@ -120,6 +122,10 @@ struct kn_actor {
 	unsigned  nwatches;   /* entries in watches */
 	unsigned  capwatches; /* allocated watches */
 };
+
+/* KN_ON_THREAD asserts that the caller runs on the actor a's own thread:
+ * the actor-thread-only calls (kernel.h says which) check it. */
+#define KN_ON_THREAD(a) assert(pthread_equal((a)->tid, pthread_self()))
 
 /* kernel.c */
 void        kn_kernel_hold(kn_kernel *k);
