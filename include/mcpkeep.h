@@ -132,7 +132,7 @@ typedef struct mk_options {
 	                                * ipc://), NULL-terminated, or NULL */
 	const char *node_id;           /* this instance; default "local" */
 	int         unstable_check_ms; /* check interval while unstable;
-	                                * default 10000 (SPEC: 10 s) */
+	                                * default 10000 (10 s) */
 	const char *store_path;     /* SQLite file for clients, their tools and
 	                             * credentials (restored at open); NULL:
 	                             * memory only */
@@ -243,7 +243,7 @@ MK_API void mk_runtime_close(mk_runtime **rtp);
 MK_API int mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms);
 
 /*
- * mk_runtime_load validates a whole config.json (SPEC section 10; its
+ * mk_runtime_load validates a whole config.json (its
  * env. references resolved from the environment), applies its global settings
  * (as mk_runtime_configure) and boots every client in it: sticky ones connect,
  * per-call ones discover; a client that cannot connect is kept as `unstable`
@@ -365,7 +365,8 @@ MK_API int mk_user_oauth_start(mk_runtime *rt, const char *client,
                                char **authorize_url, char **state, char **err);
 
 /*
- * The per-user auth types' two credential paths (SPEC sections 5-6).
+ * The per-user auth types' two credential paths: the admin's (discovery)
+ * and each caller's own.
  * Each blocks until the credential actor answered; any thread but the
  * runtime's own; *err as above.
  *   mk_client_verify_headers   per_user_headers: the admin's sample
@@ -425,8 +426,8 @@ MK_API int mk_config_get(const char *config_json, const char *path,
  * mk_client_add adds one client from its JSON config object (an entry of
  * mcp.client_configs).  Its strings are literal: "env.X" is the text
  * "env.X" (a header value sent as written, an invalid URL), never read
- * from the environment - only a config file's references are (SPEC
- * section 12) - and it stays literal in the store, after a restart.
+ * from the environment - only a config file's references are - and it
+ * stays literal in the store, after a restart.
  * Blocks until its first connect (sticky) or
  * discovery (per-call) finished and, with a healthy store, until the
  * client is on disk (it survives a crash from then on; lifecycle calls
@@ -546,7 +547,7 @@ typedef struct mk_result {
 	                      * submit_url, required_header_keys,
 	                      * subject_token_missing, exchange_error) */
 	char *recovery;      /* when the call recovered from an auth failure
-	                      * or a dead session (SPEC section 7): JSON
+	                      * or a dead session: JSON
 	                      * {"ran": true, "path": "per_call" | "shared" |
 	                      * "session", "retry_skipped": bool - the tool
 	                      * was not safe to run twice}; else NULL */

@@ -360,7 +360,7 @@ on_register(cr_self *cr, kn_msg *msg)
 		}
 		if (rotated) {
 			/* a new OAuth config: what was granted under the old
-			 * one is void (SPEC section 6) */
+			 * one is void (rotation) */
 			json_decref(c->meta);
 			c->meta  = NULL;
 			token *t = cr_token(cr, id, "shared", "", false);

@@ -1,7 +1,7 @@
 /*
  * discovery.c - a client's OAuth endpoints (configured, or discovered
  * and registered; restored from the store), and the asks for a flow that
- * wait for them (SPEC section 6; flow.c has the flows).
+ * wait for them (flow.c has the flows).
  *
  * DESIGN: endpoints are resolved once per client and kept (and stored):
  *   configured authorize_url + token_url      -> used as they are;

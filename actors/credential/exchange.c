@@ -1,5 +1,5 @@
 /*
- * exchange.c - token_exchange (SPEC section 6): the admin's exchange,
+ * exchange.c - token_exchange (RFC 8693): the admin's exchange,
  * verified with its subject token, and a caller's, from the caller's own
  * access token and cached only (user.c's DESIGN has the cache); the
  * exchange request itself is refresh.c's.

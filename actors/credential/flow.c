@@ -1,5 +1,5 @@
 /*
- * flow.c - authorization-code flows with PKCE S256 (SPEC section 6): a
+ * flow.c - authorization-code flows with PKCE S256: a
  * flow made, restored and swept, and completed by its code.  A flow is
  * stored before its authorize URL is given out; it is used once (claimed
  * when its code arrives, deleted after), and expires after 15 minutes.

@@ -1,5 +1,5 @@
 /*
- * headers.c - per_user_headers credentials (SPEC section 6): the admin's
+ * headers.c - per_user_headers credentials: the admin's
  * verified sample and every caller's own header values - kept (callers'
  * in the LRU cr->hlru), sealed in the store, restored; the header flow
  * that asks a caller for them (a submit_url, stored, expiring after

@@ -1,6 +1,6 @@
 /*
  * refresh.c - single-flight refresh of a token, and refresh ahead of
- * expiry (SPEC section 6).
+ * expiry (the timings are credential.h's).
  *
  * DESIGN: a token has at most one refresh request in flight; every ask
  * that needs it meanwhile joins its waiter list and gets its outcome.
@@ -122,7 +122,7 @@ cr_token_restore(token *t, const json_t *row)
 
 /* How long before its expiry an ask refreshes t: a fifth of its life, at
  * most CR_SKEW_S; CR_SKEW_S when its life is unknown, and for an exchange
- * result (its TTL is expires_in - 30 s, SPEC section 6). */
+ * result (its TTL is expires_in - 30 s). */
 static int64_t
 skew_ms(const token *t)
 {
@@ -389,7 +389,7 @@ refresh_form(const cclient *c, const char *rt, char **form, oa_send *s)
 	return (cr_client_auth(c, form, s));
 }
 
-/* RFC 8693, exactly as SPEC section 6: the subject token, its type,
+/* RFC 8693 token exchange: the subject token, its type,
  * audience, optional scope, and the client's authentication
  * (client_secret_basic, or client_secret_post by auth_method). */
 static int

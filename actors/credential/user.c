@@ -1,5 +1,5 @@
 /*
- * user.c - per-user credentials (SPEC section 6): per_user_headers,
+ * user.c - per-user credentials: per_user_headers,
  * per_user_oauth and token_exchange, each with two independent paths -
  * the admin's discovery credential (mode "admin", retained from the
  * bootstrap) and every caller's own (mode user, vk or session, keyed by

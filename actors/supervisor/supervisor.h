@@ -1,7 +1,7 @@
 /*
  * supervisor.h - the supervisor actor: owns the client actors' lifetimes
  * (add, remove, disable, enable, reconnect), their health-tick schedule
- * with jitter (SPEC section 4), and the client list view.
+ * with jitter (below), and the client list view.
  *
  * Schedule: healthy -> tool_sync_interval (per client, else global);
  * unstable -> every unstable_ms (10 s); needs_reauth, disabled,
