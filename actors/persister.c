@@ -158,9 +158,7 @@ open_rw(ps_self *ps, char *err, size_t errlen)
 		store_close(&ps->ro);
 		if (!store_sealed(ps->st)) {
 			KN_WARN("persister",
-			        "store %s: no encryption key set "
-			        "(MCPKEEP_ENCRYPTION_KEY): secrets are stored "
-			        "unencrypted",
+			        "store %s: no encryption key set (MCPKEEP_ENCRYPTION_KEY): secrets are stored unencrypted",
 			        ps->path);
 		}
 	}
@@ -196,10 +194,10 @@ answer_waiters(ps_self *ps, int rv, const char *why)
 		waiter *w   = ps->waiters;
 		ps->waiters = w->next;
 		if (rv != 0) {
-			kn_reply_error(k, w->corr, MK_ESYS,
-			               "not stored yet (%s): kept in memory "
-			               "and retried",
-			               why);
+			kn_reply_error(
+			        k, w->corr, MK_ESYS,
+			        "not stored yet (%s): kept in memory and retried",
+			        why);
 		} else if (w->o != NULL && w->o->refused) {
 			kn_reply_error(k, w->corr, MK_EINVAL,
 			               "write refused by the store");
@@ -715,8 +713,7 @@ const codec_msgdef persister_msgs[] = {
         {CODEC_MSG(MSG_PS_ROW_GET), "ask", &ps_key_msg_fields,
          &ps_found_msg_fields, NULL, "one credential row by key"},
         {CODEC_MSG(MSG_PS_SYNC), "ask", NONE, NONE, NULL,
-         "answered once every write queued before it is durable "
-         "(MK_ESYS: not yet, kept and retried)"},
+         "answered once every write queued before it is durable (MK_ESYS: not yet, kept and retried)"},
         {CODEC_MSG(MSG_PS_STATS), "ask", NONE, &ps_stats_msg_fields, NULL,
          "statement counters, store health"},
 };

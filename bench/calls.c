@@ -15,8 +15,7 @@
 #include <unistd.h>
 
 static const char call_json[] =
-        "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{"
-        "\"name\":\"echo\",\"arguments\":{\"message\":\"hi\"}}}";
+        "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":\"hi\"}}}";
 
 int64_t
 thread_cpu_ns(void)
@@ -109,11 +108,8 @@ raw_session(const char *url)
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, grab_sid);
 	curl_easy_setopt(
 	        e, CURLOPT_POSTFIELDS,
-	        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
-	        "\"params\":"
-	        "{\"protocolVersion\":\"" MCP_PROTOCOL_LATEST
-	        "\",\"capabilities\":{},"
-	        "\"clientInfo\":{\"name\":\"raw\",\"version\":\"1\"}}}");
+	        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"" MCP_PROTOCOL_LATEST
+	        "\",\"capabilities\":{},\"clientInfo\":{\"name\":\"raw\",\"version\":\"1\"}}}");
 	if (curl_easy_perform(e) != CURLE_OK || session_id[0] == '\0') {
 		die("raw initialize failed");
 	}
@@ -122,9 +118,9 @@ raw_session(const char *url)
 	h = curl_slist_append(h, "MCP-Protocol-Version: " MCP_PROTOCOL_LATEST);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, NULL);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDS,
-	                 "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
-	                 "initialized\"}");
+	curl_easy_setopt(
+	        e, CURLOPT_POSTFIELDS,
+	        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
 	curl_easy_perform(e);
 	curl_easy_cleanup(e);
 	return (h);

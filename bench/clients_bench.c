@@ -109,10 +109,7 @@ scale(int n, int port)
 	for (int i = 0; i < n; i++) {
 		len += (size_t)snprintf(
 		        cfg + len, cap - len,
-		        "%s{\"name\": \"c%d\", \"connection_type\": \"http\", "
-		        "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-		        "\"needs_session_stickiness\": true, "
-		        "\"tool_sync_interval\": \"%ds\"}",
+		        "%s{\"name\": \"c%d\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tool_sync_interval\": \"%ds\"}",
 		        i ? "," : "", i, port, interval_s);
 	}
 	snprintf(cfg + len, cap - len, "]}}");
@@ -141,12 +138,10 @@ scale(int n, int port)
 	if (mk_runtime_stats(rt, &st, 10000) != 0) {
 		die("stats");
 	}
-	printf("  %5d clients: boot %.2f s (%.0f clients/s), RSS %.1f KiB "
-	       "and %.2f fds per client\n",
+	printf("  %5d clients: boot %.2f s (%.0f clients/s), RSS %.1f KiB and %.2f fds per client\n",
 	       n, boot_s, n / boot_s, (double)(rss1 - rss0) / n,
 	       (double)(fd1 - fd0) / n);
-	printf("  %5d clients: a check every %d s each: %llu ticks, lateness "
-	       "p50 <= %llu us, p99 <= %llu us; CPU %.0f%% of a core\n",
+	printf("  %5d clients: a check every %d s each: %llu ticks, lateness p50 <= %llu us, p99 <= %llu us; CPU %.0f%% of a core\n",
 	       n, interval_s, (unsigned long long)st.ticks,
 	       (unsigned long long)st.tick_late_p50_us,
 	       (unsigned long long)st.tick_late_p99_us,
@@ -170,11 +165,10 @@ stream_latency(int port)
 	int64_t     lat[400];
 	int         n = 0;
 
-	snprintf(cfg, sizeof(cfg),
-	         "{\"name\": \"lat\", \"connection_type\": \"http\", "
-	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	         "\"needs_session_stickiness\": true}",
-	         port);
+	snprintf(
+	        cfg, sizeof(cfg),
+	        "{\"name\": \"lat\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true}",
+	        port);
 	if (mk_client_add(rt, cfg, NULL, &err) != 0 ||
 	    nng_sub0_open(&sub) != 0 ||
 	    nng_socket_set(sub, NNG_OPT_SUB_SUBSCRIBE, "state", 5) != 0 ||
@@ -197,8 +191,7 @@ stream_latency(int port)
 	}
 	cpu0     = thread_cpu_ns();
 	stats st = summarize(lat, n, tp_now_ns());
-	printf("  operation -> subscriber (disable/enable, incl. the ask): "
-	       "p50 %.1f us, p99 %.1f us over %d transitions\n",
+	printf("  operation -> subscriber (disable/enable, incl. the ask): p50 %.1f us, p99 %.1f us over %d transitions\n",
 	       st.p50, st.p99, n);
 	nng_close(sub);
 	mk_runtime_close(&rt);
@@ -270,9 +263,7 @@ calls(int port)
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", port);
 	snprintf(
 	        cfg, sizeof(cfg),
-	        "{\"name\": \"api\", \"connection_type\": \"http\", "
-	        "\"connection_string\": \"%s\", \"needs_session_stickiness\": "
-	        "true, \"tools_to_execute\": [\"*\"]}",
+	        "{\"name\": \"api\", \"connection_type\": \"http\", \"connection_string\": \"%s\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]}",
 	        url);
 	if (mk_client_add(rt, cfg, NULL, &err) != 0) {
 		die("add api client");
@@ -304,8 +295,7 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	port = server_child(&pid);
-	printf("mcpkeep clients benchmark (one run; fastmcp server in a "
-	       "child process)\n\nclients per process\n");
+	printf("mcpkeep clients benchmark (one run; fastmcp server in a child process)\n\nclients per process\n");
 	if (argc > 1 && strcmp(argv[1], "calls") == 0) {
 		calls(port); /* just the tool-call table */
 		kill(pid, SIGKILL);

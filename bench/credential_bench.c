@@ -195,19 +195,13 @@ main(void)
 	}
 	snprintf(
 	        cfg, sizeof(cfg),
-	        "{\"name\": \"bx\", \"connection_type\": \"http\", "
-	        "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	        "\"auth_type\": \"token_exchange\", \"token_exchange\": "
-	        "{\"token_url\": \"http://127.0.0.1:%d/token\", \"audience\": "
-	        "\"a\", \"client_id\": \"static-client\", \"client_secret\": "
-	        "\"static-secret\"}}",
+	        "{\"name\": \"bx\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"token_exchange\", \"token_exchange\": {\"token_url\": \"http://127.0.0.1:%d/token\", \"audience\": \"a\", \"client_id\": \"static-client\", \"client_secret\": \"static-secret\"}}",
 	        p.port, p.port);
 	if (mk_client_add(rt, cfg, &id, &err) != 0) {
 		die(err != NULL ? err : "add");
 	}
 
-	printf("\n| credential actor (oauth.mjs token endpoint) | result | "
-	       "baseline | ratio |\n|---|---|---|---|\n");
+	printf("\n| credential actor (oauth.mjs token endpoint) | result | baseline | ratio |\n|---|---|---|---|\n");
 	for (int round = 0; round < 3; round++) {
 		char subject[32];
 		wait f = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
@@ -233,8 +227,7 @@ main(void)
 		if (f.ok != FAN) {
 			die("some callers failed");
 		}
-		printf("| fan-in, %d callers, one token: AS requests | %ld "
-		       "(%.1f ms for all) | %d (one each) | %.3f |\n",
+		printf("| fan-in, %d callers, one token: AS requests | %ld (%.1f ms for all) | %d (one each) | %.3f |\n",
 		       FAN, n, ms, FAN, (double)n / FAN);
 	}
 
@@ -246,14 +239,12 @@ main(void)
 	mp_map(&w, 0);
 	latency(rt->credential, MSG_CR_STATS, &w, &bp50, &bp99);
 	mp_w_fini(&w);
-	printf("| cached caller credential, ask p50 / p99 | %.1f / %.1f us | "
-	       "stats ask %.1f / %.1f us | %.2f |\n",
+	printf("| cached caller credential, ask p50 / p99 | %.1f / %.1f us | stats ask %.1f / %.1f us | %.2f |\n",
 	       hp50, hp99, bp50, bp99, hp50 / bp50);
 
 	double both, lookup;
 	lru_bench(&both, &lookup);
-	printf("| LRU lookup + touch, %d entries | %.1f M ops/s | lookup "
-	       "alone %.1f M ops/s | %.2f |\n",
+	printf("| LRU lookup + touch, %d entries | %.1f M ops/s | lookup alone %.1f M ops/s | %.2f |\n",
 	       ENTRIES, both / 1e6, lookup / 1e6, both / lookup);
 
 	mk_free(id);

@@ -17,18 +17,13 @@
 #define BUF 65536
 
 static const char init_body[] =
-        "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"protocolVersion\":"
-        "\"2025-06-18\",\"capabilities\":{\"tools\":{}},\"serverInfo\":{"
-        "\"name\":\"fastmcp\",\"version\":\"1\"}}}";
+        "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{\"tools\":{}},\"serverInfo\":{\"name\":\"fastmcp\",\"version\":\"1\"}}}";
 static const char list_body[] =
-        "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"tools\":[{\"name\":"
-        "\"echo\",\"description\":\"echo\",\"inputSchema\":{\"type\":"
-        "\"object\"}}]}}";
+        "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"tools\":[{\"name\":\"echo\",\"description\":\"echo\",\"inputSchema\":{\"type\":\"object\"}}]}}";
 static const char ping_body[] =
         "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{}}";
 static const char call_body[] =
-        "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":"
-        "\"text\",\"text\":\"ok\"}]}}";
+        "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]}}";
 
 /* Copies the JSON-RPC id's digits out of body ("" when none). */
 static void
@@ -90,16 +85,14 @@ serve(void *arg)
 		if (strncmp(buf, "DELETE", 6) == 0 || id[0] == '\0') {
 			len = snprintf(
 			        resp, sizeof(resp),
-			        "HTTP/1.1 202 Accepted\r\nContent-Length: "
-			        "0\r\n\r\n");
+			        "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n");
 		} else {
 			int bl = snprintf(body, sizeof(body), fmt, id);
-			len    = snprintf(resp, sizeof(resp),
-			                  "HTTP/1.1 200 OK\r\nContent-Type: "
-			                     "application/json\r\n"
-			                     "Mcp-Session-Id: "
-			                     "bench\r\nContent-Length: %d\r\n\r\n%s",
-			                  bl, body);
+			len    = snprintf(
+			           resp, sizeof(resp),
+			           "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+			              "Mcp-Session-Id: bench\r\nContent-Length: %d\r\n\r\n%s",
+			           bl, body);
 		}
 		if (write(fd, resp, (size_t)len) != len) {
 			goto out;

@@ -397,8 +397,7 @@ main(void)
 	}
 	kn_kernel_close(&k);
 
-	printf("\nmcpkeep kernel benchmark (one run; ratios are the "
-	       "figures to compare)\n\n");
+	printf("\nmcpkeep kernel benchmark (one run; ratios are the figures to compare)\n\n");
 	printf("%-34s %12s %12s %10s\n", "round trip", "p50 us", "p99 us",
 	       "p50 ratio");
 	printf("%-34s %12.1f %12.1f %10s\n", "condvar hand-off (floor)",

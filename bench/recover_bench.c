@@ -73,8 +73,7 @@ latency(mk_runtime *rt, const char *client, const char *user,
 		rec[i] = one(rt, client, user);
 	}
 	double c = p50(clean, CLEAN), r = p50(rec, ROUNDS);
-	printf("| recovered call, %-22s | %8.0f us | clean %6.0f us | %6.1f "
-	       "|\n",
+	printf("| recovered call, %-22s | %8.0f us | clean %6.0f us | %6.1f |\n",
 	       label, r, c, r / c);
 }
 
@@ -168,15 +167,13 @@ main(void)
 		pthread_cond_wait(&f.cv, &f.mtx);
 	}
 	pthread_mutex_unlock(&f.mtx);
-	printf("| %d concurrent 401s: AS requests | %ld | %d (one each) | "
-	       "%.3f |\n",
+	printf("| %d concurrent 401s: AS requests | %ld | %d (one each) | %.3f |\n",
 	       FAN, by_grant("refresh_token") - r0, FAN,
 	       (double)(by_grant("refresh_token") - r0) / FAN);
 	printf("| %d concurrent 401s: reconnects | %lld | %d | %.3f |\n", FAN,
 	       (long long)(generation(rt, "shared") - g0), FAN,
 	       (double)(generation(rt, "shared") - g0) / FAN);
-	printf("| %d concurrent 401s: calls that succeeded | %d | %d | %.3f "
-	       "|\n",
+	printf("| %d concurrent 401s: calls that succeeded | %d | %d | %.3f |\n",
 	       FAN, f.ok, FAN, (double)f.ok / FAN);
 	close_rt(&rt, &sb);
 	peer_stop(&srv);

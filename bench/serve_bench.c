@@ -79,9 +79,9 @@ http_worker(void *arg)
 
 	curl_easy_setopt(e, CURLOPT_URL, r->url);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDS,
-	                 "{\"client\": \"b\", \"tool\": \"echo\", "
-	                 "\"arguments\": {}}");
+	curl_easy_setopt(
+	        e, CURLOPT_POSTFIELDS,
+	        "{\"client\": \"b\", \"tool\": \"echo\", \"arguments\": {}}");
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 30000L);
 	while ((i = take(r)) >= 0) {
@@ -187,12 +187,10 @@ main(void)
 		die("fastmcp did not start");
 	}
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", port);
-	snprintf(cfg, sizeof(cfg),
-	         "{\"name\": \"b\", \"connection_type\": \"http\", "
-	         "\"connection_string\": \"%s\", "
-	         "\"needs_session_stickiness\": true, "
-	         "\"tools_to_execute\": [\"*\"]}",
-	         url);
+	snprintf(
+	        cfg, sizeof(cfg),
+	        "{\"name\": \"b\", \"connection_type\": \"http\", \"connection_string\": \"%s\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]}",
+	        url);
 
 	/* the embedding API */
 	mk_options_init(&o, sizeof(o));
@@ -230,8 +228,7 @@ main(void)
 	snprintf(exec_url, sizeof(exec_url),
 	         "http://127.0.0.1:%d/api/mcp/tool/execute", d.port);
 
-	printf("mcpkeep serve benchmark: one tools/call on fastmcp, %d calls "
-	       "a run (ratio = calls/s vs the raw transport, same width)\n",
+	printf("mcpkeep serve benchmark: one tools/call on fastmcp, %d calls a run (ratio = calls/s vs the raw transport, same width)\n",
 	       N);
 	for (int conc = 1; conc <= CONC; conc *= CONC) {
 		/* a warm-up of each, then the measured runs */

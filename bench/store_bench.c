@@ -53,10 +53,10 @@ static char *
 tool_list(long i)
 {
 	char  *t = malloc(9000);
-	size_t n = (size_t)snprintf(t, 9000,
-	                            "[{\"name\":\"t\",\"inputSchema\":{},"
-	                            "\"description\":\"%ld ",
-	                            i);
+	size_t n = (size_t)snprintf(
+	        t, 9000,
+	        "[{\"name\":\"t\",\"inputSchema\":{},\"description\":\"%ld ",
+	        i);
 
 	memset(t + n, 'x', 8192);
 	snprintf(t + n + 8192, 9000 - n - 8192, "\"}]");
@@ -229,11 +229,10 @@ durable_main(void *arg)
 
 	for (int i = d->from; i < d->from + d->n; i++) {
 		kn_answer a;
-		snprintf(row, sizeof(row),
-		         "{\"client_id\":\"c\",\"mode\":\"user\","
-		         "\"identity\":\"u%d\",\"access_token\":\"t%d\","
-		         "\"status\":\"active\"}",
-		         i, i);
+		snprintf(
+		        row, sizeof(row),
+		        "{\"client_id\":\"c\",\"mode\":\"user\",\"identity\":\"u%d\",\"access_token\":\"t%d\",\"status\":\"active\"}",
+		        i, i);
 		ps_row_msg put = {.table = "oauth_tokens", .row = row};
 		if (kn_ask_msg(d->b->ps, MSG_PS_ROW_PUT,
 		               CODEC_OF(ps_row_msg, &put), 60000, &a) != 0) {
@@ -306,12 +305,10 @@ unchanged(const char *path, int64_t *writes, int64_t *flushes, double *cps)
 	mk_options_init(&o, sizeof(o));
 	o.log_level  = MK_LOG_ERROR;
 	o.store_path = path;
-	snprintf(cfg, sizeof(cfg),
-	         "{\"name\": \"tick\", \"connection_type\": \"http\", "
-	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	         "\"needs_session_stickiness\": true, "
-	         "\"tool_sync_interval\": \"1h\"}",
-	         port);
+	snprintf(
+	        cfg, sizeof(cfg),
+	        "{\"name\": \"tick\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tool_sync_interval\": \"1h\"}",
+	        port);
 	if (port < 0 || mk_runtime_open(&rt, &o) != 0 ||
 	    mk_client_add(rt, cfg, NULL, &err) != 0 ||
 	    kn_lookup(rt->kernel, CLIENT_PREFIX "tick", &cl) != 0 ||
@@ -357,26 +354,20 @@ main(void)
 	double d1  = durable(p[2], 1, &df1);
 	double d16 = durable(p[3], CONC, &df16);
 
-	printf("\n| store (SQLite WAL, /tmp)          | per second | "
-	       "baseline          | ratio |\n"
+	printf("\n| store (SQLite WAL, /tmp)          | per second | baseline          | ratio |\n"
 	       "|---|---|---|---|\n");
-	printf("| 8 KiB tool lists, %d per tx (store) | %8.0f | "
-	       "1 tx/write %6.0f | %5.2f |\n",
+	printf("| 8 KiB tool lists, %d per tx (store) | %8.0f | 1 tx/write %6.0f | %5.2f |\n",
 	       PS_BATCH_MAX, db, un, db / un);
-	printf("| the same through the persister    | %8.0f   | "
-	       "store, %d/tx %6.0f | %5.2f |\n",
+	printf("| the same through the persister    | %8.0f   | store, %d/tx %6.0f | %5.2f |\n",
 	       ba, PS_BATCH_MAX, db, ba / db);
-	printf("|   (%d lists told: %lld flushes)   |            |        "
-	       "           |       |\n",
+	printf("|   (%d lists told: %lld flushes)   |            |                   |       |\n",
 	       LISTS, (long long)bf);
-	printf("| durable rows, 16 askers           | %8.0f   | "
-	       "1 asker %9.0f | %5.2f |\n",
+	printf("| durable rows, 16 askers           | %8.0f   | 1 asker %9.0f | %5.2f |\n",
 	       d16, d1, d16 / d1);
 	printf("|   (flushes: %lld for 1 asker, %lld for 16) |  |  |  |\n",
 	       (long long)df1, (long long)df16);
 
-	printf("\n| hash                             | per list  | "
-	       "baseline           | ratio |\n|---|---|---|---|\n");
+	printf("\n| hash                             | per list  | baseline           | ratio |\n|---|---|---|---|\n");
 	char   *text = tool_list(1);
 	json_t *one  = json_loads(text, 0, NULL);
 	free(text);
@@ -387,12 +378,12 @@ main(void)
 		snprintf(name, sizeof(name), "tool_%02d", 39 - i);
 		json_array_append_new(
 		        many,
-		        json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s}}}}", "name",
-		                  name, "description",
-		                  "A tool of a typical server, with a "
-		                  "sentence of description",
-		                  "inputSchema", "type", "object",
-		                  "properties", "x", "type", "string"));
+		        json_pack(
+		                "{s:s, s:s, s:{s:s, s:{s:{s:s}}}}", "name",
+		                name, "description",
+		                "A tool of a typical server, with a sentence of description",
+		                "inputSchema", "type", "object", "properties",
+		                "x", "type", "string"));
 	}
 	hashes(&hu, &du, "40 typical tools", many);
 	json_decref(one);

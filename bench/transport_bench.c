@@ -49,9 +49,7 @@ main(void)
 	peer p = {0};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	printf("mcpkeep transport benchmark: tools/call over Streamable HTTP "
-	       "(one run; ratio = calls/s vs plain libcurl; goal >= 0.90 "
-	       "on fastmcp)\n");
+	printf("mcpkeep transport benchmark: tools/call over Streamable HTTP (one run; ratio = calls/s vs plain libcurl; goal >= 0.90 on fastmcp)\n");
 	if ((port = fastmcp_start()) < 0) {
 		die("fastmcp did not start");
 	}
@@ -62,11 +60,10 @@ main(void)
 		char        js[512], env0[32];
 		const char *argv[] = {"node", js, "streamableHttp", NULL};
 		const char *env[]  = {env0, NULL};
-		snprintf(js, sizeof(js),
-		         "%s/node_modules/@modelcontextprotocol/"
-		         "server-everything/"
-		         "dist/index.js",
-		         peer_dir());
+		snprintf(
+		        js, sizeof(js),
+		        "%s/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+		        peer_dir());
 		snprintf(env0, sizeof(env0), "PORT=%d", peer_free_port());
 		if (peer_start(&p, argv, env, "listening on port ([0-9]+)",
 		               30000) != 0) {
@@ -76,8 +73,7 @@ main(void)
 		target("server-everything", url, 2000);
 		peer_stop(&p);
 	} else {
-		printf("\nserver-everything: MK_PEERS_DIR unset, not "
-		       "measured\n");
+		printf("\nserver-everything: MK_PEERS_DIR unset, not measured\n");
 	}
 	curl_global_cleanup();
 	return (0);

@@ -101,11 +101,11 @@ add_headers(struct MHD_Response *res, const req *r, const char *ctype)
 	MHD_add_response_header(res, "X-Content-Type-Options", "nosniff");
 	MHD_add_response_header(res, "Referrer-Policy", "no-referrer");
 	MHD_add_response_header(res, "X-Frame-Options", "DENY");
-	MHD_add_response_header(res, "Content-Security-Policy",
-	                        strncmp(ctype, "text/html", 9) == 0
-	                                ? page_csp()
-	                                : "default-src 'none'; "
-	                                  "frame-ancestors 'none'");
+	MHD_add_response_header(
+	        res, "Content-Security-Policy",
+	        strncmp(ctype, "text/html", 9) == 0
+	                ? page_csp()
+	                : "default-src 'none'; frame-ancestors 'none'");
 	if (r->busy || r->boot) {
 		MHD_add_response_header(res, "Retry-After", "1");
 	}

@@ -174,9 +174,9 @@ http_caller(req *r, keyset **ks)
 		return (true);
 	case AUTH_METRICS:
 		if (!metrics_ok) {
-			answer_error(r, 401,
-			             "this endpoint needs the metrics token "
-			             "(Authorization: Bearer ...)");
+			answer_error(
+			        r, 401,
+			        "this endpoint needs the metrics token (Authorization: Bearer ...)");
 		}
 		return (metrics_ok);
 	case AUTH_ADMIN:
@@ -190,9 +190,9 @@ http_caller(req *r, keyset **ks)
 		}
 		r->admin = none || is_admin;
 		if (!r->admin) {
-			answer_error(r, 401,
-			             "this endpoint needs the admin token "
-			             "(Authorization: Bearer ...)");
+			answer_error(
+			        r, 401,
+			        "this endpoint needs the admin token (Authorization: Bearer ...)");
 		}
 		return (r->admin);
 	case AUTH_READ:
@@ -201,8 +201,7 @@ http_caller(req *r, keyset **ks)
 		if (!r->admin && r->key == NULL) {
 			answer_error(
 			        r, 401,
-			        "this endpoint needs the admin token or a "
-			        "virtual key");
+			        "this endpoint needs the admin token or a virtual key");
 			return (false);
 		}
 		return (true);
@@ -210,10 +209,9 @@ http_caller(req *r, keyset **ks)
 		r->admin = r->key == NULL && is_admin;
 		/* nobody: only on loopback with no keys configured */
 		if (r->key == NULL && !r->admin && (keys || !D.loopback)) {
-			answer_error(r, 401,
-			             "a tool call needs a virtual key "
-			             "(X-MCP-Virtual-Key) or the admin token "
-			             "(Authorization: Bearer ...)");
+			answer_error(
+			        r, 401,
+			        "a tool call needs a virtual key (X-MCP-Virtual-Key) or the admin token (Authorization: Bearer ...)");
 			return (false);
 		}
 		/* the identity: a key's name, unless it trusts the

@@ -76,17 +76,16 @@ route_tool_execute(req *r, const char *id, json_t *body)
 	    (to != NULL && !json_is_integer(to))) {
 		answer_error(
 		        r, 400,
-		        "the body needs client and tool (strings), arguments "
-		        "(an object) and optionally timeout (milliseconds)");
+		        "the body needs client and tool (strings), arguments (an object) and optionally timeout (milliseconds)");
 		return;
 	}
 	if (to != NULL &&
 	    (json_integer_value(to) < 0 ||
 	     json_integer_value(to) > INT32_MAX)) {
 		/* never cut to an int: 4294967297 is not 1 ms */
-		answer_error(r, 400,
-		             "timeout must be from 0 to 2147483647 "
-		             "milliseconds");
+		answer_error(
+		        r, 400,
+		        "timeout must be from 0 to 2147483647 milliseconds");
 		return;
 	}
 	if (route_key_refuses(r, client, tool)) {

@@ -159,10 +159,10 @@ route_key_refuses(req *r, const char *id, const char *tool)
 		return (false);
 	}
 	if (tool != NULL && key_allows(r->key, id, NULL)) {
-		snprintf(msg, sizeof(msg),
-		         "virtual key \"%s\" may not call tool \"%.100s\" of "
-		         "client \"%.64s\"",
-		         r->key->name, tool, id);
+		snprintf(
+		        msg, sizeof(msg),
+		        "virtual key \"%s\" may not call tool \"%.100s\" of client \"%.64s\"",
+		        r->key->name, tool, id);
 	} else {
 		snprintf(msg, sizeof(msg),
 		         "virtual key \"%s\" may not use client \"%.64s\"",
@@ -306,8 +306,7 @@ stdio_refused(req *r, const char *id, json_t *body)
 	if (stdio) {
 		answer_error(
 		        r, 403,
-		        "stdio clients are made and changed only in "
-		        "config.json while the daemon has no admin token");
+		        "stdio clients are made and changed only in config.json while the daemon has no admin token");
 	}
 	return (stdio);
 }

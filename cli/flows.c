@@ -101,15 +101,12 @@ route_oauth_callback(req *r, const char *id, json_t *body)
 	             ? mk_oauth_complete(D.rt, state, code, NULL, &err)
 	             : MK_EINVAL;
 
-	snprintf(page, sizeof(page),
-	         "<!doctype html><html><head><meta charset=\"utf-8\">"
-	         "<title>mcpkeep</title></head><body><h1>%s</h1><p>%s</p>"
-	         "</body></html>",
-	         rc == 0 ? "Authorized" : "Not authorized",
-	         rc == 0 ? "The MCP client is authorized: you may close this "
-	                   "window."
-	                 : "The authorization could not be completed: start "
-	                   "it again.");
+	snprintf(
+	        page, sizeof(page),
+	        "<!doctype html><html><head><meta charset=\"utf-8\"><title>mcpkeep</title></head><body><h1>%s</h1><p>%s</p></body></html>",
+	        rc == 0 ? "Authorized" : "Not authorized",
+	        rc == 0 ? "The MCP client is authorized: you may close this window."
+	                : "The authorization could not be completed: start it again.");
 	free(state);
 	secret_free(code);
 	mk_free(err);
@@ -128,9 +125,9 @@ route_submit_headers(req *r, const char *id, json_t *body)
 	if (sid == NULL || text == NULL) {
 		free(sid);
 		secret_free(text);
-		answer_error(r, 400,
-		             "submit-headers needs ?session_id= and a headers "
-		             "object");
+		answer_error(
+		        r, 400,
+		        "submit-headers needs ?session_id= and a headers object");
 		return;
 	}
 	if (route_key_refuses(r, id, NULL)) {
@@ -157,8 +154,7 @@ route_user_oauth(req *r, const char *id, json_t *body)
 	if (mode == NULL) {
 		answer_error(
 		        r, 400,
-		        "user-oauth needs the caller's identity (a virtual "
-		        "key, X-MCP-User-Id or X-MCP-Session-Id)");
+		        "user-oauth needs the caller's identity (a virtual key, X-MCP-User-Id or X-MCP-Session-Id)");
 		return;
 	}
 	rc = mk_user_oauth_start(D.rt, id, mode, who, &url, &state, &err);

@@ -180,24 +180,22 @@ admit(req *r, keyset **ks)
 		return (false);
 	}
 	if (host == NULL || !host_ok(host)) {
-		answer_error(r, 421,
-		             "the Host header does not name this daemon "
-		             "(its listen address, or a host of "
-		             "server.allowed_origins)");
+		answer_error(
+		        r, 421,
+		        "the Host header does not name this daemon (its listen address, or a host of server.allowed_origins)");
 		return (false);
 	}
 	if (origin != NULL && !origin_ok(origin, host)) {
-		answer_error(r, 403,
-		             "cross-origin request refused: the Origin is "
-		             "neither this daemon's nor in "
-		             "server.allowed_origins");
+		answer_error(
+		        r, 403,
+		        "cross-origin request refused: the Origin is neither this daemon's nor in server.allowed_origins");
 		return (false);
 	}
 	if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0 &&
 	    !is_json_type(http_header(r, "Content-Type"))) {
-		answer_error(r, 415,
-		             "a request that can change state needs "
-		             "Content-Type: application/json");
+		answer_error(
+		        r, 415,
+		        "a request that can change state needs Content-Type: application/json");
 		return (false);
 	}
 	if (strstr(r->query, "%00") != NULL) {
@@ -238,10 +236,10 @@ admit(req *r, keyset **ks)
 		pthread_mutex_unlock(&D.mtx);
 		if (r->busy) {
 			char msg[96];
-			snprintf(msg, sizeof(msg),
-			         "the daemon is busy: %d requests in the "
-			         "works; retry later",
-			         max);
+			snprintf(
+			        msg, sizeof(msg),
+			        "the daemon is busy: %d requests in the works; retry later",
+			        max);
 			answer_error(r, 503, msg);
 			return (false);
 		}

@@ -64,8 +64,7 @@ histogram(FILE *f, json_t *all)
 	json_t *c;
 
 	fprintf(f,
-	        "# HELP mcpkeep_tool_call_duration_seconds tool call "
-	        "latency\n"
+	        "# HELP mcpkeep_tool_call_duration_seconds tool call latency\n"
 	        "# TYPE mcpkeep_tool_call_duration_seconds histogram\n");
 	json_array_foreach(all, i, c)
 	{
@@ -77,17 +76,12 @@ histogram(FILE *f, json_t *all)
 		for (size_t k = 0; k < sizeof(le) / sizeof(le[0]); k++) {
 			n += json_integer_value(json_array_get(b, k));
 			fprintf(f,
-			        "mcpkeep_tool_call_duration_seconds_bucket{"
-			        "client=\"%s\",le=\"%s\"} %lld\n",
+			        "mcpkeep_tool_call_duration_seconds_bucket{client=\"%s\",le=\"%s\"} %lld\n",
 			        cn, le[k], n);
 		}
 		fprintf(f,
-		        "mcpkeep_tool_call_duration_seconds_sum{client=\"%s\"}"
-		        " "
-		        "%.6f\n"
-		        "mcpkeep_tool_call_duration_seconds_count{client=\"%"
-		        "s\"}"
-		        " %lld\n",
+		        "mcpkeep_tool_call_duration_seconds_sum{client=\"%s\"} %.6f\n"
+		        "mcpkeep_tool_call_duration_seconds_count{client=\"%s\"} %lld\n",
 		        cn, (double)num(m, "latency_sum_us") / 1e6, cn, n);
 	}
 }
@@ -179,8 +173,7 @@ metrics(req *r, const char *id, json_t *body)
 	        "mcpkeep_store_tool_writes_total %llu\n"
 	        "# TYPE mcpkeep_http_requests_total counter\n"
 	        "mcpkeep_http_requests_total %llu\n"
-	        "# HELP mcpkeep_http_requests_in_flight admin and data-plane "
-	        "requests in the works (not the probes)\n"
+	        "# HELP mcpkeep_http_requests_in_flight admin and data-plane requests in the works (not the probes)\n"
 	        "# TYPE mcpkeep_http_requests_in_flight gauge\n"
 	        "mcpkeep_http_requests_in_flight %d\n"
 	        "# TYPE mcpkeep_http_requests_busy_total counter\n"

@@ -48,11 +48,10 @@ page_init(void)
 	    inline_hash("<style>", "</style>", style, sizeof(style)) != 0) {
 		return (-1);
 	}
-	snprintf(csp, sizeof(csp),
-	         "default-src 'none'; script-src %s; style-src %s; "
-	         "connect-src 'self'; img-src 'self'; base-uri 'none'; "
-	         "form-action 'none'; frame-ancestors 'none'",
-	         script, style);
+	snprintf(
+	        csp, sizeof(csp),
+	        "default-src 'none'; script-src %s; style-src %s; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+	        script, style);
 	return (0);
 }
 

@@ -20,19 +20,15 @@ static const char clients_usage[] =
         "usage: mcpkeep clients [--url URL] [--token TOKEN]\n"
         "  the daemon's clients as a table (default URL " URL_DEFAULT ";\n"
         "  TOKEN defaults to MCPKEEP_ADMIN_TOKEN)\n"
-        "exit codes: 0 listed, 1 the daemon failed or is unreachable, 2 "
-        "usage\n";
+        "exit codes: 0 listed, 1 the daemon failed or is unreachable, 2 usage\n";
 
 static const char call_usage[] =
         "usage: mcpkeep call CLIENT TOOL [JSON] [--url URL] [--user ID]\n"
         "                    [--vk KEY] [--session ID] [--timeout MS]\n"
-        "  calls TOOL of CLIENT through the daemon with the arguments "
-        "JSON\n"
+        "  calls TOOL of CLIENT through the daemon with the arguments JSON\n"
         "  (default {}), as the given identity; prints the result\n"
-        "exit codes: 0 the tool ran (its result may still be isError), 1 "
-        "the\n"
-        "call failed, 2 usage, 3 the caller must authorize first "
-        "(mcp_auth_required)\n";
+        "exit codes: 0 the tool ran (its result may still be isError), 1 the\n"
+        "call failed, 2 usage, 3 the caller must authorize first (mcp_auth_required)\n";
 
 typedef struct buf {
 	char  *data;

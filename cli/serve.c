@@ -170,8 +170,7 @@ restart_only(const char *was, const char *now)
 		if ((a == NULL) != (b == NULL) ||
 		    (a != NULL && strcmp(a, b) != 0)) {
 			mk_log(MK_LOG_WARN, "serve",
-			       "reload: %s changed; it is read only at start "
-			       "(restart to apply it)",
+			       "reload: %s changed; it is read only at start (restart to apply it)",
 			       keys[i]);
 		}
 		mk_free(a);
@@ -205,9 +204,7 @@ reload(const char *path, char **text)
 	}
 	if ((token = admin_token_of(ntext)) == NULL && !D.loopback) {
 		mk_log(MK_LOG_ERROR, "serve",
-		       "reload refused, nothing changed: the daemon serves a "
-		       "non-loopback address and the file names no admin "
-		       "token (server.admin_token or MCPKEEP_ADMIN_TOKEN)");
+		       "reload refused, nothing changed: the daemon serves a non-loopback address and the file names no admin token (server.admin_token or MCPKEEP_ADMIN_TOKEN)");
 		goto refused;
 	}
 	mk_free(probe);
@@ -385,8 +382,7 @@ boot_main(void *arg)
 		kill(getpid(), SIGTERM); /* as before: cannot start */
 	} else if (hup) {
 		mk_log(MK_LOG_INFO, "serve",
-		       "reload: the boot ended: applying the SIGHUP that came "
-		       "during it");
+		       "reload: the boot ended: applying the SIGHUP that came during it");
 		kill(getpid(), SIGHUP);
 	}
 	return (NULL);
@@ -516,8 +512,7 @@ cmd_serve(int argc, char **argv)
 	}
 	if (D.token == NULL && !D.loopback) {
 		fprintf(stderr,
-		        "mcpkeep serve: refusing to serve %s without an admin "
-		        "token (server.admin_token or MCPKEEP_ADMIN_TOKEN)\n",
+		        "mcpkeep serve: refusing to serve %s without an admin token (server.admin_token or MCPKEEP_ADMIN_TOKEN)\n",
 		        listen);
 		goto out;
 	}
@@ -535,10 +530,7 @@ cmd_serve(int argc, char **argv)
 		listen_on[i] = json_string_value(json_array_get(sa, i));
 		if (public == NULL && !stream_local(listen_on[i])) {
 			fprintf(stderr,
-			        "mcpkeep serve: the state stream address %s "
-			        "is "
-			        "not loopback: set server.stream_public to "
-			        "true to serve it there\n",
+			        "mcpkeep serve: the state stream address %s is not loopback: set server.stream_public to true to serve it there\n",
 			        listen_on[i]);
 			mk_free(public);
 			goto out;
@@ -574,8 +566,7 @@ cmd_serve(int argc, char **argv)
 	}
 	if ((rv = events_start(mk_stream_url(D.rt))) != 0) {
 		fprintf(stderr,
-		        "mcpkeep serve: cannot follow the state "
-		        "stream\n");
+		        "mcpkeep serve: cannot follow the state stream\n");
 		goto stop;
 	}
 	/* the clients first (each exists once this returns: the API sees
@@ -619,8 +610,7 @@ cmd_serve(int argc, char **argv)
 		pthread_mutex_unlock(&D.mtx);
 		if (later) {
 			mk_log(MK_LOG_INFO, "serve",
-			       "reload deferred: the boot is still connecting "
-			       "clients; the SIGHUP applies when it ends");
+			       "reload deferred: the boot is still connecting clients; the SIGHUP applies when it ends");
 			continue;
 		}
 		reload(config, &text);

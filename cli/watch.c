@@ -206,8 +206,7 @@ sse_main(void *arg)
 		}
 		if (st == 401 || st == 403) {
 			fprintf(stderr,
-			        "mcpkeep watch: %s: HTTP %ld (give --token or "
-			        "--key, or set MCPKEEP_ADMIN_TOKEN)\n",
+			        "mcpkeep watch: %s: HTTP %ld (give --token or --key, or set MCPKEEP_ADMIN_TOKEN)\n",
 			        w->url, st);
 			atomic_store(&w->failed, true);
 			kill(getpid(), SIGTERM); /* (wakes the sigwait) */
@@ -336,21 +335,13 @@ cmd_watch(int argc, char **argv)
 			url = argv[i];
 		} else {
 			bool help = strcmp(argv[i], "--help") == 0;
-			printf("usage: mcpkeep watch [URL] [--token TOKEN | "
-			       "--key "
-			       "KEY] [--count N]\n"
-			       "  prints a daemon's state transitions as they "
-			       "happen.\n"
-			       "  URL http://HOST:PORT (default "
-			       "http://127.0.0.1:8080): its /api/events,\n"
-			       "  as the admin (TOKEN, default "
-			       "MCPKEEP_ADMIN_TOKEN) or a virtual key\n"
-			       "  (KEY: its clients only); tcp://... or "
-			       "ipc://...: its server.stream.\n"
+			printf("usage: mcpkeep watch [URL] [--token TOKEN | --key KEY] [--count N]\n"
+			       "  prints a daemon's state transitions as they happen.\n"
+			       "  URL http://HOST:PORT (default http://127.0.0.1:8080): its /api/events,\n"
+			       "  as the admin (TOKEN, default MCPKEEP_ADMIN_TOKEN) or a virtual key\n"
+			       "  (KEY: its clients only); tcp://... or ipc://...: its server.stream.\n"
 			       "  --count N: stop after N events (over HTTP)\n"
-			       "exit codes: 0 stopped by a signal, 1 refused, "
-			       "2 "
-			       "usage\n");
+			       "exit codes: 0 stopped by a signal, 1 refused, 2 usage\n");
 			return (help ? 0 : 2);
 		}
 	}

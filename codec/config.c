@@ -297,10 +297,9 @@ parse_client(cfg_pctx *x, cfg_client *c, json_t *o)
 	}
 	x->client = json_string_value(v);
 	if (!valid_name(x->client)) {
-		return (cfg_bad(x, "name",
-		                "use letters, digits and '_' only (no '-', no "
-		                "spaces), "
-		                "at most 64"));
+		return (cfg_bad(
+		        x, "name",
+		        "use letters, digits and '_' only (no '-', no spaces), at most 64"));
 	}
 	json_object_foreach(o, k, v)
 	{
@@ -320,13 +319,11 @@ parse_client(cfg_pctx *x, cfg_client *c, json_t *o)
 		}
 		if (c->id[0] == '\0' || strlen(c->id) > 64 ||
 		    strspn(c->id,
-		           "abcdefghijklmnopqrstuvwxyz"
-		           "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+		           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
 		            strlen(c->id)) {
 			return (cfg_bad(
 			        x, "client_id",
-			        "use letters, digits, '_' and '-' only, "
-			        "at most 64"));
+			        "use letters, digits, '_' and '-' only, at most 64"));
 		}
 	} else if ((c->id = new_id()) == NULL) {
 		return (MK_ENOMEM);
@@ -388,13 +385,10 @@ parse_client(cfg_pctx *x, cfg_client *c, json_t *o)
 		}
 		if (!cfg_auth_per_user(c->auth)) {
 			if (c->conn != CFG_HTTP && json_is_false(v)) {
-				snprintf(x->err, x->errlen,
-				         "needs_session_stickiness cannot be "
-				         "false for "
-				         "connection_type \"%s\": only 'http' "
-				         "supports a "
-				         "per-call connection",
-				         conn_names[c->conn]);
+				snprintf(
+				        x->err, x->errlen,
+				        "needs_session_stickiness cannot be false for connection_type \"%s\": only 'http' supports a per-call connection",
+				        conn_names[c->conn]);
 				return (MK_EINVAL);
 			}
 			c->sticky = json_is_true(v) || c->conn != CFG_HTTP;
@@ -432,8 +426,7 @@ parse_client(cfg_pctx *x, cfg_client *c, json_t *o)
 	    (cfg_duration(v, &c->exec_ms) != 0 || c->exec_ms < 1)) {
 		return (cfg_bad(
 		        x, "tool_execution_timeout",
-		        "must be a positive duration (e.g. \"30s\") or "
-		        "seconds"));
+		        "must be a positive duration (e.g. \"30s\") or seconds"));
 	}
 	/* Credential sections: known keys, strings resolved (env.), scopes
 	 * a string array; what they mean is the credential actor's. */

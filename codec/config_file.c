@@ -42,8 +42,7 @@ grants_of(cfg_pctx *x, const char *field, json_t *v)
 		if (!json_is_array(tools) || json_array_size(tools) == 0) {
 			return (cfg_bad(
 			        x, field,
-			        "client \"%.64s\": must be a list of tool "
-			        "names, or [\"*\"]",
+			        "client \"%.64s\": must be a list of tool names, or [\"*\"]",
 			        k));
 		}
 		json_array_foreach(tools, i, t)
@@ -52,8 +51,7 @@ grants_of(cfg_pctx *x, const char *field, json_t *v)
 			    *json_string_value(t) == '\0') {
 				return (cfg_bad(
 				        x, field,
-				        "client \"%.64s\": a tool name "
-				        "must be a non-empty string",
+				        "client \"%.64s\": a tool name must be a non-empty string",
 				        k));
 			}
 		}
@@ -107,20 +105,19 @@ vkeys_of(cfg_pctx *x, json_t *v, json_t **out)
 			break;
 		}
 		if (name == NULL || *name == '\0' || strlen(name) > 64 ||
-		    name[strspn(name,
-		                "abcdefghijklmnopqrstuvwxyz"
-		                "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-		                "0123456789_-")] != '\0') {
+		    name[strspn(
+		            name,
+		            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")] !=
+		            '\0') {
 			rv = cfg_bad(
 			        x, field,
-			        "name must be 1 to 64 letters, digits, '_' or "
-			        "'-'");
+			        "name must be 1 to 64 letters, digits, '_' or '-'");
 			break;
 		}
 		if (trust != NULL && !json_is_boolean(trust)) {
-			rv = cfg_bad(x, field,
-			             "trust_identity_headers must be true or "
-			             "false");
+			rv = cfg_bad(
+			        x, field,
+			        "trust_identity_headers must be true or false");
 			break;
 		}
 		if ((rv = grants_of(x, field,
@@ -133,8 +130,7 @@ vkeys_of(cfg_pctx *x, json_t *v, json_t **out)
 			/* (the length only: never the value) */
 			rv = cfg_bad(
 			        x, field,
-			        "the value of key \"%s\" is shorter than %d "
-			        "characters",
+			        "the value of key \"%s\" is shorter than %d characters",
 			        name, VKEY_MIN);
 			break;
 		}
@@ -153,8 +149,7 @@ vkeys_of(cfg_pctx *x, json_t *v, json_t **out)
 			                  value) == 0) {
 				rv = cfg_bad(
 				        x, field,
-				        "key \"%s\" has the value of another "
-				        "key",
+				        "key \"%s\" has the value of another key",
 				        name);
 			}
 		}
@@ -244,21 +239,19 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 	    (cfg_duration(v, &f->sync_ms) != 0 || f->sync_ms < 1000)) {
 		return (file_fail(
 		        err, errlen, MK_EINVAL,
-		        "config: field \"mcp.tool_sync_interval\" must be a "
-		        "duration of at least 1s"));
+		        "config: field \"mcp.tool_sync_interval\" must be a duration of at least 1s"));
 	}
 	if ((v = json_object_get(mcp, "tool_execution_timeout")) != NULL &&
 	    (cfg_duration(v, &f->exec_ms) != 0 || f->exec_ms < 1)) {
-		return (file_fail(err, errlen, MK_EINVAL,
-		                  "config: field "
-		                  "\"mcp.tool_execution_timeout\" must be a "
-		                  "positive duration"));
+		return (file_fail(
+		        err, errlen, MK_EINVAL,
+		        "config: field \"mcp.tool_execution_timeout\" must be a positive duration"));
 	}
 	list = json_object_get(mcp, "client_configs");
 	if (list != NULL && !json_is_array(list)) {
-		return (file_fail(err, errlen, MK_EINVAL,
-		                  "config: field \"mcp.client_configs\" must "
-		                  "be an array"));
+		return (file_fail(
+		        err, errlen, MK_EINVAL,
+		        "config: field \"mcp.client_configs\" must be an array"));
 	}
 	if ((f->clients = calloc(json_array_size(list) + 1,
 	                         sizeof(*f->clients))) == NULL) {
@@ -274,27 +267,25 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 		for (size_t j = 0; j < i; j++) {
 			if (strcmp(f->clients[j]->name, f->clients[i]->name) ==
 			    0) {
-				return (file_fail(err, errlen, MK_EINVAL,
-				                  "client \"%s\": the name is "
-				                  "used twice",
-				                  f->clients[i]->name));
+				return (file_fail(
+				        err, errlen, MK_EINVAL,
+				        "client \"%s\": the name is used twice",
+				        f->clients[i]->name));
 			}
 			if (strcmp(f->clients[j]->id, f->clients[i]->id) ==
 			    0) {
-				return (file_fail(err, errlen, MK_EINVAL,
-				                  "client \"%s\": client_id "
-				                  "\"%s\" is used twice",
-				                  f->clients[i]->name,
-				                  f->clients[i]->id));
+				return (file_fail(
+				        err, errlen, MK_EINVAL,
+				        "client \"%s\": client_id \"%s\" is used twice",
+				        f->clients[i]->name,
+				        f->clients[i]->id));
 			}
 			if (names_clash(f->clients[i], f->clients[j]) ||
 			    names_clash(f->clients[j], f->clients[i])) {
-				return (file_fail(err, errlen, MK_EINVAL,
-				                  "client \"%s\": a client_id "
-				                  "is another client's name "
-				                  "(an {id} must name one "
-				                  "client)",
-				                  f->clients[i]->name));
+				return (file_fail(
+				        err, errlen, MK_EINVAL,
+				        "client \"%s\": a client_id is another client's name (an {id} must name one client)",
+				        f->clients[i]->name));
 			}
 		}
 	}
@@ -303,10 +294,10 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 		json_object_foreach(sec, k, v)
 		{
 			if (!cfg_known(k, storek)) {
-				return (file_fail(err, errlen, MK_EINVAL,
-				                  "config: unknown field "
-				                  "\"store.%.60s\"",
-				                  k));
+				return (file_fail(
+				        err, errlen, MK_EINVAL,
+				        "config: unknown field \"store.%.60s\"",
+				        k));
 			}
 		}
 		if ((v = json_object_get(sec, "path")) != NULL &&
@@ -320,10 +311,10 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 		json_object_foreach(sec, k, v)
 		{
 			if (!cfg_known(k, serverk)) {
-				return (file_fail(err, errlen, MK_EINVAL,
-				                  "config: unknown field "
-				                  "\"server.%.60s\"",
-				                  k));
+				return (file_fail(
+				        err, errlen, MK_EINVAL,
+				        "config: unknown field \"server.%.60s\"",
+				        k));
 			}
 		}
 		if ((v = json_object_get(sec, "listen")) != NULL &&

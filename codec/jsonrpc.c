@@ -91,10 +91,10 @@ codec_jr_classify(json_t *root, codec_jr_msg *msg, char *err, size_t errlen)
 		        "JSON-RPC response with a missing or non-integer id"));
 	}
 	if ((result != NULL) == (error != NULL)) {
-		return (fail(err, errlen,
-		             "JSON-RPC response %lld needs exactly one of "
-		             "\"result\" and \"error\"",
-		             (long long)msg->id));
+		return (fail(
+		        err, errlen,
+		        "JSON-RPC response %lld needs exactly one of \"result\" and \"error\"",
+		        (long long)msg->id));
 	}
 	if (result != NULL) {
 		msg->kind   = JR_RESULT;
@@ -105,10 +105,10 @@ codec_jr_classify(json_t *root, codec_jr_msg *msg, char *err, size_t errlen)
 	json_t *text = json_object_get(error, "message");
 	if (!json_is_object(error) || !json_is_integer(code) ||
 	    !json_is_string(text)) {
-		return (fail(err, errlen,
-		             "JSON-RPC error response %lld without an integer "
-		             "code and a message",
-		             (long long)msg->id));
+		return (fail(
+		        err, errlen,
+		        "JSON-RPC error response %lld without an integer code and a message",
+		        (long long)msg->id));
 	}
 	msg->kind        = JR_ERROR;
 	msg->err_code    = json_integer_value(code);
@@ -130,8 +130,7 @@ codec_jr_parse(const char *buf, size_t len, size_t max, json_t **root,
 	}
 	if (len > max) {
 		fail(err, errlen,
-		     "JSON-RPC message of %zu bytes exceeds the %zu-byte "
-		     "limit",
+		     "JSON-RPC message of %zu bytes exceeds the %zu-byte limit",
 		     len, max);
 		return (MK_ETOOBIG);
 	}
@@ -162,11 +161,11 @@ codec_jr_request(int64_t id, const char *method, json_t *params)
 	}
 	need = strlen(method) + (body ? strlen(body) : 0) + 80;
 	if ((out = malloc(need)) != NULL) {
-		snprintf(out, need,
-		         "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"%s\"%"
-		         "s%s}",
-		         (long long)id, method, body ? ",\"params\":" : "",
-		         body ? body : "");
+		snprintf(
+		        out, need,
+		        "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"%s\"%s%s}",
+		        (long long)id, method, body ? ",\"params\":" : "",
+		        body ? body : "");
 	}
 	free(body);
 	return (out);

@@ -240,9 +240,7 @@ store_key_setup(store *s, bool readonly, const char *secret)
 		                ? 0
 		                : store_failf(
 		                          s, MK_EINVAL,
-		                          "it holds sealed secrets: set its "
-		                          "encryption key "
-		                          "(MCPKEEP_ENCRYPTION_KEY)"));
+		                          "it holds sealed secrets: set its encryption key (MCPKEEP_ENCRYPTION_KEY)"));
 	}
 	if (nsalt != SEAL_SALT_LEN) {
 		if (readonly) {
@@ -265,8 +263,7 @@ store_key_setup(store *s, bool readonly, const char *secret)
 			s->keyed = false;
 			return (store_failf(
 			        s, MK_EINVAL,
-			        "the encryption key does not match the "
-			        "key its secrets were sealed with"));
+			        "the encryption key does not match the key its secrets were sealed with"));
 		}
 		free(p);
 		return (0);

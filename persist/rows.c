@@ -115,10 +115,7 @@ store_clients_each(store *s, store_client_fn fn, void *arg, unsigned *skipped)
 		    config == NULL) {
 			store_failf(
 			        s, MK_EPROTO,
-			        "client %s: its stored config does not open "
-			        "with this key (tampered, or moved from "
-			        "another "
-			        "row)",
+			        "client %s: its stored config does not open with this key (tampered, or moved from another row)",
 			        name);
 			(*skipped)++;
 			rv = rv == MK_ENOMEM ? rv : 0;
@@ -177,10 +174,9 @@ store_row_put(store *s, store_table t, json_t *row)
 	int             c, rv;
 
 	if ((rv = store_row_key(t, row, aad, sizeof(aad))) != 0) {
-		return (store_failf(s, rv,
-		                    "%s: a key column is missing or not a "
-		                    "string",
-		                    d->name));
+		return (store_failf(
+		        s, rv, "%s: a key column is missing or not a string",
+		        d->name));
 	}
 	json_object_foreach(row, k, v)
 	{
@@ -208,8 +204,7 @@ store_row_put(store *s, store_table t, json_t *row)
 			sqlite3_clear_bindings(q);
 			return (store_failf(
 			        s, MK_EINVAL,
-			        "%s.%s: expected a string, an integer or "
-			        "null",
+			        "%s.%s: expected a string, an integer or null",
 			        d->name, k));
 		}
 	}
@@ -284,10 +279,7 @@ read_row(store *s, store_table t, sqlite3_stmt *q, int *bad)
 				    0) {
 					store_failf(
 					        s, MK_EPROTO,
-					        "%s row %s: %s does not open "
-					        "with this key (tampered, or "
-					        "moved "
-					        "from another row)",
+					        "%s row %s: %s does not open with this key (tampered, or moved from another row)",
 					        d->name,
 					        (const char *)
 					                sqlite3_column_text(q,

@@ -103,8 +103,7 @@ raise_fd_limit(void)
 		lim.rlim_cur = lim.rlim_max;
 		if (setrlimit(RLIMIT_NOFILE, &lim) != 0) {
 			KN_WARN("runtime",
-			        "file descriptors: cannot raise the limit "
-			        "from %llu to %llu: %s",
+			        "file descriptors: cannot raise the limit from %llu to %llu: %s",
 			        (unsigned long long)was,
 			        (unsigned long long)lim.rlim_max,
 			        strerror(errno));
@@ -238,8 +237,7 @@ rt_curl_init(void)
 
 	if ((v->features & CURL_VERSION_THREADSAFE) == 0) {
 		KN_WARN("runtime",
-		        "libcurl %s is not thread-safe to initialise: call "
-		        "curl_global_init before starting threads",
+		        "libcurl %s is not thread-safe to initialise: call curl_global_init before starting threads",
 		        v->version);
 	}
 	if ((c = curl_global_init(CURL_GLOBAL_DEFAULT)) != CURLE_OK) {

@@ -67,12 +67,10 @@ hang_ms(mk_runtime *rt, const char *client)
 static void
 sticky_entry(char *buf, size_t len, const char *name, const char *extra)
 {
-	snprintf(buf, len,
-	         "{\"name\": \"%s\", \"connection_type\": \"http\", "
-	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	         "\"needs_session_stickiness\": true, "
-	         "\"tools_to_execute\": [\"*\"]%s}",
-	         name, srv.port, extra);
+	snprintf(
+	        buf, len,
+	        "{\"name\": \"%s\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]%s}",
+	        name, srv.port, extra);
 }
 
 /* ---- item: every setting takes effect ------------------------------------
@@ -93,11 +91,10 @@ global_settings_load(void)
 	sticky_entry(a, sizeof(a), "gl", "");
 	sticky_entry(b, sizeof(b), "own",
 	             ", \"tool_execution_timeout\": \"3s\"");
-	snprintf(file, sizeof(file),
-	         "{\"mcp\": {\"tool_sync_interval\": \"1s\", "
-	         "\"tool_execution_timeout\": \"1s\", "
-	         "\"client_configs\": [%s, %s]}}",
-	         a, b);
+	snprintf(
+	        file, sizeof(file),
+	        "{\"mcp\": {\"tool_sync_interval\": \"1s\", \"tool_execution_timeout\": \"1s\", \"client_configs\": [%s, %s]}}",
+	        a, b);
 	CHECK_EQ(mk_runtime_load(rt, file, &err), 0);
 	wait_state(&sb, &at, "gl", "healthy", NULL);
 	wait_checks(rt, "gl", 2);
@@ -127,19 +124,17 @@ global_settings_configure(void)
 	CHECK_EQ(mk_runtime_load(rt, file, &err), 0);
 	wait_state(&sb, &at, "rl", "healthy", NULL);
 	CHECK_EQ(client_metric(rt, "rl", "checks"), 0); /* ten minutes */
-	CHECK_EQ(mk_runtime_configure(rt,
-	                              "{\"mcp\": {\"tool_sync_interval\": "
-	                              "\"0s\"}}",
-	                              &err),
+	CHECK_EQ(mk_runtime_configure(
+	                 rt, "{\"mcp\": {\"tool_sync_interval\": \"0s\"}}",
+	                 &err),
 	         MK_EINVAL);
 	CHECK(strstr(err, "mcp.tool_sync_interval") != NULL);
 	mk_free(err);
 	err = NULL;
-	snprintf(file, sizeof(file),
-	         "{\"mcp\": {\"tool_sync_interval\": \"1s\", "
-	         "\"tool_execution_timeout\": \"1s\", \"client_configs\": "
-	         "[%s]}}",
-	         a);
+	snprintf(
+	        file, sizeof(file),
+	        "{\"mcp\": {\"tool_sync_interval\": \"1s\", \"tool_execution_timeout\": \"1s\", \"client_configs\": [%s]}}",
+	        a);
 	CHECK_EQ(mk_runtime_configure(rt, file, &err), 0);
 	wait_checks(rt, "rl", 2);
 	CHECK(hang_ms(rt, "rl") < 10000);
@@ -192,12 +187,11 @@ update_in_place(void)
 	char       *err = NULL;
 	int         at  = 0;
 
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"st\", \"connection_type\": \"stdio\", "
-	             "\"stdio_config\": {\"command\": \"node\", \"args\": "
-	             "[\"%s\", \"stdio\"]}, \"tools_to_execute\": [\"*\"]}",
-	             js),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"st\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"node\", \"args\": [\"%s\", \"stdio\"]}, \"tools_to_execute\": [\"*\"]}",
+	            js),
+	        0);
 	wait_state(&sb, &at, "st", "healthy", NULL);
 	long pid = server_pid(rt, "st"), gen = generation(rt, "st");
 	for (int i = 0; in_place[i] != NULL; i++) {
@@ -212,10 +206,10 @@ update_in_place(void)
 	free(t);
 	/* a connection field: a new process */
 	char patch[1024];
-	snprintf(patch, sizeof(patch),
-	         "{\"stdio_config\": {\"command\": \"node\", \"args\": "
-	         "[\"%s\", \"stdio\"], \"envs\": [\"MK_APPLY=1\"]}}",
-	         js);
+	snprintf(
+	        patch, sizeof(patch),
+	        "{\"stdio_config\": {\"command\": \"node\", \"args\": [\"%s\", \"stdio\"], \"envs\": [\"MK_APPLY=1\"]}}",
+	        js);
 	CHECK_EQ(mk_client_update(rt, "st", patch, &err), 0);
 	CHECK(server_pid(rt, "st") != pid);
 	CHECK(generation(rt, "st") > gen);
@@ -354,15 +348,11 @@ view_round_trip(void)
 	int         at  = 0, rc;
 	json_t     *v;
 
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"rt_keep\", \"connection_type\": \"http\", "
-	             "\"connection_string\": "
-	             "\"http://127.0.0.1:%d/mcp?key=q-s3cret\", "
-	             "\"needs_session_stickiness\": true, "
-	             "\"headers\": {\"x-api-key\": \"h-s3cret\"}, "
-	             "\"tools_to_execute\": [\"*\"]}",
-	             srv.port),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"rt_keep\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp?key=q-s3cret\", \"needs_session_stickiness\": true, \"headers\": {\"x-api-key\": \"h-s3cret\"}, \"tools_to_execute\": [\"*\"]}",
+	            srv.port),
+	        0);
 	wait_state(&sb, &at, "rt_keep", "healthy", NULL);
 	v   = view_of(rt, "rt_keep");
 	cfg = json_dumps(json_object_get(v, "config"), JSON_COMPACT);
@@ -463,34 +453,29 @@ api_env_literal(void)
 	unsetenv("MK_NOPE_Y");
 	snprintf(path, sizeof(path), "%s/literal.db", dir);
 	rt = rt_open_store(&sb, path);
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"lit\", \"connection_type\": \"http\", "
-	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	             "\"needs_session_stickiness\": true, "
-	             "\"auth_type\": \"headers\", \"headers\": "
-	             "{\"x-api-key\": \"env.MK_TEST_SECRET_X\", "
-	             "\"x-nope\": \"env.MK_NOPE_Y\"}, "
-	             "\"tools_to_execute\": [\"*\"]}",
-	             srv.port),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"lit\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"auth_type\": \"headers\", \"headers\": {\"x-api-key\": \"env.MK_TEST_SECRET_X\", \"x-nope\": \"env.MK_NOPE_Y\"}, \"tools_to_execute\": [\"*\"]}",
+	            srv.port),
+	        0);
 	wait_state(&sb, &at, "lit", "healthy", NULL);
 	CHECK(saw(rt, "lit", "x-api-key", "env.MK_TEST_SECRET_X"));
 	CHECK(saw(rt, "lit", "x-nope", "env.MK_NOPE_Y"));
 	/* a literal header value is a value: redacted like any */
 	CHECK(!list_has(rt, MARKER) && !list_has(rt, "env.MK_TEST_SECRET_X"));
 	/* a URL from the API: the usual invalid-URL error, no lookup */
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"lit_url\", \"connection_type\": \"http\", "
-	             "\"connection_string\": \"env.MK_TEST_SECRET_X\"}"),
-	         MK_EINVAL);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"lit_url\", \"connection_type\": \"http\", \"connection_string\": \"env.MK_TEST_SECRET_X\"}"),
+	        MK_EINVAL);
 	CHECK(strstr(err, "must be an http:// or https:// URL") != NULL);
 	CHECK(strstr(err, MARKER) == NULL);
 	mk_free(err);
 	err = NULL;
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"lit_nope\", \"connection_type\": \"http\", "
-	             "\"connection_string\": \"env.MK_NOPE_Y\"}"),
-	         MK_EINVAL);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"lit_nope\", \"connection_type\": \"http\", \"connection_string\": \"env.MK_NOPE_Y\"}"),
+	        MK_EINVAL);
 	CHECK(strstr(err, "must be an http:// or https:// URL") != NULL);
 	CHECK(strstr(err, "not set") == NULL);
 	mk_free(err);
@@ -501,12 +486,12 @@ api_env_literal(void)
 	CHECK(saw(rt, "lit", "x-api-key", "env.MK_TEST_SECRET_X"));
 	CHECK(saw(rt, "lit", "x-nope", "env.MK_NOPE_Y"));
 	/* an update's env. strings too; the view sent back changes nothing */
-	CHECK_EQ(mk_client_update(rt, "lit",
-	                          "{\"headers\": {\"x-api-key\": "
-	                          "\"env.MK_TEST_SECRET_X\", \"x-more\": "
-	                          "\"env.MK_TEST_SECRET_X\"}}",
-	                          &err),
-	         0);
+	CHECK_EQ(
+	        mk_client_update(
+	                rt, "lit",
+	                "{\"headers\": {\"x-api-key\": \"env.MK_TEST_SECRET_X\", \"x-more\": \"env.MK_TEST_SECRET_X\"}}",
+	                &err),
+	        0);
 	CHECK(saw(rt, "lit", "x-more", "env.MK_TEST_SECRET_X"));
 	json_t *v   = view_of(rt, "lit");
 	char   *cfg = json_dumps(json_object_get(v, "config"), JSON_COMPACT);
@@ -539,15 +524,10 @@ file_env_update(void)
 	setenv("MK_TEST_FILE_TOK", FILE_TOK, 1);
 	snprintf(path, sizeof(path), "%s/fileenv.db", dir);
 	rt = rt_open_store(&sb, path);
-	snprintf(file, sizeof(file),
-	         "{\"mcp\": {\"client_configs\": [{\"name\": \"fenv\", "
-	         "\"connection_type\": \"http\", "
-	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	         "\"needs_session_stickiness\": true, "
-	         "\"auth_type\": \"headers\", \"headers\": "
-	         "{\"x-token\": \"env.MK_TEST_FILE_TOK\"}, "
-	         "\"tools_to_execute\": [\"*\"]}]}}",
-	         srv.port);
+	snprintf(
+	        file, sizeof(file),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"fenv\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"auth_type\": \"headers\", \"headers\": {\"x-token\": \"env.MK_TEST_FILE_TOK\"}, \"tools_to_execute\": [\"*\"]}]}}",
+	        srv.port);
 	CHECK_EQ(mk_runtime_load(rt, file, &err), 0);
 	wait_state(&sb, &at, "fenv", "healthy", NULL);
 	CHECK(saw(rt, "fenv", "x-token", FILE_TOK));
@@ -567,12 +547,12 @@ file_env_update(void)
 	rt = rt_open_store(&sb, path);
 	CHECK(saw(rt, "fenv", "x-token", FILE_TOK));
 	/* a patch's new env. string is literal; the file's kept resolves */
-	CHECK_EQ(mk_client_update(rt, "fenv",
-	                          "{\"headers\": {\"x-token\": "
-	                          "\"env.MK_TEST_FILE_TOK\", \"x-more\": "
-	                          "\"env.MK_TEST_SECRET_X\"}}",
-	                          &err),
-	         0);
+	CHECK_EQ(
+	        mk_client_update(
+	                rt, "fenv",
+	                "{\"headers\": {\"x-token\": \"env.MK_TEST_FILE_TOK\", \"x-more\": \"env.MK_TEST_SECRET_X\"}}",
+	                &err),
+	        0);
 	CHECK(saw(rt, "fenv", "x-token", FILE_TOK));
 	CHECK(saw(rt, "fenv", "x-more", "env.MK_TEST_SECRET_X"));
 	/* and the view of that, sent back, changes neither */
@@ -605,16 +585,10 @@ env_args_hidden(void)
 	int         at = 0;
 
 	setenv("MK_TEST_ARG", "mk-arg-marker-55e1", 1);
-	snprintf(file, sizeof(file),
-	         "{\"mcp\": {\"client_configs\": [{\"name\": \"argok\", "
-	         "\"connection_type\": \"stdio\", \"stdio_config\": "
-	         "{\"command\": \"sh\", \"args\": [\"-c\", \"exec node %s "
-	         "stdio\", \"env.MK_TEST_ARG\"]}, \"tools_to_execute\": "
-	         "[\"*\"]}, "
-	         "{\"name\": \"argbad\", \"connection_type\": \"stdio\", "
-	         "\"stdio_config\": {\"command\": \"sh\", \"args\": "
-	         "[\"-c\", \"exit 3\", \"env.MK_TEST_ARG\"]}}]}}",
-	         js);
+	snprintf(
+	        file, sizeof(file),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"argok\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"sh\", \"args\": [\"-c\", \"exec node %s stdio\", \"env.MK_TEST_ARG\"]}, \"tools_to_execute\": [\"*\"]}, {\"name\": \"argbad\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"sh\", \"args\": [\"-c\", \"exit 3\", \"env.MK_TEST_ARG\"]}}]}}",
+	        js);
 	CHECK_EQ(mk_runtime_load(rt, file, &err), 0);
 	wait_state(&sb, &at, "argok", "healthy", NULL);
 	json_t *v = view_of(rt, "argbad");
@@ -623,12 +597,11 @@ env_args_hidden(void)
 	CHECK(list_has(rt, "\"env.MK_TEST_ARG\""));
 	CHECK(!list_has(rt, "mk-arg-marker-55e1"));
 	/* from the API: literal, shown as given */
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"arglit\", \"connection_type\": \"stdio\", "
-	             "\"stdio_config\": {\"command\": \"sh\", \"args\": "
-	             "[\"-c\", \"exec node %s stdio\", \"env.MK_TEST_ARG\"]}}",
-	             js),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"arglit\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"sh\", \"args\": [\"-c\", \"exec node %s stdio\", \"env.MK_TEST_ARG\"]}}",
+	            js),
+	        0);
 	v          = view_of(rt, "arglit");
 	char *dump = json_dumps(json_object_get(v, "config"), JSON_COMPACT);
 	json_decref(v);
@@ -694,11 +667,10 @@ file_has(const char *path, const char *text)
 static void
 entry_of(char *buf, size_t len, const char *name, int port, const char *extra)
 {
-	snprintf(buf, len,
-	         "{\"name\": \"%s\", \"connection_type\": \"http\", "
-	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	         "\"tools_to_execute\": [\"*\"]%s}",
-	         name, port, extra);
+	snprintf(
+	        buf, len,
+	        "{\"name\": \"%s\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]%s}",
+	        name, port, extra);
 }
 
 /* Whether the list has the client. */
@@ -748,12 +720,11 @@ reload_diff(void)
 	snprintf(file, sizeof(file),
 	         "{\"mcp\": {\"client_configs\": [%s, %s, %s]}}", a, b, d);
 	CHECK_EQ(mk_runtime_load(rt, file, &err), 0);
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"rapi\", \"connection_type\": \"http\", "
-	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	             "\"tools_to_execute\": [\"*\"]}",
-	             srv.port),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"rapi\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}",
+	            srv.port),
+	        0);
 	json_t *cfg   = config_of(rt, "rd");
 	char   *rd_id = strdup(vstr(cfg, "client_id"));
 	json_decref(cfg);
@@ -761,15 +732,15 @@ reload_diff(void)
 	 * rd's URL changed, rapi named by the file too */
 	entry_of(a, sizeof(a), "ra", srv.port,
 	         ", \"tool_sync_interval\": \"5m\"");
-	entry_of(c, sizeof(c), "rc", srv.port,
-	         ", \"auth_type\": \"headers\", \"headers\": {\"x-token\": "
-	         "\"env.MK_TEST_FILE_TOK\"}");
+	entry_of(
+	        c, sizeof(c), "rc", srv.port,
+	        ", \"auth_type\": \"headers\", \"headers\": {\"x-token\": \"env.MK_TEST_FILE_TOK\"}");
 	entry_of(d, sizeof(d), "rd", 1, "");
 	entry_of(e, sizeof(e), "rapi", 1, "");
-	snprintf(file, sizeof(file),
-	         "{\"mcp\": {\"tool_execution_timeout\": \"1s\", "
-	         "\"client_configs\": [%s, %s, %s, %s]}}",
-	         a, c, d, e);
+	snprintf(
+	        file, sizeof(file),
+	        "{\"mcp\": {\"tool_execution_timeout\": \"1s\", \"client_configs\": [%s, %s, %s, %s]}}",
+	        a, c, d, e);
 	CHECK_EQ(mk_runtime_reload(rt, file, &err), 0);
 	CHECK(!listed(rt, "rb"));
 	cfg = config_of(rt, "ra");
@@ -787,21 +758,20 @@ reload_diff(void)
 	/* the global timeout applied: ra has none of its own now */
 	CHECK(hang_ms(rt, "ra") < 10000);
 	/* invalid: nothing changes */
-	CHECK_EQ(mk_runtime_reload(rt,
-	                           "{\"mcp\": {\"client_configs\": "
-	                           "[{\"name\": \"bad name\"}]}}",
-	                           &err),
-	         MK_EINVAL);
+	CHECK_EQ(
+	        mk_runtime_reload(
+	                rt,
+	                "{\"mcp\": {\"client_configs\": [{\"name\": \"bad name\"}]}}",
+	                &err),
+	        MK_EINVAL);
 	CHECK(strstr(err, "bad name") != NULL);
 	mk_free(err);
 	err = NULL;
 	CHECK_EQ(
-	        mk_runtime_reload(rt,
-	                          "{\"mcp\": {\"client_configs\": [{\"name\": "
-	                          "\"rz\", \"connection_type\": \"http\", "
-	                          "\"connection_string\": "
-	                          "\"env.MK_NOPE_Y\"}]}}",
-	                          &err),
+	        mk_runtime_reload(
+	                rt,
+	                "{\"mcp\": {\"client_configs\": [{\"name\": \"rz\", \"connection_type\": \"http\", \"connection_string\": \"env.MK_NOPE_Y\"}]}}",
+	                &err),
 	        MK_EINVAL);
 	CHECK(strstr(err, "MK_NOPE_Y is not set") != NULL);
 	mk_free(err);
@@ -817,15 +787,14 @@ reload_diff(void)
 	json_decref(cfg);
 	rt_close(&rt, &sb);
 	close(fd);
+	CHECK(file_has(
+	        logp,
+	        "runtime: reloaded: 2 added, 1 updated, 1 removed, 1 failed"));
 	CHECK(file_has(logp,
-	               "runtime: reloaded: 2 added, 1 updated, 1 "
-	               "removed, 1 failed"));
-	CHECK(file_has(logp,
-	               "runtime: reload: rapi: an MCP client named "
-	               "rapi"));
-	CHECK(file_has(logp,
-	               "runtime: reloaded: 0 added, 0 updated, 1 "
-	               "removed, 0 failed"));
+	               "runtime: reload: rapi: an MCP client named rapi"));
+	CHECK(file_has(
+	        logp,
+	        "runtime: reloaded: 0 added, 0 updated, 1 removed, 0 failed"));
 	CHECK(!file_has(logp, FILE_TOK));
 	free(rd_id);
 }

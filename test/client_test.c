@@ -53,12 +53,11 @@ modes_table(void)
 	start_everything(&sse, "sse", peer_free_port());
 
 	/* none + http, stickiness omitted: per-call, discovered on add */
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"m_http\", \"connection_type\": \"http\", "
-	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	             "\"tools_to_execute\": [\"*\"]}",
-	             http.port),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"m_http\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}",
+	            http.port),
+	        0);
 	v = view_of(rt, "m_http");
 	CHECK(strcmp(vstr(v, "connection_mode"), "per_call") == 0);
 	CHECK(strcmp(vstr(v, "state"), "healthy") == 0);
@@ -67,8 +66,8 @@ modes_table(void)
 	/* per-call: reconnect has nothing to reconnect */
 	CHECK_EQ(mk_client_reconnect(rt, "m_http", &err), MK_EINVAL);
 	CHECK(strcmp(err,
-	             "client uses per-call connections; there is no "
-	             "persistent connection to reconnect") == 0);
+	             "client uses per-call connections; there is no persistent connection to reconnect") ==
+	      0);
 	mk_free(err);
 	/* a per-call call dials, calls, closes */
 	char *t =
@@ -81,15 +80,10 @@ modes_table(void)
 	 * a config file's env. reference shown as the reference) */
 	setenv("MK_TEST_SECRET", "s3cr3t-value", 1);
 	char file[1024];
-	snprintf(file, sizeof(file),
-	         "{\"mcp\": {\"client_configs\": [{\"name\": \"m_sticky\", "
-	         "\"connection_type\": \"http\", "
-	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	         "\"auth_type\": \"headers\", \"headers\": {\"X-Key\": "
-	         "\"literal-secret\", \"X-Env\": \"env.MK_TEST_SECRET\"}, "
-	         "\"needs_session_stickiness\": true, "
-	         "\"tools_to_execute\": [\"echo\"]}]}}",
-	         http.port);
+	snprintf(
+	        file, sizeof(file),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"m_sticky\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"headers\", \"headers\": {\"X-Key\": \"literal-secret\", \"X-Env\": \"env.MK_TEST_SECRET\"}, \"needs_session_stickiness\": true, \"tools_to_execute\": [\"echo\"]}]}}",
+	        http.port);
 	CHECK_EQ(mk_runtime_load(rt, file, &err), 0);
 	v = view_of(rt, "m_sticky");
 	CHECK(strcmp(vstr(v, "connection_mode"), "sticky") == 0);
@@ -115,56 +109,48 @@ modes_table(void)
 	free(t);
 
 	/* none + sse: sticky; sse/stdio + stickiness false: rejected */
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"m_sse\", \"connection_type\": \"sse\", "
-	             "\"connection_string\": \"http://127.0.0.1:%d/sse\"}",
-	             sse.port),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"m_sse\", \"connection_type\": \"sse\", \"connection_string\": \"http://127.0.0.1:%d/sse\"}",
+	            sse.port),
+	        0);
 	v = view_of(rt, "m_sse");
 	CHECK(strcmp(vstr(v, "connection_mode"), "sticky") == 0);
 	json_decref(v);
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"m_sse_false\", \"connection_type\": "
-	             "\"sse\", "
-	             "\"connection_string\": \"http://127.0.0.1:%d/sse\", "
-	             "\"needs_session_stickiness\": false}",
-	             sse.port),
-	         MK_EINVAL);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"m_sse_false\", \"connection_type\": \"sse\", \"connection_string\": \"http://127.0.0.1:%d/sse\", \"needs_session_stickiness\": false}",
+	            sse.port),
+	        MK_EINVAL);
 	CHECK(strcmp(err,
-	             "needs_session_stickiness cannot be false for "
-	             "connection_type \"sse\": only 'http' supports a "
-	             "per-call connection") == 0);
+	             "needs_session_stickiness cannot be false for connection_type \"sse\": only 'http' supports a per-call connection") ==
+	      0);
 	mk_free(err);
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"m_stdio_false\", \"connection_type\": "
-	             "\"stdio\", \"stdio_config\": {\"command\": \"node\"}, "
-	             "\"auth_type\": \"oauth\", "
-	             "\"needs_session_stickiness\": false}"),
-	         MK_EINVAL);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"m_stdio_false\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"node\"}, \"auth_type\": \"oauth\", \"needs_session_stickiness\": false}"),
+	        MK_EINVAL);
 	CHECK(strcmp(err,
-	             "needs_session_stickiness cannot be false for "
-	             "connection_type \"stdio\": only 'http' supports a "
-	             "per-call connection") == 0);
+	             "needs_session_stickiness cannot be false for connection_type \"stdio\": only 'http' supports a per-call connection") ==
+	      0);
 	mk_free(err);
 
 	/* none + stdio: sticky */
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"m_stdio\", \"connection_type\": \"stdio\", "
-	             "\"stdio_config\": {\"command\": \"node\", \"args\": "
-	             "[\"%s\", \"stdio\"]}}",
-	             js),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"m_stdio\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"node\", \"args\": [\"%s\", \"stdio\"]}}",
+	            js),
+	        0);
 	v = view_of(rt, "m_stdio");
 	CHECK(strcmp(vstr(v, "connection_mode"), "sticky") == 0);
 	CHECK(strcmp(vstr(v, "state"), "healthy") == 0);
 	json_decref(v);
 
 	/* oauth (server-level) + http: per-call, pending verification */
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"m_oauth\", \"connection_type\": \"http\", "
-	             "\"connection_string\": \"http://127.0.0.1:1/mcp\", "
-	             "\"auth_type\": \"oauth\", \"oauth_config\": {}}"),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"m_oauth\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:1/mcp\", \"auth_type\": \"oauth\", \"oauth_config\": {}}"),
+	        0);
 	v = view_of(rt, "m_oauth");
 	CHECK(strcmp(vstr(v, "connection_mode"), "per_call") == 0);
 	CHECK(strcmp(vstr(v, "state"), "pending_verification") == 0);
@@ -183,11 +169,7 @@ modes_table(void)
 	for (int i = 0; i < 3; i++) {
 		CHECK_EQ(
 		        add(rt, &err,
-		            "{\"name\": \"%s\", \"connection_type\": \"%s\", "
-		            "\"connection_string\": \"http://127.0.0.1:1/x\", "
-		            "\"stdio_config\": {\"command\": \"true\"}, "
-		            "\"auth_type\": \"%s\", "
-		            "\"needs_session_stickiness\": %s}",
+		            "{\"name\": \"%s\", \"connection_type\": \"%s\", \"connection_string\": \"http://127.0.0.1:1/x\", \"stdio_config\": {\"command\": \"true\"}, \"auth_type\": \"%s\", \"needs_session_stickiness\": %s}",
 		            pu[i][0], pu[i][2], pu[i][1],
 		            i == 0 ? "false" : "true"),
 		        0);
@@ -199,24 +181,23 @@ modes_table(void)
 
 	/* a user's add of a sticky client that cannot connect: not kept */
 	CHECK(add(rt, &err,
-	          "{\"name\": \"m_dead\", \"connection_type\": \"sse\", "
-	          "\"connection_string\": \"http://127.0.0.1:%d/sse\"}",
+	          "{\"name\": \"m_dead\", \"connection_type\": \"sse\", \"connection_string\": \"http://127.0.0.1:%d/sse\"}",
 	          peer_free_port()) == MK_EUPSTREAM);
 	CHECK(strstr(err, "cannot connect to MCP client m_dead") != NULL);
 	mk_free(err);
 	CHECK_EQ(mk_client_remove(rt, "m_dead", &err), MK_ENOENT);
 	mk_free(err);
 	/* duplicate name */
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"m_sse\", \"connection_type\": \"sse\", "
-	             "\"connection_string\": \"http://127.0.0.1:1/sse\"}"),
-	         MK_EEXIST);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"m_sse\", \"connection_type\": \"sse\", \"connection_string\": \"http://127.0.0.1:1/sse\"}"),
+	        MK_EEXIST);
 	mk_free(err);
 	/* unknown field, named */
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"m_bad\", \"connection_type\": \"http\", "
-	             "\"connection_string\": \"http://x/\", \"colour\": 1}"),
-	         MK_EINVAL);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"m_bad\", \"connection_type\": \"http\", \"connection_string\": \"http://x/\", \"colour\": 1}"),
+	        MK_EINVAL);
 	CHECK(strcmp(err, "client \"m_bad\": unknown field \"colour\"") == 0);
 	mk_free(err);
 
@@ -245,13 +226,10 @@ boot_dead_then_heal(void)
 	json_t     *v;
 
 	sub_open(&sb2, mk_stream_url(rt)); /* a second subscriber */
-	snprintf(cfg, sizeof(cfg),
-	         "{\"mcp\": {\"client_configs\": [{\"name\": \"b_http\", "
-	         "\"connection_type\": \"http\", \"connection_string\": "
-	         "\"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": "
-	         "true, "
-	         "\"tool_sync_interval\": \"1s\"}]}}",
-	         port);
+	snprintf(
+	        cfg, sizeof(cfg),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"b_http\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tool_sync_interval\": \"1s\"}]}}",
+	        port);
 	CHECK_EQ(mk_runtime_load(rt, cfg, &err), 0);
 	e = wait_state(&sb, &at, "b_http", "unstable", "connect");
 	CHECK(e.old_state[0] == '\0'); /* a new client's first state */
@@ -341,11 +319,11 @@ sse_transport_lost(void)
 	event       e;
 
 	start_everything(&p, "sse", peer_free_port());
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"s_sse\", \"connection_type\": \"sse\", "
-	             "\"connection_string\": \"http://127.0.0.1:%d/sse\"}",
-	             p.port),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"s_sse\", \"connection_type\": \"sse\", \"connection_string\": \"http://127.0.0.1:%d/sse\"}",
+	            p.port),
+	        0);
 	wait_state(&sb, &at, "s_sse", "healthy", NULL);
 	peer_stop(&p);
 	e = wait_state(&sb, &at, "s_sse", "unstable", "transport_lost");
@@ -366,17 +344,13 @@ message_normalised(void)
 	CHECK_EQ(
 	        mk_runtime_load(
 	                rt,
-	                "{\"mcp\": {\"client_configs\": [{\"name\": \"n_sh\", "
-	                "\"connection_type\": \"stdio\", \"stdio_config\": "
-	                "{\"command\": \"sh\", \"args\": [\"-c\", \"printf "
-	                "'first line\\\\n\\\\tsecond\\\\t\\\\tline' >&2; exit "
-	                "3\"]}}]}}",
+	                "{\"mcp\": {\"client_configs\": [{\"name\": \"n_sh\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"sh\", \"args\": [\"-c\", \"printf 'first line\\\\n\\\\tsecond\\\\t\\\\tline' >&2; exit 3\"]}}]}}",
 	                &err),
 	        0);
 	e = wait_state(&sb, &at, "n_sh", "unstable", "connect");
 	CHECK(strcmp(e.message,
-	             "server process exited with status 3; "
-	             "stderr: first line second line") == 0);
+	             "server process exited with status 3; stderr: first line second line") ==
+	      0);
 	rt_close(&rt, &sb);
 }
 
@@ -424,13 +398,11 @@ make_before_break(void)
 	int     gen;
 
 	start_everything(&p, "streamableHttp", peer_free_port());
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"mbb\", \"connection_type\": \"http\", "
-	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	             "\"needs_session_stickiness\": true, "
-	             "\"tools_to_execute\": [\"*\"]}",
-	             p.port),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"mbb\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]}",
+	            p.port),
+	        0);
 	v   = view_of(rt, "mbb");
 	gen = (int)json_integer_value(json_object_get(v, "generation"));
 	json_decref(v);
@@ -486,12 +458,11 @@ disable_during_reconnect(void)
 	json_t     *v;
 
 	start_everything(&p, "streamableHttp", peer_free_port());
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"dis\", \"connection_type\": \"http\", "
-	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	             "\"needs_session_stickiness\": true}",
-	             p.port),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"dis\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true}",
+	            p.port),
+	        0);
 	wait_state(&sb, &at, "dis", "healthy", NULL);
 	kill(p.pid, SIGSTOP); /* connects, then never answers */
 	pthread_create(&t, NULL, reconnect_main, &r);
@@ -534,13 +505,11 @@ stale_check_dropped(void)
 	CHECK_EQ(peer_start(&p, argv, NULL, "listening on port ([0-9]+)",
 	                    WAIT_MS),
 	         0);
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"stale\", \"connection_type\": \"http\", "
-	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	             "\"needs_session_stickiness\": true, "
-	             "\"tool_sync_interval\": \"1s\"}",
-	             p.port),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"stale\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tool_sync_interval\": \"1s\"}",
+	            p.port),
+	        0);
 	wait_state(&sb, &at, "stale", "healthy", NULL);
 	admin(p.port, "/admin/ping-mode",
 	      "{\"delay_ms\": 2000, \"status\": 500}", NULL);
@@ -572,13 +541,11 @@ update_client(void)
 	pthread_t   th;
 
 	start_everything(&p, "streamableHttp", peer_free_port());
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"upd\", \"connection_type\": \"http\", "
-	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	             "\"needs_session_stickiness\": true, "
-	             "\"tools_to_execute\": [\"echo\"]}",
-	             p.port),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"upd\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"echo\"]}",
+	            p.port),
+	        0);
 	wait_state(&sb, &at, "upd", "healthy", NULL);
 	t = call_text(rt, "upd", "get-sum", "{\"a\": 1, \"b\": 1}", &rc);
 	CHECK_EQ(rc, MK_EINVAL);
@@ -595,8 +562,8 @@ update_client(void)
 	                          &err),
 	         MK_EINVAL);
 	CHECK(strcmp(err,
-	             "client \"upd\": field \"connection_type\" cannot "
-	             "be changed") == 0);
+	             "client \"upd\": field \"connection_type\" cannot be changed") ==
+	      0);
 	mk_free(err);
 	CHECK_EQ(mk_client_update(rt, "upd",
 	                          "{\"tool_sync_interval\": \"0s\"}", &err),
@@ -620,11 +587,10 @@ update_client(void)
 	/* the patch is also invalid: until the reconnect runs it is
 	 * refused at once for that (and changes nothing) */
 	for (int i = 0;; i++) {
-		rc = mk_client_update(rt, "upd",
-		                      "{\"headers\": {\"X-A\": \"2\"}, "
-		                      "\"tool_sync_interval\": "
-		                      "\"0s\"}",
-		                      &err);
+		rc = mk_client_update(
+		        rt, "upd",
+		        "{\"headers\": {\"X-A\": \"2\"}, \"tool_sync_interval\": \"0s\"}",
+		        &err);
 		if (rc == MK_EBUSY) {
 			break;
 		}
@@ -636,8 +602,8 @@ update_client(void)
 		nanosleep(&ts, NULL); /* polling for the reconnect to start */
 	}
 	CHECK(strcmp(err,
-	             "reconnect or connection credential update already "
-	             "in progress for MCP client upd") == 0);
+	             "reconnect or connection credential update already in progress for MCP client upd") ==
+	      0);
 	mk_free(err);
 	kill(p.pid, SIGCONT);
 	pthread_join(th, NULL);
@@ -666,16 +632,16 @@ known_tools_restored(void)
 	                                      * would fail */
 	char cfg[512];
 
-	snprintf(cfg, sizeof(cfg),
-	         "{\"name\": \"known\", \"connection_type\": \"http\", "
-	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\"}",
-	         port);
+	snprintf(
+	        cfg, sizeof(cfg),
+	        "{\"name\": \"known\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\"}",
+	        port);
 	mp_w_init(&w);
 	mp_map(&w, 2);
 	mp_kv_str(&w, "config", cfg);
-	mp_kv_str(&w, "tools",
-	          "[{\"name\": \"zeta\", \"inputSchema\": {}}, "
-	          "{\"inputSchema\": {}, \"name\": \"alpha\"}]");
+	mp_kv_str(
+	        &w, "tools",
+	        "[{\"name\": \"zeta\", \"inputSchema\": {}}, {\"inputSchema\": {}, \"name\": \"alpha\"}]");
 	CHECK_EQ(kn_ask(rt->system[RT_SUPERVISOR], MSG_SV_ADD, w.sb.data,
 	                w.sb.size, WAIT_MS, &a),
 	         0);
@@ -740,14 +706,11 @@ big_list_fails(const char *big, const char *text)
 	                    WAIT_MS),
 	         0);
 	for (int i = 0; i < 2; i++) {
-		CHECK_EQ(add(rt, &err,
-		             "{\"name\": \"%s\", \"connection_type\": "
-		             "\"http\", \"connection_string\": "
-		             "\"http://127.0.0.1:%d/mcp\", "
-		             "\"needs_session_stickiness\": %s, "
-		             "\"tool_sync_interval\": \"1s\"}",
-		             names[i], p.port, i == 0 ? "true" : "false"),
-		         0);
+		CHECK_EQ(
+		        add(rt, &err,
+		            "{\"name\": \"%s\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": %s, \"tool_sync_interval\": \"1s\"}",
+		            names[i], p.port, i == 0 ? "true" : "false"),
+		        0);
 		wait_state(&sb, &at, names[i], "healthy", NULL);
 	}
 	v = view_of(rt, "big_st");
@@ -796,8 +759,8 @@ state_machine(void)
 				bool auth_to = to == CS_DISABLED ||
 				        to == CS_REAUTH || to == CS_PENDING;
 				cl.state = (cl_state)from;
-				bool ok  = client_state_enter(&cl, (cl_state)to,
-				                              (cl_cause)by);
+				bool ok = client_state_enter(&cl, (cl_state)to,
+				                             (cl_cause)by);
 				CHECK_EQ(cl.state, ok ? to : from);
 				n += ok;
 				if (by == CL_BY_RESULT) {

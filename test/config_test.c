@@ -49,21 +49,13 @@ errors_name_the_field(void)
 {
 	refused("[]", "config: the top level must be an object");
 	refused("{\"mcp\": {}, \"extra\": 1}", "unknown field \"extra\"");
-	refused("{\"mcp\": {\"client_configs\": [{\"name\": \"a\", "
-	        "\"connection_type\": \"http\", \"connection_string\": "
-	        "\"http://h/mcp\", \"colour\": 1}]}}",
+	refused("{\"mcp\": {\"client_configs\": [{\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\", \"colour\": 1}]}}",
 	        "client \"a\"");
 	refused("{\"mcp\": {\"tool_sync_interval\": \"5ms\"}}",
-	        "\"mcp.tool_sync_interval\" must be a duration of at least "
-	        "1s");
-	refused("{\"mcp\": {\"client_configs\": [{\"name\": \"a\", "
-	        "\"connection_type\": \"http\", \"connection_string\": "
-	        "\"env.MK_CONFIG_TEST_NOPE\"}]}}",
+	        "\"mcp.tool_sync_interval\" must be a duration of at least 1s");
+	refused("{\"mcp\": {\"client_configs\": [{\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"env.MK_CONFIG_TEST_NOPE\"}]}}",
 	        "environment variable MK_CONFIG_TEST_NOPE is not set");
-	refused("{\"mcp\": {\"client_configs\": [{\"name\": \"a\", "
-	        "\"connection_type\": \"http\", \"connection_string\": "
-	        "\"http://h/mcp\"}, {\"name\": \"a\", \"connection_type\": "
-	        "\"http\", \"connection_string\": \"http://h/mcp\"}]}}",
+	refused("{\"mcp\": {\"client_configs\": [{\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\"}, {\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\"}]}}",
 	        "client \"a\": the name is used twice");
 	refused("{\"server\": {\"stream_public\": \"yes\"}}",
 	        "field \"server.stream_public\": must be true or false");
@@ -81,41 +73,23 @@ static void
 virtual_keys(void)
 {
 	refused("{\"server\": {\"virtual_keys\": {}}}", "must be an array");
-	refused("{\"server\": {\"virtual_keys\": [{\"name\": \"a b\", "
-	        "\"value\": \"0123456789abcdef\", \"clients\": {\"*\": "
-	        "[\"*\"]}}]}}",
+	refused("{\"server\": {\"virtual_keys\": [{\"name\": \"a b\", \"value\": \"0123456789abcdef\", \"clients\": {\"*\": [\"*\"]}}]}}",
 	        "name must be 1 to 64 letters, digits, '_' or '-'");
-	refused("{\"server\": {\"virtual_keys\": [{\"name\": \"k\", "
-	        "\"value\": \"short-value\", \"clients\": {\"*\": "
-	        "[\"*\"]}}]}}",
+	refused("{\"server\": {\"virtual_keys\": [{\"name\": \"k\", \"value\": \"short-value\", \"clients\": {\"*\": [\"*\"]}}]}}",
 	        "the value of key \"k\" is shorter than 16 characters");
-	refused("{\"server\": {\"virtual_keys\": [{\"name\": \"k\", "
-	        "\"value\": \"0123456789abcdef\", \"clients\": {\"c\": "
-	        "[]}}]}}",
+	refused("{\"server\": {\"virtual_keys\": [{\"name\": \"k\", \"value\": \"0123456789abcdef\", \"clients\": {\"c\": []}}]}}",
 	        "client \"c\": must be a list of tool names, or [\"*\"]");
-	refused("{\"server\": {\"virtual_keys\": [{\"name\": \"k\", "
-	        "\"value\": \"0123456789abcdef\", \"clients\": {\"*\": "
-	        "[\"*\"]}, \"trust_identity_headers\": 1}]}}",
+	refused("{\"server\": {\"virtual_keys\": [{\"name\": \"k\", \"value\": \"0123456789abcdef\", \"clients\": {\"*\": [\"*\"]}, \"trust_identity_headers\": 1}]}}",
 	        "trust_identity_headers must be true or false");
-	refused("{\"server\": {\"virtual_keys\": [{\"name\": \"k\", "
-	        "\"value\": \"0123456789abcdef\", \"clients\": {\"*\": "
-	        "[\"*\"]}}, {\"name\": \"j\", \"value\": "
-	        "\"0123456789abcdef\", \"clients\": {\"*\": [\"*\"]}}]}}",
+	refused("{\"server\": {\"virtual_keys\": [{\"name\": \"k\", \"value\": \"0123456789abcdef\", \"clients\": {\"*\": [\"*\"]}}, {\"name\": \"j\", \"value\": \"0123456789abcdef\", \"clients\": {\"*\": [\"*\"]}}]}}",
 	        "key \"j\" has the value of another key");
-	refused("{\"server\": {\"virtual_keys\": [{\"name\": \"k\", "
-	        "\"value\": \"0123456789abcdef\", \"clients\": {\"*\": "
-	        "[\"*\"]}, \"scope\": 1}]}}",
+	refused("{\"server\": {\"virtual_keys\": [{\"name\": \"k\", \"value\": \"0123456789abcdef\", \"clients\": {\"*\": [\"*\"]}, \"scope\": 1}]}}",
 	        "unknown field \"scope\"");
 	/* a value from the environment, resolved; never in an error */
 	setenv("MK_CONFIG_TEST_VK", "vk-from-the-environment", 1);
-	cfg_file *f = parsed("{\"server\": {\"virtual_keys\": [{\"name\": "
-	                     "\"k\", \"value\": \"env.MK_CONFIG_TEST_VK\", "
-	                     "\"clients\": {\"svc\": [\"echo\"]}, "
-	                     "\"trust_identity_headers\": true}], "
-	                     "\"allowed_origins\": [\"https://gw:8443\"], "
-	                     "\"stream_public\": true, \"metrics_token\": "
-	                     "\"m-token\"}}");
-	json_t   *k = json_array_get(f->vkeys, 0);
+	cfg_file *f = parsed(
+	        "{\"server\": {\"virtual_keys\": [{\"name\": \"k\", \"value\": \"env.MK_CONFIG_TEST_VK\", \"clients\": {\"svc\": [\"echo\"]}, \"trust_identity_headers\": true}], \"allowed_origins\": [\"https://gw:8443\"], \"stream_public\": true, \"metrics_token\": \"m-token\"}}");
+	json_t *k = json_array_get(f->vkeys, 0);
 	CHECK(strcmp(json_string_value(json_object_get(k, "value")),
 	             "vk-from-the-environment") == 0);
 	CHECK(json_is_true(json_object_get(k, "trust_identity_headers")));
@@ -137,11 +111,9 @@ env_file_and_api(void)
 
 	setenv("MK_CONFIG_TEST_URL", "http://127.0.0.1:9/mcp", 1);
 	setenv("MK_CONFIG_TEST_KEY", "header-secret", 1);
-	o = json_loads("{\"name\": \"e\", \"connection_type\": \"http\", "
-	               "\"connection_string\": \"env.MK_CONFIG_TEST_URL\", "
-	               "\"auth_type\": \"headers\", \"headers\": {\"X-K\": "
-	               "\"env.MK_CONFIG_TEST_KEY\"}}",
-	               0, NULL);
+	o = json_loads(
+	        "{\"name\": \"e\", \"connection_type\": \"http\", \"connection_string\": \"env.MK_CONFIG_TEST_URL\", \"auth_type\": \"headers\", \"headers\": {\"X-K\": \"env.MK_CONFIG_TEST_KEY\"}}",
+	        0, NULL);
 	CHECK(o != NULL);
 	CHECK_EQ(cfg_client_parse(o, NULL, &c, err, sizeof(err)), 0);
 	CHECK(strcmp(c->url, "http://127.0.0.1:9/mcp") == 0);

@@ -26,29 +26,27 @@ classify_good(void)
 	CHECK(json_is_object(m.result));
 	json_decref(root);
 
-	CHECK_EQ(parse("{\"jsonrpc\":\"2.0\",\"id\":8,\"error\":{\"code\":-"
-	               "32602,"
-	               "\"message\":\"bad\"}}",
-	               &m, &root, why),
-	         0);
+	CHECK_EQ(
+	        parse("{\"jsonrpc\":\"2.0\",\"id\":8,\"error\":{\"code\":-32602,\"message\":\"bad\"}}",
+	              &m, &root, why),
+	        0);
 	CHECK_EQ(m.kind, JR_ERROR);
 	CHECK_EQ(m.err_code, -32602);
 	CHECK(strcmp(m.err_message, "bad") == 0);
 	json_decref(root);
 
-	CHECK_EQ(parse("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
-	               "progress\","
-	               "\"params\":{\"progressToken\":1,\"progress\":1}}",
-	               &m, &root, why),
-	         0);
+	CHECK_EQ(
+	        parse("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}",
+	              &m, &root, why),
+	        0);
 	CHECK_EQ(m.kind, JR_NOTIFICATION);
 	CHECK(strcmp(m.method, "notifications/progress") == 0);
 	json_decref(root);
 
-	CHECK_EQ(parse("{\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":"
-	               "\"ping\"}",
-	               &m, &root, why),
-	         0);
+	CHECK_EQ(
+	        parse("{\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"ping\"}",
+	              &m, &root, why),
+	        0);
 	CHECK_EQ(m.kind, JR_REQUEST);
 	json_decref(root);
 }
@@ -67,8 +65,7 @@ classify_bad(void)
 	        "{\"jsonrpc\":\"2.0\",\"result\":{}}",
 	        "{\"jsonrpc\":\"2.0\",\"id\":1}",
 	        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"error\":{}}",
-	        "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":\"x\","
-	        "\"message\":\"m\"}}",
+	        "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":\"x\",\"message\":\"m\"}}",
 	        "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":\"boom\"}",
 	        "{\"jsonrpc\":\"2.0\",\"method\":5}",
 	        "{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":3}",
@@ -111,13 +108,13 @@ build(void)
 	char   *s = codec_jr_request(3, "tools/call", p);
 
 	CHECK(strcmp(s,
-	             "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
-	             "\"params\":{\"name\":\"echo\"}}") == 0);
+	             "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}") ==
+	      0);
 	free(s);
 	s = codec_jr_notification("notifications/initialized", NULL);
 	CHECK(strcmp(s,
-	             "{\"jsonrpc\":\"2.0\",\"method\":"
-	             "\"notifications/initialized\"}") == 0);
+	             "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}") ==
+	      0);
 	free(s);
 	json_decref(p);
 }

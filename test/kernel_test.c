@@ -503,8 +503,8 @@ handler_errors_reported(void)
 	CHECK_EQ(st.handler_errors, 2);
 	pthread_mutex_lock(&hook_mtx);
 	CHECK(strstr(hook_line,
-	             "actor failing: handler for message user "
-	             "failed: protocol error") != NULL);
+	             "actor failing: handler for message user failed: protocol error") !=
+	      NULL);
 	pthread_mutex_unlock(&hook_mtx);
 	kn_log_set_hook(NULL, NULL);
 	kn_actor_destroy(&a);

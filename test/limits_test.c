@@ -110,13 +110,10 @@ refused_at_limit(void)
 	low.rlim_cur = (rlim_t)open_fds() + 40;
 	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
 	for (int i = 0; i < 100; i++) {
-		rc = add(rt, &err,
-		         "{\"name\": \"lim_on_%d\", \"connection_type\": "
-		         "\"http\", \"connection_string\": "
-		         "\"http://127.0.0.1:%d/mcp\", "
-		         "\"needs_session_stickiness\": true, "
-		         "\"tools_to_execute\": [\"*\"]}",
-		         i, p.port);
+		rc = add(
+		        rt, &err,
+		        "{\"name\": \"lim_on_%d\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]}",
+		        i, p.port);
 		if (rc != 0) {
 			break;
 		}
@@ -241,8 +238,7 @@ close_bounded(void)
 	t0 = now_ms();
 	rt_close(&rt, &sb);
 	fprintf(stderr,
-	        "close with %d clients stuck in a dial, %d idle: "
-	        "%lld ms\n",
+	        "close with %d clients stuck in a dial, %d idle: %lld ms\n",
 	        STUCK, IDLE, (long long)(now_ms() - t0));
 	CHECK(now_ms() - t0 <= CLOSE_BOUND_MS);
 	shutdown(s.fd, SHUT_RDWR);

@@ -49,13 +49,11 @@ call_failure_checks(void)
 	long        checks0;
 
 	CHECK_EQ(peer_start_inject(&p, WAIT_MS), 0);
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"lv_dead\", \"connection_type\": \"http\", "
-	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	             "\"needs_session_stickiness\": true, "
-	             "\"tools_to_execute\": [\"*\"]}",
-	             p.port),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"lv_dead\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]}",
+	            p.port),
+	        0);
 	(void)wait_state(&sb, &from, "lv_dead", "healthy", NULL);
 	checks0 = client_metric(rt, "lv_dead", "checks");
 	peer_stop(&p);
@@ -87,11 +85,12 @@ failed_reconnect_unstable(void)
 	mk_runtime *rt = open_rt(&sb, "lv.db");
 	int         rc, from = 0;
 
-	CHECK_EQ(add_oauth(rt, "lv_rec",
-	                   "{\"client_id\": \"static-client\", "
-	                   "\"client_secret\": \"static-secret\"}",
-	                   true),
-	         0);
+	CHECK_EQ(
+	        add_oauth(
+	                rt, "lv_rec",
+	                "{\"client_id\": \"static-client\", \"client_secret\": \"static-secret\"}",
+	                true),
+	        0);
 	bootstrap(rt, "lv_rec", false);
 	(void)wait_state(&sb, &from, "lv_rec", "healthy", NULL);
 	as_admin("/admin/mcp-fail-next", "{\"status\": 401, \"count\": 1000}");
@@ -149,9 +148,7 @@ first_error_line(void)
 	int         from = 0;
 
 	load_sh(rt, "lv_noisy",
-	        "echo 'Error: cannot read /etc/lv.conf' >&2; i=0; "
-	        "while [ $i -lt 40 ]; do echo noise line $i >&2; "
-	        "i=$((i+1)); done; exit 1");
+	        "echo 'Error: cannot read /etc/lv.conf' >&2; i=0; while [ $i -lt 40 ]; do echo noise line $i >&2; i=$((i+1)); done; exit 1");
 	event e = wait_state(&sb, &from, "lv_noisy", "unstable", "connect");
 	fprintf(stderr, "unstable: %s\n", e.message);
 	CHECK(strstr(e.message, "exited with status 1") != NULL);
@@ -176,10 +173,10 @@ restart_backoff(void)
 
 	snprintf(starts, sizeof(starts), "%s/starts", dir);
 	snprintf(ok, sizeof(ok), "%s/fixed", dir);
-	snprintf(script, sizeof(script),
-	         "echo x >> %s; [ -f %s ] && unset MK_INJECT_EXIT_MS; "
-	         "exec node %s/inject.mjs stdio",
-	         starts, ok, peer_dir());
+	snprintf(
+	        script, sizeof(script),
+	        "echo x >> %s; [ -f %s ] && unset MK_INJECT_EXIT_MS; exec node %s/inject.mjs stdio",
+	        starts, ok, peer_dir());
 	load_sh(rt, "lv_flap", script);
 	/* connect or transport_lost: it dies around its handshake */
 	event e;
@@ -214,13 +211,11 @@ list_changed_coalesced(void)
 	int         rc, from = 0;
 
 	CHECK_EQ(peer_start_inject(&p, WAIT_MS), 0);
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"lv_burst\", \"connection_type\": \"http\", "
-	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	             "\"needs_session_stickiness\": true, "
-	             "\"tools_to_execute\": [\"*\"]}",
-	             p.port),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"lv_burst\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]}",
+	            p.port),
+	        0);
 	(void)wait_state(&sb, &from, "lv_burst", "healthy", NULL);
 	free(call_text(rt, "lv_burst", "notify_list_changed",
 	               "{\"count\": 50}", &rc));

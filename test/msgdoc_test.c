@@ -87,8 +87,7 @@ one_table(const char *rel, const codec_msgdef *defs, size_t n)
 		printf("%s: table rewritten\n", rel);
 	} else {
 		fprintf(stderr,
-		        "%s: the message table differs from the definitions; "
-		        "it should be:\n%s(msgdoc_test --write rewrites it)\n",
+		        "%s: the message table differs from the definitions; it should be:\n%s(msgdoc_test --write rewrites it)\n",
 		        rel, doc);
 		CHECK(0);
 	}

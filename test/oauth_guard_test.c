@@ -226,62 +226,47 @@ bad_endpoints(void)
 	char        meta[512];
 
 	refused(rt, "g_js",
-	        "{\"as\": {\"authorization_endpoint\": "
-	        "\"javascript:alert(document.cookie)\"}}",
-	        "OAuth discovery for MCP client g_js failed: "
-	        "authorization_endpoint from the authorization server "
-	        "metadata is not an http(s) URL",
+	        "{\"as\": {\"authorization_endpoint\": \"javascript:alert(document.cookie)\"}}",
+	        "OAuth discovery for MCP client g_js failed: authorization_endpoint from the authorization server metadata is not an http(s) URL",
 	        "cookie");
 	refused(rt, "g_meta",
-	        "{\"as\": {\"token_endpoint\": "
-	        "\"http://169.254.169.254/latest/meta-data\"}}",
-	        "token_endpoint from the authorization server metadata "
-	        "points to a link-local address: not allowed",
+	        "{\"as\": {\"token_endpoint\": \"http://169.254.169.254/latest/meta-data\"}}",
+	        "token_endpoint from the authorization server metadata points to a link-local address: not allowed",
 	        "meta-data");
 	refused(rt, "g_reg",
-	        "{\"as\": {\"registration_endpoint\": "
-	        "\"file:///etc/passwd\"}}",
-	        "registration_endpoint from the authorization server "
-	        "metadata is not an http(s) URL (scheme file)",
+	        "{\"as\": {\"registration_endpoint\": \"file:///etc/passwd\"}}",
+	        "registration_endpoint from the authorization server metadata is not an http(s) URL (scheme file)",
 	        "passwd");
-	snprintf(meta, sizeof(meta),
-	         "{\"as\": {\"token_endpoint\": "
-	         "\"http://user:hunter2@127.0.0.1:%d/token\"}}",
-	         srv.port);
+	snprintf(
+	        meta, sizeof(meta),
+	        "{\"as\": {\"token_endpoint\": \"http://user:hunter2@127.0.0.1:%d/token\"}}",
+	        srv.port);
 	refused(rt, "g_user", meta,
-	        "token_endpoint from the authorization server metadata "
-	        "carries a user name or password: not allowed",
+	        "token_endpoint from the authorization server metadata carries a user name or password: not allowed",
 	        "hunter2");
 	refused(rt, "g_iss", "{\"as\": {\"issuer\": \"http://127.0.0.1:1\"}}",
-	        "issuer from the authorization server metadata is not the "
-	        "authorization server it was fetched for",
+	        "issuer from the authorization server metadata is not the authorization server it was fetched for",
 	        "127.0.0.1:1");
 	/* the authorization server is never asked */
 	refused(rt, "g_as",
-	        "{\"prm\": {\"authorization_servers\": "
-	        "[\"http://10.0.0.1/tenant\"]}}",
-	        "authorization_servers from the protected-resource metadata "
-	        "points to a private address: not allowed",
+	        "{\"prm\": {\"authorization_servers\": [\"http://10.0.0.1/tenant\"]}}",
+	        "authorization_servers from the protected-resource metadata points to a private address: not allowed",
 	        "tenant");
 	CHECK_EQ(metadata_count("as"), 0);
 	refused(rt, "g_res",
 	        "{\"prm\": {\"resource\": \"data:text/html,<script>x\"}}",
-	        "resource from the protected-resource metadata is not an "
-	        "http(s) URL",
+	        "resource from the protected-resource metadata is not an http(s) URL",
 	        "script");
 	CHECK_EQ(metadata_count("as"), 0);
 	/* nor the protected-resource metadata */
 	refused(rt, "g_www",
 	        "{\"www\": \"http://169.254.169.254/latest/meta-data\"}",
-	        "resource_metadata from the WWW-Authenticate challenge "
-	        "points to a link-local address: not allowed",
+	        "resource_metadata from the WWW-Authenticate challenge points to a link-local address: not allowed",
 	        "meta-data");
 	CHECK_EQ(metadata_count("prm"), 0);
 	refused(rt, "g_origin",
-	        "{\"www\": \"http://127.0.0.1:1/.well-known/"
-	        "oauth-protected-resource\"}",
-	        "resource_metadata from the WWW-Authenticate challenge is "
-	        "not on the MCP server's origin: not allowed",
+	        "{\"www\": \"http://127.0.0.1:1/.well-known/oauth-protected-resource\"}",
+	        "resource_metadata from the WWW-Authenticate challenge is not on the MCP server's origin: not allowed",
 	        "127.0.0.1:1");
 	CHECK_EQ(metadata_count("prm"), 0);
 
@@ -294,12 +279,12 @@ bad_endpoints(void)
 
 	/* what oauth_config names is trusted as it is: no discovery */
 	char *url = NULL, *state = NULL, *err = NULL;
-	CHECK_EQ(add_oauth(rt, "g_conf",
-	                   "{\"client_id\": \"static-client\", "
-	                   "\"authorize_url\": \"http://10.0.0.1/authorize\", "
-	                   "\"token_url\": \"http://10.0.0.1/token\"}",
-	                   false),
-	         0);
+	CHECK_EQ(
+	        add_oauth(
+	                rt, "g_conf",
+	                "{\"client_id\": \"static-client\", \"authorize_url\": \"http://10.0.0.1/authorize\", \"token_url\": \"http://10.0.0.1/token\"}",
+	                false),
+	        0);
 	CHECK_EQ(mk_client_initiate_verification(rt, "g_conf", &url, &state,
 	                                         &err),
 	         0);
@@ -335,21 +320,21 @@ no_body_echo(void)
 	mk_runtime *rt = open_rt(&sb, "body.db");
 	char        want[256];
 
-	snprintf(want, sizeof(want),
-	         "no protected-resource metadata at http://127.0.0.1:%d: "
-	         "HTTP 500",
-	         srv.port);
+	snprintf(
+	        want, sizeof(want),
+	        "no protected-resource metadata at http://127.0.0.1:%d: HTTP 500",
+	        srv.port);
 	refused(rt, "b_500",
-	        "{\"fail\": {\"doc\": \"prm\", \"status\": 500, \"body\": "
-	        "\"<html><body>" MARKER " internal</body></html>\"}}",
+	        "{\"fail\": {\"doc\": \"prm\", \"status\": 500, \"body\": \"<html><body>" MARKER
+	        " internal</body></html>\"}}",
 	        want, MARKER);
-	snprintf(want, sizeof(want),
-	         "no authorization-server metadata at http://127.0.0.1:%d: "
-	         "the answer is not a JSON object",
-	         srv.port);
+	snprintf(
+	        want, sizeof(want),
+	        "no authorization-server metadata at http://127.0.0.1:%d: the answer is not a JSON object",
+	        srv.port);
 	refused(rt, "b_html",
-	        "{\"fail\": {\"doc\": \"as\", \"status\": 200, \"body\": "
-	        "\"<html><body>" MARKER " sign in</body></html>\"}}",
+	        "{\"fail\": {\"doc\": \"as\", \"status\": 200, \"body\": \"<html><body>" MARKER
+	        " sign in</body></html>\"}}",
 	        want, MARKER);
 	as_admin("/admin/metadata", "{}");
 	close_rt(&rt, &sb);
@@ -398,11 +383,10 @@ expire_rows(const char *db, const char *table, const char *key,
 	sqlite3 *h;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, db);
-	snprintf(sql, sizeof(sql),
-	         "UPDATE %s SET expires_at = strftime('%%s', 'now') + %d "
-	         "WHERE %s IN (SELECT %s FROM %s WHERE %s NOT IN (%s) "
-	         "LIMIT %d)",
-	         table, secs, key, key, table, key, keep, limit);
+	snprintf(
+	        sql, sizeof(sql),
+	        "UPDATE %s SET expires_at = strftime('%%s', 'now') + %d WHERE %s IN (SELECT %s FROM %s WHERE %s NOT IN (%s) LIMIT %d)",
+	        table, secs, key, key, table, key, keep, limit);
 	CHECK_EQ(sqlite3_open(path, &h), SQLITE_OK);
 	CHECK_EQ(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
 	CHECK_EQ(sqlite3_changes(h), limit);

@@ -84,11 +84,12 @@ discovery_flow(void)
 	json_decref(v);
 
 	/* sticky, with a configured client and client_secret_basic */
-	CHECK_EQ(add_oauth(rt, "oa_st",
-	                   "{\"client_id\": \"static-client\", "
-	                   "\"client_secret\": \"static-secret\"}",
-	                   true),
-	         0);
+	CHECK_EQ(
+	        add_oauth(
+	                rt, "oa_st",
+	                "{\"client_id\": \"static-client\", \"client_secret\": \"static-secret\"}",
+	                true),
+	        0);
 	bootstrap(rt, "oa_st", false);
 	wait_state(&sb, &at, "oa_st", "healthy", NULL);
 	whoami_is(rt, "oa_st", "admin");
@@ -197,8 +198,7 @@ single_flight(void)
 	as_admin("/admin/delay", "{\"ms\": 0}");
 	CHECK_EQ(by_grant("refresh_token") - before, 1);
 	fprintf(stderr,
-	        "   %d calls on an expired token: 1 refresh (%lld "
-	        "asks joined it at the credential actor)\n",
+	        "   %d calls on an expired token: 1 refresh (%lld asks joined it at the credential actor)\n",
 	        NCALLS, (long long)cr_stat(rt, "refresh_joins"));
 	close_rt(&rt, &sb);
 
@@ -227,10 +227,9 @@ invalid_grant(void)
 	char       *out;
 
 	CHECK_EQ(add_oauth(rt, "oa_dead", "{}", false), 0);
-	as_admin("/admin/fail-next",
-	         "{\"status\": 400, \"error\": "
-	         "\"invalid_grant\", \"grant\": "
-	         "\"refresh_token\"}");
+	as_admin(
+	        "/admin/fail-next",
+	        "{\"status\": 400, \"error\": \"invalid_grant\", \"grant\": \"refresh_token\"}");
 	as_admin("/admin/expires-in", "{\"seconds\": 1}");
 	bootstrap(rt, "oa_dead", false);
 	as_admin("/admin/expires-in", "{\"seconds\": 3600}");
@@ -278,9 +277,9 @@ transient(void)
 	close_rt(&rt, &sb);
 	/* down past the token's expiry: its refresh at boot meets 503s */
 	expire_stored("503.db");
-	as_admin("/admin/fail-next",
-	         "{\"status\": 503, \"count\": 2, "
-	         "\"grant\": \"refresh_token\"}");
+	as_admin(
+	        "/admin/fail-next",
+	        "{\"status\": 503, \"count\": 2, \"grant\": \"refresh_token\"}");
 	long before = by_grant("refresh_token");
 	rt          = open_rt(&sb, "503.db");
 	whoami_is(rt, "oa_503", "admin"); /* waits through the retries */
@@ -417,8 +416,7 @@ one_second(void)
 	}
 	n = refresh_gaps(from, &least);
 	fprintf(stderr,
-	        "   %d s on 1 s tokens: refreshes %ld, least gap %lld ms; "
-	        "%d of %d calls answered\n",
+	        "   %d s on 1 s tokens: refreshes %ld, least gap %lld ms; %d of %d calls answered\n",
 	        ONE_MS / 1000, n, (long long)least, ok, calls);
 	CHECK(n >= 2);
 	CHECK(n <= ONE_MS / GAP_MS + 2);
@@ -498,13 +496,11 @@ flows_rejected(void)
 	mk_free(url);
 	mk_free(state);
 	/* not an OAuth client */
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"plain\", \"connection_type\": \"http\", "
-	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	             "\"auth_type\": \"headers\", \"headers\": "
-	             "{\"x-api-key\": \"key-carol\"}}",
-	             srv.port),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"plain\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"headers\", \"headers\": {\"x-api-key\": \"key-carol\"}}",
+	            srv.port),
+	        0);
 	CHECK_EQ(mk_client_initiate_verification(rt, "plain", &url, &state,
 	                                         &err),
 	         MK_EINVAL);
@@ -595,8 +591,8 @@ per_user_headers(void)
 	                                  &err),
 	         MK_EINVAL);
 	CHECK(strstr(err,
-	             "header x-other is not one of the "
-	             "per_user_header_keys of MCP client uh") != NULL);
+	             "header x-other is not one of the per_user_header_keys of MCP client uh") !=
+	      NULL);
 	mk_free(err);
 	CHECK_EQ(mk_client_verify_headers(rt, "uh", "{}", &err), MK_EINVAL);
 	CHECK(strstr(err, "header x-api-key is missing") != NULL);
@@ -772,10 +768,9 @@ admin_projection(void)
 	authorize_as(rt, p, "dave");
 	json_decref(p);
 	/* the admin's token again, short-lived, its refresh to be refused */
-	as_admin("/admin/fail-next",
-	         "{\"status\": 400, \"error\": "
-	         "\"invalid_grant\", \"grant\": "
-	         "\"refresh_token\"}");
+	as_admin(
+	        "/admin/fail-next",
+	        "{\"status\": 400, \"error\": \"invalid_grant\", \"grant\": \"refresh_token\"}");
 	as_admin("/admin/expires-in", "{\"seconds\": 1}");
 	bootstrap(rt, "upj", true);
 	as_admin("/admin/expires-in", "{\"seconds\": 3600}");
@@ -811,13 +806,10 @@ token_exchange(void)
 	const char *X  = "urn:ietf:params:oauth:grant-type:token-exchange";
 	long        x0;
 
-	snprintf(extra, sizeof(extra),
-	         "\"token_exchange\": {\"token_url\": "
-	         "\"http://127.0.0.1:%d/token\", \"audience\": "
-	         "\"https://api.example\", \"client_id\": "
-	         "\"static-client\", \"client_secret\": "
-	         "\"static-secret\", \"scopes\": [\"read\"]}",
-	         srv.port);
+	snprintf(
+	        extra, sizeof(extra),
+	        "\"token_exchange\": {\"token_url\": \"http://127.0.0.1:%d/token\", \"audience\": \"https://api.example\", \"client_id\": \"static-client\", \"client_secret\": \"static-secret\", \"scopes\": [\"read\"]}",
+	        srv.port);
 	CHECK_EQ(add_user(rt, "tx", "token_exchange", extra), 0);
 	v = view_of(rt, "tx");
 	CHECK(strcmp(vstr(v, "state"), "pending_verification") == 0);
@@ -919,10 +911,9 @@ id_in_store(const char *dbname, const char *name)
 
 	snprintf(db, sizeof(db), "%s/%s", dir, dbname);
 	CHECK_EQ(sqlite3_open(db, &h), SQLITE_OK);
-	CHECK_EQ(sqlite3_prepare_v2(h,
-	                            "SELECT id FROM mcp_clients WHERE "
-	                            "name = ?1",
-	                            -1, &q, NULL),
+	CHECK_EQ(sqlite3_prepare_v2(
+	                 h, "SELECT id FROM mcp_clients WHERE name = ?1", -1,
+	                 &q, NULL),
 	         SQLITE_OK);
 	sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
 	CHECK_EQ(sqlite3_step(q), SQLITE_ROW);
@@ -965,12 +956,10 @@ force_refresh(void)
 	         t0);
 	free(id);
 	/* token_exchange: exchanged again */
-	snprintf(extra, sizeof(extra),
-	         "\"token_exchange\": {\"token_url\": "
-	         "\"http://127.0.0.1:%d/token\", \"audience\": \"a\", "
-	         "\"client_id\": \"static-client\", \"client_secret\": "
-	         "\"static-secret\"}",
-	         srv.port);
+	snprintf(
+	        extra, sizeof(extra),
+	        "\"token_exchange\": {\"token_url\": \"http://127.0.0.1:%d/token\", \"audience\": \"a\", \"client_id\": \"static-client\", \"client_secret\": \"static-secret\"}",
+	        srv.port);
 	CHECK_EQ(add_user(rt, "f_tx", "token_exchange", extra), 0);
 	CHECK_EQ(mk_client_verify_exchange(rt, "f_tx", "user-admin", &err), 0);
 	wait_state(&sb, &at, "f_tx", "healthy", NULL);
@@ -983,10 +972,9 @@ force_refresh(void)
 	free(id);
 	/* a dead shared token: "token expired", no request */
 	id = id_of(&sb, "f_oa");
-	as_admin("/admin/fail-next",
-	         "{\"status\": 400, \"error\": "
-	         "\"invalid_grant\", \"grant\": "
-	         "\"refresh_token\"}");
+	as_admin(
+	        "/admin/fail-next",
+	        "{\"status\": 400, \"error\": \"invalid_grant\", \"grant\": \"refresh_token\"}");
 	CHECK_EQ(force(rt, id, "shared", "", NULL), MK_ESTATE);
 	wait_state(&sb, &at, "f_oa", "needs_reauth", "credential");
 	t0 = admin(srv.port, "/admin/counters", NULL, "token_requests");
@@ -1011,10 +999,10 @@ rotation(void)
 	CHECK_EQ(add_oauth(rt, "rot", "{}", true), 0);
 	bootstrap(rt, "rot", false);
 	wait_state(&sb, &at, "rot", "healthy", NULL);
-	CHECK_EQ(mk_client_update(rt, "rot",
-	                          "{\"oauth_config\": {\"scopes\": "
-	                          "[\"mcp:tools\"]}}",
-	                          &err),
+	CHECK_EQ(mk_client_update(
+	                 rt, "rot",
+	                 "{\"oauth_config\": {\"scopes\": [\"mcp:tools\"]}}",
+	                 &err),
 	         0);
 	e = wait_state(&sb, &at, "rot", "needs_reauth", "credential");
 	CHECK(strcmp(e.message,

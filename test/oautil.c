@@ -136,13 +136,10 @@ int
 add_oauth(mk_runtime *rt, const char *name, const char *oauth, bool sticky)
 {
 	char *err = NULL;
-	int   rv  = add(rt, &err,
-	                "{\"name\": \"%s\", \"connection_type\": \"http\", "
-	                   "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	                   "\"auth_type\": \"oauth\", \"oauth_config\": %s, "
-	                   "\"needs_session_stickiness\": %s, "
-	                   "\"tools_to_execute\": [\"*\"]}",
-	                name, srv.port, oauth, sticky ? "true" : "false");
+	int   rv  = add(
+	           rt, &err,
+	           "{\"name\": \"%s\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"oauth\", \"oauth_config\": %s, \"needs_session_stickiness\": %s, \"tools_to_execute\": [\"*\"]}",
+	           name, srv.port, oauth, sticky ? "true" : "false");
 
 	if (rv != 0) {
 		fprintf(stderr, "add %s: %s\n", name, err);
@@ -297,12 +294,10 @@ int
 add_user(mk_runtime *rt, const char *name, const char *auth, const char *extra)
 {
 	char *err = NULL;
-	int   rv  = add(rt, &err,
-	                "{\"name\": \"%s\", \"connection_type\": \"http\", "
-	                   "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	                   "\"auth_type\": \"%s\", %s, "
-	                   "\"tools_to_execute\": [\"*\"]}",
-	                name, srv.port, auth, extra);
+	int   rv  = add(
+	           rt, &err,
+	           "{\"name\": \"%s\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"%s\", %s, \"tools_to_execute\": [\"*\"]}",
+	           name, srv.port, auth, extra);
 
 	if (rv != 0) {
 		fprintf(stderr, "add %s: %s\n", name, err);

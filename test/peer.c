@@ -402,8 +402,7 @@ wait_line(peer *p, const regex_t *re, int timeout_ms)
 		}
 		if (rv == 0) {
 			fprintf(stderr,
-			        "peer %s: no line matching the pattern in %d "
-			        "ms\n",
+			        "peer %s: no line matching the pattern in %d ms\n",
 			        p->name, timeout_ms);
 			return (-1);
 		}
@@ -414,8 +413,7 @@ wait_line(peer *p, const regex_t *re, int timeout_ms)
 			}
 			if (n <= 0) {
 				fprintf(stderr,
-				        "peer %s: output closed before a "
-				        "line matched\n",
+				        "peer %s: output closed before a line matched\n",
 				        p->name);
 				return (-1);
 			}
@@ -634,8 +632,7 @@ peer_everything_js(void)
 	}
 	snprintf(
 	        path, sizeof(path),
-	        "%s/node_modules/@modelcontextprotocol/server-everything/dist/"
-	        "index.js",
+	        "%s/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
 	        peer_dir());
 	return (path);
 }

@@ -104,11 +104,12 @@ test_everything_streamable(void)
 
 	CHECK(port > 0);
 	snprintf(envport, sizeof(envport), "PORT=%d", port);
-	CHECK_EQ(peer_start(&p, argv, env,
-	                    "MCP Streamable HTTP Server listening on port "
-	                    "([0-9]+)",
-	                    START_MS),
-	         0);
+	CHECK_EQ(
+	        peer_start(
+	                &p, argv, env,
+	                "MCP Streamable HTTP Server listening on port ([0-9]+)",
+	                START_MS),
+	        0);
 	CHECK_EQ(p.port, port);
 	/* No session id: the server's own 400. */
 	CHECK_EQ(http_status(p.port, "DELETE", "/mcp"), 400);
@@ -160,13 +161,11 @@ static void
 test_drain_and_env(void)
 {
 	peer        p;
-	const char *argv[] = {"sh", "-c",
-	                      "echo \"port $MK_PEER_T\"; i=0; "
-	                      "while [ $i -lt 100000 ]; do "
-	                      "echo xxxxxxxxxxxxxxxxxxxxxxxx; i=$((i+1)); "
-	                      "done; echo finished; exit 7",
-	                      NULL};
-	const char *env[]  = {"MK_PEER_T=4242", NULL};
+	const char *argv[] = {
+	        "sh", "-c",
+	        "echo \"port $MK_PEER_T\"; i=0; while [ $i -lt 100000 ]; do echo xxxxxxxxxxxxxxxxxxxxxxxx; i=$((i+1)); done; echo finished; exit 7",
+	        NULL};
+	const char *env[] = {"MK_PEER_T=4242", NULL};
 
 	CHECK_EQ(setenv("MK_PEER_T", "1", 1), 0);
 	CHECK_EQ(peer_start(&p, argv, env, "^port ([0-9]+)$", START_MS), 0);
@@ -191,10 +190,9 @@ test_group_kill(void)
 {
 	peer        p;
 	pid_t       pgid;
-	const char *argv[] = {"sh", "-c",
-	                      "(trap '' TERM; exec sleep 1000) & "
-	                      "echo 'up 1'; wait",
-	                      NULL};
+	const char *argv[] = {
+	        "sh", "-c",
+	        "(trap '' TERM; exec sleep 1000) & echo 'up 1'; wait", NULL};
 
 	CHECK_EQ(peer_start(&p, argv, NULL, "^up ([0-9]+)$", START_MS), 0);
 	pgid = p.pid;
@@ -286,10 +284,10 @@ test_no_fd_leak(void)
 {
 	peer        p;
 	int         leak[2];
-	const char *argv[] = {"sh", "-c",
-	                      "n=$(ls /proc/self/fd | wc -l); "
-	                      "echo \"fds $n\"; exec sleep 1000",
-	                      NULL};
+	const char *argv[] = {
+	        "sh", "-c",
+	        "n=$(ls /proc/self/fd | wc -l); echo \"fds $n\"; exec sleep 1000",
+	        NULL};
 
 	CHECK_EQ(pipe(leak), 0); /* no O_CLOEXEC on purpose */
 	CHECK_EQ(peer_start(&p, argv, NULL, "^fds ([0-9]+)$", START_MS), 0);
@@ -310,10 +308,10 @@ main(void)
 		fprintf(stderr, "MK_PEERS_DIR is not set\n");
 		return (1);
 	}
-	snprintf(everything_js, sizeof(everything_js),
-	         "%s/node_modules/@modelcontextprotocol/server-everything/"
-	         "dist/index.js",
-	         dir);
+	snprintf(
+	        everything_js, sizeof(everything_js),
+	        "%s/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+	        dir);
 	snprintf(inject_mjs, sizeof(inject_mjs), "%s/inject.mjs", dir);
 	if (stat(everything_js, &st) != 0) {
 		fprintf(stderr, "%s missing: run tools/peers.sh\n",

@@ -66,9 +66,7 @@ place_open(place *pl, long tmpfs_size)
 		snprintf(opts, sizeof(opts), "size=%ld", tmpfs_size);
 		if (mount("tmpfs", pl->dir, "tmpfs", 0, opts) != 0) {
 			fprintf(stderr,
-			        "cannot mount a tmpfs on %s (%s): this test "
-			        "makes a real read-only and a real full file "
-			        "system and needs root\n",
+			        "cannot mount a tmpfs on %s (%s): this test makes a real read-only and a real full file system and needs root\n",
 			        pl->dir, strerror(errno));
 			CHECK(0);
 		}
@@ -125,11 +123,10 @@ static int
 add_client(mk_runtime *rt, const char *name)
 {
 	char *err = NULL;
-	int   rv  = add(rt, &err,
-	                "{\"name\": \"%s\", \"connection_type\": \"http\", "
-	                   "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	                   "\"tools_to_execute\": [\"*\"]}",
-	                name, srv.port);
+	int   rv  = add(
+	           rt, &err,
+	           "{\"name\": \"%s\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}",
+	           name, srv.port);
 
 	if (rv != 0) {
 		fprintf(stderr, "add %s: %s\n", name, err);
@@ -209,13 +206,11 @@ restart_restores(void)
 	place_open(&pl, 0);
 	rt = rt_open_store(&sb, pl.db);
 	CHECK_EQ(add_client(rt, "r_pc"), 0);
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"r_st\", \"connection_type\": \"http\", "
-	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	             "\"needs_session_stickiness\": true, "
-	             "\"tool_sync_interval\": \"1s\"}",
-	             srv.port),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"r_st\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tool_sync_interval\": \"1s\"}",
+	            srv.port),
+	        0);
 	/* several passing checks later: still one write per client */
 	for (int i = 0;; i++) {
 		CHECK_EQ(mk_runtime_stats(rt, &st, WAIT_MS), 0);
@@ -281,11 +276,9 @@ storm_main(const char *path)
 	         0);
 	free(a.data);
 	for (long i = 0;; i++) {
-		size_t n =
-		        (size_t)snprintf(tools, sizeof(tools),
-		                         "[{\"name\":\"t\",\"description\":\""
-		                         "%ld ",
-		                         i);
+		size_t n = (size_t)snprintf(
+		        tools, sizeof(tools),
+		        "[{\"name\":\"t\",\"description\":\"%ld ", i);
 		memset(tools + n, 'x', 8192);
 		snprintf(tools + n + 8192, sizeof(tools) - n - 8192, "\"}]");
 		char hash[32];
@@ -294,11 +287,10 @@ storm_main(const char *path)
 		CHECK_EQ(kn_tell_msg(ps, NULL, MSG_PS_TOOLS_PUT,
 		                     CODEC_OF(ps_tools_msg, &t)),
 		         0);
-		snprintf(row, sizeof(row),
-		         "{\"client_id\":\"storm\",\"mode\":\"user\","
-		         "\"identity\":\"u%ld\",\"access_token\":\"tok-%ld\","
-		         "\"status\":\"active\"}",
-		         i, i);
+		snprintf(
+		        row, sizeof(row),
+		        "{\"client_id\":\"storm\",\"mode\":\"user\",\"identity\":\"u%ld\",\"access_token\":\"tok-%ld\",\"status\":\"active\"}",
+		        i, i);
 		ps_row_msg put = {.table = "oauth_tokens", .row = row};
 		int        rv  = kn_ask_msg(ps, MSG_PS_ROW_PUT,
 		                            CODEC_OF(ps_row_msg, &put), WAIT_MS, &a);
@@ -521,13 +513,11 @@ unchanged_ticks(void)
 
 	place_open(&pl, 0);
 	rt = rt_open_store(&sb, pl.db);
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"tick\", \"connection_type\": \"http\", "
-	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	             "\"needs_session_stickiness\": true, "
-	             "\"tool_sync_interval\": \"1h\"}",
-	             srv.port),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"tick\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tool_sync_interval\": \"1h\"}",
+	            srv.port),
+	        0);
 	CHECK_EQ(ps_stat(rt, "tool_writes"), 1);
 	/* the add's own "tools" message travels on its own: counted once
 	 * it has arrived */
@@ -612,10 +602,10 @@ key_order(void)
 		json_array_append_new(rev, reversed(json_array_get(tools, i)));
 	}
 	text = json_dumps(rev, JSON_COMPACT);
-	CHECK_EQ(sqlite3_prepare_v2(db,
-	                            "UPDATE mcp_tools SET tools = ?1, "
-	                            "hash = 'spoiled'",
-	                            -1, &q, NULL),
+	CHECK_EQ(sqlite3_prepare_v2(
+	                 db,
+	                 "UPDATE mcp_tools SET tools = ?1, hash = 'spoiled'",
+	                 -1, &q, NULL),
 	         SQLITE_OK);
 	sqlite3_bind_text(q, 1, text, -1, SQLITE_STATIC);
 	CHECK_EQ(sqlite3_step(q), SQLITE_DONE);
@@ -829,21 +819,17 @@ sealed_runtime(void)
 	CHECK((logfd = mkstemp(log)) >= 0);
 	place_open(&pl, 0);
 	CHECK_EQ(open_with(&rt, &sb, pl.db, KEY1, logfd), 0);
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"sealed\", \"connection_type\": \"http\", "
-	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	             "\"tools_to_execute\": [\"*\"], "
-	             "\"auth_type\": \"headers\", \"headers\": "
-	             "{\"x-api-key\": \"HDR-SECRET-42\"}}",
-	             srv.port),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"sealed\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"], \"auth_type\": \"headers\", \"headers\": {\"x-api-key\": \"HDR-SECRET-42\"}}",
+	            srv.port),
+	        0);
 	rt_close(&rt, &sb);
 	/* not in the file, not in the log */
 	char cmd[512];
 	snprintf(cmd, sizeof(cmd),
-	         "cat %s %s-wal 2>/dev/null | "
-	         "grep -q HDR-SECRET-42",
-	         pl.db, pl.db);
+	         "cat %s %s-wal 2>/dev/null | grep -q HDR-SECRET-42", pl.db,
+	         pl.db);
 	CHECK(system(cmd) != 0);
 	CHECK_EQ(count_lines(log, "HDR-SECRET-42"), 0);
 	CHECK_EQ(count_lines(log, "stored unencrypted"), 0);

@@ -268,8 +268,7 @@ shared(void)
 	}
 	pthread_mutex_unlock(&b.mtx);
 	fprintf(stderr,
-	        "   ok/failed: readonly %d/%d idempotent %d/%d destructive "
-	        "%d/%d none %d/%d\n",
+	        "   ok/failed: readonly %d/%d idempotent %d/%d destructive %d/%d none %d/%d\n",
 	        b.ok[0], b.failed[0], b.ok[1], b.failed[1], b.ok[2],
 	        b.failed[2], b.ok[3], b.failed[3]);
 	/* one refresh, one reconnect */
@@ -360,12 +359,11 @@ non_auth(void)
 	         t0);
 	/* connection refused */
 	int port = peer_free_port();
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"gone\", \"connection_type\": \"http\", "
-	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	             "\"tools_to_execute\": [\"*\"]}",
-	             port),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"gone\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}",
+	            port),
+	        0);
 	CHECK(call_tool(rt, "gone", "echo", NULL, 0, &res) != 0);
 	CHECK(res->recovery == NULL);
 	mk_result_free(&res);

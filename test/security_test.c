@@ -119,12 +119,11 @@ refuses(const char *name, const char *config, const char *listen,
 
 	write_config(name, config);
 	snprintf(path, sizeof(path), "%s/%s", sv_dir, name);
-	snprintf(cmd, sizeof(cmd),
-	         "env -u MCPKEEP_ADMIN_TOKEN timeout 30 %s serve -c %s "
-	         "--listen %s > %s/%s.out 2>&1; test $? -eq 1 && grep -qF "
-	         "'%s' %s/%s.out",
-	         getenv("MK_MCPKEEP"), path, listen, sv_dir, name, want,
-	         sv_dir, name);
+	snprintf(
+	        cmd, sizeof(cmd),
+	        "env -u MCPKEEP_ADMIN_TOKEN timeout 30 %s serve -c %s --listen %s > %s/%s.out 2>&1; test $? -eq 1 && grep -qF '%s' %s/%s.out",
+	        getenv("MK_MCPKEEP"), path, listen, sv_dir, name, want, sv_dir,
+	        name);
 	if (system(cmd) != 0) {
 		snprintf(cmd, sizeof(cmd), "cat %s/%s.out >&2", sv_dir, name);
 		(void)system(cmd);
@@ -177,11 +176,10 @@ browser(void)
 	      NULL);
 	const char *form[] = {"Content-Type: text/plain", NULL};
 	char        body[512];
-	snprintf(body, sizeof(body),
-	         "{\"name\": \"pwn_plain\", \"connection_type\": \"stdio\", "
-	         "\"stdio_config\": {\"command\": \"sh\", \"args\": [\"-c\", "
-	         "\"echo pwned > %s\"]}}",
-	         marker);
+	snprintf(
+	        body, sizeof(body),
+	        "{\"name\": \"pwn_plain\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"sh\", \"args\": [\"-c\", \"echo pwned > %s\"]}}",
+	        marker);
 	long  st;
 	char *out = http_req("POST", "/api/mcp/client", body, form, &st);
 	CHECK_EQ(st, 415);
@@ -189,8 +187,7 @@ browser(void)
 	free(out);
 	/* JSON, but no admin token: a stdio client only from config.json */
 	expect("POST", "/api/mcp/client", body, NULL, 403,
-	       "stdio clients are made and changed only in config.json "
-	       "while the daemon has no admin token");
+	       "stdio clients are made and changed only in config.json while the daemon has no admin token");
 	const char *host[] = {"Host: rebind.test:80", NULL};
 	out = http_req("GET", "/api/mcp/clients", NULL, host, &st);
 	CHECK_EQ(st, 421);
@@ -214,9 +211,9 @@ origins(void)
 	char config[256];
 	long st;
 
-	snprintf(config, sizeof(config),
-	         "{\"mcp\": {\"client_configs\": []}, \"server\": "
-	         "{\"allowed_origins\": [\"https://gw.example:8443\"]}}");
+	snprintf(
+	        config, sizeof(config),
+	        "{\"mcp\": {\"client_configs\": []}, \"server\": {\"allowed_origins\": [\"https://gw.example:8443\"]}}");
 	serve(&d, "origins.json", config, NULL);
 	const char *ok[] = {"Origin: https://gw.example:8443",
 	                    "Host: gw.example:8443", NULL};
@@ -246,8 +243,8 @@ origins(void)
 	curl_easy_cleanup(e);
 	fclose(mem);
 	CHECK(strstr(hdr,
-	             "Content-Security-Policy: default-src 'none'; "
-	             "script-src 'sha256-") != NULL);
+	             "Content-Security-Policy: default-src 'none'; script-src 'sha256-") !=
+	      NULL);
 	CHECK(strstr(hdr, "unsafe-inline") == NULL);
 	CHECK(strstr(hdr, "X-Frame-Options: DENY") != NULL);
 	free(hdr);
@@ -290,20 +287,17 @@ xss(void)
 	CHECK_EQ(peer_start(&as, argv_as, NULL, "listening on port ([0-9]+)",
 	                    WAIT_MS),
 	         0);
-	oauth_admin(as.port, "/admin/metadata",
-	            "{\"as\": {\"authorization_endpoint\": "
-	            "\"javascript:fetch('/api/mcp/clients')//\"}}");
-	snprintf(config, sizeof(config),
-	         "{\"mcp\": {\"client_configs\": [{\"name\": \"sso\", "
-	         "\"connection_type\": \"http\", \"connection_string\": "
-	         "\"http://127.0.0.1:%d/mcp\", \"auth_type\": \"oauth\", "
-	         "\"oauth_config\": {}, \"tools_to_execute\": [\"*\"]}]}}",
-	         as.port);
+	oauth_admin(
+	        as.port, "/admin/metadata",
+	        "{\"as\": {\"authorization_endpoint\": \"javascript:fetch('/api/mcp/clients')//\"}}");
+	snprintf(
+	        config, sizeof(config),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"sso\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"oauth\", \"oauth_config\": {}, \"tools_to_execute\": [\"*\"]}]}}",
+	        as.port);
 	serve(&d, "xss.json", config, NULL);
 	expect("POST", "/api/mcp/client/sso/initiate-verification", NULL, NULL,
 	       502,
-	       "authorization_endpoint from the authorization server "
-	       "metadata is not an http(s) URL");
+	       "authorization_endpoint from the authorization server metadata is not an http(s) URL");
 	snprintf(js, sizeof(js), "%s/xss.mjs", peer_dir());
 	const char *argv[] = {"node", js, sv_base, "sso", NULL};
 	CHECK_EQ(peer_start(&b, argv, NULL, "xss ok ([0-9]+)", 120000), 0);
@@ -328,30 +322,14 @@ keys(void)
 	long        st;
 	char       *out;
 
-	snprintf(config, sizeof(config),
-	         "{\"mcp\": {\"client_configs\": ["
-	         "{\"name\": \"svc\", \"connection_type\": \"http\", "
-	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	         "\"tools_to_execute\": [\"*\"]}, "
-	         "{\"name\": \"other\", \"connection_type\": \"http\", "
-	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	         "\"tools_to_execute\": [\"*\"]}, "
-	         "{\"name\": \"puh\", \"connection_type\": \"http\", "
-	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	         "\"auth_type\": \"per_user_headers\", "
-	         "\"per_user_header_keys\": [\"x-api-key\"], "
-	         "\"tools_to_execute\": [\"*\"]}]}, "
-	         "\"server\": {\"admin_token\": \"keys-admin-token\", "
-	         "\"virtual_keys\": ["
-	         "{\"name\": \"alpha\", \"value\": \"env.MK_VK_ALPHA\", "
-	         "\"clients\": {\"svc\": [\"echo\"], \"puh\": [\"*\"]}}, "
-	         "{\"name\": \"beta\", \"value\": \"" KEY_B "\", "
-	         "\"clients\": {\"*\": [\"*\"]}, "
-	         "\"trust_identity_headers\": true}]}}",
-	         mcp.port, mcp.port, mcp.port);
+	snprintf(
+	        config, sizeof(config),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"svc\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}, {\"name\": \"other\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}, {\"name\": \"puh\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"per_user_headers\", \"per_user_header_keys\": [\"x-api-key\"], \"tools_to_execute\": [\"*\"]}]}, \"server\": {\"admin_token\": \"keys-admin-token\", \"virtual_keys\": [{\"name\": \"alpha\", \"value\": \"env.MK_VK_ALPHA\", \"clients\": {\"svc\": [\"echo\"], \"puh\": [\"*\"]}}, {\"name\": \"beta\", \"value\": \"" KEY_B
+	        "\", \"clients\": {\"*\": [\"*\"]}, \"trust_identity_headers\": true}]}}",
+	        mcp.port, mcp.port, mcp.port);
 	serve(&d, "keys.json", config, env);
-	const char *echo   = "{\"client\": \"svc\", \"tool\": \"echo\", "
-	                     "\"arguments\": {\"message\": \"hi\"}}";
+	const char *echo =
+	        "{\"client\": \"svc\", \"tool\": \"echo\", \"arguments\": {\"message\": \"hi\"}}";
 	const char *none[] = {NULL};
 	const char *bad[] = {"X-MCP-Virtual-Key: vk-guessed-0000000000", NULL};
 	const char *a[]   = {"X-MCP-Virtual-Key: " KEY_A, NULL};
@@ -374,15 +352,15 @@ keys(void)
 	               "{\"client\": \"other\", \"tool\": \"echo\"}", a, &st);
 	CHECK_EQ(st, 403);
 	CHECK(strstr(out,
-	             "virtual key \\\"alpha\\\" may not use client "
-	             "\\\"other\\\"") != NULL);
+	             "virtual key \\\"alpha\\\" may not use client \\\"other\\\"") !=
+	      NULL);
 	free(out);
 	out = http_req("POST", "/api/mcp/tool/execute",
 	               "{\"client\": \"svc\", \"tool\": \"pid\"}", a, &st);
 	CHECK_EQ(st, 403);
 	CHECK(strstr(out,
-	             "virtual key \\\"alpha\\\" may not call tool "
-	             "\\\"pid\\\" of client \\\"svc\\\"") != NULL);
+	             "virtual key \\\"alpha\\\" may not call tool \\\"pid\\\" of client \\\"svc\\\"") !=
+	      NULL);
 	free(out);
 	/* by the client's id too */
 	out       = http("GET", "/api/mcp/clients?search=svc", NULL,
@@ -393,10 +371,10 @@ keys(void)
 	snprintf(id, sizeof(id), "%.32s", idp + 13);
 	free(out);
 	char byid[256];
-	snprintf(byid, sizeof(byid),
-	         "{\"client\": \"%s\", \"tool\": \"echo\", \"arguments\": "
-	         "{\"message\": \"by id\"}}",
-	         id);
+	snprintf(
+	        byid, sizeof(byid),
+	        "{\"client\": \"%s\", \"tool\": \"echo\", \"arguments\": {\"message\": \"by id\"}}",
+	        id);
 	out = http_req("POST", "/api/mcp/tool/execute", byid, a, &st);
 	CHECK_EQ(st, 200);
 	free(out);
@@ -426,8 +404,8 @@ keys(void)
 	       "keys-admin-token", 200, NULL);
 	const char *a_alice[] = {"X-MCP-Virtual-Key: " KEY_A,
 	                         "X-MCP-User-Id: alice", NULL};
-	const char *puh       = "{\"client\": \"puh\", \"tool\": \"echo\", "
-	                        "\"arguments\": {\"message\": \"as me\"}}";
+	const char *puh =
+	        "{\"client\": \"puh\", \"tool\": \"echo\", \"arguments\": {\"message\": \"as me\"}}";
 	out = http_req("POST", "/api/mcp/tool/execute", puh, a_alice, &st);
 	CHECK_EQ(st, 401);
 	char *su = strstr(out, "\"submit_url\":\"");
@@ -465,13 +443,10 @@ keys(void)
 	/* beyond loopback, with no keys, a call needs the admin token */
 	char pub[64];
 	snprintf(pub, sizeof(pub), "0.0.0.0:%d", wildcard_port());
-	snprintf(config, sizeof(config),
-	         "{\"mcp\": {\"client_configs\": [{\"name\": \"svc\", "
-	         "\"connection_type\": \"http\", \"connection_string\": "
-	         "\"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": "
-	         "[\"*\"]}]}, \"server\": {\"admin_token\": "
-	         "\"pub-admin-token\"}}",
-	         mcp.port);
+	snprintf(
+	        config, sizeof(config),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"svc\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}]}, \"server\": {\"admin_token\": \"pub-admin-token\"}}",
+	        mcp.port);
 	serve_opt(&d, "pubkeys.json", config, NULL, "--listen", pub);
 	out = http_req("POST", "/api/mcp/tool/execute", echo, none, &st);
 	CHECK_EQ(st, 401);
@@ -486,8 +461,7 @@ keys(void)
 
 	/* a weak or repeated key is refused at start, naming no value */
 	refuses("weak.json",
-	        "{\"server\": {\"virtual_keys\": [{\"name\": \"w\", "
-	        "\"value\": \"short\", \"clients\": {\"*\": [\"*\"]}}]}}",
+	        "{\"server\": {\"virtual_keys\": [{\"name\": \"w\", \"value\": \"short\", \"clients\": {\"*\": [\"*\"]}}]}}",
 	        "127.0.0.1:1",
 	        "the value of key \"w\" is shorter than 16 characters");
 }
@@ -506,12 +480,10 @@ env_literal(void)
 	const char *env[] = {env0, "MK_SEC_SECRET=daemon-secret-value", NULL};
 	serve(&d, "envlit.json", "{\"mcp\": {\"client_configs\": []}}", env);
 	/* a header naming the daemon's secret: sent as the text it is */
-	snprintf(body, sizeof(body),
-	         "{\"name\": \"envy\", \"connection_type\": \"http\", "
-	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	         "\"auth_type\": \"headers\", \"headers\": {\"X-Leak\": "
-	         "\"env.MK_SEC_SECRET\"}, \"tools_to_execute\": [\"*\"]}",
-	         mcp.port);
+	snprintf(
+	        body, sizeof(body),
+	        "{\"name\": \"envy\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"headers\", \"headers\": {\"X-Leak\": \"env.MK_SEC_SECRET\"}, \"tools_to_execute\": [\"*\"]}",
+	        mcp.port);
 	expect("POST", "/api/mcp/client", body, NULL, 201, NULL);
 	char *out = http("POST", "/api/mcp/tool/execute",
 	                 "{\"client\": \"envy\", \"tool\": \"headers\"}", NULL,
@@ -522,17 +494,17 @@ env_literal(void)
 	free(out);
 	/* a URL from a variable: literal, so not a URL; an unset one the
 	 * same, with no word of which exist */
-	out = http("POST", "/api/mcp/client",
-	           "{\"name\": \"envu\", \"connection_type\": \"http\", "
-	           "\"connection_string\": \"env.MK_SEC_URL\"}",
-	           NULL, &st);
+	out = http(
+	        "POST", "/api/mcp/client",
+	        "{\"name\": \"envu\", \"connection_type\": \"http\", \"connection_string\": \"env.MK_SEC_URL\"}",
+	        NULL, &st);
 	CHECK_EQ(st, 400);
 	CHECK(strstr(out, "not set") == NULL);
 	char *set = out;
-	out       = http("POST", "/api/mcp/client",
-	                 "{\"name\": \"envu\", \"connection_type\": \"http\", "
-	                       "\"connection_string\": \"env.MK_SEC_NOPE\"}",
-	                 NULL, &st);
+	out       = http(
+	              "POST", "/api/mcp/client",
+	              "{\"name\": \"envu\", \"connection_type\": \"http\", \"connection_string\": \"env.MK_SEC_NOPE\"}",
+	              NULL, &st);
 	CHECK_EQ(st, 400);
 	/* one answer for both: no variable is told apart */
 	CHECK(strcmp(out, set) == 0);
@@ -731,10 +703,10 @@ hang_main(void *arg)
 {
 	hang *h = arg;
 
-	free(http_try("POST", "/api/mcp/tool/execute",
-	              "{\"client\": \"hot\", \"tool\": \"hang\", \"timeout\": "
-	              "60000}",
-	              NULL, &h->status));
+	free(http_try(
+	        "POST", "/api/mcp/tool/execute",
+	        "{\"client\": \"hot\", \"tool\": \"hang\", \"timeout\": 60000}",
+	        NULL, &h->status));
 	return (NULL);
 }
 
@@ -746,12 +718,10 @@ hanging(void)
 	char config[512];
 
 	CHECK_EQ(peer_start_inject(&up, WAIT_MS), 0);
-	snprintf(config, sizeof(config),
-	         "{\"mcp\": {\"client_configs\": [{\"name\": \"hot\", "
-	         "\"connection_type\": \"http\", \"connection_string\": "
-	         "\"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": "
-	         "[\"*\"]}]}}",
-	         up.port);
+	snprintf(
+	        config, sizeof(config),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"hot\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}]}}",
+	        up.port);
 	serve(&d, "hang.json", config, NULL);
 	for (int i = 0; i < 64; i++) {
 		h[i].status = 0;
@@ -819,9 +789,8 @@ framing(void)
 	serve(&d, "framing.json", "{\"mcp\": {\"client_configs\": []}}", NULL);
 	snprintf(host, sizeof(host), "%s", sv_base + 7);
 	/* a chunked body is the body: a client made from it */
-	const char *cfg = "{\"name\": \"chunky\", \"connection_type\": "
-	                  "\"http\", \"connection_string\": "
-	                  "\"http://127.0.0.1:1/mcp\"}";
+	const char *cfg =
+	        "{\"name\": \"chunky\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:1/mcp\"}";
 	snprintf(req, sizeof(req),
 	         "POST /api/mcp/client HTTP/1.1\r\nHost: %s\r\n"
 	         "Content-Type: application/json\r\n"
@@ -880,24 +849,21 @@ small(void)
 	         wildcard_port());
 	refuses("stream.json", config, "127.0.0.1:1",
 	        "is not loopback: set server.stream_public to true");
-	snprintf(config, sizeof(config),
-	         "{\"server\": {\"stream\": [\"tcp://0.0.0.0:%d\"], "
-	         "\"stream_public\": true}}",
-	         wildcard_port());
+	snprintf(
+	        config, sizeof(config),
+	        "{\"server\": {\"stream\": [\"tcp://0.0.0.0:%d\"], \"stream_public\": true}}",
+	        wildcard_port());
 	serve(&d, "stream2.json", config, NULL);
 	peer_stop(&d);
 	/* "127.0.0.1.nip.io" is a host name, not loopback: no token, no
 	 * daemon */
 	refuses("nip.json", "{}", "127.0.0.1.nip.io:8080",
-	        "refusing to serve 127.0.0.1.nip.io:8080 without an admin "
-	        "token");
+	        "refusing to serve 127.0.0.1.nip.io:8080 without an admin token");
 	refuses("lh.json", "{}", "localhost.attacker.test:8080",
-	        "refusing to serve localhost.attacker.test:8080 without an "
-	        "admin token");
+	        "refusing to serve localhost.attacker.test:8080 without an admin token");
 	/* /metrics behind its token (the admin's opens it too) */
 	serve(&d, "metrics.json",
-	      "{\"server\": {\"metrics_token\": \"metrics-token-1\", "
-	      "\"admin_token\": \"metrics-admin\"}}",
+	      "{\"server\": {\"metrics_token\": \"metrics-token-1\", \"admin_token\": \"metrics-admin\"}}",
 	      NULL);
 	free(http_try("GET", "/metrics", NULL, "wrong", &st));
 	CHECK_EQ(st, 401);

@@ -43,13 +43,7 @@ api(void)
 	int stream_port = peer_free_port();
 	snprintf(
 	        config, sizeof(config),
-	        "{\"server\": {\"stream\": [\"tcp://127.0.0.1:%d\"]}, "
-	        "\"mcp\": {\"client_configs\": [{\"name\": \"svc\", "
-	        "\"connection_type\": \"http\", \"connection_string\": "
-	        "\"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}, "
-	        "{\"name\": \"svst\", \"connection_type\": \"http\", "
-	        "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	        "\"needs_session_stickiness\": true}]}}",
+	        "{\"server\": {\"stream\": [\"tcp://127.0.0.1:%d\"]}, \"mcp\": {\"client_configs\": [{\"name\": \"svc\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}, {\"name\": \"svst\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true}]}}",
 	        stream_port, mcp.port, mcp.port);
 	serve(&d, "api.json", config, NULL);
 	/* the state stream, outward on tcp */
@@ -78,10 +72,10 @@ api(void)
 	expect("GET", "/api/mcp/clients?search=svst%00x", NULL, NULL, 400,
 	       "the query has a NUL byte (%00)");
 	/* create: good, duplicate, bad */
-	snprintf(body, sizeof(body),
-	         "{\"name\": \"svc2\", \"connection_type\": \"http\", "
-	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\"}",
-	         mcp.port);
+	snprintf(
+	        body, sizeof(body),
+	        "{\"name\": \"svc2\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\"}",
+	        mcp.port);
 	expect("POST", "/api/mcp/client", body, NULL, 201, "\"id\"");
 	expect("POST", "/api/mcp/client", body, NULL, 409, "already exists");
 	expect("POST", "/api/mcp/client",
@@ -108,8 +102,7 @@ api(void)
 	free(big);
 	/* the recovery endpoints' SPEC answers */
 	expect("POST", "/api/mcp/client/svc/reconnect", NULL, NULL, 400,
-	       "client uses per-call connections; there is no persistent "
-	       "connection to reconnect");
+	       "client uses per-call connections; there is no persistent connection to reconnect");
 	expect("POST", "/api/mcp/client/svst/reconnect", NULL, NULL, 200,
 	       NULL);
 	expect("PUT", "/api/mcp/client/svst", "{\"disabled\": true}", NULL,
@@ -144,8 +137,7 @@ api(void)
 	       "needs the caller's identity");
 	/* tools */
 	expect("POST", "/api/mcp/tool/execute",
-	       "{\"client\": \"svc\", \"tool\": \"echo\", \"arguments\": "
-	       "{\"message\": \"over http\"}}",
+	       "{\"client\": \"svc\", \"tool\": \"echo\", \"arguments\": {\"message\": \"over http\"}}",
 	       NULL, 200, "over http");
 	expect("POST", "/api/mcp/tool/execute",
 	       "{\"client\": \"nobody\", \"tool\": \"echo\"}", NULL, 404,
@@ -154,12 +146,10 @@ api(void)
 	       400, "needs client and tool");
 	/* a timeout past an int is refused, never cut (2^32 + 1 was 1 ms) */
 	expect("POST", "/api/mcp/tool/execute",
-	       "{\"client\": \"svc\", \"tool\": \"echo\", \"arguments\": "
-	       "{\"message\": \"x\"}, \"timeout\": 4294967297}",
+	       "{\"client\": \"svc\", \"tool\": \"echo\", \"arguments\": {\"message\": \"x\"}, \"timeout\": 4294967297}",
 	       NULL, 400, "timeout must be from 0 to 2147483647 milliseconds");
 	expect("POST", "/api/mcp/tool/execute",
-	       "{\"client\": \"svc\", \"tool\": \"echo\", \"arguments\": "
-	       "{\"message\": \"x\"}, \"timeout\": -5}",
+	       "{\"client\": \"svc\", \"tool\": \"echo\", \"arguments\": {\"message\": \"x\"}, \"timeout\": -5}",
 	       NULL, 400, "timeout must be from 0 to 2147483647 milliseconds");
 	/* delete */
 	expect("DELETE", "/api/mcp/client/svc2", NULL, NULL, 200, NULL);
@@ -172,10 +162,10 @@ api(void)
 	         "%s clients --url %s | grep -q 'svc .*healthy'",
 	         getenv("MK_MCPKEEP"), sv_base);
 	CHECK_EQ(system(cmd), 0);
-	snprintf(cmd, sizeof(cmd),
-	         "%s call svc echo '{\"message\": \"from the cli\"}' --url %s "
-	         "| grep -q 'from the cli'",
-	         getenv("MK_MCPKEEP"), sv_base);
+	snprintf(
+	        cmd, sizeof(cmd),
+	        "%s call svc echo '{\"message\": \"from the cli\"}' --url %s | grep -q 'from the cli'",
+	        getenv("MK_MCPKEEP"), sv_base);
 	CHECK_EQ(system(cmd), 0);
 	snprintf(cmd, sizeof(cmd), "%s call nobody echo --url %s 2>/dev/null",
 	         getenv("MK_MCPKEEP"), sv_base);
@@ -193,10 +183,10 @@ api(void)
 	expect("POST", "/api/mcp/tool/execute",
 	       "{\"client\": \"svst\", \"tool\": \"echo\"}", NULL, 400,
 	       "MCP client svst is disabled");
-	snprintf(body, sizeof(body),
-	         "{\"name\": \"gone\", \"connection_type\": \"http\", "
-	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\"}",
-	         peer_free_port());
+	snprintf(
+	        body, sizeof(body),
+	        "{\"name\": \"gone\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\"}",
+	        peer_free_port());
 	expect("POST", "/api/mcp/client", body, NULL, 201, "\"id\"");
 	CHECK(metric_within(
 	        "mcpkeep_failures_total{client=\"gone\",stage=\"connect\"}", 1,
@@ -206,20 +196,20 @@ api(void)
 	CHECK(metric_within(
 	        "mcpkeep_tool_calls_total{client=\"svc\",outcome=\"ok\"}", 2,
 	        2));
-	CHECK(metric_within("mcpkeep_tool_calls_total{client=\"svst\","
-	                    "outcome=\"refused\"}",
-	                    1, 1));
-	CHECK(metric_within("mcpkeep_tool_call_duration_seconds_count{client="
-	                    "\"svc\"}",
-	                    2, 2));
-	CHECK(metric_within("mcpkeep_tool_call_duration_seconds_bucket{client="
-	                    "\"svc\",le=\"+Inf\"}",
-	                    2, 2));
+	CHECK(metric_within(
+	        "mcpkeep_tool_calls_total{client=\"svst\",outcome=\"refused\"}",
+	        1, 1));
+	CHECK(metric_within(
+	        "mcpkeep_tool_call_duration_seconds_count{client=\"svc\"}", 2,
+	        2));
+	CHECK(metric_within(
+	        "mcpkeep_tool_call_duration_seconds_bucket{client=\"svc\",le=\"+Inf\"}",
+	        2, 2));
 	CHECK(metric_within("mcpkeep_health_checks_total{client=\"svc\"}", 1,
 	                    1e9));
-	CHECK(metric_within("mcpkeep_failures_total{client=\"svc\",stage="
-	                    "\"connect\"}",
-	                    0, 0));
+	CHECK(metric_within(
+	        "mcpkeep_failures_total{client=\"svc\",stage=\"connect\"}", 0,
+	        0));
 	expect("GET", "/nowhere", NULL, NULL, 404, "no such endpoint");
 	peer_stop(&d);
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
@@ -239,11 +229,9 @@ admin_token(void)
 	       "\"clients\"");
 	expect("GET", "/healthz", NULL, NULL, 200, NULL);
 	/* rotated by a reload: the old token is refused from then on */
-	write_config("tok.json",
-	             "{\"server\": {\"admin_token\": "
-	             "\"rotated-admin\", \"listen\": "
-	             "\"127.0.0.1:1\"}, \"mcp\": "
-	             "{\"client_configs\": []}}");
+	write_config(
+	        "tok.json",
+	        "{\"server\": {\"admin_token\": \"rotated-admin\", \"listen\": \"127.0.0.1:1\"}, \"mcp\": {\"client_configs\": []}}");
 	CHECK_EQ(kill(d.pid, SIGHUP), 0);
 	CHECK(metric_within("mcpkeep_reloads_total{result=\"applied\"}", 1,
 	                    1));
@@ -253,19 +241,19 @@ admin_token(void)
 	       "\"clients\"");
 	peer_stop(&d);
 	CHECK(peer_said(&d, "serve: reload: the admin token changed\n"));
-	CHECK(peer_said(&d,
-	                "serve: reload: server.listen changed; it is "
-	                "read only at start (restart to apply it)\n"));
+	CHECK(peer_said(
+	        &d,
+	        "serve: reload: server.listen changed; it is read only at start (restart to apply it)\n"));
 	CHECK(!peer_said(&d, "rotated-admin") && !peer_said(&d, "s3cret"));
 
 	/* on a non-loopback address, a reload that drops the token is
 	 * refused whole */
 	char pub[64];
 	snprintf(pub, sizeof(pub), "0.0.0.0:%d", peer_free_port());
-	serve_opt(&d, "pub.json",
-	          "{\"server\": {\"admin_token\": \"pub-admin\"}, \"mcp\": "
-	          "{\"client_configs\": []}}",
-	          NULL, "--listen", pub);
+	serve_opt(
+	        &d, "pub.json",
+	        "{\"server\": {\"admin_token\": \"pub-admin\"}, \"mcp\": {\"client_configs\": []}}",
+	        NULL, "--listen", pub);
 	write_config("pub.json", "{\"mcp\": {\"client_configs\": []}}");
 	CHECK_EQ(kill(d.pid, SIGHUP), 0);
 	CHECK(metric_within("mcpkeep_reloads_total{result=\"refused\"}", 1,
@@ -274,20 +262,19 @@ admin_token(void)
 	expect("GET", "/api/mcp/clients", NULL, "pub-admin", 200,
 	       "\"clients\"");
 	peer_stop(&d);
-	CHECK(peer_said(&d,
-	                "reload refused, nothing changed: the daemon "
-	                "serves a non-loopback address"));
+	CHECK(peer_said(
+	        &d,
+	        "reload refused, nothing changed: the daemon serves a non-loopback address"));
 
 	/* no token: a non-loopback address is refused */
 	char path[128];
 	write_config("notok.json", "{\"mcp\": {\"client_configs\": []}}");
 	snprintf(path, sizeof(path), "%s/notok.json", sv_dir);
 	char cmd[512];
-	snprintf(cmd, sizeof(cmd),
-	         "env -u MCPKEEP_ADMIN_TOKEN timeout 30 %s serve -c %s "
-	         "--listen 0.0.0.0:%d 2>&1 | grep -q 'refusing to serve "
-	         "0.0.0.0'",
-	         getenv("MK_MCPKEEP"), path, peer_free_port());
+	snprintf(
+	        cmd, sizeof(cmd),
+	        "env -u MCPKEEP_ADMIN_TOKEN timeout 30 %s serve -c %s --listen 0.0.0.0:%d 2>&1 | grep -q 'refusing to serve 0.0.0.0'",
+	        getenv("MK_MCPKEEP"), path, peer_free_port());
 	CHECK_EQ(system(cmd), 0);
 }
 
@@ -311,37 +298,30 @@ reload(void)
 	peer d = {0};
 	char a[1024], b[1024], body[512];
 
-	snprintf(a, sizeof(a),
-	         "{\"mcp\": {\"client_configs\": [{\"name\": \"ra\", "
-	         "\"connection_type\": \"http\", \"connection_string\": "
-	         "\"http://127.0.0.1:%d/mcp\"}, {\"name\": \"rb\", "
-	         "\"connection_type\": \"http\", \"connection_string\": "
-	         "\"http://127.0.0.1:%d/mcp\"}]}}",
-	         mcp.port, mcp.port);
+	snprintf(
+	        a, sizeof(a),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"ra\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\"}, {\"name\": \"rb\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\"}]}}",
+	        mcp.port, mcp.port);
 	serve(&d, "reload.json", a, NULL);
-	snprintf(body, sizeof(body),
-	         "{\"name\": \"rapi\", \"connection_type\": \"http\", "
-	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\"}",
-	         mcp.port);
+	snprintf(
+	        body, sizeof(body),
+	        "{\"name\": \"rapi\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\"}",
+	        mcp.port);
 	expect("POST", "/api/mcp/client", body, NULL, 201, NULL);
 	/* ra changed, rb gone, rc new */
-	snprintf(b, sizeof(b),
-	         "{\"mcp\": {\"client_configs\": [{\"name\": \"ra\", "
-	         "\"connection_type\": \"http\", \"connection_string\": "
-	         "\"http://127.0.0.1:%d/mcp\", \"tool_sync_interval\": "
-	         "\"5m\"}, {\"name\": \"rc\", \"connection_type\": "
-	         "\"http\", \"connection_string\": "
-	         "\"http://127.0.0.1:%d/mcp\"}]}}",
-	         mcp.port, mcp.port);
+	snprintf(
+	        b, sizeof(b),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"ra\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tool_sync_interval\": \"5m\"}, {\"name\": \"rc\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\"}]}}",
+	        mcp.port, mcp.port);
 	write_config("reload.json", b);
 	CHECK_EQ(kill(d.pid, SIGHUP), 0);
 	wait_listed("rc", true);
 	wait_listed("rb", false);
 	CHECK(listed("ra") && listed("rapi"));
 	/* invalid: nothing changes, it still serves */
-	write_config("reload.json",
-	             "{\"mcp\": {\"client_configs\": "
-	             "[{\"name\": \"bad name\"}]}}");
+	write_config(
+	        "reload.json",
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"bad name\"}]}}");
 	CHECK_EQ(kill(d.pid, SIGHUP), 0);
 	write_config("reload.json", b); /* (what a later HUP would read) */
 	expect("GET", "/healthz", NULL, NULL, 200, NULL);
@@ -360,16 +340,14 @@ global_settings(void)
 	peer d = {0};
 	char entry[512], a[1024], b[1024];
 
-	snprintf(entry, sizeof(entry),
-	         "{\"name\": \"gs\", \"connection_type\": \"http\", "
-	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	         "\"needs_session_stickiness\": true, "
-	         "\"tools_to_execute\": [\"*\"]}",
-	         mcp.port);
-	snprintf(a, sizeof(a),
-	         "{\"mcp\": {\"tool_execution_timeout\": \"1s\", "
-	         "\"client_configs\": [%s]}}",
-	         entry);
+	snprintf(
+	        entry, sizeof(entry),
+	        "{\"name\": \"gs\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]}",
+	        mcp.port);
+	snprintf(
+	        a, sizeof(a),
+	        "{\"mcp\": {\"tool_execution_timeout\": \"1s\", \"client_configs\": [%s]}}",
+	        entry);
 	serve(&d, "global.json", a, NULL);
 	CHECK(metric_within("mcpkeep_clients{state=\"healthy\"}", 1, 1));
 	nng_time t0 = nng_clock();
@@ -378,10 +356,10 @@ global_settings(void)
 	CHECK(nng_clock() - t0 < 10000);
 	CHECK(metric_within("mcpkeep_health_checks_total{client=\"gs\"}", 0,
 	                    0));
-	snprintf(b, sizeof(b),
-	         "{\"mcp\": {\"tool_execution_timeout\": \"1s\", "
-	         "\"tool_sync_interval\": \"1s\", \"client_configs\": [%s]}}",
-	         entry);
+	snprintf(
+	        b, sizeof(b),
+	        "{\"mcp\": {\"tool_execution_timeout\": \"1s\", \"tool_sync_interval\": \"1s\", \"client_configs\": [%s]}}",
+	        entry);
 	write_config("global.json", b);
 	CHECK_EQ(kill(d.pid, SIGHUP), 0);
 	CHECK(metric_within("mcpkeep_health_checks_total{client=\"gs\"}", 2,
@@ -425,13 +403,10 @@ update_stdio(void)
 	char config[1024], js[512], patch[1024];
 
 	snprintf(js, sizeof(js), "%s/inject.mjs", peer_dir());
-	snprintf(config, sizeof(config),
-	         "{\"mcp\": {\"client_configs\": [{\"name\": \"sd\", "
-	         "\"connection_type\": \"stdio\", \"stdio_config\": "
-	         "{\"command\": \"node\", \"args\": [\"%s\", \"stdio\"]}, "
-	         "\"tools_to_execute\": [\"*\"]}]}, \"server\": "
-	         "{\"admin_token\": \"stdio-admin-token\"}}",
-	         js);
+	snprintf(
+	        config, sizeof(config),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"sd\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"node\", \"args\": [\"%s\", \"stdio\"]}, \"tools_to_execute\": [\"*\"]}]}, \"server\": {\"admin_token\": \"stdio-admin-token\"}}",
+	        js);
 	/* (without an admin token the API may not change a stdio client) */
 	sv_admin = "stdio-admin-token";
 	serve(&d, "stdio.json", config, NULL);
@@ -441,18 +416,16 @@ update_stdio(void)
 	       NULL, 200, NULL);
 	CHECK_EQ(stdio_pid("sd"), pid);
 	expect("PUT", "/api/mcp/client/sd",
-	       "{\"tools_to_execute\": [\"pid\"], \"tool_execution_timeout\": "
-	       "\"20s\", \"is_ping_available\": false}",
+	       "{\"tools_to_execute\": [\"pid\"], \"tool_execution_timeout\": \"20s\", \"is_ping_available\": false}",
 	       NULL, 200, NULL);
 	CHECK_EQ(stdio_pid("sd"), pid);
 	expect("POST", "/api/mcp/tool/execute",
-	       "{\"client\": \"sd\", \"tool\": \"echo\", \"arguments\": "
-	       "{\"message\": \"x\"}}",
+	       "{\"client\": \"sd\", \"tool\": \"echo\", \"arguments\": {\"message\": \"x\"}}",
 	       NULL, 400, NULL);
-	snprintf(patch, sizeof(patch),
-	         "{\"stdio_config\": {\"command\": \"node\", \"args\": "
-	         "[\"%s\", \"stdio\"], \"envs\": [\"MK_SERVE=1\"]}}",
-	         js);
+	snprintf(
+	        patch, sizeof(patch),
+	        "{\"stdio_config\": {\"command\": \"node\", \"args\": [\"%s\", \"stdio\"], \"envs\": [\"MK_SERVE=1\"]}}",
+	        js);
 	expect("PUT", "/api/mcp/client/sd", patch, NULL, 200, NULL);
 	CHECK(stdio_pid("sd") != pid);
 	sv_admin = NULL;
@@ -497,15 +470,7 @@ by_id(void)
 
 	snprintf(
 	        config, sizeof(config),
-	        "{\"server\": {\"stream\": [\"tcp://127.0.0.1:%d\"]}, "
-	        "\"mcp\": {\"client_configs\": [{\"name\": \"idn\", "
-	        "\"client_id\": \"idn-1\", \"connection_type\": \"http\", "
-	        "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	        "\"needs_session_stickiness\": true, \"tools_to_execute\": "
-	        "[\"*\"]}, {\"name\": \"idg\", \"connection_type\": \"http\", "
-	        "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	        "\"needs_session_stickiness\": true, \"tools_to_execute\": "
-	        "[\"*\"]}]}}",
+	        "{\"server\": {\"stream\": [\"tcp://127.0.0.1:%d\"]}, \"mcp\": {\"client_configs\": [{\"name\": \"idn\", \"client_id\": \"idn-1\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]}, {\"name\": \"idg\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]}]}}",
 	        sport, mcp.port, mcp.port);
 	serve(&d, "ids.json", config, NULL);
 	snprintf(saddr, sizeof(saddr), "tcp://127.0.0.1:%d", sport);
@@ -529,10 +494,10 @@ by_id(void)
 		snprintf(path, sizeof(path), "/api/mcp/client/%s", ids[i]);
 		expect("PUT", path, "{\"tools_to_execute\": [\"echo\"]}", NULL,
 		       200, NULL);
-		snprintf(body, sizeof(body),
-		         "{\"client\": \"%s\", \"tool\": \"echo\", "
-		         "\"arguments\": {\"message\": \"by id\"}}",
-		         ids[i]);
+		snprintf(
+		        body, sizeof(body),
+		        "{\"client\": \"%s\", \"tool\": \"echo\", \"arguments\": {\"message\": \"by id\"}}",
+		        ids[i]);
 		expect("POST", "/api/mcp/tool/execute", body, NULL, 200,
 		       "by id");
 	}
@@ -552,11 +517,10 @@ by_id(void)
 	}
 	nng_close(s);
 	/* an id that is another client's name is refused */
-	snprintf(body, sizeof(body),
-	         "{\"name\": \"idx\", \"client_id\": \"idg\", "
-	         "\"connection_type\": \"http\", \"connection_string\": "
-	         "\"http://127.0.0.1:%d/mcp\"}",
-	         mcp.port);
+	snprintf(
+	        body, sizeof(body),
+	        "{\"name\": \"idx\", \"client_id\": \"idg\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\"}",
+	        mcp.port);
 	expect("POST", "/api/mcp/client", body, NULL, 409, "already exists");
 	snprintf(path, sizeof(path), "/api/mcp/client/%s", gen);
 	expect("DELETE", path, NULL, NULL, 200, NULL);
@@ -590,12 +554,10 @@ load(void)
 	int running, ok = 0, matched = 0;
 
 	CHECK(m != NULL && s != NULL);
-	snprintf(config, sizeof(config),
-	         "{\"mcp\": {\"client_configs\": [{\"name\": \"busy\", "
-	         "\"connection_type\": \"http\", \"connection_string\": "
-	         "\"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": "
-	         "true, \"tools_to_execute\": [\"*\"]}]}}",
-	         mcp.port);
+	snprintf(
+	        config, sizeof(config),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"busy\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]}]}}",
+	        mcp.port);
 	/* (all from one address, as from a gateway in front: its cap
 	 * raised to the total's) */
 	serve_opt(&d, "load.json", config, NULL, "--max-connections-per-ip",
@@ -606,10 +568,10 @@ load(void)
 		CURL *e = curl_easy_init();
 		snprintf(s[i].want, sizeof(s[i].want), "load %d of %d", i,
 		         LOAD);
-		snprintf(s[i].body, sizeof(s[i].body),
-		         "{\"client\": \"busy\", \"tool\": \"echo\", "
-		         "\"arguments\": {\"message\": \"%s\"}}",
-		         s[i].want);
+		snprintf(
+		        s[i].body, sizeof(s[i].body),
+		        "{\"client\": \"busy\", \"tool\": \"echo\", \"arguments\": {\"message\": \"%s\"}}",
+		        s[i].want);
 		CHECK((s[i].mem = open_memstream(&s[i].buf, &s[i].len)) !=
 		      NULL);
 		curl_easy_setopt(e, CURLOPT_URL, url);
@@ -655,8 +617,7 @@ load(void)
 	CHECK_EQ(ok, LOAD);
 	CHECK_EQ(matched, LOAD);
 	expect("GET", "/metrics", NULL, NULL, 200,
-	       "mcpkeep_tool_calls_total{client=\"busy\",outcome=\"ok\"} "
-	       "2000");
+	       "mcpkeep_tool_calls_total{client=\"busy\",outcome=\"ok\"} 2000");
 	curl_slist_free_all(h);
 	curl_multi_cleanup(m);
 	free(s);
@@ -703,15 +664,10 @@ lanes(void)
 	char config[1024];
 
 	CHECK_EQ(peer_start_inject(&up, WAIT_MS), 0);
-	snprintf(config, sizeof(config),
-	         "{\"mcp\": {\"client_configs\": [{\"name\": \"stuck\", "
-	         "\"connection_type\": \"http\", \"connection_string\": "
-	         "\"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": "
-	         "true}, {\"name\": \"free\", \"connection_type\": "
-	         "\"http\", \"connection_string\": "
-	         "\"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": "
-	         "[\"*\"]}]}}",
-	         up.port, mcp.port);
+	snprintf(
+	        config, sizeof(config),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"stuck\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true}, {\"name\": \"free\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}]}}",
+	        up.port, mcp.port);
 	serve(&d, "lanes.json", config, NULL);
 	CHECK(metric_within("mcpkeep_clients{state=\"healthy\"}", 2, 2));
 	CHECK_EQ(kill(up.pid, SIGSTOP), 0);
@@ -721,8 +677,7 @@ lanes(void)
 	}
 	CHECK(metric_within("mcpkeep_http_requests_in_flight", 4, 4));
 	expect("POST", "/api/mcp/tool/execute",
-	       "{\"client\": \"free\", \"tool\": \"echo\", "
-	       "\"arguments\": {\"message\": \"through\"}}",
+	       "{\"client\": \"free\", \"tool\": \"echo\", \"arguments\": {\"message\": \"through\"}}",
 	       NULL, 200, "through");
 	for (int i = 0; i < 4; i++) {
 		CHECK(!k[i].done); /* the reconnects still hang */
@@ -747,9 +702,9 @@ json_log(void)
 	          "--json", NULL);
 	expect("GET", "/healthz", NULL, NULL, 200, "\"ok\"");
 	peer_stop(&d);
-	CHECK(peer_said(&d,
-	                "\",\"level\":\"DEBUG\",\"component\":\"http\","
-	                "\"msg\":\"GET /healthz 200 "));
+	CHECK(peer_said(
+	        &d,
+	        "\",\"level\":\"DEBUG\",\"component\":\"http\",\"msg\":\"GET /healthz 200 "));
 }
 
 /* --max-requests: past it a tool call is answered 503 with Retry-After
@@ -765,18 +720,16 @@ busy(void)
 	long   st  = 0;
 
 	CHECK_EQ(peer_start_inject(&up, WAIT_MS), 0);
-	snprintf(config, sizeof(config),
-	         "{\"mcp\": {\"client_configs\": [{\"name\": \"hot\", "
-	         "\"connection_type\": \"http\", \"connection_string\": "
-	         "\"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": "
-	         "[\"*\"]}]}}",
-	         up.port);
+	snprintf(
+	        config, sizeof(config),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"hot\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}]}}",
+	        up.port);
 	serve_opt(&d, "busy.json", config, NULL, "--max-requests", "2");
 	CHECK(metric_within("mcpkeep_clients{state=\"healthy\"}", 1, 1));
 	for (int i = 0; i < 2; i++) {
-		bg_start(&h[i], "POST", "/api/mcp/tool/execute",
-		         "{\"client\": \"hot\", \"tool\": \"hang\", "
-		         "\"timeout\": 60000}");
+		bg_start(
+		        &h[i], "POST", "/api/mcp/tool/execute",
+		        "{\"client\": \"hot\", \"tool\": \"hang\", \"timeout\": 60000}");
 	}
 	/* both held (a scrape is not counted) */
 	if (!metric_within("mcpkeep_http_requests_in_flight", 2, 2)) {
@@ -788,8 +741,7 @@ busy(void)
 	expect("GET", "/api/mcp/clients", NULL, NULL, 200, "\"hot\"");
 	expect("POST", "/api/mcp/tool/execute",
 	       "{\"client\": \"hot\", \"tool\": \"echo\"}", NULL, 503,
-	       "{\"error\":\"the daemon is busy: 2 requests in the works; "
-	       "retry later\"}");
+	       "{\"error\":\"the daemon is busy: 2 requests in the works; retry later\"}");
 	/* the answer says when to come back */
 	CURL *e   = curl_easy_init();
 	FILE *mem = open_memstream(&out, &len);
@@ -832,10 +784,7 @@ watch_events(void)
 	char        cmd[512];
 
 	serve(&d, "watch.json",
-	      "{\"mcp\": {\"client_configs\": []}, \"server\": "
-	      "{\"virtual_keys\": [{\"name\": \"wk\", \"value\": "
-	      "\"watch-key-0123456789\", \"clients\": {\"wa\": "
-	      "[\"*\"]}}]}}",
+	      "{\"mcp\": {\"client_configs\": []}, \"server\": {\"virtual_keys\": [{\"name\": \"wk\", \"value\": \"watch-key-0123456789\", \"clients\": {\"wa\": [\"*\"]}}]}}",
 	      env);
 	/* the stream is no one's without a credential */
 	expect("GET", "/api/events", NULL, NULL, 401,
@@ -848,8 +797,7 @@ watch_events(void)
 	                    WAIT_MS),
 	         0);
 	expect("POST", "/api/mcp/client",
-	       "{\"name\": \"wb\", \"connection_type\": \"http\", "
-	       "\"connection_string\": \"http://127.0.0.1:1/mcp\"}",
+	       "{\"name\": \"wb\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:1/mcp\"}",
 	       "watch-admin-token", 201, NULL);
 	CHECK(peer_wait_exit(&w, WAIT_MS));
 	peer_stop(&w);
@@ -866,18 +814,17 @@ watch_events(void)
 	expect("POST", "/api/mcp/client/wb/disable", NULL, "watch-admin-token",
 	       200, NULL);
 	expect("POST", "/api/mcp/client",
-	       "{\"name\": \"wa\", \"connection_type\": \"http\", "
-	       "\"connection_string\": \"http://127.0.0.1:1/mcp\"}",
+	       "{\"name\": \"wa\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:1/mcp\"}",
 	       "watch-admin-token", 201, NULL);
 	CHECK(peer_wait_exit(&w, WAIT_MS));
 	peer_stop(&w);
 	CHECK(WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0);
 	CHECK(peer_said(&w, "wa                   (new) -> unstable"));
 	CHECK(!peer_said(&w, "wb "));
-	snprintf(cmd, sizeof(cmd),
-	         "%s watch %s --key watch-key-wrong-000000 > %s/w.out 2>&1; "
-	         "test $? -eq 1 && grep -q 'HTTP 401' %s/w.out",
-	         getenv("MK_MCPKEEP"), sv_base, sv_dir, sv_dir);
+	snprintf(
+	        cmd, sizeof(cmd),
+	        "%s watch %s --key watch-key-wrong-000000 > %s/w.out 2>&1; test $? -eq 1 && grep -q 'HTTP 401' %s/w.out",
+	        getenv("MK_MCPKEEP"), sv_base, sv_dir, sv_dir);
 	CHECK_EQ(system(cmd), 0);
 	peer_stop(&d);
 }
@@ -890,17 +837,10 @@ status_page(void)
 
 	/* a server of its own, for the page to kill */
 	CHECK_EQ(peer_start_inject(&m, WAIT_MS), 0);
-	snprintf(config, sizeof(config),
-	         "{\"mcp\": {\"client_configs\": [{\"name\": \"svst\", "
-	         "\"connection_type\": \"http\", \"connection_string\": "
-	         "\"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": "
-	         "true}, {\"name\": \"dead\", \"connection_type\": \"http\", "
-	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	         "\"needs_session_stickiness\": true}, {\"name\": \"mortal\", "
-	         "\"connection_type\": \"http\", \"connection_string\": "
-	         "\"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": "
-	         "true, \"tool_sync_interval\": \"1s\"}]}}",
-	         mcp.port, peer_free_port(), m.port);
+	snprintf(
+	        config, sizeof(config),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"svst\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true}, {\"name\": \"dead\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true}, {\"name\": \"mortal\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tool_sync_interval\": \"1s\"}]}}",
+	        mcp.port, peer_free_port(), m.port);
 	serve(&d, "page.json", config, NULL);
 	expect("GET", "/", NULL, NULL, 200, "<title>mcpkeep</title>");
 	snprintf(js, sizeof(js), "%s/page.mjs", peer_dir());
@@ -958,14 +898,10 @@ boot_sigterm(void)
 	json_int_t  total;
 	json_t     *c;
 
-	snprintf(config, sizeof(config),
-	         "{\"mcp\": {\"client_configs\": [{\"name\": \"hang\", "
-	         "\"connection_type\": \"stdio\", \"stdio_config\": "
-	         "{\"command\": \"sh\", \"args\": [\"-c\", \"sleep 600\"]}}, "
-	         "{\"name\": \"fine\", \"connection_type\": \"http\", "
-	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	         "\"needs_session_stickiness\": true}]}}",
-	         mcp.port);
+	snprintf(
+	        config, sizeof(config),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"hang\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"sh\", \"args\": [\"-c\", \"sleep 600\"]}}, {\"name\": \"fine\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true}]}}",
+	        mcp.port);
 	/* started with a low soft fd limit, which it raises to the hard */
 	struct rlimit lim, low;
 	char          said[128];
@@ -999,20 +935,19 @@ boot_sigterm(void)
 	CHECK(nng_clock() - t1 < 5000);
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 	CHECK(peer_said(&d, "serve: boot: connecting 2 clients\n"));
-	snprintf(said, sizeof(said),
-	         "runtime: file descriptors: limit %llu (soft, was %llu), "
-	         "hard %llu\n",
-	         (unsigned long long)lim.rlim_max,
-	         (unsigned long long)low.rlim_cur,
-	         (unsigned long long)lim.rlim_max);
+	snprintf(
+	        said, sizeof(said),
+	        "runtime: file descriptors: limit %llu (soft, was %llu), hard %llu\n",
+	        (unsigned long long)lim.rlim_max,
+	        (unsigned long long)low.rlim_cur,
+	        (unsigned long long)lim.rlim_max);
 	CHECK(peer_said(&d, said));
-	CHECK(peer_said(&d,
-	                "serve: reload deferred: the boot is still "
-	                "connecting clients; the SIGHUP applies when it "
-	                "ends\n"));
-	CHECK(peer_said(&d,
-	                "serve: boot: stopping before the first connects "
-	                "ended\n"));
+	CHECK(peer_said(
+	        &d,
+	        "serve: reload deferred: the boot is still connecting clients; the SIGHUP applies when it ends\n"));
+	CHECK(peer_said(
+	        &d,
+	        "serve: boot: stopping before the first connects ended\n"));
 	CHECK(!peer_said(&d, "reload: the boot ended"));
 }
 
@@ -1030,18 +965,10 @@ boot_slow(void)
 	json_t     *c;
 
 	snprintf(js, sizeof(js), "%s/inject.mjs", peer_dir());
-	snprintf(fmt, sizeof(fmt),
-	         "{\"mcp\": {\"client_configs\": [{\"name\": \"slow\", "
-	         "\"connection_type\": \"stdio\", \"stdio_config\": "
-	         "{\"command\": \"sh\", \"args\": [\"-c\", \"sleep 3; exec "
-	         "node %s stdio\"]}}, "
-	         "{\"name\": \"fine\", \"connection_type\": \"http\", "
-	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	         "\"needs_session_stickiness\": true}, "
-	         "{\"name\": \"gone\", \"connection_type\": \"stdio\", "
-	         "\"stdio_config\": {\"command\": \"sh\", \"args\": [\"-c\", "
-	         "\"exit 3\"]}}%%s]}}",
-	         js, mcp.port);
+	snprintf(
+	        fmt, sizeof(fmt),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"slow\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"sh\", \"args\": [\"-c\", \"sleep 3; exec node %s stdio\"]}}, {\"name\": \"fine\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true}, {\"name\": \"gone\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"sh\", \"args\": [\"-c\", \"exit 3\"]}}%%s]}}",
+	        js, mcp.port);
 	snprintf(config, sizeof(config), fmt, "");
 	nng_time t0 = nng_clock();
 	serve_start(&d, "slow.json", config, env, NULL, NULL, 10000);
@@ -1051,9 +978,9 @@ boot_slow(void)
 	CHECK(c != NULL && total == 3);
 	json_decref(c);
 	/* a SIGHUP now waits for the boot's end */
-	snprintf(more, sizeof(more), fmt,
-	         ", {\"name\": \"later\", \"connection_type\": \"http\", "
-	         "\"connection_string\": \"http://127.0.0.1:1/mcp\"}");
+	snprintf(
+	        more, sizeof(more), fmt,
+	        ", {\"name\": \"later\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:1/mcp\"}");
 	write_config("slow.json", more);
 	CHECK_EQ(kill(d.pid, SIGHUP), 0);
 	CHECK(ready_within(WAIT_MS));
@@ -1074,12 +1001,12 @@ boot_slow(void)
 	CHECK(peer_said(&d, "serve: boot: gone: unstable (stage connect: "));
 	CHECK(peer_said(&d, "serve: boot: 3 clients connected in "));
 	CHECK(peer_said(&d, " ms: 2 healthy, 1 unstable\n"));
-	CHECK(peer_said(&d,
-	                "serve: reload deferred: the boot is still "
-	                "connecting clients"));
-	CHECK(peer_said(&d,
-	                "serve: reload: the boot ended: applying the "
-	                "SIGHUP that came during it\n"));
+	CHECK(peer_said(
+	        &d,
+	        "serve: reload deferred: the boot is still connecting clients"));
+	CHECK(peer_said(
+	        &d,
+	        "serve: reload: the boot ended: applying the SIGHUP that came during it\n"));
 }
 
 int

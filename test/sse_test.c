@@ -174,8 +174,7 @@ static const char rich_stream[] =
         ": comment at start\r\n"
         "retry: 1500\n"
         "event: greet\r\n"
-        "data: hello\r"
-        "data:world\n"
+        "data: hello\rdata:world\n"
         "data:  two spaces\n"
         "\r\n"
         "id: 1\n\n"
@@ -190,8 +189,7 @@ static const char rich_stream[] =
         "unknown: field\n"
         "data : not data\n"
         "\n"
-        "data: caf\xC3\xA9 \xE2\x82\xAC\r"
-        "\r"
+        "data: caf\xC3\xA9 \xE2\x82\xAC\r\r"
         "event: a\nid\ndata: {\"x\":1}\n\n"
         "data: type was reset\n\n"
         "id: last\r\nevent: x\r\ndata: 1\r\ndata: 2\r\n\r\n"
@@ -440,8 +438,7 @@ several_in_one_chunk(void)
 {
 	rec r;
 
-	parse(S("data: 1\n\ndata: 2\n\nevent: e\ndata: 3\n\nid: 4\ndata: "
-	        "4\n\n"),
+	parse(S("data: 1\n\ndata: 2\n\nevent: e\ndata: 3\n\nid: 4\ndata: 4\n\n"),
 	      NULL, &r);
 	CHECK_EQ(r.n, 4);
 	expect(&r, 0, "message", S("1"), "", -1);

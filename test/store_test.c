@@ -164,16 +164,9 @@ from_earlier_versions(void)
 		snprintf(name, sizeof(name), "v%d.db", from);
 		const char *p = fresh(name);
 		CHECK_EQ(store_create_version(p, from, err, sizeof(err)), 0);
-		exec_sql(p,
-		         "INSERT INTO mcp_clients VALUES ('id-old', 'old', "
-		         "'{\"name\":\"old\"}', 1, 1);"
-		         "INSERT INTO mcp_tools VALUES ('id-old', 'h', "
-		         "'[]', 1);"
-		         "INSERT INTO oauth_flows (state, client_id, mode, "
-		         "identity, pkce_verifier, redirect_uri, status, "
-		         "expires_at, created_at) VALUES ('st', 'id-old', "
-		         "'admin', '', 'verifier', 'http://r', 'pending', 9, "
-		         "1)");
+		exec_sql(
+		        p,
+		        "INSERT INTO mcp_clients VALUES ('id-old', 'old', '{\"name\":\"old\"}', 1, 1);INSERT INTO mcp_tools VALUES ('id-old', 'h', '[]', 1);INSERT INTO oauth_flows (state, client_id, mode, identity, pkce_verifier, redirect_uri, status, expires_at, created_at) VALUES ('st', 'id-old', 'admin', '', 'verifier', 'http://r', 'pending', 9, 1)");
 		store *s = open_key(p, NULL);
 		int    v, n = 0;
 		CHECK_EQ(store_version(s, &v), 0);
@@ -250,13 +243,13 @@ collect(void *arg, const char *id, const char *name, const char *config,
 static void
 clients_and_gate(void)
 {
-	store   *s  = open_rw();
-	json_t  *t1 = json_loads("[{\"name\":\"b\",\"description\":\"x\"},"
-	                          "{\"description\":\"y\",\"name\":\"a\"}]",
-	                         0, NULL);
-	json_t  *t2 = json_loads("[{\"name\":\"a\",\"description\":\"y\"},"
-	                          "{\"description\":\"x\",\"name\":\"b\"}]",
-	                         0, NULL);
+	store  *s  = open_rw();
+	json_t *t1 = json_loads(
+	        "[{\"name\":\"b\",\"description\":\"x\"},{\"description\":\"y\",\"name\":\"a\"}]",
+	        0, NULL);
+	json_t *t2 = json_loads(
+	        "[{\"name\":\"a\",\"description\":\"y\"},{\"description\":\"x\",\"name\":\"b\"}]",
+	        0, NULL);
 	char     h1[TOOLS_HASH_HEX], h2[TOOLS_HASH_HEX];
 	bool     w;
 	int      n = 0;
@@ -422,9 +415,9 @@ write_secrets(store *s)
 	json_t *r = token_row("c1", "alice", "access-SECRET-1");
 
 	CHECK_EQ(
-	        store_client_put(s, "c1", "c1",
-	                         "{\"name\":\"c1\",\"headers\":"
-	                         "{\"Authorization\":\"Bearer HDR-SECRET\"}}"),
+	        store_client_put(
+	                s, "c1", "c1",
+	                "{\"name\":\"c1\",\"headers\":{\"Authorization\":\"Bearer HDR-SECRET\"}}"),
 	        0);
 	CHECK_EQ(store_row_put(s, STORE_OAUTH_TOKENS, r), 0);
 	json_decref(r);
@@ -496,13 +489,13 @@ encryption(void)
 	CHECK_EQ(store_open(&s, p, STORE_RW, NULL, err, sizeof(err)),
 	         MK_EINVAL);
 	CHECK(strstr(err,
-	             "it holds sealed secrets: set its encryption key "
-	             "(MCPKEEP_ENCRYPTION_KEY)") != NULL);
+	             "it holds sealed secrets: set its encryption key (MCPKEEP_ENCRYPTION_KEY)") !=
+	      NULL);
 	CHECK_EQ(store_open(&s, p, STORE_RW, KEY2, err, sizeof(err)),
 	         MK_EINVAL);
 	CHECK(strstr(err,
-	             "the encryption key does not match the key its "
-	             "secrets were sealed with") != NULL);
+	             "the encryption key does not match the key its secrets were sealed with") !=
+	      NULL);
 	CHECK(s == NULL);
 	/* a sealed value moved to another row does not open there */
 	s         = open_key(p, KEY1);
@@ -510,10 +503,9 @@ encryption(void)
 	CHECK_EQ(store_row_put(s, STORE_OAUTH_TOKENS, r), 0);
 	json_decref(r);
 	store_close(&s);
-	exec_sql(p,
-	         "UPDATE oauth_tokens SET access_token = (SELECT "
-	         "access_token FROM oauth_tokens WHERE identity = 'alice') "
-	         "WHERE identity = 'mallory'");
+	exec_sql(
+	        p,
+	        "UPDATE oauth_tokens SET access_token = (SELECT access_token FROM oauth_tokens WHERE identity = 'alice') WHERE identity = 'mallory'");
 	s             = open_key(p, KEY1);
 	json_t  *rows = json_array();
 	unsigned skipped;

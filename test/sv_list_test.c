@@ -84,8 +84,7 @@ expect(int line, const char *f, const char *names, json_int_t count,
 
 	if (strcmp(got, names) != 0 || c != count || t != total) {
 		fprintf(stderr,
-		        "%s:%d: %s: \"%s\" count %lld total %lld, not \"%s\" "
-		        "%lld %lld\n",
+		        "%s:%d: %s: \"%s\" count %lld total %lld, not \"%s\" %lld %lld\n",
 		        __FILE__, line, f != NULL ? f : "(none)", got,
 		        (long long)c, (long long)t, names, (long long)count,
 		        (long long)total);
@@ -220,8 +219,7 @@ paging(void)
 	     15);
 	/* limit and offset that are not integers: the defaults */
 	PAGE("{\"limit\":\"3\",\"offset\":2.5}",
-	     "n00,n01,n02,n03,n04,n05,n06,n07,n08,n09,n10,n11,n12,n13,n14,"
-	     "n15,n16,n17,n18,n19,n20,n21,n22,n23,n24",
+	     "n00,n01,n02,n03,n04,n05,n06,n07,n08,n09,n10,n11,n12,n13,n14,n15,n16,n17,n18,n19,n20,n21,n22,n23,n24",
 	     25, 30);
 	clear();
 }

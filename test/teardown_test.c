@@ -151,8 +151,8 @@ open_plain(sub *sb)
 	return (rt);
 }
 
-static const char oauth_cfg[] = "{\"client_id\": \"static-client\", "
-                                "\"client_secret\": \"static-secret\"}";
+static const char oauth_cfg[] =
+        "{\"client_id\": \"static-client\", \"client_secret\": \"static-secret\"}";
 
 /* Brings the client to healthy, whatever the last round left. */
 static void
@@ -214,12 +214,10 @@ close_client(mk_runtime **rt, sub *sb, int op, int round)
 		CHECK_EQ(mk_client_remove(*rt, NAME, &err), 0);
 		break;
 	case OP_UPDATE:
-		snprintf(patch, sizeof(patch),
-		         "{\"oauth_config\": {\"client_id\": "
-		         "\"static-client\", "
-		         "\"client_secret\": \"static-secret\", \"scopes\": "
-		         "[\"round-%d\"]}}",
-		         round);
+		snprintf(
+		        patch, sizeof(patch),
+		        "{\"oauth_config\": {\"client_id\": \"static-client\", \"client_secret\": \"static-secret\", \"scopes\": [\"round-%d\"]}}",
+		        round);
 		CHECK_EQ(mk_client_update(*rt, NAME, patch, &err), 0);
 		break;
 	case OP_REAUTH:

@@ -791,10 +791,8 @@ stdio_inject(void)
 static void
 stdio_process(void)
 {
-	const char *fds[]  = {"-c",
-	                      "ls /proc/self/fd | tr '\\n' ' ' >&2; "
-	                       "exit 7",
-	                      NULL};
+	const char *fds[] = {
+	        "-c", "ls /proc/self/fd | tr '\\n' ' ' >&2; exit 7", NULL};
 	const char *envs[] = {"MK_SET=x", "MK_INHERIT", NULL};
 	const char *show[] = {
 	        "-c",

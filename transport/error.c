@@ -39,13 +39,13 @@ mcp_error_fd_limit(mcp_error *e, int errnum)
 	struct rlimit lim = {0, 0};
 
 	(void)getrlimit(RLIMIT_NOFILE, &lim);
-	return (mcp_error_set(e, MCP_E_LIMIT,
-	                      "out of file descriptors (%s; RLIMIT_NOFILE "
-	                      "%llu, hard %llu)",
-	                      errnum == ENFILE ? "the system is at its limit"
-	                                       : "the process is at its limit",
-	                      (unsigned long long)lim.rlim_cur,
-	                      (unsigned long long)lim.rlim_max));
+	return (mcp_error_set(
+	        e, MCP_E_LIMIT,
+	        "out of file descriptors (%s; RLIMIT_NOFILE %llu, hard %llu)",
+	        errnum == ENFILE ? "the system is at its limit"
+	                         : "the process is at its limit",
+	        (unsigned long long)lim.rlim_cur,
+	        (unsigned long long)lim.rlim_max));
 }
 
 mcp_error *

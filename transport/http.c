@@ -173,11 +173,10 @@ post_done(tp_xfer *x, CURLcode rc)
 	c->busy++;
 	if (deliver(c, p) && p->id != 0 && !p->answered) {
 		if (!failed) {
-			mcp_error_set(&e, MCP_E_PROTOCOL,
-			              "the server's answer to request %lld "
-			              "carried no "
-			              "result",
-			              (long long)p->id);
+			mcp_error_set(
+			        &e, MCP_E_PROTOCOL,
+			        "the server's answer to request %lld carried no result",
+			        (long long)p->id);
 		}
 		c->base.up.failed(c->base.up.arg, p->id, &e);
 	}

@@ -600,8 +600,7 @@ oa_token_parse(const char *body, size_t len, oa_token *t, char *why,
 	memset(t, 0, sizeof(*t));
 	if (!json_is_object(o)) {
 		snprintf(why, whylen,
-		         "the token endpoint's answer is not a "
-		         "JSON object");
+		         "the token endpoint's answer is not a JSON object");
 		json_decref(o);
 		return (MK_EPROTO);
 	}
@@ -613,8 +612,7 @@ oa_token_parse(const char *body, size_t len, oa_token *t, char *why,
 	}
 	if ((t->access = dup_str(o, "access_token")) == NULL) {
 		snprintf(why, whylen,
-		         "the token endpoint's answer has no "
-		         "access_token");
+		         "the token endpoint's answer has no access_token");
 		json_decref(o);
 		return (MK_EPROTO);
 	}

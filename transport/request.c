@@ -56,12 +56,10 @@ page_refused(pend *p, json_t *tools, json_t *cursor, mcp_error *e)
 	p->pages++;
 	p->bytes += tools_bytes(tools) + clen;
 	if (p->bytes > MCP_MAX_TOOLS_BYTES) {
-		return (mcp_error_set(e, MCP_E_PROTOCOL,
-		                      "tools/list exceeds %zu MiB in total "
-		                      "(%zu bytes of tools and cursors in %u "
-		                      "pages)",
-		                      MCP_MAX_TOOLS_BYTES >> 20, p->bytes,
-		                      p->pages));
+		return (mcp_error_set(
+		        e, MCP_E_PROTOCOL,
+		        "tools/list exceeds %zu MiB in total (%zu bytes of tools and cursors in %u pages)",
+		        MCP_MAX_TOOLS_BYTES >> 20, p->bytes, p->pages));
 	}
 	if (json_array_size(p->tools) + json_array_size(tools) >
 	            MCP_MAX_TOOLS ||
@@ -77,10 +75,10 @@ page_refused(pend *p, json_t *tools, json_t *cursor, mcp_error *e)
 	if (json_object_getn(p->cursors, json_string_value(cursor), clen) !=
 	    NULL) {
 		/* the cursor's value is the server's: not in the message */
-		return (mcp_error_set(e, MCP_E_PROTOCOL,
-		                      "tools/list repeats the cursor of an "
-		                      "earlier page (page %u): paging stopped",
-		                      p->pages));
+		return (mcp_error_set(
+		        e, MCP_E_PROTOCOL,
+		        "tools/list repeats the cursor of an earlier page (page %u): paging stopped",
+		        p->pages));
 	}
 	if (json_object_setn_new(p->cursors, json_string_value(cursor), clen,
 	                         json_null()) != 0) {
@@ -129,10 +127,10 @@ session_on_page(mcp_session *s, pend *p, json_t *result)
 	if (rv != 0) {
 		session_complete(
 		        s, p,
-		        mcp_error_set(&e, MCP_E_LOCAL,
-		                      "cannot request the next tools/list "
-		                      "page (code %d)",
-		                      rv),
+		        mcp_error_set(
+		                &e, MCP_E_LOCAL,
+		                "cannot request the next tools/list page (code %d)",
+		                rv),
 		        NULL);
 	}
 }

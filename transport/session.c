@@ -236,23 +236,20 @@ on_initialized(mcp_session *s, pend *p, json_t *result)
 	session_pend_free(p);
 	if (!json_is_object(result) || !json_is_string(ver) ||
 	    !json_is_object(json_object_get(result, "capabilities"))) {
-		session_fail(s,
-		             mcp_error_set(
-		                     &e, MCP_E_PROTOCOL,
-		                     "initialize result lacks protocolVersion "
-		                     "or capabilities"));
+		session_fail(
+		        s,
+		        mcp_error_set(
+		                &e, MCP_E_PROTOCOL,
+		                "initialize result lacks protocolVersion or capabilities"));
 		return;
 	}
 	if (!mcp_version_supported(json_string_value(ver))) {
 		session_fail(
 		        s,
-		        mcp_error_set(&e, MCP_E_PROTOCOL,
-		                      "server answered protocolVersion "
-		                      "\"%.40s\", which this "
-		                      "client does not support (supported: "
-		                      "2025-11-25, "
-		                      "2025-06-18, 2025-03-26, 2024-11-05)",
-		                      json_string_value(ver)));
+		        mcp_error_set(
+		                &e, MCP_E_PROTOCOL,
+		                "server answered protocolVersion \"%.40s\", which this client does not support (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)",
+		                json_string_value(ver)));
 		return;
 	}
 	snprintf(s->version, sizeof(s->version), "%s", json_string_value(ver));

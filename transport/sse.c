@@ -102,10 +102,9 @@ on_stream_event(tp_http *h, const codec_sse_event *ev)
 		    (c->endpoint = resolve(c, ev->data, ev->data_len)) ==
 		            NULL &&
 		    !c->has_bad) {
-			mcp_error_set(&c->bad, MCP_E_PROTOCOL,
-			              "SSE endpoint event names no URL on the "
-			              "stream's "
-			              "own origin");
+			mcp_error_set(
+			        &c->bad, MCP_E_PROTOCOL,
+			        "SSE endpoint event names no URL on the stream's own origin");
 			c->has_bad = true;
 		}
 	} else if (strcmp(ev->type, "message") == 0) {

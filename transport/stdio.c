@@ -262,10 +262,10 @@ read_out(stdio_conn *c)
 			}
 			if (c->line_len == c->max) {
 				mcp_error e;
-				mcp_error_set(&e, MCP_E_PROTOCOL,
-				              "server wrote a stdout line "
-				              "over %zu bytes",
-				              c->max);
+				mcp_error_set(
+				        &e, MCP_E_PROTOCOL,
+				        "server wrote a stdout line over %zu bytes",
+				        c->max);
 				kill_group(c, SIGKILL);
 				c->busy++;
 				c->base.up.lost(c->base.up.arg, &e);

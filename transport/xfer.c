@@ -329,10 +329,10 @@ limit_error(const tp_http *h, mcp_error *e)
 {
 	switch (h->limit) {
 	case TP_LIMIT_HEADERS:
-		mcp_error_set(e, MCP_E_PROTOCOL,
-		              "response headers exceed their size limit (%d "
-		              "bytes a line, %d in all)",
-		              TP_HEADER_LINE_MAX, TP_HEADERS_MAX);
+		mcp_error_set(
+		        e, MCP_E_PROTOCOL,
+		        "response headers exceed their size limit (%d bytes a line, %d in all)",
+		        TP_HEADER_LINE_MAX, TP_HEADERS_MAX);
 		break;
 	case TP_LIMIT_BODY:
 		mcp_error_set(
@@ -352,10 +352,10 @@ limit_error(const tp_http *h, mcp_error *e)
 		              (unsigned long long)h->max_events);
 		break;
 	case TP_LIMIT_RATE:
-		mcp_error_set(e, MCP_E_PROTOCOL,
-		              "the stream exceeded %u events per second "
-		              "(bursts of %u)",
-		              (unsigned)h->ev_rate, (unsigned)h->ev_burst);
+		mcp_error_set(
+		        e, MCP_E_PROTOCOL,
+		        "the stream exceeded %u events per second (bursts of %u)",
+		        (unsigned)h->ev_rate, (unsigned)h->ev_burst);
 		break;
 	case TP_LIMIT_NONE:
 		break; /* not called */

@@ -213,10 +213,9 @@ static void
 on_reconnect(client *cl, kn_msg *msg)
 {
 	if (!cl->cfg->sticky) {
-		kn_reply_why(cl->self, kn_defer(msg), MK_EINVAL,
-		             "client uses per-call connections; there is no "
-		             "persistent "
-		             "connection to reconnect");
+		kn_reply_why(
+		        cl->self, kn_defer(msg), MK_EINVAL,
+		        "client uses per-call connections; there is no persistent connection to reconnect");
 		return;
 	}
 	if (cl->state == CS_DISABLED) {
@@ -368,10 +367,10 @@ on_update(client *cl, kn_msg *msg)
 		if (json_object_get(patch, immutable[i]) != NULL &&
 		    field_changed(patch, cl->cfg->raw, immutable[i])) {
 			json_decref(patch);
-			kn_reply_why(cl->self, corr, MK_EINVAL,
-			             "client \"%s\": field \"%s\" cannot be "
-			             "changed",
-			             cl->cfg->name, immutable[i]);
+			kn_reply_why(
+			        cl->self, corr, MK_EINVAL,
+			        "client \"%s\": field \"%s\" cannot be changed",
+			        cl->cfg->name, immutable[i]);
 			return;
 		}
 	}
@@ -403,8 +402,7 @@ on_update(client *cl, kn_msg *msg)
 		json_decref(lit);
 		kn_reply_why(
 		        cl->self, corr, MK_EBUSY,
-		        "reconnect or connection credential update already in "
-		        "progress for MCP client %s",
+		        "reconnect or connection credential update already in progress for MCP client %s",
 		        cl->cfg->name);
 		return;
 	}

@@ -225,15 +225,15 @@ open_per_call(client *cl, cl_call *c)
 	mc.timeout_ms = remaining_ms(c); /* initialize shares the deadline */
 	if (mc.timeout_ms <= 0 ||
 	    mcp_session_open(&c->s, cl->loop, &mc, &h) != 0) {
-		done_per_call(c,
-		              mc.timeout_ms <= 0
-		                      ? mcp_error_set(&e, MCP_E_TIMEOUT,
-		                                      "tool call timed out "
-		                                      "waiting for its "
-		                                      "credential")
-		                      : mcp_error_set(&e, MCP_E_LOCAL,
-		                                      "cannot open a session"),
-		              NULL);
+		done_per_call(
+		        c,
+		        mc.timeout_ms <= 0
+		                ? mcp_error_set(
+		                          &e, MCP_E_TIMEOUT,
+		                          "tool call timed out waiting for its credential")
+		                : mcp_error_set(&e, MCP_E_LOCAL,
+		                                "cannot open a session"),
+		        NULL);
 	}
 }
 
@@ -354,19 +354,16 @@ cl_call_start(client *cl, kn_msg *msg)
 	                              : json_object();
 	cl_call_msg_clear(&m);
 	if (c->tool == NULL || !json_is_object(c->args)) {
-		kn_reply_why(cl->self, corr, MK_EINVAL,
-		             "a tool call needs a tool name and an arguments "
-		             "object");
+		kn_reply_why(
+		        cl->self, corr, MK_EINVAL,
+		        "a tool call needs a tool name and an arguments object");
 		goto refuse;
 	}
 	if (cfg_auth_per_user(cl->cfg->auth) &&
 	    (c->identity == NULL || *c->identity == '\0')) {
 		kn_reply_why(
 		        cl->self, corr, MK_EINVAL,
-		        "MCP client %s uses per-user credentials: the call "
-		        "needs the caller's identity - a user id "
-		        "(X-MCP-User-Id), a virtual key (X-MCP-Virtual-Key) "
-		        "or a session id (X-MCP-Session-Id)",
+		        "MCP client %s uses per-user credentials: the call needs the caller's identity - a user id (X-MCP-User-Id), a virtual key (X-MCP-Virtual-Key) or a session id (X-MCP-Session-Id)",
 		        cl->cfg->name);
 		goto refuse;
 	}
@@ -381,10 +378,10 @@ cl_call_start(client *cl, kn_msg *msg)
 		goto refuse;
 	}
 	if (!allowed(cl->cfg, c->tool)) {
-		kn_reply_why(cl->self, corr, MK_EINVAL,
-		             "tool %.200s is not in tools_to_execute of MCP "
-		             "client %s",
-		             c->tool, cl->cfg->name);
+		kn_reply_why(
+		        cl->self, corr, MK_EINVAL,
+		        "tool %.200s is not in tools_to_execute of MCP client %s",
+		        c->tool, cl->cfg->name);
 		goto refuse;
 	}
 	if (timeout <= 0 || timeout > cl->exec_ms) {
@@ -425,9 +422,9 @@ cl_call_run_queued(client *cl, const char *failure)
 			             "no connection to MCP client %s: %s",
 			             cl->cfg->name, failure);
 		} else if (kn_now_ns() >= c->deadline) {
-			kn_reply_why(cl->self, c->corr, MK_ETIMEDOUT,
-			             "tool call timed out waiting for a "
-			             "connection");
+			kn_reply_why(
+			        cl->self, c->corr, MK_ETIMEDOUT,
+			        "tool call timed out waiting for a connection");
 		} else {
 			kn_reply_why(cl->self, c->corr, MK_EUPSTREAM,
 			             "no connection to MCP client %s",

@@ -36,9 +36,7 @@ const codec_msgdef client_msgs[] = {
          "the client's counters"},
         {CODEC_MSG(MSG_CL_SETTINGS), "tell", &cl_settings_msg_fields, NULL,
          NULL,
-         "from the supervisor: the global settings, used where the "
-         "client's config has none (a new sync_ms reaches the supervisor "
-         "in the view)"},
+         "from the supervisor: the global settings, used where the client's config has none (a new sync_ms reaches the supervisor in the view)"},
         {CODEC_MSG(MSG_CL_CRED), "tell", &cl_cred_msg_fields, NULL, NULL,
          "from the credential actor: the client's credential changed"},
 };

@@ -114,22 +114,21 @@ metrics_json(const client *cl)
 		json_array_append_new(
 		        b, json_integer((json_int_t)cl->m.buckets[i]));
 	}
-	return (json_pack("{s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I}, s:o, s:I, "
-	                  "s:{s:I, s:I, s:I}, s:I, s:I, s:I}",
-	                  "transitions", (json_int_t)cl->m.transitions,
-	                  "checks", (json_int_t)cl->m.checks, "failures", f,
-	                  "calls", "ok", (json_int_t)cl->m.calls[CM_OK],
-	                  "error", (json_int_t)cl->m.calls[CM_ERROR],
-	                  "auth_required", (json_int_t)cl->m.calls[CM_AUTH],
-	                  "refused", (json_int_t)cl->m.calls[CM_REFUSED],
-	                  "latency_buckets", b, "latency_sum_us",
-	                  (json_int_t)cl->m.sum_us, "recoveries", "per_call",
-	                  (json_int_t)cl->m.recoveries[0], "shared",
-	                  (json_int_t)cl->m.recoveries[1], "session",
-	                  (json_int_t)cl->m.recoveries[2], "retries_skipped",
-	                  (json_int_t)cl->m.skipped, "relists",
-	                  (json_int_t)cl->m.relists, "connect_failures_in_row",
-	                  (json_int_t)cl->fails));
+	return (json_pack(
+	        "{s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I}, s:o, s:I, s:{s:I, s:I, s:I}, s:I, s:I, s:I}",
+	        "transitions", (json_int_t)cl->m.transitions, "checks",
+	        (json_int_t)cl->m.checks, "failures", f, "calls", "ok",
+	        (json_int_t)cl->m.calls[CM_OK], "error",
+	        (json_int_t)cl->m.calls[CM_ERROR], "auth_required",
+	        (json_int_t)cl->m.calls[CM_AUTH], "refused",
+	        (json_int_t)cl->m.calls[CM_REFUSED], "latency_buckets", b,
+	        "latency_sum_us", (json_int_t)cl->m.sum_us, "recoveries",
+	        "per_call", (json_int_t)cl->m.recoveries[0], "shared",
+	        (json_int_t)cl->m.recoveries[1], "session",
+	        (json_int_t)cl->m.recoveries[2], "retries_skipped",
+	        (json_int_t)cl->m.skipped, "relists",
+	        (json_int_t)cl->m.relists, "connect_failures_in_row",
+	        (json_int_t)cl->fails));
 }
 
 void
@@ -286,11 +285,11 @@ client_state_enter(client *cl, cl_state to, cl_cause by)
 		if (by != CL_BY_RESULT) {
 			/* (a result meeting an authoritative state is the
 			 * guard at work; anything else is a bug) */
-			KN_ERROR("client",
-			         "%s: %s -> %s by %s is not a transition of "
-			         "the state machine: refused",
-			         cl->cfg->name, cl_state_name(from),
-			         cl_state_name(to), causes[by]);
+			KN_ERROR(
+			        "client",
+			        "%s: %s -> %s by %s is not a transition of the state machine: refused",
+			        cl->cfg->name, cl_state_name(from),
+			        cl_state_name(to), causes[by]);
 		}
 		return (false);
 	}
@@ -384,8 +383,7 @@ client_set_tools(client *cl, json_t *tools)
 		    kn_tell_msg(cl->ps, cl->self, MSG_PS_TOOLS_PUT,
 		                CODEC_OF(ps_tools_msg, &m)) != 0) {
 			KN_ERROR("client",
-			         "%s: the changed tool list was not "
-			         "stored",
+			         "%s: the changed tool list was not stored",
 			         cl->cfg->name);
 		}
 		free(m.tools);

@@ -246,8 +246,7 @@ tokens_restore(cr_self *cr, json_t *rows)
 		    acc == NULL ||
 		    (t = cr_token(cr, client, mode, id, true)) == NULL) {
 			KN_WARN("credential",
-			        "a stored token row is incomplete: "
-			        "skipped");
+			        "a stored token row is incomplete: skipped");
 			continue;
 		}
 		t->access      = strdup(acc);
@@ -309,10 +308,11 @@ cr_answer_token(cr_self *cr, token *t, uint64_t corr)
 	cr_headers_msg m = {.headers = hdr};
 
 	if (!t->active) {
-		cr_reply_error(cr, corr, MK_ESTATE, "needs_reauth",
-		               TOKEN_SENTINEL ": the credential of MCP client "
-		                              "%s must be reauthorized",
-		               t->client_id);
+		cr_reply_error(
+		        cr, corr, MK_ESTATE, "needs_reauth",
+		        TOKEN_SENTINEL
+		        ": the credential of MCP client %s must be reauthorized",
+		        t->client_id);
 		return;
 	}
 	snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s", t->access);
@@ -367,9 +367,9 @@ on_register(cr_self *cr, kn_msg *msg)
 			if (t != NULL && t->active) {
 				t->active = false;
 				cr_token_store(cr, t);
-				cr_notify(cr, id, "rotated",
-				          "credential was rotated and must be "
-				          "reauthorized");
+				cr_notify(
+				        cr, id, "rotated",
+				        "credential was rotated and must be reauthorized");
 			}
 		}
 		json_decref(c->oauth);
@@ -435,9 +435,7 @@ on_register(cr_self *cr, kn_msg *msg)
 		} else {
 			token *t = cr_token(cr, c->id, "shared", "", false);
 			KN_WARN("credential",
-			        "%s: its OAuth config changed while the "
-			        "runtime "
-			        "was down: the stored credential is void",
+			        "%s: its OAuth config changed while the runtime was down: the stored credential is void",
 			        c->name);
 			if (t != NULL && t->active) {
 				t->active = false;

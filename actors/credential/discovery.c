@@ -132,23 +132,22 @@ url_ok(const disc *d, const char *url, const char *field, const char *source,
 		         sch[0] ? ")" : "");
 		break;
 	case OA_URL_HTTP:
-		snprintf(why, len,
-		         "%s from %s is plain http to a host that is not "
-		         "loopback while the MCP server is https: not allowed",
-		         field, source);
+		snprintf(
+		        why, len,
+		        "%s from %s is plain http to a host that is not loopback while the MCP server is https: not allowed",
+		        field, source);
 		break;
 	case OA_URL_USERINFO:
-		snprintf(why, len,
-		         "%s from %s carries a user name or password: not "
-		         "allowed",
-		         field, source);
+		snprintf(
+		        why, len,
+		        "%s from %s carries a user name or password: not allowed",
+		        field, source);
 		break;
 	case OA_URL_ADDRESS:
-		snprintf(why, len,
-		         "%s from %s points to a %s address: not allowed "
-		         "(only when the MCP server is on one too, or "
-		         "oauth_config names the endpoint)",
-		         field, source, oa_net_name(oa_url_net(url)));
+		snprintf(
+		        why, len,
+		        "%s from %s points to a %s address: not allowed (only when the MCP server is on one too, or oauth_config names the endpoint)",
+		        field, source, oa_net_name(oa_url_net(url)));
 		break;
 	}
 	return (false);
@@ -221,8 +220,7 @@ disc_end(disc *d, const char *err)
 		} else {
 			cr_reply_error(
 			        cr, p->corr, MK_EUPSTREAM, NULL,
-			        "OAuth discovery for MCP client %s failed: "
-			        "%s",
+			        "OAuth discovery for MCP client %s failed: %s",
 			        c->name, err);
 		}
 		free(p->mode);
@@ -314,10 +312,10 @@ as_meta_ok(const disc *d, json_t *o, char *why, size_t len)
 	}
 	if (cr_meta_str(o, "issuer") != NULL && iss != NULL &&
 	    !same_issuer(cr_meta_str(o, "issuer"), iss)) {
-		snprintf(why, len,
-		         "issuer from %s is not the authorization server "
-		         "it was fetched for",
-		         src);
+		snprintf(
+		        why, len,
+		        "issuer from %s is not the authorization server it was fetched for",
+		        src);
 		return (false);
 	}
 	return (true);
@@ -351,9 +349,7 @@ on_disc(void *arg, const oa_reply *r)
 		if (d->rm[0] != '\0' && !oa_same_origin(d->rm, d->c->url)) {
 			disc_end(
 			        d,
-			        "resource_metadata from the WWW-Authenticate "
-			        "challenge is not on the MCP server's origin: "
-			        "not allowed");
+			        "resource_metadata from the WWW-Authenticate challenge is not on the MCP server's origin: not allowed");
 			return;
 		}
 		d->step = 1;
@@ -449,13 +445,12 @@ on_disc(void *arg, const oa_reply *r)
 			if (oa_origin(d->urls[0], at, sizeof(at)) != 0) {
 				snprintf(at, sizeof(at), "?");
 			}
-			snprintf(err, sizeof(err),
-			         "dynamic client registration at %.300s "
-			         "failed: %.200s",
-			         at,
-			         reason(r,
-			                "the answer is not a JSON object "
-			                "with a client_id"));
+			snprintf(
+			        err, sizeof(err),
+			        "dynamic client registration at %.300s failed: %.200s",
+			        at,
+			        reason(r,
+			               "the answer is not a JSON object with a client_id"));
 			json_decref(o);
 			disc_end(d, err);
 			return;
@@ -479,14 +474,12 @@ on_disc(void *arg, const oa_reply *r)
 	if (d->at == 0) {
 		/* the first candidate is the one the spec names: its
 		 * failure says most */
-		snprintf(d->why, sizeof(d->why), "%.199s",
-		         reason(r,
-		                d->step == 1
-		                        ? "the answer is not a JSON object "
-		                          "with authorization_servers"
-		                        : "the answer is not a JSON object "
-		                          "with authorization_endpoint and "
-		                          "token_endpoint"));
+		snprintf(
+		        d->why, sizeof(d->why), "%.199s",
+		        reason(r,
+		               d->step == 1
+		                       ? "the answer is not a JSON object with authorization_servers"
+		                       : "the answer is not a JSON object with authorization_endpoint and token_endpoint"));
 	}
 	if (++d->at < d->nurls) {
 		disc_fetch(d);
@@ -549,9 +542,9 @@ disc_step(disc *d)
 			d->nurls = oa_as_meta_urls(
 			        cr_meta_str(d->meta, "issuer"), d->urls, 4);
 			if (d->nurls == 0) {
-				disc_end(d,
-				         "the authorization server is not "
-				         "http(s)");
+				disc_end(
+				        d,
+				        "the authorization server is not http(s)");
 				return;
 			}
 			disc_fetch(d);
@@ -561,10 +554,9 @@ disc_step(disc *d)
 				continue;
 			}
 			if (cr_meta_str(d->meta, "registration_url") == NULL) {
-				disc_end(d,
-				         "no client_id is configured and the "
-				         "authorization server offers no "
-				         "registration");
+				disc_end(
+				        d,
+				        "no client_id is configured and the authorization server offers no registration");
 				return;
 			}
 			snprintf(d->urls[0], OA_URL_MAX, "%s",

@@ -40,8 +40,7 @@ cr_exchange_get(cr_self *cr, cclient *c, const char *mode,
 		if (t == NULL) {
 			cr_reply_error(
 			        cr, corr, MK_ESTATE, "none",
-			        "MCP client %s has no admin credential: "
-			        "verify-exchange first",
+			        "MCP client %s has no admin credential: verify-exchange first",
 			        c->name);
 		} else if (!t->active) {
 			cr_answer_token(cr, t, corr);
@@ -54,8 +53,7 @@ cr_exchange_get(cr_self *cr, cclient *c, const char *mode,
 		json_t *x = json_pack("{s:b}", "subject_token_missing", 1);
 		cr_auth_reply(
 		        cr, corr, c, "exchange", x,
-		        "this MCP client exchanges the caller's own access "
-		        "token: send it (Authorization: Bearer)");
+		        "this MCP client exchanges the caller's own access token: send it (Authorization: Bearer)");
 		json_decref(x);
 		return;
 	}
@@ -74,9 +72,9 @@ cr_exchange_get(cr_self *cr, cclient *c, const char *mode,
 	cr_lru_touch(cr, t);
 	if (!t->active) {
 		json_t *x = json_pack("{s:s}", "exchange_error", t->err);
-		cr_auth_reply(cr, corr, c, "exchange", x,
-		              "the authorization server rejected the exchange "
-		              "of your token");
+		cr_auth_reply(
+		        cr, corr, c, "exchange", x,
+		        "the authorization server rejected the exchange of your token");
 		json_decref(x);
 	} else {
 		/* a cache hit, or an exchange, single-flight */
@@ -106,8 +104,7 @@ cr_verify_exchange(cr_self *cr, kn_msg *msg)
 	} else if (c->auth != CFG_AUTH_TOKEN_EXCHANGE) {
 		cr_reply_error(
 		        cr, corr, MK_EINVAL, NULL,
-		        "MCP client %s uses auth_type %s: verify-exchange "
-		        "applies to token_exchange",
+		        "MCP client %s uses auth_type %s: verify-exchange applies to token_exchange",
 		        c->name, cfg_auth_name(c->auth));
 	} else if (subject == NULL || *subject == '\0') {
 		cr_reply_error(

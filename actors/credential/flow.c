@@ -136,8 +136,7 @@ cr_flows_restore(cr_self *cr, json_t *rows)
 		if (st == NULL || cl == NULL || mo == NULL || id == NULL ||
 		    ve == NULL || re == NULL || strlen(st) != OA_STATE_LEN) {
 			KN_WARN("credential",
-			        "a stored OAuth flow is "
-			        "incomplete: skipped");
+			        "a stored OAuth flow is incomplete: skipped");
 			continue;
 		}
 		if (exp <= cr_now()) {
@@ -176,9 +175,9 @@ flow_stored(kn_actor *self, void *arg, int status, const void *data,
 	} else if (m->auth && c != NULL) {
 		json_t *x = json_pack("{s:s, s:s}", "authorize_url", m->url,
 		                      "session_id", m->state);
-		cr_auth_reply(m->cr, m->corr, c, "oauth", x,
-		              "authorize this MCP client for your identity "
-		              "first");
+		cr_auth_reply(
+		        m->cr, m->corr, c, "oauth", x,
+		        "authorize this MCP client for your identity first");
 		json_decref(x);
 	} else {
 		cr_flow_msg out = {.authorize_url = m->url, .state = m->state};
@@ -279,15 +278,14 @@ cr_initiate(cr_self *cr, kn_msg *msg)
 		               who ? who : "(none given)");
 	} else if (c->auth != CFG_AUTH_OAUTH &&
 	           c->auth != CFG_AUTH_PER_USER_OAUTH) {
-		cr_reply_error(cr, corr, MK_EINVAL, NULL,
-		               "MCP client %s uses auth_type %s: it has no "
-		               "OAuth flow",
-		               c->name, cfg_auth_name(c->auth));
+		cr_reply_error(
+		        cr, corr, MK_EINVAL, NULL,
+		        "MCP client %s uses auth_type %s: it has no OAuth flow",
+		        c->name, cfg_auth_name(c->auth));
 	} else if (c->auth == CFG_AUTH_OAUTH && cr_callers_mode(mode)) {
 		cr_reply_error(
 		        cr, corr, MK_EINVAL, NULL,
-		        "MCP client %s uses one shared OAuth token: there "
-		        "is no flow per caller",
+		        "MCP client %s uses one shared OAuth token: there is no flow per caller",
 		        c->name);
 	} else {
 		/* per_user_oauth: the admin's bootstrap (discovery) flow, or
@@ -415,10 +413,10 @@ cr_complete(cr_self *cr, kn_msg *msg)
 		               "no MCP client %.200s", who);
 	} else if (who != NULL && strcmp(c->id, f->client_id) != 0) {
 		/* the flow stays: its own client may still complete it */
-		cr_reply_error(cr, corr, MK_EINVAL, NULL,
-		               "the OAuth flow belongs to another MCP client "
-		               "than %.200s",
-		               who);
+		cr_reply_error(
+		        cr, corr, MK_EINVAL, NULL,
+		        "the OAuth flow belongs to another MCP client than %.200s",
+		        who);
 	} else if (f->expires_at <= cr_now()) {
 		cr_reply_error(cr, corr, MK_EINVAL, NULL,
 		               "the OAuth flow expired: start it again");

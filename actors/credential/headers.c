@@ -136,8 +136,7 @@ cr_hcreds_restore(cr_self *cr, json_t *rows)
 		if (cl == NULL || mo == NULL || id == NULL || hd == NULL ||
 		    (copy = strdup(hd)) == NULL) {
 			KN_WARN("credential",
-			        "a stored header credential is "
-			        "incomplete: skipped");
+			        "a stored header credential is incomplete: skipped");
 			continue;
 		}
 		(void)cr_hcred_set(cr, cl, mo, id, copy);
@@ -171,19 +170,18 @@ header_lines(const cclient *c, json_t *given, char *why, size_t len)
 			        strcasecmp(json_string_value(k), name) == 0;
 		}
 		if (!declared) {
-			snprintf(why, len,
-			         "header %.100s is not one of the "
-			         "per_user_header_keys "
-			         "of MCP client %s",
-			         name, c->name);
+			snprintf(
+			        why, len,
+			        "header %.100s is not one of the per_user_header_keys of MCP client %s",
+			        name, c->name);
 			goto bad;
 		}
 		if (!json_is_string(v) || *json_string_value(v) == '\0' ||
 		    strpbrk(json_string_value(v), "\r\n") != NULL) {
-			snprintf(why, len,
-			         "header %.100s needs a non-empty one-line "
-			         "value",
-			         name);
+			snprintf(
+			        why, len,
+			        "header %.100s needs a non-empty one-line value",
+			        name);
 			goto bad;
 		}
 		size_t add = strlen(name) + strlen(json_string_value(v)) + 4;
@@ -370,9 +368,9 @@ header_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
 	x = json_pack("{s:s, s:s, s:O}", "submit_url", submit, "session_id",
 	              f->id, "required_header_keys",
 	              c->keys != NULL ? c->keys : json_array());
-	cr_auth_reply(cr, corr, c, "headers", x,
-	              "submit your own header values for this MCP client "
-	              "first");
+	cr_auth_reply(
+	        cr, corr, c, "headers", x,
+	        "submit your own header values for this MCP client first");
 	json_decref(x);
 }
 
@@ -390,10 +388,10 @@ cr_headers_get(cr_self *cr, cclient *c, const char *mode, const char *identity,
 		cr_fill_start(cr, c, STORE_HEADER_CREDENTIALS, mode, identity,
 		              NULL, force, corr);
 	} else if (admin) {
-		cr_reply_error(cr, corr, MK_ESTATE, "none",
-		               "MCP client %s has no verified header "
-		               "sample: verify-headers first",
-		               c->name);
+		cr_reply_error(
+		        cr, corr, MK_ESTATE, "none",
+		        "MCP client %s has no verified header sample: verify-headers first",
+		        c->name);
 	} else {
 		header_flow(cr, c, mode, identity, corr);
 	}
@@ -478,8 +476,7 @@ cr_verify_headers(cr_self *cr, kn_msg *msg)
 	} else if (c->auth != CFG_AUTH_PER_USER_HEADERS) {
 		cr_reply_error(
 		        cr, corr, MK_EINVAL, NULL,
-		        "MCP client %s uses auth_type %s: verify-headers "
-		        "applies to per_user_headers",
+		        "MCP client %s uses auth_type %s: verify-headers applies to per_user_headers",
 		        c->name, cfg_auth_name(c->auth));
 	} else if ((lines = header_lines(c, given, why, sizeof(why))) ==
 	           NULL) {

@@ -43,8 +43,7 @@ const codec_msgdef credential_msgs[] = {
          "a caller's own header values for the session it was given"},
         {CODEC_MSG(MSG_CR_VERIFY_EXCHANGE), "ask",
          &cr_verify_exchange_msg_fields, &cr_exchanged_msg_fields, NULL,
-         "token_exchange: the admin's subject, exchanged now and retained "
-         "for discovery"},
+         "token_exchange: the admin's subject, exchanged now and retained for discovery"},
         {CODEC_MSG(MSG_CR_EVICT), "ask", &cr_evict_msg_fields,
          &cr_evicted_msg_fields, NULL,
          "drop cached callers' credentials (below)"},

@@ -92,10 +92,10 @@ cr_flow_room(cr_self *cr, const cclient *c, bool header, uint64_t corr)
 		KN_WARN("credential",
 		        "%s: %u pending authorizations: a new one is refused",
 		        c->name, f->n[header]);
-		cr_reply_error(cr, corr, MK_EBUSY, NULL,
-		               "too many pending authorizations for MCP "
-		               "client \"%s\" (%d); try again later",
-		               c->name, CR_USER_FLOWS_MAX);
+		cr_reply_error(
+		        cr, corr, MK_EBUSY, NULL,
+		        "too many pending authorizations for MCP client \"%s\" (%d); try again later",
+		        c->name, CR_USER_FLOWS_MAX);
 		return (MK_EBUSY);
 	}
 	return (0);

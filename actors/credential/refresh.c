@@ -243,9 +243,9 @@ answer_auth(cr_self *cr, token *t, const cclient *c)
 		} else if (c != NULL) {
 			json_t *x =
 			        json_pack("{s:s}", "exchange_error", t->err);
-			cr_auth_reply(cr, w->corr, c, "exchange", x,
-			              "the authorization server rejected the "
-			              "exchange of your token");
+			cr_auth_reply(
+			        cr, w->corr, c, "exchange", x,
+			        "the authorization server rejected the exchange of your token");
 			json_decref(x);
 		} else {
 			cr_reply_error(cr, w->corr, MK_ENOENT, NULL,
@@ -341,10 +341,10 @@ on_reply(void *arg, const oa_reply *r)
 	     (strcmp(code, "invalid_grant") == 0 ||
 	      strcmp(code, "unauthorized_client") == 0)) ||
 	    (ex && r->status >= 400 && r->status < 500)) {
-		snprintf(why, sizeof(why),
-		         "token refresh rejected by the authorization server "
-		         "(HTTP %ld%s%s)",
-		         r->status, code[0] ? " " : "", code);
+		snprintf(
+		        why, sizeof(why),
+		        "token refresh rejected by the authorization server (HTTP %ld%s%s)",
+		        r->status, code[0] ? " " : "", code);
 		KN_WARN("credential", "%s: %s: needs reauthorization",
 		        t->client_id, why);
 		t->active = false;
@@ -356,8 +356,7 @@ on_reply(void *arg, const oa_reply *r)
 	if ((r->status >= 500 || r->status == 0) && t->attempt < RETRIES) {
 		int64_t ms = (int64_t)RETRY_BASE_MS << t->attempt;
 		KN_DEBUG("credential",
-		         "%s: token refresh failed (%s); retry in "
-		         "%lld ms",
+		         "%s: token refresh failed (%s); retry in %lld ms",
 		         t->client_id, r->err->message, (long long)ms);
 		t->attempt++;
 		t->retry = kn_timer_add(cr->self, ms, retry_tick, t);
@@ -454,8 +453,7 @@ start(cr_self *cr, token *t)
 		answer_all(
 		        cr, t, MK_ESTATE, "MCP client %s: %s",
 		        t->refresh == NULL
-		                ? "the token expired and there is no refresh "
-		                  "token: reauthorize"
+		                ? "the token expired and there is no refresh token: reauthorize"
 		                : "no token endpoint is known: reauthorize");
 		return;
 	}

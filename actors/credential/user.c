@@ -353,9 +353,7 @@ cr_user_get(cr_self *cr, cclient *c, const char *mode, const char *identity,
 			if (admin) {
 				cr_reply_error(
 				        cr, corr, MK_ESTATE, "none",
-				        "MCP client %s has no admin "
-				        "credential: initiate-verification "
-				        "first",
+				        "MCP client %s has no admin credential: initiate-verification first",
 				        c->name);
 			} else {
 				cr_flow_for(cr, c, mode, identity, corr, true);

@@ -347,14 +347,13 @@ drain(kn_actor *self, bool closing)
 
 		if (recv_one(self, &m, NNG_DURATION_ZERO) != 0 &&
 		    (rv = recv_one(self, &m, KN_TRANSIT_MS)) != 0) {
-			KN_ERROR("kernel",
-			         "actor %s: %llu committed messages not "
-			         "received: "
-			         "%s",
-			         self->name,
-			         (unsigned long long)(committed -
-			                              self->received),
-			         codec_strerror(rv));
+			KN_ERROR(
+			        "kernel",
+			        "actor %s: %llu committed messages not received: %s",
+			        self->name,
+			        (unsigned long long)(committed -
+			                             self->received),
+			        codec_strerror(rv));
 			return; /* retried on the next turn of the loop */
 		}
 		self->received++;

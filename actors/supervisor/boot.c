@@ -120,10 +120,10 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 	int    rv;
 
 	if (sv_find(sv, cfg->name) != NULL || sv_find(sv, cfg->id) != NULL) {
-		snprintf(err, errlen,
-		         "an MCP client named %s (or with id %s) "
-		         "already exists",
-		         cfg->name, cfg->id);
+		snprintf(
+		        err, errlen,
+		        "an MCP client named %s (or with id %s) already exists",
+		        cfg->name, cfg->id);
 		cfg_client_free(&cfg);
 		return (MK_EEXIST);
 	}
@@ -231,8 +231,7 @@ restore(kn_actor *self, sv_self *sv, const char *text, uint64_t corr)
 	if (!json_is_array(list) || (ld = calloc(1, sizeof(*ld))) == NULL) {
 		json_decref(list);
 		kn_reply_why(self, corr, MK_EINVAL,
-		             "the stored client list is not "
-		             "readable");
+		             "the stored client list is not readable");
 		return;
 	}
 	ld->corr = corr;
@@ -280,10 +279,10 @@ settings_apply(kn_actor *self, sv_self *sv, int64_t sync_ms, int64_t exec_ms)
 	for (size_t i = 0; i < sv->n; i++) {
 		if (kn_tell_msg(sv->all[i]->actor, self, MSG_CL_SETTINGS,
 		                CODEC_OF(cl_settings_msg, &m)) != 0) {
-			KN_ERROR("supervisor",
-			         "MCP client %s did not take the global "
-			         "settings",
-			         sv->all[i]->name);
+			KN_ERROR(
+			        "supervisor",
+			        "MCP client %s did not take the global settings",
+			        sv->all[i]->name);
 		}
 	}
 }
@@ -296,9 +295,9 @@ sv_on_settings(kn_actor *self, sv_self *sv, kn_msg *msg)
 	(void)sv_settings_msg_unpack(msg->env.payload, msg->env.payload_len,
 	                             &m);
 	if (m.sync_ms < 1000 || m.exec_ms < 1) {
-		kn_reply_why(self, kn_defer(msg), MK_EINVAL,
-		             "tool_sync_interval must be >= 1s and "
-		             "tool_execution_timeout positive");
+		kn_reply_why(
+		        self, kn_defer(msg), MK_EINVAL,
+		        "tool_sync_interval must be >= 1s and tool_execution_timeout positive");
 		return;
 	}
 	settings_apply(self, sv, m.sync_ms, m.exec_ms);
@@ -351,11 +350,10 @@ sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
 		entry *e = sv_find(sv, f->clients[i]->name);
 		if ((e != NULL && !e->restored) ||
 		    (e == NULL && sv_find(sv, f->clients[i]->id) != NULL)) {
-			kn_reply_why(self, corr, MK_EEXIST,
-			             "client \"%s\": an MCP client with that "
-			             "name or id "
-			             "already exists",
-			             f->clients[i]->name);
+			kn_reply_why(
+			        self, corr, MK_EEXIST,
+			        "client \"%s\": an MCP client with that name or id already exists",
+			        f->clients[i]->name);
 			cfg_file_free(&f);
 			return;
 		}

@@ -103,9 +103,7 @@ sv_persist_del(kn_actor *self, sv_self *sv, const char *id)
 	if (kn_tell_msg(sv->a.persister, self, MSG_PS_CLIENT_DEL,
 	                CODEC_OF(ps_id_msg, &m)) != 0) {
 		KN_ERROR("supervisor",
-		         "MCP client %s was not removed from the "
-		         "store",
-		         id);
+		         "MCP client %s was not removed from the store", id);
 	}
 }
 
