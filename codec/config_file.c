@@ -191,6 +191,26 @@ file_fail(char *err, size_t errlen, int rv, const char *fmt, ...)
 	return (rv);
 }
 
+/* Refuses the first key of section o (its path prefix: "", "mcp.", ...)
+ * that is not one of keys. */
+static int
+unknown_in(json_t *o, const char *prefix, const char **keys, char *err,
+           size_t errlen)
+{
+	const char *k;
+	json_t     *v;
+
+	json_object_foreach(o, k, v)
+	{
+		if (!cfg_known(k, keys)) {
+			return (file_fail(err, errlen, MK_EINVAL,
+			                  "config: unknown field \"%s%.60s\"",
+			                  prefix, k));
+		}
+	}
+	return (0);
+}
+
 static int
 parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 {
@@ -204,7 +224,6 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 	                                "virtual_keys",  NULL};
 	cfg_pctx           x         = {"?", err, errlen, NULL};
 	json_t            *mcp, *list, *v, *sec;
-	const char        *k;
 	size_t             i;
 	int                rv;
 
@@ -212,26 +231,16 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 		return (file_fail(err, errlen, MK_EINVAL,
 		                  "config: the top level must be an object"));
 	}
-	json_object_foreach(root, k, v)
-	{
-		if (!cfg_known(k, top)) {
-			return (file_fail(err, errlen, MK_EINVAL,
-			                  "config: unknown field \"%.60s\"",
-			                  k));
-		}
+	if ((rv = unknown_in(root, "", top, err, errlen)) != 0) {
+		return (rv);
 	}
 	mcp = json_object_get(root, "mcp");
 	if (mcp != NULL && !json_is_object(mcp)) {
 		return (file_fail(err, errlen, MK_EINVAL,
 		                  "config: field \"mcp\" must be an object"));
 	}
-	json_object_foreach(mcp, k, v)
-	{
-		if (!cfg_known(k, mcpk)) {
-			return (file_fail(
-			        err, errlen, MK_EINVAL,
-			        "config: unknown field \"mcp.%.60s\"", k));
-		}
+	if ((rv = unknown_in(mcp, "mcp.", mcpk, err, errlen)) != 0) {
+		return (rv);
 	}
 	f->sync_ms = CFG_SYNC_DEFAULT_MS;
 	f->exec_ms = CFG_EXEC_DEFAULT_MS;
@@ -291,14 +300,9 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 	}
 	x.client = "(store)";
 	if ((sec = json_object_get(root, "store")) != NULL) {
-		json_object_foreach(sec, k, v)
-		{
-			if (!cfg_known(k, storek)) {
-				return (file_fail(
-				        err, errlen, MK_EINVAL,
-				        "config: unknown field \"store.%.60s\"",
-				        k));
-			}
+		if ((rv = unknown_in(sec, "store.", storek, err, errlen)) !=
+		    0) {
+			return (rv);
 		}
 		if ((v = json_object_get(sec, "path")) != NULL &&
 		    (rv = cfg_str_of(&x, "store.path", v, NULL,
@@ -308,14 +312,9 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 	}
 	x.client = "(server)";
 	if ((sec = json_object_get(root, "server")) != NULL) {
-		json_object_foreach(sec, k, v)
-		{
-			if (!cfg_known(k, serverk)) {
-				return (file_fail(
-				        err, errlen, MK_EINVAL,
-				        "config: unknown field \"server.%.60s\"",
-				        k));
-			}
+		if ((rv = unknown_in(sec, "server.", serverk, err, errlen)) !=
+		    0) {
+			return (rv);
 		}
 		if ((v = json_object_get(sec, "listen")) != NULL &&
 		    (rv = cfg_str_of(&x, "server.listen", v, NULL,
