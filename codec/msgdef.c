@@ -51,25 +51,24 @@ codec_msg_pack(const codec_fields *fs, const void *st, mp_w *w)
 	}
 }
 
-/* A NULL struct pointer is fine when there are no fields. */
+/* set gives the field f of st the value o holds, or its zero when o is
+ * NULL or of another type. */
 static void
-zero(const codec_fields *fs, void *st)
+set(const codec_field *f, void *st, const msgpack_object *o)
 {
-	for (size_t i = 0; i < fs->n; i++) {
-		const codec_field *f = &fs->f[i];
-		void              *v = field_at(st, f);
-		switch (f->type) {
-		case CODEC_F_STR:
-		case CODEC_F_SECRET:
-			*(char **)v = NULL;
-			break;
-		case CODEC_F_INT:
-			*(int64_t *)v = 0;
-			break;
-		case CODEC_F_BOOL:
-			*(bool *)v = false;
-			break;
-		}
+	void *v = field_at(st, f);
+
+	switch (f->type) {
+	case CODEC_F_STR:
+	case CODEC_F_SECRET:
+		*(char **)v = mp_dup_str(o);
+		break;
+	case CODEC_F_INT:
+		*(int64_t *)v = mp_int(o, 0);
+		break;
+	case CODEC_F_BOOL:
+		*(bool *)v = mp_bool(o, false);
+		break;
 	}
 }
 
@@ -77,32 +76,13 @@ int
 codec_msg_unpack(const codec_fields *fs, const void *buf, size_t len, void *st)
 {
 	mp_r r;
-	int  rv;
+	int  rv = mp_r_open(&r, buf, len);
 
-	zero(fs, st);
-	if ((rv = mp_r_open(&r, buf, len)) != 0) {
-		mp_r_close(&r);
-		return (rv);
-	}
 	for (size_t i = 0; i < fs->n; i++) {
-		const codec_field    *f = &fs->f[i];
-		const msgpack_object *o = mp_get(&r, f->name);
-		void                 *v = field_at(st, f);
-		switch (f->type) {
-		case CODEC_F_STR:
-		case CODEC_F_SECRET:
-			*(char **)v = mp_dup_str(o);
-			break;
-		case CODEC_F_INT:
-			*(int64_t *)v = mp_int(o, 0);
-			break;
-		case CODEC_F_BOOL:
-			*(bool *)v = mp_bool(o, false);
-			break;
-		}
+		set(&fs->f[i], st, rv == 0 ? mp_get(&r, fs->f[i].name) : NULL);
 	}
 	mp_r_close(&r);
-	return (0);
+	return (rv);
 }
 
 void
@@ -116,20 +96,30 @@ codec_msg_clear(const codec_fields *fs, void *st)
 		} else if (f->type == CODEC_F_STR) {
 			free(*s);
 		}
+		set(f, st, NULL);
 	}
-	zero(fs, st);
 }
 
 void
-codec_msg_wipe(const codec_fields *fs, mp_w *w)
+codec_msg_wipe(const codec_fields *fs, msgpack_sbuffer *sb)
 {
 	for (size_t i = 0; i < fs->n; i++) {
 		if (fs->f[i].type == CODEC_F_SECRET) {
-			OPENSSL_cleanse(w->sb.data, w->sb.size);
+			OPENSSL_cleanse(sb->data, sb->size);
 			break;
 		}
 	}
-	mp_w_fini(w);
+	msgpack_sbuffer_destroy(sb);
+}
+
+msgpack_sbuffer
+codec_msg_packed(const codec_fields *fs, const void *st)
+{
+	mp_w w;
+
+	mp_w_init(&w);
+	codec_msg_pack(fs, st, &w);
+	return (w.sb);
 }
 
 /* Rendering the header table. */

@@ -87,9 +87,14 @@ void codec_msg_pack(const codec_fields *f, const void *st, mp_w *w);
 int codec_msg_unpack(const codec_fields *f, const void *buf, size_t len,
                      void *st);
 
-/* codec_msg_wipe is mp_w_fini for w, a packed st of the fields f: the
- * bytes are overwritten first when a field is SECRET. */
-void codec_msg_wipe(const codec_fields *f, mp_w *w);
+/* codec_msg_packed returns st (a struct of the fields f) packed, in a
+ * buffer the caller frees with codec_msg_wipe.  Never fails. */
+msgpack_sbuffer codec_msg_packed(const codec_fields *f, const void *st);
+
+/* codec_msg_wipe frees sb, the bytes of a struct of the fields f (packed
+ * by codec_msg_packed or into an mp_w): overwritten first when a field is
+ * SECRET. */
+void codec_msg_wipe(const codec_fields *f, msgpack_sbuffer *sb);
 
 /* codec_msg_clear frees st's strings (cleansing SECRET ones) and zeroes
  * it; calling it twice is safe. */

@@ -38,12 +38,10 @@ rt_take_error(const kn_answer *a, int rv, char **err)
 	}
 }
 
-/* Asks the supervisor the message m (a struct of the fields f: pass
- * CODEC_OF), which needs the caller's string given (NULL: MK_EINVAL); on
- * 0, *a holds the reply (free a->data). */
-static int
-sv_ask(mk_runtime *rt, uint32_t type, const char *given, const codec_fields *f,
-       const void *m, int timeout_ms, kn_answer *a, char **err)
+int
+rt_ask(mk_runtime *rt, rt_target to, uint32_t type, bool given,
+       const codec_fields *f, const void *m, int timeout_ms, kn_answer *a,
+       char **err)
 {
 	int rv;
 
@@ -54,10 +52,12 @@ sv_ask(mk_runtime *rt, uint32_t type, const char *given, const codec_fields *f,
 	if (!rt_valid(rt)) {
 		return (MK_EHANDLE);
 	}
-	if (given == NULL) {
+	if (!given) {
 		return (MK_EINVAL);
 	}
-	rv = kn_ask_msg(rt->system[RT_SUPERVISOR], type, f, m, timeout_ms, a);
+	rv = kn_ask_msg(to == RT_TO_SUPERVISOR ? rt->system[RT_SUPERVISOR]
+	                                       : rt->credential,
+	                type, f, m, timeout_ms, a);
 	if (rv != 0) {
 		rt_take_error(a, rv, err);
 		free(a->data);
@@ -65,6 +65,10 @@ sv_ask(mk_runtime *rt, uint32_t type, const char *given, const codec_fields *f,
 	}
 	return (rv);
 }
+
+/* rt_ask of the supervisor, given the caller's string given. */
+#define sv_ask(rt, type, given, ...)                                          \
+	rt_ask((rt), RT_TO_SUPERVISOR, (type), (given) != NULL, __VA_ARGS__)
 
 /* The start of a call given a whole config.json: validates it (*f its
  * parse, the caller's), or says why not (*err as mk_runtime_load's). */

@@ -15,34 +15,13 @@
 
 #define CR_ASK_MS 90000 /* discovery, registration, then the flow */
 
-/*
- * Asks the credential actor the message m (a struct of the fields f:
- * pass CODEC_OF); given false (a required field is NULL) is MK_EINVAL.
- * On 0, *a holds the reply (the caller frees a->data).
- */
+/* rt_ask of the credential actor (discovery, registration, a flow). */
 static int
 cr_ask(mk_runtime *rt, uint32_t type, bool given, const codec_fields *f,
        const void *m, kn_answer *a, char **err)
 {
-	int rv;
-
-	memset(a, 0, sizeof(*a));
-	if (err != NULL) {
-		*err = NULL;
-	}
-	if (!rt_valid(rt)) {
-		return (MK_EHANDLE);
-	}
-	if (!given) {
-		return (MK_EINVAL);
-	}
-	rv = kn_ask_msg(rt->credential, type, f, m, CR_ASK_MS, a);
-	if (rv != 0) {
-		rt_take_error(a, rv, err);
-		free(a->data);
-		a->data = NULL;
-	}
-	return (rv);
+	return (rt_ask(rt, RT_TO_CREDENTIAL, type, given, f, m, CR_ASK_MS, a,
+	               err));
 }
 
 static int

@@ -41,6 +41,18 @@ int rt_valid(const mk_runtime *rt);
  * caller's thread, or an async ask's reply callback. */
 void rt_take_error(const kn_answer *a, int rv, char **err);
 
+/* Who rt_ask asks. */
+typedef enum rt_target { RT_TO_SUPERVISOR, RT_TO_CREDENTIAL } rt_target;
+
+/* rt_ask asks the actor to the message m (a struct of the fields f: pass
+ * CODEC_OF); given false (a required argument is NULL) is MK_EINVAL.
+ * Blocks until the answer or timeout_ms; any thread but an actor's.  On
+ * 0, *a holds the reply (the caller frees a->data); else *err (when err
+ * is not NULL) says why (the caller frees it). */
+int rt_ask(mk_runtime *rt, rt_target to, uint32_t type, bool given,
+           const codec_fields *f, const void *m, int timeout_ms, kn_answer *a,
+           char **err);
+
 /* rt_size_ok: size is a caller's struct size this library serves (the
  * ABI rules of mcpkeep.h): its size field, at most the whole struct. */
 static inline int

@@ -367,51 +367,40 @@ kn_reply_corr(kn_kernel *k, uint64_t corr, int status, const void *data,
 
 CODEC_MSG_FIELDS(kn_error_msg, KN_ERROR_FIELDS);
 
-/* pack writes m (a struct of the fields f) into w, mp_w_init'd here. */
-static void
-pack(mp_w *w, const codec_fields *f, const void *m)
+/* sent frees b, the packed message of the fields f, and returns rv. */
+static int
+sent(const codec_fields *f, msgpack_sbuffer *b, int rv)
 {
-	mp_w_init(w);
-	codec_msg_pack(f, m, w);
+	codec_msg_wipe(f, b);
+	return (rv);
 }
 
 int
 kn_reply_msg(kn_kernel *k, uint64_t corr, int status, const codec_fields *f,
              const void *m)
 {
-	mp_w w;
-	int  rv;
+	msgpack_sbuffer b = codec_msg_packed(f, m);
 
-	pack(&w, f, m);
-	rv = kn_reply_corr(k, corr, status, w.sb.data, w.sb.size);
-	codec_msg_wipe(f, &w);
-	return (rv);
+	return (sent(f, &b, kn_reply_corr(k, corr, status, b.data, b.size)));
 }
 
 int
 kn_tell_msg(kn_actor *to, kn_actor *from, uint32_t type, const codec_fields *f,
             const void *m)
 {
-	mp_w w;
-	int  rv;
+	msgpack_sbuffer b = codec_msg_packed(f, m);
 
-	pack(&w, f, m);
-	rv = kn_tell(to, from, type, w.sb.data, w.sb.size);
-	codec_msg_wipe(f, &w);
-	return (rv);
+	return (sent(f, &b, kn_tell(to, from, type, b.data, b.size)));
 }
 
 int
 kn_ask_msg(kn_actor *to, uint32_t type, const codec_fields *f, const void *m,
            int timeout_ms, kn_answer *out)
 {
-	mp_w w;
-	int  rv;
+	msgpack_sbuffer b = codec_msg_packed(f, m);
 
-	pack(&w, f, m);
-	rv = kn_ask(to, type, w.sb.data, w.sb.size, timeout_ms, out);
-	codec_msg_wipe(f, &w);
-	return (rv);
+	return (sent(f, &b,
+	             kn_ask(to, type, b.data, b.size, timeout_ms, out)));
 }
 
 int
@@ -419,27 +408,22 @@ kn_ask_async_msg(kn_actor *self, kn_actor *to, uint32_t type,
                  const codec_fields *f, const void *m, int timeout_ms,
                  kn_reply_fn fn, void *arg)
 {
-	mp_w w;
-	int  rv;
+	msgpack_sbuffer b = codec_msg_packed(f, m);
 
-	pack(&w, f, m);
-	rv = kn_ask_async(self, to, type, w.sb.data, w.sb.size, timeout_ms, fn,
-	                  arg);
-	codec_msg_wipe(f, &w);
-	return (rv);
+	return (sent(f, &b,
+	             kn_ask_async(self, to, type, b.data, b.size, timeout_ms,
+	                          fn, arg)));
 }
 
 int
 kn_ask_cb_msg(kn_actor *to, uint32_t type, const codec_fields *f,
               const void *m, int timeout_ms, kn_answer_fn fn, void *arg)
 {
-	mp_w w;
-	int  rv;
+	msgpack_sbuffer b = codec_msg_packed(f, m);
 
-	pack(&w, f, m);
-	rv = kn_ask_cb(to, type, w.sb.data, w.sb.size, timeout_ms, fn, arg);
-	codec_msg_wipe(f, &w);
-	return (rv);
+	return (sent(
+	        f, &b,
+	        kn_ask_cb(to, type, b.data, b.size, timeout_ms, fn, arg)));
 }
 
 int

@@ -68,12 +68,10 @@ void
 sv_reply_msg(kn_actor *self, sv_self *sv, uint64_t corr, const codec_fields *f,
              const void *m)
 {
-	mp_w w;
+	msgpack_sbuffer b = codec_msg_packed(f, m);
 
-	mp_w_init(&w);
-	codec_msg_pack(f, m, &w);
-	sv_reply_stored(self, sv, corr, w.sb.data, w.sb.size);
-	mp_w_fini(&w);
+	sv_reply_stored(self, sv, corr, b.data, b.size);
+	codec_msg_wipe(f, &b);
 }
 
 actx *
