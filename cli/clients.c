@@ -54,19 +54,20 @@ client_name(const json_t *c)
 }
 
 /* Every client's view, paged through the list (100 at a time), each
- * with its counters when metrics is true. */
+ * with its counters when metrics is true (the ones the supervisor keeps:
+ * no ask per client). */
 json_t *
 all_clients(bool metrics)
 {
-	json_t *all = json_array(), *c;
-	size_t  i;
+	json_t *all = json_array();
 
 	for (size_t off = 0; all != NULL;) {
-		char    filter[64], *text = NULL;
+		char    filter[96], *text = NULL;
 		json_t *page, *cs;
 
 		snprintf(filter, sizeof(filter),
-		         "{\"limit\": 100, \"offset\": %zu}", off);
+		         "{\"limit\": 100, \"offset\": %zu, \"metrics\": %s}",
+		         off, metrics ? "true" : "false");
 		if (mk_clients_json(D.rt, filter, &text) != 0) {
 			json_decref(all);
 			return (NULL);
@@ -81,16 +82,6 @@ all_clients(bool metrics)
 		json_array_extend(all, cs);
 		off += json_array_size(cs);
 		json_decref(page);
-	}
-	json_array_foreach(metrics ? all : NULL, i, c)
-	{
-		char *m = NULL;
-		/* (a client removed meanwhile has none: it shows zeros) */
-		if (mk_client_metrics_json(D.rt, client_name(c), &m) == 0) {
-			json_object_set_new(c, "metrics",
-			                    json_loads(m, 0, NULL));
-		}
-		mk_free(m);
 	}
 	return (all);
 }

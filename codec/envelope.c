@@ -60,6 +60,7 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_SV_SETTINGS] = "sv_settings",
 	[MSG_SV_RELOAD] = "sv_reload",
 	[MSG_CL_SETTINGS] = "cl_settings",
+	[MSG_SV_METRICS]  = "sv_metrics",
 };
 /* clang-format on */
 

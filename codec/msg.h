@@ -73,6 +73,7 @@ typedef enum codec_msg_type {
 	MSG_SV_SETTINGS,        /* ask: the global settings of config.json */
 	MSG_CL_SETTINGS,        /* tell (supervisor): the global settings */
 	MSG_SV_RELOAD,          /* ask: a config file again, as a diff */
+	MSG_SV_METRICS,         /* tell (client): my counters changed */
 	MSG_COUNT               /* one past the last type; not a type */
 } codec_msg_type;
 

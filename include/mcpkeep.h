@@ -494,7 +494,11 @@ MK_API int mk_client_refresh_tools(mk_runtime *rt, const char *client,
  * (when present: stage, message, at, since), "connection_mode",
  * "generation"}.  filter_json (may be NULL) is an object with optional
  * "state", "connection_type", "auth_type", "search" (substring of name or
- * id), "limit" (1..100, default 25), "offset".  *out is malloc'd (mk_free).
+ * id), "limit" (1..100, default 25), "offset", and "metrics": true for
+ * each client's counters as "metrics" (those of mk_client_metrics_json,
+ * as the client last sent them: at most a second old; {} before the
+ * first), so that every client's counters take one list, not an ask per
+ * client.  *out is malloc'd (mk_free).
  * Blocks briefly.  Returns MK_OK, MK_EHANDLE, MK_EINVAL, MK_ETIMEDOUT.
  */
 MK_API int mk_clients_json(mk_runtime *rt, const char *filter_json,

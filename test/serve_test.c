@@ -368,6 +368,52 @@ global_settings(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
+/* /metrics reads the counters the supervisor keeps: a scrape of 16
+ * clients costs a handful of inbox messages, not one ask per client, and
+ * a call's count still shows (within the clients' push interval). */
+static void
+metrics_snapshot(void)
+{
+	enum { N = 16 };
+	peer   d = {0};
+	char   cfg[N * 200 + 128], *p = cfg;
+	double m0, m1;
+	char  *out;
+	long   st;
+
+	p += sprintf(p, "{\"mcp\": {\"client_configs\": [");
+	for (int i = 0; i < N; i++) {
+		p += sprintf(
+		        p,
+		        "%s{\"name\": \"ms%d\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}",
+		        i ? ", " : "", i, mcp.port);
+	}
+	sprintf(p, "]}}");
+	serve(&d, "snapshot.json", cfg, NULL);
+	CHECK(metric_within("mcpkeep_clients{state=\"healthy\"}", N, N));
+	expect("POST", "/api/mcp/tool/execute",
+	       "{\"client\": \"ms3\", \"tool\": \"echo\", \"arguments\": {\"message\": \"x\"}}",
+	       NULL, 200, NULL);
+	CHECK(metric_within(
+	        "mcpkeep_tool_calls_total{client=\"ms3\",outcome=\"ok\"}", 1,
+	        1));
+	out = http("GET", "/metrics", NULL, NULL, &st);
+	CHECK_EQ(st, 200);
+	m0 = metric(out, "mcpkeep_messages_total");
+	free(out);
+	out = http("GET", "/metrics", NULL, NULL, &st);
+	CHECK_EQ(st, 200);
+	m1 = metric(out, "mcpkeep_messages_total");
+	free(out);
+	/* the runtime's, the store's and the credentials' stats and one list
+	 * page: an ask per client would be 16 more */
+	fprintf(stderr, "one scrape of %d clients: %.0f messages\n", N,
+	        m1 - m0);
+	CHECK(m0 > 0 && m1 - m0 < N);
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
 /* The pid tool's answer through the daemon: the stdio server's pid. */
 static long
 stdio_pid(const char *client)
@@ -1017,6 +1063,7 @@ main(int argc, char **argv)
 	RUN_IF(admin_token);
 	RUN_IF(reload);
 	RUN_IF(global_settings);
+	RUN_IF(metrics_snapshot);
 	RUN_IF(update_stdio);
 	RUN_IF(by_id);
 	RUN_IF(load);

@@ -41,6 +41,7 @@ clear(void)
 		free(e->id);
 		free(e->name);
 		free(e->view);
+		free(e->metrics);
 		free(e);
 	}
 }
@@ -237,6 +238,47 @@ without_view(void)
 	clear();
 }
 
+/* "metrics": true puts each client's kept counters in its view ({}
+ * before the first push); without it the view is as pushed. */
+static void
+with_metrics(void)
+{
+	char         err[96];
+	sv_list_spec spec;
+	json_t      *res, *cs;
+
+	add("1", "a", CS_HEALTHY, "http", "none", false);
+	add("2", "b", CS_HEALTHY, "http", "none", false);
+	all[0]->metrics = strdup("{\"checks\":3}");
+	CHECK_EQ(sv_list_spec_parse("{\"metrics\":true}", &spec, err,
+	                            sizeof(err)),
+	         0);
+	CHECK(spec.metrics);
+	CHECK((res = sv_list_page(all, nall, &spec)) != NULL);
+	cs = json_object_get(res, "clients");
+	CHECK_EQ(json_integer_value(json_object_get(
+	                 json_object_get(json_array_get(cs, 0), "metrics"),
+	                 "checks")),
+	         3);
+	CHECK(json_is_object(
+	        json_object_get(json_array_get(cs, 1), "metrics")));
+	CHECK_EQ(json_object_size(
+	                 json_object_get(json_array_get(cs, 1), "metrics")),
+	         0);
+	json_decref(res);
+	json_decref(spec.filter);
+	CHECK_EQ(sv_list_spec_parse("{\"metrics\":false}", &spec, err,
+	                            sizeof(err)),
+	         0);
+	CHECK(!spec.metrics);
+	CHECK((res = sv_list_page(all, nall, &spec)) != NULL);
+	cs = json_object_get(res, "clients");
+	CHECK(json_object_get(json_array_get(cs, 0), "metrics") == NULL);
+	json_decref(res);
+	json_decref(spec.filter);
+	clear();
+}
+
 static void
 bad_filter(void)
 {
@@ -283,6 +325,7 @@ main(int argc, char **argv)
 	RUN_IF(filters);
 	RUN_IF(paging);
 	RUN_IF(without_view);
+	RUN_IF(with_metrics);
 	RUN_IF(bad_filter);
 	return (0);
 }

@@ -401,6 +401,7 @@ cl_call_start(client *cl, kn_msg *msg)
 
 refuse:
 	cl->m.calls[CM_REFUSED]++;
+	cl_counted(cl);
 	call_free(c);
 }
 

@@ -216,6 +216,7 @@ cl_check_start(client *cl, uint64_t corr)
 	k->phase = cl->cfg->ping ? PH_PING : PH_LIST;
 	cl->chk  = k;
 	cl->m.checks++;
+	cl_counted(cl);
 	run(cl);
 }
 

@@ -50,8 +50,9 @@ typedef struct cl_waker {
 } cl_waker;
 
 /* Counters of a client, for the daemon's /metrics (in the view). */
-#define CM_STAGES  6  /* last_failure stages, in cm_stage order */
-#define CM_BUCKETS 12 /* call latency bounds (ms), then +Inf */
+#define CM_STAGES          6    /* last_failure stages, in cm_stage order */
+#define CL_METRICS_PUSH_MS 1000 /* counters reach the list this often */
+#define CM_BUCKETS         12   /* call latency bounds (ms), then +Inf */
 enum { CM_OK, CM_ERROR, CM_AUTH, CM_REFUSED, CM_OUTCOMES };
 typedef struct cl_cmetrics {
 	uint64_t transitions;             /* state transitions published */
@@ -200,6 +201,7 @@ struct client {
 	uint64_t rec_seq;    /* numbers recoveries: a late refresh of an
 	                      * aborted one is dropped */
 	cl_cmetrics m;       /* counters for /metrics */
+	uint64_t    mtimer;  /* their push to the supervisor, 0: none due */
 	bool        admin_dead; /* per-user: the admin's discovery credential
 	                         * died (needs_reauth projection) */
 	strmap ufetch;          /* per-user: identity -> calls waiting for its
@@ -229,10 +231,13 @@ void cl_reply_ok(client *cl, uint64_t corr);
  * healthy and unstable); the view as JSON (new reference); MSG_CL_METRICS
  * answered.  Actor thread. */
 cl_state cl_shown_state(const client *cl);
-json_t  *cl_view_json(client *cl);
-void     cl_on_metrics(client *cl, kn_msg *msg);
-void     cl_reply_state(client *cl, uint64_t corr);
-int      cl_status_of(const mcp_error *e);
+/* cl_counted: a counter changed; the counters reach the supervisor within
+ * CL_METRICS_PUSH_MS (one push for every change meanwhile). */
+void    cl_counted(client *cl);
+json_t *cl_view_json(client *cl);
+void    cl_on_metrics(client *cl, kn_msg *msg);
+void    cl_reply_state(client *cl, uint64_t corr);
+int     cl_status_of(const mcp_error *e);
 
 /* conn.c: a waiter is (corr, type) answered by type; corr 0 with
  * type MSG_NONE is the running check's own, type MSG_CL_RECONNECT with

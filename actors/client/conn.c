@@ -55,6 +55,7 @@ cl_backoff_fail(client *cl)
 		ceil = BACKOFF_CAP_MS;
 	}
 	cl->fails++;
+	cl_counted(cl);
 	/* full jitter: anywhere in [0, ceil], so many clients that failed
 	 * together do not come back together */
 	cl->rnd      = cl->rnd * 1103515245u + 12345u;
@@ -71,8 +72,9 @@ cl_backoff_fail(client *cl)
 void
 cl_backoff_reset(client *cl, bool forget)
 {
-	if (forget) {
+	if (forget && cl->fails != 0) {
 		cl->fails = 0;
+		cl_counted(cl);
 	}
 	cl->retry_ns = 0;
 	if (cl->retry_timer != 0) {
@@ -191,6 +193,7 @@ relist(client *cl)
 	}
 	cl->relisting = true;
 	cl->m.relists++;
+	cl_counted(cl);
 }
 
 /* The live connection is gone: its calls already failed. */

@@ -134,6 +134,7 @@ begin(client *cl, cl_call *c, const mcp_error *err, const char *path)
 	                         : strcmp(path, "shared") == 0 ? 1
 	                                                       : 2]++;
 	cl->m.skipped += c->skipped;
+	cl_counted(cl);
 	KN_DEBUG("client", "%s: %s: %s recovery after: %s%s", cl->cfg->name,
 	         c->tool, path, err->message,
 	         c->skipped ? "; its retry is skipped (not safe to repeat)"

@@ -83,6 +83,7 @@ cl_cm_failure(client *cl, const char *stage)
 			cl->m.failures[i]++;
 		}
 	}
+	cl_counted(cl);
 }
 
 void
@@ -97,6 +98,7 @@ cl_cm_call(client *cl, const cl_call *c, int outcome)
 	}
 	cl->m.buckets[b]++;
 	cl->m.sum_us += (uint64_t)(us > 0 ? us : 0);
+	cl_counted(cl);
 }
 
 /* The counters, as mk_client_metrics_json gives them. */
@@ -129,6 +131,34 @@ metrics_json(const client *cl)
 	        (json_int_t)cl->m.skipped, "relists",
 	        (json_int_t)cl->m.relists, "connect_failures_in_row",
 	        (json_int_t)cl->fails));
+}
+
+/* The counters go to the supervisor (what /metrics lists). */
+static void
+metrics_tick(kn_actor *self, void *arg)
+{
+	client        *cl   = arg;
+	json_t        *m    = metrics_json(cl);
+	sv_metrics_msg push = {.id   = cl->cfg->id,
+	                       .json = m != NULL ? json_dumps(m, JSON_COMPACT)
+	                                         : NULL};
+
+	cl->mtimer = 0;
+	json_decref(m);
+	if (push.json != NULL) {
+		(void)kn_tell_msg(cl->sv, self, MSG_SV_METRICS,
+		                  CODEC_OF(sv_metrics_msg, &push));
+	}
+	free(push.json);
+}
+
+void
+cl_counted(client *cl)
+{
+	if (cl->mtimer == 0) {
+		cl->mtimer = kn_timer_add(cl->self, CL_METRICS_PUSH_MS,
+		                          metrics_tick, cl);
+	}
 }
 
 void
@@ -234,6 +264,7 @@ client_transition(client *cl)
 	client_push_view(cl);
 	publish_state(cl, old);
 	cl->m.transitions++;
+	cl_counted(cl);
 	cl->shown     = now;
 	cl->announced = true;
 }

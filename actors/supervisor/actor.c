@@ -311,6 +311,9 @@ sv_handle(kn_actor *self, void *state, kn_msg *msg)
 	case MSG_SV_VIEW:
 		sv_on_view(sv, self, msg);
 		return (0);
+	case MSG_SV_METRICS:
+		sv_on_metrics(sv, msg);
+		return (0);
 	case MSG_SV_SETTINGS:
 		sv_on_settings(self, sv, msg);
 		return (0);

@@ -62,9 +62,10 @@ sv_list_spec_parse(const char *text, sv_list_spec *spec, char *err,
 		         LIST_MAX);
 		return (MK_EINVAL);
 	}
-	spec->filter = f;
-	spec->limit  = limit;
-	spec->offset = offset;
+	spec->filter  = f;
+	spec->limit   = limit;
+	spec->offset  = offset;
+	spec->metrics = json_is_true(json_object_get(f, "metrics"));
 	return (0);
 }
 
@@ -94,8 +95,15 @@ sv_list_page(entry *const *all, size_t n, const sv_list_spec *spec)
 		if (total >= spec->offset &&
 		    total < spec->offset + spec->limit &&
 		    sorted[i]->view != NULL) {
-			json_array_append_new(
-			        list, json_loads(sorted[i]->view, 0, NULL));
+			json_t *v = json_loads(sorted[i]->view, 0, NULL);
+			if (spec->metrics && json_is_object(v)) {
+				const char *m = sorted[i]->metrics;
+				json_object_set_new(
+				        v, "metrics",
+				        m != NULL ? json_loads(m, 0, NULL)
+				                  : json_object());
+			}
+			json_array_append_new(list, v);
 		}
 		total++;
 	}

@@ -17,6 +17,7 @@ CODEC_MSG_FIELDS(sv_update_msg, SV_UPDATE_FIELDS);
 CODEC_MSG_FIELDS(sv_list_msg, SV_LIST_FIELDS);
 CODEC_MSG_FIELDS(sv_json_msg, SV_JSON_FIELDS);
 CODEC_MSG_FIELDS(sv_view_msg, SV_VIEW_FIELDS);
+CODEC_MSG_FIELDS(sv_metrics_msg, SV_METRICS_FIELDS);
 CODEC_MSG_FIELDS(sv_settings_msg, SV_SETTINGS_FIELDS);
 
 #define NONE   (&codec_no_fields)
@@ -48,6 +49,8 @@ const codec_msgdef supervisor_msgs[] = {
          &sv_json_msg_fields, NULL, "the client list view"},
         {CODEC_MSG(MSG_SV_VIEW), "tell", &sv_view_msg_fields, NULL, NULL,
          "from a client actor: its view changed"},
+        {CODEC_MSG(MSG_SV_METRICS), "tell", &sv_metrics_msg_fields, NULL, NULL,
+         "from a client actor: its counters changed (below)"},
         {CODEC_MSG(MSG_SV_SETTINGS), "ask", &sv_settings_msg_fields, NONE,
          NULL, "the global settings of config.json (below)"},
 };

@@ -73,6 +73,7 @@ sv_entry_free(entry *e)
 	free(e->id);
 	free(e->name);
 	free(e->view);
+	free(e->metrics);
 	free(e);
 }
 
@@ -105,6 +106,23 @@ sv_persist_del(kn_actor *self, sv_self *sv, const char *id)
 		KN_ERROR("supervisor",
 		         "MCP client %s was not removed from the store", id);
 	}
+}
+
+void
+sv_on_metrics(sv_self *sv, kn_msg *msg)
+{
+	sv_metrics_msg m;
+	entry         *e;
+
+	(void)sv_metrics_msg_unpack(msg->env.payload, msg->env.payload_len,
+	                            &m);
+	if (m.id != NULL && m.json != NULL &&
+	    (e = sv_find(sv, m.id)) != NULL) {
+		free(e->metrics);
+		e->metrics = m.json;
+		m.json     = NULL;
+	}
+	sv_metrics_msg_clear(&m);
 }
 
 void

@@ -81,6 +81,10 @@
  *     view    str    its list entry, JSON text
  *     sync_ms int    its tool_sync_interval
  *
+ *   MSG_SV_METRICS tell: from a client actor: its counters changed (below)
+ *     id   str    the client's id
+ *     json str    its counters, JSON text (mk_client_metrics_json)
+ *
  *   MSG_SV_SETTINGS ask: the global settings of config.json (below)
  *     sync_ms int    the global tool_sync_interval
  *     exec_ms int    the global tool_execution_timeout
@@ -106,6 +110,11 @@
  * and counts as failed.  The base becomes the file, less what failed.  It
  * replies once every connect and update answered and logs "reloaded: ..."
  * and each failure.  An invalid file changes nothing.
+ *
+ * MSG_SV_METRICS keeps a client's counters for the list (a filter's
+ * "metrics": true shows them), so that a scrape of every client's counters
+ * is one list, not one ask per client.  A client sends them at most once
+ * every CL_METRICS_PUSH_MS, when they changed.
  *
  * MSG_SV_SETTINGS sets the global tool_sync_interval and
  * tool_execution_timeout: for clients added from then on, and told to
@@ -194,6 +203,11 @@ CODEC_MSG_STRUCT(sv_json_msg, SV_JSON_FIELDS)
 	F(S, STR, view, "its list entry, JSON text")                          \
 	F(S, INT, sync_ms, "its tool_sync_interval")
 CODEC_MSG_STRUCT(sv_view_msg, SV_VIEW_FIELDS)
+
+#define SV_METRICS_FIELDS(F, S)                                               \
+	F(S, STR, id, "the client's id")                                      \
+	F(S, STR, json, "its counters, JSON text (mk_client_metrics_json)")
+CODEC_MSG_STRUCT(sv_metrics_msg, SV_METRICS_FIELDS)
 
 #define SV_SETTINGS_FIELDS(F, S)                                              \
 	F(S, INT, sync_ms, "the global tool_sync_interval")                   \

@@ -35,18 +35,19 @@
 enum { BY_ID, BY_NAME }; /* the entry indexes */
 
 typedef struct entry {
-	char           *id;        /* client_id */
-	char           *name;      /* name */
-	kn_actor       *actor;     /* the client actor (owner reference) */
-	char           *view;      /* its latest view, JSON text */
-	cl_state        state;     /* its latest state (the runtime's) */
-	cl_state        shown;     /* the state its view shows (filters) */
-	char            conn[8];   /* connection_type */
-	char            auth[24];  /* auth_type */
-	int64_t         sync_ms;   /* healthy interval */
-	uint64_t        tick;      /* timer id, 0 none */
-	int64_t         due_ns;    /* when the tick should fire */
-	bool            checking;  /* a check ask is out */
+	char           *id;       /* client_id */
+	char           *name;     /* name */
+	kn_actor       *actor;    /* the client actor (owner reference) */
+	char           *view;     /* its latest view, JSON text */
+	char           *metrics;  /* its latest counters, JSON text, or NULL */
+	cl_state        state;    /* its latest state (the runtime's) */
+	cl_state        shown;    /* the state its view shows (filters) */
+	char            conn[8];  /* connection_type */
+	char            auth[24]; /* auth_type */
+	int64_t         sync_ms;  /* healthy interval */
+	uint64_t        tick;     /* timer id, 0 none */
+	int64_t         due_ns;   /* when the tick should fire */
+	bool            checking; /* a check ask is out */
 	bool            connected; /* the first connect answered */
 	bool            sticky;    /* its connection mode */
 	bool            restored;  /* came back from the store */
@@ -112,6 +113,8 @@ void sv_drop(kn_actor *self, sv_self *sv, entry *e);
 /* Tells the store to forget the client id (removed by an operator); a
  * tell, does not wait. */
 void sv_persist_del(kn_actor *self, sv_self *sv, const char *id);
+/* MSG_SV_METRICS: keeps a client's pushed counters. */
+void sv_on_metrics(sv_self *sv, kn_msg *msg);
 /* MSG_SV_VIEW: records a client's pushed view and state, and its
  * schedule follows a change. */
 void sv_on_view(sv_self *sv, kn_actor *self, kn_msg *msg);
@@ -146,10 +149,11 @@ void sv_on_settings(kn_actor *self, sv_self *sv, kn_msg *msg);
 /* list.c: pure, no actor, no kernel. */
 /* A list view's request: MSG_SV_LIST's filter. */
 typedef struct sv_list_spec {
-	json_t *filter;    /* the filter object: "state", "connection_type",
-	                    * "auth_type", "search" (owned) */
-	json_int_t limit;  /* the page's size, 1..100 (default 25) */
-	json_int_t offset; /* matches skipped before the page, >= 0 */
+	json_t *filter;     /* the filter object: "state", "connection_type",
+	                     * "auth_type", "search" (owned) */
+	json_int_t limit;   /* the page's size, 1..100 (default 25) */
+	json_int_t offset;  /* matches skipped before the page, >= 0 */
+	bool       metrics; /* each view with its client's counters */
 } sv_list_spec;
 /* sv_list_spec_parse reads a filter's JSON text (NULL or "" for none)
  * into *spec; the caller json_decrefs spec->filter.  Returns 0, or
@@ -157,7 +161,8 @@ typedef struct sv_list_spec {
 int sv_list_spec_parse(const char *text, sv_list_spec *spec, char *err,
                        size_t errlen);
 /* sv_list_page is spec's page of the n entries of all that match its
- * filter, by name: {"clients": [their views], "count": the views in the
+ * filter, by name: {"clients": [their views, each with "metrics" (its
+ * counters, {} before the first) when spec asks], "count": the views in the
  * page, "total_count": every match}.  all is not changed; an entry
  * without a view counts but shows no view.  Returns a new object, or
  * NULL out of memory. */
