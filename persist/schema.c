@@ -11,9 +11,69 @@
 /* Migration i brings the schema from version i to i + 1. */
 static const char *const migrations[] = {
         /* 0 -> 1 */
-        "CREATE TABLE mcp_clients ( id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, config TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);CREATE TABLE mcp_tools ( client_id TEXT PRIMARY KEY  REFERENCES mcp_clients(id) ON DELETE CASCADE, hash TEXT NOT NULL, tools TEXT NOT NULL, updated_at INTEGER NOT NULL);CREATE TABLE oauth_configs ( id TEXT PRIMARY KEY, client_id TEXT REFERENCES mcp_clients(id) ON DELETE CASCADE, config TEXT NOT NULL, updated_at INTEGER NOT NULL);CREATE TABLE oauth_tokens ( client_id TEXT NOT NULL, mode TEXT NOT NULL  CHECK (mode IN ('shared','admin','user','vk','session')), identity TEXT NOT NULL DEFAULT '', access_token BLOB NOT NULL, refresh_token BLOB, token_type TEXT, scopes TEXT, expires_at INTEGER, last_refreshed INTEGER, status TEXT NOT NULL CHECK (status IN ('active','needs_reauth')), updated_at INTEGER NOT NULL, PRIMARY KEY (client_id, mode, identity));CREATE TABLE oauth_flows ( state TEXT PRIMARY KEY, client_id TEXT NOT NULL, mode TEXT NOT NULL, identity TEXT NOT NULL DEFAULT '', pkce_verifier BLOB NOT NULL, redirect_uri TEXT NOT NULL, status TEXT NOT NULL CHECK (status IN ('pending','claiming')), expires_at INTEGER NOT NULL, created_at INTEGER NOT NULL);CREATE TABLE header_credentials ( client_id TEXT NOT NULL, mode TEXT NOT NULL, identity TEXT NOT NULL, headers BLOB NOT NULL, status TEXT NOT NULL CHECK (status IN ('active','needs_update')), updated_at INTEGER NOT NULL, PRIMARY KEY (client_id, mode, identity));CREATE TABLE header_flows ( id TEXT PRIMARY KEY, client_id TEXT NOT NULL, mode TEXT NOT NULL, identity TEXT NOT NULL, status TEXT NOT NULL CHECK (status IN ('pending','claiming')), expires_at INTEGER NOT NULL, created_at INTEGER NOT NULL);",
+        "CREATE TABLE mcp_clients ("
+        " id TEXT PRIMARY KEY,"
+        " name TEXT NOT NULL UNIQUE,"
+        " config TEXT NOT NULL,"
+        " created_at INTEGER NOT NULL,"
+        " updated_at INTEGER NOT NULL);"
+        "CREATE TABLE mcp_tools ("
+        " client_id TEXT PRIMARY KEY"
+        "  REFERENCES mcp_clients(id) ON DELETE CASCADE,"
+        " hash TEXT NOT NULL,"
+        " tools TEXT NOT NULL,"
+        " updated_at INTEGER NOT NULL);"
+        "CREATE TABLE oauth_configs ("
+        " id TEXT PRIMARY KEY,"
+        " client_id TEXT REFERENCES mcp_clients(id) ON DELETE CASCADE,"
+        " config TEXT NOT NULL,"
+        " updated_at INTEGER NOT NULL);"
+        "CREATE TABLE oauth_tokens ("
+        " client_id TEXT NOT NULL,"
+        " mode TEXT NOT NULL"
+        "  CHECK (mode IN ('shared','admin','user','vk','session')),"
+        " identity TEXT NOT NULL DEFAULT '',"
+        " access_token BLOB NOT NULL,"
+        " refresh_token BLOB,"
+        " token_type TEXT,"
+        " scopes TEXT,"
+        " expires_at INTEGER,"
+        " last_refreshed INTEGER,"
+        " status TEXT NOT NULL CHECK (status IN ('active','needs_reauth')),"
+        " updated_at INTEGER NOT NULL,"
+        " PRIMARY KEY (client_id, mode, identity));"
+        "CREATE TABLE oauth_flows ("
+        " state TEXT PRIMARY KEY,"
+        " client_id TEXT NOT NULL,"
+        " mode TEXT NOT NULL,"
+        " identity TEXT NOT NULL DEFAULT '',"
+        " pkce_verifier BLOB NOT NULL,"
+        " redirect_uri TEXT NOT NULL,"
+        " status TEXT NOT NULL CHECK (status IN ('pending','claiming')),"
+        " expires_at INTEGER NOT NULL,"
+        " created_at INTEGER NOT NULL);"
+        "CREATE TABLE header_credentials ("
+        " client_id TEXT NOT NULL,"
+        " mode TEXT NOT NULL,"
+        " identity TEXT NOT NULL,"
+        " headers BLOB NOT NULL,"
+        " status TEXT NOT NULL CHECK (status IN ('active','needs_update')),"
+        " updated_at INTEGER NOT NULL,"
+        " PRIMARY KEY (client_id, mode, identity));"
+        "CREATE TABLE header_flows ("
+        " id TEXT PRIMARY KEY,"
+        " client_id TEXT NOT NULL,"
+        " mode TEXT NOT NULL,"
+        " identity TEXT NOT NULL,"
+        " status TEXT NOT NULL CHECK (status IN ('pending','claiming')),"
+        " expires_at INTEGER NOT NULL,"
+        " created_at INTEGER NOT NULL);",
         /* 1 -> 2 */
-        "CREATE TABLE store_meta ( key TEXT PRIMARY KEY, value BLOB NOT NULL);ALTER TABLE oauth_flows ADD COLUMN data TEXT;ALTER TABLE header_flows ADD COLUMN data TEXT;",
+        "CREATE TABLE store_meta ("
+        " key TEXT PRIMARY KEY,"
+        " value BLOB NOT NULL);"
+        "ALTER TABLE oauth_flows ADD COLUMN data TEXT;"
+        "ALTER TABLE header_flows ADD COLUMN data TEXT;",
 };
 #define NMIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(NMIGRATIONS == STORE_VERSION, "one migration per version");
@@ -60,18 +120,24 @@ const tabledef store_tables[STORE_NTABLES] = {
 
 static const char *const sql[ST_COUNT] = {
         [ST_CLIENT_PUT] =
-                "INSERT INTO mcp_clients (id, name, config, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4) ON CONFLICT (id) DO UPDATE SET name = ?2, config = ?3, updated_at = ?4",
-        [ST_CLIENT_DEL] = "DELETE FROM mcp_clients WHERE id = ?1",
-        [ST_CLIENT_CONFIG] =
-                "UPDATE mcp_clients SET config = ?2 WHERE id = ?1",
-        [ST_TOOLS_HASH] = "SELECT hash FROM mcp_tools WHERE client_id = ?1",
-        [ST_TOOLS_PUT] =
-                "INSERT INTO mcp_tools (client_id, hash, tools, updated_at) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (client_id) DO UPDATE SET hash = ?2, tools = ?3, updated_at = ?4",
-        [ST_CLIENTS_EACH] =
-                "SELECT c.id, c.name, c.config, t.tools, t.hash FROM mcp_clients c LEFT JOIN mcp_tools t ON t.client_id = c.id ORDER BY c.name",
-        [ST_META_GET] = "SELECT value FROM store_meta WHERE key = ?1",
-        [ST_META_PUT] =
-                "INSERT OR REPLACE INTO store_meta (key, value) VALUES (?1, ?2)",
+                "INSERT INTO mcp_clients (id, name, config, "
+                "created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4) "
+                "ON CONFLICT (id) DO UPDATE SET name = ?2, "
+                "config = ?3, updated_at = ?4",
+        [ST_CLIENT_DEL]    = "DELETE FROM mcp_clients WHERE id = ?1",
+        [ST_CLIENT_CONFIG] = "UPDATE mcp_clients SET config = ?2 "
+                             "WHERE id = ?1",
+        [ST_TOOLS_HASH]    = "SELECT hash FROM mcp_tools WHERE client_id = ?1",
+        [ST_TOOLS_PUT]     = "INSERT INTO mcp_tools (client_id, hash, tools, "
+                             "updated_at) VALUES (?1, ?2, ?3, ?4) ON CONFLICT "
+                             "(client_id) DO UPDATE SET hash = ?2, tools = ?3, "
+                             "updated_at = ?4",
+        [ST_CLIENTS_EACH]  = "SELECT c.id, c.name, c.config, t.tools, t.hash "
+                             "FROM mcp_clients c LEFT JOIN mcp_tools t "
+                             "ON t.client_id = c.id ORDER BY c.name",
+        [ST_META_GET]      = "SELECT value FROM store_meta WHERE key = ?1",
+        [ST_META_PUT]      = "INSERT OR REPLACE INTO store_meta (key, value) "
+                             "VALUES (?1, ?2)",
 };
 
 int
@@ -120,7 +186,8 @@ store_migrate(store *s, int upto)
 	if (v > STORE_VERSION) {
 		return (store_failf(
 		        s, MK_EINVAL,
-		        "schema version %d is newer than this mcpkeep supports (%d): refusing to open it",
+		        "schema version %d is newer than this mcpkeep "
+		        "supports (%d): refusing to open it",
 		        v, STORE_VERSION));
 	}
 	for (; v < upto; v++) {
@@ -174,10 +241,10 @@ prepare_table(store *s, store_table t)
 		                       ", %s = excluded.%s", d->stamp,
 		                       d->stamp);
 	}
-	snprintf(
-	        put, sizeof(put),
-	        "INSERT INTO %s (%s, %s) VALUES (%s, ?%u) ON CONFLICT (%s) DO UPDATE SET %s",
-	        d->name, cols, d->stamp, vals, n + 1, keys, set);
+	snprintf(put, sizeof(put),
+	         "INSERT INTO %s (%s, %s) VALUES (%s, ?%u) "
+	         "ON CONFLICT (%s) DO UPDATE SET %s",
+	         d->name, cols, d->stamp, vals, n + 1, keys, set);
 	snprintf(del, sizeof(del), "DELETE FROM %s WHERE %s", d->name, where);
 	snprintf(each, sizeof(each), "SELECT %s FROM %s ORDER BY rowid", cols,
 	         d->name);

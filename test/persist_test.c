@@ -248,6 +248,74 @@ restart_restores(void)
 	place_close(&pl);
 }
 
+/* A stored client that no longer starts (its config refused: a newer
+ * version's field, a hand edit) is listed as `error`, its last_failure
+ * saying why, with no actor: every ask but remove is refused, and remove
+ * takes it out of the store. */
+static void
+stored_error(void)
+{
+	place         pl;
+	sub           sb;
+	mk_runtime   *rt;
+	sqlite3      *db;
+	sqlite3_stmt *q;
+	char         *err = NULL;
+	json_t       *v, *lf;
+
+	place_open(&pl, 0);
+	rt = rt_open_store(&sb, pl.db);
+	CHECK_EQ(add_client(rt, "r_err"), 0);
+	CHECK_EQ(add_client(rt, "r_ok"), 0);
+	rt_close(&rt, &sb);
+	CHECK_EQ(sqlite3_open(pl.db, &db), SQLITE_OK);
+	CHECK_EQ(
+	        sqlite3_prepare_v2(
+	                db,
+	                "UPDATE mcp_clients SET config = json_set(config, '$.connection_type', 'pigeon') WHERE name = 'r_err'",
+	                -1, &q, NULL),
+	        SQLITE_OK);
+	CHECK_EQ(sqlite3_step(q), SQLITE_DONE);
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+
+	rt = rt_open_store(&sb, pl.db);
+	v  = view_of(rt, "r_err");
+	CHECK(strcmp(vstr(v, "state"), "error") == 0);
+	lf = json_object_get(v, "last_failure");
+	CHECK(strcmp(json_string_value(json_object_get(lf, "stage")),
+	             "connect") == 0);
+	CHECK(strncmp(json_string_value(json_object_get(lf, "message")),
+	              "the stored client could not be started: ", 40) == 0);
+	CHECK(json_array_size(json_object_get(v, "tools")) >= 10);
+	json_decref(v);
+	v = view_of(rt, "r_ok");
+	CHECK(strcmp(vstr(v, "state"), "healthy") == 0);
+	json_decref(v);
+	/* the list filters on it, as on any state */
+	char *page = NULL;
+	CHECK_EQ(mk_clients_json(rt, "{\"state\": \"error\"}", &page), 0);
+	CHECK(strstr(page, "\"total_count\":1") != NULL);
+	mk_free(page);
+	CHECK_EQ(mk_client_enable(rt, "r_err", &err), MK_ESTATE);
+	CHECK(strcmp(err,
+	             "MCP client r_err could not be started from the store: remove it, or declare it again") ==
+	      0);
+	mk_free(err);
+	err = NULL;
+	CHECK_EQ(mk_client_update(rt, "r_err", "{}", &err), MK_ESTATE);
+	mk_free(err);
+	err = NULL;
+	CHECK_EQ(mk_client_remove(rt, "r_err", &err), 0);
+	CHECK(!has_client(rt, "r_err"));
+	rt_close(&rt, &sb);
+
+	rt = rt_open_store(&sb, pl.db);
+	CHECK(!has_client(rt, "r_err") && has_client(rt, "r_ok"));
+	rt_close(&rt, &sb);
+	place_close(&pl);
+}
+
 /* ---- kill -9 in a write storm ---------------------------------------------
  */
 
@@ -914,6 +982,7 @@ main(int argc, char **argv)
 	RUN(kill9_durable);
 	RUN(kill9_added);
 	RUN(restart_restores);
+	RUN(stored_error);
 	RUN(key_order);
 	RUN(unchanged_ticks);
 	RUN(sealed_runtime);

@@ -5,8 +5,9 @@
  * connection(s), in-flight calls and the dedup of lifecycle operations.
  *
  * States, and what may move them (client_state_enter's table in
- * actor.c is this diagram; `error` and `degraded` are not the actor's:
- * the list computes them):
+ * state.c is this diagram; `error` and `degraded` are not the actor's:
+ * the supervisor lists a stored client it could not start as `error`,
+ * and `degraded` is a cluster's read of several nodes' states):
  *
  *   result:      healthy <-> unstable      (a check, dial or call; never
  *                                           out of the three below)
@@ -114,6 +115,8 @@ typedef enum cl_state {
 	CS_REAUTH,   /* needs_reauth: calls refused, checks quiet */
 	CS_PENDING,  /* pending_verification */
 	CS_DISABLED, /* turned off by an admin */
+	CS_ERROR,    /* the supervisor's, never an actor's: a stored client
+	              * it could not start (no actor runs) */
 	CS_COUNT     /* not a state */
 } cl_state;
 
@@ -127,6 +130,7 @@ cl_state_name(cl_state s)
 	        [CS_REAUTH]   = "needs_reauth",
 	        [CS_PENDING]  = "pending_verification",
 	        [CS_DISABLED] = "disabled",
+	        [CS_ERROR]    = "error",
 	};
 
 	return ((unsigned)s < CS_COUNT ? names[s] : "?");

@@ -153,6 +153,14 @@ on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
 		sv_update_msg_clear(&m);
 		return;
 	}
+	if (e->actor == NULL) {
+		kn_reply_why(
+		        self, corr, MK_ESTATE,
+		        "MCP client %s could not be started from the store: remove it, or declare it again",
+		        e->name);
+		sv_update_msg_clear(&m);
+		return;
+	}
 	if ((x = sv_actx_new(sv, e->id, corr)) == NULL) {
 		sv_update_msg_clear(&m);
 		kn_reply_why(self, corr, MK_ENOMEM, "out of memory");

@@ -8,11 +8,13 @@
 #include <string.h>
 
 #include "actors/client/client.h"
+#include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
 #include "actors/supervisor/sv_impl.h"
 #include "codec/config.h"
 #include "codec/errors.h"
 #include "codec/mp.h"
+#include "codec/text.h"
 
 /* The tools an entry's view holds, as JSON text (malloc'd), or NULL. */
 static char *
@@ -218,6 +220,51 @@ sv_on_add(kn_actor *self, sv_self *sv, kn_msg *msg)
 	sv_add_msg_clear(&m);
 }
 
+/* A stored client that cannot start is listed, state `error` and why in
+ * its last_failure, with no actor: it can be removed, or replaced by a
+ * config file's client of its name; every other ask is refused. */
+static void
+keep_failed(sv_self *sv, const char *id, const char *name, json_t *tools,
+            const char *why)
+{
+	char    at[40], text[CFG_ERR_MAX + 64];
+	char   *msg;
+	entry  *e;
+	json_t *v;
+
+	if (id == NULL || name == NULL || sv_find(sv, id) != NULL ||
+	    sv_find(sv, name) != NULL) {
+		return;
+	}
+	snprintf(text, sizeof(text),
+	         "the stored client could not be started: %s", why);
+	msg = text_failure_message(text);
+	kn_rfc3339(at, sizeof(at));
+	v = json_pack(
+	        "{s:{s:s, s:s}, s:o, s:s, s:n, s:i, s:{s:s, s:s*, s:s, s:s}}",
+	        "config", "name", name, "client_id", id, "tools",
+	        json_is_array(tools) ? json_incref(tools) : json_array(),
+	        "state", cl_state_name(CS_ERROR), "connection_mode",
+	        "generation", 0, "last_failure", "stage", "connect", "message",
+	        msg, "at", at, "since", at);
+	free(msg);
+	if (v == NULL || (e = calloc(1, sizeof(*e))) == NULL) {
+		json_decref(v);
+		return;
+	}
+	e->id       = strdup(id);
+	e->name     = strdup(name);
+	e->view     = json_dumps(v, JSON_COMPACT);
+	e->sv       = sv;
+	e->restored = true;
+	e->state = e->shown = CS_ERROR;
+	json_decref(v);
+	if (e->id == NULL || e->name == NULL || e->view == NULL ||
+	    sv_insert(sv, e) != 0) {
+		sv_entry_free(e);
+	}
+}
+
 /* Restored clients from the persister's list: config as stored, the
  * stored id, known tools (no discovery for a per-call one). */
 static void
@@ -248,8 +295,12 @@ restore(kn_actor *self, sv_self *sv, const char *text, uint64_t corr)
 		if (cfg_client_parse_stored(json_object_get(item, "config"),
 		                            &c, err, sizeof(err)) != 0 ||
 		    id == NULL) {
-			KN_WARN("supervisor", "stored client skipped: %s",
+			KN_WARN("supervisor", "stored client not started: %s",
 			        err);
+			keep_failed(sv, id,
+			            json_string_value(
+			                    json_object_get(item, "name")),
+			            t, err);
 			ld->left--;
 		} else {
 			free(c->id);
@@ -277,7 +328,8 @@ settings_apply(kn_actor *self, sv_self *sv, int64_t sync_ms, int64_t exec_ms)
 	sv->a.sync_ms = sync_ms;
 	sv->a.exec_ms = exec_ms;
 	for (size_t i = 0; i < sv->n; i++) {
-		if (kn_tell_msg(sv->all[i]->actor, self, MSG_CL_SETTINGS,
+		if (sv->all[i]->actor != NULL &&
+		    kn_tell_msg(sv->all[i]->actor, self, MSG_CL_SETTINGS,
 		                CODEC_OF(cl_settings_msg, &m)) != 0) {
 			KN_ERROR(
 			        "supervisor",
@@ -596,7 +648,7 @@ sv_on_reload(kn_actor *self, sv_self *sv, kn_msg *msg)
 		snprintf(nm, sizeof(nm), "%s", cc->name);
 		if (was != NULL && json_equal(was, cc->raw)) {
 			cfg_client_free(&cc);
-		} else if (was != NULL && e != NULL &&
+		} else if (was != NULL && e != NULL && e->actor != NULL &&
 		           !fixed_changed(was, cc->raw)) {
 			reload_update(self, sv, e, cc, was, ld);
 			cfg_client_free(&cc);
