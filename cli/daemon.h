@@ -231,8 +231,7 @@ void events_stop(void);
 void events_open(req *r, const char *id, json_t *body);
 void events_close(req *r); /* r ended: its subscriber goes */
 
-/* The seven states a client can be in, as the list shows them. */
-extern const char *const states[];
+/* The seven states a client can be in (mk_state_name). */
 #define NSTATES 7
 
 #endif /* CLI_DAEMON_H */

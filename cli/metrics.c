@@ -57,9 +57,6 @@ family(FILE *f, json_t *all, const char *name, const char *help,
 static void
 histogram(FILE *f, json_t *all)
 {
-	static const char *const le[] = {
-	        "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5",
-	        "1",     "2.5",  "5",     "10",   "30",  "+Inf"};
 	size_t  i;
 	json_t *c;
 
@@ -73,11 +70,18 @@ histogram(FILE *f, json_t *all)
 		json_t     *b  = json_object_get(m, "latency_buckets");
 		long long   n  = 0;
 
-		for (size_t k = 0; k < sizeof(le) / sizeof(le[0]); k++) {
+		for (unsigned k = 0;; k++) {
+			int64_t ms = mk_latency_bound_ms(k); /* -1: +Inf */
+			char    le[32];
+			snprintf(le, sizeof(le), ms < 0 ? "+Inf" : "%g",
+			         (double)ms / 1000);
 			n += json_integer_value(json_array_get(b, k));
 			fprintf(f,
 			        "mcpkeep_tool_call_duration_seconds_bucket{client=\"%s\",le=\"%s\"} %lld\n",
-			        cn, le[k], n);
+			        cn, le, n);
+			if (ms < 0) {
+				break;
+			}
 		}
 		fprintf(f,
 		        "mcpkeep_tool_call_duration_seconds_sum{client=\"%s\"} %.6f\n"
@@ -90,9 +94,7 @@ histogram(FILE *f, json_t *all)
 void
 metrics(req *r, const char *id, json_t *body)
 {
-	static const char *const stages[] = {
-	        "connect",        "ping",       "list_tools", "tool_discovery",
-	        "transport_lost", "credential", NULL};
+	const char              *stages[16] = {NULL};
 	static const char *const outcomes[] = {"ok", "error", "auth_required",
 	                                       "refused", NULL};
 	static const char *const paths[]    = {"per_call", "shared", "session",
@@ -104,8 +106,12 @@ metrics(req *r, const char *id, json_t *body)
 	FILE                    *f;
 	json_t                  *all, *c;
 	int                      count[NSTATES] = {0};
-	uint64_t                 requests, busy, reloads[2];
-	int                      inflight;
+
+	for (unsigned k = 0; k + 1 < 16 && mk_stage_name(k) != NULL; k++) {
+		stages[k] = mk_stage_name(k);
+	}
+	uint64_t requests, busy, reloads[2];
+	int      inflight;
 
 	http_stats(&requests, &inflight, &busy);
 	pthread_mutex_lock(&D.mtx);
@@ -126,15 +132,15 @@ metrics(req *r, const char *id, json_t *body)
 	{
 		const char *s = json_string_value(json_object_get(c, "state"));
 		for (int k = 0; s != NULL && k < NSTATES; k++) {
-			count[k] += strcmp(s, states[k]) == 0;
+			count[k] += strcmp(s, mk_state_name(k)) == 0;
 		}
 	}
 	fprintf(f,
 	        "# HELP mcpkeep_clients MCP clients by state\n"
 	        "# TYPE mcpkeep_clients gauge\n");
 	for (int k = 0; k < NSTATES; k++) {
-		fprintf(f, "mcpkeep_clients{state=\"%s\"} %d\n", states[k],
-		        count[k]);
+		fprintf(f, "mcpkeep_clients{state=\"%s\"} %d\n",
+		        mk_state_name(k), count[k]);
 	}
 	family(f, all, "mcpkeep_state_transitions_total",
 	       "state transitions published", NULL, one, "transitions");

@@ -17,10 +17,6 @@
 
 #include "cli/daemon.h"
 
-const char *const states[] = {
-        "healthy",  "unstable", "needs_reauth", "pending_verification",
-        "disabled", "error",    "degraded",     NULL};
-
 /* Every endpoint, with its lane and who may call it. */
 static const route routes[] = {
         {"GET", "/", LANE_INLINE, AUTH_OPEN, route_page},

@@ -305,7 +305,7 @@ boot_report(json_t *names, int64_t ns)
 		}
 		found++;
 		st = st != NULL ? st : "?";
-		while (k < NSTATES && strcmp(st, states[k]) != 0) {
+		while (k < NSTATES && strcmp(st, mk_state_name(k)) != 0) {
 			k++;
 		}
 		count[k]++;
@@ -326,7 +326,8 @@ boot_report(json_t *names, int64_t ns)
 	for (int k = 0; k <= NSTATES; k++) {
 		if (count[k] != 0 && (n = strlen(sum)) < sizeof(sum)) {
 			snprintf(sum + n, sizeof(sum) - n, "%s%d %s", sep,
-			         count[k], k < NSTATES ? states[k] : "other");
+			         count[k],
+			         k < NSTATES ? mk_state_name(k) : "other");
 			sep = ", ";
 		}
 	}

@@ -487,6 +487,19 @@ MK_API int mk_client_refresh_tools(mk_runtime *rt, const char *client,
                                    char **err);
 
 /*
+ * The fixed names the list and the counters use, by index (0, 1, ...;
+ * NULL, or -1, past the last), so that an embedder exporting them needs
+ * no copy: mk_state_name the seven states (healthy, unstable,
+ * needs_reauth, pending_verification, disabled, error, degraded),
+ * mk_stage_name the last_failure stages (the keys of the counters'
+ * "failures"), mk_latency_bound_ms the upper bounds of the counters'
+ * "latency_buckets" (the one after the last is +Inf).  Any thread.
+ */
+MK_API const char *mk_state_name(unsigned i);
+MK_API const char *mk_stage_name(unsigned i);
+MK_API int64_t     mk_latency_bound_ms(unsigned i);
+
+/*
  * mk_clients_json gives the client list as JSON: {"clients": [...],
  * "count": n, "total_count": m}, clients sorted by name, each {"config"
  * (as given, secrets redacted, with its client_id - a generated one

@@ -15,6 +15,7 @@
 #include "actors/supervisor/supervisor.h"
 #include "codec/config.h"
 #include "codec/mp.h"
+#include "codec/names.h"
 #include "mcpkeep.h"
 #include "runtime/runtime_impl.h"
 
@@ -348,6 +349,24 @@ int
 mk_client_refresh_tools(mk_runtime *rt, const char *client, char **err)
 {
 	return (lifecycle(rt, MSG_SV_REFRESH, client, err));
+}
+
+const char *
+mk_state_name(unsigned i)
+{
+	return (codec_state_name(i));
+}
+
+const char *
+mk_stage_name(unsigned i)
+{
+	return (codec_stage_name(i));
+}
+
+int64_t
+mk_latency_bound_ms(unsigned i)
+{
+	return (codec_latency_bound_ms(i));
 }
 
 int

@@ -763,6 +763,11 @@ state_machine(void)
 				                             (cl_cause)by);
 				CHECK_EQ(cl.state, ok ? to : from);
 				n += ok;
+				if (from == CS_ERROR || to == CS_ERROR) {
+					/* the supervisor's, never an actor's */
+					CHECK(!ok);
+					continue;
+				}
 				if (by == CL_BY_RESULT) {
 					CHECK(!ok || (!auth_from && !auth_to));
 				}

@@ -418,6 +418,35 @@ abi_event(void)
 	CHECK(guarded(&u, sizeof(size_t), sizeof(u)));
 }
 
+/* The fixed names, by index: the seven states in their order (the
+ * client actor's cl_state numbers them so), the six stages, the twelve
+ * latency bounds; past the last, NULL or -1. */
+static void
+names(void)
+{
+	static const char *const states[] = {
+	        "healthy",  "unstable", "needs_reauth", "pending_verification",
+	        "disabled", "error",    "degraded"};
+	static const char *const stages[] = {
+	        "connect",        "ping",           "list_tools",
+	        "tool_discovery", "transport_lost", "credential"};
+
+	for (unsigned i = 0; i < 7; i++) {
+		CHECK(strcmp(mk_state_name(i), states[i]) == 0);
+	}
+	CHECK(mk_state_name(7) == NULL);
+	for (unsigned i = 0; i < 6; i++) {
+		CHECK(strcmp(mk_stage_name(i), stages[i]) == 0);
+	}
+	CHECK(mk_stage_name(6) == NULL);
+	CHECK_EQ(mk_latency_bound_ms(0), 5);
+	CHECK_EQ(mk_latency_bound_ms(11), 30000);
+	CHECK_EQ(mk_latency_bound_ms(12), -1);
+	for (unsigned i = 1; i < 12; i++) {
+		CHECK(mk_latency_bound_ms(i) > mk_latency_bound_ms(i - 1));
+	}
+}
+
 int
 main(void)
 {
@@ -431,5 +460,6 @@ main(void)
 	RUN(abi_options);
 	RUN(abi_stats);
 	RUN(abi_event);
+	RUN(names);
 	return (0);
 }

@@ -317,6 +317,19 @@ bad_filter(void)
 	}
 }
 
+/* The client's states are named as the API names them, in its order. */
+static void
+state_names(void)
+{
+	CHECK(strcmp(cl_state_name(CS_HEALTHY), "healthy") == 0);
+	CHECK(strcmp(cl_state_name(CS_UNSTABLE), "unstable") == 0);
+	CHECK(strcmp(cl_state_name(CS_REAUTH), "needs_reauth") == 0);
+	CHECK(strcmp(cl_state_name(CS_PENDING), "pending_verification") == 0);
+	CHECK(strcmp(cl_state_name(CS_DISABLED), "disabled") == 0);
+	CHECK(strcmp(cl_state_name(CS_ERROR), "error") == 0);
+	CHECK(strcmp(cl_state_name(CS_COUNT), "?") == 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -327,5 +340,6 @@ main(int argc, char **argv)
 	RUN_IF(without_view);
 	RUN_IF(with_metrics);
 	RUN_IF(bad_filter);
+	RUN_IF(state_names);
 	return (0);
 }

@@ -104,6 +104,7 @@
 #include "actors/kernel/stream.h"
 #include "codec/config.h"
 #include "codec/msgdef.h"
+#include "codec/names.h"
 
 #define CLIENT_PREFIX     "mcp:" /* registry name: "mcp:" + client name */
 #define CLIENT_CONNECT_MS 30000  /* a whole connect or discovery */
@@ -124,16 +125,7 @@ typedef enum cl_state {
 static inline const char *
 cl_state_name(cl_state s)
 {
-	static const char *const names[] = {
-	        [CS_HEALTHY]  = "healthy",
-	        [CS_UNSTABLE] = "unstable",
-	        [CS_REAUTH]   = "needs_reauth",
-	        [CS_PENDING]  = "pending_verification",
-	        [CS_DISABLED] = "disabled",
-	        [CS_ERROR]    = "error",
-	};
-
-	return ((unsigned)s < CS_COUNT ? names[s] : "?");
+	return ((unsigned)s < CS_COUNT ? codec_state_name((unsigned)s) : "?");
 }
 
 /* What a client actor starts with (kn_spawn's arg).  init takes cfg. */

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 
 #include "actors/client/client.h"
+#include "codec/names.h"
 #include "codec/strmap.h"
 #include "persist/hash.h"
 #include "transport/mcp.h"
@@ -65,7 +66,8 @@ typedef struct cl_cmetrics {
 	uint64_t skipped;                 /* retries skipped for safety */
 	uint64_t relists; /* tools/list after notifications/list_changed */
 } cl_cmetrics;
-extern const int64_t cm_bounds_ms[CM_BUCKETS];
+_Static_assert(CM_STAGES == CODEC_STAGES && CM_BUCKETS == CODEC_LATENCY_BOUNDS,
+               "the counters have a slot for every stage and bound");
 
 /* A sticky connection. */
 typedef struct cl_sconn {

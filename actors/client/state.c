@@ -14,6 +14,7 @@
 #include "actors/persister.h"
 #include "actors/supervisor/supervisor.h"
 #include "codec/mp.h"
+#include "codec/names.h"
 #include "codec/text.h"
 
 /* ---- the stream and the view ---------------------------------------------
@@ -69,17 +70,11 @@ publish_state(client *cl, cl_state old)
 	mp_w_fini(&w);
 }
 
-const int64_t cm_bounds_ms[CM_BUCKETS] = {5,   10,   25,   50,   100,   250,
-                                          500, 1000, 2500, 5000, 10000, 30000};
-static const char *const cm_stages[CM_STAGES] = {
-        "connect",        "ping",           "list_tools",
-        "tool_discovery", "transport_lost", "credential"};
-
 void
 cl_cm_failure(client *cl, const char *stage)
 {
 	for (int i = 0; i < CM_STAGES; i++) {
-		if (strcmp(stage, cm_stages[i]) == 0) {
+		if (strcmp(stage, codec_stage_name((unsigned)i)) == 0) {
 			cl->m.failures[i]++;
 		}
 	}
@@ -93,7 +88,8 @@ cl_cm_call(client *cl, const cl_call *c, int outcome)
 	int     b  = 0;
 
 	cl->m.calls[outcome]++;
-	while (b < CM_BUCKETS && us > cm_bounds_ms[b] * 1000) {
+	while (b < CM_BUCKETS &&
+	       us > codec_latency_bound_ms((unsigned)b) * 1000) {
 		b++;
 	}
 	cl->m.buckets[b]++;
@@ -109,7 +105,7 @@ metrics_json(const client *cl)
 
 	for (int i = 0; i < CM_STAGES; i++) {
 		json_object_set_new(
-		        f, cm_stages[i],
+		        f, codec_stage_name((unsigned)i),
 		        json_integer((json_int_t)cl->m.failures[i]));
 	}
 	for (int i = 0; i <= CM_BUCKETS; i++) {
