@@ -2,7 +2,7 @@
  * answer.c - what the daemon reads of a request and how it answers: its
  * headers, query parameters and body fields, and the answers (JSON, HTML or
  * text, with the headers every answer carries; an API call's outcome as its
- * HTTP status).  Small helpers every part uses: secret_free, mono_ns.
+ * HTTP status).  A small helper every part uses: mono_ns.
  */
 #include <curl/curl.h>
 #include <microhttpd.h>
@@ -16,15 +16,8 @@
 /* ---- small things --------------------------------------------------------
  */
 
-void
-secret_free(char *s)
-{
-	if (s != NULL) {
-		OPENSSL_cleanse(s, strlen(s));
-		free(s);
-	}
-}
-
+/* The daemon's own clock: it uses the public API only (mcpkeep.h), so
+ * not the library's. */
 int64_t
 mono_ns(void)
 {

@@ -150,7 +150,6 @@ char       *http_header_dup(const req *r, const char *name);
 /* http_field: the string field key of body (a request's JSON object),
  * body's memory, or NULL.  Never blocks; a handler's worker. */
 const char *http_field(json_t *body, const char *key);
-void        secret_free(char *s);
 int64_t     mono_ns(void);
 
 /* auth.c */

@@ -72,7 +72,7 @@ route_verify_headers(req *r, const char *id, json_t *body)
 		return;
 	}
 	rc = mk_client_verify_headers(D.rt, id, text, &err);
-	secret_free(text);
+	mk_free_secret(text);
 	answer_api(r, rc, err, 200, NULL);
 }
 
@@ -108,7 +108,7 @@ route_oauth_callback(req *r, const char *id, json_t *body)
 	        rc == 0 ? "The MCP client is authorized: you may close this window."
 	                : "The authorization could not be completed: start it again.");
 	free(state);
-	secret_free(code);
+	mk_free_secret(code);
 	mk_free(err);
 	answer(r, rc == 0 ? 200 : 400, "text/html; charset=utf-8", page);
 }
@@ -124,7 +124,7 @@ route_submit_headers(req *r, const char *id, json_t *body)
 
 	if (sid == NULL || text == NULL) {
 		free(sid);
-		secret_free(text);
+		mk_free_secret(text);
 		answer_error(
 		        r, 400,
 		        "submit-headers needs ?session_id= and a headers object");
@@ -132,11 +132,11 @@ route_submit_headers(req *r, const char *id, json_t *body)
 	}
 	if (route_key_refuses(r, id, NULL)) {
 		free(sid);
-		secret_free(text);
+		mk_free_secret(text);
 		return;
 	}
 	rc = mk_user_headers_submit(D.rt, sid, text, &err);
-	secret_free(text);
+	mk_free_secret(text);
 	free(sid);
 	answer_api(r, rc, err, 200, NULL);
 }

@@ -451,7 +451,7 @@ on_done(void *cls, struct MHD_Connection *c, void **ctx,
 		OPENSSL_cleanse(r->body, r->len); /* (may carry secrets) */
 		free(r->body);
 	}
-	secret_free(r->bearer);
+	mk_free_secret(r->bearer);
 	free(r->method);
 	free(r->path);
 	free(r->query);

@@ -137,10 +137,7 @@ admin_token_of(const char *text)
 	                : env != NULL && *env != '\0' ? strdup(env)
 	                                              : NULL;
 
-	if (c != NULL) {
-		OPENSSL_cleanse(c, strlen(c));
-		mk_free(c);
-	}
+	mk_free_secret(c);
 	return (t);
 }
 
@@ -152,7 +149,7 @@ keys_from(const char *text, char *err, size_t errlen)
 	char *keys = setting(text, "server.virtual_keys");
 	int   rv   = keys_set(keys, err, errlen);
 
-	secret_free(keys); /* (the values are secrets) */
+	mk_free_secret(keys); /* (the values are secrets) */
 	return (rv);
 }
 
@@ -214,7 +211,7 @@ reload(const char *path, char **text)
 		mk_log(MK_LOG_ERROR, "serve",
 		       "reload refused, nothing changed: %s",
 		       err != NULL ? err : mk_strerror(rc));
-		secret_free(token);
+		mk_free_secret(token);
 		goto refused;
 	}
 	if (rc != 0) {
@@ -233,8 +230,8 @@ reload(const char *path, char **text)
 	D.token         = token;
 	D.metrics_token = metrics;
 	pthread_mutex_unlock(&D.mtx);
-	secret_free(gone);
-	secret_free(mgone);
+	mk_free_secret(gone);
+	mk_free_secret(mgone);
 	if (rotated) {
 		mk_log(MK_LOG_INFO, "serve",
 		       "reload: the admin token changed");
@@ -648,8 +645,8 @@ out:
 	mk_free(err);
 	mk_free(c_listen);
 	mk_free(c_store);
-	secret_free(D.token);
-	secret_free(D.metrics_token);
+	mk_free_secret(D.token);
+	mk_free_secret(D.metrics_token);
 	free(text);
 	return (code);
 }

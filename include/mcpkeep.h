@@ -670,6 +670,13 @@ MK_API const char *mk_strerror(int rc);
  */
 MK_API void mk_free(void *p);
 
+/*
+ * mk_free_secret releases a string that holds a secret (a token, a key,
+ * a header value - the runtime's, or the embedder's own malloc'd one),
+ * overwriting it first.  NULL is a no-op.
+ */
+MK_API void mk_free_secret(char *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -28,6 +28,7 @@
 #include "codec/config.h"
 #include "codec/errors.h"
 #include "codec/mp.h"
+#include "codec/text.h"
 #include "mcpkeep.h"
 #include "runtime/runtime_impl.h"
 
@@ -53,6 +54,12 @@ void
 mk_free(void *p)
 {
 	free(p);
+}
+
+void
+mk_free_secret(char *s)
+{
+	text_secret_free(s);
 }
 
 /* The defaults, the whole struct. */
