@@ -176,6 +176,16 @@ typedef struct fetch {
 	struct fetch *next;
 } fetch;
 
+/* The credential actor's answer to MSG_CR_GET, read: *ok when status is
+ * 0, *no else; the other is zero.  The caller owns their strings. */
+static void
+get_answer(int status, const void *data, size_t len, cr_headers_msg *ok,
+           cr_refused_msg *no)
+{
+	(void)cr_headers_msg_unpack(status == 0 ? data : NULL, len, ok);
+	(void)cr_refused_msg_unpack(status != 0 ? data : NULL, len, no);
+}
+
 static void
 on_header(kn_actor *self, void *arg, int status, const void *data, size_t len)
 {
@@ -185,15 +195,15 @@ on_header(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	cr_headers_msg ok;
 	cr_refused_msg no;
 
-	if (status == 0 && cr_headers_msg_unpack(data, len, &ok) == 0) {
-		header       = ok.headers;
+	get_answer(status, data, len, &ok, &no);
+	header = ok.headers;
+	err    = no.error;
+	why    = no.why;
+	free(no.auth_required);
+	if (status == 0) {
 		cl->cred_due = ok.use_ms < 0
 		        ? 0
 		        : kn_now_ns() + ok.use_ms * KN_NS_PER_MS;
-	} else if (status != 0 && cr_refused_msg_unpack(data, len, &no) == 0) {
-		err = no.error;
-		why = no.why;
-		free(no.auth_required);
 	}
 	if (status == 0 && header != NULL) {
 		set_cred(cl, header);
@@ -342,13 +352,11 @@ on_user(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	cr_headers_msg ok;
 	cr_refused_msg no;
 
-	if (status == 0 && cr_headers_msg_unpack(data, len, &ok) == 0) {
-		headers = ok.headers;
-	} else if (status != 0 && cr_refused_msg_unpack(data, len, &no) == 0) {
-		err  = no.error;
-		auth = no.auth_required;
-		free(no.why);
-	}
+	get_answer(status, data, len, &ok, &no);
+	headers = ok.headers;
+	err     = no.error;
+	auth    = no.auth_required;
+	free(no.why);
 	if (status == 0 && headers == NULL) {
 		status = MK_EPROTO;
 	}

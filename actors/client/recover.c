@@ -83,8 +83,9 @@ cl_session_gone(const mcp_error *e)
 	         strstr(e->message, "No valid session ID provided") != NULL));
 }
 
-bool
-cl_retry_safe(const client *cl, const char *tool)
+/* The tool of the client's list named name, or NULL. */
+static json_t *
+tool_named(const client *cl, const char *name)
 {
 	size_t  i;
 	json_t *t;
@@ -92,30 +93,30 @@ cl_retry_safe(const client *cl, const char *tool)
 	json_array_foreach(cl->tools, i, t)
 	{
 		const char *n = json_string_value(json_object_get(t, "name"));
-		if (n != NULL && strcmp(n, tool) == 0) {
-			mcp_hints h;
-			mcp_tool_hints(t, &h);
-			return (!(!h.read_only && h.destructive &&
-			          !h.idempotent));
+		if (n != NULL && strcmp(n, name) == 0) {
+			return (t);
 		}
 	}
-	return (false); /* unknown: the defaults say destructive */
+	return (NULL);
+}
+
+bool
+cl_retry_safe(const client *cl, const char *tool)
+{
+	json_t   *t = tool_named(cl, tool);
+	mcp_hints h;
+
+	if (t == NULL) {
+		return (false); /* unknown: the defaults say destructive */
+	}
+	mcp_tool_hints(t, &h);
+	return (!(!h.read_only && h.destructive && !h.idempotent));
 }
 
 static bool
 tool_known(const client *cl, const char *tool)
 {
-	size_t  i;
-	json_t *t;
-
-	json_array_foreach(cl->tools, i, t)
-	{
-		const char *n = json_string_value(json_object_get(t, "name"));
-		if (n != NULL && strcmp(n, tool) == 0) {
-			return (true);
-		}
-	}
-	return (false);
+	return (tool_named(cl, tool) != NULL);
 }
 
 /* Starts the recovery of c: its original error kept, its path named. */
