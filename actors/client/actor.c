@@ -34,10 +34,11 @@ cl_reply_ok(client *cl, uint64_t corr)
 void
 cl_reply_state(client *cl, uint64_t corr)
 {
-	cl_state_msg m = {.state = cl->state};
+	cl_state_msg m = {.state = cl->state, .metrics = cl_metrics_text(cl)};
 
 	kn_reply_msg(kn_actor_kernel(cl->self), corr, 0, &cl_state_msg_fields,
 	             &m);
+	free(m.metrics);
 }
 
 int

@@ -36,7 +36,8 @@
  *
  *   MSG_CL_CHECK ask: run one health check
  *     {}
- *     ok:     state int    the cl_state after the check
+ *     ok:     state   int    the cl_state after the check
+ *             metrics str    its counters, JSON text, as MSG_SV_METRICS
  *
  *   MSG_CL_CALL ask: call a tool
  *     tool       str    the tool's name
@@ -155,7 +156,9 @@ typedef struct client_args {
 	  "skips its synchronous discovery")
 CODEC_MSG_STRUCT(cl_connect_msg, CL_CONNECT_FIELDS)
 
-#define CL_STATE_FIELDS(F, S) F(S, INT, state, "the cl_state after the check")
+#define CL_STATE_FIELDS(F, S)                                                 \
+	F(S, INT, state, "the cl_state after the check")                      \
+	F(S, STR, metrics, "its counters, JSON text, as MSG_SV_METRICS")
 CODEC_MSG_STRUCT(cl_state_msg, CL_STATE_FIELDS)
 
 #define CL_CALL_FIELDS(F, S)                                                  \

@@ -204,11 +204,13 @@ struct client {
 	                      * aborted one is dropped */
 	cl_cmetrics m;       /* counters for /metrics */
 	uint64_t    mtimer;  /* their push to the supervisor, 0: none due */
-	bool        admin_dead; /* per-user: the admin's discovery credential
-	                         * died (needs_reauth projection) */
-	strmap ufetch;          /* per-user: identity -> calls waiting for its
-	                         * credential (one ask per identity) */
-	unsigned maxconn;       /* idle connections curl may keep */
+	cl_cmetrics msent;   /* the counters the supervisor has */
+	unsigned    msent_fails; /* and the fails it has */
+	bool        admin_dead;  /* per-user: the admin's discovery credential
+	                          * died (needs_reauth projection) */
+	strmap ufetch;           /* per-user: identity -> calls waiting for its
+	                          * credential (one ask per identity) */
+	unsigned maxconn;        /* idle connections curl may keep */
 };
 
 /* actor.c */
@@ -235,7 +237,10 @@ void cl_reply_ok(client *cl, uint64_t corr);
 cl_state cl_shown_state(const client *cl);
 /* cl_counted: a counter changed; the counters reach the supervisor within
  * CL_METRICS_PUSH_MS (one push for every change meanwhile). */
-void    cl_counted(client *cl);
+void cl_counted(client *cl);
+/* cl_metrics_text: the counters as JSON text (malloc'd, or NULL), noted
+ * as the ones the supervisor has (the caller sends them there). */
+char   *cl_metrics_text(client *cl);
 json_t *cl_view_json(client *cl);
 void    cl_on_metrics(client *cl, kn_msg *msg);
 void    cl_reply_state(client *cl, uint64_t corr);

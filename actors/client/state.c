@@ -4,6 +4,7 @@
  * and the client's counters (see client.h).
  */
 #include <assert.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,51 +98,77 @@ cl_cm_call(client *cl, const cl_call *c, int outcome)
 	cl_counted(cl);
 }
 
-/* The counters, as mk_client_metrics_json gives them. */
-static json_t *
-metrics_json(const client *cl)
+/* The counters as mk_client_metrics_json gives them: JSON text
+ * (malloc'd), or NULL out of memory.  Written with stdio, not jansson:
+ * every check's reply carries it. */
+static char *
+metrics_text(const client *cl)
 {
-	json_t *f = json_object(), *b = json_array();
+	const cl_cmetrics *m   = &cl->m;
+	char              *out = NULL;
+	size_t             len = 0;
+	FILE              *f   = open_memstream(&out, &len);
 
-	for (int i = 0; i < CM_STAGES; i++) {
-		json_object_set_new(
-		        f, codec_stage_name((unsigned)i),
-		        json_integer((json_int_t)cl->m.failures[i]));
+	if (f == NULL) {
+		return (NULL);
 	}
-	for (int i = 0; i <= CM_BUCKETS; i++) {
-		json_array_append_new(
-		        b, json_integer((json_int_t)cl->m.buckets[i]));
+	fprintf(f,
+	        "{\"transitions\":%" PRIu64 ",\"checks\":%" PRIu64
+	        ",\"failures\":{",
+	        m->transitions, m->checks);
+	for (unsigned i = 0; i < CM_STAGES; i++) {
+		fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "",
+		        codec_stage_name(i), m->failures[i]);
 	}
-	return (json_pack(
-	        "{s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I}, s:o, s:I, s:{s:I, s:I, s:I}, s:I, s:I, s:I}",
-	        "transitions", (json_int_t)cl->m.transitions, "checks",
-	        (json_int_t)cl->m.checks, "failures", f, "calls", "ok",
-	        (json_int_t)cl->m.calls[CM_OK], "error",
-	        (json_int_t)cl->m.calls[CM_ERROR], "auth_required",
-	        (json_int_t)cl->m.calls[CM_AUTH], "refused",
-	        (json_int_t)cl->m.calls[CM_REFUSED], "latency_buckets", b,
-	        "latency_sum_us", (json_int_t)cl->m.sum_us, "recoveries",
-	        "per_call", (json_int_t)cl->m.recoveries[0], "shared",
-	        (json_int_t)cl->m.recoveries[1], "session",
-	        (json_int_t)cl->m.recoveries[2], "retries_skipped",
-	        (json_int_t)cl->m.skipped, "relists",
-	        (json_int_t)cl->m.relists, "connect_failures_in_row",
-	        (json_int_t)cl->fails));
+	fprintf(f,
+	        "},\"calls\":{\"ok\":%" PRIu64 ",\"error\":%" PRIu64
+	        ",\"auth_required\":%" PRIu64 ",\"refused\":%" PRIu64
+	        "},\"latency_buckets\":[",
+	        m->calls[CM_OK], m->calls[CM_ERROR], m->calls[CM_AUTH],
+	        m->calls[CM_REFUSED]);
+	for (unsigned i = 0; i <= CM_BUCKETS; i++) {
+		fprintf(f, "%s%" PRIu64, i ? "," : "", m->buckets[i]);
+	}
+	fprintf(f,
+	        "],\"latency_sum_us\":%" PRIu64
+	        ",\"recoveries\":{\"per_call\":%" PRIu64 ",\"shared\":%" PRIu64
+	        ",\"session\":%" PRIu64 "},\"retries_skipped\":%" PRIu64
+	        ",\"relists\":%" PRIu64 ",\"connect_failures_in_row\":%u}",
+	        m->sum_us, m->recoveries[0], m->recoveries[1],
+	        m->recoveries[2], m->skipped, m->relists, cl->fails);
+	if (fclose(f) != 0) {
+		free(out);
+		return (NULL);
+	}
+	return (out);
 }
 
-/* The counters go to the supervisor (what /metrics lists). */
+char *
+cl_metrics_text(client *cl)
+{
+	char *text = metrics_text(cl);
+
+	if (text != NULL) {
+		cl->msent       = cl->m; /* what the supervisor will hold */
+		cl->msent_fails = cl->fails;
+	}
+	return (text);
+}
+
+/* The counters go to the supervisor (what /metrics lists), unless a
+ * check's reply took them there since they last changed. */
 static void
 metrics_tick(kn_actor *self, void *arg)
 {
 	client        *cl   = arg;
-	json_t        *m    = metrics_json(cl);
-	sv_metrics_msg push = {.id   = cl->cfg->id,
-	                       .json = m != NULL ? json_dumps(m, JSON_COMPACT)
-	                                         : NULL};
+	sv_metrics_msg push = {.id = cl->cfg->id};
 
 	cl->mtimer = 0;
-	json_decref(m);
-	if (push.json != NULL) {
+	if (memcmp(&cl->m, &cl->msent, sizeof(cl->m)) == 0 &&
+	    cl->fails == cl->msent_fails) {
+		return;
+	}
+	if ((push.json = cl_metrics_text(cl)) != NULL) {
 		(void)kn_tell_msg(cl->sv, self, MSG_SV_METRICS,
 		                  CODEC_OF(sv_metrics_msg, &push));
 	}
@@ -160,19 +187,16 @@ cl_counted(client *cl)
 void
 cl_on_metrics(client *cl, kn_msg *msg)
 {
-	json_t *m    = metrics_json(cl);
-	char   *text = m != NULL ? json_dumps(m, JSON_COMPACT) : NULL;
+	cl_metrics_msg out = {.json = metrics_text(cl)};
 
-	json_decref(m);
-	if (text == NULL) {
+	if (out.json == NULL) {
 		kn_reply_error(kn_actor_kernel(cl->self), kn_defer(msg),
 		               MK_ENOMEM, "out of memory");
 		return;
 	}
-	cl_metrics_msg out = {.json = text};
 	kn_reply_msg(kn_actor_kernel(cl->self), kn_defer(msg), 0,
 	             &cl_metrics_msg_fields, &out);
-	free(text);
+	free(out.json);
 }
 
 /* The config as given, with its client_id (generated ones too). */

@@ -57,6 +57,12 @@ on_checked(kn_actor *self, void *arg, int status, const void *data, size_t len)
 		if (status == 0 && cl_state_msg_unpack(data, len, &m) == 0) {
 			assert(m.state >= 0 && m.state < CS_COUNT);
 			e->state = (cl_state)m.state;
+			if (m.metrics != NULL) {
+				free(e->metrics); /* the check's counters */
+				e->metrics = m.metrics;
+				m.metrics  = NULL;
+			}
+			cl_state_msg_clear(&m);
 		}
 		sv_schedule(self, sv, e);
 	}

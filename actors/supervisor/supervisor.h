@@ -67,7 +67,8 @@
  *
  *   MSG_SV_REFRESH ask: a client's check now: the tool list read again
  *     client str    a client's id or name
- *     ok:     state int    the cl_state after the check
+ *     ok:     state   int    the cl_state after the check
+ *             metrics str    its counters, JSON text, as MSG_SV_METRICS
  *
  *   MSG_SV_LIST ask: the client list view
  *     filter str    JSON text: filter, sort and page, or absent
