@@ -58,9 +58,9 @@ struct http_conn {
 	unsigned nposts;              /* POSTs in flight */
 	unsigned peak;                /* most POSTs in flight at once: the
 	                               * spares kept (an idle client keeps
-	                               * few curl handles and their buffers) */              /* entries in spare */
-	int  busy;   /* upcalls on the stack */
-	bool closed; /* close() was called */
+	                               * few curl handles and their buffers) */
+	int  busy;                    /* upcalls on the stack */
+	bool closed;                  /* close() was called */
 };
 
 static void post_free(http_conn *c, post *p);
