@@ -764,7 +764,8 @@ state_machine(void)
 				CHECK_EQ(cl.state, ok ? to : from);
 				n += ok;
 				if (from == CS_ERROR || to == CS_ERROR) {
-					/* the supervisor's, never an actor's */
+					/* the supervisor's, never an actor's
+					 */
 					CHECK(!ok);
 					continue;
 				}
