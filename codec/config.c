@@ -119,8 +119,8 @@ enum_of(cfg_pctx *x, const char *field, json_t *v, const char **names, int n,
 	return (cfg_bad(x, field, "must be one of %s", list));
 }
 
-static bool
-valid_name(const char *s)
+bool
+cfg_name_valid(const char *s)
 {
 	if (*s == '\0' || strlen(s) > 64) {
 		return (false);
@@ -296,7 +296,7 @@ parse_client(cfg_pctx *x, cfg_client *c, json_t *o)
 		                "is required and must be a string"));
 	}
 	x->client = json_string_value(v);
-	if (!valid_name(x->client)) {
+	if (!cfg_name_valid(x->client)) {
 		return (cfg_bad(
 		        x, "name",
 		        "use letters, digits and '_' only (no '-', no spaces), at most 64"));

@@ -99,6 +99,10 @@ typedef struct cfg_file {
 int cfg_client_parse(json_t *obj, json_t *literal, cfg_client **out, char *err,
                      size_t errlen);
 
+/* cfg_name_valid says whether s is a valid client name: 1 to 64 of
+ * [A-Za-z0-9_] (so that it needs no escaping anywhere it is shown). */
+bool cfg_name_valid(const char *s);
+
 /* cfg_client_stored gives the config to store: raw, with the literal
  * mask under CFG_LITERAL_KEY when there is one (so a literal client
  * stays literal after a restart).  New reference, or NULL. */

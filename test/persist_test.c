@@ -267,6 +267,7 @@ stored_error(void)
 	rt = rt_open_store(&sb, pl.db);
 	CHECK_EQ(add_client(rt, "r_err"), 0);
 	CHECK_EQ(add_client(rt, "r_ok"), 0);
+	CHECK_EQ(add_client(rt, "r_bad"), 0);
 	rt_close(&rt, &sb);
 	CHECK_EQ(sqlite3_open(pl.db, &db), SQLITE_OK);
 	CHECK_EQ(
@@ -277,6 +278,13 @@ stored_error(void)
 	        SQLITE_OK);
 	CHECK_EQ(sqlite3_step(q), SQLITE_DONE);
 	sqlite3_finalize(q);
+	/* a row whose name could not be shown as it is: not listed */
+	CHECK_EQ(
+	        sqlite3_exec(
+	                db,
+	                "UPDATE mcp_clients SET name = 'r\"bad', config = json_set(config, '$.connection_type', 'pigeon') WHERE name = 'r_bad'",
+	                NULL, NULL, NULL),
+	        SQLITE_OK);
 	sqlite3_close(db);
 
 	rt = rt_open_store(&sb, pl.db);

@@ -232,9 +232,9 @@ keep_failed(sv_self *sv, const char *id, const char *name, json_t *tools,
 	entry  *e;
 	json_t *v;
 
-	if (id == NULL || name == NULL || sv_find(sv, id) != NULL ||
-	    sv_find(sv, name) != NULL) {
-		return;
+	if (id == NULL || name == NULL || !cfg_name_valid(name) ||
+	    sv_find(sv, id) != NULL || sv_find(sv, name) != NULL) {
+		return; /* a row too damaged to be shown: skipped, as logged */
 	}
 	snprintf(text, sizeof(text),
 	         "the stored client could not be started: %s", why);
