@@ -211,6 +211,20 @@ unknown_in(json_t *o, const char *prefix, const char **keys, char *err,
 	return (0);
 }
 
+/* The section name of root in *out: NULL when absent; one that is not an
+ * object is refused. */
+static int
+section(json_t *root, const char *name, json_t **out, char *err, size_t errlen)
+{
+	*out = json_object_get(root, name);
+	if (*out != NULL && !json_is_object(*out)) {
+		return (file_fail(err, errlen, MK_EINVAL,
+		                  "config: field \"%s\" must be an object",
+		                  name));
+	}
+	return (0);
+}
+
 static int
 parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 {
@@ -234,12 +248,8 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 	if ((rv = unknown_in(root, "", top, err, errlen)) != 0) {
 		return (rv);
 	}
-	mcp = json_object_get(root, "mcp");
-	if (mcp != NULL && !json_is_object(mcp)) {
-		return (file_fail(err, errlen, MK_EINVAL,
-		                  "config: field \"mcp\" must be an object"));
-	}
-	if ((rv = unknown_in(mcp, "mcp.", mcpk, err, errlen)) != 0) {
+	if ((rv = section(root, "mcp", &mcp, err, errlen)) != 0 ||
+	    (rv = unknown_in(mcp, "mcp.", mcpk, err, errlen)) != 0) {
 		return (rv);
 	}
 	f->sync_ms = CFG_SYNC_DEFAULT_MS;
@@ -299,7 +309,10 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 		}
 	}
 	x.client = "(store)";
-	if ((sec = json_object_get(root, "store")) != NULL) {
+	if ((rv = section(root, "store", &sec, err, errlen)) != 0) {
+		return (rv);
+	}
+	if (sec != NULL) {
 		if ((rv = unknown_in(sec, "store.", storek, err, errlen)) !=
 		    0) {
 			return (rv);
@@ -311,7 +324,10 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 		}
 	}
 	x.client = "(server)";
-	if ((sec = json_object_get(root, "server")) != NULL) {
+	if ((rv = section(root, "server", &sec, err, errlen)) != 0) {
+		return (rv);
+	}
+	if (sec != NULL) {
 		if ((rv = unknown_in(sec, "server.", serverk, err, errlen)) !=
 		    0) {
 			return (rv);

@@ -1,5 +1,5 @@
 /*
- * config_test.c - config.json as codec/config.c reads it: the error
+ * config_test.c - config.json as codec/config*.c read it: the error
  * texts that name what is wrong (unknown keys, types, a missing
  * variable, durations, duplicate names), env. references resolved in a
  * file and literal in an API body, the server settings (virtual keys
@@ -48,6 +48,13 @@ static void
 errors_name_the_field(void)
 {
 	refused("[]", "config: the top level must be an object");
+	/* each section must be an object (a store or server that was not
+	 * was read as absent) */
+	refused("{\"mcp\": 1}", "config: field \"mcp\" must be an object");
+	refused("{\"store\": \"x.db\"}",
+	        "config: field \"store\" must be an object");
+	refused("{\"server\": [\"127.0.0.1:8080\"]}",
+	        "config: field \"server\" must be an object");
 	refused("{\"mcp\": {}, \"extra\": 1}", "unknown field \"extra\"");
 	refused("{\"mcp\": {\"client_configs\": [{\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\", \"colour\": 1}]}}",
 	        "client \"a\"");
