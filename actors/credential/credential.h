@@ -124,11 +124,11 @@
  * update; a changed OAuth config drops the client's tokens (rotation).
  *
  * MSG_CR_GET: MK_ESTATE (why "none" or "needs_reauth") when there is no
- * usable token, MK_EUPSTREAM for a refresh that failed for now.  For a
- * per-user client the mode is the caller's (user, vk, session; "admin"
- * for discovery) and subject the caller's token (token_exchange); a
- * caller without a credential is answered MK_EAUTH with auth_required,
- * the mcp_auth_required payload.
+ * usable token, MK_EUPSTREAM for a refresh that failed but may pass (the
+ * token kept, asked again later).  For a per-user client the mode is
+ * the caller's (user, vk, session; "admin" for discovery) and subject the
+ * caller's token (token_exchange); a caller without a credential is
+ * answered MK_EAUTH with auth_required, the mcp_auth_required payload.
  *
  * MSG_CR_INITIATE runs discovery and registration first, as needed; the
  * flow is stored before the reply.  MSG_CR_COMPLETE: a flow that is not

@@ -14,7 +14,7 @@
  *                        permanent: the token is needs_reauth (stored),
  *                        its client told;
  *   5xx, network         transient: retried 3 times, 1 s * 2^n apart;
- *   other 4xx            failed for now, the token left as it is.
+ *   other 4xx            failed (it may pass), the token left as it is.
  * Shared and admin tokens are refreshed ahead of expiry: at 80% of their
  * life, at most 5 minutes early, with +-10% jitter.  An ask refreshes a
  * token within a fifth of its life (at most CR_SKEW_S) of its expiry.
