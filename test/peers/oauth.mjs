@@ -10,32 +10,61 @@
 // oauth2-mock-server OAuth2Issuer; the MCP side checks them against the
 // table of issued tokens (no signature check).  Refresh tokens, codes and
 // client ids/secrets are random opaque strings.  Request bodies are
-// limited to 1 MiB (413); bad JSON or forms answer 400.
+// limited to 1 MiB (413); bad JSON or forms answer 400.  Everything
+// marked (variant) below is off until POST /admin/variant turns it on.
 //
 // Authorization server:
 //   GET  /.well-known/oauth-authorization-server   RFC 8414 metadata
 //                         (issuer BASE; /authorize, /token, /register;
 //                         PKCE S256 only; auth methods none,
-//                         client_secret_basic, client_secret_post)
+//                         client_secret_basic, client_secret_post; with
+//                         variant jwt_clients also private_key_jwt and
+//                         token_endpoint_auth_signing_alg_values_supported
+//                         ["RS256", "ES256"]; with client_credentials that
+//                         grant; with cimd
+//                         client_id_metadata_document_supported true)
 //   GET  /.well-known/openid-configuration         404
+//                         (variant as_at: where the document is served;
+//                         any other GET path beginning with
+//                         /.well-known/oauth-authorization-server or
+//                         /.well-known/openid-configuration, or ending with
+//                         /.well-known/openid-configuration, is 404)
 //   POST /register       RFC 7591 (JSON): 201 {client_id, client_id_issued_at,
 //                         redirect_uris, token_endpoint_auth_method (default
 //                         "none"), grant_types, response_types} plus
 //                         client_secret (+ client_secret_expires_at 0) when
 //                         the method is not "none".  redirect_uris must be
-//                         a non-empty array of strings.
+//                         a non-empty array of strings.  (variant
+//                         register_method: that method whatever was asked,
+//                         with a client_secret unless it is "none".)
 //   GET  /authorize      response_type=code, client_id, redirect_uri,
 //                         code_challenge, code_challenge_method=S256
 //                         [, state, scope, resource, login_hint]: 302 at
 //                         once to redirect_uri?code=..&state=.. (no login
 //                         page); errors are 400 {"error":"invalid_request"}.
 //                         The code is single-use, lives 60 s, and carries
-//                         the subject login_hint (default "admin").
+//                         the subject login_hint (default "admin") and the
+//                         scope asked for (default "mcp:tools").  (variant
+//                         iss: the redirect also carries iss=<iss> after
+//                         code and state, RFC 9207.)
 //   POST /token          application/x-www-form-urlencoded; client auth by
 //                         HTTP Basic, client_id+client_secret in the body,
 //                         or client_id alone (public clients only: a client
 //                         with a secret must present it, else 401
-//                         invalid_client).  Grants:
+//                         invalid_client), or (variant jwt_clients) an
+//                         RFC 7523 client assertion: client_assertion_type
+//                         urn:ietf:params:oauth:client-assertion-type:
+//                         jwt-bearer, client_assertion a JWS (RS256 or
+//                         ES256) by the client's key, iss = sub = the
+//                         client id (= client_id, if given), aud the token
+//                         endpoint or the issuer (BASE, BASE/token, or the
+//                         served metadata's), exp in the future, jti never
+//                         seen before (else "jti reused"); any failure is
+//                         401 invalid_client.  A jwt_clients id is a known
+//                         client (any redirect_uri) that must use its key.
+//                         (variant auth_methods: a method not listed is 401
+//                         invalid_client "client authentication method X
+//                         is not accepted".)  Grants:
 //     authorization_code  code, redirect_uri, code_verifier: PKCE S256
 //                         checked; 400 invalid_grant on any mismatch.
 //                         {access_token, token_type, expires_in,
@@ -53,14 +82,31 @@
 //                         invalid_grant "subject token rejected"; else the
 //                         subject is subject_token minus a leading "user-".
 //                         No refresh token.
+//     client_credentials  (variant client_credentials only) needs an
+//                         authenticated client (basic, post or jwt) else
+//                         401 invalid_client; {access_token, token_type,
+//                         expires_in, scope (default "mcp:tools")}, sub =
+//                         the client id, aud = resource.  No refresh token.
 //     other grant types   400 unsupported_grant_type (missing: 400
 //                         invalid_request)
-//   Clients: those from /register, and static-client (secret
-//   static-secret, any redirect_uri), always known.
+//   Clients: those from /register (until POST /admin/forget-clients), and
+//   static-client (secret static-secret, any redirect_uri), always known.
+//   (variant cimd) An http(s) URL client_id is a Client ID Metadata
+//   Document client: /authorize and /token GET the URL (Accept:
+//   application/json, 5 s, at most 64 KiB; counter cimd_fetches; logged as
+//   {"method": "FETCH", "path": url, "status": s or 0}), which must be a
+//   JSON object with client_id = the URL, client_name, a non-empty
+//   redirect_uris array of strings (the authorize redirect_uri among them)
+//   and token_endpoint_auth_method absent or "none"; else /authorize is
+//   400 and /token 401 invalid_client.  A good document is kept for the
+//   process's life; the client is public.
 //
 // Protected MCP server:
 //   GET  /.well-known/oauth-protected-resource/mcp  RFC 9728 metadata
 //   GET  /.well-known/oauth-protected-resource       the same
+//                         (variant prm_at: where the document is served;
+//                         any other GET path beginning with
+//                         /.well-known/oauth-protected-resource is 404)
 //   POST/GET/DELETE /mcp Streamable HTTP, one McpServer +
 //                         StreamableHTTPServerTransport per session.  Every
 //                         request needs "Authorization: Bearer <issued,
@@ -71,8 +117,19 @@
 //                         WWW-Authenticate: Bearer resource_metadata="BASE/
 //                         .well-known/oauth-protected-resource/mcp",
 //                         scope="mcp:tools" (+ error="invalid_token" when a
-//                         credential was presented).  Token scope and aud
-//                         are not checked.  A session belongs to the
+//                         credential was presented; variant www_rm false
+//                         drops resource_metadata, www_scope sets scope,
+//                         null drops it: "Bearer" alone when nothing is
+//                         left).  Token scope and aud are not checked,
+//                         except (variant scopes_required) a tools/call of
+//                         a listed tool with a bearer token lacking one of
+//                         its scopes: 403 {"error":"insufficient_scope"},
+//                         WWW-Authenticate: Bearer error=
+//                         "insufficient_scope", scope="<listed>",
+//                         resource_metadata="<as the 401's>",
+//                         error_description="additional scope required";
+//                         the tool does not run; counter
+//                         insufficient_scope.  A session belongs to the
 //                         subject that created it: another subject gets 403
 //                         {"error":"forbidden"}; an unknown session id 404.
 //
@@ -99,8 +156,49 @@
 //                           resource at /authorize or /token), "tools":
 //                           {counted_*: n}, "refresh_at": [ms, ...] (when
 //                           each refresh_token request came, Date.now();
-//                           absent until the first)}
-//   POST /admin/reset       zero the counters (tokens and clients stay)
+//                           absent until the first), "insufficient_scope"
+//                           (403s at /mcp), "cimd_fetches" (client metadata
+//                           documents fetched)}; by_auth also has "jwt"
+//                           once a client assertion came
+//   POST /admin/reset       zero the counters and empty the request log
+//                           (tokens, clients and the variant stay)
+//   GET  /admin/requests    {"requests": [{"method", "path", "status",
+//                           "query": {k: v} (first values; absent without
+//                           one), "form": {k: v} (/token), "json": {...}
+//                           (/register), "auth": "basic"|"post"|"jwt"|
+//                           "none" (/token), "basic_id" (/token with Basic
+//                           credentials)}, ...]}: every request but /admin
+//                           and /mcp ones, in arrival order (the last
+//                           10000), with client metadata document fetches;
+//                           status null while unanswered, 0 if the client
+//                           left first.  Secrets (client_secret, code,
+//                           code_verifier, refresh_token, subject_token,
+//                           assertion, client_assertion; client_secret in
+//                           json) are "*".
+//   POST /admin/variant     {"prm_at": [path, ...], "as_at": [path, ...],
+//                           "www_scope": s|null, "www_rm": bool, "iss": s,
+//                           "scopes_required": {tool: "scope ..."},
+//                           "client_credentials": bool, "jwt_clients":
+//                           {client_id: public JWK (RSA or EC P-256)},
+//                           "auth_methods": ["none", "client_secret_basic",
+//                           "client_secret_post", "private_key_jwt"],
+//                           "register_method": s, "cimd": bool}, all
+//                           optional: the behaviours marked (variant).
+//                           Each call replaces the last; {} (or an absent
+//                           field) is the default: prm_at
+//                           [".../oauth-protected-resource/mcp",
+//                           ".../oauth-protected-resource"], as_at
+//                           [".../oauth-authorization-server"], www_scope
+//                           "mcp:tools", www_rm true, iss null,
+//                           scopes_required {}, client_credentials false,
+//                           jwt_clients {}, auth_methods all four,
+//                           register_method null, cimd false.  Answers the
+//                           whole variant; an unknown field or bad value
+//                           is 400.
+//   POST /admin/forget-clients  every client from /register forgotten
+//                           (401 invalid_client "unknown client" from then
+//                           on; their codes and refresh tokens stay, of no
+//                           use): {"forgotten": n}
 //   POST /admin/reject-all  {"on": bool}: every bearer token refused (also
 //                           new ones) while on
 //   POST /admin/mcp-fail-next {"status": s, "count": n (1)}: the next n
@@ -136,7 +234,9 @@
 //   counted_destructive, counted_idempotent, counted_readonly,
 //   counted_none {}       bump their own counter, answer its new value
 //                         (annotations as in inject.mjs; per process)
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import {
+	createHash, createPublicKey, randomBytes, randomUUID, verify,
+} from 'node:crypto';
 import http from 'node:http';
 import process from 'node:process';
 
@@ -169,6 +269,11 @@ const GRANT_CODE = 'authorization_code';
 const GRANT_REFRESH = 'refresh_token';
 const GRANT_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const TYPE_ACCESS = 'urn:ietf:params:oauth:token-type:access_token';
+const GRANT_CLIENT = 'client_credentials';
+const JWT_BEARER = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+const LOG_MAX = 10000;
+const CIMD_MAX = 64 * 1024;
+const CIMD_TIMEOUT_MS = 5000;
 const DEFAULT_SCOPE = 'mcp:tools';
 const STATIC_CLIENT = {
 	client_id: 'static-client',
@@ -225,6 +330,8 @@ function zeroCounters() {
 		last_exchange: { audience: null, scope: null },
 		resource_seen: null,
 		metadata: { prm: 0, as: 0 },
+		insufficient_scope: 0,
+		cimd_fetches: 0,
 		tools: {
 			counted_destructive: 0,
 			counted_idempotent: 0,
@@ -342,6 +449,179 @@ function sleep(ms) {
 	return new Promise((r) => setTimeout(r, ms));
 }
 
+// ---- request log (GET /admin/requests) ----
+
+// Every request but /admin and /mcp ones, in arrival order, and every
+// client metadata document fetch; the oldest dropped past LOG_MAX.
+let requestLog = [];
+const logOf = new WeakMap(); // req -> its entry
+const SECRET_KEYS = ['client_secret', 'code', 'code_verifier', 'refresh_token',
+	'subject_token', 'assertion', 'client_assertion'];
+
+function logPush(entry) {
+	requestLog.push(entry);
+	if (requestLog.length > LOG_MAX) {
+		requestLog.splice(0, requestLog.length - LOG_MAX);
+	}
+	return entry;
+}
+
+// A copy of params with the values of the keys (secrets) replaced by "*".
+function redacted(params, keys = SECRET_KEYS) {
+	const o = {};
+	for (const [k, v] of Object.entries(params)) {
+		o[k] = keys.includes(k) ? '*' : v;
+	}
+	return o;
+}
+
+// Starts the entry of a request: status null until it is answered (0 when
+// the connection closed first).
+function logRequest(req, res, url) {
+	const entry = { method: req.method, path: url.pathname, status: null };
+	const query = {};
+	for (const [k, v] of url.searchParams) {
+		if (!Object.hasOwn(query, k)) {
+			query[k] = v;
+		}
+	}
+	if (Object.keys(query).length > 0) {
+		entry.query = redacted(query);
+	}
+	logOf.set(req, logPush(entry));
+	res.on('finish', () => {
+		entry.status = res.statusCode;
+	});
+	res.on('close', () => {
+		if (entry.status === null) {
+			entry.status = 0;
+		}
+	});
+}
+
+// ---- POST /admin/variant ----
+
+const DEFAULT_PRM_AT = ['/.well-known/oauth-protected-resource/mcp',
+	'/.well-known/oauth-protected-resource'];
+const DEFAULT_AS_AT = ['/.well-known/oauth-authorization-server'];
+// authMethodOf() -> the RFC 7591 name of the method
+const METHOD_NAME = {
+	none: 'none',
+	basic: 'client_secret_basic',
+	post: 'client_secret_post',
+	jwt: 'private_key_jwt',
+};
+
+function defaultVariant() {
+	return {
+		prm_at: DEFAULT_PRM_AT,
+		as_at: DEFAULT_AS_AT,
+		www_scope: DEFAULT_SCOPE,
+		www_rm: true,
+		iss: null,
+		scopes_required: {},
+		client_credentials: false,
+		jwt_clients: {},
+		auth_methods: Object.values(METHOD_NAME),
+		register_method: null,
+		cimd: false,
+	};
+}
+
+let variant = defaultVariant();
+let jwtKeys = new Map(); // client id -> public KeyObject, from jwt_clients
+
+// The variant a POST /admin/variant body asks for (fields absent: their
+// defaults) and the keys of its jwt_clients; 400 on a bad field.
+function parseVariant(b) {
+	const v = defaultVariant();
+	const keys = new Map();
+	const bad = (d) => oauthError(400, 'invalid_request', d);
+	const isObject = (o) => o !== null && typeof o === 'object' &&
+		!Array.isArray(o);
+	const strings = (k) => {
+		if (!Array.isArray(b[k]) || !b[k].every((s) => typeof s === 'string')) {
+			throw bad(`${k} must be an array of strings`);
+		}
+		return b[k];
+	};
+	const bool = (k) => {
+		if (typeof b[k] !== 'boolean') {
+			throw bad(`${k} must be a boolean`);
+		}
+		return b[k];
+	};
+	const stringOrNull = (k) => {
+		if (b[k] !== null && typeof b[k] !== 'string') {
+			throw bad(`${k} must be a string or null`);
+		}
+		return b[k];
+	};
+	for (const k of Object.keys(b)) {
+		if (!Object.hasOwn(v, k)) {
+			throw bad(`unknown variant field ${k}`);
+		}
+	}
+	if (b.prm_at !== undefined) {
+		v.prm_at = strings('prm_at');
+	}
+	if (b.as_at !== undefined) {
+		v.as_at = strings('as_at');
+	}
+	if (b.www_scope !== undefined) {
+		v.www_scope = stringOrNull('www_scope');
+	}
+	if (b.www_rm !== undefined) {
+		v.www_rm = bool('www_rm');
+	}
+	if (b.iss !== undefined) {
+		v.iss = stringOrNull('iss');
+	}
+	if (b.scopes_required !== undefined) {
+		if (!isObject(b.scopes_required) || !Object.values(b.scopes_required)
+			.every((s) => typeof s === 'string')) {
+			throw bad('scopes_required must be an object of strings');
+		}
+		v.scopes_required = b.scopes_required;
+	}
+	if (b.client_credentials !== undefined) {
+		v.client_credentials = bool('client_credentials');
+	}
+	if (b.jwt_clients !== undefined) {
+		if (!isObject(b.jwt_clients)) {
+			throw bad('jwt_clients must be an object');
+		}
+		for (const [id, jwk] of Object.entries(b.jwt_clients)) {
+			let key;
+			try {
+				key = createPublicKey({ key: jwk, format: 'jwk' });
+			} catch (e) {
+				throw bad(`jwt_clients.${id}: not a usable JWK (${e.message})`);
+			}
+			if (key.asymmetricKeyType !== 'rsa' && key.asymmetricKeyType !== 'ec') {
+				throw bad(`jwt_clients.${id}: not an RSA or EC key`);
+			}
+			keys.set(id, key);
+		}
+		v.jwt_clients = b.jwt_clients;
+	}
+	if (b.auth_methods !== undefined) {
+		v.auth_methods = strings('auth_methods');
+		const unknown = v.auth_methods.find((m) =>
+			!Object.values(METHOD_NAME).includes(m));
+		if (unknown !== undefined) {
+			throw bad(`unknown auth method ${unknown}`);
+		}
+	}
+	if (b.register_method !== undefined) {
+		v.register_method = stringOrNull('register_method');
+	}
+	if (b.cimd !== undefined) {
+		v.cimd = bool('cimd');
+	}
+	return { v, keys };
+}
+
 // ---- authorization server ----
 
 // POST /admin/metadata: what the metadata documents say instead.
@@ -375,7 +655,7 @@ function sendMetadata(res, doc, body) {
 }
 
 function authServerMetadata() {
-	return {
+	const doc = {
 		issuer: BASE,
 		authorization_endpoint: `${BASE}/authorize`,
 		token_endpoint: `${BASE}/token`,
@@ -387,6 +667,17 @@ function authServerMetadata() {
 			['none', 'client_secret_basic', 'client_secret_post'],
 		scopes_supported: ['mcp:tools', 'offline_access'],
 	};
+	if (variant.client_credentials) {
+		doc.grant_types_supported.push(GRANT_CLIENT);
+	}
+	if (jwtKeys.size > 0) {
+		doc.token_endpoint_auth_methods_supported.push('private_key_jwt');
+		doc.token_endpoint_auth_signing_alg_values_supported = ['RS256', 'ES256'];
+	}
+	if (variant.cimd) {
+		doc.client_id_metadata_document_supported = true;
+	}
+	return doc;
 }
 
 function resourceMetadata() {
@@ -398,6 +689,36 @@ function resourceMetadata() {
 	};
 }
 
+// A path some metadata document could be looked for at (RFC 8414 and
+// 9728 well-known paths, with or without a suffix, and OpenID ones).
+function isMetadataPath(path) {
+	return path.startsWith('/.well-known/oauth-protected-resource') ||
+		path.startsWith('/.well-known/oauth-authorization-server') ||
+		path.startsWith('/.well-known/openid-configuration') ||
+		path.endsWith('/.well-known/openid-configuration');
+}
+
+// A GET of a path in variant.prm_at or as_at serves that document; of
+// another metadata path, 404.  False (nothing answered) for other paths.
+function wellKnown(req, res, path) {
+	let doc = null;
+	if (variant.prm_at.includes(path)) {
+		doc = 'prm';
+	} else if (variant.as_at.includes(path)) {
+		doc = 'as';
+	} else if (!isMetadataPath(path)) {
+		return false;
+	}
+	req.resume();
+	if (doc === null) {
+		sendJson(res, 404, { error: 'not found' });
+	} else {
+		sendMetadata(res, doc,
+			doc === 'prm' ? resourceMetadata() : authServerMetadata());
+	}
+	return true;
+}
+
 function findClient(id) {
 	if (id === STATIC_CLIENT.client_id) {
 		return STATIC_CLIENT;
@@ -405,18 +726,133 @@ function findClient(id) {
 	return clients.get(id);
 }
 
+function isUrlClientId(id) {
+	try {
+		const u = new URL(id);
+		return u.protocol === 'http:' || u.protocol === 'https:';
+	} catch {
+		return false;
+	}
+}
+
+// The client named id, or undefined: the static client, a registered one,
+// one of variant.jwt_clients (any redirect_uri, no secret), or, with
+// variant.cimd, the Client ID Metadata Document client of a URL id (a bad
+// document throws invalid_client with status).
+async function resolveClient(id, status) {
+	const c = findClient(id);
+	if (c !== undefined) {
+		return c;
+	}
+	if (jwtKeys.has(id)) {
+		return { client_id: id, redirect_uris: null,
+			token_endpoint_auth_method: 'private_key_jwt' };
+	}
+	if (variant.cimd && isUrlClientId(id)) {
+		return cimdClient(id, status);
+	}
+	return undefined;
+}
+
+// Client ID Metadata Document clients, by URL, once fetched and valid.
+const cimdCache = new Map();
+
+// The body of a fetch response as text; throws past max bytes.
+async function readLimited(body, max, fail) {
+	const chunks = [];
+	let size = 0;
+	if (body === null) {
+		return '';
+	}
+	for await (const c of body) {
+		size += c.length;
+		if (size > max) {
+			throw fail(`larger than ${max} bytes`);
+		}
+		chunks.push(c);
+	}
+	return Buffer.concat(chunks).toString();
+}
+
+async function cimdClient(url, status) {
+	const cached = cimdCache.get(url);
+	if (cached !== undefined) {
+		return cached;
+	}
+	const fail = (d) => oauthError(status, 'invalid_client',
+		`client metadata document ${url}: ${d}`);
+	counters.cimd_fetches++;
+	const entry = logPush({ method: 'FETCH', path: url, status: 0 });
+	let text;
+	try {
+		const r = await fetch(url, {
+			headers: { Accept: 'application/json' },
+			redirect: 'manual',
+			signal: AbortSignal.timeout(CIMD_TIMEOUT_MS),
+		});
+		entry.status = r.status;
+		if (r.status < 200 || r.status > 299) {
+			await r.body?.cancel();
+			throw fail(`status ${r.status}`);
+		}
+		text = await readLimited(r.body, CIMD_MAX, fail);
+	} catch (e) {
+		if (e instanceof HttpError) {
+			throw e;
+		}
+		throw fail(e?.name === 'TimeoutError' ? 'timed out' :
+			`fetch failed (${e?.cause?.code ?? e?.cause?.errors?.[0]?.code ??
+				e?.cause?.message ?? e?.message ?? e})`);
+	}
+	let doc;
+	try {
+		doc = JSON.parse(text);
+	} catch {
+		throw fail('not JSON');
+	}
+	if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
+		throw fail('not a JSON object');
+	}
+	if (doc.client_id !== url) {
+		throw fail('client_id is not the document\'s URL');
+	}
+	if (typeof doc.client_name !== 'string') {
+		throw fail('client_name missing');
+	}
+	const uris = doc.redirect_uris;
+	if (!Array.isArray(uris) || uris.length === 0 ||
+	    !uris.every((u) => typeof u === 'string')) {
+		throw fail('redirect_uris must be a non-empty array of strings');
+	}
+	const method = doc.token_endpoint_auth_method ?? 'none';
+	if (method !== 'none') {
+		throw fail(`token_endpoint_auth_method ${String(method)} not supported`);
+	}
+	const client = {
+		client_id: url,
+		client_name: doc.client_name,
+		redirect_uris: uris,
+		token_endpoint_auth_method: 'none',
+		cimd: true,
+	};
+	cimdCache.set(url, client);
+	return client;
+}
+
 const AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post'];
 
 async function onRegister(req, res) {
 	const body = await readJsonObject(req);
+	logOf.get(req).json = redacted(body, ['client_secret']);
 	const uris = body.redirect_uris;
 	if (!Array.isArray(uris) || uris.length === 0 ||
 	    !uris.every((u) => typeof u === 'string' && URL.canParse(u))) {
 		throw oauthError(400, 'invalid_redirect_uri',
 			'redirect_uris must be a non-empty array of URLs');
 	}
-	const method = body.token_endpoint_auth_method ?? 'none';
-	if (!AUTH_METHODS.includes(method)) {
+	const method = variant.register_method ??
+		body.token_endpoint_auth_method ?? 'none';
+	if (variant.register_method === null && !AUTH_METHODS.includes(method)) {
 		throw oauthError(400, 'invalid_client_metadata',
 			`unsupported token_endpoint_auth_method ${String(method)}`);
 	}
@@ -445,7 +881,7 @@ async function onRegister(req, res) {
 	sendJson(res, 201, client, { 'Cache-Control': 'no-store' });
 }
 
-function onAuthorize(req, res, url) {
+async function onAuthorize(req, res, url) {
 	counters.authorize++;
 	const q = url.searchParams;
 	const get = (k) => q.get(k) ?? undefined;
@@ -455,7 +891,8 @@ function onAuthorize(req, res, url) {
 		counters.resource_seen = get('resource');
 	}
 	const clientId = get('client_id');
-	const client = clientId === undefined ? undefined : findClient(clientId);
+	const client = clientId === undefined ? undefined :
+		await resolveClient(clientId, 400);
 	if (client === undefined) {
 		throw bad('unknown client_id');
 	}
@@ -465,6 +902,10 @@ function onAuthorize(req, res, url) {
 	}
 	if (client.redirect_uris !== null &&
 	    !client.redirect_uris.includes(redirectUri)) {
+		if (client.cimd) {
+			throw oauthError(400, 'invalid_client',
+				'redirect_uri not in the client metadata document');
+		}
 		throw bad('redirect_uri not registered for this client');
 	}
 	if (get('response_type') !== 'code') {
@@ -492,11 +933,15 @@ function onAuthorize(req, res, url) {
 	if (get('state') !== undefined) {
 		to.searchParams.append('state', get('state'));
 	}
+	if (variant.iss !== null) {
+		to.searchParams.append('iss', variant.iss);
+	}
 	res.writeHead(302, { Location: to.href, 'Content-Length': 0 });
 	res.end();
 }
 
-// Which client auth the request uses: "basic", "post" or "none".
+// Which client auth the request uses: "basic", "post", "jwt" (RFC 7523
+// client assertion) or "none".
 function authMethodOf(req, params) {
 	if (/^basic /i.test(req.headers.authorization ?? '')) {
 		return 'basic';
@@ -504,21 +949,131 @@ function authMethodOf(req, params) {
 	if (params.client_secret !== undefined) {
 		return 'post';
 	}
+	if (params.client_assertion_type === JWT_BEARER) {
+		return 'jwt';
+	}
 	return 'none';
+}
+
+// The client id of a request's Basic credentials, or undefined.
+function basicId(req) {
+	const m = /^basic +(\S*)/i.exec(req.headers.authorization ?? '');
+	if (m === null) {
+		return undefined;
+	}
+	const raw = Buffer.from(m[1], 'base64').toString();
+	const colon = raw.indexOf(':');
+	try {
+		return colon < 0 ? undefined : formDecode(raw.slice(0, colon));
+	} catch {
+		return undefined;
+	}
 }
 
 function formDecode(s) {
 	return decodeURIComponent(s.replace(/\+/g, ' '));
 }
 
+// jti values of the client assertions accepted so far (replays refused).
+const seenJti = new Set();
+
+function b64json(s) {
+	return JSON.parse(Buffer.from(s, 'base64url').toString());
+}
+
+// Checks a private_key_jwt client assertion (RFC 7523 2.2) against the
+// key in variant.jwt_clients; answers the client id or throws invalid().
+function verifyAssertion(params, invalid) {
+	const jwt = params.client_assertion;
+	if (typeof jwt !== 'string' || jwt === '') {
+		throw invalid('client_assertion missing');
+	}
+	const parts = jwt.split('.');
+	let header;
+	let claims;
+	try {
+		if (parts.length !== 3) {
+			throw new Error();
+		}
+		header = b64json(parts[0]);
+		claims = b64json(parts[1]);
+		if (header === null || typeof header !== 'object' ||
+		    claims === null || typeof claims !== 'object') {
+			throw new Error();
+		}
+	} catch {
+		throw invalid('client_assertion is not a JWS');
+	}
+	const id = params.client_id ?? claims.sub;
+	if (typeof id !== 'string') {
+		throw invalid('client_assertion has no sub');
+	}
+	const key = jwtKeys.get(id);
+	if (key === undefined) {
+		throw invalid(`no public key for client ${id}`);
+	}
+	const alg = header.alg;
+	const fits = (alg === 'RS256' && key.asymmetricKeyType === 'rsa') ||
+		(alg === 'ES256' && key.asymmetricKeyType === 'ec' &&
+		 key.asymmetricKeyDetails?.namedCurve === 'prime256v1');
+	if (!fits) {
+		throw invalid(`alg ${String(alg)} does not fit the client's key`);
+	}
+	let ok = false;
+	try {
+		ok = verify('sha256', Buffer.from(`${parts[0]}.${parts[1]}`),
+			alg === 'ES256' ? { key, dsaEncoding: 'ieee-p1363' } : key,
+			Buffer.from(parts[2], 'base64url'));
+	} catch {
+		ok = false;
+	}
+	if (!ok) {
+		throw invalid('client_assertion signature does not verify');
+	}
+	if (claims.iss !== id || claims.sub !== id) {
+		throw invalid('iss and sub must be the client id');
+	}
+	const as = overridden('as', authServerMetadata());
+	const audiences = [BASE, `${BASE}/token`, as.issuer, as.token_endpoint];
+	const aud = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+	if (!aud.some((a) => typeof a === 'string' && audiences.includes(a))) {
+		throw invalid('aud is neither the token endpoint nor the issuer');
+	}
+	if (typeof claims.exp !== 'number') {
+		throw invalid('exp missing');
+	}
+	if (claims.exp * 1000 <= Date.now()) {
+		throw invalid('client_assertion expired');
+	}
+	if (typeof claims.jti !== 'string' || claims.jti === '') {
+		throw invalid('jti missing');
+	}
+	if (seenJti.has(claims.jti)) {
+		throw invalid('jti reused');
+	}
+	seenJti.add(claims.jti);
+	return id;
+}
+
 // The client behind a /token request: {method, client} (client null when
-// the request names none).  Throws 401 invalid_client on a bad secret, an
-// unknown client, or a client with a secret that did not present it.
-function authenticateClient(req, params, method) {
+// the request names none).  Throws 401 invalid_client on a method that
+// variant.auth_methods leaves out, a bad secret or client assertion, an
+// unknown client, or a client with a secret (or a jwt_clients key) that
+// did not present it.
+async function authenticateClient(req, params, method) {
 	const invalid = (d) => oauthError(401, 'invalid_client', d,
 		method === 'basic' ? { 'WWW-Authenticate': 'Basic realm="oauth"' } : {});
+	if (!variant.auth_methods.includes(METHOD_NAME[method])) {
+		throw invalid(`client authentication method ${METHOD_NAME[method]}` +
+			' is not accepted');
+	}
 	let id;
 	let secret;
+	if (method !== 'jwt' && method !== 'none' &&
+	    params.client_assertion_type === JWT_BEARER) {
+		throw oauthError(400, 'invalid_request',
+			'more than one client authentication method');
+	}
 	if (method === 'basic') {
 		if (params.client_secret !== undefined) {
 			throw oauthError(400, 'invalid_request',
@@ -546,15 +1101,23 @@ function authenticateClient(req, params, method) {
 		if (id === undefined) {
 			throw invalid('client_secret without client_id');
 		}
+	} else if (method === 'jwt') {
+		id = verifyAssertion(params, invalid);
 	} else {
 		id = params.client_id;
 		if (id === undefined) {
 			return { method, client: null };
 		}
 	}
-	const client = findClient(id);
+	const client = await resolveClient(id, 401);
 	if (client === undefined) {
 		throw invalid('unknown client');
+	}
+	if (method === 'jwt') {
+		return { method, client };
+	}
+	if (secret === undefined && jwtKeys.has(id)) {
+		throw invalid('client authentication required');
 	}
 	if (secret !== undefined) {
 		if (client.client_secret === undefined || client.client_secret !== secret) {
@@ -724,12 +1287,38 @@ async function grantExchange(params, client, method) {
 	};
 }
 
+async function grantClientCredentials(params, client, method) {
+	if (client === null || method === 'none') {
+		throw oauthError(401, 'invalid_client',
+			'client credentials need client authentication');
+	}
+	const scope = params.scope ?? DEFAULT_SCOPE;
+	const { token, lifetime } = await mintAccessToken({
+		sub: client.client_id,
+		scope,
+		aud: params.resource,
+		clientId: client.client_id,
+	});
+	return {
+		access_token: token,
+		token_type: 'Bearer',
+		expires_in: lifetime,
+		scope,
+	};
+}
+
 async function onToken(req, res) {
 	const noStore = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 	counters.token_requests++;
 	const params = await readForm(req);
 	const grant = params.grant_type;
 	const method = authMethodOf(req, params);
+	const entry = logOf.get(req);
+	entry.form = redacted(params);
+	entry.auth = method;
+	if (method === 'basic' && basicId(req) !== undefined) {
+		entry.basic_id = basicId(req);
+	}
 	if (grant !== undefined) {
 		counters.by_grant[grant] = (counters.by_grant[grant] ?? 0) + 1;
 	}
@@ -737,7 +1326,7 @@ async function onToken(req, res) {
 		// refresh_at: when each refresh came, to measure their spacing
 		(counters.refresh_at ??= []).push(Date.now());
 	}
-	counters.by_auth[method]++;
+	counters.by_auth[method] = (counters.by_auth[method] ?? 0) + 1;
 	if (params.resource !== undefined) {
 		counters.resource_seen = params.resource;
 	}
@@ -769,15 +1358,21 @@ async function onToken(req, res) {
 	if (grant === undefined) {
 		throw oauthError(400, 'invalid_request', 'grant_type missing', noStore);
 	}
-	if (![GRANT_CODE, GRANT_REFRESH, GRANT_EXCHANGE].includes(grant)) {
+	const grants = [GRANT_CODE, GRANT_REFRESH, GRANT_EXCHANGE];
+	if (variant.client_credentials) {
+		grants.push(GRANT_CLIENT);
+	}
+	if (!grants.includes(grant)) {
 		throw oauthError(400, 'unsupported_grant_type', undefined, noStore);
 	}
-	const { client } = authenticateClient(req, params, method);
+	const { client } = await authenticateClient(req, params, method);
 	let body;
 	if (grant === GRANT_CODE) {
 		body = await grantCode(params, client);
 	} else if (grant === GRANT_REFRESH) {
 		body = await grantRefresh(params, client);
+	} else if (grant === GRANT_CLIENT) {
+		body = await grantClientCredentials(params, client, method);
 	} else {
 		body = await grantExchange(params, client, method);
 	}
@@ -786,8 +1381,8 @@ async function onToken(req, res) {
 
 // ---- protected MCP server ----
 
-// The subject of a request's credential: {sub} or {error: "missing" |
-// "invalid"}.  headers: lower-case names (node or Fetch headers alike).
+// The subject of a request's credential: {sub} (+ scope, the granted
+// scope of a bearer token) or {error: "missing" | "invalid"}.  headers: lower-case names (node or Fetch headers alike).
 // POST /admin/reject-all {"on": bool}: every bearer token is refused
 // (new ones too) while on; POST /admin/mcp-fail-next {"status", "count"}:
 // the next /mcp requests answer that status.
@@ -805,7 +1400,7 @@ function subjectOf(headers) {
 		if (t === undefined || t.revoked || t.expMs <= Date.now()) {
 			return { error: 'invalid' };
 		}
-		return { sub: t.sub };
+		return { sub: t.sub, scope: t.scope };
 	}
 	const key = headers['x-api-key'];
 	if (key !== undefined) {
@@ -817,16 +1412,56 @@ function subjectOf(headers) {
 	return { error: 'missing' };
 }
 
+// The resource_metadata URL of the challenges.
+function resourceMetadataUrl() {
+	return metaOverride.www ??
+		`${BASE}/.well-known/oauth-protected-resource/mcp`;
+}
+
 function unauthorized(res, presented) {
 	counters.mcp_unauthorized++;
-	const rm = metaOverride.www ??
-		`${BASE}/.well-known/oauth-protected-resource/mcp`;
-	let challenge = `Bearer resource_metadata="${rm}", scope="mcp:tools"`;
-	if (presented) {
-		challenge += ', error="invalid_token"';
+	const params = [];
+	if (variant.www_rm) {
+		params.push(`resource_metadata="${resourceMetadataUrl()}"`);
 	}
+	if (variant.www_scope !== null) {
+		params.push(`scope="${variant.www_scope}"`);
+	}
+	if (presented) {
+		params.push('error="invalid_token"');
+	}
+	const challenge = params.length === 0 ? 'Bearer' :
+		`Bearer ${params.join(', ')}`;
 	sendJson(res, 401, { error: 'invalid_token' },
 		{ 'WWW-Authenticate': challenge });
+}
+
+// The scopes variant.scopes_required lists for the first tools/call in
+// body (a JSON-RPC message or batch) that scope (space-separated) lacks
+// one of, or null.
+function stepUpScope(body, scope) {
+	const granted = new Set(scope.split(/\s+/).filter(Boolean));
+	for (const m of Array.isArray(body) ? body : [body]) {
+		const name = m?.method === 'tools/call' ? m.params?.name : undefined;
+		if (typeof name !== 'string' ||
+		    !Object.hasOwn(variant.scopes_required, name)) {
+			continue;
+		}
+		const listed = variant.scopes_required[name];
+		if (listed.split(/\s+/).filter(Boolean).some((s) => !granted.has(s))) {
+			return listed;
+		}
+	}
+	return null;
+}
+
+function insufficientScope(res, scope) {
+	counters.insufficient_scope++;
+	sendJson(res, 403, { error: 'insufficient_scope' }, {
+		'WWW-Authenticate': 'Bearer error="insufficient_scope", ' +
+			`scope="${scope}", resource_metadata="${resourceMetadataUrl()}", ` +
+			'error_description="additional scope required"',
+	});
 }
 
 function text(s) {
@@ -912,9 +1547,30 @@ async function onMcp(req, res) {
 	const sub = who.sub;
 	counters.mcp_by_sub[sub] = (counters.mcp_by_sub[sub] ?? 0) + 1;
 	let body;
-	if (req.method === 'POST' && hold.mcp !== null) {
-		body = JSON.parse(await readBody(req));
-		if (body?.method === hold.mcp) {
+	// A bearer token's scope is checked against variant.scopes_required
+	// before the request reaches the transport (which then gets the body
+	// parsed).
+	const stepUp = req.method === 'POST' && who.scope !== undefined &&
+		Object.keys(variant.scopes_required).length > 0;
+	if (req.method === 'POST' && (hold.mcp !== null || stepUp)) {
+		const raw = await readBody(req);
+		try {
+			body = JSON.parse(raw);
+		} catch (e) {
+			if (hold.mcp !== null) {
+				throw e; // 500, as ever
+			}
+			rpcError(res, 400, -32700, 'Parse error: Invalid JSON');
+			return;
+		}
+		if (stepUp) {
+			const need = stepUpScope(body, String(who.scope ?? ''));
+			if (need !== null) {
+				insufficientScope(res, need);
+				return;
+			}
+		}
+		if (hold.mcp !== null && body?.method === hold.mcp) {
 			await holdHere();
 		}
 		if (req.socket.destroyed) {
@@ -996,7 +1652,20 @@ async function onAdmin(req, res, path) {
 	} else if (route === 'POST /admin/reset') {
 		await readBody(req);
 		counters = zeroCounters();
+		requestLog = [];
 		sendJson(res, 200, { reset: true });
+	} else if (route === 'GET /admin/requests') {
+		sendJson(res, 200, { requests: requestLog });
+	} else if (route === 'POST /admin/variant') {
+		const { v, keys } = parseVariant(await readJsonObject(req));
+		variant = v;
+		jwtKeys = keys;
+		sendJson(res, 200, variant);
+	} else if (route === 'POST /admin/forget-clients') {
+		await readBody(req);
+		const n = clients.size;
+		clients.clear();
+		sendJson(res, 200, { forgotten: n });
 	} else if (route === 'POST /admin/fail-next') {
 		const body = await readJsonObject(req);
 		if (Object.keys(body).length === 0) {
@@ -1072,17 +1741,13 @@ async function onAdmin(req, res, path) {
 
 // ---- routing ----
 
-// path -> {method: handler}
+// path -> {method: handler}.  Metadata GETs go by the variant (prm_at,
+// as_at: wellKnown()); these entries give other methods their 405.
+const metadataGet = (req, res, url) => wellKnown(req, res, url.pathname);
 const routes = {
-	'/.well-known/oauth-authorization-server': {
-		GET: (req, res) => sendMetadata(res, 'as', authServerMetadata()),
-	},
-	'/.well-known/oauth-protected-resource/mcp': {
-		GET: (req, res) => sendMetadata(res, 'prm', resourceMetadata()),
-	},
-	'/.well-known/oauth-protected-resource': {
-		GET: (req, res) => sendMetadata(res, 'prm', resourceMetadata()),
-	},
+	'/.well-known/oauth-authorization-server': { GET: metadataGet },
+	'/.well-known/oauth-protected-resource/mcp': { GET: metadataGet },
+	'/.well-known/oauth-protected-resource': { GET: metadataGet },
 	'/register': { POST: onRegister },
 	'/authorize': { GET: onAuthorize },
 	'/token': { POST: onToken },
@@ -1097,8 +1762,14 @@ async function onRequest(req, res) {
 			await onAdmin(req, res, path);
 			return;
 		}
+		if (path !== '/mcp') {
+			logRequest(req, res, url);
+		}
 		const methods = routes[path];
 		if (methods === undefined) {
+			if (req.method === 'GET' && wellKnown(req, res, path)) {
+				return;
+			}
 			req.resume();
 			sendJson(res, 404, { error: 'not found' });
 			return;
