@@ -44,39 +44,6 @@ http_header_dup(const req *r, const char *name)
 	return (v != NULL ? strdup(v) : NULL);
 }
 
-/* The decoded value of query parameter name (malloc'd), or NULL.  A
- * query with %00 never gets here (admit refuses it). */
-char *
-query_get(const char *query, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (const char *p = query; p != NULL && *p != '\0';) {
-		const char *amp = strchr(p, '&');
-		size_t      len = amp != NULL ? (size_t)(amp - p) : strlen(p);
-		if (len > n && strncmp(p, name, n) == 0 && p[n] == '=') {
-			/* form encoding: '+' is a space (a '+' is %2B) */
-			char *raw = strndup(p + n + 1, len - n - 1), *v;
-			for (char *c = raw; c != NULL && *c != '\0'; c++) {
-				*c = *c == '+' ? ' ' : *c;
-			}
-			v = raw != NULL
-			        ? curl_easy_unescape(NULL, raw, 0, NULL)
-			        : NULL;
-			free(raw);
-			if (v == NULL) {
-				return (NULL);
-			}
-			/* (curl's memory goes back to curl) */
-			raw = strdup(v);
-			curl_free(v);
-			return (raw);
-		}
-		p = amp != NULL ? amp + 1 : NULL;
-	}
-	return (NULL);
-}
-
 /* The string field key of the body object, or NULL. */
 const char *
 http_field(json_t *body, const char *key)

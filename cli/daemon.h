@@ -141,7 +141,6 @@ void     answer_json(req *r, unsigned status, json_t *j);
 void     answer_error(req *r, unsigned status, const char *msg);
 void     answer_api(req *r, int rc, char *err, unsigned ok, json_t *j);
 unsigned status_of(int rc);
-char    *query_get(const char *query, const char *name);
 /* http_header: r's header name (libmicrohttpd's memory, r's lifetime),
  * NULL when absent or empty; http_header_dup a malloc'd copy.  Never
  * block; libmicrohttpd's threads, while r is being admitted. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/daemon.h"
+#include "transport/oauth.h"
 
 /* An authorize URL and its flow's id, or the error. */
 static void
@@ -94,12 +95,8 @@ route_verify_exchange(req *r, const char *id, json_t *body)
 void
 route_oauth_callback(req *r, const char *id, json_t *body)
 {
-	char *state = query_get(r->query, "state");
-	char *code  = query_get(r->query, "code");
-	char *err   = NULL, page[1024];
-	int   rc    = state != NULL && code != NULL
-	             ? mk_oauth_complete(D.rt, state, code, NULL, &err)
-	             : MK_EINVAL;
+	char *err = NULL, page[1024];
+	int   rc  = mk_oauth_callback(D.rt, r->query, NULL, &err);
 
 	snprintf(
 	        page, sizeof(page),
@@ -107,8 +104,6 @@ route_oauth_callback(req *r, const char *id, json_t *body)
 	        rc == 0 ? "Authorized" : "Not authorized",
 	        rc == 0 ? "The MCP client is authorized: you may close this window."
 	                : "The authorization could not be completed: start it again.");
-	free(state);
-	mk_free_secret(code);
 	mk_free(err);
 	answer(r, rc == 0 ? 200 : 400, "text/html; charset=utf-8", page);
 }
@@ -118,7 +113,7 @@ route_oauth_callback(req *r, const char *id, json_t *body)
 void
 route_submit_headers(req *r, const char *id, json_t *body)
 {
-	char *sid  = query_get(r->query, "session_id");
+	char *sid  = oa_query_param(r->query, "session_id");
 	char *text = headers_text(body), *err = NULL;
 	int   rc;
 

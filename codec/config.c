@@ -119,6 +119,39 @@ enum_of(cfg_pctx *x, const char *field, json_t *v, const char **names, int n,
 	return (cfg_bad(x, field, "must be one of %s", list));
 }
 
+/* The credential sections' words that name a choice: absent, or one of
+ * those we speak (else an error naming the field and the choices). */
+static int
+oauth_enums(cfg_pctx *x, const cfg_client *c)
+{
+	static const char *methods[] = {"none", "client_secret_basic",
+	                                "client_secret_post",
+	                                "private_key_jwt"};
+	static const char *grants[]  = {"authorization_code",
+	                                "client_credentials"};
+	static const struct {
+		const char  *field;
+		const char **names;
+		int          n;
+	} e[] = {
+	        {"oauth_config.auth_method", methods, 4},
+	        {"oauth_config.grant_type", grants, 2},
+	        {"token_exchange.auth_method", methods + 1, 2},
+	};
+	int rv, i;
+
+	for (size_t k = 0; k < sizeof(e) / sizeof(e[0]); k++) {
+		json_t *sec = k < 2 ? c->oauth : c->exchange;
+		json_t *v = json_object_get(sec, strchr(e[k].field, '.') + 1);
+		if (v != NULL &&
+		    (rv = enum_of(x, e[k].field, v, e[k].names, e[k].n, &i)) !=
+		            0) {
+			return (rv);
+		}
+	}
+	return (0);
+}
+
 bool
 cfg_name_valid(const char *s)
 {
@@ -430,10 +463,17 @@ parse_client(cfg_pctx *x, cfg_client *c, json_t *o)
 	}
 	/* Credential sections: known keys, strings resolved (env.), scopes
 	 * a string array; what they mean is the credential actor's. */
-	static const char *const oauth_keys[] = {
-	        "client_id", "client_secret",    "authorize_url",
-	        "token_url", "registration_url", "scopes",
-	        "resource",  "auth_method",      NULL};
+	static const char *const oauth_keys[]    = {"client_id",
+	                                            "client_secret",
+	                                            "authorize_url",
+	                                            "token_url",
+	                                            "registration_url",
+	                                            "scopes",
+	                                            "resource",
+	                                            "auth_method",
+	                                            "grant_type",
+	                                            "client_metadata_url",
+	                                            NULL};
 	static const char *const exchange_keys[] = {
 	        "token_url", "audience",    "client_id", "client_secret",
 	        "scopes",    "auth_method", NULL};
@@ -441,6 +481,9 @@ parse_client(cfg_pctx *x, cfg_client *c, json_t *o)
 	            0 ||
 	    (rv = section_of(x, o, "token_exchange", exchange_keys,
 	                     &c->exchange)) != 0) {
+		return (rv);
+	}
+	if ((rv = oauth_enums(x, c)) != 0) {
 		return (rv);
 	}
 	if ((v = json_object_get(o, "per_user_header_keys")) != NULL &&

@@ -335,6 +335,11 @@ MK_API int mk_runtime_configure(mk_runtime *rt, const char *config_json,
  *   mk_oauth_complete  the callback: exchanges code for the flow of
  *             state, stores the token and moves the client on (sticky:
  *             connects; per-call: discovers); *client_id names it
+ *   mk_oauth_callback  the same from the redirect's whole query string
+ *             (after the '?'): its code, state and iss (RFC 9207: when the
+ *             authorization server says it sends iss, a callback without
+ *             it, or with another issuer's, is refused: MK_EINVAL); an
+ *             error=... answer is MK_EINVAL naming the error code
  *   mk_client_complete_oauth  the same for a flow of client (id or name:
  *             the client whose OAuth config the flow belongs to); a
  *             flow of another client is refused (MK_EINVAL) and stays
@@ -351,6 +356,8 @@ MK_API int mk_client_reauthorize(mk_runtime *rt, const char *client,
                                  char **err);
 MK_API int mk_oauth_complete(mk_runtime *rt, const char *state,
                              const char *code, char **client_id, char **err);
+MK_API int mk_oauth_callback(mk_runtime *rt, const char *query,
+                             char **client_id, char **err);
 MK_API int mk_client_complete_oauth(mk_runtime *rt, const char *client,
                                     const char *state, const char *code,
                                     char **err);

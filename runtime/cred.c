@@ -12,6 +12,7 @@
 #include "actors/kernel/kernel.h"
 #include "mcpkeep.h"
 #include "runtime/runtime_impl.h"
+#include "transport/oauth.h"
 
 #define CR_ASK_MS 90000 /* discovery, registration, then the flow */
 
@@ -90,11 +91,12 @@ mk_user_oauth_start(mk_runtime *rt, const char *client, const char *mode,
 /* Completes a flow: the client's when client is not NULL. */
 static int
 complete(mk_runtime *rt, const char *client, const char *state,
-         const char *code, char **client_id, char **err)
+         const char *code, const char *iss, char **client_id, char **err)
 {
 	cr_complete_msg  m = {.state  = (char *)state,
 	                      .code   = (char *)code,
-	                      .client = (char *)client};
+	                      .client = (char *)client,
+	                      .iss    = (char *)iss};
 	cr_client_id_msg out;
 	kn_answer        a;
 	int              rv;
@@ -115,7 +117,41 @@ int
 mk_oauth_complete(mk_runtime *rt, const char *state, const char *code,
                   char **client_id, char **err)
 {
-	return (complete(rt, NULL, state, code, client_id, err));
+	return (complete(rt, NULL, state, code, NULL, client_id, err));
+}
+
+int
+mk_oauth_callback(mk_runtime *rt, const char *query, char **client_id,
+                  char **err)
+{
+	char *state = query != NULL ? oa_query_param(query, "state") : NULL;
+	char *code  = query != NULL ? oa_query_param(query, "code") : NULL;
+	char *iss   = query != NULL ? oa_query_param(query, "iss") : NULL;
+	char *error = query != NULL ? oa_query_param(query, "error") : NULL;
+	int   rv;
+
+	if (error != NULL && rt_valid(rt)) {
+		/* RFC 6749 section 4.1.2.1: the flow stays until it expires
+		 * (a state is no proof that this answer is the AS's); only an
+		 * error code is shown, never what else came with it */
+		bool word = strspn(error, "abcdefghijklmnopqrstuvwxyz_") ==
+		                strlen(error) &&
+		        strlen(error) <= 64;
+		rv = MK_EINVAL;
+		if (err != NULL &&
+		    asprintf(err,
+		             "the authorization server did not authorize: %s",
+		             word ? error : "(not an OAuth error code)") < 0) {
+			*err = NULL;
+		}
+	} else {
+		rv = complete(rt, NULL, state, code, iss, client_id, err);
+	}
+	free(state);
+	mk_free_secret(code);
+	free(iss);
+	free(error);
+	return (rv);
 }
 
 int
@@ -128,7 +164,7 @@ mk_client_complete_oauth(mk_runtime *rt, const char *client, const char *state,
 		}
 		return (rt_valid(rt) ? MK_EINVAL : MK_EHANDLE);
 	}
-	return (complete(rt, client, state, code, NULL, err));
+	return (complete(rt, client, state, code, NULL, NULL, err));
 }
 
 /* An ask of the credential actor answered with nothing. */

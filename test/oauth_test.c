@@ -876,30 +876,6 @@ token_exchange(void)
 /* ForceRefresh (SPEC section 6), asked the way a recovering call will:
  * oauth refreshes past the expiry check, headers is a no-op, an
  * exchange is redone, a dead shared token answers without the network. */
-static int
-force(mk_runtime *rt, const char *client_id, const char *mode,
-      const char *identity, const char *subject)
-{
-	kn_answer a;
-	mp_w      w;
-	int       rv;
-
-	mp_w_init(&w);
-	mp_map(&w, subject != NULL ? 5 : 4);
-	mp_kv_str(&w, "id", client_id);
-	mp_kv_str(&w, "mode", mode);
-	mp_kv_str(&w, "identity", identity);
-	mp_kv_bool(&w, "force", true);
-	if (subject != NULL) {
-		mp_kv_str(&w, "subject", subject);
-	}
-	rv = kn_ask(rt->credential, MSG_CR_GET, w.sb.data, w.sb.size, WAIT_MS,
-	            &a);
-	mp_w_fini(&w);
-	free(a.data);
-	return (rv);
-}
-
 /* The (generated) id of client name, as the store dir/db holds it. */
 static char *
 id_in_store(const char *dbname, const char *name)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "actors/credential/credential.h"
 #include "actors/kernel/kernel.h"
 #include "codec/mp.h"
 #include "codec/msg.h"
@@ -341,4 +342,33 @@ id_of(sub *sb, const char *name)
 	}
 	CHECK(id != NULL);
 	return (id);
+}
+
+int
+force(mk_runtime *rt, const char *client_id, const char *mode,
+      const char *identity, const char *subject)
+{
+	cr_get_msg m = {.id       = (char *)client_id,
+	                .mode     = (char *)mode,
+	                .identity = (char *)identity,
+	                .force    = true,
+	                .subject  = (char *)subject};
+	kn_answer  a;
+	int        rv;
+
+	rv = kn_ask_msg(rt->credential, MSG_CR_GET, CODEC_OF(cr_get_msg, &m),
+	                WAIT_MS, &a);
+	free(a.data);
+	return (rv);
+}
+
+json_t *
+as_requests(void)
+{
+	json_t *r = admin_json(srv.port, "/admin/requests", NULL);
+	json_t *a = json_incref(json_object_get(r, "requests"));
+
+	CHECK(json_is_array(a));
+	json_decref(r);
+	return (a);
 }

@@ -55,5 +55,12 @@ json_t *auth_required(mk_runtime *rt, const char *client, const char *user,
                       const char *subject);
 int64_t cr_stat(mk_runtime *rt, const char *key);
 char   *id_of(sub *sb, const char *name);
+/* force asks the credential actor for the token of (client_id, mode,
+ * identity) refreshed now (or exchanged again: subject); its status */
+int force(mk_runtime *rt, const char *client_id, const char *mode,
+          const char *identity, const char *subject);
+/* as_requests: the server's request log (GET /admin/requests), oldest
+ * first: {method, path, status, query, form, json, auth, basic_id} */
+json_t *as_requests(void);
 
 #endif /* TEST_OAUTIL_H */

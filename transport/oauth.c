@@ -356,6 +356,31 @@ oa_same_origin(const char *a, const char *b)
 	return (same);
 }
 
+bool
+oa_resource_covers(const char *resource, const char *url)
+{
+	char   ro[OA_URL_MAX], rp[OA_URL_MAX], uo[OA_URL_MAX], up[OA_URL_MAX];
+	char  *frag = NULL;
+	CURLU *u    = curl_url();
+	size_t n;
+
+	if (u == NULL ||
+	    curl_url_set(u, CURLUPART_URL, resource, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_FRAGMENT, &frag, 0) == CURLUE_OK) {
+		curl_free(frag);
+		curl_url_cleanup(u);
+		return (false); /* a resource identifier has no fragment */
+	}
+	curl_url_cleanup(u);
+	if (!oa_same_origin(resource, url) ||
+	    split(resource, ro, sizeof(ro), rp, sizeof(rp)) != 0 ||
+	    split(url, uo, sizeof(uo), up, sizeof(up)) != 0) {
+		return (false);
+	}
+	n = strlen(rp);
+	return (strncmp(rp, up, n) == 0 && (up[n] == '\0' || up[n] == '/'));
+}
+
 static oa_net
 net4(uint32_t a)
 {
@@ -555,6 +580,37 @@ oa_as_meta_urls(const char *issuer, char urls[][OA_URL_MAX], int n)
 		         path);
 	}
 	return (k);
+}
+
+char *
+oa_query_param(const char *query, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = query; p != NULL && *p != '\0';) {
+		const char *amp = strchr(p, '&');
+		size_t      len = amp != NULL ? (size_t)(amp - p) : strlen(p);
+		if (len > n && strncmp(p, name, n) == 0 && p[n] == '=') {
+			/* form encoding: '+' is a space (a '+' is %2B) */
+			char *raw = strndup(p + n + 1, len - n - 1), *v;
+			for (char *c = raw; c != NULL && *c != '\0'; c++) {
+				*c = *c == '+' ? ' ' : *c;
+			}
+			v = raw != NULL
+			        ? curl_easy_unescape(NULL, raw, 0, NULL)
+			        : NULL;
+			free(raw);
+			if (v == NULL) {
+				return (NULL);
+			}
+			/* (curl's memory goes back to curl) */
+			raw = strdup(v);
+			curl_free(v);
+			return (raw);
+		}
+		p = amp != NULL ? amp + 1 : NULL;
+	}
+	return (NULL);
 }
 
 int

@@ -136,6 +136,12 @@ int oa_origin(const char *url, char *out, size_t len);
  * scheme, host (case-insensitive) and port (the default one filled in). */
 bool oa_same_origin(const char *a, const char *b);
 
+/* oa_resource_covers tells whether resource, the protected-resource
+ * metadata's identifier (RFC 9728), names the MCP server at url: the same
+ * origin (scheme and host case-insensitive, default ports filled in), no
+ * fragment, and a path that is url's or a parent of it on a '/' (the
+ * root document's resource is the origin); trailing '/' ignored. */
+bool oa_resource_covers(const char *resource, const char *url);
 /* oa_net_of classifies a host as curl's URL API gives it: a literal IPv4
  * or IPv6 address (brackets allowed; IPv4-mapped IPv6 as its IPv4), or
  * a name (OA_NET_PUBLIC unless it is localhost or under .localhost). */
@@ -161,6 +167,10 @@ oa_verdict oa_url_check(const char *url, const oa_rules *r, char *scheme,
 /* oa_net_name: "public", "loopback", "private", "link-local". */
 const char *oa_net_name(oa_net n);
 
+/* oa_query_param is the value of parameter name of a query string
+ * ("a=1&b=2", form-decoded: '+' is a space), malloc'd, or NULL when it
+ * is absent (or out of memory).  The first one wins. */
+char *oa_query_param(const char *query, const char *name);
 /* oa_form_add appends "&key=value" (URL-encoded; no '&' first) to the
  * malloc'd form *f (NULL to start).  Returns 0 or MK_ENOMEM (*f freed
  * and NULL). */

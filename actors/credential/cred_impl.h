@@ -45,6 +45,12 @@ cr_meta_str(const json_t *m, const char *key)
 	return (s != NULL && *s != '\0' ? s : NULL);
 }
 
+/* Whether c's oauth_config asks for the client_credentials grant (the
+ * client acts on its own behalf: no browser, no flow). */
+#define cr_client_credentials(c)                                              \
+	(cr_str((c)->oauth, "grant_type") != NULL &&                          \
+	 strcmp(cr_str((c)->oauth, "grant_type"), "client_credentials") == 0)
+
 /* An ask waiting for a token (a refresh, or a discovery). */
 typedef struct tokw {
 	uint64_t     corr; /* the deferred ask */
@@ -76,6 +82,8 @@ typedef struct token {
 	uint64_t   retry;      /* a later refresh (backoff, gap), 0 none */
 	uint64_t   ahead;      /* refresh-ahead timer, 0 none */
 	tokw      *waiters;    /* asks waiting for the refresh */
+	bool       rereg;      /* this refresh registered the client again */
+	bool       rewait;     /* it waits for that registration */
 	cr_self   *cr;         /* owner */
 } token;
 
@@ -234,6 +242,15 @@ void cr_flow_for(cr_self *cr, cclient *c, const char *mode,
  * c->meta when it was discovered, or NULL when oauth_config names it
  * (trusted as configured) */
 const oa_rules *cr_guard(const cclient *c, const char *key, oa_rules *r);
+/* cr_reregister: the authorization server answered invalid_client for
+ * c's dynamic registration: it is made again, once (c->meta replaced and
+ * stored when it is done); t, when not NULL, is a token whose refresh
+ * then resumes (cr_refresh_resume).  MK_EINVAL: c's client is configured,
+ * not registered; MK_ENOMEM. */
+int cr_reregister(cclient *c, const token *t);
+/* cr_same_issuer: two issuer identifiers are the same but for one
+ * trailing '/' */
+bool cr_same_issuer(const char *a, const char *b);
 /* the client auth of a token request: fills basic id/secret or adds
  * client_id (and secret) to the form */
 int cr_client_auth(const cclient *c, char **form, oa_send *s);
@@ -315,6 +332,10 @@ void cr_cache_identity(const char *identity, const char *subject, char *out,
 void cr_refresh_join(cr_self *cr, token *t, uint64_t corr);
 void cr_refresh_ahead(cr_self *cr, token *t);
 void cr_refresh_stop(token *t);
+/* cr_refresh_resume: the registration t's refresh waited for is made
+ * (err NULL: the refresh is sent again, under it) or failed (err says
+ * why: t is needs_reauth) */
+void cr_refresh_resume(cr_self *cr, token *t, const char *err);
 /* cr_token_use answers corr with t when it is good to use, else after
  * one refresh single-flight; force: refreshed regardless of its expiry
  * (the gap of CR_GAP_MS still holds; see credential.h) */

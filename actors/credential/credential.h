@@ -77,6 +77,7 @@
  *     state  str    the flow's state
  *     code   secret the authorization code
  *     client str    the flow's client (id or name), or absent
+ *     iss    str    the callback's iss (RFC 9207), or absent
  *     ok:     client_id str    the flow's client
  *
  *   MSG_CR_VERIFY_HEADERS ask: per_user_headers: the admin's sample, retained
@@ -224,7 +225,8 @@ CODEC_MSG_STRUCT(cr_flow_msg, CR_FLOW_FIELDS)
 #define CR_COMPLETE_FIELDS(F, S)                                              \
 	F(S, STR, state, "the flow's state")                                  \
 	F(S, SECRET, code, "the authorization code")                          \
-	F(S, STR, client, "the flow's client (id or name), or absent")
+	F(S, STR, client, "the flow's client (id or name), or absent")        \
+	F(S, STR, iss, "the callback's iss (RFC 9207), or absent")
 CODEC_MSG_STRUCT(cr_complete_msg, CR_COMPLETE_FIELDS)
 
 #define CR_CLIENT_ID_FIELDS(F, S) F(S, STR, client_id, "the flow's client")

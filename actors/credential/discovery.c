@@ -53,6 +53,12 @@ typedef struct pend {
 	struct pend *next;
 } pend;
 
+/* A token whose refresh waits for a registration made again. */
+typedef struct rewait {
+	char          *key; /* the token's (looked up again at the end) */
+	struct rewait *next;
+} rewait;
+
 struct disc {
 	cclient *c;                   /* whose */
 	int      step;                /* 0 probe, 1 prm, 2 as, 3 register */
@@ -64,12 +70,16 @@ struct disc {
 	oa_rules rules;               /* where discovered URLs may point */
 	oa_net   net;                 /* the MCP server's address class */
 	char     why[200];            /* why the first candidate failed */
-	json_t  *meta;                /* being built */
-	oa_req  *req;                 /* in flight */
-	pend    *waiting;             /* asks for a flow */
+	bool     hard;    /* a candidate of this step failed but for a 4xx */
+	bool     legacy;  /* no protected-resource metadata (2025-03-26) */
+	json_t  *meta;    /* being built */
+	oa_req  *req;     /* in flight */
+	pend    *waiting; /* asks for a flow */
+	rewait  *tokens;  /* refreshes to resume */
 };
 
-static void disc_step(disc *d);
+static void        disc_step(disc *d);
+static const char *register_method(const disc *d);
 
 /* Whether oauth_config names url as key (trusted as configured). */
 static bool
@@ -169,6 +179,12 @@ cr_disc_free(disc *d)
 	}
 	oa_cancel(&d->req);
 	json_decref(d->meta);
+	while (d->tokens != NULL) {
+		rewait *w = d->tokens;
+		d->tokens = w->next;
+		free(w->key);
+		free(w);
+	}
 	while (d->waiting != NULL) {
 		pend *p    = d->waiting;
 		d->waiting = p->next;
@@ -227,6 +243,16 @@ disc_end(disc *d, const char *err)
 		free(p->identity);
 		free(p);
 	}
+	while (d->tokens != NULL) {
+		rewait     *w = d->tokens;
+		strmap_ent *e = strmap_get(&cr->tokens, w->key);
+		d->tokens     = w->next;
+		if (e != NULL) {
+			cr_refresh_resume(cr, (token *)e, err);
+		}
+		free(w->key);
+		free(w);
+	}
 	json_decref(d->meta);
 	d->meta = NULL;
 	free(d);
@@ -253,7 +279,7 @@ disc_fetch(disc *d)
 		        "mcpkeep", "redirect_uris", d->c->cr->redirect,
 		        "grant_types", "authorization_code", "refresh_token",
 		        "response_types", "code", "token_endpoint_auth_method",
-		        "none");
+		        register_method(d));
 		json = r != NULL ? json_dumps(r, JSON_COMPACT) : NULL;
 		json_decref(r);
 		s.json = json != NULL ? json : "{}";
@@ -283,9 +309,25 @@ answer_object(const oa_reply *r)
 	return (o);
 }
 
-/* Two issuer identifiers are the same but for one trailing '/'. */
+/* Whether the JSON array a holds the string s. */
 static bool
-same_issuer(const char *a, const char *b)
+listed(const json_t *a, const char *s)
+{
+	size_t  i;
+	json_t *v;
+
+	json_array_foreach(a, i, v)
+	{
+		if (json_is_string(v) &&
+		    strcmp(json_string_value(v), s) == 0) {
+			return (true);
+		}
+	}
+	return (false);
+}
+
+bool
+cr_same_issuer(const char *a, const char *b)
 {
 	size_t na = strlen(a), nb = strlen(b);
 
@@ -310,15 +352,171 @@ as_meta_ok(const disc *d, json_t *o, char *why, size_t len)
 			return (false);
 		}
 	}
-	if (cr_meta_str(o, "issuer") != NULL && iss != NULL &&
-	    !same_issuer(cr_meta_str(o, "issuer"), iss)) {
+	if (cr_meta_str(o, "issuer") == NULL) {
+		snprintf(why, len, "%s has no issuer", src);
+		return (false);
+	}
+	if (iss != NULL && !cr_same_issuer(cr_meta_str(o, "issuer"), iss)) {
 		snprintf(
 		        why, len,
 		        "issuer from %s is not the authorization server it was fetched for",
 		        src);
 		return (false);
 	}
+	if (!cr_client_credentials(d->c) &&
+	    !listed(json_object_get(o, "code_challenge_methods_supported"),
+	            "S256")) {
+		snprintf(
+		        why, len,
+		        "%s does not list S256 in code_challenge_methods_supported: the authorization server does not support PKCE S256, so no authorization is started",
+		        src);
+		return (false);
+	}
 	return (true);
+}
+
+/* What of AS metadata o the flows need later. */
+static void
+as_meta_keep(disc *d, json_t *o)
+{
+	json_t *m =
+	        json_object_get(o, "token_endpoint_auth_methods_supported");
+
+	if (json_is_array(m)) {
+		json_object_set(d->meta, "auth_methods", m);
+	}
+	if (json_is_true(json_object_get(
+	            o, "authorization_response_iss_parameter_supported"))) {
+		json_object_set_new(d->meta, "iss_required", json_true());
+	}
+	if (json_is_true(json_object_get(
+	            o, "client_id_metadata_document_supported"))) {
+		json_object_set_new(d->meta, "cimd", json_true());
+	}
+}
+
+/* Whether the protected-resource metadata's resource names this MCP
+ * server (RFC 9728 section 3.3; the MCP authorization spec: MUST); else
+ * why. */
+static bool
+resource_ok(const disc *d, const char *res, char *why, size_t len)
+{
+	const char *src = "the protected-resource metadata";
+
+	if (res == NULL) {
+		snprintf(why, len, "%s has no resource", src);
+		return (false);
+	}
+	if (!url_ok(d, res, "resource", src, why, len)) {
+		return (false);
+	}
+	if (!oa_resource_covers(res, d->c->url)) {
+		snprintf(
+		        why, len,
+		        "resource from %s does not name this MCP server's URL: the metadata is another resource's, so no authorization is started",
+		        src);
+		return (false);
+	}
+	return (true);
+}
+
+/* A server with no protected-resource metadata speaks the 2025-03-26
+ * authorization: its authorization server is at its own origin, and
+ * when that has no metadata either, at the default paths /authorize,
+ * /token and /register there.  Called when every candidate of a step
+ * answered 4xx; returns whether discovery goes on. */
+static bool
+legacy_next(disc *d)
+{
+	char origin[OA_URL_MAX];
+
+	if (d->step == 1 && d->rm[0] == '\0' &&
+	    oa_origin(d->c->url, origin, sizeof(origin)) == 0) {
+		KN_INFO("credential",
+		        "%s: no protected-resource metadata: the authorization server is taken to be at the MCP server's origin (2025-03-26)",
+		        d->c->name);
+		d->legacy = true;
+		json_object_set_new(d->meta, "issuer", json_string(origin));
+		json_object_set_new(d->meta, "legacy", json_true());
+		d->step = 2;
+		disc_step(d);
+		return (true);
+	}
+	if (d->step == 2 && d->legacy &&
+	    oa_origin(d->c->url, origin, sizeof(origin)) == 0) {
+		static const char *const ends[][2] = {
+		        {"authorize_url", "/authorize"},
+		        {"token_url", "/token"},
+		        {"registration_url", "/register"}};
+		KN_INFO("credential",
+		        "%s: no authorization-server metadata at the MCP server's origin: its default endpoints are used (2025-03-26)",
+		        d->c->name);
+		for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
+			if (json_object_get(d->meta, ends[i][0]) == NULL) {
+				char u[OA_URL_MAX];
+				snprintf(u, sizeof(u), "%s%s", origin,
+				         ends[i][1]);
+				json_object_set_new(d->meta, ends[i][0],
+				                    json_string(u));
+			}
+		}
+		d->step = 3;
+		disc_step(d);
+		return (true);
+	}
+	return (false);
+}
+
+/* The token_endpoint_auth_method to register with: none (a public client
+ * with PKCE) when the authorization server lists it or lists nothing;
+ * else client_secret_basic, or client_secret_post when only that is
+ * listed. */
+static const char *
+register_method(const disc *d)
+{
+	json_t *m = json_object_get(d->meta, "auth_methods");
+
+	if (!json_is_array(m) || listed(m, "none")) {
+		return ("none");
+	}
+	return (listed(m, "client_secret_basic") ||
+	                        !listed(m, "client_secret_post")
+	                ? "client_secret_basic"
+	                : "client_secret_post");
+}
+
+/* The method of a configured client: none without a secret; with one,
+ * client_secret_basic unless the authorization server lists only
+ * client_secret_post of the two (no list: basic, RFC 8414's default). */
+static const char *
+configured_method(const disc *d)
+{
+	json_t *m = json_object_get(d->meta, "auth_methods");
+
+	if (cr_meta_str(d->meta, "client_secret") == NULL) {
+		return ("none");
+	}
+	return (json_is_array(m) && !listed(m, "client_secret_basic") &&
+	                        listed(m, "client_secret_post")
+	                ? "client_secret_post"
+	                : "client_secret_basic");
+}
+
+/* The method a registration answer o granted: its
+ * token_endpoint_auth_method when it is one we speak, else what we asked
+ * for (RFC 7591 section 3.2.1: the server may change it). */
+static const char *
+granted_method(const disc *d, json_t *o)
+{
+	const char *m = cr_meta_str(o, "token_endpoint_auth_method");
+
+	if (m != NULL &&
+	    (strcmp(m, "none") == 0 || strcmp(m, "client_secret_basic") == 0 ||
+	     strcmp(m, "client_secret_post") == 0)) {
+		return (m);
+	}
+	return (cr_meta_str(o, "client_secret") != NULL ? "client_secret_basic"
+	                                                : register_method(d));
 }
 
 static void
@@ -372,17 +570,14 @@ on_disc(void *arg, const oa_reply *r)
 			            "authorization_servers",
 			            "the protected-resource metadata", err,
 			            sizeof(err)) ||
-			    (cr_meta_str(o, "resource") != NULL &&
-			     !url_ok(d, cr_meta_str(o, "resource"), "resource",
-			             "the protected-resource metadata", err,
-			             sizeof(err)))) {
+			    !resource_ok(d, cr_meta_str(o, "resource"), err,
+			                 sizeof(err))) {
 				json_decref(o);
 				disc_end(d, err);
 				return;
 			}
 			json_object_set(d->meta, "issuer", as);
-			if (cr_meta_str(o, "resource") != NULL &&
-			    json_object_get(d->meta, "resource") == NULL) {
+			if (json_object_get(d->meta, "resource") == NULL) {
 				json_object_set(
 				        d->meta, "resource",
 				        json_object_get(o, "resource"));
@@ -424,6 +619,7 @@ on_disc(void *arg, const oa_reply *r)
 			disc_end(d, err);
 			return;
 		}
+		as_meta_keep(d, o);
 		json_object_set(d->meta, "authorize_url",
 		                json_object_get(o, "authorization_endpoint"));
 		json_object_set(d->meta, "token_url",
@@ -461,15 +657,16 @@ on_disc(void *arg, const oa_reply *r)
 			json_object_set(d->meta, "client_secret",
 			                json_object_get(o, "client_secret"));
 		}
-		json_object_set_new(
-		        d->meta, "auth_method",
-		        json_string(cr_meta_str(o, "client_secret") != NULL
-		                            ? "client_secret_basic"
-		                            : "none"));
+		json_object_set_new(d->meta, "auth_method",
+		                    json_string(granted_method(d, o)));
+		json_object_set_new(d->meta, "registered", json_true());
 		json_decref(o);
 		d->step = 4;
 		disc_step(d);
 		return;
+	}
+	if (r->status < 400 || r->status >= 500) {
+		d->hard = true; /* not an answer that it is not there */
 	}
 	if (d->at == 0) {
 		/* the first candidate is the one the spec names: its
@@ -483,6 +680,9 @@ on_disc(void *arg, const oa_reply *r)
 	}
 	if (++d->at < d->nurls) {
 		disc_fetch(d);
+		return;
+	}
+	if (!d->hard && legacy_next(d)) {
 		return;
 	}
 	{
@@ -504,7 +704,8 @@ disc_step(disc *d)
 {
 	cclient *c = d->c;
 
-	d->at = 0;
+	d->at   = 0;
+	d->hard = false;
 	for (;; d->step++) {
 		switch (d->step) {
 		case 0:
@@ -565,6 +766,12 @@ disc_step(disc *d)
 			disc_fetch(d);
 			return;
 		default:
+			if (cr_meta_str(d->meta, "client_id") != NULL &&
+			    json_object_get(d->meta, "auth_method") == NULL) {
+				json_object_set_new(
+				        d->meta, "auth_method",
+				        json_string(configured_method(d)));
+			}
 			if (json_object_get(d->meta, "scope") == NULL &&
 			    d->scope[0] != '\0') {
 				json_object_set_new(d->meta, "scope",
@@ -579,6 +786,61 @@ disc_step(disc *d)
 			return;
 		}
 	}
+}
+
+/* A token's refresh waits for d (its key, since the token may go
+ * meanwhile).  Returns 0 or MK_ENOMEM. */
+static int
+rewait_add(disc *d, const token *t)
+{
+	rewait *w = calloc(1, sizeof(*w));
+
+	if (w == NULL || (w->key = strdup(t->key)) == NULL) {
+		free(w);
+		return (MK_ENOMEM);
+	}
+	w->next   = d->tokens;
+	d->tokens = w;
+	return (0);
+}
+
+int
+cr_reregister(cclient *c, const token *t)
+{
+	static const char *const drop[] = {"client_id", "client_secret",
+	                                   "auth_method", "registered"};
+	json_t                  *n = json_object_get(c->meta, "server_net");
+	disc                    *d;
+
+	if (!json_is_true(json_object_get(c->meta, "registered"))) {
+		return (MK_EINVAL); /* configured: nothing to register */
+	}
+	if (c->disc != NULL) {
+		return (t != NULL ? rewait_add(c->disc, t) : 0);
+	}
+	if ((d = calloc(1, sizeof(*d))) == NULL ||
+	    (d->meta = json_deep_copy(c->meta)) == NULL) {
+		free(d);
+		return (MK_ENOMEM);
+	}
+	for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++) {
+		json_object_del(d->meta, drop[i]);
+	}
+	d->c    = c;
+	d->net  = json_is_integer(n) ? (oa_net)json_integer_value(n)
+	                             : oa_url_net(c->url);
+	d->step = 3;
+	rules_of(c, d->net, &d->rules);
+	if (t != NULL && rewait_add(d, t) != 0) {
+		cr_disc_free(d);
+		return (MK_ENOMEM);
+	}
+	KN_WARN("credential",
+	        "%s: the authorization server does not know this client's registration (invalid_client): registering again",
+	        c->name);
+	c->disc = d;
+	disc_step(d);
+	return (0);
 }
 
 /* Starts resolving c's endpoints (the configured parts first). */
@@ -617,14 +879,6 @@ disc_start(cclient *c)
 		}
 		json_object_set_new(d->meta, "scope", json_string(buf));
 	}
-	if (cr_meta_str(d->meta, "client_id") != NULL &&
-	    json_object_get(d->meta, "auth_method") == NULL) {
-		json_object_set_new(
-		        d->meta, "auth_method",
-		        json_string(cr_meta_str(d->meta, "client_secret")
-		                            ? "client_secret_basic"
-		                            : "none"));
-	}
 	c->disc = d;
 	disc_step(d);
 	return (d);
@@ -640,14 +894,16 @@ cr_client_auth(const cclient *c, char **form, oa_send *s)
 	if (id == NULL) {
 		return (0);
 	}
-	if (secret != NULL &&
-	    (method == NULL || strcmp(method, "client_secret_post") != 0)) {
+	if (method == NULL) {
+		method = secret != NULL ? "client_secret_basic" : "none";
+	}
+	if (secret != NULL && strcmp(method, "client_secret_basic") == 0) {
 		s->basic_id   = id;
 		s->basic_pass = secret;
 		return (0);
 	}
 	if (oa_form_add(form, "client_id", id) != 0 ||
-	    (secret != NULL &&
+	    (secret != NULL && strcmp(method, "client_secret_post") == 0 &&
 	     oa_form_add(form, "client_secret", secret) != 0)) {
 		return (MK_ENOMEM);
 	}
@@ -684,7 +940,7 @@ cr_flow_for(cr_self *cr, cclient *c, const char *mode, const char *identity,
 {
 	pend *p;
 
-	if (c->meta != NULL) {
+	if (c->meta != NULL && c->disc == NULL) {
 		cr_make_flow(cr, c, mode, identity, corr, auth);
 	} else if ((p = calloc(1, sizeof(*p))) == NULL ||
 	           (p->mode = strdup(mode)) == NULL ||

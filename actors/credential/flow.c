@@ -341,7 +341,22 @@ on_code(void *arg, const oa_reply *r)
 
 	f->req = NULL;
 	if (r->err != NULL) {
+		cclient *c = cr_client(cr, f->client_id);
 		oa_error_code(r->body, r->len, code, sizeof(code));
+		if (c != NULL &&
+		    (r->status == 401 ||
+		     strcmp(code, "invalid_client") == 0) &&
+		    cr_reregister(c, NULL) == 0) {
+			/* the code was issued to the lost registration (RFC
+			 * 6749 section 4.1.3): it cannot be redeemed by the
+			 * new one, but a new authorization can */
+			cr_reply_error(
+			        cr, f->corr, MK_EINVAL, NULL,
+			        "the authorization server no longer knows MCP client %s's registration (invalid_client): it is being registered again; start the authorization again",
+			        c->name);
+			flow_drop(cr, f);
+			return;
+		}
 		cr_reply_error(
 		        cr, f->corr, MK_EINVAL, NULL,
 		        "the authorization server refused the code: %s%s%s",
@@ -387,12 +402,31 @@ on_code(void *arg, const oa_reply *r)
 	json_decref(row);
 }
 
+/* Why the authorization response's iss (RFC 9207) is refused, or NULL:
+ * it must be there when the authorization server says it sends it, and
+ * be the client's issuer whenever it is there (a mix-up attack: another
+ * authorization server's response brought to this flow). */
+static const char *
+iss_refused(const cclient *c, const char *iss)
+{
+	const char *want = cr_meta_str(c->meta, "issuer");
+
+	if (iss == NULL || *iss == '\0') {
+		return (json_is_true(json_object_get(c->meta, "iss_required"))
+		                ? "the authorization response carries no iss, though the authorization server says it sends one (RFC 9207): refused"
+		                : NULL);
+	}
+	return (want != NULL && !cr_same_issuer(iss, want)
+	                ? "the authorization response's iss is not this client's authorization server (RFC 9207): refused"
+	                : NULL);
+}
+
 void
 cr_complete(cr_self *cr, kn_msg *msg)
 {
 	uint64_t        corr = kn_defer(msg);
 	cr_complete_msg m;
-	const char     *state, *code, *who;
+	const char     *state, *code, *who, *why;
 	char           *form = NULL;
 	strmap_ent     *e;
 	flow           *f;
@@ -429,6 +463,10 @@ cr_complete(cr_self *cr, kn_msg *msg)
 		cr_reply_error(cr, corr, MK_ENOENT, NULL,
 		               "the OAuth flow's MCP client is gone");
 		flow_drop(cr, f);
+	} else if ((why = iss_refused(c, m.iss)) != NULL) {
+		KN_WARN("credential", "%s: %s", c->name, why);
+		cr_reply_error(cr, corr, MK_EINVAL, NULL, "%s", why);
+		flow_drop(cr, f); /* its code may be an attacker's */
 	} else {
 		oa_rules    g;
 		oa_send     s   = {.url = cr_meta_str(c->meta, "token_url"),

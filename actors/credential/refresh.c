@@ -10,6 +10,11 @@
  *                        (compare-and-swap: a reauthorization may have
  *                        replaced it meanwhile), stored durably before
  *                        anyone uses them;
+ *   401 or invalid_client, for a dynamically registered client
+ *                        the registration is made again (the
+ *                        authorization server lost it) and the refresh
+ *                        sent once more under it; what that answers
+ *                        counts;
  *   401, or 400 with invalid_grant / unauthorized_client
  *                        permanent: the token is needs_reauth (stored),
  *                        its client told;
@@ -84,7 +89,8 @@ cr_refresh_stop(token *t)
 		free(w);
 	}
 	text_secret_free(t->prior);
-	t->prior = NULL;
+	t->prior  = NULL;
+	t->rewait = false; /* the registration goes on without it */
 }
 
 static void
@@ -181,7 +187,7 @@ ahead_tick(kn_actor *self, void *arg)
 	token *t = arg;
 
 	t->ahead = 0;
-	if (t->active && t->req == NULL && t->retry == 0) {
+	if (t->active && t->req == NULL && t->retry == 0 && !t->rewait) {
 		if (gap_left_ms(t) > 0) {
 			cr_refresh_ahead(t->cr, t); /* one just ended */
 			return;
@@ -325,6 +331,13 @@ on_reply(void *arg, const oa_reply *r)
 		}
 		goto out;
 	}
+	if (!ex && c != NULL && !t->rereg &&
+	    (r->status == 401 || strcmp(code, "invalid_client") == 0) &&
+	    cr_reregister(c, t) == 0) {
+		t->rereg  = true;
+		t->rewait = true;
+		return; /* waiters keep waiting; the refresh token is kept */
+	}
 	if (is_callers(t) && r->status >= 400 && r->status < 500 &&
 	    (ex || r->status == 401 || strcmp(code, "invalid_grant") == 0 ||
 	     strcmp(code, "unauthorized_client") == 0)) {
@@ -370,8 +383,39 @@ on_reply(void *arg, const oa_reply *r)
 	           "token refresh for MCP client %s failed: %s", why);
 out:
 	t->attempt = 0;
+	t->rereg   = false;
 	text_secret_free(t->prior);
 	t->prior = NULL;
+}
+
+void
+cr_refresh_resume(cr_self *cr, token *t, const char *err)
+{
+	char why[300];
+
+	if (!t->rewait) {
+		return; /* stopped meanwhile */
+	}
+	t->rewait = false;
+	if (err == NULL) {
+		start(cr, t);
+		return;
+	}
+	snprintf(
+	        why, sizeof(why),
+	        "the authorization server no longer knows this client and registering it again failed: %.200s",
+	        err);
+	KN_WARN("credential", "%s: %s: needs reauthorization", t->client_id,
+	        why);
+	t->active = false;
+	t->rereg  = false;
+	text_secret_free(t->prior);
+	t->prior = NULL;
+	cr_token_store(cr, t);
+	answer_all(cr, t, MK_ESTATE, "MCP client %s: %s", why);
+	if (!is_callers(t)) {
+		cr_notify(cr, t->client_id, "needs_reauth", why);
+	}
 }
 
 /* grant_type=refresh_token, with the client's resource and auth. */
@@ -501,7 +545,7 @@ cr_refresh_join(cr_self *cr, token *t, uint64_t corr)
 	w->corr    = corr;
 	w->next    = t->waiters;
 	t->waiters = w;
-	if (t->req != NULL || t->retry != 0) {
+	if (t->req != NULL || t->retry != 0 || t->rewait) {
 		cr->joins++; /* single flight: one request for all */
 		return;
 	}

@@ -1,0 +1,622 @@
+/*
+ * authspec_test.c - the MCP authorization spec (2025-11-25) variants,
+ * each against test/peers/oauth.mjs serving exactly that variant
+ * (POST /admin/variant, /admin/metadata), asserting the requests the
+ * runtime made (GET /admin/requests: paths, statuses, parameters, client
+ * authentication) and the errors of each unhappy path.
+ */
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oautil.h"
+#include "testutil.h"
+
+static char base[64]; /* http://127.0.0.1:<port> */
+
+/* The peer serves this variant and metadata from now on; its counters
+ * and request log start again. */
+static void
+serve(const char *variant, const char *metadata)
+{
+	as_admin("/admin/variant", variant);
+	as_admin("/admin/metadata", metadata);
+	as_admin("/admin/reset", "{}");
+}
+
+/* "METHOD path status\n" of each logged request from index from on
+ * (malloc'd). */
+static char *
+trail(size_t from)
+{
+	json_t *a = as_requests();
+	size_t  n = 1, i;
+	json_t *e;
+	char   *s;
+
+	json_array_foreach(a, i, e)
+	{
+		n += i >= from ? strlen(json_string_value(
+		                         json_object_get(e, "path"))) +
+		                24
+		               : 0;
+	}
+	CHECK((s = calloc(1, n)) != NULL);
+	json_array_foreach(a, i, e)
+	{
+		if (i >= from) {
+			sprintf(s + strlen(s), "%s %s %lld\n",
+			        json_string_value(
+			                json_object_get(e, "method")),
+			        json_string_value(json_object_get(e, "path")),
+			        (long long)json_integer_value(
+			                json_object_get(e, "status")));
+		}
+	}
+	json_decref(a);
+	return (s);
+}
+
+/* The trail from the start is want (printed when not). */
+static void
+trail_is(const char *want)
+{
+	char *t = trail(0);
+
+	if (strcmp(t, want) != 0) {
+		fprintf(stderr, "requests:\n%swanted:\n%s", t, want);
+	}
+	CHECK(strcmp(t, want) == 0);
+	free(t);
+}
+
+/* The k-th (from 0) logged request to path (new reference), or NULL. */
+static json_t *
+request_to(const char *path, int k)
+{
+	json_t *a = as_requests(), *e, *found = NULL;
+	size_t  i;
+
+	json_array_foreach(a, i, e)
+	{
+		if (strcmp(json_string_value(json_object_get(e, "path")),
+		           path) == 0 &&
+		    k-- == 0) {
+			found = json_incref(e);
+			break;
+		}
+	}
+	json_decref(a);
+	return (found);
+}
+
+/* Field key of the k-th token request's object obj ("form", or the
+ * entry itself when obj is NULL). */
+static const char *
+token_field(json_t *e, const char *obj, const char *key)
+{
+	json_t *o = obj != NULL ? json_object_get(e, obj) : e;
+
+	return (json_string_value(json_object_get(o, key)));
+}
+
+/* Starts the admin's flow of name: its authorize URL, or NULL with *err
+ * (the caller frees both). */
+static char *
+initiate(mk_runtime *rt, const char *name, int *rc, char **err)
+{
+	char *url = NULL, *state = NULL;
+
+	*err = NULL;
+	*rc  = mk_client_initiate_verification(rt, name, &url, &state, err);
+	mk_free(state);
+	return (url);
+}
+
+/* Initiating name's flow fails with MK_EUPSTREAM and exactly "OAuth
+ * discovery for MCP client <name> failed: <why>"; no authorization
+ * starts. */
+static void
+discovery_refused(mk_runtime *rt, const char *name, const char *why)
+{
+	char  want[512], *err = NULL;
+	int   rc;
+	char *url = initiate(rt, name, &rc, &err);
+
+	snprintf(want, sizeof(want),
+	         "OAuth discovery for MCP client %s failed: %s", name, why);
+	if (rc != MK_EUPSTREAM || err == NULL || strcmp(err, want) != 0) {
+		fprintf(stderr, "%s: rc %d: %s\nwanted: %s\n", name, rc,
+		        err ? err : "(none)", want);
+	}
+	CHECK_EQ(rc, MK_EUPSTREAM);
+	CHECK(strcmp(err, want) == 0);
+	CHECK(url == NULL);
+	CHECK(request_to("/register", 0) == NULL);
+	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "authorize"), 0);
+	mk_free(err);
+}
+
+/* The query of the authorization server's redirect for url (malloc'd). */
+static char *
+redirect_query(const char *url)
+{
+	CURL  *e   = curl_easy_init();
+	CURLU *u   = curl_url();
+	char  *loc = NULL, *q = NULL, *out;
+
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
+	CHECK_EQ(curl_easy_perform(e), CURLE_OK);
+	curl_easy_getinfo(e, CURLINFO_REDIRECT_URL, &loc);
+	CHECK(loc != NULL);
+	CHECK_EQ(curl_url_set(u, CURLUPART_URL, loc, 0), CURLUE_OK);
+	CHECK_EQ(curl_url_get(u, CURLUPART_QUERY, &q, 0), CURLUE_OK);
+	out = strdup(q);
+	curl_free(q);
+	curl_url_cleanup(u);
+	curl_easy_cleanup(e);
+	return (out);
+}
+
+/* ---- 1 protected-resource metadata, in the spec's order ------------- */
+
+static void
+prm_order(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "prm.db");
+	char        want[1024], *url, *err;
+	int         rc;
+
+	/* no resource_metadata in the challenge: the path-based URL, and
+	 * on its 404 the root */
+	serve("{\"prm_at\": [\"/.well-known/oauth-protected-resource\"], \"www_rm\": false}",
+	      "{}");
+	CHECK_EQ(add_oauth(rt, "p_root", "{}", false), 0);
+	url = initiate(rt, "p_root", &rc, &err);
+	CHECK_EQ(rc, 0);
+	trail_is("GET /.well-known/oauth-protected-resource/mcp 404\n"
+	         "GET /.well-known/oauth-protected-resource 200\n"
+	         "GET /.well-known/oauth-authorization-server 200\n"
+	         "POST /register 201\n");
+	mk_free(url);
+
+	/* the challenge's resource_metadata, and only it */
+	snprintf(want, sizeof(want),
+	         "{\"www\": \"%s/.well-known/oauth-protected-resource\"}",
+	         base);
+	serve("{}", want);
+	CHECK_EQ(add_oauth(rt, "p_www", "{}", false), 0);
+	url = initiate(rt, "p_www", &rc, &err);
+	CHECK_EQ(rc, 0);
+	trail_is("GET /.well-known/oauth-protected-resource 200\n"
+	         "GET /.well-known/oauth-authorization-server 200\n"
+	         "POST /register 201\n");
+	mk_free(url);
+
+	/* a 5xx is a failure, not "there is none" (no legacy fallback) */
+	serve("{\"www_rm\": false}",
+	      "{\"fail\": {\"doc\": \"prm\", \"status\": 500, \"body\": \"down\"}}");
+	CHECK_EQ(add_oauth(rt, "p_down", "{}", false), 0);
+	snprintf(want, sizeof(want),
+	         "no protected-resource metadata at %s: HTTP 500", base);
+	url = initiate(rt, "p_down", &rc, &err);
+	CHECK_EQ(rc, MK_EUPSTREAM);
+	CHECK(strstr(err, want) != NULL);
+	CHECK(request_to("/.well-known/oauth-authorization-server", 0) ==
+	      NULL);
+	mk_free(err);
+	close_rt(&rt, &sb);
+}
+
+/* ---- 2 authorization-server metadata, in the spec's order ----------- */
+
+static void
+as_order(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "as.db");
+	char        m[1024], *url, *err;
+	int         rc;
+
+	/* an issuer with a path: three candidates, in order */
+	snprintf(
+	        m, sizeof(m),
+	        "{\"prm\": {\"authorization_servers\": [\"%s/tenant1\"]}, \"as\": {\"issuer\": \"%s/tenant1\"}}",
+	        base, base);
+	serve("{\"as_at\": [\"/tenant1/.well-known/openid-configuration\"]}",
+	      m);
+	CHECK_EQ(add_oauth(rt, "a_path", "{}", false), 0);
+	url = initiate(rt, "a_path", &rc, &err);
+	CHECK_EQ(rc, 0);
+	trail_is("GET /.well-known/oauth-protected-resource/mcp 200\n"
+	         "GET /.well-known/oauth-authorization-server/tenant1 404\n"
+	         "GET /.well-known/openid-configuration/tenant1 404\n"
+	         "GET /tenant1/.well-known/openid-configuration 200\n"
+	         "POST /register 201\n");
+	mk_free(url);
+
+	/* without a path: RFC 8414's, then OpenID's */
+	serve("{\"as_at\": [\"/.well-known/openid-configuration\"]}", "{}");
+	CHECK_EQ(add_oauth(rt, "a_oidc", "{}", false), 0);
+	url = initiate(rt, "a_oidc", &rc, &err);
+	CHECK_EQ(rc, 0);
+	trail_is("GET /.well-known/oauth-protected-resource/mcp 200\n"
+	         "GET /.well-known/oauth-authorization-server 404\n"
+	         "GET /.well-known/openid-configuration 200\n"
+	         "POST /register 201\n");
+	mk_free(url);
+
+	/* RFC 8414 section 3.3: issuer present and the one fetched for */
+	serve("{}", "{\"as\": {\"issuer\": null}}");
+	CHECK_EQ(add_oauth(rt, "a_noiss", "{}", false), 0);
+	discovery_refused(rt, "a_noiss",
+	                  "the authorization server metadata has no issuer");
+	snprintf(m, sizeof(m), "{\"as\": {\"issuer\": \"%s/other\"}}", base);
+	serve("{}", m);
+	CHECK_EQ(add_oauth(rt, "a_wrong", "{}", false), 0);
+	discovery_refused(
+	        rt, "a_wrong",
+	        "issuer from the authorization server metadata is not the authorization server it was fetched for");
+	close_rt(&rt, &sb);
+}
+
+/* ---- 3 resource validation, 12 PKCE S256 ------------------------- */
+
+static void
+resource_and_pkce(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "res.db");
+	char        m[512], *url, *err;
+	int         rc;
+
+	snprintf(m, sizeof(m), "{\"prm\": {\"resource\": \"%s/other\"}}",
+	         base);
+	serve("{}", m);
+	CHECK_EQ(add_oauth(rt, "r_other", "{}", false), 0);
+	discovery_refused(
+	        rt, "r_other",
+	        "resource from the protected-resource metadata does not name this MCP server's URL: the metadata is another resource's, so no authorization is started");
+	snprintf(m, sizeof(m),
+	         "{\"prm\": {\"resource\": \"http://127.0.0.2:%d/mcp\"}}",
+	         srv.port);
+	serve("{}", m);
+	CHECK_EQ(add_oauth(rt, "r_host", "{}", false), 0);
+	discovery_refused(
+	        rt, "r_host",
+	        "resource from the protected-resource metadata does not name this MCP server's URL: the metadata is another resource's, so no authorization is started");
+	serve("{}", "{\"prm\": {\"resource\": null}}");
+	CHECK_EQ(add_oauth(rt, "r_none", "{}", false), 0);
+	discovery_refused(rt, "r_none",
+	                  "the protected-resource metadata has no resource");
+
+	/* the root's identifier covers the server; the metadata's is the
+	 * resource sent */
+	snprintf(m, sizeof(m), "{\"prm\": {\"resource\": \"%s/\"}}", base);
+	serve("{}", m);
+	CHECK_EQ(add_oauth(rt, "r_root", "{}", false), 0);
+	url = initiate(rt, "r_root", &rc, &err);
+	CHECK_EQ(rc, 0);
+	CHECK(strstr(url, "&resource=http%3A%2F%2F127.0.0.1%3A") != NULL);
+	mk_free(url);
+
+	/* PKCE: S256 must be advertised */
+	serve("{}", "{\"as\": {\"code_challenge_methods_supported\": null}}");
+	CHECK_EQ(add_oauth(rt, "k_none", "{}", false), 0);
+	discovery_refused(
+	        rt, "k_none",
+	        "the authorization server metadata does not list S256 in code_challenge_methods_supported: the authorization server does not support PKCE S256, so no authorization is started");
+	serve("{}",
+	      "{\"as\": {\"code_challenge_methods_supported\": [\"plain\"]}}");
+	CHECK_EQ(add_oauth(rt, "k_plain", "{}", false), 0);
+	discovery_refused(
+	        rt, "k_plain",
+	        "the authorization server metadata does not list S256 in code_challenge_methods_supported: the authorization server does not support PKCE S256, so no authorization is started");
+	close_rt(&rt, &sb);
+}
+
+/* ---- 4 client authentication at the token endpoint ------------------ */
+
+/* The auth of the k-th /token request is how, and its grant grant. */
+static void
+token_auth_is(int k, const char *grant, const char *how)
+{
+	json_t *e = request_to("/token", k);
+
+	CHECK(e != NULL);
+	CHECK(strcmp(token_field(e, "form", "grant_type"), grant) == 0);
+	if (strcmp(token_field(e, NULL, "auth"), how) != 0) {
+		fprintf(stderr, "token request %d: auth %s, wanted %s\n", k,
+		        token_field(e, NULL, "auth"), how);
+	}
+	CHECK(strcmp(token_field(e, NULL, "auth"), how) == 0);
+	json_decref(e);
+}
+
+static void
+auth_methods(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "auth.db");
+	int         at = 0;
+	json_t     *e;
+	char       *id;
+
+	/* a configured secret, an AS that takes only client_secret_post:
+	 * the code and the refresh alike */
+	serve("{\"auth_methods\": [\"client_secret_post\"]}",
+	      "{\"as\": {\"token_endpoint_auth_methods_supported\": [\"client_secret_post\"]}}");
+	CHECK_EQ(
+	        add_oauth(
+	                rt, "m_post",
+	                "{\"client_id\": \"static-client\", \"client_secret\": \"static-secret\"}",
+	                false),
+	        0);
+	bootstrap(rt, "m_post", false);
+	wait_state(&sb, &at, "m_post", "healthy", NULL);
+	id = id_of(&sb, "m_post");
+	CHECK_EQ(force(rt, id, "shared", "", NULL), 0);
+	free(id);
+	token_auth_is(0, "authorization_code", "post");
+	token_auth_is(1, "refresh_token", "post");
+	e = request_to("/token", 0);
+	CHECK(strcmp(token_field(e, "form", "client_id"), "static-client") ==
+	      0);
+	CHECK(strcmp(token_field(e, "form", "client_secret"), "*") == 0);
+	json_decref(e);
+
+	/* the default list: client_secret_basic */
+	serve("{\"auth_methods\": [\"client_secret_basic\"]}", "{}");
+	CHECK_EQ(
+	        add_oauth(
+	                rt, "m_basic",
+	                "{\"client_id\": \"static-client\", \"client_secret\": \"static-secret\"}",
+	                false),
+	        0);
+	bootstrap(rt, "m_basic", false);
+	wait_state(&sb, &at, "m_basic", "healthy", NULL);
+	token_auth_is(0, "authorization_code", "basic");
+
+	/* registration: an AS that takes no public clients gets asked for
+	 * client_secret_basic, and it is used */
+	serve("{}",
+	      "{\"as\": {\"token_endpoint_auth_methods_supported\": [\"client_secret_basic\"]}}");
+	CHECK_EQ(add_oauth(rt, "m_reg", "{}", false), 0);
+	bootstrap(rt, "m_reg", false);
+	wait_state(&sb, &at, "m_reg", "healthy", NULL);
+	e = request_to("/register", 0);
+	CHECK(strcmp(json_string_value(
+	                     json_object_get(json_object_get(e, "json"),
+	                                     "token_endpoint_auth_method")),
+	             "client_secret_basic") == 0);
+	json_decref(e);
+	token_auth_is(0, "authorization_code", "basic");
+
+	/* what registration granted wins over what was asked */
+	serve("{\"register_method\": \"client_secret_post\"}", "{}");
+	CHECK_EQ(add_oauth(rt, "m_granted", "{}", false), 0);
+	bootstrap(rt, "m_granted", false);
+	wait_state(&sb, &at, "m_granted", "healthy", NULL);
+	e = request_to("/register", 0);
+	CHECK(strcmp(json_string_value(
+	                     json_object_get(json_object_get(e, "json"),
+	                                     "token_endpoint_auth_method")),
+	             "none") == 0);
+	json_decref(e);
+	token_auth_is(0, "authorization_code", "post");
+
+	/* a public client: its client_id in the body, no secret */
+	serve("{}", "{}");
+	CHECK_EQ(add_oauth(rt, "m_none", "{}", false), 0);
+	bootstrap(rt, "m_none", false);
+	wait_state(&sb, &at, "m_none", "healthy", NULL);
+	token_auth_is(0, "authorization_code", "none");
+	e = request_to("/token", 0);
+	CHECK(token_field(e, "form", "client_id") != NULL);
+	CHECK(token_field(e, "form", "client_secret") == NULL);
+	json_decref(e);
+	close_rt(&rt, &sb);
+}
+
+/* ---- 7 legacy servers (2025-03-26 authorization) --------------------- */
+
+static void
+legacy(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "legacy.db");
+	int         at = 0, rc;
+	char        want[256], *url, *err;
+
+	/* no protected-resource metadata: AS metadata at the origin */
+	serve("{\"prm_at\": [], \"www_rm\": false}", "{}");
+	CHECK_EQ(add_oauth(rt, "l_meta", "{}", false), 0);
+	bootstrap(rt, "l_meta", false);
+	wait_state(&sb, &at, "l_meta", "healthy", NULL);
+	whoami_is(rt, "l_meta", "admin");
+	trail_is("GET /.well-known/oauth-protected-resource/mcp 404\n"
+	         "GET /.well-known/oauth-protected-resource 404\n"
+	         "GET /.well-known/oauth-authorization-server 200\n"
+	         "POST /register 201\n"
+	         "GET /authorize 302\n"
+	         "POST /token 200\n");
+
+	/* and no AS metadata either: the default endpoints */
+	serve("{\"prm_at\": [], \"as_at\": [], \"www_rm\": false}", "{}");
+	CHECK_EQ(add_oauth(rt, "l_default", "{}", false), 0);
+	url = initiate(rt, "l_default", &rc, &err);
+	CHECK_EQ(rc, 0);
+	snprintf(want, sizeof(want), "%s/authorize?", base);
+	CHECK(strncmp(url, want, strlen(want)) == 0);
+	mk_free(url);
+	trail_is("GET /.well-known/oauth-protected-resource/mcp 404\n"
+	         "GET /.well-known/oauth-protected-resource 404\n"
+	         "GET /.well-known/oauth-authorization-server 404\n"
+	         "GET /.well-known/openid-configuration 404\n"
+	         "POST /register 201\n");
+	bootstrap(rt, "l_default", false);
+	wait_state(&sb, &at, "l_default", "healthy", NULL);
+	whoami_is(rt, "l_default", "admin");
+	close_rt(&rt, &sb);
+}
+
+/* ---- 8 the authorization response's issuer (RFC 9207) ---------------- */
+
+/* The callback of name's new flow, its query changed by edit (NULL: as
+ * the AS sent it): mk_oauth_callback's status, and *err. */
+static int
+callback(mk_runtime *rt, const char *name, const char *add, bool drop_iss,
+         char **err)
+{
+	char *url, *q, buf[2048];
+	int   rc;
+
+	url = initiate(rt, name, &rc, err);
+	CHECK_EQ(rc, 0);
+	q = redirect_query(url);
+	if (drop_iss && strstr(q, "&iss=") != NULL) {
+		*strstr(q, "&iss=") = '\0';
+	}
+	snprintf(buf, sizeof(buf), "%s%s", q, add != NULL ? add : "");
+	*err = NULL;
+	rc   = mk_oauth_callback(rt, buf, NULL, err);
+	free(q);
+	mk_free(url);
+	return (rc);
+}
+
+static void
+issuer_check(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "iss.db");
+	int         at = 0;
+	char        v[256], *err = NULL;
+	const char *m =
+	        "{\"as\": {\"authorization_response_iss_parameter_supported\": true}}";
+
+	snprintf(v, sizeof(v), "{\"iss\": \"%s\"}", base);
+	serve(v, m);
+	CHECK_EQ(add_oauth(rt, "i_ok", "{}", false), 0);
+	CHECK_EQ(callback(rt, "i_ok", NULL, false, &err), 0);
+	wait_state(&sb, &at, "i_ok", "healthy", NULL);
+	mk_free(err);
+
+	/* advertised, then missing: refused, and the flow is spent */
+	CHECK_EQ(add_oauth(rt, "i_missing", "{}", false), 0);
+	CHECK_EQ(callback(rt, "i_missing", NULL, true, &err), MK_EINVAL);
+	CHECK(strcmp(err,
+	             "the authorization response carries no iss, though the authorization server says it sends one (RFC 9207): refused") ==
+	      0);
+	mk_free(err);
+
+	/* another issuer's response (a mix-up) */
+	serve("{\"iss\": \"https://as.example/\"}", m);
+	CHECK_EQ(add_oauth(rt, "i_other", "{}", false), 0);
+	CHECK_EQ(callback(rt, "i_other", NULL, false, &err), MK_EINVAL);
+	CHECK(strcmp(err,
+	             "the authorization response's iss is not this client's authorization server (RFC 9207): refused") ==
+	      0);
+	mk_free(err);
+	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "token_requests"),
+	         0);
+
+	/* an error answer names its code only */
+	serve("{}", "{}");
+	CHECK_EQ(add_oauth(rt, "i_denied", "{}", false), 0);
+	CHECK_EQ(mk_oauth_callback(
+	                 rt, "error=access_denied&error_description=%3Cb%3E",
+	                 NULL, &err),
+	         MK_EINVAL);
+	CHECK(strcmp(err,
+	             "the authorization server did not authorize: access_denied") ==
+	      0);
+	mk_free(err);
+	close_rt(&rt, &sb);
+}
+
+/* ---- 9 self-healing registration ------------------------------------ */
+
+static void
+self_heal(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "heal.db");
+	int         at = 0;
+	char       *id, *err = NULL, *q, *url;
+	int         rc;
+	json_t     *e, *e1;
+
+	serve("{}", "{}");
+	CHECK_EQ(add_oauth(rt, "h_oa", "{}", false), 0);
+	bootstrap(rt, "h_oa", false);
+	wait_state(&sb, &at, "h_oa", "healthy", NULL);
+	id = id_of(&sb, "h_oa");
+
+	/* the AS lost its registrations: a refresh is refused with
+	 * invalid_client; the client registers again and the refresh is
+	 * sent once more under it (refused: the token was the old
+	 * client's), so reauthorization - now possible - is asked for */
+	as_admin("/admin/forget-clients", "{}");
+	as_admin("/admin/reset", "{}");
+	CHECK_EQ(force(rt, id, "shared", "", NULL), MK_ESTATE);
+	wait_state(&sb, &at, "h_oa", "needs_reauth", "credential");
+	trail_is("POST /token 401\n"
+	         "POST /register 201\n"
+	         "POST /token 400\n");
+	e  = request_to("/token", 0);
+	e1 = request_to("/token", 1);
+	CHECK(strcmp(token_field(e, "form", "client_id"),
+	             token_field(e1, "form", "client_id")) != 0);
+	json_decref(e);
+	json_decref(e1);
+	bootstrap(rt, "h_oa", true);
+	wait_state(&sb, &at, "h_oa", "healthy", NULL);
+	whoami_is(rt, "h_oa", "admin");
+	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "registrations"), 1);
+
+	/* a code exchange refused with invalid_client: registered again,
+	 * and the next authorization works */
+	CHECK_EQ(add_oauth(rt, "h_code", "{}", false), 0);
+	url = initiate(rt, "h_code", &rc, &err);
+	CHECK_EQ(rc, 0);
+	q = redirect_query(url);
+	mk_free(url);
+	as_admin("/admin/forget-clients", "{}");
+	as_admin("/admin/reset", "{}");
+	rc = mk_oauth_callback(rt, q, NULL, &err);
+	free(q);
+	CHECK_EQ(rc, MK_EINVAL);
+	CHECK(strcmp(err,
+	             "the authorization server no longer knows MCP client h_code's registration (invalid_client): it is being registered again; start the authorization again") ==
+	      0);
+	mk_free(err);
+	bootstrap(rt, "h_code", false);
+	wait_state(&sb, &at, "h_code", "healthy", NULL);
+	whoami_is(rt, "h_code", "admin");
+	trail_is("POST /token 401\n"
+	         "POST /register 201\n"
+	         "GET /authorize 302\n"
+	         "POST /token 200\n");
+	free(id);
+	close_rt(&rt, &sb);
+}
+
+int
+main(void)
+{
+	oauth_suite_begin();
+	snprintf(base, sizeof(base), "http://127.0.0.1:%d", srv.port);
+	RUN(prm_order);
+	RUN(as_order);
+	RUN(resource_and_pkce);
+	RUN(auth_methods);
+	RUN(legacy);
+	RUN(issuer_check);
+	RUN(self_heal);
+	oauth_suite_end();
+	return (0);
+}
