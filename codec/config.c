@@ -119,6 +119,16 @@ enum_of(cfg_pctx *x, const char *field, json_t *v, const char **names, int n,
 	return (cfg_bad(x, field, "must be one of %s", list));
 }
 
+bool
+cfg_acts_alone(const cfg_client *c)
+{
+	const char *g =
+	        json_string_value(json_object_get(c->oauth, "grant_type"));
+
+	return (c->auth == CFG_AUTH_OAUTH && g != NULL &&
+	        strcmp(g, "client_credentials") == 0);
+}
+
 /* The credential sections' words that name a choice: absent, or one of
  * those we speak (else an error naming the field and the choices). */
 static int

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "oautil.h"
 #include "testutil.h"
@@ -605,6 +606,99 @@ self_heal(void)
 	close_rt(&rt, &sb);
 }
 
+/* ---- 10 machine-to-machine: client credentials ------------------------ */
+
+/* Waits (polling the server's counter, 10 s at most) until grant has
+ * been asked for at least n times. */
+static void
+wait_grant(const char *grant, long n)
+{
+	for (int i = 0; by_grant(grant) < n; i++) {
+		CHECK(i < 200);
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+static void
+client_credentials(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "cc.db");
+	int         at = 0, rc;
+	char        want[256], *url, *err;
+	json_t     *e, *v;
+	const char *cc =
+	        "{\"client_id\": \"static-client\", \"client_secret\": \"static-secret\", \"grant_type\": \"client_credentials\", \"scopes\": [\"mcp:tools\"]}";
+
+	/* no browser, no pending_verification: discovered, then one grant */
+	serve("{\"client_credentials\": true}", "{}");
+	CHECK_EQ(add_oauth(rt, "c_basic", cc, false), 0);
+	wait_state(&sb, &at, "c_basic", "healthy", NULL);
+	CHECK_EQ(count_states(&sb, "c_basic", "pending_verification"), 0);
+	whoami_is(rt, "c_basic", "static-client");
+	trail_is("GET /.well-known/oauth-protected-resource/mcp 200\n"
+	         "GET /.well-known/oauth-authorization-server 200\n"
+	         "POST /token 200\n");
+	token_auth_is(0, "client_credentials", "basic");
+	e = request_to("/token", 0);
+	snprintf(want, sizeof(want), "%s/mcp", base);
+	CHECK(strcmp(token_field(e, "form", "scope"), "mcp:tools") == 0);
+	CHECK(strcmp(token_field(e, "form", "resource"), want) == 0);
+	CHECK(token_field(e, "form", "code_challenge") == NULL);
+	json_decref(e);
+	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "authorize"), 0);
+	url = initiate(rt, "c_basic", &rc, &err);
+	CHECK_EQ(rc, MK_EINVAL);
+	CHECK(url == NULL);
+	CHECK(strcmp(err,
+	             "MCP client c_basic uses the client_credentials grant: it has no authorization flow (its token is fetched by the runtime; after a refusal, reconnect it or fix oauth_config)") ==
+	      0);
+	mk_free(err);
+
+	/* fetched again ahead of expiry, with no call asking */
+	as_admin("/admin/expires-in", "{\"seconds\": 2}");
+	CHECK_EQ(mk_client_remove(rt, "c_basic", NULL), 0);
+	serve("{\"client_credentials\": true, \"auth_methods\": [\"client_secret_post\"]}",
+	      "{\"as\": {\"token_endpoint_auth_methods_supported\": [\"client_secret_post\"]}}");
+	CHECK_EQ(add_oauth(rt, "c_post", cc, true), 0);
+	wait_state(&sb, &at, "c_post", "healthy", NULL);
+	wait_grant("client_credentials", 2);
+	token_auth_is(0, "client_credentials", "post");
+	token_auth_is(1, "client_credentials", "post");
+	as_admin("/admin/expires-in", "{\"seconds\": 3600}");
+	CHECK_EQ(mk_client_remove(rt, "c_post", NULL), 0);
+
+	/* a refused secret: needs_reauth, stage credential, and why */
+	serve("{\"client_credentials\": true}", "{}");
+	CHECK_EQ(
+	        add_oauth(
+	                rt, "c_bad",
+	                "{\"client_id\": \"static-client\", \"client_secret\": \"wrong\", \"grant_type\": \"client_credentials\"}",
+	                false),
+	        0);
+	wait_state(&sb, &at, "c_bad", "needs_reauth", "credential");
+	v = view_of(rt, "c_bad");
+	CHECK(strstr(json_string_value(json_object_get(
+	                     json_object_get(v, "last_failure"), "message")),
+	             "the client_credentials grant rejected by the authorization server (HTTP 401 invalid_client)") !=
+	      NULL);
+	json_decref(v);
+
+	/* no client_id: it cannot register itself */
+	CHECK_EQ(add_oauth(rt, "c_anon",
+	                   "{\"grant_type\": \"client_credentials\"}", false),
+	         0);
+	wait_state(&sb, &at, "c_anon", NULL, "credential");
+	v = view_of(rt, "c_anon");
+	CHECK(strstr(json_string_value(json_object_get(
+	                     json_object_get(v, "last_failure"), "message")),
+	             "oauth_config.grant_type client_credentials needs oauth_config.client_id") !=
+	      NULL);
+	json_decref(v);
+	close_rt(&rt, &sb);
+}
+
 int
 main(void)
 {
@@ -617,6 +711,7 @@ main(void)
 	RUN(legacy);
 	RUN(issuer_check);
 	RUN(self_heal);
+	RUN(client_credentials);
 	oauth_suite_end();
 	return (0);
 }

@@ -106,7 +106,7 @@ is_state(const event *e, const void *arg)
 
 	return (strcmp(e->topic, "state") == 0 &&
 	        strcmp(e->name, w->name) == 0 &&
-	        strcmp(e->state, w->state) == 0 &&
+	        (w->state == NULL || strcmp(e->state, w->state) == 0) &&
 	        (w->stage == NULL || strcmp(e->stage, w->stage) == 0));
 }
 
@@ -117,8 +117,9 @@ wait_state(sub *sb, int *from, const char *name, const char *state,
 	state_want w = {name, state, stage};
 	char       what[256];
 
-	snprintf(what, sizeof(what), "%s -> %s%s%s", name, state,
-	         stage ? " stage " : "", stage ? stage : "");
+	snprintf(what, sizeof(what), "%s -> %s%s%s", name,
+	         state != NULL ? state : "any state", stage ? " stage " : "",
+	         stage ? stage : "");
 	return (wait_event(sb, from, is_state, &w, what));
 }
 

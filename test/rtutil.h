@@ -40,8 +40,9 @@ typedef int (*event_match)(const event *e, const void *arg);
 event wait_event(sub *sb, int *from, event_match match, const void *arg,
                  const char *what);
 
-/* Waits for a "state" event of client name into state (and stage when
- * not NULL) after index *from; returns it and moves *from past it. */
+/* Waits for a "state" event of client name into state (any when NULL;
+ * and stage when not NULL) after index *from; returns it and moves *from past
+ * it. */
 event wait_state(sub *sb, int *from, const char *name, const char *state,
                  const char *stage);
 

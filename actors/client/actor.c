@@ -87,7 +87,8 @@ cl_init(kn_actor *self, void *arg, void **statep)
 	cl->tools       = json_array();
 	cl->state       = cl->cfg->disabled ? CS_DISABLED
 	              : cl->cfg->auth == CFG_AUTH_NONE ||
-                        cl->cfg->auth == CFG_AUTH_HEADERS
+                        cl->cfg->auth == CFG_AUTH_HEADERS ||
+                        cfg_acts_alone(cl->cfg)
 	              ? CS_UNSTABLE /* until the first connect says otherwise */
 	              : CS_PENDING; /* credentials are verified by an admin first */
 	cl->shown       = cl->state;
@@ -254,7 +255,7 @@ enable_corr(client *cl, uint64_t corr, uint32_t type)
 		cl_reply_ok(cl, corr);
 		return;
 	}
-	if (cl_cred_needed(cl)) {
+	if (cl_cred_needed(cl) && !cfg_acts_alone(cl->cfg)) {
 		client_set_state(cl,
 		                 CS_PENDING); /* until the credential says */
 		cl_cred_fetch(cl, CRED_PEEK, connect_cred,
@@ -262,7 +263,7 @@ enable_corr(client *cl, uint64_t corr, uint32_t type)
 		return;
 	}
 	if (cl->cfg->auth != CFG_AUTH_NONE &&
-	    cl->cfg->auth != CFG_AUTH_HEADERS) {
+	    cl->cfg->auth != CFG_AUTH_HEADERS && !cfg_acts_alone(cl->cfg)) {
 		client_set_state(cl, CS_PENDING);
 		cl_reply_ok(cl, corr);
 		return;

@@ -492,6 +492,11 @@ on_get(cr_self *cr, kn_msg *msg)
 		cr_get_msg_clear(&m);
 		return;
 	}
+	if (c != NULL && cr_client_credentials(c)) {
+		cr_cc_get(cr, c, m.force, corr);
+		cr_get_msg_clear(&m);
+		return;
+	}
 	t = id != NULL ? cr_token(cr, id, mode ? mode : "shared",
 	                          identity ? identity : "", false)
 	               : NULL;
@@ -506,6 +511,25 @@ on_get(cr_self *cr, kn_msg *msg)
 		cr_token_use(cr, t, m.force, corr);
 	}
 	cr_get_msg_clear(&m);
+}
+
+void
+cr_cc_get(cr_self *cr, cclient *c, bool force, uint64_t corr)
+{
+	token *t;
+
+	if (c->meta == NULL || c->disc != NULL) {
+		cr_disc_wait(cr, c, corr, force); /* then here again */
+		return;
+	}
+	if ((t = cr_token(cr, c->id, "shared", "", true)) == NULL) {
+		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
+		return;
+	}
+	/* a refused grant is asked again (paced by CR_GAP_MS): there is no
+	 * browser to send anyone to, only the authorization server to try */
+	t->active = true;
+	cr_token_use(cr, t, force, corr);
 }
 
 static int

@@ -332,6 +332,13 @@ void cr_cache_identity(const char *identity, const char *subject, char *out,
 void cr_refresh_join(cr_self *cr, token *t, uint64_t corr);
 void cr_refresh_ahead(cr_self *cr, token *t);
 void cr_refresh_stop(token *t);
+/* cr_cc_get answers corr with the token of c, a client_credentials
+ * client (fetched, or fetched again when due or forced; discovered
+ * first) */
+void cr_cc_get(cr_self *cr, cclient *c, bool force, uint64_t corr);
+/* cr_disc_wait: corr (an ask for c's client_credentials token) waits for
+ * c's endpoints, then goes to cr_cc_get */
+void cr_disc_wait(cr_self *cr, cclient *c, uint64_t corr, bool force);
 /* cr_refresh_resume: the registration t's refresh waited for is made
  * (err NULL: the refresh is sent again, under it) or failed (err says
  * why: t is needs_reauth) */

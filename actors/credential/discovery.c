@@ -49,7 +49,9 @@ typedef struct pend {
 	uint64_t     corr;
 	char        *mode;
 	char        *identity;
-	bool         auth; /* answer mcp_auth_required (a caller's flow) */
+	bool         auth;  /* answer mcp_auth_required (a caller's flow) */
+	bool         token; /* a client_credentials token, not a flow */
+	bool         force; /* and fetched again even if not due */
 	struct pend *next;
 } pend;
 
@@ -230,7 +232,9 @@ disc_end(disc *d, const char *err)
 	}
 	while ((p = d->waiting) != NULL) {
 		d->waiting = p->next;
-		if (err == NULL) {
+		if (err == NULL && p->token) {
+			cr_cc_get(cr, c, p->force, p->corr);
+		} else if (err == NULL) {
 			cr_make_flow(cr, c, p->mode, p->identity, p->corr,
 			             p->auth);
 		} else {
@@ -754,6 +758,12 @@ disc_step(disc *d)
 			if (cr_meta_str(d->meta, "client_id") != NULL) {
 				continue;
 			}
+			if (cr_client_credentials(c)) {
+				disc_end(
+				        d,
+				        "oauth_config.grant_type client_credentials needs oauth_config.client_id (and client_secret): a client acting on its own behalf is registered by its operator");
+				return;
+			}
 			if (cr_meta_str(d->meta, "registration_url") == NULL) {
 				disc_end(
 				        d,
@@ -932,6 +942,28 @@ cr_meta_restore(cr_self *cr, json_t *rows)
 		}
 		json_object_set_new(cr->saved, id, m);
 	}
+}
+
+void
+cr_disc_wait(cr_self *cr, cclient *c, uint64_t corr, bool force)
+{
+	pend *p = calloc(1, sizeof(*p));
+
+	if (p == NULL || (c->disc == NULL && disc_start(c) == NULL)) {
+		free(p);
+		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
+		return;
+	}
+	p->corr  = corr;
+	p->token = true;
+	p->force = force;
+	if (c->disc == NULL) {
+		free(p); /* resolved at once (all configured) */
+		cr_cc_get(cr, c, force, corr);
+		return;
+	}
+	p->next          = c->disc->waiting;
+	c->disc->waiting = p;
 }
 
 void

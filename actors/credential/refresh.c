@@ -201,13 +201,16 @@ ahead_tick(kn_actor *self, void *arg)
 void
 cr_refresh_ahead(cr_self *cr, token *t)
 {
-	int64_t life, lead, at;
+	cclient *c = cr_client(cr, t->client_id);
+	int64_t  life, lead, at;
 
 	if (t->ahead != 0) {
 		kn_timer_cancel(cr->self, t->ahead);
 		t->ahead = 0;
 	}
-	if (t->expires_ms == 0 || t->refresh == NULL || !t->active ||
+	if (t->expires_ms == 0 ||
+	    (t->refresh == NULL && (c == NULL || !cr_client_credentials(c))) ||
+	    !t->active ||
 	    (strcmp(t->mode, "shared") != 0 &&
 	     strcmp(t->mode, "admin") != 0)) {
 		return;
@@ -269,6 +272,7 @@ on_reply(void *arg, const oa_reply *r)
 	cr_self *cr    = t->cr;
 	cclient *c     = cr_client(cr, t->client_id);
 	bool     ex    = c != NULL && c->auth == CFG_AUTH_TOKEN_EXCHANGE;
+	bool     cc    = c != NULL && cr_client_credentials(c);
 	bool     first = t->access == NULL;
 	char     code[64], why[256];
 	oa_token nt;
@@ -287,8 +291,9 @@ on_reply(void *arg, const oa_reply *r)
 			        why);
 			goto out;
 		}
-		if (t->refresh == NULL || t->prior == NULL ||
-		    strcmp(t->refresh, t->prior) != 0) {
+		if (!cc &&
+		    (t->refresh == NULL || t->prior == NULL ||
+		     strcmp(t->refresh, t->prior) != 0)) {
 			/* replaced meanwhile (a reauthorization): the newer
 			 * tokens win; this answer is dropped */
 			oa_token_fini(&nt);
@@ -356,7 +361,8 @@ on_reply(void *arg, const oa_reply *r)
 	    (ex && r->status >= 400 && r->status < 500)) {
 		snprintf(
 		        why, sizeof(why),
-		        "token refresh rejected by the authorization server (HTTP %ld%s%s)",
+		        "%s rejected by the authorization server (HTTP %ld%s%s)",
+		        cc ? "the client_credentials grant" : "token refresh",
 		        r->status, code[0] ? " " : "", code);
 		KN_WARN("credential", "%s: %s: needs reauthorization",
 		        t->client_id, why);
@@ -480,39 +486,61 @@ exchange_form(const cclient *c, const char *subject, char **form, oa_send *s)
 	return (0);
 }
 
-/* Sends the refresh request (first or a retry). */
+/* grant_type=client_credentials (RFC 6749 section 4.4): the client on
+ * its own behalf, with its scope, resource and auth. */
+static int
+grant_form(const cclient *c, char **form, oa_send *s)
+{
+	const char *scope = cr_meta_str(c->meta, "scope");
+	const char *res   = cr_meta_str(c->meta, "resource");
+
+	if (oa_form_add(form, "grant_type", "client_credentials") != 0 ||
+	    (scope != NULL && oa_form_add(form, "scope", scope) != 0) ||
+	    (res != NULL && oa_form_add(form, "resource", res) != 0)) {
+		return (MK_ENOMEM);
+	}
+	return (cr_client_auth(c, form, s));
+}
+
+/* Sends the token request (first or a retry): a refresh, an exchange,
+ * or a client_credentials grant. */
 static void
 start(cr_self *cr, token *t)
 {
-	cclient    *c = cr_client(cr, t->client_id);
+	cclient    *c  = cr_client(cr, t->client_id);
+	bool        ex = c != NULL && c->auth == CFG_AUTH_TOKEN_EXCHANGE;
+	bool        cc = c != NULL && cr_client_credentials(c);
 	const char *url;
 	char       *form = NULL;
 	oa_send     s    = {.timeout_ms = CR_HTTP_MS};
+	oa_rules    g;
+	int         rv;
 
-	bool ex = c != NULL && c->auth == CFG_AUTH_TOKEN_EXCHANGE;
-	url     = ex ? cr_str(c->exchange, "token_url")
-	            : c != NULL && c->meta != NULL ? cr_str(c->meta, "token_url")
-	                                           : NULL;
-	if (t->refresh == NULL || url == NULL) {
+	url = ex ? cr_str(c->exchange, "token_url")
+	        : c != NULL && c->meta != NULL ? cr_str(c->meta, "token_url")
+	                                       : NULL;
+	if ((t->refresh == NULL && !cc) || url == NULL) {
 		answer_all(
 		        cr, t, MK_ESTATE, "MCP client %s: %s",
-		        t->refresh == NULL
+		        url != NULL
 		                ? "the token expired and there is no refresh token: reauthorize"
 		                : "no token endpoint is known: reauthorize");
 		return;
 	}
-	if (t->prior == NULL && (t->prior = strdup(t->refresh)) == NULL) {
+	if (!cc && t->prior == NULL &&
+	    (t->prior = strdup(t->refresh)) == NULL) {
 		answer_all(cr, t, MK_ENOMEM, "MCP client %s: %s",
 		           "out of memory");
 		return;
 	}
-	oa_rules g;
 	s.url = url;
 	if (!ex) {
 		s.guard = cr_guard(c, "token_url", &g);
 	}
-	if ((ex ? exchange_form(c, t->prior, &form, &s)
-	        : refresh_form(c, t->prior, &form, &s)) != 0) {
+	rv = ex      ? exchange_form(c, t->prior, &form, &s)
+	        : cc ? grant_form(c, &form, &s)
+	             : refresh_form(c, t->prior, &form, &s);
+	if (rv != 0) {
 		answer_all(cr, t, MK_ENOMEM, "MCP client %s: %s",
 		           "out of memory");
 		return;
