@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "cli/daemon.h"
-#include "transport/oauth.h"
 
 /* ---- virtual keys ------------------------------------------------------- */
 
@@ -228,13 +227,13 @@ route_clients_list(req *r, const char *id, json_t *body)
 	int                      rc;
 
 	for (size_t i = 0; i < 4; i++) {
-		if ((v = oa_query_param(r->query, keys[i])) != NULL) {
+		if ((v = mk_query_param(r->query, keys[i])) != NULL) {
 			json_object_set_new(f, keys[i], json_string(v));
 			free(v);
 		}
 	}
 	for (size_t i = 0; i < 2; i++) {
-		if ((v = oa_query_param(r->query, nums[i])) != NULL) {
+		if ((v = mk_query_param(r->query, nums[i])) != NULL) {
 			char *end;
 			long  n = strtol(v, &end, 10);
 			if (*v == '\0' || *end != '\0' || n < 0 ||

@@ -110,10 +110,12 @@ typedef struct daemon {
 	char           *token;         /* the admin token, or NULL (secret) */
 	char           *metrics_token; /* or NULL (secret) */
 	vkey           *keys;          /* server.virtual_keys */
-	size_t          nkeys;
-	bool            loopback;   /* serving a loopback address only */
-	bool            booting;    /* until the boot logged its outcome */
-	uint64_t        reloads[2]; /* SIGHUPs applied, refused */
+	json_t *client_metadata; /* GET /oauth/client-metadata.json, or NULL
+	                          * (server.client_metadata_url; at start) */
+	size_t   nkeys;
+	bool     loopback;   /* serving a loopback address only */
+	bool     booting;    /* until the boot logged its outcome */
+	uint64_t reloads[2]; /* SIGHUPs applied, refused */
 } daemon_t;
 
 extern daemon_t D;
@@ -184,6 +186,7 @@ int         page_init(void); /* the status page's CSP */
 const char *page_csp(void);
 void        route_page(req *r, const char *id, json_t *body);
 void        route_healthz(req *r, const char *id, json_t *body);
+void        route_client_metadata(req *r, const char *id, json_t *body);
 void        route_readyz(req *r, const char *id, json_t *body);
 
 /* clients.c: the list (a key's clients only), add and update, remove,

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "cli/daemon.h"
-#include "transport/oauth.h"
 
 /* An authorize URL and its flow's id, or the error. */
 static void
@@ -113,7 +112,7 @@ route_oauth_callback(req *r, const char *id, json_t *body)
 void
 route_submit_headers(req *r, const char *id, json_t *body)
 {
-	char *sid  = oa_query_param(r->query, "session_id");
+	char *sid  = mk_query_param(r->query, "session_id");
 	char *text = headers_text(body), *err = NULL;
 	int   rc;
 

@@ -75,6 +75,22 @@ route_healthz(req *r, const char *id, json_t *body)
 	answer_json(r, 200, json_pack("{s:s}", "status", "ok"));
 }
 
+/* The client ID metadata document (draft-ietf-oauth-client-id-metadata-
+ * document) of a daemon with a public URL: authorization servers fetch
+ * it to learn who client_id (its own URL) is.  Public, and nothing in it
+ * is a secret. */
+void
+route_client_metadata(req *r, const char *id, json_t *body)
+{
+	if (D.client_metadata == NULL) {
+		answer_error(
+		        r, 404,
+		        "no client ID metadata document is served: set server.client_metadata_url");
+		return;
+	}
+	answer_json(r, 200, json_incref(D.client_metadata));
+}
+
 void
 route_readyz(req *r, const char *id, json_t *body)
 {

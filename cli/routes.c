@@ -21,6 +21,8 @@
 static const route routes[] = {
         {"GET", "/", LANE_INLINE, AUTH_OPEN, route_page},
         {"GET", "/healthz", LANE_INLINE, AUTH_OPEN, route_healthz},
+        {"GET", "/oauth/client-metadata.json", LANE_PROBE, AUTH_OPEN,
+         route_client_metadata},
         {"GET", "/readyz", LANE_PROBE, AUTH_OPEN, route_readyz},
         {"GET", "/metrics", LANE_PROBE, AUTH_METRICS, metrics},
         {"GET", "/api/events", LANE_INLINE, AUTH_READ, events_open},

@@ -135,8 +135,7 @@ static int
 oauth_enums(cfg_pctx *x, const cfg_client *c)
 {
 	static const char *methods[] = {"none", "client_secret_basic",
-	                                "client_secret_post",
-	                                "private_key_jwt"};
+	                                "client_secret_post"};
 	static const char *grants[]  = {"authorization_code",
 	                                "client_credentials"};
 	static const struct {
@@ -144,7 +143,7 @@ oauth_enums(cfg_pctx *x, const cfg_client *c)
 		const char **names;
 		int          n;
 	} e[] = {
-	        {"oauth_config.auth_method", methods, 4},
+	        {"oauth_config.auth_method", methods, 3},
 	        {"oauth_config.grant_type", grants, 2},
 	        {"token_exchange.auth_method", methods + 1, 2},
 	};

@@ -72,19 +72,20 @@ typedef struct cfg_client {
 
 /* The whole file. */
 typedef struct cfg_file {
-	cfg_client **clients;       /* mcp.client_configs */
-	size_t       nclients;      /* entries in clients */
-	int64_t      sync_ms;       /* mcp.tool_sync_interval */
-	int64_t      exec_ms;       /* mcp.tool_execution_timeout */
-	char        *store_path;    /* store.path, or NULL */
-	char        *listen;        /* server.listen, or NULL */
-	char        *admin_token;   /* server.admin_token, or NULL (secret) */
-	char       **streams;       /* server.stream, NULL-terminated */
-	char       **origins;       /* server.allowed_origins, or NULL */
-	bool         stream_public; /* server.stream_public */
-	char        *metrics_token; /* server.metrics_token (secret) */
-	json_t      *vkeys;         /* server.virtual_keys, values resolved
-	                             * (secrets), or NULL */
+	cfg_client **clients;        /* mcp.client_configs */
+	size_t       nclients;       /* entries in clients */
+	int64_t      sync_ms;        /* mcp.tool_sync_interval */
+	int64_t      exec_ms;        /* mcp.tool_execution_timeout */
+	char        *store_path;     /* store.path, or NULL */
+	char        *listen;         /* server.listen, or NULL */
+	char        *admin_token;    /* server.admin_token, or NULL (secret) */
+	char       **streams;        /* server.stream, NULL-terminated */
+	char       **origins;        /* server.allowed_origins, or NULL */
+	bool         stream_public;  /* server.stream_public */
+	char        *metrics_token;  /* server.metrics_token (secret) */
+	char   *client_metadata_url; /* server.client_metadata_url, or NULL */
+	json_t *vkeys;               /* server.virtual_keys, values resolved
+	                              * (secrets), or NULL */
 } cfg_file;
 
 /*

@@ -232,14 +232,14 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 	static const char *mcpk[]    = {"client_configs", "tool_sync_interval",
 	                                "tool_execution_timeout", NULL};
 	static const char *storek[]  = {"path", NULL};
-	static const char *serverk[] = {"listen",        "admin_token",
-	                                "stream",        "allowed_origins",
-	                                "stream_public", "metrics_token",
-	                                "virtual_keys",  NULL};
-	cfg_pctx           x         = {"?", err, errlen, NULL};
-	json_t            *mcp, *list, *v, *sec;
-	size_t             i;
-	int                rv;
+	static const char *serverk[] = {
+	        "listen",          "admin_token",         "stream",
+	        "allowed_origins", "stream_public",       "metrics_token",
+	        "virtual_keys",    "client_metadata_url", NULL};
+	cfg_pctx x = {"?", err, errlen, NULL};
+	json_t  *mcp, *list, *v, *sec;
+	size_t   i;
+	int      rv;
 
 	if (!json_is_object(root)) {
 		return (file_fail(err, errlen, MK_EINVAL,
@@ -364,6 +364,12 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 		                     &f->metrics_token)) != 0) {
 			return (rv);
 		}
+		if ((v = json_object_get(sec, "client_metadata_url")) !=
+		            NULL &&
+		    (rv = cfg_str_of(&x, "server.client_metadata_url", v, NULL,
+		                     &f->client_metadata_url)) != 0) {
+			return (rv);
+		}
 		if ((v = json_object_get(sec, "virtual_keys")) != NULL &&
 		    (rv = vkeys_of(&x, v, &f->vkeys)) != 0) {
 			return (rv);
@@ -426,6 +432,7 @@ cfg_file_free(cfg_file **fp)
 	free(f->listen);
 	free(f->admin_token);
 	free(f->metrics_token);
+	free(f->client_metadata_url);
 	text_strv_free(f->streams);
 	text_strv_free(f->origins);
 	json_decref(f->vkeys);

@@ -358,9 +358,14 @@ MK_API int mk_oauth_complete(mk_runtime *rt, const char *state,
                              const char *code, char **client_id, char **err);
 MK_API int mk_oauth_callback(mk_runtime *rt, const char *query,
                              char **client_id, char **err);
-MK_API int mk_client_complete_oauth(mk_runtime *rt, const char *client,
-                                    const char *state, const char *code,
-                                    char **err);
+/* mk_query_param is the value of parameter name of a query string ("a=1&
+ * b=2", form-decoded: '+' is a space; the first one wins), malloc'd
+ * (mk_free), or NULL when absent - for an embedder's own callback or
+ * other handlers. */
+MK_API char *mk_query_param(const char *query, const char *name);
+MK_API int   mk_client_complete_oauth(mk_runtime *rt, const char *client,
+                                      const char *state, const char *code,
+                                      char **err);
 /* mk_user_oauth_start starts a per_user_oauth caller's own flow: mode
  * "user", "vk" or "session" and its identity; completed like the others
  * (mk_oauth_complete).  Outputs as mk_client_initiate_verification.  A
@@ -415,7 +420,8 @@ MK_API int mk_credentials_evict(mk_runtime *rt, const char *client,
 /*
  * mk_config_get validates a whole config.json and gives one of its
  * runtime settings by path - "store.path", "server.listen",
- * "server.admin_token", "server.metrics_token", "server.stream_public"
+ * "server.admin_token", "server.metrics_token",
+ * "server.client_metadata_url", "server.stream_public"
  * ("true", or NULL) - with any env. reference resolved, so an embedder
  * can open the runtime with it before loading the clients.
  * "server.stream" and "server.allowed_origins" give a JSON array text of

@@ -237,6 +237,8 @@ mk_config_get(const char *config_json, const char *path, char **value,
 		v = f->admin_token;
 	} else if (strcmp(path, "server.metrics_token") == 0) {
 		v = f->metrics_token;
+	} else if (strcmp(path, "server.client_metadata_url") == 0) {
+		v = f->client_metadata_url;
 	} else if (strcmp(path, "server.stream") == 0 ||
 	           strcmp(path, "server.allowed_origins") == 0) {
 		char **sv = path[7] == 's' ? f->streams : f->origins;

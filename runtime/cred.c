@@ -120,6 +120,13 @@ mk_oauth_complete(mk_runtime *rt, const char *state, const char *code,
 	return (complete(rt, NULL, state, code, NULL, client_id, err));
 }
 
+char *
+mk_query_param(const char *query, const char *name)
+{
+	return (query != NULL && name != NULL ? oa_query_param(query, name)
+	                                      : NULL);
+}
+
 int
 mk_oauth_callback(mk_runtime *rt, const char *query, char **client_id,
                   char **err)

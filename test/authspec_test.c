@@ -422,6 +422,121 @@ auth_methods(void)
 	close_rt(&rt, &sb);
 }
 
+/* ---- 5 scope step-up -------------------------------------------------- */
+
+/* echo as user (NULL: the shared credential): its status, *res kept. */
+static int
+echo_as(mk_runtime *rt, const char *client, const char *user, mk_result **res)
+{
+	mk_call c = {.client    = client,
+	             .tool      = "echo",
+	             .arguments = "{\"message\": \"hi\"}",
+	             .user_id   = user};
+
+	*res = NULL;
+	return (mk_tool_call(rt, &c, res));
+}
+
+/* The scope of the k-th /authorize request. */
+static void
+authorize_scope_is(int k, const char *want)
+{
+	json_t     *e = request_to("/authorize", k);
+	const char *s;
+
+	CHECK(e != NULL);
+	s = json_string_value(
+	        json_object_get(json_object_get(e, "query"), "scope"));
+	if (s == NULL || strcmp(s, want) != 0) {
+		fprintf(stderr, "authorize scope %s, wanted %s\n",
+		        s ? s : "(none)", want);
+	}
+	CHECK(s != NULL && strcmp(s, want) == 0);
+	json_decref(e);
+}
+
+static void
+step_up(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "step.db");
+	int         at = 0;
+	mk_result  *res;
+	json_t     *v, *p;
+	const char *want =
+	        "the MCP server needs the scopes \"files:write\" (insufficient_scope): reauthorize for \"files:write mcp:tools\"";
+
+	/* an oauth client: needs_reauth naming the scopes; the next
+	 * authorization asks for the union, and the call then works */
+	serve("{\"scopes_required\": {\"echo\": \"files:write\"}}", "{}");
+	CHECK_EQ(add_oauth(rt, "s_oa", "{}", false), 0);
+	bootstrap(rt, "s_oa", false);
+	wait_state(&sb, &at, "s_oa", "healthy", NULL);
+	authorize_scope_is(0, "mcp:tools");
+	CHECK_EQ(echo_as(rt, "s_oa", NULL, &res), MK_EUPSTREAM);
+	CHECK(strcmp(res->error, want) == 0);
+	mk_result_free(&res);
+	wait_state(&sb, &at, "s_oa", "needs_reauth", "credential");
+	v = view_of(rt, "s_oa");
+	CHECK(strcmp(json_string_value(json_object_get(
+	                     json_object_get(v, "last_failure"), "message")),
+	             want) == 0);
+	json_decref(v);
+	bootstrap(rt, "s_oa", true);
+	wait_state(&sb, &at, "s_oa", "healthy", NULL);
+	authorize_scope_is(1, "files:write mcp:tools");
+	CHECK_EQ(echo_as(rt, "s_oa", NULL, &res), 0);
+	CHECK(strstr(res->result, "hi") != NULL);
+	mk_result_free(&res);
+	CHECK_EQ(
+	        admin(srv.port, "/admin/counters", NULL, "insufficient_scope"),
+	        1);
+
+	/* a server that keeps refusing though the scopes were granted:
+	 * one more authorization, then refused without another */
+	serve("{\"scopes_required\": {\"echo\": \"files:write\"}, \"scopes_always\": true}",
+	      "{}");
+	CHECK_EQ(echo_as(rt, "s_oa", NULL, &res), MK_EUPSTREAM);
+	mk_result_free(&res);
+	wait_state(&sb, &at, "s_oa", "needs_reauth", "credential");
+	bootstrap(rt, "s_oa", true);
+	wait_state(&sb, &at, "s_oa", "healthy", NULL);
+	CHECK_EQ(echo_as(rt, "s_oa", NULL, &res), MK_EUPSTREAM);
+	CHECK(strcmp(res->error,
+	             "the MCP server keeps refusing for the scopes \"files:write\" (insufficient_scope) though they were granted: not authorizing again (2 step-ups)") ==
+	      0);
+	mk_result_free(&res);
+	v = view_of(rt, "s_oa");
+	CHECK(strcmp(json_string_value(json_object_get(v, "state")),
+	             "healthy") == 0);
+	json_decref(v);
+	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "authorize"), 1);
+
+	/* a per-user caller: a new mcp_auth_required for the union */
+	serve("{\"scopes_required\": {\"echo\": \"files:write\"}}", "{}");
+	CHECK_EQ(
+	        add_user(rt, "s_pu", "per_user_oauth", "\"oauth_config\": {}"),
+	        0);
+	bootstrap(rt, "s_pu", false);
+	wait_state(&sb, &at, "s_pu", "healthy", NULL);
+	p = auth_required(rt, "s_pu", "alice", NULL);
+	authorize_as(rt, p, "alice");
+	json_decref(p);
+	whoami_as(rt, "s_pu", "alice", NULL, "alice");
+	CHECK_EQ(echo_as(rt, "s_pu", "alice", &res), MK_EAUTH);
+	CHECK(res->auth_required != NULL);
+	CHECK((p = json_loads(res->auth_required, 0, NULL)) != NULL);
+	mk_result_free(&res);
+	CHECK(strstr(json_string_value(json_object_get(p, "authorize_url")),
+	             "scope=files%3Awrite%20mcp%3Atools") != NULL);
+	authorize_as(rt, p, "alice");
+	json_decref(p);
+	CHECK_EQ(echo_as(rt, "s_pu", "alice", &res), 0);
+	CHECK(strstr(res->result, "hi") != NULL);
+	mk_result_free(&res);
+	close_rt(&rt, &sb);
+}
+
 /* ---- 7 legacy servers (2025-03-26 authorization) --------------------- */
 
 static void
@@ -708,6 +823,7 @@ main(void)
 	RUN(as_order);
 	RUN(resource_and_pkce);
 	RUN(auth_methods);
+	RUN(step_up);
 	RUN(legacy);
 	RUN(issuer_check);
 	RUN(self_heal);

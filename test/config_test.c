@@ -70,6 +70,13 @@ errors_name_the_field(void)
 	        "\"server.allowed_origins\": must be an array of strings");
 	refused("{\"server\": {\"bind\": 1}}",
 	        "unknown field \"server.bind\"");
+	/* the words of a choice: one of those spoken */
+	refused("{\"mcp\": {\"client_configs\": [{\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\", \"auth_type\": \"oauth\", \"oauth_config\": {\"auth_method\": \"client_secret_jwt\"}}]}}",
+	        "field \"oauth_config.auth_method\": must be one of none, client_secret_basic, client_secret_post");
+	refused("{\"mcp\": {\"client_configs\": [{\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\", \"auth_type\": \"oauth\", \"oauth_config\": {\"grant_type\": \"password\"}}]}}",
+	        "field \"oauth_config.grant_type\": must be one of authorization_code, client_credentials");
+	refused("{\"mcp\": {\"client_configs\": [{\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\", \"auth_type\": \"token_exchange\", \"token_exchange\": {\"auth_method\": \"none\"}}]}}",
+	        "field \"token_exchange.auth_method\": must be one of client_secret_basic, client_secret_post");
 	refused("{ \"mcp\": ", "config: invalid JSON at line 1");
 	/* a quoted key is one line: a newline in it cannot forge a log line */
 	refused("{\"mcp\": {\"a\\nERROR forged\": 1}}",

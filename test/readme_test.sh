@@ -57,11 +57,16 @@ start inject 'listening on port ([0-9]+)' node "$MK_PEERS_DIR/inject.mjs" http -
 mcp=$got
 start oauth 'listening on port ([0-9]+)' node "$MK_PEERS_DIR/oauth.mjs" --port 0 || exit 1
 as=$got
+# the authorization server also grants client credentials, takes client
+# ID metadata documents, and wants files:write for its echo tool
+curl -s -o /dev/null -X POST "http://127.0.0.1:$as/admin/variant" \
+	-d '{"client_credentials": true, "cimd": true, "scopes_required": {"echo": "files:write"}}' || exit 1
 MCP_URL=http://127.0.0.1:$mcp/mcp
 AS=http://127.0.0.1:$as
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat >"$tmp/config.json" <<EOF
-{"server": {"listen": "127.0.0.1:$port", "admin_token": "readme-admin"},
+{"server": {"listen": "127.0.0.1:$port", "admin_token": "readme-admin",
+  "client_metadata_url": "http://127.0.0.1:$port/oauth/client-metadata.json"},
  "mcp": {"client_configs": [
   {"name": "svst", "connection_type": "http", "connection_string": "$MCP_URL",
    "needs_session_stickiness": true},
@@ -111,6 +116,8 @@ while IFS= read -r line; do
 	*'"client": "team", "tool": "whoami"'*) who=alice ;;
 	*'"client": "vault", "tool": "whoami"'*) who=erin ;;
 	*'"client": "pal", "tool": "whoami"'*) who=ops ;;
+	*'"client": "m2m", "tool": "whoami"'*) who=static-client ;;
+	*'"client": "byurl", "tool": "echo"'*) who=hi ;;
 	*) who='' ;;
 	esac
 	if [[ $want == 200 && -n $who && $body != *"\"text\":\"$who\""* ]]; then

@@ -44,10 +44,12 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mcpkeep.h"
 #include "peer.h"
+#include "rtutil.h"
 #include "svutil.h"
 #include "testutil.h"
 
@@ -307,6 +309,112 @@ xss(void)
 	char *out = http("GET", "/api/mcp/clients?limit=100", NULL, NULL, &st);
 	CHECK(strstr(out, "javascript:") == NULL);
 	free(out);
+	peer_stop(&d);
+	peer_stop(&as);
+}
+
+/* Waits up to ms for the daemon's list to show client name healthy
+ * (polled as an operator's page does, every 20 ms: the deadline bounds
+ * it). */
+static bool
+healthy_within(const char *name, int ms)
+{
+	for (int waited = 0; waited < ms; waited += 20) {
+		long  st;
+		char *out = http_try("GET", "/api/mcp/clients?limit=100", NULL,
+		                     NULL, &st);
+		json_t *p = out != NULL ? json_loads(out, 0, NULL) : NULL;
+		size_t  i;
+		json_t *c;
+		bool    ok = false;
+
+		json_array_foreach(json_object_get(p, "clients"), i, c)
+		{
+			const char *n = json_string_value(json_object_get(
+			        json_object_get(c, "config"), "name"));
+			const char *s =
+			        json_string_value(json_object_get(c, "state"));
+			ok |= n != NULL && s != NULL && strcmp(n, name) == 0 &&
+			        strcmp(s, "healthy") == 0;
+		}
+		json_decref(p);
+		free(out);
+		if (ok) {
+			return (true);
+		}
+		struct timespec ts = {0, 20 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	return (false);
+}
+
+/* A client ID metadata document: the daemon serves its own (public, no
+ * secret in it); an authorization server that takes them fetches it from
+ * the daemon, and the client needs no registration. */
+static void
+cimd(void)
+{
+	peer        as = {0}, d = {0};
+	char        js[512], config[1536], doc[128], listen[64], *out;
+	const char *argv_as[] = {"node", js, "--port", "0", NULL};
+	int         port      = peer_free_port();
+	long        st;
+	json_t     *j;
+
+	snprintf(js, sizeof(js), "%s/oauth.mjs", peer_dir());
+	CHECK_EQ(peer_start(&as, argv_as, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+	oauth_admin(as.port, "/admin/variant", "{\"cimd\": true}");
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	snprintf(doc, sizeof(doc),
+	         "http://127.0.0.1:%d/oauth/client-metadata.json", port);
+	snprintf(
+	        config, sizeof(config),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"doc\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"oauth\", \"oauth_config\": {\"client_metadata_url\": \"%s\"}, \"tools_to_execute\": [\"*\"]}]}, \"server\": {\"client_metadata_url\": \"%s\"}}",
+	        as.port, doc, doc);
+	serve_opt(&d, "cimd.json", config, NULL, "--listen", listen);
+	out = http("GET", "/oauth/client-metadata.json", NULL, NULL, &st);
+	CHECK_EQ(st, 200);
+	CHECK((j = json_loads(out, 0, NULL)) != NULL);
+	CHECK(strcmp(json_string_value(json_object_get(j, "client_id")),
+	             doc) == 0);
+	CHECK(strcmp(json_string_value(json_array_get(
+	                     json_object_get(j, "redirect_uris"), 0)),
+	             strcat(strcpy(js, sv_base), "/api/oauth/callback")) == 0);
+	CHECK(strcmp(json_string_value(
+	                     json_object_get(j, "token_endpoint_auth_method")),
+	             "none") == 0);
+	json_decref(j);
+	free(out);
+
+	/* the authorization server fetches it; the callback completes */
+	out = http("POST", "/api/mcp/client/doc/initiate-verification", NULL,
+	           NULL, &st);
+	CHECK_EQ(st, 200);
+	CHECK((j = json_loads(out, 0, NULL)) != NULL);
+	free(out);
+	const char *url =
+	        json_string_value(json_object_get(j, "authorize_url"));
+	CHECK(strstr(url, "client_id=http%3A%2F%2F127.0.0.1%3A") != NULL);
+	CURL *e   = curl_easy_init();
+	char *loc = NULL;
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fwrite);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, stderr);
+	CHECK_EQ(curl_easy_perform(e), CURLE_OK);
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &st);
+	CHECK_EQ(st, 302);
+	curl_easy_getinfo(e, CURLINFO_REDIRECT_URL, &loc);
+	CHECK(loc != NULL && strncmp(loc, sv_base, strlen(sv_base)) == 0);
+	out = http("GET", loc + strlen(sv_base), NULL, NULL, &st);
+	CHECK_EQ(st, 200);
+	free(out);
+	curl_easy_cleanup(e);
+	json_decref(j);
+	CHECK(healthy_within("doc", WAIT_MS));
+	CHECK_EQ(admin(as.port, "/admin/counters", NULL, "cimd_fetches"), 1);
+	CHECK_EQ(admin(as.port, "/admin/counters", NULL, "registrations"), 0);
 	peer_stop(&d);
 	peer_stop(&as);
 }
@@ -885,6 +993,7 @@ main(int argc, char **argv)
 	RUN_IF(browser);
 	RUN_IF(origins);
 	RUN_IF(xss);
+	RUN_IF(cimd);
 	RUN_IF(keys);
 	RUN_IF(env_literal);
 	RUN_IF(bodies);

@@ -119,6 +119,7 @@ cl_fini(kn_actor *self, void *state)
 	client_loop_free(cl);
 	cl_cred_forget(cl);
 	cl_cred_clear(cl);
+	free(cl->step_scope);
 	cl_cred_fini(cl);
 	if (cl->cr != NULL) {
 		kn_actor_release(&cl->cr);

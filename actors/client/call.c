@@ -34,6 +34,7 @@ call_free(cl_call *c)
 	free(c->cred);
 	free(c->hdrs);
 	free(c->auth);
+	free(c->step_scope);
 	free(c->orig);
 	free(c);
 }
@@ -237,6 +238,24 @@ open_per_call(client *cl, cl_call *c)
 	}
 }
 
+void
+cl_call_auth_required(client *cl, cl_call *c, const char *err)
+{
+	cl_failed_msg f = {.error         = (char *)err,
+	                   .kind          = "auth",
+	                   .auth_required = c->auth};
+
+	c->done = true;
+	kn_reply_msg(kn_actor_kernel(cl->self), c->corr, MK_EAUTH,
+	             &cl_failed_msg_fields, &f);
+	cl_cm_call(cl, c, CM_AUTH);
+	pc_unlink(cl, c);
+	if (c->s != NULL) {
+		mcp_session_free(&c->s);
+	}
+	call_free(c);
+}
+
 /* The call's credential came (or did not). */
 static void
 pc_cred(client *cl, void *arg, uint64_t seq, int status, const char *err)
@@ -246,14 +265,7 @@ pc_cred(client *cl, void *arg, uint64_t seq, int status, const char *err)
 
 	if (status == MK_EAUTH && c->auth != NULL) {
 		/* no credential for this caller: the tool does not run */
-		cl_failed_msg f = {.error         = (char *)err,
-		                   .kind          = "auth",
-		                   .auth_required = c->auth};
-		kn_reply_msg(kn_actor_kernel(cl->self), c->corr, MK_EAUTH,
-		             &cl_failed_msg_fields, &f);
-		cl_cm_call(cl, c, CM_AUTH);
-		pc_unlink(cl, c);
-		call_free(c);
+		cl_call_auth_required(cl, c, err);
 		return;
 	}
 	if (status == MK_EBUSY) {

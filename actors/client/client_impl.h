@@ -110,15 +110,16 @@ typedef struct cl_call {
 	char          **hdrs;     /* config headers + cred lines, or NULL */
 	struct cl_call *unext;    /* waiting for the same identity */
 	char           *auth;     /* MK_EAUTH: the mcp_auth_required payload */
-	bool            pc;       /* runs per-call (its own session) */
-	bool            force; /* per-user: ask for a refreshed credential */
-	bool            recovered; /* a recovery ran (at most one per call) */
-	bool        skipped; /* its retry was skipped: not safe to repeat */
-	const char *path;    /* the recovery's path, or NULL */
-	mcp_error  *orig;    /* the failure it recovers from */
-	uint64_t    gen;     /* sticky: the connection generation it ran on */
-	uint64_t    rtimer;  /* sticky recovery: the caller's wait */
-	int64_t     t0;      /* when it arrived (monotonic ns) */
+	char *step_scope; /* per-user: a step-up for these scopes, or NULL */
+	bool  pc;         /* runs per-call (its own session) */
+	bool  force;      /* per-user: ask for a refreshed credential */
+	bool  recovered;  /* a recovery ran (at most one per call) */
+	bool  skipped;    /* its retry was skipped: not safe to repeat */
+	const char     *path; /* the recovery's path, or NULL */
+	mcp_error      *orig; /* the failure it recovers from */
+	uint64_t        gen;  /* sticky: the connection generation it ran on */
+	uint64_t        rtimer;   /* sticky recovery: the caller's wait */
+	int64_t         t0;       /* when it arrived (monotonic ns) */
 	struct cl_call *rnext;    /* waiting for the recovery's reconnect */
 	uint64_t        corr;     /* the deferred ask */
 	char           *tool;     /* tool name */
@@ -192,6 +193,7 @@ struct client {
 	cl_call   *pcalls;       /* per-call calls running (their sessions) */
 	kn_actor  *cr;           /* the credential actor (held), or NULL */
 	char      *cred;         /* the credential's header line, or NULL */
+	char      *step_scope;   /* CRED_STEP's scopes (the last 403's) */
 	char     **hdrs;       /* config headers + cred (borrowed), or NULL */
 	uint64_t   dial_seq;   /* numbers dials, for late credential replies */
 	int64_t    cred_due;   /* monotonic ns: asked again after; 0 never */
@@ -297,11 +299,12 @@ bool cl_cred_needed(const client *cl);
 void cl_cred_register(client *cl);
 void cl_cred_forget(client *cl);
 void cl_cred_clear(client *cl);
-enum { CRED_USE, CRED_PEEK, CRED_FORCE }; /* cred_fetch's how */
+enum { CRED_USE, CRED_PEEK, CRED_FORCE, CRED_STEP }; /* cred_fetch's how */
 /* CRED_USE: a header good to use (refreshed when near expiry, as the
  * credential actor's use_ms says); CRED_PEEK: the state only (no
  * refresh); CRED_FORCE: refreshed now (or when the token's 1 s gap
- * between refreshes ends) */
+ * between refreshes ends); CRED_STEP: a step-up for cl->step_scope (the
+ * answer is a refusal: needs_reauth, or the step-up limit) */
 void cl_cred_fetch(client *cl, int how, cl_cred_fn fn, void *arg,
                    uint64_t seq);
 /* the same, the ask bounded by deadline (monotonic ns; 0: none) */
@@ -336,6 +339,9 @@ void cl_call_finish(client *cl, cl_call *c, const mcp_error *err,
                     json_t *result);
 /* per-call: a fresh session for the call; sticky: again on the live one */
 void cl_call_reopen(client *cl, cl_call *c);
+/* cl_call_auth_required answers a per-user call with MK_EAUTH and its
+ * c->auth (the mcp_auth_required payload), err the message; frees it */
+void cl_call_auth_required(client *cl, cl_call *c, const char *err);
 void cl_call_rerun(client *cl, cl_call *c);
 void cl_call_run_queued(client *cl, const char *failure);
 /* ends every per-call call still running (the client is closing) */

@@ -254,7 +254,8 @@ cl_cred_fetch_until(client *cl, int how, cl_cred_fn fn, void *arg,
 
 	/* a header still good is used as it is (until the moment the
 	 * credential actor would refresh it): no ask at all */
-	if (how != CRED_FORCE && !cl->fetching && cl->cred != NULL &&
+	if (how != CRED_FORCE && how != CRED_STEP && !cl->fetching &&
+	    cl->cred != NULL &&
 	    (how == CRED_PEEK || cl->cred_due == 0 ||
 	     cl->cred_due > kn_now_ns())) {
 		fn(cl, arg, seq, 0, NULL);
@@ -276,7 +277,8 @@ cl_cred_fetch_until(client *cl, int how, cl_cred_fn fn, void *arg,
 	                .mode     = (char *)conn_mode(cl),
 	                .identity = "",
 	                .force    = how == CRED_FORCE,
-	                .peek     = how == CRED_PEEK};
+	                .peek     = how == CRED_PEEK,
+	                .scope    = how == CRED_STEP ? cl->step_scope : NULL};
 	cl->fetching = true;
 	if (kn_ask_async_msg(cl->self, cl->cr, MSG_CR_GET,
 	                     CODEC_OF(cr_get_msg, &m), ask_ms(deadline),
@@ -398,8 +400,9 @@ cl_cred_fetch_user(client *cl, cl_call *c, cl_cred_fn fn)
 	char    key[8192];
 	ugroup *g;
 
-	snprintf(key, sizeof(key), "%s\x1f%s\x1f%d\x1f%s", c->mode,
-	         c->identity, c->force, c->subject != NULL ? c->subject : "");
+	snprintf(key, sizeof(key), "%s\x1f%s\x1f%d\x1f%s\x1f%s", c->mode,
+	         c->identity, c->force, c->subject != NULL ? c->subject : "",
+	         c->step_scope != NULL ? c->step_scope : "");
 	if ((g = (ugroup *)strmap_get(&cl->ufetch, key)) != NULL) {
 		c->unext = g->calls; /* one ask per identity at a time */
 		g->calls = c;
@@ -423,7 +426,8 @@ cl_cred_fetch_user(client *cl, cl_call *c, cl_cred_fn fn)
 	                .mode     = c->mode,
 	                .identity = c->identity,
 	                .force    = c->force,
-	                .subject  = c->subject};
+	                .subject  = c->subject,
+	                .scope    = c->step_scope};
 	c->force     = false;
 	if (kn_ask_async_msg(
 	            cl->self, cl->cr, MSG_CR_GET, CODEC_OF(cr_get_msg, &m),

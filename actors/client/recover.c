@@ -16,6 +16,11 @@
  *            else gets its original error while the reconnect goes on;
  *   session gone (404, 400 "No valid session ID provided", "expect
  *            initialize request")  the same, without the refresh.
+ * A 403 whose WWW-Authenticate says error="insufficient_scope" is a
+ * step-up instead of a refresh (the credential actor's stepup.c): a
+ * per-user caller gets mcp_auth_required with a new authorize_url, an
+ * oauth client goes to needs_reauth; nothing is retried (a person must
+ * consent first).
  * A retry is skipped when the tool is !readOnly && destructive &&
  * !idempotent (MCP's defaults: an unannotated tool is not retried); the
  * refresh and the reconnect still happen.  The reply says what ran.
@@ -29,6 +34,7 @@
 #include "actors/client/client_impl.h"
 #include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
+#include "transport/oauth.h"
 
 #define RECOVER_WAIT_MS 10000 /* a caller's wait for a shared reconnect */
 
@@ -143,13 +149,41 @@ begin(client *cl, cl_call *c, const mcp_error *err, const char *path)
 	return (true);
 }
 
+/* The scopes a 403 insufficient_scope challenge (RFC 6750 section 3.1)
+ * asks for, into out; false when err is not one (or names none). */
+static bool
+insufficient_scope(const mcp_error *err, char *out, size_t len)
+{
+	char code[64];
+
+	return (err->http_status == 403 &&
+	        oa_www_param(err->www_authenticate, "error", code,
+	                     sizeof(code)) &&
+	        strcmp(code, "insufficient_scope") == 0 &&
+	        oa_www_param(err->www_authenticate, "scope", out, len) &&
+	        out[0] != '\0');
+}
+
 /* ---- per-call ---------------------------------------------------------- */
 
 static void
 pc_refreshed(client *cl, void *arg, uint64_t seq, int status, const char *err)
 {
-	cl_call *c = arg;
+	cl_call  *c = arg;
+	mcp_error e;
 
+	if (status == MK_EAUTH && c->auth != NULL) {
+		cl_call_auth_required(cl, c, err); /* a step-up's new flow */
+		return;
+	}
+	if (c->step_scope != NULL) {
+		/* a step-up: what it said (needs_reauth, or its limit) */
+		cl_call_finish(cl, c,
+		               mcp_error_set(&e, MCP_E_AUTH, "%s",
+		                             err != NULL ? err : "step-up"),
+		               NULL);
+		return;
+	}
 	if (c->skipped || status != 0 || kn_now_ns() >= c->deadline) {
 		/* the refresh happened (or could not); no retry */
 		cl_call_finish(cl, c, c->orig, NULL);
@@ -161,10 +195,22 @@ pc_refreshed(client *cl, void *arg, uint64_t seq, int status, const char *err)
 bool
 cl_recover_per_call(client *cl, cl_call *c, const mcp_error *err)
 {
+	char scope[MCP_WWWAUTH_MAX];
+	bool step = insufficient_scope(err, scope, sizeof(scope));
+
 	if (!cl_auth_failure(err) || !begin(cl, c, err, "per_call")) {
 		return (false);
 	}
-	if (cfg_auth_per_user(cl->cfg->auth) && cl->cr != NULL) {
+	if (step && cl_cred_needed(cl) && cfg_auth_per_user(cl->cfg->auth)) {
+		c->step_scope = strdup(scope);
+		cl_cred_fetch_user(cl, c, pc_refreshed);
+	} else if (step && cl_cred_needed(cl)) {
+		free(cl->step_scope);
+		cl->step_scope = strdup(scope);
+		c->step_scope  = strdup(scope);
+		cl_cred_fetch_until(cl, CRED_STEP, pc_refreshed, c, 0,
+		                    c->deadline);
+	} else if (cfg_auth_per_user(cl->cfg->auth) && cl->cr != NULL) {
 		c->force = true; /* this caller's own, refreshed */
 		cl_cred_fetch_user(cl, c, pc_refreshed);
 	} else if (cl_cred_needed(cl)) {
@@ -254,8 +300,15 @@ cl_recover_sticky(client *cl, cl_call *c, const mcp_error *err)
 		             wait_over, c);
 	}
 	if (!cl->rec_active && !stale) {
+		char scope[MCP_WWWAUTH_MAX];
 		cl->rec_active = true; /* one refresh, one reconnect */
-		if (!gone && cl_cred_needed(cl)) {
+		if (!gone && cl_cred_needed(cl) &&
+		    insufficient_scope(err, scope, sizeof(scope))) {
+			free(cl->step_scope);
+			cl->step_scope = strdup(scope);
+			cl_cred_fetch(cl, CRED_STEP, rec_refreshed, NULL,
+			              ++cl->rec_seq);
+		} else if (!gone && cl_cred_needed(cl)) {
 			cl_cred_fetch(cl, CRED_FORCE, rec_refreshed, NULL,
 			              ++cl->rec_seq);
 		} else {

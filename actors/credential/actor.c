@@ -484,6 +484,12 @@ on_get(cr_self *cr, kn_msg *msg)
 	mode     = m.mode;
 	identity = m.identity;
 	c        = id != NULL ? cr_client(cr, id) : NULL;
+	if (c != NULL && m.scope != NULL) {
+		cr_step_up(cr, c, mode != NULL ? mode : "shared",
+		           identity != NULL ? identity : "", m.scope, corr);
+		cr_get_msg_clear(&m);
+		return;
+	}
 	if (c != NULL && cfg_auth_per_user(c->auth)) {
 		/* a peek is the admin's (discovery) credential */
 		cr_user_get(cr, c, m.peek || mode == NULL ? "admin" : mode,

@@ -7,9 +7,9 @@
  * single-flight refresh, refresh ahead of expiry), user.c (a caller's
  * ask by auth type, the caches of callers' credentials and their fills),
  * headers.c (per-user header credentials and flows), exchange.c (token
- * exchange).  Touched only by the actor's thread: every function here
- * runs on it, and none blocks (the store and the authorization servers
- * are asked asynchronously).
+ * exchange), stepup.c (scope step-up).  Touched only by the actor's thread:
+ * every function here runs on it, and none blocks (the store and the
+ * authorization servers are asked asynchronously).
  */
 #ifndef ACTORS_CRED_IMPL_H
 #define ACTORS_CRED_IMPL_H
@@ -84,6 +84,7 @@ typedef struct token {
 	tokw      *waiters;    /* asks waiting for the refresh */
 	bool       rereg;      /* this refresh registered the client again */
 	bool       rewait;     /* it waits for that registration */
+	int        stepups;    /* step-ups in a row for scopes it holds */
 	cr_self   *cr;         /* owner */
 } token;
 
@@ -248,6 +249,12 @@ const oa_rules *cr_guard(const cclient *c, const char *key, oa_rules *r);
  * then resumes (cr_refresh_resume).  MK_EINVAL: c's client is configured,
  * not registered; MK_ENOMEM. */
 int cr_reregister(cclient *c, const token *t);
+/* cr_meta_store writes c->meta to the store (no wait) */
+void cr_meta_store(cclient *c);
+/* stepup.c: cr_step_up answers corr for a 403 insufficient_scope of
+ * (c, mode, identity) needing the scopes need (space-separated) */
+void cr_step_up(cr_self *cr, cclient *c, const char *mode,
+                const char *identity, const char *need, uint64_t corr);
 /* cr_same_issuer: two issuer identifiers are the same but for one
  * trailing '/' */
 bool cr_same_issuer(const char *a, const char *b);

@@ -59,6 +59,8 @@
  *     force    bool   refresh even when not due
  *     peek     bool   the token as it is, expired or not: no refresh
  *     subject  secret a caller's token to exchange, or absent
+ *     scope    str    step-up: the scopes a 403 insufficient_scope asked for,
+ *                     or absent
  *     ok:     headers secret header lines, "\n" between them
  *             use_ms  int    how long they may be used before asking again
  *                            (-1: no limit; 0: ask each time)
@@ -195,7 +197,9 @@ CODEC_MSG_STRUCT(cr_id_msg, CR_ID_FIELDS)
 	F(S, STR, identity, "the identity (\"\" for the client's own)")       \
 	F(S, BOOL, force, "refresh even when not due")                        \
 	F(S, BOOL, peek, "the token as it is, expired or not: no refresh")    \
-	F(S, SECRET, subject, "a caller's token to exchange, or absent")
+	F(S, SECRET, subject, "a caller's token to exchange, or absent")      \
+	F(S, STR, scope,                                                      \
+	  "step-up: the scopes a 403 insufficient_scope asked for, or absent")
 CODEC_MSG_STRUCT(cr_get_msg, CR_GET_FIELDS)
 
 #define CR_HEADERS_FIELDS(F, S)                                               \

@@ -199,6 +199,21 @@ cr_disc_free(disc *d)
 	free(d);
 }
 
+void
+cr_meta_store(cclient *c)
+{
+	char   *text = json_dumps(c->meta, JSON_COMPACT);
+	json_t *row  = json_pack("{s:s, s:s, s:s}", "id", c->id, "client_id",
+	                         c->id, "config", text != NULL ? text : "{}");
+
+	(void)cr_persist(c->cr, "oauth_configs", row, false, NULL, NULL);
+	json_decref(row);
+	if (text != NULL) {
+		OPENSSL_cleanse(text, strlen(text)); /* a client_secret */
+		free(text);
+	}
+}
+
 /* Ends the discovery: endpoints known (err NULL) or not. */
 static void
 disc_end(disc *d, const char *err)
@@ -215,16 +230,7 @@ disc_end(disc *d, const char *err)
 		                c->oauth != NULL ? c->oauth : json_null());
 		json_object_set_new(c->meta, "server_net",
 		                    json_integer((json_int_t)d->net));
-		char   *text = json_dumps(c->meta, JSON_COMPACT);
-		json_t *row =
-		        json_pack("{s:s, s:s, s:s}", "id", c->id, "client_id",
-		                  c->id, "config", text != NULL ? text : "{}");
-		(void)cr_persist(cr, "oauth_configs", row, false, NULL, NULL);
-		json_decref(row);
-		if (text != NULL) {
-			OPENSSL_cleanse(text, strlen(text));
-			free(text);
-		}
+		cr_meta_store(c);
 		KN_INFO("credential", "%s: OAuth endpoints resolved", c->name);
 	} else {
 		KN_WARN("credential", "%s: OAuth discovery failed: %s",
@@ -487,6 +493,38 @@ register_method(const disc *d)
 	                        !listed(m, "client_secret_post")
 	                ? "client_secret_basic"
 	                : "client_secret_post");
+}
+
+/* A client ID metadata document (draft-ietf-oauth-client-id-metadata-
+ * document): when the authorization server takes them and the operator
+ * hosts one (oauth_config.client_metadata_url), its URL is the client_id
+ * of a public client - before dynamic registration (the MCP spec's
+ * order).  The URL must be https with a path (http only to a loopback
+ * host, for a daemon on this machine).  Returns 1 (it is the client_id),
+ * 0 (not used), or -1 (a bad URL: d ended). */
+static int
+cimd_client(disc *d)
+{
+	const char *u      = cr_meta_str(d->meta, "client_metadata_url");
+	char        sch[8] = "";
+
+	if (u == NULL || !json_is_true(json_object_get(d->meta, "cimd"))) {
+		return (0);
+	}
+	if (oa_url_check(u, &(oa_rules) {.nets = ~0u}, sch, sizeof(sch)) !=
+	            OA_URL_OK ||
+	    strchr(strstr(u, "://") + 3, '/') == NULL) {
+		disc_end(
+		        d,
+		        "oauth_config.client_metadata_url must be an https URL with a path (http only to a loopback host)");
+		return (-1);
+	}
+	json_object_set_new(d->meta, "client_id", json_string(u));
+	json_object_set_new(d->meta, "auth_method", json_string("none"));
+	KN_INFO("credential",
+	        "%s: its client ID metadata document is its client_id",
+	        d->c->name);
+	return (1);
 }
 
 /* The method of a configured client: none without a secret; with one,
@@ -764,10 +802,16 @@ disc_step(disc *d)
 				        "oauth_config.grant_type client_credentials needs oauth_config.client_id (and client_secret): a client acting on its own behalf is registered by its operator");
 				return;
 			}
+			switch (cimd_client(d)) {
+			case 1:
+				continue; /* the document's URL is the id */
+			case -1:
+				return; /* ended */
+			}
 			if (cr_meta_str(d->meta, "registration_url") == NULL) {
 				disc_end(
 				        d,
-				        "no client_id is configured and the authorization server offers no registration");
+				        "no client_id is configured, the authorization server takes no client ID metadata document (or oauth_config.client_metadata_url is not set) and offers no registration: register a client with it and set oauth_config.client_id");
 				return;
 			}
 			snprintf(d->urls[0], OA_URL_MAX, "%s",

@@ -178,6 +178,8 @@
 //   POST /admin/variant     {"prm_at": [path, ...], "as_at": [path, ...],
 //                           "www_scope": s|null, "www_rm": bool, "iss": s,
 //                           "scopes_required": {tool: "scope ..."},
+//                           "scopes_always": bool (a server that refuses
+//                           those tools even with the scopes granted),
 //                           "client_credentials": bool, "jwt_clients":
 //                           {client_id: public JWK (RSA or EC P-256)},
 //                           "auth_methods": ["none", "client_secret_basic",
@@ -190,7 +192,8 @@
 //                           ".../oauth-protected-resource"], as_at
 //                           [".../oauth-authorization-server"], www_scope
 //                           "mcp:tools", www_rm true, iss null,
-//                           scopes_required {}, client_credentials false,
+//                           scopes_required {}, scopes_always false,
+//                           client_credentials false,
 //                           jwt_clients {}, auth_methods all four,
 //                           register_method null, cimd false.  Answers the
 //                           whole variant; an unknown field or bad value
@@ -520,6 +523,7 @@ function defaultVariant() {
 		www_rm: true,
 		iss: null,
 		scopes_required: {},
+		scopes_always: false,
 		client_credentials: false,
 		jwt_clients: {},
 		auth_methods: Object.values(METHOD_NAME),
@@ -583,6 +587,9 @@ function parseVariant(b) {
 			throw bad('scopes_required must be an object of strings');
 		}
 		v.scopes_required = b.scopes_required;
+	}
+	if (b.scopes_always !== undefined) {
+		v.scopes_always = bool('scopes_always');
 	}
 	if (b.client_credentials !== undefined) {
 		v.client_credentials = bool('client_credentials');
@@ -1448,7 +1455,8 @@ function stepUpScope(body, scope) {
 			continue;
 		}
 		const listed = variant.scopes_required[name];
-		if (listed.split(/\s+/).filter(Boolean).some((s) => !granted.has(s))) {
+		if (variant.scopes_always ||
+		    listed.split(/\s+/).filter(Boolean).some((s) => !granted.has(s))) {
 			return listed;
 		}
 	}
