@@ -135,7 +135,8 @@ static int
 oauth_enums(cfg_pctx *x, const cfg_client *c)
 {
 	static const char *methods[] = {"none", "client_secret_basic",
-	                                "client_secret_post"};
+	                                "client_secret_post",
+	                                "private_key_jwt"};
 	static const char *grants[]  = {"authorization_code",
 	                                "client_credentials"};
 	static const struct {
@@ -143,7 +144,7 @@ oauth_enums(cfg_pctx *x, const cfg_client *c)
 		const char **names;
 		int          n;
 	} e[] = {
-	        {"oauth_config.auth_method", methods, 3},
+	        {"oauth_config.auth_method", methods, 4},
 	        {"oauth_config.grant_type", grants, 2},
 	        {"token_exchange.auth_method", methods + 1, 2},
 	};
@@ -156,6 +157,12 @@ oauth_enums(cfg_pctx *x, const cfg_client *c)
 		    (rv = enum_of(x, e[k].field, v, e[k].names, e[k].n, &i)) !=
 		            0) {
 			return (rv);
+		}
+		if (k == 0 && v != NULL && i == 3 &&
+		    json_object_get(c->oauth, "private_key") == NULL) {
+			return (cfg_bad(
+			        x, "oauth_config.private_key",
+			        "is needed for auth_method private_key_jwt"));
 		}
 	}
 	return (0);
@@ -482,6 +489,8 @@ parse_client(cfg_pctx *x, cfg_client *c, json_t *o)
 	                                            "auth_method",
 	                                            "grant_type",
 	                                            "client_metadata_url",
+	                                            "private_key",
+	                                            "private_key_id",
 	                                            NULL};
 	static const char *const exchange_keys[] = {
 	        "token_url", "audience",    "client_id", "client_secret",

@@ -40,6 +40,8 @@ cfg_client_redacted(const cfg_client *c)
 	}
 	redact(json_object_get(o, "oauth_config"), "client_secret",
 	       cfg_lit_key(lit, "oauth_config"));
+	redact(json_object_get(o, "oauth_config"), "private_key",
+	       cfg_lit_key(lit, "oauth_config"));
 	redact(json_object_get(o, "token_exchange"), "client_secret",
 	       cfg_lit_key(lit, "token_exchange"));
 	sc   = json_object_get(o, "stdio_config");

@@ -537,6 +537,133 @@ step_up(void)
 	close_rt(&rt, &sb);
 }
 
+/* ---- 4/10 private_key_jwt (RFC 7523) ---------------------------------- */
+
+/* The oauth_config of a private_key_jwt client (a new reference's text:
+ * the key inline, since the API takes env. literally). */
+static char *
+jwt_config(const char *client, const char *grant, const char *pem)
+{
+	json_t *o = json_pack("{s:s, s:s, s:s}", "client_id", client,
+	                      "auth_method", "private_key_jwt", "private_key",
+	                      pem);
+	char   *t;
+
+	if (grant != NULL) {
+		json_object_set_new(o, "grant_type", json_string(grant));
+	}
+	CHECK((t = json_dumps(o, JSON_COMPACT)) != NULL);
+	json_decref(o);
+	return (t);
+}
+
+/* A new private key of openssl's algorithm args in dir/name.pem (its
+ * public half in dir/name.pub): the PEM texts, malloc'd. */
+static void
+new_key(const char *name, const char *args, char **priv, char **pub)
+{
+	char  cmd[512], path[128];
+	FILE *f;
+	long  n;
+
+	snprintf(
+	        cmd, sizeof(cmd),
+	        "openssl genpkey %s -out %s/%s.pem 2>/dev/null && openssl pkey -in %s/%s.pem -pubout -out %s/%s.pub 2>/dev/null",
+	        args, dir, name, dir, name, dir, name);
+	CHECK_EQ(system(cmd), 0);
+	for (int k = 0; k < 2; k++) {
+		char **out = k == 0 ? priv : pub;
+		snprintf(path, sizeof(path), "%s/%s.%s", dir, name,
+		         k == 0 ? "pem" : "pub");
+		CHECK((f = fopen(path, "r")) != NULL);
+		fseek(f, 0, SEEK_END);
+		n = ftell(f);
+		rewind(f);
+		CHECK((*out = calloc(1, (size_t)n + 1)) != NULL);
+		CHECK_EQ(fread(*out, 1, (size_t)n, f), (size_t)n);
+		fclose(f);
+	}
+}
+
+static void
+private_key_jwt(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "pkjwt.db");
+	int         at = 0;
+	char       *ec, *ec_pub, *rsa, *rsa_pub, *v, *id, *cfg, *list = NULL;
+	json_t     *e;
+
+	new_key("ec", "-algorithm EC -pkeyopt ec_paramgen_curve:P-256", &ec,
+	        &ec_pub);
+	new_key("rsa", "-algorithm RSA -pkeyopt rsa_keygen_bits:2048", &rsa,
+	        &rsa_pub);
+	json_t *var =
+	        json_pack("{s:b, s:{s:s, s:s}, s:[s]}", "client_credentials",
+	                  1, "jwt_clients", "jwt-ec", ec_pub, "jwt-rsa",
+	                  rsa_pub, "auth_methods", "private_key_jwt");
+	CHECK((v = json_dumps(var, JSON_COMPACT)) != NULL);
+	json_decref(var);
+
+	/* ES256, client credentials: every grant a new assertion (the
+	 * server refuses a jti it saw) */
+	serve(v, "{}");
+	cfg = jwt_config("jwt-ec", "client_credentials", ec);
+	CHECK_EQ(add_oauth(rt, "j_ec", cfg, false), 0);
+	free(cfg);
+	wait_state(&sb, &at, "j_ec", "healthy", NULL);
+	whoami_is(rt, "j_ec", "jwt-ec");
+	id = id_of(&sb, "j_ec");
+	CHECK_EQ(force(rt, id, "shared", "", NULL), 0);
+	CHECK_EQ(force(rt, id, "shared", "", NULL), 0);
+	free(id);
+	for (int k = 0; k < 3; k++) {
+		token_auth_is(k, "client_credentials", "jwt");
+		CHECK((e = request_to("/token", k)) != NULL);
+		CHECK_EQ(json_integer_value(json_object_get(e, "status")),
+		         200);
+		CHECK(strcmp(token_field(e, "form", "client_assertion"),
+		             "*") == 0);
+		CHECK(strcmp(token_field(e, "form", "client_assertion_type"),
+		             "urn:ietf:params:oauth:client-assertion-type:jwt-bearer") ==
+		      0);
+		json_decref(e);
+	}
+
+	/* RS256, the code flow and its refresh */
+	serve(v, "{}");
+	cfg = jwt_config("jwt-rsa", NULL, rsa);
+	CHECK_EQ(add_oauth(rt, "j_rsa", cfg, false), 0);
+	free(cfg);
+	bootstrap(rt, "j_rsa", false);
+	wait_state(&sb, &at, "j_rsa", "healthy", NULL);
+	id = id_of(&sb, "j_rsa");
+	CHECK_EQ(force(rt, id, "shared", "", NULL), 0);
+	free(id);
+	token_auth_is(0, "authorization_code", "jwt");
+	token_auth_is(1, "refresh_token", "jwt");
+
+	/* another client's key: refused, needs_reauth with why */
+	cfg = jwt_config("jwt-rsa", "client_credentials", ec);
+	CHECK_EQ(add_oauth(rt, "j_wrong", cfg, false), 0);
+	free(cfg);
+	wait_state(&sb, &at, "j_wrong", "needs_reauth", "credential");
+
+	/* no private key shows, nor is logged (the log is at debug) */
+	CHECK_EQ(mk_clients_json(rt, "{\"limit\": 100}", &list), 0);
+	CHECK(strstr(list, "PRIVATE KEY") == NULL);
+	mk_free(list);
+	char grep[160];
+	snprintf(grep, sizeof(grep), "grep -q 'PRIVATE KEY' %s", logpath);
+	CHECK(system(grep) != 0);
+	free(v);
+	free(ec);
+	free(ec_pub);
+	free(rsa);
+	free(rsa_pub);
+	close_rt(&rt, &sb);
+}
+
 /* ---- 7 legacy servers (2025-03-26 authorization) --------------------- */
 
 static void
@@ -828,6 +955,7 @@ main(void)
 	RUN(issuer_check);
 	RUN(self_heal);
 	RUN(client_credentials);
+	RUN(private_key_jwt);
 	oauth_suite_end();
 	return (0);
 }

@@ -72,7 +72,7 @@ errors_name_the_field(void)
 	        "unknown field \"server.bind\"");
 	/* the words of a choice: one of those spoken */
 	refused("{\"mcp\": {\"client_configs\": [{\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\", \"auth_type\": \"oauth\", \"oauth_config\": {\"auth_method\": \"client_secret_jwt\"}}]}}",
-	        "field \"oauth_config.auth_method\": must be one of none, client_secret_basic, client_secret_post");
+	        "field \"oauth_config.auth_method\": must be one of none, client_secret_basic, client_secret_post, private_key_jwt");
 	refused("{\"mcp\": {\"client_configs\": [{\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\", \"auth_type\": \"oauth\", \"oauth_config\": {\"grant_type\": \"password\"}}]}}",
 	        "field \"oauth_config.grant_type\": must be one of authorization_code, client_credentials");
 	refused("{\"mcp\": {\"client_configs\": [{\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\", \"auth_type\": \"token_exchange\", \"token_exchange\": {\"auth_method\": \"none\"}}]}}",

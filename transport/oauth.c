@@ -5,12 +5,17 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/ecdsa.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "mcpkeep.h"
 #include "transport/xfer.h"
@@ -611,6 +616,116 @@ oa_query_param(const char *query, const char *name)
 		p = amp != NULL ? amp + 1 : NULL;
 	}
 	return (NULL);
+}
+
+/* base64url of the JSON text of o into out (len bytes); 0 or -1. */
+static int
+b64_json(json_t *o, char *out, size_t len)
+{
+	char  *t  = json_dumps(o, JSON_COMPACT);
+	size_t n  = t != NULL ? strlen(t) : 0;
+	int    rv = -1;
+
+	if (t != NULL && (n + 2) / 3 * 4 + 1 <= len) {
+		b64((const uint8_t *)t, n, out, true);
+		rv = 0;
+	}
+	free(t);
+	return (rv);
+}
+
+/* An ECDSA signature (DER) as JOSE wants it: r || s, each n bytes. */
+static int
+ecdsa_raw(const uint8_t *der, size_t dlen, uint8_t *out, int n)
+{
+	ECDSA_SIG    *sig = d2i_ECDSA_SIG(NULL, &der, (long)dlen);
+	const BIGNUM *r, *s;
+	int           rv = -1;
+
+	if (sig != NULL) {
+		ECDSA_SIG_get0(sig, &r, &s);
+		if (BN_bn2binpad(r, out, n) == n &&
+		    BN_bn2binpad(s, out + n, n) == n) {
+			rv = 0;
+		}
+		ECDSA_SIG_free(sig);
+	}
+	return (rv);
+}
+
+int
+oa_client_assertion(const char *pem, const char *kid, const char *client_id,
+                    const char *aud, char **out, char *why, size_t wlen)
+{
+	BIO        *bio = BIO_new_mem_buf(pem, -1);
+	EVP_PKEY   *key = bio != NULL
+	          ? PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL)
+	          : NULL;
+	EVP_MD_CTX *md  = EVP_MD_CTX_new();
+	bool        ec  = key != NULL && EVP_PKEY_base_id(key) == EVP_PKEY_EC;
+	char        head[512], body[2048], jti[OA_STATE_LEN + 1], *jwt = NULL;
+	uint8_t     sig[1024], raw[132];
+	size_t      slen = sizeof(sig);
+	int64_t     now  = (int64_t)time(NULL);
+	json_t     *h, *c;
+	int         rv = MK_EINVAL;
+
+	*out = NULL;
+	BIO_free(bio);
+	if (key == NULL || (!ec && EVP_PKEY_base_id(key) != EVP_PKEY_RSA) ||
+	    (ec && EVP_PKEY_bits(key) != 256)) {
+		snprintf(
+		        why, wlen,
+		        "oauth_config.private_key is not a PEM RSA or EC P-256 private key");
+		goto out;
+	}
+	h = json_pack("{s:s, s:s}", "alg", ec ? "ES256" : "RS256", "typ",
+	              "JWT");
+	if (kid != NULL) {
+		json_object_set_new(h, "kid", json_string(kid));
+	}
+	/* RFC 7523 section 3: iss and sub the client, aud the token
+	 * endpoint, a one-use jti, a short life */
+	c  = oa_random_state(jti) == 0
+	         ? json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "iss", client_id,
+	                     "sub", client_id, "aud", aud, "jti", jti, "iat",
+	                     (json_int_t)now, "exp", (json_int_t)(now + 60))
+	         : NULL;
+	rv = h != NULL && c != NULL && b64_json(h, head, sizeof(head)) == 0 &&
+	                b64_json(c, body, sizeof(body)) == 0
+	        ? 0
+	        : MK_ENOMEM;
+	json_decref(h);
+	json_decref(c);
+	if (rv != 0) {
+		snprintf(why, wlen, "out of memory");
+		goto out;
+	}
+	/* the signing input, then '.' and the signature, in one buffer */
+	size_t n = strlen(head) + 1 + strlen(body);
+	if (md == NULL ||
+	    (jwt = malloc(n + 2 + sizeof(sig) * 4 / 3 + 4)) == NULL) {
+		snprintf(why, wlen, "out of memory");
+		rv = MK_ENOMEM;
+		goto out;
+	}
+	snprintf(jwt, n + 1, "%s.%s", head, body);
+	if (EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, key) != 1 ||
+	    EVP_DigestSign(md, sig, &slen, (const uint8_t *)jwt, n) != 1 ||
+	    (ec && ecdsa_raw(sig, slen, raw, 32) != 0)) {
+		free(jwt);
+		snprintf(why, wlen,
+		         "the client assertion could not be signed");
+		rv = MK_ESYS;
+		goto out;
+	}
+	jwt[n] = '.';
+	b64(ec ? raw : sig, ec ? 64 : slen, jwt + n + 1, true);
+	*out = jwt;
+out:
+	EVP_MD_CTX_free(md);
+	EVP_PKEY_free(key);
+	return (rv);
 }
 
 int

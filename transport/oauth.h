@@ -176,6 +176,18 @@ char *oa_query_param(const char *query, const char *name);
  * and NULL). */
 int oa_form_add(char **f, const char *key, const char *value);
 
+/*
+ * oa_client_assertion signs a private_key_jwt client assertion (RFC 7523
+ * section 2.2; OpenID Connect Core section 9): iss and sub client_id, aud
+ * the token endpoint, a random jti, 60 s of life; RS256 for an RSA key,
+ * ES256 for an EC P-256 one (pem: the private key, PEM; kid, or NULL).
+ * *out gets the JWT (malloc'd; a secret while it lives).  Returns 0, or
+ * MK_EINVAL / MK_ENOMEM / MK_ESYS with why (never the key).
+ */
+int oa_client_assertion(const char *pem, const char *kid,
+                        const char *client_id, const char *aud, char **out,
+                        char *why, size_t wlen);
+
 /* A token endpoint's answer. */
 typedef struct oa_token {
 	char   *access;     /* access_token */

@@ -43,6 +43,7 @@
 
 #include "actors/credential/cred_impl.h"
 #include "actors/kernel/log.h"
+#include "codec/text.h"
 
 /* An initiate ask waiting for endpoints. */
 typedef struct pend {
@@ -938,6 +939,32 @@ disc_start(cclient *c)
 	return (d);
 }
 
+/* private_key_jwt (RFC 7523 section 2.2): a client assertion signed
+ * with oauth_config.private_key, its audience the token endpoint. */
+static int
+assertion(const cclient *c, const char *id, char **form, const oa_send *s)
+{
+	char *jwt = NULL, why[160];
+	int   rv  = oa_client_assertion(cr_meta_str(c->meta, "private_key"),
+	                                cr_meta_str(c->meta, "private_key_id"),
+	                                id, s->url, &jwt, why, sizeof(why));
+
+	if (rv != 0) {
+		KN_WARN("credential", "%s: %s", c->name, why);
+		return (rv);
+	}
+	if (oa_form_add(form, "client_id", id) != 0 ||
+	    oa_form_add(
+	            form, "client_assertion_type",
+	            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer") !=
+	            0 ||
+	    oa_form_add(form, "client_assertion", jwt) != 0) {
+		rv = MK_ENOMEM;
+	}
+	text_secret_free(jwt);
+	return (rv);
+}
+
 int
 cr_client_auth(const cclient *c, char **form, oa_send *s)
 {
@@ -955,6 +982,9 @@ cr_client_auth(const cclient *c, char **form, oa_send *s)
 		s->basic_id   = id;
 		s->basic_pass = secret;
 		return (0);
+	}
+	if (strcmp(method, "private_key_jwt") == 0) {
+		return (assertion(c, id, form, s));
 	}
 	if (oa_form_add(form, "client_id", id) != 0 ||
 	    (secret != NULL && strcmp(method, "client_secret_post") == 0 &&

@@ -181,7 +181,8 @@
 //                           "scopes_always": bool (a server that refuses
 //                           those tools even with the scopes granted),
 //                           "client_credentials": bool, "jwt_clients":
-//                           {client_id: public JWK (RSA or EC P-256)},
+//                           {client_id: public JWK (RSA or EC P-256), or
+//                           its PEM text},
 //                           "auth_methods": ["none", "client_secret_basic",
 //                           "client_secret_post", "private_key_jwt"],
 //                           "register_method": s, "cimd": bool}, all
@@ -601,7 +602,8 @@ function parseVariant(b) {
 		for (const [id, jwk] of Object.entries(b.jwt_clients)) {
 			let key;
 			try {
-				key = createPublicKey({ key: jwk, format: 'jwk' });
+				key = typeof jwk === 'string' ? createPublicKey(jwk) :
+					createPublicKey({ key: jwk, format: 'jwk' });
 			} catch (e) {
 				throw bad(`jwt_clients.${id}: not a usable JWK (${e.message})`);
 			}
