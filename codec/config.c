@@ -134,11 +134,18 @@ cfg_acts_alone(const cfg_client *c)
 static int
 oauth_enums(cfg_pctx *x, const cfg_client *c)
 {
-	static const char *methods[] = {"none", "client_secret_basic",
-	                                "client_secret_post",
-	                                "private_key_jwt"};
-	static const char *grants[]  = {"authorization_code",
-	                                "client_credentials"};
+	static const char *methods[]   = {"none", "client_secret_basic",
+	                                  "client_secret_post",
+	                                  "private_key_jwt"};
+	static const char *grants[]    = {"authorization_code",
+	                                  "client_credentials"};
+	static const char *requested[] = {
+	        "urn:ietf:params:oauth:token-type:access_token",
+	        "urn:ietf:params:oauth:token-type:id-jag"};
+	static const char *subjects[] = {
+	        "urn:ietf:params:oauth:token-type:access_token",
+	        "urn:ietf:params:oauth:token-type:id_token",
+	        "urn:ietf:params:oauth:token-type:jwt"};
 	static const struct {
 		const char  *field;
 		const char **names;
@@ -147,6 +154,8 @@ oauth_enums(cfg_pctx *x, const cfg_client *c)
 	        {"oauth_config.auth_method", methods, 4},
 	        {"oauth_config.grant_type", grants, 2},
 	        {"token_exchange.auth_method", methods + 1, 2},
+	        {"token_exchange.requested_token_type", requested, 2},
+	        {"token_exchange.subject_token_type", subjects, 3},
 	};
 	int rv, i;
 
@@ -492,9 +501,15 @@ parse_client(cfg_pctx *x, cfg_client *c, json_t *o)
 	                                            "private_key",
 	                                            "private_key_id",
 	                                            NULL};
-	static const char *const exchange_keys[] = {
-	        "token_url", "audience",    "client_id", "client_secret",
-	        "scopes",    "auth_method", NULL};
+	static const char *const exchange_keys[] = {"token_url",
+	                                            "audience",
+	                                            "client_id",
+	                                            "client_secret",
+	                                            "scopes",
+	                                            "auth_method",
+	                                            "requested_token_type",
+	                                            "subject_token_type",
+	                                            NULL};
 	if ((rv = section_of(x, o, "oauth_config", oauth_keys, &c->oauth)) !=
 	            0 ||
 	    (rv = section_of(x, o, "token_exchange", exchange_keys,

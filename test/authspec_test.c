@@ -664,6 +664,73 @@ private_key_jwt(void)
 	close_rt(&rt, &sb);
 }
 
+/* ---- 11 enterprise-managed authorization (ID-JAG) -------------------- */
+
+static void
+enterprise(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "jag.db");
+	int         at = 0;
+	char        extra[1024], want[128], *err = NULL;
+	json_t     *e, *p;
+
+	/* the test server is the enterprise IdP and the MCP server's
+	 * authorization server at once (a real deployment has two) */
+	serve("{\"id_jag\": true}", "{}");
+	snprintf(
+	        extra, sizeof(extra),
+	        "\"token_exchange\": {\"token_url\": \"%s/token\", \"client_id\": \"static-client\", \"client_secret\": \"static-secret\", \"requested_token_type\": \"urn:ietf:params:oauth:token-type:id-jag\", \"subject_token_type\": \"urn:ietf:params:oauth:token-type:id_token\", \"scopes\": [\"mcp:tools\"]}, \"oauth_config\": {\"client_id\": \"static-client\", \"client_secret\": \"static-secret\"}",
+	        base);
+	CHECK_EQ(add_user(rt, "e_jag", "token_exchange", extra), 0);
+	CHECK_EQ(mk_client_verify_exchange(rt, "e_jag", "user-admin", &err),
+	         0);
+	wait_state(&sb, &at, "e_jag", "healthy", NULL);
+	as_admin("/admin/reset", "{}");
+	whoami_as(rt, "e_jag", "erin", "user-erin", "erin");
+	trail_is("POST /token 200\n"
+	         "POST /token 200\n");
+	e = request_to("/token", 0);
+	CHECK(strcmp(token_field(e, "form", "grant_type"),
+	             "urn:ietf:params:oauth:grant-type:token-exchange") == 0);
+	CHECK(strcmp(token_field(e, "form", "requested_token_type"),
+	             "urn:ietf:params:oauth:token-type:id-jag") == 0);
+	CHECK(strcmp(token_field(e, "form", "subject_token_type"),
+	             "urn:ietf:params:oauth:token-type:id_token") == 0);
+	CHECK(strcmp(token_field(e, "form", "audience"), base) == 0);
+	snprintf(want, sizeof(want), "%s/mcp", base);
+	CHECK(strcmp(token_field(e, "form", "resource"), want) == 0);
+	json_decref(e);
+	e = request_to("/token", 1);
+	CHECK(strcmp(token_field(e, "form", "grant_type"),
+	             "urn:ietf:params:oauth:grant-type:jwt-bearer") == 0);
+	CHECK(strcmp(token_field(e, "form", "assertion"), "*") == 0);
+	CHECK(strcmp(token_field(e, NULL, "auth"), "basic") == 0);
+	json_decref(e);
+	/* cached: no request for the same caller and token */
+	whoami_as(rt, "e_jag", "erin", "user-erin", "erin");
+	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "token_requests"),
+	         2);
+
+	/* a subject the IdP refuses: exchange_error, no redemption */
+	p = auth_required(rt, "e_jag", "mal", "bad-mal");
+	CHECK(strcmp(json_string_value(json_object_get(p, "kind")),
+	             "exchange") == 0);
+	CHECK(strcmp(json_string_value(json_object_get(p, "exchange_error")),
+	             "invalid_grant") == 0);
+	json_decref(p);
+
+	/* an IdP that issues no ID-JAGs: it refuses the request type */
+	serve("{}", "{}");
+	p = auth_required(rt, "e_jag", "finn", "user-finn");
+	CHECK(strcmp(json_string_value(json_object_get(p, "exchange_error")),
+	             "invalid_request") == 0);
+	json_decref(p);
+	CHECK(request_to("/token", 1) == NULL); /* nothing redeemed */
+	mk_free(err);
+	close_rt(&rt, &sb);
+}
+
 /* ---- 7 legacy servers (2025-03-26 authorization) --------------------- */
 
 static void
@@ -956,6 +1023,7 @@ main(void)
 	RUN(self_heal);
 	RUN(client_credentials);
 	RUN(private_key_jwt);
+	RUN(enterprise);
 	oauth_suite_end();
 	return (0);
 }

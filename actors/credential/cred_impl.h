@@ -51,6 +51,18 @@ cr_meta_str(const json_t *m, const char *key)
 	(cr_str((c)->oauth, "grant_type") != NULL &&                          \
 	 strcmp(cr_str((c)->oauth, "grant_type"), "client_credentials") == 0)
 
+#define CR_TYPE_ID_JAG "urn:ietf:params:oauth:token-type:id-jag"
+
+/* Whether c is a token_exchange client of enterprise-managed
+ * authorization: its exchange asks the enterprise IdP for an ID-JAG,
+ * which the MCP server's authorization server (oauth_config: configured
+ * or discovered) redeems for the access token. */
+#define cr_id_jag(c)                                                          \
+	((c)->auth == CFG_AUTH_TOKEN_EXCHANGE &&                              \
+	 cr_str((c)->exchange, "requested_token_type") != NULL &&             \
+	 strcmp(cr_str((c)->exchange, "requested_token_type"),                \
+	        CR_TYPE_ID_JAG) == 0)
+
 /* An ask waiting for a token (a refresh, or a discovery). */
 typedef struct tokw {
 	uint64_t     corr; /* the deferred ask */
@@ -85,6 +97,7 @@ typedef struct token {
 	bool       rereg;      /* this refresh registered the client again */
 	bool       rewait;     /* it waits for that registration */
 	int        stepups;    /* step-ups in a row for scopes it holds */
+	char      *jag;        /* an ID-JAG being redeemed (secret), or NULL */
 	cr_self   *cr;         /* owner */
 } token;
 
@@ -249,6 +262,10 @@ const oa_rules *cr_guard(const cclient *c, const char *key, oa_rules *r);
  * then resumes (cr_refresh_resume).  MK_EINVAL: c's client is configured,
  * not registered; MK_ENOMEM. */
 int cr_reregister(cclient *c, const token *t);
+/* cr_disc_token: t's token request needs c's endpoints: they are
+ * resolved first (a discovery started or joined), then the request
+ * resumes (cr_refresh_resume).  0 or MK_ENOMEM. */
+int cr_disc_token(cclient *c, token *t);
 /* cr_meta_store writes c->meta to the store (no wait) */
 void cr_meta_store(cclient *c);
 /* stepup.c: cr_step_up answers corr for a 403 insufficient_scope of

@@ -83,6 +83,7 @@ struct disc {
 
 static void        disc_step(disc *d);
 static const char *register_method(const disc *d);
+static disc       *disc_start(cclient *c);
 
 /* Whether oauth_config names url as key (trusted as configured). */
 static bool
@@ -374,7 +375,7 @@ as_meta_ok(const disc *d, json_t *o, char *why, size_t len)
 		        src);
 		return (false);
 	}
-	if (!cr_client_credentials(d->c) &&
+	if (!cr_client_credentials(d->c) && !cr_id_jag(d->c) &&
 	    !listed(json_object_get(o, "code_challenge_methods_supported"),
 	            "S256")) {
 		snprintf(
@@ -797,10 +798,12 @@ disc_step(disc *d)
 			if (cr_meta_str(d->meta, "client_id") != NULL) {
 				continue;
 			}
-			if (cr_client_credentials(c)) {
+			if (cr_client_credentials(c) || cr_id_jag(c)) {
 				disc_end(
 				        d,
-				        "oauth_config.grant_type client_credentials needs oauth_config.client_id (and client_secret): a client acting on its own behalf is registered by its operator");
+				        cr_id_jag(c)
+				                ? "enterprise-managed authorization (token_exchange.requested_token_type id-jag) needs oauth_config.client_id: the client the MCP server's authorization server knows"
+				                : "oauth_config.grant_type client_credentials needs oauth_config.client_id (and client_secret): a client acting on its own behalf is registered by its operator");
 				return;
 			}
 			switch (cimd_client(d)) {
@@ -856,6 +859,22 @@ rewait_add(disc *d, const token *t)
 	}
 	w->next   = d->tokens;
 	d->tokens = w;
+	return (0);
+}
+
+int
+cr_disc_token(cclient *c, token *t)
+{
+	if (c->disc == NULL && disc_start(c) == NULL) {
+		return (MK_ENOMEM);
+	}
+	if (c->disc == NULL) {
+		return (0); /* resolved at once: c->meta is set */
+	}
+	if (rewait_add(c->disc, t) != 0) {
+		return (MK_ENOMEM);
+	}
+	t->rewait = true;
 	return (0);
 }
 

@@ -91,6 +91,8 @@ cr_refresh_stop(token *t)
 	text_secret_free(t->prior);
 	t->prior  = NULL;
 	t->rewait = false; /* the registration goes on without it */
+	text_secret_free(t->jag);
+	t->jag = NULL;
 }
 
 static void
@@ -264,6 +266,70 @@ answer_auth(cr_self *cr, token *t, const cclient *c)
 	}
 }
 
+static void on_reply(void *arg, const oa_reply *r);
+
+/* An ID-JAG came (r, the IdP's token exchange answer): it is redeemed
+ * at the MCP server's authorization server as a JWT authorization grant
+ * (RFC 7523 section 2.1; the enterprise-managed authorization extension,
+ * section 5), with the client it knows.  0: sent; else why. */
+static int
+redeem(cr_self *cr, token *t, cclient *c, const oa_reply *r, char *why,
+       size_t len)
+{
+	json_t     *o    = json_loadb(r->body, r->len, 0, NULL);
+	const char *type = cr_str(o, "issued_token_type");
+	const char *jag  = cr_str(o, "access_token");
+	oa_rules    g;
+	oa_send     s    = {.url        = cr_meta_str(c->meta, "token_url"),
+	                    .timeout_ms = CR_HTTP_MS,
+	                    .guard      = cr_guard(c, "token_url", &g)};
+	char       *form = NULL;
+	int         rv   = -1;
+
+	if (type == NULL || strcmp(type, CR_TYPE_ID_JAG) != 0 || jag == NULL) {
+		snprintf(
+		        why, len,
+		        "the identity provider's answer is not an ID-JAG (issued_token_type %s)",
+		        CR_TYPE_ID_JAG);
+	} else if (s.url == NULL || (t->jag = strdup(jag)) == NULL ||
+	           oa_form_add(
+	                   &form, "grant_type",
+	                   "urn:ietf:params:oauth:grant-type:jwt-bearer") !=
+	                   0 ||
+	           oa_form_add(&form, "assertion", t->jag) != 0 ||
+	           cr_client_auth(c, &form, &s) != 0) {
+		snprintf(
+		        why, len, "%s",
+		        s.url == NULL
+		                ? "no token endpoint of the MCP server's authorization server is known"
+		                : "out of memory");
+	} else {
+		s.form = form;
+		cr->token_requests++;
+		rv = oa_fetch(cr->loop, &s, on_reply, t, &t->req);
+		if (rv != 0) {
+			snprintf(why, len, "out of memory");
+		}
+	}
+	if (o != NULL) { /* the ID-JAG is a credential */
+		json_t *v = json_object_get(o, "access_token");
+		if (json_is_string(v)) {
+			OPENSSL_cleanse((char *)json_string_value(v),
+			                strlen(json_string_value(v)));
+		}
+	}
+	json_decref(o);
+	if (form != NULL) {
+		OPENSSL_cleanse(form, strlen(form));
+	}
+	free(form);
+	if (rv != 0) {
+		text_secret_free(t->jag);
+		t->jag = NULL;
+	}
+	return (rv);
+}
+
 /* The token endpoint's answer to a refresh (or an exchange). */
 static void
 on_reply(void *arg, const oa_reply *r)
@@ -280,6 +346,19 @@ on_reply(void *arg, const oa_reply *r)
 	t->req     = NULL;
 	t->done_ns = kn_now_ns();
 	oa_error_code(r->body, r->len, code, sizeof(code));
+	if (r->err == NULL && ex && cr_id_jag(c) && t->jag == NULL) {
+		/* the IdP's answer: an ID-JAG to redeem */
+		if (redeem(cr, t, c, r, why, sizeof(why)) == 0) {
+			return; /* waiters keep waiting */
+		}
+		KN_WARN("credential", "%s: token exchange failed: %s",
+		        t->client_id, why);
+		answer_all(cr, t, MK_EUPSTREAM,
+		           "token exchange for MCP client %s failed: %s", why);
+		goto out;
+	}
+	text_secret_free(t->jag); /* redeemed (or refused) */
+	t->jag = NULL;
 	if (r->err == NULL) {
 		if (oa_token_parse(r->body, r->len, &nt, why, sizeof(why)) !=
 		    0) {
@@ -408,8 +487,10 @@ cr_refresh_resume(cr_self *cr, token *t, const char *err)
 		return;
 	}
 	snprintf(
-	        why, sizeof(why),
-	        "the authorization server no longer knows this client and registering it again failed: %.200s",
+	        why, sizeof(why), "%s: %.200s",
+	        t->rereg
+	                ? "the authorization server no longer knows this client and registering it again failed"
+	                : "OAuth discovery failed",
 	        err);
 	KN_WARN("credential", "%s: %s: needs reauthorization", t->client_id,
 	        why);
@@ -445,7 +526,10 @@ static int
 exchange_form(const cclient *c, const char *subject, char **form, oa_send *s)
 {
 	json_t     *x          = c->exchange;
+	bool        jag        = cr_id_jag(c);
 	const char *aud        = cr_str(x, "audience");
+	const char *st         = cr_str(x, "subject_token_type");
+	const char *res        = jag ? cr_meta_str(c->meta, "resource") : NULL;
 	const char *id         = cr_str(x, "client_id");
 	const char *sec        = cr_str(x, "client_secret");
 	const char *how        = cr_str(x, "auth_method");
@@ -465,12 +549,26 @@ exchange_form(const cclient *c, const char *subject, char **form, oa_send *s)
 	                "urn:ietf:params:oauth:grant-type:token-exchange") !=
 	            0 ||
 	    oa_form_add(form, "subject_token", subject) != 0 ||
-	    oa_form_add(form, "subject_token_type",
-	                "urn:ietf:params:oauth:token-type:access_token") !=
+	    oa_form_add(
+	            form, "subject_token_type",
+	            st != NULL
+	                    ? st
+	                    : "urn:ietf:params:oauth:token-type:access_token") !=
 	            0 ||
+	    (jag &&
+	     oa_form_add(form, "requested_token_type", CR_TYPE_ID_JAG) != 0) ||
 	    (aud != NULL && oa_form_add(form, "audience", aud) != 0) ||
+	    (res != NULL && oa_form_add(form, "resource", res) != 0) ||
 	    (scope[0] != '\0' && oa_form_add(form, "scope", scope) != 0)) {
 		return (MK_ENOMEM);
+	}
+	if (jag && aud == NULL) {
+		/* the extension: audience is the issuer identifier of the
+		 * MCP server's authorization server */
+		aud = cr_meta_str(c->meta, "issuer");
+		if (aud == NULL || oa_form_add(form, "audience", aud) != 0) {
+			return (MK_ENOMEM);
+		}
 	}
 	if (id != NULL && sec != NULL &&
 	    (how == NULL || strcmp(how, "client_secret_post") != 0)) {
@@ -516,6 +614,17 @@ start(cr_self *cr, token *t)
 	oa_rules    g;
 	int         rv;
 
+	if (ex && cr_id_jag(c) && (c->meta == NULL || c->disc != NULL)) {
+		/* the ID-JAG's audience and redeemer are discovered first */
+		if (cr_disc_token(c, t) != 0) {
+			answer_all(cr, t, MK_ENOMEM, "MCP client %s: %s",
+			           "out of memory");
+			return;
+		}
+		if (t->rewait) {
+			return; /* resumed by cr_refresh_resume */
+		}
+	}
 	url = ex ? cr_str(c->exchange, "token_url")
 	        : c != NULL && c->meta != NULL ? cr_str(c->meta, "token_url")
 	                                       : NULL;

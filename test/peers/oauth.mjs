@@ -180,6 +180,12 @@
 //                           "scopes_required": {tool: "scope ..."},
 //                           "scopes_always": bool (a server that refuses
 //                           those tools even with the scopes granted),
+//                           "id_jag": bool (also the enterprise IdP: a
+//                           token exchange with requested_token_type
+//                           ...:id-jag and an id_token subject "user-X"
+//                           gives an ID-JAG for audience/resource; the
+//                           jwt-bearer grant redeems one, once, for an
+//                           access token of X),
 //                           "client_credentials": bool, "jwt_clients":
 //                           {client_id: public JWK (RSA or EC P-256), or
 //                           its PEM text},
@@ -274,6 +280,10 @@ const GRANT_REFRESH = 'refresh_token';
 const GRANT_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const TYPE_ACCESS = 'urn:ietf:params:oauth:token-type:access_token';
 const GRANT_CLIENT = 'client_credentials';
+const GRANT_JWT = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
+const TYPE_ID_TOKEN = 'urn:ietf:params:oauth:token-type:id_token';
+const TYPE_ID_JAG = 'urn:ietf:params:oauth:token-type:id-jag';
+const PROFILE_ID_JAG = 'urn:ietf:params:oauth:grant-profile:id-jag';
 const JWT_BEARER = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 const LOG_MAX = 10000;
 const CIMD_MAX = 64 * 1024;
@@ -526,6 +536,7 @@ function defaultVariant() {
 		scopes_required: {},
 		scopes_always: false,
 		client_credentials: false,
+		id_jag: false,
 		jwt_clients: {},
 		auth_methods: Object.values(METHOD_NAME),
 		register_method: null,
@@ -591,6 +602,9 @@ function parseVariant(b) {
 	}
 	if (b.scopes_always !== undefined) {
 		v.scopes_always = bool('scopes_always');
+	}
+	if (b.id_jag !== undefined) {
+		v.id_jag = bool('id_jag');
 	}
 	if (b.client_credentials !== undefined) {
 		v.client_credentials = bool('client_credentials');
@@ -685,6 +699,10 @@ function authServerMetadata() {
 	}
 	if (variant.cimd) {
 		doc.client_id_metadata_document_supported = true;
+	}
+	if (variant.id_jag) {
+		doc.grant_types_supported.push(GRANT_JWT);
+		doc.authorization_grant_profiles_supported = [PROFILE_ID_JAG];
 	}
 	return doc;
 }
@@ -1262,14 +1280,98 @@ async function grantRefresh(params, client) {
 	};
 }
 
+// ID-JAGs issued (variant id_jag): jti -> claims, each redeemable once.
+const idJags = new Map();
+
+// As the enterprise IdP (variant id_jag): an ID token ("user-<name>",
+// as for access tokens) exchanged for an ID-JAG (the MCP extension
+// "Enterprise-Managed Authorization", section 4): a JWT of type
+// oauth-id-jag+jwt for audience (the resource AS's issuer) and resource.
+async function grantIdJag(params, client) {
+	if (params.subject_token_type !== TYPE_ID_TOKEN) {
+		throw oauthError(400, 'invalid_request',
+			`subject_token_type must be ${TYPE_ID_TOKEN}`);
+	}
+	if (!params.subject_token || params.subject_token.startsWith('bad')) {
+		throw oauthError(400, 'invalid_grant', 'subject token rejected');
+	}
+	if (params.audience === undefined) {
+		throw oauthError(400, 'invalid_request', 'audience missing');
+	}
+	const now = Math.floor(Date.now() / 1000);
+	const claims = {
+		jti: randomUUID(),
+		iss: BASE,
+		sub: params.subject_token.replace(/^user-/, ''),
+		aud: params.audience,
+		resource: params.resource,
+		client_id: client.client_id,
+		scope: params.scope ?? DEFAULT_SCOPE,
+		iat: now,
+		exp: now + 300,
+	};
+	const jag = await issuer.buildToken({
+		expiresIn: 300,
+		scopesOrTransform: (header, payload) => {
+			header.typ = 'oauth-id-jag+jwt';
+			Object.assign(payload, claims);
+		},
+	});
+	idJags.set(claims.jti, { ...claims, used: false, jag });
+	return {
+		issued_token_type: TYPE_ID_JAG,
+		access_token: jag,
+		token_type: 'N_A',
+		scope: claims.scope,
+		expires_in: 300,
+	};
+}
+
+// As the MCP server's AS (variant id_jag): the ID-JAG as a JWT
+// authorization grant (RFC 7523 section 2.1; the extension's section 5):
+// issued here, unexpired, for this issuer, used once.
+async function grantJwtBearer(params, client) {
+	const found = [...idJags.values()].find((j) => j.jag === params.assertion);
+	if (found === undefined) {
+		throw oauthError(400, 'invalid_grant', 'unknown assertion');
+	}
+	if (found.used) {
+		throw oauthError(400, 'invalid_grant', 'assertion already used');
+	}
+	if (found.aud !== BASE || found.exp <= Math.floor(Date.now() / 1000)) {
+		throw oauthError(400, 'invalid_grant', 'assertion not for this issuer, or expired');
+	}
+	if (client !== null && found.client_id !== client.client_id) {
+		throw oauthError(400, 'invalid_grant', 'assertion issued to another client');
+	}
+	found.used = true;
+	const { token, lifetime } = await mintAccessToken({
+		sub: found.sub,
+		scope: found.scope,
+		aud: found.resource,
+		clientId: found.client_id,
+	});
+	return {
+		access_token: token,
+		token_type: 'Bearer',
+		expires_in: lifetime,
+		scope: found.scope,
+	};
+}
+
 async function grantExchange(params, client, method) {
 	counters.last_exchange = {
 		audience: params.audience ?? null,
 		scope: params.scope ?? null,
+		resource: params.resource ?? null,
+		requested_token_type: params.requested_token_type ?? null,
 	};
 	if (client === null || method === 'none') {
 		throw oauthError(401, 'invalid_client',
 			'token exchange needs client authentication');
+	}
+	if (variant.id_jag && params.requested_token_type === TYPE_ID_JAG) {
+		return grantIdJag(params, client);
 	}
 	if (params.subject_token_type !== TYPE_ACCESS) {
 		throw oauthError(400, 'invalid_request',
@@ -1371,6 +1473,9 @@ async function onToken(req, res) {
 	if (variant.client_credentials) {
 		grants.push(GRANT_CLIENT);
 	}
+	if (variant.id_jag) {
+		grants.push(GRANT_JWT);
+	}
 	if (!grants.includes(grant)) {
 		throw oauthError(400, 'unsupported_grant_type', undefined, noStore);
 	}
@@ -1382,6 +1487,8 @@ async function onToken(req, res) {
 		body = await grantRefresh(params, client);
 	} else if (grant === GRANT_CLIENT) {
 		body = await grantClientCredentials(params, client, method);
+	} else if (grant === GRANT_JWT) {
+		body = await grantJwtBearer(params, client);
 	} else {
 		body = await grantExchange(params, client, method);
 	}
