@@ -6,7 +6,7 @@
 # Where a line needs what an earlier answer gave, this script does what a
 # user would: signs in at the authorize_url (STATE, CODE), keeps the
 # session_id of a mcp_auth_required (SID).  Then no answer and no log line
-# may hold a secret.  Every wait reads a pipe with a deadline.  Needs MK_MCPKEEP, MK_PEERS_DIR, node, curl and python3.
+# may hold a secret.  Every wait reads a pipe with a deadline.  Needs MK_MCPKEEP, MK_PEERS_DIR, node, curl, openssl and python3.
 set -u
 readme=$1
 tmp=$(mktemp -d /tmp/mk-readme-XXXXXX)
@@ -59,8 +59,16 @@ start oauth 'listening on port ([0-9]+)' node "$MK_PEERS_DIR/oauth.mjs" --port 0
 as=$got
 # the authorization server also grants client credentials, takes client
 # ID metadata documents, and wants files:write for its echo tool
-curl -s -o /dev/null -X POST "http://127.0.0.1:$as/admin/variant" \
-	-d '{"client_credentials": true, "cimd": true, "scopes_required": {"echo": "files:write"}}' || exit 1
+# (and ID-JAGs, and private_key_jwt for svc-jwt, whose key is made here)
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$tmp/svc.pem" 2>/dev/null &&
+	openssl pkey -in "$tmp/svc.pem" -pubout -out "$tmp/svc.pub" 2>/dev/null || exit 1
+SVC_KEY=$(cat "$tmp/svc.pem")
+export SVC_KEY
+python3 -c 'import json, sys
+print(json.dumps({"client_credentials": True, "cimd": True, "id_jag": True,
+    "scopes_required": {"echo": "files:write"},
+    "jwt_clients": {"svc-jwt": open(sys.argv[1]).read()}}))' "$tmp/svc.pub" >"$tmp/variant.json"
+curl -s -o /dev/null -X POST "http://127.0.0.1:$as/admin/variant" -d @"$tmp/variant.json" || exit 1
 MCP_URL=http://127.0.0.1:$mcp/mcp
 AS=http://127.0.0.1:$as
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -83,7 +91,17 @@ cat >"$tmp/config.json" <<EOF
    "token_exchange": {"token_url": "$AS/token", "audience": "https://api.example",
     "client_id": "static-client", "client_secret": "static-secret"}},
   {"name": "pal", "connection_type": "http", "connection_string": "$AS/mcp",
-   "auth_type": "per_user_oauth", "oauth_config": {}, "tools_to_execute": ["*"]}]}}
+   "auth_type": "per_user_oauth", "oauth_config": {}, "tools_to_execute": ["*"]},
+  {"name": "m2m_jwt", "connection_type": "http", "connection_string": "$AS/mcp",
+   "auth_type": "oauth", "tools_to_execute": ["*"],
+   "oauth_config": {"client_id": "svc-jwt", "grant_type": "client_credentials",
+    "auth_method": "private_key_jwt", "private_key": "env.SVC_KEY", "private_key_id": "k1"}},
+  {"name": "sso", "connection_type": "http", "connection_string": "$AS/mcp",
+   "auth_type": "token_exchange", "tools_to_execute": ["*"],
+   "token_exchange": {"token_url": "$AS/token", "client_id": "static-client", "client_secret": "static-secret",
+    "requested_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+    "subject_token_type": "urn:ietf:params:oauth:token-type:id_token", "scopes": ["mcp:tools"]},
+   "oauth_config": {"client_id": "static-client", "client_secret": "static-secret"}}]}}
 EOF
 start daemon 'serving http://127.0.0.1:([0-9]+)' env MCPKEEP_LOG=debug "$MK_MCPKEEP" serve -c "$tmp/config.json" --store "$tmp/store.db" || exit 1
 
@@ -117,6 +135,8 @@ while IFS= read -r line; do
 	*'"client": "vault", "tool": "whoami"'*) who=erin ;;
 	*'"client": "pal", "tool": "whoami"'*) who=ops ;;
 	*'"client": "m2m", "tool": "whoami"'*) who=static-client ;;
+	*'"client": "m2m_jwt", "tool": "whoami"'*) who=svc-jwt ;;
+	*'"client": "sso", "tool": "whoami"'*) who=erin ;;
 	*'"client": "byurl", "tool": "echo"'*) who=hi ;;
 	*) who='' ;;
 	esac
@@ -146,6 +166,7 @@ curl -s "$AS/admin/issued" | python3 -c 'import json, sys
 for v in json.load(sys.stdin).values():
     for s in v:
         print(s)' >>"$tmp/secrets"
+grep -v -- '-----' "$tmp/svc.pem" >>"$tmp/secrets" # the private key's lines
 if [[ $(wc -l <"$tmp/secrets") -lt 8 ]]; then
 	echo "FAIL: the authorization server handed out too few secrets to look for"
 	fail=1
