@@ -848,6 +848,50 @@ issuer_check(void)
 	close_rt(&rt, &sb);
 }
 
+/* ---- 8 an authorization server that changes issuer -------------------- */
+
+static void
+issuer_change(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "moved.db");
+	int         at = 0;
+	char        m[512];
+
+	serve("{}", "{}");
+	CHECK_EQ(add_oauth(rt, "c_moved", "{}", false), 0);
+	bootstrap(rt, "c_moved", false);
+	wait_state(&sb, &at, "c_moved", "healthy", NULL);
+
+	/* a reauthorization looks again; the same issuer keeps the
+	 * registration */
+	as_admin("/admin/reset", "{}");
+	bootstrap(rt, "c_moved", true);
+	trail_is("GET /.well-known/oauth-protected-resource/mcp 200\n"
+	         "GET /.well-known/oauth-authorization-server 200\n"
+	         "GET /authorize 302\n"
+	         "POST /token 200\n");
+
+	/* another issuer: the registration and the token are void, the
+	 * client registers there, and the authorization goes on */
+	snprintf(
+	        m, sizeof(m),
+	        "{\"prm\": {\"authorization_servers\": [\"%s/tenant2\"]}, \"as\": {\"issuer\": \"%s/tenant2\"}}",
+	        base, base);
+	serve("{\"as_at\": [\"/.well-known/oauth-authorization-server/tenant2\"]}",
+	      m);
+	bootstrap(rt, "c_moved", true);
+	wait_state(&sb, &at, "c_moved", "needs_reauth", "credential");
+	wait_state(&sb, &at, "c_moved", "healthy", NULL);
+	trail_is("GET /.well-known/oauth-protected-resource/mcp 200\n"
+	         "GET /.well-known/oauth-authorization-server/tenant2 200\n"
+	         "POST /register 201\n"
+	         "GET /authorize 302\n"
+	         "POST /token 200\n");
+	whoami_is(rt, "c_moved", "admin");
+	close_rt(&rt, &sb);
+}
+
 /* ---- 9 self-healing registration ------------------------------------ */
 
 static void
@@ -1020,6 +1064,7 @@ main(void)
 	RUN(step_up);
 	RUN(legacy);
 	RUN(issuer_check);
+	RUN(issuer_change);
 	RUN(self_heal);
 	RUN(client_credentials);
 	RUN(private_key_jwt);

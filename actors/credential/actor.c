@@ -446,6 +446,23 @@ on_register(cr_self *cr, kn_msg *msg)
 	}
 }
 
+void
+cr_void_tokens(cr_self *cr, cclient *c, const char *why)
+{
+	static const char *const modes[] = {"shared", "admin"};
+
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		token *t = cr_token(cr, c->id, modes[i], "", false);
+		if (t != NULL && t->active) {
+			cr_refresh_stop(t);
+			t->active = false;
+			cr_token_store(cr, t);
+		}
+	}
+	cr_evict_client(cr, c->id);
+	cr_notify(cr, c->id, "needs_reauth", why);
+}
+
 static void
 on_forget(cr_self *cr, kn_msg *msg)
 {

@@ -266,6 +266,15 @@ int cr_reregister(cclient *c, const token *t);
  * resolved first (a discovery started or joined), then the request
  * resumes (cr_refresh_resume).  0 or MK_ENOMEM. */
 int cr_disc_token(cclient *c, token *t);
+/* cr_rediscover: c's discovered endpoints are discovered again (flows
+ * asked meanwhile wait).  The registration is kept when the issuer is
+ * the same; an authorization server that changed issuer voids it and
+ * every token of c (needs_reauth: credentials are keyed by issuer).
+ * Nothing to do for configured endpoints.  0 or MK_ENOMEM. */
+int cr_rediscover(cclient *c);
+/* cr_void_tokens: every token of c is needs_reauth (the shared and the
+ * admin's stored so, callers' dropped from the caches), c told why */
+void cr_void_tokens(cr_self *cr, cclient *c, const char *why);
 /* cr_meta_store writes c->meta to the store (no wait) */
 void cr_meta_store(cclient *c);
 /* stepup.c: cr_step_up answers corr for a 403 insufficient_scope of

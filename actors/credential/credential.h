@@ -218,7 +218,9 @@ CODEC_MSG_STRUCT(cr_refused_msg, CR_REFUSED_FIELDS)
 #define CR_INITIATE_FIELDS(F, S)                                              \
 	F(S, STR, client, "a client's id or name")                            \
 	F(S, STR, mode, "the identity's mode (absent: the admin's)")          \
-	F(S, STR, identity, "the identity, or absent")
+	F(S, STR, identity, "the identity, or absent")                        \
+	F(S, BOOL, again,                                                     \
+	  "a reauthorization: discovered endpoints are discovered again")
 CODEC_MSG_STRUCT(cr_initiate_msg, CR_INITIATE_FIELDS)
 
 #define CR_FLOW_FIELDS(F, S)                                                  \

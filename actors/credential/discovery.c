@@ -79,11 +79,14 @@ struct disc {
 	oa_req  *req;     /* in flight */
 	pend    *waiting; /* asks for a flow */
 	rewait  *tokens;  /* refreshes to resume */
+	json_t  *prior;   /* a rediscovery: the meta it may keep */
 };
 
 static void        disc_step(disc *d);
 static const char *register_method(const disc *d);
 static disc       *disc_start(cclient *c);
+static disc       *disc_start_held(cclient *c);
+static void        issuer_kept(disc *d);
 
 /* Whether oauth_config names url as key (trusted as configured). */
 static bool
@@ -183,6 +186,7 @@ cr_disc_free(disc *d)
 	}
 	oa_cancel(&d->req);
 	json_decref(d->meta);
+	json_decref(d->prior);
 	while (d->tokens != NULL) {
 		rewait *w = d->tokens;
 		d->tokens = w->next;
@@ -266,6 +270,7 @@ disc_end(disc *d, const char *err)
 		free(w);
 	}
 	json_decref(d->meta);
+	json_decref(d->prior);
 	d->meta = NULL;
 	free(d);
 }
@@ -621,6 +626,7 @@ on_disc(void *arg, const oa_reply *r)
 				return;
 			}
 			json_object_set(d->meta, "issuer", as);
+			issuer_kept(d);
 			if (json_object_get(d->meta, "resource") == NULL) {
 				json_object_set(
 				        d->meta, "resource",
@@ -917,9 +923,75 @@ cr_reregister(cclient *c, const token *t)
 	return (0);
 }
 
+/* A rediscovery found its issuer (in d->meta): the same as before keeps
+ * the registration; another voids it and the client's tokens. */
+static void
+issuer_kept(disc *d)
+{
+	static const char *const reg[] = {"client_id", "client_secret",
+	                                  "auth_method", "registered"};
+	const char              *was   = cr_meta_str(d->prior, "issuer");
+	const char              *now   = cr_meta_str(d->meta, "issuer");
+	cclient                 *c     = d->c;
+
+	if (d->prior == NULL || was == NULL || now == NULL) {
+		return;
+	}
+	if (cr_same_issuer(was, now)) {
+		/* and the scopes asked for so far (step-ups included) */
+		if (json_is_string(json_object_get(d->prior, "scope"))) {
+			json_object_set(d->meta, "scope",
+			                json_object_get(d->prior, "scope"));
+		}
+		for (size_t i = 0; i < sizeof(reg) / sizeof(reg[0]); i++) {
+			json_t *v = json_object_get(d->prior, reg[i]);
+			if (v != NULL && json_object_get(d->meta, reg[i]) == NULL &&
+			    json_is_true(json_object_get(d->prior, "registered"))) {
+				json_object_set(d->meta, reg[i], v);
+			}
+		}
+		return;
+	}
+	KN_WARN("credential",
+	        "%s: the authorization server's issuer changed: its registration and tokens are void",
+	        c->name);
+	cr_void_tokens(c->cr, c,
+	               "the MCP server's authorization server changed (another issuer): its credentials are void; reauthorize");
+}
+
+int
+cr_rediscover(cclient *c)
+{
+	disc *d;
+
+	if (c->meta == NULL || c->disc != NULL ||
+	    cr_meta_str(c->meta, "issuer") == NULL) {
+		return (0); /* not discovered, or being discovered */
+	}
+	if ((d = disc_start_held(c)) == NULL) {
+		return (MK_ENOMEM);
+	}
+	d->prior = json_incref(c->meta);
+	disc_step(d);
+	return (0);
+}
+
 /* Starts resolving c's endpoints (the configured parts first). */
 static disc *
 disc_start(cclient *c)
+{
+	disc *d = disc_start_held(c);
+
+	if (d != NULL) {
+		disc_step(d);
+	}
+	return (d);
+}
+
+/* A discovery of c, set up (the configured parts first) and not yet
+ * stepped. */
+static disc *
+disc_start_held(cclient *c)
 {
 	disc       *d = calloc(1, sizeof(*d));
 	const char *k;
@@ -954,7 +1026,6 @@ disc_start(cclient *c)
 		json_object_set_new(d->meta, "scope", json_string(buf));
 	}
 	c->disc = d;
-	disc_step(d);
 	return (d);
 }
 

@@ -294,7 +294,15 @@ cr_initiate(cr_self *cr, kn_msg *msg)
 		        c->name);
 	} else {
 		/* per_user_oauth: the admin's bootstrap (discovery) flow, or
-		 * a caller's own */
+		 * a caller's own; a reauthorization looks at the metadata
+		 * again (it may have moved) */
+		if (m.again && !cr_callers_mode(mode) &&
+		    cr_rediscover(c) != 0) {
+			cr_reply_error(cr, corr, MK_ENOMEM, NULL,
+			               "out of memory");
+			cr_initiate_msg_clear(&m);
+			return;
+		}
 		cr_flow_for(cr, c,
 		            c->auth == CFG_AUTH_PER_USER_OAUTH &&
 		                            !cr_callers_mode(mode)
