@@ -72,6 +72,8 @@
  *     client   str    a client's id or name
  *     mode     str    the identity's mode (absent: the admin's)
  *     identity str    the identity, or absent
+ *     again    bool   a reauthorization: discovered endpoints are discovered
+ *                     again
  *     ok:     authorize_url str    where the user authorizes
  *             state         str    the flow's state
  *
