@@ -234,7 +234,8 @@
 //                           "metadata": {"prm": n, "as": n} requests of
 //                           each document (also reset by /admin/reset)
 //   GET  /admin/issued      {"access": [...], "refresh": [...], "codes":
-//                           [...]}: every secret handed out so far, for
+//                           [...], "id_jags": [...]}: every secret handed
+//                           out so far, for
 //                           tests that look for leaks
 //
 // Tools:
@@ -1765,6 +1766,7 @@ async function onAdmin(req, res, path) {
 			access: [...accessTokens.keys()],
 			refresh: [...refreshTokens.keys()],
 			codes: [...codes.keys()],
+			id_jags: [...idJags.values()].map((j) => j.jag),
 		});
 	} else if (route === 'POST /admin/reset') {
 		await readBody(req);
