@@ -371,10 +371,14 @@ cimd(void)
 	         "http://127.0.0.1:%d/oauth/client-metadata.json", port);
 	snprintf(
 	        config, sizeof(config),
-	        "{\"mcp\": {\"client_configs\": [{\"name\": \"doc\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"oauth\", \"oauth_config\": {\"client_metadata_url\": \"%s\"}, \"tools_to_execute\": [\"*\"]}]}, \"server\": {\"client_metadata_url\": \"%s\"}}",
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"doc\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"oauth\", \"oauth_config\": {\"client_metadata_url\": \"%s\"}, \"tools_to_execute\": [\"*\"]}]}, \"server\": {\"admin_token\": \"cimd-admin-token\", \"client_metadata_url\": \"%s\"}}",
 	        as.port, doc, doc);
 	serve_opt(&d, "cimd.json", config, NULL, "--listen", listen);
-	out = http("GET", "/oauth/client-metadata.json", NULL, NULL, &st);
+	/* open (an authorization server fetches it), while the API is not */
+	const char *none[] = {NULL};
+	free(http_req("GET", "/api/mcp/clients", NULL, none, &st));
+	CHECK_EQ(st, 401);
+	out = http_req("GET", "/oauth/client-metadata.json", NULL, none, &st);
 	CHECK_EQ(st, 200);
 	CHECK((j = json_loads(out, 0, NULL)) != NULL);
 	CHECK(strcmp(json_string_value(json_object_get(j, "client_id")),
@@ -390,7 +394,7 @@ cimd(void)
 
 	/* the authorization server fetches it; the callback completes */
 	out = http("POST", "/api/mcp/client/doc/initiate-verification", NULL,
-	           NULL, &st);
+	           "cimd-admin-token", &st);
 	CHECK_EQ(st, 200);
 	CHECK((j = json_loads(out, 0, NULL)) != NULL);
 	free(out);
@@ -407,12 +411,14 @@ cimd(void)
 	CHECK_EQ(st, 302);
 	curl_easy_getinfo(e, CURLINFO_REDIRECT_URL, &loc);
 	CHECK(loc != NULL && strncmp(loc, sv_base, strlen(sv_base)) == 0);
-	out = http("GET", loc + strlen(sv_base), NULL, NULL, &st);
+	out = http_req("GET", loc + strlen(sv_base), NULL, none, &st);
 	CHECK_EQ(st, 200);
 	free(out);
 	curl_easy_cleanup(e);
 	json_decref(j);
+	sv_admin = "cimd-admin-token";
 	CHECK(healthy_within("doc", WAIT_MS));
+	sv_admin = NULL;
 	CHECK_EQ(admin(as.port, "/admin/counters", NULL, "cimd_fetches"), 1);
 	CHECK_EQ(admin(as.port, "/admin/counters", NULL, "registrations"), 0);
 	peer_stop(&d);
