@@ -177,11 +177,14 @@ pc_refreshed(client *cl, void *arg, uint64_t seq, int status, const char *err)
 		return;
 	}
 	if (c->step_scope != NULL) {
-		/* a step-up: what it said (needs_reauth, or its limit) */
-		cl_call_finish(cl, c,
-		               mcp_error_set(&e, MCP_E_AUTH, "%s",
-		                             err != NULL ? err : "step-up"),
-		               NULL);
+		/* a step-up: what it said (needs_reauth, or its limit); an
+		 * answer it only joined says nothing new: the 403 */
+		cl_call_finish(
+		        cl, c,
+		        status != 0 && err != NULL
+		                ? mcp_error_set(&e, MCP_E_AUTH, "%s", err)
+		                : c->orig,
+		        NULL);
 		return;
 	}
 	if (c->skipped || status != 0 || kn_now_ns() >= c->deadline) {

@@ -372,9 +372,10 @@ void cr_cc_get(cr_self *cr, cclient *c, bool force, uint64_t corr);
 /* cr_disc_wait: corr (an ask for c's client_credentials token) waits for
  * c's endpoints, then goes to cr_cc_get */
 void cr_disc_wait(cr_self *cr, cclient *c, uint64_t corr, bool force);
-/* cr_refresh_resume: the registration t's refresh waited for is made
- * (err NULL: the refresh is sent again, under it) or failed (err says
- * why: t is needs_reauth) */
+/* cr_refresh_resume: the registration (or discovery) t's token request
+ * waited for is made (err NULL: the request is sent, under it) or failed
+ * (err says why: a lost registration makes t needs_reauth; a discovery
+ * fails only the asks waiting) */
 void cr_refresh_resume(cr_self *cr, token *t, const char *err);
 /* cr_token_use answers corr with t when it is good to use, else after
  * one refresh single-flight; force: refreshed regardless of its expiry

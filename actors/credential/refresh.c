@@ -486,11 +486,20 @@ cr_refresh_resume(cr_self *cr, token *t, const char *err)
 		start(cr, t);
 		return;
 	}
+	if (!t->rereg) {
+		/* the discovery an ID-JAG exchange waited for failed: this
+		 * ask fails, the next one discovers again */
+		KN_WARN("credential", "%s: OAuth discovery failed: %s",
+		        t->client_id, err);
+		text_secret_free(t->prior);
+		t->prior = NULL;
+		answer_all(cr, t, MK_EUPSTREAM,
+		           "token exchange for MCP client %s failed: %s", err);
+		return;
+	}
 	snprintf(
-	        why, sizeof(why), "%s: %.200s",
-	        t->rereg
-	                ? "the authorization server no longer knows this client and registering it again failed"
-	                : "OAuth discovery failed",
+	        why, sizeof(why),
+	        "the authorization server no longer knows this client and registering it again failed: %.200s",
 	        err);
 	KN_WARN("credential", "%s: %s: needs reauthorization", t->client_id,
 	        why);
