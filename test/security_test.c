@@ -837,6 +837,10 @@ hanging(void)
 	        "{\"mcp\": {\"client_configs\": [{\"name\": \"hot\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}]}}",
 	        up.port);
 	serve(&d, "hang.json", config, NULL);
+	/* the calls must outlive what comes before the upstream stops (a
+	 * slow sanitizer build on a busy machine takes its time), and end
+	 * when it does: a deadline of their own, not the usual 30 s */
+	sv_timeout_ms = 120000;
 	for (int i = 0; i < 64; i++) {
 		h[i].status = 0;
 		CHECK_EQ(pthread_create(&h[i].th, NULL, hang_main, &h[i]), 0);
@@ -852,6 +856,7 @@ hanging(void)
 		pthread_join(h[i].th, NULL);
 		CHECK(h[i].status == 502 || h[i].status == 503);
 	}
+	sv_timeout_ms = 30000;
 	peer_stop(&d);
 }
 

@@ -19,6 +19,7 @@
 char        sv_dir[] = "/tmp/mk-serve-XXXXXX";
 char        sv_base[64];
 const char *sv_admin;
+long        sv_timeout_ms = 30000;
 
 /* A request; the answer's body (malloc'd) and *status, or NULL when no
  * answer came (named on stderr). */
@@ -49,7 +50,7 @@ http_req(const char *method, const char *path, const char *body,
 	}
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, mem);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 30000L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, sv_timeout_ms);
 	CURLcode rc = curl_easy_perform(e);
 	if (rc != CURLE_OK) {
 		fprintf(stderr, "%s %s: %s\n", method, path,

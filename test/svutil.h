@@ -11,9 +11,11 @@
 
 #define WAIT_MS 40000
 
-extern char        sv_dir[];  /* configs (mkdtemp'd by main) */
-extern char        sv_base[]; /* http://127.0.0.1:port of the daemon */
-extern const char *sv_admin;  /* the token requests without one carry */
+extern char        sv_dir[];      /* configs (mkdtemp'd by main) */
+extern char        sv_base[];     /* http://127.0.0.1:port of the daemon */
+extern const char *sv_admin;      /* the token requests without one carry */
+extern long        sv_timeout_ms; /* each request's deadline (30 s; set it
+                                   * before starting threads that use it) */
 
 /* A request with headers ("Name: value", NULL-terminated; a state
  * change gets Content-Type: application/json unless one is given); the
