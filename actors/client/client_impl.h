@@ -110,16 +110,16 @@ typedef struct cl_call {
 	char          **hdrs;     /* config headers + cred lines, or NULL */
 	struct cl_call *unext;    /* waiting for the same identity */
 	char           *auth;     /* MK_EAUTH: the mcp_auth_required payload */
-	char *step_scope; /* per-user: a step-up for these scopes, or NULL */
-	bool  pc;         /* runs per-call (its own session) */
-	bool  force;      /* per-user: ask for a refreshed credential */
-	bool  recovered;  /* a recovery ran (at most one per call) */
-	bool  skipped;    /* its retry was skipped: not safe to repeat */
-	const char     *path; /* the recovery's path, or NULL */
-	mcp_error      *orig; /* the failure it recovers from */
-	uint64_t        gen;  /* sticky: the connection generation it ran on */
-	uint64_t        rtimer;   /* sticky recovery: the caller's wait */
-	int64_t         t0;       /* when it arrived (monotonic ns) */
+	char           *step_scope; /* a step-up for these scopes, or NULL */
+	bool            pc;         /* runs per-call (its own session) */
+	bool            force; /* per-user: ask for a refreshed credential */
+	bool            recovered; /* a recovery ran (at most one per call) */
+	bool        skipped; /* its retry was skipped: not safe to repeat */
+	const char *path;    /* the recovery's path, or NULL */
+	mcp_error  *orig;    /* the failure it recovers from */
+	uint64_t    gen;     /* sticky: the connection generation it ran on */
+	uint64_t    rtimer;  /* sticky recovery: the caller's wait */
+	int64_t     t0;      /* when it arrived (monotonic ns) */
 	struct cl_call *rnext;    /* waiting for the recovery's reconnect */
 	uint64_t        corr;     /* the deferred ask */
 	char           *tool;     /* tool name */
