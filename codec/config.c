@@ -120,13 +120,19 @@ enum_of(cfg_pctx *x, const char *field, json_t *v, const char **names, int n,
 }
 
 bool
-cfg_acts_alone(const cfg_client *c)
+cfg_oauth_alone(cfg_auth a, const json_t *oauth)
 {
 	const char *g =
-	        json_string_value(json_object_get(c->oauth, "grant_type"));
+	        json_string_value(json_object_get(oauth, "grant_type"));
 
-	return (c->auth == CFG_AUTH_OAUTH && g != NULL &&
+	return (a == CFG_AUTH_OAUTH && g != NULL &&
 	        strcmp(g, "client_credentials") == 0);
+}
+
+bool
+cfg_acts_alone(const cfg_client *c)
+{
+	return (cfg_oauth_alone(c->auth, c->oauth));
 }
 
 /* The credential sections' words that name a choice: absent, or one of

@@ -158,9 +158,11 @@ int cfg_duration(json_t *v, int64_t *ms);
 const char *cfg_conn_name(cfg_conn c);
 const char *cfg_auth_name(cfg_auth a);
 bool        cfg_auth_per_user(cfg_auth a);
-/* cfg_acts_alone: an oauth client whose oauth_config.grant_type is
- * client_credentials: it acts on its own behalf, so no admin verifies it
- * (no pending_verification) and no browser is involved */
+/* cfg_oauth_alone: auth type a with oauth_config oauth is an oauth
+ * client whose grant_type is client_credentials: it acts on its own
+ * behalf, so no admin verifies it (no pending_verification) and no
+ * browser is involved; cfg_acts_alone asks it of a parsed client */
+bool cfg_oauth_alone(cfg_auth a, const json_t *oauth);
 bool cfg_acts_alone(const cfg_client *c);
 
 #endif /* CODEC_CONFIG_H */

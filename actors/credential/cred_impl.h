@@ -47,9 +47,7 @@ cr_meta_str(const json_t *m, const char *key)
 
 /* Whether c's oauth_config asks for the client_credentials grant (the
  * client acts on its own behalf: no browser, no flow). */
-#define cr_client_credentials(c)                                              \
-	(cr_str((c)->oauth, "grant_type") != NULL &&                          \
-	 strcmp(cr_str((c)->oauth, "grant_type"), "client_credentials") == 0)
+#define cr_client_credentials(c) cfg_oauth_alone((c)->auth, (c)->oauth)
 
 #define CR_TYPE_ID_JAG "urn:ietf:params:oauth:token-type:id-jag"
 

@@ -282,7 +282,7 @@ cr_initiate(cr_self *cr, kn_msg *msg)
 		        cr, corr, MK_EINVAL, NULL,
 		        "MCP client %s uses auth_type %s: it has no OAuth flow",
 		        c->name, cfg_auth_name(c->auth));
-	} else if (c->auth == CFG_AUTH_OAUTH && cr_client_credentials(c)) {
+	} else if (cr_client_credentials(c)) {
 		cr_reply_error(
 		        cr, corr, MK_EINVAL, NULL,
 		        "MCP client %s uses the client_credentials grant: it has no authorization flow (its token is fetched by the runtime; after a refusal, reconnect it or fix oauth_config)",
