@@ -126,59 +126,6 @@ setting(const char *text, const char *path)
 	return (v);
 }
 
-static bool loopback(const char *listen);
-
-/* url is http:// to a loopback host (port or not). */
-static bool
-loopback_http(const char *url)
-{
-	char   hp[300];
-	size_t n;
-
-	if (strncmp(url, "http://", 7) != 0) {
-		return (false);
-	}
-	n = strcspn(url + 7, "/?#");
-	snprintf(hp, sizeof(hp), "%.*s%s", (int)(n < 200 ? n : 200), url + 7,
-	         memchr(url + 7, ':', n) != NULL ? "" : ":80");
-	return (loopback(hp));
-}
-
-/* The document of GET /oauth/client-metadata.json, when the config text
- * names its public URL (server.client_metadata_url: it must end in that
- * path, since an authorization server requires the document's client_id
- * to be the URL it fetched); 0, or -1 with err. */
-static int
-client_metadata_from(const char *text, const char *redirect, char *err,
-                     size_t len)
-{
-	static const char path[] = "/oauth/client-metadata.json";
-	char             *url    = setting(text, "server.client_metadata_url");
-	size_t            n      = url != NULL ? strlen(url) : 0;
-
-	if (url == NULL) {
-		return (0);
-	}
-	if (n < sizeof(path) ||
-	    strcmp(url + n - (sizeof(path) - 1), path) != 0 ||
-	    (strncmp(url, "https://", 8) != 0 && !loopback_http(url))) {
-		snprintf(
-		        err, len,
-		        "server.client_metadata_url must be this daemon's public https URL ending in %s (http only to a loopback host)",
-		        path);
-		mk_free(url);
-		return (-1);
-	}
-	D.client_metadata = json_pack(
-	        "{s:s, s:s, s:[s], s:[s,s], s:[s], s:s}", "client_id", url,
-	        "client_name", "mcpkeep", "redirect_uris", redirect,
-	        "grant_types", "authorization_code", "refresh_token",
-	        "response_types", "code", "token_endpoint_auth_method",
-	        "none");
-	mk_free(url);
-	return (D.client_metadata != NULL ? 0 : -1);
-}
-
 /* The admin token of a config text: its server.admin_token, else
  * MCPKEEP_ADMIN_TOKEN, else NULL.  malloc'd; a secret (secret_free). */
 static char *
@@ -456,6 +403,57 @@ loopback(const char *listen)
 		return (true);
 	}
 	return (inet_pton(AF_INET, host, a) == 1 && a[0] == 127);
+}
+
+/* url is http:// to a loopback host (port or not). */
+static bool
+loopback_http(const char *url)
+{
+	char   hp[300];
+	size_t n;
+
+	if (strncmp(url, "http://", 7) != 0) {
+		return (false);
+	}
+	n = strcspn(url + 7, "/?#");
+	snprintf(hp, sizeof(hp), "%.*s%s", (int)(n < 200 ? n : 200), url + 7,
+	         memchr(url + 7, ':', n) != NULL ? "" : ":80");
+	return (loopback(hp));
+}
+
+/* The document of GET /oauth/client-metadata.json, when the config text
+ * names its public URL (server.client_metadata_url: it must end in that
+ * path, since an authorization server requires the document's client_id
+ * to be the URL it fetched); 0, or -1 with err. */
+static int
+client_metadata_from(const char *text, const char *redirect, char *err,
+                     size_t len)
+{
+	static const char path[] = "/oauth/client-metadata.json";
+	char             *url    = setting(text, "server.client_metadata_url");
+	size_t            n      = url != NULL ? strlen(url) : 0;
+
+	if (url == NULL) {
+		return (0);
+	}
+	if (n < sizeof(path) ||
+	    strcmp(url + n - (sizeof(path) - 1), path) != 0 ||
+	    (strncmp(url, "https://", 8) != 0 && !loopback_http(url))) {
+		snprintf(
+		        err, len,
+		        "server.client_metadata_url must be this daemon's public https URL ending in %s (http only to a loopback host)",
+		        path);
+		mk_free(url);
+		return (-1);
+	}
+	D.client_metadata = json_pack(
+	        "{s:s, s:s, s:[s], s:[s,s], s:[s], s:s}", "client_id", url,
+	        "client_name", "mcpkeep", "redirect_uris", redirect,
+	        "grant_types", "authorization_code", "refresh_token",
+	        "response_types", "code", "token_endpoint_auth_method",
+	        "none");
+	mk_free(url);
+	return (D.client_metadata != NULL ? 0 : -1);
 }
 
 /* A state-stream address beyond loopback (tcp:// to another host)

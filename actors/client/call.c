@@ -250,9 +250,7 @@ cl_call_auth_required(client *cl, cl_call *c, const char *err)
 	             &cl_failed_msg_fields, &f);
 	cl_cm_call(cl, c, CM_AUTH);
 	pc_unlink(cl, c);
-	if (c->s != NULL) {
-		mcp_session_free(&c->s);
-	}
+	mcp_session_free(&c->s);
 	call_free(c);
 }
 
