@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "oautil.h"
 #include "testutil.h"
@@ -961,18 +960,6 @@ self_heal(void)
 
 /* ---- 10 machine-to-machine: client credentials ------------------------ */
 
-/* Waits (polling the server's counter, 10 s at most) until grant has
- * been asked for at least n times. */
-static void
-wait_grant(const char *grant, long n)
-{
-	for (int i = 0; by_grant(grant) < n; i++) {
-		CHECK(i < 200);
-		struct timespec ts = {0, 50 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
-}
-
 static void
 client_credentials(void)
 {
@@ -1016,7 +1003,7 @@ client_credentials(void)
 	      "{\"as\": {\"token_endpoint_auth_methods_supported\": [\"client_secret_post\"]}}");
 	CHECK_EQ(add_oauth(rt, "c_post", cc, true), 0);
 	wait_state(&sb, &at, "c_post", "healthy", NULL);
-	wait_grant("client_credentials", 2);
+	wait_counter(srv.port, "by_grant.client_credentials", 2);
 	token_auth_is(0, "client_credentials", "post");
 	token_auth_is(1, "client_credentials", "post");
 	as_admin("/admin/expires-in", "{\"seconds\": 3600}");

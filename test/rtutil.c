@@ -300,17 +300,24 @@ admin_json(int port, const char *path, const char *body)
 long
 admin(int port, const char *path, const char *body, const char *field)
 {
-	json_t *j = admin_json(port, path, body);
+	json_t *j = admin_json(port, path, body), *o = j;
 	long    v = -1;
 
-	if (field != NULL && j != NULL) {
-		v = (long)json_integer_value(json_object_get(j, field));
+	for (const char *f = field; f != NULL && o != NULL;) {
+		const char *dot = strchr(f, '.');
+		o = dot != NULL ? json_object_getn(o, f, (size_t)(dot - f))
+		                : json_object_get(o, f);
+		if (dot == NULL) {
+			v = (long)json_integer_value(o);
+		}
+		f = dot != NULL ? dot + 1 : NULL;
 	}
 	json_decref(j);
 	return (v);
 }
 
-/* Waits (10 s at most) until a counter of the inject server reaches min.
+/* Waits (10 s at most) until a counter of a test server (inject.mjs,
+ * oauth.mjs; field as admin's) reaches min.
  * The server is another process with no event to wait on: its counter
  * is polled, with a deadline. */
 void

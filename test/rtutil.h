@@ -79,7 +79,8 @@ char *call_text(mk_runtime *rt, const char *client, const char *tool,
  * reference, or NULL when not JSON). */
 json_t *admin_json(int port, const char *path, const char *body);
 
-/* The same; field of its JSON answer, or -1. */
+/* The same; field of its JSON answer ("a.b": b of the object a), or
+ * -1. */
 long admin(int port, const char *path, const char *body, const char *field);
 
 /* Waits (10 s at most) until a counter of the inject server reaches min.

@@ -44,7 +44,6 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "mcpkeep.h"
@@ -313,41 +312,6 @@ xss(void)
 	peer_stop(&as);
 }
 
-/* Waits up to ms for the daemon's list to show client name healthy
- * (polled as an operator's page does, every 20 ms: the deadline bounds
- * it). */
-static bool
-healthy_within(const char *name, int ms)
-{
-	for (int waited = 0; waited < ms; waited += 20) {
-		long  st;
-		char *out = http_try("GET", "/api/mcp/clients?limit=100", NULL,
-		                     NULL, &st);
-		json_t *p = out != NULL ? json_loads(out, 0, NULL) : NULL;
-		size_t  i;
-		json_t *c;
-		bool    ok = false;
-
-		json_array_foreach(json_object_get(p, "clients"), i, c)
-		{
-			const char *n = json_string_value(json_object_get(
-			        json_object_get(c, "config"), "name"));
-			const char *s =
-			        json_string_value(json_object_get(c, "state"));
-			ok |= n != NULL && s != NULL && strcmp(n, name) == 0 &&
-			        strcmp(s, "healthy") == 0;
-		}
-		json_decref(p);
-		free(out);
-		if (ok) {
-			return (true);
-		}
-		struct timespec ts = {0, 20 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
-	return (false);
-}
-
 /* A client ID metadata document: the daemon serves its own (public, no
  * secret in it); an authorization server that takes them fetches it from
  * the daemon, and the client needs no registration. */
@@ -417,7 +381,7 @@ cimd(void)
 	curl_easy_cleanup(e);
 	json_decref(j);
 	sv_admin = "cimd-admin-token";
-	CHECK(healthy_within("doc", WAIT_MS));
+	CHECK(state_within("doc", "healthy", WAIT_MS));
 	sv_admin = NULL;
 	CHECK_EQ(admin(as.port, "/admin/counters", NULL, "cimd_fetches"), 1);
 	CHECK_EQ(admin(as.port, "/admin/counters", NULL, "registrations"), 0);

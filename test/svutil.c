@@ -4,6 +4,7 @@
  * on a config (serve_test.c, security_test.c).
  */
 #include <curl/curl.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,6 +211,40 @@ ready_within(int ms)
 		nng_msleep(20);
 	} while (nng_clock() < until);
 	fprintf(stderr, "/readyz is %ld after %d ms\n", st, ms);
+	return (false);
+}
+
+bool
+state_within(const char *name, const char *state, int ms)
+{
+	nng_time until = nng_clock() + ms;
+
+	do {
+		long  st;
+		char *out = http_try("GET", "/api/mcp/clients?limit=100", NULL,
+		                     NULL, &st);
+		json_t *p = out != NULL ? json_loads(out, 0, NULL) : NULL;
+		json_t *c;
+		size_t  i;
+		bool    ok = false;
+
+		json_array_foreach(json_object_get(p, "clients"), i, c)
+		{
+			const char *n = json_string_value(json_object_get(
+			        json_object_get(c, "config"), "name"));
+			const char *s =
+			        json_string_value(json_object_get(c, "state"));
+			ok |= n != NULL && s != NULL && strcmp(n, name) == 0 &&
+			        strcmp(s, state) == 0;
+		}
+		json_decref(p);
+		free(out);
+		if (ok) {
+			return (true);
+		}
+		nng_msleep(20);
+	} while (nng_clock() < until);
+	fprintf(stderr, "%s is not %s after %d ms\n", name, state, ms);
 	return (false);
 }
 

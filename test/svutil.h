@@ -54,6 +54,10 @@ void serve_start(peer *d, const char *name, const char *config,
 /* Waits up to ms for /readyz to answer 200 (true). */
 bool ready_within(int ms);
 
+/* Waits up to ms for the daemon's list to show client name in state
+ * (true); polled like ready_within. */
+bool state_within(const char *name, const char *state, int ms);
+
 /* serve_start, then waits for the boot's end (/readyz 200). */
 void serve_opt(peer *d, const char *name, const char *config,
                const char *const *env, const char *opt, const char *value);
