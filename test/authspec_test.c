@@ -996,6 +996,23 @@ client_credentials(void)
 	      0);
 	mk_free(err);
 
+	/* the grant is an oauth client's: a per_user_oauth client that
+	 * names it bootstraps and asks each caller to authorize, as the
+	 * client actor expects (the credential actor once took it for a
+	 * client_credentials client, and its bootstrap failed) */
+	CHECK_EQ(
+	        add_user(
+	                rt, "c_pu", "per_user_oauth",
+	                "\"oauth_config\": {\"client_id\": \"static-client\", \"client_secret\": \"static-secret\", \"grant_type\": \"client_credentials\"}"),
+	        0);
+	bootstrap(rt, "c_pu", false);
+	wait_state(&sb, &at, "c_pu", "healthy", NULL);
+	v = auth_required(rt, "c_pu", "ivy", NULL);
+	CHECK(strcmp(json_string_value(json_object_get(v, "kind")), "oauth") ==
+	      0);
+	json_decref(v);
+	CHECK_EQ(mk_client_remove(rt, "c_pu", NULL), 0);
+
 	/* fetched again ahead of expiry, with no call asking */
 	as_admin("/admin/expires-in", "{\"seconds\": 2}");
 	CHECK_EQ(mk_client_remove(rt, "c_basic", NULL), 0);
