@@ -204,6 +204,10 @@ void route_client_write(req *r, const char *id, json_t *body);
 void route_client_remove(req *r, const char *id, json_t *body);
 void route_lifecycle(req *r, const char *id, json_t *body);
 
+/* inputs.c: the servers' requests waiting for a person (admin lane) */
+void route_inputs_list(req *r, const char *id, json_t *body);
+void route_input_answer(req *r, const char *id, json_t *body);
+
 /* flows.c: reauthorize and initiate-verification, complete-oauth,
  * verify-headers, verify-exchange and the OAuth callback (admin lane);
  * submit-headers and user-oauth (data lane) */

@@ -141,6 +141,12 @@ event_text(const void *msg, size_t len, char *name, size_t nlen)
 		j = json_pack("{s:s, s:s, s:s, s:I}", "client_id", e.client_id,
 		              "name", e.name, "hash", e.hash, "count",
 		              (json_int_t)e.count);
+	} else if (strcmp(e.topic, "input") == 0) {
+		j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
+		              "client_id", e.client_id, "name", e.name,
+		              "request_id", e.request_id, "method", e.method,
+		              "state", e.state, "message", e.message, "time",
+		              e.time, "node_id", e.node_id);
 	} else {
 		j = json_pack("{s:b, s:s}", "healthy", e.healthy, "error",
 		              e.message);

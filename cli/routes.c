@@ -53,6 +53,10 @@ static const route routes[] = {
          route_verify_headers},
         {"POST", "/api/mcp/client/*/verify-exchange", LANE_ADMIN, AUTH_ADMIN,
          route_verify_exchange},
+        {"GET", "/api/mcp/client/*/elicitations", LANE_ADMIN, AUTH_ADMIN,
+         route_inputs_list},
+        {"POST", "/api/mcp/client/*/elicitation/*", LANE_ADMIN, AUTH_ADMIN,
+         route_input_answer},
         /* the data plane: a caller's own credential, and tool calls */
         {"POST", "/api/mcp/client/*/submit-headers", LANE_DATA, AUTH_CALL,
          route_submit_headers},
@@ -62,7 +66,22 @@ static const route routes[] = {
          route_tool_execute},
 };
 
-/* path matches pattern ("*": one non-empty segment, copied to *id). */
+/* rest matches tail: equal, or, when tail ends in "*", equal up to it
+ * and then one non-empty segment (the handler reads it from the path). */
+static bool
+tail_matches(const char *tail, const char *rest)
+{
+	size_t n = strlen(tail);
+
+	if (n == 0 || tail[n - 1] != '*') {
+		return (strcmp(tail, rest) == 0);
+	}
+	return (strncmp(tail, rest, n - 1) == 0 && rest[n - 1] != '\0' &&
+	        strchr(rest + n - 1, '/') == NULL);
+}
+
+/* path matches pattern ("*": one non-empty segment, the first copied to
+ * *id). */
 static bool
 match(const char *pattern, const char *path, char **id)
 {
@@ -77,7 +96,7 @@ match(const char *pattern, const char *path, char **id)
 	}
 	const char *seg = path + pre;
 	size_t      n   = strcspn(seg, "/");
-	if (n == 0 || strcmp(seg + n, star + 1) != 0) {
+	if (n == 0 || !tail_matches(star + 1, seg + n)) {
 		return (false);
 	}
 	*id = strndup(seg, n);

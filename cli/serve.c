@@ -456,6 +456,37 @@ client_metadata_from(const char *text, const char *redirect, char *err,
 	return (D.client_metadata != NULL ? 0 : -1);
 }
 
+/* The servers' requests the daemon takes (server.inputs) as mk_options'
+ * bits: each is published on the event stream and waits for a person's
+ * answer through the API. */
+static unsigned
+inputs_from(const char *text)
+{
+	static const struct {
+		const char *name;
+		unsigned    bit;
+	} kinds[]     = {{"elicitation", MK_INPUT_ELICITATION},
+	                 {"sampling", MK_INPUT_SAMPLING},
+	                 {"roots", MK_INPUT_ROOTS}};
+	char    *v    = setting(text, "server.inputs");
+	json_t  *a    = v != NULL ? json_loads(v, 0, NULL) : NULL;
+	unsigned bits = 0;
+	size_t   i;
+	json_t  *e;
+
+	json_array_foreach(a, i, e)
+	{
+		for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+			if (strcmp(json_string_value(e), kinds[k].name) == 0) {
+				bits |= kinds[k].bit;
+			}
+		}
+	}
+	json_decref(a);
+	mk_free(v);
+	return (bits);
+}
+
 /* A state-stream address beyond loopback (tcp:// to another host)
  * needs server.stream_public; ipc:// and inproc:// are local. */
 static bool
@@ -488,7 +519,7 @@ cmd_serve(int argc, char **argv)
 {
 	const char  *config = NULL, *listen = NULL, *store = NULL;
 	char        *text = NULL, *err = NULL, ferr[256], url[300], redir[300];
-	char        *c_listen = NULL, *c_store = NULL, *origins = NULL;
+	char        *c_listen = NULL, *c_store = NULL, *origins = NULL, *roots;
 	mk_options   opts;
 	mk_log_level level    = MK_LOG_INFO;
 	int          json_log = 0;
@@ -612,7 +643,12 @@ cmd_serve(int argc, char **argv)
 		goto out;
 	}
 	opts.stream_listen = listen_on;
-	if ((rv = mk_runtime_open(&D.rt, &opts)) != 0) {
+	opts.inputs        = inputs_from(text);
+	roots              = setting(text, "server.roots");
+	opts.roots         = roots;
+	rv                 = mk_runtime_open(&D.rt, &opts);
+	mk_free(roots);
+	if (rv != 0) {
 		fprintf(stderr, "mcpkeep: cannot start the runtime: %s\n",
 		        mk_strerror(rv));
 		goto out;

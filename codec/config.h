@@ -86,6 +86,10 @@ typedef struct cfg_file {
 	char   *client_metadata_url; /* server.client_metadata_url, or NULL */
 	json_t *vkeys;               /* server.virtual_keys, values resolved
 	                              * (secrets), or NULL */
+	unsigned inputs;             /* server.inputs: a bit each of
+	                              * elicitation, sampling, roots (as
+	                              * mk_options' MK_INPUT_*) */
+	json_t *roots;               /* server.roots, or NULL */
 } cfg_file;
 
 /*

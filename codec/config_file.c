@@ -225,6 +225,78 @@ section(json_t *root, const char *name, json_t **out, char *err, size_t errlen)
 	return (0);
 }
 
+/* server.inputs: ["elicitation", "sampling", "roots"], any of them. */
+static int
+inputs_of(cfg_pctx *x, json_t *v, unsigned *out)
+{
+	static const char *kinds[] = {"elicitation", "sampling", "roots"};
+	size_t             i;
+	json_t            *e;
+
+	if (!json_is_array(v)) {
+		return (cfg_bad(
+		        x, "server.inputs",
+		        "must be an array of \"elicitation\", \"sampling\", \"roots\""));
+	}
+	json_array_foreach(v, i, e)
+	{
+		unsigned bit = 0;
+		for (size_t k = 0; k < 3 && json_is_string(e); k++) {
+			if (strcmp(json_string_value(e), kinds[k]) == 0) {
+				bit = 1u << k;
+			}
+		}
+		if (bit == 0) {
+			return (cfg_bad(
+			        x, "server.inputs",
+			        "entry %zu is not \"elicitation\", \"sampling\" or \"roots\"",
+			        i));
+		}
+		*out |= bit;
+	}
+	return (0);
+}
+
+/* server.roots: [{"uri": "file://...", "name": "..."}]. */
+static int
+roots_of(cfg_pctx *x, json_t *v, json_t **out)
+{
+	static const char *keys[] = {"uri", "name", NULL};
+	size_t             i;
+	json_t            *e;
+	char               field[48], dotted[52];
+	int                rv;
+
+	if (!json_is_array(v)) {
+		return (cfg_bad(x, "server.roots",
+		                "must be an array of {\"uri\", \"name\"}"));
+	}
+	json_array_foreach(v, i, e)
+	{
+		const char *uri = json_string_value(json_object_get(e, "uri"));
+		json_t     *name = json_object_get(e, "name");
+		snprintf(field, sizeof(field), "server.roots[%zu]", i);
+		if (!json_is_object(e)) {
+			return (cfg_bad(x, field, "must be an object"));
+		}
+		snprintf(dotted, sizeof(dotted), "%s.", field);
+		if ((rv = unknown_in(e, dotted, keys, x->err, x->errlen)) !=
+		    0) {
+			return (rv);
+		}
+		if (uri == NULL || strncmp(uri, "file://", 7) != 0) {
+			return (cfg_bad(x, field,
+			                "needs \"uri\": a file:// URI"));
+		}
+		if (name != NULL && !json_is_string(name)) {
+			return (cfg_bad(x, field,
+			                "\"name\" must be a string"));
+		}
+	}
+	*out = json_incref(v);
+	return (0);
+}
+
 static int
 parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 {
@@ -232,14 +304,21 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 	static const char *mcpk[]    = {"client_configs", "tool_sync_interval",
 	                                "tool_execution_timeout", NULL};
 	static const char *storek[]  = {"path", NULL};
-	static const char *serverk[] = {
-	        "listen",          "admin_token",         "stream",
-	        "allowed_origins", "stream_public",       "metrics_token",
-	        "virtual_keys",    "client_metadata_url", NULL};
-	cfg_pctx x = {"?", err, errlen, NULL};
-	json_t  *mcp, *list, *v, *sec;
-	size_t   i;
-	int      rv;
+	static const char *serverk[] = {"listen",
+	                                "admin_token",
+	                                "stream",
+	                                "allowed_origins",
+	                                "stream_public",
+	                                "metrics_token",
+	                                "virtual_keys",
+	                                "client_metadata_url",
+	                                "inputs",
+	                                "roots",
+	                                NULL};
+	cfg_pctx           x         = {"?", err, errlen, NULL};
+	json_t            *mcp, *list, *v, *sec;
+	size_t             i;
+	int                rv;
 
 	if (!json_is_object(root)) {
 		return (file_fail(err, errlen, MK_EINVAL,
@@ -374,6 +453,14 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 		    (rv = vkeys_of(&x, v, &f->vkeys)) != 0) {
 			return (rv);
 		}
+		if ((v = json_object_get(sec, "inputs")) != NULL &&
+		    (rv = inputs_of(&x, v, &f->inputs)) != 0) {
+			return (rv);
+		}
+		if ((v = json_object_get(sec, "roots")) != NULL &&
+		    (rv = roots_of(&x, v, &f->roots)) != 0) {
+			return (rv);
+		}
 	}
 	return (0);
 }
@@ -433,6 +520,7 @@ cfg_file_free(cfg_file **fp)
 	free(f->admin_token);
 	free(f->metrics_token);
 	free(f->client_metadata_url);
+	json_decref(f->roots);
 	text_strv_free(f->streams);
 	text_strv_free(f->origins);
 	json_decref(f->vkeys);

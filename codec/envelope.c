@@ -61,6 +61,8 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_SV_RELOAD] = "sv_reload",
 	[MSG_CL_SETTINGS] = "cl_settings",
 	[MSG_SV_METRICS]  = "sv_metrics",
+	[MSG_CL_INPUT]    = "cl_input",
+	[MSG_CL_INPUTS]   = "cl_inputs",
 };
 /* clang-format on */
 

@@ -74,7 +74,9 @@ typedef enum codec_msg_type {
 	MSG_CL_SETTINGS,        /* tell (supervisor): the global settings */
 	MSG_SV_RELOAD,          /* ask: a config file again, as a diff */
 	MSG_SV_METRICS,         /* tell (client): my counters changed */
-	MSG_COUNT               /* one past the last type; not a type */
+	MSG_CL_INPUT,  /* ask: the host's answer to a server's request */
+	MSG_CL_INPUTS, /* ask: the server requests waiting */
+	MSG_COUNT      /* one past the last type; not a type */
 } codec_msg_type;
 
 _Static_assert(MSG_KERNEL_END <= MSG_BASE, "kernel types reach MSG_BASE");

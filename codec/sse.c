@@ -134,6 +134,12 @@ dispatch(codec_sse *p, codec_sse_fn fn, void *arg)
 	codec_sse_event ev;
 	int             rv;
 
+	/* the event is complete: its id is now the stream's last event id
+	 * (WHATWG: even when there is no data to dispatch) */
+	if (strcmp(p->done_id, p->id) != 0 &&
+	    set_str(&p->done_id, p->id, strlen(p->id)) != 0) {
+		return (MK_ENOMEM);
+	}
 	/* data: lines end in "\n"; "" or "\n" means no data (MCP priming) */
 	if (p->data_len <= 1) {
 		p->data_len = 0;
@@ -312,7 +318,8 @@ codec_sse_init(codec_sse *p, const codec_sse_limits *lim)
 	}
 	p->retry_ms = -1;
 	p->state    = ST_BOM0;
-	if (set_str(&p->type, "", 0) != 0 || set_str(&p->id, "", 0) != 0) {
+	if (set_str(&p->type, "", 0) != 0 || set_str(&p->id, "", 0) != 0 ||
+	    set_str(&p->done_id, "", 0) != 0) {
 		codec_sse_fini(p);
 		return (MK_ENOMEM);
 	}
@@ -350,7 +357,7 @@ codec_sse_failure(const codec_sse *p)
 const char *
 codec_sse_last_id(const codec_sse *p)
 {
-	return (p->id != NULL ? p->id : "");
+	return (p->done_id != NULL ? p->done_id : "");
 }
 
 void
@@ -360,6 +367,7 @@ codec_sse_fini(codec_sse *p)
 	free(p->data);
 	free(p->type);
 	free(p->id);
+	free(p->done_id);
 	memset(p, 0, sizeof(*p));
 	p->failed = CODEC_SSE_FINISHED; /* a later feed is refused */
 }

@@ -94,7 +94,8 @@ typedef struct codec_sse {
 	size_t           data_len; /* bytes in data */
 	size_t           data_cap; /* allocated for data */
 	char            *type;     /* event type buffer ("" = none) */
-	char            *id;       /* last event id ("" = none) */
+	char            *id;       /* last event id buffer ("" = none) */
+	char            *done_id;  /* last event id of a complete event */
 	int64_t          retry_ms; /* latest retry, -1 if none */
 	uint64_t         events;   /* events dispatched so far */
 	uint64_t         tokens;   /* rate: events allowed now */
@@ -125,8 +126,11 @@ int codec_sse_feed(codec_sse *p, const char *buf, size_t len, codec_sse_fn fn,
 codec_sse_fail codec_sse_failure(const codec_sse *p);
 
 /*
- * codec_sse_last_id returns the last event id seen ("" if none); valid
- * until the next feed or fini.
+ * codec_sse_last_id returns the id of the last complete event, priming
+ * events included ("" if none): an id: line of an event cut off by the
+ * stream's end does not count, so a client resuming with it
+ * (Last-Event-ID) is sent that event again.  Valid until the next feed
+ * or fini.
  */
 const char *codec_sse_last_id(const codec_sse *p);
 

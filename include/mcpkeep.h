@@ -110,6 +110,41 @@ MK_API void mk_log(mk_log_level level, const char *component, const char *fmt,
                    ...) __attribute__((format(printf, 3, 4)));
 
 /*
+ * Requests of MCP servers to their client, handed to the host:
+ * elicitation/create (form and URL modes), sampling/createMessage and
+ * roots/list.  The runtime declares a capability to the servers only
+ * for the kinds in mk_options.inputs, and refuses every other request at
+ * once (JSON-RPC -32601): nothing waits for a handler that is not there.
+ * A request the host takes waits until mk_input_answer answers it, at
+ * most the client's tool_execution_timeout (then an elicitation is
+ * answered "cancel", the rest with an error); it is published on the
+ * state stream (topic "input", state "pending", then "answered",
+ * "expired" or "gone" when its session closed first) and listed by
+ * mk_inputs_json.  The tool call that caused it keeps its own deadline.
+ * A URL elicitation whose URL may not be shown (not http(s), a user name
+ * or password in it, http from an https server) is declined before the
+ * host hears of it.
+ */
+#define MK_INPUT_ELICITATION 1u /* elicitation/create */
+#define MK_INPUT_SAMPLING    2u /* sampling/createMessage */
+#define MK_INPUT_ROOTS       4u /* roots/list */
+
+typedef struct mk_input {
+	const char *client_id;   /* the client it came on */
+	const char *client_name; /* and its name */
+	const char *request_id;  /* for mk_input_answer */
+	const char *method;      /* "elicitation/create", ... */
+	const char *params;      /* its params as the server sent them (JSON
+	                          * text: an elicitation's mode, message,
+	                          * requestedSchema or url) */
+} mk_input;
+
+/* Told of a request waiting for the host.  Runs on a runtime thread: it
+ * must not block or call back into the runtime synchronously; the
+ * strings are valid during the call only. */
+typedef void (*mk_input_fn)(void *arg, const mk_input *in);
+
+/*
  * Options for mk_runtime_open().  Initialise with mk_options_init() and
  * change only the fields you need (see the ABI rules above).
  */
@@ -149,11 +184,21 @@ typedef struct mk_options {
 	                              * authorization server sends codes to;
 	                              * default "http://127.0.0.1:8080/
 	                              * api/oauth/callback" (the daemon's) */
-	int raise_fd_limit; /* non-zero: at open, raise the process's soft
-	                     * RLIMIT_NOFILE to its hard limit (each
-	                     * connected client needs file descriptors; a
-	                     * process-wide change, so off by default; the
-	                     * daemon sets it) and log both */
+	int raise_fd_limit;    /* non-zero: at open, raise the process's soft
+	                        * RLIMIT_NOFILE to its hard limit (each
+	                        * connected client needs file descriptors; a
+	                        * process-wide change, so off by default; the
+	                        * daemon sets it) and log both */
+	unsigned inputs;       /* MK_INPUT_* kinds the host takes (above);
+	                        * default 0: none */
+	mk_input_fn on_input;  /* told of each, or NULL (the stream and
+	                        * mk_inputs_json tell of them too) */
+	void       *input_arg; /* on_input's arg */
+	const char *roots;     /* with MK_INPUT_ROOTS: the roots the
+	                        * runtime answers roots/list with itself,
+	                        * a JSON array text ([{"uri": "file:///...",
+	                        * "name": "..."}], copied); NULL: the host
+	                        * answers like the others */
 } mk_options;
 
 /*
@@ -427,7 +472,9 @@ MK_API int mk_credentials_evict(mk_runtime *rt, const char *client,
  * "server.stream" and "server.allowed_origins" give a JSON array text of
  * strings; "server.virtual_keys" a JSON array text of {name, value,
  * clients, trust_identity_headers} with the values resolved (secrets:
- * wipe the text before mk_free).  Never blocks.
+ * wipe the text before mk_free); "server.inputs" a JSON array text of
+ * "elicitation", "sampling", "roots" (mk_options.inputs), and
+ * "server.roots" one of {uri, name} (mk_options.roots).  Never blocks.
  * On MK_OK *value is malloc'd (mk_free), or NULL when the file does not
  * set it.  Returns MK_OK, MK_EINVAL (the file, or an unknown path: *err
  * says which), MK_ETOOBIG, MK_ENOMEM.
@@ -561,6 +608,27 @@ typedef struct mk_call {
 	                            * access token (a secret: never logged) */
 } mk_call;
 
+/*
+ * mk_input_answer answers the request request_id waiting on client (see
+ * MK_INPUT_ELICITATION) with result_json, the method's result: an
+ * elicitation's {"action": "accept" | "decline" | "cancel", "content":
+ * {...}} (an accepted form's fields it leaves out get the schema's
+ * defaults), a sampling's CreateMessageResult ({"role", "content",
+ * "model", ...}), a roots/list's {"roots": [...]}.  NULL declines: an
+ * elicitation's "decline", else an error to the server.  Any thread.
+ * Returns MK_OK, MK_ENOENT (no such client, or no such request waiting:
+ * answered, expired, or its session closed), MK_EINVAL (result_json is
+ * not such a result; *err says why), MK_EHANDLE.
+ */
+MK_API int mk_input_answer(mk_runtime *rt, const char *client,
+                           const char *request_id, const char *result_json,
+                           char **err);
+
+/* mk_inputs_json lists the requests waiting on client: a JSON array of
+ * {request_id, method, params, expires_in_ms}.  MK_OK, MK_ENOENT,
+ * MK_EHANDLE, MK_EINVAL. */
+MK_API int mk_inputs_json(mk_runtime *rt, const char *client, char **json);
+
 /* Its outcome.  Exactly one of result and error is set. */
 typedef struct mk_result {
 	char *result;        /* the CallToolResult JSON (isError,
@@ -616,18 +684,17 @@ MK_API void mk_result_free(mk_result **res);
 /*
  * The state stream: an nng pub0 socket at mk_stream_url() (plus the
  * stream_listen addresses).  Subscribe with sub0 to the topic "state",
- * "tools" or "store" (or "" for all).  Each message is the topic, one NUL
- * byte, then a msgpack map:
- *   state: client_id, name, state, old_state, last_failure (nil or a map
- *          of stage, message, at, since), generation, tools_count, time
- *          (RFC 3339 UTC), node_id
- *   tools: client_id, name, hash (SHA-256 hex of the canonical tool
- *          list), count
- *   store: healthy (bool), error (why the file cannot be written; "")
- * One "state" message per state transition, one "tools" message per real
- * change of a tool list, one "store" message when the store starts
- * failing (the runtime serves from memory and retries) and one when it
- * is written again.  The string is the runtime's; never NULL.
+ * "tools", "store" or "input" (or "" for all).  Each message is the topic, one
+ * NUL byte, then a msgpack map: state: client_id, name, state, old_state,
+ * last_failure (nil or a map of stage, message, at, since), generation,
+ * tools_count, time (RFC 3339 UTC), node_id tools: client_id, name, hash
+ * (SHA-256 hex of the canonical tool list), count store: healthy (bool), error
+ * (why the file cannot be written; "") input: client_id, name, request_id,
+ * method, state (pending, answered, expired, gone), message (an
+ * elicitation's), time, node_id One "state" message per state transition, one
+ * "tools" message per real change of a tool list, one "store" message when the
+ * store starts failing (the runtime serves from memory and retries) and one
+ * when it is written again.  The string is the runtime's; never NULL.
  */
 MK_API const char *mk_stream_url(const mk_runtime *rt);
 
@@ -637,7 +704,7 @@ MK_API const char *mk_stream_url(const mk_runtime *rt);
 typedef struct mk_event {
 	size_t size;         /* sizeof(mk_event) as the caller's header
 	                      * declares it; set by MK_EVENT_INIT */
-	char topic[8];       /* "state", "tools" or "store" */
+	char topic[8];       /* "state", "tools", "store", "input" */
 	char client_id[72];  /* both */
 	char name[72];       /* both */
 	char state[24];      /* state: the new state */
@@ -655,6 +722,10 @@ typedef struct mk_event {
 	int64_t count;       /* tools: how many */
 	int     healthy;     /* store: 1 writes reach the file again, 0
 	                      * serving from memory (retrying) */
+	char request_id[40]; /* input: the request (state: pending,
+	                      * answered, expired, gone; message: an
+	                      * elicitation's) */
+	char method[40];     /* input: its method */
 } mk_event;
 
 /* mk_event ev = MK_EVENT_INIT; */

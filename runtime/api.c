@@ -250,6 +250,18 @@ mk_config_get(const char *config_json, const char *path, char **value,
 		v = f->stream_public ? "true" : NULL;
 	} else if (strcmp(path, "server.virtual_keys") == 0) {
 		j = json_incref(f->vkeys);
+	} else if (strcmp(path, "server.roots") == 0) {
+		j = json_incref(f->roots);
+	} else if (strcmp(path, "server.inputs") == 0) {
+		static const char *kinds[] = {"elicitation", "sampling",
+		                              "roots"};
+		j                          = json_array();
+		for (unsigned k = 0; k < 3; k++) {
+			if (f->inputs & (1u << k)) {
+				json_array_append_new(j,
+				                      json_string(kinds[k]));
+			}
+		}
 	} else {
 		if (err != NULL) {
 			snprintf(e, sizeof(e), "no setting %s in config.json",
@@ -646,7 +658,12 @@ event_parse(const void *msg, size_t len, mk_event *ev)
 		         mp_obj_get(lf, "stage"));
 		copy_str(ev->message, sizeof(ev->message),
 		         lf != NULL ? mp_obj_get(lf, "message")
-		                    : mp_get(&r, "error"));
+		                 : mp_get(&r, "message") != NULL
+		                 ? mp_get(&r, "message")
+		                 : mp_get(&r, "error"));
+		copy_str(ev->request_id, sizeof(ev->request_id),
+		         mp_get(&r, "request_id"));
+		copy_str(ev->method, sizeof(ev->method), mp_get(&r, "method"));
 		copy_str(ev->at, sizeof(ev->at), mp_obj_get(lf, "at"));
 		copy_str(ev->since, sizeof(ev->since),
 		         mp_obj_get(lf, "since"));

@@ -150,6 +150,7 @@ rt_shutdown(mk_runtime *rt)
 	}
 	kn_kernel_close(&rt->kernel);
 	kn_stream_close(&rt->stream);
+	rt_host_fini(rt);
 }
 
 /* Brings back the clients the store holds (boot semantics). */
@@ -309,6 +310,7 @@ rt_boot(mk_runtime *rt)
 	        .unstable_ms = rt->opts.unstable_check_ms,
 	        .persister   = rt->persister,
 	        .credential  = rt->credential,
+	        .host        = &rt->host,
 	};
 	for (size_t i = 0; i < NSYSTEM; i++) {
 		rv = kn_spawn(rt->kernel, system_actors[i].name,
@@ -380,11 +382,17 @@ mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 		free(rt);
 		return (MK_EINVAL);
 	}
+	if ((rv = rt_host_init(rt)) != 0) {
+		rt_host_fini(rt);
+		free(rt);
+		return (rv);
+	}
 	kn_logger_init(&rt->log, rt->opts.log_level, rt->opts.log_json,
 	               rt->opts.log_fd);
 	prev = kn_log_bind(&rt->log);
 	if ((rv = rt_curl_init()) != 0) {
 		(void)kn_log_bind(prev);
+		rt_host_fini(rt);
 		free(rt);
 		return (rv);
 	}

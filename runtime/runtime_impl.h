@@ -31,7 +31,15 @@ struct mk_runtime {
 	kn_actor  *system[RT_NSYSTEM]; /* owner references, boot order */
 	kn_actor  *persister;          /* the store, or NULL */
 	kn_actor  *credential;         /* tokens and flows */
+	cl_host    host;               /* what the host offers servers */
+	char      *caps;               /* host.caps (owned) */
+	char      *roots;              /* host.roots (owned), or NULL */
 };
+
+/* input.c: rt->host from the options (MK_EINVAL: inputs or roots will
+ * not do), and its end */
+int  rt_host_init(mk_runtime *rt);
+void rt_host_fini(mk_runtime *rt);
 
 /* rt_valid: the handle is an open runtime. */
 int rt_valid(const mk_runtime *rt);

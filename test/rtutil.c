@@ -169,22 +169,36 @@ count_states(sub *sb, const char *name, const char *state)
 
 static int stream_seq;
 
+void
+rt_options(mk_options *o, const char *path)
+{
+	static char url[64];
+
+	snprintf(url, sizeof(url), "inproc://rt-test-%d", ++stream_seq);
+	mk_options_init(o, sizeof(*o));
+	o->log_level         = MK_LOG_WARN;
+	o->stream_url        = url;
+	o->unstable_check_ms = 1000;
+	o->store_path        = path;
+}
+
+mk_runtime *
+rt_open_options(sub *sb, const mk_options *o)
+{
+	mk_runtime *rt;
+
+	CHECK_EQ(mk_runtime_open(&rt, o), 0);
+	sub_open(sb, mk_stream_url(rt));
+	return (rt);
+}
+
 mk_runtime *
 rt_open_store(sub *sb, const char *path)
 {
-	mk_runtime *rt;
-	mk_options  o;
-	char        url[64];
+	mk_options o;
 
-	snprintf(url, sizeof(url), "inproc://rt-test-%d", ++stream_seq);
-	mk_options_init(&o, sizeof(o));
-	o.log_level         = MK_LOG_WARN;
-	o.stream_url        = url;
-	o.unstable_check_ms = 1000;
-	o.store_path        = path;
-	CHECK_EQ(mk_runtime_open(&rt, &o), 0);
-	sub_open(sb, mk_stream_url(rt));
-	return (rt);
+	rt_options(&o, path);
+	return (rt_open_options(sb, &o));
 }
 
 mk_runtime *

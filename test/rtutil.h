@@ -58,6 +58,10 @@ int count_states(sub *sb, const char *name, const char *state);
 /* A runtime on its own stream address (store file path, or NULL), with
  * unstable checks every second, and sb subscribed to it. */
 mk_runtime *rt_open_store(sub *sb, const char *path);
+/* The same in two steps: the options (its own stream address until the
+ * next call), to change before opening them. */
+void        rt_options(mk_options *o, const char *path);
+mk_runtime *rt_open_options(sub *sb, const mk_options *o);
 mk_runtime *rt_open(sub *sb);
 void        rt_close(mk_runtime **rt, sub *sb);
 

@@ -783,7 +783,7 @@ hang_main(void *arg)
 
 	free(http_try(
 	        "POST", "/api/mcp/tool/execute",
-	        "{\"client\": \"hot\", \"tool\": \"hang\", \"timeout\": 60000}",
+	        "{\"client\": \"hot\", \"tool\": \"hang\", \"timeout\": 300000}",
 	        NULL, &h->status));
 	return (NULL);
 }
@@ -798,13 +798,14 @@ hanging(void)
 	CHECK_EQ(peer_start_inject(&up, WAIT_MS), 0);
 	snprintf(
 	        config, sizeof(config),
-	        "{\"mcp\": {\"client_configs\": [{\"name\": \"hot\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}]}}",
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"hot\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"], \"tool_execution_timeout\": \"300s\"}]}}",
 	        up.port);
 	serve(&d, "hang.json", config, NULL);
 	/* the calls must outlive what comes before the upstream stops (a
-	 * slow sanitizer build on a busy machine takes its time), and end
-	 * when it does: a deadline of their own, not the usual 30 s */
-	sv_timeout_ms = 120000;
+	 * slow sanitizer build on a busy machine took over 30 s there), and
+	 * end when it does: the tool's deadline (300 s, not the client's
+	 * default 30 s, which ended some with 504) and the test's own */
+	sv_timeout_ms = 330000;
 	for (int i = 0; i < 64; i++) {
 		h[i].status = 0;
 		CHECK_EQ(pthread_create(&h[i].th, NULL, hang_main, &h[i]), 0);
@@ -818,6 +819,9 @@ hanging(void)
 	peer_stop(&up); /* the calls end: 502 */
 	for (int i = 0; i < 64; i++) {
 		pthread_join(h[i].th, NULL);
+		if (h[i].status != 502 && h[i].status != 503) {
+			fprintf(stderr, "call %d: HTTP %ld\n", i, h[i].status);
+		}
 		CHECK(h[i].status == 502 || h[i].status == 503);
 	}
 	sv_timeout_ms = 30000;

@@ -616,6 +616,7 @@ static void
 defaults_and_fini(void)
 {
 	codec_sse p;
+	rec       r = {.n = 0};
 
 	CHECK_EQ(codec_sse_init(&p, NULL), 0);
 	CHECK_EQ(p.lim.max_line, 16 * 1024 * 1024 + 64);
@@ -629,6 +630,14 @@ defaults_and_fini(void)
 	                        NULL),
 	         0);
 	CHECK(strcmp(codec_sse_last_id(&p), "1") == 0);
+	/* an id of an event not yet complete is not the last event id */
+	CHECK_EQ(codec_sse_feed(&p, S("\n\nid: 2\ndata: cut"), on_event, &r),
+	         0);
+	CHECK_EQ(r.n, 1); /* "partial" */
+	CHECK(strcmp(codec_sse_last_id(&p), "1") == 0);
+	CHECK_EQ(codec_sse_feed(&p, S("\n\n"), on_event, &r), 0);
+	CHECK(strcmp(codec_sse_last_id(&p), "2") == 0);
+	rec_free(&r);
 	codec_sse_fini(&p);
 	CHECK(p.line == NULL && p.data == NULL && p.id == NULL);
 	CHECK_EQ(codec_sse_failure(&p), CODEC_SSE_FINISHED);

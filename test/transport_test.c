@@ -18,143 +18,16 @@
 
 #include "mcpkeep.h"
 #include "peer.h"
+#include "rtutil.h"
 #include "testutil.h"
+#include "tputil.h"
 #include "transport/mcp.h"
 
-#define WAIT_MS 30000
 #define RUN_ON(fn, arg)                                                       \
 	do {                                                                  \
 		fprintf(stderr, "-- %s\n", #fn);                              \
 		fn(arg);                                                      \
 	} while (0)
-
-typedef struct client {
-	tp_loop     *l;        /* the loop */
-	mcp_session *s;        /* the session */
-	int          ready;    /* ready() ran */
-	mcp_error    err;      /* its error, if any */
-	int          failed;   /* ready() reported an error */
-	int          lost;     /* MCP_EV_LOST seen */
-	mcp_error    lost_err; /* why */
-	int          changed;  /* MCP_EV_TOOLS_CHANGED seen */
-} client;
-
-static void
-on_ready(void *arg, mcp_session *s, const mcp_error *err)
-{
-	client *c = arg;
-
-	c->ready = 1;
-	if (err != NULL) {
-		c->failed = 1;
-		c->err    = *err;
-	}
-}
-
-static void
-on_event(void *arg, mcp_session *s, mcp_event ev, const mcp_error *err)
-{
-	client *c = arg;
-
-	if (ev == MCP_EV_LOST) {
-		c->lost     = 1;
-		c->lost_err = *err;
-	} else {
-		c->changed++;
-	}
-}
-
-/* Opens a session; returns 0 when READY, else the error kind. */
-static int
-open_client(client *c, const mcp_config *cfg)
-{
-	mcp_handlers h = {on_ready, on_event, c};
-
-	memset(c, 0, sizeof(*c));
-	CHECK_EQ(tp_loop_new(&c->l), 0);
-	CHECK_EQ(mcp_session_open(&c->s, c->l, cfg, &h), 0);
-	CHECK_EQ(tp_loop_run(c->l, &c->ready, WAIT_MS), 0);
-	if (c->failed) {
-		fprintf(stderr, "   open: %s: %s\n",
-		        mcp_errkind_name(c->err.kind), c->err.message);
-		return (c->err.kind);
-	}
-	return (0);
-}
-
-static void
-close_client(client *c)
-{
-	int none = 0;
-
-	mcp_session_free(&c->s);
-	/* let a graceful close (DELETE, child exit) run a little */
-	(void)tp_loop_run(c->l, &none, 200);
-	tp_loop_free(&c->l);
-}
-
-/* One request's outcome. */
-typedef struct outcome {
-	int       done;       /* the callback ran */
-	mcp_error err;        /* its error */
-	int       failed;     /* err is set */
-	json_t   *result;     /* its result (a reference) */
-	int       progress;   /* progress notifications seen */
-	char      expect[32]; /* for the concurrency test */
-	int       matched;    /* result text equals "Echo: " expect */
-} outcome;
-
-static void
-on_result(void *arg, const mcp_error *err, json_t *result)
-{
-	outcome *o = arg;
-
-	o->done = 1;
-	if (err != NULL) {
-		o->failed = 1;
-		o->err    = *err;
-	} else {
-		o->result = json_incref(result);
-	}
-}
-
-static void
-on_progress(void *arg, double progress, double total, const char *msg)
-{
-	outcome *o = arg;
-
-	o->progress++;
-}
-
-static const char *
-first_text(json_t *result)
-{
-	json_t *c = json_array_get(json_object_get(result, "content"), 0);
-
-	return (json_string_value(json_object_get(c, "text")));
-}
-
-/* Calls a tool and waits for the answer. */
-static void
-call(client *c, const char *tool, json_t *args, int timeout_ms, outcome *o)
-{
-	mcp_req_opts opts = {.timeout_ms   = timeout_ms,
-	                     .progress     = on_progress,
-	                     .progress_arg = o};
-
-	memset(o, 0, sizeof(*o));
-	CHECK_EQ(mcp_call_tool(c->s, tool, args, &opts, on_result, o, NULL),
-	         0);
-	CHECK_EQ(tp_loop_run(c->l, &o->done, WAIT_MS), 0);
-	json_decref(args);
-}
-
-static void
-outcome_fini(outcome *o)
-{
-	json_decref(o->result);
-	o->result = NULL;
-}
 
 /* ---- the common suite --------------------------------------------------- */
 
@@ -345,73 +218,6 @@ start_everything(peer *p, const char *mode, int port)
 	CHECK_EQ(peer_everything(p, mode, port, WAIT_MS), 0);
 }
 
-static size_t
-discard(char *b, size_t size, size_t n, void *arg)
-{
-	return (size * n);
-}
-
-/* POSTs to an inject.mjs admin endpoint. */
-static void
-admin(const peer *p, const char *path)
-{
-	CURL *e = curl_easy_init();
-	char  url[128];
-	long  status = 0;
-
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", p->port, path);
-	curl_easy_setopt(e, CURLOPT_URL, url);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDS, "{}");
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
-	CHECK_EQ(curl_easy_perform(e), CURLE_OK);
-	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-	CHECK_EQ(status, 200);
-	curl_easy_cleanup(e);
-}
-
-typedef struct body {
-	char   buf[4096];
-	size_t len;
-} body;
-
-static size_t
-keep_body(char *b, size_t size, size_t n, void *arg)
-{
-	body  *bd  = arg;
-	size_t len = size * n;
-
-	if (bd->len + len < sizeof(bd->buf)) {
-		memcpy(bd->buf + bd->len, b, len);
-		bd->len += len;
-		bd->buf[bd->len] = '\0';
-	}
-	return (len);
-}
-
-/* GETs an inject.mjs admin endpoint and reads an integer field. */
-static int
-admin_get(const peer *p, const char *path, const char *field)
-{
-	CURL   *e  = curl_easy_init();
-	body    bd = {.len = 0};
-	char    url[128];
-	json_t *j;
-	int     v;
-
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", p->port, path);
-	curl_easy_setopt(e, CURLOPT_URL, url);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, keep_body);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, &bd);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
-	CHECK_EQ(curl_easy_perform(e), CURLE_OK);
-	curl_easy_cleanup(e);
-	CHECK((j = json_loads(bd.buf, 0, NULL)) != NULL);
-	v = (int)json_integer_value(json_object_get(j, field));
-	json_decref(j);
-	return (v);
-}
-
 static void
 url_of(char *buf, size_t len, const peer *p, const char *path)
 {
@@ -531,17 +337,19 @@ http_inject(void)
 	fprintf(stderr, "-- close sends DELETE: the server forgets us\n");
 	{
 		client c2;
-		int    n = admin_get(&p, "/admin/sessions", "sessions");
+		int    n = admin(p.port, "/admin/sessions", NULL, "sessions");
 		CHECK_EQ(open_client(&c2, &cfg), 0);
-		CHECK_EQ(admin_get(&p, "/admin/sessions", "sessions"), n + 1);
+		CHECK_EQ(admin(p.port, "/admin/sessions", NULL, "sessions"),
+		         n + 1);
 		mcp_session_free(&c2.s);
 		for (int i = 0; i < 100 &&
-		     admin_get(&p, "/admin/sessions", "sessions") != n;
+		     admin(p.port, "/admin/sessions", NULL, "sessions") != n;
 		     i++) {
 			int none = 0;
 			(void)tp_loop_run(c2.l, &none, 50);
 		}
-		CHECK_EQ(admin_get(&p, "/admin/sessions", "sessions"), n);
+		CHECK_EQ(admin(p.port, "/admin/sessions", NULL, "sessions"),
+		         n);
 		tp_loop_free(&c2.l);
 	}
 
@@ -554,7 +362,7 @@ http_inject(void)
 	outcome_fini(&o);
 
 	fprintf(stderr, "-- the server forgets the session\n");
-	admin(&p, "/admin/drop-sessions");
+	(void)admin(p.port, "/admin/drop-sessions", "{}", NULL);
 	call(&c, "echo", json_pack("{s:s}", "message", "x"), 0, &o);
 	CHECK(o.failed && o.err.kind == MCP_E_GONE);
 	CHECK_EQ(o.err.http_status, 404);

@@ -44,6 +44,10 @@ typedef struct tp_conn_ops {
 	void (*abort)(tp_conn *c, int64_t id);
 	/* the negotiated MCP protocol version, sent from now on */
 	void (*set_version)(tp_conn *c, const char *version);
+	/* opens the stream of the server's own messages, when the transport
+	 * has one apart from the answers (http: the GET stream); NULL when
+	 * every message already comes on one stream (sse, stdio) */
+	void (*listen)(tp_conn *c);
 	/* starts the graceful close; see above */
 	void (*close)(tp_conn *c);
 } tp_conn_ops;

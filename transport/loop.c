@@ -18,17 +18,18 @@ typedef struct watch {
 } watch;
 
 struct tp_loop {
-	CURLM              *multi;    /* every transfer of this thread */
-	watch              *watches;  /* watched fds */
-	unsigned            nwatch;   /* entries in watches */
-	unsigned            capwatch; /* allocated watches */
-	struct curl_waitfd *wfds;     /* scratch for curl_multi_poll */
-	unsigned            capwfds;  /* allocated wfds */
-	tp_ticker          *tickers;  /* linked tickers */
-	tp_defer           *dhead;    /* deferred work, FIFO */
-	tp_defer           *dtail;    /* last deferred */
-	tp_owned           *owned;    /* closing connections */
-	unsigned            running;  /* transfers in the multi handle */
+	CURLM              *multi;     /* every transfer of this thread */
+	watch              *watches;   /* watched fds */
+	unsigned            nwatch;    /* entries in watches */
+	unsigned            capwatch;  /* allocated watches */
+	struct curl_waitfd *wfds;      /* scratch for curl_multi_poll */
+	unsigned            capwfds;   /* allocated wfds */
+	tp_ticker          *tickers;   /* linked tickers */
+	tp_ticker          *tick_next; /* run_tickers' next one */
+	tp_defer           *dhead;     /* deferred work, FIFO */
+	tp_defer           *dtail;     /* last deferred */
+	tp_owned           *owned;     /* closing connections */
+	unsigned            running;   /* transfers in the multi handle */
 };
 
 void
@@ -241,6 +242,9 @@ tp_loop_ticker_del(tp_loop *l, tp_ticker *t)
 	if (t->nxt != NULL) {
 		t->nxt->prev = t->prev;
 	}
+	if (l->tick_next == t) {
+		l->tick_next = t->nxt;
+	}
 	t->prev = t->nxt = NULL;
 }
 
@@ -295,14 +299,16 @@ run_tickers(tp_loop *l)
 {
 	int64_t now = tp_now_ns();
 
-	/* expire() may unlink its own ticker: take the next one first */
-	for (tp_ticker *t = l->tickers, *n; t != NULL; t = n) {
-		int64_t d = t->next(t->arg);
-		n         = t->nxt;
+	/* expire() may unlink any ticker, its own or the next one (freeing
+	 * a session frees its connection's): ticker_del moves tick_next on */
+	for (tp_ticker *t = l->tickers; t != NULL; t = l->tick_next) {
+		int64_t d    = t->next(t->arg);
+		l->tick_next = t->nxt;
 		if (d >= 0 && d <= now) {
 			t->expire(t->arg, now);
 		}
 	}
+	l->tick_next = NULL;
 }
 
 int

@@ -63,8 +63,14 @@ typedef struct mcp_config {
 	int         timeout_ms;       /* default per request; 0: 30 s */
 	const char *client_name;      /* clientInfo.name; NULL: mcpkeep */
 	const char *client_version;   /* NULL: MCPKEEP_VERSION */
-	uint32_t    stream_rate;      /* sse: events/s; 0: MCP_STREAM_RATE */
-	uint32_t    stream_burst;     /* sse: at once; 0: MCP_STREAM_BURST */
+	uint32_t    stream_rate;      /* sse, http GET stream: events/s;
+	                               * 0: MCP_STREAM_RATE */
+	uint32_t    stream_burst;     /* at once; 0: MCP_STREAM_BURST */
+	const char *capabilities;     /* the client capabilities declared,
+	                               * a JSON object's text; NULL: {} */
+	bool listen;                  /* http: once ready, listen on the
+	                               * standalone GET stream (a sticky
+	                               * session; a per-call one needs none) */
 } mcp_config;
 
 typedef struct mcp_session mcp_session;
@@ -74,13 +80,27 @@ typedef enum mcp_event {
 	MCP_EV_LOST,          /* the connection is gone (err says why) */
 } mcp_event;
 
-/* Session-level callbacks; arg is the owner's. */
+/* Session-level callbacks; arg is the owner's.
+ *
+ * request: a request of the server's the session does not answer itself
+ * (it answers ping; the owner gets elicitation/create,
+ * sampling/createMessage, roots/list, ...).  Returning 0 takes it: the
+ * owner answers it once with mcp_respond(s, token, ...), or, when the
+ * session is freed first, gone(token) runs from inside mcp_session_free.
+ * Non-zero (or no request handler) refuses it at once: -32601.  params
+ * are borrowed for the call.  At most MCP_INBOUND_MAX wait at once; more
+ * are refused (-32603). */
 typedef struct mcp_handlers {
 	void (*ready)(void *arg, mcp_session *s, const mcp_error *err);
 	void (*event)(void *arg, mcp_session *s, mcp_event ev,
 	              const mcp_error *err);
 	void *arg;
+	int (*request)(void *arg, mcp_session *s, uint64_t token,
+	               const char *method, json_t *params);
+	void (*gone)(void *arg, mcp_session *s, uint64_t token);
 } mcp_handlers;
+
+#define MCP_INBOUND_MAX 64 /* server requests waiting for the owner */
 
 /* Per-request callbacks.  result is borrowed for the call; err is NULL on
  * success. */
@@ -132,6 +152,13 @@ int mcp_list_tools(mcp_session *s, const mcp_req_opts *o, mcp_result_fn fn,
 int mcp_call_tool(mcp_session *s, const char *name, json_t *arguments,
                   const mcp_req_opts *o, mcp_result_fn fn, void *arg,
                   int64_t *idp);
+
+/* mcp_respond answers the server's request token (see mcp_handlers):
+ * with result (borrowed), or when it is NULL with the JSON-RPC error
+ * code and message.  0, MK_ENOENT (not waiting: answered, or never
+ * taken), MK_ECLOSED (the session failed; nothing sent) or MK_ENOMEM. */
+int mcp_respond(mcp_session *s, uint64_t token, json_t *result, int code,
+                const char *message);
 
 /* mcp_cancel gives up on request id: sends notifications/cancelled and
  * calls its fn with MCP_E_CANCELLED now.  0 or MK_ENOENT. */

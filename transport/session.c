@@ -256,6 +256,9 @@ on_initialized(mcp_session *s, pend *p, json_t *result)
 	s->server_info = json_is_object(info) ? json_incref(info) : NULL;
 	s->conn->ops->set_version(s->conn, s->version);
 	session_send_notification(s, "notifications/initialized", NULL);
+	if (s->listen && s->conn->ops->listen != NULL) {
+		s->conn->ops->listen(s->conn);
+	}
 	s->st = ST_READY;
 	s->depth++;
 	if (s->h.ready != NULL) {
@@ -334,29 +337,85 @@ on_progress(mcp_session *s, json_t *params)
 	s->depth--;
 }
 
-/* Server-to-client requests: answer ping; refuse what we do not offer. */
-static void
-on_server_request(mcp_session *s, codec_jr_msg *m)
+/* Sends the answer to the server's request id: result (borrowed), or
+ * the error code and message when it is NULL. */
+static int
+answer(mcp_session *s, json_t *id, json_t *result, int code,
+       const char *message)
 {
-	json_t *id = json_object_get(m->raw, "id");
 	json_t *resp;
 	char   *json;
+	int     rv;
 
-	if (strcmp(m->method, "ping") == 0) {
-		resp = json_pack("{s:s, s:O, s:{}}", "jsonrpc", "2.0", "id",
-		                 id, "result");
+	if (result != NULL) {
+		resp = json_pack("{s:s, s:O, s:O}", "jsonrpc", "2.0", "id", id,
+		                 "result", result);
 	} else {
 		resp = json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0",
-		                 "id", id, "error", "code", -32601, "message",
-		                 "method not supported by this client");
+		                 "id", id, "error", "code", code, "message",
+		                 message);
 	}
 	json = resp != NULL ? json_dumps(resp, JSON_COMPACT) : NULL;
 	json_decref(resp);
-	if (json != NULL) {
-		(void)s->conn->ops->send(s->conn, 0, json, strlen(json),
-		                         s->timeout_ms, NULL);
-		free(json);
+	if (json == NULL) {
+		return (MK_ENOMEM);
 	}
+	rv = s->conn->ops->send(s->conn, 0, json, strlen(json), s->timeout_ms,
+	                        NULL);
+	free(json);
+	return (rv);
+}
+
+/* Server-to-client requests: ping is answered here, the rest go to the
+ * owner, who takes them or not (mcp_handlers). */
+static void
+on_server_request(mcp_session *s, codec_jr_msg *m)
+{
+	json_t  *id  = json_object_get(m->raw, "id");
+	uint64_t tok = ++s->next_token;
+	int      rv  = -1;
+
+	if (strcmp(m->method, "ping") == 0) {
+		json_t *empty = json_object();
+		(void)answer(s, id, empty, 0, NULL);
+		json_decref(empty);
+		return;
+	}
+	if (s->h.request != NULL && s->inbound.count >= MCP_INBOUND_MAX) {
+		(void)answer(s, id, NULL, -32603,
+		             "too many requests waiting in this client");
+		return;
+	}
+	if (s->h.request != NULL &&
+	    idmap_put(&s->inbound, tok, json_incref(id)) == 0) {
+		rv = s->h.request(s->h.arg, s, tok, m->method, m->params);
+		if (rv != 0) {
+			json_decref(idmap_del(&s->inbound, tok));
+		}
+	} else if (s->h.request != NULL) {
+		json_decref(id); /* the put failed */
+	}
+	if (rv != 0 && !s->doomed) {
+		(void)answer(s, id, NULL, -32601,
+		             "method not supported by this client");
+	}
+}
+
+int
+mcp_respond(mcp_session *s, uint64_t token, json_t *result, int code,
+            const char *message)
+{
+	json_t *id = idmap_del(&s->inbound, token);
+	int     rv;
+
+	if (id == NULL) {
+		return (MK_ENOENT);
+	}
+	rv = s->st == ST_FAILED || s->doomed
+	        ? MK_ECLOSED
+	        : answer(s, id, result, code, message);
+	json_decref(id);
+	return (rv);
 }
 
 static void
@@ -438,9 +497,9 @@ up_opened(void *arg, const mcp_error *err)
 		goto out;
 	}
 	s->st  = ST_INITIALIZING;
-	params = json_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion",
-	                   MCP_PROTOCOL_LATEST, "capabilities", "clientInfo",
-	                   "name", s->client_name, "version",
+	params = json_pack("{s:s, s:O, s:{s:s, s:s}}", "protocolVersion",
+	                   MCP_PROTOCOL_LATEST, "capabilities", s->caps,
+	                   "clientInfo", "name", s->client_name, "version",
 	                   s->client_version);
 	if ((p = calloc(1, sizeof(*p))) == NULL || params == NULL) {
 		free(p);
@@ -470,8 +529,15 @@ out:
 static void
 session_destroy(mcp_session *s)
 {
+	json_t *id;
+
 	tp_loop_ticker_del(s->loop, &s->ticker);
 	json_decref(s->server_info);
+	json_decref(s->caps);
+	while ((id = idmap_pop(&s->inbound, NULL)) != NULL) {
+		json_decref(id);
+	}
+	idmap_fini(&s->inbound);
 	idmap_fini(&s->pending);
 	free(s->client_name);
 	free(s->client_version);
@@ -504,14 +570,20 @@ mcp_session_open(mcp_session **sp, tp_loop *l, const mcp_config *cfg,
 	s->timeout_ms =
 	        cfg->timeout_ms > 0 ? cfg->timeout_ms : MCP_TIMEOUT_DEFAULT_MS;
 	s->max_message = cfg->max_message;
+	s->listen      = cfg->listen;
 	s->client_name =
 	        strdup(cfg->client_name ? cfg->client_name : "mcpkeep");
 	s->client_version = strdup(cfg->client_version ? cfg->client_version
 	                                               : MCPKEEP_VERSION);
 	s->ticker         = (tp_ticker) {
 	                .next = ticker_next, .expire = ticker_expire, .arg = s};
-	if (s->client_name == NULL || s->client_version == NULL) {
-		rv = MK_ENOMEM;
+	s->caps = cfg->capabilities != NULL
+	        ? json_loads(cfg->capabilities, 0, NULL)
+	        : json_object();
+	if (s->client_name == NULL || s->client_version == NULL ||
+	    !json_is_object(s->caps)) {
+		rv = s->caps != NULL && !json_is_object(s->caps) ? MK_EINVAL
+		                                                 : MK_ENOMEM;
 		goto fail;
 	}
 	tp_loop_ticker_add(l, &s->ticker);
@@ -558,7 +630,15 @@ mcp_session_free(mcp_session **sp)
 	}
 	s->doomed = 1;
 	s->st     = ST_FAILED;
-	s->h      = (mcp_handlers) {0}; /* nobody left to tell */
+	if (s->h.gone != NULL) { /* the owner forgets what it was answering */
+		uint64_t tok;
+		json_t  *id;
+		while ((id = idmap_pop(&s->inbound, &tok)) != NULL) {
+			json_decref(id);
+			s->h.gone(s->h.arg, s, tok);
+		}
+	}
+	s->h = (mcp_handlers) {0}; /* nobody left to tell */
 	fail_all(s, mcp_error_set(&e, MCP_E_CANCELLED, "session closed"));
 	if (s->conn != NULL) {
 		s->conn->ops->close(s->conn);

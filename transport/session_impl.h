@@ -63,6 +63,10 @@ struct mcp_session {
 	json_t      *server_info; /* serverInfo from initialize */
 	int          depth;       /* upcalls in progress on the stack */
 	int          doomed;      /* freed during an upcall: free at depth 0 */
+	bool         listen;      /* open the server's stream once ready */
+	json_t      *caps;        /* client capabilities declared */
+	idmap        inbound;     /* token -> the server request's id */
+	uint64_t     next_token;  /* last token given out */
 };
 
 /* session_pend_free frees p (out of the table, not completed). */

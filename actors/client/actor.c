@@ -80,6 +80,7 @@ cl_init(kn_actor *self, void *arg, void **statep)
 	cl->cr   = a->credential != NULL ? kn_actor_hold(a->credential) : NULL;
 	cl->stream      = a->stream;
 	cl->node_id     = a->node_id;
+	cl->host        = a->host;
 	cl->sync_ms     = cl->cfg->sync_ms ? cl->cfg->sync_ms : a->sync_ms;
 	cl->exec_ms     = cl->cfg->exec_ms ? cl->cfg->exec_ms : a->exec_ms;
 	cl->def_sync_ms = a->sync_ms;
@@ -114,6 +115,7 @@ cl_fini(kn_actor *self, void *state)
 
 	cl_check_abort(cl);
 	cl_call_run_queued(cl, "MCP client is shutting down");
+	cl_input_end_all(cl); /* answered while their sessions are open */
 	cl_conn_close_all(cl);
 	cl_call_end_all(cl, "MCP client is shutting down");
 	client_loop_free(cl);
@@ -497,6 +499,12 @@ cl_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case MSG_CL_SETTINGS:
 		on_settings(cl, msg);
+		return (0);
+	case MSG_CL_INPUT:
+		cl_input_answer(cl, msg);
+		return (0);
+	case MSG_CL_INPUTS:
+		cl_input_list(cl, msg);
 		return (0);
 	default:
 		assert(!"client: unexpected message");

@@ -207,10 +207,28 @@ pc_ready(void *arg, mcp_session *s, const mcp_error *err)
 	}
 }
 
+/* The server's requests on a call's own session go to the host. */
+static int
+pc_request(void *arg, mcp_session *s, uint64_t token, const char *method,
+           json_t *params)
+{
+	return (cl_input_request(((cl_call *)arg)->cl, s, token, method,
+	                         params));
+}
+
+static void
+pc_request_gone(void *arg, mcp_session *s, uint64_t token)
+{
+	cl_input_gone(((cl_call *)arg)->cl, s, token);
+}
+
 static void
 open_per_call(client *cl, cl_call *c)
 {
-	mcp_handlers h = {pc_ready, NULL, c};
+	mcp_handlers h = {.ready   = pc_ready,
+	                  .arg     = c,
+	                  .request = pc_request,
+	                  .gone    = pc_request_gone};
 	mcp_config   mc;
 	mcp_error    e;
 

@@ -87,6 +87,17 @@
  *                     changed
  *     status  str    "active", "refreshed", "needs_reauth" or "rotated"
  *     message str    why, for needs_reauth and rotated
+ *
+ *   MSG_CL_INPUT ask: the host's answer to a server's request (input.c)
+ *     request_id str    the waiting request's id (MSG_CL_INPUTS)
+ *     result     str    its result, JSON text; absent: declined (an
+ *                       elicitation's {"action": "decline"}, else an error)
+ *     ok:     {}
+ *
+ *   MSG_CL_INPUTS ask: the server requests waiting for the host
+ *     {}
+ *     ok:     json str    JSON array text: {request_id, method, params,
+ *                         expires_in_ms} each
  * </msgdoc>
  *
  * MSG_CL_UPDATE: an API patch (file false) has its top-level fields
@@ -129,6 +140,25 @@ cl_state_name(cl_state s)
 	return ((unsigned)s < CS_COUNT ? codec_state_name((unsigned)s) : "?");
 }
 
+/* What the host offers MCP servers: the client capabilities every session
+ * declares and who answers the servers' requests (elicitation/create,
+ * sampling/createMessage, roots/list; input.c).  The runtime's; outlives
+ * every client actor. */
+enum { CL_IN_ELICITATION = 1, CL_IN_SAMPLING = 2, CL_IN_ROOTS = 4 };
+typedef struct cl_host {
+	unsigned    inputs; /* CL_IN_* the host takes (and declares) */
+	const char *caps;   /* the capabilities, JSON object text */
+	const char *roots;  /* roots/list's result, JSON text, or NULL: the
+	                     * host is asked like for the others */
+	/* told of each request waiting for it (the client actor's thread:
+	 * must not block), or NULL: the stream and MSG_CL_INPUTS are the
+	 * only way to learn of them */
+	void (*on_input)(void *arg, const char *client_id, const char *name,
+	                 const char *request_id, const char *method,
+	                 const char *params);
+	void *arg;
+} cl_host;
+
 /* What a client actor starts with (kn_spawn's arg).  init takes cfg. */
 typedef struct client_args {
 	cfg_client *cfg;        /* owned by the actor from init on */
@@ -139,6 +169,7 @@ typedef struct client_args {
 	int64_t     exec_ms;    /* global tool_execution_timeout */
 	kn_actor   *persister;  /* the store (held by the actor), or NULL */
 	kn_actor   *credential; /* the credential actor (held), or NULL */
+	const cl_host *host;    /* what the host offers (outlives the actor) */
 	/* out, set by init (so the list shows the client from its start
 	 * without a message to the supervisor while it spawns many): */
 	char *view;     /* its first view, JSON text (malloc'd: the
@@ -205,6 +236,32 @@ CODEC_MSG_STRUCT(cl_settings_msg, CL_SETTINGS_FIELDS)
 	  "\"active\", \"refreshed\", \"needs_reauth\" or \"rotated\"")       \
 	F(S, STR, message, "why, for needs_reauth and rotated")
 CODEC_MSG_STRUCT(cl_cred_msg, CL_CRED_FIELDS)
+
+#define CL_INPUT_FIELDS(F, S)                                                 \
+	F(S, STR, request_id, "the waiting request's id (MSG_CL_INPUTS)")     \
+	F(S, STR, result,                                                     \
+	  "its result, JSON text; absent: declined (an elicitation's "        \
+	  "{\"action\": \"decline\"}, else an error)")
+CODEC_MSG_STRUCT(cl_input_msg, CL_INPUT_FIELDS)
+
+#define CL_INPUTS_FIELDS(F, S)                                                \
+	F(S, STR, json,                                                       \
+	  "JSON array text: {request_id, method, params, expires_in_ms} "     \
+	  "each")
+CODEC_MSG_STRUCT(cl_inputs_msg, CL_INPUTS_FIELDS)
+
+/* The "input" event of the state stream: a server's request waiting for
+ * the host, and what became of it. */
+#define CL_INPUT_EVENT_FIELDS(F, S)                                           \
+	F(S, STR, client_id, "the client it came on")                         \
+	F(S, STR, name, "and its name")                                       \
+	F(S, STR, request_id, "the runtime's id for it")                      \
+	F(S, STR, method, "elicitation/create, sampling/createMessage, ...")  \
+	F(S, STR, state, "pending, answered, expired or gone")                \
+	F(S, STR, message, "an elicitation's message, else absent")           \
+	F(S, STR, time, "RFC 3339 UTC")                                       \
+	F(S, STR, node_id, "the instance")
+CODEC_MSG_STRUCT(cl_input_event, CL_INPUT_EVENT_FIELDS)
 
 /* The client actor's messages, as the table above shows them. */
 extern const codec_msgdef client_msgs[];

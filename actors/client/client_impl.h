@@ -134,6 +134,20 @@ typedef struct cl_call {
 	                       * it frees the session sees it over */
 } cl_call;
 
+/* A server's request waiting for the host (input.c). */
+#define CL_INPUTS_MAX 32 /* per client; more are refused at once */
+typedef struct cl_input {
+	client          *cl;      /* owner */
+	char             id[24];  /* "in-<n>": the host's name for it */
+	mcp_session     *s;       /* the session it came on */
+	uint64_t         token;   /* its token there */
+	unsigned         kind;    /* CL_IN_* */
+	json_t          *params;  /* as the server sent them */
+	uint64_t         timer;   /* its expiry */
+	int64_t          expires; /* monotonic ns */
+	struct cl_input *next;    /* the client's list */
+} cl_input;
+
 /* A health check in progress.  Ended (cl->chk no longer points at it)
  * while its request is out, it stays allocated until that request's
  * callback, which frees it. */
@@ -212,7 +226,11 @@ struct client {
 	                          * died (needs_reauth projection) */
 	strmap ufetch;           /* per-user: identity -> calls waiting for its
 	                          * credential (one ask per identity) */
-	unsigned maxconn;        /* idle connections curl may keep */
+	unsigned       maxconn;  /* idle connections curl may keep */
+	const cl_host *host;     /* what the host offers its servers */
+	cl_input      *inputs;   /* server requests waiting for the host */
+	unsigned       ninputs;  /* how many */
+	uint64_t       input_seq; /* numbers them */
 };
 
 /* actor.c */
@@ -331,6 +349,17 @@ bool cl_recover_sticky(client *cl, cl_call *c, const mcp_error *err);
 /* a dial ended: calls waiting for a recovery go on, or get their error */
 void cl_recover_on_dial(client *cl, const mcp_error *err);
 void cl_recover_abort(client *cl, const char *why);
+
+/* input.c: a session's handlers for the server's requests (arg: the
+ * client); the host's answers and list; every request dropped */
+int  cl_input_request(client *cl, mcp_session *s, uint64_t token,
+                      const char *method, json_t *params);
+void cl_input_gone(client *cl, mcp_session *s, uint64_t token);
+void cl_input_answer(client *cl, kn_msg *msg);
+void cl_input_list(client *cl, kn_msg *msg);
+void cl_input_end_all(client *cl);
+/* the capabilities to declare (cl_conn_config) */
+const char *cl_input_caps(const client *cl);
 
 /* call.c */
 void cl_call_start(client *cl, kn_msg *msg);

@@ -95,17 +95,18 @@ cl_conn_config(const client *cl, mcp_config *mc)
 	const cfg_client *c = cl->cfg;
 
 	memset(mc, 0, sizeof(*mc));
-	mc->type        = c->conn == CFG_HTTP ? MCP_CONN_HTTP
-	               : c->conn == CFG_SSE   ? MCP_CONN_SSE
-	                                      : MCP_CONN_STDIO;
-	mc->url         = c->url;
-	mc->headers     = (const char *const *)(cl->hdrs != NULL ? cl->hdrs
-	                                                         : c->headers);
-	mc->command     = c->command;
-	mc->args        = (const char *const *)c->args;
-	mc->envs        = (const char *const *)c->envs;
-	mc->timeout_ms  = CLIENT_CONNECT_MS;
-	mc->client_name = "mcpkeep";
+	mc->type         = c->conn == CFG_HTTP ? MCP_CONN_HTTP
+	                : c->conn == CFG_SSE   ? MCP_CONN_SSE
+	                                       : MCP_CONN_STDIO;
+	mc->url          = c->url;
+	mc->headers      = (const char *const *)(cl->hdrs != NULL ? cl->hdrs
+	                                                          : c->headers);
+	mc->command      = c->command;
+	mc->args         = (const char *const *)c->args;
+	mc->envs         = (const char *const *)c->envs;
+	mc->timeout_ms   = CLIENT_CONNECT_MS;
+	mc->client_name  = "mcpkeep";
+	mc->capabilities = cl_input_caps(cl);
 }
 
 bool
@@ -194,6 +195,21 @@ relist(client *cl)
 	cl->relisting = true;
 	cl->m.relists++;
 	cl_counted(cl);
+}
+
+/* The server's requests on a sticky connection go to the host. */
+static int
+conn_request(void *arg, mcp_session *s, uint64_t token, const char *method,
+             json_t *params)
+{
+	return (cl_input_request(((cl_sconn *)arg)->cl, s, token, method,
+	                         params));
+}
+
+static void
+conn_request_gone(void *arg, mcp_session *s, uint64_t token)
+{
+	cl_input_gone(((cl_sconn *)arg)->cl, s, token);
 }
 
 /* The live connection is gone: its calls already failed. */
@@ -400,7 +416,11 @@ static void
 dial_open(cl_dial *d)
 {
 	client      *cl = d->cl;
-	mcp_handlers h  = {conn_ready, on_conn_event, d->c};
+	mcp_handlers h  = {.ready   = conn_ready,
+	                   .event   = on_conn_event,
+	                   .arg     = d->c,
+	                   .request = conn_request,
+	                   .gone    = conn_request_gone};
 	mcp_config   mc;
 	mcp_error    e;
 	int          rv;
@@ -410,6 +430,7 @@ dial_open(cl_dial *d)
 		return;
 	}
 	cl_conn_config(cl, &mc);
+	mc.listen = cl->cfg->sticky; /* a sticky session hears the server */
 	if ((rv = mcp_session_open(&d->c->s, cl->loop, &mc, &h)) != 0) {
 		dial_end(d,
 		         mcp_error_set(&e, MCP_E_LOCAL,

@@ -14,6 +14,9 @@ CODEC_MSG_FIELDS(cl_update_msg, CL_UPDATE_FIELDS);
 CODEC_MSG_FIELDS(cl_metrics_msg, CL_METRICS_FIELDS);
 CODEC_MSG_FIELDS(cl_settings_msg, CL_SETTINGS_FIELDS);
 CODEC_MSG_FIELDS(cl_cred_msg, CL_CRED_FIELDS);
+CODEC_MSG_FIELDS(cl_input_msg, CL_INPUT_FIELDS);
+CODEC_MSG_FIELDS(cl_inputs_msg, CL_INPUTS_FIELDS);
+CODEC_MSG_FIELDS(cl_input_event, CL_INPUT_EVENT_FIELDS);
 
 #define NONE (&codec_no_fields)
 
@@ -39,5 +42,9 @@ const codec_msgdef client_msgs[] = {
          "from the supervisor: the global settings, used where the client's config has none (a new sync_ms reaches the supervisor in the view)"},
         {CODEC_MSG(MSG_CL_CRED), "tell", &cl_cred_msg_fields, NULL, NULL,
          "from the credential actor: the client's credential changed"},
+        {CODEC_MSG(MSG_CL_INPUT), "ask", &cl_input_msg_fields, NONE, NULL,
+         "the host's answer to a server's request (input.c)"},
+        {CODEC_MSG(MSG_CL_INPUTS), "ask", NONE, &cl_inputs_msg_fields, NULL,
+         "the server requests waiting for the host"},
 };
 const size_t client_msgs_n = sizeof(client_msgs) / sizeof(client_msgs[0]);

@@ -229,6 +229,10 @@ cl_view_json(client *cl)
 		                              cl->lf_message, "at", cl->lf_at,
 		                              "since", cl->lf_since));
 	}
+	if (v != NULL && cl->ninputs > 0) { /* servers' requests waiting */
+		json_object_set_new(v, "inputs_waiting",
+		                    json_integer(cl->ninputs));
+	}
 	return (v);
 }
 

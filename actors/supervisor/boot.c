@@ -115,6 +115,7 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 	           .exec_ms    = sv->a.exec_ms,
 	           .persister  = sv->a.persister,
 	           .credential = sv->a.credential,
+	           .host       = sv->a.host,
         };
 	char   name[96];
 	entry *e;

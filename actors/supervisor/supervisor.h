@@ -125,6 +125,7 @@
 #ifndef ACTORS_SUPERVISOR_H
 #define ACTORS_SUPERVISOR_H
 
+#include "actors/client/client.h"
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/stream.h"
 
@@ -132,13 +133,14 @@
 
 /* kn_spawn's arg; copied at init. */
 typedef struct sv_args {
-	kn_stream  *stream;      /* the state stream */
-	const char *node_id;     /* this instance (outlives the supervisor) */
-	int64_t     sync_ms;     /* global tool_sync_interval, at first */
-	int64_t     exec_ms;     /* global tool_execution_timeout, at first */
-	int64_t     unstable_ms; /* check interval while unstable */
-	kn_actor   *persister;   /* the store, or NULL (memory only) */
-	kn_actor   *credential;  /* the credential actor, or NULL */
+	kn_stream     *stream;  /* the state stream */
+	const char    *node_id; /* this instance (outlives the supervisor) */
+	int64_t        sync_ms; /* global tool_sync_interval, at first */
+	int64_t        exec_ms; /* global tool_execution_timeout, at first */
+	int64_t        unstable_ms; /* check interval while unstable */
+	kn_actor      *persister;   /* the store, or NULL (memory only) */
+	kn_actor      *credential;  /* the credential actor, or NULL */
+	const cl_host *host;        /* what the host offers MCP servers */
 } sv_args;
 
 /* ---- messages (their fields; the table above is rendered from these) */
