@@ -225,6 +225,10 @@ http_caller(req *r, keyset **ks)
 		if (bearer != NULL && !is_admin) {
 			r->bearer = strdup(bearer);
 		}
+		/* its trace context, for a 2026-07-28 server (the runtime
+		 * drops what is not W3C Trace Context) */
+		r->trace[0] = http_header_dup(r, "traceparent");
+		r->trace[1] = http_header_dup(r, "tracestate");
 		return (true);
 	}
 	return (false);

@@ -101,7 +101,8 @@ route_tool_execute(req *r, const char *id, json_t *body)
 	        .virtual_key   = mode != NULL && mode[0] == 'v' ? who : NULL,
 	        .session_id    = mode != NULL && mode[0] == 's' ? who : NULL,
 	        .subject_token = r->bearer};
-	rc = mk_tool_call_async(D.rt, &c, on_tool, r);
+	mk_trace t = {.traceparent = r->trace[0], .tracestate = r->trace[1]};
+	rc         = mk_tool_call_async_traced(D.rt, &c, &t, on_tool, r);
 	free(atext);
 	if (rc != 0) {
 		answer_error(r, status_of(rc),

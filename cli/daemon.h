@@ -90,6 +90,7 @@ struct req {
 	char          *id_user;    /* X-MCP-User-Id, when honoured */
 	char          *id_session; /* X-MCP-Session-Id, when honoured */
 	char          *bearer;     /* a token-exchange subject (secret) */
+	char          *trace[2];   /* a tool call's traceparent, tracestate */
 	/* its progress */
 	int         phase;     /* http.c's */
 	int         lane;      /* the budget it counts against, or -1 */

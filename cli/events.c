@@ -126,7 +126,7 @@ event_text(const void *msg, size_t len, char *name, size_t nlen)
 	}
 	if (strcmp(e.topic, "state") == 0) {
 		j = json_pack(
-		        "{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:s, s:s}",
+		        "{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:s, s:s, s:s}",
 		        "client_id", e.client_id, "name", e.name, "state",
 		        e.state, "old_state", e.old_state, "last_failure",
 		        e.stage[0] != '\0'
@@ -136,7 +136,7 @@ event_text(const void *msg, size_t len, char *name, size_t nlen)
 		                : json_null(),
 		        "generation", (json_int_t)e.generation, "tools_count",
 		        (json_int_t)e.tools_count, "time", e.time, "node_id",
-		        e.node_id);
+		        e.node_id, "protocol_version", e.protocol_version);
 	} else if (strcmp(e.topic, "tools") == 0) {
 		j = json_pack("{s:s, s:s, s:s, s:I}", "client_id", e.client_id,
 		              "name", e.name, "hash", e.hash, "count",

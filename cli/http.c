@@ -458,6 +458,8 @@ on_done(void *cls, struct MHD_Connection *c, void **ctx,
 	free(r->id);
 	free(r->id_user);
 	free(r->id_session);
+	free(r->trace[0]);
+	free(r->trace[1]);
 	free(r);
 }
 

@@ -678,23 +678,51 @@ typedef void (*mk_done_fn)(void *arg, int rc, mk_result *res);
 MK_API int mk_tool_call_async(mk_runtime *rt, const mk_call *call,
                               mk_done_fn fn, void *arg);
 
+/*
+ * The W3C Trace Context of a call (the values of its traceparent and
+ * tracestate headers): a 2026-07-28 server gets them in the request's
+ * _meta.  A traceparent that is not "00-<32 hex>-<16 hex>-<2 hex>" (ids
+ * not all zero), or a tracestate over 512 bytes or with a character
+ * that is not printable ASCII, is dropped: never forwarded.  Either may
+ * be NULL.
+ */
+typedef struct mk_trace {
+	const char *traceparent;
+	const char *tracestate;
+} mk_trace;
+
+/* mk_tool_call and mk_tool_call_async with a trace context (NULL: none,
+ * as the plain calls). */
+MK_API int mk_tool_call_traced(mk_runtime *rt, const mk_call *call,
+                               const mk_trace *trace, mk_result **res);
+MK_API int mk_tool_call_async_traced(mk_runtime *rt, const mk_call *call,
+                                     const mk_trace *trace, mk_done_fn fn,
+                                     void *arg);
+
 /* mk_result_free frees *res and nulls it; safe with NULL. */
 MK_API void mk_result_free(mk_result **res);
 
 /*
  * The state stream: an nng pub0 socket at mk_stream_url() (plus the
  * stream_listen addresses).  Subscribe with sub0 to the topic "state",
- * "tools", "store" or "input" (or "" for all).  Each message is the topic, one
- * NUL byte, then a msgpack map: state: client_id, name, state, old_state,
- * last_failure (nil or a map of stage, message, at, since), generation,
- * tools_count, time (RFC 3339 UTC), node_id tools: client_id, name, hash
- * (SHA-256 hex of the canonical tool list), count store: healthy (bool), error
- * (why the file cannot be written; "") input: client_id, name, request_id,
- * method, state (pending, answered, expired, gone), message (an
- * elicitation's), time, node_id One "state" message per state transition, one
- * "tools" message per real change of a tool list, one "store" message when the
- * store starts failing (the runtime serves from memory and retries) and one
- * when it is written again.  The string is the runtime's; never NULL.
+ * "tools", "store" or "input" (or "" for all).  Each message is the
+ * topic, one NUL byte, then a msgpack map:
+ *   state: client_id, name, state, old_state, last_failure (nil or a map
+ *          of stage, message, at, since), generation, tools_count, time
+ *          (RFC 3339 UTC), node_id, protocol_version ("" before the
+ *          first connect)
+ *   tools: client_id, name, hash (SHA-256 hex of the canonical tool
+ *          list), count
+ *   store: healthy (bool), error (why the file cannot be written; "")
+ *   input: client_id, name, request_id, method, state (pending,
+ *          answered, expired, gone), message (an elicitation's), time,
+ *          node_id
+ * One "state" message per state transition, one "tools" message per real
+ * change of a tool list, one "store" message when the store starts
+ * failing (the runtime serves from memory and retries) and one when it
+ * is written again, one "input" message when a server's request waits
+ * for the host and one when it ends.  The string is the runtime's; never
+ * NULL.
  */
 MK_API const char *mk_stream_url(const mk_runtime *rt);
 
@@ -702,30 +730,33 @@ MK_API const char *mk_stream_url(const mk_runtime *rt);
  * absent (and cut to fit).  Declare with MK_EVENT_INIT (it sets size; see
  * the ABI rules above). */
 typedef struct mk_event {
-	size_t size;         /* sizeof(mk_event) as the caller's header
-	                      * declares it; set by MK_EVENT_INIT */
-	char topic[8];       /* "state", "tools", "store", "input" */
-	char client_id[72];  /* both */
-	char name[72];       /* both */
-	char state[24];      /* state: the new state */
-	char old_state[24];  /* state: the previous one; "" when new */
-	char stage[24];      /* state: last_failure stage; "" without */
-	char message[2048];  /* state: last_failure message; store: why
-	                      * it cannot be written ("" when healthy) */
-	char    at[40];      /* state: last_failure at */
-	char    since[40];   /* state: last_failure since */
-	int64_t generation;  /* state: connection generation */
-	int64_t tools_count; /* state: tools known */
-	char    time[40];    /* state: when (RFC 3339 UTC) */
-	char    node_id[72]; /* state: the instance */
-	char    hash[72];    /* tools: the new content hash */
-	int64_t count;       /* tools: how many */
-	int     healthy;     /* store: 1 writes reach the file again, 0
-	                      * serving from memory (retrying) */
-	char request_id[40]; /* input: the request (state: pending,
-	                      * answered, expired, gone; message: an
-	                      * elicitation's) */
-	char method[40];     /* input: its method */
+	size_t size;               /* sizeof(mk_event) as the caller's header
+	                            * declares it; set by MK_EVENT_INIT */
+	char topic[8];             /* "state", "tools", "store", "input" */
+	char client_id[72];        /* both */
+	char name[72];             /* both */
+	char state[24];            /* state: the new state */
+	char old_state[24];        /* state: the previous one; "" when new */
+	char stage[24];            /* state: last_failure stage; "" without */
+	char message[2048];        /* state: last_failure message; store: why
+	                            * it cannot be written ("" when healthy) */
+	char    at[40];            /* state: last_failure at */
+	char    since[40];         /* state: last_failure since */
+	int64_t generation;        /* state: connection generation */
+	int64_t tools_count;       /* state: tools known */
+	char    time[40];          /* state: when (RFC 3339 UTC) */
+	char    node_id[72];       /* state: the instance */
+	char    hash[72];          /* tools: the new content hash */
+	int64_t count;             /* tools: how many */
+	int     healthy;           /* store: 1 writes reach the file again, 0
+	                            * serving from memory (retrying) */
+	char request_id[40];       /* input: the request (state: pending,
+	                            * answered, expired, gone; message: an
+	                            * elicitation's) */
+	char method[40];           /* input: its method */
+	char protocol_version[16]; /* state: the MCP revision the client's
+	                            * server speaks ("" before it is
+	                            * known) */
 } mk_event;
 
 /* mk_event ev = MK_EVENT_INIT; */

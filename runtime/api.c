@@ -488,11 +488,52 @@ result_of(int status, const void *data, size_t len)
 	return (res);
 }
 
+/* W3C Trace Context: a traceparent of version 00 whose ids are not all
+ * zero. */
+static bool
+traceparent_ok(const char *t)
+{
+	static const int parts[] = {2, 32, 16, 2};
+	const char      *p       = t;
+
+	for (int i = 0; i < 4; i++) {
+		bool nonzero = false;
+		for (int k = 0; k < parts[i]; k++, p++) {
+			if (!((*p >= '0' && *p <= '9') ||
+			      (*p >= 'a' && *p <= 'f'))) {
+				return (false);
+			}
+			nonzero |= *p != '0';
+		}
+		if ((i == 1 || i == 2) && !nonzero) {
+			return (false);
+		}
+		if (*p != (i < 3 ? '-' : '\0')) {
+			return (false);
+		}
+		p += i < 3;
+	}
+	return (strncmp(t, "00-", 3) == 0);
+}
+
+static bool
+tracestate_ok(const char *t)
+{
+	size_t n = strlen(t);
+
+	for (size_t i = 0; i < n; i++) {
+		if (t[i] < 0x20 || t[i] > 0x7e) {
+			return (false);
+		}
+	}
+	return (n <= 512);
+}
+
 /* Finds the client's actor and fills the call's message m (borrowing
- * call's strings). */
+ * call's strings and trace's valid ones). */
 static int
-prepare(mk_runtime *rt, const mk_call *call, kn_actor **ap, cl_call_msg *m,
-        int *timeout)
+prepare(mk_runtime *rt, const mk_call *call, const mk_trace *trace,
+        kn_actor **ap, cl_call_msg *m, int *timeout)
 {
 	char name[160];
 
@@ -524,6 +565,14 @@ prepare(mk_runtime *rt, const mk_call *call, kn_actor **ap, cl_call_msg *m,
 	                      .identity   = (char *)(mode != NULL ? who : NULL),
 	                      .subject    = (char *)call->subject_token,
         };
+	if (trace != NULL && trace->traceparent != NULL &&
+	    traceparent_ok(trace->traceparent)) {
+		m->traceparent = (char *)trace->traceparent;
+		if (trace->tracestate != NULL &&
+		    tracestate_ok(trace->tracestate)) {
+			m->tracestate = (char *)trace->tracestate;
+		}
+	}
 	/* the client bounds the call by its own timeout; this bounds the
 	 * wait for its answer (never forever) */
 	*timeout = (call->timeout_ms > 0 ? call->timeout_ms : 600000) +
@@ -534,6 +583,13 @@ prepare(mk_runtime *rt, const mk_call *call, kn_actor **ap, cl_call_msg *m,
 int
 mk_tool_call(mk_runtime *rt, const mk_call *call, mk_result **res)
 {
+	return (mk_tool_call_traced(rt, call, NULL, res));
+}
+
+int
+mk_tool_call_traced(mk_runtime *rt, const mk_call *call, const mk_trace *trace,
+                    mk_result **res)
+{
 	kn_actor   *a;
 	kn_answer   ans;
 	cl_call_msg m;
@@ -542,7 +598,7 @@ mk_tool_call(mk_runtime *rt, const mk_call *call, mk_result **res)
 	if (res != NULL) {
 		*res = NULL;
 	}
-	if ((rv = prepare(rt, call, &a, &m, &timeout)) != 0) {
+	if ((rv = prepare(rt, call, trace, &a, &m, &timeout)) != 0) {
 		return (rv);
 	}
 	rv = kn_ask_msg(a, MSG_CL_CALL, CODEC_OF(cl_call_msg, &m), timeout,
@@ -573,6 +629,13 @@ int
 mk_tool_call_async(mk_runtime *rt, const mk_call *call, mk_done_fn fn,
                    void *arg)
 {
+	return (mk_tool_call_async_traced(rt, call, NULL, fn, arg));
+}
+
+int
+mk_tool_call_async_traced(mk_runtime *rt, const mk_call *call,
+                          const mk_trace *trace, mk_done_fn fn, void *arg)
+{
 	async_call *ac;
 	kn_actor   *a;
 	cl_call_msg m;
@@ -581,7 +644,7 @@ mk_tool_call_async(mk_runtime *rt, const mk_call *call, mk_done_fn fn,
 	if (fn == NULL) {
 		return (MK_EINVAL);
 	}
-	if ((rv = prepare(rt, call, &a, &m, &timeout)) != 0) {
+	if ((rv = prepare(rt, call, trace, &a, &m, &timeout)) != 0) {
 		return (rv);
 	}
 	if ((ac = malloc(sizeof(*ac))) == NULL) {
@@ -664,6 +727,8 @@ event_parse(const void *msg, size_t len, mk_event *ev)
 		copy_str(ev->request_id, sizeof(ev->request_id),
 		         mp_get(&r, "request_id"));
 		copy_str(ev->method, sizeof(ev->method), mp_get(&r, "method"));
+		copy_str(ev->protocol_version, sizeof(ev->protocol_version),
+		         mp_get(&r, "protocol_version"));
 		copy_str(ev->at, sizeof(ev->at), mp_obj_get(lf, "at"));
 		copy_str(ev->since, sizeof(ev->since),
 		         mp_obj_get(lf, "since"));

@@ -70,6 +70,14 @@ errors_name_the_field(void)
 	        "\"server.allowed_origins\": must be an array of strings");
 	refused("{\"server\": {\"bind\": 1}}",
 	        "unknown field \"server.bind\"");
+	refused("{\"server\": {\"inputs\": [\"elicitation\", \"mind_reading\"]}}",
+	        "field \"server.inputs\": entry 1 is not \"elicitation\", \"sampling\" or \"roots\"");
+	refused("{\"server\": {\"inputs\": \"sampling\"}}",
+	        "field \"server.inputs\": must be an array");
+	refused("{\"server\": {\"roots\": [{\"uri\": \"https://x/\"}]}}",
+	        "field \"server.roots[0]\": needs \"uri\": a file:// URI");
+	refused("{\"server\": {\"roots\": [{\"uri\": \"file:///a\", \"label\": 1}]}}",
+	        "unknown field \"server.roots[0].label\"");
 	/* the words of a choice: one of those spoken */
 	refused("{\"mcp\": {\"client_configs\": [{\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\", \"auth_type\": \"oauth\", \"oauth_config\": {\"auth_method\": \"client_secret_jwt\"}}]}}",
 	        "field \"oauth_config.auth_method\": must be one of none, client_secret_basic, client_secret_post, private_key_jwt");

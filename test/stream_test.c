@@ -140,10 +140,17 @@ resumed_after_drop(void)
 	{
 		const char *v = json_string_value(
 		        json_object_get(r, "protocol_version"));
-		json_t *rpc = json_object_get(r, "rpc");
-		if (i == 0) {
-			CHECK(strcmp(json_string_value(rpc), "initialize") ==
-			      0);
+		const char *rpc = json_string_value(json_object_get(r, "rpc"));
+		if (i == 0) { /* the 2026-07-28 request first: refused */
+			CHECK(strcmp(rpc, "server/discover") == 0);
+			CHECK(strcmp(v, "2026-07-28") == 0);
+			CHECK_EQ(json_integer_value(
+			                 json_object_get(r, "status")),
+			         400);
+			continue;
+		}
+		if (i == 1) { /* so the older era */
+			CHECK(strcmp(rpc, "initialize") == 0 && v == NULL);
 			continue;
 		}
 		/* every request after initialize names the version */

@@ -78,6 +78,7 @@ struct http_conn {
 	post     *listen;             /* the standalone GET stream, or NULL */
 	int       listen_backoff;     /* ms: the next wait after a failure */
 	bool      listen_off;         /* the server offers no GET stream */
+	bool      modern;             /* 2026-07-28: no session, no resuming */
 	uint32_t  stream_rate;        /* the GET stream's events/s */
 	uint32_t  stream_burst;       /* and at once */
 	unsigned  nwaiting;           /* posts waiting to resume */
@@ -253,6 +254,15 @@ may_resume(http_conn *c, post *p, bool failed, mcp_error *e)
 {
 	bool fresh = note_stream(p);
 
+	if (c->modern) { /* 2026-07-28: not resumable */
+		if (p->h.sse_mode && p->h.limit == TP_LIMIT_NONE) {
+			mcp_error_set(
+			        e, MCP_E_LOST,
+			        "the response stream of request %lld ended before its result",
+			        (long long)p->id);
+		}
+		return (false);
+	}
 	/* only a stream that was running (2xx, event stream) breaks off; a
 	 * limit, a refused GET, a missing id are the request's end */
 	if ((failed && (!p->h.sse_mode || p->h.limit != TP_LIMIT_NONE)) ||
@@ -286,6 +296,21 @@ resume_failed(const post *p, mcp_error *e)
 	e->http_status = status;
 }
 
+/* p's error body is a JSON-RPC error answering p's request. */
+static bool
+rpc_error_for(const post *p)
+{
+	json_t *j  = p->h.body != NULL
+	         ? json_loadb(p->h.body, p->h.body_len, 0, NULL)
+	         : NULL;
+	json_t *id = json_object_get(j, "id");
+	bool    ok = json_is_object(json_object_get(j, "error")) &&
+	        json_is_integer(id) && json_integer_value(id) == p->id;
+
+	json_decref(j);
+	return (ok);
+}
+
 static void listen_done(http_conn *c, post *p, CURLcode rc);
 
 static void
@@ -313,6 +338,12 @@ post_done(tp_xfer *x, CURLcode rc)
 	failed = tp_http_error(&p->h, rc, c->session_id[0] != '\0', &e);
 	if (!failed && !p->h.sse_mode) {
 		tp_msgq_parse(&p->q, p->h.body, p->h.body_len, c->max_body);
+	} else if (failed && e.kind == MCP_E_HTTP && e.http_status >= 400 &&
+	           e.http_status < 500 && rpc_error_for(p)) {
+		/* a JSON-RPC error for this request (2026-07-28 answers them
+		 * with 400): the session reads it like any answer */
+		tp_msgq_parse(&p->q, p->h.body, p->h.body_len, c->max_body);
+		failed = false;
 	}
 	if (!failed && p->h.session_id[0] != '\0' &&
 	    c->session_id[0] == '\0') {
@@ -325,7 +356,8 @@ post_done(tp_xfer *x, CURLcode rc)
 			c->busy--;
 			return;
 		}
-		if (!failed && p->stale <= RESUME_STALE_MAX) {
+		if (!failed && !(c->modern && p->h.sse_mode) &&
+		    p->stale <= RESUME_STALE_MAX) {
 			mcp_error_set(
 			        &e, MCP_E_PROTOCOL,
 			        "the server's answer to request %lld carried no result",
@@ -438,13 +470,16 @@ post_new(http_conn *c, int64_t id, const char *const *extra, int timeout_ms)
 	if (hdrs == NULL) {
 		return (NULL);
 	}
-	/* the session enforces the deadline; curl's is a backstop */
+	/* the session enforces the deadline; curl's is a backstop (none for
+	 * a request without one: subscriptions/listen) */
+	int backstop = timeout_ms < 0 ? 0 : timeout_ms + 1000;
+
 	if ((p = c->spare) != NULL) {
 		c->spare = p->next;
 		c->nspare--;
-		rv = tp_http_rearm(&p->h, hdrs, own, timeout_ms + 1000);
+		rv = tp_http_rearm(&p->h, hdrs, own, backstop);
 	} else if ((p = calloc(1, sizeof(*p))) != NULL) {
-		rv = tp_http_init(&p->h, c->url, hdrs, own, timeout_ms + 1000,
+		rv = tp_http_init(&p->h, c->url, hdrs, own, backstop,
 		                  c->ca_bundle, c->max_body, post_done);
 	} else {
 		if (own) {
@@ -666,6 +701,7 @@ http_set_version(tp_conn *base, const char *version)
 	http_conn *c = (http_conn *)base;
 
 	snprintf(c->version, sizeof(c->version), "%s", version);
+	c->modern = strcmp(version, MCP_PROTOCOL_MODERN) >= 0;
 	retire_headers(c);
 }
 

@@ -28,8 +28,15 @@
 #include "transport/error.h"
 #include "transport/loop.h"
 
-#define MCP_PROTOCOL_LATEST    "2025-11-25"
-#define MCP_TIMEOUT_DEFAULT_MS 30000
+#define MCP_PROTOCOL_LATEST "2025-11-25" /* the newest with initialize */
+#define MCP_PROTOCOL_MODERN "2026-07-28" /* stateless: per-request _meta */
+/* The 2026-07-28 revision's own JSON-RPC errors: a server that answers
+ * one speaks it (basic/index "Error Codes"). */
+#define MCP_E_HEADER_MISMATCH     (-32020)
+#define MCP_E_MISSING_CAPABILITY  (-32021)
+#define MCP_E_UNSUPPORTED_VERSION (-32022)
+#define MCP_MRTR_ROUNDS           8 /* input_required answers per request */
+#define MCP_TIMEOUT_DEFAULT_MS    30000
 /* Limits on a tools/list, beyond which it fails: tools, pages, and bytes
  * of the tools (as compact JSON) and page cursors together.  8 MiB keeps
  * a client's view (its tools and config) within one 16 MiB message. */
@@ -48,6 +55,17 @@ typedef enum mcp_conn_type {
 	MCP_CONN_SSE,   /* legacy HTTP+SSE */
 	MCP_CONN_STDIO, /* a child process */
 } mcp_conn_type;
+
+/* Which era of MCP to speak.  AUTO tries the modern one first
+ * (server/discover) and falls back to initialize on any answer that is
+ * not a modern server's (versioning.mdx "Backward Compatibility");
+ * MODERN and LEGACY are a previous session's finding, kept by the owner
+ * (MODERN sends no probe: the first request goes at once). */
+typedef enum mcp_era {
+	MCP_ERA_AUTO = 0,
+	MCP_ERA_LEGACY, /* initialize: 2025-11-25 and earlier */
+	MCP_ERA_MODERN, /* 2026-07-28: stateless */
+} mcp_era;
 
 /* How to reach a server.  Copied by mcp_session_open. */
 typedef struct mcp_config {
@@ -68,7 +86,8 @@ typedef struct mcp_config {
 	uint32_t    stream_burst;     /* at once; 0: MCP_STREAM_BURST */
 	const char *capabilities;     /* the client capabilities declared,
 	                               * a JSON object's text; NULL: {} */
-	bool listen;                  /* http: once ready, listen on the
+	mcp_era era;                  /* see mcp_era */
+	bool    listen;               /* http: once ready, listen on the
 	                               * standalone GET stream (a sticky
 	                               * session; a per-call one needs none) */
 } mcp_config;
@@ -113,6 +132,12 @@ typedef struct mcp_req_opts {
 	mcp_progress_fn    progress; /* tools/call: sets _meta.progressToken */
 	void              *progress_arg;
 	const char *const *headers; /* extra per-request HTTP headers */
+	json_t *tool; /* tools/call: the tool's definition (2026-07-28 over
+	               * HTTP: its x-mcp-header parameters become headers);
+	               * borrowed, may be NULL */
+	const char *traceparent; /* W3C trace context for _meta (2026-07-28),
+	                          * or NULL */
+	const char *tracestate;
 } mcp_req_opts;
 
 /* Parsed tool annotations with the MCP defaults. */
@@ -144,7 +169,8 @@ void mcp_session_free(mcp_session **sp);
  * fn.  *idp (may be NULL) gets the request id for mcp_cancel. */
 int mcp_ping(mcp_session *s, const mcp_req_opts *o, mcp_result_fn fn,
              void *arg, int64_t *idp);
-/* result: {"tools": [...all pages...]} */
+/* result: {"tools": [...all pages...]}, and "ttlMs" (the smallest of the
+ * pages', 2026-07-28) when the server gave one */
 int mcp_list_tools(mcp_session *s, const mcp_req_opts *o, mcp_result_fn fn,
                    void *arg, int64_t *idp);
 /* arguments borrowed; result is the CallToolResult as the server sent it
@@ -172,6 +198,14 @@ unsigned    mcp_session_pending(const mcp_session *s);
 
 /* mcp_tool_hints reads a tool object's annotations with the defaults. */
 void mcp_tool_hints(json_t *tool, mcp_hints *out);
+
+/* mcp_session_modern: the session speaks 2026-07-28 (no initialize). */
+bool mcp_session_modern(const mcp_session *s);
+
+/* mcp_tool_headers_ok: tool's x-mcp-header annotations keep the
+ * constraints of 2026-07-28's "Schema Extension" (else a client over
+ * HTTP must drop the tool; why says which broke). */
+bool mcp_tool_headers_ok(json_t *tool, char *why, size_t len);
 
 /* mcp_version_supported: a protocolVersion this client accepts. */
 bool mcp_version_supported(const char *v);

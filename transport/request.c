@@ -114,8 +114,21 @@ session_on_page(mcp_session *s, pend *p, json_t *result)
 		return;
 	}
 	json_array_extend(p->tools, tools);
+	if (json_is_integer(json_object_get(result, "ttlMs")) &&
+	    json_integer_value(json_object_get(result, "ttlMs")) >= 0 &&
+	    (p->ttl_ms < 0 ||
+	     json_integer_value(json_object_get(result, "ttlMs")) <
+	             p->ttl_ms)) {
+		p->ttl_ms =
+		        json_integer_value(json_object_get(result, "ttlMs"));
+	}
 	if (!json_is_string(cursor)) {
 		json_t *all = json_pack("{s:O}", "tools", p->tools);
+		if (all != NULL && p->ttl_ms >= 0) {
+			json_object_set_new(
+			        all, "ttlMs",
+			        json_integer((json_int_t)p->ttl_ms));
+		}
 		session_complete(s, p, NULL, all);
 		json_decref(all);
 		return;
@@ -158,7 +171,16 @@ start(mcp_session *s, pkind kind, json_t *params, const mcp_req_opts *o,
 	if (o != NULL) {
 		p->progress = o->progress;
 		p->parg     = o->progress_arg;
+		p->tool     = o->tool != NULL ? json_incref(o->tool) : NULL;
+		if ((o->traceparent != NULL &&
+		     (p->trace[0] = strdup(o->traceparent)) == NULL) ||
+		    (o->tracestate != NULL &&
+		     (p->trace[1] = strdup(o->tracestate)) == NULL)) {
+			session_pend_free(p);
+			return (MK_ENOMEM);
+		}
 	}
+	p->ttl_ms = -1;
 	if (kind == P_LIST &&
 	    ((p->tools = json_array()) == NULL ||
 	     (p->cursors = json_object()) == NULL ||
@@ -167,12 +189,7 @@ start(mcp_session *s, pkind kind, json_t *params, const mcp_req_opts *o,
 		session_pend_free(p);
 		return (MK_ENOMEM);
 	}
-	if (kind == P_CALL && p->progress != NULL) {
-		/* the token is the request id: known only when sent */
-		json_t *meta = json_pack("{s:I}", "progressToken",
-		                         (json_int_t)(s->next_id + 1));
-		json_object_set_new(params, "_meta", meta);
-	}
+	/* a progress token is the request id: set when sent */
 	if ((rv = session_send_request(s, p, params, o ? o->headers : NULL)) !=
 	    0) {
 		session_pend_free(p);

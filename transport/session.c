@@ -55,6 +55,12 @@ mcp_session_pending(const mcp_session *s)
 	return ((unsigned)s->pending.count);
 }
 
+bool
+mcp_session_modern(const mcp_session *s)
+{
+	return (s->modern);
+}
+
 /* ---- pending requests ------------------------------------------------ */
 
 void
@@ -63,6 +69,12 @@ session_pend_free(pend *p)
 	json_decref(p->tools);
 	json_decref(p->cursors);
 	text_strv_free(p->headers);
+	json_decref(p->params);
+	json_decref(p->tool);
+	free(p->trace[0]);
+	free(p->trace[1]);
+	json_decref(p->responses);
+	json_decref(p->state);
 	free(p);
 }
 
@@ -70,6 +82,9 @@ session_pend_free(pend *p)
 void
 session_complete(mcp_session *s, pend *p, const mcp_error *err, json_t *result)
 {
+	if (p->inputs > 0) {
+		modern_drop_inputs(s, p);
+	}
 	if (p->fn != NULL) {
 		s->depth++;
 		p->fn(p->arg, err, result);
@@ -81,23 +96,74 @@ session_complete(mcp_session *s, pend *p, const mcp_error *err, json_t *result)
 const char *
 session_method_of(pkind k)
 {
-	static const char *names[] = {"initialize", "ping", "tools/list",
-	                              "tools/call"};
+	static const char *names[] = {
+	        "initialize",      "ping",
+	        "tools/list",      "tools/call",
+	        "server/discover", "subscriptions/listen"};
 	return (names[k]);
 }
 
-/* Serializes and sends a request for p, entering it in the table. */
+/* What p's request sends: params, its progress token (the request id)
+ * and, in the 2026-07-28 revision, the per-request _meta.  A new
+ * reference, or NULL. */
+static json_t *
+wire_params(mcp_session *s, pend *p, json_t *params)
+{
+	json_t *w;
+
+	if (s->modern || p->kind == P_DISCOVER) {
+		w = modern_params(s, params, p->trace[0], p->trace[1]);
+	} else if (p->progress != NULL) {
+		w = params != NULL ? json_copy(params) : json_object();
+	} else {
+		return (params != NULL ? json_incref(params) : NULL);
+	}
+	if (w != NULL && p->progress != NULL) {
+		json_t *meta = json_object_get(w, "_meta");
+		if (!json_is_object(meta)) {
+			json_object_set_new(w, "_meta", meta = json_object());
+		}
+		json_object_set_new(meta, "progressToken",
+		                    json_integer((json_int_t)p->id));
+	}
+	return (w);
+}
+
+/* Serializes and sends a request for p, entering it in the table.  A
+ * negative timeout_ms is no deadline (subscriptions/listen). */
 int
 session_send_request(mcp_session *s, pend *p, json_t *params,
                      const char *const *headers)
 {
-	char *json;
-	int   rv;
+	const char *method = p->kind == P_PING && s->modern
+	        ? "server/discover"
+	        : session_method_of(p->kind);
+	char      **hv     = NULL;
+	json_t     *w;
+	char       *json;
+	int         rv;
 
 	p->id       = ++s->next_id;
-	p->deadline = tp_now_ns() + (int64_t)p->timeout_ms * 1000000;
-	if ((json = codec_jr_request(p->id, session_method_of(p->kind),
-	                             params)) == NULL) {
+	p->deadline = p->timeout_ms < 0
+	        ? INT64_MAX
+	        : tp_now_ns() + (int64_t)p->timeout_ms * 1000000;
+	if (params != p->params) { /* kept for a resend */
+		json_decref(p->params);
+		p->params = params != NULL ? json_incref(params) : NULL;
+	}
+	w = wire_params(s, p, params);
+	if ((s->modern || p->kind == P_DISCOVER) && s->http) {
+		hv      = modern_headers(method, w, p->tool, headers);
+		headers = (const char *const *)hv;
+		if (hv == NULL) {
+			json_decref(w);
+			return (MK_ENOMEM);
+		}
+	}
+	json = codec_jr_request(p->id, method, w);
+	json_decref(w);
+	if (json == NULL) {
+		text_strv_free(hv);
 		return (MK_ENOMEM);
 	}
 	if ((rv = idmap_put(&s->pending, (uint64_t)p->id, p)) == 0) {
@@ -108,6 +174,7 @@ session_send_request(mcp_session *s, pend *p, json_t *params,
 		}
 	}
 	free(json);
+	text_strv_free(hv);
 	return (rv);
 }
 
@@ -135,7 +202,7 @@ fail_all(mcp_session *s, const mcp_error *err)
 }
 
 /* The session cannot go on: fail everything, tell the owner once. */
-static void
+void
 session_fail(mcp_session *s, const mcp_error *err)
 {
 	sstate was = s->st;
@@ -166,10 +233,13 @@ ticker_next(void *arg)
 
 	for (size_t i = 0; i < s->pending.cap; i++) {
 		pend *p = s->pending.ents[i].val;
-		if (s->pending.ents[i].id != 0 &&
+		if (s->pending.ents[i].id != 0 && p->deadline != INT64_MAX &&
 		    (best < 0 || p->deadline < best)) {
 			best = p->deadline;
 		}
+	}
+	if (s->relisten_at != 0 && (best < 0 || s->relisten_at < best)) {
+		best = s->relisten_at;
 	}
 	return (best);
 }
@@ -196,7 +266,7 @@ expire_due(mcp_session *s, int64_t now)
 		s->conn->ops->abort(s->conn, due->id);
 		mcp_error_set(&e, MCP_E_TIMEOUT, "%s timed out after %d ms",
 		              session_method_of(due->kind), due->timeout_ms);
-		if (due->kind == P_INIT) {
+		if (due->kind == P_INIT || due->kind == P_DISCOVER) {
 			session_pend_free(due);
 			session_fail(s, &e);
 			return;
@@ -220,6 +290,10 @@ ticker_expire(void *arg, int64_t now)
 
 	s->depth++;
 	expire_due(s, now);
+	if (!s->doomed && s->relisten_at != 0 && s->relisten_at <= now) {
+		s->relisten_at = 0;
+		modern_listen(s);
+	}
 	s->depth--;
 	finish_upcall(s);
 }
@@ -256,7 +330,15 @@ on_initialized(mcp_session *s, pend *p, json_t *result)
 	s->server_info = json_is_object(info) ? json_incref(info) : NULL;
 	s->conn->ops->set_version(s->conn, s->version);
 	session_send_notification(s, "notifications/initialized", NULL);
-	if (s->listen && s->conn->ops->listen != NULL) {
+	session_ready(s);
+}
+
+void
+session_ready(mcp_session *s)
+{
+	if (s->listen && s->modern) {
+		modern_listen(s);
+	} else if (s->listen && s->conn->ops->listen != NULL) {
 		s->conn->ops->listen(s->conn);
 	}
 	s->st = ST_READY;
@@ -285,6 +367,12 @@ on_response(mcp_session *s, codec_jr_msg *m)
 		if (p->kind == P_INIT) {
 			session_pend_free(p);
 			session_fail(s, &e);
+		} else if (p->kind == P_DISCOVER) {
+			session_pend_free(p);
+			modern_probe_error(s, &e);
+		} else if (p->kind == P_LISTEN) {
+			session_pend_free(p);
+			modern_listen_ended(s);
 		} else {
 			session_complete(s, p, &e, NULL);
 		}
@@ -293,6 +381,14 @@ on_response(mcp_session *s, codec_jr_msg *m)
 	switch (p->kind) {
 	case P_INIT:
 		on_initialized(s, p, m->result);
+		break;
+	case P_DISCOVER:
+		session_pend_free(p);
+		modern_probe_result(s, m->result);
+		break;
+	case P_LISTEN: /* the server ended it gracefully */
+		session_pend_free(p);
+		modern_listen_ended(s);
 		break;
 	case P_LIST:
 		session_on_page(s, p, m->result);
@@ -305,6 +401,14 @@ on_response(mcp_session *s, codec_jr_msg *m)
 			                &e, MCP_E_PROTOCOL,
 			                "tools/call result is not an object"),
 			        NULL);
+			break;
+		}
+		if (s->modern &&
+		    json_is_string(json_object_get(m->result, "resultType")) &&
+		    strcmp(json_string_value(
+		                   json_object_get(m->result, "resultType")),
+		           "input_required") == 0) {
+			modern_input_required(s, p, m->result);
 			break;
 		}
 		session_complete(s, p, NULL, m->result);
@@ -337,11 +441,9 @@ on_progress(mcp_session *s, json_t *params)
 	s->depth--;
 }
 
-/* Sends the answer to the server's request id: result (borrowed), or
- * the error code and message when it is NULL. */
-static int
-answer(mcp_session *s, json_t *id, json_t *result, int code,
-       const char *message)
+int
+session_answer(mcp_session *s, json_t *id, json_t *result, int code,
+               const char *message)
 {
 	json_t *resp;
 	char   *json;
@@ -373,31 +475,35 @@ on_server_request(mcp_session *s, codec_jr_msg *m)
 {
 	json_t  *id  = json_object_get(m->raw, "id");
 	uint64_t tok = ++s->next_token;
+	inbound *ib  = NULL;
 	int      rv  = -1;
 
 	if (strcmp(m->method, "ping") == 0) {
 		json_t *empty = json_object();
-		(void)answer(s, id, empty, 0, NULL);
+		(void)session_answer(s, id, empty, 0, NULL);
 		json_decref(empty);
 		return;
 	}
 	if (s->h.request != NULL && s->inbound.count >= MCP_INBOUND_MAX) {
-		(void)answer(s, id, NULL, -32603,
-		             "too many requests waiting in this client");
+		(void)session_answer(
+		        s, id, NULL, -32603,
+		        "too many requests waiting in this client");
 		return;
 	}
-	if (s->h.request != NULL &&
-	    idmap_put(&s->inbound, tok, json_incref(id)) == 0) {
-		rv = s->h.request(s->h.arg, s, tok, m->method, m->params);
-		if (rv != 0) {
-			json_decref(idmap_del(&s->inbound, tok));
+	if (s->h.request != NULL && (ib = calloc(1, sizeof(*ib))) != NULL &&
+	    idmap_put(&s->inbound, tok, ib) == 0) {
+		ib->id = json_incref(id);
+		rv     = s->h.request(s->h.arg, s, tok, m->method, m->params);
+		if (rv != 0 && (ib = idmap_del(&s->inbound, tok)) != NULL) {
+			json_decref(ib->id);
+			free(ib);
 		}
-	} else if (s->h.request != NULL) {
-		json_decref(id); /* the put failed */
+	} else {
+		free(ib); /* no handler, or out of memory */
 	}
 	if (rv != 0 && !s->doomed) {
-		(void)answer(s, id, NULL, -32601,
-		             "method not supported by this client");
+		(void)session_answer(s, id, NULL, -32601,
+		                     "method not supported by this client");
 	}
 }
 
@@ -405,16 +511,21 @@ int
 mcp_respond(mcp_session *s, uint64_t token, json_t *result, int code,
             const char *message)
 {
-	json_t *id = idmap_del(&s->inbound, token);
-	int     rv;
+	inbound *ib = idmap_del(&s->inbound, token);
+	int      rv;
 
-	if (id == NULL) {
+	if (ib == NULL) {
 		return (MK_ENOENT);
+	}
+	if (ib->p != NULL) { /* an input of an input_required result */
+		modern_input_answered(s, ib, result, message);
+		return (0);
 	}
 	rv = s->st == ST_FAILED || s->doomed
 	        ? MK_ECLOSED
-	        : answer(s, id, result, code, message);
-	json_decref(id);
+	        : session_answer(s, ib->id, result, code, message);
+	json_decref(ib->id);
+	free(ib);
 	return (rv);
 }
 
@@ -439,7 +550,7 @@ up_message(void *arg, json_t *raw)
 			on_progress(s, m.params);
 		} else if (strcmp(m.method,
 		                  "notifications/tools/list_changed") == 0 &&
-		           s->h.event != NULL) {
+		           s->h.event != NULL && modern_ours(s, m.params)) {
 			s->h.event(s->h.arg, s, MCP_EV_TOOLS_CHANGED, NULL);
 		}
 		break;
@@ -464,6 +575,26 @@ up_failed(void *arg, int64_t id, const mcp_error *err)
 	if (p->kind == P_INIT) {
 		session_pend_free(p);
 		session_fail(s, err);
+	} else if (p->kind == P_DISCOVER) {
+		session_pend_free(p);
+		modern_probe_error(s, err);
+	} else if (p->kind == P_LISTEN) {
+		session_pend_free(p);
+		modern_listen_ended(s);
+	} else if (s->modern && err->kind == MCP_E_LOST && !p->reissued &&
+	           p->kind != P_CALL) {
+		/* no resumability in 2026-07-28: a request that is safe to
+		 * repeat goes again under a new id (a call's is the owner's
+		 * choice: it knows the tool) */
+		p->reissued      = true;
+		int64_t deadline = p->deadline;
+		if (session_send_request(s, p, p->params,
+		                         (const char *const *)p->headers) ==
+		    0) {
+			p->deadline = deadline;
+		} else {
+			session_complete(s, p, err, NULL);
+		}
 	} else {
 		session_complete(s, p, err, NULL);
 	}
@@ -487,7 +618,6 @@ up_opened(void *arg, const mcp_error *err)
 {
 	mcp_session *s = arg;
 	pend        *p;
-	json_t      *params;
 	mcp_error    e;
 	int          rv;
 
@@ -496,7 +626,54 @@ up_opened(void *arg, const mcp_error *err)
 		session_fail(s, err);
 		goto out;
 	}
-	s->st  = ST_INITIALIZING;
+	s->st = ST_INITIALIZING;
+	switch (s->era) {
+	case MCP_ERA_MODERN: /* known: no probe */
+		s->modern = true;
+		snprintf(s->version, sizeof(s->version), "%s",
+		         MCP_PROTOCOL_MODERN);
+		s->conn->ops->set_version(s->conn, s->version);
+		session_ready(s);
+		break;
+	case MCP_ERA_LEGACY:
+		session_initialize(s);
+		break;
+	case MCP_ERA_AUTO: /* the modern request first */
+		s->conn->ops->set_version(s->conn, MCP_PROTOCOL_MODERN);
+		if ((p = calloc(1, sizeof(*p))) == NULL) {
+			session_fail(s,
+			             mcp_error_set(&e, MCP_E_LOCAL,
+			                           "out of memory"));
+			break;
+		}
+		p->kind       = P_DISCOVER;
+		p->timeout_ms = s->timeout_ms;
+		if ((rv = session_send_request(s, p, NULL, NULL)) != 0) {
+			session_pend_free(p);
+			session_fail(
+			        s,
+			        mcp_error_set(
+			                &e, MCP_E_LOCAL,
+			                "cannot send server/discover (code %d)",
+			                rv));
+		}
+		break;
+	}
+out:
+	s->depth--;
+	finish_upcall(s);
+}
+
+void
+session_initialize(mcp_session *s)
+{
+	json_t   *params;
+	pend     *p;
+	mcp_error e;
+	int       rv;
+
+	s->modern = false;
+	s->conn->ops->set_version(s->conn, "");
 	params = json_pack("{s:s, s:O, s:{s:s, s:s}}", "protocolVersion",
 	                   MCP_PROTOCOL_LATEST, "capabilities", s->caps,
 	                   "clientInfo", "name", s->client_name, "version",
@@ -506,7 +683,7 @@ up_opened(void *arg, const mcp_error *err)
 		json_decref(params);
 		session_fail(s,
 		             mcp_error_set(&e, MCP_E_LOCAL, "out of memory"));
-		goto out;
+		return;
 	}
 	p->kind       = P_INIT;
 	p->timeout_ms = s->timeout_ms;
@@ -519,9 +696,6 @@ up_opened(void *arg, const mcp_error *err)
 		                           "cannot send initialize (code %d)",
 		                           rv));
 	}
-out:
-	s->depth--;
-	finish_upcall(s);
 }
 
 /* ---- lifetime ------------------------------------------------------- */
@@ -529,13 +703,15 @@ out:
 static void
 session_destroy(mcp_session *s)
 {
-	json_t *id;
+	inbound *ib;
 
 	tp_loop_ticker_del(s->loop, &s->ticker);
 	json_decref(s->server_info);
 	json_decref(s->caps);
-	while ((id = idmap_pop(&s->inbound, NULL)) != NULL) {
-		json_decref(id);
+	while ((ib = idmap_pop(&s->inbound, NULL)) != NULL) {
+		json_decref(ib->id);
+		free(ib->key);
+		free(ib);
 	}
 	idmap_fini(&s->inbound);
 	idmap_fini(&s->pending);
@@ -571,6 +747,9 @@ mcp_session_open(mcp_session **sp, tp_loop *l, const mcp_config *cfg,
 	        cfg->timeout_ms > 0 ? cfg->timeout_ms : MCP_TIMEOUT_DEFAULT_MS;
 	s->max_message = cfg->max_message;
 	s->listen      = cfg->listen;
+	s->era         = cfg->era;
+	s->http        = cfg->type == MCP_CONN_HTTP;
+	s->listen_wait = 1000;
 	s->client_name =
 	        strdup(cfg->client_name ? cfg->client_name : "mcpkeep");
 	s->client_version = strdup(cfg->client_version ? cfg->client_version
@@ -632,9 +811,14 @@ mcp_session_free(mcp_session **sp)
 	s->st     = ST_FAILED;
 	if (s->h.gone != NULL) { /* the owner forgets what it was answering */
 		uint64_t tok;
-		json_t  *id;
-		while ((id = idmap_pop(&s->inbound, &tok)) != NULL) {
-			json_decref(id);
+		inbound *ib;
+		while ((ib = idmap_pop(&s->inbound, &tok)) != NULL) {
+			if (ib->p != NULL) {
+				ib->p->inputs--;
+			}
+			json_decref(ib->id);
+			free(ib->key);
+			free(ib);
 			s->h.gone(s->h.arg, s, tok);
 		}
 	}

@@ -287,7 +287,7 @@ on_enable(client *cl, kn_msg *msg)
 static void
 apply_intervals(client *cl)
 {
-	cl->sync_ms = cl->cfg->sync_ms ? cl->cfg->sync_ms : cl->def_sync_ms;
+	cl_era_intervals(cl); /* sync_ms */
 	cl->exec_ms = cl->cfg->exec_ms ? cl->cfg->exec_ms : cl->def_exec_ms;
 }
 

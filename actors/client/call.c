@@ -24,6 +24,8 @@ call_free(cl_call *c)
 	json_decref(c->args);
 	free(c->mode);
 	free(c->identity);
+	free(c->trace[0]);
+	free(c->trace[1]);
 	if (c->subject != NULL) {
 		OPENSSL_cleanse(c->subject, strlen(c->subject));
 	}
@@ -124,6 +126,26 @@ cl_call_end_all(client *cl, const char *why)
 	}
 }
 
+/* 2026-07-28 resumes no stream: a call whose stream broke goes again,
+ * once, under a new id - when the tool is safe to run twice (SPEC 7). */
+static bool
+reissue(client *cl, cl_call *c, const mcp_error *err)
+{
+	if (err == NULL || err->kind != MCP_E_LOST ||
+	    cl->era != MCP_ERA_MODERN || c->reissued || remaining_ms(c) <= 0) {
+		return (false);
+	}
+	if (!cl_retry_safe(cl, c->tool)) {
+		KN_DEBUG(
+		        "client",
+		        "%s: %s's stream broke; not sent again: not safe to run twice",
+		        cl->cfg->name, c->tool);
+		return (false);
+	}
+	c->reissued = true;
+	return (true);
+}
+
 static void
 done_sticky(void *arg, const mcp_error *err, json_t *result)
 {
@@ -133,6 +155,10 @@ done_sticky(void *arg, const mcp_error *err, json_t *result)
 	cl->calls--;
 	cl_conn_call_done(cl, c->on);
 	c->on = NULL;
+	if (reissue(cl, c, err)) {
+		cl_call_rerun(cl, c);
+		return;
+	}
 	if (err != NULL &&
 	    (err->kind == MCP_E_CONNECT || err->kind == MCP_E_LOST)) {
 		cl_check_soon(cl); /* the connection may be dead */
@@ -146,7 +172,10 @@ done_sticky(void *arg, const mcp_error *err, json_t *result)
 static void
 run_sticky(client *cl, cl_call *c)
 {
-	mcp_req_opts o = {.timeout_ms = remaining_ms(c)};
+	mcp_req_opts o = {.timeout_ms  = remaining_ms(c),
+	                  .tool        = cl_era_tool(cl, c->tool),
+	                  .traceparent = c->trace[0],
+	                  .tracestate  = c->trace[1]};
 	mcp_error    e;
 
 	c->on  = cl->live;
@@ -180,6 +209,10 @@ done_per_call(void *arg, const mcp_error *err, json_t *result)
 		/* done with this session either way (a retry opens a fresh
 		 * one, maybe before recover_per_call returns) */
 		mcp_session_free(&c->s);
+		if (reissue(cl, c, err)) {
+			cl_call_reopen(cl, c);
+			return;
+		}
 		if (cl_recover_per_call(cl, c, err)) {
 			return;
 		}
@@ -191,13 +224,18 @@ static void
 pc_ready(void *arg, mcp_session *s, const mcp_error *err)
 {
 	cl_call     *c = arg;
-	mcp_req_opts o = {.timeout_ms = remaining_ms(c)};
+	mcp_req_opts o = {.timeout_ms  = remaining_ms(c),
+	                  .tool        = cl_era_tool(c->cl, c->tool),
+	                  .traceparent = c->trace[0],
+	                  .tracestate  = c->trace[1]};
 	mcp_error    e;
 
 	if (err != NULL) {
+		cl_era_forget(c->cl);
 		done_per_call(c, err, NULL);
 		return;
 	}
+	cl_era_learn(c->cl, s);
 	if (mcp_call_tool(s, c->tool, c->args, &o, done_per_call, c, NULL) !=
 	    0) {
 		done_per_call(c,
@@ -376,8 +414,11 @@ cl_call_start(client *cl, kn_msg *msg)
 	c->mode     = m.mode;
 	c->identity = m.identity;
 	c->subject  = m.subject;
+	c->trace[0] = m.traceparent;
+	c->trace[1] = m.tracestate;
 	m.tool = m.mode = m.identity = m.subject = NULL;
-	timeout                                  = m.timeout_ms;
+	m.traceparent = m.tracestate = NULL;
+	timeout                      = m.timeout_ms;
 	c->args = m.arguments != NULL ? json_loads(m.arguments, 0, NULL)
 	                              : json_object();
 	cl_call_msg_clear(&m);

@@ -160,7 +160,9 @@ op_done(void *arg, const mcp_error *err, json_t *result)
 		run(cl);
 		return;
 	}
-	client_set_tools(cl, json_object_get(result, "tools"));
+	json_t *tools = cl_era_tools(cl, result);
+	client_set_tools(cl, tools);
+	json_decref(tools);
 	client_pass(cl);
 	cl_backoff_reset(cl, true);
 	finish(cl);
@@ -211,10 +213,12 @@ cl_check_start(client *cl, uint64_t corr)
 		answer(cl, corr);
 		return;
 	}
-	k->cl    = cl;
-	k->corr  = corr;
-	k->phase = cl->cfg->ping ? PH_PING : PH_LIST;
-	cl->chk  = k;
+	k->cl   = cl;
+	k->corr = corr;
+	/* 2026-07-28 has no ping: tools/list alone */
+	k->phase =
+	        cl->cfg->ping && cl->era != MCP_ERA_MODERN ? PH_PING : PH_LIST;
+	cl->chk = k;
 	cl->m.checks++; /* (its reply takes the counters to the supervisor) */
 	run(cl);
 }

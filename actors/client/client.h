@@ -40,12 +40,14 @@
  *             metrics str    its counters, JSON text, as MSG_SV_METRICS
  *
  *   MSG_CL_CALL ask: call a tool
- *     tool       str    the tool's name
- *     arguments  str    a JSON object's text ({} when absent)
- *     timeout_ms int    0: the client's
- *     mode       str    a per-user caller's mode, or absent
- *     identity   str    the caller's identity, or absent
- *     subject    secret the caller's token to exchange, or absent
+ *     tool        str    the tool's name
+ *     arguments   str    a JSON object's text ({} when absent)
+ *     timeout_ms  int    0: the client's
+ *     mode        str    a per-user caller's mode, or absent
+ *     identity    str    the caller's identity, or absent
+ *     subject     secret the caller's token to exchange, or absent
+ *     traceparent str    the caller's W3C trace context, or absent
+ *     tracestate  str    and its vendor part, or absent
  *     ok:     result   str    the tool's result, JSON text
  *             recovery str    after an auth recovery, JSON text {ran, path,
  *                             retry_skipped}
@@ -198,7 +200,9 @@ CODEC_MSG_STRUCT(cl_state_msg, CL_STATE_FIELDS)
 	F(S, INT, timeout_ms, "0: the client's")                              \
 	F(S, STR, mode, "a per-user caller's mode, or absent")                \
 	F(S, STR, identity, "the caller's identity, or absent")               \
-	F(S, SECRET, subject, "the caller's token to exchange, or absent")
+	F(S, SECRET, subject, "the caller's token to exchange, or absent")    \
+	F(S, STR, traceparent, "the caller's W3C trace context, or absent")   \
+	F(S, STR, tracestate, "and its vendor part, or absent")
 CODEC_MSG_STRUCT(cl_call_msg, CL_CALL_FIELDS)
 
 #define CL_RESULT_FIELDS(F, S)                                                \

@@ -106,6 +106,7 @@ typedef struct cl_call {
 	char           *mode;     /* per-user: the caller's identity mode */
 	char           *identity; /* and identity */
 	char           *subject;  /* token_exchange: its token (secret) */
+	char           *trace[2]; /* traceparent, tracestate, or NULL */
 	char           *cred;     /* per-user: its header lines (secret) */
 	char          **hdrs;     /* config headers + cred lines, or NULL */
 	struct cl_call *unext;    /* waiting for the same identity */
@@ -114,12 +115,13 @@ typedef struct cl_call {
 	bool            pc;         /* runs per-call (its own session) */
 	bool            force; /* per-user: ask for a refreshed credential */
 	bool            recovered; /* a recovery ran (at most one per call) */
-	bool        skipped; /* its retry was skipped: not safe to repeat */
-	const char *path;    /* the recovery's path, or NULL */
-	mcp_error  *orig;    /* the failure it recovers from */
-	uint64_t    gen;     /* sticky: the connection generation it ran on */
-	uint64_t    rtimer;  /* sticky recovery: the caller's wait */
-	int64_t     t0;      /* when it arrived (monotonic ns) */
+	bool reissued; /* 2026-07-28: sent again after its stream broke */
+	bool skipped;  /* its retry was skipped: not safe to repeat */
+	const char     *path; /* the recovery's path, or NULL */
+	mcp_error      *orig; /* the failure it recovers from */
+	uint64_t        gen;  /* sticky: the connection generation it ran on */
+	uint64_t        rtimer;   /* sticky recovery: the caller's wait */
+	int64_t         t0;       /* when it arrived (monotonic ns) */
 	struct cl_call *rnext;    /* waiting for the recovery's reconnect */
 	uint64_t        corr;     /* the deferred ask */
 	char           *tool;     /* tool name */
@@ -228,9 +230,13 @@ struct client {
 	                          * credential (one ask per identity) */
 	unsigned       maxconn;  /* idle connections curl may keep */
 	const cl_host *host;     /* what the host offers its servers */
-	cl_input      *inputs;   /* server requests waiting for the host */
-	unsigned       ninputs;  /* how many */
-	uint64_t       input_seq; /* numbers them */
+	mcp_era        era;      /* what the last session found (era.c) */
+	char           version[16]; /* its protocol version, "" unknown */
+	int64_t        ttl_ms;      /* the tool list's ttlMs, 0 none */
+	char      listed_hash[TOOLS_HASH_HEX]; /* of the last list as sent */
+	cl_input *inputs;    /* server requests waiting for the host */
+	unsigned  ninputs;   /* how many */
+	uint64_t  input_seq; /* numbers them */
 };
 
 /* actor.c */
@@ -360,6 +366,18 @@ void cl_input_list(client *cl, kn_msg *msg);
 void cl_input_end_all(client *cl);
 /* the capabilities to declare (cl_conn_config) */
 const char *cl_input_caps(const client *cl);
+
+/* era.c: learn, forget and give the era (cl_conn_config); the
+ * effective tool_sync_interval (the config's, the global one, or a
+ * shorter ttlMs); a tools/list result's tools as the client keeps them
+ * (a new reference; ttlMs noted); a tool's definition by name (borrowed,
+ * or NULL) */
+void    cl_era_learn(client *cl, mcp_session *s);
+void    cl_era_forget(client *cl);
+mcp_era cl_era(const client *cl);
+void    cl_era_intervals(client *cl);
+json_t *cl_era_tools(client *cl, json_t *result);
+json_t *cl_era_tool(const client *cl, const char *name);
 
 /* call.c */
 void cl_call_start(client *cl, kn_msg *msg);

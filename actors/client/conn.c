@@ -107,6 +107,7 @@ cl_conn_config(const client *cl, mcp_config *mc)
 	mc->timeout_ms   = CLIENT_CONNECT_MS;
 	mc->client_name  = "mcpkeep";
 	mc->capabilities = cl_input_caps(cl);
+	mc->era          = cl_era(cl);
 }
 
 bool
@@ -165,7 +166,9 @@ relisted(void *arg, const mcp_error *err, json_t *result)
 
 	cl->relisting = false;
 	if (err == NULL) {
-		client_set_tools(cl, json_object_get(result, "tools"));
+		json_t *tools = cl_era_tools(cl, result);
+		client_set_tools(cl, tools);
+		json_decref(tools);
 	}
 	/* a failure is the next check's to find */
 	if (cl->relist_again) {
@@ -304,6 +307,7 @@ dial_end(cl_dial *d, const mcp_error *err, json_t *tools)
 	}
 	if (err != NULL) {
 		conn_free(c);
+		cl_era_forget(cl); /* the next connect asks again */
 		if (!(d->why == DIAL_ADD && cl->cfg->sticky)) {
 			client_save_once(cl); /* kept, if unstable */
 		}
@@ -359,10 +363,15 @@ dial_end(cl_dial *d, const mcp_error *err, json_t *tools)
 static void
 dial_listed(void *arg, const mcp_error *err, json_t *result)
 {
-	cl_dial *d = arg;
+	cl_dial *d     = arg;
+	json_t  *tools = NULL;
 
-	dial_end(d, err,
-	         err == NULL ? json_object_get(result, "tools") : NULL);
+	if (err == NULL) {
+		cl_era_learn(d->cl, d->c->s);
+		tools = cl_era_tools(d->cl, result);
+	}
+	dial_end(d, err, tools);
+	json_decref(tools);
 }
 
 static void

@@ -55,7 +55,7 @@ publish_state(client *cl, cl_state old)
 	mp_w w;
 
 	mp_w_init(&w);
-	mp_map(&w, 9);
+	mp_map(&w, 10);
 	mp_kv_str(&w, "client_id", cl->cfg->id);
 	mp_kv_str(&w, "name", cl->cfg->name);
 	mp_kv_str(&w, "state", cl_state_name(cl_shown_state(cl)));
@@ -67,6 +67,7 @@ publish_state(client *cl, cl_state old)
 	mp_kv_int(&w, "tools_count", (int64_t)json_array_size(cl->tools));
 	mp_kv_str(&w, "time", kn_rfc3339(ts, sizeof(ts)));
 	mp_kv_str(&w, "node_id", cl->node_id);
+	mp_kv_str(&w, "protocol_version", cl->version); /* "" unknown */
 	kn_stream_publish(cl->stream, "state", w.sb.data, w.sb.size);
 	mp_w_fini(&w);
 }
@@ -228,6 +229,10 @@ cl_view_json(client *cl)
 		                              cl->lf_stage, "message",
 		                              cl->lf_message, "at", cl->lf_at,
 		                              "since", cl->lf_since));
+	}
+	if (v != NULL && cl->version[0] != '\0') {
+		json_object_set_new(v, "protocol_version",
+		                    json_string(cl->version));
 	}
 	if (v != NULL && cl->ninputs > 0) { /* servers' requests waiting */
 		json_object_set_new(v, "inputs_waiting",

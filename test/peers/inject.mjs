@@ -14,8 +14,8 @@
 //                                     "Session not found" (as the SDK's
 //                                     own transport answers a wrong id)
 //          GET  /admin/counters       {"counted_destructive": n, ...,
-//                                     "new_sessions": POSTs without a
-//                                     session id (initialize attempts)}
+//                                     "new_sessions": initialize requests
+//                                     (POSTs without a session id)}
 //          GET  /admin/sessions       {"sessions": n} (live sessions)
 //          POST /admin/ping-mode      {"delay_ms": n, "status": code}:
 //                                     later pings wait, then fail with
@@ -348,9 +348,24 @@ async function onMcp(req, res) {
 			'Bad Request: Mcp-Session-Id header is required');
 		return;
 	}
-		counters.new_sessions = (counters.new_sessions ?? 0) + 1;
 	// No session: a new transport validates the request itself (initialize
 	// or 400 "Server not initialized"); it is kept only if it got an id.
+	// Only an initialize counts as a new session (a 2026-07-28 client's
+	// server/discover probe comes first and is refused here).
+	const chunks = [];
+	for await (const c of req) {
+		chunks.push(c);
+	}
+	let body;
+	try {
+		body = JSON.parse(Buffer.concat(chunks).toString());
+	} catch {
+		rpcError(res, 400, -32700, 'Parse error');
+		return;
+	}
+	if (body?.method === 'initialize') {
+		counters.new_sessions = (counters.new_sessions ?? 0) + 1;
+	}
 	const server = makeServer();
 	const transport = new StreamableHTTPServerTransport({
 		sessionIdGenerator: () => randomUUID(),
@@ -365,7 +380,7 @@ async function onMcp(req, res) {
 		}
 	};
 	await server.connect(transport);
-	await transport.handleRequest(req, res);
+	await transport.handleRequest(req, res, body);
 	if (transport.sessionId === undefined) {
 		await server.close();
 	}

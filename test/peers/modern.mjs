@@ -142,6 +142,9 @@
 //                         stdio: answers "ok (stdio: no stream to
 //                         break)".  Every call's request id is kept
 //                         (counters "break_ids")
+//                         break_once is annotated idempotentHint (a client
+//                         may send it again); break_unsafe {key} is the
+//                         same without annotations (it may not)
 //   counted {}            bumps a counter, answers its new value
 //
 // Legacy era (2025-11-25, --eras both only).  Results have no resultType,
@@ -195,7 +198,8 @@
 //                              "meta": params._meta, "input_responses",
 //                              "request_state" (null when absent)}
 //   POST /admin/requests/clear forget them
-//   GET  /admin/counters       {"counted", "discover", "initialize",
+//   GET  /admin/counters       {"counted", "discover", "lists" (modern
+//                              tools/list requests), "initialize",
 //                              "listens" (live), "cancelled"
 //                              (notifications/cancelled seen), "aborted"
 //                              (HTTP answers cut off by the client),
@@ -295,6 +299,7 @@ function log(s) {
 const counters = {
 	counted: 0,
 	discover: 0,
+	lists: 0,
 	initialize: 0,
 	listens: 0,
 	cancelled: 0,
@@ -386,6 +391,17 @@ function tools() {
 			name: 'break_once',
 			description: 'The first call for a key loses its response ' +
 				'stream; later ones answer "ok after break"',
+			inputSchema: {
+				type: 'object',
+				properties: { key: { type: 'string' } },
+				required: ['key'],
+			},
+			annotations: { idempotentHint: true },
+		},
+		{
+			name: 'break_unsafe',
+			description: 'break_once without annotations: not safe to ' +
+				'run twice by the MCP defaults',
 			inputSchema: {
 				type: 'object',
 				properties: { key: { type: 'string' } },
@@ -871,6 +887,7 @@ function callTool(msg, ctx, modern) {
 		slow(msg, ctx, args, meta, done);
 		return;
 	case 'break_once':
+	case 'break_unsafe':
 		breakOnce(msg, ctx, args, meta, done);
 		return;
 	default:
@@ -1111,6 +1128,7 @@ function modern(msg, ctx) {
 		}, true);
 		return;
 	case 'tools/list':
+		counters.lists++;
 		listTools(msg, ctx, true);
 		return;
 	case 'tools/call':
