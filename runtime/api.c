@@ -409,10 +409,32 @@ mk_clients_json(mk_runtime *rt, const char *filter_json, char **out)
 }
 
 int
+rt_client_ask(mk_runtime *rt, const char *client, uint32_t type,
+              const codec_fields *f, const void *m, kn_answer *ans)
+{
+	char      who[160];
+	kn_actor *a;
+	int       rv;
+
+	memset(ans, 0, sizeof(*ans));
+	if (!rt_valid(rt)) {
+		return (MK_EHANDLE);
+	}
+	if (client == NULL) {
+		return (MK_EINVAL);
+	}
+	snprintf(who, sizeof(who), CLIENT_PREFIX "%s", client);
+	if (kn_lookup(rt->kernel, who, &a) != 0) {
+		return (MK_ENOENT);
+	}
+	rv = kn_ask_msg(a, type, f, m, rt->opts.ask_timeout_ms, ans);
+	kn_actor_release(&a);
+	return (rv);
+}
+
+int
 mk_client_metrics_json(mk_runtime *rt, const char *name, char **out)
 {
-	char           who[160];
-	kn_actor      *a;
 	kn_answer      ans;
 	cl_metrics_msg m;
 	int            rv;
@@ -421,19 +443,8 @@ mk_client_metrics_json(mk_runtime *rt, const char *name, char **out)
 		return (MK_EINVAL);
 	}
 	*out = NULL;
-	if (!rt_valid(rt)) {
-		return (MK_EHANDLE);
-	}
-	if (name == NULL) {
-		return (MK_EINVAL);
-	}
-	snprintf(who, sizeof(who), CLIENT_PREFIX "%s", name);
-	if (kn_lookup(rt->kernel, who, &a) != 0) {
-		return (MK_ENOENT);
-	}
-	rv = kn_ask(a, MSG_CL_METRICS, CODEC_EMPTY, CODEC_EMPTY_LEN,
-	            rt->opts.ask_timeout_ms, &ans);
-	kn_actor_release(&a);
+	rv   = rt_client_ask(rt, name, MSG_CL_METRICS, &codec_no_fields, NULL,
+	                     &ans);
 	if (rv == 0 && cl_metrics_msg_unpack(ans.data, ans.len, &m) == 0) {
 		*out = m.json;
 		rv   = *out != NULL ? 0 : MK_EPROTO;

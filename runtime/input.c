@@ -109,41 +109,23 @@ rt_host_fini(mk_runtime *rt)
 	rt->caps = rt->roots = NULL;
 }
 
-/* The client actor of client (a name or an id), held. */
-static int
-client_actor(mk_runtime *rt, const char *client, kn_actor **a)
-{
-	char who[160];
-
-	snprintf(who, sizeof(who), CLIENT_PREFIX "%s", client);
-	return (kn_lookup(rt->kernel, who, a) != 0 ? MK_ENOENT : 0);
-}
-
 int
 mk_input_answer(mk_runtime *rt, const char *client, const char *request_id,
                 const char *result_json, char **err)
 {
 	cl_input_msg m = {.request_id = (char *)request_id,
 	                  .result     = (char *)result_json};
-	kn_actor    *a;
-	kn_answer    ans = {0};
+	kn_answer    ans;
 	int          rv;
 
 	if (err != NULL) {
 		*err = NULL;
 	}
-	if (!rt_valid(rt)) {
-		return (MK_EHANDLE);
+	if (request_id == NULL) {
+		return (rt_valid(rt) ? MK_EINVAL : MK_EHANDLE);
 	}
-	if (client == NULL || request_id == NULL) {
-		return (MK_EINVAL);
-	}
-	if ((rv = client_actor(rt, client, &a)) != 0) {
-		return (rv);
-	}
-	rv = kn_ask_msg(a, MSG_CL_INPUT, CODEC_OF(cl_input_msg, &m),
-	                rt->opts.ask_timeout_ms, &ans);
-	kn_actor_release(&a);
+	rv = rt_client_ask(rt, client, MSG_CL_INPUT,
+	                   CODEC_OF(cl_input_msg, &m), &ans);
 	if (rv != 0) {
 		rt_take_error(&ans, rv, err);
 	}
@@ -155,26 +137,15 @@ int
 mk_inputs_json(mk_runtime *rt, const char *client, char **json)
 {
 	cl_inputs_msg m;
-	kn_actor     *a;
-	kn_answer     ans = {0};
+	kn_answer     ans;
 	int           rv;
 
 	if (json == NULL) {
 		return (MK_EINVAL);
 	}
 	*json = NULL;
-	if (!rt_valid(rt)) {
-		return (MK_EHANDLE);
-	}
-	if (client == NULL) {
-		return (MK_EINVAL);
-	}
-	if ((rv = client_actor(rt, client, &a)) != 0) {
-		return (rv);
-	}
-	rv = kn_ask(a, MSG_CL_INPUTS, CODEC_EMPTY, CODEC_EMPTY_LEN,
-	            rt->opts.ask_timeout_ms, &ans);
-	kn_actor_release(&a);
+	rv = rt_client_ask(rt, client, MSG_CL_INPUTS, &codec_no_fields, NULL,
+	                   &ans);
 	if (rv == 0 && cl_inputs_msg_unpack(ans.data, ans.len, &m) == 0) {
 		*json = m.json;
 		rv    = *json != NULL ? 0 : MK_EPROTO;

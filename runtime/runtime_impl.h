@@ -61,6 +61,12 @@ int rt_ask(mk_runtime *rt, rt_target to, uint32_t type, bool given,
            const codec_fields *f, const void *m, int timeout_ms, kn_answer *a,
            char **err);
 
+/* rt_client_ask asks the actor of client (a name or an id) to the
+ * message m of the fields f (codec_no_fields: {}), as rt_ask: MK_ENOENT
+ * when there is no such client.  On 0 the caller frees ans->data. */
+int rt_client_ask(mk_runtime *rt, const char *client, uint32_t type,
+                  const codec_fields *f, const void *m, kn_answer *ans);
+
 /* rt_size_ok: size is a caller's struct size this library serves (the
  * ABI rules of mcpkeep.h): its size field, at most the whole struct. */
 static inline int

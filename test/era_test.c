@@ -17,7 +17,8 @@
  *   stdio      the modern era over stdio (server/discover first)
  *   mrtr       an input_required result: its elicitation goes to the
  *              host, the retry carries inputResponses and the untouched
- *              requestState; a sampling input too
+ *              requestState; a sampling input too; static roots answer
+ *              their input at once
  *   listening  subscriptions/listen: list_changed makes a relist
  *   ttl        a tool list's ttlMs shorter than tool_sync_interval drives
  *              the refresh
@@ -348,7 +349,8 @@ mrtr(void)
 	json_t     *log, *first, *retry;
 
 	rt_options(&o, NULL);
-	o.inputs = MK_INPUT_ELICITATION | MK_INPUT_SAMPLING;
+	o.inputs = MK_INPUT_ELICITATION | MK_INPUT_SAMPLING | MK_INPUT_ROOTS;
+	o.roots  = "[{\"uri\": \"file:///srv/data\", \"name\": \"data\"}]";
 	rt       = rt_open_options(&sb, &o);
 	start_modern(&p, "modern", "60000");
 	add_http(rt, "asks", p.port, false, "");
@@ -403,6 +405,12 @@ mrtr(void)
 	pthread_join(b.th, NULL);
 	CHECK(strstr(b.out, "sampled: hi there") != NULL);
 	free(b.out);
+
+	/* static roots: the input is answered at once, the retry follows */
+	char *out = call_text(rt, "asks", "ask_roots", NULL, &b.rc);
+	CHECK_EQ(b.rc, 0);
+	CHECK(strstr(out, "roots: file:///srv/data") != NULL);
+	free(out);
 	rt_close(&rt, &sb);
 	peer_stop(&p);
 }

@@ -3,7 +3,8 @@
  * test/peers/streams.mjs (the SDK's server with an event store): a
  * response stream the server closes early is resumed with GET and
  * Last-Event-ID after the server's retry: time, and is not a cancel;
- * progress goes on across the break; the standalone GET stream carries
+ * progress goes on across the break, and does not move the deadline;
+ * the standalone GET stream carries
  * the server's own notifications and is opened again when it ends; a
  * server without one (405) is not asked again; MCP-Protocol-Version on
  * every request after initialize; DELETE at the end.
@@ -184,6 +185,24 @@ progress_across_drop(void)
 	peer_stop(&p);
 }
 
+/* Progress does not move the deadline: a request ends at its own. */
+static void
+hard_deadline(void)
+{
+	peer    p = {0};
+	client  c;
+	outcome o;
+
+	start_streams(&p, 100, "");
+	open_on(&c, &p, false);
+	call(&c, "progress_drop",
+	     json_pack("{s:i, s:i}", "steps", 10, "ms", 4000), 1000, &o);
+	CHECK(o.failed && o.err.kind == MCP_E_TIMEOUT);
+	CHECK(o.progress >= 1); /* it was progressing */
+	close_client(&c);
+	peer_stop(&p);
+}
+
 /* A stream that never comes back: the request ends at its deadline, and
  * only then is it cancelled, once. */
 static void
@@ -260,6 +279,7 @@ main(void)
 	CHECK(peer_dir() != NULL);
 	RUN(resumed_after_drop);
 	RUN(progress_across_drop);
+	RUN(hard_deadline);
 	RUN(timeout_cancels_once);
 	RUN(standalone_stream);
 	RUN(no_standalone_stream);

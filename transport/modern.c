@@ -550,6 +550,10 @@ modern_input_required(mcp_session *s, pend *p, json_t *result)
 		        NULL);
 		return;
 	}
+	/* one hold while handing them out: an input answered at once (a
+	 * static root, a refused URL) must not start the retry early */
+	p->inputs++;
+	p->handing = true;
 	json_object_foreach(reqs, key, req)
 	{
 		const char *method =
@@ -585,8 +589,15 @@ modern_input_required(mcp_session *s, pend *p, json_t *result)
 		        NULL);
 		return;
 	}
-	if (p->inputs == 0) {
-		retry(s, p); /* requestState alone: just again */
+	p->handing = false;
+	if (p->refused != NULL) { /* answered at once: without a result */
+		idmap_del(&s->pending, (uint64_t)p->id);
+		session_complete(
+		        s, p,
+		        mcp_error_set(&e, MCP_E_SERVER, "%s", p->refused),
+		        NULL);
+	} else if (--p->inputs == 0) {
+		retry(s, p); /* all answered (or requestState alone) */
 	}
 }
 
@@ -601,14 +612,17 @@ modern_input_answered(mcp_session *s, inbound *ib, json_t *result,
 	if (result == NULL) {
 		/* an input answers with a result only: without one the
 		 * request cannot go on */
-		idmap_del(&s->pending, (uint64_t)p->id);
-		session_complete(
-		        s, p,
-		        mcp_error_set(&e, MCP_E_SERVER,
-		                      "input %.60s was not given: %.200s",
-		                      ib->key,
-		                      message != NULL ? message : "refused"),
-		        NULL);
+		mcp_error_set(&e, MCP_E_SERVER,
+		              "input %.60s was not given: %.200s", ib->key,
+		              message != NULL ? message : "refused");
+		if (p->handing) { /* the hand-out ends it (p stays whole) */
+			if (p->refused == NULL) {
+				p->refused = strdup(e.message);
+			}
+		} else {
+			idmap_del(&s->pending, (uint64_t)p->id);
+			session_complete(s, p, &e, NULL);
+		}
 	} else {
 		json_object_set(p->responses, ib->key, result);
 		if (p->inputs == 0) {

@@ -75,6 +75,7 @@ session_pend_free(pend *p)
 	free(p->trace[1]);
 	json_decref(p->responses);
 	json_decref(p->state);
+	free(p->refused);
 	free(p);
 }
 
@@ -747,7 +748,8 @@ mcp_session_open(mcp_session **sp, tp_loop *l, const mcp_config *cfg,
 	        cfg->timeout_ms > 0 ? cfg->timeout_ms : MCP_TIMEOUT_DEFAULT_MS;
 	s->max_message = cfg->max_message;
 	s->listen      = cfg->listen;
-	s->era         = cfg->era;
+	s->era         = cfg->type == MCP_CONN_SSE ? MCP_ERA_LEGACY /* 2024 */
+	                                           : cfg->era;
 	s->http        = cfg->type == MCP_CONN_HTTP;
 	s->listen_wait = 1000;
 	s->client_name =

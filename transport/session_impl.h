@@ -58,6 +58,8 @@ typedef struct pend {
 	unsigned inputs;         /* its input requests the owner has */
 	json_t  *responses;      /* their answers, by key */
 	json_t  *state;          /* the server's requestState, or NULL */
+	bool     handing;        /* its inputs are being handed out */
+	char    *refused;        /* meanwhile one was refused: why */
 } pend;
 
 /* A server request the owner answers (mcp_respond): a JSON-RPC request

@@ -173,7 +173,7 @@ static void
 run_sticky(client *cl, cl_call *c)
 {
 	mcp_req_opts o = {.timeout_ms  = remaining_ms(c),
-	                  .tool        = cl_era_tool(cl, c->tool),
+	                  .tool        = cl_tool_named(cl, c->tool),
 	                  .traceparent = c->trace[0],
 	                  .tracestate  = c->trace[1]};
 	mcp_error    e;
@@ -225,7 +225,7 @@ pc_ready(void *arg, mcp_session *s, const mcp_error *err)
 {
 	cl_call     *c = arg;
 	mcp_req_opts o = {.timeout_ms  = remaining_ms(c),
-	                  .tool        = cl_era_tool(c->cl, c->tool),
+	                  .tool        = cl_tool_named(c->cl, c->tool),
 	                  .traceparent = c->trace[0],
 	                  .tracestate  = c->trace[1]};
 	mcp_error    e;

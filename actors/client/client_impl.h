@@ -349,6 +349,8 @@ void   cl_cm_call(client *cl, const cl_call *c, int outcome); /* counts one */
 bool cl_auth_failure(const mcp_error *e);
 bool cl_session_gone(const mcp_error *e);
 bool cl_retry_safe(const client *cl, const char *tool);
+/* the tool of the client's list named name (borrowed), or NULL */
+json_t *cl_tool_named(const client *cl, const char *name);
 /* take the call over (true) when the failure is one to recover from */
 bool cl_recover_per_call(client *cl, cl_call *c, const mcp_error *err);
 bool cl_recover_sticky(client *cl, cl_call *c, const mcp_error *err);
@@ -370,14 +372,12 @@ const char *cl_input_caps(const client *cl);
 /* era.c: learn, forget and give the era (cl_conn_config); the
  * effective tool_sync_interval (the config's, the global one, or a
  * shorter ttlMs); a tools/list result's tools as the client keeps them
- * (a new reference; ttlMs noted); a tool's definition by name (borrowed,
- * or NULL) */
+ * (a new reference; ttlMs noted) */
 void    cl_era_learn(client *cl, mcp_session *s);
 void    cl_era_forget(client *cl);
 mcp_era cl_era(const client *cl);
 void    cl_era_intervals(client *cl);
 json_t *cl_era_tools(client *cl, json_t *result);
-json_t *cl_era_tool(const client *cl, const char *name);
 
 /* call.c */
 void cl_call_start(client *cl, kn_msg *msg);

@@ -33,7 +33,7 @@ cl_era_forget(client *cl)
 mcp_era
 cl_era(const client *cl)
 {
-	return (cl->cfg->conn == CFG_SSE ? MCP_ERA_LEGACY : cl->era);
+	return (cl->era);
 }
 
 void
@@ -80,20 +80,4 @@ cl_era_tools(client *cl, json_t *result)
 		       json_string_value(json_object_get(t, "name")), why);
 	}
 	return (keep);
-}
-
-json_t *
-cl_era_tool(const client *cl, const char *name)
-{
-	size_t  i;
-	json_t *t;
-
-	json_array_foreach(cl->tools, i, t)
-	{
-		const char *n = json_string_value(json_object_get(t, "name"));
-		if (n != NULL && strcmp(n, name) == 0) {
-			return (t);
-		}
-	}
-	return (NULL);
 }

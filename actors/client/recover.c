@@ -89,9 +89,8 @@ cl_session_gone(const mcp_error *e)
 	         strstr(e->message, "No valid session ID provided") != NULL));
 }
 
-/* The tool of the client's list named name, or NULL. */
-static json_t *
-tool_named(const client *cl, const char *name)
+json_t *
+cl_tool_named(const client *cl, const char *name)
 {
 	size_t  i;
 	json_t *t;
@@ -109,7 +108,7 @@ tool_named(const client *cl, const char *name)
 bool
 cl_retry_safe(const client *cl, const char *tool)
 {
-	json_t   *t = tool_named(cl, tool);
+	json_t   *t = cl_tool_named(cl, tool);
 	mcp_hints h;
 
 	if (t == NULL) {
@@ -122,7 +121,7 @@ cl_retry_safe(const client *cl, const char *tool)
 static bool
 tool_known(const client *cl, const char *tool)
 {
-	return (tool_named(cl, tool) != NULL);
+	return (cl_tool_named(cl, tool) != NULL);
 }
 
 /* Starts the recovery of c: its original error kept, its path named. */
