@@ -399,6 +399,7 @@ mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 	if ((rv = rt_boot(rt)) != 0) {
 		curl_global_cleanup();
 		(void)kn_log_bind(prev);
+		rt_host_fini(rt); /* (safe twice: a failed boot's shutdown) */
 		free(rt);
 		return (rv);
 	}
