@@ -14,7 +14,8 @@
  *              the stream; per-call and sticky
  *   legacy     initialize after the modern request is refused
  *   both       the newest: 2026-07-28
- *   stdio      the modern era over stdio (server/discover first)
+ *   stdio      the modern era over stdio (server/discover first);
+ *              subscriptions/listen, and again after a reconnect
  *   mrtr       an input_required result: its elicitation goes to the
  *              host, the retry carries inputResponses and the untouched
  *              requestState; a sampling input too; static roots answer
@@ -303,6 +304,45 @@ stdio_modern(void)
 	rt_close(&rt, &sb);
 }
 
+static int
+is_tools(const event *e, const void *arg)
+{
+	return (strcmp(e->topic, "tools") == 0 &&
+	        strcmp(e->name, (const char *)arg) == 0);
+}
+
+/* subscriptions/listen over stdio, and again in the new process after a
+ * reconnect: each listens, and its list_changed makes a relist (the
+ * peer's admin endpoints on a port of the test's choosing). */
+static void
+stdio_listen(void)
+{
+	sub         sb;
+	mk_runtime *rt   = rt_open(&sb);
+	int         port = peer_free_port(), from;
+	char       *err  = NULL;
+
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"modlisten\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"node\", \"args\": [\"%s/modern.mjs\", \"stdio\", \"--admin-port\", \"%d\"], \"envs\": [\"PATH\"]}, \"tools_to_execute\": [\"*\"]}",
+	             peer_dir(), port),
+	         0);
+	for (int round = 0; round < 2; round++) {
+		char body[96];
+		wait_counter(port, "listens", 1);
+		from = sb.n;
+		snprintf(body, sizeof(body),
+		         "{\"description\": \"round %d\", \"notify\": true}",
+		         round);
+		(void)admin(port, "/admin/tools", body, NULL);
+		(void)wait_event(&sb, &from, is_tools, "modlisten",
+		                 "the relist");
+		if (round == 0) { /* a new process: it must listen again */
+			CHECK_EQ(mk_client_reconnect(rt, "modlisten", &err), 0);
+		}
+	}
+	rt_close(&rt, &sb);
+}
+
 /* A tool call on its own thread (input_required waits for the host). */
 typedef struct bg {
 	pthread_t   th;
@@ -415,12 +455,6 @@ mrtr(void)
 	peer_stop(&p);
 }
 
-static int
-is_tools(const event *e, const void *arg)
-{
-	return (strcmp(e->topic, "tools") == 0 &&
-	        strcmp(e->name, (const char *)arg) == 0);
-}
 
 static void
 listening(void)
@@ -535,6 +569,7 @@ main(int argc, char **argv)
 	RUN_IF(legacy);
 	RUN_IF(both);
 	RUN_IF(stdio_modern);
+	RUN_IF(stdio_listen);
 	RUN_IF(mrtr);
 	RUN_IF(listening);
 	RUN_IF(ttl);
