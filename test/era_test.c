@@ -322,10 +322,11 @@ stdio_listen(void)
 	int         port = peer_free_port(), from;
 	char       *err  = NULL;
 
-	CHECK_EQ(add(rt, &err,
-	             "{\"name\": \"modlisten\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"node\", \"args\": [\"%s/modern.mjs\", \"stdio\", \"--admin-port\", \"%d\"], \"envs\": [\"PATH\"]}, \"tools_to_execute\": [\"*\"]}",
-	             peer_dir(), port),
-	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"modlisten\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"node\", \"args\": [\"%s/modern.mjs\", \"stdio\", \"--admin-port\", \"%d\"], \"envs\": [\"PATH\"]}, \"tools_to_execute\": [\"*\"]}",
+	            peer_dir(), port),
+	        0);
 	for (int round = 0; round < 2; round++) {
 		char body[96];
 		wait_counter(port, "listens", 1);
@@ -337,7 +338,8 @@ stdio_listen(void)
 		(void)wait_event(&sb, &from, is_tools, "modlisten",
 		                 "the relist");
 		if (round == 0) { /* a new process: it must listen again */
-			CHECK_EQ(mk_client_reconnect(rt, "modlisten", &err), 0);
+			CHECK_EQ(mk_client_reconnect(rt, "modlisten", &err),
+			         0);
 		}
 	}
 	rt_close(&rt, &sb);
@@ -454,7 +456,6 @@ mrtr(void)
 	rt_close(&rt, &sb);
 	peer_stop(&p);
 }
-
 
 static void
 listening(void)
