@@ -43,27 +43,47 @@ struct cli_watch {
 	size_t          len;
 };
 
+/* A server's text, made safe for a terminal: no control character (an
+ * escape sequence could rewrite the screen). */
+static const char *
+printable(const char *s, char *out, size_t n)
+{
+	size_t i = 0;
+
+	for (; s[i] != '\0' && i + 1 < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		out[i]          = c < 0x20 || c == 0x7f ? ' ' : (char)c;
+	}
+	out[i] = '\0';
+	return (out);
+}
+
 static void
 print_event(const mk_event *e)
 {
-	char      ts[16];
+	char      ts[16], msg[sizeof(e->message)];
 	time_t    now = time(NULL);
 	struct tm tm;
 
 	localtime_r(&now, &tm);
 	strftime(ts, sizeof(ts), "%H:%M:%S", &tm);
-	if (strcmp(e->topic, "tools") == 0) {
+	(void)printable(e->message, msg, sizeof(msg));
+	if (strcmp(e->topic, "input") == 0) {
+		printf("%s  %-20s %s %s: %s%s%s  id %s\n", ts, e->name,
+		       e->method, e->request_id, e->state, msg[0] ? "  " : "",
+		       msg, e->client_id);
+	} else if (strcmp(e->topic, "tools") == 0) {
 		printf("%s  %-20s tools: %lld (hash %.12s)  id %s\n", ts,
 		       e->name, (long long)e->count, e->hash, e->client_id);
 	} else if (strcmp(e->topic, "store") == 0) {
 		printf("%s  store: %s%s%s\n", ts,
 		       e->healthy ? "written again" : "failing",
-		       e->message[0] ? ": " : "", e->message);
+		       msg[0] ? ": " : "", msg);
 	} else {
 		printf("%s  %-20s %s -> %s%s%s%s%s  id %s\n", ts, e->name,
 		       e->old_state[0] ? e->old_state : "(new)", e->state,
 		       e->stage[0] ? "  [" : "", e->stage,
-		       e->stage[0] ? "] " : "", e->message, e->client_id);
+		       e->stage[0] ? "] " : "", msg, e->client_id);
 	}
 	fflush(stdout);
 }
@@ -127,7 +147,10 @@ sse_event(cli_watch *w, const char *block)
 	copy(e.hash, sizeof(e.hash), j, "hash");
 	e.count   = json_integer_value(json_object_get(j, "count"));
 	e.healthy = json_is_true(json_object_get(j, "healthy"));
-	copy(e.message, sizeof(e.message), j, "error");
+	copy(e.message, sizeof(e.message), j,
+	     json_object_get(j, "message") != NULL ? "message" : "error");
+	copy(e.request_id, sizeof(e.request_id), j, "request_id");
+	copy(e.method, sizeof(e.method), j, "method");
 	if ((lf = json_object_get(j, "last_failure")) != NULL &&
 	    json_is_object(lf)) {
 		copy(e.stage, sizeof(e.stage), lf, "stage");

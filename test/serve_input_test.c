@@ -5,7 +5,8 @@
  * "pending") and in GET /api/mcp/client/{id}/elicitations; POST
  * /api/mcp/client/{id}/elicitation/{request_id} answers it (the schema's
  * defaults filled in) and the call goes on; {} declines a sampling; the
- * endpoints want the admin token.
+ * endpoints want the admin token; `mcpkeep watch` shows the request
+ * (from /api/events); a person answers on the status page.
  */
 #include <nng/nng.h>
 #include <nng/protocol/pubsub0/sub.h>
@@ -86,10 +87,10 @@ on_page(void)
 static void
 elicitation(void)
 {
-	peer        d     = {0};
+	peer        d = {0}, w = {0};
 	const char *env[] = {"MCPKEEP_ADMIN_TOKEN=" TOKEN, NULL};
 	int         sport = peer_free_port();
-	char        config[1024], saddr[64], path[160];
+	char        config[1024], saddr[64], path[160], line[160];
 	nng_socket  s;
 	bg_call     c = {
 	            .body = "{\"client\": \"asker\", \"tool\": \"elicit_form\", \"arguments\": {\"message\": \"Your name?\"}}"};
@@ -107,6 +108,19 @@ elicitation(void)
 	CHECK_EQ(nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, WAIT_MS), 0);
 	CHECK_EQ(nng_dial(s, saddr, NULL, NNG_FLAG_NONBLOCK), 0);
 	CHECK(state_within("asker", "healthy", WAIT_MS));
+	/* a person at a terminal follows /api/events */
+	const char *watch[] = {getenv("MK_MCPKEEP"),
+	                       "watch",
+	                       sv_base,
+	                       "--token",
+	                       TOKEN,
+	                       "--count",
+	                       "2",
+	                       NULL};
+	CHECK_EQ(peer_start(&w, watch, NULL,
+	                    "connected to http://[0-9.]+:([0-9]+)/api/events",
+	                    WAIT_MS),
+	         0);
 
 	CHECK_EQ(pthread_create(&c.th, NULL, bg_main, &c), 0);
 	e = next_input(s, "elicitation/create", "pending");
@@ -125,6 +139,14 @@ elicitation(void)
 	       "{\"action\": \"accept\", \"content\": {\"ok\": true}}", NULL,
 	       200, NULL);
 	(void)next_input(s, "elicitation/create", "answered");
+	CHECK(peer_wait_exit(&w, WAIT_MS)); /* its two events came */
+	peer_stop(&w);
+	snprintf(line, sizeof(line),
+	         "elicitation/create %s: pending  Your name?", e.request_id);
+	CHECK(peer_said(&w, line));
+	snprintf(line, sizeof(line), "elicitation/create %s: answered",
+	         e.request_id);
+	CHECK(peer_said(&w, line));
 	pthread_join(c.th, NULL);
 	CHECK_EQ(c.status, 200);
 	/* what the person sent, and the defaults of what they left out */
