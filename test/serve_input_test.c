@@ -93,7 +93,7 @@ elicitation(void)
 	char        config[1024], saddr[64], path[160], line[160];
 	nng_socket  s;
 	bg_call     c = {
-	            .body = "{\"client\": \"asker\", \"tool\": \"elicit_form\", \"arguments\": {\"message\": \"Your name?\"}}"};
+	            .body = "{\"client\": \"asker\", \"tool\": \"elicit_form\", \"arguments\": {\"message\": \"Your name?\\u001b[2J\"}}"};
 	mk_event e;
 
 	snprintf(
@@ -124,7 +124,8 @@ elicitation(void)
 
 	CHECK_EQ(pthread_create(&c.th, NULL, bg_main, &c), 0);
 	e = next_input(s, "elicitation/create", "pending");
-	CHECK(strcmp(e.message, "Your name?") == 0);
+	/* the server's text as it sent it (an escape sequence in it) */
+	CHECK(strcmp(e.message, "Your name?\x1b[2J") == 0);
 	expect("GET", "/api/mcp/client/asker/elicitations", NULL, NULL, 200,
 	       e.request_id);
 	expect("GET", "/api/mcp/client/asker/elicitations", NULL, "wrong", 401,
@@ -142,8 +143,10 @@ elicitation(void)
 	CHECK(peer_wait_exit(&w, WAIT_MS)); /* its two events came */
 	peer_stop(&w);
 	snprintf(line, sizeof(line),
-	         "elicitation/create %s: pending  Your name?", e.request_id);
-	CHECK(peer_said(&w, line));
+	         "elicitation/create %s: pending  Your name? [2J",
+	         e.request_id);
+	/* the escape sequence never reached the terminal */
+	CHECK(peer_said(&w, line) && !peer_said(&w, "\x1b"));
 	snprintf(line, sizeof(line), "elicitation/create %s: answered",
 	         e.request_id);
 	CHECK(peer_said(&w, line));
