@@ -607,11 +607,13 @@ listen_done(http_conn *c, post *p, CURLcode rc)
 	if (c->listen_off) {
 		goto out;
 	}
-	if (p->h.sse_mode) {
-		(void)note_stream(p);
-	}
-	if (!failed || (p->h.sse_mode && p->h.limit == TP_LIMIT_NONE)) {
-		wait              = retry_wait(p); /* it ran: poll again */
+	/* a stream that ran and brought something is polled again after
+	 * retry:; one that failed, or ended empty, backs off (a server
+	 * closing every stream at once is not asked 20 times a second) */
+	bool brought =
+	        p->h.sse_mode && (note_stream(p) || p->h.sse.events > 0);
+	if (brought && (!failed || p->h.limit == TP_LIMIT_NONE)) {
+		wait              = retry_wait(p);
 		c->listen_backoff = LISTEN_BACKOFF_MS;
 	} else {
 		wait = c->listen_backoff;
