@@ -4,7 +4,7 @@
  * response stream the server closes early is resumed with GET and
  * Last-Event-ID after the server's retry: time, and is not a cancel;
  * progress goes on across the break, and does not move the deadline;
- * the standalone GET stream carries
+ * the standalone GET stream carries the server's log messages and
  * the server's own notifications and is opened again when it ends; a
  * server without one (405) is not asked again; MCP-Protocol-Version on
  * every request after initialize; DELETE at the end.
@@ -102,17 +102,17 @@ run_until_counter(client *c, const peer *p, const char *field, long min)
 	CHECK(admin(p->port, "/admin/counters", NULL, field) >= min);
 }
 
-/* Runs c's loop until c->changed reaches n (bounded). */
+/* Runs c's loop until *count (one of c's counters) reaches n (bounded). */
 static void
-wait_changed(client *c, int n)
+wait_count(client *c, const int *count, int n)
 {
 	int64_t end = now_ms() + TP_WAIT_MS;
 
-	while (c->changed < n && now_ms() < end) {
+	while (*count < n && now_ms() < end) {
 		int none = 0;
 		(void)tp_loop_run(c->l, &none, 50);
 	}
-	CHECK(c->changed >= n);
+	CHECK(*count >= n);
 }
 
 static void
@@ -235,12 +235,19 @@ standalone_stream(void)
 	open_on(&c, &p, true);
 	run_until_counter(&c, &p, "get_streams", 1);
 	(void)admin(p.port, "/admin/list-changed", "{}", NULL);
-	wait_changed(&c, 1);
+	wait_count(&c, &c.changed, 1);
 	/* the server ends the stream: it is opened again, resumed */
 	(void)admin(p.port, "/admin/close-get", "{}", NULL);
 	run_until_counter(&c, &p, "resumes", 1);
 	(void)admin(p.port, "/admin/list-changed", "{}", NULL);
-	wait_changed(&c, 2);
+	wait_count(&c, &c.changed, 2);
+	/* the server's log messages come on it too */
+	(void)admin(
+	        p.port, "/admin/log-message",
+	        "{\"level\": \"warning\", \"logger\": \"disk\", \"data\": \"almost full\"}",
+	        NULL);
+	wait_count(&c, &c.logs, 1);
+	CHECK(strcmp(c.log, "warning disk: almost full") == 0);
 	close_client(&c);
 	wait_counter(p.port, "deletes", 1);
 	peer_stop(&p);

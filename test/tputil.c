@@ -32,11 +32,22 @@ on_event(void *arg, mcp_session *s, mcp_event ev, const mcp_error *err)
 	}
 }
 
+static void
+on_log(void *arg, mcp_session *s, const char *level, const char *logger,
+       const char *text)
+{
+	client *c = arg;
+
+	c->logs++;
+	snprintf(c->log, sizeof(c->log), "%s %s: %s", level, logger, text);
+}
+
 /* Opens a session; returns 0 when READY, else the error kind. */
 int
 open_client(client *c, const mcp_config *cfg)
 {
-	mcp_handlers h = {.ready = on_ready, .event = on_event, .arg = c};
+	mcp_handlers h = {
+	        .ready = on_ready, .event = on_event, .arg = c, .log = on_log};
 
 	memset(c, 0, sizeof(*c));
 	CHECK_EQ(tp_loop_new(&c->l), 0);

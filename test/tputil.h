@@ -21,6 +21,8 @@ typedef struct client {
 	int          lost;     /* MCP_EV_LOST seen */
 	mcp_error    lost_err; /* why */
 	int          changed;  /* MCP_EV_TOOLS_CHANGED seen */
+	int          logs;     /* the server's log messages seen */
+	char         log[160]; /* the last: "level logger: text" */
 } client;
 
 /* One request's outcome. */

@@ -117,7 +117,14 @@ typedef struct mcp_handlers {
 	int (*request)(void *arg, mcp_session *s, uint64_t token,
 	               const char *method, json_t *params);
 	void (*gone)(void *arg, mcp_session *s, uint64_t token);
+	/* the server's notifications/message (logging): its level, logger
+	 * ("" when none) and data as text (JSON when not a string), cut at
+	 * MCP_LOG_MAX bytes; the server's words: never trust them */
+	void (*log)(void *arg, mcp_session *s, const char *level,
+	            const char *logger, const char *text);
 } mcp_handlers;
+
+#define MCP_LOG_MAX 1024 /* bytes of a server's log message passed on */
 
 #define MCP_INBOUND_MAX 64 /* server requests waiting for the owner */
 

@@ -469,6 +469,37 @@ session_answer(mcp_session *s, json_t *id, json_t *result, int code,
 	return (rv);
 }
 
+/* The server's log message, to the owner as text. */
+static void
+on_log(mcp_session *s, json_t *params)
+{
+	const char *level =
+	        json_string_value(json_object_get(params, "level"));
+	const char *logger =
+	        json_string_value(json_object_get(params, "logger"));
+	json_t *data = json_object_get(params, "data");
+	char    text[MCP_LOG_MAX];
+
+	if (s->h.log == NULL || data == NULL) {
+		return;
+	}
+	if (json_is_string(data)) {
+		snprintf(text, sizeof(text), "%s", json_string_value(data));
+	} else {
+		size_t n =
+		        json_dumpb(data, text, sizeof(text) - 1, JSON_COMPACT);
+		if (n == 0 ||
+		    n >= sizeof(text) - 1) { /* (jansson: unfinished) */
+			snprintf(text, sizeof(text),
+			         "(a JSON value of %zu bytes, not shown)", n);
+		} else {
+			text[n] = '\0';
+		}
+	}
+	s->h.log(s->h.arg, s, level != NULL ? level : "info",
+	         logger != NULL ? logger : "", text);
+}
+
 /* Server-to-client requests: ping is answered here, the rest go to the
  * owner, who takes them or not (mcp_handlers). */
 static void
@@ -549,6 +580,8 @@ up_message(void *arg, json_t *raw)
 	case JR_NOTIFICATION:
 		if (strcmp(m.method, "notifications/progress") == 0) {
 			on_progress(s, m.params);
+		} else if (strcmp(m.method, "notifications/message") == 0) {
+			on_log(s, m.params);
 		} else if (strcmp(m.method,
 		                  "notifications/tools/list_changed") == 0 &&
 		           s->h.event != NULL && modern_ours(s, m.params)) {

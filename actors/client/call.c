@@ -261,12 +261,20 @@ pc_request_gone(void *arg, mcp_session *s, uint64_t token)
 }
 
 static void
+pc_log(void *arg, mcp_session *s, const char *level, const char *logger,
+       const char *text)
+{
+	cl_server_log(((cl_call *)arg)->cl, s, level, logger, text);
+}
+
+static void
 open_per_call(client *cl, cl_call *c)
 {
 	mcp_handlers h = {.ready   = pc_ready,
 	                  .arg     = c,
 	                  .request = pc_request,
-	                  .gone    = pc_request_gone};
+	                  .gone    = pc_request_gone,
+	                  .log     = pc_log};
 	mcp_config   mc;
 	mcp_error    e;
 

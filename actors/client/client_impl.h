@@ -278,6 +278,9 @@ int     cl_status_of(const mcp_error *e);
 void cl_dial_start(client *cl, cl_dwhy why, uint64_t corr, uint32_t type);
 void cl_conn_config(const client *cl, mcp_config *mc);
 void cl_conn_release(client *cl, cl_sconn *c);
+/* a server's log message (arg: the client), at DEBUG */
+void cl_server_log(void *arg, mcp_session *s, const char *level,
+                   const char *logger, const char *text);
 void cl_conn_call_done(client *cl, cl_sconn *c);
 /* ends the dial, the connections and their calls; bumps the generation
  * (whatever is in flight is stale); safe to call again */

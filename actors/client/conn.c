@@ -215,6 +215,25 @@ conn_request_gone(void *arg, mcp_session *s, uint64_t token)
 	cl_input_gone(((cl_sconn *)arg)->cl, s, token);
 }
 
+/* The server's log messages: the operator's at DEBUG (kn_log makes
+ * its control characters spaces). */
+void
+cl_server_log(void *arg, mcp_session *s, const char *level, const char *logger,
+              const char *text)
+{
+	client *cl = arg;
+
+	KN_DEBUG("client", "%s: server log %s%s%s: %s", cl->cfg->name, level,
+	         logger[0] != '\0' ? " " : "", logger, text);
+}
+
+static void
+conn_log(void *arg, mcp_session *s, const char *level, const char *logger,
+         const char *text)
+{
+	cl_server_log(((cl_sconn *)arg)->cl, s, level, logger, text);
+}
+
 /* The live connection is gone: its calls already failed. */
 static void
 on_conn_event(void *arg, mcp_session *s, mcp_event ev, const mcp_error *err)
@@ -429,7 +448,8 @@ dial_open(cl_dial *d)
 	                   .event   = on_conn_event,
 	                   .arg     = d->c,
 	                   .request = conn_request,
-	                   .gone    = conn_request_gone};
+	                   .gone    = conn_request_gone,
+	                   .log     = conn_log};
 	mcp_config   mc;
 	mcp_error    e;
 	int          rv;
