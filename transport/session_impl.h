@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "codec/idmap.h"
+#include "codec/jsonrpc.h"
 #include "transport/conn.h"
 #include "transport/mcp.h"
 
@@ -133,6 +134,12 @@ void session_initialize(mcp_session *s);
 
 /* session_fail: the session cannot go on (fails every request). */
 void session_fail(mcp_session *s, const mcp_error *err);
+
+/* inbound.c: the server's request m (ping answered; the rest the
+ * owner's, see mcp_handlers), its log message (params of
+ * notifications/message) */
+void session_on_request(mcp_session *s, codec_jr_msg *m);
+void session_on_log(mcp_session *s, json_t *params);
 
 /* session_answer sends the answer to the server's request id: result
  * (borrowed), or the error code and message. */
