@@ -461,6 +461,13 @@ up_message(void *arg, json_t *raw)
 	case JR_NOTIFICATION:
 		if (strcmp(m.method, "notifications/progress") == 0) {
 			on_progress(s, m.params);
+		} else if (
+		        strcmp(m.method,
+		               "notifications/subscriptions/acknowledged") ==
+		                0 &&
+		        modern_ours(s, m.params)) {
+			s->listen_wait = 1000; /* listening: the next end waits
+			                        * from the start again */
 		} else if (strcmp(m.method, "notifications/message") == 0) {
 			session_on_log(s, m.params);
 		} else if (strcmp(m.method,
