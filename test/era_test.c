@@ -330,7 +330,7 @@ stdio_listen(void)
 	for (int round = 0; round < 2; round++) {
 		char body[96];
 		wait_counter(port, "listens", 1);
-		from = sb.n;
+		from = sub_at(&sb);
 		snprintf(body, sizeof(body),
 		         "{\"description\": \"round %d\", \"notify\": true}",
 		         round);
@@ -468,7 +468,7 @@ listening(void)
 	start_modern(&p, "modern", "60000");
 	add_http(rt, "lsn", p.port, true, "");
 	wait_counter(p.port, "listens", 1);
-	from = sb.n;
+	from = sub_at(&sb);
 	(void)admin(p.port, "/admin/tools",
 	            "{\"description\": \"echo, changed\", \"notify\": true}",
 	            NULL);

@@ -63,6 +63,17 @@ sub_close(sub *sb)
 	free(sb->ev);
 }
 
+int
+sub_at(sub *sb)
+{
+	int n;
+
+	pthread_mutex_lock(&sb->mtx);
+	n = sb->n;
+	pthread_mutex_unlock(&sb->mtx);
+	return (n);
+}
+
 event
 wait_event(sub *sb, int *from, event_match match, const void *arg,
            const char *what)

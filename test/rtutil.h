@@ -32,6 +32,8 @@ typedef struct sub {
 
 void sub_open(sub *sb, const char *url);
 void sub_close(sub *sb);
+/* How many events sb holds now: where a wait_event from here starts. */
+int sub_at(sub *sb);
 
 /* Waits for an event after index *from that match(event, arg) accepts;
  * returns it and moves *from past it.  what names it when time runs out

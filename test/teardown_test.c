@@ -128,7 +128,6 @@ reconnect_thread(void *arg)
 	return (NULL);
 }
 
-static int stream_at(sub *sb);
 static int seq_rt;
 
 /* A runtime without a store, logging warnings to logpath. */
@@ -160,7 +159,7 @@ ensure_healthy(mk_runtime *rt, sub *sb)
 {
 	json_t *v    = NULL;
 	char   *err  = NULL;
-	int     from = stream_at(sb);
+	int     from = sub_at(sb);
 
 	if ((v = view_find(rt, NAME)) == NULL) {
 		CHECK_EQ(add_oauth(rt, NAME, oauth_cfg, true), 0);
@@ -260,17 +259,6 @@ check_after(mk_runtime *rt, sub *sb, int op, int from)
 	}
 }
 
-static int
-stream_at(sub *sb)
-{
-	int n;
-
-	pthread_mutex_lock(&sb->mtx);
-	n = sb->n;
-	pthread_mutex_unlock(&sb->mtx);
-	return (n);
-}
-
 static void
 round_of(mk_runtime **rt, sub *sb, const phase *ph, int op, int round)
 {
@@ -308,7 +296,7 @@ round_of(mk_runtime **rt, sub *sb, const phase *ph, int op, int round)
 		CHECK_EQ(pthread_create(&thr, NULL, reconnect_thread, &rc_a),
 		         0);
 	}
-	from = stream_at(sb);
+	from = sub_at(sb);
 	close_client(rt, sb, op, round);
 	/* a reauthorization ends nothing: its callers finish with the
 	 * held request */
