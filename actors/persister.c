@@ -52,23 +52,25 @@ typedef struct waiter {
 } waiter;
 
 typedef struct ps_self {
-	kn_actor  *self;     /* this actor */
-	store     *st;       /* the write handle, NULL while unavailable */
-	store     *ro;       /* a read handle while st is NULL, or NULL */
-	char      *path;     /* the database file */
-	char      *secret;   /* the encryption key text, or NULL */
-	kn_stream *stream;   /* "store" messages */
-	op        *head;     /* queued writes, oldest first */
-	op        *tail;     /* newest */
-	unsigned   queued;   /* ops in the queue */
-	idmap      rows;     /* hkey -> queued op, for coalescing */
-	waiter    *waiters;  /* durable asks for the next flush */
-	uint64_t   timer;    /* flush timer, 0 none */
-	int64_t    timer_at; /* when it fires, monotonic ms */
-	int64_t    retry_ms; /* backoff while failing, 0 when healthy */
-	uint64_t   flushes;  /* transactions committed */
-	uint64_t   failures; /* flushes that failed */
-	uint64_t   dropped;  /* writes the schema refused */
+	kn_actor *self;       /* this actor */
+	store    *st;         /* the write handle, NULL while unavailable */
+	store    *ro;         /* a read handle while st is NULL, or NULL */
+	char     *path;       /* the database file or URL (may hold a
+	                       * password: never logged) */
+	char       name[256]; /* the store as shown: store_display */
+	char      *secret;    /* the encryption key text, or NULL */
+	kn_stream *stream;    /* "store" messages */
+	op        *head;      /* queued writes, oldest first */
+	op        *tail;      /* newest */
+	unsigned   queued;    /* ops in the queue */
+	idmap      rows;      /* hkey -> queued op, for coalescing */
+	waiter    *waiters;   /* durable asks for the next flush */
+	uint64_t   timer;     /* flush timer, 0 none */
+	int64_t    timer_at;  /* when it fires, monotonic ms */
+	int64_t    retry_ms;  /* backoff while failing, 0 when healthy */
+	uint64_t   flushes;   /* transactions committed */
+	uint64_t   failures;  /* flushes that failed */
+	uint64_t   dropped;   /* writes the schema refused */
 	char       error[STORE_ERR_MAX]; /* the failure, "" when healthy */
 } ps_self;
 
@@ -142,7 +144,7 @@ recovered(ps_self *ps)
 	if (ps->retry_ms != 0) {
 		ps->retry_ms = 0;
 		ps->error[0] = '\0';
-		KN_INFO("persister", "store %s is writable again", ps->path);
+		KN_INFO("persister", "store %s is writable again", ps->name);
 		publish_health(ps);
 	}
 }
@@ -159,7 +161,7 @@ open_rw(ps_self *ps, char *err, size_t errlen)
 		if (!store_sealed(ps->st)) {
 			KN_WARN("persister",
 			        "store %s: no encryption key set (MCPKEEP_ENCRYPTION_KEY): secrets are stored unencrypted",
-			        ps->path);
+			        ps->name);
 		}
 	}
 	return (rv);
@@ -576,7 +578,7 @@ static void
 ps_free(ps_self *ps)
 {
 	text_secret_free(ps->secret);
-	free(ps->path);
+	text_secret_free(ps->path); /* a URL's password */
 	free(ps);
 }
 
@@ -599,6 +601,7 @@ ps_init(kn_actor *self, void *arg, void **statep)
 	}
 	ps->self   = self;
 	ps->stream = a->stream;
+	store_display(a->path, ps->name, sizeof(ps->name));
 	if ((rv = open_rw(ps, err, sizeof(err))) == MK_EINVAL ||
 	    rv == MK_ENOMEM) {
 		/* refused: the operator must act (schema, key) */

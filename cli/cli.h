@@ -12,6 +12,13 @@
  * NUL-terminated text; NULL with err on failure. */
 char *cli_read_file(const char *path, char *err, size_t errlen);
 
+/* cli_store sets o's store: flag (--store: a file, or a postgresql://
+ * URL) when given, else the config text's store.url or store.path (into
+ * *own, the caller's to mk_free).  Returns 0, or mk_config_get's error
+ * with *err. */
+int cli_store(mk_options *o, const char *flag, const char *text, char **own,
+              char **err);
+
 /* cli_parse_level reads debug|info|warn|error.  Returns 0 or -1. */
 int cli_parse_level(const char *s, mk_log_level *out);
 

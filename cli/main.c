@@ -71,6 +71,35 @@ cli_positive(const char *s)
 	                : -1);
 }
 
+int
+cli_store(mk_options *o, const char *flag, const char *text, char **own,
+          char **err)
+{
+	int rv;
+
+	*own = NULL;
+	if (flag != NULL) {
+		if (strncmp(flag, "postgresql://", 13) == 0 ||
+		    strncmp(flag, "postgres://", 11) == 0) {
+			o->store_url = flag;
+		} else {
+			o->store_path = flag;
+		}
+		return (0);
+	}
+	if (text == NULL ||
+	    (rv = mk_config_get(text, "store.url", own, err)) != 0) {
+		return (text == NULL ? 0 : rv);
+	}
+	if (*own != NULL) {
+		o->store_url = *own;
+		return (0);
+	}
+	rv            = mk_config_get(text, "store.path", own, err);
+	o->store_path = *own;
+	return (rv);
+}
+
 char *
 cli_read_file(const char *path, char *err, size_t errlen)
 {
@@ -122,6 +151,7 @@ cmd_run(int argc, char **argv)
 	mk_runtime *rt     = NULL;
 	const char *config = NULL;
 	char       *text = NULL, *err = NULL, *store = NULL, ferr[256];
+	const char *flag = NULL;
 	sigset_t    set;
 	cli_watch  *w    = NULL;
 	int         once = 0, rv, sig;
@@ -137,7 +167,7 @@ cmd_run(int argc, char **argv)
 		} else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
 			config = argv[++i];
 		} else if (strcmp(argv[i], "--store") == 0 && i + 1 < argc) {
-			opts.store_path = argv[++i];
+			flag = argv[++i];
 		} else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc &&
 		           cli_parse_level(argv[i + 1], &opts.log_level) ==
 		                   0) {
@@ -156,16 +186,12 @@ cmd_run(int argc, char **argv)
 		fprintf(stderr, "mcpkeep: %s\n", ferr);
 		return (1);
 	}
-	if (text != NULL && opts.store_path == NULL) {
-		if ((rv = mk_config_get(text, "store.path", &store, &err)) !=
-		    0) {
-			fprintf(stderr, "mcpkeep: %s: %s\n", config,
-			        err ? err : mk_strerror(rv));
-			mk_free(err);
-			free(text);
-			return (1);
-		}
-		opts.store_path = store;
+	if ((rv = cli_store(&opts, flag, text, &store, &err)) != 0) {
+		fprintf(stderr, "mcpkeep: %s: %s\n", config,
+		        err ? err : mk_strerror(rv));
+		mk_free(err);
+		free(text);
+		return (1);
 	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);

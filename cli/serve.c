@@ -157,10 +157,13 @@ keys_from(const char *text, char *err, size_t errlen)
 static void
 restart_only(const char *was, const char *now)
 {
-	static const char *const keys[] = {
-	        "server.listen",        "server.stream",
-	        "server.stream_public", "server.allowed_origins",
-	        "store.path",           NULL};
+	static const char *const keys[] = {"server.listen",
+	                                   "server.stream",
+	                                   "server.stream_public",
+	                                   "server.allowed_origins",
+	                                   "store.path",
+	                                   "store.url",
+	                                   NULL};
 
 	for (int i = 0; keys[i] != NULL; i++) {
 		char *a = setting(was, keys[i]), *b = setting(now, keys[i]);
@@ -571,7 +574,8 @@ cmd_serve(int argc, char **argv)
 		fprintf(stderr, "mcpkeep: %s\n", ferr);
 		return (1);
 	}
-	if ((rv = mk_config_get(text, "store.path", &c_store, &err)) != 0) {
+	mk_options_init(&opts, sizeof(opts));
+	if ((rv = cli_store(&opts, store, text, &c_store, &err)) != 0) {
 		fprintf(stderr, "mcpkeep: %s: %s\n", config,
 		        err ? err : mk_strerror(rv));
 		goto out;
@@ -631,10 +635,8 @@ cmd_serve(int argc, char **argv)
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	mk_options_init(&opts, sizeof(opts));
 	opts.log_level      = level;
 	opts.log_json       = json_log;
-	opts.store_path     = store != NULL ? store : c_store;
 	opts.raise_fd_limit = 1; /* every connected client holds fds */
 	snprintf(redir, sizeof(redir), "http://%s/api/oauth/callback", listen);
 	opts.oauth_redirect_uri = redir;

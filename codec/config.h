@@ -77,6 +77,7 @@ typedef struct cfg_file {
 	int64_t      sync_ms;        /* mcp.tool_sync_interval */
 	int64_t      exec_ms;        /* mcp.tool_execution_timeout */
 	char        *store_path;     /* store.path, or NULL */
+	char        *store_url;      /* store.url, or NULL */
 	char        *listen;         /* server.listen, or NULL */
 	char        *admin_token;    /* server.admin_token, or NULL (secret) */
 	char       **streams;        /* server.stream, NULL-terminated */

@@ -303,7 +303,7 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 	static const char *top[]     = {"mcp", "store", "server", NULL};
 	static const char *mcpk[]    = {"client_configs", "tool_sync_interval",
 	                                "tool_execution_timeout", NULL};
-	static const char *storek[]  = {"path", NULL};
+	static const char *storek[]  = {"path", "url", NULL};
 	static const char *serverk[] = {"listen",
 	                                "admin_token",
 	                                "stream",
@@ -400,6 +400,22 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 		    (rv = cfg_str_of(&x, "store.path", v, NULL,
 		                     &f->store_path)) != 0) {
 			return (rv);
+		}
+		if ((v = json_object_get(sec, "url")) != NULL &&
+		    (rv = cfg_str_of(&x, "store.url", v, NULL,
+		                     &f->store_url)) != 0) {
+			return (rv);
+		}
+		if (f->store_url != NULL &&
+		    strncmp(f->store_url, "postgresql://", 13) != 0 &&
+		    strncmp(f->store_url, "postgres://", 11) != 0) {
+			return (cfg_bad(&x, "store.url",
+			                "expected a postgresql:// URL"));
+		}
+		if (f->store_url != NULL && f->store_path != NULL) {
+			return (cfg_bad(
+			        &x, "store.url",
+			        "set store.path (a SQLite file) or store.url (PostgreSQL), not both"));
 		}
 	}
 	x.client = "(server)";
@@ -516,6 +532,7 @@ cfg_file_free(cfg_file **fp)
 	}
 	free(f->clients);
 	free(f->store_path);
+	free(f->store_url);
 	free(f->listen);
 	free(f->admin_token);
 	free(f->metrics_token);

@@ -199,6 +199,11 @@ typedef struct mk_options {
 	                        * a JSON array text ([{"uri": "file:///...",
 	                        * "name": "..."}], copied); NULL: the host
 	                        * answers like the others */
+	const char *store_url; /* instead of store_path: a PostgreSQL
+	                        * database the nodes of a cluster share,
+	                        * "postgresql://user:password@host:port/db"
+	                        * (libpq's URI; its password is never
+	                        * logged or shown); NULL: none */
 } mk_options;
 
 /*

@@ -1,6 +1,6 @@
 /*
- * rows.c - what the store holds: clients and their tool lists, and the
- * credential tables' rows (see store.h).
+ * rows.c - what the SQLite store holds: clients and their tool lists,
+ * and the credential tables' rows (see store.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,27 +19,21 @@ step_done(store *s, sqlite3_stmt *q, const char *what)
 	sqlite3_reset(q);
 	sqlite3_clear_bindings(q);
 	/* a row the schema refuses will never be written: not retried */
-	return (rc == SQLITE_DONE ? 0 : store_fail_db(s, what));
-}
-
-static void
-client_aad(char *aad, size_t len, const char *id)
-{
-	snprintf(aad, len, "mcp_clients\x1f%s", id);
+	return (rc == SQLITE_DONE ? 0 : sq_fail_db(s, what));
 }
 
 int
-store_client_put(store *s, const char *id, const char *name,
-                 const char *config_json)
+sq_client_put(store *s, const char *id, const char *name,
+              const char *config_json)
 {
 	sqlite3_stmt *q = s->st[ST_CLIENT_PUT];
 	char          aad[STORE_ERR_MAX];
 	int           rv;
 
-	client_aad(aad, sizeof(aad), id);
+	store_client_aad(aad, sizeof(aad), id);
 	sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
-	if ((rv = store_bind_secret(s, q, 3, aad, config_json)) != 0) {
+	if ((rv = sq_bind_secret(s, q, 3, aad, config_json)) != 0) {
 		sqlite3_clear_bindings(q);
 		return (rv);
 	}
@@ -48,7 +42,7 @@ store_client_put(store *s, const char *id, const char *name,
 }
 
 int
-store_client_del(store *s, const char *id)
+sq_client_del(store *s, const char *id)
 {
 	sqlite3_stmt *q;
 	int           rv;
@@ -67,13 +61,12 @@ store_client_del(store *s, const char *id)
 }
 
 int
-store_tools_put(store *s, const char *client_id, const char *hash,
-                const char *tools_json, bool *written)
+sq_tools_put(store *s, const char *client_id, const char *hash,
+             const char *tools_json, bool *written)
 {
 	sqlite3_stmt *q = s->st[ST_TOOLS_HASH];
 	int           rc, same;
 
-	*written = false;
 	sqlite3_bind_text(q, 1, client_id, -1, SQLITE_STATIC);
 	rc   = sqlite3_step(q);
 	same = rc == SQLITE_ROW &&
@@ -81,7 +74,7 @@ store_tools_put(store *s, const char *client_id, const char *hash,
 	sqlite3_reset(q);
 	sqlite3_clear_bindings(q);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		return (store_fail_db(s, "reading a tool-list hash"));
+		return (sq_fail_db(s, "reading a tool-list hash"));
 	}
 	if (same) {
 		return (0); /* unchanged: never written */
@@ -92,31 +85,26 @@ store_tools_put(store *s, const char *client_id, const char *hash,
 	sqlite3_bind_text(q, 3, tools_json, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(q, 4, (sqlite3_int64)time(NULL));
 	if ((rc = step_done(s, q, "writing a tool list")) == 0) {
-		s->tool_writes++;
 		*written = true;
 	}
 	return (rc);
 }
 
 int
-store_clients_each(store *s, store_client_fn fn, void *arg, unsigned *skipped)
+sq_clients_each(store *s, store_client_fn fn, void *arg, unsigned *skipped)
 {
 	sqlite3_stmt *q = s->st[ST_CLIENTS_EACH];
 	int           rc, rv = 0;
 
-	*skipped = 0;
 	while (rv == 0 && (rc = sqlite3_step(q)) == SQLITE_ROW) {
 		const char *id   = (const char *)sqlite3_column_text(q, 0);
 		const char *name = (const char *)sqlite3_column_text(q, 1);
 		char        aad[STORE_ERR_MAX], *config;
 
-		client_aad(aad, sizeof(aad), id);
-		if ((rv = store_column_secret(s, q, 2, aad, &config)) != 0 ||
+		store_client_aad(aad, sizeof(aad), id);
+		if ((rv = sq_column_secret(s, q, 2, aad, &config)) != 0 ||
 		    config == NULL) {
-			store_failf(
-			        s, MK_EPROTO,
-			        "client %s: its stored config does not open with this key (tampered, or moved from another row)",
-			        name);
+			store_client_unopened(s, name);
 			(*skipped)++;
 			rv = rv == MK_ENOMEM ? rv : 0;
 			continue;
@@ -127,44 +115,14 @@ store_clients_each(store *s, store_client_fn fn, void *arg, unsigned *skipped)
 		free(config);
 	}
 	if (rv == 0 && rc != SQLITE_DONE) {
-		rv = store_fail_db(s, "reading clients");
+		rv = sq_fail_db(s, "reading clients");
 	}
 	sqlite3_reset(q);
 	return (rv);
 }
 
 int
-store_row_key(store_table t, json_t *row, char *buf, size_t len)
-{
-	const tabledef *d  = &store_tables[t];
-	size_t          at = (size_t)snprintf(buf, len, "%s", d->name);
-
-	for (unsigned k = 0; k < d->nkey; k++) {
-		const char *v =
-		        json_string_value(json_object_get(row, d->cols[k]));
-		if (v == NULL) {
-			return (MK_EINVAL);
-		}
-		at += (size_t)snprintf(buf + at, at < len ? len - at : 0,
-		                       "\x1f%s", v);
-	}
-	return (at < len ? 0 : MK_ETOOBIG);
-}
-
-/* Index of column name in d, or -1. */
-static int
-col_index(const tabledef *d, const char *name)
-{
-	for (int c = 0; d->cols[c] != NULL; c++) {
-		if (strcmp(d->cols[c], name) == 0) {
-			return (c);
-		}
-	}
-	return (-1);
-}
-
-int
-store_row_put(store *s, store_table t, json_t *row)
+sq_row_put(store *s, store_table t, json_t *row)
 {
 	const tabledef *d = &store_tables[t];
 	sqlite3_stmt   *q = s->rs[t][RS_PUT];
@@ -180,14 +138,14 @@ store_row_put(store *s, store_table t, json_t *row)
 	}
 	json_object_foreach(row, k, v)
 	{
-		if ((c = col_index(d, k)) < 0) {
+		if ((c = store_col_index(d, k)) < 0) {
 			return (store_failf(s, MK_EINVAL,
 			                    "%s has no column %s", d->name,
 			                    k));
 		}
 		if (json_is_string(v)) {
 			if ((d->sealed & (1u << c)) != 0) {
-				if ((rv = store_bind_secret(
+				if ((rv = sq_bind_secret(
 				             s, q, c + 1, aad,
 				             json_string_value(v))) != 0) {
 					sqlite3_clear_bindings(q);
@@ -235,7 +193,7 @@ bind_key(store *s, store_table t, sqlite3_stmt *q, json_t *key)
 }
 
 int
-store_row_del(store *s, store_table t, json_t *key)
+sq_row_del(store *s, store_table t, json_t *key)
 {
 	sqlite3_stmt *q = s->rs[t][RS_DEL];
 	int           rv;
@@ -275,12 +233,10 @@ read_row(store *s, store_table t, sqlite3_stmt *q, int *bad)
 			break;
 		default:
 			if ((d->sealed & (1u << c)) != 0) {
-				if (store_column_secret(s, q, c, aad, &text) !=
+				if (sq_column_secret(s, q, c, aad, &text) !=
 				    0) {
-					store_failf(
-					        s, MK_EPROTO,
-					        "%s row %s: %s does not open with this key (tampered, or moved from another row)",
-					        d->name,
+					store_unopened(
+					        s, d->name,
 					        (const char *)
 					                sqlite3_column_text(q,
 					                                    0),
@@ -303,12 +259,11 @@ read_row(store *s, store_table t, sqlite3_stmt *q, int *bad)
 }
 
 int
-store_row_get(store *s, store_table t, json_t *key, json_t **row)
+sq_row_get(store *s, store_table t, json_t *key, json_t **row)
 {
 	sqlite3_stmt *q = s->rs[t][RS_GET];
 	int           rc, bad, rv;
 
-	*row = NULL;
 	if ((rv = bind_key(s, t, q, key)) != 0) {
 		return (rv);
 	}
@@ -317,7 +272,7 @@ store_row_get(store *s, store_table t, json_t *key, json_t **row)
 			rv = bad ? MK_EPROTO : MK_ENOMEM;
 		}
 	} else if (rc != SQLITE_DONE) {
-		rv = store_fail_db(s, "reading a credential row");
+		rv = sq_fail_db(s, "reading a credential row");
 	}
 	sqlite3_reset(q);
 	sqlite3_clear_bindings(q);
@@ -325,13 +280,12 @@ store_row_get(store *s, store_table t, json_t *key, json_t **row)
 }
 
 int
-store_rows_each(store *s, store_table t, store_row_fn fn, void *arg,
-                unsigned *skipped)
+sq_rows_each(store *s, store_table t, store_row_fn fn, void *arg,
+             unsigned *skipped)
 {
 	sqlite3_stmt *q = s->rs[t][RS_EACH];
 	int           rc, rv = 0, bad;
 
-	*skipped = 0;
 	while (rv == 0 && (rc = sqlite3_step(q)) == SQLITE_ROW) {
 		json_t *row = read_row(s, t, q, &bad);
 		if (row == NULL) {
@@ -343,7 +297,7 @@ store_rows_each(store *s, store_table t, store_row_fn fn, void *arg,
 		json_decref(row);
 	}
 	if (rv == 0 && rc != SQLITE_DONE) {
-		rv = store_fail_db(s, "reading credential rows");
+		rv = sq_fail_db(s, "reading credential rows");
 	}
 	sqlite3_reset(q);
 	return (rv);

@@ -1,6 +1,6 @@
 /*
- * schema.c - the store's schema: its migrations, the credential tables'
- * definitions and the statements built from them (see store.h).
+ * schema.c - the SQLite schema: its migrations, and the statements, the
+ * credential tables' built from their definitions (tables.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -78,46 +78,6 @@ static const char *const migrations[] = {
 #define NMIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(NMIGRATIONS == STORE_VERSION, "one migration per version");
 
-const tabledef store_tables[STORE_NTABLES] = {
-        [STORE_OAUTH_CONFIGS]      = {"oauth_configs",
-                                      {"id", "client_id", "config"},
-                                      1,
-                                      1u << 2,
-                                      "updated_at",
-                                      false},
-        [STORE_OAUTH_TOKENS]       = {"oauth_tokens",
-                                      {"client_id", "mode", "identity",
-                                       "access_token", "refresh_token", "token_type",
-                                       "scopes", "expires_at", "last_refreshed",
-                                       "status"},
-                                      3,
-                                      1u << 3 | 1u << 4,
-                                      "updated_at",
-                                      false},
-        [STORE_OAUTH_FLOWS]        = {"oauth_flows",
-                                      {"state", "client_id", "mode", "identity",
-                                       "pkce_verifier", "redirect_uri", "status",
-                                       "expires_at", "data"},
-                                      1,
-                                      1u << 4,
-                                      "created_at",
-                                      true},
-        [STORE_HEADER_CREDENTIALS] = {"header_credentials",
-                                      {"client_id", "mode", "identity",
-                                       "headers", "status"},
-                                      3,
-                                      1u << 3,
-                                      "updated_at",
-                                      false},
-        [STORE_HEADER_FLOWS]       = {"header_flows",
-                                      {"id", "client_id", "mode", "identity",
-                                       "status", "expires_at", "data"},
-                                      1,
-                                      0,
-                                      "created_at",
-                                      true},
-};
-
 static const char *const sql[ST_COUNT] = {
         [ST_CLIENT_PUT] =
                 "INSERT INTO mcp_clients (id, name, config, "
@@ -136,29 +96,12 @@ static const char *const sql[ST_COUNT] = {
                              "FROM mcp_clients c LEFT JOIN mcp_tools t "
                              "ON t.client_id = c.id ORDER BY c.name",
         [ST_META_GET]      = "SELECT value FROM store_meta WHERE key = ?1",
-        [ST_META_PUT]      = "INSERT OR REPLACE INTO store_meta (key, value) "
+        [ST_META_PUT]      = "INSERT OR IGNORE INTO store_meta (key, value) "
                              "VALUES (?1, ?2)",
 };
 
 int
-store_table_find(const char *name)
-{
-	for (int t = 0; t < STORE_NTABLES; t++) {
-		if (strcmp(store_tables[t].name, name) == 0) {
-			return (t);
-		}
-	}
-	return (-1);
-}
-
-const char *
-store_table_name(store_table t)
-{
-	return (store_tables[t].name);
-}
-
-int
-store_version(store *s, int *version)
+sq_version(store *s, int *version)
 {
 	sqlite3_stmt *q;
 	int           rv = MK_ESYS;
@@ -171,16 +114,16 @@ store_version(store *s, int *version)
 		}
 		sqlite3_finalize(q);
 	}
-	return (rv != 0 ? store_fail_db(s, "reading the schema version") : 0);
+	return (rv != 0 ? sq_fail_db(s, "reading the schema version") : 0);
 }
 
 int
-store_migrate(store *s, int upto)
+sq_migrate(store *s, int upto)
 {
 	int  v, rv;
 	char set[64];
 
-	if ((rv = store_version(s, &v)) != 0) {
+	if ((rv = sq_version(s, &v)) != 0) {
 		return (rv);
 	}
 	if (v > STORE_VERSION) {
@@ -192,13 +135,13 @@ store_migrate(store *s, int upto)
 	}
 	for (; v < upto; v++) {
 		snprintf(set, sizeof(set), "PRAGMA user_version = %d", v + 1);
-		if ((rv = store_exec(s, "beginning a migration",
-		                     "BEGIN IMMEDIATE")) != 0 ||
-		    (rv = store_exec(s, "migrating the schema",
-		                     migrations[v])) != 0 ||
-		    (rv = store_exec(s, "recording the schema version",
-		                     set)) != 0 ||
-		    (rv = store_exec(s, "committing a migration", "COMMIT")) !=
+		if ((rv = sq_exec(s, "beginning a migration",
+		                  "BEGIN IMMEDIATE")) != 0 ||
+		    (rv = sq_exec(s, "migrating the schema", migrations[v])) !=
+		            0 ||
+		    (rv = sq_exec(s, "recording the schema version", set)) !=
+		            0 ||
+		    (rv = sq_exec(s, "committing a migration", "COMMIT")) !=
 		            0) {
 			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 			return (rv);
@@ -261,14 +204,14 @@ prepare_table(store *s, store_table t)
 		if (sqlite3_prepare_v3(s->db, text[i], -1,
 		                       SQLITE_PREPARE_PERSISTENT, &s->rs[t][i],
 		                       NULL) != SQLITE_OK) {
-			return (store_fail_db(s, "preparing statements"));
+			return (sq_fail_db(s, "preparing statements"));
 		}
 	}
 	return (0);
 }
 
 int
-store_prepare_all(store *s)
+sq_prepare_all(store *s)
 {
 	int rv;
 
@@ -276,7 +219,7 @@ store_prepare_all(store *s)
 		if (sqlite3_prepare_v3(s->db, sql[i], -1,
 		                       SQLITE_PREPARE_PERSISTENT, &s->st[i],
 		                       NULL) != SQLITE_OK) {
-			return (store_fail_db(s, "preparing statements"));
+			return (sq_fail_db(s, "preparing statements"));
 		}
 	}
 	for (int t = 0; t < STORE_NTABLES; t++) {

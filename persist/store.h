@@ -1,14 +1,24 @@
 /*
- * store.h - the embedded SQLite store: schema, migrations, statements,
- * secrets sealed at rest.
+ * store.h - the store: schema, migrations, statements, secrets sealed at
+ * rest, on one of two backends - an embedded SQLite file (the default),
+ * or a PostgreSQL database the nodes of a cluster share (a location
+ * "postgresql://..." or "postgres://...").
  *
  * One handle belongs to one thread (the persister actor owns the only
  * write handle; readers open their own read-only one).  A leaf: no
  * logging, no threads; every failure comes back as an MK_ code and a
- * one-line message naming the database file and what failed.
+ * one-line message naming the database (a URL without its password) and
+ * what failed.
  *
- * Schema (PRAGMA user_version; migrations are forward-only, each in its
- * own transaction, idempotent on reopen; a newer database is refused):
+ * PostgreSQL: the same tables (pg.c has its schema's versions, in
+ * mk_schema; nodes migrate one at a time under an advisory lock); every
+ * wait is bounded (connecting 5 s, a statement 10 s, a lock 5 s); a
+ * connection lost outside a transaction is made again, at most once a
+ * second, by the next call; every commit is durable.
+ *
+ * SQLite schema (PRAGMA user_version; migrations are forward-only, each
+ * in its own transaction, idempotent on reopen; a newer database is
+ * refused):
  *   v1  mcp_clients        id, name, config (json; sealed when a key is
  *                          set), timestamps
  *       mcp_tools          client_id, hash (SHA-256 of the canonical
@@ -68,8 +78,17 @@ typedef enum store_mode {
 	                 * (no -shm needed; what a -wal holds is not seen) */
 } store_mode;
 
+/* store_is_url tells whether location names a PostgreSQL database. */
+bool store_is_url(const char *location);
+
+/* store_display writes location as it may be shown: a path as it is, a
+ * URL as postgresql://user@host:port/dbname (never its password or
+ * other parameters). */
+void store_display(const char *location, char *buf, size_t len);
+
 /*
- * store_open opens the database at path: STORE_RW creates it when
+ * store_open opens the database at path (a file, or a PostgreSQL URL:
+ * see above; the rest of this comment is the file's): STORE_RW creates it when
  * missing, sets WAL, secure delete and foreign keys, and applies every
  * migration it lacks.  secret is the encryption key (see seal_key_from)
  * or NULL for none.  Blocks on disk I/O, up to a short busy timeout when

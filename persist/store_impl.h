@@ -1,17 +1,23 @@
 /*
  * store_impl.h - the store's private state, shared by its files: store.c
- * (errors, open and close, transactions), schema.c (migrations, the
- * credential tables' definitions, statements), rekey.c (secrets sealed
- * and opened, the key set up at open, plain values sealed in place),
- * rows.c (clients, tool lists, credential rows).  A handle belongs to
- * one thread (store.h): every function here runs on that thread and
- * blocks on disk I/O (and briefly on another process's lock).
+ * (the handle: errors, open and close, the calls of store.h, each handed
+ * to the backend), and two backends behind one table of operations -
+ * tables.c (the credential tables' definitions, shared), rekey.c (secrets
+ * sealed and opened, the key set up at open); SQLite: sqlite.c (the
+ * connection, transactions, sealing in place), schema.c (migrations,
+ * statements), rows.c (clients, tool lists, credential rows);
+ * PostgreSQL: pg.c (the connection, reconnects, migrations,
+ * transactions, sealing in place) and pg_rows.c (what it holds).  A
+ * handle belongs to one thread (store.h): every function here runs on
+ * that thread and blocks on disk or network I/O, each wait bounded.
  */
 #ifndef PERSIST_STORE_IMPL_H
 #define PERSIST_STORE_IMPL_H
 
+#include <libpq-fe.h>
 #include <sqlite3.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "persist/seal.h"
@@ -45,51 +51,171 @@ enum {
 /* A table's statements, built from its tabledef at open. */
 enum { RS_PUT, RS_DEL, RS_EACH, RS_DEL_CLIENT, RS_GET, RS_COUNT };
 
+/* What a backend does: store.h's calls (each as documented there), and
+ * the seal settings (store_meta) the key setup reads and writes. */
+typedef struct store_ops {
+	/* connects, migrates (STORE_RW), checks the version, prepares */
+	int (*open)(store *s, store_mode mode);
+	void (*close)(store *s);
+	int (*version)(store *s, int *version);
+	int (*begin)(store *s, bool durable);
+	int (*commit)(store *s);
+	void (*rollback)(store *s);
+	int (*client_put)(store *s, const char *id, const char *name,
+	                  const char *config_json);
+	int (*client_del)(store *s, const char *id);
+	int (*tools_put)(store *s, const char *client_id, const char *hash,
+	                 const char *tools_json, bool *written);
+	int (*clients_each)(store *s, store_client_fn fn, void *arg,
+	                    unsigned *skipped);
+	int (*row_put)(store *s, store_table t, json_t *row);
+	int (*row_del)(store *s, store_table t, json_t *key);
+	int (*row_get)(store *s, store_table t, json_t *key, json_t **row);
+	int (*rows_each)(store *s, store_table t, store_row_fn fn, void *arg,
+	                 unsigned *skipped);
+	/* a store_meta value into buf (at most len bytes): *n its length,
+	 * -1 when absent */
+	int (*meta_get)(store *s, const char *key, uint8_t *buf, size_t len,
+	                long *n);
+	int (*meta_put)(store *s, const char *key, const void *v, size_t n);
+	/* seals every plain secret and writes the seal check, in one
+	 * transaction */
+	int (*seal_all)(store *s, const uint8_t *check, size_t n);
+} store_ops;
+
+extern const store_ops store_sqlite_ops;
+extern const store_ops store_pg_ops;
+
 struct store {
+	const store_ops *ops;        /* the backend */
+	char            *path;       /* the file, or the URL without its
+	                              * password: for messages */
+	char    *url;                /* PostgreSQL: the URL as given */
+	bool     keyed;              /* key holds the seal key */
+	bool     durable;            /* in a FULL-sync tx */
+	seal_key key;                /* when keyed */
+	uint64_t tool_writes;        /* tool lists written */
+	char     err[STORE_ERR_MAX]; /* the last error */
+	/* SQLite */
 	sqlite3      *db;                          /* the connection */
 	sqlite3_stmt *st[ST_COUNT];                /* prepared statements */
 	sqlite3_stmt *rs[STORE_NTABLES][RS_COUNT]; /* per credential table */
-	char         *path;                        /* for messages */
-	bool          keyed;                       /* key holds the seal key */
-	bool          durable;                     /* in a FULL-sync tx */
-	seal_key      key;                         /* when keyed */
-	uint64_t      tool_writes;                 /* tool lists written */
-	char          err[STORE_ERR_MAX];          /* the last error */
+	/* PostgreSQL */
+	PGconn *pq;       /* the connection */
+	bool    pq_ro;    /* opened read-only */
+	bool    pq_ready; /* this session's statements are prepared */
+	bool    pq_tx;    /* in a transaction: never reconnects */
+	int64_t pq_retry; /* no reconnect before (monotonic ns) */
 };
 
 /* store.c */
-/* store_fail_db records what failed with SQLite's own error: returns its
- * MK_ code. */
-int store_fail_db(store *s, const char *what);
-/* store_failf records a message (the file's name, then fmt): returns
+/* store_new makes a handle for location (a file or a URL) on ops, or
+ * NULL with err set. */
+store *store_new(const char *location, const store_ops *ops, char *err,
+                 size_t errlen);
+/* store_failf records a message (the store's name, then fmt): returns
  * rv. */
 int store_failf(store *s, int rv, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
-/* store_exec runs stmt (SQL text, no rows): 0, or store_fail_db(what). */
-int store_exec(store *s, const char *what, const char *stmt);
 
-/* schema.c */
+/* tables.c */
 /* The credential tables, by store_table. */
 extern const tabledef store_tables[STORE_NTABLES];
-/* store_migrate applies the migrations from the file's version up to
- * upto, each in its own transaction; a newer file is MK_EINVAL. */
-int store_migrate(store *s, int upto);
-/* store_prepare_all prepares every statement (s->st, s->rs). */
-int store_prepare_all(store *s);
+/* store_col_index gives column name's index in d, or -1. */
+int store_col_index(const tabledef *d, const char *name);
+/* store_key_list writes d's key columns, comma separated, into buf. */
+void store_key_list(const tabledef *d, char *buf, size_t len);
+/* store_client_aad writes the additional data a client's sealed config
+ * is bound to (store_row_key is a credential row's). */
+void store_client_aad(char *aad, size_t len, const char *id);
+/* store_unopened and store_client_unopened record that a sealed value
+ * does not open (a row of table by its first key, a client by name):
+ * return MK_EPROTO. */
+int store_unopened(store *s, const char *table, const char *key,
+                   const char *col);
+int store_client_unopened(store *s, const char *name);
 
 /* rekey.c */
 /* store_key_setup sets up the seal key at open (store.h: Sealing):
  * without secret, refuses a sealed store; with one, makes or reads the
  * salt, checks the key, and (readonly false) seals every plain value. */
 int store_key_setup(store *s, bool readonly, const char *secret);
-/* store_bind_secret binds text (sealed with aad when the store has a
- * key) to q's slot i. */
-int store_bind_secret(store *s, sqlite3_stmt *q, int i, const char *aad,
-                      const char *text);
-/* store_column_secret reads column i of q as text, unsealing it: *out
+/* store_seal seals text for aad with the store's key: *out, *n
+ * malloc'd.  Returns 0 or an error recorded in s. */
+int store_seal(store *s, const char *aad, const char *text, uint8_t **out,
+               size_t *n);
+/* store_open_value opens a stored value (v, n bytes): a plain one is
+ * copied, a sealed one unsealed with aad.  *out malloc'd and
+ * NUL-terminated.  Returns 0, MK_EPROTO (does not open) or MK_ENOMEM. */
+int store_open_value(store *s, const uint8_t *v, size_t n, const char *aad,
+                     char **out);
+
+/* sqlite.c */
+/* sq_fail_db records what failed with SQLite's own error: returns its
+ * MK_ code. */
+int sq_fail_db(store *s, const char *what);
+/* sq_exec runs stmt (SQL text, no rows): 0, or sq_fail_db(what). */
+int sq_exec(store *s, const char *what, const char *stmt);
+/* sq_connect opens the connection with the pragmas every handle needs
+ * (create: the file is made when missing). */
+int sq_connect(store *s, store_mode mode, bool create);
+/* sq_bind_secret binds text (sealed with aad when the store has a key)
+ * to q's slot i. */
+int sq_bind_secret(store *s, sqlite3_stmt *q, int i, const char *aad,
+                   const char *text);
+/* sq_column_secret reads column i of q as text, unsealing it: *out
  * malloc'd (NULL for a NULL column).  Returns 0, or MK_EPROTO (does not
  * open) / MK_ENOMEM. */
-int store_column_secret(store *s, sqlite3_stmt *q, int i, const char *aad,
-                        char **out);
+int sq_column_secret(store *s, sqlite3_stmt *q, int i, const char *aad,
+                     char **out);
+
+/* schema.c */
+int sq_version(store *s, int *version);
+/* sq_migrate applies the migrations from the file's version up to upto,
+ * each in its own transaction; a newer file is MK_EINVAL. */
+int sq_migrate(store *s, int upto);
+/* sq_prepare_all prepares every statement (s->st, s->rs). */
+int sq_prepare_all(store *s);
+
+/* rows.c: store.h's calls, on SQLite */
+int sq_client_put(store *s, const char *id, const char *name,
+                  const char *config_json);
+int sq_client_del(store *s, const char *id);
+int sq_tools_put(store *s, const char *client_id, const char *hash,
+                 const char *tools_json, bool *written);
+int sq_clients_each(store *s, store_client_fn fn, void *arg,
+                    unsigned *skipped);
+int sq_row_put(store *s, store_table t, json_t *row);
+int sq_row_del(store *s, store_table t, json_t *key);
+int sq_row_get(store *s, store_table t, json_t *key, json_t **row);
+int sq_rows_each(store *s, store_table t, store_row_fn fn, void *arg,
+                 unsigned *skipped);
+
+/* pg.c */
+/* pg_ok tells whether r is a success, else records what failed (the
+ * server's own message) and sets *rv to its MK_ code. */
+bool pg_ok(store *s, PGresult *r, const char *what, int *rv);
+/* pg_ready reconnects a lost connection (at most once a second) and
+ * prepares the statements: 0 or MK_ESYS. */
+int pg_ready(store *s);
+
+/* pg_rows.c: store.h's calls, on PostgreSQL */
+/* pg_prepare_all prepares this session's statements. */
+int pg_prepare_all(store *s);
+int pg_client_put(store *s, const char *id, const char *name,
+                  const char *config_json);
+int pg_client_del(store *s, const char *id);
+int pg_tools_put(store *s, const char *client_id, const char *hash,
+                 const char *tools_json, bool *written);
+int pg_clients_each(store *s, store_client_fn fn, void *arg,
+                    unsigned *skipped);
+int pg_row_put(store *s, store_table t, json_t *row);
+int pg_row_del(store *s, store_table t, json_t *key);
+int pg_row_get(store *s, store_table t, json_t *key, json_t **row);
+int pg_rows_each(store *s, store_table t, store_row_fn fn, void *arg,
+                 unsigned *skipped);
+int pg_meta_get(store *s, const char *key, uint8_t *buf, size_t len, long *n);
+int pg_meta_put(store *s, const char *key, const void *v, size_t n);
+int pg_seal_all(store *s, const uint8_t *check, size_t n);
 
 #endif /* PERSIST_STORE_IMPL_H */

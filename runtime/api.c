@@ -231,6 +231,8 @@ mk_config_get(const char *config_json, const char *path, char **value,
 	json_t *j = NULL; /* a setting that is not a string: as JSON */
 	if (strcmp(path, "store.path") == 0) {
 		v = f->store_path;
+	} else if (strcmp(path, "store.url") == 0) {
+		v = f->store_url;
 	} else if (strcmp(path, "server.listen") == 0) {
 		v = f->listen;
 	} else if (strcmp(path, "server.admin_token") == 0) {

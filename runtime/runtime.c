@@ -30,6 +30,7 @@
 #include "codec/mp.h"
 #include "codec/text.h"
 #include "mcpkeep.h"
+#include "persist/store.h"
 #include "runtime/runtime_impl.h"
 
 #define RT_POISON 0xdeadd00du /* after close */
@@ -262,8 +263,11 @@ rt_curl_init(void)
 static int
 rt_boot(mk_runtime *rt)
 {
-	char err[256];
-	int  rv;
+	const char *location = rt->opts.store_url != NULL
+	        ? rt->opts.store_url
+	        : rt->opts.store_path;
+	char        err[256];
+	int         rv;
 
 	if (rt->opts.raise_fd_limit) {
 		raise_fd_limit();
@@ -280,18 +284,19 @@ rt_boot(mk_runtime *rt)
 	}
 	kn_logger_init(kn_kernel_log(rt->kernel), rt->opts.log_level,
 	               rt->opts.log_json, rt->opts.log_fd);
-	if (rt->opts.store_path != NULL) {
+	if (location != NULL) {
 		const char *key = rt->opts.encryption_key;
 		if (key == NULL) {
 			key = getenv("MCPKEEP_ENCRYPTION_KEY");
 		}
-		ps_args pa = {.path   = rt->opts.store_path,
-		              .secret = key,
-		              .stream = rt->stream};
+		ps_args pa = {
+		        .path = location, .secret = key, .stream = rt->stream};
 		if ((rv = kn_spawn(rt->kernel, PERSISTER_NAME, &persister_ops,
 		                   &pa, &rt->persister)) != 0) {
+			char shown[256];
+			store_display(location, shown, sizeof(shown));
 			KN_ERROR("runtime", "cannot open the store %s: %s",
-			         rt->opts.store_path, mk_strerror(rv));
+			         shown, mk_strerror(rv));
 			rt_shutdown(rt);
 			return (rv);
 		}
@@ -378,7 +383,10 @@ mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 	if (rt->opts.log_level < MK_LOG_DEBUG ||
 	    rt->opts.log_level > MK_LOG_ERROR ||
 	    rt->opts.ask_timeout_ms <= 0 ||
-	    (rt->opts.stack_size != 0 && rt->opts.stack_size < KN_STACK_MIN)) {
+	    (rt->opts.stack_size != 0 && rt->opts.stack_size < KN_STACK_MIN) ||
+	    (rt->opts.store_url != NULL &&
+	     (rt->opts.store_path != NULL ||
+	      !store_is_url(rt->opts.store_url)))) {
 		free(rt);
 		return (MK_EINVAL);
 	}

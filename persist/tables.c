@@ -1,0 +1,132 @@
+/*
+ * tables.c - what both backends store, by name: the credential tables'
+ * definitions, their keys, and the additional data a sealed value is
+ * bound to (see store.h: Sealing).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "mcpkeep.h"
+#include "persist/store_impl.h"
+
+const tabledef store_tables[STORE_NTABLES] = {
+        [STORE_OAUTH_CONFIGS]      = {"oauth_configs",
+                                      {"id", "client_id", "config"},
+                                      1,
+                                      1u << 2,
+                                      "updated_at",
+                                      false},
+        [STORE_OAUTH_TOKENS]       = {"oauth_tokens",
+                                      {"client_id", "mode", "identity",
+                                       "access_token", "refresh_token", "token_type",
+                                       "scopes", "expires_at", "last_refreshed",
+                                       "status"},
+                                      3,
+                                      1u << 3 | 1u << 4,
+                                      "updated_at",
+                                      false},
+        [STORE_OAUTH_FLOWS]        = {"oauth_flows",
+                                      {"state", "client_id", "mode", "identity",
+                                       "pkce_verifier", "redirect_uri", "status",
+                                       "expires_at", "data"},
+                                      1,
+                                      1u << 4,
+                                      "created_at",
+                                      true},
+        [STORE_HEADER_CREDENTIALS] = {"header_credentials",
+                                      {"client_id", "mode", "identity",
+                                       "headers", "status"},
+                                      3,
+                                      1u << 3,
+                                      "updated_at",
+                                      false},
+        [STORE_HEADER_FLOWS]       = {"header_flows",
+                                      {"id", "client_id", "mode", "identity",
+                                       "status", "expires_at", "data"},
+                                      1,
+                                      0,
+                                      "created_at",
+                                      true},
+};
+
+int
+store_table_find(const char *name)
+{
+	for (int t = 0; t < STORE_NTABLES; t++) {
+		if (strcmp(store_tables[t].name, name) == 0) {
+			return (t);
+		}
+	}
+	return (-1);
+}
+
+const char *
+store_table_name(store_table t)
+{
+	return (store_tables[t].name);
+}
+
+int
+store_row_key(store_table t, json_t *row, char *buf, size_t len)
+{
+	const tabledef *d  = &store_tables[t];
+	size_t          at = (size_t)snprintf(buf, len, "%s", d->name);
+
+	for (unsigned k = 0; k < d->nkey; k++) {
+		const char *v =
+		        json_string_value(json_object_get(row, d->cols[k]));
+		if (v == NULL) {
+			return (MK_EINVAL);
+		}
+		at += (size_t)snprintf(buf + at, at < len ? len - at : 0,
+		                       "\x1f%s", v);
+	}
+	return (at < len ? 0 : MK_ETOOBIG);
+}
+
+int
+store_col_index(const tabledef *d, const char *name)
+{
+	for (int c = 0; d->cols[c] != NULL; c++) {
+		if (strcmp(d->cols[c], name) == 0) {
+			return (c);
+		}
+	}
+	return (-1);
+}
+
+void
+store_key_list(const tabledef *d, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (unsigned k = 0; k < d->nkey && at < len; k++) {
+		at += (size_t)snprintf(buf + at, len - at, "%s%s",
+		                       k ? ", " : "", d->cols[k]);
+	}
+}
+
+void
+store_client_aad(char *aad, size_t len, const char *id)
+{
+	snprintf(aad, len, "mcp_clients\x1f%s", id);
+}
+
+int
+store_unopened(store *s, const char *table, const char *key, const char *col)
+{
+	return (store_failf(
+	        s, MK_EPROTO,
+	        "%s row %s: %s does not open with this key (tampered, or moved from another row)",
+	        table, key, col));
+}
+
+int
+store_client_unopened(store *s, const char *name)
+{
+	return (store_failf(
+	        s, MK_EPROTO,
+	        "client %s: its stored config does not open with this key (tampered, or moved from another row)",
+	        name));
+}

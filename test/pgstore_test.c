@@ -1,0 +1,456 @@
+/*
+ * pgstore_test.c - the store on a real PostgreSQL server (started by
+ * test/pg.sh): the store contract (clients, the tool-list gate, rows,
+ * refusals naming what is wrong), secrets sealed in the database, two
+ * nodes' handles on one database (one tool-list write between them,
+ * nodes migrating and setting up the key at once), a newer schema
+ * refused, the server restarted and stopped under an open handle, and
+ * the URL's password never shown.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "mcpkeep.h"
+#include "persist/store.h"
+#include "pgutil.h"
+#include "testutil.h"
+
+#define KEY1 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define KEY2 "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
+
+static pgt pg;
+
+static store *
+open_key(const char *url, const char *key)
+{
+	store *s;
+	char   err[STORE_ERR_MAX];
+	int    rv = store_open(&s, url, STORE_RW, key, err, sizeof(err));
+
+	if (rv != 0) {
+		fprintf(stderr, "open: %s\n", err);
+	}
+	CHECK_EQ(rv, 0);
+	CHECK(strstr(err, PGT_PASSWORD) == NULL);
+	return (s);
+}
+
+/* The store's last error, checked for the password. */
+static const char *
+error_of(store *s)
+{
+	CHECK(strstr(store_error(s), PGT_PASSWORD) == NULL);
+	return (store_error(s));
+}
+
+static int
+count_client(void *arg, const char *id, const char *name, const char *config,
+             const char *tools, const char *hash)
+{
+	(*(int *)arg)++;
+	return (0);
+}
+
+static int
+gather(void *arg, json_t *row)
+{
+	json_array_append(arg, row);
+	return (0);
+}
+
+static void
+contract(void)
+{
+	char     url[160], h1[] = "1111", h2[] = "2222";
+	store   *s;
+	bool     w;
+	int      n = 0;
+	unsigned skipped;
+	json_t  *r, *rows = json_array(), *got;
+
+	pgt_db(&pg, "contract", url, sizeof(url));
+	s = open_key(url, NULL);
+	CHECK(!store_sealed(s));
+	CHECK_EQ(store_client_put(s, "id-a", "a", "{\"name\":\"a\"}"), 0);
+	CHECK_EQ(store_client_put(s, "id-b", "b", "{\"name\":\"b\"}"), 0);
+	/* the same name twice is refused: a constraint, permanent */
+	CHECK_EQ(store_client_put(s, "id-c", "a", "{}"), MK_EINVAL);
+	CHECK(strstr(error_of(s), "duplicate key") != NULL);
+	/* the gate: unchanged lists write nothing, a change once */
+	CHECK_EQ(store_tools_put(s, "id-a", h1, "[1]", &w), 0);
+	CHECK(w);
+	for (int i = 0; i < 200; i++) {
+		CHECK_EQ(store_tools_put(s, "id-a", h1, "[1]", &w), 0);
+		CHECK(!w);
+	}
+	CHECK_EQ(store_tools_put(s, "id-a", h2, "[2]", &w), 0);
+	CHECK(w);
+	CHECK_EQ(store_tool_writes(s), 2);
+	CHECK_EQ(store_tools_put(s, "nobody", h1, "[]", &w), MK_EINVAL);
+	CHECK(strstr(error_of(s), "foreign key") != NULL);
+	CHECK_EQ(store_clients_each(s, count_client, &n, &skipped), 0);
+	CHECK_EQ(n, 2);
+	/* credential rows: a put replaces by key; types and checks refused
+	 * with what is wrong named */
+	r = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s}", "client_id",
+	              "id-a", "mode", "user", "identity", "alice",
+	              "access_token", "at-1", "refresh_token", "rt-1",
+	              "expires_at", (json_int_t)1893456000, "status",
+	              "active");
+	CHECK_EQ(store_row_put(s, STORE_OAUTH_TOKENS, r), 0);
+	json_object_set_new(r, "access_token", json_string("at-2"));
+	CHECK_EQ(store_row_put(s, STORE_OAUTH_TOKENS, r), 0);
+	CHECK_EQ(
+	        store_rows_each(s, STORE_OAUTH_TOKENS, gather, rows, &skipped),
+	        0);
+	CHECK_EQ(json_array_size(rows), 1);
+	got = json_array_get(rows, 0);
+	CHECK(strcmp(json_string_value(json_object_get(got, "access_token")),
+	             "at-2") == 0);
+	CHECK_EQ(json_integer_value(json_object_get(got, "expires_at")),
+	         1893456000);
+	CHECK(json_is_null(json_object_get(got, "scopes")));
+	json_object_set_new(r, "status", json_string("sleepy"));
+	CHECK_EQ(store_row_put(s, STORE_OAUTH_TOKENS, r), MK_EINVAL);
+	CHECK(strstr(error_of(s), "violates check constraint") != NULL);
+	json_object_set_new(r, "status", json_string("active"));
+	json_object_set_new(r, "expires_at", json_string("soon"));
+	CHECK_EQ(store_row_put(s, STORE_OAUTH_TOKENS, r), MK_EINVAL);
+	CHECK(strstr(error_of(s), "invalid input syntax") != NULL);
+	json_object_set_new(r, "colour", json_string("red"));
+	CHECK_EQ(store_row_put(s, STORE_OAUTH_TOKENS, r), MK_EINVAL);
+	CHECK(strstr(error_of(s), "oauth_tokens has no column colour"));
+	json_decref(r);
+	/* by key, and none */
+	r = json_pack("{s:s, s:s, s:s}", "client_id", "id-a", "mode", "user",
+	              "identity", "alice");
+	CHECK_EQ(store_row_get(s, STORE_OAUTH_TOKENS, r, &got), 0);
+	CHECK(got != NULL);
+	CHECK(strcmp(json_string_value(json_object_get(got, "refresh_token")),
+	             "rt-1") == 0);
+	json_decref(got);
+	json_object_set_new(r, "identity", json_string("nobody"));
+	CHECK_EQ(store_row_get(s, STORE_OAUTH_TOKENS, r, &got), 0);
+	CHECK(got == NULL);
+	json_decref(r);
+	/* a transaction rolled back leaves nothing */
+	CHECK_EQ(store_begin(s, true), 0);
+	CHECK_EQ(store_client_put(s, "id-x", "x", "{}"), 0);
+	store_rollback(s);
+	n = 0;
+	CHECK_EQ(store_clients_each(s, count_client, &n, &skipped), 0);
+	CHECK_EQ(n, 2);
+	/* a client's delete takes its tools and credential rows */
+	CHECK_EQ(store_client_del(s, "id-a"), 0);
+	json_array_clear(rows);
+	CHECK_EQ(
+	        store_rows_each(s, STORE_OAUTH_TOKENS, gather, rows, &skipped),
+	        0);
+	CHECK_EQ(json_array_size(rows), 0);
+	json_decref(rows);
+	store_close(&s);
+}
+
+/* Writes a client with a header secret, a token and a flow. */
+static void
+write_secrets(store *s)
+{
+	json_t *r = json_pack(
+	        "{s:s, s:s, s:s, s:s, s:s, s:s}", "client_id", "c1", "mode",
+	        "shared", "identity", "", "access_token", "access-SECRET-1",
+	        "refresh_token", "refresh-SECRET-1", "status", "active");
+
+	CHECK_EQ(store_client_put(
+	                 s, "c1", "c1",
+	                 "{\"headers\":{\"Authorization\":\"HDR-SECRET\"}}"),
+	         0);
+	CHECK_EQ(store_row_put(s, STORE_OAUTH_TOKENS, r), 0);
+	json_decref(r);
+	r = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I}", "state",
+	              "s-1", "client_id", "c1", "mode", "admin", "identity",
+	              "", "pkce_verifier", "PKCE-SECRET", "redirect_uri",
+	              "http://127.0.0.1/cb", "status", "pending", "expires_at",
+	              (json_int_t)99);
+	CHECK_EQ(store_row_put(s, STORE_OAUTH_FLOWS, r), 0);
+	json_decref(r);
+}
+
+static int
+config_of(void *arg, const char *id, const char *name, const char *config,
+          const char *tools, const char *hash)
+{
+	snprintf(arg, 256, "%s", config);
+	return (0);
+}
+
+static void
+read_secrets(store *s)
+{
+	char     config[256] = "";
+	json_t  *rows        = json_array();
+	unsigned skipped;
+
+	CHECK_EQ(store_clients_each(s, config_of, config, &skipped), 0);
+	CHECK_EQ(skipped, 0);
+	CHECK(strstr(config, "HDR-SECRET") != NULL);
+	CHECK_EQ(
+	        store_rows_each(s, STORE_OAUTH_TOKENS, gather, rows, &skipped),
+	        0);
+	CHECK_EQ(skipped, 0);
+	CHECK(strcmp(json_string_value(json_object_get(json_array_get(rows, 0),
+	                                               "refresh_token")),
+	             "refresh-SECRET-1") == 0);
+	json_decref(rows);
+}
+
+/* How many stored secret columns hold text in the clear. */
+static int
+plain_count(const char *url, const char *text)
+{
+	char sql[1024], out[32];
+
+	snprintf(sql, sizeof(sql),
+	         "SELECT (SELECT count(*) FROM mcp_clients WHERE "
+	         "position('%s'::bytea in config) > 0) + (SELECT count(*) "
+	         "FROM oauth_tokens WHERE position('%s'::bytea in "
+	         "access_token) > 0 OR position('%s'::bytea in "
+	         "refresh_token) > 0) + (SELECT count(*) FROM oauth_flows "
+	         "WHERE position('%s'::bytea in pkce_verifier) > 0)",
+	         text, text, text, text);
+	pgt_sql(url, sql, out, sizeof(out));
+	return (atoi(out));
+}
+
+static void
+sealed(void)
+{
+	const char *secrets[] = {"HDR-SECRET", "access-SECRET-1",
+	                         "refresh-SECRET-1", "PKCE-SECRET"};
+	char        url[160], err[STORE_ERR_MAX];
+	store      *s;
+
+	/* written plain, then opened with a key: sealed in place */
+	pgt_db(&pg, "sealed", url, sizeof(url));
+	s = open_key(url, NULL);
+	write_secrets(s);
+	store_close(&s);
+	CHECK_EQ(plain_count(url, "access-SECRET-1"), 1);
+	s = open_key(url, KEY1);
+	CHECK(store_sealed(s));
+	read_secrets(s);
+	store_close(&s);
+	for (size_t i = 0; i < 4; i++) {
+		CHECK_EQ(plain_count(url, secrets[i]), 0);
+	}
+	/* refused without the key, or with another, saying which */
+	CHECK_EQ(store_open(&s, url, STORE_RW, NULL, err, sizeof(err)),
+	         MK_EINVAL);
+	CHECK(strstr(err, "it holds sealed secrets") != NULL);
+	CHECK_EQ(store_open(&s, url, STORE_RW, KEY2, err, sizeof(err)),
+	         MK_EINVAL);
+	CHECK(strstr(err, "the encryption key does not match") != NULL);
+	/* a sealed value moved to another row does not open there */
+	s = open_key(url, KEY1);
+	json_t *r =
+	        json_pack("{s:s, s:s, s:s, s:s, s:s}", "client_id", "c1",
+	                  "mode", "user", "identity", "mallory",
+	                  "access_token", "mallory-own", "status", "active");
+	CHECK_EQ(store_row_put(s, STORE_OAUTH_TOKENS, r), 0);
+	json_decref(r);
+	pgt_sql(url,
+	        "UPDATE oauth_tokens SET access_token = (SELECT access_token "
+	        "FROM oauth_tokens WHERE mode = 'shared') WHERE identity = "
+	        "'mallory'",
+	        NULL, 0);
+	json_t  *rows = json_array();
+	unsigned skipped;
+	CHECK_EQ(
+	        store_rows_each(s, STORE_OAUTH_TOKENS, gather, rows, &skipped),
+	        0);
+	CHECK_EQ(json_array_size(rows), 1);
+	CHECK_EQ(skipped, 1);
+	CHECK(strstr(error_of(s),
+	             "oauth_tokens row c1: access_token does not "
+	             "open with this key") != NULL);
+	json_decref(rows);
+	store_close(&s);
+}
+
+/* ---- nodes sharing one database ----------------------------------------- */
+
+#define NODES 6
+
+static char              shared_url[160];
+static pthread_barrier_t start_line;
+
+/* A node's first open of a new database, at the same moment as the
+ * others': writes its own client, sealed. */
+static void *
+node_first(void *arg)
+{
+	char   id[8], config[64];
+	store *s;
+
+	pthread_barrier_wait(&start_line);
+	s = open_key(shared_url, KEY1);
+	snprintf(id, sizeof(id), "c%d", (int)(intptr_t)arg);
+	snprintf(config, sizeof(config), "{\"secret\":\"HDR-SECRET-%s\"}", id);
+	CHECK_EQ(store_client_put(s, id, id, config), 0);
+	store_close(&s);
+	return (NULL);
+}
+
+/* A node checking the same tool list as the others, at once. */
+static void *
+node_check(void *arg)
+{
+	store *s = open_key(shared_url, KEY1);
+	bool   w;
+
+	pthread_barrier_wait(&start_line);
+	CHECK_EQ(store_tools_put(s, "c0", "hash-1", "[]", &w), 0);
+	*(uint64_t *)arg = store_tool_writes(s);
+	store_close(&s);
+	return (NULL);
+}
+
+static int
+check_secret(void *arg, const char *id, const char *name, const char *config,
+             const char *tools, const char *hash)
+{
+	char want[64];
+
+	snprintf(want, sizeof(want), "HDR-SECRET-%s", id);
+	CHECK(strstr(config, want) != NULL);
+	(*(int *)arg)++;
+	return (0);
+}
+
+static void
+nodes(void)
+{
+	pthread_t th[NODES];
+	uint64_t  writes[NODES], total = 0;
+	store    *s;
+	char      out[32];
+	int       n = 0;
+	unsigned  skipped;
+
+	/* six nodes open a new database at once: one migration, one salt,
+	 * and every node's secrets open on every other */
+	pgt_db(&pg, "nodes", shared_url, sizeof(shared_url));
+	CHECK(pthread_barrier_init(&start_line, NULL, NODES) == 0);
+	for (intptr_t i = 0; i < NODES; i++) {
+		CHECK(pthread_create(&th[i], NULL, node_first, (void *)i) ==
+		      0);
+	}
+	for (int i = 0; i < NODES; i++) {
+		pthread_join(th[i], NULL);
+	}
+	pgt_sql(shared_url, "SELECT count(*) FROM store_meta", out,
+	        sizeof(out));
+	CHECK(strcmp(out, "2") == 0); /* one salt, one check */
+	pgt_sql(shared_url, "SELECT count(*) FROM mk_schema", out,
+	        sizeof(out));
+	CHECK(strcmp(out, "1") == 0);
+	s = open_key(shared_url, KEY1);
+	CHECK_EQ(store_clients_each(s, check_secret, &n, &skipped), 0);
+	CHECK_EQ(n, NODES);
+	CHECK_EQ(skipped, 0);
+	store_close(&s);
+	CHECK_EQ(plain_count(shared_url, "HDR-SECRET"), 0);
+	/* six nodes check the same new list at once: one write in all */
+	for (int i = 0; i < NODES; i++) {
+		CHECK(pthread_create(&th[i], NULL, node_check, &writes[i]) ==
+		      0);
+	}
+	for (int i = 0; i < NODES; i++) {
+		pthread_join(th[i], NULL);
+		total += writes[i];
+	}
+	CHECK_EQ(total, 1);
+	pthread_barrier_destroy(&start_line);
+}
+
+/* ---- the server going away ---------------------------------------------- */
+
+/* Begins a transaction, retrying until the server answers (bounded):
+ * every failure is MK_ESYS, names the store and never the password. */
+static void
+begin_when_back(store *s, const char *name)
+{
+	int64_t deadline = now_ms() + 30000;
+	int     rv, fails = 0;
+
+	while ((rv = store_begin(s, false)) != 0) {
+		CHECK_EQ(rv, MK_ESYS);
+		CHECK(strstr(error_of(s), name) != NULL);
+		CHECK(now_ms() < deadline);
+		fails++;
+		usleep(50 * 1000); /* polling the server, not synchronising */
+	}
+	fprintf(stderr, "   back after %d failed begins\n", fails);
+}
+
+static void
+server_away(void)
+{
+	char     url[160], want[96], name[112], shown[160], err[STORE_ERR_MAX];
+	store   *s;
+	int      n = 0;
+	unsigned skipped;
+
+	pgt_db(&pg, "away", url, sizeof(url));
+	snprintf(want, sizeof(want), "postgresql://mk@127.0.0.1:%d/away",
+	         pg.port);
+	snprintf(name, sizeof(name), "store %s:", want);
+	store_display(url, shown, sizeof(shown));
+	CHECK(strcmp(shown, want) == 0);
+	s = open_key(url, KEY1);
+	CHECK_EQ(store_client_put(s, "c1", "c1", "{}"), 0);
+	/* restarted: the next calls fail until the handle has reconnected */
+	pgt_ctl(&pg, "restart");
+	begin_when_back(s, name);
+	CHECK_EQ(store_client_put(s, "c2", "c2", "{}"), 0);
+	CHECK_EQ(store_commit(s), 0);
+	/* stopped: refused at once, saying so */
+	pgt_ctl(&pg, "stop");
+	CHECK_EQ(store_begin(s, false), MK_ESYS);
+	CHECK_EQ(store_clients_each(s, count_client, &n, &skipped), MK_ESYS);
+	CHECK(strstr(error_of(s), name) != NULL);
+	pgt_ctl(&pg, "start");
+	begin_when_back(s, name);
+	CHECK_EQ(store_commit(s), 0);
+	CHECK_EQ(store_clients_each(s, count_client, &n, &skipped), 0);
+	CHECK_EQ(n, 2);
+	store_close(&s);
+	/* a server that is not there: a clear error, no password */
+	CHECK_EQ(store_open(&s,
+	                    "postgresql://mk:" PGT_PASSWORD
+	                    "@127.0.0.1:1/none",
+	                    STORE_RW, NULL, err, sizeof(err)),
+	         MK_ESYS);
+	CHECK(strstr(err,
+	             "store postgresql://mk@127.0.0.1:1/none: "
+	             "connecting: ") != NULL);
+	CHECK(strstr(err, PGT_PASSWORD) == NULL);
+	/* a newer schema is refused */
+	pgt_sql(url, "UPDATE mk_schema SET version = 99", NULL, 0);
+	CHECK_EQ(store_open(&s, url, STORE_RW, KEY1, err, sizeof(err)),
+	         MK_EINVAL);
+	CHECK(strstr(err, "schema version 99 is newer than this mcpkeep") !=
+	      NULL);
+}
+
+int
+main(int argc, char **argv)
+{
+	pgt_start(&pg);
+	RUN_IF(contract);
+	RUN_IF(sealed);
+	RUN_IF(nodes);
+	RUN_IF(server_away);
+	pgt_stop(&pg);
+	return (0);
+}
