@@ -52,26 +52,27 @@ typedef struct waiter {
 } waiter;
 
 typedef struct ps_self {
-	kn_actor *self;       /* this actor */
-	store    *st;         /* the write handle, NULL while unavailable */
-	store    *ro;         /* a read handle while st is NULL, or NULL */
-	char     *path;       /* the database file or URL (may hold a
-	                       * password: never logged) */
-	char       name[256]; /* the store as shown: store_display */
-	char      *secret;    /* the encryption key text, or NULL */
-	kn_stream *stream;    /* "store" messages */
-	op        *head;      /* queued writes, oldest first */
-	op        *tail;      /* newest */
-	unsigned   queued;    /* ops in the queue */
-	idmap      rows;      /* hkey -> queued op, for coalescing */
-	waiter    *waiters;   /* durable asks for the next flush */
-	uint64_t   timer;     /* flush timer, 0 none */
-	int64_t    timer_at;  /* when it fires, monotonic ms */
-	int64_t    retry_ms;  /* backoff while failing, 0 when healthy */
-	uint64_t   flushes;   /* transactions committed */
-	uint64_t   failures;  /* flushes that failed */
-	uint64_t   dropped;   /* writes the schema refused */
-	char       error[STORE_ERR_MAX]; /* the failure, "" when healthy */
+	kn_actor *self;        /* this actor */
+	store    *st;          /* the write handle, NULL while unavailable */
+	store    *ro;          /* a read handle while st is NULL, or NULL */
+	char     *path;        /* the database file or URL (may hold a
+	                        * password: never logged) */
+	char        name[256]; /* the store as shown: store_display */
+	const char *node;      /* this node (ps_args), or NULL */
+	char       *secret;    /* the encryption key text, or NULL */
+	kn_stream  *stream;    /* "store" messages */
+	op         *head;      /* queued writes, oldest first */
+	op         *tail;      /* newest */
+	unsigned    queued;    /* ops in the queue */
+	idmap       rows;      /* hkey -> queued op, for coalescing */
+	waiter     *waiters;   /* durable asks for the next flush */
+	uint64_t    timer;     /* flush timer, 0 none */
+	int64_t     timer_at;  /* when it fires, monotonic ms */
+	int64_t     retry_ms;  /* backoff while failing, 0 when healthy */
+	uint64_t    flushes;   /* transactions committed */
+	uint64_t    failures;  /* flushes that failed */
+	uint64_t    dropped;   /* writes the schema refused */
+	char        error[STORE_ERR_MAX]; /* the failure, "" when healthy */
 } ps_self;
 
 static void
@@ -156,6 +157,11 @@ open_rw(ps_self *ps, char *err, size_t errlen)
 	int rv = store_open(&ps->st, ps->path, STORE_RW, ps->secret, err,
 	                    errlen);
 
+	if (rv == 0 && ps->node != NULL &&
+	    (rv = store_set_node(ps->st, ps->node)) != 0) {
+		snprintf(err, errlen, "out of memory");
+		store_close(&ps->st);
+	}
 	if (rv == 0) {
 		store_close(&ps->ro);
 		if (!store_sealed(ps->st)) {
@@ -602,6 +608,7 @@ ps_init(kn_actor *self, void *arg, void **statep)
 	ps->self   = self;
 	ps->stream = a->stream;
 	store_display(a->path, ps->name, sizeof(ps->name));
+	ps->node = a->node_id;
 	if ((rv = open_rw(ps, err, sizeof(err))) == MK_EINVAL ||
 	    rv == MK_ENOMEM) {
 		/* refused: the operator must act (schema, key) */

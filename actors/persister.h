@@ -100,9 +100,11 @@
 #define PS_BATCH_MAX   64
 
 typedef struct ps_args {
-	const char *path;   /* the database file */
-	const char *secret; /* encryption key, or NULL (copied at init) */
-	kn_stream  *stream; /* for "store" messages */
+	const char *path;    /* the database file, or a PostgreSQL URL */
+	const char *secret;  /* encryption key, or NULL (copied at init) */
+	kn_stream  *stream;  /* for "store" messages */
+	const char *node_id; /* this node, named to the others (a shared
+	                      * store); outlives the persister */
 } ps_args;
 
 /* ---- messages (their fields; the table above is rendered from these) */

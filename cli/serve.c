@@ -523,6 +523,7 @@ cmd_serve(int argc, char **argv)
 	const char  *config = NULL, *listen = NULL, *store = NULL;
 	char        *text = NULL, *err = NULL, ferr[256], url[300], redir[300];
 	char        *c_listen = NULL, *c_store = NULL, *origins = NULL, *roots;
+	char        *node_id = NULL;
 	mk_options   opts;
 	mk_log_level level    = MK_LOG_INFO;
 	int          json_log = 0;
@@ -590,6 +591,7 @@ cmd_serve(int argc, char **argv)
 	D.loopback      = loopback(listen);
 	D.token         = admin_token_of(text);
 	D.metrics_token = setting(text, "server.metrics_token");
+	node_id         = setting(text, "cluster.node_id");
 	if (keys_from(text, ferr, sizeof(ferr)) != 0) {
 		fprintf(stderr, "mcpkeep serve: %s\n", ferr);
 		goto out;
@@ -638,6 +640,7 @@ cmd_serve(int argc, char **argv)
 	opts.log_level      = level;
 	opts.log_json       = json_log;
 	opts.raise_fd_limit = 1; /* every connected client holds fds */
+	opts.node_id        = node_id;
 	snprintf(redir, sizeof(redir), "http://%s/api/oauth/callback", listen);
 	opts.oauth_redirect_uri = redir;
 	if (client_metadata_from(text, redir, ferr, sizeof(ferr)) != 0) {
@@ -738,6 +741,7 @@ out:
 	mk_free(err);
 	mk_free(c_listen);
 	mk_free(c_store);
+	mk_free(node_id);
 	mk_free_secret(D.token);
 	mk_free_secret(D.metrics_token);
 	json_decref(D.client_metadata);

@@ -78,6 +78,7 @@ typedef struct cfg_file {
 	int64_t      exec_ms;        /* mcp.tool_execution_timeout */
 	char        *store_path;     /* store.path, or NULL */
 	char        *store_url;      /* store.url, or NULL */
+	char        *node_id;        /* cluster.node_id, or NULL */
 	char        *listen;         /* server.listen, or NULL */
 	char        *admin_token;    /* server.admin_token, or NULL (secret) */
 	char       **streams;        /* server.stream, NULL-terminated */

@@ -300,7 +300,8 @@ roots_of(cfg_pctx *x, json_t *v, json_t **out)
 static int
 parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 {
-	static const char *top[]     = {"mcp", "store", "server", NULL};
+	static const char *top[] = {"mcp", "store", "server", "cluster", NULL};
+	static const char *clusterk[] = {"node_id", NULL};
 	static const char *mcpk[]    = {"client_configs", "tool_sync_interval",
 	                                "tool_execution_timeout", NULL};
 	static const char *storek[]  = {"path", "url", NULL};
@@ -418,6 +419,19 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 			        "set store.path (a SQLite file) or store.url (PostgreSQL), not both"));
 		}
 	}
+	x.client = "(cluster)";
+	if ((rv = section(root, "cluster", &sec, err, errlen)) != 0) {
+		return (rv);
+	}
+	if (sec != NULL) {
+		if ((rv = unknown_in(sec, "cluster.", clusterk, err,
+		                     errlen)) != 0 ||
+		    ((v = json_object_get(sec, "node_id")) != NULL &&
+		     (rv = cfg_str_of(&x, "cluster.node_id", v, NULL,
+		                      &f->node_id)) != 0)) {
+			return (rv);
+		}
+	}
 	x.client = "(server)";
 	if ((rv = section(root, "server", &sec, err, errlen)) != 0) {
 		return (rv);
@@ -533,6 +547,7 @@ cfg_file_free(cfg_file **fp)
 	free(f->clients);
 	free(f->store_path);
 	free(f->store_url);
+	free(f->node_id);
 	free(f->listen);
 	free(f->admin_token);
 	free(f->metrics_token);

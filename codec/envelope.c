@@ -59,6 +59,7 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_CL_METRICS] = "cl_metrics",
 	[MSG_SV_SETTINGS] = "sv_settings",
 	[MSG_SV_RELOAD] = "sv_reload",
+	[MSG_SV_SYNC] = "sv_sync",
 	[MSG_CL_SETTINGS] = "cl_settings",
 	[MSG_SV_METRICS]  = "sv_metrics",
 	[MSG_CL_INPUT]    = "cl_input",

@@ -76,6 +76,7 @@ typedef enum codec_msg_type {
 	MSG_SV_METRICS,         /* tell (client): my counters changed */
 	MSG_CL_INPUT,  /* ask: the host's answer to a server's request */
 	MSG_CL_INPUTS, /* ask: the server requests waiting */
+	MSG_SV_SYNC,   /* tell (cluster): a client another node changed */
 	MSG_COUNT      /* one past the last type; not a type */
 } codec_msg_type;
 

@@ -163,11 +163,14 @@ typedef struct mk_options {
 	const char *stream_url; /* state stream; default
 	                         * "inproc://mcpkeep/state" */
 	const char *const
-	        *stream_listen;        /* more addresses for it (tcp://,
-	                                * ipc://), NULL-terminated, or NULL */
-	const char *node_id;           /* this instance; default "local" */
-	int         unstable_check_ms; /* check interval while unstable;
-	                                * default 10000 (10 s) */
+	        *stream_listen;     /* more addresses for it (tcp://,
+	                             * ipc://), NULL-terminated, or NULL */
+	const char *node_id;        /* this instance; default "local", or
+	                             * with store_url the host's name and
+	                             * the pid ("host-1234"): each node of
+	                             * a cluster needs its own */
+	int unstable_check_ms;      /* check interval while unstable;
+	                             * default 10000 (10 s) */
 	const char *store_path;     /* SQLite file for clients, their tools and
 	                             * credentials (restored at open); NULL:
 	                             * memory only */

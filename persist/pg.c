@@ -6,11 +6,16 @@
  *
  * The schema has its own versions, in mk_schema (PG_VERSION):
  *   v1  the SQLite v2 tables (store.h), with BIGINT times and BYTEA for
- *       every sealed column
+ *       every sealed column; mcp_clients.digest (of name and config:
+ *       HMAC-SHA256 with the seal key when there is one) gates writes,
+ *       so a node writing what is there changes nothing and tells no
+ *       one
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "codec/clock.h"
 #include "mcpkeep.h"
@@ -52,6 +57,7 @@ static const char *const migrations[] = {
         " id TEXT PRIMARY KEY,"
         " name TEXT NOT NULL UNIQUE,"
         " config BYTEA NOT NULL,"
+        " digest TEXT NOT NULL,"
         " created_at BIGINT NOT NULL,"
         " updated_at BIGINT NOT NULL);"
         "CREATE TABLE mcp_tools ("
@@ -162,8 +168,7 @@ pg_ok(store *s, PGresult *r, const char *what, int *rv)
 	return (false);
 }
 
-/* Runs SQL text (no parameters, any rows discarded). */
-static int
+int
 pg_exec(store *s, const char *what, const char *sql)
 {
 	PGresult *r  = PQexec(s->pq, sql);
@@ -172,6 +177,13 @@ pg_exec(store *s, const char *what, const char *sql)
 	pg_ok(s, r, what, &rv);
 	PQclear(r);
 	return (rv);
+}
+
+/* The server's notices are not printed: the store never logs (its
+ * errors say what failed). */
+static void
+quiet(void *arg, const char *message)
+{
 }
 
 static int
@@ -190,6 +202,7 @@ pg_connect(store *s)
 	PQfinish(s->pq);
 	s->pq_ready = false;
 	s->pq       = PQconnectdbParams(pg_keywords, values, 1);
+	PQsetNoticeProcessor(s->pq, quiet, NULL);
 	if (PQstatus(s->pq) != CONNECTION_OK) {
 		/* the reconnects that follow wait a second between tries */
 		s->pq_retry = codec_now_ns() + CODEC_NS_PER_S;
@@ -214,10 +227,14 @@ pg_ready(store *s)
 			return (rv);
 		}
 	}
-	if ((rv = pg_prepare_all(s)) != 0) {
+	if ((rv = pg_prepare_all(s)) != 0 ||
+	    (s->pq_listen &&
+	     (rv = pg_exec(s, "listening", "LISTEN " STORE_CHANNEL)) != 0)) {
 		return (rv);
 	}
-	s->pq_ready = true;
+	/* what was told while the connection was down is lost */
+	s->pq_resync = s->pq_listen;
+	s->pq_ready  = true;
 	return (0);
 }
 
@@ -346,6 +363,70 @@ pg_rollback(store *s)
 {
 	PQclear(PQexec(s->pq, "ROLLBACK"));
 	s->pq_tx = false;
+}
+
+/* ---- the cluster -------------------------------------------------------- */
+
+int
+pg_listen(store *s, int *fd)
+{
+	int rv;
+
+	s->pq_listen = true;
+	if ((rv = pg_ready(s)) != 0 ||
+	    (rv = pg_exec(s, "listening", "LISTEN " STORE_CHANNEL)) != 0) {
+		*fd = -1;
+		return (rv);
+	}
+	s->pq_resync = false;
+	*fd          = PQsocket(s->pq);
+	return (0);
+}
+
+/* One notification's payload: {"op": "put"|"del", "id", "node"}. */
+static int
+told(store *s, const char *payload, store_change_fn fn, void *arg)
+{
+	json_t     *o = json_loads(payload, 0, NULL);
+	const char *op, *id, *node;
+	int         rv = 0;
+
+	op   = json_string_value(json_object_get(o, "op"));
+	id   = json_string_value(json_object_get(o, "id"));
+	node = json_string_value(json_object_get(o, "node"));
+	if (op != NULL && id != NULL && node != NULL &&
+	    (s->node == NULL || strcmp(node, s->node) != 0)) {
+		rv = fn(arg, id, strcmp(op, "del") == 0);
+	}
+	json_decref(o);
+	return (rv);
+}
+
+int
+pg_changes(store *s, store_change_fn fn, void *arg, bool *resync, int *fd)
+{
+	PGnotify *n;
+	int       rv = 0;
+
+	*fd = -1;
+	if (s->pq == NULL || PQstatus(s->pq) != CONNECTION_OK ||
+	    PQconsumeInput(s->pq) == 0) {
+		/* lost: made again (and LISTENing) when the server is back */
+		PQfinish(s->pq);
+		s->pq       = NULL;
+		s->pq_ready = false;
+		if ((rv = pg_ready(s)) != 0) {
+			return (rv);
+		}
+	}
+	while (rv == 0 && (n = PQnotifies(s->pq)) != NULL) {
+		rv = told(s, n->extra, fn, arg);
+		PQfreemem(n);
+	}
+	*resync      = s->pq_resync;
+	s->pq_resync = false;
+	*fd          = PQsocket(s->pq);
+	return (rv);
 }
 
 const store_ops store_pg_ops = {

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <openssl/hmac.h>
+
 #include "mcpkeep.h"
 #include "persist/store_impl.h"
 
@@ -195,11 +197,19 @@ prepare_table(store *s, store_table t)
 }
 
 static const char *const fixed[][2] = {
+        /* a client written, or deleted, is told to every node (at
+         * commit); one unchanged is neither */
         {"client_put",
-         "INSERT INTO mcp_clients (id, name, config, created_at, "
-         "updated_at) VALUES ($1, $2, $3, $4, $4) ON CONFLICT (id) DO "
-         "UPDATE SET name = $2, config = $3, updated_at = $4"},
-        {"client_del", "DELETE FROM mcp_clients WHERE id = $1"},
+         "WITH w AS (INSERT INTO mcp_clients (id, name, config, digest, "
+         "created_at, updated_at) VALUES ($1, $2, $3, $5, $4, $4) ON "
+         "CONFLICT (id) DO UPDATE SET name = $2, config = $3, digest = $5, "
+         "updated_at = $4 WHERE mcp_clients.digest <> $5 RETURNING id) "
+         "SELECT pg_notify('" STORE_CHANNEL "', json_build_object('op', "
+         "'put', 'id', id, 'node', $6::text)::text) FROM w"},
+        {"client_del",
+         "WITH d AS (DELETE FROM mcp_clients WHERE id = $1 RETURNING id) "
+         "SELECT pg_notify('" STORE_CHANNEL "', json_build_object('op', "
+         "'del', 'id', id, 'node', $2::text)::text) FROM d"},
         /* written only when the hash differs: one statement, so the
          * row lock orders nodes writing the same list */
         {"tools_put",
@@ -210,6 +220,9 @@ static const char *const fixed[][2] = {
         {"clients_each",
          "SELECT c.id, c.name, c.config, t.tools, t.hash FROM mcp_clients "
          "c LEFT JOIN mcp_tools t ON t.client_id = c.id ORDER BY c.name"},
+        {"client_get",
+         "SELECT c.id, c.name, c.config, t.tools, t.hash FROM mcp_clients "
+         "c LEFT JOIN mcp_tools t ON t.client_id = c.id WHERE c.id = $1"},
         {"meta_get", "SELECT value FROM store_meta WHERE key = $1"},
         /* another node may have written it first: its value stands */
         {"meta_put",
@@ -260,15 +273,36 @@ column_secret(store *s, const PGresult *r, int i, int c, const char *aad,
 	return (rv);
 }
 
+/* A client's digest: its config (which holds its name), keyed with the
+ * seal key when there is one (a plain hash of a secret could be guessed
+ * at). */
+static void
+client_digest(const store *s, const char *config, char hex[65])
+{
+	static const uint8_t none[1];
+	uint8_t              md[EVP_MAX_MD_SIZE];
+	unsigned             n = 0;
+
+	if (HMAC(EVP_sha256(), s->keyed ? s->key.k : none,
+	         s->keyed ? (int)sizeof(s->key.k) : 0, (const uint8_t *)config,
+	         strlen(config), md, &n) == NULL) {
+		n = 0;
+	}
+	for (unsigned i = 0; i < 32; i++) {
+		snprintf(hex + 2 * i, 3, "%02x", i < n ? md[i] : 0);
+	}
+}
+
 int
 pg_client_put(store *s, const char *id, const char *name,
               const char *config_json)
 {
 	pgargs a = {0};
-	char   aad[STORE_ERR_MAX];
+	char   aad[STORE_ERR_MAX], digest[65];
 	int    rv;
 
 	store_client_aad(aad, sizeof(aad), id);
+	client_digest(s, config_json, digest);
 	arg_text(&a, id);
 	arg_text(&a, name);
 	if ((rv = arg_secret(s, &a, aad, config_json)) != 0) {
@@ -276,6 +310,8 @@ pg_client_put(store *s, const char *id, const char *name,
 		return (rv);
 	}
 	arg_int(&a, (long long)time(NULL));
+	arg_text(&a, digest);
+	arg_text(&a, s->node != NULL ? s->node : "");
 	return (run_done(s, "client_put", &a, "writing a client"));
 }
 
@@ -296,6 +332,7 @@ pg_client_del(store *s, const char *id)
 	}
 	pgargs a = {0};
 	arg_text(&a, id);
+	arg_text(&a, s->node != NULL ? s->node : "");
 	return (run_done(s, "client_del", &a, "deleting a client"));
 }
 
@@ -319,16 +356,13 @@ pg_tools_put(store *s, const char *client_id, const char *hash,
 	return (rv);
 }
 
-int
-pg_clients_each(store *s, store_client_fn fn, void *arg, unsigned *skipped)
+/* Calls fn per client of r (clients_each's columns). */
+static int
+each_client(store *s, PGresult *r, store_client_fn fn, void *arg,
+            unsigned *skipped)
 {
-	pgargs    a = {0};
-	PGresult *r;
-	int       rv;
+	int rv = 0;
 
-	if ((r = run(s, "clients_each", &a, "reading clients", &rv)) == NULL) {
-		return (rv);
-	}
 	for (int i = 0; rv == 0 && i < PQntuples(r); i++) {
 		const char *id   = PQgetvalue(r, i, 0),
 		           *name = PQgetvalue(r, i, 1);
@@ -349,6 +383,35 @@ pg_clients_each(store *s, store_client_fn fn, void *arg, unsigned *skipped)
 	}
 	PQclear(r);
 	return (rv);
+}
+
+int
+pg_clients_each(store *s, store_client_fn fn, void *arg, unsigned *skipped)
+{
+	pgargs    a = {0};
+	PGresult *r;
+	int       rv;
+
+	if ((r = run(s, "clients_each", &a, "reading clients", &rv)) == NULL) {
+		return (rv);
+	}
+	return (each_client(s, r, fn, arg, skipped));
+}
+
+int
+pg_client_get(store *s, const char *id, store_client_fn fn, void *arg)
+{
+	pgargs    a = {0};
+	PGresult *r;
+	unsigned  skipped = 0;
+	int       rv;
+
+	arg_text(&a, id);
+	if ((r = run(s, "client_get", &a, "reading a client", &rv)) == NULL) {
+		return (rv);
+	}
+	rv = each_client(s, r, fn, arg, &skipped);
+	return (rv == 0 && skipped > 0 ? MK_EPROTO : rv);
 }
 
 int

@@ -144,7 +144,46 @@ store_close(store **sp)
 	}
 	free(s->url);
 	free(s->path);
+	free(s->node);
 	free(s);
+}
+
+/* ---- the cluster: PostgreSQL only ------------------------------------- */
+
+static bool
+shared(store *s)
+{
+	if (s->ops != &store_pg_ops) {
+		store_failf(s, MK_EINVAL, "not a PostgreSQL store");
+		return (false);
+	}
+	return (true);
+}
+
+int
+store_set_node(store *s, const char *node_id)
+{
+	free(s->node);
+	return ((s->node = strdup(node_id)) != NULL ? 0 : MK_ENOMEM);
+}
+
+int
+store_listen(store *s, int *fd)
+{
+	return (shared(s) ? pg_listen(s, fd) : MK_EINVAL);
+}
+
+int
+store_changes(store *s, store_change_fn fn, void *arg, bool *resync, int *fd)
+{
+	*resync = false;
+	return (shared(s) ? pg_changes(s, fn, arg, resync, fd) : MK_EINVAL);
+}
+
+int
+store_client_get(store *s, const char *id, store_client_fn fn, void *arg)
+{
+	return (shared(s) ? pg_client_get(s, id, fn, arg) : MK_EINVAL);
 }
 
 /* ---- the calls, handed to the backend ----------------------------------- */

@@ -195,6 +195,33 @@ uint64_t store_tool_writes(const store *s);
 const char *store_error(const store *s);
 
 /*
+ * The cluster (a PostgreSQL store; on SQLite each is MK_EINVAL).
+ *
+ * store_set_node names this node in what it tells the others (its own
+ * changes are not told back to it).  Returns 0 or MK_ENOMEM.
+ *
+ * store_listen subscribes the handle to the clients other nodes write or
+ * delete (told at their commit; a write of what was there already is
+ * not).  *fd is the connection's socket, to wait on for POLLIN.
+ *
+ * store_changes reads, without blocking, what has arrived: fn per
+ * changed client, deleted or not (its row is then read with
+ * store_client_get).  A lost connection is made again (at most once a
+ * second): *resync then tells that changes may have been missed, and
+ * *fd is the new socket (-1 while there is none: try again later).
+ * Returns 0, fn's non-zero return, or MK_ESYS.
+ *
+ * store_client_get calls fn once with one client, as store_clients_each
+ * does, or not at all when there is none.
+ */
+typedef int (*store_change_fn)(void *arg, const char *id, bool deleted);
+int store_set_node(store *s, const char *node_id);
+int store_listen(store *s, int *fd);
+int store_changes(store *s, store_change_fn fn, void *arg, bool *resync,
+                  int *fd);
+int store_client_get(store *s, const char *id, store_client_fn fn, void *arg);
+
+/*
  * store_create_version creates a new database at path with the schema of
  * an earlier version (0 < version <= STORE_VERSION) and nothing else, so
  * tests can write an old store and watch it migrate.  Returns as

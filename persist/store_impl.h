@@ -51,6 +51,9 @@ enum {
 /* A table's statements, built from its tabledef at open. */
 enum { RS_PUT, RS_DEL, RS_EACH, RS_DEL_CLIENT, RS_GET, RS_COUNT };
 
+/* The channel a PostgreSQL store tells of client changes on. */
+#define STORE_CHANNEL "mk_clients"
+
 /* What a backend does: store.h's calls (each as documented there), and
  * the seal settings (store_meta) the key setup reads and writes. */
 typedef struct store_ops {
@@ -101,11 +104,14 @@ struct store {
 	sqlite3_stmt *st[ST_COUNT];                /* prepared statements */
 	sqlite3_stmt *rs[STORE_NTABLES][RS_COUNT]; /* per credential table */
 	/* PostgreSQL */
-	PGconn *pq;       /* the connection */
-	bool    pq_ro;    /* opened read-only */
-	bool    pq_ready; /* this session's statements are prepared */
-	bool    pq_tx;    /* in a transaction: never reconnects */
-	int64_t pq_retry; /* no reconnect before (monotonic ns) */
+	PGconn *pq;        /* the connection */
+	bool    pq_ro;     /* opened read-only */
+	bool    pq_ready;  /* this session's statements are prepared */
+	bool    pq_tx;     /* in a transaction: never reconnects */
+	bool    pq_listen; /* LISTENs (again at every reconnect) */
+	bool    pq_resync; /* reconnected since store_changes last said */
+	char   *node;      /* this node, named in what it tells others */
+	int64_t pq_retry;  /* no reconnect before (monotonic ns) */
 };
 
 /* store.c */
@@ -195,9 +201,16 @@ int sq_rows_each(store *s, store_table t, store_row_fn fn, void *arg,
 /* pg_ok tells whether r is a success, else records what failed (the
  * server's own message) and sets *rv to its MK_ code. */
 bool pg_ok(store *s, PGresult *r, const char *what, int *rv);
+/* pg_exec runs SQL text (no parameters, any rows discarded). */
+int pg_exec(store *s, const char *what, const char *sql);
 /* pg_ready reconnects a lost connection (at most once a second) and
  * prepares the statements: 0 or MK_ESYS. */
 int pg_ready(store *s);
+
+/* pg_cluster.c: the cluster's calls (store.h) */
+int pg_listen(store *s, int *fd);
+int pg_changes(store *s, store_change_fn fn, void *arg, bool *resync, int *fd);
+int pg_client_get(store *s, const char *id, store_client_fn fn, void *arg);
 
 /* pg_rows.c: store.h's calls, on PostgreSQL */
 /* pg_prepare_all prepares this session's statements. */

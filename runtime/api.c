@@ -233,6 +233,8 @@ mk_config_get(const char *config_json, const char *path, char **value,
 		v = f->store_path;
 	} else if (strcmp(path, "store.url") == 0) {
 		v = f->store_url;
+	} else if (strcmp(path, "cluster.node_id") == 0) {
+		v = f->node_id;
 	} else if (strcmp(path, "server.listen") == 0) {
 		v = f->listen;
 	} else if (strcmp(path, "server.admin_token") == 0) {

@@ -18,8 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "actors/client/client.h"
+#include "actors/cluster.h"
 #include "actors/credential/credential.h"
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/log.h"
@@ -133,6 +135,11 @@ rt_valid(const mk_runtime *rt)
 static void
 rt_shutdown(mk_runtime *rt)
 {
+	/* first: it tells the supervisor of other nodes' changes */
+	if (rt->cluster != NULL) {
+		KN_INFO("runtime", "stopping actor %s", CLUSTER_NAME);
+		kn_actor_destroy(&rt->cluster);
+	}
 	for (size_t i = NSYSTEM; i-- > 0;) {
 		if (rt->system[i] != NULL) {
 			KN_INFO("runtime", "stopping actor %s",
@@ -289,8 +296,10 @@ rt_boot(mk_runtime *rt)
 		if (key == NULL) {
 			key = getenv("MCPKEEP_ENCRYPTION_KEY");
 		}
-		ps_args pa = {
-		        .path = location, .secret = key, .stream = rt->stream};
+		ps_args pa = {.path    = location,
+		              .secret  = key,
+		              .stream  = rt->stream,
+		              .node_id = rt->node_id};
 		if ((rv = kn_spawn(rt->kernel, PERSISTER_NAME, &persister_ops,
 		                   &pa, &rt->persister)) != 0) {
 			char shown[256];
@@ -335,6 +344,22 @@ rt_boot(mk_runtime *rt)
 		rt_shutdown(rt);
 		return (rv);
 	}
+	if (rt->opts.store_url != NULL) {
+		const char  *key = rt->opts.encryption_key;
+		cluster_args ca  = {.url        = rt->opts.store_url,
+		                    .secret     = key != NULL
+		                                ? key
+		                                : getenv("MCPKEEP_ENCRYPTION_KEY"),
+		                    .node_id    = rt->node_id,
+		                    .supervisor = rt->system[RT_SUPERVISOR]};
+		if ((rv = kn_spawn(rt->kernel, CLUSTER_NAME, &cluster_ops, &ca,
+		                   &rt->cluster)) != 0) {
+			KN_ERROR("runtime", "cannot start actor %s: %s",
+			         CLUSTER_NAME, mk_strerror(rv));
+			rt_shutdown(rt);
+			return (rv);
+		}
+	}
 	rt->magic = RT_MAGIC;
 	KN_INFO("runtime", "booted: %zu system actors, %zu KiB stacks",
 	        NSYSTEM,
@@ -371,7 +396,7 @@ mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 	if (rt->opts.stream_url == NULL) {
 		rt->opts.stream_url = "inproc://mcpkeep/state";
 	}
-	if (rt->opts.node_id == NULL) {
+	if (rt->opts.node_id == NULL && rt->opts.store_url == NULL) {
 		rt->opts.node_id = "local";
 	}
 	if (rt->opts.unstable_check_ms <= 0) {
@@ -379,7 +404,16 @@ mk_runtime_open(mk_runtime **rtp, const mk_options *opts)
 	}
 	snprintf(rt->stream_url, sizeof(rt->stream_url), "%s",
 	         rt->opts.stream_url);
-	snprintf(rt->node_id, sizeof(rt->node_id), "%s", rt->opts.node_id);
+	if (rt->opts.node_id != NULL) {
+		snprintf(rt->node_id, sizeof(rt->node_id), "%s",
+		         rt->opts.node_id);
+	} else {
+		/* one of a cluster: the host's name and this process's */
+		char host[48] = "node";
+		gethostname(host, sizeof(host) - 1);
+		snprintf(rt->node_id, sizeof(rt->node_id), "%s-%d", host,
+		         (int)getpid());
+	}
 	if (rt->opts.log_level < MK_LOG_DEBUG ||
 	    rt->opts.log_level > MK_LOG_ERROR ||
 	    rt->opts.ask_timeout_ms <= 0 ||

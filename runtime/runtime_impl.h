@@ -31,6 +31,7 @@ struct mk_runtime {
 	kn_actor  *system[RT_NSYSTEM]; /* owner references, boot order */
 	kn_actor  *persister;          /* the store, or NULL */
 	kn_actor  *credential;         /* tokens and flows */
+	kn_actor  *cluster;            /* the other nodes, or NULL */
 	cl_host    host;               /* what the host offers servers */
 	char      *caps;               /* host.caps (owned) */
 	char      *roots;              /* host.roots (owned), or NULL */

@@ -7,6 +7,7 @@
  * refused, the server restarted and stopped under an open handle, and
  * the URL's password never shown.
  */
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -443,6 +444,112 @@ server_away(void)
 	      NULL);
 }
 
+/* ---- changes told across nodes ----------------------------------------- */
+
+typedef struct told {
+	char what[512]; /* "put c1 del c2 ..." */
+} told;
+
+static int
+on_change(void *arg, const char *id, bool deleted)
+{
+	told  *t = arg;
+	size_t n = strlen(t->what);
+
+	snprintf(t->what + n, sizeof(t->what) - n, "%s%s %s", n ? " " : "",
+	         deleted ? "del" : "put", id);
+	return (0);
+}
+
+/* Waits (bounded) on b's socket until what has been told, reading what
+ * arrives; *resync set when b reconnected on the way. */
+static void
+wait_told(store *b, int *fd, const char *want, bool *resync)
+{
+	int64_t deadline = now_ms() + 15000;
+	told    t        = {{0}};
+	bool    r;
+
+	*resync = false;
+	while (strcmp(t.what, want) != 0) {
+		struct pollfd p = {.fd = *fd, .events = POLLIN};
+		CHECK(now_ms() < deadline);
+		if (*fd >= 0) {
+			CHECK(poll(&p, 1, 200) >= 0);
+		} else {
+			usleep(100 * 1000); /* no socket yet: the server is
+			                     * back soon */
+		}
+		int rv = store_changes(b, on_change, &t, &r, fd);
+		CHECK(rv == 0 || rv == MK_ESYS);
+		*resync |= r;
+	}
+}
+
+static int
+got_config(void *arg, const char *id, const char *name, const char *config,
+           const char *tools, const char *hash)
+{
+	snprintf(arg, 256, "%s=%s", name, config);
+	return (0);
+}
+
+static void
+changes(void)
+{
+	char   url[160], got[256] = "";
+	store *a, *b;
+	int    fd;
+	bool   resync;
+
+	pgt_db(&pg, "changes", url, sizeof(url));
+	a = open_key(url, KEY1);
+	b = open_key(url, KEY1);
+	CHECK_EQ(store_set_node(a, "node-a"), 0);
+	CHECK_EQ(store_set_node(b, "node-b"), 0);
+	CHECK_EQ(store_listen(b, &fd), 0);
+	CHECK(fd >= 0);
+	/* a's write is told to b at commit, its row readable there */
+	CHECK_EQ(store_begin(a, false), 0);
+	CHECK_EQ(store_client_put(a, "c1", "one", "{\"v\":1}"), 0);
+	CHECK_EQ(store_commit(a), 0);
+	wait_told(b, &fd, "put c1", &resync);
+	CHECK(!resync);
+	CHECK_EQ(store_client_get(b, "c1", got_config, got), 0);
+	CHECK(strcmp(got, "one={\"v\":1}") == 0);
+	/* the same config again tells nothing; b's own writes are not told
+	 * to b: what arrives next is a's change of c2 alone */
+	CHECK_EQ(store_client_put(a, "c1", "one", "{\"v\":1}"), 0);
+	CHECK_EQ(store_client_put(b, "c3", "three", "{}"), 0);
+	CHECK_EQ(store_client_put(a, "c2", "two", "{}"), 0);
+	wait_told(b, &fd, "put c2", &resync);
+	CHECK_EQ(store_client_del(a, "c1"), 0);
+	CHECK_EQ(store_client_del(a, "c1"), 0); /* nothing: not told */
+	CHECK_EQ(store_client_put(a, "c2", "two", "{\"v\":2}"), 0);
+	wait_told(b, &fd, "del c1 put c2", &resync);
+	got[0] = '\0';
+	CHECK_EQ(store_client_get(b, "c1", got_config, got), 0);
+	CHECK(got[0] == '\0');
+	/* a restart loses what was told meanwhile: b says to resync */
+	pgt_ctl(&pg, "restart");
+	CHECK_EQ(store_client_put(a, "c4", "four", "{}"), MK_ESYS);
+	begin_when_back(a, "store postgresql://");
+	CHECK_EQ(store_client_put(a, "c4", "four", "{}"), 0);
+	CHECK_EQ(store_commit(a), 0);
+	for (int64_t deadline = now_ms() + 15000; !resync;) {
+		told t = {{0}};
+		CHECK(now_ms() < deadline);
+		int rv = store_changes(b, on_change, &t, &resync, &fd);
+		CHECK(rv == 0 || rv == MK_ESYS);
+		CHECK(t.what[0] == '\0'); /* c4 was before b listened again */
+		usleep(50 * 1000);        /* polling the reconnect */
+	}
+	CHECK_EQ(store_client_put(a, "c5", "five", "{}"), 0);
+	wait_told(b, &fd, "put c5", &resync);
+	store_close(&a);
+	store_close(&b);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -451,6 +558,7 @@ main(int argc, char **argv)
 	RUN_IF(sealed);
 	RUN_IF(nodes);
 	RUN_IF(server_away);
+	RUN_IF(changes);
 	pgt_stop(&pg);
 	return (0);
 }

@@ -244,9 +244,23 @@ do_disable(client *cl)
 	}
 }
 
+/* An API disable or enable is part of the config: stored, so it holds
+ * after a restart and on every node. */
+static void
+keep_disabled(client *cl, bool disabled)
+{
+	if (cl->cfg->disabled != disabled &&
+	    json_object_set_new(cl->cfg->raw, "disabled",
+	                        json_boolean(disabled)) == 0) {
+		cl->cfg->disabled = disabled;
+		client_persist_config(cl);
+	}
+}
+
 static void
 on_disable(client *cl, kn_msg *msg)
 {
+	keep_disabled(cl, true);
 	do_disable(cl);
 	kn_reply(cl->self, msg, 0, CODEC_EMPTY, CODEC_EMPTY_LEN);
 }
@@ -280,6 +294,7 @@ enable_corr(client *cl, uint64_t corr, uint32_t type)
 static void
 on_enable(client *cl, kn_msg *msg)
 {
+	keep_disabled(cl, false);
 	enable_corr(cl, kn_defer(msg), msg->env.type);
 }
 
@@ -336,21 +351,24 @@ literal_changed(json_t *a, json_t *b, const char *key)
  * (make-before-break for a sticky client), refused while a dial runs.
  * An API patch is merged and literal where it brings an env. string
  * (cfg_literal_patched); a file's ("file") is the whole new config,
- * resolved as a file's. */
+ * resolved as a file's; a stored one ("stored": another node wrote it)
+ * is the whole config with its literal mask, and changes nothing when
+ * it is this one's. */
 static void
 on_update(client *cl, kn_msg *msg)
 {
-	uint64_t      corr = kn_defer(msg);
-	char          err[CFG_ERR_MAX];
-	json_t       *patch, *merged, *lit;
-	cfg_client   *ncfg;
-	bool          redial = false, was_sticky = cl->cfg->sticky, file;
+	uint64_t    corr = kn_defer(msg);
+	char        err[CFG_ERR_MAX];
+	json_t     *patch, *merged, *lit;
+	cfg_client *ncfg;
+	bool        redial = false, was_sticky = cl->cfg->sticky, file, stored;
 	cl_update_msg m;
 	int           rv;
 
 	(void)cl_update_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
-	file  = m.file;
-	patch = m.patch != NULL ? json_loads(m.patch, 0, NULL) : NULL;
+	file   = m.file;
+	stored = m.stored;
+	patch  = m.patch != NULL ? json_loads(m.patch, 0, NULL) : NULL;
 	cl_update_msg_clear(&m);
 	if (!json_is_object(patch)) {
 		json_decref(patch);
@@ -358,13 +376,25 @@ on_update(client *cl, kn_msg *msg)
 		             "the update must be a JSON object");
 		return;
 	}
-	if (!file) {
+	json_t *slit = NULL; /* a stored config's literal mask */
+	if (stored) {
+		slit = json_incref(json_object_get(patch, CFG_LITERAL_KEY));
+		json_object_del(patch, CFG_LITERAL_KEY);
+		if (json_equal(patch, cl->cfg->raw) &&
+		    (slit == NULL) == (cl->cfg->literal == NULL) &&
+		    (slit == NULL || json_equal(slit, cl->cfg->literal))) {
+			json_decref(patch);
+			json_decref(slit);
+			cl_reply_ok(cl, corr); /* this node's already */
+			return;
+		}
+	} else if (!file) {
 		/* a view sent back keeps the secrets it could not see */
 		cfg_unredact(patch, cl->cfg);
 	}
 	/* the id as the view shows it (a generated one is not in raw) */
 	json_t *given = json_object_get(patch, "client_id");
-	if (!file && json_is_string(given) &&
+	if (!file && !stored && json_is_string(given) &&
 	    strcmp(json_string_value(given), cl->cfg->id) == 0) {
 		json_object_del(patch, "client_id");
 	}
@@ -372,6 +402,7 @@ on_update(client *cl, kn_msg *msg)
 		if (json_object_get(patch, immutable[i]) != NULL &&
 		    field_changed(patch, cl->cfg->raw, immutable[i])) {
 			json_decref(patch);
+			json_decref(slit);
 			kn_reply_why(
 			        cl->self, corr, MK_EINVAL,
 			        "client \"%s\": field \"%s\" cannot be changed",
@@ -379,9 +410,9 @@ on_update(client *cl, kn_msg *msg)
 			return;
 		}
 	}
-	if (file) {
+	if (file || stored) {
 		merged = json_deep_copy(patch);
-		lit    = NULL;
+		lit    = slit;
 	} else {
 		merged = json_deep_copy(cl->cfg->raw);
 		json_object_update(merged, patch);

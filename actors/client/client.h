@@ -71,8 +71,9 @@
  *     ok:     {}
  *
  *   MSG_CL_UPDATE ask: apply a config patch (below)
- *     patch str    a JSON object's text
- *     file  bool   from a config file (a reload), not the API
+ *     patch  str    a JSON object's text
+ *     file   bool   from a config file (a reload), not the API
+ *     stored bool   the whole stored config (another node's write)
  *     ok:     {}
  *
  *   MSG_CL_METRICS ask: the client's counters
@@ -223,7 +224,8 @@ CODEC_MSG_STRUCT(cl_failed_msg, CL_FAILED_FIELDS)
 
 #define CL_UPDATE_FIELDS(F, S)                                                \
 	F(S, STR, patch, "a JSON object's text")                              \
-	F(S, BOOL, file, "from a config file (a reload), not the API")
+	F(S, BOOL, file, "from a config file (a reload), not the API")        \
+	F(S, BOOL, stored, "the whole stored config (another node's write)")
 CODEC_MSG_STRUCT(cl_update_msg, CL_UPDATE_FIELDS)
 
 #define CL_METRICS_FIELDS(F, S)                                               \

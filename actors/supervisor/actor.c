@@ -325,6 +325,9 @@ sv_handle(kn_actor *self, void *state, kn_msg *msg)
 	case MSG_SV_SETTINGS:
 		sv_on_settings(self, sv, msg);
 		return (0);
+	case MSG_SV_SYNC:
+		sv_on_sync(self, sv, msg);
+		return (0);
 	default:
 		assert(!"supervisor: unexpected message");
 		return (MK_EINTERNAL);

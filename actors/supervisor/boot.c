@@ -221,6 +221,90 @@ sv_on_add(kn_actor *self, sv_self *sv, kn_msg *msg)
 	sv_add_msg_clear(&m);
 }
 
+/* The answer of a client actor to another node's config. */
+static void
+on_synced(kn_actor *self, void *arg, int status, const void *data, size_t len)
+{
+	char *why = status != 0 ? kn_error_text(data, len) : NULL;
+
+	if (status != 0) {
+		KN_WARN("supervisor",
+		        "MCP client %s: another node's config not applied: %s",
+		        (char *)arg,
+		        why != NULL ? why : codec_strerror(status));
+	}
+	free(why);
+	free(arg);
+}
+
+void
+sv_on_sync(kn_actor *self, sv_self *sv, kn_msg *msg)
+{
+	char          err[CFG_ERR_MAX];
+	sv_sync_msg   m;
+	cl_update_msg u = {.stored = true};
+	cfg_client   *c = NULL;
+	json_t       *o;
+	entry        *e, *same;
+
+	if (sv_sync_msg_unpack(msg->env.payload, msg->env.payload_len, &m) !=
+	            0 ||
+	    m.id == NULL) {
+		sv_sync_msg_clear(&m);
+		return;
+	}
+	e = sv_lookup(sv, BY_ID, m.id);
+	if (m.config == NULL) {
+		if (e != NULL) {
+			KN_INFO("supervisor",
+			        "MCP client %s was removed on another node",
+			        e->name);
+			sv_drop(self, sv, e);
+		}
+		goto out;
+	}
+	o = json_loads(m.config, 0, NULL);
+	if (cfg_client_parse_stored(o, &c, err, sizeof(err)) != 0) {
+		KN_WARN("supervisor",
+		        "another node's client %s not applied: %s", m.id, err);
+		json_decref(o);
+		goto out;
+	}
+	json_decref(o);
+	if (e != NULL && e->actor != NULL) {
+		/* known: its actor compares and applies */
+		u.patch   = m.config;
+		char *arg = strdup(e->name);
+		if (arg == NULL ||
+		    kn_ask_async_msg(self, e->actor, MSG_CL_UPDATE,
+		                     CODEC_OF(cl_update_msg, &u), SV_ASK_MS,
+		                     on_synced, arg) != 0) {
+			free(arg);
+		}
+		cfg_client_free(&c);
+		goto out;
+	}
+	if (e != NULL ||
+	    ((same = sv_lookup(sv, BY_NAME, c->name)) != NULL &&
+	     strcmp(same->id, m.id) != 0)) {
+		sv_drop(self, sv, e != NULL ? e : same); /* the store's wins */
+	}
+	free(c->id);
+	if ((c->id = strdup(m.id)) == NULL) {
+		cfg_client_free(&c);
+		goto out;
+	}
+	KN_INFO("supervisor", "MCP client %s was added on another node",
+	        c->name);
+	if (start_client(self, sv, c, false, true, m.tools, 0, NULL, err,
+	                 sizeof(err)) != 0) {
+		KN_WARN("supervisor",
+		        "another node's client %s not started: %s", m.id, err);
+	}
+out:
+	sv_sync_msg_clear(&m);
+}
+
 /* A stored client that cannot start is listed, state `error` and why in
  * its last_failure, with no actor: it can be removed, or replaced by a
  * config file's client of its name; every other ask is refused. */

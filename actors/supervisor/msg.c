@@ -19,6 +19,7 @@ CODEC_MSG_FIELDS(sv_json_msg, SV_JSON_FIELDS);
 CODEC_MSG_FIELDS(sv_view_msg, SV_VIEW_FIELDS);
 CODEC_MSG_FIELDS(sv_metrics_msg, SV_METRICS_FIELDS);
 CODEC_MSG_FIELDS(sv_settings_msg, SV_SETTINGS_FIELDS);
+CODEC_MSG_FIELDS(sv_sync_msg, SV_SYNC_FIELDS);
 
 #define NONE   (&codec_no_fields)
 #define CLIENT (&sv_client_msg_fields)
@@ -53,6 +54,8 @@ const codec_msgdef supervisor_msgs[] = {
          "from a client actor: its counters changed (below)"},
         {CODEC_MSG(MSG_SV_SETTINGS), "ask", &sv_settings_msg_fields, NONE,
          NULL, "the global settings of config.json (below)"},
+        {CODEC_MSG(MSG_SV_SYNC), "tell", &sv_sync_msg_fields, NULL, NULL,
+         "from the cluster actor: a client another node changed (below)"},
 };
 const size_t supervisor_msgs_n =
         sizeof(supervisor_msgs) / sizeof(supervisor_msgs[0]);

@@ -90,6 +90,12 @@
  *     sync_ms int    the global tool_sync_interval
  *     exec_ms int    the global tool_execution_timeout
  *     ok:     {}
+ *
+ *   MSG_SV_SYNC tell: from the cluster actor: a client another node changed
+ *                     (below)
+ *     id     str    the client's id
+ *     config str    its stored config, JSON text; absent: deleted
+ *     tools  str    its stored tools, JSON text, or absent
  * </msgdoc>
  *
  * MSG_SV_ADD is the API's: the config is literal (no env. looked up); a
@@ -116,6 +122,13 @@
  * "metrics": true shows them), so that a scrape of every client's counters
  * is one list, not one ask per client.  A client sends them at most once
  * every CL_METRICS_PUSH_MS, when they changed.
+ *
+ * MSG_SV_SYNC applies a client as another node stored it (the cluster
+ * actor's): deleted, it is stopped and forgotten; unknown here, it is
+ * started as a restored one (one of its name but another id gives way:
+ * the store's wins); known, its client actor takes the stored config as
+ * an update (MSG_CL_UPDATE "stored"), which changes nothing when it is
+ * this node's already.  Nothing is written back.
  *
  * MSG_SV_SETTINGS sets the global tool_sync_interval and
  * tool_execution_timeout: for clients added from then on, and told to
@@ -190,6 +203,12 @@ CODEC_MSG_STRUCT(sv_client_msg, SV_CLIENT_FIELDS)
 	F(S, STR, client, "a client's id or name")                            \
 	F(S, STR, patch, "a JSON object's text (see MSG_CL_UPDATE)")
 CODEC_MSG_STRUCT(sv_update_msg, SV_UPDATE_FIELDS)
+
+#define SV_SYNC_FIELDS(F, S)                                                  \
+	F(S, STR, id, "the client's id")                                      \
+	F(S, STR, config, "its stored config, JSON text; absent: deleted")    \
+	F(S, STR, tools, "its stored tools, JSON text, or absent")
+CODEC_MSG_STRUCT(sv_sync_msg, SV_SYNC_FIELDS)
 
 #define SV_LIST_FIELDS(F, S)                                                  \
 	F(S, STR, filter, "JSON text: filter, sort and page, or absent")

@@ -145,6 +145,7 @@ void sv_on_add(kn_actor *self, sv_self *sv, kn_msg *msg);
 void sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg);
 void sv_on_reload(kn_actor *self, sv_self *sv, kn_msg *msg);
 void sv_on_settings(kn_actor *self, sv_self *sv, kn_msg *msg);
+void sv_on_sync(kn_actor *self, sv_self *sv, kn_msg *msg);
 
 /* list.c: pure, no actor, no kernel. */
 /* A list view's request: MSG_SV_LIST's filter. */
