@@ -30,9 +30,16 @@ typedef struct cs_self {
 	json_t   *seen;      /* id -> true: the stored clients, as last read */
 	json_t   *todo;      /* [id, deleted] told, not yet handed over */
 	bool      failing;   /* logged as lost */
+	bool      told_states; /* another node's states changed */
+	int       hb_ms;       /* the heartbeat interval */
+	uint64_t  hb_timer;    /* the next heartbeat */
+	json_t   *mine;        /* id -> [state, failure|null]: this node's */
+	json_t   *dirty;       /* id -> true: not written since it changed */
+	char     *peers; /* the other nodes' states as last handed over */
 } cs_self;
 
 static void drain(cs_self *cs);
+static void lost(cs_self *cs, const char *why);
 
 static void
 on_retry(kn_actor *self, void *arg)
@@ -130,12 +137,156 @@ resync(cs_self *cs)
 }
 
 static int
-on_change(void *arg, const char *id, bool deleted)
+on_change(void *arg, store_change what, const char *id)
 {
 	cs_self *cs = arg;
 
-	return (json_array_append_new(cs->todo,
-	                              json_pack("[s, b]", id, deleted)));
+	if (what == STORE_NODE_STATES) {
+		cs->told_states = true;
+		return (0);
+	}
+	return (json_array_append_new(
+	        cs->todo, json_pack("[s, b]", id, what == STORE_CLIENT_DEL)));
+}
+
+/* ---- heartbeats and states ---------------------------------------------- */
+
+/* Logs a lost store once per outage. */
+static void
+lost(cs_self *cs, const char *why)
+{
+	if (!cs->failing) {
+		KN_WARN("cluster", "%s; trying again", why);
+		cs->failing = true;
+	}
+}
+
+/* Writes this node's changed states, in one transaction (the others
+ * told once). */
+static int
+write_states(cs_self *cs)
+{
+	const char *id;
+	json_t     *v;
+	int         rv;
+
+	if (json_object_size(cs->dirty) == 0) {
+		return (0);
+	}
+	if ((rv = store_begin(cs->st, false)) != 0) {
+		return (rv);
+	}
+	json_object_foreach(cs->dirty, id, v)
+	{
+		json_t *m = json_object_get(cs->mine, id);
+		if ((rv = store_node_state(
+		             cs->st, id,
+		             json_string_value(json_array_get(m, 0)),
+		             json_string_value(json_array_get(m, 1)))) != 0) {
+			store_rollback(cs->st);
+			return (rv);
+		}
+	}
+	if ((rv = store_commit(cs->st)) == 0) {
+		json_object_clear(cs->dirty);
+	}
+	return (rv);
+}
+
+static int
+on_peer_state(void *arg, const char *node, const char *client,
+              const char *state, const char *failure)
+{
+	json_t *all = arg, *c = json_object_get(all, client);
+	json_t *f = failure != NULL ? json_loads(failure, 0, NULL) : NULL;
+
+	if (c == NULL) {
+		json_object_set_new(all, client, c = json_object());
+	}
+	json_object_set_new(c, node,
+	                    json_pack("{s:s, s:o}", "state", state,
+	                              "last_failure",
+	                              f != NULL ? f : json_null()));
+	return (0);
+}
+
+/* Reads the other live nodes' states; hands them over when changed. */
+static int
+read_peers(cs_self *cs)
+{
+	json_t *all = json_object();
+	char   *text;
+	int     rv;
+
+	cs->told_states = false;
+	if (all == NULL) {
+		return (MK_ENOMEM);
+	}
+	if ((rv = store_node_states(cs->st, on_peer_state, all)) != 0) {
+		json_decref(all);
+		return (rv);
+	}
+	text = json_dumps(all, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(all);
+	if (text != NULL &&
+	    (cs->peers == NULL || strcmp(text, cs->peers) != 0)) {
+		sv_peers_msg m = {.json = text};
+		if (kn_tell_msg(cs->sv, cs->self, MSG_SV_PEERS,
+		                CODEC_OF(sv_peers_msg, &m)) == 0) {
+			free(cs->peers);
+			cs->peers = text;
+			return (0);
+		}
+	}
+	free(text);
+	return (0);
+}
+
+static void
+on_heartbeat(kn_actor *self, void *arg)
+{
+	cs_self *cs = arg;
+	int      rv;
+
+	cs->hb_timer = kn_timer_add(self, cs->hb_ms, on_heartbeat, cs);
+	if (cs->st == NULL) {
+		return; /* the retry timer opens it */
+	}
+	if ((rv = store_heartbeat(cs->st, cs->hb_ms)) != 0 ||
+	    (rv = write_states(cs)) != 0 || (rv = read_peers(cs)) != 0) {
+		lost(cs, store_error(cs->st));
+	}
+	drain(cs); /* what those queries read off the socket */
+}
+
+/* MSG_CS_STATE: this node's state of a client changed (or it went). */
+static int
+on_state(cs_self *cs, kn_msg *msg)
+{
+	cs_state_msg m;
+	int          rv;
+
+	if ((rv = cs_state_msg_unpack(msg->env.payload, msg->env.payload_len,
+	                              &m)) != 0 ||
+	    m.id == NULL) {
+		cs_state_msg_clear(&m);
+		return (rv != 0 ? rv : MK_EINVAL);
+	}
+	if (m.state != NULL) {
+		json_object_set_new(cs->mine, m.id,
+		                    json_pack("[s, s?]", m.state, m.failure));
+	} else {
+		json_object_del(cs->mine, m.id);
+	}
+	json_object_set_new(cs->dirty, m.id, json_true());
+	cs_state_msg_clear(&m);
+	if (cs->st != NULL) {
+		if (write_states(cs) != 0) {
+			lost(cs, store_error(cs->st)); /* at the next beat */
+		}
+		drain(cs);
+	}
+	return (0);
 }
 
 /* Hands over what was told: each changed row read again (the newest
@@ -163,7 +314,29 @@ apply_told(cs_self *cs)
 	json_array_clear(cs->todo);
 }
 
-/* Opens the store when it is not, then reads what was told. */
+/* A resync, and this node (re)joined: it beats, its states written
+ * again, the others' read. */
+static void
+rejoin(cs_self *cs)
+{
+	const char *id;
+	json_t     *v;
+
+	json_array_clear(cs->todo); /* a resync reads them all */
+	resync(cs);
+	json_object_foreach(cs->mine, id, v)
+	{
+		json_object_set_new(cs->dirty, id, json_true());
+	}
+	if (store_heartbeat(cs->st, cs->hb_ms) != 0 || write_states(cs) != 0) {
+		lost(cs, store_error(cs->st));
+	}
+	cs->told_states = true;
+}
+
+/* Opens the store when it is not, then reads what was told - again after
+ * its own queries, which may have read notifications off the socket
+ * (libpq queues them: the socket would not wake this actor for them). */
 static void
 drain(cs_self *cs)
 {
@@ -176,37 +349,37 @@ drain(cs_self *cs)
 		                     err, sizeof(err))) != 0 ||
 		    (rv = store_set_node(cs->st, cs->node)) != 0 ||
 		    (rv = store_listen(cs->st, &fd)) != 0) {
-			if (!cs->failing) {
-				KN_WARN("cluster", "%s; trying again",
-				        cs->st != NULL ? store_error(cs->st)
-				                       : err);
-				cs->failing = true;
-			}
+			lost(cs, cs->st != NULL ? store_error(cs->st) : err);
 			store_close(&cs->st);
 			watch(cs, -1);
 			return;
 		}
-		again = true; /* the boot read it: what changed since */
-	} else if ((rv = store_changes(cs->st, on_change, cs, &again, &fd)) !=
-	           0) {
-		if (!cs->failing) {
-			KN_WARN("cluster", "%s; trying again",
-			        store_error(cs->st));
-			cs->failing = true;
+		rejoin(cs); /* the boot read it: what changed since */
+	}
+	for (int round = 0; round < 16; round++) {
+		if ((rv = store_changes(cs->st, on_change, cs, &again, &fd)) !=
+		    0) {
+			lost(cs, store_error(cs->st));
+			json_array_clear(cs->todo);
+			watch(cs, fd);
+			return;
 		}
-		json_array_clear(cs->todo);
-		watch(cs, fd);
-		return;
+		if (cs->failing) {
+			KN_INFO("cluster", "store %s is back", cs->name);
+			cs->failing = false;
+		}
+		if (!again && json_array_size(cs->todo) == 0 &&
+		    !cs->told_states) {
+			break; /* nothing more has arrived */
+		}
+		if (again) {
+			rejoin(cs);
+		}
+		apply_told(cs);
+		if (cs->told_states && read_peers(cs) != 0) {
+			lost(cs, store_error(cs->st));
+		}
 	}
-	if (cs->failing) {
-		KN_INFO("cluster", "store %s is back", cs->name);
-		cs->failing = false;
-	}
-	if (again) {
-		json_array_clear(cs->todo); /* a resync reads them all */
-		resync(cs);
-	}
-	apply_told(cs);
 	watch(cs, fd);
 }
 
@@ -216,6 +389,9 @@ cs_free(cs_self *cs)
 	store_close(&cs->st);
 	json_decref(cs->seen);
 	json_decref(cs->todo);
+	json_decref(cs->mine);
+	json_decref(cs->dirty);
+	free(cs->peers);
 	text_secret_free(cs->url);
 	text_secret_free(cs->secret);
 	free(cs->node);
@@ -234,7 +410,9 @@ cs_init(kn_actor *self, void *arg, void **statep)
 	    (a->secret != NULL && *a->secret != '\0' &&
 	     (cs->secret = strdup(a->secret)) == NULL) ||
 	    (cs->seen = json_object()) == NULL ||
-	    (cs->todo = json_array()) == NULL) {
+	    (cs->todo = json_array()) == NULL ||
+	    (cs->mine = json_object()) == NULL ||
+	    (cs->dirty = json_object()) == NULL) {
 		if (cs != NULL) {
 			cs_free(cs);
 		}
@@ -243,9 +421,13 @@ cs_init(kn_actor *self, void *arg, void **statep)
 	cs->self = self;
 	cs->sv   = a->supervisor;
 	cs->fd   = -1;
+	cs->hb_ms =
+	        a->heartbeat_ms > 0 ? a->heartbeat_ms : CLUSTER_HEARTBEAT_MS;
 	store_display(a->url, cs->name, sizeof(cs->name));
 	/* connected from the loop, so the boot does not wait on it */
-	if ((cs->timer = kn_timer_add(self, 0, on_retry, cs)) == 0) {
+	if ((cs->timer = kn_timer_add(self, 0, on_retry, cs)) == 0 ||
+	    (cs->hb_timer = kn_timer_add(self, cs->hb_ms, on_heartbeat, cs)) ==
+	            0) {
 		cs_free(cs);
 		return (MK_ENOMEM);
 	}
@@ -261,14 +443,23 @@ cs_fini(kn_actor *self, void *state)
 	if (cs->fd >= 0) {
 		kn_unwatch_fd(self, cs->fd);
 	}
+	/* a clean stop: out of every view at once */
+	if (cs->st != NULL && store_node_leave(cs->st) != 0) {
+		KN_WARN("cluster", "%s", store_error(cs->st));
+	}
 	cs_free(cs);
 }
 
 static int
 cs_handle(kn_actor *self, void *state, kn_msg *msg)
 {
-	assert(!"cluster: unexpected message");
-	return (MK_EINTERNAL);
+	switch (msg->env.type) {
+	case MSG_CS_STATE:
+		return (on_state(state, msg));
+	default:
+		assert(!"cluster: unexpected message");
+		return (MK_EINTERNAL);
+	}
 }
 
 const kn_actor_ops cluster_ops = {
@@ -276,3 +467,11 @@ const kn_actor_ops cluster_ops = {
         .handle = cs_handle,
         .fini   = cs_fini,
 };
+
+CODEC_MSG_FIELDS(cs_state_msg, CS_STATE_FIELDS);
+
+const codec_msgdef cluster_msgs[] = {
+        {CODEC_MSG(MSG_CS_STATE), "tell", &cs_state_msg_fields, NULL, NULL,
+         "from the supervisor: this node's state of a client changed"},
+};
+const size_t cluster_msgs_n = sizeof(cluster_msgs) / sizeof(cluster_msgs[0]);

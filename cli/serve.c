@@ -524,6 +524,7 @@ cmd_serve(int argc, char **argv)
 	char        *text = NULL, *err = NULL, ferr[256], url[300], redir[300];
 	char        *c_listen = NULL, *c_store = NULL, *origins = NULL, *roots;
 	char        *node_id = NULL;
+	int          heartbeat_ms;
 	mk_options   opts;
 	mk_log_level level    = MK_LOG_INFO;
 	int          json_log = 0;
@@ -592,6 +593,9 @@ cmd_serve(int argc, char **argv)
 	D.token         = admin_token_of(text);
 	D.metrics_token = setting(text, "server.metrics_token");
 	node_id         = setting(text, "cluster.node_id");
+	char *hb        = setting(text, "cluster.heartbeat_interval");
+	heartbeat_ms    = hb != NULL ? atoi(hb) : 0;
+	mk_free(hb);
 	if (keys_from(text, ferr, sizeof(ferr)) != 0) {
 		fprintf(stderr, "mcpkeep serve: %s\n", ferr);
 		goto out;
@@ -637,10 +641,11 @@ cmd_serve(int argc, char **argv)
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	opts.log_level      = level;
-	opts.log_json       = json_log;
-	opts.raise_fd_limit = 1; /* every connected client holds fds */
-	opts.node_id        = node_id;
+	opts.log_level            = level;
+	opts.log_json             = json_log;
+	opts.raise_fd_limit       = 1; /* every connected client holds fds */
+	opts.node_id              = node_id;
+	opts.cluster_heartbeat_ms = heartbeat_ms;
 	snprintf(redir, sizeof(redir), "http://%s/api/oauth/callback", listen);
 	opts.oauth_redirect_uri = redir;
 	if (client_metadata_from(text, redir, ferr, sizeof(ferr)) != 0) {

@@ -79,6 +79,7 @@ typedef struct cfg_file {
 	char        *store_path;     /* store.path, or NULL */
 	char        *store_url;      /* store.url, or NULL */
 	char        *node_id;        /* cluster.node_id, or NULL */
+	int64_t      heartbeat_ms;   /* cluster.heartbeat_interval, 0: unset */
 	char        *listen;         /* server.listen, or NULL */
 	char        *admin_token;    /* server.admin_token, or NULL (secret) */
 	char       **streams;        /* server.stream, NULL-terminated */

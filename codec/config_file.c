@@ -301,7 +301,8 @@ static int
 parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 {
 	static const char *top[] = {"mcp", "store", "server", "cluster", NULL};
-	static const char *clusterk[] = {"node_id", NULL};
+	static const char *clusterk[] = {"node_id", "heartbeat_interval",
+	                                 NULL};
 	static const char *mcpk[]    = {"client_configs", "tool_sync_interval",
 	                                "tool_execution_timeout", NULL};
 	static const char *storek[]  = {"path", "url", NULL};
@@ -430,6 +431,12 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 		     (rv = cfg_str_of(&x, "cluster.node_id", v, NULL,
 		                      &f->node_id)) != 0)) {
 			return (rv);
+		}
+		if ((v = json_object_get(sec, "heartbeat_interval")) != NULL &&
+		    (cfg_duration(v, &f->heartbeat_ms) != 0 ||
+		     f->heartbeat_ms < 100 || f->heartbeat_ms > 3600000)) {
+			return (cfg_bad(&x, "cluster.heartbeat_interval",
+			                "must be a duration of 100ms to 1h"));
 		}
 	}
 	x.client = "(server)";

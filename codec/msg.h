@@ -77,6 +77,8 @@ typedef enum codec_msg_type {
 	MSG_CL_INPUT,  /* ask: the host's answer to a server's request */
 	MSG_CL_INPUTS, /* ask: the server requests waiting */
 	MSG_SV_SYNC,   /* tell (cluster): a client another node changed */
+	MSG_CS_STATE,  /* tell (supervisor): this node's state of a client */
+	MSG_SV_PEERS,  /* tell (cluster): the other live nodes' states */
 	MSG_COUNT      /* one past the last type; not a type */
 } codec_msg_type;
 

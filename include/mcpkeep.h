@@ -207,6 +207,9 @@ typedef struct mk_options {
 	                        * "postgresql://user:password@host:port/db"
 	                        * (libpq's URI; its password is never
 	                        * logged or shown); NULL: none */
+	int cluster_heartbeat_ms; /* with store_url: how often this node
+	                           * says it is alive (a node unseen for 3
+	                           * is out of every view); default 5000 */
 } mk_options;
 
 /*

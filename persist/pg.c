@@ -2,20 +2,20 @@
  * pg.c - the PostgreSQL backend's connection: connecting with a deadline
  * on every wait, errors by SQLSTATE, reconnecting when the server went
  * away, the schema's migrations (one node at a time, under an advisory
- * lock) and transactions.  pg_rows.c has what it holds.
+ * lock) and transactions.  pg_rows.c has what it holds, pg_cluster.c
+ * what nodes tell each other.
  *
  * The schema has its own versions, in mk_schema (PG_VERSION):
  *   v1  the SQLite v2 tables (store.h), with BIGINT times and BYTEA for
  *       every sealed column; mcp_clients.digest (of name and config:
  *       HMAC-SHA256 with the seal key when there is one) gates writes,
  *       so a node writing what is there changes nothing and tells no
- *       one
+ *       one; mk_nodes (each node's heartbeat, by the server's clock) and
+ *       mk_node_states (each node's own state of each client)
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <jansson.h>
 
 #include "codec/clock.h"
 #include "mcpkeep.h"
@@ -115,7 +115,18 @@ static const char *const migrations[] = {
         " created_at BIGINT NOT NULL);"
         "CREATE TABLE store_meta ("
         " key TEXT PRIMARY KEY,"
-        " value BYTEA NOT NULL);",
+        " value BYTEA NOT NULL);"
+        "CREATE TABLE mk_nodes ("
+        " node_id TEXT PRIMARY KEY,"
+        " seen_at TIMESTAMPTZ NOT NULL,"
+        " interval_ms INTEGER NOT NULL CHECK (interval_ms > 0));"
+        "CREATE TABLE mk_node_states ("
+        " node_id TEXT NOT NULL,"
+        " client_id TEXT NOT NULL,"
+        " state TEXT NOT NULL,"
+        " last_failure TEXT,"
+        " updated_at TIMESTAMPTZ NOT NULL,"
+        " PRIMARY KEY (node_id, client_id));",
 };
 #define NMIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(NMIGRATIONS == PG_VERSION, "one migration per version");
@@ -229,7 +240,9 @@ pg_ready(store *s)
 	}
 	if ((rv = pg_prepare_all(s)) != 0 ||
 	    (s->pq_listen &&
-	     (rv = pg_exec(s, "listening", "LISTEN " STORE_CHANNEL)) != 0)) {
+	     (rv = pg_exec(s, "listening",
+	                   "LISTEN " STORE_CHANNEL
+	                   "; LISTEN " STORE_STATES_CHANNEL)) != 0)) {
 		return (rv);
 	}
 	/* what was told while the connection was down is lost */
@@ -363,70 +376,6 @@ pg_rollback(store *s)
 {
 	PQclear(PQexec(s->pq, "ROLLBACK"));
 	s->pq_tx = false;
-}
-
-/* ---- the cluster -------------------------------------------------------- */
-
-int
-pg_listen(store *s, int *fd)
-{
-	int rv;
-
-	s->pq_listen = true;
-	if ((rv = pg_ready(s)) != 0 ||
-	    (rv = pg_exec(s, "listening", "LISTEN " STORE_CHANNEL)) != 0) {
-		*fd = -1;
-		return (rv);
-	}
-	s->pq_resync = false;
-	*fd          = PQsocket(s->pq);
-	return (0);
-}
-
-/* One notification's payload: {"op": "put"|"del", "id", "node"}. */
-static int
-told(store *s, const char *payload, store_change_fn fn, void *arg)
-{
-	json_t     *o = json_loads(payload, 0, NULL);
-	const char *op, *id, *node;
-	int         rv = 0;
-
-	op   = json_string_value(json_object_get(o, "op"));
-	id   = json_string_value(json_object_get(o, "id"));
-	node = json_string_value(json_object_get(o, "node"));
-	if (op != NULL && id != NULL && node != NULL &&
-	    (s->node == NULL || strcmp(node, s->node) != 0)) {
-		rv = fn(arg, id, strcmp(op, "del") == 0);
-	}
-	json_decref(o);
-	return (rv);
-}
-
-int
-pg_changes(store *s, store_change_fn fn, void *arg, bool *resync, int *fd)
-{
-	PGnotify *n;
-	int       rv = 0;
-
-	*fd = -1;
-	if (s->pq == NULL || PQstatus(s->pq) != CONNECTION_OK ||
-	    PQconsumeInput(s->pq) == 0) {
-		/* lost: made again (and LISTENing) when the server is back */
-		PQfinish(s->pq);
-		s->pq       = NULL;
-		s->pq_ready = false;
-		if ((rv = pg_ready(s)) != 0) {
-			return (rv);
-		}
-	}
-	while (rv == 0 && (n = PQnotifies(s->pq)) != NULL) {
-		rv = told(s, n->extra, fn, arg);
-		PQfreemem(n);
-	}
-	*resync      = s->pq_resync;
-	s->pq_resync = false;
-	*fd          = PQsocket(s->pq);
-	return (rv);
 }
 
 const store_ops store_pg_ops = {

@@ -114,10 +114,22 @@ run_done(store *s, const char *name, pgargs *a, const char *what)
 	return (rv);
 }
 
+PGresult *
+pg_run_text(store *s, const char *name, int n, const char *const *v,
+            const char *what, int *rv)
+{
+	pgargs a = {0};
+
+	for (int i = 0; i < n && i < NPARAMS; i++) {
+		arg_text(&a, v[i]);
+	}
+	return (run(s, name, &a, what, rv));
+}
+
 /* ---- statements --------------------------------------------------------- */
 
-static int
-prepare(store *s, const char *name, const char *sql)
+int
+pg_prepare(store *s, const char *name, const char *sql)
 {
 	PGresult *r  = PQprepare(s->pq, name, sql, 0, NULL);
 	int       rv = 0;
@@ -170,30 +182,30 @@ prepare_table(store *s, store_table t)
 	         "INSERT INTO %s (%s, %s) VALUES (%s, $%u) "
 	         "ON CONFLICT (%s) DO UPDATE SET %s",
 	         d->name, cols, d->stamp, vals, n + 1, keys, set);
-	if ((rv = prepare(s, name, sql)) != 0) {
+	if ((rv = pg_prepare(s, name, sql)) != 0) {
 		return (rv);
 	}
 	tname(name, sizeof(name), t, "del");
 	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE %s", d->name, where);
-	if ((rv = prepare(s, name, sql)) != 0) {
+	if ((rv = pg_prepare(s, name, sql)) != 0) {
 		return (rv);
 	}
 	tname(name, sizeof(name), t, "delc");
 	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE client_id = $1",
 	         d->name);
-	if ((rv = prepare(s, name, sql)) != 0) {
+	if ((rv = pg_prepare(s, name, sql)) != 0) {
 		return (rv);
 	}
 	tname(name, sizeof(name), t, "get");
 	snprintf(sql, sizeof(sql), "SELECT %s FROM %s WHERE %s", cols, d->name,
 	         where);
-	if ((rv = prepare(s, name, sql)) != 0) {
+	if ((rv = pg_prepare(s, name, sql)) != 0) {
 		return (rv);
 	}
 	tname(name, sizeof(name), t, "each");
 	snprintf(sql, sizeof(sql), "SELECT %s FROM %s ORDER BY %s", cols,
 	         d->name, keys);
-	return (prepare(s, name, sql));
+	return (pg_prepare(s, name, sql));
 }
 
 static const char *const fixed[][2] = {
@@ -236,7 +248,7 @@ pg_prepare_all(store *s)
 	int rv;
 
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
-		if ((rv = prepare(s, fixed[i][0], fixed[i][1])) != 0) {
+		if ((rv = pg_prepare(s, fixed[i][0], fixed[i][1])) != 0) {
 			return (rv);
 		}
 	}
@@ -245,7 +257,7 @@ pg_prepare_all(store *s)
 			return (rv);
 		}
 	}
-	return (0);
+	return (pg_prepare_cluster(s));
 }
 
 /* ---- values ------------------------------------------------------------- */

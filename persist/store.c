@@ -186,6 +186,32 @@ store_client_get(store *s, const char *id, store_client_fn fn, void *arg)
 	return (shared(s) ? pg_client_get(s, id, fn, arg) : MK_EINVAL);
 }
 
+int
+store_heartbeat(store *s, int interval_ms)
+{
+	return (shared(s) ? pg_heartbeat(s, interval_ms) : MK_EINVAL);
+}
+
+int
+store_node_state(store *s, const char *client_id, const char *state,
+                 const char *failure)
+{
+	return (shared(s) ? pg_node_state(s, client_id, state, failure)
+	                  : MK_EINVAL);
+}
+
+int
+store_node_states(store *s, store_state_fn fn, void *arg)
+{
+	return (shared(s) ? pg_node_states(s, fn, arg) : MK_EINVAL);
+}
+
+int
+store_node_leave(store *s)
+{
+	return (shared(s) ? pg_node_leave(s) : MK_EINVAL);
+}
+
 /* ---- the calls, handed to the backend ----------------------------------- */
 
 int

@@ -205,8 +205,9 @@ const char *store_error(const store *s);
  * not).  *fd is the connection's socket, to wait on for POLLIN.
  *
  * store_changes reads, without blocking, what has arrived: fn per
- * changed client, deleted or not (its row is then read with
- * store_client_get).  A lost connection is made again (at most once a
+ * changed client, written or deleted (its row is then read with
+ * store_client_get), and per node whose states changed (read them with
+ * store_node_states).  A lost connection is made again (at most once a
  * second): *resync then tells that changes may have been missed, and
  * *fd is the new socket (-1 while there is none: try again later).
  * Returns 0, fn's non-zero return, or MK_ESYS.
@@ -214,12 +215,36 @@ const char *store_error(const store *s);
  * store_client_get calls fn once with one client, as store_clients_each
  * does, or not at all when there is none.
  */
-typedef int (*store_change_fn)(void *arg, const char *id, bool deleted);
+typedef enum store_change {
+	STORE_CLIENT_PUT,  /* id: a client written */
+	STORE_CLIENT_DEL,  /* id: a client deleted */
+	STORE_NODE_STATES, /* id: a node whose states changed */
+} store_change;
+typedef int (*store_change_fn)(void *arg, store_change what, const char *id);
 int store_set_node(store *s, const char *node_id);
 int store_listen(store *s, int *fd);
 int store_changes(store *s, store_change_fn fn, void *arg, bool *resync,
                   int *fd);
 int store_client_get(store *s, const char *id, store_client_fn fn, void *arg);
+
+/*
+ * Node heartbeats and states.  store_heartbeat says this node is alive,
+ * and beats every interval_ms: a node unseen for 3 of its intervals (by
+ * the server's clock) is not live.  store_node_state writes this node's
+ * state of a client (state NULL: forgets it) with its last_failure (JSON
+ * text, or NULL), telling the others when it changed.  store_node_states
+ * calls fn per state the other live nodes hold (a non-zero return stops
+ * it).  store_node_leave forgets this node (a clean stop), telling the
+ * others.  Each returns 0, fn's return or an error.
+ */
+typedef int (*store_state_fn)(void *arg, const char *node_id,
+                              const char *client_id, const char *state,
+                              const char *failure);
+int store_heartbeat(store *s, int interval_ms);
+int store_node_state(store *s, const char *client_id, const char *state,
+                     const char *failure);
+int store_node_states(store *s, store_state_fn fn, void *arg);
+int store_node_leave(store *s);
 
 /*
  * store_create_version creates a new database at path with the schema of

@@ -51,8 +51,10 @@ enum {
 /* A table's statements, built from its tabledef at open. */
 enum { RS_PUT, RS_DEL, RS_EACH, RS_DEL_CLIENT, RS_GET, RS_COUNT };
 
-/* The channel a PostgreSQL store tells of client changes on. */
-#define STORE_CHANNEL "mk_clients"
+/* The channels a PostgreSQL store tells on: client changes, and a
+ * node's states of its clients. */
+#define STORE_CHANNEL        "mk_clients"
+#define STORE_STATES_CHANNEL "mk_states"
 
 /* What a backend does: store.h's calls (each as documented there), and
  * the seal settings (store_meta) the key setup reads and writes. */
@@ -208,11 +210,25 @@ int pg_exec(store *s, const char *what, const char *sql);
 int pg_ready(store *s);
 
 /* pg_cluster.c: the cluster's calls (store.h) */
+/* pg_prepare_cluster prepares the cluster's statements. */
+int pg_prepare_cluster(store *s);
 int pg_listen(store *s, int *fd);
+int pg_heartbeat(store *s, int interval_ms);
+int pg_node_state(store *s, const char *client_id, const char *state,
+                  const char *failure);
+int pg_node_states(store *s, store_state_fn fn, void *arg);
+int pg_node_leave(store *s);
 int pg_changes(store *s, store_change_fn fn, void *arg, bool *resync, int *fd);
 int pg_client_get(store *s, const char *id, store_client_fn fn, void *arg);
 
 /* pg_rows.c: store.h's calls, on PostgreSQL */
+/* pg_prepare prepares one statement of this session. */
+int pg_prepare(store *s, const char *name, const char *sql);
+/* pg_run_text runs prepared statement name with n text parameters (NULL
+ * for NULL): the result, or NULL with *rv set and the error recorded as
+ * what.  Outside a transaction a lost connection is made again first. */
+PGresult *pg_run_text(store *s, const char *name, int n, const char *const *v,
+                      const char *what, int *rv);
 /* pg_prepare_all prepares this session's statements. */
 int pg_prepare_all(store *s);
 int pg_client_put(store *s, const char *id, const char *name,

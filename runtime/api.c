@@ -235,6 +235,9 @@ mk_config_get(const char *config_json, const char *path, char **value,
 		v = f->store_url;
 	} else if (strcmp(path, "cluster.node_id") == 0) {
 		v = f->node_id;
+	} else if (strcmp(path, "cluster.heartbeat_interval") == 0) {
+		j = f->heartbeat_ms != 0 ? json_integer(f->heartbeat_ms)
+		                         : NULL;
 	} else if (strcmp(path, "server.listen") == 0) {
 		v = f->listen;
 	} else if (strcmp(path, "server.admin_token") == 0) {
@@ -277,8 +280,9 @@ mk_config_get(const char *config_json, const char *path, char **value,
 	}
 	if (j != NULL) {
 		/* absent or empty: NULL, as an absent string */
-		*value = json_array_size(j) > 0 ? json_dumps(j, JSON_COMPACT)
-		                                : NULL;
+		*value = !json_is_array(j) || json_array_size(j) > 0
+		        ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY)
+		        : NULL;
 		json_decref(j);
 		cfg_file_free(&f);
 		return (0);

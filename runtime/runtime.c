@@ -325,6 +325,7 @@ rt_boot(mk_runtime *rt)
 	        .persister   = rt->persister,
 	        .credential  = rt->credential,
 	        .host        = &rt->host,
+	        .cluster     = rt->opts.store_url != NULL,
 	};
 	for (size_t i = 0; i < NSYSTEM; i++) {
 		rv = kn_spawn(rt->kernel, system_actors[i].name,
@@ -346,11 +347,13 @@ rt_boot(mk_runtime *rt)
 	}
 	if (rt->opts.store_url != NULL) {
 		const char  *key = rt->opts.encryption_key;
-		cluster_args ca  = {.url        = rt->opts.store_url,
-		                    .secret     = key != NULL
-		                                ? key
-		                                : getenv("MCPKEEP_ENCRYPTION_KEY"),
-		                    .node_id    = rt->node_id,
+		cluster_args ca  = {.url     = rt->opts.store_url,
+		                    .secret  = key != NULL
+		                             ? key
+		                             : getenv("MCPKEEP_ENCRYPTION_KEY"),
+		                    .node_id = rt->node_id,
+		                    .heartbeat_ms =
+		                            rt->opts.cluster_heartbeat_ms,
 		                    .supervisor = rt->system[RT_SUPERVISOR]};
 		if ((rv = kn_spawn(rt->kernel, CLUSTER_NAME, &cluster_ops, &ca,
 		                   &rt->cluster)) != 0) {

@@ -39,9 +39,21 @@ node_config(int i, const char *clients)
 
 	snprintf(text, sizeof(text),
 	         "{\"store\": {\"url\": \"%s\"}, \"cluster\": {\"node_id\": "
-	         "\"%s\"}, \"mcp\": {\"client_configs\": [%s]}}",
+	         "\"%s\", \"heartbeat_interval\": \"300ms\"}, \"mcp\": "
+	         "{\"tool_sync_interval\": \"1s\", \"client_configs\": [%s]}}",
 	         url, names[i], clients);
 	return (text);
+}
+
+/* Starts node i on config clients, with env. */
+static void
+start_node(int i, const char *clients, const char *const *env)
+{
+	char cfg[64];
+
+	snprintf(cfg, sizeof(cfg), "node-%s.json", names[i]);
+	serve(&node[i], cfg, node_config(i, clients), env);
+	snprintf(base[i], sizeof(base[i]), "%s", sv_base);
 }
 
 /* Waits (bounded) until node i lists client (want) or not. */
@@ -53,7 +65,11 @@ wait_listed(int i, const char *client, bool want, int64_t since)
 		if (listed(client) == want) {
 			return (now_ms() - since);
 		}
-		CHECK(now_ms() < deadline);
+		if (now_ms() >= deadline) {
+			fprintf(stderr, "node %s: %s still %s\n", names[i],
+			        client, want ? "not listed" : "listed");
+			exit(1);
+		}
 		struct timespec ts = {0, 20 * 1000 * 1000};
 		nanosleep(&ts, NULL); /* polling the API, with a deadline */
 	}
@@ -63,13 +79,12 @@ static void
 shared_config(void)
 {
 	const char *env[] = {"MCPKEEP_ENCRYPTION_KEY=" KEY, NULL};
-	char        body[512], cfg[64], file[1024];
+	char        body[512], file[1024];
 	int64_t     t0;
 
+	pgt_db(&pg, "shared", url, sizeof(url));
 	for (int i = 0; i < 3; i++) {
-		snprintf(cfg, sizeof(cfg), "node-%s.json", names[i]);
-		serve(&node[i], cfg, node_config(i, ""), env);
-		snprintf(base[i], sizeof(base[i]), "%s", sv_base);
+		start_node(i, "", env);
 	}
 	/* created on a: listed on b and c */
 	snprintf(body, sizeof(body),
@@ -123,6 +138,135 @@ shared_config(void)
 	        "position('HDR-SECRET-1'::bytea in config) > 0",
 	        out, sizeof(out));
 	CHECK(strcmp(out, "0") == 0);
+	for (int i = 0; i < 3; i++) {
+		peer_stop(&node[i]);
+	}
+}
+
+/* The list on node i (first page): the client's entry, a new object. */
+static json_t *
+entry_of(int i, const char *client)
+{
+	long    st;
+	char   *out;
+	json_t *p, *c, *found = NULL;
+	size_t  k;
+
+	on(i);
+	out = http("GET", "/api/mcp/clients?limit=100", NULL, NULL, &st);
+	p   = json_loads(out, 0, NULL);
+	free(out);
+	json_array_foreach(json_object_get(p, "clients"), k, c)
+	{
+		if (strcmp(json_string_value(json_object_get(
+		                   json_object_get(c, "config"), "name")),
+		           client) == 0) {
+			found = json_incref(c);
+		}
+	}
+	json_decref(p);
+	return (found);
+}
+
+/* Waits (bounded) until node i shows client in state with n
+ * node_states (0: none); the entry, a new object. */
+static json_t *
+wait_shown(int i, const char *client, const char *state, size_t n)
+{
+	for (int64_t deadline = now_ms() + WAIT_MS;;) {
+		json_t     *e  = entry_of(i, client);
+		json_t     *ns = json_object_get(e, "node_states");
+		const char *st =
+		        json_string_value(json_object_get(e, "state"));
+
+		if (st != NULL && strcmp(st, state) == 0 &&
+		    json_object_size(ns) == n && (n > 0 || ns == NULL)) {
+			return (e);
+		}
+		json_decref(e);
+		CHECK(now_ms() < deadline);
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling the API, with a deadline */
+	}
+}
+
+static const char *
+node_state(json_t *e, const char *n)
+{
+	return (json_string_value(json_object_get(
+	        json_object_get(json_object_get(e, "node_states"), n),
+	        "state")));
+}
+
+static void
+aggregation(void)
+{
+	static const char svc[] =
+	        "{\"name\": \"svc\", \"client_id\": \"svc-1\", "
+	        "\"connection_type\": \"http\", \"connection_string\": "
+	        "\"env.MCP_URL\", \"is_ping_available\": false}";
+	peer        up = {0};
+	char        good[96], dead[96], deadport[16];
+	const char *env_good[] = {good, NULL}, *env_dead[] = {dead, NULL};
+	json_t     *e;
+	int64_t     t0;
+
+	/* c reaches the same client through a dead port (its own env.) */
+	CHECK_EQ(peer_start_inject(&up, WAIT_MS), 0);
+	snprintf(good, sizeof(good), "MCP_URL=http://127.0.0.1:%d/mcp",
+	         up.port);
+	snprintf(deadport, sizeof(deadport), "port %d", peer_free_port());
+	snprintf(dead, sizeof(dead), "MCP_URL=http://127.0.0.1:%s/mcp",
+	         deadport + 5);
+	pgt_db(&pg, "states", url, sizeof(url));
+	start_node(0, svc, env_good);
+	start_node(1, svc, env_good);
+	/* one node, or all healthy: never degraded */
+	e = wait_shown(0, "svc", "healthy", 0);
+	json_decref(e);
+	start_node(2, svc, env_dead);
+	/* c failing: degraded, c's last_failure named, on every node */
+	for (int i = 0; i < 3; i++) {
+		e = wait_shown(i, "svc", "degraded", 3);
+		CHECK(strcmp(node_state(e, "a"), "healthy") == 0);
+		CHECK(strcmp(node_state(e, "b"), "healthy") == 0);
+		CHECK(strcmp(node_state(e, "c"), "unstable") == 0);
+		json_t *lf = json_object_get(
+		        json_object_get(json_object_get(e, "node_states"),
+		                        "c"),
+		        "last_failure");
+		const char *why =
+		        json_string_value(json_object_get(lf, "message"));
+		CHECK(json_string_value(json_object_get(lf, "stage")) != NULL);
+		CHECK(why != NULL && strstr(why, deadport) != NULL);
+		json_decref(e);
+	}
+	/* c killed: out of every view within 3 heartbeats */
+	t0 = now_ms();
+	CHECK_EQ(kill(-node[2].pid, SIGKILL), 0);
+	e = wait_shown(0, "svc", "healthy", 0);
+	json_decref(e);
+	fprintf(stderr, "   c killed: a shows healthy after %lld ms\n",
+	        (long long)(now_ms() - t0));
+	/* 3 heartbeats of 300 ms, and a's next read: far below 10 */
+	CHECK(now_ms() - t0 < 3000);
+	peer_stop(&node[2]);
+	/* c back, then the server gone for all: unstable, three states */
+	start_node(2, svc, env_dead);
+	e = wait_shown(0, "svc", "degraded", 3);
+	json_decref(e);
+	peer_stop(&up);
+	for (int i = 0; i < 3; i++) {
+		e = wait_shown(i, "svc", "unstable", 3);
+		for (int n = 0; n < 3; n++) {
+			CHECK(strcmp(node_state(e, names[n]), "unstable") ==
+			      0);
+		}
+		json_decref(e);
+	}
+	for (int i = 0; i < 3; i++) {
+		peer_stop(&node[i]);
+	}
 }
 
 int
@@ -130,11 +274,8 @@ main(int argc, char **argv)
 {
 	sv_begin(&mcp);
 	pgt_start(&pg);
-	pgt_db(&pg, "cluster", url, sizeof(url));
 	RUN_IF(shared_config);
-	for (int i = 0; i < 3; i++) {
-		peer_stop(&node[i]);
-	}
+	RUN_IF(aggregation);
 	pgt_stop(&pg);
 	sv_end(&mcp);
 	return (0);

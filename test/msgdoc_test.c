@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "actors/client/client.h"
+#include "actors/cluster.h"
 #include "actors/credential/credential.h"
 #include "actors/persister.h"
 #include "actors/supervisor/supervisor.h"
@@ -27,6 +28,7 @@ static const struct {
 	const size_t       *n;
 } tables[] = {
         {"actors/client/client.h", client_msgs, &client_msgs_n},
+        {"actors/cluster.h", cluster_msgs, &cluster_msgs_n},
         {"actors/credential/credential.h", credential_msgs,
          &credential_msgs_n},
         {"actors/persister.h", persister_msgs, &persister_msgs_n},

@@ -451,13 +451,14 @@ typedef struct told {
 } told;
 
 static int
-on_change(void *arg, const char *id, bool deleted)
+on_change(void *arg, store_change what, const char *id)
 {
-	told  *t = arg;
-	size_t n = strlen(t->what);
+	static const char *const verb[] = {"put", "del", "states"};
+	told                    *t      = arg;
+	size_t                   n      = strlen(t->what);
 
 	snprintf(t->what + n, sizeof(t->what) - n, "%s%s %s", n ? " " : "",
-	         deleted ? "del" : "put", id);
+	         verb[what], id);
 	return (0);
 }
 
@@ -550,6 +551,79 @@ changes(void)
 	store_close(&b);
 }
 
+/* ---- heartbeats and states --------------------------------------------- */
+
+static int
+state_of(void *arg, const char *node, const char *client, const char *state,
+         const char *failure)
+{
+	size_t n = strlen(arg);
+
+	snprintf((char *)arg + n, 256 - n, "%s%s/%s=%s%s", n ? " " : "", node,
+	         client, state, failure != NULL ? "+" : "");
+	return (0);
+}
+
+/* What b reads of the others' states. */
+static const char *
+states_seen(store *b)
+{
+	static char out[256];
+
+	out[0] = '\0';
+	CHECK_EQ(store_node_states(b, state_of, out), 0);
+	return (out);
+}
+
+static void
+heartbeats(void)
+{
+	char   url[160];
+	store *a, *b;
+	int    fd;
+	bool   resync;
+
+	pgt_db(&pg, "beats", url, sizeof(url));
+	a = open_key(url, NULL);
+	b = open_key(url, NULL);
+	CHECK_EQ(store_heartbeat(a, 100), MK_EINVAL); /* no node id */
+	CHECK(strstr(error_of(a), "no node id set") != NULL);
+	CHECK_EQ(store_set_node(a, "a"), 0);
+	CHECK_EQ(store_set_node(b, "b"), 0);
+	CHECK_EQ(store_listen(b, &fd), 0);
+	/* a's state, told to b; b's own never among what b reads */
+	CHECK_EQ(store_heartbeat(a, 200), 0);
+	CHECK_EQ(store_heartbeat(b, 200), 0);
+	CHECK_EQ(store_node_state(a, "c1", "unstable",
+	                          "{\"stage\":\"connect\"}"),
+	         0);
+	CHECK_EQ(store_node_state(b, "c1", "healthy", NULL), 0);
+	wait_told(b, &fd, "states a", &resync);
+	CHECK(strcmp(states_seen(b), "a/c1=unstable+") == 0);
+	/* the same state again tells nothing; a change does */
+	CHECK_EQ(store_node_state(a, "c1", "unstable",
+	                          "{\"stage\":\"connect\"}"),
+	         0);
+	CHECK_EQ(store_node_state(a, "c2", "healthy", NULL), 0);
+	wait_told(b, &fd, "states a", &resync);
+	CHECK(strcmp(states_seen(b), "a/c1=unstable+ a/c2=healthy") == 0);
+	/* a stops beating: out of b's view after 3 intervals */
+	int64_t t0 = now_ms();
+	while (states_seen(b)[0] != '\0') {
+		CHECK(now_ms() - t0 < 15000);
+		usleep(50 * 1000); /* polling the expiry, bounded */
+	}
+	/* back, then gone at once when it leaves */
+	CHECK_EQ(store_heartbeat(a, 200), 0);
+	CHECK(strcmp(states_seen(b), "a/c1=unstable+ a/c2=healthy") == 0);
+	CHECK_EQ(store_node_state(a, "c2", NULL, NULL), 0);
+	CHECK(strcmp(states_seen(b), "a/c1=unstable+") == 0);
+	CHECK_EQ(store_node_leave(a), 0);
+	CHECK(strcmp(states_seen(b), "") == 0);
+	store_close(&a);
+	store_close(&b);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -559,6 +633,7 @@ main(int argc, char **argv)
 	RUN_IF(nodes);
 	RUN_IF(server_away);
 	RUN_IF(changes);
+	RUN_IF(heartbeats);
 	pgt_stop(&pg);
 	return (0);
 }

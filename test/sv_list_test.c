@@ -12,7 +12,8 @@
 static entry *all[NMAX];
 static size_t nall;
 
-/* Adds an entry whose view is {"name": name} (none when noview). */
+/* Adds an entry whose view is {"name": name, "state": shown's} (none
+ * when noview). */
 static void
 add(const char *id, const char *name, cl_state shown, const char *conn,
     const char *auth, bool noview)
@@ -23,7 +24,8 @@ add(const char *id, const char *name, cl_state shown, const char *conn,
 	CHECK(e != NULL && nall < NMAX);
 	e->id   = strdup(id);
 	e->name = strdup(name);
-	snprintf(view, sizeof(view), "{\"name\":\"%s\"}", name);
+	snprintf(view, sizeof(view), "{\"name\":\"%s\",\"state\":\"%s\"}",
+	         name, cl_state_name(shown));
 	e->view = noview ? NULL : strdup(view);
 	/* the list filters on what the view shows, not on the state */
 	e->state = CS_HEALTHY;
@@ -42,6 +44,7 @@ clear(void)
 		free(e->name);
 		free(e->view);
 		free(e->metrics);
+		json_decref(e->peers);
 		free(e);
 	}
 }
@@ -330,6 +333,91 @@ state_names(void)
 	CHECK(strcmp(cl_state_name(CS_COUNT), "?") == 0);
 }
 
+/* The first page's entry of name with filter f: its state and
+ * node_states (a new object, or NULL). */
+static const char *
+shown_as(const char *f, const char *name, json_t **ns)
+{
+	static char  st[32];
+	char         err[96];
+	sv_list_spec spec;
+	json_t      *res, *c;
+	size_t       i;
+
+	*ns   = NULL;
+	st[0] = '\0';
+	CHECK_EQ(sv_list_spec_parse(f, &spec, err, sizeof(err)), 0);
+	spec.node = "a";
+	res       = sv_list_page(all, nall, &spec);
+	json_array_foreach(json_object_get(res, "clients"), i, c)
+	{
+		if (strcmp(json_string_value(json_object_get(c, "name")),
+		           name) == 0) {
+			const char *v =
+			        json_string_value(json_object_get(c, "state"));
+			snprintf(st, sizeof(st), "%s", v != NULL ? v : "");
+			*ns = json_incref(json_object_get(c, "node_states"));
+		}
+	}
+	json_decref(res);
+	json_decref(spec.filter);
+	return (st);
+}
+
+/* The other nodes' states fold in (SPEC: Cluster): disagreement among
+ * healthy, unstable and pending_verification is degraded; all unstable
+ * stays unstable, with node_states; one node, or all healthy, shows
+ * none; needs_reauth and disabled are this node's alone. */
+static void
+cluster_states(void)
+{
+	json_t *ns;
+
+	add("1", "one", CS_HEALTHY, "http", "none", false);
+	add("2", "two", CS_UNSTABLE, "http", "none", false);
+	add("3", "three", CS_DISABLED, "http", "none", false);
+	add("4", "four", CS_HEALTHY, "http", "none", false);
+	/* no other node: as this one sees it */
+	CHECK(strcmp(shown_as(NULL, "one", &ns), "healthy") == 0 &&
+	      ns == NULL);
+	all[0]->peers =
+	        json_pack("{s:{s:s, s:{s:s}}, s:{s:s, s:n}}", "b", "state",
+	                  "unstable", "last_failure", "stage", "connect", "c",
+	                  "state", "healthy", "last_failure");
+	all[1]->peers = json_pack("{s:{s:s, s:n}, s:{s:s, s:n}}", "b", "state",
+	                          "unstable", "last_failure", "c", "state",
+	                          "needs_reauth", "last_failure");
+	all[2]->peers = json_pack("{s:{s:s, s:n}}", "b", "state", "healthy",
+	                          "last_failure");
+	all[3]->peers = json_pack("{s:{s:s, s:n}}", "b", "state", "healthy",
+	                          "last_failure");
+	CHECK(strcmp(shown_as(NULL, "one", &ns), "degraded") == 0);
+	CHECK_EQ(json_object_size(ns), 3);
+	CHECK(strcmp(json_string_value(json_object_get(
+	                     json_object_get(json_object_get(ns, "b"),
+	                                     "last_failure"),
+	                     "stage")),
+	             "connect") == 0);
+	CHECK(strcmp(json_string_value(json_object_get(
+	                     json_object_get(ns, "a"), "state")),
+	             "healthy") == 0);
+	json_decref(ns);
+	/* all unstable (c's needs_reauth is not folded): unstable, two */
+	CHECK(strcmp(shown_as(NULL, "two", &ns), "unstable") == 0);
+	CHECK_EQ(json_object_size(ns), 2);
+	json_decref(ns);
+	/* disabled here: this node's */
+	CHECK(strcmp(shown_as(NULL, "three", &ns), "disabled") == 0);
+	CHECK(ns == NULL);
+	/* all healthy: healthy, no node_states */
+	CHECK(strcmp(shown_as(NULL, "four", &ns), "healthy") == 0);
+	CHECK(ns == NULL);
+	/* the filter sees the cluster's state */
+	expect(__LINE__, "{\"state\":\"degraded\"}", "one", 1, 1);
+	expect(__LINE__, "{\"state\":\"healthy\"}", "four", 1, 1);
+	clear();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -341,5 +429,6 @@ main(int argc, char **argv)
 	RUN_IF(with_metrics);
 	RUN_IF(bad_filter);
 	RUN_IF(state_names);
+	RUN_IF(cluster_states);
 	return (0);
 }

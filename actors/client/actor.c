@@ -459,7 +459,11 @@ on_update(client *cl, kn_msg *msg)
 	apply_intervals(cl);
 	KN_INFO("client", "%s: config updated%s", ncfg->name,
 	        redial ? "; reconnecting" : "");
-	client_persist_config(cl);
+	if (!stored) {
+		/* (a stored one is there: written again, it could bring
+		 * back a client another node has deleted since) */
+		client_persist_config(cl);
+	}
 	cl_cred_register(cl); /* a new OAuth config is a rotation there */
 	if (ncfg->disabled && cl->state != CS_DISABLED) {
 		do_disable(cl);

@@ -200,8 +200,9 @@ on_list(kn_actor *self, sv_self *sv, kn_msg *msg)
 		kn_reply_why(self, corr, rv, "%s", err);
 		return;
 	}
-	res      = sv_list_page(sv->all, sv->n, &spec);
-	out.json = res != NULL ? json_dumps(res, JSON_COMPACT) : NULL;
+	spec.node = sv->a.node_id;
+	res       = sv_list_page(sv->all, sv->n, &spec);
+	out.json  = res != NULL ? json_dumps(res, JSON_COMPACT) : NULL;
 	if (out.json != NULL) {
 		kn_reply_msg(kn_actor_kernel(self), corr, 0,
 		             CODEC_OF(sv_json_msg, &out));
@@ -327,6 +328,9 @@ sv_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case MSG_SV_SYNC:
 		sv_on_sync(self, sv, msg);
+		return (0);
+	case MSG_SV_PEERS:
+		sv_on_peers(sv, msg);
 		return (0);
 	default:
 		assert(!"supervisor: unexpected message");

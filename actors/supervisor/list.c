@@ -20,9 +20,66 @@ by_name(const void *a, const void *b)
 	               (*(entry *const *)b)->name));
 }
 
+/* The states the cluster folds across nodes (needs_reauth, disabled and
+ * error are each node's own). */
 static bool
-matches(const entry *e, json_t *f)
+folded(const char *state)
 {
+	return (state != NULL &&
+	        (strcmp(state, "healthy") == 0 ||
+	         strcmp(state, "unstable") == 0 ||
+	         strcmp(state, "pending_verification") == 0));
+}
+
+/* e's state as the cluster shows it: "degraded" when the live nodes
+ * disagree.  With ns (and view, this node's, for its last_failure): *ns
+ * the node_states to show, or NULL when all are healthy or no other
+ * node holds it. */
+static const char *
+cluster_state(const entry *e, const char *node, json_t *view, json_t **ns)
+{
+	const char *mine = cl_state_name(e->shown), *k, *st;
+	bool        same = true, other = false;
+	json_t     *v, *lf;
+
+	if (ns != NULL) {
+		*ns = NULL;
+	}
+	if (e->peers == NULL || !folded(mine)) {
+		return (mine);
+	}
+	json_object_foreach(e->peers, k, v)
+	{
+		st = json_string_value(json_object_get(v, "state"));
+		if (folded(st)) {
+			other = true;
+			same &= strcmp(st, mine) == 0;
+		}
+	}
+	if (!other || (same && strcmp(mine, "healthy") == 0)) {
+		return (mine);
+	}
+	if (ns != NULL && (*ns = json_object()) != NULL) {
+		lf = json_object_get(view, "last_failure");
+		json_object_set_new(*ns, node != NULL ? node : "local",
+		                    json_pack("{s:s, s:O}", "state", mine,
+		                              "last_failure",
+		                              lf != NULL ? lf : json_null()));
+		json_object_foreach(e->peers, k, v)
+		{
+			if (folded(json_string_value(
+			            json_object_get(v, "state")))) {
+				json_object_set(*ns, k, v);
+			}
+		}
+	}
+	return (same ? mine : "degraded");
+}
+
+static bool
+matches(const entry *e, const sv_list_spec *spec)
+{
+	json_t     *f  = spec->filter;
 	const char *st = json_string_value(json_object_get(f, "state"));
 	const char *ct =
 	        json_string_value(json_object_get(f, "connection_type"));
@@ -30,7 +87,8 @@ matches(const entry *e, json_t *f)
 	const char *q  = json_string_value(json_object_get(f, "search"));
 
 	/* (what the list shows: per-user needs_reauth is a projection) */
-	return ((st == NULL || strcmp(st, cl_state_name(e->shown)) == 0) &&
+	return ((st == NULL ||
+	         strcmp(st, cluster_state(e, spec->node, NULL, NULL)) == 0) &&
 	        (ct == NULL || strcmp(ct, e->conn) == 0) &&
 	        (at == NULL || strcmp(at, e->auth) == 0) &&
 	        (q == NULL || strcasestr(e->name, q) != NULL ||
@@ -89,13 +147,22 @@ sv_list_page(entry *const *all, size_t n, const sv_list_spec *spec)
 	}
 	qsort(sorted, n, sizeof(*sorted), by_name);
 	for (size_t i = 0; i < n; i++) {
-		if (!matches(sorted[i], spec->filter)) {
+		if (!matches(sorted[i], spec)) {
 			continue;
 		}
 		if (total >= spec->offset &&
 		    total < spec->offset + spec->limit &&
 		    sorted[i]->view != NULL) {
-			json_t *v = json_loads(sorted[i]->view, 0, NULL);
+			json_t *v = json_loads(sorted[i]->view, 0, NULL), *ns;
+			const char *st =
+			        cluster_state(sorted[i], spec->node, v, &ns);
+			if (ns != NULL && json_is_object(v)) {
+				json_object_set_new(v, "state",
+				                    json_string(st));
+				json_object_set_new(v, "node_states", ns);
+			} else {
+				json_decref(ns);
+			}
 			if (spec->metrics && json_is_object(v)) {
 				const char *m = sorted[i]->metrics;
 				json_object_set_new(

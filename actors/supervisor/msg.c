@@ -20,6 +20,7 @@ CODEC_MSG_FIELDS(sv_view_msg, SV_VIEW_FIELDS);
 CODEC_MSG_FIELDS(sv_metrics_msg, SV_METRICS_FIELDS);
 CODEC_MSG_FIELDS(sv_settings_msg, SV_SETTINGS_FIELDS);
 CODEC_MSG_FIELDS(sv_sync_msg, SV_SYNC_FIELDS);
+CODEC_MSG_FIELDS(sv_peers_msg, SV_PEERS_FIELDS);
 
 #define NONE   (&codec_no_fields)
 #define CLIENT (&sv_client_msg_fields)
@@ -56,6 +57,8 @@ const codec_msgdef supervisor_msgs[] = {
          NULL, "the global settings of config.json (below)"},
         {CODEC_MSG(MSG_SV_SYNC), "tell", &sv_sync_msg_fields, NULL, NULL,
          "from the cluster actor: a client another node changed (below)"},
+        {CODEC_MSG(MSG_SV_PEERS), "tell", &sv_peers_msg_fields, NULL, NULL,
+         "from the cluster actor: the other nodes' states (below)"},
 };
 const size_t supervisor_msgs_n =
         sizeof(supervisor_msgs) / sizeof(supervisor_msgs[0]);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actors/cluster.h"
 #include "actors/kernel/log.h"
 #include "actors/persister.h"
 #include "actors/supervisor/sv_impl.h"
@@ -74,6 +75,8 @@ sv_entry_free(entry *e)
 	free(e->name);
 	free(e->view);
 	free(e->metrics);
+	free(e->pub);
+	json_decref(e->peers);
 	free(e);
 }
 
@@ -84,6 +87,7 @@ sv_drop(kn_actor *self, sv_self *sv, entry *e)
 	if (e->tick != 0) {
 		kn_timer_cancel(self, e->tick);
 	}
+	sv_publish(self, sv, e, true);
 	index_del(sv, BY_ID, e);
 	index_del(sv, BY_NAME, e);
 	sv->all[e->pos]      = sv->all[--sv->n];
@@ -146,9 +150,71 @@ sv_on_view(sv_self *sv, kn_actor *self, kn_msg *msg)
 		m.view   = NULL;
 		e->state = (cl_state)m.state;
 		e->shown = (cl_state)m.shown;
+		sv_publish(self, sv, e, false);
 		if (changed && e->connected && !e->checking) {
 			sv_schedule(self, sv, e);
 		}
 	}
 	sv_view_msg_clear(&m);
+}
+
+void
+sv_publish(kn_actor *self, sv_self *sv, entry *e, bool gone)
+{
+	cs_state_msg m = {.id = e->id};
+	json_t      *v, *f;
+	kn_actor    *cs;
+	char        *key;
+
+	if (!sv->a.cluster || (gone && e->pub == NULL)) {
+		return;
+	}
+	v = !gone && e->view != NULL ? json_loads(e->view, 0, NULL) : NULL;
+	f = json_object_get(v, "last_failure");
+	if (!gone) {
+		m.state = (char *)cl_state_name(e->shown);
+		m.failure =
+		        json_is_object(f) ? json_dumps(f, JSON_COMPACT) : NULL;
+	}
+	json_decref(v);
+	if (asprintf(&key, "%s\x1f%s", m.state ? m.state : "",
+	             m.failure ? m.failure : "") < 0) {
+		key = NULL;
+	}
+	if (key != NULL && e->pub != NULL && strcmp(key, e->pub) == 0) {
+		free(key); /* told already */
+	} else if (kn_lookup(kn_actor_kernel(self), CLUSTER_NAME, &cs) == 0) {
+		if (kn_tell_msg(cs, self, MSG_CS_STATE,
+		                CODEC_OF(cs_state_msg, &m)) == 0) {
+			free(e->pub);
+			e->pub = key;
+			key    = NULL;
+		}
+		kn_actor_release(&cs);
+		free(key);
+	} else {
+		free(key); /* not started yet: told at the next change */
+	}
+	free(m.failure);
+}
+
+void
+sv_on_peers(sv_self *sv, kn_msg *msg)
+{
+	sv_peers_msg m;
+	json_t      *all;
+
+	(void)sv_peers_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
+	all = m.json != NULL ? json_loads(m.json, 0, NULL) : NULL;
+	sv_peers_msg_clear(&m);
+	if (!json_is_object(all)) {
+		json_decref(all);
+		return;
+	}
+	for (size_t i = 0; i < sv->n; i++) {
+		entry *e = sv->all[i];
+		json_decref(e->peers);
+		e->peers = json_incref(json_object_get(all, e->id));
+	}
+	json_decref(all);
 }

@@ -96,6 +96,9 @@
  *     id     str    the client's id
  *     config str    its stored config, JSON text; absent: deleted
  *     tools  str    its stored tools, JSON text, or absent
+ *
+ *   MSG_SV_PEERS tell: from the cluster actor: the other nodes' states (below)
+ *     json str    JSON text: {client_id: {node_id: {state, last_failure}}}
  * </msgdoc>
  *
  * MSG_SV_ADD is the API's: the config is literal (no env. looked up); a
@@ -130,6 +133,15 @@
  * an update (MSG_CL_UPDATE "stored"), which changes nothing when it is
  * this node's already.  Nothing is written back.
  *
+ * MSG_SV_PEERS replaces what the other live nodes hold of each client
+ * (the cluster actor's, after each read); the list view folds them in
+ * (SPEC: Cluster): live nodes that disagree among healthy, unstable and
+ * pending_verification show "degraded" with "node_states" (every such
+ * node's {state, last_failure}, this one's too), all unstable stays
+ * "unstable" with them; needs_reauth and disabled are this node's alone.
+ * In cluster mode the supervisor tells the cluster actor each client's
+ * state here when it changes (MSG_CS_STATE), and when it goes.
+ *
  * MSG_SV_SETTINGS sets the global tool_sync_interval and
  * tool_execution_timeout: for clients added from then on, and told to
  * every running one as MSG_CL_SETTINGS.
@@ -153,6 +165,7 @@ typedef struct sv_args {
 	int64_t        unstable_ms; /* check interval while unstable */
 	kn_actor      *persister;   /* the store, or NULL (memory only) */
 	kn_actor      *credential;  /* the credential actor, or NULL */
+	bool           cluster;     /* one node of many (a shared store) */
 	const cl_host *host;        /* what the host offers MCP servers */
 } sv_args;
 
@@ -209,6 +222,11 @@ CODEC_MSG_STRUCT(sv_update_msg, SV_UPDATE_FIELDS)
 	F(S, STR, config, "its stored config, JSON text; absent: deleted")    \
 	F(S, STR, tools, "its stored tools, JSON text, or absent")
 CODEC_MSG_STRUCT(sv_sync_msg, SV_SYNC_FIELDS)
+
+#define SV_PEERS_FIELDS(F, S)                                                 \
+	F(S, STR, json,                                                       \
+	  "JSON text: {client_id: {node_id: {state, last_failure}}}")
+CODEC_MSG_STRUCT(sv_peers_msg, SV_PEERS_FIELDS)
 
 #define SV_LIST_FIELDS(F, S)                                                  \
 	F(S, STR, filter, "JSON text: filter, sort and page, or absent")

@@ -35,26 +35,29 @@
 enum { BY_ID, BY_NAME }; /* the entry indexes */
 
 typedef struct entry {
-	char           *id;       /* client_id */
-	char           *name;     /* name */
-	kn_actor       *actor;    /* the client actor (owner reference) */
-	char           *view;     /* its latest view, JSON text */
-	char           *metrics;  /* its latest counters, JSON text, or NULL */
-	cl_state        state;    /* its latest state (the runtime's) */
-	cl_state        shown;    /* the state its view shows (filters) */
-	char            conn[8];  /* connection_type */
-	char            auth[24]; /* auth_type */
-	int64_t         sync_ms;  /* healthy interval */
-	uint64_t        tick;     /* timer id, 0 none */
-	int64_t         due_ns;   /* when the tick should fire */
-	bool            checking; /* a check ask is out */
-	bool            connected; /* the first connect answered */
-	bool            sticky;    /* its connection mode */
-	bool            restored;  /* came back from the store */
-	struct sv_self *sv;        /* the supervisor, for timer callbacks */
-	strmap_ent      ent[2];    /* in sv->idx[BY_ID] (key id) and
-	                            * sv->idx[BY_NAME] (key name) */
-	size_t pos;                /* index in sv->all */
+	char     *id;        /* client_id */
+	char     *name;      /* name */
+	kn_actor *actor;     /* the client actor (owner reference) */
+	char     *view;      /* its latest view, JSON text */
+	char     *metrics;   /* its latest counters, JSON text, or NULL */
+	cl_state  state;     /* its latest state (the runtime's) */
+	cl_state  shown;     /* the state its view shows (filters) */
+	char      conn[8];   /* connection_type */
+	char      auth[24];  /* auth_type */
+	int64_t   sync_ms;   /* healthy interval */
+	uint64_t  tick;      /* timer id, 0 none */
+	int64_t   due_ns;    /* when the tick should fire */
+	bool      checking;  /* a check ask is out */
+	bool      connected; /* the first connect answered */
+	bool      sticky;    /* its connection mode */
+	bool      restored;  /* came back from the store */
+	json_t   *peers;     /* the other live nodes' {node_id: {state,
+	                      * last_failure}}, or NULL (MSG_SV_PEERS) */
+	char *pub; /* the state and failure told the cluster, or NULL */
+	struct sv_self *sv;     /* the supervisor, for timer callbacks */
+	strmap_ent      ent[2]; /* in sv->idx[BY_ID] (key id) and
+	                         * sv->idx[BY_NAME] (key name) */
+	size_t pos;             /* index in sv->all */
 } entry;
 
 typedef struct sv_self {
@@ -113,6 +116,11 @@ void sv_drop(kn_actor *self, sv_self *sv, entry *e);
 /* Tells the store to forget the client id (removed by an operator); a
  * tell, does not wait. */
 void sv_persist_del(kn_actor *self, sv_self *sv, const char *id);
+/* In cluster mode, tells the cluster actor e's state and last_failure
+ * when they changed since it was last told, or (gone) that e is gone. */
+void sv_publish(kn_actor *self, sv_self *sv, entry *e, bool gone);
+/* MSG_SV_PEERS: every entry's peers replaced. */
+void sv_on_peers(sv_self *sv, kn_msg *msg);
 /* MSG_SV_METRICS: keeps a client's pushed counters. */
 void sv_on_metrics(sv_self *sv, kn_msg *msg);
 /* MSG_SV_VIEW: records a client's pushed view and state, and its
@@ -150,11 +158,12 @@ void sv_on_sync(kn_actor *self, sv_self *sv, kn_msg *msg);
 /* list.c: pure, no actor, no kernel. */
 /* A list view's request: MSG_SV_LIST's filter. */
 typedef struct sv_list_spec {
-	json_t *filter;     /* the filter object: "state", "connection_type",
-	                     * "auth_type", "search" (owned) */
-	json_int_t limit;   /* the page's size, 1..100 (default 25) */
-	json_int_t offset;  /* matches skipped before the page, >= 0 */
-	bool       metrics; /* each view with its client's counters */
+	json_t *filter;      /* the filter object: "state", "connection_type",
+	                      * "auth_type", "search" (owned) */
+	json_int_t  limit;   /* the page's size, 1..100 (default 25) */
+	json_int_t  offset;  /* matches skipped before the page, >= 0 */
+	bool        metrics; /* each view with its client's counters */
+	const char *node;    /* this node's id (node_states) */
 } sv_list_spec;
 /* sv_list_spec_parse reads a filter's JSON text (NULL or "" for none)
  * into *spec; the caller json_decrefs spec->filter.  Returns 0, or
@@ -164,9 +173,11 @@ int sv_list_spec_parse(const char *text, sv_list_spec *spec, char *err,
 /* sv_list_page is spec's page of the n entries of all that match its
  * filter, by name: {"clients": [their views, each with "metrics" (its
  * counters, {} before the first) when spec asks], "count": the views in the
- * page, "total_count": every match}.  all is not changed; an entry
- * without a view counts but shows no view.  Returns a new object, or
- * NULL out of memory. */
+ * page, "total_count": every match}.  A client the other nodes hold too
+ * shows (and is filtered by) the cluster's state (supervisor.h:
+ * MSG_SV_PEERS), with "node_states" when it is not all healthy.  all is not
+ * changed; an entry without a view counts but shows no view.  Returns a new
+ * object, or NULL out of memory. */
 json_t *sv_list_page(entry *const *all, size_t n, const sv_list_spec *spec);
 
 #endif /* ACTORS_SV_IMPL_H */

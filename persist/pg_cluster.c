@@ -1,0 +1,200 @@
+/*
+ * pg_cluster.c - what the nodes of a cluster tell each other through the
+ * PostgreSQL store (see store.h: The cluster): the clients they change
+ * (LISTEN/NOTIFY), their heartbeats and their own state of each client,
+ * read back as the live nodes' (seen within 3 of their intervals, by the
+ * server's clock, so the nodes' clocks do not matter).
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcpkeep.h"
+#include "persist/store_impl.h"
+
+int
+pg_listen(store *s, int *fd)
+{
+	int rv;
+
+	s->pq_listen = true;
+	if ((rv = pg_ready(s)) != 0 ||
+	    (rv = pg_exec(s, "listening",
+	                  "LISTEN " STORE_CHANNEL
+	                  "; LISTEN " STORE_STATES_CHANNEL)) != 0) {
+		*fd = -1;
+		return (rv);
+	}
+	s->pq_resync = false;
+	*fd          = PQsocket(s->pq);
+	return (0);
+}
+
+/* One notification: on STORE_CHANNEL {"op": "put"|"del", "id", "node"},
+ * on STORE_STATES_CHANNEL the node's id.  A node's own are not told. */
+static int
+told(store *s, const PGnotify *n, store_change_fn fn, void *arg)
+{
+	json_t     *o;
+	const char *op, *id, *node;
+	int         rv = 0;
+
+	if (strcmp(n->relname, STORE_STATES_CHANNEL) == 0) {
+		return (s->node != NULL && strcmp(n->extra, s->node) == 0
+		                ? 0
+		                : fn(arg, STORE_NODE_STATES, n->extra));
+	}
+	o    = json_loads(n->extra, 0, NULL);
+	op   = json_string_value(json_object_get(o, "op"));
+	id   = json_string_value(json_object_get(o, "id"));
+	node = json_string_value(json_object_get(o, "node"));
+	if (op != NULL && id != NULL && node != NULL &&
+	    (s->node == NULL || strcmp(node, s->node) != 0)) {
+		rv = fn(arg,
+		        strcmp(op, "del") == 0 ? STORE_CLIENT_DEL
+		                               : STORE_CLIENT_PUT,
+		        id);
+	}
+	json_decref(o);
+	return (rv);
+}
+
+int
+pg_changes(store *s, store_change_fn fn, void *arg, bool *resync, int *fd)
+{
+	PGnotify *n;
+	int       rv = 0;
+
+	*fd = -1;
+	if (s->pq == NULL || PQstatus(s->pq) != CONNECTION_OK ||
+	    PQconsumeInput(s->pq) == 0) {
+		/* lost: made again (and LISTENing) when the server is back */
+		PQfinish(s->pq);
+		s->pq       = NULL;
+		s->pq_ready = false;
+		if ((rv = pg_ready(s)) != 0) {
+			return (rv);
+		}
+	}
+	while (rv == 0 && (n = PQnotifies(s->pq)) != NULL) {
+		rv = told(s, n, fn, arg);
+		PQfreemem(n);
+	}
+	*resync      = s->pq_resync;
+	s->pq_resync = false;
+	*fd          = PQsocket(s->pq);
+	return (rv);
+}
+
+/* ---- heartbeats and states ---------------------------------------------- */
+
+static const char *const statements[][2] = {
+        {"hb_put",
+         "INSERT INTO mk_nodes (node_id, seen_at, interval_ms) VALUES ($1, "
+         "now(), $2) ON CONFLICT (node_id) DO UPDATE SET seen_at = now(), "
+         "interval_ms = $2"},
+        /* told when it changed (several in one transaction: told once) */
+        {"ns_put",
+         "WITH w AS (INSERT INTO mk_node_states (node_id, client_id, state, "
+         "last_failure, updated_at) VALUES ($1, $2, $3, $4, now()) ON "
+         "CONFLICT (node_id, client_id) DO UPDATE SET state = $3, "
+         "last_failure = $4, updated_at = now() WHERE (mk_node_states.state, "
+         "mk_node_states.last_failure) IS DISTINCT FROM ($3, $4) RETURNING "
+         "1) SELECT pg_notify('" STORE_STATES_CHANNEL "', $1) FROM w"},
+        {"ns_del",
+         "WITH d AS (DELETE FROM mk_node_states WHERE node_id = $1 AND "
+         "client_id = $2 RETURNING 1) SELECT pg_notify('" STORE_STATES_CHANNEL
+         "', $1) FROM d LIMIT 1"},
+        /* the live nodes' (not this one's) */
+        {"ns_each",
+         "SELECT s.node_id, s.client_id, s.state, s.last_failure FROM "
+         "mk_node_states s JOIN mk_nodes n ON n.node_id = s.node_id WHERE "
+         "s.node_id <> $1 AND n.seen_at > now() - n.interval_ms * 3 * "
+         "interval '1 millisecond' ORDER BY s.client_id, s.node_id"},
+        {"node_leave",
+         "WITH s AS (DELETE FROM mk_node_states WHERE node_id = $1), n AS "
+         "(DELETE FROM mk_nodes WHERE node_id = $1) SELECT pg_notify('" STORE_STATES_CHANNEL
+         "', $1)"},
+};
+
+int
+pg_prepare_cluster(store *s)
+{
+	int rv;
+
+	for (size_t i = 0; i < sizeof(statements) / sizeof(statements[0]);
+	     i++) {
+		if ((rv = pg_prepare(s, statements[i][0], statements[i][1])) !=
+		    0) {
+			return (rv);
+		}
+	}
+	return (0);
+}
+
+/* Runs one of the statements above with text parameters. */
+static int
+run(store *s, const char *name, int n, const char *const *v, const char *what)
+{
+	int rv;
+
+	if (s->node == NULL) {
+		return (store_failf(s, MK_EINVAL, "%s: no node id set", what));
+	}
+	PQclear(pg_run_text(s, name, n, v, what, &rv));
+	return (rv);
+}
+
+int
+pg_heartbeat(store *s, int interval_ms)
+{
+	char        ms[16];
+	const char *v[] = {s->node, ms};
+
+	snprintf(ms, sizeof(ms), "%d", interval_ms);
+	return (run(s, "hb_put", 2, v, "writing the heartbeat"));
+}
+
+int
+pg_node_state(store *s, const char *client_id, const char *state,
+              const char *failure)
+{
+	const char *v[] = {s->node, client_id, state, failure};
+
+	return (state != NULL
+	                ? run(s, "ns_put", 4, v, "writing a client's state")
+	                : run(s, "ns_del", 2, v,
+	                      "forgetting a client's state"));
+}
+
+int
+pg_node_states(store *s, store_state_fn fn, void *arg)
+{
+	const char *v[] = {s->node};
+	PGresult   *r;
+	int         rv;
+
+	if (s->node == NULL) {
+		return (store_failf(s, MK_EINVAL, "no node id set"));
+	}
+	if ((r = pg_run_text(s, "ns_each", 1, v, "reading the nodes' states",
+	                     &rv)) == NULL) {
+		return (rv);
+	}
+	for (int i = 0; rv == 0 && i < PQntuples(r); i++) {
+		rv = fn(arg, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
+		        PQgetvalue(r, i, 2),
+		        PQgetisnull(r, i, 3) ? NULL : PQgetvalue(r, i, 3));
+	}
+	PQclear(r);
+	return (rv);
+}
+
+int
+pg_node_leave(store *s)
+{
+	const char *v[] = {s->node};
+
+	return (run(s, "node_leave", 1, v, "leaving the cluster"));
+}
