@@ -3,7 +3,10 @@
  * on one real PostgreSQL database (test/pg.sh): a client created on one
  * node is listed on the others, disabled on one it is disabled on all,
  * enabled again everywhere, deleted on one it is gone from all, and a
- * client a SIGHUP'd config brings to one node is on every node.  Lists
+ * client a SIGHUP'd config brings to one node is on every node; the
+ * nodes' states fold into degraded or unstable with node_states, a node
+ * killed drops out within 3 heartbeats; tool lists checked by every node
+ * are written once per change.  Lists
  * are polled (an HTTP client has no event for another node's change),
  * each wait bounded; the time a change took to reach the other nodes is
  * printed (bench/cluster_bench measures it).
@@ -13,6 +16,7 @@
 #include <time.h>
 
 #include "pgutil.h"
+#include "rtutil.h"
 #include "svutil.h"
 #include "testutil.h"
 
@@ -269,6 +273,89 @@ aggregation(void)
 	}
 }
 
+/* The tool lists the nodes' stores wrote, all told. */
+static double
+tool_writes(void)
+{
+	double sum = 0;
+	long   st;
+
+	for (int i = 0; i < 3; i++) {
+		on(i);
+		char *m = http("GET", "/metrics", NULL, NULL, &st);
+		sum += metric(m, "mcpkeep_store_tool_writes_total");
+		free(m);
+	}
+	return (sum);
+}
+
+/* Waits (bounded) until every node's health ticks reach ticks[i] + 2. */
+static void
+two_more_checks(double *ticks)
+{
+	for (int i = 0; i < 3; i++) {
+		on(i);
+		CHECK(metric_within("mcpkeep_health_ticks_total", ticks[i] + 2,
+		                    1e12));
+	}
+}
+
+static void
+read_ticks(double *ticks)
+{
+	long st;
+
+	for (int i = 0; i < 3; i++) {
+		on(i);
+		char *m = http("GET", "/metrics", NULL, NULL, &st);
+		ticks[i] = metric(m, "mcpkeep_health_ticks_total");
+		free(m);
+	}
+}
+
+/* Every node discovers the tools and checks them each second: an
+ * unchanged list is written by none, a changed one once, by one. */
+static void
+tool_lists(void)
+{
+	static const char tl[] =
+	        "{\"name\": \"tl\", \"client_id\": \"tl-1\", \"connection_type\": "
+	        "\"http\", \"connection_string\": \"env.MCP_URL\", "
+	        "\"is_ping_available\": false}";
+	peer        up = {0};
+	char        good[96];
+	const char *env[] = {good, NULL};
+	double      ticks[3];
+
+	CHECK_EQ(peer_start_inject(&up, WAIT_MS), 0);
+	snprintf(good, sizeof(good), "MCP_URL=http://127.0.0.1:%d/mcp", up.port);
+	pgt_db(&pg, "tools", url, sizeof(url));
+	for (int i = 0; i < 3; i++) {
+		start_node(i, tl, env);
+		CHECK(state_within("tl", "healthy", WAIT_MS));
+	}
+	CHECK_EQ(tool_writes(), 1); /* the first node's discovery */
+	read_ticks(ticks);
+	two_more_checks(ticks);
+	CHECK_EQ(tool_writes(), 1);
+	/* the server's list changes: each node sees it, one writes it */
+	admin(up.port, "/admin/describe", "{\"description\": \"changed\"}",
+	      NULL);
+	read_ticks(ticks);
+	two_more_checks(ticks);
+	CHECK_EQ(tool_writes(), 2);
+	char out[64];
+	pgt_sql(url,
+	        "SELECT count(*) FROM mcp_tools WHERE position('changed' in "
+	        "tools) > 0",
+	        out, sizeof(out));
+	CHECK(strcmp(out, "1") == 0);
+	for (int i = 0; i < 3; i++) {
+		peer_stop(&node[i]);
+	}
+	peer_stop(&up);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -276,6 +363,7 @@ main(int argc, char **argv)
 	pgt_start(&pg);
 	RUN_IF(shared_config);
 	RUN_IF(aggregation);
+	RUN_IF(tool_lists);
 	pgt_stop(&pg);
 	sv_end(&mcp);
 	return (0);
