@@ -11,7 +11,9 @@
  * each wait bounded; the time a change took to reach the other nodes is
  * printed (bench/cluster_bench measures it).
  */
+#include <curl/curl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
 #include <time.h>
 
@@ -307,7 +309,7 @@ read_ticks(double *ticks)
 
 	for (int i = 0; i < 3; i++) {
 		on(i);
-		char *m = http("GET", "/metrics", NULL, NULL, &st);
+		char *m  = http("GET", "/metrics", NULL, NULL, &st);
 		ticks[i] = metric(m, "mcpkeep_health_ticks_total");
 		free(m);
 	}
@@ -328,7 +330,8 @@ tool_lists(void)
 	double      ticks[3];
 
 	CHECK_EQ(peer_start_inject(&up, WAIT_MS), 0);
-	snprintf(good, sizeof(good), "MCP_URL=http://127.0.0.1:%d/mcp", up.port);
+	snprintf(good, sizeof(good), "MCP_URL=http://127.0.0.1:%d/mcp",
+	         up.port);
 	pgt_db(&pg, "tools", url, sizeof(url));
 	for (int i = 0; i < 3; i++) {
 		start_node(i, tl, env);
@@ -356,6 +359,148 @@ tool_lists(void)
 	peer_stop(&up);
 }
 
+/* ---- the database restarted under load ---------------------------------- */
+
+typedef struct load {
+	int             port; /* node a */
+	pthread_mutex_t mtx;
+	bool            stop;
+	long            ok, failed;
+} load;
+
+static size_t
+drop(char *p, size_t size, size_t n, void *arg)
+{
+	return (size * n);
+}
+
+/* Tool calls on node a, one after another, until told to stop. */
+static void *
+caller(void *arg)
+{
+	load              *l = arg;
+	CURL              *e = curl_easy_init();
+	struct curl_slist *h =
+	        curl_slist_append(NULL, "Content-Type: application/json");
+	char to[96];
+
+	snprintf(to, sizeof(to), "http://127.0.0.1:%d/api/mcp/tool/execute",
+	         l->port);
+	curl_easy_setopt(e, CURLOPT_URL, to);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS,
+	                 "{\"client\": \"svc\", \"tool\": \"echo\", "
+	                 "\"arguments\": {\"message\": \"x\"}}");
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, drop);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 30000L);
+	for (;;) {
+		long st = 0;
+		pthread_mutex_lock(&l->mtx);
+		bool stop = l->stop;
+		pthread_mutex_unlock(&l->mtx);
+		if (stop) {
+			break;
+		}
+		bool good = curl_easy_perform(e) == CURLE_OK &&
+		        curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &st) ==
+		                CURLE_OK &&
+		        st == 200;
+		pthread_mutex_lock(&l->mtx);
+		good ? l->ok++ : l->failed++;
+		pthread_mutex_unlock(&l->mtx);
+	}
+	curl_slist_free_all(h);
+	curl_easy_cleanup(e);
+	return (NULL);
+}
+
+/* Waits (bounded) until node i's /readyz answers want. */
+static void
+ready_is(int i, long want)
+{
+	for (int64_t deadline = now_ms() + WAIT_MS;;) {
+		long st = 0;
+		on(i);
+		free(http_try("GET", "/readyz", NULL, NULL, &st));
+		if (st == want) {
+			return;
+		}
+		CHECK(now_ms() < deadline);
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling the probe, with a deadline */
+	}
+}
+
+static void
+db_restart(void)
+{
+	static const char svc[] =
+	        "{\"name\": \"svc\", \"client_id\": \"svc-1\", "
+	        "\"connection_type\": \"http\", \"connection_string\": "
+	        "\"env.MCP_URL\", \"needs_session_stickiness\": true, "
+	        "\"tools_to_execute\": [\"*\"]}";
+	char        good[96], body[256], *out;
+	const char *env[] = {good, NULL};
+	load        l     = {0};
+	pthread_t   th;
+	long        st;
+
+	snprintf(good, sizeof(good), "MCP_URL=http://127.0.0.1:%d/mcp",
+	         mcp.port);
+	pgt_db(&pg, "restart", url, sizeof(url));
+	start_node(0, svc, env);
+	start_node(1, svc, env);
+	on(0);
+	CHECK(state_within("svc", "healthy", WAIT_MS));
+	snprintf(body, sizeof(body),
+	         "{\"name\": \"before1\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\"}",
+	         mcp.port);
+	expect("POST", "/api/mcp/client", body, NULL, 201, "\"id\"");
+	wait_listed(1, "before1", true, now_ms());
+	/* calls on a all through; the database goes away meanwhile */
+	l.port = node[0].port;
+	pthread_mutex_init(&l.mtx, NULL);
+	CHECK(pthread_create(&th, NULL, caller, &l) == 0);
+	pgt_ctl(&pg, "stop");
+	/* a change on a: served from memory, its write queued */
+	snprintf(body, sizeof(body),
+	         "{\"name\": \"during1\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\"}",
+	         mcp.port);
+	on(0);
+	out = http("POST", "/api/mcp/client", body, NULL, &st);
+	CHECK_EQ(st, 201);
+	free(out);
+	ready_is(0, 503); /* a says so */
+	out = http("GET", "/metrics", NULL, NULL, &st);
+	CHECK(metric(out, "mcpkeep_store_healthy") == 0);
+	CHECK(strstr(out, PGT_PASSWORD) == NULL);
+	free(out);
+	CHECK(listed("during1"));
+	/* back: a catches up, b hears of it */
+	pgt_ctl(&pg, "start");
+	ready_is(0, 200);
+	wait_listed(1, "during1", true, now_ms());
+	pthread_mutex_lock(&l.mtx);
+	l.stop = true;
+	pthread_mutex_unlock(&l.mtx);
+	pthread_join(th, NULL);
+	fprintf(stderr, "   calls on a meanwhile: %ld answered, %ld failed\n",
+	        l.ok, l.failed);
+	CHECK(l.ok > 0);
+	CHECK_EQ(l.failed, 0);
+	pthread_mutex_destroy(&l.mtx);
+	/* nothing lost: a restarted has both */
+	peer_stop(&node[0]);
+	start_node(0, svc, env);
+	CHECK(listed("before1"));
+	CHECK(listed("during1"));
+	for (int i = 0; i < 2; i++) {
+		peer_stop(&node[i]);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -364,6 +509,7 @@ main(int argc, char **argv)
 	RUN_IF(shared_config);
 	RUN_IF(aggregation);
 	RUN_IF(tool_lists);
+	RUN_IF(db_restart);
 	pgt_stop(&pg);
 	sv_end(&mcp);
 	return (0);
