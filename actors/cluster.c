@@ -145,6 +145,9 @@ on_change(void *arg, store_change what, const char *id)
 		cs->told_states = true;
 		return (0);
 	}
+	if (what == STORE_ROW_CHANGED) {
+		return (0); /* (the credential actor's, once it leases) */
+	}
 	return (json_array_append_new(
 	        cs->todo, json_pack("[s, b]", id, what == STORE_CLIENT_DEL)));
 }

@@ -11,7 +11,9 @@
  *       HMAC-SHA256 with the seal key when there is one) gates writes,
  *       so a node writing what is there changes nothing and tells no
  *       one; mk_nodes (each node's heartbeat, by the server's clock) and
- *       mk_node_states (each node's own state of each client)
+ *       mk_node_states (each node's own state of each client);
+ *       oauth_tokens.lease_owner, lease_until, lease_gen: the refresh
+ *       lease (pg_cluster.c)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +86,9 @@ static const char *const migrations[] = {
         " last_refreshed BIGINT,"
         " status TEXT NOT NULL CHECK (status IN ('active','needs_reauth')),"
         " updated_at BIGINT NOT NULL,"
+        " lease_owner TEXT,"
+        " lease_until TIMESTAMPTZ,"
+        " lease_gen BIGINT NOT NULL DEFAULT 0,"
         " PRIMARY KEY (client_id, mode, identity));"
         "CREATE TABLE oauth_flows ("
         " state TEXT PRIMARY KEY,"
@@ -242,7 +247,8 @@ pg_ready(store *s)
 	    (s->pq_listen &&
 	     (rv = pg_exec(s, "listening",
 	                   "LISTEN " STORE_CHANNEL
-	                   "; LISTEN " STORE_STATES_CHANNEL)) != 0)) {
+	                   "; LISTEN " STORE_STATES_CHANNEL
+	                   "; LISTEN " STORE_ROWS_CHANNEL)) != 0)) {
 		return (rv);
 	}
 	/* what was told while the connection was down is lost */

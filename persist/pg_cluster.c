@@ -22,7 +22,8 @@ pg_listen(store *s, int *fd)
 	if ((rv = pg_ready(s)) != 0 ||
 	    (rv = pg_exec(s, "listening",
 	                  "LISTEN " STORE_CHANNEL
-	                  "; LISTEN " STORE_STATES_CHANNEL)) != 0) {
+	                  "; LISTEN " STORE_STATES_CHANNEL
+	                  "; LISTEN " STORE_ROWS_CHANNEL)) != 0) {
 		*fd = -1;
 		return (rv);
 	}
@@ -45,7 +46,21 @@ told(store *s, const PGnotify *n, store_change_fn fn, void *arg)
 		                ? 0
 		                : fn(arg, STORE_NODE_STATES, n->extra));
 	}
-	o    = json_loads(n->extra, 0, NULL);
+	o = json_loads(n->extra, 0, NULL);
+	if (strcmp(n->relname, STORE_ROWS_CHANNEL) == 0) {
+		/* {"table", "key": {its key columns}, "node"} */
+		node = json_string_value(json_object_get(o, "node"));
+		char *key =
+		        json_dumps(json_object_get(o, "key"), JSON_COMPACT);
+		if (node != NULL && key != NULL &&
+		    json_string_value(json_object_get(o, "table")) != NULL &&
+		    (s->node == NULL || strcmp(node, s->node) != 0)) {
+			rv = fn(arg, STORE_ROW_CHANGED, key);
+		}
+		free(key);
+		json_decref(o);
+		return (rv);
+	}
 	op   = json_string_value(json_object_get(o, "op"));
 	id   = json_string_value(json_object_get(o, "id"));
 	node = json_string_value(json_object_get(o, "node"));
@@ -112,6 +127,18 @@ static const char *const statements[][2] = {
          "mk_node_states s JOIN mk_nodes n ON n.node_id = s.node_id WHERE "
          "s.node_id <> $1 AND n.seen_at > now() - n.interval_ms * 3 * "
          "interval '1 millisecond' ORDER BY s.client_id, s.node_id"},
+        /* a lease: taken unless another node holds one unexpired */
+        {"lease_take",
+         "UPDATE oauth_tokens SET lease_owner = $4, lease_until = now() + "
+         "$5 * interval '1 millisecond', lease_gen = lease_gen + 1 WHERE "
+         "client_id = $1 AND mode = $2 AND identity = $3 AND (lease_owner "
+         "IS NULL OR lease_owner = $4 OR lease_until < now()) RETURNING "
+         "lease_gen"},
+        {"lease_drop",
+         "WITH w AS (UPDATE oauth_tokens SET lease_owner = NULL, "
+         "lease_until = NULL WHERE client_id = $1 AND mode = $2 AND "
+         "identity = $3 AND lease_gen = $5 AND lease_owner = $4 RETURNING "
+         "1) SELECT pg_notify('" STORE_ROWS_CHANNEL "', $6) FROM w"},
         {"node_leave",
          "WITH s AS (DELETE FROM mk_node_states WHERE node_id = $1), n AS "
          "(DELETE FROM mk_nodes WHERE node_id = $1) SELECT pg_notify('" STORE_STATES_CHANNEL
@@ -197,4 +224,122 @@ pg_node_leave(store *s)
 	const char *v[] = {s->node};
 
 	return (run(s, "node_leave", 1, v, "leaving the cluster"));
+}
+
+/* ---- refresh leases ----------------------------------------------------- */
+
+void
+pg_told_row(store *s, store_table t, json_t *row, char *buf, size_t len)
+{
+	const tabledef *d   = &store_tables[t];
+	json_t         *key = json_object(), *o;
+	char           *text;
+
+	for (unsigned k = 0; key != NULL && k < d->nkey; k++) {
+		json_object_set(key, d->cols[k],
+		                json_object_get(row, d->cols[k]));
+	}
+	o = json_pack("{s:s, s:o*, s:s}", "table", d->name, "key", key, "node",
+	              s->node != NULL ? s->node : "");
+	text = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
+	snprintf(buf, len, "%s", text != NULL ? text : "{}");
+	free(text);
+	json_decref(o);
+}
+
+/* The leased table's key of key, checked: 0, or MK_EINVAL. */
+static int
+lease_key(store *s, store_table t, json_t *key, const char **v)
+{
+	const tabledef *d = &store_tables[t];
+
+	if (!d->leased) {
+		return (store_failf(s, MK_EINVAL, "%s has no leases",
+		                    d->name));
+	}
+	if (s->node == NULL) {
+		return (store_failf(s, MK_EINVAL, "no node id set"));
+	}
+	for (unsigned k = 0; k < d->nkey; k++) {
+		if ((v[k] = json_string_value(
+		             json_object_get(key, d->cols[k]))) == NULL) {
+			return (store_failf(s, MK_EINVAL,
+			                    "%s: key column %s missing",
+			                    d->name, d->cols[k]));
+		}
+	}
+	return (0);
+}
+
+int
+pg_lease_take(store *s, store_table t, json_t *key, int ttl_ms, int64_t *gen,
+              json_t **row)
+{
+	const char *v[6];
+	char        ttl[16];
+	PGresult   *r;
+	int         rv;
+
+	*gen = 0;
+	*row = NULL;
+	if ((rv = lease_key(s, t, key, v)) != 0) {
+		return (rv);
+	}
+	snprintf(ttl, sizeof(ttl), "%d", ttl_ms);
+	v[3] = s->node;
+	v[4] = ttl;
+	if ((r = pg_run_text(s, "lease_take", 5, v, "taking a refresh lease",
+	                     &rv)) == NULL) {
+		return (rv);
+	}
+	if (PQntuples(r) == 1) {
+		*gen = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	}
+	PQclear(r);
+	/* read after taking: another node may have refreshed it */
+	return (pg_row_get(s, t, key, row));
+}
+
+int
+pg_lease_put(store *s, store_table t, json_t *row, int64_t gen, bool *written)
+{
+	pgargs    a = {0};
+	PGresult *r;
+	char      name[32], told[STORE_ERR_MAX];
+	int       rv;
+
+	*written = false;
+	if ((rv = lease_key(s, t, row, (const char *[6]) {0})) != 0 ||
+	    (rv = pg_bind_row(s, t, row, &a)) != 0) {
+		return (rv);
+	}
+	pg_arg_int(&a, (long long)gen);
+	pg_arg_text(&a, s->node);
+	pg_told_row(s, t, row, told, sizeof(told));
+	pg_arg_text(&a, told);
+	snprintf(name, sizeof(name), "t%d_fput", (int)t);
+	if ((r = pg_run(s, name, &a, "writing a refreshed token", &rv)) !=
+	    NULL) {
+		*written = PQntuples(r) == 1;
+		PQclear(r);
+	}
+	return (rv);
+}
+
+int
+pg_lease_drop(store *s, store_table t, json_t *key, int64_t gen)
+{
+	const char *v[6];
+	char        g[24], told[STORE_ERR_MAX];
+	int         rv;
+
+	if ((rv = lease_key(s, t, key, v)) != 0) {
+		return (rv);
+	}
+	snprintf(g, sizeof(g), "%lld", (long long)gen);
+	pg_told_row(s, t, key, told, sizeof(told));
+	v[3] = s->node;
+	v[4] = g;
+	v[5] = told;
+	return (run(s, "lease_drop", 6, v, "releasing a refresh lease"));
 }

@@ -19,20 +19,8 @@
 #define OID_BYTEA 17 /* pg_type.h */
 #define OID_INT8  20
 
-#define NPARAMS (NCOLS_MAX + 2)
-
-/* The parameters of one statement. */
-typedef struct pgargs {
-	int         n;
-	const char *v[NPARAMS];
-	int         len[NPARAMS];
-	int         fmt[NPARAMS]; /* 0 text, 1 binary */
-	uint8_t    *own[NPARAMS]; /* sealed values, freed after */
-	char        num[NPARAMS][24];
-} pgargs;
-
-static void
-arg_text(pgargs *a, const char *v)
+void
+pg_arg_text(pgargs *a, const char *v)
 {
 	a->v[a->n]   = v;
 	a->len[a->n] = 0;
@@ -40,17 +28,17 @@ arg_text(pgargs *a, const char *v)
 	a->n++;
 }
 
-static void
-arg_int(pgargs *a, long long v)
+void
+pg_arg_int(pgargs *a, long long v)
 {
 	snprintf(a->num[a->n], sizeof(a->num[0]), "%lld", v);
-	arg_text(a, a->num[a->n]);
+	pg_arg_text(a, a->num[a->n]);
 }
 
 /* A secret column: sealed with aad when the store has a key, else the
  * text's bytes. */
-static int
-arg_secret(store *s, pgargs *a, const char *aad, const char *text)
+int
+pg_arg_secret(store *s, pgargs *a, const char *aad, const char *text)
 {
 	size_t n = strlen(text);
 	int    rv;
@@ -68,8 +56,8 @@ arg_secret(store *s, pgargs *a, const char *aad, const char *text)
 	return (0);
 }
 
-static void
-args_free(pgargs *a)
+void
+pg_args_free(pgargs *a)
 {
 	for (int i = 0; i < a->n; i++) {
 		free(a->own[i]);
@@ -86,17 +74,17 @@ use(store *s)
 
 /* Runs prepared statement name with a's parameters: the result, or NULL
  * with *rv set (and the error recorded as what). */
-static PGresult *
-run(store *s, const char *name, pgargs *a, const char *what, int *rv)
+PGresult *
+pg_run(store *s, const char *name, pgargs *a, const char *what, int *rv)
 {
 	PGresult *r;
 
 	if ((*rv = use(s)) != 0) {
-		args_free(a);
+		pg_args_free(a);
 		return (NULL);
 	}
 	r = PQexecPrepared(s->pq, name, a->n, a->v, a->len, a->fmt, 0);
-	args_free(a);
+	pg_args_free(a);
 	if (!pg_ok(s, r, what, rv)) {
 		PQclear(r);
 		return (NULL);
@@ -110,7 +98,7 @@ run_done(store *s, const char *name, pgargs *a, const char *what)
 {
 	int rv;
 
-	PQclear(run(s, name, a, what, &rv));
+	PQclear(pg_run(s, name, a, what, &rv));
 	return (rv);
 }
 
@@ -121,9 +109,9 @@ pg_run_text(store *s, const char *name, int n, const char *const *v,
 	pgargs a = {0};
 
 	for (int i = 0; i < n && i < NPARAMS; i++) {
-		arg_text(&a, v[i]);
+		pg_arg_text(&a, v[i]);
 	}
-	return (run(s, name, &a, what, rv));
+	return (pg_run(s, name, &a, what, rv));
 }
 
 /* ---- statements --------------------------------------------------------- */
@@ -178,12 +166,45 @@ prepare_table(store *s, store_table t)
 	}
 	store_key_list(d, keys, sizeof(keys));
 	tname(name, sizeof(name), t, "put");
-	snprintf(sql, sizeof(sql),
-	         "INSERT INTO %s (%s, %s) VALUES (%s, $%u) "
-	         "ON CONFLICT (%s) DO UPDATE SET %s",
-	         d->name, cols, d->stamp, vals, n + 1, keys, set);
+	if (d->leased) {
+		/* a leased row's writes are told to every node */
+		snprintf(sql, sizeof(sql),
+		         "WITH w AS (INSERT INTO %s (%s, %s) VALUES (%s, $%u) "
+		         "ON CONFLICT (%s) DO UPDATE SET %s RETURNING 1) "
+		         "SELECT pg_notify('" STORE_ROWS_CHANNEL
+		         "', $%u) FROM w",
+		         d->name, cols, d->stamp, vals, n + 1, keys, set,
+		         n + 2);
+	} else {
+		snprintf(sql, sizeof(sql),
+		         "INSERT INTO %s (%s, %s) VALUES (%s, $%u) "
+		         "ON CONFLICT (%s) DO UPDATE SET %s",
+		         d->name, cols, d->stamp, vals, n + 1, keys, set);
+	}
 	if ((rv = pg_prepare(s, name, sql)) != 0) {
 		return (rv);
+	}
+	if (d->leased) {
+		/* the refreshed row, written only under the lease of gen */
+		char   upd[768];
+		size_t nu = 0;
+		for (unsigned c = d->nkey; d->cols[c] != NULL; c++) {
+			nu += (size_t)snprintf(upd + nu, sizeof(upd) - nu,
+			                       "%s = $%u, ", d->cols[c],
+			                       c + 1);
+		}
+		tname(name, sizeof(name), t, "fput");
+		snprintf(
+		        sql, sizeof(sql),
+		        "WITH w AS (UPDATE %s SET %s%s = $%u, lease_owner = "
+		        "NULL, lease_until = NULL WHERE %s AND lease_gen = $%u "
+		        "AND lease_owner = $%u RETURNING 1) SELECT "
+		        "pg_notify('" STORE_ROWS_CHANNEL "', $%u) FROM w",
+		        d->name, upd, d->stamp, n + 1, where, n + 2, n + 3,
+		        n + 4);
+		if ((rv = pg_prepare(s, name, sql)) != 0) {
+			return (rv);
+		}
 	}
 	tname(name, sizeof(name), t, "del");
 	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE %s", d->name, where);
@@ -315,15 +336,15 @@ pg_client_put(store *s, const char *id, const char *name,
 
 	store_client_aad(aad, sizeof(aad), id);
 	client_digest(s, config_json, digest);
-	arg_text(&a, id);
-	arg_text(&a, name);
-	if ((rv = arg_secret(s, &a, aad, config_json)) != 0) {
-		args_free(&a);
+	pg_arg_text(&a, id);
+	pg_arg_text(&a, name);
+	if ((rv = pg_arg_secret(s, &a, aad, config_json)) != 0) {
+		pg_args_free(&a);
 		return (rv);
 	}
-	arg_int(&a, (long long)time(NULL));
-	arg_text(&a, digest);
-	arg_text(&a, s->node != NULL ? s->node : "");
+	pg_arg_int(&a, (long long)time(NULL));
+	pg_arg_text(&a, digest);
+	pg_arg_text(&a, s->node != NULL ? s->node : "");
 	return (run_done(s, "client_put", &a, "writing a client"));
 }
 
@@ -335,7 +356,7 @@ pg_client_del(store *s, const char *id)
 
 	for (int t = 0; t < STORE_NTABLES; t++) {
 		pgargs a = {0};
-		arg_text(&a, id);
+		pg_arg_text(&a, id);
 		tname(name, sizeof(name), (store_table)t, "delc");
 		if ((rv = run_done(s, name, &a,
 		                   "deleting a client's credentials")) != 0) {
@@ -343,8 +364,8 @@ pg_client_del(store *s, const char *id)
 		}
 	}
 	pgargs a = {0};
-	arg_text(&a, id);
-	arg_text(&a, s->node != NULL ? s->node : "");
+	pg_arg_text(&a, id);
+	pg_arg_text(&a, s->node != NULL ? s->node : "");
 	return (run_done(s, "client_del", &a, "deleting a client"));
 }
 
@@ -356,11 +377,11 @@ pg_tools_put(store *s, const char *client_id, const char *hash,
 	PGresult *r;
 	int       rv;
 
-	arg_text(&a, client_id);
-	arg_text(&a, hash);
-	arg_text(&a, tools_json);
-	arg_int(&a, (long long)time(NULL));
-	if ((r = run(s, "tools_put", &a, "writing a tool list", &rv)) !=
+	pg_arg_text(&a, client_id);
+	pg_arg_text(&a, hash);
+	pg_arg_text(&a, tools_json);
+	pg_arg_int(&a, (long long)time(NULL));
+	if ((r = pg_run(s, "tools_put", &a, "writing a tool list", &rv)) !=
 	    NULL) {
 		*written = strcmp(PQcmdTuples(r), "1") == 0;
 		PQclear(r);
@@ -404,7 +425,8 @@ pg_clients_each(store *s, store_client_fn fn, void *arg, unsigned *skipped)
 	PGresult *r;
 	int       rv;
 
-	if ((r = run(s, "clients_each", &a, "reading clients", &rv)) == NULL) {
+	if ((r = pg_run(s, "clients_each", &a, "reading clients", &rv)) ==
+	    NULL) {
 		return (rv);
 	}
 	return (each_client(s, r, fn, arg, skipped));
@@ -418,8 +440,9 @@ pg_client_get(store *s, const char *id, store_client_fn fn, void *arg)
 	unsigned  skipped = 0;
 	int       rv;
 
-	arg_text(&a, id);
-	if ((r = run(s, "client_get", &a, "reading a client", &rv)) == NULL) {
+	pg_arg_text(&a, id);
+	if ((r = pg_run(s, "client_get", &a, "reading a client", &rv)) ==
+	    NULL) {
 		return (rv);
 	}
 	rv = each_client(s, r, fn, arg, &skipped);
@@ -427,11 +450,10 @@ pg_client_get(store *s, const char *id, store_client_fn fn, void *arg)
 }
 
 int
-pg_row_put(store *s, store_table t, json_t *row)
+pg_bind_row(store *s, store_table t, json_t *row, pgargs *a)
 {
 	const tabledef *d = &store_tables[t];
-	pgargs          a = {0};
-	char            aad[STORE_ERR_MAX], name[32];
+	char            aad[STORE_ERR_MAX];
 	json_t         *v;
 	int             rv = 0, c;
 
@@ -452,13 +474,13 @@ pg_row_put(store *s, store_table t, json_t *row)
 	for (c = 0; rv == 0 && d->cols[c] != NULL; c++) {
 		v = json_object_get(row, d->cols[c]);
 		if (json_is_string(v) && (d->sealed & (1u << c)) != 0) {
-			rv = arg_secret(s, &a, aad, json_string_value(v));
+			rv = pg_arg_secret(s, a, aad, json_string_value(v));
 		} else if (json_is_string(v)) {
-			arg_text(&a, json_string_value(v));
+			pg_arg_text(a, json_string_value(v));
 		} else if (json_is_integer(v)) {
-			arg_int(&a, json_integer_value(v));
+			pg_arg_int(a, json_integer_value(v));
 		} else if (v == NULL || json_is_null(v)) {
-			arg_text(&a, NULL);
+			pg_arg_text(a, NULL);
 		} else {
 			rv = store_failf(
 			        s, MK_EINVAL,
@@ -467,10 +489,27 @@ pg_row_put(store *s, store_table t, json_t *row)
 		}
 	}
 	if (rv != 0) {
-		args_free(&a);
+		pg_args_free(a);
 		return (rv);
 	}
-	arg_int(&a, (long long)time(NULL));
+	pg_arg_int(a, (long long)time(NULL));
+	return (0);
+}
+
+int
+pg_row_put(store *s, store_table t, json_t *row)
+{
+	pgargs a = {0};
+	char   name[32], told[STORE_ERR_MAX];
+	int    rv;
+
+	if ((rv = pg_bind_row(s, t, row, &a)) != 0) {
+		return (rv);
+	}
+	if (store_tables[t].leased) {
+		pg_told_row(s, t, row, told, sizeof(told));
+		pg_arg_text(&a, told); /* the others told of it */
+	}
 	tname(name, sizeof(name), t, "put");
 	return (run_done(s, name, &a, "writing a credential row"));
 }
@@ -489,7 +528,7 @@ args_key(store *s, store_table t, pgargs *a, json_t *key)
 			                    "%s: key column %s missing",
 			                    d->name, d->cols[k]));
 		}
-		arg_text(a, v);
+		pg_arg_text(a, v);
 	}
 	return (0);
 }
@@ -561,7 +600,8 @@ pg_row_get(store *s, store_table t, json_t *key, json_t **row)
 		return (rv);
 	}
 	tname(name, sizeof(name), t, "get");
-	if ((r = run(s, name, &a, "reading a credential row", &rv)) == NULL) {
+	if ((r = pg_run(s, name, &a, "reading a credential row", &rv)) ==
+	    NULL) {
 		return (rv);
 	}
 	if (PQntuples(r) > 0 && (*row = read_row(s, t, r, 0, &bad)) == NULL) {
@@ -581,7 +621,8 @@ pg_rows_each(store *s, store_table t, store_row_fn fn, void *arg,
 	int       rv, bad;
 
 	tname(name, sizeof(name), t, "each");
-	if ((r = run(s, name, &a, "reading credential rows", &rv)) == NULL) {
+	if ((r = pg_run(s, name, &a, "reading credential rows", &rv)) ==
+	    NULL) {
 		return (rv);
 	}
 	for (int i = 0; rv == 0 && i < PQntuples(r); i++) {
@@ -610,9 +651,9 @@ pg_meta_get(store *s, const char *key, uint8_t *buf, size_t len, long *n)
 	int            rv;
 
 	*n = -1;
-	arg_text(&a, key);
-	if ((r = run(s, "meta_get", &a, "reading the seal settings", &rv)) ==
-	    NULL) {
+	pg_arg_text(&a, key);
+	if ((r = pg_run(s, "meta_get", &a, "reading the seal settings",
+	                &rv)) == NULL) {
 		return (rv);
 	}
 	if (PQntuples(r) > 0 &&
@@ -633,7 +674,7 @@ pg_meta_put(store *s, const char *key, const void *v, size_t n)
 {
 	pgargs a = {0};
 
-	arg_text(&a, key);
+	pg_arg_text(&a, key);
 	a.v[a.n]   = v;
 	a.len[a.n] = (int)n;
 	a.fmt[a.n] = 1;
@@ -694,10 +735,10 @@ seal_column(store *s, const char *table, const tabledef *d, unsigned nkey,
 			                       "\x1f%s",
 			                       PQgetvalue(r, i, (int)k));
 		}
-		rv = arg_secret(s, &a, aad, plain);
+		rv = pg_arg_secret(s, &a, aad, plain);
 		free(plain);
 		for (unsigned k = 0; rv == 0 && k < nkey; k++) {
-			arg_text(&a, PQgetvalue(r, i, (int)k));
+			pg_arg_text(&a, PQgetvalue(r, i, (int)k));
 		}
 		if (rv == 0) {
 			u = PQexecParams(s->pq, upd, a.n, NULL, a.v, a.len,
@@ -705,7 +746,7 @@ seal_column(store *s, const char *table, const tabledef *d, unsigned nkey,
 			pg_ok(s, u, "sealing stored secrets", &rv);
 			PQclear(u);
 		}
-		args_free(&a);
+		pg_args_free(&a);
 	}
 	PQclear(r);
 	return (rv);

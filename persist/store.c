@@ -212,6 +212,30 @@ store_node_leave(store *s)
 	return (shared(s) ? pg_node_leave(s) : MK_EINVAL);
 }
 
+int
+store_lease_take(store *s, store_table t, json_t *key, int ttl_ms,
+                 int64_t *gen, json_t **row)
+{
+	*gen = 0;
+	*row = NULL;
+	return (shared(s) ? pg_lease_take(s, t, key, ttl_ms, gen, row)
+	                  : MK_EINVAL);
+}
+
+int
+store_lease_put(store *s, store_table t, json_t *row, int64_t gen,
+                bool *written)
+{
+	*written = false;
+	return (shared(s) ? pg_lease_put(s, t, row, gen, written) : MK_EINVAL);
+}
+
+int
+store_lease_drop(store *s, store_table t, json_t *key, int64_t gen)
+{
+	return (shared(s) ? pg_lease_drop(s, t, key, gen) : MK_EINVAL);
+}
+
 /* ---- the calls, handed to the backend ----------------------------------- */
 
 int

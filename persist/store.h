@@ -219,6 +219,8 @@ typedef enum store_change {
 	STORE_CLIENT_PUT,  /* id: a client written */
 	STORE_CLIENT_DEL,  /* id: a client deleted */
 	STORE_NODE_STATES, /* id: a node whose states changed */
+	STORE_ROW_CHANGED, /* id: a token row's key (JSON) another node
+	                    * wrote: read it again */
 } store_change;
 typedef int (*store_change_fn)(void *arg, store_change what, const char *id);
 int store_set_node(store *s, const char *node_id);
@@ -245,6 +247,26 @@ int store_node_state(store *s, const char *client_id, const char *state,
                      const char *failure);
 int store_node_states(store *s, store_state_fn fn, void *arg);
 int store_node_leave(store *s);
+
+/*
+ * Refresh leases: one node at a time refreshes a token (an oauth_tokens
+ * row; other tables are MK_EINVAL).  store_lease_take takes the row's
+ * lease for ttl_ms unless another node holds one unexpired: *gen its
+ * fencing generation (0: not taken), and either way *row the row as it
+ * is now, read after taking (another node may have refreshed it: then
+ * no request is needed), or NULL when there is none.  store_lease_put
+ * writes row (the refreshed tokens) and releases the lease, only while
+ * the lease of gen is still this node's: *written tells (false: it
+ * expired and another node took it).  store_lease_drop releases the
+ * lease of gen unwritten.  A write or release, and every store_row_put
+ * of a token, tells the other nodes (STORE_ROW_CHANGED).  Each returns 0
+ * or an error.
+ */
+int store_lease_take(store *s, store_table t, json_t *key, int ttl_ms,
+                     int64_t *gen, json_t **row);
+int store_lease_put(store *s, store_table t, json_t *row, int64_t gen,
+                    bool *written);
+int store_lease_drop(store *s, store_table t, json_t *key, int64_t gen);
 
 /*
  * store_create_version creates a new database at path with the schema of

@@ -33,6 +33,8 @@ typedef struct tabledef {
 	unsigned    sealed;          /* bit i: cols[i] is sealed */
 	const char *stamp;           /* set to now at every write */
 	bool        stamp_on_insert; /* only when the row is created */
+	bool        leased; /* PostgreSQL: refreshed under a lease, its
+	                     * writes told to every node */
 } tabledef;
 
 /* The fixed statements (schema.c's sql[]), in s->st. */
@@ -55,6 +57,7 @@ enum { RS_PUT, RS_DEL, RS_EACH, RS_DEL_CLIENT, RS_GET, RS_COUNT };
  * node's states of its clients. */
 #define STORE_CHANNEL        "mk_clients"
 #define STORE_STATES_CHANNEL "mk_states"
+#define STORE_ROWS_CHANNEL   "mk_rows" /* a leased row changed */
 
 /* What a backend does: store.h's calls (each as documented there), and
  * the seal settings (store_meta) the key setup reads and writes. */
@@ -210,6 +213,8 @@ int pg_exec(store *s, const char *what, const char *sql);
 int pg_ready(store *s);
 
 /* pg_cluster.c: the cluster's calls (store.h) */
+/* pg_told_row writes what a leased row's change tells the others. */
+void pg_told_row(store *s, store_table t, json_t *row, char *buf, size_t len);
 /* pg_prepare_cluster prepares the cluster's statements. */
 int pg_prepare_cluster(store *s);
 int pg_listen(store *s, int *fd);
@@ -218,10 +223,37 @@ int pg_node_state(store *s, const char *client_id, const char *state,
                   const char *failure);
 int pg_node_states(store *s, store_state_fn fn, void *arg);
 int pg_node_leave(store *s);
+int pg_lease_take(store *s, store_table t, json_t *key, int ttl_ms,
+                  int64_t *gen, json_t **row);
+int pg_lease_put(store *s, store_table t, json_t *row, int64_t gen,
+                 bool *written);
+int pg_lease_drop(store *s, store_table t, json_t *key, int64_t gen);
 int pg_changes(store *s, store_change_fn fn, void *arg, bool *resync, int *fd);
 int pg_client_get(store *s, const char *id, store_client_fn fn, void *arg);
 
 /* pg_rows.c: store.h's calls, on PostgreSQL */
+#define NPARAMS (NCOLS_MAX + 6) /* a row, its stamp and a fenced write's */
+
+/* The parameters of one statement. */
+typedef struct pgargs {
+	int         n;
+	const char *v[NPARAMS];
+	int         len[NPARAMS];
+	int         fmt[NPARAMS]; /* 0 text, 1 binary */
+	uint8_t    *own[NPARAMS]; /* sealed values, freed after */
+	char        num[NPARAMS][24];
+} pgargs;
+void pg_arg_text(pgargs *a, const char *v);
+void pg_arg_int(pgargs *a, long long v);
+/* pg_arg_secret: a sealed column's value (sealed when keyed). */
+int  pg_arg_secret(store *s, pgargs *a, const char *aad, const char *text);
+void pg_args_free(pgargs *a);
+/* pg_run runs prepared statement name with a's parameters (freed): the
+ * result, or NULL with *rv set (the error recorded as what). */
+PGresult *pg_run(store *s, const char *name, pgargs *a, const char *what,
+                 int *rv);
+/* pg_bind_row binds row's columns of t, then the stamp, to a. */
+int pg_bind_row(store *s, store_table t, json_t *row, pgargs *a);
 /* pg_prepare prepares one statement of this session. */
 int pg_prepare(store *s, const char *name, const char *sql);
 /* pg_run_text runs prepared statement name with n text parameters (NULL

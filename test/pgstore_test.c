@@ -453,7 +453,7 @@ typedef struct told {
 static int
 on_change(void *arg, store_change what, const char *id)
 {
-	static const char *const verb[] = {"put", "del", "states"};
+	static const char *const verb[] = {"put", "del", "states", "row"};
 	told                    *t      = arg;
 	size_t                   n      = strlen(t->what);
 
@@ -624,6 +624,120 @@ heartbeats(void)
 	store_close(&b);
 }
 
+/* ---- refresh leases ----------------------------------------------------- */
+
+static json_t *
+token(const char *refresh)
+{
+	return (json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s}", "client_id",
+	                  "c1", "mode", "shared", "identity", "",
+	                  "access_token", "at", "refresh_token", refresh,
+	                  "expires_at", (json_int_t)1893456000, "status",
+	                  "active"));
+}
+
+static const char *
+refresh_of(json_t *row)
+{
+	return (json_string_value(json_object_get(row, "refresh_token")));
+}
+
+static void
+leases(void)
+{
+	char    url[160];
+	store  *a, *b, *lite;
+	json_t *key, *row, *t;
+	int64_t ga, gb;
+	int     fd;
+	bool    resync, w;
+	char    err[STORE_ERR_MAX], said[512];
+
+	pgt_db(&pg, "leases", url, sizeof(url));
+	a = open_key(url, KEY1);
+	b = open_key(url, KEY1);
+	CHECK_EQ(store_set_node(a, "a"), 0);
+	CHECK_EQ(store_set_node(b, "b"), 0);
+	CHECK_EQ(store_listen(b, &fd), 0);
+	key = json_pack("{s:s, s:s, s:s}", "client_id", "c1", "mode", "shared",
+	                "identity", "");
+	/* a token written on a is said to b */
+	CHECK_EQ(store_client_put(a, "c1", "c1", "{}"), 0);
+	t = token("rt-1");
+	CHECK_EQ(store_row_put(a, STORE_OAUTH_TOKENS, t), 0);
+	json_decref(t);
+	snprintf(
+	        said, sizeof(said), "put c1 row %s",
+	        "{\"client_id\":\"c1\",\"mode\":\"shared\",\"identity\":\"\"}");
+	wait_told(b, &fd, said, &resync);
+	/* a takes the lease; b, asking meanwhile, does not: both read the
+	 * row as it is */
+	CHECK_EQ(store_lease_take(a, STORE_OAUTH_TOKENS, key, 5000, &ga, &row),
+	         0);
+	CHECK(ga > 0 && strcmp(refresh_of(row), "rt-1") == 0);
+	json_decref(row);
+	CHECK_EQ(store_lease_take(b, STORE_OAUTH_TOKENS, key, 5000, &gb, &row),
+	         0);
+	CHECK_EQ(gb, 0);
+	json_decref(row);
+	/* a writes the refreshed tokens under its lease: b is said, and
+	 * taking the lease then reads them (no refresh needed) */
+	t = token("rt-2");
+	CHECK_EQ(store_lease_put(a, STORE_OAUTH_TOKENS, t, ga, &w), 0);
+	CHECK(w);
+	json_decref(t);
+	snprintf(
+	        said, sizeof(said), "row %s",
+	        "{\"client_id\":\"c1\",\"mode\":\"shared\",\"identity\":\"\"}");
+	wait_told(b, &fd, said, &resync);
+	CHECK_EQ(store_lease_take(b, STORE_OAUTH_TOKENS, key, 5000, &gb, &row),
+	         0);
+	CHECK(gb > ga && strcmp(refresh_of(row), "rt-2") == 0);
+	json_decref(row);
+	CHECK_EQ(store_lease_drop(b, STORE_OAUTH_TOKENS, key, gb), 0);
+	wait_told(b, &fd, "", &resync);
+	/* a lease that expired is another node's to take; the old holder's
+	 * write is fenced off */
+	CHECK_EQ(store_lease_take(a, STORE_OAUTH_TOKENS, key, 100, &ga, &row),
+	         0);
+	CHECK(ga > 0);
+	json_decref(row);
+	for (int64_t t0 = now_ms();;) {
+		CHECK_EQ(store_lease_take(b, STORE_OAUTH_TOKENS, key, 5000,
+		                          &gb, &row),
+		         0);
+		json_decref(row);
+		if (gb > 0) {
+			break;
+		}
+		CHECK(now_ms() - t0 < 10000);
+		usleep(20 * 1000); /* polling the expiry, bounded */
+	}
+	CHECK(gb > ga);
+	t = token("rt-late");
+	CHECK_EQ(store_lease_put(a, STORE_OAUTH_TOKENS, t, ga, &w), 0);
+	CHECK(!w);
+	json_decref(t);
+	CHECK_EQ(store_row_get(b, STORE_OAUTH_TOKENS, key, &row), 0);
+	CHECK(strcmp(refresh_of(row), "rt-2") == 0);
+	json_decref(row);
+	/* other tables have no leases; SQLite has none */
+	CHECK_EQ(store_lease_take(a, STORE_OAUTH_FLOWS, key, 100, &ga, &row),
+	         MK_EINVAL);
+	snprintf(err, sizeof(err), "/tmp/mk-pgstore-lite-%d.db",
+	         (int)getpid());
+	lite = open_key(err, NULL);
+	CHECK_EQ(store_lease_take(lite, STORE_OAUTH_TOKENS, key, 100, &ga,
+	                          &row),
+	         MK_EINVAL);
+	CHECK(strstr(store_error(lite), "not a PostgreSQL store") != NULL);
+	store_close(&lite);
+	unlink(err);
+	json_decref(key);
+	store_close(&a);
+	store_close(&b);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -634,6 +748,7 @@ main(int argc, char **argv)
 	RUN_IF(server_away);
 	RUN_IF(changes);
 	RUN_IF(heartbeats);
+	RUN_IF(leases);
 	pgt_stop(&pg);
 	return (0);
 }
