@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actors/credential/credential.h"
 #include "actors/kernel/log.h"
 #include "actors/supervisor/supervisor.h"
 #include "codec/text.h"
@@ -146,7 +147,15 @@ on_change(void *arg, store_change what, const char *id)
 		return (0);
 	}
 	if (what == STORE_ROW_CHANGED) {
-		return (0); /* (the credential actor's, once it leases) */
+		cr_row_changed_msg m = {.key = (char *)id};
+		kn_actor          *cr;
+		if (kn_lookup(kn_actor_kernel(cs->self), CREDENTIAL_NAME,
+		              &cr) == 0) {
+			(void)kn_tell_msg(cr, cs->self, MSG_CR_ROW_CHANGED,
+			                  CODEC_OF(cr_row_changed_msg, &m));
+			kn_actor_release(&cr);
+		}
+		return (0);
 	}
 	return (json_array_append_new(
 	        cs->todo, json_pack("[s, b]", id, what == STORE_CLIENT_DEL)));

@@ -556,6 +556,51 @@ on_row_get(ps_self *ps, kn_msg *msg)
 	return (rv);
 }
 
+/* A refresh lease (store.h: Refresh leases), in queue order. */
+static int
+on_lease(ps_self *ps, kn_msg *msg)
+{
+	store        *s = reader(ps);
+	json_t       *row, *now = NULL;
+	ps_lease_msg  m;
+	ps_leased_msg out = {0};
+	int           t, rv = MK_ESYS;
+
+	(void)ps_lease_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
+	t   = m.table != NULL ? store_table_find(m.table) : -1;
+	row = m.row != NULL ? json_loads(m.row, 0, NULL) : NULL;
+	if (t < 0 || !json_is_object(row) || m.op == NULL) {
+		rv = MK_EINVAL;
+	} else if (s == ps->st && s != NULL) {
+		if (strcmp(m.op, "take") == 0) {
+			rv = store_lease_take(s, (store_table)t, row,
+			                      (int)m.ttl_ms, &out.gen, &now);
+		} else if (strcmp(m.op, "put") == 0) {
+			rv = store_lease_put(s, (store_table)t, row, m.gen,
+			                     &out.written);
+		} else {
+			rv = store_lease_drop(s, (store_table)t, row, m.gen);
+		}
+		if (rv != 0) {
+			KN_WARN("persister", "%s", store_error(s));
+		}
+	}
+	ps_lease_msg_clear(&m);
+	json_decref(row);
+	out.row = now != NULL ? json_dumps(now, JSON_COMPACT) : NULL;
+	json_decref(now);
+	if (rv != 0) {
+		rv = kn_reply_why(
+		        ps->self, kn_defer(msg), rv, "no refresh lease: %s",
+		        s != NULL ? store_error(s) : "the store is not open");
+	} else {
+		rv = kn_reply_msg(kn_actor_kernel(ps->self), kn_defer(msg), 0,
+		                  &ps_leased_msg_fields, &out);
+	}
+	ps_leased_msg_clear(&out);
+	return (rv);
+}
+
 static int
 on_stats(ps_self *ps, kn_msg *msg)
 {
@@ -678,6 +723,8 @@ ps_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (wait_flush(ps, msg, NULL));
 	case MSG_PS_ROW_GET:
 		return (on_row_get(ps, msg));
+	case MSG_PS_LEASE:
+		return (on_lease(ps, msg));
 	case MSG_PS_STATS:
 		return (on_stats(ps, msg));
 	default:
@@ -702,6 +749,8 @@ CODEC_MSG_FIELDS(ps_clients_msg, PS_CLIENTS_FIELDS);
 CODEC_MSG_FIELDS(ps_rows_msg, PS_ROWS_FIELDS);
 CODEC_MSG_FIELDS(ps_found_msg, PS_ROW_FOUND_FIELDS);
 CODEC_MSG_FIELDS(ps_stats_msg, PS_STATS_FIELDS);
+CODEC_MSG_FIELDS(ps_lease_msg, PS_LEASE_FIELDS);
+CODEC_MSG_FIELDS(ps_leased_msg, PS_LEASED_FIELDS);
 
 #define NONE (&codec_no_fields)
 
@@ -726,6 +775,9 @@ const codec_msgdef persister_msgs[] = {
          "answered once every write queued before it is durable (MK_ESYS: not yet, kept and retried)"},
         {CODEC_MSG(MSG_PS_STATS), "ask", NONE, &ps_stats_msg_fields, NULL,
          "statement counters, store health"},
+        {CODEC_MSG(MSG_PS_LEASE), "ask", &ps_lease_msg_fields,
+         &ps_leased_msg_fields, NULL,
+         "a token's refresh lease, a shared store's (store.h)"},
 };
 const size_t persister_msgs_n =
         sizeof(persister_msgs) / sizeof(persister_msgs[0]);

@@ -27,8 +27,8 @@
  * when this table differs; `msgdoc_test --write` rewrites it).  An error
  * reply has a non-zero status and {"error": text}.  MSG_PS_CLIENT_DEL
  * takes the client's tools and credential rows with it; MSG_PS_LOAD,
- * MSG_PS_ROW_GET and MSG_PS_STATS flush pending writes first (a row is
- * read as the store holds it).
+ * MSG_PS_ROW_GET, MSG_PS_LEASE and MSG_PS_STATS flush pending writes first (a
+ * row is read as the store holds it).
  *
  * <msgdoc>
  *   MSG_PS_CLIENT_PUT tell|ask: store a client (an ask: durable)
@@ -85,6 +85,16 @@
  *             healthy     bool   the store takes writes
  *             sealed      bool   the store is encrypted
  *             error       str    why not healthy ("" when healthy)
+ *
+ *   MSG_PS_LEASE ask: a token's refresh lease, a shared store's (store.h)
+ *     op     str    take, put (the refreshed row) or drop
+ *     table  str    a credential table's name (oauth_tokens)
+ *     row    secret the row (put) or its key columns, JSON text
+ *     gen    int    put, drop: the lease's generation
+ *     ttl_ms int    take: how long the lease holds
+ *     ok:     gen     int    take: the lease's generation, 0: another node's
+ *             written bool   put: written under the lease
+ *             row     secret take: the row as it is now; absent: none
  * </msgdoc>
  */
 #ifndef ACTORS_PERSISTER_H
@@ -149,6 +159,20 @@ CODEC_MSG_STRUCT(ps_rows_msg, PS_ROWS_FIELDS)
 #define PS_ROW_FOUND_FIELDS(F, S)                                             \
 	F(S, SECRET, row, "the row, JSON object text; absent: none")
 CODEC_MSG_STRUCT(ps_found_msg, PS_ROW_FOUND_FIELDS)
+
+#define PS_LEASE_FIELDS(F, S)                                                 \
+	F(S, STR, op, "take, put (the refreshed row) or drop")                \
+	F(S, STR, table, "a credential table's name (oauth_tokens)")          \
+	F(S, SECRET, row, "the row (put) or its key columns, JSON text")      \
+	F(S, INT, gen, "put, drop: the lease's generation")                   \
+	F(S, INT, ttl_ms, "take: how long the lease holds")
+CODEC_MSG_STRUCT(ps_lease_msg, PS_LEASE_FIELDS)
+
+#define PS_LEASED_FIELDS(F, S)                                                \
+	F(S, INT, gen, "take: the lease's generation, 0: another node's")     \
+	F(S, BOOL, written, "put: written under the lease")                   \
+	F(S, SECRET, row, "take: the row as it is now; absent: none")
+CODEC_MSG_STRUCT(ps_leased_msg, PS_LEASED_FIELDS)
 
 #define PS_STATS_FIELDS(F, S)                                                 \
 	F(S, INT, tool_writes, "tool lists written")                          \

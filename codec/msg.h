@@ -79,7 +79,9 @@ typedef enum codec_msg_type {
 	MSG_SV_SYNC,   /* tell (cluster): a client another node changed */
 	MSG_CS_STATE,  /* tell (supervisor): this node's state of a client */
 	MSG_SV_PEERS,  /* tell (cluster): the other live nodes' states */
-	MSG_COUNT      /* one past the last type; not a type */
+	MSG_PS_LEASE,  /* ask: a token's refresh lease (a shared store) */
+	MSG_CR_ROW_CHANGED, /* tell (cluster): another node wrote a token */
+	MSG_COUNT           /* one past the last type; not a type */
 } codec_msg_type;
 
 _Static_assert(MSG_KERNEL_END <= MSG_BASE, "kernel types reach MSG_BASE");

@@ -219,6 +219,7 @@ static int
 rt_credential(mk_runtime *rt)
 {
 	cr_args a = {
+	        .cluster      = rt->opts.store_url != NULL,
 	        .persister    = rt->persister,
 	        .redirect_uri = rt->opts.oauth_redirect_uri,
 	        .tokens       = stored_rows(rt, "oauth_tokens"),

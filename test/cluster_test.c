@@ -51,15 +51,22 @@ node_config(int i, const char *clients)
 	return (text);
 }
 
-/* Starts node i on config clients, with env. */
+/* Starts node i on config clients, with env (and one option). */
 static void
-start_node(int i, const char *clients, const char *const *env)
+start_node_opt(int i, const char *clients, const char *const *env,
+               const char *opt, const char *value)
 {
 	char cfg[64];
 
 	snprintf(cfg, sizeof(cfg), "node-%s.json", names[i]);
-	serve(&node[i], cfg, node_config(i, clients), env);
+	serve_opt(&node[i], cfg, node_config(i, clients), env, opt, value);
 	snprintf(base[i], sizeof(base[i]), "%s", sv_base);
+}
+
+static void
+start_node(int i, const char *clients, const char *const *env)
+{
+	start_node_opt(i, clients, env, NULL, NULL);
 }
 
 /* Waits (bounded) until node i lists client (want) or not. */
@@ -501,6 +508,196 @@ db_restart(void)
 	}
 }
 
+/* ---- one refresh per token across the nodes ----------------------------- */
+
+/* n concurrent tool calls on node i (curl multi): how many answered 200. */
+typedef struct burst {
+	int  port, n, ok;
+	char why[256]; /* a failed call's answer, the first */
+} burst;
+
+typedef struct answer {
+	char   text[256];
+	size_t n;
+} answer;
+
+static size_t
+keep(char *p, size_t size, size_t n, void *arg)
+{
+	answer *a = arg;
+	size_t  k = size * n;
+
+	if (a->n + 1 < sizeof(a->text)) {
+		size_t c = k < sizeof(a->text) - 1 - a->n
+		        ? k
+		        : sizeof(a->text) - 1 - a->n;
+		memcpy(a->text + a->n, p, c);
+		a->n += c;
+		a->text[a->n] = '\0';
+	}
+	return (k);
+}
+
+static void *
+burst_run(void *arg)
+{
+	burst             *b   = arg;
+	CURLM             *m   = curl_multi_init();
+	CURL             **e   = calloc((size_t)b->n, sizeof(*e));
+	answer            *ans = calloc((size_t)b->n, sizeof(*ans));
+	struct curl_slist *h =
+	        curl_slist_append(NULL, "Content-Type: application/json");
+	char to[96];
+	int  running = 0;
+
+	CHECK(m != NULL && e != NULL && ans != NULL);
+	snprintf(to, sizeof(to), "http://127.0.0.1:%d/api/mcp/tool/execute",
+	         b->port);
+	for (int k = 0; k < b->n; k++) {
+		e[k] = curl_easy_init();
+		curl_easy_setopt(e[k], CURLOPT_URL, to);
+		curl_easy_setopt(e[k], CURLOPT_HTTPHEADER, h);
+		curl_easy_setopt(e[k], CURLOPT_POSTFIELDS,
+		                 "{\"client\": \"o\", \"tool\": \"whoami\", "
+		                 "\"arguments\": {}}");
+		curl_easy_setopt(e[k], CURLOPT_WRITEFUNCTION, keep);
+		curl_easy_setopt(e[k], CURLOPT_WRITEDATA, &ans[k]);
+		curl_easy_setopt(e[k], CURLOPT_TIMEOUT_MS, 60000L);
+		curl_multi_add_handle(m, e[k]);
+	}
+	do {
+		CHECK(curl_multi_perform(m, &running) == CURLM_OK);
+		if (running > 0) {
+			CHECK(curl_multi_poll(m, NULL, 0, 1000, NULL) ==
+			      CURLM_OK);
+		}
+	} while (running > 0);
+	for (int k = 0; k < b->n; k++) {
+		long st = 0;
+		curl_easy_getinfo(e[k], CURLINFO_RESPONSE_CODE, &st);
+		b->ok += st == 200;
+		if (st != 200 && b->why[0] == '\0') {
+			snprintf(b->why, sizeof(b->why), "%ld %s", st,
+			         ans[k].text);
+		}
+		curl_multi_remove_handle(m, e[k]);
+		curl_easy_cleanup(e[k]);
+	}
+	free(e);
+	free(ans);
+	curl_slist_free_all(h);
+	curl_multi_cleanup(m);
+	return (NULL);
+}
+
+/* The authorization server's counter ("a.b": b of the object a). */
+static long
+as_count(peer *as, const char *field)
+{
+	return (admin(as->port, "/admin/counters", NULL, field));
+}
+
+/* The flow started on node i, its callback answered there. */
+static void
+authorize_on(int i, const char *client)
+{
+	char    path[128], *out, *loc = NULL;
+	long    st;
+	json_t *j;
+
+	on(i);
+	snprintf(path, sizeof(path),
+	         "/api/mcp/client/%s/initiate-verification", client);
+	out = http("POST", path, NULL, NULL, &st);
+	CHECK_EQ(st, 200);
+	CHECK((j = json_loads(out, 0, NULL)) != NULL);
+	free(out);
+	CURL *e = curl_easy_init();
+	curl_easy_setopt(
+	        e, CURLOPT_URL,
+	        json_string_value(json_object_get(j, "authorize_url")));
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, drop);
+	CHECK_EQ(curl_easy_perform(e), CURLE_OK);
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &st);
+	CHECK_EQ(st, 302);
+	curl_easy_getinfo(e, CURLINFO_REDIRECT_URL, &loc);
+	CHECK(loc != NULL && strncmp(loc, base[i], strlen(base[i])) == 0);
+	out = http_req("GET", loc + strlen(base[i]), NULL, NULL, &st);
+	CHECK_EQ(st, 200);
+	free(out);
+	curl_easy_cleanup(e);
+	json_decref(j);
+}
+
+/* A rotating refresh token (each works once; a reuse is invalid_grant):
+ * authorized on a, the token reaches b and c; when it is due, every
+ * node's refresh (ahead of expiry, and 300 callers each) comes down to
+ * one request at the authorization server. */
+static void
+refresh_once(void)
+{
+	char        js[512], client[512];
+	const char *argv[] = {"node", js, "--port", "0", NULL};
+	peer        as     = {0};
+	pthread_t   th[3];
+	burst       b[3];
+
+	snprintf(js, sizeof(js), "%s/oauth.mjs", peer_dir());
+	CHECK_EQ(peer_start(&as, argv, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+	admin(as.port, "/admin/expires-in", "{\"seconds\": 10}", NULL);
+	snprintf(
+	        client, sizeof(client),
+	        "{\"name\": \"o\", \"client_id\": \"o-1\", \"connection_type\": "
+	        "\"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	        "\"auth_type\": \"oauth\", \"oauth_config\": {}, "
+	        "\"tools_to_execute\": [\"*\"]}",
+	        as.port);
+	pgt_db(&pg, "refresh", url, sizeof(url));
+	for (int i = 0; i < 3; i++) {
+		start_node_opt(i, client, NULL, "--max-connections-per-ip",
+		               "1024");
+	}
+	authorize_on(0, "o");
+	for (int i = 0; i < 3; i++) {
+		on(i);
+		CHECK(state_within("o", "healthy", WAIT_MS));
+	}
+	admin(as.port, "/admin/reset", "{}", NULL);
+	/* each node refreshes ahead, at about 8 s: one of them does */
+	for (int64_t deadline = now_ms() + 30000;
+	     as_count(&as, "by_grant.refresh_token") < 1;) {
+		CHECK(now_ms() < deadline);
+		usleep(100 * 1000); /* polling the server's counter, bounded */
+	}
+	/* 300 callers on each node at once */
+	for (int i = 0; i < 3; i++) {
+		b[i] = (burst) {.port = node[i].port, .n = 300};
+		CHECK(pthread_create(&th[i], NULL, burst_run, &b[i]) == 0);
+	}
+	for (int i = 0; i < 3; i++) {
+		pthread_join(th[i], NULL);
+		if (b[i].ok != 300) {
+			fprintf(stderr, "node %s: %d of 300 answered; %s\n",
+			        names[i], b[i].ok, b[i].why);
+			fprintf(stderr, "%s\n", node[i].tail);
+		}
+		CHECK_EQ(b[i].ok, 300);
+	}
+	fprintf(stderr, "   refresh requests at the AS: %ld, reused: %ld\n",
+	        as_count(&as, "by_grant.refresh_token"),
+	        as_count(&as, "refresh_reused"));
+	CHECK_EQ(as_count(&as, "by_grant.refresh_token"), 1);
+	CHECK_EQ(as_count(&as, "refresh_reused"), 0);
+	for (int i = 0; i < 3; i++) {
+		on(i);
+		CHECK(state_within("o", "healthy", WAIT_MS));
+		peer_stop(&node[i]);
+	}
+	peer_stop(&as);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -510,6 +707,7 @@ main(int argc, char **argv)
 	RUN_IF(aggregation);
 	RUN_IF(tool_lists);
 	RUN_IF(db_restart);
+	RUN_IF(refresh_once);
 	pgt_stop(&pg);
 	sv_end(&mcp);
 	return (0);

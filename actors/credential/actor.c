@@ -612,6 +612,7 @@ cr_init(kn_actor *self, void *arg, void **statep)
 	}
 	cr->self = self;
 	cr->ps   = a->persister != NULL ? kn_actor_hold(a->persister) : NULL;
+	cr->cluster = a->cluster;
 	lru_init(&cr->flowq, CR_USER_FLOWS_MAX);
 	lru_init(&cr->hflowq, CR_USER_FLOWS_MAX);
 	tokens_restore(cr, rows = rows_of(a->tokens));
@@ -725,6 +726,9 @@ cr_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case MSG_CR_EVICT:
 		cr_evict(cr, msg);
+		return (0);
+	case MSG_CR_ROW_CHANGED:
+		cr_on_row_changed(cr, msg);
 		return (0);
 	default:
 		assert(!"credential: unexpected message");

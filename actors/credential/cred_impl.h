@@ -96,7 +96,12 @@ typedef struct token {
 	bool       rewait;     /* it waits for that registration */
 	int        stepups;    /* step-ups in a row for scopes it holds */
 	char      *jag;        /* an ID-JAG being redeemed (secret), or NULL */
-	cr_self   *cr;         /* owner */
+	int64_t    lease_gen;  /* the refresh lease held (lease.c), 0 none,
+	                        * -1 refreshing without one */
+	bool     leasing;      /* a take is asked */
+	uint64_t lease_timer;  /* another node's lease looked at again */
+	int      lease_polls;  /* looks so far */
+	cr_self *cr;           /* owner */
 } token;
 
 /* An identity's (or the admin's) header credential. */
@@ -198,7 +203,16 @@ struct cr_self {
 	uint64_t sweep;          /* the sweep timer, 0 none */
 	int64_t  sweep_at;       /* when it fires (unix ms) */
 	uint64_t swept;          /* flows dropped at expiry */
+	bool     cluster;        /* a shared store: refreshes leased */
 };
+
+/* lease.c: one refresh per token across a cluster */
+void cr_lease_take(cr_self *cr, token *t);
+void cr_lease_put(cr_self *cr, token *t);
+void cr_lease_drop(cr_self *cr, token *t);
+/* cr_lease_stop cancels a wait and releases a lease held. */
+void cr_lease_stop(token *t);
+void cr_on_row_changed(cr_self *cr, kn_msg *msg);
 
 /* actor.c */
 /* cr_unpersist deletes a row of table by key without a wait: an expired
@@ -363,6 +377,12 @@ void cr_cache_identity(const char *identity, const char *subject, char *out,
 void cr_refresh_join(cr_self *cr, token *t, uint64_t corr);
 void cr_refresh_ahead(cr_self *cr, token *t);
 void cr_refresh_stop(token *t);
+/* cr_refresh_send sends t's token request (its refresh token spent:
+ * t->prior) */
+void cr_refresh_send(cr_self *cr, token *t);
+/* cr_refresh_done answers t's waiters with another node's refresh
+ * (adopted: its tokens are t's now), or with its failure to come */
+void cr_refresh_done(cr_self *cr, token *t, bool adopted);
 /* cr_cc_get answers corr with the token of c, a client_credentials
  * client (fetched, or fetched again when due or forced; discovered
  * first) */

@@ -123,6 +123,10 @@
  *             evicted        int    cache entries evicted
  *             cached_tokens  int    callers' tokens cached
  *             cached_headers int    callers' header sets cached
+ *
+ *   MSG_CR_ROW_CHANGED tell: from the cluster actor: another node wrote a
+ *                            token (lease.c)
+ *     key str    the token row's key columns, JSON object text
  * </msgdoc>
  *
  * MSG_CR_REGISTER comes from a client actor at its start and after an
@@ -161,6 +165,8 @@
 #define CR_SKEW_S           30   /* refreshed before use at most this early */
 #define CR_GAP_MS           1000 /* one token's refreshes at least this apart */
 #define CR_HTTP_MS          10000 /* one exchange with an AS */
+#define CR_LEASE_MS         30000 /* a refresh lease's life (lease.c) */
+#define CR_LEASE_POLL_MS    250   /* another node's lease looked at again */
 #define CR_REDIRECT_DEFAULT "http://127.0.0.1:8080/api/oauth/callback"
 
 /* kn_spawn's arg; read at init. */
@@ -173,6 +179,7 @@ typedef struct cr_args {
 	const char *hcreds;    /* header_credentials rows */
 	const char *hflows;    /* header_flows rows */
 	unsigned    cache_max; /* exchange cache entries; 0: default */
+	bool        cluster;   /* a shared store: refreshes leased */
 } cr_args;
 
 #define CR_CACHE_DEFAULT 4096
@@ -191,6 +198,10 @@ typedef struct cr_args {
 CODEC_MSG_STRUCT(cr_register_msg, CR_REGISTER_FIELDS)
 
 #define CR_ID_FIELDS(F, S) F(S, STR, id, "the client's id")
+
+#define CR_ROW_CHANGED_FIELDS(F, S)                                           \
+	F(S, STR, key, "the token row's key columns, JSON object text")
+CODEC_MSG_STRUCT(cr_row_changed_msg, CR_ROW_CHANGED_FIELDS)
 CODEC_MSG_STRUCT(cr_id_msg, CR_ID_FIELDS)
 
 #define CR_GET_FIELDS(F, S)                                                   \

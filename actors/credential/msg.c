@@ -20,6 +20,7 @@ CODEC_MSG_FIELDS(cr_exchanged_msg, CR_EXCHANGED_FIELDS);
 CODEC_MSG_FIELDS(cr_evict_msg, CR_EVICT_FIELDS);
 CODEC_MSG_FIELDS(cr_evicted_msg, CR_EVICTED_FIELDS);
 CODEC_MSG_FIELDS(cr_stats_msg, CR_STATS_FIELDS);
+CODEC_MSG_FIELDS(cr_row_changed_msg, CR_ROW_CHANGED_FIELDS);
 
 #define NONE (&codec_no_fields)
 
@@ -49,6 +50,9 @@ const codec_msgdef credential_msgs[] = {
          "drop cached callers' credentials (below)"},
         {CODEC_MSG(MSG_CR_STATS), "ask", NONE, &cr_stats_msg_fields, NULL,
          "refresh, flow and cache counters"},
+        {CODEC_MSG(MSG_CR_ROW_CHANGED), "tell", &cr_row_changed_msg_fields,
+         NULL, NULL,
+         "from the cluster actor: another node wrote a token (lease.c)"},
 };
 const size_t credential_msgs_n =
         sizeof(credential_msgs) / sizeof(credential_msgs[0]);

@@ -91,6 +91,7 @@ cr_refresh_stop(token *t)
 	text_secret_free(t->prior);
 	t->prior  = NULL;
 	t->rewait = false; /* the registration goes on without it */
+	cr_lease_stop(t);
 	text_secret_free(t->jag);
 	t->jag = NULL;
 }
@@ -403,7 +404,11 @@ on_reply(void *arg, const oa_reply *r)
 		                        : ex      ? 300 + CR_SKEW_S
 		                                  : 0);
 		oa_token_fini(&nt);
-		cr_token_store(cr, t);
+		if (t->lease_gen > 0) {
+			cr_lease_put(cr, t); /* written back under the lease */
+		} else {
+			cr_token_store(cr, t);
+		}
 		KN_DEBUG("credential", "%s: token %s",
 		         c != NULL ? c->name : "?",
 		         ex ? "exchanged" : "refreshed");
@@ -471,6 +476,32 @@ out:
 	t->rereg   = false;
 	text_secret_free(t->prior);
 	t->prior = NULL;
+	cr_lease_stop(t); /* released, unless written back */
+}
+
+void
+cr_refresh_done(cr_self *cr, token *t, bool adopted)
+{
+	text_secret_free(t->prior);
+	t->prior       = NULL;
+	t->lease_polls = 0;
+	t->done_ns     = kn_now_ns();
+	if (!adopted) {
+		answer_all(cr, t, MK_EUPSTREAM,
+		           "token refresh for MCP client %s failed: %s",
+		           "another node's refresh of it did not finish");
+	} else if (!t->active) {
+		answer_all(cr, t, MK_ESTATE, "MCP client %s: %s",
+		           "another node's refresh was refused: needs "
+		           "reauthorization");
+	} else {
+		answer_all(cr, t, 0, NULL, NULL);
+		cr_refresh_ahead(cr, t);
+		if (!is_callers(t)) {
+			/* its client lets go of the header it holds */
+			cr_notify(cr, t->client_id, "refreshed", NULL);
+		}
+	}
 }
 
 void
@@ -609,8 +640,9 @@ grant_form(const cclient *c, char **form, oa_send *s)
 	return (cr_client_auth(c, form, s));
 }
 
-/* Sends the token request (first or a retry): a refresh, an exchange,
- * or a client_credentials grant. */
+/* Starts a token request (first or a retry): a refresh, an exchange,
+ * or a client_credentials grant; a refresh of a shared store's token
+ * under its lease (lease.c). */
 static void
 start(cr_self *cr, token *t)
 {
@@ -618,10 +650,6 @@ start(cr_self *cr, token *t)
 	bool        ex = c != NULL && c->auth == CFG_AUTH_TOKEN_EXCHANGE;
 	bool        cc = c != NULL && cr_client_credentials(c);
 	const char *url;
-	char       *form = NULL;
-	oa_send     s    = {.timeout_ms = CR_HTTP_MS};
-	oa_rules    g;
-	int         rv;
 
 	if (ex && cr_id_jag(c) && (c->meta == NULL || c->disc != NULL)) {
 		/* the ID-JAG's audience and redeemer are discovered first */
@@ -649,6 +677,34 @@ start(cr_self *cr, token *t)
 	    (t->prior = strdup(t->refresh)) == NULL) {
 		answer_all(cr, t, MK_ENOMEM, "MCP client %s: %s",
 		           "out of memory");
+		return;
+	}
+	if (cr->cluster && !ex && !cc && !t->ephemeral && t->lease_gen == 0) {
+		cr_lease_take(cr, t); /* it sends, or another node did */
+		return;
+	}
+	cr_refresh_send(cr, t);
+}
+
+void
+cr_refresh_send(cr_self *cr, token *t)
+{
+	cclient    *c  = cr_client(cr, t->client_id);
+	bool        ex = c != NULL && c->auth == CFG_AUTH_TOKEN_EXCHANGE;
+	bool        cc = c != NULL && cr_client_credentials(c);
+	const char *url;
+	char       *form = NULL;
+	oa_send     s    = {.timeout_ms = CR_HTTP_MS};
+	oa_rules    g;
+	int         rv;
+
+	url = ex ? cr_str(c->exchange, "token_url")
+	        : c != NULL && c->meta != NULL ? cr_str(c->meta, "token_url")
+	                                       : NULL;
+	if (url == NULL || (!cc && t->prior == NULL)) {
+		answer_all(cr, t, MK_ESTATE, "MCP client %s: %s",
+		           "no token endpoint is known: reauthorize");
+		cr_lease_stop(t);
 		return;
 	}
 	s.url = url;
@@ -691,7 +747,8 @@ cr_refresh_join(cr_self *cr, token *t, uint64_t corr)
 	w->corr    = corr;
 	w->next    = t->waiters;
 	t->waiters = w;
-	if (t->req != NULL || t->retry != 0 || t->rewait) {
+	if (t->req != NULL || t->retry != 0 || t->rewait || t->leasing ||
+	    t->lease_timer != 0) {
 		cr->joins++; /* single flight: one request for all */
 		return;
 	}

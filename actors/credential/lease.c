@@ -1,0 +1,367 @@
+/*
+ * lease.c - one refresh per token across the nodes of a cluster (a
+ * shared store; see persist/store.h: Refresh leases).  A rotating refresh
+ * token dies when spent twice, so before a refresh request the token's
+ * row is leased:
+ *   taken      the row is read again first: when another node refreshed
+ *              it meanwhile its tokens are taken, and no request is sent;
+ *              else the refresh is sent, and its tokens written back
+ *              only while the lease is still this node's (its fencing
+ *              generation), which releases it;
+ *   not taken  another node refreshes: this one waits for its write (the
+ *              store tells every node: MSG_CR_ROW_CHANGED), looking at
+ *              the row again every CR_LEASE_POLL_MS meanwhile, and takes
+ *              the tokens when they come - at most CR_LEASE_MS plus one
+ *              exchange, then the waiting asks fail; a node that died
+ *              holding the lease loses it when it expires;
+ *   no store   (it cannot be reached) the refresh goes on without one.
+ * A token another node wrote is read again here even when no refresh
+ * waits for it (an authorization or a refresh elsewhere), so every node
+ * holds the newest.  Exchanged tokens are never stored: not leased.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/credential/cred_impl.h"
+#include "actors/kernel/log.h"
+#include "actors/persister.h"
+#include "codec/errors.h"
+#include "codec/text.h"
+
+/* What an answer of the persister comes back to: the token by key (it
+ * may be gone meanwhile). */
+typedef struct lctx {
+	cr_self *cr;
+	char    *key;  /* the token's cr->tokens key */
+	bool     take; /* a take's answer (else a row read) */
+} lctx;
+
+static json_t *
+key_of(const token *t)
+{
+	return (json_pack("{s:s, s:s, s:s}", "client_id", t->client_id, "mode",
+	                  t->mode, "identity", t->identity));
+}
+
+static lctx *
+lctx_new(cr_self *cr, const token *t, bool take)
+{
+	lctx *x = calloc(1, sizeof(*x));
+
+	if (x != NULL && (x->key = strdup(t->key)) == NULL) {
+		free(x);
+		return (NULL);
+	}
+	if (x != NULL) {
+		x->cr   = cr;
+		x->take = take;
+	}
+	return (x);
+}
+
+static void
+lctx_free(lctx *x)
+{
+	free(x->key);
+	free(x);
+}
+
+/* Sends a lease op; fn gets x (NULL: a tell-like ask, answer dropped). */
+static int
+lease_ask(cr_self *cr, const char *op, json_t *row, int64_t gen,
+          kn_reply_fn fn, void *x)
+{
+	ps_lease_msg m = {.op     = (char *)op,
+	                  .table  = "oauth_tokens",
+	                  .gen    = gen,
+	                  .ttl_ms = CR_LEASE_MS};
+	int          rv;
+
+	if (cr->ps == NULL ||
+	    (m.row = row != NULL ? json_dumps(row, JSON_COMPACT) : NULL) ==
+	            NULL) {
+		return (MK_ENOMEM);
+	}
+	rv = kn_ask_async_msg(cr->self, cr->ps, MSG_PS_LEASE,
+	                      CODEC_OF(ps_lease_msg, &m), 30000, fn, x);
+	text_secret_free(m.row);
+	return (rv);
+}
+
+static void
+on_dropped(kn_actor *self, void *arg, int status, const void *data, size_t len)
+{
+	if (status != 0) {
+		KN_DEBUG("credential",
+		         "a refresh lease not released (it "
+		         "expires): %s",
+		         codec_strerror(status));
+	}
+}
+
+void
+cr_lease_drop(cr_self *cr, token *t)
+{
+	json_t *k;
+
+	if (t->lease_gen > 0 && (k = key_of(t)) != NULL) {
+		(void)lease_ask(cr, "drop", k, t->lease_gen, on_dropped, NULL);
+		json_decref(k);
+	}
+	t->lease_gen = 0;
+}
+
+static void
+on_put(kn_actor *self, void *arg, int status, const void *data, size_t len)
+{
+	ps_leased_msg m;
+	char         *client = arg;
+
+	if (status != 0) {
+		KN_WARN("credential",
+		        "%s: the refreshed token is not stored yet: %s",
+		        client, codec_strerror(status));
+	} else if (ps_leased_msg_unpack(data, len, &m) == 0) {
+		if (!m.written) {
+			KN_WARN("credential",
+			        "%s: the refresh lease expired before its tokens were written: another node took it over",
+			        client);
+		}
+		ps_leased_msg_clear(&m);
+	}
+	free(client);
+}
+
+void
+cr_lease_put(cr_self *cr, token *t)
+{
+	json_t *row    = cr_token_row(t);
+	char   *client = strdup(t->client_id);
+
+	if (row == NULL || client == NULL ||
+	    lease_ask(cr, "put", row, t->lease_gen, on_put, client) != 0) {
+		KN_ERROR("credential",
+		         "%s: a refreshed token could not be stored",
+		         t->client_id);
+		free(client);
+	}
+	json_decref(row);
+	t->lease_gen = 0;
+}
+
+/* Takes row's tokens (another node's).  Returns whether they differ
+ * from what t held. */
+static bool
+adopt(token *t, const json_t *row)
+{
+	const char *acc = cr_str(row, "access_token");
+	const char *ref = cr_str(row, "refresh_token");
+	const char *sc  = cr_str(row, "scopes");
+	bool        was = t->active;
+	bool        changed;
+
+	if (acc == NULL) {
+		return (false);
+	}
+	changed = t->access == NULL || strcmp(acc, t->access) != 0 ||
+	        (ref == NULL) != (t->refresh == NULL) ||
+	        (ref != NULL && strcmp(ref, t->refresh) != 0) ||
+	        was !=
+	                (strcmp(cr_str(row, "status") ? cr_str(row, "status")
+	                                              : "",
+	                        "active") == 0);
+	if (!changed) {
+		return (false);
+	}
+	text_secret_free(t->access);
+	text_secret_free(t->refresh);
+	t->access  = strdup(acc);
+	t->refresh = ref != NULL ? strdup(ref) : NULL;
+	free(t->scopes);
+	t->scopes = sc != NULL ? strdup(sc) : NULL;
+	t->active = cr_str(row, "status") != NULL &&
+	        strcmp(cr_str(row, "status"), "active") == 0;
+	cr_token_restore(t, row);
+	return (true);
+}
+
+static void lease_tick(kn_actor *self, void *arg);
+
+/* The answer to a take: the refresh, the other node's tokens, or a
+ * wait. */
+static void
+on_taken(kn_actor *self, void *arg, int status, const void *data, size_t len)
+{
+	lctx         *x  = arg;
+	cr_self      *cr = x->cr;
+	strmap_ent   *e  = strmap_get(&cr->tokens, x->key);
+	token        *t  = (token *)e;
+	ps_leased_msg m  = {0};
+	json_t       *row;
+
+	lctx_free(x);
+	if (status == 0) {
+		(void)ps_leased_msg_unpack(data, len, &m);
+	}
+	if (t == NULL || !t->leasing) {
+		/* gone, or stopped meanwhile: let the lease go */
+		if (m.gen > 0 && t != NULL) {
+			t->lease_gen = m.gen;
+			cr_lease_drop(cr, t);
+		}
+		ps_leased_msg_clear(&m);
+		return;
+	}
+	t->leasing = false;
+	if (status != 0) {
+		KN_WARN("credential",
+		        "%s: no refresh lease (%s): refreshing without one",
+		        t->client_id, codec_strerror(status));
+		t->lease_gen = -1;
+		cr_refresh_send(cr, t);
+		return;
+	}
+	row = m.row != NULL ? json_loads(m.row, 0, NULL) : NULL;
+	if (row != NULL && t->prior != NULL &&
+	    (cr_str(row, "refresh_token") == NULL ||
+	     strcmp(cr_str(row, "refresh_token"), t->prior) != 0)) {
+		/* another node refreshed (or reauthorized) it meanwhile */
+		t->lease_gen = m.gen;
+		adopt(t, row);
+		cr_lease_drop(cr, t);
+		cr_refresh_done(cr, t, true);
+	} else if (m.gen > 0) {
+		t->lease_gen = m.gen;
+		cr_refresh_send(cr, t);
+	} else if (t->lease_polls++ * CR_LEASE_POLL_MS >
+	           CR_LEASE_MS + CR_HTTP_MS) {
+		cr_refresh_done(cr, t, false);
+	} else {
+		/* another node's refresh: its write is told, or looked for */
+		t->lease_timer = kn_timer_add(cr->self, CR_LEASE_POLL_MS,
+		                              lease_tick, t);
+	}
+	json_decref(row);
+	ps_leased_msg_clear(&m);
+}
+
+void
+cr_lease_take(cr_self *cr, token *t)
+{
+	json_t *k = key_of(t);
+	lctx   *x = lctx_new(cr, t, true);
+
+	t->leasing = true;
+	if (k == NULL || x == NULL ||
+	    lease_ask(cr, "take", k, 0, on_taken, x) != 0) {
+		if (x != NULL) {
+			lctx_free(x);
+		}
+		t->leasing   = false;
+		t->lease_gen = -1; /* without one, this time */
+		cr_refresh_send(cr, t);
+	}
+	json_decref(k);
+}
+
+static void
+lease_tick(kn_actor *self, void *arg)
+{
+	token *t = arg;
+
+	t->lease_timer = 0;
+	cr_lease_take(t->cr, t);
+}
+
+void
+cr_lease_stop(token *t)
+{
+	if (t->lease_timer != 0) {
+		kn_timer_cancel(t->cr->self, t->lease_timer);
+		t->lease_timer = 0;
+	}
+	t->leasing = false; /* an answer in flight finds it so */
+	if (t->lease_gen > 0) {
+		cr_lease_drop(t->cr, t);
+	}
+	t->lease_gen   = 0;
+	t->lease_polls = 0;
+}
+
+/* The row another node wrote, read: taken when it differs. */
+static void
+on_row(kn_actor *self, void *arg, int status, const void *data, size_t len)
+{
+	lctx        *x  = arg;
+	cr_self     *cr = x->cr;
+	token       *t  = (token *)strmap_get(&cr->tokens, x->key);
+	ps_found_msg m  = {0};
+	json_t      *row;
+	bool         was;
+
+	lctx_free(x);
+	if (status != 0 || t == NULL || t->req != NULL || t->leasing ||
+	    ps_found_msg_unpack(data, len, &m) != 0) {
+		ps_found_msg_clear(&m);
+		return;
+	}
+	row = m.row != NULL ? json_loads(m.row, 0, NULL) : NULL;
+	ps_found_msg_clear(&m);
+	was = t->active && t->access != NULL;
+	if (row != NULL && adopt(t, row)) {
+		KN_DEBUG("credential", "%s: a token another node wrote",
+		         t->client_id);
+		cr_refresh_ahead(cr, t);
+		if (!cr_callers_mode(t->mode)) {
+			/* its client lets go of the header it holds */
+			cr_notify(cr, t->client_id,
+			          !t->active    ? "needs_reauth"
+			                  : was ? "refreshed"
+			                        : "active",
+			          NULL);
+		}
+	}
+	json_decref(row);
+}
+
+void
+cr_on_row_changed(cr_self *cr, kn_msg *msg)
+{
+	cr_row_changed_msg m;
+	json_t            *k;
+	token             *t;
+	lctx              *x;
+
+	(void)cr_row_changed_msg_unpack(msg->env.payload, msg->env.payload_len,
+	                                &m);
+	k = m.key != NULL ? json_loads(m.key, 0, NULL) : NULL;
+	cr_row_changed_msg_clear(&m);
+	if (cr_str(k, "client_id") == NULL || cr_str(k, "mode") == NULL ||
+	    cr_str(k, "identity") == NULL ||
+	    cr_client(cr, cr_str(k, "client_id")) == NULL) {
+		json_decref(k);
+		return; /* not a client of this node's */
+	}
+	t = cr_token(cr, cr_str(k, "client_id"), cr_str(k, "mode"),
+	             cr_str(k, "identity"),
+	             !cr_callers_mode(cr_str(k, "mode")));
+	if (t != NULL && t->lease_timer != 0) {
+		/* the refresh it waited for: look now */
+		kn_timer_cancel(cr->self, t->lease_timer);
+		t->lease_timer = 0;
+		cr_lease_take(cr, t);
+	} else if (t != NULL && t->req == NULL && !t->leasing &&
+	           (x = lctx_new(cr, t, false)) != NULL) {
+		char      *text = json_dumps(k, JSON_COMPACT);
+		ps_key_msg q    = {.table = "oauth_tokens", .key = text};
+		if (text == NULL || cr->ps == NULL ||
+		    kn_ask_async_msg(cr->self, cr->ps, MSG_PS_ROW_GET,
+		                     CODEC_OF(ps_key_msg, &q), 30000, on_row,
+		                     x) != 0) {
+			lctx_free(x);
+		}
+		free(text);
+	}
+	json_decref(k);
+}
