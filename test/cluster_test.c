@@ -254,6 +254,19 @@ aggregation(void)
 		CHECK(why != NULL && strstr(why, deadport) != NULL);
 		json_decref(e);
 	}
+	/* the page, in a real browser, on a: degraded, the states folded */
+	char js[512], shot[512];
+	peer br = {0};
+	snprintf(js, sizeof(js), "%s/cluster_page.mjs", peer_dir());
+	snprintf(shot, sizeof(shot), "%s/cluster-page.png",
+	         getenv("MK_ARTIFACTS") != NULL ? getenv("MK_ARTIFACTS") : ".");
+	const char *argv[] = {"node", js, base[0], shot, NULL};
+	CHECK_EQ(peer_start(&br, argv, NULL, "cluster page ok ([0-9]+)", 120000),
+	         0);
+	CHECK(peer_wait_exit(&br, 30000));
+	peer_stop(&br);
+	CHECK(WIFEXITED(br.status) && WEXITSTATUS(br.status) == 0);
+	fprintf(stderr, "   the page's screenshot: %s\n", shot);
 	/* c killed: out of every view within 3 heartbeats */
 	t0 = now_ms();
 	CHECK_EQ(kill(-node[2].pid, SIGKILL), 0);
