@@ -48,16 +48,19 @@ told(store *s, const PGnotify *n, store_change_fn fn, void *arg)
 	}
 	o = json_loads(n->extra, 0, NULL);
 	if (strcmp(n->relname, STORE_ROWS_CHANNEL) == 0) {
-		/* {"table", "key": {its key columns}, "node"} */
-		node = json_string_value(json_object_get(o, "node"));
-		char *key =
-		        json_dumps(json_object_get(o, "key"), JSON_COMPACT);
-		if (node != NULL && key != NULL &&
+		/* {"table", "key": {its key columns}, "node"}: told on as
+		 * {"table", "key"} */
+		node         = json_string_value(json_object_get(o, "node"));
+		bool another = node != NULL &&
+		        (s->node == NULL || strcmp(node, s->node) != 0);
+		json_object_del(o, "node");
+		char *what = json_dumps(o, JSON_COMPACT);
+		if (another && what != NULL &&
 		    json_string_value(json_object_get(o, "table")) != NULL &&
-		    (s->node == NULL || strcmp(node, s->node) != 0)) {
-			rv = fn(arg, STORE_ROW_CHANGED, key);
+		    json_is_object(json_object_get(o, "key"))) {
+			rv = fn(arg, STORE_ROW_CHANGED, what);
 		}
-		free(key);
+		free(what);
 		json_decref(o);
 		return (rv);
 	}
@@ -261,11 +264,8 @@ lease_key(store *s, store_table t, json_t *key, const char **v)
 		return (store_failf(s, MK_EINVAL, "no node id set"));
 	}
 	for (unsigned k = 0; k < d->nkey; k++) {
-		if ((v[k] = json_string_value(
-		             json_object_get(key, d->cols[k]))) == NULL) {
-			return (store_failf(s, MK_EINVAL,
-			                    "%s: key column %s missing",
-			                    d->name, d->cols[k]));
+		if ((v[k] = store_key_col(s, d, key, k)) == NULL) {
+			return (MK_EINVAL);
 		}
 	}
 	return (0);

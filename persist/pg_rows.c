@@ -138,48 +138,29 @@ static int
 prepare_table(store *s, store_table t)
 {
 	const tabledef *d = &store_tables[t];
-	char            cols[512], vals[128], keys[256], set[768], where[256];
 	char            sql[2048], name[32];
-	size_t          nc = 0, nv = 0, ns = 0, nw = 0;
+	store_sql       q;
 	unsigned        n;
 	int             rv;
 
-	for (n = 0; d->cols[n] != NULL; n++) {
-		nc += (size_t)snprintf(cols + nc, sizeof(cols) - nc, "%s%s",
-		                       n ? ", " : "", d->cols[n]);
-		nv += (size_t)snprintf(vals + nv, sizeof(vals) - nv, "%s$%u",
-		                       n ? ", " : "", n + 1);
-		if (n < d->nkey) {
-			nw += (size_t)snprintf(where + nw, sizeof(where) - nw,
-			                       "%s%s = $%u", n ? " AND " : "",
-			                       d->cols[n], n + 1);
-		} else {
-			ns += (size_t)snprintf(set + ns, sizeof(set) - ns,
-			                       "%s%s = excluded.%s",
-			                       ns ? ", " : "", d->cols[n],
-			                       d->cols[n]);
-		}
-	}
-	if (!d->stamp_on_insert) {
-		snprintf(set + ns, sizeof(set) - ns, ", %s = excluded.%s",
-		         d->stamp, d->stamp);
-	}
-	store_key_list(d, keys, sizeof(keys));
+	store_sql_lists(d, '$', &q);
+	n = q.n;
 	tname(name, sizeof(name), t, "put");
-	if (d->leased) {
-		/* a leased row's writes are told to every node */
+	if (d->told) {
+		/* its writes are told to every node */
 		snprintf(sql, sizeof(sql),
 		         "WITH w AS (INSERT INTO %s (%s, %s) VALUES (%s, $%u) "
 		         "ON CONFLICT (%s) DO UPDATE SET %s RETURNING 1) "
 		         "SELECT pg_notify('" STORE_ROWS_CHANNEL
 		         "', $%u) FROM w",
-		         d->name, cols, d->stamp, vals, n + 1, keys, set,
-		         n + 2);
+		         d->name, q.cols, d->stamp, q.vals, n + 1, q.keys,
+		         q.set, n + 2);
 	} else {
 		snprintf(sql, sizeof(sql),
 		         "INSERT INTO %s (%s, %s) VALUES (%s, $%u) "
 		         "ON CONFLICT (%s) DO UPDATE SET %s",
-		         d->name, cols, d->stamp, vals, n + 1, keys, set);
+		         d->name, q.cols, d->stamp, q.vals, n + 1, q.keys,
+		         q.set);
 	}
 	if ((rv = pg_prepare(s, name, sql)) != 0) {
 		return (rv);
@@ -200,14 +181,15 @@ prepare_table(store *s, store_table t)
 		        "NULL, lease_until = NULL WHERE %s AND lease_gen = $%u "
 		        "AND lease_owner = $%u RETURNING 1) SELECT "
 		        "pg_notify('" STORE_ROWS_CHANNEL "', $%u) FROM w",
-		        d->name, upd, d->stamp, n + 1, where, n + 2, n + 3,
+		        d->name, upd, d->stamp, n + 1, q.where, n + 2, n + 3,
 		        n + 4);
 		if ((rv = pg_prepare(s, name, sql)) != 0) {
 			return (rv);
 		}
 	}
 	tname(name, sizeof(name), t, "del");
-	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE %s", d->name, where);
+	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE %s", d->name,
+	         q.where);
 	if ((rv = pg_prepare(s, name, sql)) != 0) {
 		return (rv);
 	}
@@ -218,14 +200,14 @@ prepare_table(store *s, store_table t)
 		return (rv);
 	}
 	tname(name, sizeof(name), t, "get");
-	snprintf(sql, sizeof(sql), "SELECT %s FROM %s WHERE %s", cols, d->name,
-	         where);
+	snprintf(sql, sizeof(sql), "SELECT %s FROM %s WHERE %s", q.cols,
+	         d->name, q.where);
 	if ((rv = pg_prepare(s, name, sql)) != 0) {
 		return (rv);
 	}
 	tname(name, sizeof(name), t, "each");
-	snprintf(sql, sizeof(sql), "SELECT %s FROM %s ORDER BY %s", cols,
-	         d->name, keys);
+	snprintf(sql, sizeof(sql), "SELECT %s FROM %s ORDER BY %s", q.cols,
+	         d->name, q.keys);
 	return (pg_prepare(s, name, sql));
 }
 
@@ -506,7 +488,7 @@ pg_row_put(store *s, store_table t, json_t *row)
 	if ((rv = pg_bind_row(s, t, row, &a)) != 0) {
 		return (rv);
 	}
-	if (store_tables[t].leased) {
+	if (store_tables[t].told) {
 		pg_told_row(s, t, row, told, sizeof(told));
 		pg_arg_text(&a, told); /* the others told of it */
 	}
@@ -521,12 +503,9 @@ args_key(store *s, store_table t, pgargs *a, json_t *key)
 	const tabledef *d = &store_tables[t];
 
 	for (unsigned k = 0; k < d->nkey; k++) {
-		const char *v =
-		        json_string_value(json_object_get(key, d->cols[k]));
+		const char *v = store_key_col(s, d, key, k);
 		if (v == NULL) {
-			return (store_failf(s, MK_EINVAL,
-			                    "%s: key column %s missing",
-			                    d->name, d->cols[k]));
+			return (MK_EINVAL);
 		}
 		pg_arg_text(a, v);
 	}

@@ -179,13 +179,10 @@ bind_key(store *s, store_table t, sqlite3_stmt *q, json_t *key)
 	const tabledef *d = &store_tables[t];
 
 	for (unsigned k = 0; k < d->nkey; k++) {
-		const char *v =
-		        json_string_value(json_object_get(key, d->cols[k]));
+		const char *v = store_key_col(s, d, key, k);
 		if (v == NULL) {
 			sqlite3_clear_bindings(q);
-			return (store_failf(s, MK_EINVAL,
-			                    "%s: key column %s missing",
-			                    d->name, d->cols[k]));
+			return (MK_EINVAL);
 		}
 		sqlite3_bind_text(q, (int)k + 1, v, -1, SQLITE_TRANSIENT);
 	}

@@ -155,50 +155,26 @@ static int
 prepare_table(store *s, store_table t)
 {
 	const tabledef *d = &store_tables[t];
-	char            put[2048], del[1024], each[1024], cols[512], vals[128];
-	char            keys[256], set[768], where[256];
-	size_t          nc = 0, nv = 0, nk = 0, ns = 0, nw = 0;
-	unsigned        n;
+	char            put[2048], del[1024], each[1024];
+	store_sql       q;
 
-	for (n = 0; d->cols[n] != NULL; n++) {
-		nc += (size_t)snprintf(cols + nc, sizeof(cols) - nc, "%s%s",
-		                       n ? ", " : "", d->cols[n]);
-		nv += (size_t)snprintf(vals + nv, sizeof(vals) - nv, "%s?%u",
-		                       n ? ", " : "", n + 1);
-		if (n < d->nkey) {
-			nk += (size_t)snprintf(keys + nk, sizeof(keys) - nk,
-			                       "%s%s", n ? ", " : "",
-			                       d->cols[n]);
-			nw += (size_t)snprintf(where + nw, sizeof(where) - nw,
-			                       "%s%s = ?%u", n ? " AND " : "",
-			                       d->cols[n], n + 1);
-		} else {
-			ns += (size_t)snprintf(set + ns, sizeof(set) - ns,
-			                       "%s%s = excluded.%s",
-			                       ns ? ", " : "", d->cols[n],
-			                       d->cols[n]);
-		}
-	}
-	if (!d->stamp_on_insert) {
-		ns += (size_t)snprintf(set + ns, sizeof(set) - ns,
-		                       ", %s = excluded.%s", d->stamp,
-		                       d->stamp);
-	}
+	store_sql_lists(d, '?', &q);
 	snprintf(put, sizeof(put),
 	         "INSERT INTO %s (%s, %s) VALUES (%s, ?%u) "
 	         "ON CONFLICT (%s) DO UPDATE SET %s",
-	         d->name, cols, d->stamp, vals, n + 1, keys, set);
-	snprintf(del, sizeof(del), "DELETE FROM %s WHERE %s", d->name, where);
-	snprintf(each, sizeof(each), "SELECT %s FROM %s ORDER BY rowid", cols,
-	         d->name);
+	         d->name, q.cols, d->stamp, q.vals, q.n + 1, q.keys, q.set);
+	snprintf(del, sizeof(del), "DELETE FROM %s WHERE %s", d->name,
+	         q.where);
+	snprintf(each, sizeof(each), "SELECT %s FROM %s ORDER BY rowid",
+	         q.cols, d->name);
 	const char *text[RS_COUNT] = {put, del, each, NULL};
 	char        byclient[256];
 	snprintf(byclient, sizeof(byclient),
 	         "DELETE FROM %s WHERE client_id = ?1", d->name);
 	text[RS_DEL_CLIENT] = byclient;
 	char get[1536];
-	snprintf(get, sizeof(get), "SELECT %s FROM %s WHERE %s", cols, d->name,
-	         where);
+	snprintf(get, sizeof(get), "SELECT %s FROM %s WHERE %s", q.cols,
+	         d->name, q.where);
 	text[RS_GET] = get;
 	for (int i = 0; i < RS_COUNT; i++) {
 		if (sqlite3_prepare_v3(s->db, text[i], -1,

@@ -33,8 +33,8 @@ typedef struct tabledef {
 	unsigned    sealed;          /* bit i: cols[i] is sealed */
 	const char *stamp;           /* set to now at every write */
 	bool        stamp_on_insert; /* only when the row is created */
-	bool        leased; /* PostgreSQL: refreshed under a lease, its
-	                     * writes told to every node */
+	bool        told;   /* PostgreSQL: its writes told to every node */
+	bool        leased; /* PostgreSQL: refreshed under a lease */
 } tabledef;
 
 /* The fixed statements (schema.c's sql[]), in s->st. */
@@ -136,6 +136,20 @@ extern const tabledef store_tables[STORE_NTABLES];
 int store_col_index(const tabledef *d, const char *name);
 /* store_key_list writes d's key columns, comma separated, into buf. */
 void store_key_list(const tabledef *d, char *buf, size_t len);
+/* A table's column lists, for its statements (mark: '?' or '$'). */
+typedef struct store_sql {
+	unsigned n;          /* columns */
+	char     cols[512];  /* "a, b, c" */
+	char     vals[128];  /* "?1, ?2, ?3" */
+	char     keys[256];  /* the key columns: "a, b" */
+	char     where[256]; /* "a = ?1 AND b = ?2" */
+	char     set[768];   /* "c = excluded.c" (and the stamp) */
+} store_sql;
+void store_sql_lists(const tabledef *d, char mark, store_sql *q);
+/* store_key_col is key's value of d's key column k, or NULL with the
+ * error recorded (MK_EINVAL). */
+const char *store_key_col(store *s, const tabledef *d, json_t *key,
+                          unsigned k);
 /* store_client_aad writes the additional data a client's sealed config
  * is bound to (store_row_key is a credential row's). */
 void store_client_aad(char *aad, size_t len, const char *id);

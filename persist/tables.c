@@ -15,7 +15,8 @@ const tabledef store_tables[STORE_NTABLES] = {
                                       1,
                                       1u << 2,
                                       "updated_at",
-                                      false},
+                                      false,
+                                      true},
         [STORE_OAUTH_TOKENS]       = {"oauth_tokens",
                                       {"client_id", "mode", "identity",
                                        "access_token", "refresh_token", "token_type",
@@ -25,6 +26,7 @@ const tabledef store_tables[STORE_NTABLES] = {
                                       1u << 3 | 1u << 4,
                                       "updated_at",
                                       false,
+                                      true,
                                       true},
         [STORE_OAUTH_FLOWS]        = {"oauth_flows",
                                       {"state", "client_id", "mode", "identity",
@@ -130,4 +132,48 @@ store_client_unopened(store *s, const char *name)
 	        s, MK_EPROTO,
 	        "client %s: its stored config does not open with this key (tampered, or moved from another row)",
 	        name));
+}
+
+void
+store_sql_lists(const tabledef *d, char mark, store_sql *q)
+{
+	size_t nc = 0, nv = 0, ns = 0, nw = 0;
+
+	memset(q, 0, sizeof(*q));
+	for (q->n = 0; d->cols[q->n] != NULL; q->n++) {
+		const char *c = d->cols[q->n];
+		unsigned    i = q->n;
+
+		nc += (size_t)snprintf(q->cols + nc, sizeof(q->cols) - nc,
+		                       "%s%s", i ? ", " : "", c);
+		nv += (size_t)snprintf(q->vals + nv, sizeof(q->vals) - nv,
+		                       "%s%c%u", i ? ", " : "", mark, i + 1);
+		if (i < d->nkey) {
+			nw += (size_t)snprintf(q->where + nw,
+			                       sizeof(q->where) - nw,
+			                       "%s%s = %c%u", i ? " AND " : "",
+			                       c, mark, i + 1);
+		} else {
+			ns += (size_t)snprintf(
+			        q->set + ns, sizeof(q->set) - ns,
+			        "%s%s = excluded.%s", ns ? ", " : "", c, c);
+		}
+	}
+	if (!d->stamp_on_insert) {
+		snprintf(q->set + ns, sizeof(q->set) - ns,
+		         ", %s = excluded.%s", d->stamp, d->stamp);
+	}
+	store_key_list(d, q->keys, sizeof(q->keys));
+}
+
+const char *
+store_key_col(store *s, const tabledef *d, json_t *key, unsigned k)
+{
+	const char *v = json_string_value(json_object_get(key, d->cols[k]));
+
+	if (v == NULL) {
+		store_failf(s, MK_EINVAL, "%s: key column %s missing", d->name,
+		            d->cols[k]);
+	}
+	return (v);
 }

@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "pgutil.h"
@@ -259,9 +260,11 @@ aggregation(void)
 	peer br = {0};
 	snprintf(js, sizeof(js), "%s/cluster_page.mjs", peer_dir());
 	snprintf(shot, sizeof(shot), "%s/cluster-page.png",
-	         getenv("MK_ARTIFACTS") != NULL ? getenv("MK_ARTIFACTS") : ".");
+	         getenv("MK_ARTIFACTS") != NULL ? getenv("MK_ARTIFACTS")
+	                                        : ".");
 	const char *argv[] = {"node", js, base[0], shot, NULL};
-	CHECK_EQ(peer_start(&br, argv, NULL, "cluster page ok ([0-9]+)", 120000),
+	CHECK_EQ(peer_start(&br, argv, NULL, "cluster page ok ([0-9]+)",
+	                    120000),
 	         0);
 	CHECK(peer_wait_exit(&br, 30000));
 	peer_stop(&br);
@@ -526,12 +529,13 @@ db_restart(void)
 /* n concurrent tool calls on node i (curl multi): how many answered 200. */
 typedef struct burst {
 	int  port, n, ok;
-	char why[256]; /* a failed call's answer, the first */
+	char why[512]; /* a failed call's answer, the first */
 } burst;
 
 typedef struct answer {
 	char   text[256];
 	size_t n;
+	bool   retried; /* its connection, once */
 } answer;
 
 static size_t
@@ -551,52 +555,78 @@ keep(char *p, size_t size, size_t n, void *arg)
 	return (k);
 }
 
+/* One call's handle on m. */
+static CURL *
+burst_call(CURLM *m, const char *to, struct curl_slist *h, answer *a)
+{
+	CURL *e = curl_easy_init();
+
+	memset(a, 0, sizeof(*a));
+	curl_easy_setopt(e, CURLOPT_URL, to);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS,
+	                 "{\"client\": \"o\", \"tool\": \"whoami\", "
+	                 "\"arguments\": {}}");
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, keep);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, a);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, a);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 60000L);
+	curl_multi_add_handle(m, e);
+	return (e);
+}
+
 static void *
 burst_run(void *arg)
 {
 	burst             *b   = arg;
 	CURLM             *m   = curl_multi_init();
-	CURL             **e   = calloc((size_t)b->n, sizeof(*e));
 	answer            *ans = calloc((size_t)b->n, sizeof(*ans));
 	struct curl_slist *h =
 	        curl_slist_append(NULL, "Content-Type: application/json");
-	char to[96];
-	int  running = 0;
+	char     to[96];
+	int      running = 0, left;
+	CURLMsg *msg;
 
-	CHECK(m != NULL && e != NULL && ans != NULL);
+	CHECK(m != NULL && ans != NULL);
 	snprintf(to, sizeof(to), "http://127.0.0.1:%d/api/mcp/tool/execute",
 	         b->port);
 	for (int k = 0; k < b->n; k++) {
-		e[k] = curl_easy_init();
-		curl_easy_setopt(e[k], CURLOPT_URL, to);
-		curl_easy_setopt(e[k], CURLOPT_HTTPHEADER, h);
-		curl_easy_setopt(e[k], CURLOPT_POSTFIELDS,
-		                 "{\"client\": \"o\", \"tool\": \"whoami\", "
-		                 "\"arguments\": {}}");
-		curl_easy_setopt(e[k], CURLOPT_WRITEFUNCTION, keep);
-		curl_easy_setopt(e[k], CURLOPT_WRITEDATA, &ans[k]);
-		curl_easy_setopt(e[k], CURLOPT_TIMEOUT_MS, 60000L);
-		curl_multi_add_handle(m, e[k]);
+		(void)burst_call(m, to, h, &ans[k]);
 	}
 	do {
 		CHECK(curl_multi_perform(m, &running) == CURLM_OK);
+		while ((msg = curl_multi_info_read(m, &left)) != NULL) {
+			answer *a;
+			long    st = 0;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE,
+			                  &a);
+			curl_easy_getinfo(msg->easy_handle,
+			                  CURLINFO_RESPONSE_CODE, &st);
+			CURLcode rc = msg->data.result;
+			curl_multi_remove_handle(m, msg->easy_handle);
+			curl_easy_cleanup(msg->easy_handle);
+			if (st == 0 && rc == CURLE_COULDNT_CONNECT &&
+			    !a->retried) {
+				/* the listen queue full under load: the
+				 * connection (not the call) tried again */
+				a->retried = true;
+				(void)burst_call(m, to, h, a);
+				a->retried = true;
+				running++;
+				continue;
+			}
+			b->ok += st == 200;
+			if (st != 200 && b->why[0] == '\0') {
+				snprintf(b->why, sizeof(b->why),
+				         "%ld (%s) %.200s", st,
+				         curl_easy_strerror(rc), a->text);
+			}
+		}
 		if (running > 0) {
 			CHECK(curl_multi_poll(m, NULL, 0, 1000, NULL) ==
 			      CURLM_OK);
 		}
 	} while (running > 0);
-	for (int k = 0; k < b->n; k++) {
-		long st = 0;
-		curl_easy_getinfo(e[k], CURLINFO_RESPONSE_CODE, &st);
-		b->ok += st == 200;
-		if (st != 200 && b->why[0] == '\0') {
-			snprintf(b->why, sizeof(b->why), "%ld %s", st,
-			         ans[k].text);
-		}
-		curl_multi_remove_handle(m, e[k]);
-		curl_easy_cleanup(e[k]);
-	}
-	free(e);
 	free(ans);
 	curl_slist_free_all(h);
 	curl_multi_cleanup(m);
@@ -645,7 +675,8 @@ authorize_on(int i, const char *client)
 /* A rotating refresh token (each works once; a reuse is invalid_grant):
  * authorized on a, the token reaches b and c; when it is due, every
  * node's refresh (ahead of expiry, and 300 callers each) comes down to
- * one request at the authorization server. */
+ * one request at the authorization server.  With a gone, b and c refresh
+ * with what a discovered and registered. */
 static void
 refresh_once(void)
 {
@@ -659,7 +690,7 @@ refresh_once(void)
 	CHECK_EQ(peer_start(&as, argv, NULL, "listening on port ([0-9]+)",
 	                    WAIT_MS),
 	         0);
-	admin(as.port, "/admin/expires-in", "{\"seconds\": 10}", NULL);
+	admin(as.port, "/admin/expires-in", "{\"seconds\": 40}", NULL);
 	snprintf(
 	        client, sizeof(client),
 	        "{\"name\": \"o\", \"client_id\": \"o-1\", \"connection_type\": "
@@ -678,13 +709,15 @@ refresh_once(void)
 		CHECK(state_within("o", "healthy", WAIT_MS));
 	}
 	admin(as.port, "/admin/reset", "{}", NULL);
-	/* each node refreshes ahead, at about 8 s: one of them does */
-	for (int64_t deadline = now_ms() + 30000;
+	/* each node refreshes ahead, at 32 s (+-10%): one of them does */
+	for (int64_t deadline = now_ms() + 60000;
 	     as_count(&as, "by_grant.refresh_token") < 1;) {
 		CHECK(now_ms() < deadline);
 		usleep(100 * 1000); /* polling the server's counter, bounded */
 	}
-	/* 300 callers on each node at once */
+	/* 300 callers on each node at once (well before the next refresh,
+	 * 28.8 s away at the soonest) */
+	int64_t t0 = now_ms();
 	for (int i = 0; i < 3; i++) {
 		b[i] = (burst) {.port = node[i].port, .n = 300};
 		CHECK(pthread_create(&th[i], NULL, burst_run, &b[i]) == 0);
@@ -698,12 +731,39 @@ refresh_once(void)
 		}
 		CHECK_EQ(b[i].ok, 300);
 	}
-	fprintf(stderr, "   refresh requests at the AS: %ld, reused: %ld\n",
+	fprintf(stderr,
+	        "   900 calls in %lld ms; refresh requests at the AS: %ld, "
+	        "reused: %ld\n",
+	        (long long)(now_ms() - t0),
 	        as_count(&as, "by_grant.refresh_token"),
 	        as_count(&as, "refresh_reused"));
+	CHECK(now_ms() - t0 < 28000); /* else the next one was due */
 	CHECK_EQ(as_count(&as, "by_grant.refresh_token"), 1);
 	CHECK_EQ(as_count(&as, "refresh_reused"), 0);
 	for (int i = 0; i < 3; i++) {
+		on(i);
+		CHECK(state_within("o", "healthy", WAIT_MS));
+	}
+	/* a, which authorized and discovered, killed: the next refresh is
+	 * b's or c's, with the registration a stored */
+	CHECK_EQ(kill(-node[0].pid, SIGKILL), 0);
+	peer_stop(&node[0]);
+	for (int64_t deadline = now_ms() + 60000;
+	     as_count(&as, "by_grant.refresh_token") < 2;) {
+		CHECK(now_ms() < deadline);
+		usleep(100 * 1000); /* polling the server's counter, bounded */
+	}
+	for (int i = 1; i < 3; i++) {
+		b[i] = (burst) {.port = node[i].port, .n = 300};
+		CHECK(pthread_create(&th[i], NULL, burst_run, &b[i]) == 0);
+	}
+	for (int i = 1; i < 3; i++) {
+		pthread_join(th[i], NULL);
+		CHECK_EQ(b[i].ok, 300);
+	}
+	CHECK_EQ(as_count(&as, "by_grant.refresh_token"), 2);
+	CHECK_EQ(as_count(&as, "refresh_reused"), 0);
+	for (int i = 1; i < 3; i++) {
 		on(i);
 		CHECK(state_within("o", "healthy", WAIT_MS));
 		peer_stop(&node[i]);
@@ -714,6 +774,14 @@ refresh_once(void)
 int
 main(int argc, char **argv)
 {
+	struct rlimit fds;
+
+	/* 900 callers at once hold 900 sockets: the soft limit up to the
+	 * hard one */
+	if (getrlimit(RLIMIT_NOFILE, &fds) == 0) {
+		fds.rlim_cur = fds.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &fds);
+	}
 	sv_begin(&mcp);
 	pgt_start(&pg);
 	RUN_IF(shared_config);

@@ -666,9 +666,9 @@ leases(void)
 	t = token("rt-1");
 	CHECK_EQ(store_row_put(a, STORE_OAUTH_TOKENS, t), 0);
 	json_decref(t);
-	snprintf(
-	        said, sizeof(said), "put c1 row %s",
-	        "{\"client_id\":\"c1\",\"mode\":\"shared\",\"identity\":\"\"}");
+	snprintf(said, sizeof(said), "put c1 row %s",
+	         "{\"table\":\"oauth_tokens\",\"key\":{\"client_id\":\"c1\","
+	         "\"mode\":\"shared\",\"identity\":\"\"}}");
 	wait_told(b, &fd, said, &resync);
 	/* a takes the lease; b, asking meanwhile, does not: both read the
 	 * row as it is */
@@ -686,9 +686,9 @@ leases(void)
 	CHECK_EQ(store_lease_put(a, STORE_OAUTH_TOKENS, t, ga, &w), 0);
 	CHECK(w);
 	json_decref(t);
-	snprintf(
-	        said, sizeof(said), "row %s",
-	        "{\"client_id\":\"c1\",\"mode\":\"shared\",\"identity\":\"\"}");
+	snprintf(said, sizeof(said), "row %s",
+	         "{\"table\":\"oauth_tokens\",\"key\":{\"client_id\":\"c1\","
+	         "\"mode\":\"shared\",\"identity\":\"\"}}");
 	wait_told(b, &fd, said, &resync);
 	CHECK_EQ(store_lease_take(b, STORE_OAUTH_TOKENS, key, 5000, &gb, &row),
 	         0);

@@ -126,7 +126,7 @@
  *
  *   MSG_CR_ROW_CHANGED tell: from the cluster actor: another node wrote a
  *                            token (lease.c)
- *     key str    the token row's key columns, JSON object text
+ *     key str    JSON text: {table (a token's, an OAuth config's), key}
  * </msgdoc>
  *
  * MSG_CR_REGISTER comes from a client actor at its start and after an
@@ -200,7 +200,8 @@ CODEC_MSG_STRUCT(cr_register_msg, CR_REGISTER_FIELDS)
 #define CR_ID_FIELDS(F, S) F(S, STR, id, "the client's id")
 
 #define CR_ROW_CHANGED_FIELDS(F, S)                                           \
-	F(S, STR, key, "the token row's key columns, JSON object text")
+	F(S, STR, key,                                                        \
+	  "JSON text: {table (a token's, an OAuth config's), key}")
 CODEC_MSG_STRUCT(cr_row_changed_msg, CR_ROW_CHANGED_FIELDS)
 CODEC_MSG_STRUCT(cr_id_msg, CR_ID_FIELDS)
 

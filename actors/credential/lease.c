@@ -325,18 +325,73 @@ on_row(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	json_decref(row);
 }
 
+/* An OAuth config another node wrote (its discovery, its registration):
+ * this node's client takes it when its configured part is this one's. */
+static void
+on_meta(kn_actor *self, void *arg, int status, const void *data, size_t len)
+{
+	cr_self     *cr = arg;
+	ps_found_msg m  = {0};
+	json_t      *row, *meta;
+	cclient     *c;
+
+	if (status != 0 || ps_found_msg_unpack(data, len, &m) != 0) {
+		ps_found_msg_clear(&m);
+		return;
+	}
+	row  = m.row != NULL ? json_loads(m.row, 0, NULL) : NULL;
+	meta = cr_str(row, "config") != NULL
+	        ? json_loads(cr_str(row, "config"), 0, NULL)
+	        : NULL;
+	c    = cr_str(row, "id") != NULL ? cr_client(cr, cr_str(row, "id"))
+	                                 : NULL;
+	if (c != NULL && json_is_object(meta) && c->disc == NULL &&
+	    !json_equal(meta, c->meta)) {
+		json_t *was = json_object_get(meta, "configured");
+		if (json_equal(was, c->oauth) ||
+		    (json_is_null(was) && c->oauth == NULL)) {
+			KN_DEBUG("credential",
+			         "%s: an OAuth config another node "
+			         "discovered",
+			         c->name);
+			json_decref(c->meta);
+			c->meta = json_incref(meta);
+		}
+	}
+	json_decref(meta);
+	json_decref(row);
+	ps_found_msg_clear(&m);
+}
+
 void
 cr_on_row_changed(cr_self *cr, kn_msg *msg)
 {
 	cr_row_changed_msg m;
-	json_t            *k;
+	json_t            *w, *k;
+	const char        *table;
 	token             *t;
 	lctx              *x;
 
 	(void)cr_row_changed_msg_unpack(msg->env.payload, msg->env.payload_len,
 	                                &m);
-	k = m.key != NULL ? json_loads(m.key, 0, NULL) : NULL;
+	w = m.key != NULL ? json_loads(m.key, 0, NULL) : NULL;
 	cr_row_changed_msg_clear(&m);
+	table        = cr_str(w, "table");
+	k            = json_incref(json_object_get(w, "key"));
+	bool configs = table != NULL && strcmp(table, "oauth_configs") == 0;
+	json_decref(w);
+	if (configs && cr->ps != NULL && cr_str(k, "id") != NULL) {
+		char      *text = json_dumps(k, JSON_COMPACT);
+		ps_key_msg q    = {.table = "oauth_configs", .key = text};
+		if (text != NULL) {
+			(void)kn_ask_async_msg(
+			        cr->self, cr->ps, MSG_PS_ROW_GET,
+			        CODEC_OF(ps_key_msg, &q), 30000, on_meta, cr);
+		}
+		free(text);
+		json_decref(k);
+		return;
+	}
 	if (cr_str(k, "client_id") == NULL || cr_str(k, "mode") == NULL ||
 	    cr_str(k, "identity") == NULL ||
 	    cr_client(cr, cr_str(k, "client_id")) == NULL) {
