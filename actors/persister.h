@@ -87,14 +87,15 @@
  *             error       str    why not healthy ("" when healthy)
  *
  *   MSG_PS_LEASE ask: a token's refresh lease, a shared store's (store.h)
- *     op     str    take, put (the refreshed row) or drop
+ *     op     str    take, put (the refreshed row), drop, claim (a flow)
  *     table  str    a credential table's name (oauth_tokens)
  *     row    secret the row (put) or its key columns, JSON text
  *     gen    int    put, drop: the lease's generation
  *     ttl_ms int    take: how long the lease holds
  *     ok:     gen     int    take: the lease's generation, 0: another node's
  *             written bool   put: written under the lease
- *             row     secret take: the row as it is now; absent: none
+ *             row     secret take: the row now; claim: the flow's; absent:
+ *                            none
  * </msgdoc>
  */
 #ifndef ACTORS_PERSISTER_H
@@ -161,7 +162,7 @@ CODEC_MSG_STRUCT(ps_rows_msg, PS_ROWS_FIELDS)
 CODEC_MSG_STRUCT(ps_found_msg, PS_ROW_FOUND_FIELDS)
 
 #define PS_LEASE_FIELDS(F, S)                                                 \
-	F(S, STR, op, "take, put (the refreshed row) or drop")                \
+	F(S, STR, op, "take, put (the refreshed row), drop, claim (a flow)")  \
 	F(S, STR, table, "a credential table's name (oauth_tokens)")          \
 	F(S, SECRET, row, "the row (put) or its key columns, JSON text")      \
 	F(S, INT, gen, "put, drop: the lease's generation")                   \
@@ -171,7 +172,7 @@ CODEC_MSG_STRUCT(ps_lease_msg, PS_LEASE_FIELDS)
 #define PS_LEASED_FIELDS(F, S)                                                \
 	F(S, INT, gen, "take: the lease's generation, 0: another node's")     \
 	F(S, BOOL, written, "put: written under the lease")                   \
-	F(S, SECRET, row, "take: the row as it is now; absent: none")
+	F(S, SECRET, row, "take: the row now; claim: the flow's; absent: none")
 CODEC_MSG_STRUCT(ps_leased_msg, PS_LEASED_FIELDS)
 
 #define PS_STATS_FIELDS(F, S)                                                 \

@@ -142,6 +142,10 @@ static const char *const statements[][2] = {
          "lease_until = NULL WHERE client_id = $1 AND mode = $2 AND "
          "identity = $3 AND lease_gen = $5 AND lease_owner = $4 RETURNING "
          "1) SELECT pg_notify('" STORE_ROWS_CHANNEL "', $6) FROM w"},
+        /* single use across the nodes: one claims it */
+        {"flow_claim",
+         "UPDATE oauth_flows SET status = 'claiming' WHERE state = $1 AND "
+         "status = 'pending' RETURNING state"},
         {"node_leave",
          "WITH s AS (DELETE FROM mk_node_states WHERE node_id = $1), n AS "
          "(DELETE FROM mk_nodes WHERE node_id = $1) SELECT pg_notify('" STORE_STATES_CHANNEL
@@ -342,4 +346,31 @@ pg_lease_drop(store *s, store_table t, json_t *key, int64_t gen)
 	v[4] = g;
 	v[5] = told;
 	return (run(s, "lease_drop", 6, v, "releasing a refresh lease"));
+}
+
+/* ---- OAuth flows -------------------------------------------------------- */
+
+int
+pg_flow_claim(store *s, const char *state, json_t **row)
+{
+	const char *v[] = {state};
+	PGresult   *r;
+	json_t     *key;
+	int         rv;
+
+	if ((r = pg_run_text(s, "flow_claim", 1, v, "claiming an OAuth flow",
+	                     &rv)) == NULL) {
+		return (rv);
+	}
+	bool mine = PQntuples(r) == 1;
+	PQclear(r);
+	if (!mine) {
+		return (0); /* unknown, or another's */
+	}
+	if ((key = json_pack("{s:s}", "state", state)) == NULL) {
+		return (MK_ENOMEM);
+	}
+	rv = pg_row_get(s, STORE_OAUTH_FLOWS, key, row);
+	json_decref(key);
+	return (rv);
 }

@@ -236,6 +236,13 @@ store_lease_drop(store *s, store_table t, json_t *key, int64_t gen)
 	return (shared(s) ? pg_lease_drop(s, t, key, gen) : MK_EINVAL);
 }
 
+int
+store_flow_claim(store *s, const char *state, json_t **row)
+{
+	*row = NULL;
+	return (shared(s) ? pg_flow_claim(s, state, row) : MK_EINVAL);
+}
+
 /* ---- the calls, handed to the backend ----------------------------------- */
 
 int

@@ -268,6 +268,12 @@ int store_lease_put(store *s, store_table t, json_t *row, int64_t gen,
                     bool *written);
 int store_lease_drop(store *s, store_table t, json_t *key, int64_t gen);
 
+/* store_flow_claim claims the pending OAuth flow of state for this node,
+ * once cluster-wide: *row the flow's row when this call claimed it, NULL
+ * when it is unknown or claimed already (by any node).  Returns 0 or an
+ * error. */
+int store_flow_claim(store *s, const char *state, json_t **row);
+
 /*
  * store_create_version creates a new database at path with the schema of
  * an earlier version (0 < version <= STORE_VERSION) and nothing else, so

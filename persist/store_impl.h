@@ -242,6 +242,7 @@ int pg_lease_take(store *s, store_table t, json_t *key, int ttl_ms,
 int pg_lease_put(store *s, store_table t, json_t *row, int64_t gen,
                  bool *written);
 int pg_lease_drop(store *s, store_table t, json_t *key, int64_t gen);
+int pg_flow_claim(store *s, const char *state, json_t **row);
 int pg_changes(store *s, store_change_fn fn, void *arg, bool *resync, int *fd);
 int pg_client_get(store *s, const char *id, store_client_fn fn, void *arg);
 

@@ -640,9 +640,10 @@ as_count(peer *as, const char *field)
 	return (admin(as->port, "/admin/counters", NULL, field));
 }
 
-/* The flow started on node i, its callback answered there. */
+/* The flow started on node i, its callback answered on node cb; the
+ * callback's path and query into path_out (when not NULL). */
 static void
-authorize_on(int i, const char *client)
+authorize_via(int i, int cb, const char *client, char *path_out, size_t len)
 {
 	char    path[128], *out, *loc = NULL;
 	long    st;
@@ -665,11 +666,22 @@ authorize_on(int i, const char *client)
 	CHECK_EQ(st, 302);
 	curl_easy_getinfo(e, CURLINFO_REDIRECT_URL, &loc);
 	CHECK(loc != NULL && strncmp(loc, base[i], strlen(base[i])) == 0);
+	if (path_out != NULL) {
+		snprintf(path_out, len, "%s", loc + strlen(base[i]));
+	}
+	on(cb); /* the browser reaches another node (a load balancer) */
 	out = http_req("GET", loc + strlen(base[i]), NULL, NULL, &st);
 	CHECK_EQ(st, 200);
+	CHECK(strstr(out, "Authorized") != NULL);
 	free(out);
 	curl_easy_cleanup(e);
 	json_decref(j);
+}
+
+static void
+authorize_on(int i, const char *client)
+{
+	authorize_via(i, i, client, NULL, 0);
 }
 
 /* A rotating refresh token (each works once; a reuse is invalid_grant):
@@ -771,6 +783,52 @@ refresh_once(void)
 	peer_stop(&as);
 }
 
+/* A flow started on a, its callback on b: authorized on every node; the
+ * callback again, on any node, is refused (single use, cluster-wide). */
+static void
+flow_across(void)
+{
+	char        js[512], client[512], cb[2048];
+	const char *argv[] = {"node", js, "--port", "0", NULL};
+	peer        as     = {0};
+	long        st;
+	char       *out;
+
+	snprintf(js, sizeof(js), "%s/oauth.mjs", peer_dir());
+	CHECK_EQ(peer_start(&as, argv, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+	snprintf(
+	        client, sizeof(client),
+	        "{\"name\": \"o\", \"client_id\": \"o-1\", \"connection_type\": "
+	        "\"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	        "\"auth_type\": \"oauth\", \"oauth_config\": {}, "
+	        "\"tools_to_execute\": [\"*\"]}",
+	        as.port);
+	pgt_db(&pg, "flows", url, sizeof(url));
+	for (int i = 0; i < 3; i++) {
+		start_node(i, client, NULL);
+	}
+	authorize_via(0, 1, "o", cb, sizeof(cb));
+	for (int i = 0; i < 3; i++) {
+		on(i);
+		CHECK(state_within("o", "healthy", WAIT_MS));
+	}
+	CHECK_EQ(as_count(&as, "by_grant.authorization_code"), 1);
+	for (int i = 0; i < 3; i++) {
+		on(i);
+		out = http_req("GET", cb, NULL, NULL, &st);
+		CHECK_EQ(st, 400);
+		CHECK(strstr(out, "Not authorized") != NULL);
+		free(out);
+	}
+	CHECK_EQ(as_count(&as, "by_grant.authorization_code"), 1);
+	for (int i = 0; i < 3; i++) {
+		peer_stop(&node[i]);
+	}
+	peer_stop(&as);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -789,6 +847,7 @@ main(int argc, char **argv)
 	RUN_IF(tool_lists);
 	RUN_IF(db_restart);
 	RUN_IF(refresh_once);
+	RUN_IF(flow_across);
 	pgt_stop(&pg);
 	sv_end(&mcp);
 	return (0);

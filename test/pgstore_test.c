@@ -721,6 +721,24 @@ leases(void)
 	CHECK_EQ(store_row_get(b, STORE_OAUTH_TOKENS, key, &row), 0);
 	CHECK(strcmp(refresh_of(row), "rt-2") == 0);
 	json_decref(row);
+	/* a flow is claimed once across the nodes */
+	json_t *flow =
+	        json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I}", "state",
+	                  "s-1", "client_id", "c1", "mode", "shared",
+	                  "identity", "", "pkce_verifier", "PKCE-SECRET",
+	                  "redirect_uri", "http://127.0.0.1/cb", "status",
+	                  "pending", "expires_at", (json_int_t)1893456000);
+	CHECK_EQ(store_row_put(a, STORE_OAUTH_FLOWS, flow), 0);
+	json_decref(flow);
+	CHECK_EQ(store_flow_claim(b, "s-1", &row), 0);
+	CHECK(row != NULL &&
+	      strcmp(json_string_value(json_object_get(row, "pkce_verifier")),
+	             "PKCE-SECRET") == 0);
+	json_decref(row);
+	CHECK_EQ(store_flow_claim(a, "s-1", &row), 0);
+	CHECK(row == NULL); /* b's now */
+	CHECK_EQ(store_flow_claim(a, "nope", &row), 0);
+	CHECK(row == NULL);
 	/* other tables have no leases; SQLite has none */
 	CHECK_EQ(store_lease_take(a, STORE_OAUTH_FLOWS, key, 100, &ga, &row),
 	         MK_EINVAL);
@@ -731,6 +749,7 @@ leases(void)
 	                          &row),
 	         MK_EINVAL);
 	CHECK(strstr(store_error(lite), "not a PostgreSQL store") != NULL);
+	CHECK_EQ(store_flow_claim(lite, "s-1", &row), MK_EINVAL);
 	store_close(&lite);
 	unlink(err);
 	json_decref(key);

@@ -213,6 +213,10 @@ void cr_lease_drop(cr_self *cr, token *t);
 /* cr_lease_stop cancels a wait and releases a lease held. */
 void cr_lease_stop(token *t);
 void cr_on_row_changed(cr_self *cr, kn_msg *msg);
+/* cr_meta_take takes an oauth_configs row (a ps_found_msg's payload)
+ * another node wrote as its client's endpoints, when it is for the
+ * client's configured part. */
+void cr_meta_take(cr_self *cr, const void *data, size_t len);
 
 /* actor.c */
 /* cr_unpersist deletes a row of table by key without a wait: an expired

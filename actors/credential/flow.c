@@ -12,8 +12,10 @@
 
 #include "actors/credential/cred_impl.h"
 #include "actors/kernel/log.h"
+#include "actors/persister.h"
 #include "codec/errors.h"
 #include "codec/mp.h"
+#include "codec/text.h"
 
 void
 cr_flow_free(flow *f)
@@ -434,28 +436,17 @@ iss_refused(const cclient *c, const char *iss)
 	                : NULL);
 }
 
-void
-cr_complete(cr_self *cr, kn_msg *msg)
+/* Completes f (this node's, claimed for this callback when clustered)
+ * with its code: the checks, then the code exchanged. */
+static void
+complete_flow(cr_self *cr, uint64_t corr, flow *f, const char *who,
+              const char *code, const char *iss)
 {
-	uint64_t        corr = kn_defer(msg);
-	cr_complete_msg m;
-	const char     *state, *code, *who, *why;
-	char           *form = NULL;
-	strmap_ent     *e;
-	flow           *f;
-	cclient        *c;
+	const char *why;
+	char       *form = NULL;
+	cclient    *c;
 
-	(void)cr_complete_msg_unpack(msg->env.payload, msg->env.payload_len,
-	                             &m);
-	state = m.state;
-	code  = m.code;
-	who   = m.client;
-	e     = state != NULL ? strmap_get(&cr->flows, state) : NULL;
-	f     = (flow *)e;
-	if (f == NULL || f->claiming) {
-		cr_reply_error(cr, corr, MK_EINVAL, NULL,
-		               "unknown or already used OAuth state");
-	} else if (who != NULL && (c = cr_client(cr, who)) == NULL) {
+	if (who != NULL && (c = cr_client(cr, who)) == NULL) {
 		cr_reply_error(cr, corr, MK_ENOENT, NULL,
 		               "no MCP client %.200s", who);
 	} else if (who != NULL && strcmp(c->id, f->client_id) != 0) {
@@ -476,7 +467,7 @@ cr_complete(cr_self *cr, kn_msg *msg)
 		cr_reply_error(cr, corr, MK_ENOENT, NULL,
 		               "the OAuth flow's MCP client is gone");
 		flow_drop(cr, f);
-	} else if ((why = iss_refused(c, m.iss)) != NULL) {
+	} else if ((why = iss_refused(c, iss)) != NULL) {
 		KN_WARN("credential", "%s: %s", c->name, why);
 		cr_reply_error(cr, corr, MK_EINVAL, NULL, "%s", why);
 		flow_drop(cr, f); /* its code may be an attacker's */
@@ -513,6 +504,198 @@ cr_complete(cr_self *cr, kn_msg *msg)
 			OPENSSL_cleanse(form, strlen(form));
 		}
 		free(form);
+	}
+}
+
+/* A callback on a node of a cluster: the flow is claimed in the store
+ * first (it may have been started on another node, and it is used once
+ * across all of them). */
+typedef struct claim {
+	cr_self *cr;
+	uint64_t corr;
+	char     state[OA_STATE_LEN + 1];
+	char    *code;   /* the authorization code (secret) */
+	char    *client; /* the callback's client, or NULL */
+	char    *iss;    /* the callback's iss, or NULL */
+} claim;
+
+static void
+claim_free(claim *c)
+{
+	text_secret_free(c->code);
+	free(c->client);
+	free(c->iss);
+	free(c);
+}
+
+/* Forgets this node's copy of a flow another node claimed (the row is
+ * that node's to delete). */
+static void
+flow_forget(cr_self *cr, flow *f)
+{
+	flow_unqueue(cr, f);
+	strmap_del(&cr->flows, &f->ent);
+	cr->nflows--;
+	cr_flow_free(f);
+}
+
+/* The endpoints another node discovered for the flow's client, read;
+ * then the flow completed. */
+static void
+on_claim_meta(kn_actor *self, void *arg, int status, const void *data,
+              size_t len)
+{
+	claim   *c  = arg;
+	cr_self *cr = c->cr;
+	flow    *f  = (flow *)strmap_get(&cr->flows, c->state);
+
+	if (status == 0) {
+		cr_meta_take(cr, data, len);
+	}
+	if (f == NULL || f->claiming) {
+		cr_reply_error(cr, c->corr, MK_EINVAL, NULL,
+		               "unknown or already used OAuth state");
+	} else {
+		complete_flow(cr, c->corr, f, c->client, c->code, c->iss);
+	}
+	claim_free(c);
+}
+
+/* Asks for fc's stored endpoints (this node has not discovered them):
+ * true when asked. */
+static bool
+ask_meta(cr_self *cr, claim *c, cclient *fc)
+{
+	json_t    *k    = json_pack("{s:s}", "id", fc->id);
+	char      *text = k != NULL ? json_dumps(k, JSON_COMPACT) : NULL;
+	ps_key_msg q    = {.table = "oauth_configs", .key = text};
+	bool       ok   = text != NULL &&
+	        kn_ask_async_msg(cr->self, cr->ps, MSG_PS_ROW_GET,
+	                         CODEC_OF(ps_key_msg, &q), 30000,
+	                         on_claim_meta, c) == 0;
+
+	json_decref(k);
+	free(text);
+	return (ok);
+}
+
+static void
+on_claimed(kn_actor *self, void *arg, int status, const void *data, size_t len)
+{
+	claim        *c  = arg;
+	cr_self      *cr = c->cr;
+	flow         *f  = (flow *)strmap_get(&cr->flows, c->state);
+	ps_leased_msg m  = {0};
+	json_t       *r  = NULL;
+	cclient      *who, *fc;
+
+	if (status == 0 && ps_leased_msg_unpack(data, len, &m) == 0 &&
+	    m.row != NULL) {
+		r = json_loads(m.row, 0, NULL);
+	}
+	ps_leased_msg_clear(&m);
+	if (status != 0) {
+		cr_reply_error(cr, c->corr, MK_ESYS, NULL,
+		               "the OAuth flow cannot be claimed: %s",
+		               "the store is not available");
+	} else if (r == NULL) {
+		if (f != NULL && !f->claiming) {
+			flow_forget(cr, f); /* another node's now */
+		}
+		cr_reply_error(cr, c->corr, MK_EINVAL, NULL,
+		               "unknown or already used OAuth state");
+	} else if (c->client != NULL &&
+	           (who = cr_client(cr, c->client)) != NULL &&
+	           cr_str(r, "client_id") != NULL &&
+	           strcmp(who->id, cr_str(r, "client_id")) != 0) {
+		/* the flow stays: its own client may still complete it */
+		json_object_set_new(r, "status", json_string("pending"));
+		(void)cr_persist(cr, "oauth_flows", r, false, NULL, NULL);
+		cr_reply_error(
+		        cr, c->corr, MK_EINVAL, NULL,
+		        "the OAuth flow belongs to another MCP client than %.200s",
+		        c->client);
+	} else if (f != NULL && f->claiming) {
+		cr_reply_error(cr, c->corr, MK_EINVAL, NULL,
+		               "unknown or already used OAuth state");
+	} else if (f == NULL &&
+	           (cr_str(r, "client_id") == NULL ||
+	            cr_str(r, "mode") == NULL ||
+	            cr_str(r, "identity") == NULL ||
+	            cr_str(r, "pkce_verifier") == NULL ||
+	            cr_str(r, "redirect_uri") == NULL ||
+	            (f = flow_new(cr, cr_str(r, "client_id"),
+	                          cr_str(r, "mode"), cr_str(r, "identity"),
+	                          cr_str(r, "pkce_verifier"), c->state,
+	                          cr_str(r, "redirect_uri"),
+	                          json_integer_value(json_object_get(
+	                                  r, "expires_at")))) == NULL)) {
+		cr_reply_error(cr, c->corr, MK_EPROTO, NULL,
+		               "the OAuth flow's row cannot be read");
+	} else if ((fc = cr_client(cr, f->client_id)) != NULL &&
+	           fc->meta == NULL && fc->disc == NULL &&
+	           ask_meta(cr, c, fc)) {
+		c = NULL; /* completed once its endpoints are read */
+	} else {
+		complete_flow(cr, c->corr, f, c->client, c->code, c->iss);
+	}
+	if (r != NULL) { /* the verifier is a secret */
+		json_t *v = json_object_get(r, "pkce_verifier");
+		if (json_is_string(v)) {
+			OPENSSL_cleanse((char *)json_string_value(v),
+			                strlen(json_string_value(v)));
+		}
+	}
+	json_decref(r);
+	if (c != NULL) {
+		claim_free(c);
+	}
+}
+
+void
+cr_complete(cr_self *cr, kn_msg *msg)
+{
+	uint64_t        corr = kn_defer(msg);
+	cr_complete_msg m;
+	flow           *f;
+	claim          *c;
+
+	(void)cr_complete_msg_unpack(msg->env.payload, msg->env.payload_len,
+	                             &m);
+	if (cr->cluster && cr->ps != NULL && m.state != NULL &&
+	    strlen(m.state) == OA_STATE_LEN &&
+	    (c = calloc(1, sizeof(*c))) != NULL) {
+		json_t *key = json_pack("{s:s}", "state", m.state);
+		c->cr       = cr;
+		c->corr     = corr;
+		snprintf(c->state, sizeof(c->state), "%s", m.state);
+		c->code        = m.code != NULL ? strdup(m.code) : NULL;
+		c->client      = m.client != NULL ? strdup(m.client) : NULL;
+		c->iss         = m.iss != NULL ? strdup(m.iss) : NULL;
+		ps_lease_msg q = {.op    = "claim",
+		                  .table = "oauth_flows",
+		                  .row   = key != NULL
+		                            ? json_dumps(key, JSON_COMPACT)
+		                            : NULL};
+		json_decref(key);
+		if (q.row == NULL ||
+		    kn_ask_async_msg(cr->self, cr->ps, MSG_PS_LEASE,
+		                     CODEC_OF(ps_lease_msg, &q), 30000,
+		                     on_claimed, c) != 0) {
+			cr_reply_error(cr, corr, MK_ENOMEM, NULL,
+			               "out of memory");
+			claim_free(c);
+		}
+		free(q.row);
+		cr_complete_msg_clear(&m); /* the code cleansed */
+		return;
+	}
+	f = m.state != NULL ? (flow *)strmap_get(&cr->flows, m.state) : NULL;
+	if (f == NULL || f->claiming) {
+		cr_reply_error(cr, corr, MK_EINVAL, NULL,
+		               "unknown or already used OAuth state");
+	} else {
+		complete_flow(cr, corr, f, m.client, m.code, m.iss);
 	}
 	cr_complete_msg_clear(&m); /* the code cleansed */
 }

@@ -327,15 +327,14 @@ on_row(kn_actor *self, void *arg, int status, const void *data, size_t len)
 
 /* An OAuth config another node wrote (its discovery, its registration):
  * this node's client takes it when its configured part is this one's. */
-static void
-on_meta(kn_actor *self, void *arg, int status, const void *data, size_t len)
+void
+cr_meta_take(cr_self *cr, const void *data, size_t len)
 {
-	cr_self     *cr = arg;
-	ps_found_msg m  = {0};
+	ps_found_msg m = {0};
 	json_t      *row, *meta;
 	cclient     *c;
 
-	if (status != 0 || ps_found_msg_unpack(data, len, &m) != 0) {
+	if (ps_found_msg_unpack(data, len, &m) != 0) {
 		ps_found_msg_clear(&m);
 		return;
 	}
@@ -361,6 +360,14 @@ on_meta(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	json_decref(meta);
 	json_decref(row);
 	ps_found_msg_clear(&m);
+}
+
+static void
+on_meta(kn_actor *self, void *arg, int status, const void *data, size_t len)
+{
+	if (status == 0) {
+		cr_meta_take(arg, data, len);
+	}
 }
 
 void
