@@ -577,7 +577,9 @@ on_lease(ps_self *ps, kn_msg *msg)
 			                      (int)m.ttl_ms, &out.gen, &now);
 		} else if (strcmp(m.op, "claim") == 0) {
 			rv = store_flow_claim(
-			        s, json_string_value(json_object_get(row, "state")),
+			        s,
+			        json_string_value(
+			                json_object_get(row, "state")),
 			        &now);
 		} else if (strcmp(m.op, "put") == 0) {
 			rv = store_lease_put(s, (store_table)t, row, m.gen,
