@@ -783,6 +783,101 @@ refresh_once(void)
 	peer_stop(&as);
 }
 
+/* The refresh's leaseholder killed while its request waits at the
+ * authorization server (held, then dropped unseen: the refresh token is
+ * not spent): its lease times out, one more refresh comes from another
+ * node, and nothing is lost. */
+static void
+refresh_killed(void)
+{
+	char        js[512], client[512], owner[64];
+	const char *argv[] = {"node", js, "--port", "0", NULL};
+	peer        as     = {0};
+	pthread_t   th[3];
+	burst       b[3];
+	int         dead = -1;
+
+	snprintf(js, sizeof(js), "%s/oauth.mjs", peer_dir());
+	CHECK_EQ(peer_start(&as, argv, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+	admin(as.port, "/admin/expires-in", "{\"seconds\": 10}", NULL);
+	snprintf(
+	        client, sizeof(client),
+	        "{\"name\": \"o\", \"client_id\": \"o-1\", \"connection_type\": "
+	        "\"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	        "\"auth_type\": \"oauth\", \"oauth_config\": {}, "
+	        "\"tools_to_execute\": [\"*\"]}",
+	        as.port);
+	pgt_db(&pg, "killed", url, sizeof(url));
+	for (int i = 0; i < 3; i++) {
+		start_node_opt(i, client, NULL, "--max-connections-per-ip",
+		               "1024");
+	}
+	authorize_on(0, "o");
+	for (int i = 0; i < 3; i++) {
+		on(i);
+		CHECK(state_within("o", "healthy", WAIT_MS));
+	}
+	admin(as.port, "/admin/reset", "{}", NULL);
+	admin(as.port, "/admin/hold", "{\"grant\": \"refresh_token\"}", NULL);
+	/* the first refresh (ahead, at about 8 s) is held at the server */
+	for (int64_t deadline = now_ms() + 60000; as_count(&as, "held") < 1;) {
+		CHECK(now_ms() < deadline);
+		usleep(100 * 1000); /* polling the server's counter, bounded */
+	}
+	pgt_sql(url,
+	        "SELECT lease_owner FROM oauth_tokens WHERE lease_owner "
+	        "IS NOT NULL",
+	        owner, sizeof(owner));
+	for (int i = 0; i < 3; i++) {
+		dead = strcmp(owner, names[i]) == 0 ? i : dead;
+	}
+	CHECK(dead >= 0);
+	fprintf(stderr, "   node %s holds the lease: killed\n", names[dead]);
+	CHECK_EQ(kill(-node[dead].pid, SIGKILL), 0);
+	peer_stop(&node[dead]);
+	admin(as.port, "/admin/hold", "{}", NULL);
+	/* its request dropped unseen; the lease expires (30 s) and another
+	 * node refreshes, once */
+	for (int64_t deadline = now_ms() + 90000;
+	     as_count(&as, "by_grant.refresh_token") < 2;) {
+		CHECK(now_ms() < deadline);
+		usleep(200 * 1000); /* polling the server's counter, bounded */
+	}
+	CHECK_EQ(as_count(&as, "gone"), 1);
+	for (int i = 0; i < 3; i++) {
+		if (i != dead) {
+			on(i);
+			CHECK(state_within("o", "healthy", WAIT_MS));
+			b[i] = (burst) {.port = node[i].port, .n = 300};
+			CHECK(pthread_create(&th[i], NULL, burst_run, &b[i]) ==
+			      0);
+		}
+	}
+	for (int i = 0; i < 3; i++) {
+		if (i != dead) {
+			pthread_join(th[i], NULL);
+			CHECK_EQ(b[i].ok, 300);
+		}
+	}
+	fprintf(stderr,
+	        "   refresh requests at the AS: %ld (one dropped), "
+	        "reused: %ld\n",
+	        as_count(&as, "by_grant.refresh_token"),
+	        as_count(&as, "refresh_reused"));
+	CHECK_EQ(as_count(&as, "by_grant.refresh_token"), 2);
+	CHECK_EQ(as_count(&as, "refresh_reused"), 0);
+	for (int i = 0; i < 3; i++) {
+		if (i != dead) {
+			on(i);
+			CHECK(state_within("o", "healthy", WAIT_MS));
+			peer_stop(&node[i]);
+		}
+	}
+	peer_stop(&as);
+}
+
 /* A flow started on a, its callback on b: authorized on every node; the
  * callback again, on any node, is refused (single use, cluster-wide). */
 static void
@@ -848,6 +943,7 @@ main(int argc, char **argv)
 	RUN_IF(db_restart);
 	RUN_IF(refresh_once);
 	RUN_IF(flow_across);
+	RUN_IF(refresh_killed);
 	pgt_stop(&pg);
 	sv_end(&mcp);
 	return (0);

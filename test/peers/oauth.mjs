@@ -221,7 +221,10 @@
 //                           /token requests of that grant wait,
 //                           unanswered, until
 //                           the hold is lifted (POST /admin/hold {}), then
-//                           go on as usual; counter "held" counts them
+//                           go on as usual; counter "held" counts them,
+//                           and "gone" the held /token requests whose
+//                           client went away meanwhile (dropped unseen:
+//                           a refresh token they carried stays unspent)
 //   POST /admin/metadata    {"prm": {...}, "as": {...}, "www": url,
 //                           "fail": {"doc": "prm"|"as", "status": s,
 //                           "body": text}}: fields merged over the
@@ -1448,6 +1451,12 @@ async function onToken(req, res) {
 	}
 	if (hold.grant !== null && hold.grant === grant) {
 		await holdHere();
+		if (req.socket.destroyed) {
+			// its client went away meanwhile (a node killed): nothing
+			// is spent, nothing issued
+			counters.gone = (counters.gone ?? 0) + 1;
+			return;
+		}
 	}
 	const rule = failRules.find((r) => r.grant === undefined || r.grant === grant);
 	if (rule !== undefined) {
