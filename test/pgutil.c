@@ -41,6 +41,28 @@ pg_sh(pgt *p, const char *cmd)
 	}
 }
 
+/* The server a failed check leaves behind: stopped at exit. */
+static pgt *running;
+
+static void
+stop_at_exit(void)
+{
+	char line[256];
+
+	if (running != NULL) {
+		snprintf(line, sizeof(line),
+		         "%s kill %s >/dev/null 2>&1; rm -rf %s",
+		         getenv("MK_PG_SH") != NULL ? getenv("MK_PG_SH")
+		                                    : "test/pg.sh",
+		         running->dir, running->dir);
+		running = NULL;
+		if (system(line) != 0) {
+			fprintf(stderr,
+			        "pgutil: the server was not stopped\n");
+		}
+	}
+}
+
 void
 pgt_start(pgt *p)
 {
@@ -48,6 +70,8 @@ pgt_start(pgt *p)
 	CHECK(mkdtemp(p->dir) != NULL);
 	p->port = free_port();
 	pg_sh(p, "start");
+	running = p;
+	atexit(stop_at_exit);
 }
 
 void
@@ -108,6 +132,7 @@ pgt_stop(pgt *p)
 {
 	char line[128];
 
+	running = NULL;
 	pg_sh(p, "stop");
 	snprintf(line, sizeof(line), "rm -rf %s", p->dir);
 	CHECK(system(line) == 0);
