@@ -684,6 +684,36 @@ authorize_on(int i, const char *client)
 	authorize_via(i, i, client, NULL, 0);
 }
 
+/* oauth.mjs (its access tokens living expires_s; 0: its default) and
+ * the three nodes on database db, each with the OAuth client "o" on it. */
+static void
+oauth_cluster(peer *as, const char *db, int expires_s)
+{
+	char        js[512], client[512], body[64];
+	const char *argv[] = {"node", js, "--port", "0", NULL};
+
+	snprintf(js, sizeof(js), "%s/oauth.mjs", peer_dir());
+	CHECK_EQ(peer_start(as, argv, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+	if (expires_s > 0) {
+		snprintf(body, sizeof(body), "{\"seconds\": %d}", expires_s);
+		admin(as->port, "/admin/expires-in", body, NULL);
+	}
+	snprintf(
+	        client, sizeof(client),
+	        "{\"name\": \"o\", \"client_id\": \"o-1\", \"connection_type\": "
+	        "\"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	        "\"auth_type\": \"oauth\", \"oauth_config\": {}, "
+	        "\"tools_to_execute\": [\"*\"]}",
+	        as->port);
+	pgt_db(&pg, db, url, sizeof(url));
+	for (int i = 0; i < 3; i++) {
+		start_node_opt(i, client, NULL, "--max-connections-per-ip",
+		               "1024");
+	}
+}
+
 /* A rotating refresh token (each works once; a reuse is invalid_grant):
  * authorized on a, the token reaches b and c; when it is due, every
  * node's refresh (ahead of expiry, and 300 callers each) comes down to
@@ -692,29 +722,11 @@ authorize_on(int i, const char *client)
 static void
 refresh_once(void)
 {
-	char        js[512], client[512];
-	const char *argv[] = {"node", js, "--port", "0", NULL};
-	peer        as     = {0};
-	pthread_t   th[3];
-	burst       b[3];
+	peer      as = {0};
+	pthread_t th[3];
+	burst     b[3];
 
-	snprintf(js, sizeof(js), "%s/oauth.mjs", peer_dir());
-	CHECK_EQ(peer_start(&as, argv, NULL, "listening on port ([0-9]+)",
-	                    WAIT_MS),
-	         0);
-	admin(as.port, "/admin/expires-in", "{\"seconds\": 40}", NULL);
-	snprintf(
-	        client, sizeof(client),
-	        "{\"name\": \"o\", \"client_id\": \"o-1\", \"connection_type\": "
-	        "\"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	        "\"auth_type\": \"oauth\", \"oauth_config\": {}, "
-	        "\"tools_to_execute\": [\"*\"]}",
-	        as.port);
-	pgt_db(&pg, "refresh", url, sizeof(url));
-	for (int i = 0; i < 3; i++) {
-		start_node_opt(i, client, NULL, "--max-connections-per-ip",
-		               "1024");
-	}
+	oauth_cluster(&as, "refresh", 40);
 	authorize_on(0, "o");
 	for (int i = 0; i < 3; i++) {
 		on(i);
@@ -790,30 +802,13 @@ refresh_once(void)
 static void
 refresh_killed(void)
 {
-	char        js[512], client[512], owner[64];
-	const char *argv[] = {"node", js, "--port", "0", NULL};
-	peer        as     = {0};
-	pthread_t   th[3];
-	burst       b[3];
-	int         dead = -1;
+	char      owner[64];
+	peer      as = {0};
+	pthread_t th[3];
+	burst     b[3];
+	int       dead = -1;
 
-	snprintf(js, sizeof(js), "%s/oauth.mjs", peer_dir());
-	CHECK_EQ(peer_start(&as, argv, NULL, "listening on port ([0-9]+)",
-	                    WAIT_MS),
-	         0);
-	admin(as.port, "/admin/expires-in", "{\"seconds\": 10}", NULL);
-	snprintf(
-	        client, sizeof(client),
-	        "{\"name\": \"o\", \"client_id\": \"o-1\", \"connection_type\": "
-	        "\"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	        "\"auth_type\": \"oauth\", \"oauth_config\": {}, "
-	        "\"tools_to_execute\": [\"*\"]}",
-	        as.port);
-	pgt_db(&pg, "killed", url, sizeof(url));
-	for (int i = 0; i < 3; i++) {
-		start_node_opt(i, client, NULL, "--max-connections-per-ip",
-		               "1024");
-	}
+	oauth_cluster(&as, "killed", 10);
 	authorize_on(0, "o");
 	for (int i = 0; i < 3; i++) {
 		on(i);
@@ -883,27 +878,12 @@ refresh_killed(void)
 static void
 flow_across(void)
 {
-	char        js[512], client[512], cb[2048];
-	const char *argv[] = {"node", js, "--port", "0", NULL};
-	peer        as     = {0};
-	long        st;
-	char       *out;
+	char  cb[2048];
+	peer  as = {0};
+	long  st;
+	char *out;
 
-	snprintf(js, sizeof(js), "%s/oauth.mjs", peer_dir());
-	CHECK_EQ(peer_start(&as, argv, NULL, "listening on port ([0-9]+)",
-	                    WAIT_MS),
-	         0);
-	snprintf(
-	        client, sizeof(client),
-	        "{\"name\": \"o\", \"client_id\": \"o-1\", \"connection_type\": "
-	        "\"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", "
-	        "\"auth_type\": \"oauth\", \"oauth_config\": {}, "
-	        "\"tools_to_execute\": [\"*\"]}",
-	        as.port);
-	pgt_db(&pg, "flows", url, sizeof(url));
-	for (int i = 0; i < 3; i++) {
-		start_node(i, client, NULL);
-	}
+	oauth_cluster(&as, "flows", 0);
 	authorize_via(0, 1, "o", cb, sizeof(cb));
 	for (int i = 0; i < 3; i++) {
 		on(i);
