@@ -832,6 +832,9 @@ refresh_killed(void)
 	fprintf(stderr, "   node %s holds the lease: killed\n", names[dead]);
 	CHECK_EQ(kill(-node[dead].pid, SIGKILL), 0);
 	peer_stop(&node[dead]);
+	/* the token of the refresh to come lives 40 s, so the calls below
+	 * end well before the one after it is due (28.8 s at the soonest) */
+	admin(as.port, "/admin/expires-in", "{\"seconds\": 40}", NULL);
 	admin(as.port, "/admin/hold", "{}", NULL);
 	/* its request dropped unseen; the lease expires (30 s) and another
 	 * node refreshes, once */
@@ -840,6 +843,7 @@ refresh_killed(void)
 		CHECK(now_ms() < deadline);
 		usleep(200 * 1000); /* polling the server's counter, bounded */
 	}
+	int64_t t0 = now_ms();
 	CHECK_EQ(as_count(&as, "gone"), 1);
 	for (int i = 0; i < 3; i++) {
 		if (i != dead) {
@@ -861,6 +865,7 @@ refresh_killed(void)
 	        "reused: %ld\n",
 	        as_count(&as, "by_grant.refresh_token"),
 	        as_count(&as, "refresh_reused"));
+	CHECK(now_ms() - t0 < 28000); /* else the next one was due */
 	CHECK_EQ(as_count(&as, "by_grant.refresh_token"), 2);
 	CHECK_EQ(as_count(&as, "refresh_reused"), 0);
 	for (int i = 0; i < 3; i++) {
