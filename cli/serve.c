@@ -163,6 +163,8 @@ restart_only(const char *was, const char *now)
 	                                   "server.allowed_origins",
 	                                   "store.path",
 	                                   "store.url",
+	                                   "cluster.node_id",
+	                                   "cluster.heartbeat_interval",
 	                                   NULL};
 
 	for (int i = 0; keys[i] != NULL; i++) {
