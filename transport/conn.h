@@ -58,6 +58,19 @@ struct tp_conn {
 	tp_conn_up         up;   /* the session's upcalls */
 };
 
+/* What the two HTTP transports take from their config alike. */
+typedef struct tp_web {
+	char              *url;       /* the endpoint (sse: the GET's) */
+	char              *ca_bundle; /* or NULL */
+	struct curl_slist *headers;   /* per-connection headers, or NULL */
+	size_t             max_body;  /* bytes per message */
+} tp_web;
+
+/* Fills w from cfg (its url set).  Returns 0 or MK_ENOMEM; either way
+ * tp_web_fini frees it. */
+int  tp_web_init(tp_web *w, const mcp_config *cfg);
+void tp_web_fini(tp_web *w);
+
 int tp_http_open(tp_conn **cp, tp_loop *l, const mcp_config *cfg,
                  const tp_conn_up *up);
 int tp_sse_open(tp_conn **cp, tp_loop *l, const mcp_config *cfg,

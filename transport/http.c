@@ -66,7 +66,8 @@ http_on_event(tp_http *h, const codec_sse_event *ev)
 	post *p = (post *)h;
 
 	if (strcmp(ev->type, "message") == 0) {
-		tp_msgq_parse(&p->q, ev->data, ev->data_len, p->c->max_body);
+		tp_msgq_parse(&p->q, ev->data, ev->data_len,
+		              p->c->web.max_body);
 		tp_loop_defer(p->c->base.loop, &p->c->defer);
 	}
 	return (0);
@@ -146,12 +147,14 @@ http_post_done(tp_xfer *x, CURLcode rc)
 	}
 	failed = tp_http_error(&p->h, rc, c->session_id[0] != '\0', &e);
 	if (!failed && !p->h.sse_mode) {
-		tp_msgq_parse(&p->q, p->h.body, p->h.body_len, c->max_body);
+		tp_msgq_parse(&p->q, p->h.body, p->h.body_len,
+		              c->web.max_body);
 	} else if (failed && e.kind == MCP_E_HTTP && e.http_status >= 400 &&
 	           e.http_status < 500 && rpc_error_for(p)) {
 		/* a JSON-RPC error for this request (2026-07-28 answers them
 		 * with 400): the session reads it like any answer */
-		tp_msgq_parse(&p->q, p->h.body, p->h.body_len, c->max_body);
+		tp_msgq_parse(&p->q, p->h.body, p->h.body_len,
+		              c->web.max_body);
 		failed = false;
 	}
 	if (!failed && p->h.session_id[0] != '\0' &&
@@ -233,7 +236,7 @@ http_headers(http_conn *c, bool body, const char *const *extra)
 	struct curl_slist *l = NULL;
 	char               line[320];
 
-	for (struct curl_slist *h = c->headers; h != NULL; h = h->next) {
+	for (struct curl_slist *h = c->web.headers; h != NULL; h = h->next) {
 		if ((l = tp_slist_add(l, h->data)) == NULL) {
 			return (NULL);
 		}
@@ -286,8 +289,9 @@ post_new(http_conn *c, int64_t id, const char *const *extra, int timeout_ms)
 		c->nspare--;
 		rv = tp_http_rearm(&p->h, hdrs, own, backstop);
 	} else if ((p = calloc(1, sizeof(*p))) != NULL) {
-		rv = tp_http_init(&p->h, c->url, hdrs, own, backstop,
-		                  c->ca_bundle, c->max_body, http_post_done);
+		rv = tp_http_init(&p->h, c->web.url, hdrs, own, backstop,
+		                  c->web.ca_bundle, c->web.max_body,
+		                  http_post_done);
 	} else {
 		if (own) {
 			curl_slist_free_all(hdrs);
@@ -386,9 +390,7 @@ conn_destroy(http_conn *c)
 		curl_slist_free_all(c->retired[i]);
 	}
 	free(c->retired);
-	curl_slist_free_all(c->headers);
-	free(c->url);
-	free(c->ca_bundle);
+	tp_web_fini(&c->web);
 	free(c);
 }
 
@@ -419,9 +421,9 @@ http_close(tp_conn *base)
 	    (hdrs = http_headers(c, false, NULL)) != NULL &&
 	    (p = calloc(1, sizeof(*p))) != NULL) {
 		p->c = c;
-		if (tp_http_init(&p->h, c->url, hdrs, true, DELETE_TIMEOUT_MS,
-		                 c->ca_bundle, TP_ERRBODY_MAX,
-		                 http_post_done) == 0) {
+		if (tp_http_init(&p->h, c->web.url, hdrs, true,
+		                 DELETE_TIMEOUT_MS, c->web.ca_bundle,
+		                 TP_ERRBODY_MAX, http_post_done) == 0) {
 			curl_easy_setopt(p->h.x.easy, CURLOPT_CUSTOMREQUEST,
 			                 "DELETE");
 			if (tp_loop_add(c->base.loop, &p->h.x) == 0) {
@@ -472,13 +474,9 @@ tp_http_open(tp_conn **cp, tp_loop *l, const mcp_config *cfg,
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		return (MK_ENOMEM);
 	}
-	c->base.ops  = &http_ops;
-	c->base.loop = l;
-	c->base.up   = *up;
-	c->max_body =
-	        cfg->max_message ? cfg->max_message : CODEC_JR_MAX_DEFAULT;
-	c->url         = strdup(cfg->url);
-	c->ca_bundle   = cfg->ca_bundle ? strdup(cfg->ca_bundle) : NULL;
+	c->base.ops    = &http_ops;
+	c->base.loop   = l;
+	c->base.up     = *up;
 	c->owned       = (tp_owned) {.kill = conn_kill, .arg = c};
 	c->defer       = (tp_defer) {.fn = announce, .arg = c};
 	c->ticker      = (tp_ticker) {.next   = http_ticker_next,
@@ -488,9 +486,7 @@ tp_http_open(tp_conn **cp, tp_loop *l, const mcp_config *cfg,
 	c->stream_burst =
 	        cfg->stream_burst ? cfg->stream_burst : MCP_STREAM_BURST;
 	c->listen_backoff = LISTEN_BACKOFF_MS;
-	if (c->url == NULL || (cfg->ca_bundle && c->ca_bundle == NULL) ||
-	    (cfg->headers != NULL && cfg->headers[0] != NULL &&
-	     (c->headers = tp_slist_addv(NULL, cfg->headers)) == NULL)) {
+	if (tp_web_init(&c->web, cfg) != 0) {
 		conn_destroy(c);
 		return (MK_ENOMEM);
 	}

@@ -44,38 +44,35 @@ typedef struct post {
 } post;
 
 struct http_conn {
-	tp_conn            base;      /* ops, loop, upcalls */
-	char              *url;       /* endpoint */
-	char              *ca_bundle; /* or NULL */
-	struct curl_slist *headers;   /* per-connection headers (template) */
-	size_t             max_body;  /* bytes per message */
-	char      session_id[256];    /* Mcp-Session-Id, "" before init */
-	char      version[32];        /* MCP-Protocol-Version, "" before */
-	post     *posts;              /* POSTs in flight */
-	tp_defer  defer;              /* delivers queued messages */
-	tp_owned  owned;              /* while closing: the loop owns us */
-	post     *deleting;           /* the DELETE in flight */
-	post     *listen;             /* the standalone GET stream, or NULL */
-	int       listen_backoff;     /* ms: the next wait after a failure */
-	bool      listen_off;         /* the server offers no GET stream */
-	bool      modern;             /* 2026-07-28: no session, no resuming */
-	uint32_t  stream_rate;        /* the GET stream's events/s */
-	uint32_t  stream_burst;       /* and at once */
-	unsigned  nwaiting;           /* posts waiting to resume */
-	tp_ticker ticker;             /* their resume_at */
-	struct curl_slist *req_hdrs;  /* every request's headers, built once
-	                               * per session id / version */
-	struct curl_slist **retired;  /* older req_hdrs, still borrowed by
-	                               * POSTs in flight; freed at the end */
-	unsigned nretired;            /* entries in retired */
-	post    *spare;               /* finished POSTs kept for reuse */
-	unsigned nspare;              /* entries in spare */
-	unsigned nposts;              /* POSTs in flight */
-	unsigned peak;                /* most POSTs in flight at once: the
-	                               * spares kept (an idle client keeps
-	                               * few curl handles and their buffers) */
-	int  busy;                    /* upcalls on the stack */
-	bool closed;                  /* close() was called */
+	tp_conn   base;              /* ops, loop, upcalls */
+	tp_web    web;               /* endpoint, CA, headers, limit */
+	char      session_id[256];   /* Mcp-Session-Id, "" before init */
+	char      version[32];       /* MCP-Protocol-Version, "" before */
+	post     *posts;             /* POSTs in flight */
+	tp_defer  defer;             /* delivers queued messages */
+	tp_owned  owned;             /* while closing: the loop owns us */
+	post     *deleting;          /* the DELETE in flight */
+	post     *listen;            /* the standalone GET stream, or NULL */
+	int       listen_backoff;    /* ms: the next wait after a failure */
+	bool      listen_off;        /* the server offers no GET stream */
+	bool      modern;            /* 2026-07-28: no session, no resuming */
+	uint32_t  stream_rate;       /* the GET stream's events/s */
+	uint32_t  stream_burst;      /* and at once */
+	unsigned  nwaiting;          /* posts waiting to resume */
+	tp_ticker ticker;            /* their resume_at */
+	struct curl_slist *req_hdrs; /* every request's headers, built once
+	                              * per session id / version */
+	struct curl_slist **retired; /* older req_hdrs, still borrowed by
+	                              * POSTs in flight; freed at the end */
+	unsigned nretired;           /* entries in retired */
+	post    *spare;              /* finished POSTs kept for reuse */
+	unsigned nspare;             /* entries in spare */
+	unsigned nposts;             /* POSTs in flight */
+	unsigned peak;               /* most POSTs in flight at once: the
+	                              * spares kept (an idle client keeps
+	                              * few curl handles and their buffers) */
+	int  busy;                   /* upcalls on the stack */
+	bool closed;                 /* close() was called */
 };
 
 /* http.c */

@@ -271,8 +271,8 @@ http_listen(tp_conn *base)
 	}
 	p->c        = c;
 	p->retry_ms = -1;
-	if (tp_http_init(&p->h, c->url, NULL, false, 0, c->ca_bundle,
-	                 c->max_body, http_post_done) != 0) {
+	if (tp_http_init(&p->h, c->web.url, NULL, false, 0, c->web.ca_bundle,
+	                 c->web.max_body, http_post_done) != 0) {
 		http_post_destroy(p);
 		return;
 	}

@@ -32,22 +32,19 @@ typedef struct spost {
 } spost;
 
 struct sse_conn {
-	tp_conn            base;      /* ops, loop, upcalls */
-	char              *url;       /* the GET URL */
-	char              *ca_bundle; /* or NULL */
-	struct curl_slist *headers;   /* per-connection headers */
-	size_t             max_body;  /* bytes per message */
-	tp_http            stream;    /* the GET */
-	bool               streaming; /* the GET is in the loop */
-	char              *endpoint;  /* resolved POST URL, once known */
-	bool               announced; /* opened() was called */
-	mcp_error          bad;       /* a stream-level failure to report */
-	bool               has_bad;   /* bad is set */
-	tp_msgq            q;         /* stream messages to deliver */
-	spost             *posts;     /* POSTs in flight */
-	tp_defer           defer;     /* delivery step */
-	int                busy;      /* upcalls on the stack */
-	bool               closed;    /* close() was called */
+	tp_conn   base;      /* ops, loop, upcalls */
+	tp_web    web;       /* GET URL, CA, headers, limit */
+	tp_http   stream;    /* the GET */
+	bool      streaming; /* the GET is in the loop */
+	char     *endpoint;  /* resolved POST URL, once known */
+	bool      announced; /* opened() was called */
+	mcp_error bad;       /* a stream-level failure to report */
+	bool      has_bad;   /* bad is set */
+	tp_msgq   q;         /* stream messages to deliver */
+	spost    *posts;     /* POSTs in flight */
+	tp_defer  defer;     /* delivery step */
+	int       busy;      /* upcalls on the stack */
+	bool      closed;    /* close() was called */
 };
 
 static void conn_destroy(sse_conn *c);
@@ -64,8 +61,8 @@ resolve(const sse_conn *c, const char *ref, size_t len)
 	                                   CURLUPART_PORT};
 
 	if (u == NULL || base == NULL || ref0 == NULL ||
-	    curl_url_set(base, CURLUPART_URL, c->url, 0) != CURLUE_OK ||
-	    curl_url_set(u, CURLUPART_URL, c->url, 0) != CURLUE_OK ||
+	    curl_url_set(base, CURLUPART_URL, c->web.url, 0) != CURLUE_OK ||
+	    curl_url_set(u, CURLUPART_URL, c->web.url, 0) != CURLUE_OK ||
 	    curl_url_set(u, CURLUPART_URL, ref0, 0) != CURLUE_OK) {
 		goto out;
 	}
@@ -108,7 +105,7 @@ on_stream_event(tp_http *h, const codec_sse_event *ev)
 			c->has_bad = true;
 		}
 	} else if (strcmp(ev->type, "message") == 0) {
-		tp_msgq_parse(&c->q, ev->data, ev->data_len, c->max_body);
+		tp_msgq_parse(&c->q, ev->data, ev->data_len, c->web.max_body);
 	}
 	tp_loop_defer(c->base.loop, &c->defer);
 	return (0);
@@ -219,7 +216,7 @@ sse_send(tp_conn *base, int64_t id, const char *json, size_t len,
 	    NULL) {
 		return (MK_ENOMEM);
 	}
-	for (struct curl_slist *h = c->headers; h != NULL; h = h->next) {
+	for (struct curl_slist *h = c->web.headers; h != NULL; h = h->next) {
 		if ((hdrs = tp_slist_add(hdrs, h->data)) == NULL) {
 			return (MK_ENOMEM);
 		}
@@ -234,7 +231,7 @@ sse_send(tp_conn *base, int64_t id, const char *json, size_t len,
 	p->c  = c;
 	p->id = id;
 	if (tp_http_init(&p->h, c->endpoint, hdrs, true, timeout_ms + 1000,
-	                 c->ca_bundle, TP_ERRBODY_MAX, post_done) != 0) {
+	                 c->web.ca_bundle, TP_ERRBODY_MAX, post_done) != 0) {
 		spost_free(c, p);
 		return (MK_ENOMEM);
 	}
@@ -283,10 +280,8 @@ conn_destroy(sse_conn *c)
 	tp_http_fini(&c->stream);
 	tp_msgq_clear(&c->q);
 	tp_loop_undefer(c->base.loop, &c->defer);
-	curl_slist_free_all(c->headers);
+	tp_web_fini(&c->web);
 	free(c->endpoint);
-	free(c->url);
-	free(c->ca_bundle);
 	free(c);
 }
 
@@ -325,18 +320,13 @@ tp_sse_open(tp_conn **cp, tp_loop *l, const mcp_config *cfg,
 	c->base.ops  = &sse_ops;
 	c->base.loop = l;
 	c->base.up   = *up;
-	c->max_body =
-	        cfg->max_message ? cfg->max_message : CODEC_JR_MAX_DEFAULT;
-	c->url       = strdup(cfg->url);
-	c->ca_bundle = cfg->ca_bundle ? strdup(cfg->ca_bundle) : NULL;
 	c->defer     = (tp_defer) {.fn = run_deferred, .arg = c};
-	if (c->url == NULL || (cfg->ca_bundle && c->ca_bundle == NULL) ||
-	    (cfg->headers != NULL && cfg->headers[0] != NULL &&
-	     (c->headers = tp_slist_addv(NULL, cfg->headers)) == NULL) ||
+	if (tp_web_init(&c->web, cfg) != 0 ||
 	    (hdrs = tp_slist_add(NULL, "Accept: text/event-stream")) == NULL ||
 	    (hdrs = tp_slist_addv(hdrs, cfg->headers)) == NULL ||
-	    tp_http_init(&c->stream, c->url, hdrs, true, 0, c->ca_bundle,
-	                 c->max_body, stream_done) != 0) {
+	    tp_http_init(&c->stream, c->web.url, hdrs, true, 0,
+	                 c->web.ca_bundle, c->web.max_body,
+	                 stream_done) != 0) {
 		conn_destroy(c);
 		return (MK_ENOMEM);
 	}

@@ -11,7 +11,9 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include "codec/jsonrpc.h"
 #include "mcpkeep.h"
+#include "transport/conn.h"
 
 struct curl_slist *
 tp_slist_add(struct curl_slist *l, const char *line)
@@ -33,6 +35,31 @@ tp_slist_addv(struct curl_slist *l, const char *const *lines)
 		}
 	}
 	return (l);
+}
+
+int
+tp_web_init(tp_web *w, const mcp_config *cfg)
+{
+	w->max_body =
+	        cfg->max_message ? cfg->max_message : CODEC_JR_MAX_DEFAULT;
+	w->url       = strdup(cfg->url);
+	w->ca_bundle = cfg->ca_bundle ? strdup(cfg->ca_bundle) : NULL;
+	w->headers   = NULL;
+	if (w->url == NULL || (cfg->ca_bundle && w->ca_bundle == NULL) ||
+	    (cfg->headers != NULL && cfg->headers[0] != NULL &&
+	     (w->headers = tp_slist_addv(NULL, cfg->headers)) == NULL)) {
+		return (MK_ENOMEM);
+	}
+	return (0);
+}
+
+void
+tp_web_fini(tp_web *w)
+{
+	curl_slist_free_all(w->headers);
+	free(w->url);
+	free(w->ca_bundle);
+	*w = (tp_web) {0};
 }
 
 /* Copies a header's value (trimmed, cut to cap) when name matches. */
