@@ -176,57 +176,68 @@ typedef struct fetch {
 	struct fetch *next;
 } fetch;
 
-/* The credential actor's answer to MSG_CR_GET, read: *ok when status is
- * 0, *no else; the other is zero.  The caller owns their strings. */
+/* The credential actor's answer to MSG_CR_GET, read: ok when status is
+ * 0, no else (the other is zero); a success without headers is
+ * MK_EPROTO.  answer_clear frees it. */
+typedef struct answer {
+	int            status;
+	cr_headers_msg ok;
+	cr_refused_msg no;
+} answer;
+
 static void
-get_answer(int status, const void *data, size_t len, cr_headers_msg *ok,
-           cr_refused_msg *no)
+answer_get(answer *a, int status, const void *data, size_t len)
 {
-	(void)cr_headers_msg_unpack(status == 0 ? data : NULL, len, ok);
-	(void)cr_refused_msg_unpack(status != 0 ? data : NULL, len, no);
+	(void)cr_headers_msg_unpack(status == 0 ? data : NULL, len, &a->ok);
+	(void)cr_refused_msg_unpack(status != 0 ? data : NULL, len, &a->no);
+	a->status = status == 0 && a->ok.headers == NULL ? MK_EPROTO : status;
+}
+
+/* What failed, for the caller's error. */
+static const char *
+answer_error(const answer *a)
+{
+	return (a->no.error != NULL               ? a->no.error
+	                : a->status == MK_ECLOSED ? "the runtime is closing"
+	                                          : codec_strerror(a->status));
+}
+
+static void
+answer_clear(answer *a)
+{
+	cr_headers_msg_clear(&a->ok);
+	cr_refused_msg_clear(&a->no);
 }
 
 static void
 on_header(kn_actor *self, void *arg, int status, const void *data, size_t len)
 {
-	client        *cl     = arg;
-	char          *header = NULL, *err = NULL, *why = NULL;
-	fetch         *f;
-	cr_headers_msg ok;
-	cr_refused_msg no;
+	client *cl = arg;
+	fetch  *f;
+	answer  a;
 
-	get_answer(status, data, len, &ok, &no);
-	header = ok.headers;
-	err    = no.error;
-	why    = no.why;
-	free(no.auth_required);
+	answer_get(&a, status, data, len);
 	if (status == 0) {
-		cl->cred_due = ok.use_ms < 0
+		cl->cred_due = a.ok.use_ms < 0
 		        ? 0
-		        : kn_now_ns() + ok.use_ms * KN_NS_PER_MS;
+		        : kn_now_ns() + a.ok.use_ms * KN_NS_PER_MS;
 	}
-	if (status == 0 && header != NULL) {
-		set_cred(cl, header);
-		OPENSSL_cleanse(header, strlen(header));
-	} else if (status == 0) {
-		status = MK_EPROTO;
+	if (a.status == 0) {
+		set_cred(cl, a.ok.headers);
 	}
 	cl->fetching = false;
-	if (why != NULL && strcmp(why, "needs_reauth") == 0 &&
+	if (a.no.why != NULL && strcmp(a.no.why, "needs_reauth") == 0 &&
 	    cl->state != CS_REAUTH) {
-		cred_dead(cl, err != NULL ? err : "credential rejected");
+		cred_dead(cl,
+		          a.no.error != NULL ? a.no.error
+		                             : "credential rejected");
 	}
 	while ((f = cl->fetches) != NULL) {
 		cl->fetches = f->next;
-		f->fn(cl, f->arg, f->seq, status,
-		      err != NULL                    ? err
-		              : status == MK_ECLOSED ? "the runtime is closing"
-		                                     : codec_strerror(status));
+		f->fn(cl, f->arg, f->seq, a.status, answer_error(&a));
 		free(f);
 	}
-	free(header);
-	free(err);
-	free(why);
+	answer_clear(&a);
 }
 
 /* An ask's deadline: the caller's (ns, 0: none) or CRED_ASK_MS. */
@@ -347,21 +358,12 @@ typedef struct ugroup {
 static void
 on_user(kn_actor *self, void *arg, int status, const void *data, size_t len)
 {
-	ugroup        *g       = arg;
-	client        *cl      = g->cl;
-	char          *headers = NULL, *err = NULL, *auth = NULL;
-	cl_call       *c;
-	cr_headers_msg ok;
-	cr_refused_msg no;
+	ugroup  *g  = arg;
+	client  *cl = g->cl;
+	cl_call *c;
+	answer   a;
 
-	get_answer(status, data, len, &ok, &no);
-	headers = ok.headers;
-	err     = no.error;
-	auth    = no.auth_required;
-	free(no.why);
-	if (status == 0 && headers == NULL) {
-		status = MK_EPROTO;
-	}
+	answer_get(&a, status, data, len);
 	strmap_del(&cl->ufetch, &g->ent);
 	while ((c = g->calls) != NULL) {
 		g->calls = c->unext;
@@ -373,22 +375,15 @@ on_user(kn_actor *self, void *arg, int status, const void *data, size_t len)
 			c->cred = NULL;
 			c->hdrs = NULL;
 		}
-		if (status == 0 && (c->cred = strdup(headers)) != NULL) {
+		if (a.status == 0 &&
+		    (c->cred = strdup(a.ok.headers)) != NULL) {
 			c->hdrs = cl_cred_lines(cl, c->cred);
-		} else if (auth != NULL) {
-			c->auth = strdup(auth);
+		} else if (a.no.auth_required != NULL) {
+			c->auth = strdup(a.no.auth_required);
 		}
-		g->fn(cl, c, 0, status,
-		      err != NULL                    ? err
-		              : status == MK_ECLOSED ? "the runtime is closing"
-		                                     : codec_strerror(status));
+		g->fn(cl, c, 0, a.status, answer_error(&a));
 	}
-	if (headers != NULL) {
-		OPENSSL_cleanse(headers, strlen(headers));
-	}
-	free(headers);
-	free(err);
-	free(auth);
+	answer_clear(&a);
 	OPENSSL_cleanse(g->key, strlen(g->key));
 	free(g->key);
 	free(g);
