@@ -410,6 +410,28 @@ cs_free(cs_self *cs)
 	free(cs);
 }
 
+/* The boot's read counts as the last: what it had and the first resync
+ * does not is deleted. */
+static int
+seen_restored(cs_self *cs, const char *restored)
+{
+	json_t *list = restored != NULL ? json_loads(restored, 0, NULL) : NULL;
+	json_t *c;
+	size_t  i;
+	int     rv = 0;
+
+	json_array_foreach(list, i, c)
+	{
+		const char *id = json_string_value(json_object_get(c, "id"));
+		if (id != NULL &&
+		    json_object_set_new(cs->seen, id, json_true()) != 0) {
+			rv = MK_ENOMEM;
+		}
+	}
+	json_decref(list);
+	return (rv);
+}
+
 static int
 cs_init(kn_actor *self, void *arg, void **statep)
 {
@@ -428,6 +450,10 @@ cs_init(kn_actor *self, void *arg, void **statep)
 		if (cs != NULL) {
 			cs_free(cs);
 		}
+		return (MK_ENOMEM);
+	}
+	if (seen_restored(cs, a->restored) != 0) {
+		cs_free(cs);
 		return (MK_ENOMEM);
 	}
 	cs->self = self;

@@ -12,7 +12,8 @@
  * what was told meanwhile is lost, so every stored client is handed over
  * again and the ones gone since the last read are deleted here too (a
  * resync).  Right after the first connect it resyncs too: the boot read
- * the store through the persister, and a change in between is not lost.
+ * the store through the persister (cluster_args.restored), and a change
+ * in between, a delete too, is not lost.
  *
  * Heartbeats and states.  Every heartbeat interval (default 5 s) it
  * says this node is alive, and writes this node's state of each client
@@ -52,6 +53,9 @@ typedef struct cluster_args {
 	const char *node_id;      /* this node */
 	int         heartbeat_ms; /* 0: CLUSTER_HEARTBEAT_MS */
 	kn_actor   *supervisor;   /* where changes go (outlives this actor) */
+	const char *restored;     /* the boot's read of the store, JSON text
+	                           * [{id, ...}], or NULL: the first resync
+	                           * deletes those gone since */
 } cluster_args;
 
 extern const kn_actor_ops cluster_ops;

@@ -161,15 +161,17 @@ rt_shutdown(mk_runtime *rt)
 	rt_host_fini(rt);
 }
 
-/* Brings back the clients the store holds (boot semantics). */
+/* Brings back the clients the store holds (boot semantics); *listp:
+ * what was read, JSON text (malloc'd), or NULL. */
 static int
-rt_restore(mk_runtime *rt)
+rt_restore(mk_runtime *rt, char **listp)
 {
 	kn_answer      a, b;
 	ps_clients_msg stored;
 	char          *list = NULL;
 	int            rv;
 
+	*listp = NULL;
 	if ((rv = kn_ask(rt->persister, MSG_PS_LOAD, CODEC_EMPTY,
 	                 CODEC_EMPTY_LEN, 60000, &a)) != 0) {
 		free(a.data);
@@ -177,8 +179,7 @@ rt_restore(mk_runtime *rt)
 	}
 	(void)ps_clients_msg_unpack(a.data, a.len, &stored);
 	free(a.data);
-	list = stored.clients;
-	if (list == NULL || strcmp(list, "[]") == 0) {
+	if ((list = stored.clients) == NULL || strcmp(list, "[]") == 0) {
 		free(list);
 		return (0);
 	}
@@ -187,7 +188,7 @@ rt_restore(mk_runtime *rt)
 	                           CODEC_OF(sv_load_msg, &m), CLIENT_CONNECT_MS + 30000,
 	                           &b);
 	free(b.data);
-	free(list);
+	*listp = list;
 	return (rv);
 }
 
@@ -274,7 +275,7 @@ rt_boot(mk_runtime *rt)
 	const char *location = rt->opts.store_url != NULL
 	        ? rt->opts.store_url
 	        : rt->opts.store_path;
-	char        err[256];
+	char        err[256], *restored = NULL;
 	int         rv;
 
 	if (rt->opts.raise_fd_limit) {
@@ -339,10 +340,11 @@ rt_boot(mk_runtime *rt)
 		}
 		KN_INFO("runtime", "started actor %s", system_actors[i].name);
 	}
-	if (rt->persister != NULL && (rv = rt_restore(rt)) != 0) {
+	if (rt->persister != NULL && (rv = rt_restore(rt, &restored)) != 0) {
 		KN_ERROR("runtime",
 		         "cannot restore clients from the store: %s",
 		         mk_strerror(rv));
+		free(restored);
 		rt_shutdown(rt);
 		return (rv);
 	}
@@ -355,15 +357,20 @@ rt_boot(mk_runtime *rt)
 		                    .node_id = rt->node_id,
 		                    .heartbeat_ms =
 		                            rt->opts.cluster_heartbeat_ms,
-		                    .supervisor = rt->system[RT_SUPERVISOR]};
-		if ((rv = kn_spawn(rt->kernel, CLUSTER_NAME, &cluster_ops, &ca,
-		                   &rt->cluster)) != 0) {
+		                    .supervisor = rt->system[RT_SUPERVISOR],
+		                    .restored   = restored};
+		rv = kn_spawn(rt->kernel, CLUSTER_NAME, &cluster_ops, &ca,
+		              &rt->cluster);
+		free(restored);
+		restored = NULL;
+		if (rv != 0) {
 			KN_ERROR("runtime", "cannot start actor %s: %s",
 			         CLUSTER_NAME, mk_strerror(rv));
 			rt_shutdown(rt);
 			return (rv);
 		}
 	}
+	free(restored); /* (read without a cluster) */
 	rt->magic = RT_MAGIC;
 	KN_INFO("runtime", "booted: %zu system actors, %zu KiB stacks",
 	        NSYSTEM,

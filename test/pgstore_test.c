@@ -4,14 +4,17 @@
  * refusals naming what is wrong), secrets sealed in the database, two
  * nodes' handles on one database (one tool-list write between them,
  * nodes migrating and setting up the key at once), a newer schema
- * refused, the server restarted and stopped under an open handle, and
- * the URL's password never shown.
+ * refused, the server restarted and stopped under an open handle, the
+ * URL's password never shown, and the cluster actor's first resync.
  */
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "actors/cluster.h"
+#include "actors/kernel/kernel.h"
+#include "actors/supervisor/supervisor.h"
 #include "mcpkeep.h"
 #include "persist/store.h"
 #include "pgutil.h"
@@ -757,6 +760,95 @@ leases(void)
 	store_close(&b);
 }
 
+/* ---- the cluster actor's first resync ---------------------------------- */
+
+/* What a stand-in supervisor was handed (MSG_SV_SYNC), "id=config"
+ * or "id-" for a delete, a space between them; test code: a lock. */
+typedef struct synced {
+	pthread_mutex_t mtx;
+	pthread_cond_t  cv;
+	char            got[512];
+} synced;
+
+static int
+sy_init(kn_actor *self, void *arg, void **statep)
+{
+	*statep = arg;
+	return (0);
+}
+
+static int
+sy_handle(kn_actor *self, void *state, kn_msg *msg)
+{
+	synced     *y = state;
+	sv_sync_msg m;
+	size_t      n;
+
+	if (msg->env.type != MSG_SV_SYNC ||
+	    sv_sync_msg_unpack(msg->env.payload, msg->env.payload_len, &m) !=
+	            0) {
+		return (0); /* (MSG_SV_PEERS: not this test's) */
+	}
+	pthread_mutex_lock(&y->mtx);
+	n = strlen(y->got);
+	snprintf(y->got + n, sizeof(y->got) - n, "%s%s%s%s", n ? " " : "",
+	         m.id, m.config != NULL ? "=" : "-",
+	         m.config != NULL ? m.config : "");
+	pthread_cond_broadcast(&y->cv);
+	pthread_mutex_unlock(&y->mtx);
+	sv_sync_msg_clear(&m);
+	return (0);
+}
+
+static void
+sy_fini(kn_actor *self, void *state)
+{
+}
+
+static const kn_actor_ops sy_ops = {
+        .init = sy_init, .handle = sy_handle, .fini = sy_fini};
+
+/* A client the boot read, deleted (by another node) before the cluster
+ * actor first listened, is deleted here by its first resync; one still
+ * stored is handed over. */
+static void
+boot_gap(void)
+{
+	char            url[160];
+	store          *s;
+	kn_kernel      *k;
+	kn_actor       *sv, *cs;
+	synced          y = {.mtx = PTHREAD_MUTEX_INITIALIZER,
+	                     .cv  = PTHREAD_COND_INITIALIZER};
+	struct timespec until;
+
+	pgt_db(&pg, "boot_gap", url, sizeof(url));
+	s = open_key(url, KEY1);
+	CHECK_EQ(store_client_put(s, "id-kept", "kept", "{\"v\":1}"), 0);
+	store_close(&s);
+	CHECK_EQ(kn_kernel_open(&k, 0), 0);
+	CHECK_EQ(kn_spawn(k, "supervisor", &sy_ops, &y, &sv), 0);
+	cluster_args ca = {
+	        .url        = url,
+	        .secret     = KEY1,
+	        .node_id    = "node-b",
+	        .supervisor = sv,
+	        .restored   = "[{\"id\": \"id-gone\", \"name\": \"gone\"}, "
+	                      "{\"id\": \"id-kept\", \"name\": \"kept\"}]"};
+	CHECK_EQ(kn_spawn(k, CLUSTER_NAME, &cluster_ops, &ca, &cs), 0);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 15;
+	pthread_mutex_lock(&y.mtx);
+	while (strchr(y.got, ' ') == NULL) {
+		CHECK(pthread_cond_timedwait(&y.cv, &y.mtx, &until) == 0);
+	}
+	pthread_mutex_unlock(&y.mtx);
+	kn_actor_destroy(&cs);
+	kn_actor_destroy(&sv);
+	kn_kernel_close(&k);
+	CHECK(strcmp(y.got, "id-kept={\"v\":1} id-gone-") == 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -768,6 +860,7 @@ main(int argc, char **argv)
 	RUN_IF(changes);
 	RUN_IF(heartbeats);
 	RUN_IF(leases);
+	RUN_IF(boot_gap);
 	pgt_stop(&pg);
 	return (0);
 }
