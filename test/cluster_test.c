@@ -836,7 +836,7 @@ refresh_killed(void)
 	 * end well before the one after it is due (28.8 s at the soonest) */
 	admin(as.port, "/admin/expires-in", "{\"seconds\": 40}", NULL);
 	admin(as.port, "/admin/hold", "{}", NULL);
-	/* its request dropped unseen; the lease expires (30 s) and another
+	/* its request dropped unseen; the lease expires (15 s) and another
 	 * node refreshes, once */
 	for (int64_t deadline = now_ms() + 90000;
 	     as_count(&as, "by_grant.refresh_token") < 2;) {
@@ -874,6 +874,68 @@ refresh_killed(void)
 			CHECK(state_within("o", "healthy", WAIT_MS));
 			peer_stop(&node[i]);
 		}
+	}
+	peer_stop(&as);
+}
+
+/* The leaseholder's refresh fails twice (503), each answer 7 s late: its
+ * retries run past one lease's life (15 s), and each retry takes the
+ * lease again first, so the other nodes (refreshing ahead too) never
+ * take it over and spend the same refresh token: 3 requests, 1 of them
+ * a success, nothing reused, every node healthy after. */
+static void
+refresh_retried(void)
+{
+	char      owner[64] = "";
+	peer      as        = {0};
+	pthread_t th[3];
+	burst     b[3];
+
+	oauth_cluster(&as, "retried", 20);
+	authorize_on(0, "o");
+	for (int i = 0; i < 3; i++) {
+		on(i);
+		CHECK(state_within("o", "healthy", WAIT_MS));
+	}
+	admin(as.port, "/admin/reset", "{}", NULL);
+	admin(as.port, "/admin/delay", "{\"ms\": 7000}", NULL);
+	admin(as.port, "/admin/fail-next",
+	      "{\"status\": 503, \"error\": \"temporarily_unavailable\", "
+	      "\"count\": 2, \"grant\": \"refresh_token\"}",
+	      NULL);
+	/* the first refresh ahead (at about 16 s), its two retries, and the
+	 * lease released by the tokens' write */
+	for (int64_t deadline = now_ms() + 90000;
+	     as_count(&as, "by_grant.refresh_token") < 3;) {
+		CHECK(now_ms() < deadline);
+		usleep(200 * 1000); /* polling the server's counter, bounded */
+	}
+	for (int64_t deadline = now_ms() + 30000; strcmp(owner, "-") != 0;) {
+		CHECK(now_ms() < deadline);
+		usleep(200 * 1000); /* polling the lease's row, bounded */
+		pgt_sql(url,
+		        "SELECT COALESCE(lease_owner, '-') FROM oauth_tokens",
+		        owner, sizeof(owner));
+	}
+	fprintf(stderr,
+	        "   refresh requests at the AS: %ld (two failed), reused: %ld\n",
+	        as_count(&as, "by_grant.refresh_token"),
+	        as_count(&as, "refresh_reused"));
+	admin(as.port, "/admin/delay", "{\"ms\": 0}", NULL);
+	for (int i = 0; i < 3; i++) {
+		on(i);
+		CHECK(state_within("o", "healthy", WAIT_MS));
+		b[i] = (burst) {.port = node[i].port, .n = 100};
+		CHECK(pthread_create(&th[i], NULL, burst_run, &b[i]) == 0);
+	}
+	for (int i = 0; i < 3; i++) {
+		pthread_join(th[i], NULL);
+		CHECK_EQ(b[i].ok, 100);
+	}
+	CHECK_EQ(as_count(&as, "by_grant.refresh_token"), 3);
+	CHECK_EQ(as_count(&as, "refresh_reused"), 0);
+	for (int i = 0; i < 3; i++) {
+		peer_stop(&node[i]);
 	}
 	peer_stop(&as);
 }
@@ -929,6 +991,7 @@ main(int argc, char **argv)
 	RUN_IF(refresh_once);
 	RUN_IF(flow_across);
 	RUN_IF(refresh_killed);
+	RUN_IF(refresh_retried);
 	pgt_stop(&pg);
 	sv_end(&mcp);
 	return (0);

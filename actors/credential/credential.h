@@ -161,12 +161,18 @@
 /* Callers' pending flows (user, vk, session) per client, OAuth flows and
  * header flows each: past it a new one is refused (MK_EBUSY) until one is
  * used or expires.  The admin's bootstrap flows do not count. */
-#define CR_USER_FLOWS_MAX   1000
-#define CR_SKEW_S           30   /* refreshed before use at most this early */
-#define CR_GAP_MS           1000 /* one token's refreshes at least this apart */
-#define CR_HTTP_MS          10000 /* one exchange with an AS */
-#define CR_LEASE_MS         30000 /* a refresh lease's life (lease.c) */
-#define CR_LEASE_POLL_MS    250   /* another node's lease looked at again */
+#define CR_USER_FLOWS_MAX 1000
+#define CR_SKEW_S         30    /* refreshed before use at most this early */
+#define CR_GAP_MS         1000  /* one token's refreshes at least this apart */
+#define CR_HTTP_MS        10000 /* one exchange with an AS */
+#define CR_RETRIES        3     /* a failed refresh tried again ... */
+#define CR_RETRY_BASE_MS  1000  /* ... after 1 s, 2 s, 4 s */
+#define CR_LEASE_MS       15000 /* a refresh lease's life (lease.c) */
+/* the longest a refresh with its retries runs */
+#define CR_REFRESH_MAX_MS                                                     \
+	((CR_RETRIES + 1) * CR_HTTP_MS +                                      \
+	 CR_RETRY_BASE_MS * ((1 << CR_RETRIES) - 1))
+#define CR_LEASE_POLL_MS    250 /* another node's lease looked at again */
 #define CR_REDIRECT_DEFAULT "http://127.0.0.1:8080/api/oauth/callback"
 
 /* kn_spawn's arg; read at init. */

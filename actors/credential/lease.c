@@ -11,10 +11,15 @@
  *   not taken  another node refreshes: this one waits for its write (the
  *              store tells every node: MSG_CR_ROW_CHANGED), looking at
  *              the row again every CR_LEASE_POLL_MS meanwhile, and takes
- *              the tokens when they come - at most CR_LEASE_MS plus one
- *              exchange, then the waiting asks fail; a node that died
- *              holding the lease loses it when it expires;
+ *              the tokens when they come - at most as long as a
+ *              refresh with its retries runs (CR_REFRESH_MAX_MS), then
+ *              the waiting asks fail; a node that died holding the lease
+ *              loses it when it expires;
  *   no store   (it cannot be reached) the refresh goes on without one.
+ * A lease lasts one exchange and a margin (CR_LEASE_MS); each retry of a
+ * failed request takes it again first, so a node that dies holding it
+ * keeps the others waiting at most that long, and a retry never runs
+ * past its lease.
  * A token another node wrote is read again here even when no refresh
  * waits for it (an authorization or a refresh elsewhere), so every node
  * holds the newest.  Exchanged tokens are never stored: not leased.
@@ -234,8 +239,7 @@ on_taken(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	} else if (m.gen > 0) {
 		t->lease_gen = m.gen;
 		cr_refresh_send(cr, t);
-	} else if (t->lease_polls++ * CR_LEASE_POLL_MS >
-	           CR_LEASE_MS + CR_HTTP_MS) {
+	} else if (t->lease_polls++ * CR_LEASE_POLL_MS > CR_REFRESH_MAX_MS) {
 		cr_refresh_done(cr, t, false);
 	} else {
 		/* another node's refresh: its write is told, or looked for */

@@ -40,9 +40,7 @@
 #include "actors/kernel/log.h"
 #include "codec/text.h"
 
-#define RETRIES       3
-#define RETRY_BASE_MS 1000
-#define AHEAD_MAX_S   300
+#define AHEAD_MAX_S 300
 
 static void start(cr_self *cr, token *t);
 
@@ -456,8 +454,8 @@ on_reply(void *arg, const oa_reply *r)
 		cr_notify(cr, t->client_id, "needs_reauth", why);
 		goto out;
 	}
-	if ((r->status >= 500 || r->status == 0) && t->attempt < RETRIES) {
-		int64_t ms = (int64_t)RETRY_BASE_MS << t->attempt;
+	if ((r->status >= 500 || r->status == 0) && t->attempt < CR_RETRIES) {
+		int64_t ms = (int64_t)CR_RETRY_BASE_MS << t->attempt;
 		KN_DEBUG("credential",
 		         "%s: token refresh failed (%s); retry in %lld ms",
 		         t->client_id, r->err->message, (long long)ms);
@@ -679,8 +677,12 @@ start(cr_self *cr, token *t)
 		           "out of memory");
 		return;
 	}
-	if (cr->cluster && !ex && !cc && !t->ephemeral && t->lease_gen == 0) {
-		cr_lease_take(cr, t); /* it sends, or another node did */
+	if (cr->cluster && !ex && !cc && !t->ephemeral &&
+	    (t->lease_gen == 0 || t->attempt > 0)) {
+		/* it sends, or another node did; a retry renews the lease
+		 * (or, when the store was away, tries again to take one) */
+		t->lease_gen = 0;
+		cr_lease_take(cr, t);
 		return;
 	}
 	cr_refresh_send(cr, t);
