@@ -714,6 +714,18 @@ oauth_cluster(peer *as, const char *db, int expires_s)
 	}
 }
 
+/* "o" authorized on a, healthy on every node; the AS's counters zeroed. */
+static void
+authorized_everywhere(peer *as)
+{
+	authorize_on(0, "o");
+	for (int i = 0; i < 3; i++) {
+		on(i);
+		CHECK(state_within("o", "healthy", WAIT_MS));
+	}
+	admin(as->port, "/admin/reset", "{}", NULL);
+}
+
 /* A rotating refresh token (each works once; a reuse is invalid_grant):
  * authorized on a, the token reaches b and c; when it is due, every
  * node's refresh (ahead of expiry, and 300 callers each) comes down to
@@ -727,12 +739,7 @@ refresh_once(void)
 	burst     b[3];
 
 	oauth_cluster(&as, "refresh", 40);
-	authorize_on(0, "o");
-	for (int i = 0; i < 3; i++) {
-		on(i);
-		CHECK(state_within("o", "healthy", WAIT_MS));
-	}
-	admin(as.port, "/admin/reset", "{}", NULL);
+	authorized_everywhere(&as);
 	/* each node refreshes ahead, at 32 s (+-10%): one of them does */
 	for (int64_t deadline = now_ms() + 60000;
 	     as_count(&as, "by_grant.refresh_token") < 1;) {
@@ -809,12 +816,7 @@ refresh_killed(void)
 	int       dead = -1;
 
 	oauth_cluster(&as, "killed", 10);
-	authorize_on(0, "o");
-	for (int i = 0; i < 3; i++) {
-		on(i);
-		CHECK(state_within("o", "healthy", WAIT_MS));
-	}
-	admin(as.port, "/admin/reset", "{}", NULL);
+	authorized_everywhere(&as);
 	admin(as.port, "/admin/hold", "{\"grant\": \"refresh_token\"}", NULL);
 	/* the first refresh (ahead, at about 8 s) is held at the server */
 	for (int64_t deadline = now_ms() + 60000; as_count(&as, "held") < 1;) {
@@ -892,12 +894,7 @@ refresh_retried(void)
 	burst     b[3];
 
 	oauth_cluster(&as, "retried", 20);
-	authorize_on(0, "o");
-	for (int i = 0; i < 3; i++) {
-		on(i);
-		CHECK(state_within("o", "healthy", WAIT_MS));
-	}
-	admin(as.port, "/admin/reset", "{}", NULL);
+	authorized_everywhere(&as);
 	admin(as.port, "/admin/delay", "{\"ms\": 7000}", NULL);
 	admin(as.port, "/admin/fail-next",
 	      "{\"status\": 503, \"error\": \"temporarily_unavailable\", "

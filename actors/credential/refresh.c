@@ -638,16 +638,38 @@ grant_form(const cclient *c, char **form, oa_send *s)
 	return (cr_client_auth(c, form, s));
 }
 
+/* What a token's request is: its client (or NULL), an exchange or a
+ * client_credentials grant (else a refresh), and its endpoint (or
+ * NULL: none known). */
+typedef struct kind {
+	cclient    *c;
+	bool        ex, cc;
+	const char *url;
+} kind;
+
+static kind
+kind_of(cr_self *cr, const token *t)
+{
+	kind k = {.c = cr_client(cr, t->client_id)};
+
+	k.ex  = k.c != NULL && k.c->auth == CFG_AUTH_TOKEN_EXCHANGE;
+	k.cc  = k.c != NULL && cr_client_credentials(k.c);
+	k.url = k.ex ? cr_str(k.c->exchange, "token_url")
+	        : k.c != NULL && k.c->meta != NULL
+	        ? cr_str(k.c->meta, "token_url")
+	        : NULL;
+	return (k);
+}
+
 /* Starts a token request (first or a retry): a refresh, an exchange,
  * or a client_credentials grant; a refresh of a shared store's token
  * under its lease (lease.c). */
 static void
 start(cr_self *cr, token *t)
 {
-	cclient    *c  = cr_client(cr, t->client_id);
-	bool        ex = c != NULL && c->auth == CFG_AUTH_TOKEN_EXCHANGE;
-	bool        cc = c != NULL && cr_client_credentials(c);
-	const char *url;
+	kind     k  = kind_of(cr, t);
+	cclient *c  = k.c;
+	bool     ex = k.ex, cc = k.cc;
 
 	if (ex && cr_id_jag(c) && (c->meta == NULL || c->disc != NULL)) {
 		/* the ID-JAG's audience and redeemer are discovered first */
@@ -660,13 +682,11 @@ start(cr_self *cr, token *t)
 			return; /* resumed by cr_refresh_resume */
 		}
 	}
-	url = ex ? cr_str(c->exchange, "token_url")
-	        : c != NULL && c->meta != NULL ? cr_str(c->meta, "token_url")
-	                                       : NULL;
-	if ((t->refresh == NULL && !cc) || url == NULL) {
+	k = kind_of(cr, t); /* (the discovery may have found it) */
+	if ((t->refresh == NULL && !cc) || k.url == NULL) {
 		answer_all(
 		        cr, t, MK_ESTATE, "MCP client %s: %s",
-		        url != NULL
+		        k.url != NULL
 		                ? "the token expired and there is no refresh token: reauthorize"
 		                : "no token endpoint is known: reauthorize");
 		return;
@@ -691,25 +711,20 @@ start(cr_self *cr, token *t)
 void
 cr_refresh_send(cr_self *cr, token *t)
 {
-	cclient    *c  = cr_client(cr, t->client_id);
-	bool        ex = c != NULL && c->auth == CFG_AUTH_TOKEN_EXCHANGE;
-	bool        cc = c != NULL && cr_client_credentials(c);
-	const char *url;
-	char       *form = NULL;
-	oa_send     s    = {.timeout_ms = CR_HTTP_MS};
-	oa_rules    g;
-	int         rv;
+	kind     k  = kind_of(cr, t);
+	cclient *c  = k.c;
+	bool     ex = k.ex, cc = k.cc;
+	char    *form = NULL;
+	oa_send  s    = {.url = k.url, .timeout_ms = CR_HTTP_MS};
+	oa_rules g;
+	int      rv;
 
-	url = ex ? cr_str(c->exchange, "token_url")
-	        : c != NULL && c->meta != NULL ? cr_str(c->meta, "token_url")
-	                                       : NULL;
-	if (url == NULL || (!cc && t->prior == NULL)) {
+	if (k.url == NULL || (!cc && t->prior == NULL)) {
 		answer_all(cr, t, MK_ESTATE, "MCP client %s: %s",
 		           "no token endpoint is known: reauthorize");
 		cr_lease_stop(t);
 		return;
 	}
-	s.url = url;
 	if (!ex) {
 		s.guard = cr_guard(c, "token_url", &g);
 	}
