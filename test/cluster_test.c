@@ -937,6 +937,54 @@ refresh_retried(void)
 	peer_stop(&as);
 }
 
+/* The database away when the token is due: every node refreshes without
+ * a lease, the first spends the refresh token and the others are
+ * refused (invalid_grant).  They store nothing and wait for the store:
+ * when it is back the winner's write lands and they take its tokens, so
+ * no node needs reauthorization and no refresh is sent again. */
+static void
+refresh_store_away(void)
+{
+	char      status[32] = "";
+	peer      as         = {0};
+	pthread_t th[3];
+	burst     b[3];
+
+	oauth_cluster(&as, "away", 20);
+	authorized_everywhere(&as);
+	pgt_ctl(&pg, "stop");
+	/* each node's refresh ahead (at about 16 s), none leased */
+	for (int64_t deadline = now_ms() + 60000;
+	     as_count(&as, "by_grant.refresh_token") < 3;) {
+		CHECK(now_ms() < deadline);
+		usleep(200 * 1000); /* polling the server's counter, bounded */
+	}
+	fprintf(stderr,
+	        "   store away: refresh requests at the AS: %ld, reused: %ld\n",
+	        as_count(&as, "by_grant.refresh_token"),
+	        as_count(&as, "refresh_reused"));
+	CHECK_EQ(as_count(&as, "refresh_reused"), 2);
+	pgt_ctl(&pg, "start");
+	for (int i = 0; i < 3; i++) {
+		on(i);
+		CHECK(state_within("o", "healthy", 40000));
+		b[i] = (burst) {.port = node[i].port, .n = 100};
+		CHECK(pthread_create(&th[i], NULL, burst_run, &b[i]) == 0);
+	}
+	for (int i = 0; i < 3; i++) {
+		pthread_join(th[i], NULL);
+		CHECK_EQ(b[i].ok, 100);
+	}
+	CHECK_EQ(as_count(&as, "by_grant.refresh_token"), 3);
+	pgt_sql(url, "SELECT status FROM oauth_tokens", status,
+	        sizeof(status));
+	CHECK(strcmp(status, "active") == 0);
+	for (int i = 0; i < 3; i++) {
+		peer_stop(&node[i]);
+	}
+	peer_stop(&as);
+}
+
 /* A flow started on a, its callback on b: authorized on every node; the
  * callback again, on any node, is refused (single use, cluster-wide). */
 static void
@@ -989,6 +1037,7 @@ main(int argc, char **argv)
 	RUN_IF(flow_across);
 	RUN_IF(refresh_killed);
 	RUN_IF(refresh_retried);
+	RUN_IF(refresh_store_away);
 	pgt_stop(&pg);
 	sv_end(&mcp);
 	return (0);

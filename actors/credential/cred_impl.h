@@ -99,6 +99,7 @@ typedef struct token {
 	int64_t    lease_gen;  /* the refresh lease held (lease.c), 0 none,
 	                        * -1 refreshing without one */
 	bool     leasing;      /* a take is asked */
+	bool     unsure;       /* refused without a lease: the store decides */
 	uint64_t lease_timer;  /* another node's lease looked at again */
 	int      lease_polls;  /* looks so far */
 	cr_self *cr;           /* owner */
@@ -212,6 +213,10 @@ void cr_lease_put(cr_self *cr, token *t);
 void cr_lease_drop(cr_self *cr, token *t);
 /* cr_lease_stop cancels a wait and releases a lease held. */
 void cr_lease_stop(token *t);
+/* cr_lease_unsure: t's refresh, sent without a lease (the store away),
+ * was refused as spent; another node may have spent it first.  Nothing
+ * is stored: its row is looked at once the store is back (lease.c). */
+void cr_lease_unsure(cr_self *cr, token *t);
 void cr_on_row_changed(cr_self *cr, kn_msg *msg);
 /* cr_meta_take takes an oauth_configs row (a ps_found_msg's payload)
  * another node wrote as its client's endpoints, when it is for the

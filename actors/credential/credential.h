@@ -172,7 +172,8 @@
 #define CR_REFRESH_MAX_MS                                                     \
 	((CR_RETRIES + 1) * CR_HTTP_MS +                                      \
 	 CR_RETRY_BASE_MS * ((1 << CR_RETRIES) - 1))
-#define CR_LEASE_POLL_MS    250 /* another node's lease looked at again */
+#define CR_LEASE_POLL_MS    250  /* another node's lease looked at again */
+#define CR_UNSURE_POLL_MS   1000 /* an unsure token's row looked at again */
 #define CR_REDIRECT_DEFAULT "http://127.0.0.1:8080/api/oauth/callback"
 
 /* kn_spawn's arg; read at init. */

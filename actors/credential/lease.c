@@ -15,7 +15,16 @@
  *              refresh with its retries runs (CR_REFRESH_MAX_MS), then
  *              the waiting asks fail; a node that died holding the lease
  *              loses it when it expires;
- *   no store   (it cannot be reached) the refresh goes on without one.
+ *   no store   (it cannot be reached) the refresh goes on without one;
+ *              if it is refused as spent (invalid_grant), another node
+ *              may have spent it first, also without a lease: nothing is
+ *              stored (a dead row written over the winner's would end
+ *              every node), the asks fail, and once the store is back
+ *              the row is looked at (every CR_UNSURE_POLL_MS): another
+ *              node's tokens are taken when they come within CR_LEASE_MS
+ *              (a write that waited for the store lands), else the
+ *              refresh is sent again under the lease, and a refusal then
+ *              is final.
  * A lease lasts one exchange and a margin (CR_LEASE_MS); each retry of a
  * failed request takes it again first, so a node that dies holding it
  * keeps the others waiting at most that long, and a retry never runs
@@ -219,6 +228,12 @@ on_taken(kn_actor *self, void *arg, int status, const void *data, size_t len)
 		return;
 	}
 	t->leasing = false;
+	if (status != 0 && t->unsure) {
+		t->lease_polls = 0; /* the store still away */
+		t->lease_timer = kn_timer_add(cr->self, CR_UNSURE_POLL_MS,
+		                              lease_tick, t);
+		return;
+	}
 	if (status != 0) {
 		KN_WARN("credential",
 		        "%s: no refresh lease (%s): refreshing without one",
@@ -236,8 +251,22 @@ on_taken(kn_actor *self, void *arg, int status, const void *data, size_t len)
 		adopt(t, row);
 		cr_lease_drop(cr, t);
 		cr_refresh_done(cr, t, true);
+	} else if (m.gen > 0 && t->unsure &&
+	           t->lease_polls++ * CR_UNSURE_POLL_MS < CR_LEASE_MS) {
+		/* unchanged: a write held back may still land; the lease
+		 * is kept meanwhile (the other unsure nodes wait on it) */
+		t->lease_gen   = m.gen;
+		t->lease_timer = kn_timer_add(cr->self, CR_UNSURE_POLL_MS,
+		                              lease_tick, t);
 	} else if (m.gen > 0) {
-		t->lease_gen = m.gen;
+		if (t->unsure) {
+			KN_INFO("credential",
+			        "%s: no other node refreshed the token: refreshing again, under the lease",
+			        t->client_id);
+		}
+		t->unsure      = false;
+		t->lease_polls = 0;
+		t->lease_gen   = m.gen;
 		cr_refresh_send(cr, t);
 	} else if (t->lease_polls++ * CR_LEASE_POLL_MS > CR_REFRESH_MAX_MS) {
 		cr_refresh_done(cr, t, false);
@@ -286,11 +315,26 @@ cr_lease_stop(token *t)
 		t->lease_timer = 0;
 	}
 	t->leasing = false; /* an answer in flight finds it so */
+	t->unsure  = false;
 	if (t->lease_gen > 0) {
 		cr_lease_drop(t->cr, t);
 	}
 	t->lease_gen   = 0;
 	t->lease_polls = 0;
+}
+
+void
+cr_lease_unsure(cr_self *cr, token *t)
+{
+	KN_WARN("credential",
+	        "%s: the token refresh sent while the store was away was refused as spent: another node may have refreshed it; looking at the store's row when it is back",
+	        t->client_id);
+	t->attempt     = 0;
+	t->lease_gen   = 0;
+	t->lease_polls = 0;
+	t->unsure      = true;
+	t->lease_timer =
+	        kn_timer_add(cr->self, CR_UNSURE_POLL_MS, lease_tick, t);
 }
 
 /* The row another node wrote, read: taken when it differs. */

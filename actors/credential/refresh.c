@@ -418,6 +418,16 @@ on_reply(void *arg, const oa_reply *r)
 		}
 		goto out;
 	}
+	if (r->status == 400 && strcmp(code, "invalid_grant") == 0 &&
+	    t->lease_gen < 0 && !ex && !cc && cr->cluster) {
+		answer_all(
+		        cr, t, MK_EUPSTREAM,
+		        "token refresh for MCP client %s failed: %s",
+		        "refused while the store was away (another node may "
+		        "have refreshed it): looking again when it is back");
+		cr_lease_unsure(cr, t); /* keeps t->prior, what it spent */
+		return;
+	}
 	if (!ex && c != NULL && !t->rereg &&
 	    (r->status == 401 || strcmp(code, "invalid_client") == 0) &&
 	    cr_reregister(c, t) == 0) {
@@ -483,6 +493,7 @@ cr_refresh_done(cr_self *cr, token *t, bool adopted)
 	text_secret_free(t->prior);
 	t->prior       = NULL;
 	t->lease_polls = 0;
+	t->unsure      = false;
 	t->done_ns     = kn_now_ns();
 	if (!adopted) {
 		answer_all(cr, t, MK_EUPSTREAM,
