@@ -950,10 +950,12 @@ refresh_store_away(void)
 	pthread_t th[3];
 	burst     b[3];
 
-	oauth_cluster(&as, "away", 20);
+	oauth_cluster(&as, "away", 30);
+	int64_t t0 = now_ms(); /* the token is issued after this */
 	authorized_everywhere(&as);
 	pgt_ctl(&pg, "stop");
-	/* each node's refresh ahead (at about 16 s), none leased */
+	CHECK(now_ms() - t0 < 21000); /* before any refresh (21.6 s) */
+	/* each node's refresh ahead (at about 24 s), none leased */
 	for (int64_t deadline = now_ms() + 60000;
 	     as_count(&as, "by_grant.refresh_token") < 3;) {
 		CHECK(now_ms() < deadline);
