@@ -714,6 +714,47 @@ oauth_cluster(peer *as, const char *db, int expires_s)
 	}
 }
 
+/* Waits until the AS's counter field reaches n, for at most ms. */
+static void
+as_wait(peer *as, const char *field, long n, int ms)
+{
+	for (int64_t deadline = now_ms() + ms; as_count(as, field) < n;) {
+		CHECK(now_ms() < deadline);
+		usleep(200 * 1000); /* polling the server's counter, bounded */
+	}
+}
+
+/* Nodes from..2 (but skip) healthy, then n calls on each at once, every
+ * one answered. */
+static void
+calls_everywhere(int from, int skip, int n)
+{
+	pthread_t th[3];
+	burst     b[3];
+
+	for (int i = from; i < 3; i++) {
+		if (i != skip) {
+			on(i);
+			CHECK(state_within("o", "healthy", WAIT_MS));
+			b[i] = (burst) {.port = node[i].port, .n = n};
+			CHECK(pthread_create(&th[i], NULL, burst_run, &b[i]) ==
+			      0);
+		}
+	}
+	for (int i = from; i < 3; i++) {
+		if (i != skip) {
+			pthread_join(th[i], NULL);
+			if (b[i].ok != n) {
+				fprintf(stderr,
+				        "node %s: %d of %d answered; %s\n%s\n",
+				        names[i], b[i].ok, n, b[i].why,
+				        node[i].tail);
+			}
+			CHECK_EQ(b[i].ok, n);
+		}
+	}
+}
+
 /* "o" authorized on a, healthy on every node; the AS's counters zeroed. */
 static void
 authorized_everywhere(peer *as)
@@ -734,34 +775,16 @@ authorized_everywhere(peer *as)
 static void
 refresh_once(void)
 {
-	peer      as = {0};
-	pthread_t th[3];
-	burst     b[3];
+	peer as = {0};
 
 	oauth_cluster(&as, "refresh", 40);
 	authorized_everywhere(&as);
 	/* each node refreshes ahead, at 32 s (+-10%): one of them does */
-	for (int64_t deadline = now_ms() + 60000;
-	     as_count(&as, "by_grant.refresh_token") < 1;) {
-		CHECK(now_ms() < deadline);
-		usleep(100 * 1000); /* polling the server's counter, bounded */
-	}
+	as_wait(&as, "by_grant.refresh_token", 1, 60000);
 	/* 300 callers on each node at once (well before the next refresh,
 	 * 28.8 s away at the soonest) */
 	int64_t t0 = now_ms();
-	for (int i = 0; i < 3; i++) {
-		b[i] = (burst) {.port = node[i].port, .n = 300};
-		CHECK(pthread_create(&th[i], NULL, burst_run, &b[i]) == 0);
-	}
-	for (int i = 0; i < 3; i++) {
-		pthread_join(th[i], NULL);
-		if (b[i].ok != 300) {
-			fprintf(stderr, "node %s: %d of 300 answered; %s\n",
-			        names[i], b[i].ok, b[i].why);
-			fprintf(stderr, "%s\n", node[i].tail);
-		}
-		CHECK_EQ(b[i].ok, 300);
-	}
+	calls_everywhere(0, -1, 300);
 	fprintf(stderr,
 	        "   900 calls in %lld ms; refresh requests at the AS: %ld, "
 	        "reused: %ld\n",
@@ -779,19 +802,8 @@ refresh_once(void)
 	 * b's or c's, with the registration a stored */
 	CHECK_EQ(kill(-node[0].pid, SIGKILL), 0);
 	peer_stop(&node[0]);
-	for (int64_t deadline = now_ms() + 60000;
-	     as_count(&as, "by_grant.refresh_token") < 2;) {
-		CHECK(now_ms() < deadline);
-		usleep(100 * 1000); /* polling the server's counter, bounded */
-	}
-	for (int i = 1; i < 3; i++) {
-		b[i] = (burst) {.port = node[i].port, .n = 300};
-		CHECK(pthread_create(&th[i], NULL, burst_run, &b[i]) == 0);
-	}
-	for (int i = 1; i < 3; i++) {
-		pthread_join(th[i], NULL);
-		CHECK_EQ(b[i].ok, 300);
-	}
+	as_wait(&as, "by_grant.refresh_token", 2, 60000);
+	calls_everywhere(1, -1, 300);
 	CHECK_EQ(as_count(&as, "by_grant.refresh_token"), 2);
 	CHECK_EQ(as_count(&as, "refresh_reused"), 0);
 	for (int i = 1; i < 3; i++) {
@@ -809,20 +821,15 @@ refresh_once(void)
 static void
 refresh_killed(void)
 {
-	char      owner[64];
-	peer      as = {0};
-	pthread_t th[3];
-	burst     b[3];
-	int       dead = -1;
+	char owner[64];
+	peer as   = {0};
+	int  dead = -1;
 
 	oauth_cluster(&as, "killed", 10);
 	authorized_everywhere(&as);
 	admin(as.port, "/admin/hold", "{\"grant\": \"refresh_token\"}", NULL);
 	/* the first refresh (ahead, at about 8 s) is held at the server */
-	for (int64_t deadline = now_ms() + 60000; as_count(&as, "held") < 1;) {
-		CHECK(now_ms() < deadline);
-		usleep(100 * 1000); /* polling the server's counter, bounded */
-	}
+	as_wait(&as, "held", 1, 60000);
 	pgt_sql(url,
 	        "SELECT lease_owner FROM oauth_tokens WHERE lease_owner "
 	        "IS NOT NULL",
@@ -840,28 +847,10 @@ refresh_killed(void)
 	admin(as.port, "/admin/hold", "{}", NULL);
 	/* its request dropped unseen; the lease expires (15 s) and another
 	 * node refreshes, once */
-	for (int64_t deadline = now_ms() + 90000;
-	     as_count(&as, "by_grant.refresh_token") < 2;) {
-		CHECK(now_ms() < deadline);
-		usleep(200 * 1000); /* polling the server's counter, bounded */
-	}
+	as_wait(&as, "by_grant.refresh_token", 2, 90000);
 	int64_t t0 = now_ms();
 	CHECK_EQ(as_count(&as, "gone"), 1);
-	for (int i = 0; i < 3; i++) {
-		if (i != dead) {
-			on(i);
-			CHECK(state_within("o", "healthy", WAIT_MS));
-			b[i] = (burst) {.port = node[i].port, .n = 300};
-			CHECK(pthread_create(&th[i], NULL, burst_run, &b[i]) ==
-			      0);
-		}
-	}
-	for (int i = 0; i < 3; i++) {
-		if (i != dead) {
-			pthread_join(th[i], NULL);
-			CHECK_EQ(b[i].ok, 300);
-		}
-	}
+	calls_everywhere(0, dead, 300);
 	fprintf(stderr,
 	        "   refresh requests at the AS: %ld (one dropped), "
 	        "reused: %ld\n",
@@ -888,10 +877,8 @@ refresh_killed(void)
 static void
 refresh_retried(void)
 {
-	char      owner[64] = "";
-	peer      as        = {0};
-	pthread_t th[3];
-	burst     b[3];
+	char owner[64] = "";
+	peer as        = {0};
 
 	oauth_cluster(&as, "retried", 20);
 	authorized_everywhere(&as);
@@ -902,11 +889,7 @@ refresh_retried(void)
 	      NULL);
 	/* the first refresh ahead (at about 16 s), its two retries, and the
 	 * lease released by the tokens' write */
-	for (int64_t deadline = now_ms() + 90000;
-	     as_count(&as, "by_grant.refresh_token") < 3;) {
-		CHECK(now_ms() < deadline);
-		usleep(200 * 1000); /* polling the server's counter, bounded */
-	}
+	as_wait(&as, "by_grant.refresh_token", 3, 90000);
 	for (int64_t deadline = now_ms() + 30000; strcmp(owner, "-") != 0;) {
 		CHECK(now_ms() < deadline);
 		usleep(200 * 1000); /* polling the lease's row, bounded */
@@ -919,16 +902,7 @@ refresh_retried(void)
 	        as_count(&as, "by_grant.refresh_token"),
 	        as_count(&as, "refresh_reused"));
 	admin(as.port, "/admin/delay", "{\"ms\": 0}", NULL);
-	for (int i = 0; i < 3; i++) {
-		on(i);
-		CHECK(state_within("o", "healthy", WAIT_MS));
-		b[i] = (burst) {.port = node[i].port, .n = 100};
-		CHECK(pthread_create(&th[i], NULL, burst_run, &b[i]) == 0);
-	}
-	for (int i = 0; i < 3; i++) {
-		pthread_join(th[i], NULL);
-		CHECK_EQ(b[i].ok, 100);
-	}
+	calls_everywhere(0, -1, 100);
 	CHECK_EQ(as_count(&as, "by_grant.refresh_token"), 3);
 	CHECK_EQ(as_count(&as, "refresh_reused"), 0);
 	for (int i = 0; i < 3; i++) {
@@ -945,10 +919,8 @@ refresh_retried(void)
 static void
 refresh_store_away(void)
 {
-	char      status[32] = "";
-	peer      as         = {0};
-	pthread_t th[3];
-	burst     b[3];
+	char status[32] = "";
+	peer as         = {0};
 
 	oauth_cluster(&as, "away", 30);
 	int64_t t0 = now_ms(); /* the token is issued after this */
@@ -956,27 +928,14 @@ refresh_store_away(void)
 	pgt_ctl(&pg, "stop");
 	CHECK(now_ms() - t0 < 21000); /* before any refresh (21.6 s) */
 	/* each node's refresh ahead (at about 24 s), none leased */
-	for (int64_t deadline = now_ms() + 60000;
-	     as_count(&as, "by_grant.refresh_token") < 3;) {
-		CHECK(now_ms() < deadline);
-		usleep(200 * 1000); /* polling the server's counter, bounded */
-	}
+	as_wait(&as, "by_grant.refresh_token", 3, 60000);
 	fprintf(stderr,
 	        "   store away: refresh requests at the AS: %ld, reused: %ld\n",
 	        as_count(&as, "by_grant.refresh_token"),
 	        as_count(&as, "refresh_reused"));
 	CHECK_EQ(as_count(&as, "refresh_reused"), 2);
 	pgt_ctl(&pg, "start");
-	for (int i = 0; i < 3; i++) {
-		on(i);
-		CHECK(state_within("o", "healthy", 40000));
-		b[i] = (burst) {.port = node[i].port, .n = 100};
-		CHECK(pthread_create(&th[i], NULL, burst_run, &b[i]) == 0);
-	}
-	for (int i = 0; i < 3; i++) {
-		pthread_join(th[i], NULL);
-		CHECK_EQ(b[i].ok, 100);
-	}
+	calls_everywhere(0, -1, 100);
 	CHECK_EQ(as_count(&as, "by_grant.refresh_token"), 3);
 	pgt_sql(url, "SELECT status FROM oauth_tokens", status,
 	        sizeof(status));
