@@ -2,8 +2,8 @@
  * liveness_test.c - a dead connection never stays green, and what keeps
  * failing backs off.
  *
- * Covered: a tool call that fails at the transport on a healthy sticky
- * client schedules a check at once (debounced), so the client is
+ * Covered: a tool call that fails at the transport on a healthy client,
+ * sticky or per-call, schedules a check at once (debounced), so the client is
  * unstable within the check's retry budget, not tool_sync_interval
  * later; a make-before-break reconnect that fails (here the one a shared
  * auth-failure recovery starts, against test/peers/oauth.mjs) is a failed
@@ -31,18 +31,19 @@ ignore_done(void *arg, int rc, mk_result *res)
 	mk_result_free(&res);
 }
 
-/* The upstream dies under a healthy sticky client: one call that fails
- * at the transport makes it unstable within the check's own budget
- * (~3.5 s of retries), where tool_sync_interval (10 min) would have. */
+/* The upstream dies under a healthy client (sticky, or per-call): one
+ * call that fails at the transport makes it unstable within the check's
+ * own budget (~3.5 s of retries), where tool_sync_interval (10 min)
+ * would have. */
 static void
-call_failure_checks(void)
+dead_upstream(const char *name, bool sticky, const char *stage)
 {
 	sub         sb;
 	mk_runtime *rt = rt_open(&sb);
 	peer        p;
 	char       *err = NULL;
 	int         rc, from = 0;
-	mk_call     c = {.client    = "lv_dead",
+	mk_call     c = {.client    = name,
 	                 .tool      = "echo",
 	                 .arguments = "{\"message\": \"hi\"}"};
 	int64_t     t0;
@@ -51,29 +52,43 @@ call_failure_checks(void)
 	CHECK_EQ(peer_start_inject(&p, WAIT_MS), 0);
 	CHECK_EQ(
 	        add(rt, &err,
-	            "{\"name\": \"lv_dead\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]}",
-	            p.port),
+	            "{\"name\": \"%s\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": %s, \"tools_to_execute\": [\"*\"]}",
+	            name, p.port, sticky ? "true" : "false"),
 	        0);
-	(void)wait_state(&sb, &from, "lv_dead", "healthy", NULL);
-	checks0 = client_metric(rt, "lv_dead", "checks");
+	(void)wait_state(&sb, &from, name, "healthy", NULL);
+	checks0 = client_metric(rt, name, "checks");
 	peer_stop(&p);
 	t0 = now_ms();
-	free(call_text(rt, "lv_dead", "echo", "{\"message\": \"hi\"}", &rc));
+	free(call_text(rt, name, "echo", "{\"message\": \"hi\"}", &rc));
 	CHECK(rc != 0);
 	/* a burst of failing calls still runs one check, not twenty */
 	for (int i = 0; i < 20; i++) {
 		CHECK_EQ(mk_tool_call_async(rt, &c, ignore_done, NULL), 0);
 	}
-	event e = wait_state(&sb, &from, "lv_dead", "unstable", NULL);
+	event e = wait_state(&sb, &from, name, "unstable", NULL);
 	fprintf(stderr, "unstable after %lld ms, stage %s: %s\n",
 	        (long long)(now_ms() - t0), e.stage, e.message);
 	CHECK(now_ms() - t0 < 15000);
-	CHECK(strcmp(e.stage, "ping") == 0 || strcmp(e.stage, "connect") == 0);
+	CHECK(strcmp(e.stage, stage) == 0 || strcmp(e.stage, "connect") == 0);
 	CHECK(strstr(e.message, "127.0.0.1") != NULL ||
 	      strstr(e.message, "onnect") != NULL);
-	CHECK(client_metric(rt, "lv_dead", "checks") - checks0 <= 2);
+	CHECK(client_metric(rt, name, "checks") - checks0 <= 2);
 	mk_free(err);
 	rt_close(&rt, &sb);
+}
+
+static void
+call_failure_checks(void)
+{
+	dead_upstream("lv_dead", true, "ping");
+}
+
+/* The same for a per-call client: it has no connection to lose, but its
+ * failed call is checked at once too. */
+static void
+per_call_failure_checks(void)
+{
+	dead_upstream("lv_dead_pc", false, "tool_discovery");
 }
 
 /* A shared recovery's reconnect is refused (every /mcp request 401): the
@@ -242,6 +257,7 @@ main(int argc, char **argv)
 {
 	oauth_suite_begin();
 	RUN_IF(call_failure_checks);
+	RUN_IF(per_call_failure_checks);
 	RUN_IF(failed_reconnect_unstable);
 	RUN_IF(first_error_line);
 	RUN_IF(restart_backoff);

@@ -209,6 +209,9 @@ done_per_call(void *arg, const mcp_error *err, json_t *result)
 		/* done with this session either way (a retry opens a fresh
 		 * one, maybe before recover_per_call returns) */
 		mcp_session_free(&c->s);
+		if (err->kind == MCP_E_CONNECT || err->kind == MCP_E_LOST) {
+			cl_check_soon(cl); /* the server may be gone */
+		}
 		if (reissue(cl, c, err)) {
 			cl_call_reopen(cl, c);
 			return;
