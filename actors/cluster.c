@@ -103,6 +103,23 @@ on_client(void *arg, const char *id, const char *name, const char *config,
 	return (0);
 }
 
+/* Tells the credential actor type (a row changed, key: its JSON text;
+ * or a resync, key NULL). */
+static void
+tell_credential(cs_self *cs, unsigned type, const char *key)
+{
+	cr_row_changed_msg m = {.key = (char *)key};
+	kn_actor          *cr;
+
+	if (kn_lookup(kn_actor_kernel(cs->self), CREDENTIAL_NAME, &cr) == 0) {
+		(void)kn_tell_msg(cr, cs->self, type,
+		                  key != NULL ? &cr_row_changed_msg_fields
+		                              : &codec_no_fields,
+		                  key != NULL ? &m : NULL);
+		kn_actor_release(&cr);
+	}
+}
+
 /* A resync: every stored client handed over, and the ones gone since the
  * last read deleted. */
 static void
@@ -133,6 +150,9 @@ resync(cs_self *cs)
 		KN_WARN("cluster", "resync: %u clients unreadable: %s",
 		        skipped, store_error(cs->st));
 	}
+	/* OAuth configs and tokens written meanwhile were told to nobody
+	 * here: the credential actor reads its own again */
+	tell_credential(cs, MSG_CR_RESYNC, NULL);
 	KN_INFO("cluster", "resynced with %s: %zu clients", cs->name,
 	        json_object_size(cs->seen));
 }
@@ -147,14 +167,7 @@ on_change(void *arg, store_change what, const char *id)
 		return (0);
 	}
 	if (what == STORE_ROW_CHANGED) {
-		cr_row_changed_msg m = {.key = (char *)id};
-		kn_actor          *cr;
-		if (kn_lookup(kn_actor_kernel(cs->self), CREDENTIAL_NAME,
-		              &cr) == 0) {
-			(void)kn_tell_msg(cr, cs->self, MSG_CR_ROW_CHANGED,
-			                  CODEC_OF(cr_row_changed_msg, &m));
-			kn_actor_release(&cr);
-		}
+		tell_credential(cs, MSG_CR_ROW_CHANGED, id);
 		return (0);
 	}
 	return (json_array_append_new(

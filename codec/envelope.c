@@ -64,6 +64,7 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_SV_PEERS] = "sv_peers",
 	[MSG_PS_LEASE] = "ps_lease",
 	[MSG_CR_ROW_CHANGED] = "cr_row_changed",
+	[MSG_CR_RESYNC] = "cr_resync",
 	[MSG_CL_SETTINGS] = "cl_settings",
 	[MSG_SV_METRICS]  = "sv_metrics",
 	[MSG_CL_INPUT]    = "cl_input",

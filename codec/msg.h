@@ -81,6 +81,7 @@ typedef enum codec_msg_type {
 	MSG_SV_PEERS,  /* tell (cluster): the other live nodes' states */
 	MSG_PS_LEASE,  /* ask: a token's refresh lease (a shared store) */
 	MSG_CR_ROW_CHANGED, /* tell (cluster): another node wrote a token */
+	MSG_CR_RESYNC,      /* tell (cluster): rows may have changed unseen */
 	MSG_COUNT           /* one past the last type; not a type */
 } codec_msg_type;
 

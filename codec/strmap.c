@@ -68,6 +68,18 @@ strmap_del(strmap *sm, strmap_ent *e)
 }
 
 void
+strmap_each(const strmap *sm, void (*fn)(strmap_ent *e, void *arg), void *arg)
+{
+	for (size_t i = 0; i < sm->m.cap; i++) {
+		for (strmap_ent *e = sm->m.ents[i].id != 0 ? sm->m.ents[i].val
+		                                           : NULL;
+		     e != NULL; e  = e->next) {
+			fn(e, arg);
+		}
+	}
+}
+
+void
 strmap_fini(strmap *sm)
 {
 	idmap_fini(&sm->m);

@@ -39,6 +39,11 @@ int strmap_put(strmap *sm, strmap_ent *e);
 /* strmap_del removes e (present). */
 void strmap_del(strmap *sm, strmap_ent *e);
 
+/* strmap_each calls fn on every entry, in no order; fn must not add or
+ * remove entries. */
+void strmap_each(const strmap *sm, void (*fn)(strmap_ent *e, void *arg),
+                 void         *arg);
+
 /* strmap_fini frees the table, not the entries. */
 void strmap_fini(strmap *sm);
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "actors/cluster.h"
+#include "actors/credential/credential.h"
 #include "actors/kernel/kernel.h"
 #include "actors/supervisor/supervisor.h"
 #include "mcpkeep.h"
@@ -763,7 +764,8 @@ leases(void)
 /* ---- the cluster actor's first resync ---------------------------------- */
 
 /* What a stand-in supervisor was handed (MSG_SV_SYNC), "id=config"
- * or "id-" for a delete, a space between them; test code: a lock. */
+ * or "id-" for a delete, a space between them; or a stand-in credential
+ * actor (MSG_CR_RESYNC), an "R" each; test code: a lock. */
 typedef struct synced {
 	pthread_mutex_t mtx;
 	pthread_cond_t  cv;
@@ -784,6 +786,14 @@ sy_handle(kn_actor *self, void *state, kn_msg *msg)
 	sv_sync_msg m;
 	size_t      n;
 
+	if (msg->env.type == MSG_CR_RESYNC) {
+		pthread_mutex_lock(&y->mtx);
+		n = strlen(y->got);
+		snprintf(y->got + n, sizeof(y->got) - n, "R");
+		pthread_cond_broadcast(&y->cv);
+		pthread_mutex_unlock(&y->mtx);
+		return (0);
+	}
 	if (msg->env.type != MSG_SV_SYNC ||
 	    sv_sync_msg_unpack(msg->env.payload, msg->env.payload_len, &m) !=
 	            0) {
@@ -849,6 +859,69 @@ boot_gap(void)
 	CHECK(strcmp(y.got, "id-kept={\"v\":1} id-gone-") == 0);
 }
 
+/* Waits (15 s at most) until y got n "R"s. */
+static void
+resyncs_wait(synced *y, int n)
+{
+	struct timespec until;
+	int             got;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 15;
+	pthread_mutex_lock(&y->mtx);
+	for (;;) {
+		got = 0;
+		for (const char *c = y->got; *c != '\0'; c++) {
+			got += *c == 'R';
+		}
+		if (got >= n) {
+			break;
+		}
+		CHECK(pthread_cond_timedwait(&y->cv, &y->mtx, &until) == 0);
+	}
+	pthread_mutex_unlock(&y->mtx);
+}
+
+/* What was written while the cluster actor did not listen (before its
+ * first LISTEN, or while its connection was lost) was told to nobody:
+ * each resync tells the credential actor to read its OAuth configs and
+ * tokens again. */
+static void
+listen_gap(void)
+{
+	char       url[160], out[64];
+	kn_kernel *k;
+	kn_actor  *sv, *cr, *cs;
+	synced     y = {.mtx = PTHREAD_MUTEX_INITIALIZER,
+	                .cv  = PTHREAD_COND_INITIALIZER},
+	       c     = {.mtx = PTHREAD_MUTEX_INITIALIZER,
+	                .cv  = PTHREAD_COND_INITIALIZER};
+
+	pgt_db(&pg, "listen_gap", url, sizeof(url));
+	CHECK_EQ(kn_kernel_open(&k, 0), 0);
+	CHECK_EQ(kn_spawn(k, "supervisor", &sy_ops, &y, &sv), 0);
+	CHECK_EQ(kn_spawn(k, CREDENTIAL_NAME, &sy_ops, &c, &cr), 0);
+	cluster_args ca = {.url        = url,
+	                   .secret     = KEY1,
+	                   .node_id    = "node-b",
+	                   .supervisor = sv,
+	                   .restored   = "[]"};
+	CHECK_EQ(kn_spawn(k, CLUSTER_NAME, &cluster_ops, &ca, &cs), 0);
+	resyncs_wait(&c, 1); /* the first LISTEN */
+	/* its connection lost: the resync after the next LISTEN */
+	pgt_sql(url,
+	        "SELECT count(pg_terminate_backend(pid)) FROM "
+	        "pg_stat_activity WHERE datname = current_database() AND "
+	        "application_name = 'mcpkeep'",
+	        out, sizeof(out));
+	CHECK(strcmp(out, "1") == 0);
+	resyncs_wait(&c, 2);
+	kn_actor_destroy(&cs);
+	kn_actor_destroy(&cr);
+	kn_actor_destroy(&sv);
+	kn_kernel_close(&k);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -861,6 +934,7 @@ main(int argc, char **argv)
 	RUN_IF(heartbeats);
 	RUN_IF(leases);
 	RUN_IF(boot_gap);
+	RUN_IF(listen_gap);
 	pgt_stop(&pg);
 	return (0);
 }

@@ -105,15 +105,22 @@ cr_token_free(cr_self *cr, token *t)
 	token_destroy(t);
 }
 
+void
+cr_token_key(char *buf, size_t len, const char *client, const char *mode,
+             const char *identity)
+{
+	snprintf(buf, len, "%s\x1f%s\x1f%s", client, mode, identity);
+}
+
 token *
 cr_token(cr_self *cr, const char *client, const char *mode,
          const char *identity, bool create)
 {
-	char        key[512];
+	char        key[CR_TOKEN_KEY_MAX];
 	strmap_ent *e;
 	token      *t;
 
-	snprintf(key, sizeof(key), "%s\x1f%s\x1f%s", client, mode, identity);
+	cr_token_key(key, sizeof(key), client, mode, identity);
 	if ((e = strmap_get(&cr->tokens, key)) != NULL) {
 		return ((token *)e);
 	}
@@ -729,6 +736,9 @@ cr_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case MSG_CR_ROW_CHANGED:
 		cr_on_row_changed(cr, msg);
+		return (0);
+	case MSG_CR_RESYNC:
+		cr_resync(cr);
 		return (0);
 	default:
 		assert(!"credential: unexpected message");

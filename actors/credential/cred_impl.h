@@ -218,6 +218,10 @@ void cr_lease_stop(token *t);
  * is stored: its row is looked at once the store is back (lease.c). */
 void cr_lease_unsure(cr_self *cr, token *t);
 void cr_on_row_changed(cr_self *cr, kn_msg *msg);
+/* cr_resync reads every OAuth client's config row and its shared (or
+ * admin) token row again, as if each was told changed: what another
+ * node wrote while this one did not listen is taken (lease.c). */
+void cr_resync(cr_self *cr);
 /* cr_meta_take takes an oauth_configs row (a ps_found_msg's payload)
  * another node wrote as its client's endpoints, when it is for the
  * client's configured part. */
@@ -234,11 +238,16 @@ int64_t  cr_now_ms(void); /* unix ms */
 cclient *cr_client(cr_self *cr, const char *id_or_name);
 token   *cr_token(cr_self *cr, const char *client, const char *mode,
                   const char *identity, bool create);
-void     cr_token_store(cr_self *cr, token *t);
-void     cr_token_free(cr_self *cr, token *t);
-void     cr_notify(cr_self *cr, const char *client_id, const char *status,
-                   const char *message);
-void     cr_answer_token(cr_self *cr, token *t, uint64_t corr);
+/* cr_token_key writes a token's cr->tokens key into buf (len at least
+ * CR_TOKEN_KEY_MAX; longer names are cut, as cr_token cuts them). */
+#define CR_TOKEN_KEY_MAX 512
+void cr_token_key(char *buf, size_t len, const char *client, const char *mode,
+                  const char *identity);
+void cr_token_store(cr_self *cr, token *t);
+void cr_token_free(cr_self *cr, token *t);
+void cr_notify(cr_self *cr, const char *client_id, const char *status,
+               const char *message);
+void cr_answer_token(cr_self *cr, token *t, uint64_t corr);
 void cr_reply_error(cr_self *cr, uint64_t corr, int status, const char *why,
                     const char *fmt, ...)
         __attribute__((format(printf, 5, 6)));

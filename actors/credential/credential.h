@@ -127,6 +127,12 @@
  *   MSG_CR_ROW_CHANGED tell: from the cluster actor: another node wrote a
  *                            token (lease.c)
  *     key str    JSON text: {table (a token's, an OAuth config's), key}
+ *
+ *   MSG_CR_RESYNC tell: from the cluster actor: the store was not listened to
+ *                       for a while (boot, a lost connection): every OAuth
+ *                       config and shared or admin token is read again
+ *                       (lease.c)
+ *     {}
  * </msgdoc>
  *
  * MSG_CR_REGISTER comes from a client actor at its start and after an

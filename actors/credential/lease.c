@@ -49,6 +49,8 @@ typedef struct lctx {
 	cr_self *cr;
 	char    *key;  /* the token's cr->tokens key */
 	bool     take; /* a take's answer (else a row read) */
+	json_t  *make; /* {client_id, mode, identity}: a token this node does
+	                * not hold yet, made when its row is found; or NULL */
 } lctx;
 
 static json_t *
@@ -59,11 +61,11 @@ key_of(const token *t)
 }
 
 static lctx *
-lctx_new(cr_self *cr, const token *t, bool take)
+lctx_new(cr_self *cr, const char *key, bool take)
 {
 	lctx *x = calloc(1, sizeof(*x));
 
-	if (x != NULL && (x->key = strdup(t->key)) == NULL) {
+	if (x != NULL && (x->key = strdup(key)) == NULL) {
 		free(x);
 		return (NULL);
 	}
@@ -77,6 +79,7 @@ lctx_new(cr_self *cr, const token *t, bool take)
 static void
 lctx_free(lctx *x)
 {
+	json_decref(x->make);
 	free(x->key);
 	free(x);
 }
@@ -283,7 +286,7 @@ void
 cr_lease_take(cr_self *cr, token *t)
 {
 	json_t *k = key_of(t);
-	lctx   *x = lctx_new(cr, t, true);
+	lctx   *x = lctx_new(cr, t->key, true);
 
 	t->leasing = true;
 	if (k == NULL || x == NULL ||
@@ -345,17 +348,27 @@ on_row(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	cr_self     *cr = x->cr;
 	token       *t  = (token *)strmap_get(&cr->tokens, x->key);
 	ps_found_msg m  = {0};
-	json_t      *row;
+	json_t      *row, *k = x->make;
 	bool         was;
 
-	lctx_free(x);
-	if (status != 0 || t == NULL || t->req != NULL || t->leasing ||
-	    ps_found_msg_unpack(data, len, &m) != 0) {
+	if (status != 0 || ps_found_msg_unpack(data, len, &m) != 0) {
 		ps_found_msg_clear(&m);
+		lctx_free(x);
 		return;
 	}
 	row = m.row != NULL ? json_loads(m.row, 0, NULL) : NULL;
 	ps_found_msg_clear(&m);
+	if (t == NULL && row != NULL && k != NULL &&
+	    cr_client(cr, cr_str(k, "client_id")) != NULL) {
+		/* a token written while this node did not listen */
+		t = cr_token(cr, cr_str(k, "client_id"), cr_str(k, "mode"),
+		             cr_str(k, "identity"), true);
+	}
+	lctx_free(x);
+	if (t == NULL || t->req != NULL || t->leasing) {
+		json_decref(row);
+		return;
+	}
 	was = t->active && t->access != NULL;
 	if (row != NULL && adopt(t, row)) {
 		KN_DEBUG("credential", "%s: a token another node wrote",
@@ -418,60 +431,126 @@ on_meta(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	}
 }
 
+/* Reads the token row k keys, answered to on_row with x (freed there, or
+ * here when it cannot be asked). */
+static void
+read_row(cr_self *cr, const json_t *k, lctx *x)
+{
+	char      *text = json_dumps(k, JSON_COMPACT);
+	ps_key_msg q    = {.table = "oauth_tokens", .key = text};
+
+	if (text == NULL || cr->ps == NULL ||
+	    kn_ask_async_msg(cr->self, cr->ps, MSG_PS_ROW_GET,
+	                     CODEC_OF(ps_key_msg, &q), 30000, on_row,
+	                     x) != 0) {
+		lctx_free(x);
+	}
+	free(text);
+}
+
+/* Reads client id's OAuth config row (another node's discovery or
+ * registration), taken by on_meta. */
+static void
+look_meta(cr_self *cr, const char *id)
+{
+	json_t    *k    = json_pack("{s:s}", "id", id);
+	char      *text = k != NULL ? json_dumps(k, JSON_COMPACT) : NULL;
+	ps_key_msg q    = {.table = "oauth_configs", .key = text};
+
+	if (text != NULL && cr->ps != NULL) {
+		(void)kn_ask_async_msg(cr->self, cr->ps, MSG_PS_ROW_GET,
+		                       CODEC_OF(ps_key_msg, &q), 30000,
+		                       on_meta, cr);
+	}
+	free(text);
+	json_decref(k);
+}
+
+/* Looks at the row of a token of this node's client k names ({client_id,
+ * mode, identity}): a refresh waiting on the lease looks now; else the
+ * row is read, taken by on_row when it differs.  A token this node does
+ * not hold is made now when the row is known to exist (told), else
+ * (a resync) when the read finds it. */
+static void
+look_token(cr_self *cr, json_t *k, bool told)
+{
+	bool   make = !cr_callers_mode(cr_str(k, "mode"));
+	token *t;
+	lctx  *x;
+
+	if (cr_str(k, "client_id") == NULL || cr_str(k, "mode") == NULL ||
+	    cr_str(k, "identity") == NULL ||
+	    cr_client(cr, cr_str(k, "client_id")) == NULL) {
+		return; /* not a client of this node's */
+	}
+	t = cr_token(cr, cr_str(k, "client_id"), cr_str(k, "mode"),
+	             cr_str(k, "identity"), make && told);
+	if (t == NULL && make && !told) {
+		char key[CR_TOKEN_KEY_MAX];
+		cr_token_key(key, sizeof(key), cr_str(k, "client_id"),
+		             cr_str(k, "mode"), cr_str(k, "identity"));
+		if ((x = lctx_new(cr, key, false)) != NULL) {
+			x->make = json_incref(k);
+			read_row(cr, k, x);
+		}
+	} else if (t != NULL && t->lease_timer != 0) {
+		/* the refresh it waited for: look now */
+		kn_timer_cancel(cr->self, t->lease_timer);
+		t->lease_timer = 0;
+		cr_lease_take(cr, t);
+	} else if (t != NULL && t->req == NULL && !t->leasing &&
+	           (x = lctx_new(cr, t->key, false)) != NULL) {
+		read_row(cr, k, x);
+	}
+}
+
 void
 cr_on_row_changed(cr_self *cr, kn_msg *msg)
 {
 	cr_row_changed_msg m;
 	json_t            *w, *k;
 	const char        *table;
-	token             *t;
-	lctx              *x;
 
 	(void)cr_row_changed_msg_unpack(msg->env.payload, msg->env.payload_len,
 	                                &m);
 	w = m.key != NULL ? json_loads(m.key, 0, NULL) : NULL;
 	cr_row_changed_msg_clear(&m);
-	table        = cr_str(w, "table");
-	k            = json_incref(json_object_get(w, "key"));
-	bool configs = table != NULL && strcmp(table, "oauth_configs") == 0;
-	json_decref(w);
-	if (configs && cr->ps != NULL && cr_str(k, "id") != NULL) {
-		char      *text = json_dumps(k, JSON_COMPACT);
-		ps_key_msg q    = {.table = "oauth_configs", .key = text};
-		if (text != NULL) {
-			(void)kn_ask_async_msg(
-			        cr->self, cr->ps, MSG_PS_ROW_GET,
-			        CODEC_OF(ps_key_msg, &q), 30000, on_meta, cr);
+	table = cr_str(w, "table");
+	k     = json_object_get(w, "key");
+	if (table != NULL && strcmp(table, "oauth_configs") == 0) {
+		if (cr_str(k, "id") != NULL) {
+			look_meta(cr, cr_str(k, "id"));
 		}
-		free(text);
-		json_decref(k);
+	} else {
+		look_token(cr, k, true);
+	}
+	json_decref(w);
+}
+
+static void
+resync_one(strmap_ent *e, void *arg)
+{
+	cclient    *c  = STRMAP_OF(e, cclient, ent);
+	cr_self    *cr = arg;
+	const char *mode;
+	json_t     *k;
+
+	if (c->auth != CFG_AUTH_OAUTH && c->auth != CFG_AUTH_PER_USER_OAUTH) {
 		return;
 	}
-	if (cr_str(k, "client_id") == NULL || cr_str(k, "mode") == NULL ||
-	    cr_str(k, "identity") == NULL ||
-	    cr_client(cr, cr_str(k, "client_id")) == NULL) {
+	mode = c->auth == CFG_AUTH_OAUTH ? "shared" : "admin";
+	if (c->disc == NULL) {
+		look_meta(cr, c->id);
+	}
+	if ((k = json_pack("{s:s, s:s, s:s}", "client_id", c->id, "mode", mode,
+	                   "identity", "")) != NULL) {
+		look_token(cr, k, false);
 		json_decref(k);
-		return; /* not a client of this node's */
 	}
-	t = cr_token(cr, cr_str(k, "client_id"), cr_str(k, "mode"),
-	             cr_str(k, "identity"),
-	             !cr_callers_mode(cr_str(k, "mode")));
-	if (t != NULL && t->lease_timer != 0) {
-		/* the refresh it waited for: look now */
-		kn_timer_cancel(cr->self, t->lease_timer);
-		t->lease_timer = 0;
-		cr_lease_take(cr, t);
-	} else if (t != NULL && t->req == NULL && !t->leasing &&
-	           (x = lctx_new(cr, t, false)) != NULL) {
-		char      *text = json_dumps(k, JSON_COMPACT);
-		ps_key_msg q    = {.table = "oauth_tokens", .key = text};
-		if (text == NULL || cr->ps == NULL ||
-		    kn_ask_async_msg(cr->self, cr->ps, MSG_PS_ROW_GET,
-		                     CODEC_OF(ps_key_msg, &q), 30000, on_row,
-		                     x) != 0) {
-			lctx_free(x);
-		}
-		free(text);
-	}
-	json_decref(k);
+}
+
+void
+cr_resync(cr_self *cr)
+{
+	strmap_each(&cr->clients, resync_one, cr);
 }

@@ -53,6 +53,8 @@ const codec_msgdef credential_msgs[] = {
         {CODEC_MSG(MSG_CR_ROW_CHANGED), "tell", &cr_row_changed_msg_fields,
          NULL, NULL,
          "from the cluster actor: another node wrote a token (lease.c)"},
+        {CODEC_MSG(MSG_CR_RESYNC), "tell", NONE, NULL, NULL,
+         "from the cluster actor: the store was not listened to for a while (boot, a lost connection): every OAuth config and shared or admin token is read again (lease.c)"},
 };
 const size_t credential_msgs_n =
         sizeof(credential_msgs) / sizeof(credential_msgs[0]);
