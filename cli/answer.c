@@ -69,6 +69,9 @@ add_headers(struct MHD_Response *res, const req *r, const char *ctype)
 	if (r->busy || r->boot) {
 		MHD_add_response_header(res, "Retry-After", "1");
 	}
+	if (r->close) {
+		MHD_add_response_header(res, "Connection", "close");
+	}
 }
 
 /* Answers r with status and body (a JSON, HTML or text), from any

@@ -96,6 +96,7 @@ struct req {
 	int         lane;      /* the budget it counts against, or -1 */
 	bool        busy;      /* refused for a budget: Retry-After */
 	bool        boot;      /* /readyz while booting: Retry-After */
+	bool        close;     /* its connection closes after the answer */
 	bool        suspended; /* waits for a worker or a callback */
 	bool        answered;  /* a response is queued */
 	int64_t     t0;        /* arrival, monotonic ns (access log) */

@@ -8,6 +8,11 @@
  * (epoll), which must never block.  Each request is taken apart once
  * its headers are in, and refused there when it must be - before a byte
  * of its body is read:
+ *   framing    the body's length told one way: Content-Length (once) or
+ *              Transfer-Encoding: chunked - 400 for both or two
+ *              Content-Lengths, 501 for another coding, and the
+ *              connection closed - else a proxy in front and this
+ *              daemon disagree on where the next request starts;
  *   Host       must name this daemon (its listen address, the loopback
  *              names of a loopback address, or an allowed origin's
  *              host): 421 otherwise - a DNS-rebound page names its own;
@@ -23,6 +28,9 @@
  *   a budget   each lane has its own (admin API, data plane, probes):
  *              503 with Retry-After past it, so that no caller of one
  *              lane can lock another out.
+ * What libmicrohttpd refuses itself - a malformed request line, header
+ * or chunk framing, headers or a chunk line past the memory pool - it
+ * answers with its own HTML page: 0.9.75 has no hook for those bodies.
  * Connections are bounded (total and per address: closed past it), idle
  * ones closed after a timeout, and each has a fixed memory pool (headers
  * past it: 431).  A request that passed is suspended and queued to its
@@ -165,6 +173,56 @@ is_json_type(const char *ct)
 	        (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' '));
 }
 
+/* A request's framing headers: how many, and the last coding. */
+typedef struct framing {
+	int         clen;   /* Content-Length headers */
+	int         te;     /* Transfer-Encoding headers */
+	const char *coding; /* the last Transfer-Encoding's value */
+} framing;
+
+static enum MHD_Result
+framing_count(void *cls, enum MHD_ValueKind kind, const char *key,
+              const char *value)
+{
+	framing *f = cls;
+
+	if (strcasecmp(key, "Content-Length") == 0) {
+		f->clen++;
+	} else if (strcasecmp(key, "Transfer-Encoding") == 0) {
+		f->te++;
+		f->coding = value;
+	}
+	return (MHD_YES);
+}
+
+/* The body's length is told one way only; false when it was answered
+ * (refused), its connection closed after the answer (libmicrohttpd
+ * reads no more of it). */
+static bool
+framing_ok(req *r)
+{
+	framing     f   = {0};
+	unsigned    st  = 400;
+	const char *why = NULL;
+
+	(void)MHD_get_connection_values(r->conn, MHD_HEADER_KIND,
+	                                framing_count, &f);
+	if (f.clen > 0 && f.te > 0) {
+		why = "the request has both Content-Length and Transfer-Encoding";
+	} else if (f.clen > 1) {
+		why = "the request has more than one Content-Length";
+	} else if (f.te > 1 ||
+	           (f.te == 1 && strcasecmp(f.coding, "chunked") != 0)) {
+		st  = 501;
+		why = "a Transfer-Encoding other than chunked is not supported";
+	}
+	if (why != NULL) {
+		r->close = true;
+		answer_error(r, st, why);
+	}
+	return (why == NULL);
+}
+
 /* Takes a request apart once its headers are in; false when it was
  * answered (refused) there. */
 static bool
@@ -177,6 +235,9 @@ admit(req *r, keyset **ks)
 
 	if (r->method == NULL || r->path == NULL || r->query == NULL) {
 		answer_error(r, 500, "out of memory");
+		return (false);
+	}
+	if (!framing_ok(r)) {
 		return (false);
 	}
 	if (host == NULL || !host_ok(host)) {

@@ -23,7 +23,11 @@
  *   hanging     64 tool calls that never end leave the admin API
  *               answering;
  *   framing     a chunked body is read as the body, never as the next
- *               request; headers past the memory cap are 431;
+ *               request; Content-Length with Transfer-Encoding, two
+ *               Content-Lengths, a transfer coding but chunked are
+ *               refused and the connection closed, so that nothing
+ *               hidden in the body runs; headers past the memory cap are
+ *               431;
  *   small       a public state-stream address needs stream_public,
  *               /metrics its token, and "127.x" that is a host name is
  *               not loopback.
@@ -841,10 +845,10 @@ hanging(void)
 
 /* ---- framing ------------------------------------------------------------ */
 
-/* Sends raw (a whole HTTP exchange with Connection: close) and gives
- * everything the daemon answered until it closed (malloc'd). */
+/* Sends text and gives everything the daemon answered (malloc'd) until
+ * it closed (*closed true) or 10 s passed without a byte (false). */
 static char *
-raw(int port, const char *text)
+raw_exchange(int port, const char *text, bool *closed)
 {
 	struct sockaddr_in a   = {.sin_family = AF_INET,
 	                          .sin_port   = htons((uint16_t)port)};
@@ -863,8 +867,19 @@ raw(int port, const char *text)
 	while (len < 65535 && (n = recv(s, out + len, 65535 - len, 0)) > 0) {
 		len += (size_t)n;
 	}
+	*closed = n == 0 || (n < 0 && errno == ECONNRESET);
 	close(s);
 	return (out);
+}
+
+/* Sends raw (a whole HTTP exchange with Connection: close) and gives
+ * everything the daemon answered until it closed (malloc'd). */
+static char *
+raw(int port, const char *text)
+{
+	bool closed;
+
+	return (raw_exchange(port, text, &closed));
 }
 
 static int
@@ -915,6 +930,61 @@ framing(void)
 	CHECK(strncmp(out, "HTTP/1.1 400", 12) == 0);
 	CHECK(strstr(out, "the body is not valid JSON") != NULL);
 	CHECK_EQ(count(out, "HTTP/1.1 "), 1);
+	free(out);
+	CHECK(listed("chunky"));
+	/* Content-Length and Transfer-Encoding both (a proxy that reads the
+	 * one and a server the other disagree on where the next request
+	 * starts): refused, the connection closed, and the request the
+	 * chunked body's end leaves behind never run */
+	char hidden[256];
+	bool closed;
+	snprintf(hidden, sizeof(hidden),
+	         "0\r\n\r\nDELETE /api/mcp/client/chunky HTTP/1.1\r\n"
+	         "Host: %s\r\nContent-Type: application/json\r\n\r\n",
+	         host);
+	snprintf(req, sizeof(req),
+	         "POST /api/mcp/client HTTP/1.1\r\nHost: %s\r\n"
+	         "Content-Type: application/json\r\nContent-Length: %zu\r\n"
+	         "Transfer-Encoding: chunked\r\n\r\n%s",
+	         host, strlen(hidden), hidden);
+	out = raw_exchange(d.port, req, &closed);
+	CHECK(strncmp(out, "HTTP/1.1 400", 12) == 0);
+	CHECK(strstr(out, "Content-Type: application/json") != NULL);
+	CHECK(strstr(out,
+	             "{\"error\":\"the request has both Content-Length and Transfer-Encoding\"}") !=
+	      NULL);
+	CHECK_EQ(count(out, "HTTP/1.1 "), 1);
+	CHECK(closed);
+	free(out);
+	CHECK(listed("chunky"));
+	/* two Content-Lengths: the same */
+	snprintf(req, sizeof(req),
+	         "POST /api/mcp/client HTTP/1.1\r\nHost: %s\r\n"
+	         "Content-Type: application/json\r\nContent-Length: 2\r\n"
+	         "Content-Length: %zu\r\n\r\n{}%s",
+	         host, 2 + strlen(inner), inner);
+	out = raw_exchange(d.port, req, &closed);
+	CHECK(strncmp(out, "HTTP/1.1 400", 12) == 0);
+	CHECK(strstr(out, "the request has more than one Content-Length") !=
+	      NULL);
+	CHECK_EQ(count(out, "HTTP/1.1 "), 1);
+	CHECK(closed);
+	free(out);
+	/* a transfer coding but chunked (its body would run to the
+	 * connection's end): 501, closed */
+	snprintf(req, sizeof(req),
+	         "POST /api/mcp/client HTTP/1.1\r\nHost: %s\r\n"
+	         "Content-Type: application/json\r\n"
+	         "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n%s",
+	         host, inner);
+	out = raw_exchange(d.port, req, &closed);
+	CHECK(strncmp(out, "HTTP/1.1 501", 12) == 0);
+	CHECK(strstr(out, "Content-Type: application/json") != NULL);
+	CHECK(strstr(out,
+	             "a Transfer-Encoding other than chunked is not supported") !=
+	      NULL);
+	CHECK_EQ(count(out, "HTTP/1.1 "), 1);
+	CHECK(closed);
 	free(out);
 	CHECK(listed("chunky"));
 	/* headers past the connection's memory: 431 */
