@@ -86,46 +86,66 @@ all_clients(bool metrics)
 	return (all);
 }
 
-/* The view of the client named (or with the id) id: new reference, or
- * NULL. */
-static json_t *
-client_find(const char *id)
+/* The view of the client named (or with the id) id in *found (a new
+ * reference; NULL when there is none).  Pages through the search for it
+ * (100 at a time): names that hold its name may sort before it.
+ * Returns 0, or the runtime's error (then *found is NULL). */
+static int
+client_find(const char *id, json_t **found)
 {
-	char   *f = NULL, *text = NULL;
-	json_t *q = json_pack("{s:s, s:i}", "search", id, "limit", 100);
-	json_t *page, *c, *found = NULL;
-	size_t  i;
+	int rc;
 
-	f = q != NULL ? json_dumps(q, JSON_COMPACT) : NULL;
-	json_decref(q);
-	if (f == NULL || mk_clients_json(D.rt, f, &text) != 0) {
+	*found = NULL;
+	for (size_t off = 0; *found == NULL;) {
+		char   *f = NULL, *text = NULL;
+		json_t *q = json_pack("{s:s, s:i, s:I}", "search", id, "limit",
+		                      100, "offset", (json_int_t)off);
+		json_t *page, *cs, *c;
+		size_t  i;
+
+		f = q != NULL ? json_dumps(q, JSON_COMPACT) : NULL;
+		json_decref(q);
+		rc = f == NULL ? MK_ENOMEM : mk_clients_json(D.rt, f, &text);
 		free(f);
-		return (NULL);
-	}
-	free(f);
-	page = json_loads(text, 0, NULL);
-	mk_free(text);
-	json_array_foreach(json_object_get(page, "clients"), i, c)
-	{
-		const json_t *cfg = json_object_get(c, "config");
-		const char   *cid =
-		        json_string_value(json_object_get(cfg, "client_id"));
-		if (strcmp(client_name(c), id) == 0 ||
-		    (cid != NULL && strcmp(cid, id) == 0)) {
-			found = json_incref(c);
-			break;
+		if (rc != 0) {
+			return (rc);
 		}
+		page = json_loads(text, 0, NULL);
+		mk_free(text);
+		if (page == NULL) {
+			return (MK_ENOMEM);
+		}
+		cs = json_object_get(page, "clients");
+		if (json_array_size(cs) == 0) {
+			json_decref(page);
+			return (0);
+		}
+		json_array_foreach(cs, i, c)
+		{
+			const json_t *cfg = json_object_get(c, "config");
+			const char   *cid = json_string_value(
+			          json_object_get(cfg, "client_id"));
+			if (strcmp(client_name(c), id) == 0 ||
+			    (cid != NULL && strcmp(cid, id) == 0)) {
+				*found = json_incref(c);
+				break;
+			}
+		}
+		off += json_array_size(cs);
+		json_decref(page);
 	}
-	json_decref(page);
-	return (found);
+	return (0);
 }
 
 /* The name of client id (a name or an id), malloc'd, or NULL. */
 static char *
 name_of(const char *id)
 {
-	json_t *c = client_find(id);
-	char   *n = c != NULL ? strdup(client_name(c)) : NULL;
+	json_t *c;
+	char   *n;
+
+	(void)client_find(id, &c);
+	n = c != NULL ? strdup(client_name(c)) : NULL;
 
 	json_decref(c);
 	return (n);
@@ -272,7 +292,9 @@ route_clients_list(req *r, const char *id, json_t *body)
 /* ---- the admin API ------------------------------------------------------ */
 
 /* Without an admin token, a command line comes from config.json only:
- * true (answered 403) when body would make or change a stdio client. */
+ * true (answered 403) when body would make or change a stdio client (its
+ * own type looked up by name or id: answered 503 when the runtime does
+ * not say). */
 static bool
 stdio_refused(req *r, const char *id, json_t *body)
 {
@@ -288,10 +310,14 @@ stdio_refused(req *r, const char *id, json_t *body)
 	stdio = (type != NULL && strcmp(type, "stdio") == 0) ||
 	        json_object_get(body, "stdio_config") != NULL;
 	if (!stdio && id != NULL) {
-		json_t *c = client_find(id);
-		type      = json_string_value(json_object_get(
-		             json_object_get(c, "config"), "connection_type"));
-		stdio     = type != NULL && strcmp(type, "stdio") == 0;
+		json_t *c;
+		if (client_find(id, &c) != 0) {
+			answer_error(r, 503, "the runtime did not answer");
+			return (true);
+		}
+		type  = json_string_value(json_object_get(
+		         json_object_get(c, "config"), "connection_type"));
+		stdio = type != NULL && strcmp(type, "stdio") == 0;
 		json_decref(c);
 	}
 	if (stdio) {

@@ -28,6 +28,8 @@
  *               refused and the connection closed, so that nothing
  *               hidden in the body runs; headers past the memory cap are
  *               431;
+ *   stdio_lookup  without an admin token no stdio client is changed
+ *               through the API, found by name or id among 101 clients;
  *   small       a public state-stream address needs stream_public,
  *               /metrics its token, and "127.x" that is a host name is
  *               not loopback.
@@ -1002,6 +1004,54 @@ framing(void)
 	peer_stop(&d);
 }
 
+/* ---- stdio clients ------------------------------------------------------ */
+
+/* Without an admin token the API changes no stdio client, however many
+ * clients there are: it is found by name or id wherever it sorts (here
+ * after 100 clients whose names hold its own, the first page of a
+ * search for it). */
+static void
+stdio_lookup(void)
+{
+	peer   d      = {0};
+	size_t cap    = 32 * 1024, n;
+	char  *config = malloc(cap), id[64], *out, *idp, path[128];
+	long   st;
+
+	CHECK(config != NULL);
+	n = (size_t)snprintf(
+	        config, cap,
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"sd\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"sh\", \"args\": [\"-c\", \"sleep 600\"]}, \"disabled\": true}");
+	for (int i = 0; i < 100; i++) {
+		n += (size_t)snprintf(
+		        config + n, cap - n,
+		        ", {\"name\": \"a_sd_%03d\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:1/mcp\", \"disabled\": true}",
+		        i);
+	}
+	snprintf(config + n, cap - n, "]}}");
+	CHECK(n + 4 < cap);
+	serve(&d, "stdio_many.json", config, NULL);
+	free(config);
+	const char *patch = "{\"tool_execution_timeout\": \"5s\"}";
+	const char *refused =
+	        "stdio clients are made and changed only in config.json while the daemon has no admin token";
+	expect("PUT", "/api/mcp/client/sd", patch, NULL, 403, refused);
+	/* by its id too */
+	out = http("GET", "/api/mcp/clients?search=sd&limit=1&offset=100",
+	           NULL, NULL, &st);
+	CHECK_EQ(st, 200);
+	CHECK(strstr(out, "\"name\":\"sd\"") != NULL);
+	CHECK((idp = strstr(out, "\"client_id\":\"")) != NULL);
+	snprintf(id, sizeof(id), "%.*s", (int)strcspn(idp + 13, "\""),
+	         idp + 13);
+	free(out);
+	snprintf(path, sizeof(path), "/api/mcp/client/%s", id);
+	expect("PUT", path, patch, NULL, 403, refused);
+	/* an http client beside it changes */
+	expect("PUT", "/api/mcp/client/a_sd_099", patch, NULL, 200, NULL);
+	peer_stop(&d);
+}
+
 /* ---- smaller items ------------------------------------------------------ */
 
 static void
@@ -1059,6 +1109,7 @@ main(int argc, char **argv)
 	RUN_IF(bodies);
 	RUN_IF(hanging);
 	RUN_IF(framing);
+	RUN_IF(stdio_lookup);
 	RUN_IF(small);
 	RUN_IF(idle); /* (last: its 10,000 sockets leave ports behind) */
 	sv_end(&mcp);
