@@ -237,17 +237,23 @@ flush(ps_self *ps)
 		answer_waiters(ps, 0, NULL);
 		return (0);
 	}
-	if ((rv = store_begin(ps->st, ps->waiters != NULL)) == 0) {
+	/* a write the schema refuses is reported and dropped, not retried;
+	 * the transaction starts again without it (on PostgreSQL a failed
+	 * statement aborts the rest of its transaction) */
+	while ((rv = store_begin(ps->st, ps->waiters != NULL)) == 0) {
+		op *bad = NULL;
 		for (op *o = ps->head; o != NULL && rv == 0; o = o->next) {
-			if ((rv = apply(ps, o)) == MK_EINVAL) {
-				/* refused by the schema: reported, not
-				 * retried */
-				KN_ERROR("persister", "write dropped: %s",
-				         store_error(ps->st));
-				o->refused = true;
-				ps->dropped++;
-				rv = 0;
+			if (!o->refused && (rv = apply(ps, o)) == MK_EINVAL) {
+				bad = o;
 			}
+		}
+		if (bad != NULL) {
+			KN_ERROR("persister", "write dropped: %s",
+			         store_error(ps->st));
+			store_rollback(ps->st);
+			bad->refused = true;
+			ps->dropped++;
+			continue;
 		}
 		if (rv == 0) {
 			rv = store_commit(ps->st);
@@ -255,6 +261,7 @@ flush(ps_self *ps)
 		if (rv != 0) {
 			store_rollback(ps->st);
 		}
+		break;
 	}
 	if (rv != 0) {
 		snprintf(err, sizeof(err), "%s", store_error(ps->st));

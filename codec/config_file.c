@@ -4,6 +4,7 @@
  * unique), the store and server sections, virtual keys.
  */
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,6 +298,46 @@ roots_of(cfg_pctx *x, json_t *v, json_t **out)
 	return (0);
 }
 
+/* A declared client without a client_id gets one made from what makes it
+ * that client - the fields an update cannot change, as written (env.
+ * names, not their values): the first 16 bytes of SHA-256 of them, in
+ * hex.  Every node that reads the same file makes the same one, so nodes
+ * booting together on an empty shared store write one row, not one
+ * each; a reload that changes one of them makes another client, with
+ * another id.  Returns 0 or MK_ENOMEM. */
+static int
+declared_id(cfg_client *c, json_t *v)
+{
+	static const char *const fixed[] = {"name", "connection_type",
+	                                    "connection_string", "auth_type"};
+	unsigned char            md[EVP_MAX_MD_SIZE];
+	unsigned int             n = 0;
+	char                     hex[33], *text = NULL;
+	json_t                  *k = json_object();
+
+	for (size_t i = 0; k != NULL && i < 4; i++) {
+		json_t *f = json_object_get(v, fixed[i]);
+		if (f != NULL && json_object_set(k, fixed[i], f) != 0) {
+			json_decref(k);
+			k = NULL;
+		}
+	}
+	text = k != NULL ? json_dumps(k, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(k);
+	if (text == NULL ||
+	    EVP_Digest(text, strlen(text), md, &n, EVP_sha256(), NULL) != 1 ||
+	    n < 16) {
+		free(text);
+		return (MK_ENOMEM);
+	}
+	free(text);
+	for (int i = 0; i < 16; i++) {
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	}
+	free(c->id);
+	return ((c->id = strdup(hex)) != NULL ? 0 : MK_ENOMEM);
+}
+
 static int
 parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 {
@@ -364,6 +405,10 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 			return (rv);
 		}
 		f->nclients++;
+		if (json_object_get(v, "client_id") == NULL &&
+		    declared_id(f->clients[i], v) != 0) {
+			return (MK_ENOMEM);
+		}
 		for (size_t j = 0; j < i; j++) {
 			if (strcmp(f->clients[j]->name, f->clients[i]->name) ==
 			    0) {

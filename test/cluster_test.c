@@ -977,6 +977,90 @@ flow_across(void)
 	peer_stop(&as);
 }
 
+/* Starts node *arg on its config file, written already. */
+static void *
+start_th(void *arg)
+{
+	const int *st = arg;
+	char       cfg[64], path[128], listen[64];
+
+	snprintf(cfg, sizeof(cfg), "node-%s.json", names[*st]);
+	snprintf(path, sizeof(path), "%s/%s", sv_dir, cfg);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", peer_free_port());
+	const char *argv[] = {getenv("MK_MCPKEEP"),
+	                      "serve",
+	                      "-c",
+	                      path,
+	                      "--listen",
+	                      listen,
+	                      "--log",
+	                      "warn",
+	                      NULL};
+	CHECK_EQ(peer_start(&node[*st], argv, NULL,
+	                    "serving http://[0-9.]+:([0-9]+)", WAIT_MS),
+	         0);
+	snprintf(base[*st], sizeof(base[*st]), "http://127.0.0.1:%d",
+	         node[*st].port);
+	return (NULL);
+}
+
+/* Nodes 0..n-1 started at the same moment on an empty database with one
+ * shared config whose clients have no client_id: every node ready
+ * within 10 s, one row per name, no node logs an error; 20 times, with
+ * two nodes and with three. */
+static void
+boot_together(void)
+{
+	char      clients[512], rows[64];
+	pthread_t th[3];
+	int       st[3];
+
+	snprintf(clients, sizeof(clients),
+	         "{\"name\": \"bt_one\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\"}, "
+	         "{\"name\": \"bt_two\", \"connection_type\": \"http\", "
+	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	         "\"needs_session_stickiness\": true}",
+	         mcp.port, mcp.port);
+	for (int round = 0; round < 20; round++) {
+		int n = 2 + round % 2;
+		pgt_db(&pg, "together", url, sizeof(url));
+		for (int i = 0; i < n; i++) {
+			char cfg[64];
+			snprintf(cfg, sizeof(cfg), "node-%s.json", names[i]);
+			write_config(cfg, node_config(i, clients));
+			st[i] = i;
+		}
+		for (int i = 0; i < n; i++) {
+			CHECK(pthread_create(&th[i], NULL, start_th, &st[i]) ==
+			      0);
+		}
+		for (int i = 0; i < n; i++) {
+			pthread_join(th[i], NULL);
+		}
+		for (int i = 0; i < n; i++) {
+			on(i);
+			CHECK(ready_within(10000));
+			CHECK(state_within("bt_two", "healthy", 10000));
+		}
+		pgt_sql(url,
+		        "SELECT count(*) || ' ' || count(DISTINCT name) FROM "
+		        "mcp_clients",
+		        rows, sizeof(rows));
+		for (int i = 0; i < n; i++) {
+			peer_stop(&node[i]);
+			if (peer_said(&node[i], "ERROR") ||
+			    peer_said(&node[i], "duplicate key")) {
+				fprintf(stderr, "round %d, node %s:\n%s\n",
+				        round, names[i], node[i].tail);
+				CHECK(!"a node logged an error");
+			}
+		}
+		CHECK(strcmp(rows, "2 2") == 0);
+	}
+	fprintf(stderr, "   20 rounds: every node ready, one row per name\n");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -991,6 +1075,7 @@ main(int argc, char **argv)
 	sv_begin(&mcp);
 	pgt_start(&pg);
 	RUN_IF(shared_config);
+	RUN_IF(boot_together);
 	RUN_IF(aggregation);
 	RUN_IF(tool_lists);
 	RUN_IF(db_restart);

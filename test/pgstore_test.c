@@ -15,6 +15,7 @@
 #include "actors/cluster.h"
 #include "actors/credential/credential.h"
 #include "actors/kernel/kernel.h"
+#include "actors/persister.h"
 #include "actors/supervisor/supervisor.h"
 #include "mcpkeep.h"
 #include "persist/store.h"
@@ -922,6 +923,49 @@ listen_gap(void)
 	kn_kernel_close(&k);
 }
 
+/* A write PostgreSQL refuses (a name another row has) is dropped and
+ * reported, and the rest of its batch stored: on PostgreSQL a failed
+ * statement aborts its transaction, so the batch is written again
+ * without it, not retried whole for ever. */
+static void
+refused_write(void)
+{
+	char       url[160], out[64], err[256];
+	kn_kernel *k;
+	kn_stream *stream;
+	kn_actor  *ps;
+	kn_answer  a = {0};
+
+	pgt_db(&pg, "refused", url, sizeof(url));
+	CHECK_EQ(kn_stream_open(&stream, "inproc://refused", NULL, err,
+	                        sizeof(err)),
+	         0);
+	CHECK_EQ(kn_kernel_open(&k, 0), 0);
+	ps_args pa = {.path = url, .secret = KEY1, .stream = stream};
+	CHECK_EQ(kn_spawn(k, PERSISTER_NAME, &persister_ops, &pa, &ps), 0);
+	const char *rows[][2] = {
+	        {"id-x", "dup"}, {"id-y", "dup"}, {"id-z", "other"}};
+	for (int i = 0; i < 3; i++) {
+		ps_client_msg c = {.id     = (char *)rows[i][0],
+		                   .name   = (char *)rows[i][1],
+		                   .config = "{\"v\":1}"};
+		CHECK_EQ(kn_tell_msg(ps, NULL, MSG_PS_CLIENT_PUT,
+		                     CODEC_OF(ps_client_msg, &c)),
+		         0);
+	}
+	/* one batch, stored but for the refused write */
+	CHECK_EQ(
+	        kn_ask_msg(ps, MSG_PS_SYNC, &codec_no_fields, NULL, 30000, &a),
+	        0);
+	free(a.data);
+	pgt_sql(url, "SELECT string_agg(id, ' ' ORDER BY id) FROM mcp_clients",
+	        out, sizeof(out));
+	CHECK(strcmp(out, "id-x id-z") == 0);
+	kn_actor_destroy(&ps);
+	kn_kernel_close(&k);
+	kn_stream_close(&stream);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -935,6 +979,7 @@ main(int argc, char **argv)
 	RUN_IF(leases);
 	RUN_IF(boot_gap);
 	RUN_IF(listen_gap);
+	RUN_IF(refused_write);
 	pgt_stop(&pg);
 	return (0);
 }
