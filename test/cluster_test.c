@@ -781,18 +781,18 @@ refresh_once(void)
 	authorized_everywhere(&as);
 	/* each node refreshes ahead, at 32 s (+-10%): one of them does */
 	as_wait(&as, "by_grant.refresh_token", 1, 60000);
-	/* 300 callers on each node at once (well before the next refresh,
-	 * 28.8 s away at the soonest) */
+	/* 300 callers on each node at once (before the next refresh, 28.8 s
+	 * away at the soonest: on a machine slower than that, that one too,
+	 * and no more) */
 	int64_t t0 = now_ms();
 	calls_everywhere(0, -1, 300);
+	int64_t took = now_ms() - t0;
+	long    n    = as_count(&as, "by_grant.refresh_token");
 	fprintf(stderr,
 	        "   900 calls in %lld ms; refresh requests at the AS: %ld, "
 	        "reused: %ld\n",
-	        (long long)(now_ms() - t0),
-	        as_count(&as, "by_grant.refresh_token"),
-	        as_count(&as, "refresh_reused"));
-	CHECK(now_ms() - t0 < 28000); /* else the next one was due */
-	CHECK_EQ(as_count(&as, "by_grant.refresh_token"), 1);
+	        (long long)took, n, as_count(&as, "refresh_reused"));
+	CHECK(n == 1 || (n == 2 && took >= 28800));
 	CHECK_EQ(as_count(&as, "refresh_reused"), 0);
 	for (int i = 0; i < 3; i++) {
 		on(i);
@@ -802,9 +802,12 @@ refresh_once(void)
 	 * b's or c's, with the registration a stored */
 	CHECK_EQ(kill(-node[0].pid, SIGKILL), 0);
 	peer_stop(&node[0]);
-	as_wait(&as, "by_grant.refresh_token", 2, 60000);
+	as_wait(&as, "by_grant.refresh_token", n + 1, 60000);
+	t0 = now_ms();
 	calls_everywhere(1, -1, 300);
-	CHECK_EQ(as_count(&as, "by_grant.refresh_token"), 2);
+	took   = now_ms() - t0;
+	long m = as_count(&as, "by_grant.refresh_token");
+	CHECK(m == n + 1 || (m == n + 2 && took >= 28800));
 	CHECK_EQ(as_count(&as, "refresh_reused"), 0);
 	for (int i = 1; i < 3; i++) {
 		on(i);
@@ -856,8 +859,9 @@ refresh_killed(void)
 	        "reused: %ld\n",
 	        as_count(&as, "by_grant.refresh_token"),
 	        as_count(&as, "refresh_reused"));
-	CHECK(now_ms() - t0 < 28000); /* else the next one was due */
-	CHECK_EQ(as_count(&as, "by_grant.refresh_token"), 2);
+	/* (on a machine slower than 28.8 s, the next one was due too) */
+	long n = as_count(&as, "by_grant.refresh_token");
+	CHECK(n == 2 || (n == 3 && now_ms() - t0 >= 28800));
 	CHECK_EQ(as_count(&as, "refresh_reused"), 0);
 	for (int i = 0; i < 3; i++) {
 		if (i != dead) {
@@ -935,6 +939,16 @@ refresh_store_away(void)
 	        as_count(&as, "refresh_reused"));
 	CHECK_EQ(as_count(&as, "refresh_reused"), 2);
 	pgt_ctl(&pg, "start");
+	/* the two refused nodes answer once the winner's write lands (it
+	 * waited for the store, up to its 5 s retry) and they take it; calls
+	 * before that fail (the refused nodes hold no live token) */
+	for (int i = 0; i < 3; i++) {
+		burst one = {.port = node[i].port, .n = 1};
+		for (int64_t deadline = now_ms() + 30000; one.ok < 1;) {
+			CHECK(now_ms() < deadline);
+			burst_run(&one);
+		}
+	}
 	calls_everywhere(0, -1, 100);
 	CHECK_EQ(as_count(&as, "by_grant.refresh_token"), 3);
 	pgt_sql(url, "SELECT status FROM oauth_tokens", status,
