@@ -441,6 +441,41 @@ deadline(void)
 	close_rt(&rt, &sb);
 }
 
+/* A call that waited for its credential's refresh and then for the
+ * server until its deadline says how long it waited in all, not what
+ * was left of its deadline when it was sent. */
+static void
+waited_in_all(void)
+{
+	sub         sb;
+	mk_runtime *rt  = open_rt(&sb, "wa.db");
+	mk_result  *res = NULL;
+	json_t     *p;
+	int         at = 0;
+
+	CHECK_EQ(add_user(rt, "wa", "per_user_oauth", "\"oauth_config\": {}"),
+	         0);
+	bootstrap(rt, "wa", false);
+	wait_state(&sb, &at, "wa", "healthy", NULL);
+	as_admin("/admin/expires-in", "{\"seconds\": 1}");
+	p = auth_required(rt, "wa", "ivy", NULL);
+	authorize_as(rt, p, "ivy");
+	json_decref(p);
+	as_admin("/admin/expires-in", "{\"seconds\": 3600}");
+	/* ivy's token due: the clock has to pass its expiry (1 s) */
+	usleep(1200 * 1000);
+	as_admin("/admin/delay", "{\"ms\": 1000}");
+	as_admin("/admin/hold", "{\"mcp\": \"tools/call\"}");
+	CHECK(call_tool(rt, "wa", "counted_readonly", "ivy", 2000, &res) != 0);
+	as_admin("/admin/hold", "{}");
+	as_admin("/admin/delay", "{\"ms\": 0}");
+	fprintf(stderr, "   %s\n", res != NULL ? res->error : "?");
+	CHECK(res != NULL && res->error != NULL &&
+	      strcmp(res->error, "tools/call timed out after 2000 ms") == 0);
+	mk_result_free(&res);
+	close_rt(&rt, &sb);
+}
+
 int
 main(void)
 {
@@ -451,6 +486,7 @@ main(void)
 	RUN(non_auth);
 	RUN(session_forgotten);
 	RUN(deadline);
+	RUN(waited_in_all);
 	RUN(slow_reconnect);
 	oauth_suite_end();
 	return (0);

@@ -44,7 +44,8 @@ call_free(cl_call *c)
 static void
 reply_result(client *cl, cl_call *c, const mcp_error *err, json_t *result)
 {
-	char *text;
+	char     *text;
+	mcp_error waited;
 
 	json_t *rec   = c->path != NULL
 	          ? json_pack("{s:b, s:s, s:b}", "ran", 1, "path", c->path,
@@ -54,6 +55,20 @@ reply_result(client *cl, cl_call *c, const mcp_error *err, json_t *result)
 
 	json_decref(rec);
 	cl_cm_call(cl, c, err != NULL ? CM_ERROR : CM_OK);
+	if (err != NULL && err->kind == MCP_E_TIMEOUT) {
+		/* how long it waited in all (a queue, its credential, the
+		 * server), not what was left of its deadline when sent */
+		int64_t all    = (kn_now_ns() - c->t0) / KN_NS_PER_MS;
+		int64_t budget = (c->deadline - c->t0) / KN_NS_PER_MS;
+		bool    ours   = strncmp(err->message, "tools/call timed out",
+		                         strlen("tools/call timed out")) == 0;
+		mcp_error_set(&waited, MCP_E_TIMEOUT,
+		              "tools/call timed out after %lld ms%s%s",
+		              (long long)(all < budget ? all : budget),
+		              ours ? "" : ": ", ours ? "" : err->message);
+		waited.http_status = err->http_status;
+		err                = &waited;
+	}
 	if (err != NULL) {
 		cl_failed_msg f = {.error = (char *)err->message,
 		                   .kind = (char *)mcp_errkind_name(err->kind),
