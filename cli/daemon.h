@@ -18,6 +18,7 @@
 #define CLI_DAEMON_H
 
 #include <jansson.h>
+#include <microhttpd.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -130,6 +131,8 @@ typedef struct http_opts {
 	int          conns;      /* connections at once */
 	int          conns_ip;   /* ... from one address */
 	int          idle_s;     /* idle connections closed after */
+	int          header_s;   /* a request's headers whole within */
+	int          body_s;     /* its body within, after its headers */
 } http_opts;
 
 int  http_start(const http_opts *o, char *err, size_t errlen);
@@ -138,6 +141,26 @@ int  http_drain(int ms); /* waits for answers; returns those left */
 void http_stop(void);    /* after the runtime closed */
 void http_stats(uint64_t *requests, int *inflight, uint64_t *busy);
 void http_answered(req *r); /* counted out (a stream) */
+
+/* conns.c: deadlines for a request's headers and body, each address's
+ * share, the reserve (see its DESIGN).  libmicrohttpd takes conns +
+ * CONNS_RESERVE connections, conns_ip + CONNS_RESERVE_IP from one
+ * address; the ones past the shares serve the admin token and loopback
+ * probes only.  conns_notify is libmicrohttpd's notify-connection
+ * callback; the others are called from its threads with a connection it
+ * holds.  Never block but on a short lock. */
+#define CONNS_RESERVE    32           /* slots past --max-connections */
+#define CONNS_RESERVE_IP 8            /* ... past --max-connections-per-ip */
+int  conns_start(const http_opts *o); /* the sweeper: 0 or errno */
+void conns_stop(void);                /* after libmicrohttpd stopped */
+void conns_notify(void *cls, struct MHD_Connection *c, void **ctx,
+                  enum MHD_ConnectionNotificationCode code);
+void conns_headers_in(struct MHD_Connection *c, bool body);
+void conns_body_in(struct MHD_Connection *c);
+void conns_request_done(struct MHD_Connection *c);
+/* whether c took a reserve slot; *loopback: it comes from loopback */
+bool conns_reserved(struct MHD_Connection *c, bool *loopback);
+void conns_stats(uint64_t *late, uint64_t *evicted);
 
 /* answer.c */
 void     answer(req *r, unsigned status, const char *ctype, const char *body);

@@ -31,14 +31,16 @@
  * What libmicrohttpd refuses itself - a malformed request line, header
  * or chunk framing, headers or a chunk line past the memory pool - it
  * answers with its own HTML page: 0.9.75 has no hook for those bodies.
- * Connections are bounded (total and per address: closed past it), idle
- * ones closed after a timeout, and each has a fixed memory pool (headers
- * past it: 431).  A request that passed is suspended and queued to its
- * lane's workers (or run at once when it never blocks); its answer
- * queues the response and resumes it.  The admin token, virtual keys and
- * a caller's bearer are secrets: compared in constant time, wiped when
- * freed, never logged (the access log has the path, never the query: an
- * OAuth callback's query carries the code).
+ * Connections are bounded (total and per address; a reserve past both
+ * for the admin token and loopback probes), a request's headers and
+ * body have deadlines from their first byte, idle connections are
+ * closed after a timeout (conns.c), and each has a fixed memory pool
+ * (headers past it: 431).  A request that passed is suspended and queued to
+ * its lane's workers (or run at once when it never blocks); its answer queues
+ * the response and resumes it.  The admin token, virtual keys and a caller's
+ * bearer are secrets: compared in constant time, wiped when freed, never
+ * logged (the access log has the path, never the query: an OAuth callback's
+ * query carries the code).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -223,6 +225,31 @@ framing_ok(req *r)
 	return (why == NULL);
 }
 
+/* A connection past its address's (or the daemon's) share serves the
+ * admin token and loopback probes only, once: false when r was refused
+ * (503, closed). */
+static bool
+reserve_ok(req *r)
+{
+	bool loopback;
+
+	if (!conns_reserved(r->conn, &loopback)) {
+		return (true);
+	}
+	r->close = true;
+	if (r->admin ||
+	    (loopback &&
+	     (strcmp(r->route->path, "/healthz") == 0 ||
+	      strcmp(r->route->path, "/readyz") == 0))) {
+		return (true);
+	}
+	r->busy = true;
+	answer_error(
+	        r, 503,
+	        "too many connections from this address (--max-connections-per-ip) or in all (--max-connections): the spare ones serve the admin token and loopback probes only");
+	return (false);
+}
+
 /* Takes a request apart once its headers are in; false when it was
  * answered (refused) there. */
 static bool
@@ -273,6 +300,9 @@ admit(req *r, keyset **ks)
 		return (false);
 	}
 	if (!http_caller(r, ks)) {
+		return (false);
+	}
+	if (!reserve_ok(r)) {
 		return (false);
 	}
 	if (clen != NULL && strtoull(clen, NULL, 10) > BODY_MAX) {
@@ -456,6 +486,10 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 		r->conn   = c;
 		r->method = strdup(method);
 		r->phase  = PH_BODY;
+		conns_headers_in(c,
+		                 http_header(r, "Content-Length") != NULL ||
+		                         http_header(r, "Transfer-Encoding") !=
+		                                 NULL);
 		if (!admit(r, &ks)) {
 			r->phase = PH_RUN;
 		}
@@ -468,6 +502,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 			return (more ? MHD_YES : MHD_NO);
 		}
 		r->phase = PH_RUN;
+		conns_body_in(c);
 		if (r->over > 0) {
 			char msg[64];
 			snprintf(msg, sizeof(msg),
@@ -492,6 +527,7 @@ on_done(void *cls, struct MHD_Connection *c, void **ctx,
 {
 	req *r = *ctx;
 
+	conns_request_done(c);
 	if (r == NULL) {
 		return;
 	}
@@ -620,6 +656,11 @@ http_start(const http_opts *o, char *err, size_t errlen)
 			               &H.lanes[k]);
 		}
 	}
+	if ((rv = conns_start(o)) != 0) {
+		freeaddrinfo(ai);
+		snprintf(err, errlen, "cannot start: %s", strerror(rv));
+		return (-1);
+	}
 	H.started = true;
 	H.mhd     = MHD_start_daemon(
 	            MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
@@ -627,8 +668,11 @@ http_start(const http_opts *o, char *err, size_t errlen)
 	                    (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 	            0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
 	            ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)THREADS,
-	            MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->conns,
-	            MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o->conns_ip,
+	            MHD_OPTION_CONNECTION_LIMIT,
+	            (unsigned)(o->conns + CONNS_RESERVE),
+	            MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	            (unsigned)(o->conns_ip + CONNS_RESERVE_IP),
+	            MHD_OPTION_NOTIFY_CONNECTION, conns_notify, NULL,
 	            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->idle_s,
 	            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MEMORY_POOL,
 	            MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
@@ -691,6 +735,7 @@ http_stop(void)
 		MHD_stop_daemon(H.mhd);
 		H.mhd = NULL;
 	}
+	conns_stop();
 	for (size_t i = 0; i < H.nhosts; i++) {
 		free(H.hosts[i]);
 	}

@@ -38,6 +38,8 @@
 #define CONNS_MAX      2048  /* default --max-connections */
 #define CONNS_IP_MAX   256   /* default --max-connections-per-ip */
 #define IDLE_S         30    /* default --idle-timeout */
+#define HEADER_S       10    /* default --header-timeout */
+#define BODY_S         30    /* default --body-timeout */
 #define LISTEN_DEFAULT "127.0.0.1:8080"
 
 static const char serve_usage[] =
@@ -58,8 +60,14 @@ static const char serve_usage[] =
         "                  admin API and the probes have budgets of their\n"
         "                  own)\n"
         "  --max-connections N         connections at once (default 2048)\n"
-        "  --max-connections-per-ip N  ... from one address (default 256)\n"
+        "  --max-connections-per-ip N  ... from one address (default 256);\n"
+        "                  past either, a few spare ones serve the admin\n"
+        "                  token and loopback probes only\n"
         "  --idle-timeout S  an idle connection is closed after S seconds\n"
+        "                  (default 30)\n"
+        "  --header-timeout S  a request's headers must be in within S\n"
+        "                  seconds of the connection's start (default 10)\n"
+        "  --body-timeout S    its body within S seconds of its headers\n"
         "                  (default 30)\n"
         "\n"
         "The admin token is the config's server.admin_token, else\n"
@@ -534,7 +542,9 @@ cmd_serve(int argc, char **argv)
 	http_opts    ho = {.max      = {ADMIN_MAX, REQUESTS_MAX, PROBES_MAX},
 	                   .conns    = CONNS_MAX,
 	                   .conns_ip = CONNS_IP_MAX,
-	                   .idle_s   = IDLE_S};
+	                   .idle_s   = IDLE_S,
+	                   .header_s = HEADER_S,
+	                   .body_s   = BODY_S};
 	sigset_t     set;
 	int          rv, sig, code = 1;
 	bool         http_up = false;
@@ -556,7 +566,11 @@ cmd_serve(int argc, char **argv)
 		           num_opt(argc, argv, &i, "--max-connections-per-ip",
 		                   &ho.conns_ip) ||
 		           num_opt(argc, argv, &i, "--idle-timeout",
-		                   &ho.idle_s)) {
+		                   &ho.idle_s) ||
+		           num_opt(argc, argv, &i, "--header-timeout",
+		                   &ho.header_s) ||
+		           num_opt(argc, argv, &i, "--body-timeout",
+		                   &ho.body_s)) {
 			continue;
 		} else if (strcmp(argv[i], "--json") == 0) {
 			json_log = 1;

@@ -751,8 +751,9 @@ idle(void)
 	expect("GET", "/api/mcp/clients", NULL, NULL, 200, "\"clients\"");
 	int f = proc_fds(d.pid);
 	most  = f > most ? f : most;
-	/* 256 per address (the default cap), and a few in passing */
-	CHECK(most <= base + 256 + 8);
+	/* 256 per address (the default cap), its 8 spare ones, and a few
+	 * in passing */
+	CHECK(most <= base + 256 + 8 + 8);
 	for (int i = 0; i < n; i++) {
 		close(s[i]);
 	}
@@ -774,6 +775,109 @@ idle(void)
 	char buf[512];
 	CHECK(recv(c, buf, sizeof(buf), 0) <= 0);
 	close(c);
+	peer_stop(&d);
+}
+
+/* A connection from 127.0.0.1 (the caller's own address) that sends a
+ * request line and then, whenever trickle() is called, one header line
+ * more. */
+static int
+trickler(int port)
+{
+	struct sockaddr_in dst = {.sin_family = AF_INET,
+	                          .sin_port   = htons((uint16_t)port)};
+	int                s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	struct pollfd      p = {.fd = s, .events = POLLOUT};
+	const char         line[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
+
+	inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+	if (s < 0 ||
+	    (connect(s, (struct sockaddr *)&dst, sizeof(dst)) != 0 &&
+	     errno != EINPROGRESS) ||
+	    poll(&p, 1, 5000) != 1 ||
+	    send(s, line, sizeof(line) - 1, MSG_NOSIGNAL) < 0) {
+		if (s >= 0) {
+			close(s);
+		}
+		return (-1);
+	}
+	return (s);
+}
+
+/* Whether the daemon ended s: readable, then EOF or an error. */
+static bool
+ended(int s)
+{
+	struct pollfd p = {.fd = s, .events = POLLIN};
+	char          buf[256];
+
+	return (poll(&p, 1, 0) == 1 && recv(s, buf, sizeof(buf), 0) <= 0);
+}
+
+/* 300 connections from the caller's own address that send a header line
+ * every 200 ms (each byte resets an idle timeout) hold no slot past the
+ * header deadline, and meanwhile the admin's list and /healthz answer
+ * within 2 s: past the address's share, a spare slot serves them. */
+static void
+slow_headers(void)
+{
+	peer    d = {0};
+	int     s[300], n = 0, open;
+	int64_t t0, t;
+	long    st;
+	char   *out;
+
+	serve_opt(&d, "slow.json",
+	          "{\"mcp\": {\"client_configs\": []}, \"server\": "
+	          "{\"admin_token\": \"slow-admin-token\"}}",
+	          NULL, "--header-timeout", "3");
+	t0 = now_ms();
+	for (int i = 0; i < 300; i++) {
+		if ((s[n] = trickler(d.port)) >= 0) {
+			n++;
+		}
+	}
+	CHECK(n >= 256);
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < n; i++) {
+			(void)send(s[i], "X-Slow: 1\r\n", 11, MSG_NOSIGNAL);
+		}
+		usleep(200 * 1000); /* the attacker's pace: a header line */
+	}
+	t   = now_ms();
+	out = http_try("GET", "/healthz", NULL, NULL, &st);
+	CHECK(st == 200 && now_ms() - t < 2000);
+	free(out);
+	t   = now_ms();
+	out = http_try("GET", "/api/mcp/clients", NULL, "slow-admin-token",
+	               &st);
+	CHECK(st == 200 && now_ms() - t < 2000);
+	CHECK(strstr(out, "\"clients\"") != NULL);
+	free(out);
+	/* keeps trickling: every one of them ended within the deadline (3
+	 * s from its start; the sweeper's pace and a loaded machine on top) */
+	do {
+		open = 0;
+		for (int i = 0; i < n; i++) {
+			if (s[i] >= 0 && ended(s[i])) {
+				close(s[i]);
+				s[i] = -1;
+			}
+			if (s[i] >= 0) {
+				(void)send(s[i], "X-Slow: 1\r\n", 11,
+				           MSG_NOSIGNAL);
+				open++;
+			}
+		}
+		if (open > 0) {
+			CHECK(now_ms() - t0 < 3000 + 5000);
+			usleep(200 * 1000); /* the attacker's pace */
+		}
+	} while (open > 0);
+	fprintf(stderr,
+	        "slow_headers: %d trickling connections, all ended "
+	        "after %lld ms\n",
+	        n, (long long)(now_ms() - t0));
 	peer_stop(&d);
 }
 
@@ -1111,6 +1215,7 @@ main(int argc, char **argv)
 	RUN_IF(framing);
 	RUN_IF(stdio_lookup);
 	RUN_IF(small);
+	RUN_IF(slow_headers);
 	RUN_IF(idle); /* (last: its 10,000 sockets leave ports behind) */
 	sv_end(&mcp);
 	return (0);
