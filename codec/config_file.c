@@ -12,17 +12,11 @@
 
 #include "codec/config.h"
 #include "codec/config_impl.h"
+#include "codec/strmap.h"
 #include "codec/text.h"
 #include "mcpkeep.h"
 
 #define CFG_FILE_MAX (4u * 1024u * 1024u)
-
-/* Whether a's client_id is b's name. */
-static bool
-names_clash(const cfg_client *a, const cfg_client *b)
-{
-	return (strcmp(a->id, b->name) == 0);
-}
 
 /* One virtual key's grants: client name (or "*") -> tool names (or
  * ["*"]). */
@@ -189,6 +183,56 @@ file_fail(char *err, size_t errlen, int rv, const char *fmt, ...)
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
 	cfg_one_line(err);
+	return (rv);
+}
+
+/* A client's name and client_id in the maps of clients_unique. */
+typedef struct seen {
+	strmap_ent name; /* key: the client's name */
+	strmap_ent id;   /* key: its client_id */
+} seen;
+
+/* Checks that no two clients of f share a name or a client_id, and that
+ * no client_id is another client's name (an {id} must name one client):
+ * with maps, since a file may hold thousands.  Returns 0, MK_EINVAL
+ * (err says which client) or MK_ENOMEM. */
+static int
+clients_unique(const cfg_file *f, char *err, size_t errlen)
+{
+	strmap names = {0}, ids = {0};
+	seen  *s  = calloc(f->nclients + 1, sizeof(*s));
+	int    rv = s != NULL ? 0 : MK_ENOMEM;
+
+	for (size_t i = 0; rv == 0 && i < f->nclients; i++) {
+		const cfg_client *c = f->clients[i];
+
+		if (strmap_get(&names, c->name) != NULL) {
+			rv = file_fail(err, errlen, MK_EINVAL,
+			               "client \"%s\": the name is used twice",
+			               c->name);
+		} else if (strmap_get(&ids, c->id) != NULL) {
+			rv = file_fail(
+			        err, errlen, MK_EINVAL,
+			        "client \"%s\": client_id \"%s\" is used twice",
+			        c->name, c->id);
+		} else if (strmap_get(&names, c->id) != NULL ||
+		           strmap_get(&ids, c->name) != NULL) {
+			rv = file_fail(
+			        err, errlen, MK_EINVAL,
+			        "client \"%s\": a client_id is another client's name (an {id} must name one client)",
+			        c->name);
+		} else {
+			s[i].name.key = c->name;
+			s[i].id.key   = c->id;
+			if (strmap_put(&names, &s[i].name) != 0 ||
+			    strmap_put(&ids, &s[i].id) != 0) {
+				rv = MK_ENOMEM;
+			}
+		}
+	}
+	strmap_fini(&names);
+	strmap_fini(&ids);
+	free(s);
 	return (rv);
 }
 
@@ -409,30 +453,9 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 		    declared_id(f->clients[i], v) != 0) {
 			return (MK_ENOMEM);
 		}
-		for (size_t j = 0; j < i; j++) {
-			if (strcmp(f->clients[j]->name, f->clients[i]->name) ==
-			    0) {
-				return (file_fail(
-				        err, errlen, MK_EINVAL,
-				        "client \"%s\": the name is used twice",
-				        f->clients[i]->name));
-			}
-			if (strcmp(f->clients[j]->id, f->clients[i]->id) ==
-			    0) {
-				return (file_fail(
-				        err, errlen, MK_EINVAL,
-				        "client \"%s\": client_id \"%s\" is used twice",
-				        f->clients[i]->name,
-				        f->clients[i]->id));
-			}
-			if (names_clash(f->clients[i], f->clients[j]) ||
-			    names_clash(f->clients[j], f->clients[i])) {
-				return (file_fail(
-				        err, errlen, MK_EINVAL,
-				        "client \"%s\": a client_id is another client's name (an {id} must name one client)",
-				        f->clients[i]->name));
-			}
-		}
+	}
+	if ((rv = clients_unique(f, err, errlen)) != 0) {
+		return (rv);
 	}
 	x.client = "(store)";
 	if ((rv = section(root, "store", &sec, err, errlen)) != 0) {

@@ -15,7 +15,7 @@
 typedef enum codec_msg_type {
 	/* the kernel's types */
 	MSG_NONE  = 0,  /* never sent: zero is not a valid type */
-	MSG_TERM  = 1,  /* kernel: finish the loop and exit; no payload */
+	MSG_TERM  = 1,  /* kernel: reserved, never sent (a stop is a flag) */
 	MSG_REPLY = 2,  /* kernel: the answer to an actor's async ask; status
 	                 * in the envelope, body in the payload */
 	MSG_PING = 3,   /* ask: liveness; the reply echoes the payload */

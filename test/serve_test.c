@@ -6,11 +6,15 @@
  * non-loopback address refused without one, SIGHUP reloads, a boot that
  * does not hold up the daemon (a hung and a slow stdio server), 2,000
  * concurrent calls, --max-requests (503 busy), the status page in
- * Chromium, and SIGTERM stopping it cleanly.  The MCP server is
+ * Chromium, and SIGTERM stopping it cleanly, within 2 s even amid a boot
+ * of 6,000 clients whose server never answers.  The MCP server is
  * test/peers/inject.mjs; the daemon is the built program (MK_MCPKEEP).
  */
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <errno.h>
 #include <jansson.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -18,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1000,6 +1005,133 @@ boot_sigterm(void)
 	CHECK(!peer_said(&d, "reload: the boot ended"));
 }
 
+/* A server that accepts connections and never answers (the test's own
+ * listening socket; its accept thread holds what it accepted). */
+typedef struct mute {
+	int       fd;     /* the listening socket */
+	int       port;   /* its port on 127.0.0.1 */
+	pthread_t th;     /* the accept thread */
+	int      *held;   /* accepted connections */
+	size_t    n, cap; /* in held, allocated */
+} mute;
+
+static void *
+mute_main(void *arg)
+{
+	mute *m = arg;
+	int   c;
+
+	/* out of descriptors, it stops: the backlog holds the rest */
+	while ((c = accept(m->fd, NULL, NULL)) >= 0 || errno == EINTR ||
+	       errno == ECONNABORTED) {
+		if (c < 0) {
+			continue;
+		}
+		if (m->n == m->cap) {
+			size_t ncap = m->cap ? m->cap * 2 : 1024;
+			int   *nh   = realloc(m->held, ncap * sizeof(*nh));
+			if (nh == NULL) {
+				close(c);
+				continue;
+			}
+			m->held = nh;
+			m->cap  = ncap;
+		}
+		m->held[m->n++] = c;
+	}
+	return (NULL); /* shut down by mute_stop */
+}
+
+static void
+mute_start(mute *m)
+{
+	struct sockaddr_in sa  = {.sin_family = AF_INET};
+	socklen_t          len = sizeof(sa);
+
+	memset(m, 0, sizeof(*m));
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHECK((m->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0);
+	CHECK_EQ(bind(m->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	CHECK_EQ(listen(m->fd, 4096), 0);
+	CHECK_EQ(getsockname(m->fd, (struct sockaddr *)&sa, &len), 0);
+	m->port = ntohs(sa.sin_port);
+	CHECK_EQ(pthread_create(&m->th, NULL, mute_main, m), 0);
+}
+
+static void
+mute_stop(mute *m)
+{
+	shutdown(m->fd, SHUT_RDWR); /* accept fails: the thread ends */
+	pthread_join(m->th, NULL);
+	close(m->fd);
+	for (size_t i = 0; i < m->n; i++) {
+		close(m->held[i]);
+	}
+	free(m->held);
+}
+
+/* A boot of 6,000 clients whose server accepts and never answers: a
+ * SIGTERM while it is still connecting them (the supervisor still
+ * starting clients, its inbox full of their news) stops the daemon
+ * within 2 s.  The stop is a flag the actors' loops read, so it needs
+ * no room in a full inbox, and the supervisor gives up the clients not
+ * yet started. */
+static void
+boot_sigterm_many(void)
+{
+	enum { N = 6000 };
+	peer          d    = {0};
+	const char   *tsan = getenv("TSAN_OPTIONS");
+	char          topts[1024];
+	const char   *env[] = {"MCPKEEP_LOG=info", topts, NULL};
+	struct rlimit lim;
+	mute          m;
+	char         *config, *p;
+	size_t        cap = (size_t)N * 192 + 64;
+
+	/* a thread-sanitized daemon would sleep 1 s more at exit (the rest
+	 * of the options kept) */
+	snprintf(topts, sizeof(topts), "TSAN_OPTIONS=%s%satexit_sleep_ms=0",
+	         tsan != NULL ? tsan : "",
+	         tsan != NULL && *tsan != '\0' ? ":" : "");
+
+	/* the accepted connections are held here: the soft limit up to the
+	 * hard one (the daemon raises its own) */
+	CHECK_EQ(getrlimit(RLIMIT_NOFILE, &lim), 0);
+	lim.rlim_cur = lim.rlim_max;
+	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &lim), 0);
+	mute_start(&m);
+	CHECK((config = malloc(cap)) != NULL);
+	p = config + sprintf(config, "{\"mcp\": {\"client_configs\": [");
+	for (int i = 0; i < N; i++) {
+		p += sprintf(
+		        p,
+		        "%s{\"name\": \"m%d\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true}",
+		        i ? ", " : "", i, m.port);
+	}
+	sprintf(p, "]}}");
+	/* the banner comes once the clients exist or the daemon stopped
+	 * waiting for that (5 s): either way their connects go on */
+	serve_start(&d, "many.json", config, env, NULL, NULL, 120000);
+	free(config);
+	expect("GET", "/readyz", NULL, NULL, 503, "\"booting\"");
+	nng_time t0 = nng_clock();
+	CHECK_EQ(kill(d.pid, SIGTERM), 0);
+	int      gone = peer_wait_exit(&d, 30000);
+	nng_time ms   = nng_clock() - t0;
+	fprintf(stderr, "boot_sigterm_many: %s %lld ms after the SIGTERM\n",
+	        gone ? "exited" : "still running", (long long)ms);
+	peer_stop(&d);
+	mute_stop(&m);
+	CHECK(gone && ms < 2000);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+	CHECK(peer_said(&d, "serve: boot: connecting 6000 clients\n"));
+	CHECK(peer_said(
+	        &d,
+	        "serve: boot: stopping before the first connects ended\n"));
+	CHECK(!peer_said(&d, "cannot queue TERM"));
+}
+
 /* A stdio server that starts 3 s late: /readyz is 503 until its connect
  * ended, then 200; the log says how each client came out (one failed:
  * its stage and message), then the summary; a SIGHUP during the boot is
@@ -1075,6 +1207,7 @@ main(int argc, char **argv)
 	RUN_IF(json_log);
 	RUN_IF(boot_sigterm);
 	RUN_IF(boot_slow);
+	RUN_IF(boot_sigterm_many);
 	RUN_IF(watch_events);
 	RUN_IF(status_page);
 	sv_end(&mcp);

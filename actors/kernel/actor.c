@@ -166,7 +166,7 @@ kn_ask_async(kn_actor *self, kn_actor *to, uint32_t type, const void *payload,
 	        .payload     = payload,
 	        .payload_len = len,
 	};
-	if ((rv = kn_send_env(to, &env, false)) != 0) {
+	if ((rv = kn_send_env(to, &env)) != 0) {
 		if (kn_pending_take(k, as->corr) == NULL) {
 			p = NULL; /* closing took it and replied */
 		}
@@ -271,9 +271,6 @@ dispatch(kn_actor *self, kn_msg *msg, bool closing)
 	int        rv;
 
 	switch (msg->env.type) {
-	case MSG_TERM:
-		self->terminated = true;
-		return;
 	case MSG_REPLY:
 		on_reply(self, msg);
 		return;
@@ -365,7 +362,7 @@ drain(kn_actor *self, bool closing)
 			nng_msg_free(m);
 			continue;
 		}
-		dispatch(self, &msg, closing || self->terminated);
+		dispatch(self, &msg, closing);
 		nng_msg_free(m);
 		if (self->received == committed) {
 			committed = atomic_load(&self->committed);
@@ -428,9 +425,10 @@ run_loop(kn_actor *self)
                                                     KN_NS_PER_MS);
 		}
 		/* Announce the sleep, then look once more: a sender that
-		 * committed before seeing asleep is caught here. */
+		 * committed, or a stop asked, before seeing asleep is caught
+		 * here. */
 		atomic_store(&self->asleep, true);
-		if (backlogged(self)) {
+		if (backlogged(self) || atomic_load(&self->stop)) {
 			timeout = 0;
 		}
 		n = loop_wait(self, fds, nfds, timeout);
@@ -444,6 +442,9 @@ run_loop(kn_actor *self)
 			eventfd_t junk;
 			(void)eventfd_read(self->wake_fd, &junk);
 		}
+		/* Read before the drain, so that the drain takes every
+		 * message committed before the stop was asked. */
+		self->terminated = atomic_load(&self->stop);
 		drain(self, false);
 		kn_timers_run(&self->timers, kn_now_ns(), self);
 		/* Watches may change in callbacks: match by fd. */
@@ -463,7 +464,7 @@ run_loop(kn_actor *self)
 	free(fds);
 }
 
-/* After TERM: wait out senders still inside a send, answer what they
+/* After the stop: wait out senders still inside a send, answer what they
  * committed, and end every async ask of our own. */
 static void
 shut_down(kn_actor *self)
@@ -635,24 +636,35 @@ fail:
 	return (rv);
 }
 
+void
+kn_stop_begin(kn_actor *a)
+{
+	/* counted as a sender, so that the actor's fini (which frees what
+	 * ops->wake touches) waits for the wake; closing first: once the
+	 * actor sees stop, no new sender gets in, so what it still has to
+	 * take is bounded */
+	atomic_fetch_add(&a->senders, 1);
+	atomic_store(&a->closing, true);
+	atomic_store(&a->stop, true);
+	kn_wake(a);
+	atomic_fetch_sub(&a->senders, 1);
+}
+
+bool
+kn_stopping(const kn_actor *self)
+{
+	return (atomic_load(&self->stop));
+}
+
 int
 kn_stop(kn_actor *a)
 {
-	codec_env term = {.type = MSG_TERM, .sender = ""};
-
 	if (pthread_equal(pthread_self(), a->thread)) {
 		return (MK_EINVAL);
 	}
+	kn_stop_begin(a);
 	pthread_mutex_lock(&a->stop_mtx);
 	if (!a->joined) {
-		atomic_store(&a->closing, true);
-		/* TERM queues behind what is already there; forced past
-		 * closing.  It can only fail if nng runs out of memory,
-		 * and then retrying is all we can do. */
-		while (kn_send_env(a, &term, true) != 0) {
-			KN_ERROR("kernel", "actor %s: cannot queue TERM",
-			         a->name);
-		}
 		pthread_join(a->thread, NULL);
 		a->joined = true;
 	}

@@ -320,7 +320,7 @@ kn_pending_complete(kn_kernel *k, kn_pending *p, int status, const void *data,
 
 		/* A stopping asker refuses it: its callback already got
 		 * (or is about to get) MK_ECLOSED. */
-		if (kn_send_env(asker, &env, false) != 0) {
+		if (kn_send_env(asker, &env) != 0) {
 			atomic_fetch_add(&k->n_late, 1);
 		}
 		kn_actor_release(&asker);

@@ -27,17 +27,23 @@
  *             nng hop per round trip.  An actor's async ask is answered by
  *             a MSG_REPLY in its own inbox, or by its own deadline timer;
  *             whichever comes second is dropped and counted as late.
- *   stop      closing is set, TERM is queued behind everything already
- *             sent; after TERM the actor waits for senders still inside
- *             kn_tell, receives what they committed, answers every ask
- *             with MK_ECLOSED, calls its async-ask callbacks with
- *             MK_ECLOSED, runs fini and exits; stop joins the thread.
+ *   stop      closing is set (new sends are refused), then the actor's
+ *             stop flag, and the actor is woken: a flag, not a message,
+ *             so a full inbox cannot hold a stop up.  The loop handles
+ *             every message committed before it saw the flag, ends its
+ *             turn, waits for senders still inside kn_tell, answers what
+ *             they committed and every ask with MK_ECLOSED, calls its
+ *             async-ask callbacks with MK_ECLOSED, runs fini and exits;
+ *             stop joins the thread.  A long handler (one that starts
+ *             thousands of actors) asks kn_stopping between its steps
+ *             and gives up the rest.
  *   lifetime  actors are reference counted (owner, registry, lookups,
  *             in-flight asks); the kernel is reference counted by its
  *             actors, so no pointer outlives what it points to.
  *   types     the kernel's message types lie below KN_MSG_BASE
- *             (codec/msg.h): MSG_TERM and MSG_REPLY, which only the
- *             kernel sends and which never reach a handler, and MSG_PING
+ *             (codec/msg.h): MSG_TERM, reserved and never sent,
+ *             MSG_REPLY, which only the kernel sends and which never
+ *             reaches a handler, and MSG_PING
  *             and MSG_USER, which any actor may answer.  The kernel
  *             carries every other type unread; an application numbers
  *             its own from KN_MSG_BASE.
@@ -50,6 +56,7 @@
 
 #include <poll.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -148,11 +155,29 @@ int kn_spawn(kn_kernel *k, const char *name, const kn_actor_ops *ops,
              void *arg, kn_actor **ap);
 
 /*
- * kn_stop stops the actor (see DESIGN) and joins its thread.  Blocks.
- * Idempotent; any thread but the actor's own.  Returns 0 or MK_EINVAL when
- * called from the actor itself.
+ * kn_stop stops the actor (see DESIGN) and joins its thread.  Blocks
+ * until the actor finished the handler it is in (a long one asks
+ * kn_stopping) and its fini; never on a full inbox.  Idempotent; any
+ * thread but the actor's own.  Returns 0 or MK_EINVAL when called from
+ * the actor itself.
  */
 int kn_stop(kn_actor *a);
+
+/*
+ * kn_stop_begin asks the actor to stop (see DESIGN) and returns at once:
+ * new sends are refused from now on; kn_stop or kn_actor_destroy joins
+ * it later.  Stopping many actors, begin them all, then join each: their
+ * shutdowns overlap.  Never blocks; any thread, the actor's own too;
+ * idempotent.
+ */
+void kn_stop_begin(kn_actor *a);
+
+/*
+ * kn_stopping tells whether the actor was asked to stop: a handler that
+ * runs long checks it between steps and returns early (its loop then
+ * ends).  Never blocks; any thread (a handler passes self).
+ */
+bool kn_stopping(const kn_actor *self);
 
 /* kn_actor_destroy stops the actor if needed, drops the reference and
  * nulls *ap.  Safe with NULL. */

@@ -84,6 +84,7 @@ struct kn_actor {
 	uint64_t             id;                    /* unique in the kernel */
 	atomic_int           refs;    /* references (see kernel.h) */
 	atomic_bool          closing; /* stop has begun: new sends refused */
+	atomic_bool          stop;    /* stop asked (a flag, not a message) */
 	atomic_int           senders; /* threads inside a send to this actor */
 	atomic_uint_fast64_t committed; /* messages sent successfully */
 	atomic_bool asleep; /* the actor may block in its wait: senders
@@ -113,7 +114,7 @@ struct kn_actor {
 	/* actor thread only */
 	pthread_t tid;        /* pthread_self() there (KN_ON_THREAD) */
 	void     *state;      /* what init returned */
-	bool      terminated; /* TERM seen: leave the loop */
+	bool      terminated; /* stop seen: leave the loop */
 	uint64_t  received;   /* messages taken from the inbox */
 	nng_aio  *rx_aio;     /* reused for every receive */
 	kn_timers timers;     /* one-shot timers */
@@ -138,7 +139,14 @@ void        kn_pending_complete(kn_kernel *k, kn_pending *p, int status,
                                 const void *data, size_t len);
 int         kn_map_nng(int nng_rv);
 
-/* actor.c */
-int kn_send_env(kn_actor *to, const codec_env *env, bool force);
+/* send.c */
+/* kn_send_env sends env to the actor (a new sender is refused once its
+ * stop began).  Any thread; blocks while the inbox is full, a few
+ * seconds at most.  Returns as kn_tell. */
+int kn_send_env(kn_actor *to, const codec_env *env);
+/* kn_wake wakes the actor out of its wait when it announced it may
+ * block there (asleep).  Any thread counted in the actor's senders (its
+ * fini waits for them); never blocks. */
+void kn_wake(kn_actor *to);
 
 #endif /* KN_KERNEL_IMPL_H */

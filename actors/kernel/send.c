@@ -58,15 +58,32 @@ msg_write(void *sink, const char *buf, size_t len)
 	return (nng_msg_append(sink, buf, len) != 0 ? -1 : 0);
 }
 
+void
+kn_wake(kn_actor *to)
+{
+	/* not asleep: it looks at its inbox and stop flag before waiting */
+	if (!atomic_load(&to->asleep)) {
+		return;
+	}
+	if (to->ops->wake != NULL) {
+		void *wa = atomic_load(&to->wake_arg);
+		if (wa != NULL) {
+			to->ops->wake(wa);
+		}
+	} else {
+		(void)eventfd_write(to->wake_fd, 1);
+	}
+}
+
 int
-kn_send_env(kn_actor *to, const codec_env *env, bool force)
+kn_send_env(kn_actor *to, const codec_env *env)
 {
 	nng_msg *m;
 	nng_aio *aio;
 	int      rv;
 
 	atomic_fetch_add(&to->senders, 1);
-	if (!force && atomic_load(&to->closing)) {
+	if (atomic_load(&to->closing)) {
 		rv = MK_ECLOSED;
 		goto out;
 	}
@@ -95,16 +112,7 @@ kn_send_env(kn_actor *to, const codec_env *env, bool force)
 	/* Committed: count it, and wake the actor only if it may be
 	 * blocked (pairs with the store/load in run_loop). */
 	atomic_fetch_add(&to->committed, 1);
-	if (atomic_load(&to->asleep)) {
-		if (to->ops->wake != NULL) {
-			void *wa = atomic_load(&to->wake_arg);
-			if (wa != NULL) {
-				to->ops->wake(wa);
-			}
-		} else {
-			(void)eventfd_write(to->wake_fd, 1);
-		}
-	}
+	kn_wake(to);
 out:
 	atomic_fetch_sub(&to->senders, 1);
 	return (rv);
@@ -125,7 +133,7 @@ kn_tell(kn_actor *to, kn_actor *from, uint32_t type, const void *payload,
 	if (type == MSG_TERM || type == MSG_REPLY) {
 		return (MK_EINVAL); /* the kernel's own */
 	}
-	return (kn_send_env(to, &env, false));
+	return (kn_send_env(to, &env));
 }
 
 int
@@ -163,7 +171,7 @@ kn_ask(kn_actor *to, uint32_t type, const void *payload, size_t len,
 	        .payload     = payload,
 	        .payload_len = len,
 	};
-	if ((rv = kn_send_env(to, &env, false)) != 0 &&
+	if ((rv = kn_send_env(to, &env)) != 0 &&
 	    kn_pending_take(k, p.corr) != NULL) {
 		goto done; /* never sent, nobody else has it */
 	}
@@ -229,7 +237,7 @@ kn_ask_cb(kn_actor *to, uint32_t type, const void *payload, size_t len,
 	        .payload     = payload,
 	        .payload_len = len,
 	};
-	if ((rv = kn_send_env(to, &env, false)) != 0) {
+	if ((rv = kn_send_env(to, &env)) != 0) {
 		if (kn_pending_take(k, p->corr) == NULL) {
 			return (0); /* closing took it: fn ran (MK_ECLOSED) */
 		}

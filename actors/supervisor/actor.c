@@ -234,9 +234,20 @@ sv_fini(kn_actor *self, void *state)
 {
 	sv_self *sv = state;
 
-	/* clients stop newest first, as the kernel would */
+	/* clients stop newest first, as the kernel would, SV_STOP_WAVE at a
+	 * time: each wave is asked at once and then joined, so that their
+	 * shutdowns overlap without thousands contending at once */
 	while (sv->n != 0) {
-		sv_drop(self, sv, sv->all[sv->n - 1]);
+		size_t lo = sv->n > SV_STOP_WAVE ? sv->n - SV_STOP_WAVE : 0;
+
+		for (size_t i = lo; i < sv->n; i++) {
+			if (sv->all[i]->actor != NULL) {
+				kn_stop_begin(sv->all[i]->actor);
+			}
+		}
+		while (sv->n > lo) {
+			sv_drop(self, sv, sv->all[sv->n - 1]);
+		}
 	}
 	KN_DEBUG("supervisor", "stopping after %llu pings",
 	         (unsigned long long)sv->pings);

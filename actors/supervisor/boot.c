@@ -29,6 +29,21 @@ view_tools(const entry *e)
 	return (text);
 }
 
+/* Whether a load (or reload) must give up its clients not yet started
+ * (left) because the supervisor is stopping: starting thousands takes
+ * seconds, and a stop does not wait for that.  Then ld answers
+ * MK_ECLOSED; the caller starts no more. */
+static bool
+load_stopped(kn_actor *self, load *ld, size_t left)
+{
+	if (!kn_stopping(self)) {
+		return (false);
+	}
+	KN_INFO("supervisor", "stopping: %zu clients not started", left);
+	ld->stopped = left;
+	return (true);
+}
+
 static void
 load_step(kn_actor *self, load *ld)
 {
@@ -41,7 +56,12 @@ load_step(kn_actor *self, load *ld)
 	if (--ld->left != 0) {
 		return;
 	}
-	if (ld->reload) {
+	if (ld->stopped != 0) {
+		kn_reply_why(
+		        self, ld->corr, MK_ECLOSED,
+		        "the runtime is stopping: %zu clients not started",
+		        ld->stopped);
+	} else if (ld->reload) {
 		kn_log(ld->failed != 0 ? MK_LOG_WARN : MK_LOG_INFO, "runtime",
 		       "reloaded: %d added, %d updated, %d removed, %d failed",
 		       (int)ld->count, ld->updated, ld->removed, ld->failed);
@@ -372,10 +392,16 @@ restore(kn_actor *self, sv_self *sv, const char *text, uint64_t corr)
 	json_array_foreach(list, i, item)
 	{
 		cfg_client *c;
-		json_t     *t     = json_object_get(item, "tools");
-		char       *tools = json_is_array(t) ? json_dumps(t, 0) : NULL;
-		const char *id =
-		        json_string_value(json_object_get(item, "id"));
+		json_t     *t = json_object_get(item, "tools");
+		char       *tools;
+		const char *id;
+
+		if (load_stopped(self, ld, json_array_size(list) - i)) {
+			ld->left -= json_array_size(list) - i;
+			break;
+		}
+		tools = json_is_array(t) ? json_dumps(t, 0) : NULL;
+		id    = json_string_value(json_object_get(item, "id"));
 
 		if (cfg_client_parse_stored(json_object_get(item, "config"),
 		                            &c, err, sizeof(err)) != 0 ||
@@ -524,6 +550,13 @@ sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
 	ld->left = f->nclients + 1; /* +1: released below */
 	for (size_t i = 0; i < f->nclients; i++) {
 		cfg_client *c = f->clients[i];
+		if (load_stopped(self, ld, f->nclients - i)) {
+			ld->left -= f->nclients - i;
+			while (i < f->nclients) {
+				free(tools[i++]); /* (the clients stay f's) */
+			}
+			break;
+		}
 		f->clients[i] = NULL;
 		if (c->id == NULL ||
 		    start_client(self, sv, c, true, false, tools[i], 0, ld,
@@ -534,7 +567,6 @@ sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
 		free(tools[i]);
 	}
 	free(tools);
-	f->nclients = 0;
 	cfg_file_free(&f);
 	load_step(self, ld);
 }
@@ -729,6 +761,9 @@ sv_on_reload(kn_actor *self, sv_self *sv, kn_msg *msg)
 		entry      *e   = sv_lookup(sv, BY_NAME, cc->name);
 		char        nm[72];
 
+		if (load_stopped(self, ld, f->nclients - i)) {
+			break; /* (the rest stay f's) */
+		}
 		f->clients[i] = NULL;
 		snprintf(nm, sizeof(nm), "%s", cc->name);
 		if (was != NULL && json_equal(was, cc->raw)) {
@@ -742,7 +777,6 @@ sv_on_reload(kn_actor *self, sv_self *sv, kn_msg *msg)
 			json_object_del(now, nm);
 		}
 	}
-	f->nclients = 0;
 	cfg_file_free(&f);
 	json_decref(old);
 	load_step(self, ld);

@@ -29,8 +29,9 @@
 #include "actors/supervisor/supervisor.h"
 #include "codec/strmap.h"
 
-#define SV_ASK_MS  60000 /* a client's answer to a check or lifecycle op */
-#define SV_SYNC_MS 10000 /* the store making a lifecycle op durable */
+#define SV_ASK_MS    60000 /* a client's answer to a check or lifecycle op */
+#define SV_SYNC_MS   10000 /* the store making a lifecycle op durable */
+#define SV_STOP_WAVE 64    /* clients asked to stop at once at the end */
 
 enum { BY_ID, BY_NAME }; /* the entry indexes */
 
@@ -97,6 +98,8 @@ typedef struct load {
 	int             updated; /* reload: clients updated in place */
 	int             removed; /* reload: clients removed */
 	int             failed;  /* reload: clients not applied */
+	size_t          stopped; /* clients not started: the supervisor
+	                          * stopped first (the answer: MK_ECLOSED) */
 } load;
 
 /* registry.c */
