@@ -265,8 +265,9 @@ pg_prepare_all(store *s)
 
 /* ---- values ------------------------------------------------------------- */
 
-/* Opens BYTEA column c of row i (sealed or plain) as text: *out
- * malloc'd, NULL for NULL.  Returns 0, MK_EPROTO or MK_ENOMEM. */
+/* Opens BYTEA column c of row i as text (store_open_value): *out
+ * malloc'd, NULL for NULL.  Returns 0, MK_EINVAL (plain, in a sealed
+ * store), MK_EPROTO or MK_ENOMEM. */
 static int
 column_secret(store *s, const PGresult *r, int i, int c, const char *aad,
               char **out)
@@ -386,7 +387,7 @@ each_client(store *s, PGresult *r, store_client_fn fn, void *arg,
 		store_client_aad(aad, sizeof(aad), id);
 		if ((rv = column_secret(s, r, i, 2, aad, &config)) != 0 ||
 		    config == NULL) {
-			store_client_unopened(s, name);
+			store_client_unopened(s, rv, id, name);
 			(*skipped)++;
 			rv = rv == MK_ENOMEM ? rv : 0;
 			continue;
@@ -459,15 +460,18 @@ pg_bind_row(store *s, store_table t, json_t *row, pgargs *a)
 			rv = pg_arg_secret(s, a, aad, json_string_value(v));
 		} else if (json_is_string(v)) {
 			pg_arg_text(a, json_string_value(v));
-		} else if (json_is_integer(v)) {
+		} else if (json_is_integer(v) &&
+		           (d->sealed & (1u << c)) == 0) {
 			pg_arg_int(a, json_integer_value(v));
 		} else if (v == NULL || json_is_null(v)) {
 			pg_arg_text(a, NULL);
 		} else {
 			rv = store_failf(
-			        s, MK_EINVAL,
-			        "%s.%s: expected a string, an integer or null",
-			        d->name, d->cols[c]);
+			        s, MK_EINVAL, "%s.%s: expected %s", d->name,
+			        d->cols[c],
+			        (d->sealed & (1u << c)) != 0
+			                ? "a string or null (sealed)"
+			                : "a string, an integer or null");
 		}
 	}
 	if (rv != 0) {
@@ -527,7 +531,8 @@ pg_row_del(store *s, store_table t, json_t *key)
 }
 
 /* Row i of r (a table's columns, in order) as a new object; NULL with
- * *bad set when a sealed value does not open. */
+ * *bad set when a sealed column's value is refused (see
+ * store_open_value). */
 static json_t *
 read_row(store *s, store_table t, const PGresult *r, int i, int *bad)
 {
@@ -535,6 +540,7 @@ read_row(store *s, store_table t, const PGresult *r, int i, int *bad)
 	json_t         *row = json_object();
 	char            aad[STORE_ERR_MAX], *text;
 	size_t          at = (size_t)snprintf(aad, sizeof(aad), "%s", d->name);
+	int             rv;
 
 	*bad = 0;
 	for (unsigned k = 0; k < d->nkey && at < sizeof(aad); k++) {
@@ -550,8 +556,10 @@ read_row(store *s, store_table t, const PGresult *r, int i, int *bad)
 			v = json_integer(
 			        strtoll(PQgetvalue(r, i, c), NULL, 10));
 		} else if (PQftype(r, c) == OID_BYTEA) {
-			if (column_secret(s, r, i, c, aad, &text) != 0) {
-				store_unopened(s, d->name, PQgetvalue(r, i, 0),
+			if ((rv = column_secret(s, r, i, c, aad, &text)) !=
+			    0) {
+				store_unopened(s, rv, d->name,
+				               PQgetvalue(r, i, 0),
 				               d->cols[c]);
 				*bad = 1;
 				json_decref(row);

@@ -2,7 +2,8 @@
  * rekey.c - secrets sealed at rest (see store.h: Sealing), for both
  * backends: a value sealed as it is written and opened as it is read,
  * the seal key set up at open, and a store first opened with a key
- * sealed in place (by the backend's seal_all).
+ * sealed in place (by the backend's seal_all); from then on a sealed
+ * column's plain value is refused.
  */
 #include <openssl/rand.h>
 #include <stdio.h>
@@ -38,6 +39,9 @@ store_open_value(store *s, const uint8_t *v, size_t n, const char *aad,
 
 	*out = NULL;
 	if (!seal_is_sealed(v, n)) {
+		if (s->all_sealed) {
+			return (MK_EINVAL); /* the first key sealed them all */
+		}
 		/* plain: written before a key was set */
 		if ((*out = strndup(v != NULL ? (const char *)v : "", n)) ==
 		    NULL) {
@@ -121,7 +125,14 @@ store_key_setup(store *s, bool readonly, const char *secret)
 			        "the encryption key does not match the key its secrets were sealed with"));
 		}
 		free(p);
+		s->all_sealed = true;
 		return (0);
 	}
-	return (readonly ? 0 : seal_store(s));
+	if (readonly) {
+		return (0); /* the writer seals what is there */
+	}
+	if ((rv = seal_store(s)) == 0) {
+		s->all_sealed = true;
+	}
+	return (rv);
 }

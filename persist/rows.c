@@ -104,7 +104,7 @@ sq_clients_each(store *s, store_client_fn fn, void *arg, unsigned *skipped)
 		store_client_aad(aad, sizeof(aad), id);
 		if ((rv = sq_column_secret(s, q, 2, aad, &config)) != 0 ||
 		    config == NULL) {
-			store_client_unopened(s, name);
+			store_client_unopened(s, rv, id, name);
 			(*skipped)++;
 			rv = rv == MK_ENOMEM ? rv : 0;
 			continue;
@@ -156,14 +156,17 @@ sq_row_put(store *s, store_table t, json_t *row)
 				                  json_string_value(v), -1,
 				                  SQLITE_TRANSIENT);
 			}
-		} else if (json_is_integer(v)) {
+		} else if (json_is_integer(v) &&
+		           (d->sealed & (1u << c)) == 0) {
 			sqlite3_bind_int64(q, c + 1, json_integer_value(v));
 		} else if (!json_is_null(v)) {
 			sqlite3_clear_bindings(q);
 			return (store_failf(
-			        s, MK_EINVAL,
-			        "%s.%s: expected a string, an integer or null",
-			        d->name, k));
+			        s, MK_EINVAL, "%s.%s: expected %s", d->name, k,
+			        (d->sealed & (1u << c)) != 0
+			                ? "a string or null (sealed)"
+			                : "a string, an integer or "
+			                  "null"));
 		}
 	}
 	for (c = 0; d->cols[c] != NULL; c++) {
@@ -202,7 +205,8 @@ sq_row_del(store *s, store_table t, json_t *key)
 }
 
 /* Reads the current row of a table's RS_EACH into a new object; NULL
- * with *bad set when a sealed value does not open. */
+ * with *bad set when a sealed column's value is refused (see
+ * store_open_value). */
 static json_t *
 read_row(store *s, store_table t, sqlite3_stmt *q, int *bad)
 {
@@ -220,35 +224,30 @@ read_row(store *s, store_table t, sqlite3_stmt *q, int *bad)
 	for (int c = 0; row != NULL && d->cols[c] != NULL; c++) {
 		json_t *v;
 		char   *text;
+		int     rv;
 
-		switch (sqlite3_column_type(q, c)) {
-		case SQLITE_NULL:
+		if (sqlite3_column_type(q, c) == SQLITE_NULL) {
 			v = json_null();
-			break;
-		case SQLITE_INTEGER:
-			v = json_integer(sqlite3_column_int64(q, c));
-			break;
-		default:
-			if ((d->sealed & (1u << c)) != 0) {
-				if (sq_column_secret(s, q, c, aad, &text) !=
-				    0) {
-					store_unopened(
-					        s, d->name,
-					        (const char *)
-					                sqlite3_column_text(q,
-					                                    0),
-					        d->cols[c]);
-					*bad = 1;
-					json_decref(row);
-					return (NULL);
-				}
-				v = json_string(text != NULL ? text : "");
-				free(text);
-			} else {
-				v = json_string(
+		} else if ((d->sealed & (1u << c)) != 0) {
+			/* whatever its type: a plain integer is plain too */
+			if ((rv = sq_column_secret(s, q, c, aad, &text)) !=
+			    0) {
+				store_unopened(
+				        s, rv, d->name,
 				        (const char *)sqlite3_column_text(q,
-				                                          c));
+				                                          0),
+				        d->cols[c]);
+				*bad = 1;
+				json_decref(row);
+				return (NULL);
 			}
+			v = json_string(text != NULL ? text : "");
+			free(text);
+		} else if (sqlite3_column_type(q, c) == SQLITE_INTEGER) {
+			v = json_integer(sqlite3_column_int64(q, c));
+		} else {
+			v = json_string(
+			        (const char *)sqlite3_column_text(q, c));
 		}
 		json_object_set_new(row, d->cols[c], v);
 	}

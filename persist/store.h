@@ -44,8 +44,14 @@
  * they hold header values and client secrets - tokens, PKCE verifiers,
  * header credentials, OAuth configs) is written AES-256-GCM sealed (see
  * seal.h), bound to its table and primary key.  A store first opened with
- * a key has its plain values sealed in place; a sealed store opened
- * without its key, or with another key, is refused.
+ * a key has its plain values sealed in place, and its seal check written;
+ * a sealed store opened without its key, or with another key, is
+ * refused.  In a sealed store a sealed column's value must be sealed:
+ * a plain one (written around mcpkeep, by SQL or by a node without the
+ * key) is refused where it is read, as one that does not open is - its
+ * row skipped by a walk, MK_EPROTO from a get, store_error naming the
+ * table, the row's key and the column, never the value.  Without a key
+ * every value is read as it is.
  */
 #ifndef PERSIST_STORE_H
 #define PERSIST_STORE_H
@@ -141,8 +147,8 @@ int store_tools_put(store *s, const char *client_id, const char *hash,
 
 /* Called per stored client, in name order; tools and hash may be NULL.
  * A non-zero return stops the walk and is returned.  A row that cannot
- * be read (a sealed config that does not open) is skipped and counted in
- * *skipped, store_error naming it. */
+ * be read (a sealed config that does not open, or a plain one in a sealed
+ * store) is skipped and counted in *skipped, store_error naming it. */
 typedef int (*store_client_fn)(void *arg, const char *id, const char *name,
                                const char *config_json, const char *tools_json,
                                const char *hash);
@@ -152,9 +158,9 @@ int store_clients_each(store *s, store_client_fn fn, void *arg,
 /*
  * store_row_put inserts or replaces one row of table t.  row is a JSON
  * object of column -> string, integer or null; the key columns must be
- * strings; an absent column is written NULL (a put is the whole row).
- * Returns 0, MK_EINVAL (unknown column, wrong type, a constraint) or
- * MK_ESYS.
+ * strings, and a sealed column a string or null; an absent column is
+ * written NULL (a put is the whole row).  Returns 0, MK_EINVAL (unknown
+ * column, wrong type, a constraint) or MK_ESYS.
  */
 int store_row_put(store *s, store_table t, json_t *row);
 
@@ -164,7 +170,8 @@ int store_row_del(store *s, store_table t, json_t *key);
 
 /* store_row_get reads the row whose key columns are in key: *row a new
  * object, or NULL when there is none.  Returns 0, MK_EINVAL, MK_EPROTO
- * (a sealed value does not open), MK_ENOMEM or MK_ESYS. */
+ * (a sealed value does not open, or a plain one in a sealed store),
+ * MK_ENOMEM or MK_ESYS. */
 int store_row_get(store *s, store_table t, json_t *key, json_t **row);
 
 /* Called per row (an object the callee may keep with json_incref); a

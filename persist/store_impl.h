@@ -98,8 +98,11 @@ struct store {
 	const store_ops *ops;        /* the backend */
 	char            *path;       /* the file, or the URL without its
 	                              * password: for messages */
-	char    *url;                /* PostgreSQL: the URL as given */
-	bool     keyed;              /* key holds the seal key */
+	char *url;                   /* PostgreSQL: the URL as given */
+	bool  keyed;                 /* key holds the seal key */
+	bool  all_sealed;            /* keyed, and the seal check is written:
+	                              * every sealed column's value is
+	                              * sealed, a plain one refused */
 	bool     durable;            /* in a FULL-sync tx */
 	seal_key key;                /* when keyed */
 	uint64_t tool_writes;        /* tool lists written */
@@ -153,12 +156,14 @@ const char *store_key_col(store *s, const tabledef *d, json_t *key,
 /* store_client_aad writes the additional data a client's sealed config
  * is bound to (store_row_key is a credential row's). */
 void store_client_aad(char *aad, size_t len, const char *id);
-/* store_unopened and store_client_unopened record that a sealed value
- * does not open (a row of table by its first key, a client by name):
+/* store_unopened and store_client_unopened record why a sealed column's
+ * value was refused - rv, store_open_value's: MK_EINVAL plain in a
+ * sealed store, else it does not open - naming the row (of table by its
+ * first key, a client by id and name) and the column, never the value:
  * return MK_EPROTO. */
-int store_unopened(store *s, const char *table, const char *key,
+int store_unopened(store *s, int rv, const char *table, const char *key,
                    const char *col);
-int store_client_unopened(store *s, const char *name);
+int store_client_unopened(store *s, int rv, const char *id, const char *name);
 
 /* rekey.c */
 /* store_key_setup sets up the seal key at open (store.h: Sealing):
@@ -169,9 +174,12 @@ int store_key_setup(store *s, bool readonly, const char *secret);
  * malloc'd.  Returns 0 or an error recorded in s. */
 int store_seal(store *s, const char *aad, const char *text, uint8_t **out,
                size_t *n);
-/* store_open_value opens a stored value (v, n bytes): a plain one is
- * copied, a sealed one unsealed with aad.  *out malloc'd and
- * NUL-terminated.  Returns 0, MK_EPROTO (does not open) or MK_ENOMEM. */
+/* store_open_value opens a stored value (v, n bytes) of a sealed column:
+ * a sealed one unsealed with aad; a plain one copied, unless the store
+ * is sealed (all_sealed: only a writer without the key, or one around
+ * mcpkeep, wrote it).  *out malloc'd and NUL-terminated.  Returns 0,
+ * MK_EINVAL (plain, in a sealed store), MK_EPROTO (does not open) or
+ * MK_ENOMEM. */
 int store_open_value(store *s, const uint8_t *v, size_t n, const char *aad,
                      char **out);
 
@@ -188,9 +196,9 @@ int sq_connect(store *s, store_mode mode, bool create);
  * to q's slot i. */
 int sq_bind_secret(store *s, sqlite3_stmt *q, int i, const char *aad,
                    const char *text);
-/* sq_column_secret reads column i of q as text, unsealing it: *out
- * malloc'd (NULL for a NULL column).  Returns 0, or MK_EPROTO (does not
- * open) / MK_ENOMEM. */
+/* sq_column_secret reads column i of q as text (store_open_value): *out
+ * malloc'd (NULL for a NULL column).  Returns 0, or MK_EINVAL (plain, in
+ * a sealed store) / MK_EPROTO (does not open) / MK_ENOMEM. */
 int sq_column_secret(store *s, sqlite3_stmt *q, int i, const char *aad,
                      char **out);
 

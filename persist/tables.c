@@ -117,8 +117,15 @@ store_client_aad(char *aad, size_t len, const char *id)
 }
 
 int
-store_unopened(store *s, const char *table, const char *key, const char *col)
+store_unopened(store *s, int rv, const char *table, const char *key,
+               const char *col)
 {
+	if (rv == MK_EINVAL) {
+		return (store_failf(
+		        s, MK_EPROTO,
+		        "%s row %s: %s is not sealed, in a sealed store (written around mcpkeep): refused",
+		        table, key, col));
+	}
 	return (store_failf(
 	        s, MK_EPROTO,
 	        "%s row %s: %s does not open with this key (tampered, or moved from another row)",
@@ -126,8 +133,14 @@ store_unopened(store *s, const char *table, const char *key, const char *col)
 }
 
 int
-store_client_unopened(store *s, const char *name)
+store_client_unopened(store *s, int rv, const char *id, const char *name)
 {
+	if (rv == MK_EINVAL) {
+		return (store_failf(
+		        s, MK_EPROTO,
+		        "mcp_clients row %s (client %s): config is not sealed, in a sealed store (written around mcpkeep): refused",
+		        id, name));
+	}
 	return (store_failf(
 	        s, MK_EPROTO,
 	        "client %s: its stored config does not open with this key (tampered, or moved from another row)",

@@ -6,7 +6,8 @@
  * client a SIGHUP'd config brings to one node is on every node; the
  * nodes' states fold into degraded or unstable with node_states, a node
  * killed drops out within 3 heartbeats; tool lists checked by every node
- * are written once per change.  Lists
+ * are written once per change; a plain client written into the
+ * database is run by no keyed node.  Lists
  * are polled (an HTTP client has no event for another node's change),
  * each wait bounded; the time a change took to reach the other nodes is
  * printed (bench/cluster_bench measures it).
@@ -16,6 +17,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "pgutil.h"
@@ -960,6 +962,57 @@ refresh_store_away(void)
 	peer_stop(&as);
 }
 
+/* A keyed cluster takes no client written around it: a plain stdio
+ * client inserted into the database and told with NOTIFY is listed and
+ * run by no node, and each node's log says why (the clients each node
+ * creates after it reach the other, so both have read it). */
+static void
+forged_row(void)
+{
+	const char *env[] = {"MCPKEEP_ENCRYPTION_KEY=" KEY, NULL};
+	char        ran[256], sql[1024], body[512];
+	struct stat sb;
+
+	pgt_db(&pg, "forged", url, sizeof(url));
+	for (int i = 0; i < 2; i++) {
+		start_node(i, "", env);
+	}
+	snprintf(ran, sizeof(ran), "%s/forged-ran", sv_dir);
+	snprintf(sql, sizeof(sql),
+	         "INSERT INTO mcp_clients (id, name, config, digest, "
+	         "created_at, updated_at) VALUES ('id-evil', 'evil', "
+	         "convert_to('{\"name\": \"evil\", \"connection_type\": "
+	         "\"stdio\", \"stdio_config\": {\"command\": \"touch\", "
+	         "\"args\": [\"%s\"]}}', 'UTF8'), 'x', 0, 0); SELECT "
+	         "pg_notify('mk_clients', '{\"op\": \"put\", \"id\": "
+	         "\"id-evil\", \"node\": \"mallory\"}')",
+	         ran);
+	pgt_sql(url, sql, NULL, 0);
+	for (int i = 0; i < 2; i++) {
+		snprintf(body, sizeof(body),
+		         "{\"name\": \"after_%s\", \"connection_type\": "
+		         "\"http\", \"connection_string\": "
+		         "\"http://127.0.0.1:%d/mcp\"}",
+		         names[i], mcp.port);
+		on(i);
+		expect("POST", "/api/mcp/client", body, NULL, 201, "\"id\"");
+	}
+	wait_listed(1, "after_a", true, now_ms());
+	wait_listed(0, "after_b", true, now_ms());
+	for (int i = 0; i < 2; i++) {
+		on(i);
+		CHECK(!listed("evil"));
+	}
+	CHECK(stat(ran, &sb) != 0);
+	for (int i = 0; i < 2; i++) {
+		peer_stop(&node[i]);
+		CHECK(peer_said(
+		        &node[i],
+		        "mcp_clients row id-evil (client evil): config "
+		        "is not sealed"));
+	}
+}
+
 /* A flow started on a, its callback on b: authorized on every node; the
  * callback again, on any node, is refused (single use, cluster-wide). */
 static void
@@ -1098,6 +1151,7 @@ main(int argc, char **argv)
 	RUN_IF(refresh_killed);
 	RUN_IF(refresh_retried);
 	RUN_IF(refresh_store_away);
+	RUN_IF(forged_row);
 	pgt_stop(&pg);
 	sv_end(&mcp);
 	return (0);

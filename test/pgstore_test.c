@@ -5,7 +5,8 @@
  * nodes' handles on one database (one tool-list write between them,
  * nodes migrating and setting up the key at once), a newer schema
  * refused, the server restarted and stopped under an open handle, the
- * URL's password never shown, and the cluster actor's first resync.
+ * URL's password never shown, the cluster actor's first resync, and
+ * a plain value written into a keyed database refused.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -966,6 +967,156 @@ refused_write(void)
 	kn_stream_close(&stream);
 }
 
+/* Waits (15 s at most) until y got what. */
+static void
+got_wait(synced *y, const char *what)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 15;
+	pthread_mutex_lock(&y->mtx);
+	while (strstr(y->got, what) == NULL) {
+		CHECK(pthread_cond_timedwait(&y->cv, &y->mtx, &until) == 0);
+	}
+	pthread_mutex_unlock(&y->mtx);
+}
+
+/* A stdio client written around the nodes (plain, as an unkeyed node
+ * would write it), told to them. */
+#define FORGED_CLIENT                                                         \
+	"INSERT INTO mcp_clients (id, name, config, digest, created_at, "     \
+	"updated_at) VALUES ('id-evil', 'evil', convert_to('{\"name\": "      \
+	"\"evil\", \"connection_type\": \"stdio\", \"stdio_config\": "        \
+	"{\"command\": \"touch\", \"args\": [\"/tmp/mk-forged\"]}}', "        \
+	"'UTF8'), 'x', 0, 0); SELECT pg_notify('mk_clients', '{\"op\": "      \
+	"\"put\", \"id\": \"id-evil\", \"node\": \"mallory\"}')"
+
+/* A keyed store takes only what it sealed: a plain client, token or
+ * OAuth config written into the database is refused where it is read -
+ * told, at a resync, by key, in a walk - naming its table, key and
+ * column, never its value; the cluster actor hands none of it over. */
+static void
+forged(void)
+{
+	char       url[160], out[64];
+	store     *s;
+	kn_kernel *k;
+	kn_actor  *sv, *cr, *cs;
+	json_t    *key, *row = NULL, *rows = json_array();
+	unsigned   skipped = 0;
+	int        fd, n = 0;
+	bool       resync;
+	synced     y = {.mtx = PTHREAD_MUTEX_INITIALIZER,
+	                .cv  = PTHREAD_COND_INITIALIZER},
+	       c     = {.mtx = PTHREAD_MUTEX_INITIALIZER,
+	                .cv  = PTHREAD_COND_INITIALIZER};
+
+	pgt_db(&pg, "forged", url, sizeof(url));
+	s = open_key(url, KEY1);
+	CHECK_EQ(store_client_put(s, "id-kept", "kept", "{\"v\":1}"), 0);
+	store_close(&s);
+	/* the cluster actor of node c, listening */
+	CHECK_EQ(kn_kernel_open(&k, 0), 0);
+	CHECK_EQ(kn_spawn(k, "supervisor", &sy_ops, &y, &sv), 0);
+	CHECK_EQ(kn_spawn(k, CREDENTIAL_NAME, &sy_ops, &c, &cr), 0);
+	cluster_args ca = {.url        = url,
+	                   .secret     = KEY1,
+	                   .node_id    = "node-c",
+	                   .supervisor = sv,
+	                   .restored   = "[]"};
+	CHECK_EQ(kn_spawn(k, CLUSTER_NAME, &cluster_ops, &ca, &cs), 0);
+	resyncs_wait(&c, 1);
+	got_wait(&y, "id-kept=");
+	/* a plain client, told: node b reads it and refuses it, naming its
+	 * row and column, never its value */
+	s = open_key(url, KEY1);
+	CHECK_EQ(store_set_node(s, "node-b"), 0);
+	CHECK_EQ(store_listen(s, &fd), 0);
+	pgt_sql(url, FORGED_CLIENT, NULL, 0);
+	wait_told(s, &fd, "put id-evil", &resync);
+	CHECK_EQ(store_client_get(s, "id-evil", count_client, &n), MK_EPROTO);
+	CHECK_EQ(n, 0);
+	CHECK(strstr(error_of(s),
+	             "mcp_clients row id-evil (client evil): "
+	             "config is not sealed") != NULL);
+	CHECK(strstr(error_of(s), "touch") == NULL);
+	CHECK_EQ(store_clients_each(s, count_client, &n, &skipped), 0);
+	CHECK_EQ(n, 1); /* kept */
+	CHECK_EQ(skipped, 1);
+	/* node c's cluster actor hands over a client written after it, not
+	 * it: neither when told nor at a resync */
+	CHECK_EQ(store_client_put(s, "id-late", "late", "{\"v\":2}"), 0);
+	got_wait(&y, "id-late=");
+	store_close(&s);
+	pgt_sql(url,
+	        "SELECT count(pg_terminate_backend(pid)) FROM "
+	        "pg_stat_activity WHERE datname = current_database() AND "
+	        "application_name = 'mcpkeep'",
+	        out, sizeof(out));
+	CHECK(strcmp(out, "1") == 0);
+	resyncs_wait(&c, 2);
+	kn_actor_destroy(&cs);
+	kn_actor_destroy(&cr);
+	kn_actor_destroy(&sv);
+	kn_kernel_close(&k);
+	CHECK(strstr(y.got, "evil") == NULL);
+	/* a plain token and a plain OAuth config: refused by key and in a
+	 * walk */
+	pgt_sql(url,
+	        "INSERT INTO oauth_tokens (client_id, mode, identity, "
+	        "access_token, status, updated_at) VALUES ('id-kept', "
+	        "'shared', '', 'forged-AT'::bytea, 'active', 0); INSERT INTO "
+	        "oauth_configs (id, client_id, config, updated_at) VALUES "
+	        "('id-kept', 'id-kept', convert_to('{\"token_endpoint\": "
+	        "\"http://mallory/token\"}', 'UTF8'), 0)",
+	        NULL, 0);
+	s   = open_key(url, KEY1);
+	key = json_pack("{s:s, s:s, s:s}", "client_id", "id-kept", "mode",
+	                "shared", "identity", "");
+	CHECK_EQ(store_row_get(s, STORE_OAUTH_TOKENS, key, &row), MK_EPROTO);
+	CHECK(row == NULL);
+	CHECK(strstr(error_of(s),
+	             "oauth_tokens row id-kept: access_token is not sealed") !=
+	      NULL);
+	CHECK(strstr(error_of(s), "forged-AT") == NULL);
+	json_decref(key);
+	CHECK_EQ(
+	        store_rows_each(s, STORE_OAUTH_TOKENS, gather, rows, &skipped),
+	        0);
+	CHECK_EQ(json_array_size(rows), 0);
+	CHECK_EQ(skipped, 1);
+	key = json_pack("{s:s}", "id", "id-kept");
+	CHECK_EQ(store_row_get(s, STORE_OAUTH_CONFIGS, key, &row), MK_EPROTO);
+	CHECK(row == NULL);
+	CHECK(strstr(error_of(s),
+	             "oauth_configs row id-kept: config is not sealed") !=
+	      NULL);
+	CHECK(strstr(error_of(s), "mallory") == NULL);
+	json_decref(key);
+	CHECK_EQ(store_rows_each(s, STORE_OAUTH_CONFIGS, gather, rows,
+	                         &skipped),
+	         0);
+	CHECK_EQ(json_array_size(rows), 0);
+	CHECK_EQ(skipped, 1);
+	json_decref(rows);
+	/* a node's boot read (a fresh open) refuses the client as well */
+	n = 0;
+	CHECK_EQ(store_clients_each(s, count_client, &n, &skipped), 0);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(skipped, 1);
+	/* nor does it write one: a sealed column takes a string or null */
+	row = json_pack("{s:s, s:s, s:s, s:I, s:s}", "client_id", "id-kept",
+	                "mode", "user", "identity", "x", "access_token",
+	                (json_int_t)42, "status", "active");
+	CHECK_EQ(store_row_put(s, STORE_OAUTH_TOKENS, row), MK_EINVAL);
+	CHECK(strstr(error_of(s),
+	             "oauth_tokens.access_token: expected a "
+	             "string or null (sealed)") != NULL);
+	json_decref(row);
+	store_close(&s);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -980,6 +1131,7 @@ main(int argc, char **argv)
 	RUN_IF(boot_gap);
 	RUN_IF(listen_gap);
 	RUN_IF(refused_write);
+	RUN_IF(forged);
 	pgt_stop(&pg);
 	return (0);
 }

@@ -4,7 +4,8 @@
  * not-a-database, clients and the tool-list hash gate, credential rows,
  * and secrets sealed at rest (AES-256-GCM): unreadable in the file, a
  * round trip with the key, refused without it or with another, a plain
- * store sealed in place, a value moved to another row refused.
+ * store sealed in place, a value moved to another row refused, a plain
+ * value written into a keyed store refused.
  */
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -542,6 +543,91 @@ plain_then_sealed(void)
 	store_close(&s);
 }
 
+/* A keyed store takes only what it sealed: a plain client, token or OAuth
+ * config written into the file is refused (the walk skips it, a get says
+ * MK_EPROTO), naming its table, key and column, never its value; what
+ * was plain before the first key was sealed then, and reads. */
+static void
+forged(void)
+{
+	const char *p = fresh("forged.db");
+	store      *s = open_key(p, NULL);
+	json_t     *key, *row = NULL, *rows = json_array();
+	unsigned    skipped = 0;
+	int         n       = 0;
+
+	write_secrets(s);
+	store_close(&s);
+	s = open_key(p, KEY1); /* the first key: sealed in place */
+	read_secrets(s);
+	store_close(&s);
+	exec_sql(
+	        p,
+	        "INSERT INTO mcp_clients (id, name, config, created_at, "
+	        "updated_at) VALUES ('id-evil', 'evil', '{\"name\": \"evil\", "
+	        "\"connection_type\": \"stdio\", \"stdio_config\": "
+	        "{\"command\": \"touch\", \"args\": [\"/tmp/mk-forged\"]}}', "
+	        "0, 0); INSERT INTO "
+	        "oauth_tokens (client_id, mode, identity, access_token, "
+	        "status, updated_at) VALUES ('c1', 'shared', '', "
+	        "'forged-AT', 'active', 0); INSERT INTO oauth_configs (id, "
+	        "client_id, config, updated_at) VALUES ('c1', 'c1', "
+	        "'{\"token_endpoint\": \"http://mallory/token\"}', 0)");
+	s = open_key(p, KEY1);
+	CHECK_EQ(store_clients_each(s, count_client, &n, &skipped), 0);
+	CHECK_EQ(n, 1); /* c1 */
+	CHECK_EQ(skipped, 1);
+	CHECK(strstr(store_error(s),
+	             "mcp_clients row id-evil (client evil): "
+	             "config is not sealed") != NULL);
+	CHECK(strstr(store_error(s), "touch") == NULL);
+	key = json_pack("{s:s, s:s, s:s}", "client_id", "c1", "mode", "shared",
+	                "identity", "");
+	CHECK_EQ(store_row_get(s, STORE_OAUTH_TOKENS, key, &row), MK_EPROTO);
+	CHECK(row == NULL);
+	CHECK(strstr(store_error(s),
+	             "oauth_tokens row c1: access_token is not sealed") !=
+	      NULL);
+	CHECK(strstr(store_error(s), "forged-AT") == NULL);
+	json_decref(key);
+	skipped = 0;
+	CHECK_EQ(
+	        store_rows_each(s, STORE_OAUTH_TOKENS, gather, rows, &skipped),
+	        0);
+	CHECK_EQ(json_array_size(rows), 1); /* alice's, sealed */
+	CHECK_EQ(skipped, 1);
+	key = json_pack("{s:s}", "id", "c1");
+	CHECK_EQ(store_row_get(s, STORE_OAUTH_CONFIGS, key, &row), MK_EPROTO);
+	CHECK(row == NULL);
+	CHECK(strstr(store_error(s),
+	             "oauth_configs row c1: config is not sealed") != NULL);
+	CHECK(strstr(store_error(s), "mallory") == NULL);
+	json_decref(key);
+	json_decref(rows);
+	/* nor does it write one: a sealed column takes a string or null */
+	row = json_pack("{s:s, s:s, s:s, s:I, s:s}", "client_id", "c1", "mode",
+	                "shared", "identity", "", "access_token",
+	                (json_int_t)42, "status", "active");
+	CHECK_EQ(store_row_put(s, STORE_OAUTH_TOKENS, row), MK_EINVAL);
+	CHECK(strstr(store_error(s),
+	             "oauth_tokens.access_token: expected a "
+	             "string or null (sealed)") != NULL);
+	json_decref(row);
+	store_close(&s);
+	/* without a key, plain values are what a store holds */
+	s = open_key(fresh("unkeyed.db"), NULL);
+	store_close(&s);
+	exec_sql(
+	        fresh("unkeyed.db"),
+	        "INSERT INTO mcp_clients (id, name, config, created_at, "
+	        "updated_at) VALUES ('id-p', 'p', '{\"name\": \"p\"}', 0, 0)");
+	s = open_key(fresh("unkeyed.db"), NULL);
+	n = 0;
+	CHECK_EQ(store_clients_each(s, count_client, &n, &skipped), 0);
+	CHECK_EQ(n, 1);
+	store_close(&s);
+}
+
 static void
 sealing(void)
 {
@@ -595,6 +681,7 @@ main(void)
 	RUN(credential_rows);
 	RUN(encryption);
 	RUN(plain_then_sealed);
+	RUN(forged);
 	RUN(sealing);
 	/* leave nothing behind */
 	char cmd[300];
