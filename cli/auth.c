@@ -234,6 +234,22 @@ http_caller(req *r, keyset **ks)
 	return (false);
 }
 
+bool
+keys_grants(const unsigned char hash[32], const json_t *clients)
+{
+	bool held = false;
+
+	pthread_mutex_lock(&D.mtx);
+	for (size_t i = 0; A.keys != NULL && i < A.keys->n; i++) {
+		if (CRYPTO_memcmp(hash, A.keys->keys[i].hash, 32) == 0) {
+			held = json_equal((json_t *)clients,
+			                  A.keys->keys[i].clients);
+		}
+	}
+	pthread_mutex_unlock(&D.mtx);
+	return (held);
+}
+
 int
 keys_ensure(char *err, size_t errlen)
 {

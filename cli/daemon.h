@@ -32,8 +32,16 @@
 /* Work waits in lanes, each with its own workers and budget, so that
  * none starves another: the admin API (a reconnect can block for a
  * whole connect, 30 s), the data plane (tool calls and a caller's own
- * credential flows: key holders), and the operator's probes. */
-enum { LANE_ADMIN, LANE_DATA, LANE_PROBE, LANES, LANE_INLINE = -1 };
+ * credential flows: key holders), the operator's probes, and the OAuth
+ * callback (anyone's: its state is the credential). */
+enum {
+	LANE_ADMIN,    /* the admin API */
+	LANE_DATA,     /* tool calls, a caller's own credential flows */
+	LANE_PROBE,    /* /readyz, /metrics, the client metadata */
+	LANE_CALLBACK, /* the anonymous OAuth callback */
+	LANES,
+	LANE_INLINE = -1
+};
 
 /* Who may call a route. */
 typedef enum auth {
@@ -190,6 +198,9 @@ void keys_release(keyset *ks);
  * thread, at http_start and http_stop. */
 int  keys_ensure(char *err, size_t errlen);
 void keys_stop(void);
+/* keys_grants: the keys in use hold the key of digest hash, with
+ * clients as its grants.  Takes D.mtx briefly; any thread. */
+bool keys_grants(const unsigned char hash[32], const json_t *clients);
 /* http_caller decides who calls r (the admin token, a virtual key, or
  * nobody), as r's route allows: false when it answered r (refused).
  * *ks holds the key set r->key lives in (keys_release).  Takes D.mtx
@@ -260,6 +271,12 @@ int  events_start(const char *stream_url);
 void events_stop(void);
 void events_open(req *r, const char *id, json_t *body);
 void events_close(req *r); /* r ended: its subscriber goes */
+/* events_revoke ends the streams whose credential a reload rotated out:
+ * the admin's when admin (its token changed), and each key's that the
+ * keys in use no longer hold with the same clients; returns how many.
+ * Never blocks (takes the events' lock, then D.mtx); the main thread,
+ * after keys_set. */
+int events_revoke(bool admin);
 
 /* The seven states a client can be in (mk_state_name). */
 #define NSTATES 7

@@ -9,10 +9,16 @@
  * libmicrohttpd's content reader, which hands out what is buffered and
  * suspends its connection while nothing is (an event resumes it).  A
  * subscriber that falls SUB_BUF_MAX behind is ended (it reconnects and
- * reads the list again), at most SUBS_MAX are open, and a comment every
- * KEEPALIVE_MS keeps proxies from closing an idle one and finds dead
- * ones.  A virtual key's subscriber sees its clients' events only; the
- * store's events go to the admin only.
+ * reads the list again), and a comment every KEEPALIVE_MS keeps proxies
+ * from closing an idle one and finds dead ones.  Streams have budgets
+ * by who opened them, as requests have lanes, so that no key locks the
+ * admin's page out: SUBS_ADMIN_MAX the admin's, SUBS_KEYS_MAX the
+ * virtual keys' in all and SUBS_KEY_MAX one key's (503 past them).  A
+ * virtual key's subscriber sees its clients' state and tools events
+ * only; the store's events and the servers' requests (input: an
+ * elicitation's message) go to the admin only.  A reload that rotates
+ * the admin token ends the admin's streams; one that drops a key or
+ * changes its clients ends that key's (events_revoke).
  *
  * Events:  event: state | tools | store, data: one JSON object
  *   state  client_id, name, state, old_state, last_failure (null or
@@ -32,9 +38,11 @@
 
 #include "cli/daemon.h"
 
-#define SUBS_MAX     256
-#define SUB_BUF_MAX  (256 * 1024)
-#define KEEPALIVE_MS 15000
+#define SUBS_ADMIN_MAX 64  /* the admin's streams */
+#define SUBS_KEYS_MAX  256 /* the virtual keys' streams, in all */
+#define SUBS_KEY_MAX   64  /* one key's */
+#define SUB_BUF_MAX    (256 * 1024)
+#define KEEPALIVE_MS   15000
 
 struct sub {
 	struct MHD_Connection *conn;
@@ -43,13 +51,14 @@ struct sub {
 	bool                   suspended; /* waiting for an event */
 	bool                   ended;     /* the reader ends the stream */
 	json_t                *clients;   /* a key's grants; NULL: all */
+	unsigned char          key[32];   /* the key's digest (clients) */
 	struct sub            *next;
 };
 
 static struct {
 	pthread_mutex_t mtx;
 	struct sub     *subs;
-	int             n;
+	int             n[2]; /* open: the admin's, the keys' */
 	nng_socket      sock;
 	pthread_t       thr;
 	bool            running;
@@ -113,9 +122,11 @@ reader(void *cls, uint64_t pos, char *out, size_t max)
 }
 
 /* The event of a stream message as "event: ...\ndata: {...}\n\n"
- * (malloc'd), its client's name in *name; NULL when not one. */
+ * (malloc'd), its client's name in *name, whether only the admin sees it
+ * in *admin_only; NULL when not one. */
 static char *
-event_text(const void *msg, size_t len, char *name, size_t nlen)
+event_text(const void *msg, size_t len, char *name, size_t nlen,
+           bool *admin_only)
 {
 	mk_event e = MK_EVENT_INIT;
 	json_t  *j;
@@ -124,6 +135,10 @@ event_text(const void *msg, size_t len, char *name, size_t nlen)
 	if (mk_event_parse(msg, len, &e) != 0) {
 		return (NULL);
 	}
+	/* a server's request (an elicitation's message) and the store's
+	 * health are the admin's */
+	*admin_only =
+	        strcmp(e.topic, "state") != 0 && strcmp(e.topic, "tools") != 0;
 	if (strcmp(e.topic, "state") == 0) {
 		j = json_pack(
 		        "{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:s, s:s, s:s}",
@@ -163,13 +178,13 @@ event_text(const void *msg, size_t len, char *name, size_t nlen)
 }
 
 static bool
-sees(const struct sub *s, const char *client)
+sees(const struct sub *s, const char *client, bool admin_only)
 {
 	if (s->clients == NULL) {
 		return (true);
 	}
-	if (*client == '\0') {
-		return (false); /* (the store's: the admin's) */
+	if (admin_only || *client == '\0') {
+		return (false);
 	}
 	return (json_object_get(s->clients, client) != NULL ||
 	        json_object_get(s->clients, "*") != NULL);
@@ -195,8 +210,9 @@ events_main(void *arg)
 			return (NULL); /* (closed: stopping) */
 		}
 		char  name[72];
+		bool  admin_only = true;
 		char *text = event_text(nng_msg_body(msg), nng_msg_len(msg),
-		                        name, sizeof(name));
+		                        name, sizeof(name), &admin_only);
 		nng_msg_free(msg);
 		if (text == NULL) {
 			continue;
@@ -204,7 +220,7 @@ events_main(void *arg)
 		size_t n = strlen(text);
 		pthread_mutex_lock(&E.mtx);
 		for (struct sub *s = E.subs; s != NULL; s = s->next) {
-			if (sees(s, name)) {
+			if (sees(s, name, admin_only)) {
 				push(s, text, n);
 			}
 		}
@@ -230,6 +246,17 @@ events_start(const char *url)
 	return (0);
 }
 
+/* Ends s (its reader sees the end once its buffer is out).  E.mtx. */
+static void
+end(struct sub *s)
+{
+	s->ended = true;
+	if (s->suspended) {
+		s->suspended = false;
+		MHD_resume_connection(s->conn);
+	}
+}
+
 /* Ends every stream (each reader sees the end) and the thread. */
 void
 events_stop(void)
@@ -241,13 +268,64 @@ events_stop(void)
 	}
 	pthread_mutex_lock(&E.mtx);
 	for (struct sub *s = E.subs; s != NULL; s = s->next) {
-		s->ended = true;
-		if (s->suspended) {
-			s->suspended = false;
-			MHD_resume_connection(s->conn);
+		end(s);
+	}
+	pthread_mutex_unlock(&E.mtx);
+}
+
+int
+events_revoke(bool admin)
+{
+	int ended = 0;
+
+	pthread_mutex_lock(&E.mtx);
+	for (struct sub *s = E.subs; s != NULL; s = s->next) {
+		if (!s->ended &&
+		    (s->clients == NULL ? admin
+		                        : !keys_grants(s->key, s->clients))) {
+			end(s);
+			ended++;
 		}
 	}
 	pthread_mutex_unlock(&E.mtx);
+	return (ended);
+}
+
+/* Why r may not open one more stream (its budget is spent), or NULL;
+ * why is its buffer.  E.mtx. */
+static const char *
+over_budget(const req *r, char *why, size_t len)
+{
+	int mine = 0;
+
+	if (r->key == NULL) {
+		if (E.n[0] < SUBS_ADMIN_MAX) {
+			return (NULL);
+		}
+		snprintf(why, len,
+		         "too many event streams are open for the admin (%d)",
+		         SUBS_ADMIN_MAX);
+		return (why);
+	}
+	for (struct sub *s = E.subs; s != NULL; s = s->next) {
+		mine += s->clients != NULL &&
+		        memcmp(s->key, r->key->hash, sizeof(s->key)) == 0;
+	}
+	if (mine >= SUBS_KEY_MAX) {
+		snprintf(
+		        why, len,
+		        "too many event streams are open for virtual key \"%.64s\" (%d)",
+		        r->key->name, SUBS_KEY_MAX);
+		return (why);
+	}
+	if (E.n[1] >= SUBS_KEYS_MAX) {
+		snprintf(
+		        why, len,
+		        "too many event streams are open for virtual keys (%d)",
+		        SUBS_KEYS_MAX);
+		return (why);
+	}
+	return (NULL);
 }
 
 void
@@ -256,22 +334,30 @@ events_open(req *r, const char *id, json_t *body)
 	struct sub          *s = calloc(1, sizeof(*s));
 	struct MHD_Response *res;
 	static const char    hello[] = "event: hello\ndata: {}\n\n";
+	char                 why[160];
+	const char          *full;
 
 	pthread_mutex_lock(&E.mtx);
-	bool full = E.n >= SUBS_MAX || !E.running;
-	if (!full && s != NULL) {
-		E.n++;
-		s->conn    = r->conn;
-		s->clients = r->key != NULL ? json_deep_copy(r->key->clients)
-		                            : NULL;
-		s->next    = E.subs;
-		E.subs     = s;
+	full = !E.running ? "the daemon is stopping"
+	                  : over_budget(r, why, sizeof(why));
+	if (full == NULL && s != NULL) {
+		E.n[r->key != NULL]++;
+		s->conn = r->conn;
+		if (r->key != NULL) {
+			/* (never NULL: that would be the admin's) */
+			s->clients = json_deep_copy(r->key->clients);
+			s->clients = s->clients != NULL ? s->clients
+			                                : json_object();
+			memcpy(s->key, r->key->hash, sizeof(s->key));
+		}
+		s->next = E.subs;
+		E.subs  = s;
 		push(s, hello, sizeof(hello) - 1);
 	}
 	pthread_mutex_unlock(&E.mtx);
-	if (full || s == NULL) {
+	if (full != NULL || s == NULL) {
 		free(s);
-		answer_error(r, 503, "too many event streams are open");
+		answer_error(r, 503, full != NULL ? full : "out of memory");
 		return;
 	}
 	r->sub = s;
@@ -304,7 +390,7 @@ events_close(req *r)
 	for (pp = &E.subs; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == s) {
 			*pp = s->next;
-			E.n--;
+			E.n[s->clients != NULL]--;
 			break;
 		}
 	}

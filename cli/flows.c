@@ -112,9 +112,10 @@ route_oauth_callback(req *r, const char *id, json_t *body)
 void
 route_submit_headers(req *r, const char *id, json_t *body)
 {
-	char *sid  = mk_query_param(r->query, "session_id");
-	char *text = headers_text(body), *err = NULL;
-	int   rc;
+	char       *sid  = mk_query_param(r->query, "session_id");
+	char       *text = headers_text(body), *err = NULL;
+	const char *mode, *who                      = route_identity(r, &mode);
+	int         rc;
 
 	if (sid == NULL || text == NULL) {
 		free(sid);
@@ -129,7 +130,14 @@ route_submit_headers(req *r, const char *id, json_t *body)
 		mk_free_secret(text);
 		return;
 	}
-	rc = mk_user_headers_submit(D.rt, sid, text, &err);
+	/* the session is its caller's: the client and the identity of the
+	 * call that was told it (another's: 404) */
+	rc = mode != NULL
+	        ? mk_user_headers_submit(D.rt, id, mode, who, sid, text, &err)
+	        : MK_ENOENT;
+	if (rc == MK_ENOENT && err == NULL) {
+		err = strdup("no such header session for this caller");
+	}
 	mk_free_secret(text);
 	free(sid);
 	answer_api(r, rc, err, 200, NULL);

@@ -25,9 +25,9 @@
  *              virtual key, or nobody), 401 / 403;
  *   the size   a Content-Length over BODY_MAX is 413 at once; a chunked
  *              body is read up to BODY_MAX and dropped past it (413);
- *   a budget   each lane has its own (admin API, data plane, probes):
- *              503 with Retry-After past it, so that no caller of one
- *              lane can lock another out.
+ *   a budget   each lane has its own (admin API, data plane, probes,
+ *              the OAuth callback): 503 with Retry-After past it, so
+ *              that no caller of one lane can lock another out.
  * What libmicrohttpd refuses itself - a malformed request line, header
  * or chunk framing, headers or a chunk line past the memory pool - it
  * answers with its own HTML page: 0.9.75 has no hook for those bodies.
@@ -113,8 +113,9 @@ http_stats(uint64_t *requests, int *inflight, uint64_t *busy)
 {
 	pthread_mutex_lock(&D.mtx);
 	*requests = H.requests;
-	*inflight = H.lanes[LANE_ADMIN].n + H.lanes[LANE_DATA].n;
-	*busy     = H.busy;
+	*inflight = H.lanes[LANE_ADMIN].n + H.lanes[LANE_DATA].n +
+	        H.lanes[LANE_CALLBACK].n;
+	*busy = H.busy;
 	pthread_mutex_unlock(&D.mtx);
 }
 

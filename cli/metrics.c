@@ -179,7 +179,7 @@ metrics(req *r, const char *id, json_t *body)
 	        "mcpkeep_store_tool_writes_total %llu\n"
 	        "# TYPE mcpkeep_http_requests_total counter\n"
 	        "mcpkeep_http_requests_total %llu\n"
-	        "# HELP mcpkeep_http_requests_in_flight admin and data-plane requests in the works (not the probes)\n"
+	        "# HELP mcpkeep_http_requests_in_flight admin, data-plane and OAuth callback requests in the works (not the probes)\n"
 	        "# TYPE mcpkeep_http_requests_in_flight gauge\n"
 	        "mcpkeep_http_requests_in_flight %d\n"
 	        "# TYPE mcpkeep_http_requests_busy_total counter\n"

@@ -26,7 +26,7 @@ static const route routes[] = {
         {"GET", "/readyz", LANE_PROBE, AUTH_OPEN, route_readyz},
         {"GET", "/metrics", LANE_PROBE, AUTH_METRICS, metrics},
         {"GET", "/api/events", LANE_INLINE, AUTH_READ, events_open},
-        {"GET", "/api/oauth/callback", LANE_ADMIN, AUTH_OPEN,
+        {"GET", "/api/oauth/callback", LANE_CALLBACK, AUTH_OPEN,
          route_oauth_callback},
         {"GET", "/api/mcp/clients", LANE_ADMIN, AUTH_READ, route_clients_list},
         {"POST", "/api/mcp/client", LANE_ADMIN, AUTH_ADMIN,

@@ -35,6 +35,7 @@
 #define REQUESTS_MAX   4096  /* default --max-requests (the data plane) */
 #define ADMIN_MAX      256   /* admin requests in the works */
 #define PROBES_MAX     64    /* probes in the works */
+#define CALLBACKS_MAX  64    /* OAuth callbacks in the works */
 #define CONNS_MAX      2048  /* default --max-connections */
 #define CONNS_IP_MAX   256   /* default --max-connections-per-ip */
 #define IDLE_S         30    /* default --idle-timeout */
@@ -57,8 +58,8 @@ static const char serve_usage[] =
         "  --max-requests N\n"
         "                  tool calls in the works at once (default 4096);\n"
         "                  more are answered 503 with Retry-After: 1 (the\n"
-        "                  admin API and the probes have budgets of their\n"
-        "                  own)\n"
+        "                  admin API, the probes and the OAuth callback\n"
+        "                  have budgets of their own)\n"
         "  --max-connections N         connections at once (default 2048)\n"
         "  --max-connections-per-ip N  ... from one address (default 256);\n"
         "                  past either, a few spare ones serve the admin\n"
@@ -252,6 +253,13 @@ reload(const char *path, char **text)
 	if (keys_from(ntext, ferr, sizeof(ferr)) != 0) {
 		mk_log(MK_LOG_ERROR, "serve", "reload: virtual keys: %s",
 		       ferr);
+	}
+	/* a stream lasts no longer than its credential */
+	int ended = events_revoke(rotated);
+	if (ended > 0) {
+		mk_log(MK_LOG_INFO, "serve",
+		       "reload: %d event streams ended: their admin token or virtual key was rotated or changed",
+		       ended);
 	}
 	free(*text);
 	*text = ntext;
@@ -539,15 +547,16 @@ cmd_serve(int argc, char **argv)
 	mk_log_level level    = MK_LOG_INFO;
 	int          json_log = 0;
 	json_t      *sa = NULL, *oa = NULL; /* kept while serving */
-	http_opts    ho = {.max      = {ADMIN_MAX, REQUESTS_MAX, PROBES_MAX},
-	                   .conns    = CONNS_MAX,
-	                   .conns_ip = CONNS_IP_MAX,
-	                   .idle_s   = IDLE_S,
-	                   .header_s = HEADER_S,
-	                   .body_s   = BODY_S};
-	sigset_t     set;
-	int          rv, sig, code = 1;
-	bool         http_up = false;
+	http_opts    ho = {
+	           .max = {ADMIN_MAX, REQUESTS_MAX, PROBES_MAX, CALLBACKS_MAX},
+	           .conns    = CONNS_MAX,
+	           .conns_ip = CONNS_IP_MAX,
+	           .idle_s   = IDLE_S,
+	           .header_s = HEADER_S,
+	           .body_s   = BODY_S};
+	sigset_t set;
+	int      rv, sig, code = 1;
+	bool     http_up = false;
 
 	for (int i = 0; i < argc; i++) {
 		if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {

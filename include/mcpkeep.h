@@ -445,7 +445,11 @@ MK_API int mk_user_oauth_start(mk_runtime *rt, const char *client,
  *             token, exchanged now and retained (re-exchanged as needed)
  *             for discovery
  *   mk_user_headers_submit     a caller's own header values, for the
- *             session_id its mcp_auth_required named
+ *             session_id its mcp_auth_required named: client (id or name),
+ *             mode ("user", "vk", "session") and identity must be the ones
+ *             of the call that was told it, else MK_ENOENT ("no such
+ *             header session for this caller") and the session stays its
+ *             caller's
  * A per_user_oauth caller completes the authorize_url of its
  * mcp_auth_required with mk_oauth_complete, like the admin's bootstrap
  * (mk_client_initiate_verification).
@@ -457,7 +461,9 @@ MK_API int mk_client_verify_headers(mk_runtime *rt, const char *client,
                                     const char *headers_json, char **err);
 MK_API int mk_client_verify_exchange(mk_runtime *rt, const char *client,
                                      const char *subject_token, char **err);
-MK_API int mk_user_headers_submit(mk_runtime *rt, const char *session_id,
+MK_API int mk_user_headers_submit(mk_runtime *rt, const char *client,
+                                  const char *mode, const char *identity,
+                                  const char *session_id,
                                   const char *headers_json, char **err);
 
 /*

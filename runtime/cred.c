@@ -215,14 +215,19 @@ mk_client_verify_exchange(mk_runtime *rt, const char *client,
 }
 
 int
-mk_user_headers_submit(mk_runtime *rt, const char *session_id,
+mk_user_headers_submit(mk_runtime *rt, const char *client, const char *mode,
+                       const char *identity, const char *session_id,
                        const char *headers_json, char **err)
 {
 	cr_submit_headers_msg m = {.session_id = (char *)session_id,
-	                           .headers    = (char *)headers_json};
+	                           .headers    = (char *)headers_json,
+	                           .client     = (char *)client,
+	                           .mode       = (char *)mode,
+	                           .identity   = (char *)identity};
 
 	return (cr_void(rt, MSG_CR_SUBMIT_HEADERS,
-	                session_id != NULL && headers_json != NULL,
+	                client != NULL && mode != NULL && identity != NULL &&
+	                        session_id != NULL && headers_json != NULL,
 	                CODEC_OF(cr_submit_headers_msg, &m), err));
 }
 

@@ -560,7 +560,7 @@ header_flow_bound(void)
 	/* the restored one still takes its caller's values */
 	char sid[40];
 	snprintf(sid, sizeof(sid), "%.*s", (int)strlen(keep) - 2, keep + 1);
-	CHECK_EQ(mk_user_headers_submit(rt, sid,
+	CHECK_EQ(mk_user_headers_submit(rt, "hb", "user", "hugo", sid,
 	                                "{\"x-api-key\": \"key-hugo\"}", &err),
 	         0);
 	whoami_as(rt, "hb", "hugo", NULL, "hugo");

@@ -633,13 +633,22 @@ per_user_headers(void)
 	json_decref(c1);
 	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "token_requests"),
 	         before);
-	CHECK_EQ(mk_user_headers_submit(
-	                 rt, sid, "{\"x-api-key\": \"key-alice\"}", &err),
+	/* another identity's or another client's submission is none */
+	CHECK_EQ(mk_user_headers_submit(rt, "uh", "user", "mallory", sid,
+	                                "{\"x-api-key\": \"key-m\"}", &err),
+	         MK_ENOENT);
+	CHECK(strstr(err, "no such header session for this caller") != NULL);
+	mk_free(err);
+	err = NULL;
+	CHECK_EQ(mk_user_headers_submit(rt, "uh", "user", "alice", sid,
+	                                "{\"x-api-key\": \"key-alice\"}",
+	                                &err),
 	         0);
 	json_decref(p);
 	whoami_as(rt, "uh", "alice", NULL, "alice");
 	/* the session is used up */
-	CHECK_EQ(mk_user_headers_submit(rt, "0123456789abcdef0123456789abcdef",
+	CHECK_EQ(mk_user_headers_submit(rt, "uh", "user", "alice",
+	                                "0123456789abcdef0123456789abcdef",
 	                                "{\"x-api-key\": \"key-x\"}", &err),
 	         MK_EINVAL);
 	CHECK(strstr(err, "unknown, used or expired header session") != NULL);
@@ -1027,7 +1036,7 @@ submit_for(mk_runtime *rt, const char *client, const char *user)
 
 	snprintf(hdr, sizeof(hdr), "{\"x-api-key\": \"key-%s\"}", user);
 	CHECK_EQ(mk_user_headers_submit(
-	                 rt,
+	                 rt, client, "user", user,
 	                 json_string_value(json_object_get(p, "session_id")),
 	                 hdr, &err),
 	         0);

@@ -13,6 +13,14 @@
  *               clients and tools only, its name is the identity unless
  *               it trusts the identity headers, it never opens the admin
  *               API, and no key value reaches the log;
+ *   flow_binding  a header session is its caller's: another key's path
+ *               or another identity is 404, and the session stays;
+ *   stream_rotation  a SIGHUP that rotates the admin token or drops a
+ *               key ends the event streams they opened;
+ *   stream_lanes  one key's event streams are bounded: the admin and
+ *               other keys still open theirs;
+ *   callback_lane  hung anonymous OAuth callbacks hold their own lane,
+ *               not the admin API's;
  *   env         env. in an API body is literal: no variable is sent or
  *               told apart;
  *   bodies      40 bodies of 16 MiB (sized and chunked) are refused
@@ -548,6 +556,250 @@ keys(void)
 	        "{\"server\": {\"virtual_keys\": [{\"name\": \"w\", \"value\": \"short\", \"clients\": {\"*\": [\"*\"]}}]}}",
 	        "127.0.0.1:1",
 	        "the value of key \"w\" is shorter than 16 characters");
+}
+
+/* ---- the data plane's bindings ------------------------------------------ */
+
+/* The submit_url of a tool call answered 401 mcp_auth_required (kind
+ * headers) into submit (len). */
+static void
+submit_url_of(const char *body, const char *const *hdrs, char *submit,
+              size_t len)
+{
+	long  st;
+	char *out = http_req("POST", "/api/mcp/tool/execute", body, hdrs, &st);
+	char *su  = out != NULL ? strstr(out, "\"submit_url\":\"") : NULL;
+
+	CHECK_EQ(st, 401);
+	CHECK(su != NULL);
+	snprintf(submit, len, "%.*s", (int)strcspn(su + 14, "\""), su + 14);
+	free(out);
+}
+
+/* A header session is its caller's: the client and identity that were
+ * told it.  A key allowed only client pub, naming frank, cannot set
+ * frank's values of client team through pub's path; nor can another
+ * identity of frank's own key; and the session stays frank's. */
+static void
+flow_binding(void)
+{
+	peer d = {0};
+	char config[2048], submit[256], other[300];
+	long st;
+
+	snprintf(
+	        config, sizeof(config),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"team\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"per_user_headers\", \"per_user_header_keys\": [\"x-api-key\"], \"tools_to_execute\": [\"*\"]}, {\"name\": \"pub\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"per_user_headers\", \"per_user_header_keys\": [\"x-api-key\"], \"tools_to_execute\": [\"*\"]}]}, \"server\": {\"admin_token\": \"bind-admin-token\", \"virtual_keys\": [{\"name\": \"gw\", \"value\": \"" KEY_A
+	        "\", \"clients\": {\"team\": [\"*\"]}, \"trust_identity_headers\": true}, {\"name\": \"pub\", \"value\": \"" KEY_B
+	        "\", \"clients\": {\"pub\": [\"*\"]}, \"trust_identity_headers\": true}]}}",
+	        mcp.port, mcp.port);
+	serve(&d, "bind.json", config, NULL);
+	expect("POST", "/api/mcp/client/team/verify-headers",
+	       "{\"headers\": {\"x-api-key\": \"the-admins\"}}",
+	       "bind-admin-token", 200, NULL);
+	expect("POST", "/api/mcp/client/pub/verify-headers",
+	       "{\"headers\": {\"x-api-key\": \"the-admins\"}}",
+	       "bind-admin-token", 200, NULL);
+	const char *frank[]  = {"X-MCP-Virtual-Key: " KEY_A,
+	                        "X-MCP-User-Id: frank", NULL};
+	const char *mallry[] = {"X-MCP-Virtual-Key: " KEY_A,
+	                        "X-MCP-User-Id: mallory", NULL};
+	const char *pubf[]   = {"X-MCP-Virtual-Key: " KEY_B,
+	                        "X-MCP-User-Id: frank", NULL};
+	const char *call =
+	        "{\"client\": \"team\", \"tool\": \"echo\", \"arguments\": {\"message\": \"as frank\"}}";
+	const char *vals = "{\"headers\": {\"x-api-key\": \"attackers\"}}";
+	submit_url_of(call, frank, submit, sizeof(submit));
+	/* pub's key, through pub's path, naming frank: no such session */
+	const char *q = strchr(submit, '?');
+	CHECK(q != NULL);
+	snprintf(other, sizeof(other), "/api/mcp/client/pub/submit-headers%s",
+	         q);
+	char *out = http_req("POST", other, vals, pubf, &st);
+	CHECK_EQ(st, 404);
+	CHECK(strstr(out, "no such header session for this caller") != NULL);
+	free(out);
+	/* through team's path pub's key is refused as before */
+	out = http_req("POST", submit, vals, pubf, &st);
+	CHECK_EQ(st, 403);
+	free(out);
+	/* frank's own key, another identity: no such session either */
+	out = http_req("POST", submit, vals, mallry, &st);
+	CHECK_EQ(st, 404);
+	free(out);
+	/* frank still has none: his call is still told to submit */
+	submit_url_of(call, frank, other, sizeof(other));
+	/* and his first session is still his */
+	out = http_req("POST", submit,
+	               "{\"headers\": {\"x-api-key\": \"franks-own\"}}", frank,
+	               &st);
+	CHECK_EQ(st, 200);
+	free(out);
+	out = http_req("POST", "/api/mcp/tool/execute", call, frank, &st);
+	CHECK_EQ(st, 200);
+	CHECK(strstr(out, "as frank") != NULL);
+	free(out);
+	peer_stop(&d);
+	CHECK(!peer_said(&d, "attackers") && !peer_said(&d, "franks-own"));
+}
+
+/* ---- event streams and the callback: lanes, budgets, rotation --------- */
+
+#define ROT_CONFIG                                                              \
+	"{\"mcp\": {\"client_configs\": []}, \"server\": {\"admin_token\": "    \
+	"\"%s\", \"virtual_keys\": [%s{\"name\": \"beta\", \"value\": \"" KEY_B \
+	"\", \"clients\": {\"*\": [\"*\"]}}]}}"
+
+/* A SIGHUP that rotates the admin token and drops key alpha ends the
+ * streams they opened; beta's stays and still hears events. */
+static void
+stream_rotation(void)
+{
+	peer d = {0};
+	char config[1024];
+	long st;
+	int  fa, fk, fb;
+
+	snprintf(config, sizeof(config), ROT_CONFIG, "rot-admin-one",
+	         "{\"name\": \"alpha\", \"value\": \"" KEY_A
+	         "\", \"clients\": {\"*\": [\"*\"]}}, ");
+	const char *env[] = {"MCPKEEP_LOG=info", NULL};
+	serve(&d, "rot.json", config, env);
+	fa = sv_events("Authorization: Bearer rot-admin-one", &st, NULL);
+	CHECK_EQ(st, 200);
+	fk = sv_events("X-MCP-Virtual-Key: " KEY_A, &st, NULL);
+	CHECK_EQ(st, 200);
+	fb = sv_events("X-MCP-Virtual-Key: " KEY_B, &st, NULL);
+	CHECK_EQ(st, 200);
+	snprintf(config, sizeof(config), ROT_CONFIG, "rot-admin-two", "");
+	write_config("rot.json", config);
+	CHECK_EQ(kill(d.pid, SIGHUP), 0);
+	/* ended at the rotation (a keepalive would come after 15 s) */
+	CHECK(sv_closed(fa, 10000));
+	CHECK(sv_closed(fk, 10000));
+	close(fa);
+	close(fk);
+	/* the old credentials open nothing; beta's stream goes on */
+	fa = sv_events("Authorization: Bearer rot-admin-one", &st, NULL);
+	CHECK_EQ(st, 401);
+	close(fa);
+	expect("POST", "/api/mcp/client",
+	       "{\"name\": \"after\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:1/mcp\"}",
+	       "rot-admin-two", 201, NULL);
+	CHECK(sv_until(fb, "\"name\":\"after\"", WAIT_MS, NULL));
+	close(fb);
+	peer_stop(&d);
+	CHECK(peer_said(&d, "event streams ended"));
+}
+
+#define LANES_CONFIG                                                          \
+	"{\"mcp\": {\"client_configs\": []}, \"server\": {\"admin_token\": "  \
+	"\"lanes-admin\", \"virtual_keys\": [{\"name\": \"alpha\", "          \
+	"\"value\": \"" KEY_A                                                 \
+	"\", \"clients\": {\"*\": [\"*\"]}}, {\"name\": "                     \
+	"\"beta\", \"value\": \"" KEY_B                                       \
+	"\", \"clients\": {\"*\": [\"*\"]}}]}}"
+
+/* One key opens event streams until refused: the admin's page and
+ * another key still open theirs. */
+static void
+stream_lanes(void)
+{
+	peer d = {0};
+	int  fds[300], n = 0, f;
+	long st = 200;
+
+	serve_opt(&d, "slanes.json", LANES_CONFIG, NULL,
+	          "--max-connections-per-ip", "1024");
+	char *head = NULL;
+	while (n < 300) {
+		free(head);
+		fds[n] = sv_events("X-MCP-Virtual-Key: " KEY_A, &st, &head);
+		if (st != 200) {
+			break;
+		}
+		n++;
+	}
+	fprintf(stderr, "stream_lanes: key alpha opened %d streams\n", n);
+	CHECK_EQ(st, 503);
+	CHECK(strstr(head,
+	             "too many event streams are open for virtual key \\\"alpha\\\" (64)") !=
+	      NULL);
+	free(head);
+	close(fds[n]);
+	f = sv_events("Authorization: Bearer lanes-admin", &st, NULL);
+	CHECK_EQ(st, 200);
+	close(f);
+	f = sv_events("X-MCP-Virtual-Key: " KEY_B, &st, NULL);
+	CHECK_EQ(st, 200);
+	close(f);
+	for (int i = 0; i < n; i++) {
+		close(fds[i]);
+	}
+	peer_stop(&d);
+}
+
+/* Sums in_flight and busy_total of /metrics until they are want (true),
+ * or WAIT_MS passed (polled: no event says that a request was taken). */
+static bool
+admitted_or_busy(double want, double *busy)
+{
+	int64_t end = now_ms() + WAIT_MS;
+
+	do {
+		long   st;
+		char  *m = http_try("GET", "/metrics", NULL, NULL, &st);
+		double f = m != NULL
+		        ? metric(m, "mcpkeep_http_requests_in_flight")
+		        : -1;
+		*busy    = m != NULL
+		           ? metric(m, "mcpkeep_http_requests_busy_total")
+		           : -1;
+		free(m);
+		if (f + *busy == want) {
+			return (true);
+		}
+		struct pollfd none = {.fd = -1};
+		(void)poll(&none, 1, 50);
+	} while (now_ms() < end);
+	return (false);
+}
+
+/* Anonymous OAuth callbacks that never send their bodies hold their own
+ * lane's budget, not the admin API's. */
+static void
+callback_lane(void)
+{
+	peer   d = {0};
+	int    fds[320];
+	char   req[256];
+	double busy;
+	long   st;
+
+	serve_opt(
+	        &d, "cblane.json",
+	        "{\"mcp\": {\"client_configs\": []}, \"server\": {\"admin_token\": \"cb-admin\"}}",
+	        NULL, "--max-connections-per-ip", "1024");
+	sv_admin = "cb-admin";
+	snprintf(
+	        req, sizeof(req),
+	        "GET /api/oauth/callback?state=s&code=c HTTP/1.1\r\nHost: %s\r\nContent-Length: 10\r\n\r\n",
+	        sv_base + 7);
+	for (int i = 0; i < 320; i++) {
+		CHECK((fds[i] = sv_raw(req)) >= 0);
+	}
+	CHECK(admitted_or_busy(320, &busy));
+	fprintf(stderr, "callback_lane: %.0f of 320 callbacks refused\n",
+	        busy);
+	char *out = http_try("GET", "/api/mcp/clients", NULL, NULL, &st);
+	CHECK_EQ(st, 200);
+	free(out);
+	CHECK_EQ(busy, 320 - 64);
+	for (int i = 0; i < 320; i++) {
+		close(fds[i]);
+	}
+	sv_admin = NULL;
+	peer_stop(&d);
 }
 
 /* env. in an API body is the literal text: the daemon's variables are
@@ -1209,6 +1461,10 @@ main(int argc, char **argv)
 	RUN_IF(xss);
 	RUN_IF(cimd);
 	RUN_IF(keys);
+	RUN_IF(flow_binding);
+	RUN_IF(stream_rotation);
+	RUN_IF(stream_lanes);
+	RUN_IF(callback_lane);
 	RUN_IF(env_literal);
 	RUN_IF(bodies);
 	RUN_IF(hanging);

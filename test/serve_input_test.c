@@ -6,7 +6,8 @@
  * /api/mcp/client/{id}/elicitation/{request_id} answers it (the schema's
  * defaults filled in) and the call goes on; {} declines a sampling; the
  * endpoints want the admin token; `mcpkeep watch` shows the request
- * (from /api/events); a person answers on the status page.
+ * (from /api/events); a person answers on the status page; a virtual
+ * key's /api/events carries no request (key_stream).
  */
 #include <nng/nng.h>
 #include <nng/protocol/pubsub0/sub.h>
@@ -188,6 +189,57 @@ elicitation(void)
 	CHECK(!peer_said(&d, TOKEN));
 }
 
+/* A virtual key's /api/events carries no "input" events (an
+ * elicitation's message is the admin's): the admin's stream has the
+ * request, the key's the state events after it, and not the request. */
+static void
+key_stream(void)
+{
+	peer        d     = {0};
+	const char *env[] = {"MCPKEEP_ADMIN_TOKEN=" TOKEN, NULL};
+	char        config[1024], path[160], id[64], *seen = NULL;
+	long        st;
+	int         fa, fk;
+	bg_call     c = {
+	            .body = "{\"client\": \"asker\", \"tool\": \"elicit_form\", \"arguments\": {\"message\": \"the admins question\"}}"};
+
+	snprintf(
+	        config, sizeof(config),
+	        "{\"server\": {\"inputs\": [\"elicitation\"], \"virtual_keys\": [{\"name\": \"ik\", \"value\": \"input-key-0123456789\", \"clients\": {\"asker\": [\"*\"]}}]}, \"mcp\": {\"client_configs\": [{\"name\": \"asker\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]}]}}",
+	        up.port);
+	serve(&d, "keyinputs.json", config, env);
+	sv_admin = TOKEN;
+	CHECK(state_within("asker", "healthy", WAIT_MS));
+	fa = sv_events("Authorization: Bearer " TOKEN, &st, NULL);
+	CHECK_EQ(st, 200);
+	fk = sv_events("X-MCP-Virtual-Key: input-key-0123456789", &st, NULL);
+	CHECK_EQ(st, 200);
+	CHECK_EQ(pthread_create(&c.th, NULL, bg_main, &c), 0);
+	CHECK(sv_until(fa, "the admins question", WAIT_MS, &seen));
+	char *rid = strstr(seen, "\"request_id\":\"");
+	CHECK(rid != NULL);
+	snprintf(id, sizeof(id), "%.*s", (int)strcspn(rid + 14, "\""),
+	         rid + 14);
+	free(seen);
+	snprintf(path, sizeof(path), "/api/mcp/client/asker/elicitation/%s",
+	         id);
+	expect("POST", path, "{\"action\": \"decline\"}", NULL, 200, NULL);
+	pthread_join(c.th, NULL);
+	CHECK_EQ(c.status, 200);
+	free(c.out);
+	/* an event the key sees, after the request's */
+	expect("POST", "/api/mcp/client/asker/disable", NULL, NULL, 200, NULL);
+	CHECK(sv_until(fk, "\"state\":\"disabled\"", WAIT_MS, &seen));
+	CHECK(strstr(seen, "event: input") == NULL);
+	CHECK(strstr(seen, "the admins question") == NULL);
+	free(seen);
+	CHECK(sv_until(fa, "\"state\":\"disabled\"", WAIT_MS, NULL));
+	close(fa);
+	close(fk);
+	sv_admin = NULL;
+	peer_stop(&d);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -201,6 +253,7 @@ main(int argc, char **argv)
 	                    WAIT_MS),
 	         0);
 	RUN_IF(elicitation);
+	RUN_IF(key_stream);
 	peer_stop(&up);
 	sv_end(&mcp);
 	return (0);

@@ -3,13 +3,20 @@
  * its /metrics read until a series holds, and the built daemon started
  * on a config (serve_test.c, security_test.c).
  */
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <errno.h>
 #include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <nng/nng.h>
 #include <nng/supplemental/util/platform.h>
@@ -298,4 +305,127 @@ listed(const char *client)
 	yes = strstr(out, want) != NULL;
 	free(out);
 	return (yes);
+}
+
+/* ---- raw connections and event streams -------------------------------- */
+
+int
+sv_raw(const char *text)
+{
+	struct sockaddr_in a     = {.sin_family = AF_INET};
+	const char        *colon = strrchr(sv_base, ':');
+	int                s     = socket(AF_INET, SOCK_STREAM, 0);
+	size_t             n = strlen(text), off = 0;
+
+	if (s < 0 || colon == NULL) {
+		return (-1);
+	}
+	a.sin_port = htons((uint16_t)atoi(colon + 1));
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	if (connect(s, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		close(s);
+		return (-1);
+	}
+	while (off < n) {
+		ssize_t k = send(s, text + off, n - off, MSG_NOSIGNAL);
+		if (k <= 0) {
+			close(s);
+			return (-1);
+		}
+		off += (size_t)k;
+	}
+	return (s);
+}
+
+/* Reads fd until what came (true), it closed (*eof) or ms passed. */
+static bool
+read_until(int fd, const char *what, int ms, char **seen, bool *eof)
+{
+	int64_t end = now_ms() + ms;
+	char   *buf = calloc(1, 1);
+	size_t  len = 0;
+	bool    hit = false;
+
+	*eof = false;
+	CHECK(buf != NULL);
+	while (!hit && !*eof) {
+		int64_t       left = end - now_ms();
+		struct pollfd p    = {.fd = fd, .events = POLLIN};
+		char          chunk[4096];
+		ssize_t       n;
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0) {
+			break;
+		}
+		n = recv(fd, chunk, sizeof(chunk), 0);
+		if (n <= 0) {
+			*eof = n == 0 || errno == ECONNRESET;
+			break;
+		}
+		CHECK((buf = realloc(buf, len + (size_t)n + 1)) != NULL);
+		memcpy(buf + len, chunk, (size_t)n);
+		len += (size_t)n;
+		buf[len] = '\0';
+		hit      = what != NULL && strstr(buf, what) != NULL;
+	}
+	if (seen != NULL) {
+		*seen = buf;
+	} else {
+		free(buf);
+	}
+	return (hit);
+}
+
+int
+sv_events(const char *header, long *status, char **head)
+{
+	char        req[512], *seen = NULL;
+	bool        eof;
+	int         fd;
+	const char *host = strstr(sv_base, "://");
+
+	snprintf(
+	        req, sizeof(req),
+	        "GET /api/events HTTP/1.1\r\nHost: %s\r\n%s%sConnection: close\r\n\r\n",
+	        host != NULL ? host + 3 : sv_base,
+	        header != NULL ? header : "", header != NULL ? "\r\n" : "");
+	CHECK((fd = sv_raw(req)) >= 0);
+	*status = 0;
+	if (read_until(fd, "\r\n\r\n", WAIT_MS, &seen, &eof)) {
+		*status = strtol(seen + strcspn(seen, " "), NULL, 10);
+	}
+	if (*status == 200 && strstr(seen, "event: hello") == NULL) {
+		free(seen);
+		CHECK(read_until(fd, "event: hello", WAIT_MS, &seen, &eof));
+	} else if (*status != 200 && !eof) {
+		char *rest = NULL;
+		(void)read_until(fd, NULL, WAIT_MS, &rest, &eof);
+		CHECK((seen = realloc(seen,
+		                      strlen(seen) + strlen(rest) + 1)) !=
+		      NULL);
+		strcat(seen, rest);
+		free(rest);
+	}
+	if (head != NULL) {
+		*head = seen;
+	} else {
+		free(seen);
+	}
+	return (fd);
+}
+
+bool
+sv_until(int fd, const char *what, int ms, char **seen)
+{
+	bool eof;
+
+	return (read_until(fd, what, ms, seen, &eof));
+}
+
+bool
+sv_closed(int fd, int ms)
+{
+	bool eof;
+
+	(void)read_until(fd, NULL, ms, NULL, &eof);
+	return (eof);
 }

@@ -68,6 +68,23 @@ void serve(peer *d, const char *name, const char *config,
  * the list must answer 200. */
 bool listed(const char *client);
 
+/* A raw connection to the daemon that sent text (a whole request) and
+ * waits for what comes back; -1 when it could not connect. */
+int sv_raw(const char *text);
+
+/* GET /api/events with one header ("Name: value", or NULL) and
+ * Connection: close: the connection, once its status line came; *status
+ * gets the status (200: the stream is open, its hello read); *head (may
+ * be NULL) what was read (malloc'd; a refusal's whole answer). */
+int sv_events(const char *header, long *status, char **head);
+
+/* Reads fd (up to ms) until what came (true) or it closed or the time
+ * passed (false); *seen (may be NULL) gets everything read (malloc'd). */
+bool sv_until(int fd, const char *what, int ms, char **seen);
+
+/* Reads fd (up to ms) until it closed: true when it did. */
+bool sv_closed(int fd, int ms);
+
 /* A suite's start (SIGPIPE ignored, no inherited admin token, curl, a
  * fresh sv_dir, inject.mjs started in mcp) and its end. */
 void sv_begin(peer *mcp);

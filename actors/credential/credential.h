@@ -94,6 +94,9 @@
  *                              was given
  *     session_id str    the header session auth_required named
  *     headers    secret the caller's values, a JSON object's text
+ *     client     str    the caller's client (id or name)
+ *     mode       str    the caller's identity's mode
+ *     identity   str    the caller's identity
  *     ok:     {}
  *
  *   MSG_CR_VERIFY_EXCHANGE ask: token_exchange: the admin's subject, exchanged
@@ -272,7 +275,10 @@ CODEC_MSG_STRUCT(cr_verify_headers_msg, CR_VERIFY_HEADERS_FIELDS)
 
 #define CR_SUBMIT_HEADERS_FIELDS(F, S)                                        \
 	F(S, STR, session_id, "the header session auth_required named")       \
-	F(S, SECRET, headers, "the caller's values, a JSON object's text")
+	F(S, SECRET, headers, "the caller's values, a JSON object's text")    \
+	F(S, STR, client, "the caller's client (id or name)")                 \
+	F(S, STR, mode, "the caller's identity's mode")                       \
+	F(S, STR, identity, "the caller's identity")
 CODEC_MSG_STRUCT(cr_submit_headers_msg, CR_SUBMIT_HEADERS_FIELDS)
 
 #define CR_VERIFY_EXCHANGE_FIELDS(F, S)                                       \

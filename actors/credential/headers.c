@@ -488,6 +488,18 @@ cr_verify_headers(cr_self *cr, kn_msg *msg)
 	cr_verify_headers_msg_clear(&m);
 }
 
+/* f is the flow of m's caller: its client (by id or name) and identity
+ * are the ones that started it. */
+static bool
+hflow_is_callers(cr_self *cr, const hflow *f, const cr_submit_headers_msg *m)
+{
+	cclient *c = m->client != NULL ? cr_client(cr, m->client) : NULL;
+
+	return (c != NULL && strcmp(c->id, f->client_id) == 0 &&
+	        m->mode != NULL && strcmp(m->mode, f->mode) == 0 &&
+	        m->identity != NULL && strcmp(m->identity, f->identity) == 0);
+}
+
 void
 cr_submit_headers(cr_self *cr, kn_msg *msg)
 {
@@ -506,6 +518,12 @@ cr_submit_headers(cr_self *cr, kn_msg *msg)
 	if (f == NULL || f->expires_at <= cr_now()) {
 		cr_reply_error(cr, corr, MK_EINVAL, NULL,
 		               "unknown, used or expired header session");
+	} else if (!hflow_is_callers(cr, f, &m)) {
+		/* another caller's, or another client's: as if none (it
+		 * stays its own caller's) */
+		cr_reply_error(cr, corr, MK_ENOENT, NULL,
+		               "no such header session for this caller");
+		f = NULL;
 	} else if ((c = cr_client(cr, f->client_id)) == NULL) {
 		cr_reply_error(cr, corr, MK_ENOENT, NULL,
 		               "the session's MCP client is gone");
