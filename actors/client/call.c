@@ -193,8 +193,9 @@ run_sticky(client *cl, cl_call *c)
 	                  .tracestate  = c->trace[1]};
 	mcp_error    e;
 
-	c->on  = cl->live;
-	c->gen = c->on->gen;
+	c->on   = cl->live;
+	c->gen  = c->on->gen;
+	c->sent = true;
 	c->on->inflight++;
 	if (++cl->calls > cl->maxconn && cl->maxconn < 64) {
 		cl->maxconn = cl->calls < 64 ? cl->calls : 64;
@@ -254,6 +255,7 @@ pc_ready(void *arg, mcp_session *s, const mcp_error *err)
 		return;
 	}
 	cl_era_learn(c->cl, s);
+	c->sent = true;
 	if (mcp_call_tool(s, c->tool, c->args, &o, done_per_call, c, NULL) !=
 	    0) {
 		done_per_call(c,

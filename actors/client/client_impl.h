@@ -117,6 +117,8 @@ typedef struct cl_call {
 	bool            recovered; /* a recovery ran (at most one per call) */
 	bool reissued; /* 2026-07-28: sent again after its stream broke */
 	bool skipped;  /* its retry was skipped: not safe to repeat */
+	bool sent;     /* its tools/call went out (before: never ran, so
+	                * always safe to send again) */
 	const char     *path; /* the recovery's path, or NULL */
 	mcp_error      *orig; /* the failure it recovers from */
 	uint64_t        gen;  /* sticky: the connection generation it ran on */

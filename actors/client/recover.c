@@ -135,7 +135,10 @@ begin(client *cl, cl_call *c, const mcp_error *err, const char *path)
 	*c->orig     = *err;
 	c->recovered = true;
 	c->path      = path;
-	c->skipped   = !cl_retry_safe(cl, c->tool);
+	/* a call refused before its tools/call went out (its per-call
+	 * session's initialize, its credential) never ran: sending it after
+	 * the refresh runs it once, whatever its annotations */
+	c->skipped = c->sent && !cl_retry_safe(cl, c->tool);
 	cl->m.recoveries[strcmp(path, "per_call") == 0         ? 0
 	                         : strcmp(path, "shared") == 0 ? 1
 	                                                       : 2]++;

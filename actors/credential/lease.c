@@ -250,6 +250,9 @@ on_taken(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	    (cr_str(row, "refresh_token") == NULL ||
 	     strcmp(cr_str(row, "refresh_token"), t->prior) != 0)) {
 		/* another node refreshed (or reauthorized) it meanwhile */
+		KN_DEBUG("credential",
+		         "%s: another node's refreshed token taken",
+		         t->client_id);
 		t->lease_gen = m.gen;
 		adopt(t, row);
 		cr_lease_drop(cr, t);
