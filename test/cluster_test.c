@@ -1048,26 +1048,13 @@ flow_across(void)
 static void *
 start_th(void *arg)
 {
-	const int *st = arg;
-	char       cfg[64], path[128], listen[64];
+	const int *i = arg;
+	char       cfg[64];
 
-	snprintf(cfg, sizeof(cfg), "node-%s.json", names[*st]);
-	snprintf(path, sizeof(path), "%s/%s", sv_dir, cfg);
-	snprintf(listen, sizeof(listen), "127.0.0.1:%d", peer_free_port());
-	const char *argv[] = {getenv("MK_MCPKEEP"),
-	                      "serve",
-	                      "-c",
-	                      path,
-	                      "--listen",
-	                      listen,
-	                      "--log",
-	                      "warn",
-	                      NULL};
-	CHECK_EQ(peer_start(&node[*st], argv, NULL,
-	                    "serving http://[0-9.]+:([0-9]+)", WAIT_MS),
-	         0);
-	snprintf(base[*st], sizeof(base[*st]), "http://127.0.0.1:%d",
-	         node[*st].port);
+	snprintf(cfg, sizeof(cfg), "node-%s.json", names[*i]);
+	serve_spawn(&node[*i], cfg, NULL, NULL, NULL, WAIT_MS);
+	snprintf(base[*i], sizeof(base[*i]), "http://127.0.0.1:%d",
+	         node[*i].port);
 	return (NULL);
 }
 

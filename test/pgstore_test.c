@@ -884,6 +884,22 @@ resyncs_wait(synced *y, int n)
 	pthread_mutex_unlock(&y->mtx);
 }
 
+/* Ends the one mcpkeep connection to url's database (a cluster actor's)
+ * and waits for the resync after it listens again (c's second "R"). */
+static void
+listener_cut(const char *url, synced *c)
+{
+	char out[64];
+
+	pgt_sql(url,
+	        "SELECT count(pg_terminate_backend(pid)) FROM "
+	        "pg_stat_activity WHERE datname = current_database() AND "
+	        "application_name = 'mcpkeep'",
+	        out, sizeof(out));
+	CHECK(strcmp(out, "1") == 0);
+	resyncs_wait(c, 2);
+}
+
 /* What was written while the cluster actor did not listen (before its
  * first LISTEN, or while its connection was lost) was told to nobody:
  * each resync tells the credential actor to read its OAuth configs and
@@ -891,7 +907,7 @@ resyncs_wait(synced *y, int n)
 static void
 listen_gap(void)
 {
-	char       url[160], out[64];
+	char       url[160];
 	kn_kernel *k;
 	kn_actor  *sv, *cr, *cs;
 	synced     y = {.mtx = PTHREAD_MUTEX_INITIALIZER,
@@ -911,13 +927,7 @@ listen_gap(void)
 	CHECK_EQ(kn_spawn(k, CLUSTER_NAME, &cluster_ops, &ca, &cs), 0);
 	resyncs_wait(&c, 1); /* the first LISTEN */
 	/* its connection lost: the resync after the next LISTEN */
-	pgt_sql(url,
-	        "SELECT count(pg_terminate_backend(pid)) FROM "
-	        "pg_stat_activity WHERE datname = current_database() AND "
-	        "application_name = 'mcpkeep'",
-	        out, sizeof(out));
-	CHECK(strcmp(out, "1") == 0);
-	resyncs_wait(&c, 2);
+	listener_cut(url, &c);
 	kn_actor_destroy(&cs);
 	kn_actor_destroy(&cr);
 	kn_actor_destroy(&sv);
@@ -999,7 +1009,7 @@ got_wait(synced *y, const char *what)
 static void
 forged(void)
 {
-	char       url[160], out[64];
+	char       url[160];
 	store     *s;
 	kn_kernel *k;
 	kn_actor  *sv, *cr, *cs;
@@ -1049,13 +1059,7 @@ forged(void)
 	CHECK_EQ(store_client_put(s, "id-late", "late", "{\"v\":2}"), 0);
 	got_wait(&y, "id-late=");
 	store_close(&s);
-	pgt_sql(url,
-	        "SELECT count(pg_terminate_backend(pid)) FROM "
-	        "pg_stat_activity WHERE datname = current_database() AND "
-	        "application_name = 'mcpkeep'",
-	        out, sizeof(out));
-	CHECK(strcmp(out, "1") == 0);
-	resyncs_wait(&c, 2);
+	listener_cut(url, &c);
 	kn_actor_destroy(&cs);
 	kn_actor_destroy(&cr);
 	kn_actor_destroy(&sv);

@@ -176,10 +176,18 @@ serve_start(peer *d, const char *name, const char *config,
             const char *const *env, const char *opt, const char *value,
             int banner_ms)
 {
+	write_config(name, config);
+	serve_spawn(d, name, env, opt, value, banner_ms);
+	snprintf(sv_base, sizeof(sv_base), "http://127.0.0.1:%d", d->port);
+}
+
+void
+serve_spawn(peer *d, const char *name, const char *const *env, const char *opt,
+            const char *value, int banner_ms)
+{
 	char path[128], listen[64];
 	int  port = peer_free_port();
 
-	write_config(name, config);
 	snprintf(path, sizeof(path), "%s/%s", sv_dir, name);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
 	const char *argv[] = {getenv("MK_MCPKEEP"),
@@ -197,7 +205,6 @@ serve_start(peer *d, const char *name, const char *config,
 	CHECK_EQ(peer_start(d, argv, env, "serving http://[0-9.]+:([0-9]+)",
 	                    banner_ms),
 	         0);
-	snprintf(sv_base, sizeof(sv_base), "http://127.0.0.1:%d", d->port);
 }
 
 /* Waits up to ms for /readyz to answer 200 (true).  No event tells an

@@ -51,6 +51,11 @@ void serve_start(peer *d, const char *name, const char *config,
                  const char *const *env, const char *opt, const char *value,
                  int banner_ms);
 
+/* serve_start of a config written already, leaving sv_base alone (the
+ * port is d->port): any thread may start its own daemon. */
+void serve_spawn(peer *d, const char *name, const char *const *env,
+                 const char *opt, const char *value, int banner_ms);
+
 /* Waits up to ms for /readyz to answer 200 (true). */
 bool ready_within(int ms);
 
