@@ -18,8 +18,8 @@
  *             headers are due within RESERVE_HEADER_MS, and it serves
  *             only the admin token and loopback probes (http.c asks
  *             conns_reserved), closed after its answer;
- *   eviction  the reserve (RESERVE_IP per address, RESERVE in all) keeps
- *             one slot free: a connection that takes the last one makes
+ *   eviction  the reserve (CONNS_RESERVE_IP per address, CONNS_RESERVE
+ *             in all) is kept free: a connection that lands in it makes
  *             room by closing the oldest one of its address (or of all)
  *             that has sent no headers yet.
  * A late or evicted connection is shut down (shutdown(2), under C.mtx,
@@ -157,11 +157,10 @@ started(struct MHD_Connection *c, void **ctx)
 	}
 	k->reserve = ip >= C.conns_ip || C.n >= C.conns;
 	k->wait_ms = k->reserve ? RESERVE_HEADER_MS : C.header_ms;
-	/* the last slot taken (libmicrohttpd refuses past it): one freed */
-	if ((ip + 1 >= C.conns_ip + CONNS_RESERVE_IP &&
-	     (old = oldest_waiting(&k->peer)) != NULL) ||
-	    (C.n + 1 >= C.conns + CONNS_RESERVE &&
-	     (old = oldest_waiting(NULL)) != NULL)) {
+	/* one in the reserve: one freed, so that the reserve stays free
+	 * for whom it serves (libmicrohttpd refuses past it) */
+	if ((ip >= C.conns_ip && (old = oldest_waiting(&k->peer)) != NULL) ||
+	    (C.n >= C.conns && (old = oldest_waiting(NULL)) != NULL)) {
 		shut(old);
 		C.evicted++;
 	}
