@@ -110,6 +110,14 @@ url_rules(void)
 	CHECK(oa_same_origin("http://127.0.0.1:80/a", "HTTP://127.0.0.1/b"));
 	CHECK(!oa_same_origin("http://127.0.0.1:81/a", "http://127.0.0.1/a"));
 	CHECK(!oa_same_origin("https://h/a", "http://h/a"));
+	/* a 2025-03-26 server's issuer: its origin, as URLs compare */
+	CHECK(oa_names_origin("http://localhost:80/", "http://LocalHost"));
+	CHECK(oa_names_origin("https://a.example", "https://a.example:443"));
+	CHECK(!oa_names_origin("https://a.example/t", "https://a.example"));
+	CHECK(!oa_names_origin("https://a.example/?q=1", "https://a.example"));
+	CHECK(!oa_names_origin("https://a.example/#f", "https://a.example"));
+	CHECK(!oa_names_origin("https://u@a.example/", "https://a.example"));
+	CHECK(!oa_names_origin("http://a.example/", "https://a.example"));
 }
 
 typedef struct got {

@@ -121,6 +121,30 @@ oa_resource_covers(const char *resource, const char *url)
 	return (strncmp(rp, up, n) == 0 && (up[n] == '\0' || up[n] == '/'));
 }
 
+bool
+oa_names_origin(const char *url, const char *origin)
+{
+	CURLU *u = curl_url();
+	char  *p = NULL, *q = NULL, *f = NULL, *who = NULL;
+	bool   bare;
+
+	if (u == NULL || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PATH, &p, 0) != CURLUE_OK) {
+		curl_url_cleanup(u);
+		return (false);
+	}
+	bare = (p[0] == '\0' || strcmp(p, "/") == 0) &&
+	        curl_url_get(u, CURLUPART_QUERY, &q, 0) != CURLUE_OK &&
+	        curl_url_get(u, CURLUPART_FRAGMENT, &f, 0) != CURLUE_OK &&
+	        curl_url_get(u, CURLUPART_USER, &who, 0) != CURLUE_OK;
+	curl_free(p);
+	curl_free(q);
+	curl_free(f);
+	curl_free(who);
+	curl_url_cleanup(u);
+	return (bare && oa_same_origin(url, origin));
+}
+
 static oa_net
 net4(uint32_t a)
 {

@@ -125,7 +125,9 @@ oa_fetch(tp_loop *l, const oa_send *s, oa_fn fn, void *arg, oa_req **rp)
 	if ((r = calloc(1, sizeof(*r))) == NULL) {
 		return (MK_ENOMEM);
 	}
-	hdrs = tp_slist_add(hdrs, "Accept: application/json");
+	snprintf(line, sizeof(line), "Accept: %.4000s",
+	         s->accept != NULL ? s->accept : "application/json");
+	hdrs = tp_slist_add(hdrs, line);
 	if (s->form != NULL) {
 		hdrs = tp_slist_add(
 		        hdrs,

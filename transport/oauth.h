@@ -77,9 +77,11 @@ typedef struct oa_req oa_req;
 
 /* A request to send. */
 typedef struct oa_send {
-	const char     *url;  /* where */
-	const char     *form; /* POST application/x-www-form-urlencoded */
-	const char     *json; /* or POST application/json; both NULL: GET */
+	const char *url;    /* where */
+	const char *form;   /* POST application/x-www-form-urlencoded */
+	const char *json;   /* or POST application/json; both NULL: GET */
+	const char *accept; /* the Accept header's value; NULL:
+	                     * application/json */
 	const char     *basic_id; /* client_secret_basic: client id, or NULL */
 	const char     *basic_pass; /* and secret */
 	const char     *bearer;     /* an access token to present, or NULL */
@@ -135,6 +137,12 @@ int oa_origin(const char *url, char *out, size_t len);
 /* oa_same_origin tells whether a and b are http(s) URLs with the same
  * scheme, host (case-insensitive) and port (the default one filled in). */
 bool oa_same_origin(const char *a, const char *b);
+
+/* oa_names_origin tells whether url is the origin origin itself, as
+ * RFC 3986 section 6.2.3 compares http(s) URLs: the same scheme, host
+ * (case-insensitive) and port (the default one filled in), an empty path
+ * or "/", and no query, fragment or user name. */
+bool oa_names_origin(const char *url, const char *origin);
 
 /* oa_resource_covers tells whether resource, the protected-resource
  * metadata's identifier (RFC 9728), names the MCP server at url: the same

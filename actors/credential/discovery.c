@@ -7,8 +7,9 @@
  * DESIGN: endpoints are resolved once per client and kept (and stored):
  *   configured authorize_url + token_url      -> used as they are;
  *   otherwise discovery, one step at a time:
- *     probe    the MCP server without a credential: its 401's
- *              WWW-Authenticate gives resource_metadata and scope
+ *     probe    an MCP request (POST of a ping) without a credential:
+ *              its 401's WWW-Authenticate gives resource_metadata (any
+ *              path on the server's origin) and scope
  *     prm      RFC 9728 metadata (resource_metadata, else path-based,
  *              then root): the authorization server and scopes
  *     as       RFC 8414 / OpenID configuration of that issuer (with the
@@ -153,6 +154,13 @@ disc_fetch(disc *d)
 		s.guard = &d->rules;
 	}
 
+	if (d->step == 0) {
+		/* an MCP request without a credential (the spec's first
+		 * step): a ping, the one request allowed before initialize,
+		 * so a server that needs none keeps no session of it */
+		s.json = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"ping\"}";
+		s.accept = "application/json, text/event-stream";
+	}
 	if (d->step == 3) {
 		json_t *r = json_pack(
 		        "{s:s, s:[s], s:[s,s], s:[s], s:s}", "client_name",

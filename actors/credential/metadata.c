@@ -15,7 +15,9 @@
  * the address its probe connected to.  resource_metadata must be on the
  * MCP server's origin (RFC 9728: the metadata of this resource); AS
  * metadata comes from the well-known URLs of the issuer the PRM named,
- * and its issuer must be that one (RFC 8414 section 3.3).  Host names are
+ * and its issuer must be that one (RFC 8414 section 3.3; a 2025-03-26
+ * server's, at its origin, that origin compared as URLs, and why not is
+ * logged).  Host names are
  * checked where curl connects (oa_send.guard) for every fetch of a
  * discovered URL, token requests included; what oauth_config names
  * (authorize_url, token_url, registration_url) and the MCP server's URL
@@ -144,6 +146,35 @@ cr_same_issuer(const char *a, const char *b)
 	return (na == nb && strncmp(a, b, na) == 0);
 }
 
+/* A 2025-03-26 server's metadata is at its origin (the authorization
+ * base URL): the URL the well-known string was inserted into, so the
+ * issuer it names must be that origin (RFC 8414 section 3.3), compared
+ * as URLs (RFC 3986 section 6.2.3: the host's case, a default port, an
+ * empty path or "/" change nothing).  Else why, also logged with the
+ * origin built (never the issuer: metadata could say anything). */
+static bool
+legacy_issuer_ok(const disc *d, const char *issuer, char *why, size_t len)
+{
+	char        origin[OA_URL_MAX];
+	const char *how;
+
+	if (oa_origin(d->c->url, origin, sizeof(origin)) != 0 ||
+	    oa_names_origin(issuer, origin)) {
+		return (true);
+	}
+	how = oa_same_origin(issuer, origin)
+	        ? "it has a path, a query or a fragment"
+	        : "another scheme, host or port";
+	snprintf(
+	        why, len,
+	        "issuer from the authorization server metadata at the MCP server's origin (2025-03-26) is not that origin (%s): RFC 8414 section 3.3 forbids using it",
+	        how);
+	KN_WARN("credential",
+	        "%s: the authorization server metadata at %s (no protected-resource metadata: 2025-03-26) names another issuer (%s): it must name the origin it is served at (RFC 8414 section 3.3), so it is not used",
+	        d->c->name, origin, how);
+	return (false);
+}
+
 /* Whether the URLs of AS metadata o may be used; else why. */
 bool
 cr_as_meta_ok(const disc *d, json_t *o, char *why, size_t len)
@@ -163,6 +194,10 @@ cr_as_meta_ok(const disc *d, json_t *o, char *why, size_t len)
 	if (cr_meta_str(o, "issuer") == NULL) {
 		snprintf(why, len, "%s has no issuer", src);
 		return (false);
+	}
+	if (d->legacy) {
+		return (legacy_issuer_ok(d, cr_meta_str(o, "issuer"), why,
+		                         len));
 	}
 	if (iss != NULL && !cr_same_issuer(cr_meta_str(o, "issuer"), iss)) {
 		snprintf(

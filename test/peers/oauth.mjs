@@ -132,6 +132,10 @@
 //                         insufficient_scope.  A session belongs to the
 //                         subject that created it: another subject gets 403
 //                         {"error":"forbidden"}; an unknown session id 404.
+//                         (variant get_405: every GET is 405, Allow: POST,
+//                         DELETE, before any credential is looked at - a
+//                         server that offers no SSE stream, as the
+//                         transport allows; only a POST gets the 401.)
 //
 // Admin endpoints (plain JSON, no auth):
 //   POST /admin/fail-next   {"status": s, "error": e, "count": n (1),
@@ -191,7 +195,8 @@
 //                           its PEM text},
 //                           "auth_methods": ["none", "client_secret_basic",
 //                           "client_secret_post", "private_key_jwt"],
-//                           "register_method": s, "cimd": bool}, all
+//                           "register_method": s, "cimd": bool,
+//                           "get_405": bool}, all
 //                           optional: the behaviours marked (variant).
 //                           Each call replaces the last; {} (or an absent
 //                           field) is the default: prm_at
@@ -202,7 +207,8 @@
 //                           scopes_required {}, scopes_always false,
 //                           client_credentials false,
 //                           jwt_clients {}, auth_methods all four,
-//                           register_method null, cimd false.  Answers the
+//                           register_method null, cimd false, get_405
+//                           false.  Answers the
 //                           whole variant; an unknown field or bad value
 //                           is 400.
 //   POST /admin/forget-clients  every client from /register forgotten
@@ -545,6 +551,7 @@ function defaultVariant() {
 		auth_methods: Object.values(METHOD_NAME),
 		register_method: null,
 		cimd: false,
+		get_405: false,
 	};
 }
 
@@ -645,6 +652,9 @@ function parseVariant(b) {
 	}
 	if (b.cimd !== undefined) {
 		v.cimd = bool('cimd');
+	}
+	if (b.get_405 !== undefined) {
+		v.get_405 = bool('get_405');
 	}
 	return { v, keys };
 }
@@ -1656,6 +1666,12 @@ function rpcError(res, status, code, message) {
 }
 
 async function onMcp(req, res) {
+	if (variant.get_405 && req.method === 'GET') {
+		req.resume();
+		sendJson(res, 405, { error: 'method not allowed' },
+			{ Allow: 'POST, DELETE' });
+		return;
+	}
 	if (mcpFail.count > 0) {
 		mcpFail.count--;
 		req.resume();
