@@ -677,6 +677,9 @@ cmd_serve(int argc, char **argv)
 		fprintf(stderr, "mcpkeep serve: %s\n", ferr);
 		goto out;
 	}
+	/* every OAuth client without a client_id may use it */
+	opts.oauth_client_metadata_url = json_string_value(
+	        json_object_get(D.client_metadata, "client_id"));
 	opts.stream_listen = listen_on;
 	opts.inputs        = inputs_from(text);
 	roots              = setting(text, "server.roots");

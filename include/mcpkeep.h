@@ -210,6 +210,15 @@ typedef struct mk_options {
 	int cluster_heartbeat_ms; /* with store_url: how often this node
 	                           * says it is alive (a node unseen for 3
 	                           * is out of every view); default 5000 */
+	const char *oauth_client_metadata_url; /* the URL of the host's
+	                                        * client ID metadata
+	                                        * document: the client_id
+	                                        * of every OAuth client
+	                                        * without one, at an
+	                                        * authorization server
+	                                        * that takes such
+	                                        * documents (copied);
+	                                        * NULL: none */
 } mk_options;
 
 /*

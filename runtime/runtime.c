@@ -220,15 +220,16 @@ static int
 rt_credential(mk_runtime *rt)
 {
 	cr_args a = {
-	        .cluster      = rt->opts.store_url != NULL,
-	        .persister    = rt->persister,
-	        .redirect_uri = rt->opts.oauth_redirect_uri,
-	        .tokens       = stored_rows(rt, "oauth_tokens"),
-	        .flows        = stored_rows(rt, "oauth_flows"),
-	        .configs      = stored_rows(rt, "oauth_configs"),
-	        .hcreds       = stored_rows(rt, "header_credentials"),
-	        .hflows       = stored_rows(rt, "header_flows"),
-	        .cache_max    = rt->opts.credential_cache_max,
+	        .cluster             = rt->opts.store_url != NULL,
+	        .persister           = rt->persister,
+	        .redirect_uri        = rt->opts.oauth_redirect_uri,
+	        .client_metadata_url = rt->opts.oauth_client_metadata_url,
+	        .tokens              = stored_rows(rt, "oauth_tokens"),
+	        .flows               = stored_rows(rt, "oauth_flows"),
+	        .configs             = stored_rows(rt, "oauth_configs"),
+	        .hcreds              = stored_rows(rt, "header_credentials"),
+	        .hflows              = stored_rows(rt, "header_flows"),
+	        .cache_max           = rt->opts.credential_cache_max,
 	};
 	int rv = kn_spawn(rt->kernel, CREDENTIAL_NAME, &credential_ops, &a,
 	                  &rt->credential);

@@ -1168,6 +1168,114 @@ legacy_origin(void)
 	close_rt(&rt, &sb);
 }
 
+/* ---- 4 private_key_jwt's audience (RFC 7523bis) ----------------------- */
+
+static void
+jwt_audience(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "aud.db");
+	int         at = 0;
+	char       *ec, *ec_pub, *v, *cfg, want[128];
+	json_t     *e, *o;
+
+	new_key("aud", "-algorithm EC -pkeyopt ec_paramgen_curve:P-256", &ec,
+	        &ec_pub);
+	json_t *var = json_pack("{s:b, s:b, s:{s:s}}", "client_credentials", 1,
+	                        "jwt_aud_issuer", 1, "jwt_clients", "jwt-ec",
+	                        ec_pub);
+	CHECK((v = json_dumps(var, JSON_COMPACT)) != NULL);
+	json_decref(var);
+
+	/* the metadata names its issuer: that is the audience, the only
+	 * one an RFC 7523bis server takes */
+	serve(v, "{}");
+	cfg = jwt_config("jwt-ec", "client_credentials", ec);
+	CHECK_EQ(add_oauth(rt, "a_iss", cfg, false), 0);
+	free(cfg);
+	wait_state(&sb, &at, "a_iss", "healthy", NULL);
+	whoami_is(rt, "a_iss", "jwt-ec");
+	CHECK((e = request_to("/token", 0)) != NULL);
+	CHECK(strcmp(token_field(e, NULL, "aud"), base) == 0);
+	json_decref(e);
+
+	/* configured endpoints, no metadata: the token endpoint */
+	free(v);
+	var = json_pack("{s:b, s:{s:s}}", "client_credentials", 1,
+	                "jwt_clients", "jwt-ec", ec_pub);
+	CHECK((v = json_dumps(var, JSON_COMPACT)) != NULL);
+	json_decref(var);
+	serve(v, "{}");
+	snprintf(want, sizeof(want), "%s/token", base);
+	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "client_id", "jwt-ec",
+	              "auth_method", "private_key_jwt", "private_key", ec,
+	              "grant_type", "client_credentials", "token_url", want,
+	              "authorize_url", want);
+	CHECK((cfg = json_dumps(o, JSON_COMPACT)) != NULL);
+	json_decref(o);
+	CHECK_EQ(add_oauth(rt, "a_tok", cfg, false), 0);
+	free(cfg);
+	wait_state(&sb, &at, "a_tok", "healthy", NULL);
+	trail_is("POST /token 200\n");
+	CHECK((e = request_to("/token", 0)) != NULL);
+	CHECK(strcmp(token_field(e, NULL, "aud"), want) == 0);
+	json_decref(e);
+	free(v);
+	free(ec);
+	free(ec_pub);
+	close_rt(&rt, &sb);
+}
+
+/* ---- 6 the server's client ID metadata document, for every client ---- */
+
+static void
+cimd_default(void)
+{
+	sub         sb;
+	mk_runtime *rt;
+	char        want[256], *url, *err, *q;
+	int         rc;
+
+	client_metadata_url = "http://127.0.0.1:9/oauth/client-metadata.json";
+	rt                  = open_rt(&sb, "cimd.db");
+	client_metadata_url = NULL;
+
+	/* an authorization server that takes such documents: no
+	 * registration, the document's URL is the client_id */
+	serve("{\"cimd\": true}", "{}");
+	CHECK_EQ(add_oauth(rt, "d_doc", "{}", false), 0);
+	url = initiate(rt, "d_doc", &rc, &err);
+	CHECK_EQ(rc, 0);
+	trail_is("GET /.well-known/oauth-protected-resource/mcp 200\n"
+	         "GET /.well-known/oauth-authorization-server 200\n");
+	CHECK((q = strstr(url, "client_id=")) != NULL);
+	snprintf(want, sizeof(want), "client_id=%s&",
+	         "http%3A%2F%2F127.0.0.1%3A9%2Foauth%2Fclient-metadata.json");
+	CHECK(strncmp(q, want, strlen(want)) == 0);
+	mk_free(url);
+
+	/* a configured client_id is used as it is */
+	serve("{\"cimd\": true}", "{}");
+	CHECK_EQ(add_oauth(rt, "d_own", "{\"client_id\": \"static-client\"}",
+	                   false),
+	         0);
+	url = initiate(rt, "d_own", &rc, &err);
+	CHECK_EQ(rc, 0);
+	CHECK(strstr(url, "client_id=static-client&") != NULL);
+	mk_free(url);
+
+	/* one that does not: dynamic registration */
+	serve("{}", "{}");
+	CHECK_EQ(add_oauth(rt, "d_reg", "{}", false), 0);
+	url = initiate(rt, "d_reg", &rc, &err);
+	CHECK_EQ(rc, 0);
+	trail_is("GET /.well-known/oauth-protected-resource/mcp 200\n"
+	         "GET /.well-known/oauth-authorization-server 200\n"
+	         "POST /register 201\n");
+	mk_free(url);
+	close_rt(&rt, &sb);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1188,6 +1296,8 @@ main(int argc, char **argv)
 	RUN_IF(challenge_first);
 	RUN_IF(challenge_scope);
 	RUN_IF(legacy_origin);
+	RUN_IF(jwt_audience);
+	RUN_IF(cimd_default);
 	oauth_suite_end();
 	return (0);
 }

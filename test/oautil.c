@@ -20,13 +20,14 @@
 #include "runtime/runtime_impl.h"
 #include "testutil.h"
 
-peer     srv;         /* oauth.mjs */
-char     logpath[64]; /* every runtime logs here, at debug */
-int      logfd = -1;
-char     dir[] = "/tmp/mk-oauth-XXXXXX";
-int      seq;
-unsigned cache_max; /* credential_cache_max of the next runtimes */
-FILE    *seen;      /* what the stream and the list showed */
+peer        srv;         /* oauth.mjs */
+char        logpath[64]; /* every runtime logs here, at debug */
+int         logfd = -1;
+char        dir[] = "/tmp/mk-oauth-XXXXXX";
+int         seq;
+unsigned    cache_max; /* credential_cache_max of the next runtimes */
+const char *client_metadata_url; /* their oauth_client_metadata_url */
+FILE       *seen;                /* what the stream and the list showed */
 
 void
 oauth_suite_begin(void)
@@ -95,13 +96,14 @@ open_rt(sub *sb, const char *name)
 	snprintf(url, sizeof(url), "inproc://oauth-test-%d", ++seq);
 	snprintf(db, sizeof(db), "%s/%s", dir, name);
 	mk_options_init(&o, sizeof(o));
-	o.log_level            = MK_LOG_DEBUG;
-	o.log_fd               = logfd;
-	o.stream_url           = url;
-	o.store_path           = db;
-	o.oauth_redirect_uri   = "http://127.0.0.1:9/callback";
-	o.unstable_check_ms    = 1000;
-	o.credential_cache_max = cache_max;
+	o.log_level                 = MK_LOG_DEBUG;
+	o.log_fd                    = logfd;
+	o.stream_url                = url;
+	o.store_path                = db;
+	o.oauth_redirect_uri        = "http://127.0.0.1:9/callback";
+	o.unstable_check_ms         = 1000;
+	o.credential_cache_max      = cache_max;
+	o.oauth_client_metadata_url = client_metadata_url;
 	CHECK_EQ(mk_runtime_open(&rt, &o), 0);
 	sub_open(sb, mk_stream_url(rt));
 	return (rt);

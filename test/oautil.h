@@ -17,12 +17,14 @@
 #include "peer.h"
 #include "rtutil.h"
 
-extern peer     srv;         /* oauth.mjs */
-extern char     logpath[64]; /* every runtime logs here, at debug */
-extern int      logfd;
-extern char     dir[];     /* the test folder (mkdtemp'd by main) */
-extern unsigned cache_max; /* credential_cache_max of the next runtimes */
-extern FILE    *seen;      /* what the streams and lists showed */
+extern peer        srv;         /* oauth.mjs */
+extern char        logpath[64]; /* every runtime logs here, at debug */
+extern int         logfd;
+extern char        dir[];     /* the test folder (mkdtemp'd by main) */
+extern unsigned    cache_max; /* credential_cache_max of the next runtimes */
+extern const char *client_metadata_url; /* and their
+                                         * oauth_client_metadata_url */
+extern FILE *seen;                      /* what the streams and lists showed */
 
 /* oauth_suite_begin: the test folder (dir), the debug log in it, the
  * leak-check file, and oauth.mjs started (srv); oauth_suite_end stops

@@ -349,8 +349,8 @@ cimd(void)
 	         "http://127.0.0.1:%d/oauth/client-metadata.json", port);
 	snprintf(
 	        config, sizeof(config),
-	        "{\"mcp\": {\"client_configs\": [{\"name\": \"doc\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"oauth\", \"oauth_config\": {\"client_metadata_url\": \"%s\"}, \"tools_to_execute\": [\"*\"]}]}, \"server\": {\"admin_token\": \"cimd-admin-token\", \"client_metadata_url\": \"%s\"}}",
-	        as.port, doc, doc);
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"doc\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"oauth\", \"oauth_config\": {\"client_metadata_url\": \"%s\"}, \"tools_to_execute\": [\"*\"]}, {\"name\": \"any\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"oauth\", \"oauth_config\": {}, \"tools_to_execute\": [\"*\"]}]}, \"server\": {\"admin_token\": \"cimd-admin-token\", \"client_metadata_url\": \"%s\"}}",
+	        as.port, doc, as.port, doc);
 	serve_opt(&d, "cimd.json", config, NULL, "--listen", listen);
 	/* open (an authorization server fetches it), while the API is not */
 	const char *none[] = {NULL};
@@ -398,6 +398,14 @@ cimd(void)
 	CHECK(state_within("doc", "healthy", WAIT_MS));
 	sv_admin = NULL;
 	CHECK_EQ(admin(as.port, "/admin/counters", NULL, "cimd_fetches"), 1);
+	CHECK_EQ(admin(as.port, "/admin/counters", NULL, "registrations"), 0);
+
+	/* a client that names none uses the server's document too */
+	out = http("POST", "/api/mcp/client/any/initiate-verification", NULL,
+	           "cimd-admin-token", &st);
+	CHECK_EQ(st, 200);
+	CHECK(strstr(out, "client_id=http%3A%2F%2F127.0.0.1%3A") != NULL);
+	free(out);
 	CHECK_EQ(admin(as.port, "/admin/counters", NULL, "registrations"), 0);
 	peer_stop(&d);
 	peer_stop(&as);

@@ -187,8 +187,9 @@ int oa_form_add(char **f, const char *key, const char *value);
 /*
  * oa_client_assertion signs a private_key_jwt client assertion (RFC 7523
  * section 2.2; OpenID Connect Core section 9): iss and sub client_id, aud
- * the token endpoint, a random jti, 60 s of life; RS256 for an RSA key,
- * ES256 for an EC P-256 one (pem: the private key, PEM; kid, or NULL).
+ * (the authorization server's issuer, or the token endpoint), a random
+ * jti, 60 s of life; RS256 for an RSA key, ES256 for an EC P-256 one
+ * (pem: the private key, PEM; kid, or NULL).
  * *out gets the JWT (malloc'd; a secret while it lives).  Returns 0, or
  * MK_EINVAL / MK_ENOMEM / MK_ESYS with why (never the key).
  */

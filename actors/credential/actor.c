@@ -612,8 +612,11 @@ cr_init(kn_actor *self, void *arg, void **statep)
 	if ((rv = tp_loop_new(&cr->loop)) != 0 ||
 	    (cr->redirect = strdup(a->redirect_uri != NULL
 	                                   ? a->redirect_uri
-	                                   : CR_REDIRECT_DEFAULT)) == NULL) {
+	                                   : CR_REDIRECT_DEFAULT)) == NULL ||
+	    (a->client_metadata_url != NULL &&
+	     (cr->cimd_url = strdup(a->client_metadata_url)) == NULL)) {
 		tp_loop_free(&cr->loop);
+		free(cr->redirect);
 		free(cr);
 		return (rv != 0 ? rv : MK_ENOMEM);
 	}
@@ -681,6 +684,7 @@ cr_fini(kn_actor *self, void *state)
 	json_decref(cr->saved);
 	kn_actor_release(&cr->ps);
 	free(cr->redirect);
+	free(cr->cimd_url);
 	free(cr);
 }
 

@@ -176,16 +176,18 @@ struct cr_self {
 	kn_actor *ps;       /* persister (held), or NULL */
 	tp_loop  *loop;     /* curl multi for AS exchanges */
 	char     *redirect; /* the OAuth callback URL */
-	strmap    clients;  /* id -> cclient */
-	strmap    names;    /* name -> cclient (nent) */
-	strmap    tokens;   /* key -> token */
-	strmap    flows;    /* state -> flow */
-	strmap    hcreds;   /* key -> hcred */
-	strmap    hflows;   /* id -> hflow */
-	lru       tlru;     /* callers' tokens (and exchange results) */
-	lru       hlru;     /* callers' header credentials */
-	strmap    fills;    /* key -> a fill from the store in flight */
-	uint64_t  gen;      /* bumped by every explicit eviction: a fill
+	char     *cimd_url; /* the host's client ID metadata document, or
+	                     * NULL */
+	strmap   clients;   /* id -> cclient */
+	strmap   names;     /* name -> cclient (nent) */
+	strmap   tokens;    /* key -> token */
+	strmap   flows;     /* state -> flow */
+	strmap   hcreds;    /* key -> hcred */
+	strmap   hflows;    /* id -> hflow */
+	lru      tlru;      /* callers' tokens (and exchange results) */
+	lru      hlru;      /* callers' header credentials */
+	strmap   fills;     /* key -> a fill from the store in flight */
+	uint64_t gen;       /* bumped by every explicit eviction: a fill
 	                     * that raced one is discarded */
 	uint64_t nfills;    /* fills asked of the store */
 	uint64_t evicted;   /* entries explicitly evicted */

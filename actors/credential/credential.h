@@ -189,7 +189,9 @@
 typedef struct cr_args {
 	kn_actor   *persister;    /* the store (held), or NULL */
 	const char *redirect_uri; /* the OAuth callback; NULL: default */
-	const char *tokens;       /* stored rows (json arrays), or NULL */
+	const char *client_metadata_url; /* the host's client ID metadata
+	                                  * document, or NULL */
+	const char *tokens; /* stored rows (json arrays), or NULL */
 	const char *flows;
 	const char *configs;
 	const char *hcreds;    /* header_credentials rows */

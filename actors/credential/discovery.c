@@ -452,7 +452,7 @@ cr_disc_step(disc *d)
 			if (cr_meta_str(d->meta, "registration_url") == NULL) {
 				cr_disc_end(
 				        d,
-				        "no client_id is configured, the authorization server takes no client ID metadata document (or oauth_config.client_metadata_url is not set) and offers no registration: register a client with it and set oauth_config.client_id");
+				        "no client_id is configured, the authorization server takes no client ID metadata document (or none is set: server.client_metadata_url, oauth_config.client_metadata_url) and offers no registration: register a client with it and set oauth_config.client_id");
 				return;
 			}
 			snprintf(d->urls[0], OA_URL_MAX, "%s",

@@ -228,6 +228,8 @@ cr_as_meta_keep(disc *d, json_t *o)
 	if (json_is_array(m)) {
 		json_object_set(d->meta, "auth_methods", m);
 	}
+	/* as the server wrote it: a client assertion's audience */
+	json_object_set(d->meta, "as_issuer", json_object_get(o, "issuer"));
 	if (json_is_true(json_object_get(
 	            o, "authorization_response_iss_parameter_supported"))) {
 		json_object_set_new(d->meta, "iss_required", json_true());

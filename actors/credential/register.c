@@ -3,8 +3,9 @@
  * how it authenticates there.
  *
  * DESIGN: the client, in the MCP spec's order: a configured client_id;
- * else a client ID metadata document (oauth_config.client_metadata_url,
- * when the server takes them); else RFC 7591 registration.  A
+ * else a client ID metadata document (oauth_config.client_metadata_url
+ * or the host's, when the server takes them); else RFC 7591
+ * registration.  A
  * registration the server lost (invalid_client) is made again once
  * (cr_reregister); a reauthorization discovers again and keeps the
  * registration only while the issuer is the same (cr_rediscover).  At
@@ -41,15 +42,18 @@ cr_register_method(const disc *d)
 
 /* A client ID metadata document (draft-ietf-oauth-client-id-metadata-
  * document): when the authorization server takes them and the operator
- * hosts one (oauth_config.client_metadata_url), its URL is the client_id
- * of a public client - before dynamic registration (the MCP spec's
- * order).  The URL must be https with a path (http only to a loopback
- * host, for a daemon on this machine).  Returns 1 (it is the client_id),
- * 0 (not used), or -1 (a bad URL: d ended). */
+ * hosts one (oauth_config.client_metadata_url, else the host's:
+ * mk_options.oauth_client_metadata_url, the daemon's
+ * server.client_metadata_url), its URL is the client_id of a public
+ * client - before dynamic registration (the MCP spec's order).  The URL must
+ * be https with a path (http only to a loopback host, for a daemon on this
+ * machine).  Returns 1 (it is the client_id), 0 (not used), or -1 (a bad URL:
+ * d ended). */
 int
 cr_cimd_client(disc *d)
 {
-	const char *u      = cr_meta_str(d->meta, "client_metadata_url");
+	const char *own    = cr_meta_str(d->meta, "client_metadata_url");
+	const char *u      = own != NULL ? own : d->c->cr->cimd_url;
 	char        sch[8] = "";
 
 	if (u == NULL || !json_is_true(json_object_get(d->meta, "cimd"))) {
@@ -60,7 +64,9 @@ cr_cimd_client(disc *d)
 	    strchr(strstr(u, "://") + 3, '/') == NULL) {
 		cr_disc_end(
 		        d,
-		        "oauth_config.client_metadata_url must be an https URL with a path (http only to a loopback host)");
+		        own != NULL
+		                ? "oauth_config.client_metadata_url must be an https URL with a path (http only to a loopback host)"
+		                : "the host's client ID metadata document URL (server.client_metadata_url) must be an https URL with a path (http only to a loopback host)");
 		return (-1);
 	}
 	json_object_set_new(d->meta, "client_id", json_string(u));
@@ -234,14 +240,24 @@ cr_rediscover(cclient *c)
 }
 
 /* private_key_jwt (RFC 7523 section 2.2): a client assertion signed
- * with oauth_config.private_key, its audience the token endpoint. */
+ * with oauth_config.private_key.  Its audience is the authorization
+ * server's issuer identifier, as its metadata names it, when the request
+ * goes to that metadata's token endpoint (draft-ietf-oauth-rfc7523bis,
+ * the MCP client-credentials extension's RFC 7523); else (configured
+ * endpoints, no metadata) the URL it is sent to. */
 static int
 assertion(const cclient *c, const char *id, char **form, const oa_send *s)
 {
+	const char *iss = cr_meta_str(c->meta, "as_issuer");
+	const char *tok = cr_meta_str(c->meta, "token_url");
+	const char *aud =
+	        iss != NULL && tok != NULL && strcmp(tok, s->url) == 0
+	        ? iss
+	        : s->url;
 	char *jwt = NULL, why[160];
 	int   rv  = oa_client_assertion(cr_meta_str(c->meta, "private_key"),
 	                                cr_meta_str(c->meta, "private_key_id"),
-	                                id, s->url, &jwt, why, sizeof(why));
+	                                id, aud, &jwt, why, sizeof(why));
 
 	if (rv != 0) {
 		KN_WARN("credential", "%s: %s", c->name, why);

@@ -58,7 +58,9 @@
 //                         ES256) by the client's key, iss = sub = the
 //                         client id (= client_id, if given), aud the token
 //                         endpoint or the issuer (BASE, BASE/token, or the
-//                         served metadata's), exp in the future, jti never
+//                         served metadata's; variant jwt_aud_issuer: only
+//                         the served metadata's issuer, as RFC 7523bis
+//                         has it), exp in the future, jti never
 //                         seen before (else "jti reused"); any failure is
 //                         401 invalid_client.  A jwt_clients id is a known
 //                         client (any redirect_uri) that must use its key.
@@ -171,7 +173,8 @@
 //                           one), "form": {k: v} (/token), "json": {...}
 //                           (/register), "auth": "basic"|"post"|"jwt"|
 //                           "none" (/token), "basic_id" (/token with Basic
-//                           credentials)}, ...]}: every request but /admin
+//                           credentials), "aud" (/token with a client
+//                           assertion: its aud claim)}, ...]}: every request but /admin
 //                           and /mcp ones, in arrival order (the last
 //                           10000), with client metadata document fetches;
 //                           status null while unanswered, 0 if the client
@@ -196,7 +199,7 @@
 //                           "auth_methods": ["none", "client_secret_basic",
 //                           "client_secret_post", "private_key_jwt"],
 //                           "register_method": s, "cimd": bool,
-//                           "get_405": bool}, all
+//                           "get_405": bool, "jwt_aud_issuer": bool}, all
 //                           optional: the behaviours marked (variant).
 //                           Each call replaces the last; {} (or an absent
 //                           field) is the default: prm_at
@@ -208,7 +211,7 @@
 //                           client_credentials false,
 //                           jwt_clients {}, auth_methods all four,
 //                           register_method null, cimd false, get_405
-//                           false.  Answers the
+//                           false, jwt_aud_issuer false.  Answers the
 //                           whole variant; an unknown field or bad value
 //                           is 400.
 //   POST /admin/forget-clients  every client from /register forgotten
@@ -552,6 +555,7 @@ function defaultVariant() {
 		register_method: null,
 		cimd: false,
 		get_405: false,
+		jwt_aud_issuer: false,
 	};
 }
 
@@ -655,6 +659,9 @@ function parseVariant(b) {
 	}
 	if (b.get_405 !== undefined) {
 		v.get_405 = bool('get_405');
+	}
+	if (b.jwt_aud_issuer !== undefined) {
+		v.jwt_aud_issuer = bool('jwt_aud_issuer');
 	}
 	return { v, keys };
 }
@@ -1024,7 +1031,7 @@ function b64json(s) {
 
 // Checks a private_key_jwt client assertion (RFC 7523 2.2) against the
 // key in variant.jwt_clients; answers the client id or throws invalid().
-function verifyAssertion(params, invalid) {
+function verifyAssertion(req, params, invalid) {
 	const jwt = params.client_assertion;
 	if (typeof jwt !== 'string' || jwt === '') {
 		throw invalid('client_assertion missing');
@@ -1075,10 +1082,15 @@ function verifyAssertion(params, invalid) {
 		throw invalid('iss and sub must be the client id');
 	}
 	const as = overridden('as', authServerMetadata());
-	const audiences = [BASE, `${BASE}/token`, as.issuer, as.token_endpoint];
+	const audiences = variant.jwt_aud_issuer ? [as.issuer] :
+		[BASE, `${BASE}/token`, as.issuer, as.token_endpoint];
 	const aud = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+	if (logOf.has(req)) {
+		logOf.get(req).aud = claims.aud;
+	}
 	if (!aud.some((a) => typeof a === 'string' && audiences.includes(a))) {
-		throw invalid('aud is neither the token endpoint nor the issuer');
+		throw invalid(variant.jwt_aud_issuer ? 'aud is not the issuer' :
+			'aud is neither the token endpoint nor the issuer');
 	}
 	if (typeof claims.exp !== 'number') {
 		throw invalid('exp missing');
@@ -1143,7 +1155,7 @@ async function authenticateClient(req, params, method) {
 			throw invalid('client_secret without client_id');
 		}
 	} else if (method === 'jwt') {
-		id = verifyAssertion(params, invalid);
+		id = verifyAssertion(req, params, invalid);
 	} else {
 		id = params.client_id;
 		if (id === undefined) {
