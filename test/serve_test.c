@@ -1072,10 +1072,12 @@ mute_stop(mute *m)
 
 /* A boot of 6,000 clients whose server accepts and never answers: a
  * SIGTERM while it is still connecting them (the supervisor still
- * starting clients, its inbox full of their news) stops the daemon
- * within 2 s.  The stop is a flag the actors' loops read, so it needs
- * no room in a full inbox, and the supervisor gives up the clients not
- * yet started. */
+ * starting clients, its inbox full of their news) stops the daemon at
+ * once: 1.2-1.5 s on a quiet 2-core machine (17 s before, for ever with
+ * 20,000 clients), the time the clients started by then take to stop;
+ * asserted within 5 s, so that a machine busy with other builds passes.
+ * The stop is a flag the actors' loops read, so it needs no room in a
+ * full inbox, and the supervisor gives up the clients not yet started. */
 static void
 boot_sigterm_many(void)
 {
@@ -1123,7 +1125,7 @@ boot_sigterm_many(void)
 	        gone ? "exited" : "still running", (long long)ms);
 	peer_stop(&d);
 	mute_stop(&m);
-	CHECK(gone && ms < 2000);
+	CHECK(gone && ms < 5000);
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 	CHECK(peer_said(&d, "serve: boot: connecting 6000 clients\n"));
 	CHECK(peer_said(
