@@ -478,6 +478,79 @@ waited_in_all(void)
 	close_rt(&rt, &sb);
 }
 
+typedef struct waited {
+	pthread_mutex_t mtx;
+	pthread_cond_t  cv;
+	bool            done;
+	int             rc;
+	json_t         *rec; /* its recovery */
+} waited;
+
+static void
+on_waited(void *arg, int rc, mk_result *res)
+{
+	waited *w = arg;
+
+	pthread_mutex_lock(&w->mtx);
+	w->rc   = rc;
+	w->rec  = recovery_of(res);
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mtx);
+	mk_result_free(&res);
+}
+
+/* A per-call call that opened with a token replaced while it was out
+ * (refreshed meanwhile: ahead of expiry, or another node's taken) and
+ * then refused with it takes the new one and is retried: no second
+ * refresh for a credential that is not the one held any more. */
+static void
+changed_meanwhile(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "cm.db");
+	waited      w  = {.mtx = PTHREAD_MUTEX_INITIALIZER,
+	                  .cv  = PTHREAD_COND_INITIALIZER};
+	mk_call     c  = {.client = "cm", .tool = "counted_readonly"};
+	int         at = 0;
+	long        r0;
+	char       *id;
+
+	CHECK_EQ(add_oauth(rt, "cm", "{}", false), 0);
+	bootstrap(rt, "cm", false);
+	wait_state(&sb, &at, "cm", "healthy", NULL);
+	id = id_of(&sb, "cm");
+	/* its session's initialize held at the server (its token checked
+	 * already): its tools/call comes after, with the same token */
+	as_admin("/admin/hold", "{\"mcp\": \"initialize\"}");
+	long held = admin(srv.port, "/admin/counters", NULL, "held");
+	CHECK_EQ(mk_tool_call_async(rt, &c, on_waited, &w), 0);
+	for (int i = 0;
+	     admin(srv.port, "/admin/counters", NULL, "held") == held; i++) {
+		CHECK(i < 400);
+		usleep(25 * 1000); /* polling the server's counter, bounded */
+	}
+	/* its token revoked, then refreshed (a new one, live) */
+	as_admin("/admin/revoke-all", "{}");
+	r0 = by_grant("refresh_token");
+	CHECK_EQ(force(rt, id, "shared", "", NULL), 0);
+	CHECK_EQ(by_grant("refresh_token") - r0, 1);
+	as_admin("/admin/hold", "{}");
+	pthread_mutex_lock(&w.mtx);
+	while (!w.done) {
+		pthread_cond_wait(&w.cv, &w.mtx);
+	}
+	pthread_mutex_unlock(&w.mtx);
+	CHECK_EQ(w.rc, 0);
+	CHECK(w.rec != NULL);
+	CHECK(strcmp(json_string_value(json_object_get(w.rec, "path")),
+	             "per_call") == 0);
+	json_decref(w.rec);
+	CHECK_EQ(by_grant("refresh_token") - r0, 1); /* not refreshed again */
+	free(id);
+	close_rt(&rt, &sb);
+}
+
 int
 main(void)
 {
@@ -489,6 +562,7 @@ main(void)
 	RUN(session_forgotten);
 	RUN(deadline);
 	RUN(waited_in_all);
+	RUN(changed_meanwhile);
 	RUN(slow_reconnect);
 	oauth_suite_end();
 	return (0);

@@ -303,6 +303,7 @@ open_per_call(client *cl, cl_call *c)
 		return;
 	}
 	cl_conn_config(cl, &mc);
+	c->cred_sum = cl_cred_sum(cl);
 	if (c->hdrs != NULL) {
 		mc.headers =
 		        (const char *const *)c->hdrs; /* the caller's own */

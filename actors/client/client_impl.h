@@ -115,10 +115,12 @@ typedef struct cl_call {
 	bool            pc;         /* runs per-call (its own session) */
 	bool            force; /* per-user: ask for a refreshed credential */
 	bool            recovered; /* a recovery ran (at most one per call) */
-	bool reissued; /* 2026-07-28: sent again after its stream broke */
-	bool skipped;  /* its retry was skipped: not safe to repeat */
-	bool sent;     /* its tools/call went out (before: never ran, so
-	                * always safe to send again) */
+	bool reissued;     /* 2026-07-28: sent again after its stream broke */
+	bool skipped;      /* its retry was skipped: not safe to repeat */
+	bool sent;         /* its tools/call went out (before: never ran, so
+	                    * always safe to send again) */
+	uint64_t cred_sum; /* per-call: the shared credential it opened
+	                    * with (cl_cred_sum), 0 none */
 	const char     *path; /* the recovery's path, or NULL */
 	mcp_error      *orig; /* the failure it recovers from */
 	uint64_t        gen;  /* sticky: the connection generation it ran on */
@@ -329,6 +331,9 @@ void cl_cred_register(client *cl);
 void cl_cred_forget(client *cl);
 void cl_cred_clear(client *cl);
 enum { CRED_USE, CRED_PEEK, CRED_FORCE, CRED_STEP }; /* cred_fetch's how */
+/* cl_cred_sum: a digest of the credential the client holds now (0:
+ * none), to tell whether it changed since a connection opened with it */
+uint64_t cl_cred_sum(const client *cl);
 /* CRED_USE: a header good to use (refreshed when near expiry, as the
  * credential actor's use_ms says); CRED_PEEK: the state only (no
  * refresh); CRED_FORCE: refreshed now (or when the token's 1 s gap

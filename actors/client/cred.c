@@ -131,6 +131,12 @@ set_cred(client *cl, const char *headers)
 	cl->hdrs = cl->cred != NULL ? cl_cred_lines(cl, cl->cred) : NULL;
 }
 
+uint64_t
+cl_cred_sum(const client *cl)
+{
+	return (cl->cred != NULL ? strmap_hash(cl->cred) : 0);
+}
+
 /* The connection credential died (or was rotated). */
 static void
 cred_dead(client *cl, const char *message)

@@ -219,8 +219,13 @@ cl_recover_per_call(client *cl, cl_call *c, const mcp_error *err)
 		c->force = true; /* this caller's own, refreshed */
 		cl_cred_fetch_user(cl, c, pc_refreshed);
 	} else if (cl_cred_needed(cl)) {
-		cl_cred_fetch_until(cl, CRED_FORCE, pc_refreshed, c, 0,
-		                    c->deadline);
+		/* refreshed only when the credential it failed with is still
+		 * the one held: one that changed since (a refresh ahead,
+		 * another node's refresh taken) is the answer already */
+		cl_cred_fetch_until(
+		        cl,
+		        cl_cred_sum(cl) != c->cred_sum ? CRED_USE : CRED_FORCE,
+		        pc_refreshed, c, 0, c->deadline);
 	} else {
 		pc_refreshed(cl, c, 0, 0,
 		             NULL); /* headers: nothing to refresh */

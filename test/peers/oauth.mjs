@@ -251,7 +251,7 @@
 //                           tests that look for leaks
 //
 // Tools:
-//   whoami {}             text = the request's subject
+//   whoami {}             text = the request's subject (read-only)
 //   echo {message}        text = message
 //   slow {ms}             "done" after ms milliseconds (read-only)
 //   counted_destructive, counted_idempotent, counted_readonly,
@@ -1635,6 +1635,7 @@ function makeServer() {
 	s.registerTool('whoami', {
 		description: 'The subject of the request\'s credential',
 		inputSchema: {},
+		annotations: { readOnlyHint: true },
 	}, async (args, extra) => {
 		const who = subjectOf(extra.requestInfo?.headers ?? {});
 		return text(who.sub ?? '');
