@@ -8,7 +8,11 @@
  * row replace the older one in place.  A client's delete reaches into
  * other rows (its tools and credentials), so it ends coalescing: writes
  * after it queue behind it.  Durable asks wait in a list until the flush
- * that carries their write commits or fails.
+ * that carries their write commits or fails.  An acknowledged change's
+ * writes carry its ticket and never coalesce: when the flush that should
+ * make them durable fails they leave the queue (answered MK_ESTORE), so
+ * nothing the caller was told is refused lands later; the rest of the
+ * queue is kept and retried.
  */
 #include "actors/persister.h"
 
@@ -40,15 +44,17 @@ typedef struct op {
 	char      *b;       /* config, or tools */
 	int        table;   /* row ops: the store_table */
 	json_t    *row;     /* row ops: the row, or the key to delete */
+	uint64_t   ticket;  /* the acknowledged change it is part of, 0 */
 	bool       refused; /* the schema refused it: dropped */
 	struct op *next;    /* queue */
 } op;
 
 typedef struct waiter {
-	uint64_t corr;       /* the deferred ask */
-	op      *o;          /* its write (valid until the flush ends), or
-	                      * NULL for a sync */
-	struct waiter *next; /* list */
+	uint64_t corr;         /* the deferred ask */
+	op      *o;            /* its write (valid until the flush ends), or
+	                        * NULL for a sync */
+	uint64_t       ticket; /* a sync's: the change it waits for, 0 */
+	struct waiter *next;   /* list */
 } waiter;
 
 typedef struct ps_self {
@@ -192,16 +198,72 @@ apply(ps_self *ps, op *o)
 	}
 }
 
-/* Answers every durable ask: rv 0 stored (or refused), else why not. */
+/* Takes o out of the queue and frees it (a ticketed op: not in rows). */
+static void
+unqueue(ps_self *ps, op *o)
+{
+	op **pp = &ps->head, *prev = NULL;
+
+	while (*pp != o) {
+		prev = *pp;
+		pp   = &(*pp)->next;
+	}
+	*pp = o->next;
+	if (ps->tail == o) {
+		ps->tail = prev;
+	}
+	ps->queued--;
+	op_free(o);
+}
+
+/* Takes o (an ask's write), else the client writes of ticket (a sync's:
+ * the supervisor's tickets), out of the queue: their change was refused.
+ * Returns how many. */
+static unsigned
+drop_ticket(ps_self *ps, uint64_t ticket, op *o)
+{
+	unsigned n = 0;
+	op      *next;
+
+	if (o != NULL) {
+		unqueue(ps, o);
+		return (1);
+	}
+	for (op *p = ps->head; p != NULL; p = next) {
+		next = p->next;
+		if (p->ticket == ticket &&
+		    (p->type == MSG_PS_CLIENT_PUT ||
+		     p->type == MSG_PS_CLIENT_DEL)) {
+			unqueue(ps, p);
+			n++;
+		}
+	}
+	return (n);
+}
+
+/* Answers every durable ask: rv 0 stored (or refused), else why not.
+ * Failed, an acknowledged change's writes leave the queue (refused); a
+ * sync whose change has no write left waiting landed before. */
 static void
 answer_waiters(ps_self *ps, int rv, const char *why)
 {
 	kn_kernel *k = kn_actor_kernel(ps->self);
 
 	while (ps->waiters != NULL) {
-		waiter *w   = ps->waiters;
-		ps->waiters = w->next;
-		if (rv != 0) {
+		waiter  *w   = ps->waiters;
+		op      *o   = w->o != NULL && w->o->ticket != 0 ? w->o : NULL;
+		uint64_t tkt = o != NULL ? o->ticket : w->ticket;
+		ps->waiters  = w->next;
+		if (rv != 0 && tkt != 0 && drop_ticket(ps, tkt, o) == 0) {
+			/* its writes landed in an earlier flush */
+			kn_reply_corr(k, w->corr, 0, CODEC_EMPTY,
+			              CODEC_EMPTY_LEN);
+		} else if (rv != 0 && tkt != 0) {
+			kn_reply_error(
+			        k, w->corr, MK_ESTORE,
+			        "the store cannot write: %s; free space on the store's file system or make it writable, then try again",
+			        why);
+		} else if (rv != 0) {
 			kn_reply_error(
 			        k, w->corr, MK_ESYS,
 			        "not stored yet (%s): kept in memory and retried",
@@ -310,16 +372,18 @@ decode(op *o, kn_msg *msg)
 	case MSG_PS_CLIENT_PUT: {
 		ps_client_msg m;
 		(void)ps_client_msg_unpack(p, n, &m);
-		o->id = m.id; /* the op owns them now */
-		o->a  = m.name;
-		o->b  = m.config;
+		o->id     = m.id; /* the op owns them now */
+		o->a      = m.name;
+		o->b      = m.config;
+		o->ticket = (uint64_t)m.ticket;
 		assert(o->id != NULL && o->a != NULL && o->b != NULL);
 		break;
 	}
 	case MSG_PS_CLIENT_DEL: {
 		ps_id_msg m;
 		(void)ps_id_msg_unpack(p, n, &m);
-		o->id = m.id;
+		o->id     = m.id;
+		o->ticket = (uint64_t)m.ticket;
 		assert(o->id != NULL);
 		break;
 	}
@@ -341,12 +405,14 @@ decode(op *o, kn_msg *msg)
 		char      *table, *text;
 		if (o->type == MSG_PS_ROW_PUT) {
 			(void)ps_row_msg_unpack(p, n, &m);
-			table = m.table;
-			text  = m.row;
+			table     = m.table;
+			text      = m.row;
+			o->ticket = (uint64_t)m.ticket;
 		} else {
 			(void)ps_key_msg_unpack(p, n, &d);
-			table = d.table;
-			text  = d.key;
+			table     = d.table;
+			text      = d.key;
+			o->ticket = (uint64_t)d.ticket;
 		}
 		o->table = table != NULL ? store_table_find(table) : -1;
 		o->row   = text != NULL ? json_loads(text, 0, NULL) : NULL;
@@ -374,7 +440,13 @@ queue(ps_self *ps, op *o)
 {
 	op *old = o->key != NULL ? idmap_get(&ps->rows, o->hkey) : NULL;
 
-	if (old != NULL && strcmp(old->key, o->key) == 0) {
+	if (o->ticket != 0) {
+		/* its own: later writes of the row queue behind it */
+		if (old != NULL) {
+			(void)idmap_del(&ps->rows, o->hkey);
+		}
+		old = NULL;
+	} else if (old != NULL && strcmp(old->key, o->key) == 0) {
 		op *next = old->next;
 		op_clear(old);
 		*old      = *o;
@@ -384,7 +456,7 @@ queue(ps_self *ps, op *o)
 	}
 	if (o->type == MSG_PS_CLIENT_DEL) {
 		idmap_fini(&ps->rows); /* later writes queue behind it */
-	} else if (o->key != NULL && old == NULL &&
+	} else if (o->key != NULL && old == NULL && o->ticket == 0 &&
 	           idmap_put(&ps->rows, o->hkey, o) != 0) {
 		/* out of memory: queued without coalescing */
 	}
@@ -402,13 +474,19 @@ queue(ps_self *ps, op *o)
 static int
 wait_flush(ps_self *ps, kn_msg *msg, op *o)
 {
-	waiter *w = calloc(1, sizeof(*w));
+	waiter     *w = calloc(1, sizeof(*w));
+	ps_sync_msg m = {0};
 
 	if (w == NULL) {
 		return (MK_ENOMEM);
 	}
+	if (o == NULL) {
+		(void)ps_sync_msg_unpack(msg->env.payload,
+		                         msg->env.payload_len, &m);
+	}
 	w->corr     = kn_defer(msg);
 	w->o        = o;
+	w->ticket   = (uint64_t)m.ticket;
 	w->next     = ps->waiters;
 	ps->waiters = w;
 	arm(ps, 0); /* after the batch of messages being received */
@@ -762,6 +840,7 @@ CODEC_MSG_FIELDS(ps_clients_msg, PS_CLIENTS_FIELDS);
 CODEC_MSG_FIELDS(ps_rows_msg, PS_ROWS_FIELDS);
 CODEC_MSG_FIELDS(ps_found_msg, PS_ROW_FOUND_FIELDS);
 CODEC_MSG_FIELDS(ps_stats_msg, PS_STATS_FIELDS);
+CODEC_MSG_FIELDS(ps_sync_msg, PS_SYNC_FIELDS);
 CODEC_MSG_FIELDS(ps_lease_msg, PS_LEASE_FIELDS);
 CODEC_MSG_FIELDS(ps_leased_msg, PS_LEASED_FIELDS);
 
@@ -784,8 +863,8 @@ const codec_msgdef persister_msgs[] = {
          &ps_rows_msg_fields, NULL, "every row of a credential table"},
         {CODEC_MSG(MSG_PS_ROW_GET), "ask", &ps_key_msg_fields,
          &ps_found_msg_fields, NULL, "one credential row by key"},
-        {CODEC_MSG(MSG_PS_SYNC), "ask", NONE, NONE, NULL,
-         "answered once every write queued before it is durable (MK_ESYS: not yet, kept and retried)"},
+        {CODEC_MSG(MSG_PS_SYNC), "ask", &ps_sync_msg_fields, NONE, NULL,
+         "answered once every write queued before it is durable (MK_ESYS: not yet, kept and retried; with a ticket MK_ESTORE: its writes refused, out of the queue)"},
         {CODEC_MSG(MSG_PS_STATS), "ask", NONE, &ps_stats_msg_fields, NULL,
          "statement counters, store health"},
         {CODEC_MSG(MSG_PS_LEASE), "ask", &ps_lease_msg_fields,

@@ -17,7 +17,11 @@
  * as a "store" message ({"healthy": false, "error": text}), and retried
  * with backoff (100 ms doubling to 5 s) - reopening the file when it was
  * never open - until it works ({"healthy": true}).  A durable ask whose
- * flush failed is answered MK_ESYS at once (its write stays queued); a
+ * flush failed is answered MK_ESYS at once (its write stays queued) -
+ * but an acknowledged change's: a write or a sync with a ticket (an API
+ * change) is answered MK_ESTORE, "the store cannot write: why; what to
+ * do", and its writes leave the queue, never to land; a sync whose
+ * ticket's writes all landed before is answered ok.  A
  * row the schema refuses is dropped, logged and answered MK_EINVAL.  At
  * boot a store that cannot be written is still read, when it can be, so
  * stored clients come back.  A store refused outright (a newer schema, a
@@ -35,10 +39,14 @@
  *     id     str    the client's id
  *     name   str    its name
  *     config str    its config, JSON text
+ *     ticket int    an acknowledged change's (its writes leave the queue if
+ *                   the flush fails), 0: none
  *     ok:     {}
  *
  *   MSG_PS_CLIENT_DEL tell|ask: forget a client (an ask: durable)
- *     id str    the client's id
+ *     id     str    the client's id
+ *     ticket int    an acknowledged change's (its writes leave the queue if
+ *                   the flush fails), 0: none
  *     ok:     {}
  *
  *   MSG_PS_TOOLS_PUT tell: store a changed tool list
@@ -47,13 +55,17 @@
  *     tools str    the tool list, JSON text
  *
  *   MSG_PS_ROW_PUT tell|ask: store a credential row (an ask: durable)
- *     table str    a credential table's name
- *     row   secret the row, JSON object text (store_row_put)
+ *     table  str    a credential table's name
+ *     row    secret the row, JSON object text (store_row_put)
+ *     ticket int    an acknowledged change's (its writes leave the queue if
+ *                   the flush fails), 0: none
  *     ok:     {}
  *
  *   MSG_PS_ROW_DEL tell|ask: delete a credential row by key (an ask: durable)
- *     table str    a credential table's name
- *     key   secret the row's key columns, JSON object text
+ *     table  str    a credential table's name
+ *     key    secret the row's key columns, JSON object text
+ *     ticket int    an acknowledged change's (its writes leave the queue if
+ *                   the flush fails), 0: none
  *     ok:     {}
  *
  *   MSG_PS_LOAD ask: every stored client, with its tools
@@ -66,13 +78,17 @@
  *     ok:     rows secret JSON text: [objects]
  *
  *   MSG_PS_ROW_GET ask: one credential row by key
- *     table str    a credential table's name
- *     key   secret the row's key columns, JSON object text
+ *     table  str    a credential table's name
+ *     key    secret the row's key columns, JSON object text
+ *     ticket int    an acknowledged change's (its writes leave the queue if
+ *                   the flush fails), 0: none
  *     ok:     row secret the row, JSON object text; absent: none
  *
  *   MSG_PS_SYNC ask: answered once every write queued before it is durable
- *                    (MK_ESYS: not yet, kept and retried)
- *     {}
+ *                    (MK_ESYS: not yet, kept and retried; with a ticket
+ *                    MK_ESTORE: its writes refused, out of the queue)
+ *     ticket int    the acknowledged change waited for (refused: its writes
+ *                   leave the queue), 0: none
  *     ok:     {}
  *
  *   MSG_PS_STATS ask: statement counters, store health
@@ -123,10 +139,17 @@ typedef struct ps_args {
 #define PS_CLIENT_FIELDS(F, S)                                                \
 	F(S, STR, id, "the client's id")                                      \
 	F(S, STR, name, "its name")                                           \
-	F(S, STR, config, "its config, JSON text")
+	F(S, STR, config, "its config, JSON text")                            \
+	F(S, INT, ticket,                                                     \
+	  "an acknowledged change's (its writes leave the queue if the "      \
+	  "flush fails), 0: none")
 CODEC_MSG_STRUCT(ps_client_msg, PS_CLIENT_FIELDS)
 
-#define PS_ID_FIELDS(F, S) F(S, STR, id, "the client's id")
+#define PS_ID_FIELDS(F, S)                                                    \
+	F(S, STR, id, "the client's id")                                      \
+	F(S, INT, ticket,                                                     \
+	  "an acknowledged change's (its writes leave the queue if the "      \
+	  "flush fails), 0: none")
 CODEC_MSG_STRUCT(ps_id_msg, PS_ID_FIELDS)
 
 #define PS_TOOLS_FIELDS(F, S)                                                 \
@@ -137,12 +160,18 @@ CODEC_MSG_STRUCT(ps_tools_msg, PS_TOOLS_FIELDS)
 
 #define PS_ROW_FIELDS(F, S)                                                   \
 	F(S, STR, table, "a credential table's name")                         \
-	F(S, SECRET, row, "the row, JSON object text (store_row_put)")
+	F(S, SECRET, row, "the row, JSON object text (store_row_put)")        \
+	F(S, INT, ticket,                                                     \
+	  "an acknowledged change's (its writes leave the queue if the "      \
+	  "flush fails), 0: none")
 CODEC_MSG_STRUCT(ps_row_msg, PS_ROW_FIELDS)
 
 #define PS_KEY_FIELDS(F, S)                                                   \
 	F(S, STR, table, "a credential table's name")                         \
-	F(S, SECRET, key, "the row's key columns, JSON object text")
+	F(S, SECRET, key, "the row's key columns, JSON object text")          \
+	F(S, INT, ticket,                                                     \
+	  "an acknowledged change's (its writes leave the queue if the "      \
+	  "flush fails), 0: none")
 CODEC_MSG_STRUCT(ps_key_msg, PS_KEY_FIELDS)
 
 #define PS_TABLE_FIELDS(F, S) F(S, STR, table, "a credential table's name")
@@ -185,6 +214,12 @@ CODEC_MSG_STRUCT(ps_leased_msg, PS_LEASED_FIELDS)
 	F(S, BOOL, sealed, "the store is encrypted")                          \
 	F(S, STR, error, "why not healthy (\"\" when healthy)")
 CODEC_MSG_STRUCT(ps_stats_msg, PS_STATS_FIELDS)
+
+#define PS_SYNC_FIELDS(F, S)                                                  \
+	F(S, INT, ticket,                                                     \
+	  "the acknowledged change waited for (refused: its writes leave "    \
+	  "the queue), 0: none")
+CODEC_MSG_STRUCT(ps_sync_msg, PS_SYNC_FIELDS)
 
 /* The persister's messages, as the table above shows them. */
 extern const codec_msgdef persister_msgs[];

@@ -141,6 +141,7 @@ status_of(int rc)
 	case MK_ETIMEDOUT:
 		return (504);
 	case MK_ECLOSED:
+	case MK_ESTORE:
 		return (503);
 	default:
 		return (500);

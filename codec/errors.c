@@ -25,6 +25,7 @@ static const char *err_text[] = {
         [MK_EUPSTREAM] = "the MCP server failed the request",
         [MK_ESTATE]    = "the client's state does not allow it",
         [MK_EAUTH]     = "the caller must authorize first",
+        [MK_ESTORE]    = "the store cannot write",
 };
 
 const char *

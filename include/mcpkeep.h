@@ -85,6 +85,8 @@ typedef enum mk_err {
 	MK_EAUTH = 16,     /* the caller's identity has no usable
 	                    * credential: mk_result.auth_required says how
 	                    * to get one; the tool did not run */
+	MK_ESTORE = 17,    /* the store refused or could not take a change:
+	                    * nothing changed, try again once it can */
 } mk_err;
 
 /* Log levels, lowest first. */
@@ -515,14 +517,17 @@ MK_API int mk_config_get(const char *config_json, const char *path,
  * from the environment - only a config file's references are - and it
  * stays literal in the store, after a restart.
  * Blocks until its first connect (sticky) or
- * discovery (per-call) finished and, with a healthy store, until the
- * client is on disk (it survives a crash from then on; lifecycle calls
- * below that change the config do the same).  A sticky client that
+ * discovery (per-call) finished and, with a store, until the client is
+ * on disk (it survives a crash from then on; remove, disable, enable
+ * and update below do the same).  A store that refuses or cannot write
+ * the change answers MK_ESTORE ("the store cannot write: why; what to
+ * do") and nothing of it is kept: the runtime is as it was before the
+ * call (for the lifecycle calls too).  A sticky client that
  * cannot connect is not kept (MK_EUPSTREAM / MK_ETIMEDOUT, with the
  * reason in *err); a per-call one is kept as `unstable`.  On success *id
  * (if not NULL) gets the client id (malloc'd).  Returns MK_OK,
  * MK_EHANDLE, MK_EINVAL (the config: *err names the field), MK_EEXIST,
- * MK_EUPSTREAM, MK_ETIMEDOUT.
+ * MK_EUPSTREAM, MK_ETIMEDOUT, MK_ESTORE.
  */
 MK_API int mk_client_add(mk_runtime *rt, const char *config_json, char **id,
                          char **err);

@@ -552,6 +552,193 @@ kill9_durable(void)
 	place_close(&pl);
 }
 
+/* ---- a change the store refuses --------------------------------------------
+ */
+
+#define REFUSED     "the store cannot write: "
+#define REFUSE_ADDS 20
+
+static void fill(const char *dir, char *filler, size_t len);
+
+/* Prints "ok name" or "no name" for an API change's answer rc (err): a
+ * refusal is MK_ESTORE saying so.  Returns whether it was refused. */
+static int
+said(int rc, char *err, const char *name)
+{
+	char line[96];
+	int  n;
+
+	if (rc != 0 &&
+	    (rc != MK_ESTORE || err == NULL ||
+	     strncmp(err, REFUSED, strlen(REFUSED)) != 0)) {
+		fprintf(stderr, "%s: %d %s\n", name, rc, err ? err : "");
+		CHECK(0);
+	}
+	mk_free(err);
+	n = snprintf(line, sizeof(line), "%s %s\n", rc == 0 ? "ok" : "no",
+	             name);
+	CHECK_EQ(write(1, line, (size_t)n), n);
+	return (rc != 0);
+}
+
+/* A client's config field as JSON text (malloc'd), from its view. */
+static char *
+config_field(mk_runtime *rt, const char *name, const char *field)
+{
+	json_t *v = view_of(rt, name);
+	char   *t = json_dumps(
+	          json_object_get(json_object_get(v, "config"), field),
+	          JSON_COMPACT | JSON_ENCODE_ANY);
+
+	json_decref(v);
+	return (t);
+}
+
+/* The child of refused_*: two clients stored, then the file system full
+ * (full) or read-only; adds, an update, a disable and a remove, each
+ * answered on stdout; then it waits to die. */
+static int
+refuse_main(const char *path, int port, int full)
+{
+	mk_runtime *rt;
+	char        dir[128], filler[160], name[32], *err = NULL, *t;
+	int         rc;
+
+	srv.port = port;
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = '\0';
+	CHECK_EQ(open_with(&rt, NULL, path, NULL, -1), 0);
+	CHECK(!said(add_client(rt, "keep_0"), NULL, "keep_0"));
+	CHECK(!said(add_client(rt, "keep_1"), NULL, "keep_1"));
+	if (full) {
+		fill(dir, filler, sizeof(filler));
+	} else {
+		/* a file open for writing keeps it writable: closed, the
+		 * runtime boots again from the read-only store */
+		mk_runtime_close(&rt);
+		CHECK_EQ(mount("tmpfs", dir, "tmpfs", MS_REMOUNT | MS_RDONLY,
+		               NULL),
+		         0);
+		CHECK_EQ(open_with(&rt, NULL, path, NULL, -1), 0);
+	}
+	for (int i = 0; i < REFUSE_ADDS; i++) {
+		snprintf(name, sizeof(name), "new_%d", i);
+		rc = add(
+		        rt, &err,
+		        "{\"name\": \"%s\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}",
+		        name, port);
+		if (said(rc, err, name)) {
+			/* the runtime's view is as before */
+			CHECK(!has_client(rt, name));
+		}
+		err = NULL;
+	}
+	rc = mk_client_update(rt, "keep_0",
+	                      "{\"tools_to_execute\": [\"echo\"]}", &err);
+	if (said(rc, err, "update")) {
+		t = config_field(rt, "keep_0", "tools_to_execute");
+		CHECK(strcmp(t, "[\"*\"]") == 0);
+		free(t);
+		serves(rt, "keep_0");
+	}
+	err = NULL;
+	rc  = mk_client_disable(rt, "keep_1", &err);
+	if (said(rc, err, "disable")) {
+		serves(rt, "keep_1");
+	}
+	err = NULL;
+	rc  = mk_client_remove(rt, "keep_0", &err);
+	if (said(rc, err, "remove")) {
+		CHECK(has_client(rt, "keep_0"));
+		serves(rt, "keep_0");
+	}
+	CHECK_EQ(write(1, "done\n", 5), 5);
+	for (;;) {
+		pause();
+	}
+}
+
+/* Every change the child was told is stored survives its kill -9, and
+ * none it was told is refused is there. */
+static void
+refused(int full)
+{
+	place       pl;
+	sub         sb;
+	mk_runtime *rt;
+	int         out, refusals = 0;
+	pid_t       pid;
+	char        line[96], filler[160];
+	FILE       *f;
+	json_t     *ok = json_object(), *no = json_object();
+
+	place_open(&pl, 2 << 20);
+	pid = spawn_self(full ? "refuse_full" : "refuse_ro", pl.db, &out);
+	CHECK((f = fdopen(out, "r")) != NULL);
+	while (fgets(line, sizeof(line), f) != NULL &&
+	       strcmp(line, "done\n") != 0) {
+		line[strcspn(line, "\n")] = '\0';
+		json_object_set_new(strncmp(line, "ok ", 3) == 0 ? ok : no,
+		                    line + 3, json_true());
+	}
+	CHECK(strcmp(line, "done\n") == 0);
+	kill9(pid);
+	fclose(f);
+	refusals = (int)json_object_size(no);
+	fprintf(stderr, "   %d acknowledged, %d refused\n",
+	        (int)json_object_size(ok), refusals);
+	CHECK(refusals >= REFUSE_ADDS); /* every add: 2 MiB hold no more */
+	if (full) {
+		snprintf(filler, sizeof(filler), "%s/filler", pl.dir);
+		CHECK_EQ(unlink(filler), 0);
+	} else {
+		place_remount(&pl, 0);
+	}
+	CHECK_EQ(open_with(&rt, &sb, pl.db, NULL, -1), 0);
+	const char *k;
+	json_t     *v;
+	json_object_foreach(ok, k, v)
+	{
+		if (strncmp(k, "keep_", 5) == 0 ||
+		    strncmp(k, "new_", 4) == 0) {
+			CHECK(has_client(rt, k));
+		}
+	}
+	json_object_foreach(no, k, v)
+	{
+		if (strncmp(k, "new_", 4) == 0) {
+			CHECK(!has_client(rt, k));
+		}
+	}
+	char *t = config_field(rt, "keep_0", "tools_to_execute");
+	CHECK(strcmp(t,
+	             json_object_get(ok, "update") ? "[\"echo\"]"
+	                                           : "[\"*\"]") == 0);
+	free(t);
+	CHECK_EQ(has_client(rt, "keep_0"),
+	         json_object_get(ok, "remove") == NULL);
+	t = config_field(rt, "keep_1", "disabled");
+	CHECK_EQ(t != NULL && strcmp(t, "true") == 0,
+	         json_object_get(ok, "disable") != NULL);
+	free(t);
+	rt_close(&rt, &sb);
+	json_decref(ok);
+	json_decref(no);
+	place_close(&pl);
+}
+
+static void
+refused_full(void)
+{
+	refused(1);
+}
+
+static void
+refused_read_only(void)
+{
+	refused(0);
+}
+
 /* ---- the content-hash gate, at runtime ------------------------------------
  */
 
@@ -705,7 +892,8 @@ key_order(void)
  */
 
 /* A read-only file system: boot restores from it read-only and serves;
- * new writes wait in memory; remounted writable, they land. */
+ * an add is refused (MK_ESTORE) and not kept; remounted writable, the
+ * store is healthy again and the refused add never lands. */
 static void
 read_only(void)
 {
@@ -724,9 +912,8 @@ read_only(void)
 	CHECK_EQ(store_state(rt), MK_STORE_FAILING);
 	CHECK(has_client(rt, "ro_a")); /* restored from the read-only file */
 	serves(rt, "ro_a");
-	CHECK_EQ(add_client(rt, "ro_b"), 0); /* kept in memory */
-	serves(rt, "ro_b");
-	CHECK(ps_stat(rt, "queued") >= 1);
+	CHECK_EQ(add_client(rt, "ro_b"), MK_ESTORE); /* refused, not kept */
+	CHECK(!has_client(rt, "ro_b"));
 	place_remount(&pl, 0);
 	wait_store(&sb, &at, 1);
 	CHECK_EQ(store_state(rt), MK_STORE_HEALTHY);
@@ -734,7 +921,7 @@ read_only(void)
 	rt_close(&rt, &sb);
 
 	CHECK_EQ(open_with(&rt, &sb, pl.db, NULL, -1), 0);
-	CHECK(has_client(rt, "ro_a") && has_client(rt, "ro_b"));
+	CHECK(has_client(rt, "ro_a") && !has_client(rt, "ro_b"));
 	rt_close(&rt, &sb);
 	place_close(&pl);
 }
@@ -758,8 +945,9 @@ fill(const char *dir, char *filler, size_t len)
 	close(fd);
 }
 
-/* A full disk: the failure is reported once, the runtime serves, and
- * after space comes back every write lands. */
+/* A full disk: the failure is reported once, the runtime serves what it
+ * has, adds are refused (MK_ESTORE), and after space comes back none of
+ * them lands. */
 static void
 disk_full(void)
 {
@@ -775,18 +963,18 @@ disk_full(void)
 	CHECK_EQ(add_client(rt, "full_a"), 0);
 	CHECK_EQ(store_state(rt), MK_STORE_HEALTHY);
 	fill(pl.dir, filler, sizeof(filler));
-	/* each add writes a config and a tool list: they cannot land */
+	/* each add's config cannot land: refused */
 	char name[32];
 	for (int i = 0; i < 4; i++) {
 		snprintf(name, sizeof(name), "full_%d", i);
-		CHECK_EQ(add_client(rt, name), 0);
+		CHECK_EQ(add_client(rt, name), MK_ESTORE);
 	}
 	event e = wait_store(&sb, &at, 0);
 	CHECK(strstr(e.message, "full") != NULL);
 	fprintf(stderr, "   reported: %s\n", e.message);
 	CHECK_EQ(store_state(rt), MK_STORE_FAILING);
 	serves(rt, "full_a");
-	serves(rt, "full_3");
+	CHECK(!has_client(rt, "full_3"));
 	CHECK_EQ(unlink(filler), 0);
 	wait_store(&sb, &at, 1);
 	rt_close(&rt, &sb);
@@ -796,11 +984,11 @@ disk_full(void)
 	CHECK_EQ(open_with(&rt, &sb, pl.db, NULL, logfd), 0);
 	for (int i = 0; i < 4; i++) {
 		snprintf(name, sizeof(name), "full_%d", i);
-		CHECK(has_client(rt, name));
-		json_t *v = view_of(rt, name);
-		CHECK(json_array_size(json_object_get(v, "tools")) >= 10);
-		json_decref(v);
+		CHECK(!has_client(rt, name));
 	}
+	json_t *v = view_of(rt, "full_a");
+	CHECK(json_array_size(json_object_get(v, "tools")) >= 10);
+	json_decref(v);
 	/* restored with their tools: no tool list written again */
 	CHECK_EQ(ps_stat(rt, "tool_writes"), 0);
 	rt_close(&rt, &sb);
@@ -809,8 +997,8 @@ disk_full(void)
 	place_close(&pl);
 }
 
-/* Another process holds the database locked: writes wait in memory and
- * land once it lets go. */
+/* Another process holds the database locked: an add is refused
+ * (MK_ESTORE) and never lands, not even once it lets go. */
 static void
 locked(void)
 {
@@ -825,22 +1013,22 @@ locked(void)
 	CHECK_EQ(sqlite3_open(pl.db, &db), SQLITE_OK);
 	CHECK_EQ(sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL),
 	         SQLITE_OK);
-	CHECK_EQ(add_client(rt, "lk_a"), 0);
+	CHECK_EQ(add_client(rt, "lk_a"), MK_ESTORE);
 	event e = wait_store(&sb, &at, 0);
 	CHECK(strstr(e.message, "locked") != NULL);
-	serves(rt, "lk_a");
+	CHECK(!has_client(rt, "lk_a"));
 	CHECK_EQ(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 	wait_store(&sb, &at, 1);
 	rt_close(&rt, &sb);
 	CHECK_EQ(open_with(&rt, &sb, pl.db, NULL, -1), 0);
-	CHECK(has_client(rt, "lk_a"));
+	CHECK(!has_client(rt, "lk_a"));
 	rt_close(&rt, &sb);
 	place_close(&pl);
 }
 
-/* A damaged file: the runtime serves from memory, reports it, and never
- * writes over it. */
+/* A damaged file: the runtime serves from memory, reports it, refuses
+ * an add (MK_ESTORE), and never writes over it. */
 static void
 damaged(void)
 {
@@ -862,9 +1050,8 @@ damaged(void)
 	mk_stats st = MK_STATS_INIT;
 	CHECK_EQ(mk_runtime_stats(rt, &st, WAIT_MS), 0);
 	CHECK(st.store_failures >= 1);
-	CHECK_EQ(add_client(rt, "dm_a"), 0);
-	serves(rt, "dm_a");
-	CHECK(ps_stat(rt, "queued") >= 1);
+	CHECK_EQ(add_client(rt, "dm_a"), MK_ESTORE);
+	CHECK(!has_client(rt, "dm_a"));
 	rt_close(&rt, &sb);
 	/* untouched */
 	struct stat sbuf;
@@ -976,6 +1163,10 @@ main(int argc, char **argv)
 	if (argc == 4 && strcmp(argv[1], "add") == 0) {
 		return (add_main(argv[2], atoi(argv[3])));
 	}
+	if (argc == 4 && strncmp(argv[1], "refuse_", 7) == 0) {
+		return (refuse_main(argv[2], atoi(argv[3]),
+		                    strcmp(argv[1], "refuse_full") == 0));
+	}
 	signal(SIGPIPE, SIG_IGN);
 	setenv("MCPKEEP_LOG", "warn", 1); /* the log lines looked for */
 	curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -986,18 +1177,20 @@ main(int argc, char **argv)
 	CHECK_EQ(peer_start(&srv, pargv, NULL, "listening on port ([0-9]+)",
 	                    WAIT_MS),
 	         0);
-	RUN(config_store_path);
-	RUN(kill9_durable);
-	RUN(kill9_added);
-	RUN(restart_restores);
-	RUN(stored_error);
-	RUN(key_order);
-	RUN(unchanged_ticks);
-	RUN(sealed_runtime);
-	RUN(damaged);
-	RUN(locked);
-	RUN(read_only);
-	RUN(disk_full);
+	RUN_IF(config_store_path);
+	RUN_IF(kill9_durable);
+	RUN_IF(kill9_added);
+	RUN_IF(refused_full);
+	RUN_IF(refused_read_only);
+	RUN_IF(restart_restores);
+	RUN_IF(stored_error);
+	RUN_IF(key_order);
+	RUN_IF(unchanged_ticks);
+	RUN_IF(sealed_runtime);
+	RUN_IF(damaged);
+	RUN_IF(locked);
+	RUN_IF(read_only);
+	RUN_IF(disk_full);
 	peer_stop(&srv);
 	curl_global_cleanup();
 	return (0);

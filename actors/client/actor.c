@@ -127,6 +127,7 @@ cl_fini(kn_actor *self, void *state)
 		kn_actor_release(&cl->cr);
 	}
 	json_decref(cl->tools);
+	json_decref(cl->undo);
 	free(cl->lf_message);
 	kn_actor_release(&cl->sv);
 	if (cl->ps != NULL) {
@@ -194,6 +195,7 @@ on_connect(client *cl, kn_msg *msg)
 	boot        = m.boot;
 	known       = m.tools;
 	cl->unsaved = !m.restored;
+	cl->ticket  = (uint64_t)m.ticket;
 	if (known != NULL && (tools = json_loads(known, 0, NULL)) != NULL &&
 	    json_is_array(tools) && tools_hash(tools, cl->hash) == 0) {
 		/* restored from the store: seeds the hash, no event, no write
@@ -369,6 +371,18 @@ on_update(client *cl, kn_msg *msg)
 	file   = m.file;
 	stored = m.stored;
 	patch  = m.patch != NULL ? json_loads(m.patch, 0, NULL) : NULL;
+	if (m.undo) {
+		/* the whole config the refused change replaced */
+		json_decref(patch);
+		patch  = cl->undo != NULL ? json_deep_copy(cl->undo) : NULL;
+		stored = true;
+		file   = false;
+		if (patch == NULL) {
+			cl_update_msg_clear(&m);
+			cl_reply_ok(cl, corr);
+			return;
+		}
+	}
 	cl_update_msg_clear(&m);
 	if (!json_is_object(patch)) {
 		json_decref(patch);
@@ -499,6 +513,32 @@ on_settings(client *cl, kn_msg *msg)
 	client_push_view(cl); /* the supervisor reschedules on its sync_ms */
 }
 
+/* An API change's ticket (disable, enable, update): its config write
+ * carries it, and the config it replaces is kept for an undo. */
+static void
+take_ticket(client *cl, kn_msg *msg)
+{
+	int64_t t = 0;
+
+	if (msg->env.type == MSG_CL_UPDATE) {
+		cl_update_msg m;
+		(void)cl_update_msg_unpack(msg->env.payload,
+		                           msg->env.payload_len, &m);
+		t = m.undo ? 0 : m.ticket;
+		cl_update_msg_clear(&m);
+	} else {
+		cl_ticket_msg m;
+		(void)cl_ticket_msg_unpack(msg->env.payload,
+		                           msg->env.payload_len, &m);
+		t = m.ticket;
+	}
+	cl->ticket = (uint64_t)t;
+	if (t != 0) {
+		json_decref(cl->undo);
+		cl->undo = cfg_client_stored(cl->cfg);
+	}
+}
+
 static int
 cl_handle(kn_actor *self, void *state, kn_msg *msg)
 {
@@ -518,13 +558,19 @@ cl_handle(kn_actor *self, void *state, kn_msg *msg)
 		on_reconnect(cl, msg);
 		return (0);
 	case MSG_CL_DISABLE:
+		take_ticket(cl, msg);
 		on_disable(cl, msg);
+		cl->ticket = 0;
 		return (0);
 	case MSG_CL_ENABLE:
+		take_ticket(cl, msg);
 		on_enable(cl, msg);
+		cl->ticket = 0;
 		return (0);
 	case MSG_CL_UPDATE:
+		take_ticket(cl, msg);
 		on_update(cl, msg);
+		cl->ticket = 0;
 		return (0);
 	case MSG_CL_CRED:
 		cl_cred_on_notice(cl, msg);

@@ -32,6 +32,8 @@
  *     restored bool   from the store: nothing to save
  *     tools    str    known tools, JSON text: seed the hash; a per-call client
  *                     then skips its synchronous discovery
+ *     ticket   int    an API change's ticket, carried by the config it stores
+ *                     (persister.h), 0: none
  *     ok:     {}
  *
  *   MSG_CL_CHECK ask: run one health check
@@ -63,17 +65,23 @@
  *     ok:     {}
  *
  *   MSG_CL_DISABLE ask: close everything, state disabled
- *     {}
+ *     ticket int    an API change's ticket, carried by the config it stores
+ *                   (persister.h), 0: none
  *     ok:     {}
  *
  *   MSG_CL_ENABLE ask: leave disabled and connect (the reply is the connect's)
- *     {}
+ *     ticket int    an API change's ticket, carried by the config it stores
+ *                   (persister.h), 0: none
  *     ok:     {}
  *
  *   MSG_CL_UPDATE ask: apply a config patch (below)
  *     patch  str    a JSON object's text
  *     file   bool   from a config file (a reload), not the API
  *     stored bool   the whole stored config (another node's write)
+ *     ticket int    an API change's ticket, carried by the config it stores
+ *                   (persister.h), 0: none
+ *     undo   bool   back to the config the last API change replaced (the store
+ *                   refused it): not stored again
  *     ok:     {}
  *
  *   MSG_CL_METRICS ask: the client's counters
@@ -187,8 +195,17 @@ typedef struct client_args {
 	F(S, BOOL, restored, "from the store: nothing to save")               \
 	F(S, STR, tools,                                                      \
 	  "known tools, JSON text: seed the hash; a per-call client then "    \
-	  "skips its synchronous discovery")
+	  "skips its synchronous discovery")                                  \
+	F(S, INT, ticket,                                                     \
+	  "an API change's ticket, carried by the config it stores "          \
+	  "(persister.h), 0: none")
 CODEC_MSG_STRUCT(cl_connect_msg, CL_CONNECT_FIELDS)
+
+#define CL_TICKET_FIELDS(F, S)                                                \
+	F(S, INT, ticket,                                                     \
+	  "an API change's ticket, carried by the config it stores "          \
+	  "(persister.h), 0: none")
+CODEC_MSG_STRUCT(cl_ticket_msg, CL_TICKET_FIELDS)
 
 #define CL_STATE_FIELDS(F, S)                                                 \
 	F(S, INT, state, "the cl_state after the check")                      \
@@ -225,7 +242,13 @@ CODEC_MSG_STRUCT(cl_failed_msg, CL_FAILED_FIELDS)
 #define CL_UPDATE_FIELDS(F, S)                                                \
 	F(S, STR, patch, "a JSON object's text")                              \
 	F(S, BOOL, file, "from a config file (a reload), not the API")        \
-	F(S, BOOL, stored, "the whole stored config (another node's write)")
+	F(S, BOOL, stored, "the whole stored config (another node's write)")  \
+	F(S, INT, ticket,                                                     \
+	  "an API change's ticket, carried by the config it stores "          \
+	  "(persister.h), 0: none")                                           \
+	F(S, BOOL, undo,                                                      \
+	  "back to the config the last API change replaced (the store "       \
+	  "refused it): not stored again")
 CODEC_MSG_STRUCT(cl_update_msg, CL_UPDATE_FIELDS)
 
 #define CL_METRICS_FIELDS(F, S)                                               \

@@ -174,6 +174,10 @@ struct client {
 	kn_actor   *sv;          /* supervisor (held) */
 	kn_actor   *ps;          /* persister (held), or NULL */
 	bool        unsaved;     /* the config is not in the store yet */
+	uint64_t    ticket;      /* the API change the next config write is
+	                          * part of (persister.h), 0: none */
+	json_t *undo;            /* the stored config the last API change
+	                          * replaced (cfg_client_stored), or NULL */
 	kn_stream  *stream;      /* state stream */
 	const char *node_id;     /* instance id */
 	int64_t     sync_ms;     /* effective tool_sync_interval */

@@ -11,6 +11,7 @@ CODEC_MSG_FIELDS(cl_call_msg, CL_CALL_FIELDS);
 CODEC_MSG_FIELDS(cl_result_msg, CL_RESULT_FIELDS);
 CODEC_MSG_FIELDS(cl_failed_msg, CL_FAILED_FIELDS);
 CODEC_MSG_FIELDS(cl_update_msg, CL_UPDATE_FIELDS);
+CODEC_MSG_FIELDS(cl_ticket_msg, CL_TICKET_FIELDS);
 CODEC_MSG_FIELDS(cl_metrics_msg, CL_METRICS_FIELDS);
 CODEC_MSG_FIELDS(cl_settings_msg, CL_SETTINGS_FIELDS);
 CODEC_MSG_FIELDS(cl_cred_msg, CL_CRED_FIELDS);
@@ -29,9 +30,9 @@ const codec_msgdef client_msgs[] = {
          &cl_result_msg_fields, &cl_failed_msg_fields, "call a tool"},
         {CODEC_MSG(MSG_CL_RECONNECT), "ask", NONE, NONE, NULL,
          "make-before-break reconnect (joins one in progress)"},
-        {CODEC_MSG(MSG_CL_DISABLE), "ask", NONE, NONE, NULL,
+        {CODEC_MSG(MSG_CL_DISABLE), "ask", &cl_ticket_msg_fields, NONE, NULL,
          "close everything, state disabled"},
-        {CODEC_MSG(MSG_CL_ENABLE), "ask", NONE, NONE, NULL,
+        {CODEC_MSG(MSG_CL_ENABLE), "ask", &cl_ticket_msg_fields, NONE, NULL,
          "leave disabled and connect (the reply is the connect's)"},
         {CODEC_MSG(MSG_CL_UPDATE), "ask", &cl_update_msg_fields, NONE, NULL,
          "apply a config patch (below)"},

@@ -462,8 +462,11 @@ client_save_once(client *cl)
 void
 client_persist_config(client *cl)
 {
-	ps_client_msg m = {.id = cl->cfg->id, .name = cl->cfg->name};
+	ps_client_msg m = {.id     = cl->cfg->id,
+	                   .name   = cl->cfg->name,
+	                   .ticket = (int64_t)cl->ticket};
 
+	cl->ticket = 0; /* one write per change */
 	if (cl->ps == NULL) {
 		return;
 	}

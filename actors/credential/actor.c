@@ -164,8 +164,8 @@ int
 cr_persist(cr_self *cr, const char *table, json_t *row, bool del,
            kn_reply_fn fn, void *arg)
 {
-	ps_row_msg put = {.table = (char *)table};
-	ps_key_msg key = {.table = (char *)table};
+	ps_row_msg put = {.table = (char *)table, .ticket = cr->ticket};
+	ps_key_msg key = {.table = (char *)table, .ticket = cr->ticket};
 	int        rv;
 
 	if (cr->ps == NULL) {

@@ -174,6 +174,7 @@ typedef struct flow {
 struct cr_self {
 	kn_actor *self;     /* this actor */
 	kn_actor *ps;       /* persister (held), or NULL */
+	int64_t   ticket;   /* non-zero: the next write is acknowledged */
 	tp_loop  *loop;     /* curl multi for AS exchanges */
 	char     *redirect; /* the OAuth callback URL */
 	char     *cimd_url; /* the host's client ID metadata document, or

@@ -404,27 +404,59 @@ cr_headers_get(cr_self *cr, cclient *c, const char *mode, const char *identity,
 typedef struct verified {
 	cr_self *cr;
 	uint64_t corr;
-	char    *client_id;
+	char    *client_id; /* admin: the client told, or NULL */
+	char    *client;    /* the credential's client, mode, identity */
+	char    *mode;
+	char    *identity;
+	char    *was; /* its header lines before, or NULL: none */
 } verified;
 
+static void
+verified_free(verified *v)
+{
+	free(v->client_id);
+	free(v->client);
+	free(v->mode);
+	free(v->identity);
+	text_secret_free(v->was);
+	free(v);
+}
+
+/* The store answered a submitted header credential: on disk, it is
+ * answered ok; refused, it goes back to what it was and the store's why
+ * is the answer (MK_ESTORE: nothing of it is stored, nor will be). */
 static void
 on_verified(kn_actor *self, void *arg, int status, const void *data,
             size_t len)
 {
 	verified *v = arg;
+	hcred    *h;
 
 	if (status != 0) {
-		KN_WARN("credential",
-		        "a header credential is not on disk yet: %s",
-		        codec_strerror(status));
+		h = hcred_get(v->cr, v->client, v->mode, v->identity);
+		if (v->was != NULL) {
+			(void)cr_hcred_set(v->cr, v->client, v->mode,
+			                   v->identity, v->was);
+			v->was = NULL; /* taken */
+		} else if (h != NULL) {
+			cr_hcred_drop(v->cr, h);
+		}
+		if (data != NULL) {
+			kn_reply_corr(kn_actor_kernel(self), v->corr, status,
+			              data, len);
+		} else {
+			kn_reply_error(kn_actor_kernel(self), v->corr, status,
+			               "%s", codec_strerror(status));
+		}
+		verified_free(v);
+		return;
 	}
 	kn_reply_corr(kn_actor_kernel(self), v->corr, 0, CODEC_EMPTY,
 	              CODEC_EMPTY_LEN);
 	if (v->client_id != NULL) {
 		cr_notify(v->cr, v->client_id, "active", NULL);
 	}
-	free(v->client_id);
-	free(v);
+	verified_free(v);
 }
 
 /* Stores (client, mode, identity)'s header lines; answers corr when on
@@ -433,18 +465,32 @@ static void
 store_headers(cr_self *cr, cclient *c, const char *mode, const char *identity,
               char *lines, uint64_t corr)
 {
-	hcred    *h = cr_hcred_set(cr, c->id, mode, identity, lines);
+	hcred    *h = hcred_get(cr, c->id, mode, identity);
 	verified *v = calloc(1, sizeof(*v));
+	int       rv;
 
-	if (h == NULL || v == NULL) {
-		free(v);
+	if (v != NULL) {
+		v->was      = h != NULL ? strdup(h->headers) : NULL;
+		v->client   = strdup(c->id);
+		v->mode     = strdup(mode);
+		v->identity = strdup(identity);
+	}
+	h = cr_hcred_set(cr, c->id, mode, identity, lines);
+	if (h == NULL || v == NULL || v->client == NULL || v->mode == NULL ||
+	    v->identity == NULL) {
+		if (v != NULL) {
+			verified_free(v);
+		}
 		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
 		return;
 	}
 	v->cr        = cr;
 	v->corr      = corr;
 	v->client_id = strcmp(mode, "admin") == 0 ? strdup(c->id) : NULL;
-	if (hcred_store(cr, h, on_verified, v) != 0) {
+	cr->ticket   = 1; /* acknowledged: refused, out of the queue */
+	rv           = hcred_store(cr, h, on_verified, v);
+	cr->ticket   = 0;
+	if (rv != 0) {
 		on_verified(cr->self, v, MK_ENOMEM, NULL, 0);
 	}
 }

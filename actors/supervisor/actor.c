@@ -17,24 +17,148 @@
 
 /* A reply held until the store has synced what came before it. */
 typedef struct held {
-	uint64_t corr;   /* the API ask */
-	size_t   len;    /* bytes of the reply */
-	char     data[]; /* the reply */
+	sv_self  *sv;     /* the supervisor */
+	uint64_t  corr;   /* the API ask */
+	uint64_t  ticket; /* an API change's, 0: none */
+	sv_change what;   /* the change's kind (with a ticket) */
+	char     *id;     /* its client, or NULL */
+	size_t    len;    /* bytes of the reply */
+	char      data[]; /* the reply */
 } held;
+
+/* A refused change's answer, sent once it is undone. */
+typedef struct undoing {
+	uint64_t corr;   /* the API ask */
+	int      status; /* the refusal */
+	char    *why;    /* its text, or NULL */
+	char    *name;   /* the client, or NULL */
+} undoing;
+
+/* The client went back to its config before the refused change: the
+ * refusal is answered (a failed undo is logged). */
+static void
+on_undone(kn_actor *self, void *arg, int status, const void *data, size_t len)
+{
+	undoing *u   = arg;
+	char    *why = status != 0 ? kn_error_text(data, len) : NULL;
+
+	if (status != 0) {
+		KN_WARN("supervisor", "MCP client %s: not undone: %s",
+		        u->name != NULL ? u->name : "?",
+		        why != NULL ? why : codec_strerror(status));
+	}
+	kn_reply_why(self, u->corr, u->status, "%s",
+	             u->why != NULL ? u->why : codec_strerror(u->status));
+	free(why);
+	free(u->why);
+	free(u->name);
+	free(u);
+}
+
+/* The store refused e's API change (status, why): the runtime goes back
+ * to before it (its writes are out of the store's queue), then corr is
+ * answered. */
+static void
+undo(kn_actor *self, sv_self *sv, entry *e, sv_change what, uint64_t corr,
+     int status, const char *why)
+{
+	cl_update_msg u = {.undo = true};
+	undoing      *x;
+
+	switch (what) {
+	case SV_ADDED:
+		KN_INFO("supervisor", "add of %s undone: not stored", e->name);
+		sv_drop(self, sv, e);
+		break;
+	case SV_REMOVED:
+		break; /* it stays */
+	case SV_CHANGED:
+		if (e->actor == NULL || (x = calloc(1, sizeof(*x))) == NULL) {
+			break;
+		}
+		x->corr   = corr;
+		x->status = status;
+		x->why    = why != NULL ? strdup(why) : NULL;
+		x->name   = strdup(e->name);
+		if (kn_ask_async_msg(self, e->actor, MSG_CL_UPDATE,
+		                     CODEC_OF(cl_update_msg, &u), SV_ASK_MS,
+		                     on_undone, x) != 0) {
+			on_undone(self, x, MK_ECLOSED, NULL, 0);
+		}
+		return;
+	}
+	kn_reply_why(self, corr, status, "%s",
+	             why != NULL ? why : codec_strerror(status));
+}
 
 static void
 on_synced(kn_actor *self, void *arg, int status, const void *data, size_t len)
 {
-	held *h = arg;
+	held      *h  = arg;
+	sv_self   *sv = h->sv;
+	entry     *e  = h->id != NULL ? sv_lookup(sv, BY_ID, h->id) : NULL;
+	kn_kernel *k  = kn_actor_kernel(self);
 
-	if (status != 0) {
-		/* the store reports its own failure; the writes stay queued */
-		KN_DEBUG("supervisor",
-		         "reply sent before the store synced: %s",
-		         codec_strerror(status));
+	if (e != NULL) {
+		e->storing = false;
 	}
-	kn_reply_corr(kn_actor_kernel(self), h->corr, 0, h->data, h->len);
+	if (status != 0 && h->ticket != 0) {
+		/* refused: nothing of it is stored, nor will be */
+		char *why = kn_error_text(data, len);
+		if (e != NULL) {
+			undo(self, sv, e, h->what, h->corr, status, why);
+		} else {
+			kn_reply_corr(k, h->corr, status, data, len);
+		}
+		free(why);
+	} else {
+		if (status != 0) {
+			/* the store reports its own failure; the writes
+			 * stay queued */
+			KN_DEBUG("supervisor",
+			         "reply sent before the store synced: %s",
+			         codec_strerror(status));
+		}
+		if (e != NULL && h->ticket != 0 && h->what == SV_REMOVED) {
+			sv_drop(self, sv, e);
+		}
+		kn_reply_corr(k, h->corr, 0, h->data, h->len);
+	}
+	free(h->id);
 	free(h);
+}
+
+/* Holds the reply data for corr until the store synced ticket's writes
+ * (0: every write before).  Returns 0, or an error (nothing held). */
+static int
+hold(kn_actor *self, sv_self *sv, uint64_t corr, const void *data, size_t len,
+     uint64_t ticket, sv_change what, const char *id)
+{
+	ps_sync_msg m = {.ticket = (int64_t)ticket};
+	held       *h;
+	int         rv;
+
+	if (sv->a.persister == NULL) {
+		return (MK_ECLOSED);
+	}
+	if ((h = calloc(1, sizeof(*h) + len)) == NULL ||
+	    (id != NULL && (h->id = strdup(id)) == NULL)) {
+		free(h);
+		return (MK_ENOMEM);
+	}
+	h->sv     = sv;
+	h->corr   = corr;
+	h->ticket = ticket;
+	h->what   = what;
+	h->len    = len;
+	memcpy(h->data, data, len);
+	if ((rv = kn_ask_async_msg(self, sv->a.persister, MSG_PS_SYNC,
+	                           CODEC_OF(ps_sync_msg, &m), SV_SYNC_MS,
+	                           on_synced, h)) != 0) {
+		free(h->id);
+		free(h);
+	}
+	return (rv);
 }
 
 /*
@@ -47,19 +171,40 @@ void
 sv_reply_stored(kn_actor *self, sv_self *sv, uint64_t corr, const void *data,
                 size_t len)
 {
-	held *h;
+	if (hold(self, sv, corr, data, len, 0, SV_CHANGED, NULL) != 0) {
+		kn_reply_corr(kn_actor_kernel(self), corr, 0, data, len);
+	}
+}
 
-	if (sv->a.persister != NULL &&
-	    (h = malloc(sizeof(*h) + len)) != NULL) {
-		h->corr = corr;
-		h->len  = len;
-		memcpy(h->data, data, len);
-		if (kn_ask_async(self, sv->a.persister, MSG_PS_SYNC,
-		                 CODEC_EMPTY, CODEC_EMPTY_LEN, SV_SYNC_MS,
-		                 on_synced, h) == 0) {
-			return;
+void
+sv_reply_change(kn_actor *self, sv_self *sv, uint64_t corr, const void *data,
+                size_t len, uint64_t ticket, sv_change what, const char *id)
+{
+	entry *e = sv_lookup(sv, BY_ID, id);
+	int    rv;
+
+	if (sv->a.persister == NULL) {
+		rv = 0; /* nothing to wait for */
+	} else if ((rv = hold(self, sv, corr, data, len, ticket, what, id)) ==
+	           0) {
+		if (e != NULL) {
+			e->storing = true;
 		}
-		free(h);
+		return;
+	}
+	if (e != NULL) {
+		e->storing = false;
+	}
+	if (rv != 0 && e != NULL) {
+		undo(self, sv, e, what, corr, rv, "cannot ask the store");
+		return;
+	}
+	if (rv != 0) {
+		kn_reply_why(self, corr, rv, "cannot ask the store");
+		return;
+	}
+	if (e != NULL && what == SV_REMOVED) {
+		sv_drop(self, sv, e);
 	}
 	kn_reply_corr(kn_actor_kernel(self), corr, 0, data, len);
 }
@@ -111,9 +256,13 @@ on_forwarded(kn_actor *self, void *arg, int status, const void *data,
 	if (e != NULL) {
 		sv_schedule(self, x->sv, e);
 	}
-	if (status == 0 && x->update) {
-		sv_reply_stored(self, x->sv, x->corr, data, len);
+	if (status == 0 && x->ticket != 0 && e != NULL) {
+		sv_reply_change(self, x->sv, x->corr, data, len, x->ticket,
+		                SV_CHANGED, x->id);
 	} else {
+		if (e != NULL) {
+			e->storing = false;
+		}
 		kn_reply_corr(kn_actor_kernel(self), x->corr, status, data,
 		              len);
 	}
@@ -133,6 +282,8 @@ on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
 	uint64_t      corr = kn_defer(msg);
 	sv_update_msg m; /* every lifecycle ask's fields, and a patch */
 	cl_update_msg u = {0};
+	cl_ticket_msg t = {0};
+	bool          change;
 	entry        *e;
 	actx         *x;
 	int           rv;
@@ -145,11 +296,23 @@ on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
 		sv_update_msg_clear(&m);
 		return;
 	}
+	change = msg->env.type != MSG_SV_RECONNECT &&
+	        msg->env.type != MSG_SV_REFRESH;
+	if (change && e->storing) {
+		kn_reply_why(
+		        self, corr, MK_EBUSY,
+		        "a change of MCP client %s is being stored: try again",
+		        e->name);
+		sv_update_msg_clear(&m);
+		return;
+	}
 	if (msg->env.type == MSG_SV_REMOVE) {
+		uint64_t ticket = ++sv->tickets;
 		KN_INFO("supervisor", "removing MCP client %s", e->name);
-		sv_persist_del(self, sv, e->id);
-		sv_drop(self, sv, e);
-		sv_reply_stored(self, sv, corr, CODEC_EMPTY, CODEC_EMPTY_LEN);
+		sv_persist_del(self, sv, e->id, ticket);
+		/* dropped once the store has it: refused, it stays */
+		sv_reply_change(self, sv, corr, CODEC_EMPTY, CODEC_EMPTY_LEN,
+		                ticket, SV_REMOVED, e->id);
 		sv_update_msg_clear(&m);
 		return;
 	}
@@ -166,16 +329,26 @@ on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
 		kn_reply_why(self, corr, MK_ENOMEM, "out of memory");
 		return;
 	}
-	x->update = msg->env.type == MSG_SV_UPDATE;
-	u.patch   = m.patch; /* an update's; the others' payload is {} */
-	rv        = kn_ask_async_msg(self, e->actor, to[msg->env.type],
-                              x->update ? &cl_update_msg_fields
-	                                       : &codec_no_fields,
-	                             &u, SV_ASK_MS, on_forwarded, x);
+	if (change) {
+		/* its config write is part of its answer */
+		x->ticket  = ++sv->tickets;
+		e->storing = true;
+	}
+	u.patch  = m.patch; /* an update's */
+	u.ticket = t.ticket = (int64_t)x->ticket;
+	rv                  = kn_ask_async_msg(
+	                         self, e->actor, to[msg->env.type],
+                msg->env.type == MSG_SV_UPDATE ? &cl_update_msg_fields
+	                                 : change ? &cl_ticket_msg_fields
+	                                          : &codec_no_fields,
+                msg->env.type == MSG_SV_UPDATE ? (const void *)&u
+	                                                        : (const void *)&t,
+	                         SV_ASK_MS, on_forwarded, x);
 	sv_update_msg_clear(&m);
 	if (rv != 0) {
 		kn_reply_why(self, corr, rv, "cannot reach MCP client %s",
 		             e->name);
+		e->storing = false;
 		sv_actx_free(x);
 	}
 }

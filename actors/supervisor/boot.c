@@ -106,9 +106,12 @@ on_connected(kn_actor *self, void *arg, int status, const void *data,
 		sv_schedule(self, sv, e);
 
 		if (x->corr != 0) {
-			sv_id_msg m = {.id = e->id};
-			sv_reply_msg(self, sv, x->corr,
-			             CODEC_OF(sv_id_msg, &m));
+			sv_id_msg       m = {.id = e->id};
+			msgpack_sbuffer b =
+			        codec_msg_packed(CODEC_OF(sv_id_msg, &m));
+			sv_reply_change(self, sv, x->corr, b.data, b.size,
+			                x->ticket, SV_ADDED, e->id);
+			codec_msg_wipe(&sv_id_msg_fields, &b);
 		}
 	}
 	if (x->load != NULL) {
@@ -198,6 +201,10 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 	}
 	x->boot = boot;
 	x->load = ld;
+	if (corr != 0) {
+		/* an API add: its config write is part of its answer */
+		x->ticket = m.ticket = (int64_t)++sv->tickets;
+	}
 	m.tools = (char *)tools; /* known, e.g. from the store */
 	rv      = kn_ask_async_msg(self, e->actor, MSG_CL_CONNECT,
 	                           CODEC_OF(cl_connect_msg, &m),
@@ -679,7 +686,7 @@ reload_add(kn_actor *self, sv_self *sv, entry *e, cfg_client *c, json_t *was,
 		sv_drop(self, sv, e);
 	} else if (e != NULL && was != NULL) {
 		/* a field that cannot change did: another client */
-		sv_persist_del(self, sv, e->id);
+		sv_persist_del(self, sv, e->id, 0);
 		sv_drop(self, sv, e);
 	}
 	ld->left++;
@@ -750,7 +757,7 @@ sv_on_reload(kn_actor *self, sv_self *sv, kn_msg *msg)
 		if (json_object_get(now, name) == NULL && e != NULL) {
 			KN_INFO("runtime", "reload: removing MCP client %s",
 			        name);
-			sv_persist_del(self, sv, e->id);
+			sv_persist_del(self, sv, e->id, 0);
 			sv_drop(self, sv, e);
 			ld->removed++;
 		}

@@ -98,9 +98,9 @@ sv_drop(kn_actor *self, sv_self *sv, entry *e)
 
 /* The store forgets a client removed by an operator. */
 void
-sv_persist_del(kn_actor *self, sv_self *sv, const char *id)
+sv_persist_del(kn_actor *self, sv_self *sv, const char *id, uint64_t ticket)
 {
-	ps_id_msg m = {.id = (char *)id};
+	ps_id_msg m = {.id = (char *)id, .ticket = (int64_t)ticket};
 
 	if (sv->a.persister == NULL) {
 		return;

@@ -52,6 +52,7 @@ typedef struct entry {
 	bool      connected; /* the first connect answered */
 	bool      sticky;    /* its connection mode */
 	bool      restored;  /* came back from the store */
+	bool      storing;   /* an API change waits for the store */
 	json_t   *peers;     /* the other live nodes' {node_id: {state,
 	                      * last_failure}}, or NULL (MSG_SV_PEERS) */
 	char *pub; /* the state and failure told the cluster, or NULL */
@@ -71,6 +72,7 @@ typedef struct sv_self {
 	uint64_t ticks;    /* ticks fired */
 	uint64_t late[40]; /* tick lateness histogram, log2 us */
 	uint32_t rnd;      /* jitter state */
+	uint64_t tickets;  /* the last API change's ticket (persister.h) */
 	json_t  *file;     /* the clients of the config file last loaded or
 	                    * reloaded, by name (copies of their objects):
 	                    * a reload's diff base; NULL before any */
@@ -82,7 +84,7 @@ typedef struct actx {
 	char        *id;     /* the client it concerns */
 	uint64_t     corr;   /* the API ask to answer, or 0 */
 	bool         boot;   /* MSG_CL_CONNECT at boot */
-	bool         update; /* MSG_CL_UPDATE: the reply waits for the store */
+	uint64_t     ticket; /* an API change's: the reply waits for it */
 	struct load *load;   /* MSG_SV_LOAD or _RELOAD in progress, or NULL */
 	json_t      *was;    /* a reload's update: the base entry it replaces
 	                      * (back in the base if the update fails) */
@@ -116,9 +118,10 @@ void sv_entry_free(entry *e);
 /* Stops e's client and forgets it: its tick cancelled, out of the table,
  * its actor destroyed (blocks: joins the client's thread), e freed. */
 void sv_drop(kn_actor *self, sv_self *sv, entry *e);
-/* Tells the store to forget the client id (removed by an operator); a
- * tell, does not wait. */
-void sv_persist_del(kn_actor *self, sv_self *sv, const char *id);
+/* Tells the store to forget the client id (removed by an operator), its
+ * write part of the API change ticket (0: none); a tell, does not wait. */
+void sv_persist_del(kn_actor *self, sv_self *sv, const char *id,
+                    uint64_t ticket);
 /* In cluster mode, tells the cluster actor e's state and last_failure
  * when they changed since it was last told, or (gone) that e is gone. */
 void sv_publish(kn_actor *self, sv_self *sv, entry *e, bool gone);
@@ -131,10 +134,25 @@ void sv_on_metrics(sv_self *sv, kn_msg *msg);
 void sv_on_view(sv_self *sv, kn_actor *self, kn_msg *msg);
 
 /* actor.c */
+/* What an API change does once the store answered (sv_reply_change). */
+typedef enum sv_change {
+	SV_ADDED,   /* refused: the client is dropped */
+	SV_REMOVED, /* stored: the client is dropped; refused: it stays */
+	SV_CHANGED, /* refused: the client goes back to its config before */
+} sv_change;
 /* Answers corr with data (copied) once the store synced the writes that
- * came before (at once without a store); does not wait. */
+ * came before (at once without a store); does not wait.  A failed sync
+ * is logged and the reply sent (the writes stay queued). */
 void sv_reply_stored(kn_actor *self, sv_self *sv, uint64_t corr,
                      const void *data, size_t len);
+/* Answers the API change ticket of client id (what: its kind) with data
+ * (copied) once its writes are durable; refused by the store, undoes it
+ * (the writes are out of the store's queue) and answers MK_ESTORE with
+ * the store's why.  The client is marked storing until then.  Without a
+ * store, at once.  Does not wait. */
+void sv_reply_change(kn_actor *self, sv_self *sv, uint64_t corr,
+                     const void *data, size_t len, uint64_t ticket,
+                     sv_change what, const char *id);
 /* Answers corr with the message m (a struct of the fields f: pass
  * CODEC_OF) through sv_reply_stored. */
 void sv_reply_msg(kn_actor *self, sv_self *sv, uint64_t corr,
