@@ -142,7 +142,9 @@ failing(ps_self *ps, const char *why)
 	} else if ((ps->retry_ms *= 2) > RETRY_MAX_MS) {
 		ps->retry_ms = RETRY_MAX_MS;
 	}
-	arm(ps, ps->retry_ms);
+	if (ps->head != NULL || ps->st == NULL) {
+		arm(ps, ps->retry_ms); /* (nothing to retry: the next write) */
+	}
 }
 
 static void
@@ -216,6 +218,22 @@ unqueue(ps_self *ps, op *o)
 	op_free(o);
 }
 
+/* Takes the tool lists queued for client id out of the queue (but
+ * keep): its refused config's, which must not land either. */
+static void
+drop_tools(ps_self *ps, const char *id, const op *keep)
+{
+	op *next;
+
+	for (op *p = ps->head; p != NULL; p = next) {
+		next = p->next;
+		if (p != keep && p->type == MSG_PS_TOOLS_PUT &&
+		    strcmp(p->id, id) == 0) {
+			unqueue(ps, p);
+		}
+	}
+}
+
 /* Takes o (an ask's write), else the client writes of ticket (a sync's:
  * the supervisor's tickets), out of the queue: their change was refused.
  * Returns how many. */
@@ -234,6 +252,10 @@ drop_ticket(ps_self *ps, uint64_t ticket, op *o)
 		if (p->ticket == ticket &&
 		    (p->type == MSG_PS_CLIENT_PUT ||
 		     p->type == MSG_PS_CLIENT_DEL)) {
+			if (p->type == MSG_PS_CLIENT_PUT) {
+				drop_tools(ps, p->id, p);
+				next = p->next;
+			}
 			unqueue(ps, p);
 			n++;
 		}
@@ -284,18 +306,28 @@ answer_waiters(ps_self *ps, int rv, const char *why)
 static int
 flush(ps_self *ps)
 {
-	char err[STORE_ERR_MAX];
-	int  rv = 0;
+	char     err[STORE_ERR_MAX];
+	int      rv     = 0;
+	bool     opened = false;
+	unsigned wrote  = 0;
 
 	if (ps->timer != 0) {
 		kn_timer_cancel(ps->self, ps->timer);
 		ps->timer = 0;
 	}
-	if (ps->st == NULL && (rv = open_rw(ps, err, sizeof(err))) != 0) {
-		goto failed;
+	if (ps->st == NULL) {
+		if ((rv = open_rw(ps, err, sizeof(err))) != 0) {
+			goto failed;
+		}
+		opened = true;
 	}
 	if (ps->head == NULL) {
-		recovered(ps);
+		/* nothing written: writable again only if it opened now (a
+		 * failing store with nothing queued says so at its next
+		 * write) */
+		if (opened) {
+			recovered(ps);
+		}
 		answer_waiters(ps, 0, NULL);
 		return (0);
 	}
@@ -304,10 +336,12 @@ flush(ps_self *ps)
 	 * statement aborts the rest of its transaction) */
 	while ((rv = store_begin(ps->st, ps->waiters != NULL)) == 0) {
 		op *bad = NULL;
+		wrote   = 0;
 		for (op *o = ps->head; o != NULL && rv == 0; o = o->next) {
 			if (!o->refused && (rv = apply(ps, o)) == MK_EINVAL) {
 				bad = o;
 			}
+			wrote += !o->refused && rv == 0;
 		}
 		if (bad != NULL) {
 			KN_ERROR("persister", "write dropped: %s",
@@ -342,7 +376,9 @@ flush(ps_self *ps)
 	ps->queued = 0;
 	idmap_fini(&ps->rows);
 	ps->flushes++;
-	recovered(ps);
+	if (wrote > 0 || opened) {
+		recovered(ps); /* (only refused writes: nothing proved) */
+	}
 	return (0);
 failed:
 	answer_waiters(ps, rv, err);

@@ -976,6 +976,9 @@ disk_full(void)
 	serves(rt, "full_a");
 	CHECK(!has_client(rt, "full_3"));
 	CHECK_EQ(unlink(filler), 0);
+	/* nothing queued (the refused writes left): the next write says
+	 * the store is writable again */
+	CHECK_EQ(add_client(rt, "full_later"), 0);
 	wait_store(&sb, &at, 1);
 	rt_close(&rt, &sb);
 	/* logged once for the whole failure run, however many retries */
@@ -1019,6 +1022,7 @@ locked(void)
 	CHECK(!has_client(rt, "lk_a"));
 	CHECK_EQ(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
+	CHECK_EQ(add_client(rt, "lk_later"), 0); /* the next write lands */
 	wait_store(&sb, &at, 1);
 	rt_close(&rt, &sb);
 	CHECK_EQ(open_with(&rt, &sb, pl.db, NULL, -1), 0);
