@@ -488,23 +488,34 @@ db_restart(void)
 	pthread_mutex_init(&l.mtx, NULL);
 	CHECK(pthread_create(&th, NULL, caller, &l) == 0);
 	pgt_ctl(&pg, "stop");
-	/* a change on a: served from memory, its write queued */
+	/* a change on a: refused (503), nothing of it kept - it would be
+	 * acknowledged without being on disk */
 	snprintf(body, sizeof(body),
 	         "{\"name\": \"during1\", \"connection_type\": \"http\", "
 	         "\"connection_string\": \"http://127.0.0.1:%d/mcp\"}",
 	         mcp.port);
 	on(0);
 	out = http("POST", "/api/mcp/client", body, NULL, &st);
-	CHECK_EQ(st, 201);
+	CHECK_EQ(st, 503);
+	CHECK(strstr(out, "the store cannot write: ") != NULL);
+	CHECK(strstr(out, PGT_PASSWORD) == NULL);
 	free(out);
 	ready_is(0, 503); /* a says so */
 	out = http("GET", "/metrics", NULL, NULL, &st);
 	CHECK(metric(out, "mcpkeep_store_healthy") == 0);
 	CHECK(strstr(out, PGT_PASSWORD) == NULL);
 	free(out);
-	CHECK(listed("during1"));
-	/* back: a catches up, b hears of it */
+	CHECK(!listed("during1"));
+	/* back: the change made again lands, and b hears of it */
 	pgt_ctl(&pg, "start");
+	for (int64_t deadline = now_ms() + WAIT_MS; st != 201;) {
+		CHECK(now_ms() < deadline);
+		free(http("POST", "/api/mcp/client", body, NULL, &st));
+		if (st != 201) {
+			usleep(200 *
+			       1000); /* the store's reconnect, bounded */
+		}
+	}
 	ready_is(0, 200);
 	wait_listed(1, "during1", true, now_ms());
 	pthread_mutex_lock(&l.mtx);
