@@ -309,9 +309,9 @@ client_digest(const store *s, const char *config, char hex[65])
 	}
 }
 
-int
-pg_client_put(store *s, const char *id, const char *name,
-              const char *config_json)
+static int
+client_put_once(store *s, const char *id, const char *name,
+                const char *config_json)
 {
 	pgargs a = {0};
 	char   aad[STORE_ERR_MAX], digest[65];
@@ -329,6 +329,37 @@ pg_client_put(store *s, const char *id, const char *name,
 	pg_arg_text(&a, digest);
 	pg_arg_text(&a, s->node != NULL ? s->node : "");
 	return (run_done(s, "client_put", &a, "writing a client"));
+}
+
+/* Nodes booting together write the same new client (the same id) at
+ * once: the upsert's arbiter is the id's index, so the other's row,
+ * committed while this insert ran, fails it on the name's instead.  It
+ * is tried once more (after a savepoint in a transaction, which the
+ * failure aborts), now taking the id's conflict path; a name another
+ * client truly holds fails again. */
+int
+pg_client_put(store *s, const char *id, const char *name,
+              const char *config_json)
+{
+	bool tx = s->pq_tx;
+	int  rv;
+
+	if (tx &&
+	    (rv = pg_exec(s, "writing a client", "SAVEPOINT client_put")) !=
+	            0) {
+		return (rv);
+	}
+	if ((rv = client_put_once(s, id, name, config_json)) == MK_EINVAL &&
+	    (!tx ||
+	     (rv = pg_exec(s, "writing a client",
+	                   "ROLLBACK TO SAVEPOINT client_put")) == 0)) {
+		rv = client_put_once(s, id, name, config_json);
+	}
+	if (tx && rv == 0) {
+		rv = pg_exec(s, "writing a client",
+		             "RELEASE SAVEPOINT client_put");
+	}
+	return (rv);
 }
 
 int
