@@ -460,13 +460,17 @@ MK_API int mk_user_oauth_start(mk_runtime *rt, const char *client,
  *             mode ("user", "vk", "session") and identity must be the ones
  *             of the call that was told it, else MK_ENOENT ("no such
  *             header session for this caller") and the session stays its
- *             caller's
+ *             caller's; the session ends once the values are on disk (a
+ *             store that refuses them, MK_ESTORE, leaves it open for
+ *             another try; a second submit while one is being written is
+ *             MK_EBUSY)
  * A per_user_oauth caller completes the authorize_url of its
  * mcp_auth_required with mk_oauth_complete, like the admin's bootstrap
  * (mk_client_initiate_verification).
  * Return MK_OK, MK_EHANDLE, MK_EINVAL (the wrong auth type, headers that
  * are not the declared keys, an unknown or expired session), MK_ENOENT,
- * MK_EAUTH / MK_EUPSTREAM (the exchange was refused / failed).
+ * MK_EAUTH / MK_EUPSTREAM (the exchange was refused / failed), MK_ESTORE
+ * (the store cannot write: nothing changed), MK_EBUSY.
  */
 MK_API int mk_client_verify_headers(mk_runtime *rt, const char *client,
                                     const char *headers_json, char **err);

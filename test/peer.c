@@ -277,7 +277,7 @@ peer_wait_exit(peer *p, int timeout_ms)
 static void
 stop(peer *p, int tell)
 {
-	int already;
+	int already, graceful = 1;
 
 	if (p == NULL || !p->started) {
 		return;
@@ -285,7 +285,7 @@ stop(peer *p, int tell)
 	already = wait_exit(p, 0);
 	if (!already) {
 		kill(-p->pid, SIGTERM);
-		wait_exit(p, PEER_STOP_MS);
+		graceful = wait_exit(p, PEER_STOP_MS);
 	}
 	/* The child is a zombie (or stuck): its pid, the group id, cannot be
 	 * reused yet, so this reaches only the peer's group.  Forget it for
@@ -321,6 +321,17 @@ stop(peer *p, int tell)
 	} else if (tell) {
 		fprintf(stderr, "peer %s was still running at exit\n",
 		        p->name);
+		tail_print(p);
+	} else if (!graceful) {
+		fprintf(stderr,
+		        "peer %s did not exit within %d ms of SIGTERM\n",
+		        p->name, PEER_STOP_MS);
+		tail_print(p);
+	} else if (WIFEXITED(p->status) ? WEXITSTATUS(p->status) != 0
+	                                : WTERMSIG(p->status) != SIGTERM) {
+		/* a test may check the status; this shows why */
+		fprintf(stderr, "peer %s stopped with status %#x\n", p->name,
+		        (unsigned)p->status);
 		tail_print(p);
 	}
 }

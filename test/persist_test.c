@@ -594,33 +594,129 @@ config_field(mk_runtime *rt, const char *name, const char *field)
 	return (t);
 }
 
-/* The child of refused_*: two clients stored, then the file system full
- * (full) or read-only; adds, an update, a disable and a remove, each
- * answered on stdout; then it waits to die. */
+#define REFUSE_USERS 4
+
+/* Whether a call of tool "headers" as user_<i> on the per_user_headers
+ * client "hd" sends the x-api-key user_<i> submitted; if not, it must be
+ * told to submit (MK_EAUTH), and *sid (if given) gets that session's id
+ * (malloc'd). */
+static int
+user_keyed(mk_runtime *rt, int i, char **sid)
+{
+	char       user[16], key[32];
+	mk_call    c = {.client = "hd", .tool = "headers", .arguments = "{}"};
+	mk_result *res = NULL;
+	json_t    *p;
+	int        rc, keyed;
+
+	snprintf(user, sizeof(user), "user_%d", i);
+	snprintf(key, sizeof(key), "key-user_%d", i);
+	c.user_id = user;
+	rc        = mk_tool_call(rt, &c, &res);
+	keyed     = rc == 0 && strstr(res->result, key) != NULL;
+	if (!keyed) {
+		if (rc != MK_EAUTH) {
+			fprintf(stderr, "hd as %s: %d %s\n", user, rc,
+			        res->error ? res->error : res->result);
+		}
+		CHECK_EQ(rc, MK_EAUTH);
+		CHECK((p = json_loads(res->auth_required, 0, NULL)) != NULL);
+		if (sid != NULL) {
+			*sid = strdup(json_string_value(
+			        json_object_get(p, "session_id")));
+		}
+		json_decref(p);
+	}
+	mk_result_free(&res);
+	return (keyed);
+}
+
+/* Adds the per_user_headers client "hd" (its sample verified, healthy)
+ * and opens a header session for each user_<i> (sids, malloc'd). */
+static void
+users_prepare(mk_runtime *rt, sub *sb, char **sids)
+{
+	char *err = NULL;
+	int   at  = 0, rc;
+
+	rc = add(
+	        rt, &err,
+	        "{\"name\": \"hd\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"per_user_headers\", \"per_user_header_keys\": [\"x-api-key\"], \"tools_to_execute\": [\"*\"]}",
+	        srv.port);
+
+	CHECK(!said(rc, err, "hd"));
+	err = NULL;
+	rc  = mk_client_verify_headers(rt, "hd",
+	                               "{\"x-api-key\": \"key-admin\"}", &err);
+	CHECK(!said(rc, err, "sample"));
+	wait_state(sb, &at, "hd", "healthy", NULL);
+	for (int i = 0; i < REFUSE_USERS; i++) {
+		CHECK(!user_keyed(rt, i, &sids[i]));
+	}
+}
+
+/* Each user_<i> submits its header values; each answer on stdout; a
+ * refused one is not used and its session stays open, an acknowledged
+ * one is used and its session ends. */
+static void
+users_submit(mk_runtime *rt, char **sids)
+{
+	char user[16], name[16], vals[64], *err = NULL;
+	int  rc, no;
+
+	for (int i = 0; i < REFUSE_USERS; i++) {
+		snprintf(user, sizeof(user), "user_%d", i);
+		snprintf(name, sizeof(name), "hd_%d", i);
+		snprintf(vals, sizeof(vals), "{\"x-api-key\": \"key-%s\"}",
+		         user);
+		rc  = mk_user_headers_submit(rt, "hd", "user", user, sids[i],
+		                             vals, &err);
+		no  = said(rc, err, name);
+		err = NULL;
+		CHECK_EQ(user_keyed(rt, i, NULL), !no);
+		/* a refused session stays open for another try; a stored
+		 * one is used up */
+		rc = mk_user_headers_submit(rt, "hd", "user", user, sids[i],
+		                            vals, &err);
+		CHECK_EQ(rc, no ? MK_ESTORE : MK_ENOENT);
+		mk_free(err);
+		err = NULL;
+		free(sids[i]);
+	}
+}
+
+/* The child of refused_*: two clients stored and a per_user_headers
+ * client's callers told to submit, then the file system full (full) or
+ * read-only; adds, an update, a disable, a remove and the callers'
+ * header values, each answered on stdout; then it waits to die. */
 static int
 refuse_main(const char *path, int port, int full)
 {
 	mk_runtime *rt;
+	sub         sb;
 	char        dir[128], filler[160], name[32], *err = NULL, *t;
+	char       *sids[REFUSE_USERS];
 	int         rc;
 
 	srv.port = port;
 	snprintf(dir, sizeof(dir), "%s", path);
 	*strrchr(dir, '/') = '\0';
-	CHECK_EQ(open_with(&rt, NULL, path, NULL, -1), 0);
+	CHECK_EQ(open_with(&rt, &sb, path, NULL, -1), 0);
 	CHECK(!said(add_client(rt, "keep_0"), NULL, "keep_0"));
 	CHECK(!said(add_client(rt, "keep_1"), NULL, "keep_1"));
+	users_prepare(rt, &sb, sids);
 	if (full) {
 		fill(dir, filler, sizeof(filler));
 	} else {
 		/* a file open for writing keeps it writable: closed, the
 		 * runtime boots again from the read-only store */
-		mk_runtime_close(&rt);
+		rt_close(&rt, &sb);
 		CHECK_EQ(mount("tmpfs", dir, "tmpfs", MS_REMOUNT | MS_RDONLY,
 		               NULL),
 		         0);
-		CHECK_EQ(open_with(&rt, NULL, path, NULL, -1), 0);
+		CHECK_EQ(open_with(&rt, &sb, path, NULL, -1), 0);
 	}
+	users_submit(rt, sids);
 	for (int i = 0; i < REFUSE_ADDS; i++) {
 		snprintf(name, sizeof(name), "new_%d", i);
 		rc = add(
@@ -687,7 +783,8 @@ refused(int full)
 	refusals = (int)json_object_size(no);
 	fprintf(stderr, "   %d acknowledged, %d refused\n",
 	        (int)json_object_size(ok), refusals);
-	CHECK(refusals >= REFUSE_ADDS); /* every add: 2 MiB hold no more */
+	/* every add and every caller's values: 2 MiB hold no more */
+	CHECK(refusals >= REFUSE_ADDS + REFUSE_USERS);
 	if (full) {
 		snprintf(filler, sizeof(filler), "%s/filler", pl.dir);
 		CHECK_EQ(unlink(filler), 0);
@@ -717,6 +814,11 @@ refused(int full)
 	free(t);
 	CHECK_EQ(has_client(rt, "keep_0"),
 	         json_object_get(ok, "remove") == NULL);
+	for (int i = 0; i < REFUSE_USERS; i++) {
+		snprintf(line, sizeof(line), "hd_%d", i);
+		CHECK_EQ(user_keyed(rt, i, NULL),
+		         json_object_get(ok, line) != NULL);
+	}
 	t = config_field(rt, "keep_1", "disabled");
 	CHECK_EQ(t != NULL && strcmp(t, "true") == 0,
 	         json_object_get(ok, "disable") != NULL);

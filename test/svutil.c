@@ -231,7 +231,8 @@ ready_within(int ms)
 bool
 state_within(const char *name, const char *state, int ms)
 {
-	nng_time until = nng_clock() + ms;
+	nng_time until     = nng_clock() + ms;
+	char     seen[256] = "absent from the list";
 
 	do {
 		long  st;
@@ -248,8 +249,16 @@ state_within(const char *name, const char *state, int ms)
 			        json_object_get(c, "config"), "name"));
 			const char *s =
 			        json_string_value(json_object_get(c, "state"));
-			ok |= n != NULL && s != NULL && strcmp(n, name) == 0 &&
-			        strcmp(s, state) == 0;
+			if (n == NULL || s == NULL || strcmp(n, name) != 0) {
+				continue;
+			}
+			char *why =
+			        json_dumps(json_object_get(c, "last_failure"),
+			                   JSON_ENCODE_ANY | JSON_COMPACT);
+			ok = strcmp(s, state) == 0;
+			snprintf(seen, sizeof(seen), "%s, last_failure %s", s,
+			         why != NULL ? why : "none");
+			free(why);
 		}
 		json_decref(p);
 		free(out);
@@ -258,7 +267,8 @@ state_within(const char *name, const char *state, int ms)
 		}
 		nng_msleep(20);
 	} while (nng_clock() < until);
-	fprintf(stderr, "%s is not %s after %d ms\n", name, state, ms);
+	fprintf(stderr, "%s is not %s after %d ms: last seen %s\n", name,
+	        state, ms, seen);
 	return (false);
 }
 

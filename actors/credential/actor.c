@@ -155,8 +155,10 @@ stored(kn_actor *self, void *arg, int status, const void *data, size_t len)
 {
 	if (status != 0) {
 		/* the persister reported its failure; the write is queued */
+		char *why = kn_error_text(data, len);
 		KN_WARN("credential", "a credential is not on disk yet: %s",
-		        codec_strerror(status));
+		        why != NULL ? why : codec_strerror(status));
+		free(why);
 	}
 }
 

@@ -127,6 +127,7 @@ typedef struct hflow {
 	int64_t    expires_at; /* unix seconds */
 	lru_link   q;          /* in cr->hflowq, soonest expiry oldest */
 	bool       counted;    /* in its client's CR_USER_FLOWS_MAX */
+	bool       storing;    /* its submitted credential is being written */
 } hflow;
 
 /* A discovery (and registration) of a client's endpoints in progress. */

@@ -409,6 +409,7 @@ typedef struct verified {
 	char    *mode;
 	char    *identity;
 	char    *was; /* its header lines before, or NULL: none */
+	char     flow[OA_STATE_LEN + 1]; /* the caller's flow, or "" */
 } verified;
 
 static void
@@ -423,15 +424,24 @@ verified_free(verified *v)
 }
 
 /* The store answered a submitted header credential: on disk, it is
- * answered ok; refused, it goes back to what it was and the store's why
- * is the answer (MK_ESTORE: nothing of it is stored, nor will be). */
+ * answered ok and the caller's flow is used up; refused, it goes back to
+ * what it was, the flow stays for another try, and the store's why is
+ * the answer (MK_ESTORE: nothing of it is stored, nor will be). */
 static void
 on_verified(kn_actor *self, void *arg, int status, const void *data,
             size_t len)
 {
 	verified *v = arg;
+	hflow    *f = v->flow[0] != '\0'
+	           ? (hflow *)strmap_get(&v->cr->hflows, v->flow)
+	           : NULL;
 	hcred    *h;
 
+	if (f != NULL && status == 0) {
+		hflow_drop(v->cr, f, false);
+	} else if (f != NULL) {
+		f->storing = false;
+	}
 	if (status != 0) {
 		h = hcred_get(v->cr, v->client, v->mode, v->identity);
 		if (v->was != NULL) {
@@ -460,10 +470,11 @@ on_verified(kn_actor *self, void *arg, int status, const void *data,
 }
 
 /* Stores (client, mode, identity)'s header lines; answers corr when on
- * disk, then (admin) tells the client. */
+ * disk, then (admin) tells the client or (f: the caller's flow) ends the
+ * flow. */
 static void
 store_headers(cr_self *cr, cclient *c, const char *mode, const char *identity,
-              char *lines, uint64_t corr)
+              char *lines, hflow *f, uint64_t corr)
 {
 	hcred    *h = hcred_get(cr, c->id, mode, identity);
 	verified *v = calloc(1, sizeof(*v));
@@ -483,6 +494,10 @@ store_headers(cr_self *cr, cclient *c, const char *mode, const char *identity,
 		}
 		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
 		return;
+	}
+	if (f != NULL) {
+		memcpy(v->flow, f->id, sizeof(v->flow));
+		f->storing = true;
 	}
 	v->cr        = cr;
 	v->corr      = corr;
@@ -528,7 +543,7 @@ cr_verify_headers(cr_self *cr, kn_msg *msg)
 	           NULL) {
 		cr_reply_error(cr, corr, MK_EINVAL, NULL, "%s", why);
 	} else {
-		store_headers(cr, c, "admin", "", lines, corr);
+		store_headers(cr, c, "admin", "", lines, NULL, corr);
 	}
 	json_decref(given);
 	cr_verify_headers_msg_clear(&m);
@@ -569,19 +584,20 @@ cr_submit_headers(cr_self *cr, kn_msg *msg)
 		 * stays its own caller's) */
 		cr_reply_error(cr, corr, MK_ENOENT, NULL,
 		               "no such header session for this caller");
-		f = NULL;
+	} else if (f->storing) {
+		cr_reply_error(
+		        cr, corr, MK_EBUSY, NULL,
+		        "this header session's values are being stored; try again when that answered");
 	} else if ((c = cr_client(cr, f->client_id)) == NULL) {
 		cr_reply_error(cr, corr, MK_ENOENT, NULL,
 		               "the session's MCP client is gone");
+		hflow_drop(cr, f, false);
 	} else if ((lines = header_lines(c, given, why, sizeof(why))) ==
 	           NULL) {
 		cr_reply_error(cr, corr, MK_EINVAL, NULL, "%s", why);
-		f = NULL; /* kept: the caller may try again */
 	} else {
-		store_headers(cr, c, f->mode, f->identity, lines, corr);
-	}
-	if (f != NULL) {
-		hflow_drop(cr, f, false);
+		/* the flow ends once the values are on disk */
+		store_headers(cr, c, f->mode, f->identity, lines, f, corr);
 	}
 	json_decref(given);
 	cr_submit_headers_msg_clear(&m);
