@@ -25,6 +25,14 @@ route_identity(const req *r, const char **mode)
 	return (r->key != NULL ? r->key->name : NULL);
 }
 
+/* Who answers for the sign-ins r may start: its virtual key (whose
+ * trusted headers may name any number of callers), or NULL. */
+const char *
+route_requester(const req *r)
+{
+	return (r->key != NULL ? r->key->name : NULL);
+}
+
 /* A tool call, answered from its callback. */
 static void
 on_tool(void *arg, int rc, mk_result *res)
@@ -100,7 +108,8 @@ route_tool_execute(req *r, const char *id, json_t *body)
 	        .user_id       = mode != NULL && mode[0] == 'u' ? who : NULL,
 	        .virtual_key   = mode != NULL && mode[0] == 'v' ? who : NULL,
 	        .session_id    = mode != NULL && mode[0] == 's' ? who : NULL,
-	        .subject_token = r->bearer};
+	        .subject_token = r->bearer,
+	        .requester     = route_requester(r)};
 	mk_trace t = {.traceparent = r->trace[0], .tracestate = r->trace[1]};
 	rc         = mk_tool_call_async_traced(D.rt, &c, &t, on_tool, r);
 	free(atext);

@@ -261,6 +261,9 @@ void route_user_oauth(req *r, const char *id, json_t *body);
  * ("user", "session", "vk"; NULL and NULL: none); r's memory.  Never
  * blocks; a handler's worker. */
 const char *route_identity(const req *r, const char **mode);
+/* route_requester: who answers for the sign-ins r may start (its virtual
+ * key's name), or NULL */
+const char *route_requester(const req *r);
 void        route_tool_execute(req *r, const char *id, json_t *body);
 
 /* metrics.c */

@@ -159,6 +159,7 @@ route_user_oauth(req *r, const char *id, json_t *body)
 		        "user-oauth needs the caller's identity (a virtual key, X-MCP-User-Id or X-MCP-Session-Id)");
 		return;
 	}
-	rc = mk_user_oauth_start(D.rt, id, mode, who, &url, &state, &err);
+	rc = mk_user_oauth_start(D.rt, id, mode, who, route_requester(r), &url,
+	                         &state, &err);
 	answer_flow(r, rc, err, url, state);
 }

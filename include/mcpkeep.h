@@ -434,14 +434,18 @@ MK_API int   mk_client_complete_oauth(mk_runtime *rt, const char *client,
                                       const char *state, const char *code,
                                       char **err);
 /* mk_user_oauth_start starts a per_user_oauth caller's own flow: mode
- * "user", "vk" or "session" and its identity; completed like the others
- * (mk_oauth_complete).  Outputs as mk_client_initiate_verification.  A
- * client holds at most 1,000 callers' flows pending (expired ones are
- * dropped): past that MK_EBUSY, "too many pending authorizations for MCP
- * client "X" (1000); try again later"; the admin's flows do not count. */
+ * "user", "vk" or "session" and its identity, requester as in mk_call
+ * (or NULL); completed like the others (mk_oauth_complete).  Outputs as
+ * mk_client_initiate_verification.  A client holds at most 1,000
+ * callers' flows pending (expired ones are dropped): past that MK_EBUSY,
+ * "too many pending authorizations for MCP client "X" (1000); try again
+ * later"; a requester at most 100: "too many pending authorizations
+ * started by "K" (100); try again later"; the admin's flows do not
+ * count. */
 MK_API int mk_user_oauth_start(mk_runtime *rt, const char *client,
                                const char *mode, const char *identity,
-                               char **authorize_url, char **state, char **err);
+                               const char *requester, char **authorize_url,
+                               char **state, char **err);
 
 /*
  * The per-user auth types' two credential paths: the admin's (discovery)
@@ -641,6 +645,12 @@ typedef struct mk_call {
 	const char *session_id;    /* a session */
 	const char *subject_token; /* token_exchange: the caller's own
 	                            * access token (a secret: never logged) */
+	/* Who answers for the sign-ins the call may start, e.g. the virtual
+	 * key whose trusted headers named the user, or NULL.  Each requester
+	 * holds at most 100 callers' pending sign-ins of each kind (and each
+	 * client at most 1,000): past it a call that needs a new one fails
+	 * with MK_EBUSY until one is used or expires. */
+	const char *requester;
 } mk_call;
 
 /*

@@ -583,6 +583,7 @@ prepare(mk_runtime *rt, const mk_call *call, const mk_trace *trace,
 	                      .mode       = (char *)mode,
 	                      .identity   = (char *)(mode != NULL ? who : NULL),
 	                      .subject    = (char *)call->subject_token,
+	                      .requester  = (char *)call->requester,
         };
 	if (trace != NULL && trace->traceparent != NULL &&
 	    traceparent_ok(trace->traceparent)) {

@@ -27,12 +27,13 @@ cr_ask(mk_runtime *rt, uint32_t type, bool given, const codec_fields *f,
 
 static int
 oauth_start(mk_runtime *rt, const char *client, const char *mode,
-            const char *identity, bool again, char **url, char **state,
-            char **err)
+            const char *identity, const char *by, bool again, char **url,
+            char **state, char **err)
 {
 	cr_initiate_msg m = {.client   = (char *)client,
 	                     .mode     = (char *)mode,
 	                     .identity = (char *)identity,
+	                     .by       = (char *)by,
 	                     .again    = again};
 	cr_flow_msg     flow;
 	kn_answer       a;
@@ -64,30 +65,30 @@ int
 mk_client_initiate_verification(mk_runtime *rt, const char *client,
                                 char **authorize_url, char **state, char **err)
 {
-	return (oauth_start(rt, client, "shared", "", false, authorize_url,
-	                    state, err));
+	return (oauth_start(rt, client, "shared", "", NULL, false,
+	                    authorize_url, state, err));
 }
 
 int
 mk_client_reauthorize(mk_runtime *rt, const char *client, char **authorize_url,
                       char **state, char **err)
 {
-	return (oauth_start(rt, client, "shared", "", true, authorize_url,
-	                    state, err));
+	return (oauth_start(rt, client, "shared", "", NULL, true,
+	                    authorize_url, state, err));
 }
 
 int
 mk_user_oauth_start(mk_runtime *rt, const char *client, const char *mode,
-                    const char *identity, char **authorize_url, char **state,
-                    char **err)
+                    const char *identity, const char *requester,
+                    char **authorize_url, char **state, char **err)
 {
 	if (mode == NULL || identity == NULL || *identity == '\0' ||
 	    (strcmp(mode, "user") != 0 && strcmp(mode, "vk") != 0 &&
 	     strcmp(mode, "session") != 0)) {
 		return (MK_EINVAL);
 	}
-	return (oauth_start(rt, client, mode, identity, false, authorize_url,
-	                    state, err));
+	return (oauth_start(rt, client, mode, identity, requester, false,
+	                    authorize_url, state, err));
 }
 
 /* Completes a flow: the client's when client is not NULL. */

@@ -360,11 +360,11 @@ no_body_echo(void)
 /* Starts a caller's OAuth flow of client as identity: its rc; *url
  * (may be NULL) gets the authorize URL. */
 static int
-user_start(mk_runtime *rt, const char *client, const char *identity,
-           char **urlp, char **errp)
+user_start_by(mk_runtime *rt, const char *client, const char *identity,
+              const char *by, char **urlp, char **errp)
 {
 	char *url = NULL, *state = NULL, *err = NULL;
-	int   rc = mk_user_oauth_start(rt, client, "user", identity, &url,
+	int   rc = mk_user_oauth_start(rt, client, "user", identity, by, &url,
 	                               &state, &err);
 
 	if (urlp != NULL) {
@@ -379,6 +379,13 @@ user_start(mk_runtime *rt, const char *client, const char *identity,
 	}
 	mk_free(state);
 	return (rc);
+}
+
+static int
+user_start(mk_runtime *rt, const char *client, const char *identity,
+           char **urlp, char **errp)
+{
+	return (user_start_by(rt, client, identity, NULL, urlp, errp));
 }
 
 /* Sets expires_at of the rows of table (not those whose key column is
@@ -576,6 +583,96 @@ header_flow_bound(void)
 	close_rt(&rt, &sb);
 }
 
+#define BY_ERR(key)                                                           \
+	"too many pending authorizations started by \"" key                   \
+	"\" (100); try again later"
+
+/* A call as user through the requester by (a key trusting its headers). */
+static int
+call_by(mk_runtime *rt, const char *client, const char *user, const char *by,
+        mk_result **res)
+{
+	mk_call c = {.client    = client,
+	             .tool      = "whoami",
+	             .arguments = "{}",
+	             .user_id   = user,
+	             .requester = by};
+
+	*res = NULL;
+	return (mk_tool_call(rt, &c, res));
+}
+
+/* One requester (a virtual key naming callers in trusted headers) starts
+ * at most CR_BY_FLOWS_MAX callers' flows of each kind: the next refused
+ * for it alone, until one is used; other requesters and the client's
+ * other callers still sign in. */
+static void
+requester_bound(void)
+{
+	sub         sb;
+	mk_runtime *rt = open_rt(&sb, "byb.db");
+	char        who[32], *url = NULL, *err = NULL, code[256], st[64];
+	mk_result  *res = NULL;
+	int         at  = 0;
+
+	as_admin("/admin/metadata", "{}");
+	CHECK_EQ(add_user(rt, "kb", "per_user_oauth", "\"oauth_config\": {}"),
+	         0);
+	bootstrap(rt, "kb", false);
+	wait_state(&sb, &at, "kb", "healthy", NULL);
+	for (int i = 0; i < CR_BY_FLOWS_MAX; i++) {
+		snprintf(who, sizeof(who), "u%d", i);
+		CHECK_EQ(user_start_by(rt, "kb", who, "k1",
+		                       i == 0 ? &url : NULL, NULL),
+		         0);
+	}
+	CHECK_EQ(user_start_by(rt, "kb", "one-more", "k1", NULL, &err),
+	         MK_EBUSY);
+	CHECK(strcmp(err, BY_ERR("k1")) == 0);
+	mk_free(err);
+	/* a call through k1 as a caller without a credential: refused */
+	CHECK_EQ(call_by(rt, "kb", "caller", "k1", &res), MK_EBUSY);
+	CHECK(strstr(res->error, BY_ERR("k1")) != NULL);
+	CHECK(res->auth_required == NULL);
+	mk_result_free(&res);
+	/* another key's callers, and callers of no key, still sign in */
+	CHECK_EQ(call_by(rt, "kb", "caller", "k2", &res), MK_EAUTH);
+	CHECK(res->auth_required != NULL);
+	mk_result_free(&res);
+	CHECK_EQ(user_start_by(rt, "kb", "plain", NULL, NULL, NULL), 0);
+	/* one of k1's used: room for one more of k1's */
+	char login[4096];
+	snprintf(login, sizeof(login), "%s&login_hint=u0", url);
+	mk_free(url);
+	authorize(login, code, sizeof(code), st, sizeof(st));
+	CHECK_EQ(mk_oauth_complete(rt, st, code, NULL, &err), 0);
+	whoami_as(rt, "kb", "u0", NULL, "u0");
+	CHECK_EQ(user_start_by(rt, "kb", "one-more", "k1", NULL, NULL), 0);
+	CHECK_EQ(user_start_by(rt, "kb", "two-more", "k1", NULL, &err),
+	         MK_EBUSY);
+	mk_free(err);
+
+	/* header flows are bounded apart: k1's OAuth ones do not count */
+	CHECK_EQ(add_user(rt, "kh", "per_user_headers",
+	                  "\"per_user_header_keys\": [\"x-api-key\"]"),
+	         0);
+	CHECK_EQ(mk_client_verify_headers(
+	                 rt, "kh", "{\"x-api-key\": \"key-admin\"}", &err),
+	         0);
+	wait_state(&sb, &at, "kh", "healthy", NULL);
+	for (int i = 0; i < CR_BY_FLOWS_MAX; i++) {
+		snprintf(who, sizeof(who), "h%d", i);
+		CHECK_EQ(call_by(rt, "kh", who, "k1", &res), MK_EAUTH);
+		mk_result_free(&res);
+	}
+	CHECK_EQ(call_by(rt, "kh", "h-more", "k1", &res), MK_EBUSY);
+	CHECK(strstr(res->error, BY_ERR("k1")) != NULL);
+	mk_result_free(&res);
+	CHECK_EQ(call_by(rt, "kh", "h-more", "k2", &res), MK_EAUTH);
+	mk_result_free(&res);
+	close_rt(&rt, &sb);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -586,6 +683,7 @@ main(int argc, char **argv)
 	RUN_IF(no_body_echo);
 	RUN_IF(oauth_flow_bound);
 	RUN_IF(header_flow_bound);
+	RUN_IF(requester_bound);
 	oauth_suite_end();
 	return (0);
 }

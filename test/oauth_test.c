@@ -710,8 +710,8 @@ per_user_oauth(void)
 	/* a caller's flow started up front (not from a refused call) */
 	char *url = NULL, *state = NULL, *err = NULL, code[256], st[64];
 	char  hinted[4096];
-	CHECK_EQ(mk_user_oauth_start(rt, "uo", "user", "zed", &url, &state,
-	                             &err),
+	CHECK_EQ(mk_user_oauth_start(rt, "uo", "user", "zed", NULL, &url,
+	                             &state, &err),
 	         0);
 	snprintf(hinted, sizeof(hinted), "%s&login_hint=zed", url);
 	authorize(hinted, code, sizeof(code), st, sizeof(st));
@@ -720,8 +720,8 @@ per_user_oauth(void)
 	whoami_as(rt, "uo", "zed", NULL, "zed");
 	mk_free(url);
 	mk_free(state);
-	CHECK_EQ(mk_user_oauth_start(rt, "uo", "admin", "x", &url, &state,
-	                             &err),
+	CHECK_EQ(mk_user_oauth_start(rt, "uo", "admin", "x", NULL, &url,
+	                             &state, &err),
 	         MK_EINVAL);
 	/* interleaved, concurrently: each request carries its own token */
 	c0    = counters();

@@ -651,6 +651,50 @@ flow_binding(void)
 	CHECK(!peer_said(&d, "attackers") && !peer_said(&d, "franks-own"));
 }
 
+/* One key naming callers in trusted headers holds at most 100 pending
+ * sign-ins (each client at most 1,000): random X-MCP-User-Ids through it
+ * are refused past that, with 409, while another key's and the admin's
+ * new callers are still told how to sign in. */
+static void
+key_flow_bound(void)
+{
+	peer d = {0};
+	char config[2048], user[64];
+	long st;
+
+	snprintf(
+	        config, sizeof(config),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"many\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"per_user_headers\", \"per_user_header_keys\": [\"x-api-key\"], \"tools_to_execute\": [\"*\"]}]}, \"server\": {\"admin_token\": \"bound-admin-token\", \"virtual_keys\": [{\"name\": \"gw\", \"value\": \"" KEY_A
+	        "\", \"clients\": {\"*\": [\"*\"]}, \"trust_identity_headers\": true}, {\"name\": \"other\", \"value\": \"" KEY_B
+	        "\", \"clients\": {\"*\": [\"*\"]}, \"trust_identity_headers\": true}]}}",
+	        mcp.port);
+	serve(&d, "kbound.json", config, NULL);
+	expect("POST", "/api/mcp/client/many/verify-headers",
+	       "{\"headers\": {\"x-api-key\": \"the-admins\"}}",
+	       "bound-admin-token", 200, NULL);
+	const char *call   = "{\"client\": \"many\", \"tool\": \"echo\"}";
+	const char *hdrs[] = {"X-MCP-Virtual-Key: " KEY_A, user, NULL};
+	for (int i = 0; i <= 100; i++) {
+		snprintf(user, sizeof(user), "X-MCP-User-Id: random-%d", i);
+		char *out = http_req("POST", "/api/mcp/tool/execute", call,
+		                     hdrs, &st);
+		CHECK_EQ(st, i < 100 ? 401 : 409);
+		if (i == 100) {
+			CHECK(strstr(out,
+			             "too many pending authorizations started by \\\"gw\\\" (100); try again later") !=
+			      NULL);
+		}
+		free(out);
+	}
+	const char *other[] = {"X-MCP-Virtual-Key: " KEY_B,
+	                       "X-MCP-User-Id: random-100", NULL};
+	submit_url_of(call, other, user, sizeof(user));
+	const char *admin[] = {"Authorization: Bearer bound-admin-token",
+	                       "X-MCP-User-Id: random-101", NULL};
+	submit_url_of(call, admin, user, sizeof(user));
+	peer_stop(&d);
+}
+
 /* ---- event streams and the callback: lanes, budgets, rotation --------- */
 
 #define ROT_CONFIG                                                              \
@@ -1470,6 +1514,7 @@ main(int argc, char **argv)
 	RUN_IF(cimd);
 	RUN_IF(keys);
 	RUN_IF(flow_binding);
+	RUN_IF(key_flow_bound);
 	RUN_IF(stream_rotation);
 	RUN_IF(stream_lanes);
 	RUN_IF(callback_lane);

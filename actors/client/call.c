@@ -24,6 +24,7 @@ call_free(cl_call *c)
 	json_decref(c->args);
 	free(c->mode);
 	free(c->identity);
+	free(c->requester);
 	free(c->trace[0]);
 	free(c->trace[1]);
 	if (c->subject != NULL) {
@@ -439,13 +440,14 @@ cl_call_start(client *cl, kn_msg *msg)
 	c->corr = corr;
 	c->t0   = kn_now_ns();
 	(void)cl_call_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
-	c->tool     = m.tool; /* the call owns them now */
-	c->mode     = m.mode;
-	c->identity = m.identity;
-	c->subject  = m.subject;
-	c->trace[0] = m.traceparent;
-	c->trace[1] = m.tracestate;
-	m.tool = m.mode = m.identity = m.subject = NULL;
+	c->tool      = m.tool; /* the call owns them now */
+	c->mode      = m.mode;
+	c->identity  = m.identity;
+	c->subject   = m.subject;
+	c->requester = m.requester;
+	c->trace[0]  = m.traceparent;
+	c->trace[1]  = m.tracestate;
+	m.tool = m.mode = m.identity = m.subject = m.requester = NULL;
 	m.traceparent = m.tracestate = NULL;
 	timeout                      = m.timeout_ms;
 	c->args = m.arguments != NULL ? json_loads(m.arguments, 0, NULL)

@@ -219,6 +219,7 @@ CODEC_MSG_STRUCT(cl_state_msg, CL_STATE_FIELDS)
 	F(S, STR, mode, "a per-user caller's mode, or absent")                \
 	F(S, STR, identity, "the caller's identity, or absent")               \
 	F(S, SECRET, subject, "the caller's token to exchange, or absent")    \
+	F(S, STR, requester, "who answers for its sign-ins, or absent")       \
 	F(S, STR, traceparent, "the caller's W3C trace context, or absent")   \
 	F(S, STR, tracestate, "and its vendor part, or absent")
 CODEC_MSG_STRUCT(cl_call_msg, CL_CALL_FIELDS)

@@ -428,7 +428,8 @@ cl_cred_fetch_user(client *cl, cl_call *c, cl_cred_fn fn)
 	                .identity = c->identity,
 	                .force    = c->force,
 	                .subject  = c->subject,
-	                .scope    = c->step_scope};
+	                .scope    = c->step_scope,
+	                .by       = c->requester};
 	c->force     = false;
 	if (kn_ask_async_msg(
 	            cl->self, cl->cr, MSG_CR_GET, CODEC_OF(cr_get_msg, &m),

@@ -518,9 +518,13 @@ on_get(cr_self *cr, kn_msg *msg)
 	}
 	if (c != NULL && cfg_auth_per_user(c->auth)) {
 		/* a peek is the admin's (discovery) credential */
-		cr_user_get(cr, c, m.peek || mode == NULL ? "admin" : mode,
-		            m.peek || identity == NULL ? "" : identity,
-		            m.subject, m.force, corr, false);
+		cr_ask a = {.mode = m.peek || mode == NULL ? "admin" : mode,
+		            .identity =
+		                    m.peek || identity == NULL ? "" : identity,
+		            .subject = m.subject,
+		            .by      = m.by,
+		            .force   = m.force};
+		cr_user_get(cr, c, &a, corr, false);
 		cr_get_msg_clear(&m);
 		return;
 	}

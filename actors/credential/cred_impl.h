@@ -126,6 +126,7 @@ typedef struct hflow {
 	char      *identity;
 	int64_t    expires_at; /* unix seconds */
 	lru_link   q;          /* in cr->hflowq, soonest expiry oldest */
+	char      *by;         /* its requester's, or NULL */
 	bool       counted;    /* in its client's CR_USER_FLOWS_MAX */
 	bool       storing;    /* its submitted credential is being written */
 } hflow;
@@ -161,6 +162,7 @@ typedef struct flow {
 	char      *identity;
 	char      *verifier;   /* PKCE verifier (secret) */
 	char      *redirect;   /* redirect_uri sent */
+	char      *by;         /* its requester's, or NULL */
 	int64_t    expires_at; /* unix seconds */
 	bool       claiming;   /* the code is being exchanged */
 	lru_link   q;          /* in cr->flowq while pending (not claimed),
@@ -205,6 +207,7 @@ struct cr_self {
 	lru      flowq;          /* pending OAuth flows by expiry */
 	lru      hflowq;         /* pending header flows by expiry */
 	strmap   pending;        /* client id -> its callers' flows */
+	strmap   pending_by;     /* requester -> the flows it started */
 	uint64_t sweep;          /* the sweep timer, 0 none */
 	int64_t  sweep_at;       /* when it fires (unix ms) */
 	uint64_t swept;          /* flows dropped at expiry */
@@ -261,12 +264,16 @@ int cr_persist(cr_self *cr, const char *table, json_t *row, bool del,
 json_t *cr_token_row(const token *t);
 
 /* pending.c: the callers' pending flows */
-/* cr_flow_room sweeps expired flows, then tells whether client may have
- * one more caller's flow of a kind (header: a header flow, else an
- * OAuth one): 0, or MK_EBUSY with an error answered to corr */
-int cr_flow_room(cr_self *cr, const cclient *c, bool header, uint64_t corr);
-/* cr_flow_count adds delta to client's callers' flows of a kind */
-void cr_flow_count(cr_self *cr, const char *client, bool header, int delta);
+/* cr_flow_room sweeps expired flows, then tells whether client, and the
+ * requester by (NULL: none), may have one more caller's flow of a kind
+ * (header: a header flow, else an OAuth one): 0, or MK_EBUSY with an
+ * error answered to corr */
+int cr_flow_room(cr_self *cr, const cclient *c, const char *by, bool header,
+                 uint64_t corr);
+/* cr_flow_count adds delta to the callers' flows of a kind of client and
+ * of the requester by (NULL: none) */
+void cr_flow_count(cr_self *cr, const char *client, const char *by,
+                   bool header, int delta);
 /* cr_sweep_arm sweeps at most max expired flows now and makes sure the
  * sweep runs again when the soonest flow left expires (at once when
  * expired ones are left): a sweep of thousands never holds the actor */
@@ -281,11 +288,13 @@ void cr_pending_fini(cr_self *cr);
 /* discovery.c: a client's OAuth endpoints */
 void cr_meta_restore(cr_self *cr, json_t *rows);
 void cr_disc_free(disc *d);
-/* cr_flow_for answers corr with a new flow for (mode, identity): its
- * authorize URL, or (auth) an mcp_auth_required carrying it; endpoints
- * are resolved first when needed */
+/* cr_flow_for answers corr with a new flow for (mode, identity), started
+ * through the requester by (NULL: none): its authorize URL, or (auth) an
+ * mcp_auth_required carrying it; endpoints are resolved first when
+ * needed */
 void cr_flow_for(cr_self *cr, cclient *c, const char *mode,
-                 const char *identity, uint64_t corr, bool auth);
+                 const char *identity, const char *by, uint64_t corr,
+                 bool auth);
 /* cr_guard gives the rules (in r) for fetching c's endpoint key of
  * c->meta when it was discovered, or NULL when oauth_config names it
  * (trusted as configured) */
@@ -334,21 +343,28 @@ int64_t cr_flows_sweep(cr_self *cr, int *max);
 /* cr_make_flow is cr_flow_for once c->meta is known: the flow stored,
  * then corr answered */
 void cr_make_flow(cr_self *cr, cclient *c, const char *mode,
-                  const char *identity, uint64_t corr, bool auth);
+                  const char *identity, const char *by, uint64_t corr,
+                  bool auth);
 
 /* user.c: a caller's credential, the caches and their fills */
-/* cr_user_get answers corr with the credential of (mode, identity) for
- * c, by c's auth type (headers.c, exchange.c, per_user_oauth here): from
- * the cache, else (filled false) filled from the store and asked again,
- * else a flow or mcp_auth_required */
-void cr_user_get(cr_self *cr, cclient *c, const char *mode,
-                 const char *identity, const char *subject, bool force,
-                 uint64_t corr, bool filled);
+/* A caller's ask for its credential. */
+typedef struct cr_ask {
+	const char *mode;     /* the identity's mode */
+	const char *identity; /* and the identity */
+	const char *subject;  /* token_exchange: its token, or NULL */
+	const char *by;       /* who answers for a flow it starts, or NULL */
+	bool        force;    /* refreshed even when not due */
+} cr_ask;
+/* cr_user_get answers corr with the credential of the ask's identity
+ * for c, by c's auth type (headers.c, exchange.c, per_user_oauth here):
+ * from the cache, else (filled false) filled from the store and asked
+ * again, else a flow or mcp_auth_required */
+void cr_user_get(cr_self *cr, cclient *c, const cr_ask *a, uint64_t corr,
+                 bool filled);
 /* cr_fill_start reads the caller's row of table (STORE_OAUTH_TOKENS or
  * _HEADER_CREDENTIALS) into the cache, one read per key at a time, then
  * runs cr_user_get again with filled */
-void cr_fill_start(cr_self *cr, cclient *c, int table, const char *mode,
-                   const char *identity, const char *subject, bool force,
+void cr_fill_start(cr_self *cr, cclient *c, int table, const cr_ask *a,
                    uint64_t corr);
 /* cr_auth_reply answers MK_EAUTH with an mcp_auth_required payload of
  * kind, extra fields merged in */
@@ -365,8 +381,7 @@ bool cr_callers_mode(const char *mode);
 
 /* headers.c: per_user_headers */
 /* cr_headers_get is cr_user_get for a per_user_headers client */
-void cr_headers_get(cr_self *cr, cclient *c, const char *mode,
-                    const char *identity, bool force, uint64_t corr,
+void cr_headers_get(cr_self *cr, cclient *c, const cr_ask *a, uint64_t corr,
                     bool filled);
 void cr_verify_headers(cr_self *cr, kn_msg *msg);
 void cr_submit_headers(cr_self *cr, kn_msg *msg);

@@ -171,12 +171,14 @@
  * header flows each: past it a new one is refused (MK_EBUSY) until one is
  * used or expires.  The admin's bootstrap flows do not count. */
 #define CR_USER_FLOWS_MAX 1000
-#define CR_SKEW_S         30    /* refreshed before use at most this early */
-#define CR_GAP_MS         1000  /* one token's refreshes at least this apart */
-#define CR_HTTP_MS        10000 /* one exchange with an AS */
-#define CR_RETRIES        3     /* a failed refresh tried again ... */
-#define CR_RETRY_BASE_MS  1000  /* ... after 1 s, 2 s, 4 s */
-#define CR_LEASE_MS       15000 /* a refresh lease's life (lease.c) */
+/* and per requester (a virtual key whose trusted headers name callers) */
+#define CR_BY_FLOWS_MAX  100
+#define CR_SKEW_S        30    /* refreshed before use at most this early */
+#define CR_GAP_MS        1000  /* one token's refreshes at least this apart */
+#define CR_HTTP_MS       10000 /* one exchange with an AS */
+#define CR_RETRIES       3     /* a failed refresh tried again ... */
+#define CR_RETRY_BASE_MS 1000  /* ... after 1 s, 2 s, 4 s */
+#define CR_LEASE_MS      15000 /* a refresh lease's life (lease.c) */
 /* the longest a refresh with its retries runs */
 #define CR_REFRESH_MAX_MS                                                     \
 	((CR_RETRIES + 1) * CR_HTTP_MS +                                      \
@@ -223,15 +225,17 @@ CODEC_MSG_STRUCT(cr_register_msg, CR_REGISTER_FIELDS)
 CODEC_MSG_STRUCT(cr_row_changed_msg, CR_ROW_CHANGED_FIELDS)
 CODEC_MSG_STRUCT(cr_id_msg, CR_ID_FIELDS)
 
-#define CR_GET_FIELDS(F, S)                                                   \
-	F(S, STR, id, "the client's id")                                      \
-	F(S, STR, mode, "the identity's mode")                                \
-	F(S, STR, identity, "the identity (\"\" for the client's own)")       \
-	F(S, BOOL, force, "refresh even when not due")                        \
-	F(S, BOOL, peek, "the token as it is, expired or not: no refresh")    \
-	F(S, SECRET, subject, "a caller's token to exchange, or absent")      \
-	F(S, STR, scope,                                                      \
-	  "step-up: the scopes a 403 insufficient_scope asked for, or absent")
+#define CR_GET_FIELDS(F, S)                                                    \
+	F(S, STR, id, "the client's id")                                       \
+	F(S, STR, mode, "the identity's mode")                                 \
+	F(S, STR, identity, "the identity (\"\" for the client's own)")        \
+	F(S, BOOL, force, "refresh even when not due")                         \
+	F(S, BOOL, peek, "the token as it is, expired or not: no refresh")     \
+	F(S, SECRET, subject, "a caller's token to exchange, or absent")       \
+	F(S, STR, scope,                                                       \
+	  "step-up: the scopes a 403 insufficient_scope asked for, or absent") \
+	F(S, STR, by,                                                          \
+	  "who answers for a flow it starts (a requester), or absent")
 CODEC_MSG_STRUCT(cr_get_msg, CR_GET_FIELDS)
 
 #define CR_HEADERS_FIELDS(F, S)                                               \
@@ -252,7 +256,8 @@ CODEC_MSG_STRUCT(cr_refused_msg, CR_REFUSED_FIELDS)
 	F(S, STR, mode, "the identity's mode (absent: the admin's)")          \
 	F(S, STR, identity, "the identity, or absent")                        \
 	F(S, BOOL, again,                                                     \
-	  "a reauthorization: discovered endpoints are discovered again")
+	  "a reauthorization: discovered endpoints are discovered again")     \
+	F(S, STR, by, "a caller's flow: who answers for it, or absent")
 CODEC_MSG_STRUCT(cr_initiate_msg, CR_INITIATE_FIELDS)
 
 #define CR_FLOW_FIELDS(F, S)                                                  \

@@ -19,6 +19,7 @@ typedef struct pend {
 	uint64_t     corr;
 	char        *mode;
 	char        *identity;
+	char        *by;    /* its requester, or NULL */
 	bool         auth;  /* answer mcp_auth_required (a caller's flow) */
 	bool         token; /* a client_credentials token, not a flow */
 	bool         force; /* and fetched again even if not due */
@@ -56,6 +57,7 @@ void  cr_disc_step(disc *d);                 /* runs the next step */
 void  cr_disc_end(disc *d, const char *err); /* done (err NULL) or not */
 disc *cr_disc_start_held(cclient *c);        /* set up, not yet stepped */
 disc *cr_disc_start(cclient *c);             /* set up and stepped */
+void  cr_pend_free(pend *p);                 /* NULL: nothing */
 
 /* metadata.c */
 /* cr_configured: oauth_config names url as key (trusted as configured) */

@@ -61,11 +61,20 @@ cr_disc_free(disc *d)
 		d->waiting = p->next;
 		cr_reply_error(d->c->cr, p->corr, MK_ECLOSED, NULL,
 		               "the client went away");
-		free(p->mode);
-		free(p->identity);
-		free(p);
+		cr_pend_free(p);
 	}
 	free(d);
+}
+
+void
+cr_pend_free(pend *p)
+{
+	if (p != NULL) {
+		free(p->mode);
+		free(p->identity);
+		free(p->by);
+		free(p);
+	}
 }
 
 void
@@ -110,17 +119,15 @@ cr_disc_end(disc *d, const char *err)
 		if (err == NULL && p->token) {
 			cr_cc_get(cr, c, p->force, p->corr);
 		} else if (err == NULL) {
-			cr_make_flow(cr, c, p->mode, p->identity, p->corr,
-			             p->auth);
+			cr_make_flow(cr, c, p->mode, p->identity, p->by,
+			             p->corr, p->auth);
 		} else {
 			cr_reply_error(
 			        cr, p->corr, MK_EUPSTREAM, NULL,
 			        "OAuth discovery for MCP client %s failed: %s",
 			        c->name, err);
 		}
-		free(p->mode);
-		free(p->identity);
-		free(p);
+		cr_pend_free(p);
 	}
 	while (d->tokens != NULL) {
 		rewait     *w = d->tokens;
@@ -584,28 +591,23 @@ cr_disc_wait(cr_self *cr, cclient *c, uint64_t corr, bool force)
 
 void
 cr_flow_for(cr_self *cr, cclient *c, const char *mode, const char *identity,
-            uint64_t corr, bool auth)
+            const char *by, uint64_t corr, bool auth)
 {
 	pend *p;
 
 	if (c->meta != NULL && c->disc == NULL) {
-		cr_make_flow(cr, c, mode, identity, corr, auth);
+		cr_make_flow(cr, c, mode, identity, by, corr, auth);
 	} else if ((p = calloc(1, sizeof(*p))) == NULL ||
 	           (p->mode = strdup(mode)) == NULL ||
 	           (p->identity = strdup(identity)) == NULL ||
+	           (by != NULL && (p->by = strdup(by)) == NULL) ||
 	           (c->disc == NULL && cr_disc_start(c) == NULL)) {
-		if (p != NULL) {
-			free(p->mode);
-			free(p->identity);
-		}
-		free(p);
+		cr_pend_free(p);
 		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
 	} else if (c->disc == NULL) {
 		/* resolved at once (all configured): c->meta is set */
-		free(p->mode);
-		free(p->identity);
-		free(p);
-		cr_make_flow(cr, c, mode, identity, corr, auth);
+		cr_pend_free(p);
+		cr_make_flow(cr, c, mode, identity, by, corr, auth);
 	} else {
 		p->corr          = corr;
 		p->auth          = auth;

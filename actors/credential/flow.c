@@ -29,6 +29,7 @@ cr_flow_free(flow *f)
 	free(f->mode);
 	free(f->identity);
 	free(f->redirect);
+	free(f->by);
 	free(f);
 }
 
@@ -40,7 +41,7 @@ flow_unqueue(cr_self *cr, flow *f)
 {
 	lru_remove(&cr->flowq, &f->q);
 	if (f->counted) {
-		cr_flow_count(cr, f->client_id, false, -1);
+		cr_flow_count(cr, f->client_id, f->by, false, -1);
 		f->counted = false;
 	}
 }
@@ -70,8 +71,8 @@ flow_drop(cr_self *cr, flow *f)
 
 static flow *
 flow_new(cr_self *cr, const char *client, const char *mode,
-         const char *identity, const char *verifier, const char *state,
-         const char *redirect, int64_t expires_at)
+         const char *identity, const char *by, const char *verifier,
+         const char *state, const char *redirect, int64_t expires_at)
 {
 	flow *f = calloc(1, sizeof(*f));
 
@@ -84,11 +85,13 @@ flow_new(cr_self *cr, const char *client, const char *mode,
 	f->identity   = strdup(identity);
 	f->verifier   = strdup(verifier);
 	f->redirect   = strdup(redirect);
+	f->by         = by != NULL ? strdup(by) : NULL;
 	f->expires_at = expires_at;
 	f->cr         = cr;
 	f->ent.key    = f->state;
 	if (f->client_id == NULL || f->mode == NULL || f->identity == NULL ||
 	    f->verifier == NULL || f->redirect == NULL ||
+	    (by != NULL && f->by == NULL) ||
 	    strmap_put(&cr->flows, &f->ent) != 0) {
 		cr_flow_free(f);
 		return (NULL);
@@ -96,7 +99,7 @@ flow_new(cr_self *cr, const char *client, const char *mode,
 	cr->nflows++;
 	lru_touch(&cr->flowq, &f->q); /* the newest expires last */
 	if ((f->counted = cr_callers_mode(mode))) {
-		cr_flow_count(cr, client, false, 1);
+		cr_flow_count(cr, client, by, false, 1);
 	}
 	return (f);
 }
@@ -148,7 +151,7 @@ cr_flows_restore(cr_self *cr, json_t *rows)
 			json_decref(key);
 			continue; /* expired while we were down */
 		}
-		(void)flow_new(cr, cl, mo, id, ve, st, re, exp);
+		(void)flow_new(cr, cl, mo, id, NULL, ve, st, re, exp);
 	}
 }
 
@@ -193,7 +196,7 @@ flow_stored(kn_actor *self, void *arg, int status, const void *data,
 
 void
 cr_make_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
-             uint64_t corr, bool auth)
+             const char *by, uint64_t corr, bool auth)
 {
 	char        state[OA_STATE_LEN + 1], ver[OA_VERIFIER_LEN + 1];
 	char        ch[OA_CHALLENGE_LEN + 1];
@@ -205,7 +208,8 @@ cr_make_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
 	flow       *f;
 	json_t     *row;
 
-	if (cr_callers_mode(mode) && cr_flow_room(cr, c, false, corr) != 0) {
+	if (cr_callers_mode(mode) &&
+	    cr_flow_room(cr, c, by, false, corr) != 0) {
 		return; /* answered */
 	}
 	if (oa_random_state(state) != 0 || oa_pkce(ver, ch) != 0 ||
@@ -231,7 +235,7 @@ cr_make_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
 	}
 	snprintf(url, n, "%s%s%s", at, strchr(at, '?') ? "&" : "?", q);
 	free(q);
-	f = flow_new(cr, c->id, mode, identity, ver, state, cr->redirect,
+	f = flow_new(cr, c->id, mode, identity, by, ver, state, cr->redirect,
 	             cr_now() + CR_FLOW_TTL_S);
 	OPENSSL_cleanse(ver, sizeof(ver));
 	if (f == NULL) {
@@ -310,8 +314,8 @@ cr_initiate(cr_self *cr, kn_msg *msg)
 		                            !cr_callers_mode(mode)
 		                    ? "admin"
 		                    : mode,
-		            cr_callers_mode(mode) ? identity : "", corr,
-		            false);
+		            cr_callers_mode(mode) ? identity : "",
+		            cr_callers_mode(mode) ? m.by : NULL, corr, false);
 	}
 	cr_initiate_msg_clear(&m);
 }
@@ -626,7 +630,7 @@ on_claimed(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	            cr_str(r, "redirect_uri") == NULL ||
 	            (f = flow_new(cr, cr_str(r, "client_id"),
 	                          cr_str(r, "mode"), cr_str(r, "identity"),
-	                          cr_str(r, "pkce_verifier"), c->state,
+	                          NULL, cr_str(r, "pkce_verifier"), c->state,
 	                          cr_str(r, "redirect_uri"),
 	                          json_integer_value(json_object_get(
 	                                  r, "expires_at")))) == NULL)) {

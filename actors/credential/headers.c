@@ -239,6 +239,7 @@ hflow_free(hflow *f)
 	free(f->client_id);
 	free(f->mode);
 	free(f->identity);
+	free(f->by);
 	free(f);
 }
 
@@ -251,7 +252,7 @@ hflow_add(cr_self *cr, hflow *f)
 	cr->nhflows++;
 	lru_touch(&cr->hflowq, &f->q); /* the newest expires last */
 	f->counted = true;
-	cr_flow_count(cr, f->client_id, true, 1);
+	cr_flow_count(cr, f->client_id, f->by, true, 1);
 }
 
 /* Drops f from memory and the store. */
@@ -268,7 +269,7 @@ hflow_drop(cr_self *cr, hflow *f, bool expired)
 	json_decref(key);
 	lru_remove(&cr->hflowq, &f->q);
 	if (f->counted) {
-		cr_flow_count(cr, f->client_id, true, -1);
+		cr_flow_count(cr, f->client_id, f->by, true, -1);
 	}
 	strmap_del(&cr->hflows, &f->ent);
 	cr->nhflows--;
@@ -331,24 +332,23 @@ cr_hflows_restore(cr_self *cr, json_t *rows)
 /* A caller's header flow: stored, answered as mcp_auth_required. */
 static void
 header_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
-            uint64_t corr)
+            const char *by, uint64_t corr)
 {
 	hflow  *f;
 	json_t *row, *x;
 	char    submit[256];
 
-	if (cr_flow_room(cr, c, true, corr) != 0) {
+	if (cr_flow_room(cr, c, by, true, corr) != 0) {
 		return; /* answered */
 	}
 	f = calloc(1, sizeof(*f));
 	if (f == NULL || oa_random_state(f->id) != 0 ||
 	    (f->client_id = strdup(c->id)) == NULL ||
 	    (f->mode = strdup(mode)) == NULL ||
-	    (f->identity = strdup(identity)) == NULL) {
+	    (f->identity = strdup(identity)) == NULL ||
+	    (by != NULL && (f->by = strdup(by)) == NULL)) {
 		if (f != NULL) {
-			free(f->client_id);
-			free(f->mode);
-			free(f);
+			hflow_free(f);
 		}
 		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
 		return;
@@ -375,25 +375,27 @@ header_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
 }
 
 void
-cr_headers_get(cr_self *cr, cclient *c, const char *mode, const char *identity,
-               bool force, uint64_t corr, bool filled)
+cr_headers_get(cr_self *cr, cclient *c, const cr_ask *a, uint64_t corr,
+               bool filled)
 {
-	bool   admin = strcmp(mode, "admin") == 0;
-	hcred *h;
+	const char *mode = a->mode, *identity = a->identity;
+	bool        admin = strcmp(mode, "admin") == 0;
+	hcred      *h;
 
 	if ((h = hcred_get(cr, c->id, mode, identity)) != NULL) {
 		hcred_touch(cr, h);
 		reply_headers(cr, corr, h->headers); /* force: a no-op */
 	} else if (!admin && !filled) {
-		cr_fill_start(cr, c, STORE_HEADER_CREDENTIALS, mode, identity,
-		              NULL, force, corr);
+		cr_ask fa  = *a;
+		fa.subject = NULL;
+		cr_fill_start(cr, c, STORE_HEADER_CREDENTIALS, &fa, corr);
 	} else if (admin) {
 		cr_reply_error(
 		        cr, corr, MK_ESTATE, "none",
 		        "MCP client %s has no verified header sample: verify-headers first",
 		        c->name);
 	} else {
-		header_flow(cr, c, mode, identity, corr);
+		header_flow(cr, c, mode, identity, a->by, corr);
 	}
 }
 

@@ -4,8 +4,10 @@
  *
  * Flows wait for a browser (OAuth) or a caller's header values; anyone who
  * can make a call can start one, so each client holds at most
- * CR_USER_FLOWS_MAX callers' flows of each kind, and every flow is
- * dropped (memory and store) when it expires: one timer at the soonest
+ * CR_USER_FLOWS_MAX callers' flows of each kind, each requester (a virtual
+ * key whose trusted headers name the callers) at most CR_BY_FLOWS_MAX, so
+ * one key cannot take a client's every slot, and every flow is dropped
+ * (memory and store) when it expires: one timer at the soonest
  * expiry, and a sweep before each new caller's flow.  Both queues are in
  * expiry order (every flow lives CR_FLOW_TTL_S; restored ones are sorted),
  * so a sweep looks at the expired ones only.
@@ -18,24 +20,24 @@
 #include "actors/kernel/log.h"
 
 typedef struct fcount {
-	strmap_ent ent;  /* key: client id */
+	strmap_ent ent;  /* key: client id or requester */
 	char      *id;   /* owns ent.key */
 	unsigned   n[2]; /* callers' flows: OAuth, header */
 } fcount;
 
-void
-cr_flow_count(cr_self *cr, const char *client, bool header, int delta)
+static void
+count(strmap *m, const char *id, bool header, int delta)
 {
-	fcount *f = (fcount *)strmap_get(&cr->pending, client);
+	fcount *f = (fcount *)strmap_get(m, id);
 
 	if (f == NULL && delta > 0) {
 		if ((f = calloc(1, sizeof(*f))) == NULL ||
-		    (f->id = strdup(client)) == NULL) {
+		    (f->id = strdup(id)) == NULL) {
 			free(f);
 			return; /* uncounted: the bound is a little late */
 		}
 		f->ent.key = f->id;
-		(void)strmap_put(&cr->pending, &f->ent);
+		(void)strmap_put(m, &f->ent);
 	}
 	if (f == NULL) {
 		return;
@@ -44,10 +46,28 @@ cr_flow_count(cr_self *cr, const char *client, bool header, int delta)
 	        ? 0
 	        : f->n[header] + (unsigned)delta;
 	if (f->n[0] == 0 && f->n[1] == 0) {
-		strmap_del(&cr->pending, &f->ent);
+		strmap_del(m, &f->ent);
 		free(f->id);
 		free(f);
 	}
+}
+
+void
+cr_flow_count(cr_self *cr, const char *client, const char *by, bool header,
+              int delta)
+{
+	count(&cr->pending, client, header, delta);
+	if (by != NULL) {
+		count(&cr->pending_by, by, header, delta);
+	}
+}
+
+static unsigned
+counted(strmap *m, const char *id, bool header)
+{
+	fcount *f = id != NULL ? (fcount *)strmap_get(m, id) : NULL;
+
+	return (f != NULL ? f->n[header] : 0);
 }
 
 static void
@@ -77,25 +97,41 @@ cr_sweep_arm(cr_self *cr, int max)
 	cr->sweep_at = at;
 }
 
-int
-cr_flow_room(cr_self *cr, const cclient *c, bool header, uint64_t corr)
+/* Whether the client or the requester by is at its bound. */
+static bool
+full(cr_self *cr, const cclient *c, const char *by, bool header)
 {
-	fcount *f;
+	return (counted(&cr->pending, c->id, header) >= CR_USER_FLOWS_MAX ||
+	        counted(&cr->pending_by, by, header) >= CR_BY_FLOWS_MAX);
+}
 
+int
+cr_flow_room(cr_self *cr, const cclient *c, const char *by, bool header,
+             uint64_t corr)
+{
 	cr_sweep_arm(cr, CR_SWEEP_BATCH); /* the expired make room */
-	f = (fcount *)strmap_get(&cr->pending, c->id);
-	if (f != NULL && f->n[header] >= CR_USER_FLOWS_MAX) {
-		/* at the bound: every expired one goes before a refusal */
+	if (full(cr, c, by, header)) {
+		/* at a bound: every expired one goes before a refusal */
 		cr_sweep_arm(cr, INT_MAX);
 	}
-	if (f != NULL && f->n[header] >= CR_USER_FLOWS_MAX) {
+	if (counted(&cr->pending, c->id, header) >= CR_USER_FLOWS_MAX) {
 		KN_WARN("credential",
 		        "%s: %u pending authorizations: a new one is refused",
-		        c->name, f->n[header]);
+		        c->name, counted(&cr->pending, c->id, header));
 		cr_reply_error(
 		        cr, corr, MK_EBUSY, NULL,
 		        "too many pending authorizations for MCP client \"%s\" (%d); try again later",
 		        c->name, CR_USER_FLOWS_MAX);
+		return (MK_EBUSY);
+	}
+	if (counted(&cr->pending_by, by, header) >= CR_BY_FLOWS_MAX) {
+		KN_WARN("credential",
+		        "%s: %u pending authorizations started by \"%s\": a new one is refused",
+		        c->name, counted(&cr->pending_by, by, header), by);
+		cr_reply_error(
+		        cr, corr, MK_EBUSY, NULL,
+		        "too many pending authorizations started by \"%s\" (%d); try again later",
+		        by, CR_BY_FLOWS_MAX);
 		return (MK_EBUSY);
 	}
 	return (0);
@@ -132,18 +168,25 @@ cr_rows_by_expiry(json_t *rows)
 	free(v);
 }
 
-void
-cr_pending_fini(cr_self *cr)
+static void
+counts_fini(strmap *m)
 {
 	strmap_ent *e;
 	uint64_t    id;
 
-	while ((e = idmap_pop(&cr->pending.m, &id)) != NULL) {
+	while ((e = idmap_pop(&m->m, &id)) != NULL) {
 		for (strmap_ent *n; e != NULL; e = n) {
 			n = e->next;
 			free(((fcount *)e)->id);
 			free(e);
 		}
 	}
-	strmap_fini(&cr->pending);
+	strmap_fini(m);
+}
+
+void
+cr_pending_fini(cr_self *cr)
+{
+	counts_fini(&cr->pending);
+	counts_fini(&cr->pending_by);
 }

@@ -249,7 +249,7 @@ answer_auth(cr_self *cr, token *t, const cclient *c)
 		t->waiters = w->next;
 		if (c != NULL && c->auth == CFG_AUTH_PER_USER_OAUTH) {
 			cr_flow_for(cr, (cclient *)c, t->mode, t->identity,
-			            w->corr, true);
+			            NULL, w->corr, true);
 		} else if (c != NULL) {
 			json_t *x =
 			        json_pack("{s:s}", "exchange_error", t->err);

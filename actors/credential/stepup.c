@@ -118,7 +118,7 @@ cr_step_up(cr_self *cr, cclient *c, const char *mode, const char *identity,
 	        need, want);
 	KN_INFO("credential", "%s: step-up: %s", c->name, why);
 	if (cr_callers_mode(mode)) {
-		cr_flow_for(cr, c, mode, identity, corr, true);
+		cr_flow_for(cr, c, mode, identity, NULL, corr, true);
 		return;
 	}
 	cr_reply_error(cr, corr, MK_ESTATE, "needs_reauth", "%s", why);

@@ -169,8 +169,17 @@ typedef struct fillw {
 	uint64_t      corr;
 	bool          force;
 	char         *subject;
+	char         *by;
 	struct fillw *next;
 } fillw;
+
+static void
+fillw_free(fillw *w)
+{
+	text_secret_free(w->subject);
+	free(w->by);
+	free(w);
+}
 
 typedef struct fill {
 	strmap_ent ent;    /* key: table, client, mode, identity */
@@ -253,11 +262,14 @@ on_fill(kn_actor *self, void *arg, int status, const void *data, size_t len)
 		} else {
 			/* raced an eviction: what it read may be stale - read
 			 * again; else look again, without another fill */
-			cr_user_get(cr, c, f->mode, f->identity, w->subject,
-			            w->force, w->corr, !raced);
+			cr_ask a = {.mode     = f->mode,
+			            .identity = f->identity,
+			            .subject  = w->subject,
+			            .by       = w->by,
+			            .force    = w->force};
+			cr_user_get(cr, c, &a, w->corr, !raced);
 		}
-		text_secret_free(w->subject);
-		free(w);
+		fillw_free(w);
 	}
 	fill_free(f);
 }
@@ -265,26 +277,30 @@ on_fill(kn_actor *self, void *arg, int status, const void *data, size_t len)
 /* Fills the caller's entry from the store (one read per key at a time),
  * then runs the ask again. */
 void
-cr_fill_start(cr_self *cr, cclient *c, int table, const char *mode,
-              const char *identity, const char *subject, bool force,
+cr_fill_start(cr_self *cr, cclient *c, int table, const cr_ask *a,
               uint64_t corr)
 {
-	char    key[512];
-	fill   *f;
-	fillw  *w = calloc(1, sizeof(*w));
-	json_t *k;
-	char   *text;
+	const char *mode = a->mode, *identity = a->identity;
+	char        key[512];
+	fill       *f;
+	fillw      *w = calloc(1, sizeof(*w));
+	json_t     *k;
+	char       *text;
 
 	snprintf(key, sizeof(key), "%d\x1f%s\x1f%s\x1f%s", table, c->id, mode,
 	         identity);
 	if (w == NULL ||
-	    (subject != NULL && (w->subject = strdup(subject)) == NULL)) {
-		free(w);
+	    (a->subject != NULL &&
+	     (w->subject = strdup(a->subject)) == NULL) ||
+	    (a->by != NULL && (w->by = strdup(a->by)) == NULL)) {
+		if (w != NULL) {
+			fillw_free(w);
+		}
 		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
 		return;
 	}
 	w->corr  = corr;
-	w->force = force;
+	w->force = a->force;
 	if ((f = (fill *)strmap_get(&cr->fills, key)) != NULL) {
 		w->next    = f->waiting; /* single flight */
 		f->waiting = w;
@@ -298,8 +314,7 @@ cr_fill_start(cr_self *cr, cclient *c, int table, const char *mode,
 		if (f != NULL) {
 			fill_free(f);
 		}
-		text_secret_free(w->subject);
-		free(w);
+		fillw_free(w);
 		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
 		return;
 	}
@@ -334,21 +349,23 @@ cr_fill_start(cr_self *cr, cclient *c, int table, const char *mode,
  */
 
 void
-cr_user_get(cr_self *cr, cclient *c, const char *mode, const char *identity,
-            const char *subject, bool force, uint64_t corr, bool filled)
+cr_user_get(cr_self *cr, cclient *c, const cr_ask *a, uint64_t corr,
+            bool filled)
 {
-	bool   admin = strcmp(mode, "admin") == 0;
-	token *t;
+	const char *mode = a->mode, *identity = a->identity;
+	bool        admin = strcmp(mode, "admin") == 0;
+	token      *t;
 
 	switch (c->auth) {
 	case CFG_AUTH_PER_USER_HEADERS:
-		cr_headers_get(cr, c, mode, identity, force, corr, filled);
+		cr_headers_get(cr, c, a, corr, filled);
 		return;
 	case CFG_AUTH_PER_USER_OAUTH:
 		t = cr_token(cr, c->id, mode, identity, false);
 		if (t == NULL && !admin && !filled) {
-			cr_fill_start(cr, c, STORE_OAUTH_TOKENS, mode,
-			              identity, NULL, force, corr);
+			cr_ask fa  = *a;
+			fa.subject = NULL;
+			cr_fill_start(cr, c, STORE_OAUTH_TOKENS, &fa, corr);
 		} else if (t == NULL || (!t->active && !admin)) {
 			if (admin) {
 				cr_reply_error(
@@ -356,17 +373,19 @@ cr_user_get(cr_self *cr, cclient *c, const char *mode, const char *identity,
 				        "MCP client %s has no admin credential: initiate-verification first",
 				        c->name);
 			} else {
-				cr_flow_for(cr, c, mode, identity, corr, true);
+				cr_flow_for(cr, c, mode, identity, a->by, corr,
+				            true);
 			}
 		} else if (!t->active) {
 			cr_answer_token(cr, t, corr);
 		} else {
 			cr_lru_touch(cr, t);
-			cr_token_use(cr, t, force, corr);
+			cr_token_use(cr, t, a->force, corr);
 		}
 		return;
 	default: /* CFG_AUTH_TOKEN_EXCHANGE */
-		cr_exchange_get(cr, c, mode, identity, subject, force, corr);
+		cr_exchange_get(cr, c, mode, identity, a->subject, a->force,
+		                corr);
 		return;
 	}
 }
