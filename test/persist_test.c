@@ -603,7 +603,7 @@ config_field(mk_runtime *rt, const char *name, const char *field)
 static int
 user_keyed(mk_runtime *rt, int i, char **sid)
 {
-	char       user[16], key[32];
+	char       user[32], key[48];
 	mk_call    c = {.client = "hd", .tool = "headers", .arguments = "{}"};
 	mk_result *res = NULL;
 	json_t    *p;
@@ -661,7 +661,7 @@ users_prepare(mk_runtime *rt, sub *sb, char **sids)
 static void
 users_submit(mk_runtime *rt, char **sids)
 {
-	char user[16], name[16], vals[64], *err = NULL;
+	char user[32], name[32], vals[96], *err = NULL;
 	int  rc, no;
 
 	for (int i = 0; i < REFUSE_USERS; i++) {
