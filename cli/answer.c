@@ -72,6 +72,9 @@ add_headers(struct MHD_Response *res, const req *r, const char *ctype)
 	if (r->close) {
 		MHD_add_response_header(res, "Connection", "close");
 	}
+	if (r->session_out != NULL) {
+		MHD_add_response_header(res, "Mcp-Session-Id", r->session_out);
+	}
 }
 
 /* Answers r with status and body (a JSON, HTML or text), from any
@@ -118,6 +121,16 @@ void
 answer_error(req *r, unsigned status, const char *msg)
 {
 	answer_json(r, status, json_pack("{s:s}", "error", msg));
+}
+
+void
+answer_rpc_error(req *r, unsigned status, json_t *id, int code,
+                 const char *msg)
+{
+	answer_json(r, status,
+	            json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0",
+	                      "id", id != NULL ? id : json_null(), "error",
+	                      "code", code, "message", msg));
 }
 
 /* The HTTP status of an API failure. */

@@ -147,6 +147,17 @@ token_is(const char *bearer, const char *secret)
 
 /* Who calls: the admin token, a virtual key, or
  * nobody; refuses (answers, false) those the route does not allow. */
+/* A refusal at admission: a JSON-RPC error on /mcp, else {"error"}. */
+static void
+refuse(req *r, unsigned status, const char *msg)
+{
+	if (r->route->auth == AUTH_MCP) {
+		answer_rpc_error(r, status, NULL, -32001, msg);
+	} else {
+		answer_error(r, status, msg);
+	}
+}
+
 bool
 http_caller(req *r, keyset **ks)
 {
@@ -166,7 +177,7 @@ http_caller(req *r, keyset **ks)
 	keys = A.keys != NULL && A.keys->n > 0;
 	pthread_mutex_unlock(&D.mtx);
 	if (vk != NULL && (r->key = key_of(vk, ks)) == NULL) {
-		answer_error(r, 401, "the virtual key is not valid");
+		refuse(r, 401, "the virtual key is not valid");
 		return (false);
 	}
 	switch (r->route->auth) {
@@ -205,13 +216,25 @@ http_caller(req *r, keyset **ks)
 			return (false);
 		}
 		return (true);
+	case AUTH_MCP:
+		/* an MCP client sends its key as a bearer token; it is never
+		 * a token-exchange subject here */
+		if (r->key == NULL && bearer != NULL && !is_admin &&
+		    (r->key = key_of(bearer, ks)) == NULL) {
+			refuse(r, 401,
+			       "the bearer token is neither a virtual key nor the admin token");
+			return (false);
+		}
+		bearer = NULL; /* the rest as a tool call's: */
+		/* FALLTHROUGH */
 	case AUTH_CALL:
 		r->admin = r->key == NULL && is_admin;
 		/* nobody: only on loopback with no keys configured */
 		if (r->key == NULL && !r->admin && (keys || !D.loopback)) {
-			answer_error(
-			        r, 401,
-			        "a tool call needs a virtual key (X-MCP-Virtual-Key) or the admin token (Authorization: Bearer ...)");
+			refuse(r, 401,
+			       r->route->auth == AUTH_MCP
+			               ? "/mcp needs a virtual key (Authorization: Bearer or X-MCP-Virtual-Key) or the admin token"
+			               : "a tool call needs a virtual key (X-MCP-Virtual-Key) or the admin token (Authorization: Bearer ...)");
 			return (false);
 		}
 		/* the identity: a key's name, unless it trusts the

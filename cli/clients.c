@@ -31,6 +31,14 @@ listed_in(const json_t *names, const char *name)
 	return (false);
 }
 
+bool
+view_allows(const json_t *c, const char *tool)
+{
+	return (listed_in(json_object_get(json_object_get(c, "config"),
+	                                  "tools_to_execute"),
+	                  tool));
+}
+
 /* Whether key k may reach client (a name) - and its tool, when tool is
  * not NULL. */
 bool

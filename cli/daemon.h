@@ -12,6 +12,7 @@
  *   calls.c    tool calls
  *   metrics.c  GET /metrics
  *   events.c   GET /api/events: the state stream as Server-Sent Events
+ *   gateway/   /mcp: the daemon as one MCP server (gateway/gateway.h)
  * The daemon embeds the runtime through include/mcpkeep.h only.
  */
 #ifndef CLI_DAEMON_H
@@ -52,6 +53,8 @@ typedef enum auth {
 	AUTH_READ,    /* the admin, or any virtual key (its clients) */
 	AUTH_CALL,    /* the admin, or a key allowing the client; nobody
 	               * else unless on loopback with no keys configured */
+	AUTH_MCP,     /* AUTH_CALL, the key also as a bearer token (an MCP
+	               * client's way); refusals are JSON-RPC errors */
 	AUTH_ADMIN,   /* the admin token (anyone on loopback when none) */
 } auth_t;
 
@@ -100,6 +103,7 @@ struct req {
 	char          *id_session; /* X-MCP-Session-Id, when honoured */
 	char          *bearer;     /* a token-exchange subject (secret) */
 	char          *trace[2];   /* a tool call's traceparent, tracestate */
+	char          *session_out; /* an Mcp-Session-Id to answer, or NULL */
 	/* its progress */
 	int         phase;     /* http.c's */
 	int         lane;      /* the budget it counts against, or -1 */
@@ -171,9 +175,12 @@ bool conns_reserved(struct MHD_Connection *c, bool *loopback);
 void conns_stats(uint64_t *late, uint64_t *evicted);
 
 /* answer.c */
-void     answer(req *r, unsigned status, const char *ctype, const char *body);
-void     answer_json(req *r, unsigned status, json_t *j);
-void     answer_error(req *r, unsigned status, const char *msg);
+void answer(req *r, unsigned status, const char *ctype, const char *body);
+void answer_json(req *r, unsigned status, json_t *j);
+void answer_error(req *r, unsigned status, const char *msg);
+/* answer_rpc_error: a JSON-RPC error answer to request id (NULL: null) */
+void     answer_rpc_error(req *r, unsigned status, json_t *id, int code,
+                          const char *msg);
 void     answer_api(req *r, int rc, char *err, unsigned ok, json_t *j);
 unsigned status_of(int rc);
 /* http_header: r's header name (libmicrohttpd's memory, r's lifetime),
@@ -228,7 +235,9 @@ void        route_readyz(req *r, const char *id, json_t *body);
 /* clients.c: the list (a key's clients only), add and update, remove,
  * and reconnect / disable / enable / refresh-tools by the path's last
  * part; admin lane */
-bool        key_allows(const vkey *k, const char *client, const char *tool);
+bool key_allows(const vkey *k, const char *client, const char *tool);
+/* view_allows: whether client view c's tools_to_execute allows tool */
+bool        view_allows(const json_t *c, const char *tool);
 json_t     *all_clients(bool metrics); /* every view (new reference) */
 const char *client_name(const json_t *view);
 /* route_key_refuses: true (answered 403) when r's virtual key may not
@@ -261,6 +270,9 @@ void route_user_oauth(req *r, const char *id, json_t *body);
  * ("user", "session", "vk"; NULL and NULL: none); r's memory.  Never
  * blocks; a handler's worker. */
 const char *route_identity(const req *r, const char **mode);
+/* gateway/: POST and DELETE /mcp (data lane) */
+void route_mcp(req *r, const char *id, json_t *body);
+void route_mcp_end(req *r, const char *id, json_t *body);
 /* route_requester: who answers for the sign-ins r may start (its virtual
  * key's name), or NULL */
 const char *route_requester(const req *r);

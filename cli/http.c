@@ -280,7 +280,11 @@ admit(req *r, keyset **ks)
 		        "cross-origin request refused: the Origin is neither this daemon's nor in server.allowed_origins");
 		return (false);
 	}
+	/* (an MCP client ends its session with a DELETE without a body: a
+	 * method no page can send cross-origin without a preflight) */
 	if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0 &&
+	    !(strcmp(r->method, "DELETE") == 0 &&
+	      strcmp(r->path, "/mcp") == 0) &&
 	    !is_json_type(http_header(r, "Content-Type"))) {
 		answer_error(
 		        r, 415,
@@ -558,6 +562,7 @@ on_done(void *cls, struct MHD_Connection *c, void **ctx,
 	free(r->id_session);
 	free(r->trace[0]);
 	free(r->trace[1]);
+	free(r->session_out);
 	free(r);
 }
 

@@ -2,7 +2,8 @@
  * routes.c - the daemon's one routing table (method, path, lane, who may
  * call, handler).  Its handlers: page.c (the page, the probes),
  * clients.c (the list, the admin API's clients), flows.c (credential
- * flows), calls.c (tool calls), metrics.c, events.c (the event stream).
+ * flows), calls.c (tool calls), metrics.c, events.c (the event stream),
+ * gateway/ (/mcp).
  *
  * DESIGN: a route's auth is decided at admission (auth.c) before its
  * body is read;
@@ -64,6 +65,9 @@ static const route routes[] = {
          route_user_oauth},
         {"POST", "/api/mcp/tool/execute", LANE_DATA, AUTH_CALL,
          route_tool_execute},
+        /* the gateway: one MCP server of every client a caller reaches */
+        {"POST", "/mcp", LANE_DATA, AUTH_MCP, route_mcp},
+        {"DELETE", "/mcp", LANE_DATA, AUTH_MCP, route_mcp_end},
 };
 
 /* rest matches tail: equal, or, when tail ends in "*", equal up to it

@@ -1,0 +1,440 @@
+/*
+ * mcp.c - POST /mcp and DELETE /mcp: the JSON-RPC methods of the
+ * gateway (initialize, ping, tools/list, tools/call), each answered as
+ * one JSON body.
+ *
+ * DESIGN: the gateway lists what the caller can call now - the tools of
+ * every client its key reaches that can run calls (not disabled,
+ * server-level needs_reauth or pending_verification; unstable stays: a
+ * call is still attempted), allowed by the client's tools_to_execute and
+ * the key - named "<client>-<tool>" (client names have no '-', so the
+ * first '-' splits), in the order of client then tool name.  A call runs
+ * through mk_tool_call (the runtime's recovery, retry safety and
+ * deadline).  What the gateway refuses (unknown tool, not allowed, the
+ * client's state, a limit) is a JSON-RPC error; what the upstream failed
+ * is a tool result with isError and the reason, as MCP asks.  Each call
+ * logs one INFO audit line: key name, client, tool, outcome, duration,
+ * trace id - never a key or an argument.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/gateway/gateway.h"
+
+/* The protocol versions served, newest first. */
+static const char *const versions[] = {GW_VERSION_LATEST, "2025-06-18",
+                                       "2025-03-26", "2024-11-05", NULL};
+
+static bool
+version_known(const char *v)
+{
+	for (int i = 0; v != NULL && versions[i] != NULL; i++) {
+		if (strcmp(versions[i], v) == 0) {
+			return (true);
+		}
+	}
+	return (false);
+}
+
+static void
+rpc_result(req *r, json_t *id, json_t *result)
+{
+	answer_json(r, 200,
+	            json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id,
+	                      "result", result));
+}
+
+/* A notification or a response of the caller's: nothing to answer. */
+static void
+accepted(req *r)
+{
+	answer(r, 202, "application/json", "");
+}
+
+/* ---- lists ---------------------------------------------------------------
+ */
+
+/* Whether client view c serves r's caller now: a state that runs calls,
+ * and a key (if any) that reaches it. */
+static bool
+serves(const req *r, const json_t *c)
+{
+	const char *st = json_string_value(json_object_get(c, "state"));
+
+	if (st == NULL || strcmp(st, "disabled") == 0 ||
+	    strcmp(st, "needs_reauth") == 0 ||
+	    strcmp(st, "pending_verification") == 0) {
+		return (false);
+	}
+	return (r->key == NULL || key_allows(r->key, client_name(c), NULL));
+}
+
+/* Whether r's caller may call tool of client view c. */
+static bool
+callable(const req *r, const json_t *c, const char *tool)
+{
+	return (tool != NULL && view_allows(c, tool) &&
+	        (r->key == NULL || key_allows(r->key, client_name(c), tool)));
+}
+
+static void
+tools_list(req *r, json_t *id, json_t *params)
+{
+	const char *cursor =
+	        json_string_value(json_object_get(params, "cursor"));
+	char   *end  = NULL;
+	long    from = cursor != NULL ? strtol(cursor, &end, 10) : 0;
+	long    n    = 0;
+	json_t *all, *tools, *c, *t;
+	size_t  i, j;
+
+	if (cursor != NULL && (end == cursor || *end != '\0' || from < 0)) {
+		answer_rpc_error(
+		        r, 200, id, -32602,
+		        "Invalid params: not a cursor this server gave");
+		return;
+	}
+	if ((all = all_clients(false)) == NULL ||
+	    (tools = json_array()) == NULL) {
+		json_decref(all);
+		answer_rpc_error(r, 200, id, -32603, "out of memory");
+		return;
+	}
+	json_array_foreach(all, i, c)
+	{
+		if (!serves(r, c)) {
+			continue;
+		}
+		json_array_foreach(json_object_get(c, "tools"), j, t)
+		{
+			const char *tn =
+			        json_string_value(json_object_get(t, "name"));
+			if (!callable(r, c, tn) || n++ < from ||
+			    json_array_size(tools) == GW_PAGE) {
+				continue;
+			}
+			char    name[256];
+			json_t *copy = json_copy(t);
+			snprintf(name, sizeof(name), "%s-%s", client_name(c),
+			         tn);
+			json_object_set_new(copy, "name", json_string(name));
+			json_array_append_new(tools, copy);
+		}
+	}
+	json_decref(all);
+	json_t *res = json_pack("{s:o}", "tools", tools);
+	if (n > from + GW_PAGE) {
+		char next[32];
+		snprintf(next, sizeof(next), "%ld", from + GW_PAGE);
+		json_object_set_new(res, "nextCursor", json_string(next));
+	}
+	rpc_result(r, id, res);
+}
+
+/* ---- calls ---------------------------------------------------------------
+ */
+
+/* A call in flight: what its answer and audit line need. */
+typedef struct gw_call {
+	req        *r;
+	json_t     *id;
+	const char *client; /* in name */
+	const char *tool;   /* in name */
+	int64_t     t0;
+	char        name[]; /* "<client>\0<tool>" */
+} gw_call;
+
+static void
+audit(const gw_call *g, const char *outcome)
+{
+	const req *r = g->r;
+
+	mk_log(MK_LOG_INFO, "gateway",
+	       "call key=%s client=%s tool=%s outcome=%s %.1f ms trace=%.55s",
+	       r->key != NULL     ? r->key->name
+	               : r->admin ? "(admin)"
+	                          : "(anonymous)",
+	       g->client, g->tool, outcome, (double)(mono_ns() - g->t0) / 1e6,
+	       r->trace[0] != NULL ? r->trace[0] : "-");
+}
+
+/* A tool result that is an error (MCP: the model sees why). */
+static json_t *
+tool_error(const char *text)
+{
+	return (json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text",
+	                  "text", text, "isError", 1));
+}
+
+/* A caller without a credential: the URL to sign in (or submit its
+ * header values) at, as a tool result. */
+static json_t *
+sign_in(const gw_call *g, const char *auth_required)
+{
+	json_t     *p = json_loads(auth_required, 0, NULL);
+	const char *url =
+	        json_string_value(json_object_get(p, "authorize_url"));
+	const char *sub = json_string_value(json_object_get(p, "submit_url"));
+	char        text[2048];
+
+	if (url != NULL) {
+		snprintf(
+		        text, sizeof(text),
+		        "MCP server %s needs you to sign in: open %s, then call "
+		        "the tool again",
+		        g->client, url);
+	} else if (sub != NULL) {
+		snprintf(
+		        text, sizeof(text),
+		        "MCP server %s needs your credentials: POST them to %s, "
+		        "then call the tool again",
+		        g->client, sub);
+	} else {
+		snprintf(text, sizeof(text),
+		         "MCP server %s needs your credentials first",
+		         g->client);
+	}
+	json_decref(p);
+	return (tool_error(text));
+}
+
+static void
+on_call(void *arg, int rc, mk_result *res)
+{
+	gw_call    *g   = arg;
+	const char *why = res != NULL && res->error != NULL ? res->error
+	                                                    : mk_strerror(rc);
+	json_t     *out = rc == 0 && res != NULL && res->result != NULL
+	            ? json_loads(res->result, 0, NULL)
+	            : NULL;
+
+	if (json_is_object(out)) {
+		audit(g,
+		      json_is_true(json_object_get(out, "isError"))
+		              ? "tool_error"
+		              : "ok");
+		rpc_result(g->r, g->id, out);
+		out = NULL; /* taken */
+	} else if (rc == MK_EAUTH && res != NULL &&
+	           res->auth_required != NULL) {
+		audit(g, "auth_required");
+		rpc_result(g->r, g->id, sign_in(g, res->auth_required));
+	} else if (rc == 0 || rc == MK_EUPSTREAM || rc == MK_ETIMEDOUT ||
+	           rc == MK_ECLOSED || rc == MK_EAUTH) {
+		/* the upstream's failure: a result the model can read */
+		audit(g, "upstream_error");
+		rpc_result(g->r, g->id,
+		           tool_error(rc == 0 ? "the MCP server's result is "
+		                                "not a JSON object"
+		                              : why));
+	} else if (rc == MK_ENOENT) {
+		char msg[200];
+		snprintf(msg, sizeof(msg),
+		         "Unknown tool: %s-%s (no MCP client %s)", g->client,
+		         g->tool, g->client);
+		audit(g, "refused");
+		answer_rpc_error(g->r, 200, g->id, -32602, msg);
+	} else {
+		/* the gateway's refusal: the client's state, a limit */
+		audit(g, "refused");
+		answer_rpc_error(g->r, 200, g->id,
+		                 rc == MK_EINVAL ? -32602 : -32000, why);
+	}
+	json_decref(out);
+	mk_result_free(&res);
+	json_decref(g->id);
+	free(g);
+}
+
+/* The refusal of a call before it runs: a JSON-RPC error. */
+static void
+refuse(req *r, json_t *id, int code, const char *fmt, const char *name,
+       const char *key)
+{
+	char msg[512];
+
+	snprintf(msg, sizeof(msg), fmt, name, key);
+	answer_rpc_error(r, 200, id, code, msg);
+}
+
+static void
+tools_call(req *r, json_t *id, json_t *params)
+{
+	const char *full = json_string_value(json_object_get(params, "name"));
+	json_t     *args = json_object_get(params, "arguments");
+	const char *dash = full != NULL ? strchr(full, '-') : NULL;
+	const char *mode, *who = route_identity(r, &mode);
+	char        client[65];
+	gw_call    *g;
+
+	if (full == NULL || (args != NULL && !json_is_object(args))) {
+		answer_rpc_error(
+		        r, 200, id, -32602,
+		        "Invalid params: tools/call needs name (a string) and arguments (an object)");
+		return;
+	}
+	/* (a client's name is 1 to 64 characters) */
+	size_t cl = dash != NULL ? (size_t)(dash - full) : 0;
+	if (cl == 0 || cl >= sizeof(client) || dash[1] == '\0') {
+		refuse(r, id, -32602, "Unknown tool: %.300s%s", full, "");
+		return;
+	}
+	memcpy(client, full, cl);
+	client[cl] = '\0';
+	if (r->key != NULL && !key_allows(r->key, client, NULL)) {
+		refuse(r, id, -32602, "Unknown tool: %.300s%s", full, "");
+		return;
+	}
+	if (r->key != NULL && !key_allows(r->key, client, dash + 1)) {
+		refuse(r, id, -32602,
+		       "tool %.300s is not allowed for virtual key \"%.64s\"",
+		       full, r->key->name);
+		return;
+	}
+	if ((g = calloc(1, sizeof(*g) + strlen(full) + 1)) == NULL) {
+		answer_rpc_error(r, 200, id, -32603, "out of memory");
+		return;
+	}
+	memcpy(g->name, full, strlen(full) + 1);
+	g->name[cl] = '\0';
+	g->client   = g->name;
+	g->tool     = g->name + cl + 1;
+	g->r        = r;
+	g->id       = json_deep_copy(id); /* (its own: the body is freed
+	                                   * by this thread, the copy by
+	                                   * the answer's) */
+	g->t0          = mono_ns();
+	char    *atext = args != NULL ? json_dumps(args, JSON_COMPACT) : NULL;
+	mk_call  c     = {.client    = g->client,
+	                  .tool      = g->tool,
+	                  .arguments = atext,
+	                  .user_id   = mode != NULL && mode[0] == 'u' ? who : NULL,
+	                  .virtual_key =
+                             mode != NULL && mode[0] == 'v' ? who : NULL,
+	                  .session_id = mode != NULL && mode[0] == 's' ? who : NULL,
+	                  .requester  = route_requester(r)};
+	mk_trace t  = {.traceparent = r->trace[0], .tracestate = r->trace[1]};
+	int      rc = mk_tool_call_async_traced(D.rt, &c, &t, on_call, g);
+	free(atext);
+	if (rc != 0) {
+		on_call(g, rc, NULL);
+	}
+}
+
+/* ---- the endpoint --------------------------------------------------------
+ */
+
+static void
+initialize(req *r, json_t *id, json_t *params)
+{
+	const char *want =
+	        json_string_value(json_object_get(params, "protocolVersion"));
+	const char *v = version_known(want) ? want : GW_VERSION_LATEST;
+	char        sid[GW_SID_LEN + 1];
+	int         rc = gw_session_new(r, v, sid);
+
+	if (rc == MK_EBUSY) {
+		answer_rpc_error(
+		        r, 503, id, -32000,
+		        "too many MCP sessions are open (" GW_STR(
+		                GW_SESSIONS_MAX) "); try again later");
+		return;
+	}
+	if (rc != 0 || (r->session_out = strdup(sid)) == NULL) {
+		answer_rpc_error(r, 500, id, -32603, "out of memory");
+		return;
+	}
+	rpc_result(
+	        r, id,
+	        json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s}, s:s}",
+	                  "protocolVersion", v, "capabilities", "tools",
+	                  "listChanged", 0, "serverInfo", "name", "mcpkeep",
+	                  "version", MCPKEEP_VERSION, "instructions",
+	                  "The tools of the MCP servers this mcpkeep holds, "
+	                  "named <server>-<tool>."));
+}
+
+void
+route_mcp(req *r, const char *unused, json_t *body)
+{
+	json_t     *id     = json_object_get(body, "id");
+	json_t     *params = json_object_get(body, "params");
+	const char *method = http_field(body, "method");
+	const char *pv     = http_header(r, "MCP-Protocol-Version");
+	const char *sid    = http_header(r, "Mcp-Session-Id");
+	char        version[16], msg[200];
+
+	if (body == NULL ||
+	    !json_is_string(json_object_get(body, "jsonrpc")) ||
+	    strcmp(http_field(body, "jsonrpc"), "2.0") != 0 ||
+	    (id != NULL && !json_is_string(id) && !json_is_integer(id)) ||
+	    (params != NULL && !json_is_object(params))) {
+		answer_rpc_error(
+		        r, 400,
+		        id != NULL &&
+		                        (json_is_string(id) ||
+		                         json_is_integer(id))
+		                ? id
+		                : NULL,
+		        -32600,
+		        "Invalid Request: a JSON-RPC 2.0 object (jsonrpc \"2.0\", a string or integer id, params an object)");
+		return;
+	}
+	if (method == NULL) {
+		accepted(r); /* a response: none is asked for yet */
+		return;
+	}
+	if (pv != NULL && !version_known(pv)) {
+		snprintf(msg, sizeof(msg),
+		         "Bad Request: unsupported MCP-Protocol-Version %.32s "
+		         "(this server speaks %s to %s)",
+		         pv, versions[3], versions[0]);
+		answer_rpc_error(r, 400, id, -32600, msg);
+		return;
+	}
+	if (strcmp(method, "initialize") == 0 && id != NULL) {
+		initialize(r, id, params);
+		return;
+	}
+	if (sid == NULL) {
+		answer_rpc_error(
+		        r, 400, id, -32600,
+		        "Bad Request: Mcp-Session-Id header is required (initialize first)");
+		return;
+	}
+	if (!gw_session_use(r, sid, version, sizeof(version))) {
+		answer_rpc_error(
+		        r, 404, id, -32001,
+		        "Session not found: it ended or expired; initialize again");
+		return;
+	}
+	if (id == NULL) {
+		accepted(r); /* a notification */
+	} else if (strcmp(method, "ping") == 0) {
+		rpc_result(r, id, json_object());
+	} else if (strcmp(method, "tools/list") == 0) {
+		tools_list(r, id, params);
+	} else if (strcmp(method, "tools/call") == 0) {
+		tools_call(r, id, params);
+	} else {
+		snprintf(msg, sizeof(msg), "Method not found: %.100s", method);
+		answer_rpc_error(r, 200, id, -32601, msg);
+	}
+}
+
+void
+route_mcp_end(req *r, const char *unused, json_t *body)
+{
+	const char *sid = http_header(r, "Mcp-Session-Id");
+
+	if (sid == NULL) {
+		answer_rpc_error(
+		        r, 400, NULL, -32600,
+		        "Bad Request: Mcp-Session-Id header is required");
+	} else if (!gw_session_end(r, sid)) {
+		answer_rpc_error(r, 404, NULL, -32001, "Session not found");
+	} else {
+		answer(r, 204, "application/json", "");
+	}
+}

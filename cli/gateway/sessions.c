@@ -1,0 +1,147 @@
+/*
+ * sessions.c - the gateway's downstream sessions (Mcp-Session-Id): made
+ * at initialize, bound to the caller that made them, bounded, and
+ * dropped when ended (DELETE) or idle too long.
+ *
+ * DESIGN: a session holds no upstream state (each call runs through the
+ * runtime's own path), so a session is an id, its owner and the
+ * protocol version it agreed.  The table is small and guarded by one
+ * mutex; a lookup is a scan of at most GW_SESSIONS_MAX entries under it
+ * (a memcmp each), far below a call's cost.  An id is 128 random bits,
+ * compared in constant time; a session of another caller is answered as
+ * one that does not exist.
+ */
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/gateway/gateway.h"
+
+typedef struct gw_session {
+	char    id[GW_SID_LEN + 1];  /* "" when the slot is free */
+	char    owner[GW_OWNER_LEN]; /* the caller (gw_owner) */
+	char    version[16];         /* the protocol version agreed */
+	int64_t used;                /* last request, monotonic ns */
+} gw_session;
+
+static struct {
+	pthread_mutex_t mtx;
+	gw_session      s[GW_SESSIONS_MAX];
+	int             n; /* slots in use */
+} S = {.mtx = PTHREAD_MUTEX_INITIALIZER};
+
+void
+gw_owner(const req *r, char *out, size_t len)
+{
+	/* a key by its name; the admin and the anonymous loopback caller
+	 * apart from every key (a key's name has no ':') */
+	snprintf(out, len, "%s",
+	         r->key != NULL     ? r->key->name
+	                 : r->admin ? ":admin"
+	                            : ":anonymous");
+}
+
+static bool
+idle(const gw_session *s, int64_t now)
+{
+	return (s->id[0] != '\0' &&
+	        now - s->used > (int64_t)GW_SESSION_IDLE_S * 1000000000);
+}
+
+int
+gw_session_new(const req *r, const char *version, char *id)
+{
+	unsigned char raw[GW_SID_LEN / 2];
+	int64_t       now = mono_ns();
+	gw_session   *got = NULL;
+
+	if (RAND_bytes(raw, sizeof(raw)) != 1) {
+		return (MK_ENOMEM);
+	}
+	for (size_t i = 0; i < sizeof(raw); i++) {
+		snprintf(id + 2 * i, 3, "%02x", raw[i]);
+	}
+	pthread_mutex_lock(&S.mtx);
+	for (int i = 0; i < GW_SESSIONS_MAX && got == NULL; i++) {
+		if (idle(&S.s[i], now)) {
+			S.s[i].id[0] = '\0'; /* idle too long: ended */
+			S.n--;
+		}
+		if (S.s[i].id[0] == '\0') {
+			got = &S.s[i];
+		}
+	}
+	if (got != NULL) {
+		memcpy(got->id, id, GW_SID_LEN + 1);
+		gw_owner(r, got->owner, sizeof(got->owner));
+		snprintf(got->version, sizeof(got->version), "%s", version);
+		got->used = now;
+		S.n++;
+	}
+	pthread_mutex_unlock(&S.mtx);
+	return (got != NULL ? 0 : MK_EBUSY);
+}
+
+/* The slot of id owned by r's caller, or NULL; S.mtx held. */
+static gw_session *
+find(const req *r, const char *id)
+{
+	char owner[GW_OWNER_LEN];
+
+	if (id == NULL || strlen(id) != GW_SID_LEN) {
+		return (NULL);
+	}
+	gw_owner(r, owner, sizeof(owner));
+	for (int i = 0; i < GW_SESSIONS_MAX; i++) {
+		gw_session *s = &S.s[i];
+		if (s->id[0] != '\0' &&
+		    CRYPTO_memcmp(s->id, id, GW_SID_LEN) == 0) {
+			return (strcmp(s->owner, owner) == 0 &&
+			                        !idle(s, mono_ns())
+			                ? s
+			                : NULL);
+		}
+	}
+	return (NULL);
+}
+
+bool
+gw_session_use(const req *r, const char *id, char *version, size_t len)
+{
+	gw_session *s;
+
+	pthread_mutex_lock(&S.mtx);
+	if ((s = find(r, id)) != NULL) {
+		s->used = mono_ns();
+		snprintf(version, len, "%s", s->version);
+	}
+	pthread_mutex_unlock(&S.mtx);
+	return (s != NULL);
+}
+
+bool
+gw_session_end(const req *r, const char *id)
+{
+	gw_session *s;
+
+	pthread_mutex_lock(&S.mtx);
+	if ((s = find(r, id)) != NULL) {
+		s->id[0] = '\0';
+		S.n--;
+	}
+	pthread_mutex_unlock(&S.mtx);
+	return (s != NULL);
+}
+
+int
+gw_sessions_open(void)
+{
+	int n;
+
+	pthread_mutex_lock(&S.mtx);
+	n = S.n;
+	pthread_mutex_unlock(&S.mtx);
+	return (n);
+}

@@ -1,0 +1,313 @@
+/*
+ * gateway_test.c - /mcp, the daemon as one MCP server: a real downstream
+ * client (the TS SDK's Client over StreamableHTTPClientTransport,
+ * test/peers/gwclient.mjs) lists and calls the tools of the clients its
+ * key reaches, named <client>-<tool>; two keys see exactly their tools
+ * and are refused the other's; the protocol's edges over raw HTTP
+ * (sessions, versions, JSON-RPC errors, no key: 401).  The upstream MCP
+ * server is test/peers/inject.mjs; the daemon is the built program.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "peer.h"
+#include "svutil.h"
+#include "testutil.h"
+
+static peer mcp; /* inject.mjs */
+
+#define KEY_ALL   "gw-key-all-0123456789abcdef"
+#define KEY_ALPHA "gw-key-alpha-0123456789abcdef"
+#define ADMIN     "gw-admin-token-0123456789"
+
+/* Clients alpha (every tool), beta (echo only), gone (disabled) and a
+ * key for all of them, one for alpha's echo and structured only. */
+static void
+gateway_serve(peer *d)
+{
+	char config[4096];
+
+	snprintf(
+	        config, sizeof(config),
+	        "{\"mcp\": {\"client_configs\": ["
+	        "{\"name\": \"alpha\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}, "
+	        "{\"name\": \"beta\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"echo\"]}, "
+	        "{\"name\": \"gone\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}]}, "
+	        "\"server\": {\"admin_token\": \"" ADMIN
+	        "\", \"virtual_keys\": ["
+	        "{\"name\": \"all\", \"value\": \"" KEY_ALL
+	        "\", \"clients\": {\"*\": [\"*\"]}}, "
+	        "{\"name\": \"alpha_only\", \"value\": \"" KEY_ALPHA
+	        "\", \"clients\": {\"alpha\": [\"echo\", \"structured\"]}}]}}",
+	        mcp.port, mcp.port, mcp.port);
+	/* (INFO: the audit lines) */
+	const char *env[] = {"MCPKEEP_LOG=info", NULL};
+	serve_opt(d, "gateway.json", config, env, "--log", "info");
+	sv_admin = ADMIN;
+	expect("POST", "/api/mcp/client/gone/disable", NULL, ADMIN, 200, NULL);
+}
+
+/* Runs gwclient.mjs against the daemon's /mcp with key and calls (JSON
+ * text); its findings (new reference). */
+static json_t *
+sdk_client(const char *key, const char *calls)
+{
+	char    js[512], url[128], out[512];
+	peer    c = {0};
+	json_t *got;
+
+	snprintf(js, sizeof(js), "%s/gwclient.mjs", peer_dir());
+	snprintf(url, sizeof(url), "%s/mcp", sv_base);
+	snprintf(out, sizeof(out), "%s/gwclient.json", sv_dir);
+	const char *argv[] = {"node", js, url, key, calls, out, NULL};
+	CHECK_EQ(peer_start(&c, argv, NULL, "gwclient done ([0-9]+)", WAIT_MS),
+	         0);
+	CHECK(peer_wait_exit(&c, WAIT_MS));
+	peer_stop(&c);
+	got = json_load_file(out, 0, NULL);
+	CHECK(got != NULL);
+	if (json_object_get(got, "fatal") != NULL) {
+		fprintf(stderr, "gwclient: %s\n",
+		        json_string_value(json_object_get(got, "fatal")));
+		CHECK(0);
+	}
+	CHECK(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0);
+	return (got);
+}
+
+/* Whether the JSON array a holds the string s. */
+static bool
+holds(const json_t *a, const char *s)
+{
+	size_t  i;
+	json_t *v;
+
+	json_array_foreach(a, i, v)
+	{
+		if (strcmp(json_string_value(v), s) == 0) {
+			return (true);
+		}
+	}
+	return (false);
+}
+
+/* The text of a CallToolResult's first content item. */
+static const char *
+text_of(const json_t *res)
+{
+	return (json_string_value(json_object_get(
+	        json_array_get(json_object_get(res, "content"), 0), "text")));
+}
+
+/* The SDK's client, with each key: the tools it may call and nothing
+ * else, in order; calls answered as the upstream answered them. */
+static void
+sdk(void)
+{
+	peer    d = {0};
+	json_t *got, *tools, *calls;
+
+	gateway_serve(&d);
+	got = sdk_client(
+	        KEY_ALL,
+	        "[{\"name\": \"alpha-echo\", \"arguments\": {\"message\": \"through the gateway\"}}, "
+	        "{\"name\": \"alpha-structured\", \"arguments\": {}}, "
+	        "{\"name\": \"alpha-fail\", \"arguments\": {}}, "
+	        "{\"name\": \"beta-hang\", \"arguments\": {}}, "
+	        "{\"name\": \"nosuch-echo\", \"arguments\": {}}]");
+	CHECK(strcmp(json_string_value(json_object_get(got, "protocol")),
+	             "2025-11-25") == 0);
+	CHECK(strcmp(json_string_value(json_object_get(
+	                     json_object_get(got, "server"), "name")),
+	             "mcpkeep") == 0);
+	CHECK(json_is_true(json_object_get(got, "ended")));
+	tools = json_object_get(got, "tools");
+	/* alpha's every tool, beta's echo, nothing of the disabled client */
+	CHECK(holds(tools, "alpha-echo") && holds(tools, "alpha-hang") &&
+	      holds(tools, "alpha-structured") && holds(tools, "beta-echo"));
+	CHECK(!holds(tools, "beta-hang") && !holds(tools, "gone-echo"));
+	/* sorted: client, then tool */
+	for (size_t i = 1; i < json_array_size(tools); i++) {
+		CHECK(strcmp(json_string_value(json_array_get(tools, i - 1)),
+		             json_string_value(json_array_get(tools, i))) < 0);
+	}
+	calls = json_object_get(got, "calls");
+	CHECK(strcmp(text_of(json_array_get(calls, 0)),
+	             "through the gateway") == 0);
+	CHECK_EQ(json_integer_value(json_object_get(
+	                 json_object_get(json_array_get(calls, 1),
+	                                 "structuredContent"),
+	                 "answer")),
+	         42);
+	/* the upstream's tool error stays a tool result */
+	CHECK(json_is_true(
+	        json_object_get(json_array_get(calls, 2), "isError")));
+	CHECK(strcmp(text_of(json_array_get(calls, 2)), "it failed") == 0);
+	/* not in beta's tools_to_execute; no such client: JSON-RPC errors */
+	CHECK(strstr(json_string_value(json_object_get(
+	                     json_array_get(calls, 3), "error")),
+	             "tool hang is not in tools_to_execute of MCP client beta") !=
+	      NULL);
+	CHECK_EQ(json_integer_value(
+	                 json_object_get(json_array_get(calls, 3), "code")),
+	         -32602);
+	CHECK(strstr(json_string_value(json_object_get(
+	                     json_array_get(calls, 4), "error")),
+	             "Unknown tool: nosuch-echo (no MCP client nosuch)") !=
+	      NULL);
+	json_decref(got);
+
+	/* alpha_only: alpha's echo and structured, nothing else */
+	got = sdk_client(
+	        KEY_ALPHA,
+	        "[{\"name\": \"alpha-echo\", \"arguments\": {\"message\": \"mine\"}}, "
+	        "{\"name\": \"alpha-hang\", \"arguments\": {}}, "
+	        "{\"name\": \"beta-echo\", \"arguments\": {\"message\": \"theirs\"}}]");
+	tools = json_object_get(got, "tools");
+	CHECK_EQ(json_array_size(tools), 2);
+	CHECK(holds(tools, "alpha-echo") && holds(tools, "alpha-structured"));
+	calls = json_object_get(got, "calls");
+	CHECK(strcmp(text_of(json_array_get(calls, 0)), "mine") == 0);
+	CHECK(strstr(json_string_value(json_object_get(
+	                     json_array_get(calls, 1), "error")),
+	             "tool alpha-hang is not allowed for virtual key "
+	             "\"alpha_only\"") != NULL);
+	CHECK(strstr(json_string_value(json_object_get(
+	                     json_array_get(calls, 2), "error")),
+	             "Unknown tool: beta-echo") != NULL);
+	json_decref(got);
+	peer_stop(&d);
+	/* (a sanitizer's finding in the daemon fails its exit status) */
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+	/* one audit line per call: the key's name, never its value */
+	CHECK(peer_said(&d,
+	                "call key=alpha_only client=alpha tool=echo "
+	                "outcome=ok"));
+	CHECK(!peer_said(&d, KEY_ALPHA) && !peer_said(&d, "theirs"));
+}
+
+/* A JSON-RPC POST to /mcp with key, session and MCP-Protocol-Version
+ * (each NULL: none); the answer (new reference, NULL when not JSON) and
+ * *st its status. */
+static json_t *
+rpc(const char *key, const char *session, const char *version,
+    const char *body, long *st)
+{
+	char        a[128], s[128], v[128];
+	const char *h[5];
+	int         n = 0;
+	char       *out;
+	json_t     *j;
+
+	if (key != NULL) {
+		snprintf(a, sizeof(a), "Authorization: Bearer %s", key);
+		h[n++] = a;
+	}
+	if (session != NULL) {
+		snprintf(s, sizeof(s), "Mcp-Session-Id: %s", session);
+		h[n++] = s;
+	}
+	if (version != NULL) {
+		snprintf(v, sizeof(v), "MCP-Protocol-Version: %s", version);
+		h[n++] = v;
+	}
+	h[n++] = "Accept: application/json, text/event-stream";
+	h[n]   = NULL;
+	out    = http_req("POST", "/mcp", body, h, st);
+	j      = out != NULL ? json_loads(out, 0, NULL) : NULL;
+	free(out);
+	return (j);
+}
+
+/* The JSON-RPC error message of answer j. */
+static const char *
+rpc_error(const json_t *j)
+{
+	const char *m = json_string_value(
+	        json_object_get(json_object_get(j, "error"), "message"));
+
+	return (m != NULL ? m : "");
+}
+
+/* The protocol's edges, over raw HTTP. */
+static void
+edges(void)
+{
+	peer    d = {0};
+	json_t *j;
+	long    st;
+
+	gateway_serve(&d);
+	const char *init =
+	        "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"initialize\", \"params\": {\"protocolVersion\": \"2025-03-26\", \"capabilities\": {}, \"clientInfo\": {\"name\": \"t\", \"version\": \"1\"}}}";
+	const char *list =
+	        "{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"tools/list\"}";
+	/* no key: 401 with a JSON-RPC error */
+	sv_admin = "";
+	j        = rpc(NULL, NULL, NULL, init, &st);
+	CHECK_EQ(st, 401);
+	CHECK(strstr(rpc_error(j), "/mcp needs a virtual key") != NULL);
+	json_decref(j);
+	j = rpc("not-a-key", NULL, NULL, init, &st);
+	CHECK_EQ(st, 401);
+	CHECK(strstr(rpc_error(j), "neither a virtual key nor the admin") !=
+	      NULL);
+	json_decref(j);
+	/* an older version is agreed as asked; an unknown one gets ours */
+	j = rpc(KEY_ALL, NULL, NULL, init, &st);
+	CHECK_EQ(st, 200);
+	CHECK(strcmp(json_string_value(json_object_get(
+	                     json_object_get(j, "result"), "protocolVersion")),
+	             "2025-03-26") == 0);
+	json_decref(j);
+	j = rpc(KEY_ALL, NULL, NULL,
+	        "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"initialize\", \"params\": {\"protocolVersion\": \"1999-01-01\"}}",
+	        &st);
+	CHECK(strcmp(json_string_value(json_object_get(
+	                     json_object_get(j, "result"), "protocolVersion")),
+	             "2025-11-25") == 0);
+	json_decref(j);
+	/* without a session, with an unknown one, another key's: refused */
+	j = rpc(KEY_ALL, NULL, NULL, list, &st);
+	CHECK_EQ(st, 400);
+	CHECK(strstr(rpc_error(j), "Mcp-Session-Id header is required") !=
+	      NULL);
+	json_decref(j);
+	j = rpc(KEY_ALL, "0123456789abcdef0123456789abcdef", NULL, list, &st);
+	CHECK_EQ(st, 404);
+	CHECK(strstr(rpc_error(j), "Session not found") != NULL);
+	json_decref(j);
+	/* an unsupported MCP-Protocol-Version: 400 */
+	j = rpc(KEY_ALL, NULL, "2099-01-01", init, &st);
+	CHECK_EQ(st, 400);
+	CHECK(strstr(rpc_error(j), "unsupported MCP-Protocol-Version") !=
+	      NULL);
+	json_decref(j);
+	/* not JSON-RPC: -32600 */
+	j = rpc(KEY_ALL, NULL, NULL, "{\"id\": 1, \"method\": \"ping\"}", &st);
+	CHECK_EQ(st, 400);
+	CHECK_EQ(json_integer_value(
+	                 json_object_get(json_object_get(j, "error"), "code")),
+	         -32600);
+	json_decref(j);
+	/* the admin token reaches every client */
+	j = rpc(ADMIN, NULL, NULL, init, &st);
+	CHECK_EQ(st, 200);
+	json_decref(j);
+	sv_admin = ADMIN;
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
+int
+main(int argc, char **argv)
+{
+	sv_begin(&mcp);
+	RUN_IF(sdk);
+	RUN_IF(edges);
+	sv_end(&mcp);
+	return (0);
+}
