@@ -40,5 +40,6 @@ int cmd_serve(int argc, char **argv);   /* serve.c */
 int cmd_clients(int argc, char **argv); /* remote.c */
 int cmd_call(int argc, char **argv);    /* remote.c */
 int cmd_watch(int argc, char **argv);   /* watch.c */
+int cmd_connect(int argc, char **argv); /* connect.c */
 
 #endif /* CLI_CLI_H */

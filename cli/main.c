@@ -28,6 +28,8 @@ static const char usage[] =
         "           server.stream; default tcp://127.0.0.1:5560)\n"
         "  clients  a daemon's clients as a table (--help)\n"
         "  call CLIENT TOOL [JSON]  a tool call through a daemon (--help)\n"
+        "  connect URL  a stdio MCP server relaying to a daemon's /mcp\n"
+        "           (--help)\n"
         "  version  print the version\n"
         "\n"
         "run options:\n"
@@ -266,6 +268,9 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "call") == 0) {
 		return (cmd_call(argc - 2, argv + 2));
+	}
+	if (strcmp(argv[1], "connect") == 0) {
+		return (cmd_connect(argc - 2, argv + 2));
 	}
 	fprintf(stderr, "mcpkeep: unknown command '%s'\n%s", argv[1], usage);
 	return (2);

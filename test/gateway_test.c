@@ -53,7 +53,7 @@ gateway_serve(peer *d)
 /* Runs gwclient.mjs against the daemon's /mcp with key and calls (JSON
  * text); its findings (new reference). */
 static json_t *
-sdk_client(const char *key, const char *calls)
+sdk_client_via(const char *key, const char *calls, const char *bridge)
 {
 	char    js[512], url[128], out[512];
 	peer    c = {0};
@@ -62,7 +62,7 @@ sdk_client(const char *key, const char *calls)
 	snprintf(js, sizeof(js), "%s/gwclient.mjs", peer_dir());
 	snprintf(url, sizeof(url), "%s/mcp", sv_base);
 	snprintf(out, sizeof(out), "%s/gwclient.json", sv_dir);
-	const char *argv[] = {"node", js, url, key, calls, out, NULL};
+	const char *argv[] = {"node", js, url, key, calls, out, bridge, NULL};
 	CHECK_EQ(peer_start(&c, argv, NULL, "gwclient done ([0-9]+)", WAIT_MS),
 	         0);
 	CHECK(peer_wait_exit(&c, WAIT_MS));
@@ -76,6 +76,12 @@ sdk_client(const char *key, const char *calls)
 	}
 	CHECK(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0);
 	return (got);
+}
+
+static json_t *
+sdk_client(const char *key, const char *calls)
+{
+	return (sdk_client_via(key, calls, NULL));
 }
 
 /* Whether the JSON array a holds the string s. */
@@ -187,6 +193,54 @@ sdk(void)
 	                "call key=alpha_only client=alpha tool=echo "
 	                "outcome=ok"));
 	CHECK(!peer_said(&d, KEY_ALPHA) && !peer_said(&d, "theirs"));
+}
+
+/* `mcpkeep connect`: the SDK's client over stdio (as a desktop client
+ * runs it) reaches the same tools through the bridge, which ends its
+ * session when stdin ends. */
+static void
+bridge(void)
+{
+	peer    d = {0};
+	json_t *got, *tools, *calls;
+
+	gateway_serve(&d);
+	got = sdk_client_via(
+	        KEY_ALPHA,
+	        "[{\"name\": \"alpha-echo\", \"arguments\": {\"message\": \"over stdio\"}}, "
+	        "{\"name\": \"beta-echo\", \"arguments\": {\"message\": \"x\"}}]",
+	        getenv("MK_MCPKEEP"));
+	CHECK(strcmp(json_string_value(json_object_get(
+	                     json_object_get(got, "server"), "name")),
+	             "mcpkeep") == 0);
+	tools = json_object_get(got, "tools");
+	CHECK_EQ(json_array_size(tools), 2);
+	CHECK(holds(tools, "alpha-echo") && holds(tools, "alpha-structured"));
+	calls = json_object_get(got, "calls");
+	CHECK(strcmp(text_of(json_array_get(calls, 0)), "over stdio") == 0);
+	CHECK(strstr(json_string_value(json_object_get(
+	                     json_array_get(calls, 1), "error")),
+	             "Unknown tool: beta-echo") != NULL);
+	CHECK(json_is_true(json_object_get(got, "ended")));
+	json_decref(got);
+	/* without a key: the daemon's 401 is the initialize's answer */
+	char js[512], url[128], out[512];
+	peer c = {0};
+	snprintf(js, sizeof(js), "%s/gwclient.mjs", peer_dir());
+	snprintf(url, sizeof(url), "%s/mcp", sv_base);
+	snprintf(out, sizeof(out), "%s/gwclient.json", sv_dir);
+	const char *argv[] = {
+	        "node", js, url, "-", "[]", out, getenv("MK_MCPKEEP"), NULL};
+	CHECK_EQ(peer_start(&c, argv, NULL, "gwclient done ([0-9]+)", WAIT_MS),
+	         0);
+	CHECK(peer_wait_exit(&c, WAIT_MS));
+	peer_stop(&c);
+	got = json_load_file(out, 0, NULL);
+	CHECK(strstr(json_string_value(json_object_get(got, "fatal")),
+	             "/mcp needs a virtual key") != NULL);
+	json_decref(got);
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
 /* A JSON-RPC POST to /mcp with key, session and MCP-Protocol-Version
@@ -308,6 +362,7 @@ main(int argc, char **argv)
 	sv_begin(&mcp);
 	RUN_IF(sdk);
 	RUN_IF(edges);
+	RUN_IF(bridge);
 	sv_end(&mcp);
 	return (0);
 }

@@ -48,6 +48,7 @@
  *     mode        str    a per-user caller's mode, or absent
  *     identity    str    the caller's identity, or absent
  *     subject     secret the caller's token to exchange, or absent
+ *     requester   str    who answers for its sign-ins, or absent
  *     traceparent str    the caller's W3C trace context, or absent
  *     tracestate  str    and its vendor part, or absent
  *     ok:     result   str    the tool's result, JSON text

@@ -61,6 +61,8 @@
  *     subject  secret a caller's token to exchange, or absent
  *     scope    str    step-up: the scopes a 403 insufficient_scope asked for,
  *                     or absent
+ *     by       str    who answers for a flow it starts (a requester), or
+ *                     absent
  *     ok:     headers secret header lines, "\n" between them
  *             use_ms  int    how long they may be used before asking again
  *                            (-1: no limit; 0: ask each time)
@@ -74,6 +76,7 @@
  *     identity str    the identity, or absent
  *     again    bool   a reauthorization: discovered endpoints are discovered
  *                     again
+ *     by       str    a caller's flow: who answers for it, or absent
  *     ok:     authorize_url str    where the user authorizes
  *             state         str    the flow's state
  *

@@ -2,7 +2,7 @@
 // gwclient.mjs - a real downstream MCP client of mcpkeep's gateway: the
 // TS SDK's Client over StreamableHTTPClientTransport, as an agent runs it.
 //
-// Usage: node gwclient.mjs URL KEY CALLS OUT
+// Usage: node gwclient.mjs URL KEY CALLS OUT [MCPKEEP]
 //   URL    the gateway, e.g. http://127.0.0.1:8080/mcp
 //   KEY    a virtual key sent as Authorization: Bearer, or "-": none
 //   CALLS  a JSON array of {"name", "arguments"}, run in order
@@ -11,24 +11,36 @@
 //          [each call's result, or {"error": message, "code": n}],
 //          "ended": the session's DELETE succeeded}, or {"fatal":
 //          message} when connecting or listing failed
+//   MCPKEEP  given: the client runs `MCPKEEP connect URL --key KEY` and
+//          speaks to it over stdio (the SDK's StdioClientTransport), as
+//          a desktop client does; "ended" is then whether it exited 0
 // Then prints "gwclient done 1" (a line a test waits for) and exits, 0
 // or (fatal) 1.
 import { writeFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from
+	'@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from
 	'@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-const [url, key, calls, file] = process.argv.slice(2);
+const [url, key, calls, file, mcpkeep] = process.argv.slice(2);
 const headers = key && key !== '-' ? { Authorization: `Bearer ${key}` } : {};
-const transport = new StreamableHTTPClientTransport(new URL(url), {
-	requestInit: { headers },
-});
+const transport = mcpkeep
+	? new StdioClientTransport({
+		command: mcpkeep,
+		args: ['connect', url, ...(key !== '-' ? ['--key', key] : [])],
+		stderr: 'inherit',
+	})
+	: new StreamableHTTPClientTransport(new URL(url), {
+		requestInit: { headers },
+	});
 const client = new Client({ name: 'mk-gwclient', version: '1.0.0' });
 const out = { tools: [], calls: [] };
 
 try {
 	await client.connect(transport);
-	out.protocol = transport.protocolVersion;
+	out.protocol = client.getNegotiatedProtocolVersion?.() ??
+		transport.protocolVersion;
 	out.server = client.getServerVersion();
 	out.session = transport.sessionId;
 	let cursor;
@@ -44,9 +56,17 @@ try {
 			out.calls.push({ error: e.message, code: e.code });
 		}
 	}
-	await transport.terminateSession();
-	out.ended = transport.sessionId === undefined;
-	await client.close();
+	if (mcpkeep) {
+		const exited = new Promise((resolve) => {
+			transport._process?.once('exit', (code) => resolve(code));
+		});
+		await client.close(); /* stdin ends: the bridge ends the session */
+		out.ended = (await exited) === 0;
+	} else {
+		await transport.terminateSession();
+		out.ended = transport.sessionId === undefined;
+		await client.close();
+	}
 } catch (e) {
 	writeFileSync(file, JSON.stringify({ fatal: e.message, ...out }));
 	console.log('gwclient done 1');
