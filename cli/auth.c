@@ -226,7 +226,7 @@ http_caller(req *r, keyset **ks)
 			return (false);
 		}
 		bearer = NULL; /* the rest as a tool call's: */
-		/* FALLTHROUGH */
+		               /* FALLTHROUGH */
 	case AUTH_CALL:
 		r->admin = r->key == NULL && is_admin;
 		/* nobody: only on loopback with no keys configured */
@@ -257,20 +257,49 @@ http_caller(req *r, keyset **ks)
 	return (false);
 }
 
+/* The key of digest hash in the set in use, or NULL.  D.mtx. */
+static const vkey *
+held(const unsigned char hash[32])
+{
+	for (size_t i = 0; A.keys != NULL && i < A.keys->n; i++) {
+		if (CRYPTO_memcmp(hash, A.keys->keys[i].hash, 32) == 0) {
+			return (&A.keys->keys[i]);
+		}
+	}
+	return (NULL);
+}
+
+bool
+keys_holds(const unsigned char hash[32])
+{
+	pthread_mutex_lock(&D.mtx);
+	bool h = held(hash) != NULL;
+	pthread_mutex_unlock(&D.mtx);
+	return (h);
+}
+
+json_t *
+keys_clients(const unsigned char hash[32])
+{
+	json_t *c = NULL;
+
+	pthread_mutex_lock(&D.mtx);
+	const vkey *k = held(hash);
+	if (k != NULL) {
+		c = json_deep_copy(k->clients);
+	}
+	pthread_mutex_unlock(&D.mtx);
+	return (c);
+}
+
 bool
 keys_grants(const unsigned char hash[32], const json_t *clients)
 {
-	bool held = false;
-
 	pthread_mutex_lock(&D.mtx);
-	for (size_t i = 0; A.keys != NULL && i < A.keys->n; i++) {
-		if (CRYPTO_memcmp(hash, A.keys->keys[i].hash, 32) == 0) {
-			held = json_equal((json_t *)clients,
-			                  A.keys->keys[i].clients);
-		}
-	}
+	const vkey *k = held(hash);
+	bool same     = k != NULL && json_equal((json_t *)clients, k->clients);
 	pthread_mutex_unlock(&D.mtx);
-	return (held);
+	return (same);
 }
 
 int

@@ -42,14 +42,23 @@ view_allows(const json_t *c, const char *tool)
 /* Whether key k may reach client (a name) - and its tool, when tool is
  * not NULL. */
 bool
-key_allows(const vkey *k, const char *client, const char *tool)
+grants_allow(const json_t *grants, const char *client, const char *tool)
 {
-	json_t *tools = json_object_get(k->clients, client);
+	json_t *tools;
 
-	if (tools == NULL) {
-		tools = json_object_get(k->clients, "*");
+	if (grants == NULL) {
+		return (true);
+	}
+	if ((tools = json_object_get(grants, client)) == NULL) {
+		tools = json_object_get(grants, "*");
 	}
 	return (tools != NULL && (tool == NULL || listed_in(tools, tool)));
+}
+
+bool
+key_allows(const vkey *k, const char *client, const char *tool)
+{
+	return (grants_allow(k->clients, client, tool));
 }
 
 const char *

@@ -208,6 +208,11 @@ void keys_stop(void);
 /* keys_grants: the keys in use hold the key of digest hash, with
  * clients as its grants.  Takes D.mtx briefly; any thread. */
 bool keys_grants(const unsigned char hash[32], const json_t *clients);
+/* keys_holds: the keys in use hold the key of digest hash; keys_clients
+ * its grants now (a copy: json_decref), NULL when none holds it.  Take
+ * D.mtx briefly; any thread. */
+bool    keys_holds(const unsigned char hash[32]);
+json_t *keys_clients(const unsigned char hash[32]);
 /* http_caller decides who calls r (the admin token, a virtual key, or
  * nobody), as r's route allows: false when it answered r (refused).
  * *ks holds the key set r->key lives in (keys_release).  Takes D.mtx
@@ -236,6 +241,8 @@ void        route_readyz(req *r, const char *id, json_t *body);
  * and reconnect / disable / enable / refresh-tools by the path's last
  * part; admin lane */
 bool key_allows(const vkey *k, const char *client, const char *tool);
+/* grants_allow: key_allows of a key's grants (NULL: every client) */
+bool grants_allow(const json_t *grants, const char *client, const char *tool);
 /* view_allows: whether client view c's tools_to_execute allows tool */
 bool        view_allows(const json_t *c, const char *tool);
 json_t     *all_clients(bool metrics); /* every view (new reference) */
@@ -273,6 +280,7 @@ const char *route_identity(const req *r, const char **mode);
 /* gateway/: POST and DELETE /mcp (data lane) */
 void route_mcp(req *r, const char *id, json_t *body);
 void route_mcp_end(req *r, const char *id, json_t *body);
+void route_mcp_stream(req *r, const char *id, json_t *body); /* inline */
 /* route_requester: who answers for the sign-ins r may start (its virtual
  * key's name), or NULL */
 const char *route_requester(const req *r);
@@ -292,6 +300,13 @@ void events_close(req *r); /* r ended: its subscriber goes */
  * Never blocks (takes the events' lock, then D.mtx); the main thread,
  * after keys_set. */
 int events_revoke(bool admin);
+/* events_open_mcp answers r (GET /mcp, on libmicrohttpd's thread) with
+ * the SSE stream of gateway session; events_notify queues one JSON-RPC
+ * message (JSON text) on that session's stream: how many took it. */
+int events_open_mcp(req *r, const char *session); /* 0: opened */
+int events_notify(const char *session, const char *json);
+/* events_end_mcp ends session's stream (the session ended). */
+void events_end_mcp(const char *session);
 
 /* The seven states a client can be in (mk_state_name). */
 #define NSTATES 7

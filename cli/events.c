@@ -20,6 +20,11 @@
  * the admin token ends the admin's streams; one that drops a key or
  * changes its clients ends that key's (events_revoke).
  *
+ * The gateway's streams (GET /mcp, events_open_mcp) live here too: one
+ * per downstream session, they carry that session's JSON-RPC messages
+ * (events_notify) and none of the state stream's; a change to what the
+ * state stream reports tells the gateway to look again (gw_changed).
+ *
  * Events:  event: state | tools | store, data: one JSON object
  *   state  client_id, name, state, old_state, last_failure (null or
  *          stage, message, at, since), generation, tools_count, time,
@@ -37,6 +42,7 @@
 #include <sys/types.h>
 
 #include "cli/daemon.h"
+#include "cli/gateway/gateway.h"
 
 #define SUBS_ADMIN_MAX 64  /* the admin's streams */
 #define SUBS_KEYS_MAX  256 /* the virtual keys' streams, in all */
@@ -52,7 +58,9 @@ struct sub {
 	bool                   ended;     /* the reader ends the stream */
 	json_t                *clients;   /* a key's grants; NULL: all */
 	unsigned char          key[32];   /* the key's digest (clients) */
-	struct sub            *next;
+	char session[GW_SID_LEN + 1]; /* a gateway session's stream, or "" */
+	bool keyed;                   /* that session's caller is a key */
+	struct sub *next;
 };
 
 static struct {
@@ -180,6 +188,9 @@ event_text(const void *msg, size_t len, char *name, size_t nlen,
 static bool
 sees(const struct sub *s, const char *client, bool admin_only)
 {
+	if (s->session[0] != '\0') {
+		return (false); /* the gateway's: JSON-RPC only */
+	}
 	if (s->clients == NULL) {
 		return (true);
 	}
@@ -216,6 +227,9 @@ events_main(void *arg)
 		nng_msg_free(msg);
 		if (text == NULL) {
 			continue;
+		}
+		if (!admin_only) {
+			gw_changed(); /* a client's state or tools */
 		}
 		size_t n = strlen(text);
 		pthread_mutex_lock(&E.mtx);
@@ -280,9 +294,14 @@ events_revoke(bool admin)
 
 	pthread_mutex_lock(&E.mtx);
 	for (struct sub *s = E.subs; s != NULL; s = s->next) {
-		if (!s->ended &&
-		    (s->clients == NULL ? admin
-		                        : !keys_grants(s->key, s->clients))) {
+		/* a gateway stream: its key gone or rotated (a change of
+		 * its grants is a list change, not an end) */
+		bool gone = s->session[0] != '\0'
+		        ? (s->keyed ? !keys_holds(s->key) : admin)
+		        : s->clients == NULL
+		        ? admin
+		        : !keys_grants(s->key, s->clients);
+		if (!s->ended && gone) {
 			end(s);
 			ended++;
 		}
@@ -390,12 +409,103 @@ events_close(req *r)
 	for (pp = &E.subs; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == s) {
 			*pp = s->next;
-			E.n[s->clients != NULL]--;
+			if (s->session[0] == '\0') {
+				E.n[s->clients != NULL]--;
+			}
 			break;
 		}
 	}
 	pthread_mutex_unlock(&E.mtx);
+	if (s->session[0] != '\0') {
+		gw_session_stream(s->session, false);
+	}
 	json_decref(s->clients);
 	free(s->buf);
 	free(s);
+}
+
+/* ---- the gateway's streams ---------------------------------------------- */
+
+/* The stream's response: SSE, from the reader above. */
+static void
+stream_answer(req *r, struct sub *s)
+{
+	struct MHD_Response *res;
+
+	r->sub = s;
+	http_answered(r); /* (a stream: not in the works) */
+	res = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader,
+	                                        s, NULL);
+	if (res == NULL) {
+		return; /* (closed: on_done frees s) */
+	}
+	MHD_add_response_header(res, "Content-Type", "text/event-stream");
+	MHD_add_response_header(res, "Cache-Control", "no-store");
+	MHD_add_response_header(res, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(res, "X-Accel-Buffering", "no");
+	(void)MHD_queue_response(r->conn, 200, res);
+	MHD_destroy_response(res);
+}
+
+int
+events_open_mcp(req *r, const char *session)
+{
+	struct sub *s = calloc(1, sizeof(*s));
+
+	pthread_mutex_lock(&E.mtx);
+	bool stopping = !E.running;
+	if (!stopping && s != NULL) {
+		s->conn = r->conn;
+		snprintf(s->session, sizeof(s->session), "%s", session);
+		if ((s->keyed = r->key != NULL)) {
+			memcpy(s->key, r->key->hash, sizeof(s->key));
+		}
+		s->next = E.subs;
+		E.subs  = s;
+		/* (a comment: the headers go out now) */
+		push(s, ": open\n\n", 9);
+	}
+	pthread_mutex_unlock(&E.mtx);
+	if (stopping || s == NULL) {
+		free(s);
+		answer_rpc_error(r, 503, NULL, -32000,
+		                 stopping ? "the daemon is stopping"
+		                          : "out of memory");
+		return (-1);
+	}
+	stream_answer(r, s);
+	return (0);
+}
+
+void
+events_end_mcp(const char *session)
+{
+	pthread_mutex_lock(&E.mtx);
+	for (struct sub *s = E.subs; s != NULL; s = s->next) {
+		if (strcmp(s->session, session) == 0) {
+			end(s);
+		}
+	}
+	pthread_mutex_unlock(&E.mtx);
+}
+
+int
+events_notify(const char *session, const char *json)
+{
+	char *text = NULL;
+	int   n    = 0;
+
+	if (asprintf(&text, "event: message\ndata: %s\n\n", json) < 0) {
+		return (0);
+	}
+	pthread_mutex_lock(&E.mtx);
+	for (struct sub *s = E.subs; s != NULL; s = s->next) {
+		if (strcmp(s->session, session) == 0 && !s->ended) {
+			push(s, text, strlen(text));
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&E.mtx);
+	free(text);
+	return (n);
 }

@@ -68,6 +68,7 @@ static const route routes[] = {
         /* the gateway: one MCP server of every client a caller reaches */
         {"POST", "/mcp", LANE_DATA, AUTH_MCP, route_mcp},
         {"DELETE", "/mcp", LANE_DATA, AUTH_MCP, route_mcp_end},
+        {"GET", "/mcp", LANE_INLINE, AUTH_MCP, route_mcp_stream},
 };
 
 /* rest matches tail: equal, or, when tail ends in "*", equal up to it

@@ -29,6 +29,7 @@
 
 #include "cli/cli.h"
 #include "cli/daemon.h"
+#include "cli/gateway/gateway.h"
 #include "mcpkeep.h"
 
 #define DRAIN_MS       10000 /* calls in flight at shutdown, at most */
@@ -254,8 +255,10 @@ reload(const char *path, char **text)
 		mk_log(MK_LOG_ERROR, "serve", "reload: virtual keys: %s",
 		       ferr);
 	}
-	/* a stream lasts no longer than its credential */
+	/* a stream lasts no longer than its credential; a key's new
+	 * grants may change what a gateway session sees */
 	int ended = events_revoke(rotated);
+	gw_changed();
 	if (ended > 0) {
 		mk_log(MK_LOG_INFO, "serve",
 		       "reload: %d event streams ended: their admin token or virtual key was rotated or changed",
@@ -691,7 +694,8 @@ cmd_serve(int argc, char **argv)
 		        mk_strerror(rv));
 		goto out;
 	}
-	if ((rv = events_start(mk_stream_url(D.rt))) != 0) {
+	if ((rv = events_start(mk_stream_url(D.rt))) != 0 ||
+	    (rv = gw_start()) != 0) {
 		fprintf(stderr,
 		        "mcpkeep serve: cannot follow the state stream\n");
 		goto stop;
@@ -756,6 +760,7 @@ stop:
 		http_quiesce();
 	}
 	events_stop();
+	gw_stop(); /* (before the runtime: it reads the client views) */
 	pthread_mutex_lock(&D.mtx);
 	B.stopping = true;
 	pthread_cond_broadcast(&B.boot_cv);

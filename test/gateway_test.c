@@ -243,6 +243,44 @@ bridge(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
+/* Live changes: a session with its stream open hears list_changed when
+ * what it sees changed (a client it reaches disabled), not for a change
+ * it cannot see (another client disabled); its next list shows it. */
+static void
+changes(void)
+{
+	peer    d = {0}, c = {0};
+	char    js[512], url[128], out[512];
+	json_t *got, *ch;
+
+	gateway_serve(&d);
+	snprintf(js, sizeof(js), "%s/gwclient.mjs", peer_dir());
+	snprintf(url, sizeof(url), "%s/mcp", sv_base);
+	snprintf(out, sizeof(out), "%s/gwclient.json", sv_dir);
+	const char *argv[] = {"node", js, url, KEY_ALPHA, "[]", out, NULL};
+	const char *env[]  = {"GWCLIENT_WATCH=1", NULL};
+	CHECK_EQ(
+	        peer_start(&c, argv, env, "gwclient listed ([0-9]+)", WAIT_MS),
+	        0);
+	/* beta is not alpha_only's: nothing to tell; alpha is */
+	expect("POST", "/api/mcp/client/beta/disable", NULL, ADMIN, 200, NULL);
+	expect("POST", "/api/mcp/client/alpha/disable", NULL, ADMIN, 200,
+	       NULL);
+	CHECK(peer_wait_exit(&c, WAIT_MS));
+	peer_stop(&c);
+	CHECK(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0);
+	got = json_load_file(out, 0, NULL);
+	CHECK(got != NULL && json_object_get(got, "fatal") == NULL);
+	ch = json_object_get(got, "changes");
+	CHECK(json_array_size(ch) >= 1);
+	CHECK_EQ(json_array_size(json_array_get(ch, json_array_size(ch) - 1)),
+	         0);
+	CHECK_EQ(json_integer_value(json_object_get(got, "spurious")), 0);
+	json_decref(got);
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
 /* A JSON-RPC POST to /mcp with key, session and MCP-Protocol-Version
  * (each NULL: none); the answer (new reference, NULL when not JSON) and
  * *st its status. */
@@ -363,6 +401,7 @@ main(int argc, char **argv)
 	RUN_IF(sdk);
 	RUN_IF(edges);
 	RUN_IF(bridge);
+	RUN_IF(changes);
 	sv_end(&mcp);
 	return (0);
 }

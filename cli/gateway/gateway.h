@@ -4,6 +4,8 @@
  * "<client>-<tool>", and runs their calls through the runtime.
  *   mcp.c       the JSON-RPC methods, the answers, the audit line
  *   sessions.c  the downstream sessions (Mcp-Session-Id)
+ *   changes.c   list changes: each streaming session told when what it
+ *               sees changed
  */
 #ifndef CLI_GATEWAY_H
 #define CLI_GATEWAY_H
@@ -32,5 +34,34 @@ int gw_session_new(const req *r, const char *version, char *id);
 bool gw_session_use(const req *r, const char *id, char *version, size_t len);
 bool gw_session_end(const req *r, const char *id);
 int  gw_sessions_open(void);
+/* gw_session_stream notes that session id's GET stream opened (open;
+ * false when it has one already or no such session) or closed. */
+bool gw_session_stream(const char *id, bool open);
+/* gw_session_seen records the digest of the tools session id sees now;
+ * true when it had one before and it differs (a list change). */
+bool gw_session_seen(const char *id, const unsigned char digest[32]);
+/* A streaming session, as the watcher sees it. */
+typedef struct gw_watched {
+	char          id[GW_SID_LEN + 1];
+	bool          keyed;
+	unsigned char key[32];
+} gw_watched;
+/* gw_sessions_streaming copies up to max streaming sessions to out. */
+int gw_sessions_streaming(gw_watched *out, int max);
+
+/* mcp.c: the tools a caller with grants (NULL: every client) sees in
+ * the client views all, renamed and in order (new reference); the
+ * digest of such a list. */
+json_t *gw_tools(const json_t *all, const json_t *grants);
+void    gw_digest(const json_t *tools, unsigned char out[32]);
+
+/* changes.c: gw_changed says that a client's state, tools or the keys
+ * may have changed (any thread, never blocks); the watcher looks again
+ * within GW_COALESCE_MS and sends notifications/tools/list_changed to
+ * each streaming session whose view changed. */
+#define GW_COALESCE_MS 200
+void gw_changed(void);
+int  gw_start(void); /* the watcher: 0 or an errno */
+void gw_stop(void);
 
 #endif

@@ -16,6 +16,7 @@
  * logs one INFO audit line: key name, client, tool, outcome, duration,
  * trace id - never a key or an argument.
  */
+#include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,10 +56,10 @@ accepted(req *r)
 /* ---- lists ---------------------------------------------------------------
  */
 
-/* Whether client view c serves r's caller now: a state that runs calls,
- * and a key (if any) that reaches it. */
+/* Whether client view c serves a caller with grants (NULL: all) now: a
+ * state that runs calls, and grants that reach it. */
 static bool
-serves(const req *r, const json_t *c)
+serves(const json_t *grants, const json_t *c)
 {
 	const char *st = json_string_value(json_object_get(c, "state"));
 
@@ -67,54 +68,29 @@ serves(const req *r, const json_t *c)
 	    strcmp(st, "pending_verification") == 0) {
 		return (false);
 	}
-	return (r->key == NULL || key_allows(r->key, client_name(c), NULL));
+	return (grants_allow(grants, client_name(c), NULL));
 }
 
-/* Whether r's caller may call tool of client view c. */
-static bool
-callable(const req *r, const json_t *c, const char *tool)
+json_t *
+gw_tools(const json_t *all, const json_t *grants)
 {
-	return (tool != NULL && view_allows(c, tool) &&
-	        (r->key == NULL || key_allows(r->key, client_name(c), tool)));
-}
-
-static void
-tools_list(req *r, json_t *id, json_t *params)
-{
-	const char *cursor =
-	        json_string_value(json_object_get(params, "cursor"));
-	char   *end  = NULL;
-	long    from = cursor != NULL ? strtol(cursor, &end, 10) : 0;
-	long    n    = 0;
-	json_t *all, *tools, *c, *t;
+	json_t *tools = json_array(), *c, *t;
 	size_t  i, j;
 
-	if (cursor != NULL && (end == cursor || *end != '\0' || from < 0)) {
-		answer_rpc_error(
-		        r, 200, id, -32602,
-		        "Invalid params: not a cursor this server gave");
-		return;
-	}
-	if ((all = all_clients(false)) == NULL ||
-	    (tools = json_array()) == NULL) {
-		json_decref(all);
-		answer_rpc_error(r, 200, id, -32603, "out of memory");
-		return;
-	}
 	json_array_foreach(all, i, c)
 	{
-		if (!serves(r, c)) {
+		if (tools == NULL || !serves(grants, c)) {
 			continue;
 		}
 		json_array_foreach(json_object_get(c, "tools"), j, t)
 		{
 			const char *tn =
 			        json_string_value(json_object_get(t, "name"));
-			if (!callable(r, c, tn) || n++ < from ||
-			    json_array_size(tools) == GW_PAGE) {
+			char name[256];
+			if (tn == NULL || !view_allows(c, tn) ||
+			    !grants_allow(grants, client_name(c), tn)) {
 				continue;
 			}
-			char    name[256];
 			json_t *copy = json_copy(t);
 			snprintf(name, sizeof(name), "%s-%s", client_name(c),
 			         tn);
@@ -122,13 +98,64 @@ tools_list(req *r, json_t *id, json_t *params)
 			json_array_append_new(tools, copy);
 		}
 	}
+	return (tools);
+}
+
+void
+gw_digest(const json_t *tools, unsigned char out[32])
+{
+	char *text = json_dumps(tools, JSON_COMPACT | JSON_SORT_KEYS);
+
+	SHA256((const unsigned char *)(text != NULL ? text : ""),
+	       text != NULL ? strlen(text) : 0, out);
+	free(text);
+}
+
+/* The grants of r's caller: its key's (borrowed), or NULL: all. */
+static const json_t *
+grants_of(const req *r)
+{
+	return (r->key != NULL ? r->key->clients : NULL);
+}
+
+static void
+tools_list(req *r, const char *sid, json_t *id, json_t *params)
+{
+	const char *cursor =
+	        json_string_value(json_object_get(params, "cursor"));
+	char         *end  = NULL;
+	long          from = cursor != NULL ? strtol(cursor, &end, 10) : 0;
+	json_t       *all, *tools, *page;
+	unsigned char digest[32];
+
+	if (cursor != NULL && (end == cursor || *end != '\0' || from < 0)) {
+		answer_rpc_error(
+		        r, 200, id, -32602,
+		        "Invalid params: not a cursor this server gave");
+		return;
+	}
+	all   = all_clients(false);
+	tools = all != NULL ? gw_tools(all, grants_of(r)) : NULL;
 	json_decref(all);
-	json_t *res = json_pack("{s:o}", "tools", tools);
-	if (n > from + GW_PAGE) {
+	if (tools == NULL || (page = json_array()) == NULL) {
+		json_decref(tools);
+		answer_rpc_error(r, 200, id, -32603, "out of memory");
+		return;
+	}
+	/* what it saw: a later change is told on its stream */
+	gw_digest(tools, digest);
+	(void)gw_session_seen(sid, digest);
+	for (long k = from;
+	     k < from + GW_PAGE && (size_t)k < json_array_size(tools); k++) {
+		json_array_append(page, json_array_get(tools, (size_t)k));
+	}
+	json_t *res = json_pack("{s:o}", "tools", page);
+	if (json_array_size(tools) > (size_t)(from + GW_PAGE)) {
 		char next[32];
 		snprintf(next, sizeof(next), "%ld", from + GW_PAGE);
 		json_object_set_new(res, "nextCursor", json_string(next));
 	}
+	json_decref(tools);
 	rpc_result(r, id, res);
 }
 
@@ -349,7 +376,7 @@ initialize(req *r, json_t *id, json_t *params)
 	        r, id,
 	        json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s}, s:s}",
 	                  "protocolVersion", v, "capabilities", "tools",
-	                  "listChanged", 0, "serverInfo", "name", "mcpkeep",
+	                  "listChanged", 1, "serverInfo", "name", "mcpkeep",
 	                  "version", MCPKEEP_VERSION, "instructions",
 	                  "The tools of the MCP servers this mcpkeep holds, "
 	                  "named <server>-<tool>."));
@@ -414,7 +441,7 @@ route_mcp(req *r, const char *unused, json_t *body)
 	} else if (strcmp(method, "ping") == 0) {
 		rpc_result(r, id, json_object());
 	} else if (strcmp(method, "tools/list") == 0) {
-		tools_list(r, id, params);
+		tools_list(r, sid, id, params);
 	} else if (strcmp(method, "tools/call") == 0) {
 		tools_call(r, id, params);
 	} else {
@@ -435,6 +462,35 @@ route_mcp_end(req *r, const char *unused, json_t *body)
 	} else if (!gw_session_end(r, sid)) {
 		answer_rpc_error(r, 404, NULL, -32001, "Session not found");
 	} else {
+		events_end_mcp(sid);
 		answer(r, 204, "application/json", "");
+	}
+}
+
+void
+route_mcp_stream(req *r, const char *unused, json_t *body)
+{
+	const char *sid    = http_header(r, "Mcp-Session-Id");
+	const char *accept = http_header(r, "Accept");
+	char        version[16];
+
+	if (accept == NULL || strstr(accept, "text/event-stream") == NULL) {
+		answer_rpc_error(r, 406, NULL, -32600,
+		                 "Not Acceptable: the stream needs Accept: "
+		                 "text/event-stream");
+	} else if (sid == NULL) {
+		answer_rpc_error(
+		        r, 400, NULL, -32600,
+		        "Bad Request: Mcp-Session-Id header is required (initialize first)");
+	} else if (!gw_session_use(r, sid, version, sizeof(version))) {
+		answer_rpc_error(r, 404, NULL, -32001, "Session not found");
+	} else if (!gw_session_stream(sid, true)) {
+		answer_rpc_error(
+		        r, 409, NULL, -32000,
+		        "Conflict: this session's stream is open already");
+	} else if (events_open_mcp(r, sid) != 0) {
+		(void)gw_session_stream(sid, false); /* (answered) */
+	} else {
+		gw_changed(); /* (its first look: what it sees now) */
 	}
 }

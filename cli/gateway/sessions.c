@@ -20,10 +20,15 @@
 #include "cli/gateway/gateway.h"
 
 typedef struct gw_session {
-	char    id[GW_SID_LEN + 1];  /* "" when the slot is free */
-	char    owner[GW_OWNER_LEN]; /* the caller (gw_owner) */
-	char    version[16];         /* the protocol version agreed */
-	int64_t used;                /* last request, monotonic ns */
+	char          id[GW_SID_LEN + 1];  /* "" when the slot is free */
+	char          owner[GW_OWNER_LEN]; /* the caller (gw_owner) */
+	char          version[16];         /* the protocol version agreed */
+	int64_t       used;                /* last request, monotonic ns */
+	bool          keyed;               /* the caller is a key ... */
+	unsigned char key[32];             /* ... of this digest */
+	bool          streaming;           /* its GET stream is open */
+	bool          listed;              /* digest is set */
+	unsigned char digest[32];          /* of the tools it sees */
 } gw_session;
 
 static struct {
@@ -74,10 +79,13 @@ gw_session_new(const req *r, const char *version, char *id)
 		}
 	}
 	if (got != NULL) {
+		*got = (gw_session) {.used = now};
 		memcpy(got->id, id, GW_SID_LEN + 1);
 		gw_owner(r, got->owner, sizeof(got->owner));
 		snprintf(got->version, sizeof(got->version), "%s", version);
-		got->used = now;
+		if ((got->keyed = r->key != NULL)) {
+			memcpy(got->key, r->key->hash, sizeof(got->key));
+		}
 		S.n++;
 	}
 	pthread_mutex_unlock(&S.mtx);
@@ -142,6 +150,71 @@ gw_sessions_open(void)
 
 	pthread_mutex_lock(&S.mtx);
 	n = S.n;
+	pthread_mutex_unlock(&S.mtx);
+	return (n);
+}
+
+/* The open slot of id (whoever's), or NULL.  S.mtx. */
+static gw_session *
+slot(const char *id)
+{
+	for (int i = 0; i < GW_SESSIONS_MAX; i++) {
+		if (S.s[i].id[0] != '\0' && strcmp(S.s[i].id, id) == 0) {
+			return (&S.s[i]);
+		}
+	}
+	return (NULL);
+}
+
+bool
+gw_session_stream(const char *id, bool open)
+{
+	gw_session *s;
+	bool        ok;
+
+	pthread_mutex_lock(&S.mtx);
+	s  = slot(id);
+	ok = s != NULL && (!open || !s->streaming);
+	if (ok) {
+		s->streaming = open;
+	}
+	pthread_mutex_unlock(&S.mtx);
+	return (ok);
+}
+
+bool
+gw_session_seen(const char *id, const unsigned char digest[32])
+{
+	gw_session *s;
+	bool        changed = false;
+
+	pthread_mutex_lock(&S.mtx);
+	if ((s = slot(id)) != NULL) {
+		changed = s->listed && memcmp(s->digest, digest, 32) != 0;
+		memcpy(s->digest, digest, 32);
+		s->listed = true;
+	}
+	pthread_mutex_unlock(&S.mtx);
+	return (changed);
+}
+
+int
+gw_sessions_streaming(gw_watched *out, int max)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&S.mtx);
+	for (int i = 0; i < GW_SESSIONS_MAX && n < max; i++) {
+		gw_session *s = &S.s[i];
+		if (s->id[0] == '\0' || !s->streaming) {
+			continue;
+		}
+		memcpy(out[n].id, s->id, sizeof(out[n].id));
+		if ((out[n].keyed = s->keyed)) {
+			memcpy(out[n].key, s->key, sizeof(out[n].key));
+		}
+		n++;
+	}
 	pthread_mutex_unlock(&S.mtx);
 	return (n);
 }

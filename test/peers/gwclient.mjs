@@ -14,10 +14,18 @@
 //   MCPKEEP  given: the client runs `MCPKEEP connect URL --key KEY` and
 //          speaks to it over stdio (the SDK's StdioClientTransport), as
 //          a desktop client does; "ended" is then whether it exited 0
+// With GWCLIENT_WATCH=1 in the environment, after the first listing it
+// prints "gwclient listed 1" and waits (30 s at most) for the server's
+// notifications/tools/list_changed, listing again at each: "changes" gets
+// each listing that followed one, "spurious" counts those that listed
+// what the one before did; it stops at the first listing without
+// "alpha-echo".
 // Then prints "gwclient done 1" (a line a test waits for) and exits, 0
 // or (fatal) 1.
 import { writeFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { ToolListChangedNotificationSchema } from
+	'@modelcontextprotocol/sdk/types.js';
 import { StdioClientTransport } from
 	'@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from
@@ -37,18 +45,56 @@ const transport = mcpkeep
 const client = new Client({ name: 'mk-gwclient', version: '1.0.0' });
 const out = { tools: [], calls: [] };
 
+// Every tool name, all pages.
+async function listAll() {
+	const names = [];
+	let cursor;
+	do {
+		const page = await client.listTools(cursor ? { cursor } : {});
+		names.push(...page.tools.map((t) => t.name));
+		cursor = page.nextCursor;
+	} while (cursor);
+	return names;
+}
+
+// GWCLIENT_WATCH: the listings that follow list_changed notifications.
+async function watch() {
+	out.changes = [];
+	out.spurious = 0;
+	let last = out.tools;
+	await new Promise((resolve, reject) => {
+		const timer = setTimeout(() => reject(
+			new Error('no list change within 30 s')), 30000);
+		let busy = Promise.resolve();
+		client.setNotificationHandler(ToolListChangedNotificationSchema,
+			() => {
+				busy = busy.then(async () => {
+					const now = await listAll();
+					out.changes.push(now);
+					if (JSON.stringify(now) === JSON.stringify(last)) {
+						out.spurious++;
+					}
+					last = now;
+					if (!now.includes('alpha-echo')) {
+						clearTimeout(timer);
+						resolve();
+					}
+				});
+			});
+		console.log('gwclient listed 1');
+	});
+}
+
 try {
 	await client.connect(transport);
 	out.protocol = client.getNegotiatedProtocolVersion?.() ??
 		transport.protocolVersion;
 	out.server = client.getServerVersion();
 	out.session = transport.sessionId;
-	let cursor;
-	do {
-		const page = await client.listTools(cursor ? { cursor } : {});
-		out.tools.push(...page.tools.map((t) => t.name));
-		cursor = page.nextCursor;
-	} while (cursor);
+	out.tools = await listAll();
+	if (process.env.GWCLIENT_WATCH === '1') {
+		await watch();
+	}
 	for (const c of JSON.parse(calls || '[]')) {
 		try {
 			out.calls.push(await client.callTool(c));

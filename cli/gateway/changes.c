@@ -1,0 +1,131 @@
+/*
+ * changes.c - list changes: every downstream session with its GET stream
+ * open hears notifications/tools/list_changed within a second of a change
+ * to what it sees, and only then.
+ *
+ * DESIGN: anything that may change a session's view - a client's state
+ * or tools (the state stream, events.c), the keys (a reload) - calls
+ * gw_changed, which only sets a flag.  One watcher thread waits for it,
+ * lets GW_COALESCE_MS of further changes gather, then reads the client
+ * views once and, for each streaming session, the tools its caller sees
+ * now: their digest is compared with the one the session saw last (its
+ * tools/list, or the watcher's previous look), and a session whose view
+ * really changed gets one notification.  A burst of changes is one look;
+ * a change that leaves a session's view as it was (another key's client,
+ * a reconnect) tells it nothing.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "cli/gateway/gateway.h"
+
+static const char list_changed[] =
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}";
+
+static struct {
+	pthread_mutex_t mtx;
+	pthread_cond_t  cv;
+	bool            dirty;   /* something may have changed */
+	bool            stop;    /* gw_stop */
+	bool            running; /* the thread is */
+	pthread_t       thr;
+} W = {.mtx = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+void
+gw_changed(void)
+{
+	pthread_mutex_lock(&W.mtx);
+	W.dirty = true;
+	pthread_cond_signal(&W.cv);
+	pthread_mutex_unlock(&W.mtx);
+}
+
+/* One look: each streaming session's view against the last it saw. */
+static void
+look(void)
+{
+	static gw_watched ws[GW_SESSIONS_MAX];
+	int               n = gw_sessions_streaming(ws, GW_SESSIONS_MAX);
+	json_t           *all;
+
+	if (n == 0 || (all = all_clients(false)) == NULL) {
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		json_t *grants = ws[i].keyed ? keys_clients(ws[i].key) : NULL;
+		if (ws[i].keyed && grants == NULL) {
+			continue; /* its key is gone: the reload ends it */
+		}
+		json_t       *tools = gw_tools(all, grants);
+		unsigned char digest[32];
+		gw_digest(tools, digest);
+		if (gw_session_seen(ws[i].id, digest)) {
+			(void)events_notify(ws[i].id, list_changed);
+		}
+		json_decref(tools);
+		json_decref(grants);
+	}
+	json_decref(all);
+}
+
+/* Waits until ms passed or gw_stop; W.mtx held.  Returns W.stop. */
+static bool
+pause_ms(int ms)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += (long)ms * 1000000;
+	until.tv_sec += until.tv_nsec / 1000000000;
+	until.tv_nsec %= 1000000000;
+	while (!W.stop &&
+	       pthread_cond_timedwait(&W.cv, &W.mtx, &until) != ETIMEDOUT) {
+	}
+	return (W.stop);
+}
+
+static void *
+watch_main(void *arg)
+{
+	pthread_mutex_lock(&W.mtx);
+	for (;;) {
+		while (!W.dirty && !W.stop) {
+			pthread_cond_wait(&W.cv, &W.mtx);
+		}
+		/* the changes of a burst, gathered into one look */
+		if (W.stop || pause_ms(GW_COALESCE_MS)) {
+			break;
+		}
+		W.dirty = false;
+		pthread_mutex_unlock(&W.mtx);
+		look();
+		pthread_mutex_lock(&W.mtx);
+	}
+	pthread_mutex_unlock(&W.mtx);
+	return (NULL);
+}
+
+int
+gw_start(void)
+{
+	int rv = pthread_create(&W.thr, NULL, watch_main, NULL);
+
+	W.running = rv == 0;
+	return (rv);
+}
+
+void
+gw_stop(void)
+{
+	if (!W.running) {
+		return;
+	}
+	pthread_mutex_lock(&W.mtx);
+	W.stop = true;
+	pthread_cond_broadcast(&W.cv);
+	pthread_mutex_unlock(&W.mtx);
+	pthread_join(W.thr, NULL);
+	W.running = false;
+}
