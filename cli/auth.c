@@ -89,6 +89,12 @@ keys_set(const char *vkeys_json, char *err, size_t errlen)
 		k->trust = json_is_true(
 		        json_object_get(e, "trust_identity_headers"));
 		k->clients = json_incref(json_object_get(e, "clients"));
+		k->rate    = json_number_value(
+		           json_object_get(e, "calls_per_second"));
+		k->burst = json_number_value(json_object_get(e, "burst"));
+		k->burst = k->burst > 0 ? k->burst : k->rate > 1 ? k->rate : 1;
+		k->inflight = (int)json_number_value(
+		        json_object_get(e, "max_calls_in_flight"));
 		sha256(json_string_value(json_object_get(e, "value")),
 		       k->hash);
 		/* (the value stays only in a: wiped below) */

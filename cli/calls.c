@@ -33,12 +33,60 @@ route_requester(const req *r)
 	return (r->key != NULL ? r->key->name : NULL);
 }
 
+int
+call_outcome(int rc, const mk_result *res)
+{
+	if (rc == 0) {
+		json_t *j = res != NULL && res->result != NULL
+		        ? json_loads(res->result, 0, NULL)
+		        : NULL;
+		int     o = json_is_true(json_object_get(j, "isError"))
+		            ? USAGE_TOOL_ERROR
+		            : USAGE_OK;
+		json_decref(j);
+		return (o);
+	}
+	return (rc == MK_EAUTH ? USAGE_AUTH_REQUIRED
+	                : rc == MK_EUPSTREAM || rc == MK_ETIMEDOUT ||
+	                        rc == MK_ECLOSED
+	                ? USAGE_UPSTREAM_ERROR
+	                : USAGE_REFUSED);
+}
+
+void
+call_audit(const req *r, const char *client, const char *tool, int outcome,
+           int64_t t0)
+{
+	double ms = (double)(mono_ns() - t0) / 1e6;
+
+	mk_log(MK_LOG_INFO, "audit",
+	       "call key=%s client=%.64s tool=%.128s outcome=%s %.1f ms trace=%.55s",
+	       r->key != NULL     ? r->key->name
+	               : r->admin ? "(admin)"
+	                          : "(anonymous)",
+	       client, tool, usage_outcome_name(outcome), ms,
+	       r->trace[0] != NULL ? r->trace[0] : "-");
+	usage_record(r, client, tool, outcome, ms);
+}
+
+/* A tool call in flight: its request, and what its audit line names. */
+typedef struct call {
+	req        *r;
+	int64_t     t0;
+	const char *tool; /* in client's allocation, after it */
+	char        client[];
+} call;
+
 /* A tool call, answered from its callback. */
 static void
 on_tool(void *arg, int rc, mk_result *res)
 {
-	req *r = arg;
+	call *c = arg;
+	req  *r = c->r;
 
+	call_audit(r, c->client, c->tool, call_outcome(rc, res), c->t0);
+	limits_done(r->key);
+	free(c);
 	if (rc == 0 && res != NULL && res->result != NULL) {
 		json_t *j = json_loads(res->result, 0, NULL);
 		json_t *o =
@@ -99,6 +147,28 @@ route_tool_execute(req *r, const char *id, json_t *body)
 	if (route_key_refuses(r, client, tool)) {
 		return;
 	}
+	int64_t retry;
+	int     limit = limits_take(r->key, &retry);
+	if (limit != LIMIT_OK) {
+		char why[300];
+		r->busy = limit == LIMIT_RATE; /* (Retry-After) */
+		answer_error(
+		        r, 429,
+		        limits_why(r->key, limit, retry, why, sizeof(why)));
+		return;
+	}
+	size_t cl = strlen(client), tl = strlen(tool);
+	call  *cc = malloc(sizeof(*cc) + cl + tl + 2);
+	if (cc == NULL) {
+		limits_done(r->key);
+		answer_error(r, 500, "out of memory");
+		return;
+	}
+	memcpy(cc->client, client, cl + 1);
+	memcpy(cc->client + cl + 1, tool, tl + 1);
+	cc->tool  = cc->client + cl + 1;
+	cc->r     = r;
+	cc->t0    = mono_ns();
 	atext     = args != NULL ? json_dumps(args, JSON_COMPACT) : NULL;
 	mk_call c = {
 	        .client        = client,
@@ -111,9 +181,12 @@ route_tool_execute(req *r, const char *id, json_t *body)
 	        .subject_token = r->bearer,
 	        .requester     = route_requester(r)};
 	mk_trace t = {.traceparent = r->trace[0], .tracestate = r->trace[1]};
-	rc         = mk_tool_call_async_traced(D.rt, &c, &t, on_tool, r);
+	rc         = mk_tool_call_async_traced(D.rt, &c, &t, on_tool, cc);
 	free(atext);
 	if (rc != 0) {
+		call_audit(r, cc->client, cc->tool, USAGE_REFUSED, cc->t0);
+		limits_done(r->key);
+		free(cc);
 		answer_error(r, status_of(rc),
 		             rc == MK_ENOENT ? "no such MCP client"
 		                             : mk_strerror(rc));

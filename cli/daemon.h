@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "mcpkeep.h"
 
@@ -65,6 +66,9 @@ typedef struct vkey {
 	unsigned char hash[32]; /* SHA-256 of the value */
 	json_t       *clients;  /* client name (or "*") -> tools or ["*"] */
 	bool          trust;    /* trust_identity_headers */
+	double        rate;     /* calls_per_second, 0: no limit */
+	double        burst;    /* its bucket's size */
+	int           inflight; /* max_calls_in_flight, 0: no limit */
 } vkey;
 
 typedef struct req    req;
@@ -219,6 +223,35 @@ json_t *keys_clients(const unsigned char hash[32]);
  * briefly, never blocks; libmicrohttpd's threads, at admission. */
 bool http_caller(req *r, keyset **ks);
 
+/* limits.c: each virtual key's calls per second (a token bucket of
+ * burst, refilled at calls_per_second) and calls in flight, kept by
+ * key name across reloads.  limits_take admits one call of r's key (0;
+ * none: always) or says why not (LIMIT_RATE: *retry_ms until a token;
+ * LIMIT_INFLIGHT), counting the refusal; limits_done ends an admitted
+ * one.  limits_metrics appends their series.  Any thread, never block
+ * but on a short lock. */
+enum { LIMIT_OK, LIMIT_RATE, LIMIT_INFLIGHT };
+int  limits_take(const vkey *k, int64_t *retry_ms);
+void limits_done(const vkey *k);
+/* limits_why: the refusal's text for key k (buf) */
+const char *limits_why(const vkey *k, int limit, int64_t retry_ms, char *buf,
+                       size_t len);
+/* usage_record counts one call of r's caller (its key's name, or
+ * "(admin)", "(anonymous)") to client's tool with its outcome and
+ * duration; limits_metrics writes the limits' and the calls' series */
+enum {
+	USAGE_OK,
+	USAGE_TOOL_ERROR,
+	USAGE_UPSTREAM_ERROR,
+	USAGE_AUTH_REQUIRED,
+	USAGE_REFUSED,
+	USAGE_OUTCOMES
+};
+void        usage_record(const req *r, const char *client, const char *tool,
+                         int outcome, double ms);
+const char *usage_outcome_name(int outcome);
+void        limits_metrics(FILE *f);
+
 /* routes.c */
 const route *route_find(const char *method, const char *path, char **id,
                         bool *other_method);
@@ -285,6 +318,12 @@ void route_mcp_stream(req *r, const char *id, json_t *body); /* inline */
  * key's name), or NULL */
 const char *route_requester(const req *r);
 void        route_tool_execute(req *r, const char *id, json_t *body);
+/* call_outcome: a call's USAGE_* outcome; call_audit logs its one INFO
+ * audit line (key name, client, tool, outcome, duration, trace id; never
+ * a key or an argument) and counts it (usage_record) */
+int  call_outcome(int rc, const mk_result *res);
+void call_audit(const req *r, const char *client, const char *tool,
+                int outcome, int64_t t0);
 
 /* metrics.c */
 void metrics(req *r, const char *id, json_t *body);

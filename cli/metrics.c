@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/daemon.h"
+#include "cli/gateway/gateway.h"
 
 static json_int_t
 num(const json_t *o, const char *path)
@@ -198,6 +199,12 @@ metrics(req *r, const char *id, json_t *body)
 	        (unsigned long long)requests, inflight,
 	        (unsigned long long)busy, (unsigned long long)reloads[0],
 	        (unsigned long long)reloads[1]);
+	fprintf(f,
+	        "# HELP mcpkeep_gateway_sessions /mcp sessions open\n"
+	        "# TYPE mcpkeep_gateway_sessions gauge\n"
+	        "mcpkeep_gateway_sessions %d\n",
+	        gw_sessions_open());
+	limits_metrics(f);
 	fclose(f);
 	answer(r, 200, "text/plain; version=0.0.4", out);
 	free(out);

@@ -55,17 +55,49 @@ grants_of(cfg_pctx *x, const char *field, json_t *v)
 }
 
 /*
- * server.virtual_keys: each {name, value, clients, trust_identity_headers}
- * with its value resolved (env.); names and values unique, values at
- * least VKEY_MIN bytes (a key is a password a gateway hands out).  The
- * result is a copy the caller owns (values are secrets).
+ * server.virtual_keys: each {name, value, clients, trust_identity_headers,
+ * calls_per_second, burst, max_calls_in_flight} with its value resolved
+ * (env.); names and values unique, values at least VKEY_MIN bytes (a key
+ * is a password a gateway hands out); the limits absent (none) or
+ * positive numbers.  The result is a copy the caller owns (values are
+ * secrets).
  */
+
+/* A key's limit field: absent (0), else a number in 1..max (a rate may
+ * be a fraction of one, at least 0.001).  Returns 0 or cfg_bad. */
+static int
+limit_of(cfg_pctx *x, const char *field, const json_t *e, const char *name,
+         bool fraction, double max, double *out)
+{
+	json_t *v = json_object_get(e, name);
+	double  d = json_number_value(v);
+
+	*out = 0;
+	if (v == NULL) {
+		return (0);
+	}
+	if (!json_is_number(v) || d < (fraction ? 0.001 : 1) || d > max ||
+	    (!fraction && !json_is_integer(v))) {
+		return (cfg_bad(x, field, "%s must be %s from %s to %.0f",
+		                name, fraction ? "a number" : "a whole number",
+		                fraction ? "0.001" : "1", max));
+	}
+	*out = d;
+	return (0);
+}
 static int
 vkeys_of(cfg_pctx *x, json_t *v, json_t **out)
 {
-	static const char *keys[] = {"name", "value", "clients",
-	                             "trust_identity_headers", NULL};
-	json_t            *all    = json_array(), *e, *f;
+	static const char *keys[] = {"name",
+	                             "value",
+	                             "clients",
+	                             "trust_identity_headers",
+	                             "calls_per_second",
+	                             "burst",
+	                             "max_calls_in_flight",
+	                             NULL};
+	double             rate, burst, inflight;
+	json_t            *all = json_array(), *e, *f;
 	const char        *k;
 	size_t             i;
 	char               field[64], *value = NULL;
@@ -115,6 +147,18 @@ vkeys_of(cfg_pctx *x, json_t *v, json_t **out)
 			        "trust_identity_headers must be true or false");
 			break;
 		}
+		if ((rv = limit_of(x, field, e, "calls_per_second", true, 1e6,
+		                   &rate)) != 0 ||
+		    (rv = limit_of(x, field, e, "burst", false, 1e6,
+		                   &burst)) != 0 ||
+		    (rv = limit_of(x, field, e, "max_calls_in_flight", false,
+		                   1e5, &inflight)) != 0) {
+			break;
+		}
+		if (burst != 0 && rate == 0) {
+			rv = cfg_bad(x, field, "burst needs calls_per_second");
+			break;
+		}
 		if ((rv = grants_of(x, field,
 		                    json_object_get(e, "clients"))) != 0 ||
 		    (rv = cfg_str_of(x, field, json_object_get(e, "value"),
@@ -151,9 +195,12 @@ vkeys_of(cfg_pctx *x, json_t *v, json_t **out)
 		if (rv != 0) {
 			break;
 		}
-		o = json_pack("{s:s, s:s, s:O, s:b}", "name", name, "value",
-		              value, "clients", json_object_get(e, "clients"),
-		              "trust_identity_headers", json_is_true(trust));
+		o = json_pack("{s:s, s:s, s:O, s:b, s:f, s:f, s:f}", "name",
+		              name, "value", value, "clients",
+		              json_object_get(e, "clients"),
+		              "trust_identity_headers", json_is_true(trust),
+		              "calls_per_second", rate, "burst", burst,
+		              "max_calls_in_flight", inflight);
 		if (o == NULL || json_array_append_new(all, o) != 0) {
 			rv = MK_ENOMEM;
 			break;

@@ -107,6 +107,13 @@ virtual_keys(void)
 	        "key \"j\" has the value of another key");
 	refused("{\"server\": {\"virtual_keys\": [{\"name\": \"k\", \"value\": \"0123456789abcdef\", \"clients\": {\"*\": [\"*\"]}, \"scope\": 1}]}}",
 	        "unknown field \"scope\"");
+	/* the limits: positive numbers, a burst only with a rate */
+	refused("{\"server\": {\"virtual_keys\": [{\"name\": \"k\", \"value\": \"0123456789abcdef\", \"clients\": {\"*\": [\"*\"]}, \"calls_per_second\": 0}]}}",
+	        "calls_per_second must be a number from 0.001 to 1000000");
+	refused("{\"server\": {\"virtual_keys\": [{\"name\": \"k\", \"value\": \"0123456789abcdef\", \"clients\": {\"*\": [\"*\"]}, \"max_calls_in_flight\": 2.5}]}}",
+	        "max_calls_in_flight must be a whole number from 1 to 100000");
+	refused("{\"server\": {\"virtual_keys\": [{\"name\": \"k\", \"value\": \"0123456789abcdef\", \"clients\": {\"*\": [\"*\"]}, \"burst\": 5}]}}",
+	        "burst needs calls_per_second");
 	/* a value from the environment, resolved; never in an error */
 	setenv("MK_CONFIG_TEST_VK", "vk-from-the-environment", 1);
 	cfg_file *f = parsed(

@@ -8,6 +8,7 @@
  * server is test/peers/inject.mjs; the daemon is the built program.
  */
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +20,16 @@
 
 static peer mcp; /* inject.mjs */
 
-#define KEY_ALL   "gw-key-all-0123456789abcdef"
-#define KEY_ALPHA "gw-key-alpha-0123456789abcdef"
-#define ADMIN     "gw-admin-token-0123456789"
+#define KEY_ALL    "gw-key-all-0123456789abcdef"
+#define KEY_ALPHA  "gw-key-alpha-0123456789abcdef"
+#define ADMIN      "gw-admin-token-0123456789"
+#define KEY_SLOW   "gw-key-slow-0123456789abcdef"
+#define KEY_NARROW "gw-key-narrow-0123456789abcdef"
 
 /* Clients alpha (every tool), beta (echo only), gone (disabled) and a
- * key for all of them, one for alpha's echo and structured only. */
+ * key for all of them, one for alpha's echo and structured only, and two
+ * of alpha's with limits: slow (2 calls, then one per 100 s), narrow (one
+ * call in flight). */
 static void
 gateway_serve(peer *d)
 {
@@ -33,7 +38,7 @@ gateway_serve(peer *d)
 	snprintf(
 	        config, sizeof(config),
 	        "{\"mcp\": {\"client_configs\": ["
-	        "{\"name\": \"alpha\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}, "
+	        "{\"name\": \"alpha\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"], \"tool_execution_timeout\": \"3s\"}, "
 	        "{\"name\": \"beta\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"echo\"]}, "
 	        "{\"name\": \"gone\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}]}, "
 	        "\"server\": {\"admin_token\": \"" ADMIN
@@ -41,7 +46,11 @@ gateway_serve(peer *d)
 	        "{\"name\": \"all\", \"value\": \"" KEY_ALL
 	        "\", \"clients\": {\"*\": [\"*\"]}}, "
 	        "{\"name\": \"alpha_only\", \"value\": \"" KEY_ALPHA
-	        "\", \"clients\": {\"alpha\": [\"echo\", \"structured\"]}}]}}",
+	        "\", \"clients\": {\"alpha\": [\"echo\", \"structured\"]}}, "
+	        "{\"name\": \"slow\", \"value\": \"" KEY_SLOW
+	        "\", \"clients\": {\"alpha\": [\"*\"]}, \"calls_per_second\": 0.01, \"burst\": 2}, "
+	        "{\"name\": \"narrow\", \"value\": \"" KEY_NARROW
+	        "\", \"clients\": {\"alpha\": [\"*\"]}, \"max_calls_in_flight\": 1}]}}",
 	        mcp.port, mcp.port, mcp.port);
 	/* (INFO: the audit lines) */
 	const char *env[] = {"MCPKEEP_LOG=info", NULL};
@@ -281,6 +290,99 @@ changes(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
+/* A tool/execute call of alpha's tool with key; its status, *out its
+ * body (malloc'd) when out is not NULL. */
+static long
+execute(const char *key, const char *tool, const char *args, char **out)
+{
+	char  h[128], body[256];
+	long  st;
+	char *got;
+
+	snprintf(h, sizeof(h), "X-MCP-Virtual-Key: %s", key);
+	snprintf(
+	        body, sizeof(body),
+	        "{\"client\": \"alpha\", \"tool\": \"%s\", \"arguments\": %s}",
+	        tool, args);
+	const char *hs[] = {h, NULL};
+	got = http_req("POST", "/api/mcp/tool/execute", body, hs, &st);
+	if (out != NULL) {
+		*out = got;
+	} else {
+		free(got);
+	}
+	return (st);
+}
+
+static void *
+slow_narrow(void *arg)
+{
+	long *st = arg;
+
+	*st = execute(KEY_NARROW, "slow", "{\"ms\": 2500, \"steps\": 0}",
+	              NULL);
+	return (NULL);
+}
+
+/* A key's limits: past its rate a JSON-RPC error (on /mcp) or 429 (on
+ * tool/execute) naming the limit; past its calls in flight the same,
+ * until one ends; each refusal counted in /metrics. */
+static void
+limits(void)
+{
+	peer      d = {0};
+	json_t   *got, *calls;
+	char     *out;
+	pthread_t th;
+
+	gateway_serve(&d);
+	got = sdk_client(
+	        KEY_SLOW,
+	        "[{\"name\": \"alpha-echo\", \"arguments\": {\"message\": \"1\"}}, "
+	        "{\"name\": \"alpha-echo\", \"arguments\": {\"message\": \"2\"}}, "
+	        "{\"name\": \"alpha-echo\", \"arguments\": {\"message\": \"3\"}}]");
+	calls = json_object_get(got, "calls");
+	CHECK(strcmp(text_of(json_array_get(calls, 1)), "2") == 0);
+	CHECK(strstr(json_string_value(json_object_get(
+	                     json_array_get(calls, 2), "error")),
+	             "virtual key \"slow\" is over its limit of 0.01 calls per second (calls_per_second); retry in ") !=
+	      NULL);
+	CHECK_EQ(json_integer_value(
+	                 json_object_get(json_array_get(calls, 2), "code")),
+	         -32000);
+	json_decref(got);
+	CHECK_EQ(execute(KEY_SLOW, "echo", "{\"message\": \"4\"}", &out), 429);
+	CHECK(strstr(out, "is over its limit of 0.01 calls per second") !=
+	      NULL);
+	free(out);
+	/* narrow: one call in flight (a slow one, 2.5 s), the next refused */
+	static long hung;
+	CHECK(pthread_create(&th, NULL, slow_narrow, &hung) == 0);
+	CHECK(metric_within("mcpkeep_key_calls_in_flight{key=\"narrow\"}", 1,
+	                    1));
+	CHECK_EQ(execute(KEY_NARROW, "echo", "{\"message\": \"x\"}", &out),
+	         429);
+	CHECK(strstr(out,
+	             "virtual key \\\"narrow\\\" has 1 calls in flight, its max_calls_in_flight; retry when one ends") !=
+	      NULL);
+	free(out);
+	pthread_join(th, NULL);
+	CHECK_EQ(hung, 200);
+	CHECK_EQ(execute(KEY_NARROW, "echo", "{\"message\": \"y\"}", NULL),
+	         200);
+	CHECK(metric_within(
+	        "mcpkeep_key_calls_refused_total{key=\"slow\",limit=\"calls_per_second\"}",
+	        2, 2));
+	CHECK(metric_within(
+	        "mcpkeep_key_calls_total{key=\"narrow\",client=\"alpha\",tool=\"echo\",outcome=\"ok\"}",
+	        1, 1));
+	CHECK(metric_within(
+	        "mcpkeep_key_calls_total{key=\"narrow\",client=\"alpha\",tool=\"slow\",outcome=\"ok\"}",
+	        1, 1));
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
 /* A JSON-RPC POST to /mcp with key, session and MCP-Protocol-Version
  * (each NULL: none); the answer (new reference, NULL when not JSON) and
  * *st its status. */
@@ -402,6 +504,7 @@ main(int argc, char **argv)
 	RUN_IF(edges);
 	RUN_IF(bridge);
 	RUN_IF(changes);
+	RUN_IF(limits);
 	sv_end(&mcp);
 	return (0);
 }

@@ -172,20 +172,6 @@ typedef struct gw_call {
 	char        name[]; /* "<client>\0<tool>" */
 } gw_call;
 
-static void
-audit(const gw_call *g, const char *outcome)
-{
-	const req *r = g->r;
-
-	mk_log(MK_LOG_INFO, "gateway",
-	       "call key=%s client=%s tool=%s outcome=%s %.1f ms trace=%.55s",
-	       r->key != NULL     ? r->key->name
-	               : r->admin ? "(admin)"
-	                          : "(anonymous)",
-	       g->client, g->tool, outcome, (double)(mono_ns() - g->t0) / 1e6,
-	       r->trace[0] != NULL ? r->trace[0] : "-");
-}
-
 /* A tool result that is an error (MCP: the model sees why). */
 static json_t *
 tool_error(const char *text)
@@ -236,21 +222,17 @@ on_call(void *arg, int rc, mk_result *res)
 	            ? json_loads(res->result, 0, NULL)
 	            : NULL;
 
+	call_audit(g->r, g->client, g->tool, call_outcome(rc, res), g->t0);
+	limits_done(g->r->key);
 	if (json_is_object(out)) {
-		audit(g,
-		      json_is_true(json_object_get(out, "isError"))
-		              ? "tool_error"
-		              : "ok");
 		rpc_result(g->r, g->id, out);
 		out = NULL; /* taken */
 	} else if (rc == MK_EAUTH && res != NULL &&
 	           res->auth_required != NULL) {
-		audit(g, "auth_required");
 		rpc_result(g->r, g->id, sign_in(g, res->auth_required));
 	} else if (rc == 0 || rc == MK_EUPSTREAM || rc == MK_ETIMEDOUT ||
 	           rc == MK_ECLOSED || rc == MK_EAUTH) {
 		/* the upstream's failure: a result the model can read */
-		audit(g, "upstream_error");
 		rpc_result(g->r, g->id,
 		           tool_error(rc == 0 ? "the MCP server's result is "
 		                                "not a JSON object"
@@ -260,11 +242,9 @@ on_call(void *arg, int rc, mk_result *res)
 		snprintf(msg, sizeof(msg),
 		         "Unknown tool: %s-%s (no MCP client %s)", g->client,
 		         g->tool, g->client);
-		audit(g, "refused");
 		answer_rpc_error(g->r, 200, g->id, -32602, msg);
 	} else {
 		/* the gateway's refusal: the client's state, a limit */
-		audit(g, "refused");
 		answer_rpc_error(g->r, 200, g->id,
 		                 rc == MK_EINVAL ? -32602 : -32000, why);
 	}
@@ -321,6 +301,16 @@ tools_call(req *r, json_t *id, json_t *params)
 	}
 	if ((g = calloc(1, sizeof(*g) + strlen(full) + 1)) == NULL) {
 		answer_rpc_error(r, 200, id, -32603, "out of memory");
+		return;
+	}
+	int64_t retry;
+	int     limit = limits_take(r->key, &retry);
+	if (limit != LIMIT_OK) {
+		char why[300];
+		free(g);
+		answer_rpc_error(
+		        r, 200, id, -32000,
+		        limits_why(r->key, limit, retry, why, sizeof(why)));
 		return;
 	}
 	memcpy(g->name, full, strlen(full) + 1);
