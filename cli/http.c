@@ -284,7 +284,8 @@ admit(req *r, keyset **ks)
 	 * method no page can send cross-origin without a preflight) */
 	if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0 &&
 	    !(strcmp(r->method, "DELETE") == 0 &&
-	      strcmp(r->path, "/mcp") == 0) &&
+	      (strcmp(r->path, "/mcp") == 0 ||
+	       strncmp(r->path, "/mcp/", 5) == 0)) &&
 	    !is_json_type(http_header(r, "Content-Type"))) {
 		answer_error(
 		        r, 415,

@@ -69,6 +69,10 @@ static const route routes[] = {
         {"POST", "/mcp", LANE_DATA, AUTH_MCP, route_mcp},
         {"DELETE", "/mcp", LANE_DATA, AUTH_MCP, route_mcp_end},
         {"GET", "/mcp", LANE_INLINE, AUTH_MCP, route_mcp_stream},
+        /* a tool group's (server.tool_groups): the same, its subset */
+        {"POST", "/mcp/*", LANE_DATA, AUTH_MCP, route_mcp},
+        {"DELETE", "/mcp/*", LANE_DATA, AUTH_MCP, route_mcp_end},
+        {"GET", "/mcp/*", LANE_INLINE, AUTH_MCP, route_mcp_stream},
 };
 
 /* rest matches tail: equal, or, when tail ends in "*", equal up to it

@@ -163,6 +163,17 @@ keys_from(const char *text, char *err, size_t errlen)
 	return (rv);
 }
 
+/* Puts the tool groups of a config text in force (at start and on a
+ * reload). */
+static void
+groups_from(const char *text)
+{
+	char *groups = setting(text, "server.tool_groups");
+
+	gw_groups_set(groups);
+	mk_free(groups);
+}
+
 /* Says which settings a reload changed that only a restart applies. */
 static void
 restart_only(const char *was, const char *now)
@@ -258,6 +269,7 @@ reload(const char *path, char **text)
 	/* a stream lasts no longer than its credential; a key's new
 	 * grants may change what a gateway session sees */
 	int ended = events_revoke(rotated);
+	groups_from(ntext);
 	gw_changed();
 	if (ended > 0) {
 		mk_log(MK_LOG_INFO, "serve",
@@ -628,6 +640,7 @@ cmd_serve(int argc, char **argv)
 		fprintf(stderr, "mcpkeep serve: %s\n", ferr);
 		goto out;
 	}
+	groups_from(text);
 	if (D.token == NULL && !D.loopback) {
 		fprintf(stderr,
 		        "mcpkeep serve: refusing to serve %s without an admin token (server.admin_token or MCPKEEP_ADMIN_TOKEN)\n",

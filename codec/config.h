@@ -93,6 +93,7 @@ typedef struct cfg_file {
 	                              * elicitation, sampling, roots (as
 	                              * mk_options' MK_INPUT_*) */
 	json_t *roots;               /* server.roots, or NULL */
+	json_t *groups;              /* server.tool_groups, or NULL */
 } cfg_file;
 
 /*

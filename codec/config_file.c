@@ -55,6 +55,91 @@ grants_of(cfg_pctx *x, const char *field, json_t *v)
 }
 
 /*
+ * server.tool_groups: each {name, clients} - a named subset of clients and
+ * tools that /mcp/<name> serves; names unique, 1 to 64 letters, digits,
+ * '_' or '-'.  The result is a copy the caller owns.
+ */
+static int
+groups_of(cfg_pctx *x, json_t *v, json_t **out)
+{
+	static const char *keys[] = {"name", "clients", NULL};
+	json_t            *all    = json_array(), *e, *f;
+	const char        *k;
+	size_t             i;
+	char               field[64];
+	int                rv = 0;
+
+	if (all == NULL) {
+		return (MK_ENOMEM);
+	}
+	if (!json_is_array(v)) {
+		json_decref(all);
+		return (cfg_bad(x, "server.tool_groups", "must be an array"));
+	}
+	json_array_foreach(v, i, e)
+	{
+		const char *name =
+		        json_string_value(json_object_get(e, "name"));
+		snprintf(field, sizeof(field), "server.tool_groups[%zu]", i);
+		if (!json_is_object(e)) {
+			rv = cfg_bad(x, field, "must be an object");
+			break;
+		}
+		json_object_foreach(e, k, f)
+		{
+			if (rv == 0 && !cfg_known(k, keys)) {
+				rv = cfg_bad(x, field,
+				             "unknown field \"%.60s\"", k);
+			}
+		}
+		if (rv != 0) {
+			break;
+		}
+		if (name == NULL || *name == '\0' || strlen(name) > 64 ||
+		    name[strspn(
+		            name,
+		            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")] !=
+		            '\0') {
+			rv = cfg_bad(
+			        x, field,
+			        "name must be 1 to 64 letters, digits, '_' or '-'");
+			break;
+		}
+		json_t *o;
+		size_t  j;
+		json_array_foreach(all, j, o)
+		{
+			if (rv == 0 &&
+			    strcmp(json_string_value(
+			                   json_object_get(o, "name")),
+			           name) == 0) {
+				rv = cfg_bad(x, field,
+				             "the name \"%s\" is used twice",
+				             name);
+			}
+		}
+		if (rv != 0 ||
+		    (rv = grants_of(x, field,
+		                    json_object_get(e, "clients"))) != 0) {
+			break;
+		}
+		if (json_array_append_new(
+		            all,
+		            json_pack("{s:s, s:O}", "name", name, "clients",
+		                      json_object_get(e, "clients"))) != 0) {
+			rv = MK_ENOMEM;
+			break;
+		}
+	}
+	if (rv != 0) {
+		json_decref(all);
+		return (rv);
+	}
+	*out = all;
+	return (0);
+}
+
+/*
  * server.virtual_keys: each {name, value, clients, trust_identity_headers,
  * calls_per_second, burst, max_calls_in_flight} with its value resolved
  * (env.); names and values unique, values at least VKEY_MIN bytes (a key
@@ -438,21 +523,15 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 	static const char *mcpk[]    = {"client_configs", "tool_sync_interval",
 	                                "tool_execution_timeout", NULL};
 	static const char *storek[]  = {"path", "url", NULL};
-	static const char *serverk[] = {"listen",
-	                                "admin_token",
-	                                "stream",
-	                                "allowed_origins",
-	                                "stream_public",
-	                                "metrics_token",
-	                                "virtual_keys",
-	                                "client_metadata_url",
-	                                "inputs",
-	                                "roots",
-	                                NULL};
-	cfg_pctx           x         = {"?", err, errlen, NULL};
-	json_t            *mcp, *list, *v, *sec;
-	size_t             i;
-	int                rv;
+	static const char *serverk[] = {
+	        "listen",          "admin_token",   "stream",
+	        "allowed_origins", "stream_public", "metrics_token",
+	        "virtual_keys",    "tool_groups",   "client_metadata_url",
+	        "inputs",          "roots",         NULL};
+	cfg_pctx x = {"?", err, errlen, NULL};
+	json_t  *mcp, *list, *v, *sec;
+	size_t   i;
+	int      rv;
 
 	if (!json_is_object(root)) {
 		return (file_fail(err, errlen, MK_EINVAL,
@@ -605,6 +684,10 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 		    (rv = vkeys_of(&x, v, &f->vkeys)) != 0) {
 			return (rv);
 		}
+		if ((v = json_object_get(sec, "tool_groups")) != NULL &&
+		    (rv = groups_of(&x, v, &f->groups)) != 0) {
+			return (rv);
+		}
 		if ((v = json_object_get(sec, "inputs")) != NULL &&
 		    (rv = inputs_of(&x, v, &f->inputs)) != 0) {
 			return (rv);
@@ -678,5 +761,6 @@ cfg_file_free(cfg_file **fp)
 	text_strv_free(f->streams);
 	text_strv_free(f->origins);
 	json_decref(f->vkeys);
+	json_decref(f->groups);
 	free(f);
 }

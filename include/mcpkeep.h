@@ -507,10 +507,12 @@ MK_API int mk_credentials_evict(mk_runtime *rt, const char *client,
  * can open the runtime with it before loading the clients.
  * "server.stream" and "server.allowed_origins" give a JSON array text of
  * strings; "server.virtual_keys" a JSON array text of {name, value,
- * clients, trust_identity_headers} with the values resolved (secrets:
- * wipe the text before mk_free); "server.inputs" a JSON array text of
- * "elicitation", "sampling", "roots" (mk_options.inputs), and
- * "server.roots" one of {uri, name} (mk_options.roots).  Never blocks.
+ * clients, trust_identity_headers, calls_per_second, burst,
+ * max_calls_in_flight} with the values resolved (secrets: wipe the text
+ * before mk_free); "server.tool_groups" a JSON array text of {name,
+ * clients}; "server.inputs" a JSON array text of "elicitation",
+ * "sampling", "roots" (mk_options.inputs), and "server.roots" one of
+ * {uri, name} (mk_options.roots).  Never blocks.
  * On MK_OK *value is malloc'd (mk_free), or NULL when the file does not
  * set it.  Returns MK_OK, MK_EINVAL (the file, or an unknown path: *err
  * says which), MK_ETOOBIG, MK_ENOMEM.

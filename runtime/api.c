@@ -259,6 +259,8 @@ mk_config_get(const char *config_json, const char *path, char **value,
 		j = json_incref(f->vkeys);
 	} else if (strcmp(path, "server.roots") == 0) {
 		j = json_incref(f->roots);
+	} else if (strcmp(path, "server.tool_groups") == 0) {
+		j = json_incref(f->groups);
 	} else if (strcmp(path, "server.inputs") == 0) {
 		static const char *kinds[] = {"elicitation", "sampling",
 		                              "roots"};

@@ -114,6 +114,15 @@ virtual_keys(void)
 	        "max_calls_in_flight must be a whole number from 1 to 100000");
 	refused("{\"server\": {\"virtual_keys\": [{\"name\": \"k\", \"value\": \"0123456789abcdef\", \"clients\": {\"*\": [\"*\"]}, \"burst\": 5}]}}",
 	        "burst needs calls_per_second");
+	/* tool groups: named subsets */
+	refused("{\"server\": {\"tool_groups\": [{\"name\": \"a/b\", \"clients\": {\"*\": [\"*\"]}}]}}",
+	        "field \"server.tool_groups[0]\": name must be 1 to 64 letters, digits, '_' or '-'");
+	refused("{\"server\": {\"tool_groups\": [{\"name\": \"g\", \"clients\": {\"*\": [\"*\"]}}, {\"name\": \"g\", \"clients\": {\"a\": [\"x\"]}}]}}",
+	        "the name \"g\" is used twice");
+	refused("{\"server\": {\"tool_groups\": [{\"name\": \"g\", \"clients\": {}}]}}",
+	        "must be an object of client names to tool lists");
+	refused("{\"server\": {\"tool_groups\": [{\"name\": \"g\", \"clients\": {\"*\": [\"*\"]}, \"key\": 1}]}}",
+	        "unknown field \"key\"");
 	/* a value from the environment, resolved; never in an error */
 	setenv("MK_CONFIG_TEST_VK", "vk-from-the-environment", 1);
 	cfg_file *f = parsed(

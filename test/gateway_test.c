@@ -50,7 +50,8 @@ gateway_serve(peer *d)
 	        "{\"name\": \"slow\", \"value\": \"" KEY_SLOW
 	        "\", \"clients\": {\"alpha\": [\"*\"]}, \"calls_per_second\": 0.01, \"burst\": 2}, "
 	        "{\"name\": \"narrow\", \"value\": \"" KEY_NARROW
-	        "\", \"clients\": {\"alpha\": [\"*\"]}, \"max_calls_in_flight\": 1}]}}",
+	        "\", \"clients\": {\"alpha\": [\"*\"]}, \"max_calls_in_flight\": 1}], "
+	        "\"tool_groups\": [{\"name\": \"docs\", \"clients\": {\"alpha\": [\"echo\"], \"beta\": [\"*\"]}}]}}",
 	        mcp.port, mcp.port, mcp.port);
 	/* (INFO: the audit lines) */
 	const char *env[] = {"MCPKEEP_LOG=info", NULL};
@@ -62,14 +63,15 @@ gateway_serve(peer *d)
 /* Runs gwclient.mjs against the daemon's /mcp with key and calls (JSON
  * text); its findings (new reference). */
 static json_t *
-sdk_client_via(const char *key, const char *calls, const char *bridge)
+sdk_client_at(const char *path, const char *key, const char *calls,
+              const char *bridge, bool fatal_ok)
 {
 	char    js[512], url[128], out[512];
 	peer    c = {0};
 	json_t *got;
 
 	snprintf(js, sizeof(js), "%s/gwclient.mjs", peer_dir());
-	snprintf(url, sizeof(url), "%s/mcp", sv_base);
+	snprintf(url, sizeof(url), "%s%s", sv_base, path);
 	snprintf(out, sizeof(out), "%s/gwclient.json", sv_dir);
 	const char *argv[] = {"node", js, url, key, calls, out, bridge, NULL};
 	CHECK_EQ(peer_start(&c, argv, NULL, "gwclient done ([0-9]+)", WAIT_MS),
@@ -78,6 +80,9 @@ sdk_client_via(const char *key, const char *calls, const char *bridge)
 	peer_stop(&c);
 	got = json_load_file(out, 0, NULL);
 	CHECK(got != NULL);
+	if (fatal_ok) {
+		return (got);
+	}
 	if (json_object_get(got, "fatal") != NULL) {
 		fprintf(stderr, "gwclient: %s\n",
 		        json_string_value(json_object_get(got, "fatal")));
@@ -85,6 +90,12 @@ sdk_client_via(const char *key, const char *calls, const char *bridge)
 	}
 	CHECK(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0);
 	return (got);
+}
+
+static json_t *
+sdk_client_via(const char *key, const char *calls, const char *bridge)
+{
+	return (sdk_client_at("/mcp", key, calls, bridge, false));
 }
 
 static json_t *
@@ -285,6 +296,44 @@ changes(void)
 	CHECK_EQ(json_array_size(json_array_get(ch, json_array_size(ch) - 1)),
 	         0);
 	CHECK_EQ(json_integer_value(json_object_get(got, "spurious")), 0);
+	json_decref(got);
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
+/* /mcp/<group>: a named subset, as each caller may reach it; no such
+ * group: refused. */
+static void
+groups(void)
+{
+	peer    d = {0};
+	json_t *got, *tools, *calls;
+
+	gateway_serve(&d);
+	got = sdk_client_at(
+	        "/mcp/docs", KEY_ALL,
+	        "[{\"name\": \"alpha-structured\", \"arguments\": {}}, "
+	        "{\"name\": \"beta-echo\", \"arguments\": {\"message\": \"in docs\"}}]",
+	        NULL, false);
+	tools = json_object_get(got, "tools");
+	CHECK_EQ(json_array_size(tools), 2);
+	CHECK(holds(tools, "alpha-echo") && holds(tools, "beta-echo"));
+	calls = json_object_get(got, "calls");
+	CHECK(strstr(json_string_value(json_object_get(
+	                     json_array_get(calls, 0), "error")),
+	             "Unknown tool: alpha-structured") != NULL);
+	CHECK(strcmp(text_of(json_array_get(calls, 1)), "in docs") == 0);
+	json_decref(got);
+	/* the group through a key: what both allow */
+	got   = sdk_client_at("/mcp/docs", KEY_ALPHA, "[]", NULL, false);
+	tools = json_object_get(got, "tools");
+	CHECK_EQ(json_array_size(tools), 1);
+	CHECK(holds(tools, "alpha-echo"));
+	json_decref(got);
+	got = sdk_client_at("/mcp/nosuch", KEY_ALL, "[]", NULL, true);
+	/* (the SDK quotes the answer's JSON) */
+	CHECK(strstr(json_string_value(json_object_get(got, "fatal")),
+	             "no tool group \\\"nosuch\\\"") != NULL);
 	json_decref(got);
 	peer_stop(&d);
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
@@ -505,6 +554,7 @@ main(int argc, char **argv)
 	RUN_IF(bridge);
 	RUN_IF(changes);
 	RUN_IF(limits);
+	RUN_IF(groups);
 	sv_end(&mcp);
 	return (0);
 }

@@ -58,7 +58,14 @@ look(void)
 		if (ws[i].keyed && grants == NULL) {
 			continue; /* its key is gone: the reload ends it */
 		}
-		json_t       *tools = gw_tools(all, grants);
+		json_t *group =
+		        ws[i].group[0] != '\0' ? gw_group(ws[i].group) : NULL;
+		if (ws[i].group[0] != '\0' && group == NULL) {
+			/* its group is gone: it sees nothing now */
+			group = json_pack("{s:[]}", "-");
+		}
+		json_t *tools = gw_tools(all, grants, group);
+		json_decref(group);
 		unsigned char digest[32];
 		gw_digest(tools, digest);
 		if (gw_session_seen(ws[i].id, digest)) {

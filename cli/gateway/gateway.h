@@ -43,6 +43,7 @@ bool gw_session_seen(const char *id, const unsigned char digest[32]);
 /* A streaming session, as the watcher sees it. */
 typedef struct gw_watched {
 	char          id[GW_SID_LEN + 1];
+	char          group[65]; /* "" for /mcp */
 	bool          keyed;
 	unsigned char key[32];
 } gw_watched;
@@ -50,9 +51,10 @@ typedef struct gw_watched {
 int gw_sessions_streaming(gw_watched *out, int max);
 
 /* mcp.c: the tools a caller with grants (NULL: every client) sees in
- * the client views all, renamed and in order (new reference); the
- * digest of such a list. */
-json_t *gw_tools(const json_t *all, const json_t *grants);
+ * the client views all through group (grants of the same shape; NULL:
+ * /mcp itself), renamed and in order (new reference); the digest of such
+ * a list. */
+json_t *gw_tools(const json_t *all, const json_t *grants, const json_t *group);
 void    gw_digest(const json_t *tools, unsigned char out[32]);
 
 /* changes.c: gw_changed says that a client's state, tools or the keys
@@ -62,6 +64,11 @@ void    gw_digest(const json_t *tools, unsigned char out[32]);
 #define GW_COALESCE_MS 200
 void gw_changed(void);
 int  gw_start(void); /* the watcher: 0 or an errno */
-void gw_stop(void);
+/* gw_groups_set puts server.tool_groups (JSON text of {name, clients}
+ * each, or NULL: none) in force; gw_group gives a group's clients (a
+ * copy: json_decref), NULL when there is no such group.  Any thread. */
+void    gw_groups_set(const char *json_text);
+json_t *gw_group(const char *name);
+void    gw_stop(void);
 
 #endif

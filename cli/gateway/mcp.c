@@ -17,6 +17,7 @@
  * trace id - never a key or an argument.
  */
 #include <openssl/sha.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,14 +73,16 @@ serves(const json_t *grants, const json_t *c)
 }
 
 json_t *
-gw_tools(const json_t *all, const json_t *grants)
+gw_tools(const json_t *all, const json_t *grants, const json_t *group)
 {
 	json_t *tools = json_array(), *c, *t;
 	size_t  i, j;
 
 	json_array_foreach(all, i, c)
 	{
-		if (tools == NULL || !serves(grants, c)) {
+		if (tools == NULL || !serves(grants, c) ||
+		    (group != NULL &&
+		     !grants_allow(group, client_name(c), NULL))) {
 			continue;
 		}
 		json_array_foreach(json_object_get(c, "tools"), j, t)
@@ -88,7 +91,9 @@ gw_tools(const json_t *all, const json_t *grants)
 			        json_string_value(json_object_get(t, "name"));
 			char name[256];
 			if (tn == NULL || !view_allows(c, tn) ||
-			    !grants_allow(grants, client_name(c), tn)) {
+			    !grants_allow(grants, client_name(c), tn) ||
+			    (group != NULL &&
+			     !grants_allow(group, client_name(c), tn))) {
 				continue;
 			}
 			json_t *copy = json_copy(t);
@@ -119,7 +124,8 @@ grants_of(const req *r)
 }
 
 static void
-tools_list(req *r, const char *sid, json_t *id, json_t *params)
+tools_list(req *r, const json_t *group, const char *sid, json_t *id,
+           json_t *params)
 {
 	const char *cursor =
 	        json_string_value(json_object_get(params, "cursor"));
@@ -135,7 +141,7 @@ tools_list(req *r, const char *sid, json_t *id, json_t *params)
 		return;
 	}
 	all   = all_clients(false);
-	tools = all != NULL ? gw_tools(all, grants_of(r)) : NULL;
+	tools = all != NULL ? gw_tools(all, grants_of(r), group) : NULL;
 	json_decref(all);
 	if (tools == NULL || (page = json_array()) == NULL) {
 		json_decref(tools);
@@ -266,7 +272,7 @@ refuse(req *r, json_t *id, int code, const char *fmt, const char *name,
 }
 
 static void
-tools_call(req *r, json_t *id, json_t *params)
+tools_call(req *r, const json_t *group, json_t *id, json_t *params)
 {
 	const char *full = json_string_value(json_object_get(params, "name"));
 	json_t     *args = json_object_get(params, "arguments");
@@ -289,7 +295,8 @@ tools_call(req *r, json_t *id, json_t *params)
 	}
 	memcpy(client, full, cl);
 	client[cl] = '\0';
-	if (r->key != NULL && !key_allows(r->key, client, NULL)) {
+	if ((r->key != NULL && !key_allows(r->key, client, NULL)) ||
+	    (group != NULL && !grants_allow(group, client, dash + 1))) {
 		refuse(r, id, -32602, "Unknown tool: %.300s%s", full, "");
 		return;
 	}
@@ -372,8 +379,65 @@ initialize(req *r, json_t *id, json_t *params)
 	                  "named <server>-<tool>."));
 }
 
+/* The tool groups (server.tool_groups): name -> clients. */
+static struct {
+	pthread_mutex_t mtx;
+	json_t         *groups;
+} G = {.mtx = PTHREAD_MUTEX_INITIALIZER};
+
 void
-route_mcp(req *r, const char *unused, json_t *body)
+gw_groups_set(const char *json_text)
+{
+	json_t *a = json_text != NULL ? json_loads(json_text, 0, NULL) : NULL;
+	json_t *m = json_object(), *e, *old;
+	size_t  i;
+
+	json_array_foreach(a, i, e)
+	{
+		json_object_set(m,
+		                json_string_value(json_object_get(e, "name")),
+		                json_object_get(e, "clients"));
+	}
+	json_decref(a);
+	pthread_mutex_lock(&G.mtx);
+	old      = G.groups;
+	G.groups = m;
+	pthread_mutex_unlock(&G.mtx);
+	json_decref(old);
+}
+
+json_t *
+gw_group(const char *name)
+{
+	json_t *g;
+
+	pthread_mutex_lock(&G.mtx);
+	g = json_deep_copy(json_object_get(G.groups, name));
+	pthread_mutex_unlock(&G.mtx);
+	return (g);
+}
+
+static void dispatch(req *r, const json_t *group, json_t *body);
+
+void
+route_mcp(req *r, const char *name, json_t *body)
+{
+	json_t *group = name != NULL ? gw_group(name) : NULL;
+	char    msg[160];
+
+	if (name != NULL && group == NULL) {
+		snprintf(msg, sizeof(msg), "no tool group \"%.64s\"", name);
+		answer_rpc_error(r, 404, json_object_get(body, "id"), -32001,
+		                 msg);
+		return;
+	}
+	dispatch(r, group, body);
+	json_decref(group);
+}
+
+/* route_mcp of a group's (NULL: every client's) request. */
+static void
+dispatch(req *r, const json_t *group, json_t *body)
 {
 	json_t     *id     = json_object_get(body, "id");
 	json_t     *params = json_object_get(body, "params");
@@ -431,9 +495,9 @@ route_mcp(req *r, const char *unused, json_t *body)
 	} else if (strcmp(method, "ping") == 0) {
 		rpc_result(r, id, json_object());
 	} else if (strcmp(method, "tools/list") == 0) {
-		tools_list(r, sid, id, params);
+		tools_list(r, group, sid, id, params);
 	} else if (strcmp(method, "tools/call") == 0) {
-		tools_call(r, id, params);
+		tools_call(r, group, id, params);
 	} else {
 		snprintf(msg, sizeof(msg), "Method not found: %.100s", method);
 		answer_rpc_error(r, 200, id, -32601, msg);

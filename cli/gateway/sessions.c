@@ -29,6 +29,7 @@ typedef struct gw_session {
 	bool          streaming;           /* its GET stream is open */
 	bool          listed;              /* digest is set */
 	unsigned char digest[32];          /* of the tools it sees */
+	char          group[65];           /* its /mcp/<group>, or "" */
 } gw_session;
 
 static struct {
@@ -40,9 +41,10 @@ static struct {
 void
 gw_owner(const req *r, char *out, size_t len)
 {
-	/* a key by its name; the admin and the anonymous loopback caller
+	/* the group it was made on (r->id: /mcp/<group>; "" for /mcp), and
+	 * a key by its name; the admin and the anonymous loopback caller
 	 * apart from every key (a key's name has no ':') */
-	snprintf(out, len, "%s",
+	snprintf(out, len, "%s/%s", r->id != NULL ? r->id : "",
 	         r->key != NULL     ? r->key->name
 	                 : r->admin ? ":admin"
 	                            : ":anonymous");
@@ -86,6 +88,8 @@ gw_session_new(const req *r, const char *version, char *id)
 		if ((got->keyed = r->key != NULL)) {
 			memcpy(got->key, r->key->hash, sizeof(got->key));
 		}
+		snprintf(got->group, sizeof(got->group), "%s",
+		         r->id != NULL ? r->id : "");
 		S.n++;
 	}
 	pthread_mutex_unlock(&S.mtx);
@@ -210,6 +214,7 @@ gw_sessions_streaming(gw_watched *out, int max)
 			continue;
 		}
 		memcpy(out[n].id, s->id, sizeof(out[n].id));
+		memcpy(out[n].group, s->group, sizeof(out[n].group));
 		if ((out[n].keyed = s->keyed)) {
 			memcpy(out[n].key, s->key, sizeof(out[n].key));
 		}
