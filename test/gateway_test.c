@@ -26,7 +26,8 @@ static peer mcp; /* inject.mjs */
 #define KEY_SLOW   "gw-key-slow-0123456789abcdef"
 #define KEY_NARROW "gw-key-narrow-0123456789abcdef"
 
-/* Clients alpha (every tool), beta (echo only), gone (disabled) and a
+/* Clients alpha (every tool), beta (echo only), gone (disabled), hd
+ * (per_user_headers: each caller's own x-api-key, the admin's verified) and a
  * key for all of them, one for alpha's echo and structured only, and two
  * of alpha's with limits: slow (2 calls, then one per 100 s), narrow (one
  * call in flight). */
@@ -40,7 +41,8 @@ gateway_serve(peer *d)
 	        "{\"mcp\": {\"client_configs\": ["
 	        "{\"name\": \"alpha\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"], \"tool_execution_timeout\": \"3s\"}, "
 	        "{\"name\": \"beta\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"echo\"]}, "
-	        "{\"name\": \"gone\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}]}, "
+	        "{\"name\": \"gone\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}, "
+	        "{\"name\": \"hd\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"per_user_headers\", \"per_user_header_keys\": [\"x-api-key\"], \"tools_to_execute\": [\"*\"]}]}, "
 	        "\"server\": {\"admin_token\": \"" ADMIN
 	        "\", \"virtual_keys\": ["
 	        "{\"name\": \"all\", \"value\": \"" KEY_ALL
@@ -52,12 +54,15 @@ gateway_serve(peer *d)
 	        "{\"name\": \"narrow\", \"value\": \"" KEY_NARROW
 	        "\", \"clients\": {\"alpha\": [\"*\"]}, \"max_calls_in_flight\": 1}], "
 	        "\"tool_groups\": [{\"name\": \"docs\", \"clients\": {\"alpha\": [\"echo\"], \"beta\": [\"*\"]}}]}}",
-	        mcp.port, mcp.port, mcp.port);
+	        mcp.port, mcp.port, mcp.port, mcp.port);
 	/* (INFO: the audit lines) */
 	const char *env[] = {"MCPKEEP_LOG=info", NULL};
 	serve_opt(d, "gateway.json", config, env, "--log", "info");
 	sv_admin = ADMIN;
 	expect("POST", "/api/mcp/client/gone/disable", NULL, ADMIN, 200, NULL);
+	expect("POST", "/api/mcp/client/hd/verify-headers",
+	       "{\"headers\": {\"x-api-key\": \"key-admin\"}}", ADMIN, 200,
+	       NULL);
 }
 
 /* Runs gwclient.mjs against the daemon's /mcp with key and calls (JSON
@@ -299,6 +304,61 @@ changes(void)
 	json_decref(got);
 	peer_stop(&d);
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
+/* Sign-in through the gateway: a caller without a credential is told
+ * where to put it - a tool result with the URL, or, to a client that
+ * takes URL-mode elicitations, the URLElicitationRequired error (-32042)
+ * carrying it - and after it did, the retried call in the same session
+ * runs with it. */
+static void
+signin(void)
+{
+	peer        d = {0};
+	json_t     *got, *calls, *e;
+	const char *url;
+
+	gateway_serve(&d);
+	got   = sdk_client(KEY_ALL,
+	                   "[{\"name\": \"hd-headers\", \"arguments\": {}}]");
+	calls = json_object_get(got, "calls");
+	CHECK(json_is_true(
+	        json_object_get(json_array_get(calls, 0), "isError")));
+	CHECK(strstr(text_of(json_array_get(calls, 0)),
+	             "MCP server hd needs your own header values") != NULL);
+	CHECK(strstr(text_of(json_array_get(calls, 0)), "/api/mcp/client/") !=
+	      NULL);
+	json_decref(got);
+	/* (the client runs with the test's environment) */
+	setenv("GWCLIENT_ELICIT", "1", 1);
+	got = sdk_client(
+	        KEY_ALL,
+	        "[{\"name\": \"hd-headers\", \"arguments\": {}}, "
+	        "{\"submit\": {\"headers\": {\"x-api-key\": \"key-of-all\"}}}, "
+	        "{\"name\": \"hd-headers\", \"arguments\": {}}]");
+	unsetenv("GWCLIENT_ELICIT");
+	calls = json_object_get(got, "calls");
+	CHECK_EQ(json_integer_value(
+	                 json_object_get(json_array_get(calls, 0), "code")),
+	         -32042);
+	e = json_array_get(
+	        json_object_get(
+	                json_object_get(json_array_get(calls, 0), "data"),
+	                "elicitations"),
+	        0);
+	url = json_string_value(json_object_get(e, "url"));
+	CHECK(strcmp(json_string_value(json_object_get(e, "mode")), "url") ==
+	      0);
+	CHECK(url != NULL && strncmp(url, sv_base, strlen(sv_base)) == 0 &&
+	      strstr(url, "/submit-headers?session_id=") != NULL);
+	CHECK_EQ(json_integer_value(json_object_get(json_array_get(calls, 1),
+	                                            "submitted")),
+	         200);
+	CHECK(strstr(text_of(json_array_get(calls, 2)), "key-of-all") != NULL);
+	json_decref(got);
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+	CHECK(!peer_said(&d, "key-of-all"));
 }
 
 /* /mcp/<group>: a named subset, as each caller may reach it; no such
@@ -555,6 +615,7 @@ main(int argc, char **argv)
 	RUN_IF(changes);
 	RUN_IF(limits);
 	RUN_IF(groups);
+	RUN_IF(signin);
 	sv_end(&mcp);
 	return (0);
 }

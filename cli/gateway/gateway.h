@@ -24,14 +24,19 @@
 /* The caller a session belongs to: r's key, or the admin, or the
  * anonymous loopback caller. */
 void gw_owner(const req *r, char *out, size_t len);
-/* gw_session_new makes a session of r's caller that agreed version; id
- * gets its id (GW_SID_LEN + 1 bytes).  0, MK_EBUSY (GW_SESSIONS_MAX are
- * open) or MK_ENOMEM.  Any thread. */
-int gw_session_new(const req *r, const char *version, char *id);
+/* What a session agreed at initialize. */
+typedef struct gw_agreed {
+	char version[16]; /* the protocol version */
+	bool url_elicit;  /* the client takes URL-mode elicitations */
+} gw_agreed;
+/* gw_session_new makes a session of r's caller that agreed a; id gets
+ * its id (GW_SID_LEN + 1 bytes).  0, MK_EBUSY (GW_SESSIONS_MAX are open)
+ * or MK_ENOMEM.  Any thread. */
+int gw_session_new(const req *r, const gw_agreed *a, char *id);
 /* gw_session_use: whether id is an open session of r's caller (its use
- * noted; version gets its version); gw_session_end ends it (false: no
- * such session of r's caller). */
-bool gw_session_use(const req *r, const char *id, char *version, size_t len);
+ * noted; *a gets what it agreed); gw_session_end ends it (false: no such
+ * session of r's caller). */
+bool gw_session_use(const req *r, const char *id, gw_agreed *a);
 bool gw_session_end(const req *r, const char *id);
 int  gw_sessions_open(void);
 /* gw_session_stream notes that session id's GET stream opened (open;

@@ -172,8 +172,10 @@ tools_list(req *r, const json_t *group, const char *sid, json_t *id,
 typedef struct gw_call {
 	req        *r;
 	json_t     *id;
-	const char *client; /* in name */
-	const char *tool;   /* in name */
+	char        host[256];  /* the Host it was sent to (a sign-in URL) */
+	bool        url_elicit; /* its session takes URL elicitations */
+	const char *client;     /* in name */
+	const char *tool;       /* in name */
 	int64_t     t0;
 	char        name[]; /* "<client>\0<tool>" */
 } gw_call;
@@ -186,36 +188,50 @@ tool_error(const char *text)
 	                  "text", text, "isError", 1));
 }
 
-/* A caller without a credential: the URL to sign in (or submit its
- * header values) at, as a tool result. */
-static json_t *
-sign_in(const gw_call *g, const char *auth_required)
+/* A caller without a credential: the URL to sign in at (an OAuth
+ * authorize URL) or to POST its header values to (absolute: the
+ * daemon's own origin, as the request reached it).  Either a tool
+ * result with isError and the URL (the model tells the user), or, to a
+ * client that takes URL-mode elicitations, the URLElicitationRequired
+ * error (-32042) carrying one: it shows the URL, then calls again. */
+static void
+sign_in(gw_call *g, const char *auth_required)
 {
 	json_t     *p = json_loads(auth_required, 0, NULL);
 	const char *url =
 	        json_string_value(json_object_get(p, "authorize_url"));
 	const char *sub = json_string_value(json_object_get(p, "submit_url"));
-	char        text[2048];
+	const char *eid = json_string_value(json_object_get(p, "session_id"));
+	char        text[600], full[2200];
 
-	if (url != NULL) {
-		snprintf(
-		        text, sizeof(text),
-		        "MCP server %s needs you to sign in: open %s, then call "
-		        "the tool again",
-		        g->client, url);
-	} else if (sub != NULL) {
-		snprintf(
-		        text, sizeof(text),
-		        "MCP server %s needs your credentials: POST them to %s, "
-		        "then call the tool again",
-		        g->client, sub);
+	if (url == NULL && sub != NULL) {
+		snprintf(full, sizeof(full), "http://%s%s", g->host, sub);
+		url = full;
+	}
+	snprintf(text, sizeof(text),
+	         sub != NULL ? "MCP server %s needs your own header values: "
+	                       "POST them ({\"headers\": {...}}) to the URL, "
+	                       "then call the tool again"
+	                     : "MCP server %s needs you to sign in at the "
+	                       "URL, then call the tool again",
+	         g->client);
+	if (url != NULL && g->url_elicit) {
+		answer_json(
+		        g->r, 200,
+		        json_pack(
+		                "{s:s, s:O, s:{s:i, s:s, s:{s:[{s:s, s:s, s:s, s:s}]}}}",
+		                "jsonrpc", "2.0", "id", g->id, "error", "code",
+		                -32042, "message", text, "data",
+		                "elicitations", "mode", "url", "elicitationId",
+		                eid != NULL ? eid : g->client, "url", url,
+		                "message", text));
 	} else {
-		snprintf(text, sizeof(text),
-		         "MCP server %s needs your credentials first",
-		         g->client);
+		char both[2900];
+		snprintf(both, sizeof(both), "%s: %s", text,
+		         url != NULL ? url : "(no URL given)");
+		rpc_result(g->r, g->id, tool_error(both));
 	}
 	json_decref(p);
-	return (tool_error(text));
 }
 
 static void
@@ -235,7 +251,7 @@ on_call(void *arg, int rc, mk_result *res)
 		out = NULL; /* taken */
 	} else if (rc == MK_EAUTH && res != NULL &&
 	           res->auth_required != NULL) {
-		rpc_result(g->r, g->id, sign_in(g, res->auth_required));
+		sign_in(g, res->auth_required);
 	} else if (rc == 0 || rc == MK_EUPSTREAM || rc == MK_ETIMEDOUT ||
 	           rc == MK_ECLOSED || rc == MK_EAUTH) {
 		/* the upstream's failure: a result the model can read */
@@ -272,7 +288,8 @@ refuse(req *r, json_t *id, int code, const char *fmt, const char *name,
 }
 
 static void
-tools_call(req *r, const json_t *group, json_t *id, json_t *params)
+tools_call(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
+           json_t *params)
 {
 	const char *full = json_string_value(json_object_get(params, "name"));
 	json_t     *args = json_object_get(params, "arguments");
@@ -321,13 +338,17 @@ tools_call(req *r, const json_t *group, json_t *id, json_t *params)
 		return;
 	}
 	memcpy(g->name, full, strlen(full) + 1);
-	g->name[cl] = '\0';
-	g->client   = g->name;
-	g->tool     = g->name + cl + 1;
-	g->r        = r;
-	g->id       = json_deep_copy(id); /* (its own: the body is freed
-	                                   * by this thread, the copy by
-	                                   * the answer's) */
+	g->name[cl]   = '\0';
+	g->client     = g->name;
+	g->tool       = g->name + cl + 1;
+	g->r          = r;
+	g->url_elicit = agreed->url_elicit;
+	snprintf(g->host, sizeof(g->host), "%s",
+	         http_header(r, "Host") != NULL ? http_header(r, "Host")
+	                                        : "127.0.0.1");
+	g->id = json_deep_copy(id); /* (its own: the body is freed
+	                             * by this thread, the copy by
+	                             * the answer's) */
 	g->t0          = mono_ns();
 	char    *atext = args != NULL ? json_dumps(args, JSON_COMPACT) : NULL;
 	mk_call  c     = {.client    = g->client,
@@ -356,7 +377,15 @@ initialize(req *r, json_t *id, json_t *params)
 	        json_string_value(json_object_get(params, "protocolVersion"));
 	const char *v = version_known(want) ? want : GW_VERSION_LATEST;
 	char        sid[GW_SID_LEN + 1];
-	int         rc = gw_session_new(r, v, sid);
+	gw_agreed   a = {.url_elicit =
+	                         json_object_get(
+	                                 json_object_get(
+	                                         json_object_get(params,
+	                                                         "capabilities"),
+	                                         "elicitation"),
+	                                 "url") != NULL};
+	snprintf(a.version, sizeof(a.version), "%s", v);
+	int rc = gw_session_new(r, &a, sid);
 
 	if (rc == MK_EBUSY) {
 		answer_rpc_error(
@@ -444,7 +473,8 @@ dispatch(req *r, const json_t *group, json_t *body)
 	const char *method = http_field(body, "method");
 	const char *pv     = http_header(r, "MCP-Protocol-Version");
 	const char *sid    = http_header(r, "Mcp-Session-Id");
-	char        version[16], msg[200];
+	char        msg[200];
+	gw_agreed   agreed;
 
 	if (body == NULL ||
 	    !json_is_string(json_object_get(body, "jsonrpc")) ||
@@ -484,7 +514,7 @@ dispatch(req *r, const json_t *group, json_t *body)
 		        "Bad Request: Mcp-Session-Id header is required (initialize first)");
 		return;
 	}
-	if (!gw_session_use(r, sid, version, sizeof(version))) {
+	if (!gw_session_use(r, sid, &agreed)) {
 		answer_rpc_error(
 		        r, 404, id, -32001,
 		        "Session not found: it ended or expired; initialize again");
@@ -497,7 +527,7 @@ dispatch(req *r, const json_t *group, json_t *body)
 	} else if (strcmp(method, "tools/list") == 0) {
 		tools_list(r, group, sid, id, params);
 	} else if (strcmp(method, "tools/call") == 0) {
-		tools_call(r, group, id, params);
+		tools_call(r, group, &agreed, id, params);
 	} else {
 		snprintf(msg, sizeof(msg), "Method not found: %.100s", method);
 		answer_rpc_error(r, 200, id, -32601, msg);
@@ -526,7 +556,7 @@ route_mcp_stream(req *r, const char *unused, json_t *body)
 {
 	const char *sid    = http_header(r, "Mcp-Session-Id");
 	const char *accept = http_header(r, "Accept");
-	char        version[16];
+	gw_agreed   agreed;
 
 	if (accept == NULL || strstr(accept, "text/event-stream") == NULL) {
 		answer_rpc_error(r, 406, NULL, -32600,
@@ -536,7 +566,7 @@ route_mcp_stream(req *r, const char *unused, json_t *body)
 		answer_rpc_error(
 		        r, 400, NULL, -32600,
 		        "Bad Request: Mcp-Session-Id header is required (initialize first)");
-	} else if (!gw_session_use(r, sid, version, sizeof(version))) {
+	} else if (!gw_session_use(r, sid, &agreed)) {
 		answer_rpc_error(r, 404, NULL, -32001, "Session not found");
 	} else if (!gw_session_stream(sid, true)) {
 		answer_rpc_error(

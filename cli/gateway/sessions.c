@@ -22,7 +22,7 @@
 typedef struct gw_session {
 	char          id[GW_SID_LEN + 1];  /* "" when the slot is free */
 	char          owner[GW_OWNER_LEN]; /* the caller (gw_owner) */
-	char          version[16];         /* the protocol version agreed */
+	gw_agreed     agreed;              /* at its initialize */
 	int64_t       used;                /* last request, monotonic ns */
 	bool          keyed;               /* the caller is a key ... */
 	unsigned char key[32];             /* ... of this digest */
@@ -58,7 +58,7 @@ idle(const gw_session *s, int64_t now)
 }
 
 int
-gw_session_new(const req *r, const char *version, char *id)
+gw_session_new(const req *r, const gw_agreed *a, char *id)
 {
 	unsigned char raw[GW_SID_LEN / 2];
 	int64_t       now = mono_ns();
@@ -84,7 +84,7 @@ gw_session_new(const req *r, const char *version, char *id)
 		*got = (gw_session) {.used = now};
 		memcpy(got->id, id, GW_SID_LEN + 1);
 		gw_owner(r, got->owner, sizeof(got->owner));
-		snprintf(got->version, sizeof(got->version), "%s", version);
+		got->agreed = *a;
 		if ((got->keyed = r->key != NULL)) {
 			memcpy(got->key, r->key->hash, sizeof(got->key));
 		}
@@ -120,14 +120,14 @@ find(const req *r, const char *id)
 }
 
 bool
-gw_session_use(const req *r, const char *id, char *version, size_t len)
+gw_session_use(const req *r, const char *id, gw_agreed *a)
 {
 	gw_session *s;
 
 	pthread_mutex_lock(&S.mtx);
 	if ((s = find(r, id)) != NULL) {
 		s->used = mono_ns();
-		snprintf(version, len, "%s", s->version);
+		*a      = s->agreed;
 	}
 	pthread_mutex_unlock(&S.mtx);
 	return (s != NULL);

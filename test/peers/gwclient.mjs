@@ -20,11 +20,17 @@
 // each listing that followed one, "spurious" counts those that listed
 // what the one before did; it stops at the first listing without
 // "alpha-echo".
+// With GWCLIENT_ELICIT=1 the client declares URL-mode elicitation
+// (capabilities.elicitation.url; it declines any elicitation/create).  A
+// call's error keeps its data; a step {"submit": VALUES} of CALLS POSTs
+// VALUES (with KEY as X-MCP-Virtual-Key) to the URL the last call named
+// (its -32042 error's elicitation, or the URL in its result's text) and
+// records {"submitted": status}.
 // Then prints "gwclient done 1" (a line a test waits for) and exits, 0
 // or (fatal) 1.
 import { writeFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ToolListChangedNotificationSchema } from
+import { ElicitRequestSchema, ToolListChangedNotificationSchema } from
 	'@modelcontextprotocol/sdk/types.js';
 import { StdioClientTransport } from
 	'@modelcontextprotocol/sdk/client/stdio.js';
@@ -42,7 +48,13 @@ const transport = mcpkeep
 	: new StreamableHTTPClientTransport(new URL(url), {
 		requestInit: { headers },
 	});
-const client = new Client({ name: 'mk-gwclient', version: '1.0.0' });
+const elicit = process.env.GWCLIENT_ELICIT === '1';
+const client = new Client({ name: 'mk-gwclient', version: '1.0.0' },
+	elicit ? { capabilities: { elicitation: { url: {} } } } : {});
+if (elicit) {
+	client.setRequestHandler(ElicitRequestSchema,
+		async () => ({ action: 'decline' }));
+}
 const out = { tools: [], calls: [] };
 
 // Every tool name, all pages.
@@ -95,11 +107,27 @@ try {
 	if (process.env.GWCLIENT_WATCH === '1') {
 		await watch();
 	}
+	let lastUrl;
 	for (const c of JSON.parse(calls || '[]')) {
+		if (c.submit) {
+			const r = await fetch(lastUrl, {
+				method: 'POST',
+				headers: {
+					'Content-Type': 'application/json',
+					'X-MCP-Virtual-Key': key,
+				},
+				body: JSON.stringify(c.submit),
+			});
+			out.calls.push({ submitted: r.status });
+			continue;
+		}
 		try {
-			out.calls.push(await client.callTool(c));
+			const res = await client.callTool(c);
+			out.calls.push(res);
+			lastUrl = res.content?.[0]?.text?.match(/https?:\/\/\S+/)?.[0];
 		} catch (e) {
-			out.calls.push({ error: e.message, code: e.code });
+			out.calls.push({ error: e.message, code: e.code, data: e.data });
+			lastUrl = e.data?.elicitations?.[0]?.url;
 		}
 	}
 	if (mcpkeep) {
