@@ -108,6 +108,7 @@ struct req {
 	char          *bearer;     /* a token-exchange subject (secret) */
 	char          *trace[2];   /* a tool call's traceparent, tracestate */
 	char          *session_out; /* an Mcp-Session-Id to answer, or NULL */
+	bool           mcp_modern;  /* a 2026-07-28 request on /mcp */
 	/* its progress */
 	int         phase;     /* http.c's */
 	int         lane;      /* the budget it counts against, or -1 */

@@ -445,6 +445,9 @@ stream_answer(req *r, struct sub *s)
 	MHD_add_response_header(res, "X-Accel-Buffering", "no");
 	(void)MHD_queue_response(r->conn, 200, res);
 	MHD_destroy_response(res);
+	if (r->suspended) { /* (a worker's: a POST's listen) */
+		MHD_resume_connection(r->conn);
+	}
 }
 
 int

@@ -361,6 +361,95 @@ signin(void)
 	CHECK(!peer_said(&d, "key-of-all"));
 }
 
+/* The error code and message of a {status, body} a modern client kept;
+ * its status must be want. */
+static const char *
+modern_refusal(const json_t *got, const char *what, long want, int code)
+{
+	const json_t *x = json_object_get(got, what);
+	const json_t *e = json_object_get(json_object_get(x, "body"), "error");
+
+	CHECK_EQ(json_integer_value(json_object_get(x, "status")), want);
+	CHECK_EQ(json_integer_value(json_object_get(e, "code")), code);
+	return (json_string_value(json_object_get(e, "message")));
+}
+
+/* The 2026-07-28 stateless form, driven by a client written from the
+ * revision's text: discover, list, call; the headers checked against the
+ * body (a forged Mcp-Name refused), the _meta fields and the version; a
+ * listen acknowledged, then told of a change its key sees. */
+static void
+modern(void)
+{
+	peer    d = {0}, c = {0};
+	char    js[512], url[128], out[512];
+	json_t *got, *x;
+
+	gateway_serve(&d);
+	snprintf(js, sizeof(js), "%s/modern_client.mjs", peer_dir());
+	snprintf(url, sizeof(url), "%s/mcp", sv_base);
+	snprintf(out, sizeof(out), "%s/modern.json", sv_dir);
+	const char *argv[] = {"node", js, url, KEY_ALPHA, out, NULL};
+	CHECK_EQ(peer_start(&c, argv, NULL, "modern listening ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+	expect("POST", "/api/mcp/client/alpha/disable", NULL, ADMIN, 200,
+	       NULL);
+	CHECK(peer_wait_exit(&c, WAIT_MS));
+	peer_stop(&c);
+	got = json_load_file(out, 0, NULL);
+	CHECK(got != NULL);
+	if (json_object_get(got, "fatal") != NULL) {
+		fprintf(stderr, "modern_client: %s\n",
+		        json_string_value(json_object_get(got, "fatal")));
+		CHECK(0);
+	}
+	x = json_object_get(json_object_get(got, "discover"), "result");
+	CHECK(strcmp(json_string_value(json_object_get(x, "resultType")),
+	             "complete") == 0);
+	CHECK(holds(json_object_get(x, "supportedVersions"), "2026-07-28"));
+	CHECK(strcmp(json_string_value(json_object_get(x, "cacheScope")),
+	             "public") == 0);
+	x = json_object_get(json_object_get(got, "list"), "result");
+	CHECK_EQ(json_array_size(json_object_get(x, "tools")), 2);
+	CHECK(strcmp(json_string_value(json_object_get(x, "cacheScope")),
+	             "private") == 0);
+	CHECK(json_integer_value(json_object_get(x, "ttlMs")) > 0);
+	CHECK(strcmp(json_string_value(json_object_get(
+	                     json_object_get(
+	                             json_object_get(x, "_meta"),
+	                             "io.modelcontextprotocol/serverInfo"),
+	                     "name")),
+	             "mcpkeep") == 0);
+	x = json_object_get(json_object_get(got, "call"), "result");
+	CHECK(strcmp(text_of(x), "stateless") == 0);
+	CHECK(strstr(modern_refusal(got, "forged", 400, -32020),
+	             "Mcp-Name \"alpha-structured\" does not match") != NULL);
+	CHECK(strstr(modern_refusal(got, "no_method", 400, -32020),
+	             "Mcp-Method (absent)") != NULL);
+	CHECK(strstr(modern_refusal(got, "no_caps", 400, -32602),
+	             "clientCapabilities") != NULL);
+	CHECK(strstr(modern_refusal(got, "old", 400, -32022),
+	             "Unsupported protocol version 2099-01-01") != NULL);
+	CHECK(strstr(modern_refusal(got, "unknown", 404, -32601),
+	             "Method not found") != NULL);
+	x = json_object_get(json_object_get(got, "ack"), "params");
+	CHECK(json_is_true(json_object_get(json_object_get(x, "notifications"),
+	                                   "toolsListChanged")));
+	json_t *sub =
+	        json_object_get(json_object_get(x, "_meta"),
+	                        "io.modelcontextprotocol/subscriptionId");
+	CHECK(sub != NULL);
+	x = json_object_get(json_object_get(got, "changed"), "params");
+	CHECK(json_equal(
+	        json_object_get(json_object_get(x, "_meta"),
+	                        "io.modelcontextprotocol/subscriptionId"),
+	        sub));
+	json_decref(got);
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
 /* /mcp/<group>: a named subset, as each caller may reach it; no such
  * group: refused. */
 static void
@@ -616,6 +705,7 @@ main(int argc, char **argv)
 	RUN_IF(limits);
 	RUN_IF(groups);
 	RUN_IF(signin);
+	RUN_IF(modern);
 	sv_end(&mcp);
 	return (0);
 }

@@ -68,7 +68,18 @@ look(void)
 		json_decref(group);
 		unsigned char digest[32];
 		gw_digest(tools, digest);
-		if (gw_session_seen(ws[i].id, digest)) {
+		if (!gw_session_seen(ws[i].id, digest)) {
+			/* unchanged (or its first look) */
+		} else if (ws[i].listen) {
+			/* 2026-07-28: the notification names its listen */
+			char msg[256];
+			snprintf(
+			        msg, sizeof(msg),
+			        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\"params\":{\"_meta\":{\"" GW_META_SUB
+			        "\":%s}}}",
+			        ws[i].sub);
+			(void)events_notify(ws[i].id, msg);
+		} else {
 			(void)events_notify(ws[i].id, list_changed);
 		}
 		json_decref(tools);

@@ -6,20 +6,30 @@
  *   sessions.c  the downstream sessions (Mcp-Session-Id)
  *   changes.c   list changes: each streaming session told when what it
  *               sees changed
+ *   modern.c    the 2026-07-28 stateless form: server/discover, the
+ *               version and capabilities in each request's _meta, the
+ *               headers checked against the body, subscriptions/listen
  */
 #ifndef CLI_GATEWAY_H
 #define CLI_GATEWAY_H
 
 #include "cli/daemon.h"
 
-#define GW_SESSIONS_MAX   4096 /* downstream sessions open at once */
-#define GW_SESSION_IDLE_S 1800 /* a session unused this long has ended */
-#define GW_SID_LEN        32   /* hex digits of a session id */
-#define GW_OWNER_LEN      160
-#define GW_PAGE           500 /* tools per tools/list page */
-#define GW_VERSION_LATEST "2025-11-25"
-#define GW_STR_(x)        #x
-#define GW_STR(x)         GW_STR_(x)
+#define GW_SESSIONS_MAX    4096 /* downstream sessions open at once */
+#define GW_SESSION_IDLE_S  1800 /* a session unused this long has ended */
+#define GW_SID_LEN         32   /* hex digits of a session id */
+#define GW_OWNER_LEN       240
+#define GW_PAGE            500 /* tools per tools/list page */
+#define GW_VERSION_LATEST  "2025-11-25"
+#define GW_VERSION_MODERN  "2026-07-28"
+#define GW_META_VERSION    "io.modelcontextprotocol/protocolVersion"
+#define GW_META_CAPS       "io.modelcontextprotocol/clientCapabilities"
+#define GW_META_SERVER     "io.modelcontextprotocol/serverInfo"
+#define GW_META_SUB        "io.modelcontextprotocol/subscriptionId"
+#define GW_TTL_LIST_MS     5000  /* tools/list: cacheable this long */
+#define GW_TTL_DISCOVER_MS 60000 /* server/discover */
+#define GW_STR_(x)         #x
+#define GW_STR(x)          GW_STR_(x)
 
 /* The caller a session belongs to: r's key, or the admin, or the
  * anonymous loopback caller. */
@@ -48,19 +58,36 @@ bool gw_session_seen(const char *id, const unsigned char digest[32]);
 /* A streaming session, as the watcher sees it. */
 typedef struct gw_watched {
 	char          id[GW_SID_LEN + 1];
+	bool          listen;    /* a 2026-07-28 listen: ... */
+	char          sub[72];   /* ... its subscription id (JSON) */
 	char          group[65]; /* "" for /mcp */
 	bool          keyed;
 	unsigned char key[32];
 } gw_watched;
 /* gw_sessions_streaming copies up to max streaming sessions to out. */
 int gw_sessions_streaming(gw_watched *out, int max);
+/* gw_listen_new makes the streaming pseudo-session of a 2026-07-28
+ * subscriptions/listen of r's caller (sub: its request id as JSON text);
+ * it ends when its stream closes.  As gw_session_new. */
+int gw_listen_new(const req *r, const char *sub, char *id);
 
 /* mcp.c: the tools a caller with grants (NULL: every client) sees in
  * the client views all through group (grants of the same shape; NULL:
  * /mcp itself), renamed and in order (new reference); the digest of such
  * a list. */
 json_t *gw_tools(const json_t *all, const json_t *grants, const json_t *group);
-void    gw_digest(const json_t *tools, unsigned char out[32]);
+/* gw_result answers request id with result (taken; 2026-07-28: with its
+ * resultType and serverInfo); gw_tools_list and gw_tools_call answer
+ * those methods (sid: the session whose view is noted, or NULL). */
+void gw_result(req *r, json_t *id, json_t *result);
+void gw_tools_list(req *r, const json_t *group, const char *sid, json_t *id,
+                   json_t *params);
+void gw_tools_call(req *r, const json_t *group, const gw_agreed *agreed,
+                   json_t *id, json_t *params);
+/* modern.c: a 2026-07-28 request (its _meta names a version past
+ * 2025-11-25), answered */
+void gw_modern(req *r, const json_t *group, json_t *body);
+void gw_digest(const json_t *tools, unsigned char out[32]);
 
 /* changes.c: gw_changed says that a client's state, tools or the keys
  * may have changed (any thread, never blocks); the watcher looks again

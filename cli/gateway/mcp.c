@@ -39,9 +39,22 @@ version_known(const char *v)
 	return (false);
 }
 
-static void
-rpc_result(req *r, json_t *id, json_t *result)
+void
+gw_result(req *r, json_t *id, json_t *result)
 {
+	if (r->mcp_modern && json_is_object(result)) {
+		/* 2026-07-28: every result says its type and the server */
+		json_object_set_new(result, "resultType",
+		                    json_string("complete"));
+		json_t *meta = json_object_get(result, "_meta");
+		if (!json_is_object(meta)) {
+			json_object_set_new(result, "_meta",
+			                    meta = json_object());
+		}
+		json_object_set_new(meta, GW_META_SERVER,
+		                    json_pack("{s:s, s:s}", "name", "mcpkeep",
+		                              "version", MCPKEEP_VERSION));
+	}
 	answer_json(r, 200,
 	            json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id,
 	                      "result", result));
@@ -123,9 +136,9 @@ grants_of(const req *r)
 	return (r->key != NULL ? r->key->clients : NULL);
 }
 
-static void
-tools_list(req *r, const json_t *group, const char *sid, json_t *id,
-           json_t *params)
+void
+gw_tools_list(req *r, const json_t *group, const char *sid, json_t *id,
+              json_t *params)
 {
 	const char *cursor =
 	        json_string_value(json_object_get(params, "cursor"));
@@ -150,19 +163,28 @@ tools_list(req *r, const json_t *group, const char *sid, json_t *id,
 	}
 	/* what it saw: a later change is told on its stream */
 	gw_digest(tools, digest);
-	(void)gw_session_seen(sid, digest);
+	if (sid != NULL) {
+		(void)gw_session_seen(sid, digest);
+	}
 	for (long k = from;
 	     k < from + GW_PAGE && (size_t)k < json_array_size(tools); k++) {
 		json_array_append(page, json_array_get(tools, (size_t)k));
 	}
 	json_t *res = json_pack("{s:o}", "tools", page);
+	if (r->mcp_modern) {
+		/* 2026-07-28: how long it may be cached, and by whom (the
+		 * list depends on the caller's key) */
+		json_object_set_new(res, "ttlMs",
+		                    json_integer(GW_TTL_LIST_MS));
+		json_object_set_new(res, "cacheScope", json_string("private"));
+	}
 	if (json_array_size(tools) > (size_t)(from + GW_PAGE)) {
 		char next[32];
 		snprintf(next, sizeof(next), "%ld", from + GW_PAGE);
 		json_object_set_new(res, "nextCursor", json_string(next));
 	}
 	json_decref(tools);
-	rpc_result(r, id, res);
+	gw_result(r, id, res);
 }
 
 /* ---- calls ---------------------------------------------------------------
@@ -229,7 +251,7 @@ sign_in(gw_call *g, const char *auth_required)
 		char both[2900];
 		snprintf(both, sizeof(both), "%s: %s", text,
 		         url != NULL ? url : "(no URL given)");
-		rpc_result(g->r, g->id, tool_error(both));
+		gw_result(g->r, g->id, tool_error(both));
 	}
 	json_decref(p);
 }
@@ -247,7 +269,7 @@ on_call(void *arg, int rc, mk_result *res)
 	call_audit(g->r, g->client, g->tool, call_outcome(rc, res), g->t0);
 	limits_done(g->r->key);
 	if (json_is_object(out)) {
-		rpc_result(g->r, g->id, out);
+		gw_result(g->r, g->id, out);
 		out = NULL; /* taken */
 	} else if (rc == MK_EAUTH && res != NULL &&
 	           res->auth_required != NULL) {
@@ -255,10 +277,10 @@ on_call(void *arg, int rc, mk_result *res)
 	} else if (rc == 0 || rc == MK_EUPSTREAM || rc == MK_ETIMEDOUT ||
 	           rc == MK_ECLOSED || rc == MK_EAUTH) {
 		/* the upstream's failure: a result the model can read */
-		rpc_result(g->r, g->id,
-		           tool_error(rc == 0 ? "the MCP server's result is "
-		                                "not a JSON object"
-		                              : why));
+		gw_result(g->r, g->id,
+		          tool_error(rc == 0 ? "the MCP server's result is "
+		                               "not a JSON object"
+		                             : why));
 	} else if (rc == MK_ENOENT) {
 		char msg[200];
 		snprintf(msg, sizeof(msg),
@@ -287,9 +309,9 @@ refuse(req *r, json_t *id, int code, const char *fmt, const char *name,
 	answer_rpc_error(r, 200, id, code, msg);
 }
 
-static void
-tools_call(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
-           json_t *params)
+void
+gw_tools_call(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
+              json_t *params)
 {
 	const char *full = json_string_value(json_object_get(params, "name"));
 	json_t     *args = json_object_get(params, "arguments");
@@ -398,14 +420,13 @@ initialize(req *r, json_t *id, json_t *params)
 		answer_rpc_error(r, 500, id, -32603, "out of memory");
 		return;
 	}
-	rpc_result(
-	        r, id,
-	        json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s}, s:s}",
-	                  "protocolVersion", v, "capabilities", "tools",
-	                  "listChanged", 1, "serverInfo", "name", "mcpkeep",
-	                  "version", MCPKEEP_VERSION, "instructions",
-	                  "The tools of the MCP servers this mcpkeep holds, "
-	                  "named <server>-<tool>."));
+	gw_result(r, id,
+	          json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s}, s:s}",
+	                    "protocolVersion", v, "capabilities", "tools",
+	                    "listChanged", 1, "serverInfo", "name", "mcpkeep",
+	                    "version", MCPKEEP_VERSION, "instructions",
+	                    "The tools of the MCP servers this mcpkeep holds, "
+	                    "named <server>-<tool>."));
 }
 
 /* The tool groups (server.tool_groups): name -> clients. */
@@ -496,6 +517,14 @@ dispatch(req *r, const json_t *group, json_t *body)
 		accepted(r); /* a response: none is asked for yet */
 		return;
 	}
+	const char *mpv = json_string_value(json_object_get(
+	        json_object_get(params, "_meta"), GW_META_VERSION));
+	if (mpv != NULL && !version_known(mpv)) {
+		/* 2026-07-28's stateless form (modern.c): the version in each
+		 * request's _meta, no session */
+		gw_modern(r, group, body);
+		return;
+	}
 	if (pv != NULL && !version_known(pv)) {
 		snprintf(msg, sizeof(msg),
 		         "Bad Request: unsupported MCP-Protocol-Version %.32s "
@@ -523,11 +552,11 @@ dispatch(req *r, const json_t *group, json_t *body)
 	if (id == NULL) {
 		accepted(r); /* a notification */
 	} else if (strcmp(method, "ping") == 0) {
-		rpc_result(r, id, json_object());
+		gw_result(r, id, json_object());
 	} else if (strcmp(method, "tools/list") == 0) {
-		tools_list(r, group, sid, id, params);
+		gw_tools_list(r, group, sid, id, params);
 	} else if (strcmp(method, "tools/call") == 0) {
-		tools_call(r, group, &agreed, id, params);
+		gw_tools_call(r, group, &agreed, id, params);
 	} else {
 		snprintf(msg, sizeof(msg), "Method not found: %.100s", method);
 		answer_rpc_error(r, 200, id, -32601, msg);

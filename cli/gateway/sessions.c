@@ -30,6 +30,8 @@ typedef struct gw_session {
 	bool          listed;              /* digest is set */
 	unsigned char digest[32];          /* of the tools it sees */
 	char          group[65];           /* its /mcp/<group>, or "" */
+	bool          listen;  /* 2026-07-28: a subscriptions/listen ... */
+	char          sub[72]; /* ... whose request id (JSON) this is */
 } gw_session;
 
 static struct {
@@ -108,7 +110,7 @@ find(const req *r, const char *id)
 	gw_owner(r, owner, sizeof(owner));
 	for (int i = 0; i < GW_SESSIONS_MAX; i++) {
 		gw_session *s = &S.s[i];
-		if (s->id[0] != '\0' &&
+		if (s->id[0] != '\0' && !s->listen &&
 		    CRYPTO_memcmp(s->id, id, GW_SID_LEN) == 0) {
 			return (strcmp(s->owner, owner) == 0 &&
 			                        !idle(s, mono_ns())
@@ -182,6 +184,10 @@ gw_session_stream(const char *id, bool open)
 	if (ok) {
 		s->streaming = open;
 	}
+	if (ok && !open && s->listen) {
+		s->id[0] = '\0'; /* a listen ends with its stream */
+		S.n--;
+	}
 	pthread_mutex_unlock(&S.mtx);
 	return (ok);
 }
@@ -215,6 +221,8 @@ gw_sessions_streaming(gw_watched *out, int max)
 		}
 		memcpy(out[n].id, s->id, sizeof(out[n].id));
 		memcpy(out[n].group, s->group, sizeof(out[n].group));
+		memcpy(out[n].sub, s->sub, sizeof(out[n].sub));
+		out[n].listen = s->listen;
 		if ((out[n].keyed = s->keyed)) {
 			memcpy(out[n].key, s->key, sizeof(out[n].key));
 		}
@@ -222,4 +230,24 @@ gw_sessions_streaming(gw_watched *out, int max)
 	}
 	pthread_mutex_unlock(&S.mtx);
 	return (n);
+}
+
+int
+gw_listen_new(const req *r, const char *sub, char *id)
+{
+	gw_agreed a = {.version = GW_VERSION_MODERN};
+	int       rv;
+
+	if ((rv = gw_session_new(r, &a, id)) != 0) {
+		return (rv);
+	}
+	pthread_mutex_lock(&S.mtx);
+	gw_session *s = slot(id);
+	if (s != NULL) {
+		s->listen    = true;
+		s->streaming = true;
+		snprintf(s->sub, sizeof(s->sub), "%s", sub);
+	}
+	pthread_mutex_unlock(&S.mtx);
+	return (0);
 }
