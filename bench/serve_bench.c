@@ -3,15 +3,18 @@
  * (a minimal C server, so the server is not the bottleneck): the raw
  * transport (the MCP client alone on its loop), the embedding API
  * (mk_tool_call on a sticky client) and HTTP through the daemon (POST
- * /api/mcp/tool/execute on a keep-alive connection); sequential and
- * 16-way.  Ratios are calls/s against the raw transport of the same
- * width.  Never a timed test.
+ * /api/mcp/tool/execute on a keep-alive connection), and the same call
+ * through the daemon's MCP gateway (tools/call on /mcp, one session per
+ * connection: what an agent's MCP client sends); sequential and 16-way.
+ * Ratios are calls/s against the raw transport of the same width, and
+ * /mcp against tool/execute.  Never a timed test.
  */
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "../test/peer.h"
@@ -93,6 +96,73 @@ http_worker(void *arg)
 		    st != 200) {
 			die("HTTP call");
 		}
+		r->lat[i] = tp_now_ns() - t0;
+	}
+	curl_slist_free_all(h);
+	curl_easy_cleanup(e);
+	return (NULL);
+}
+
+/* The session id an answer's headers name (arg: its buffer). */
+static size_t
+session_of(char *p, size_t size, size_t n, void *arg)
+{
+	char  *sid = arg;
+	size_t len = size * n;
+
+	if (len > 15 && strncasecmp(p, "Mcp-Session-Id:", 15) == 0) {
+		snprintf(sid, 80, "%.*s", (int)strcspn(p + 16, "\r\n"),
+		         p + 16);
+	}
+	return (len);
+}
+
+/* One POST of body on e; dies unless 200. */
+static void
+post(CURL *e, const char *body)
+{
+	long st = 0;
+
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+	if (curl_easy_perform(e) != CURLE_OK ||
+	    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &st) != CURLE_OK ||
+	    st != 200) {
+		die("/mcp call");
+	}
+}
+
+static void *
+mcp_worker(void *arg)
+{
+	run               *r       = arg;
+	CURL              *e       = curl_easy_init();
+	char               sid[80] = "", line[128];
+	struct curl_slist *h =
+	        curl_slist_append(NULL, "Content-Type: application/json");
+	int i;
+
+	h = curl_slist_append(h,
+	                      "Accept: application/json, text/event-stream");
+	curl_easy_setopt(e, CURLOPT_URL, r->url);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, session_of);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, sid);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 30000L);
+	post(e,
+	     "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"initialize\", \"params\": {\"protocolVersion\": \"2025-11-25\", \"capabilities\": {}, \"clientInfo\": {\"name\": \"bench\", \"version\": \"1\"}}}");
+	if (sid[0] == '\0') {
+		die("/mcp gave no session");
+	}
+	snprintf(line, sizeof(line), "Mcp-Session-Id: %s", sid);
+	h = curl_slist_append(h, line);
+	h = curl_slist_append(h, "MCP-Protocol-Version: 2025-11-25");
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, NULL);
+	while ((i = take(r)) >= 0) {
+		int64_t t0 = tp_now_ns();
+		post(e,
+		     "{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"tools/call\", \"params\": {\"name\": \"b-echo\", \"arguments\": {}}}");
 		r->lat[i] = tp_now_ns() - t0;
 	}
 	curl_slist_free_all(h);
@@ -227,6 +297,8 @@ main(void)
 	wait_ready(d.port);
 	snprintf(exec_url, sizeof(exec_url),
 	         "http://127.0.0.1:%d/api/mcp/tool/execute", d.port);
+	char mcp_url[128];
+	snprintf(mcp_url, sizeof(mcp_url), "http://127.0.0.1:%d/mcp", d.port);
 
 	printf("mcpkeep serve benchmark: one tools/call on fastmcp, %d calls a run (ratio = calls/s vs the raw transport, same width)\n",
 	       N);
@@ -234,15 +306,20 @@ main(void)
 		/* a warm-up of each, then the measured runs */
 		(void)threads(api_worker, rt, NULL, conc);
 		(void)threads(http_worker, NULL, exec_url, conc);
+		(void)threads(mcp_worker, NULL, mcp_url, conc);
 		stats raw  = mk_run(url, N, conc);
 		stats api  = threads(api_worker, rt, NULL, conc);
 		stats http = threads(http_worker, NULL, exec_url, conc);
+		stats gw   = threads(mcp_worker, NULL, mcp_url, conc);
 		printf("\n%s\n  %-34s %9s %9s %9s %7s\n",
 		       conc == 1 ? "sequential" : "16-way", "", "calls/s",
 		       "p50 us", "p99 us", "ratio");
 		row("raw transport (MCP client alone)", raw, raw);
 		row("embedding API (mk_tool_call)", api, raw);
 		row("HTTP through the daemon", http, raw);
+		row("/mcp tools/call (the gateway)", gw, raw);
+		printf("  /mcp vs tool/execute: %.2f\n",
+		       gw.calls_s / http.calls_s);
 	}
 	peer_stop(&d);
 	mk_runtime_close(&rt);
