@@ -27,7 +27,8 @@ static peer mcp; /* inject.mjs */
 #define KEY_NARROW "gw-key-narrow-0123456789abcdef"
 
 /* Clients alpha (every tool), beta (echo only), gone (disabled), hd
- * (per_user_headers: each caller's own x-api-key, the admin's verified) and a
+ * (per_user_headers: each caller's own x-api-key, the admin's verified),
+ * sticky (one session, reconnected make-before-break) and a
  * key for all of them, one for alpha's echo and structured only, and two
  * of alpha's with limits: slow (2 calls, then one per 100 s), narrow (one
  * call in flight). */
@@ -42,7 +43,8 @@ gateway_serve(peer *d)
 	        "{\"name\": \"alpha\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"], \"tool_execution_timeout\": \"3s\"}, "
 	        "{\"name\": \"beta\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"echo\"]}, "
 	        "{\"name\": \"gone\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}, "
-	        "{\"name\": \"hd\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"per_user_headers\", \"per_user_header_keys\": [\"x-api-key\"], \"tools_to_execute\": [\"*\"]}]}, "
+	        "{\"name\": \"hd\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"per_user_headers\", \"per_user_header_keys\": [\"x-api-key\"], \"tools_to_execute\": [\"*\"]}, "
+	        "{\"name\": \"sticky\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]}]}, "
 	        "\"server\": {\"admin_token\": \"" ADMIN
 	        "\", \"virtual_keys\": ["
 	        "{\"name\": \"all\", \"value\": \"" KEY_ALL
@@ -52,9 +54,9 @@ gateway_serve(peer *d)
 	        "{\"name\": \"slow\", \"value\": \"" KEY_SLOW
 	        "\", \"clients\": {\"alpha\": [\"*\"]}, \"calls_per_second\": 0.01, \"burst\": 2}, "
 	        "{\"name\": \"narrow\", \"value\": \"" KEY_NARROW
-	        "\", \"clients\": {\"alpha\": [\"*\"]}, \"max_calls_in_flight\": 1}], "
+	        "\", \"clients\": {\"alpha\": [\"*\"], \"sticky\": [\"slow\"]}, \"max_calls_in_flight\": 1}], "
 	        "\"tool_groups\": [{\"name\": \"docs\", \"clients\": {\"alpha\": [\"echo\"], \"beta\": [\"*\"]}}]}}",
-	        mcp.port, mcp.port, mcp.port, mcp.port);
+	        mcp.port, mcp.port, mcp.port, mcp.port, mcp.port);
 	/* (INFO: the audit lines) */
 	const char *env[] = {"MCPKEEP_LOG=info", NULL};
 	serve_opt(d, "gateway.json", config, env, "--log", "info");
@@ -359,6 +361,63 @@ signin(void)
 	peer_stop(&d);
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 	CHECK(!peer_said(&d, "key-of-all"));
+}
+
+/* A 2026-07-28 (stateless: no session needed) tools/call of name with
+ * args through /mcp with key; its status, *out its body (malloc'd). */
+static long
+modern_call(const char *key, const char *name, const char *args, char **out)
+{
+	char a[128], n[160], body[512];
+	long st;
+
+	snprintf(a, sizeof(a), "Authorization: Bearer %s", key);
+	snprintf(n, sizeof(n), "Mcp-Name: %s", name);
+	snprintf(
+	        body, sizeof(body),
+	        "{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": \"tools/call\", \"params\": {\"name\": \"%s\", \"arguments\": %s, \"_meta\": {\"io.modelcontextprotocol/protocolVersion\": \"2026-07-28\", \"io.modelcontextprotocol/clientCapabilities\": {}}}}",
+	        name, args);
+	const char *h[] = {a,
+	                   n,
+	                   "MCP-Protocol-Version: 2026-07-28",
+	                   "Mcp-Method: tools/call",
+	                   "Accept: application/json, text/event-stream",
+	                   NULL};
+	*out            = http_req("POST", "/mcp", body, h, &st);
+	return (st);
+}
+
+static void *
+slow_sticky(void *arg)
+{
+	char **out = arg;
+
+	(void)modern_call(KEY_NARROW, "sticky-slow",
+	                  "{\"ms\": 1500, \"steps\": 0}", out);
+	return (NULL);
+}
+
+/* A call in flight through the gateway while its client reconnects
+ * make-before-break: it still succeeds (the runtime's path). */
+static void
+reconnect(void)
+{
+	peer      d   = {0};
+	char     *out = NULL;
+	pthread_t th;
+
+	gateway_serve(&d);
+	CHECK(pthread_create(&th, NULL, slow_sticky, &out) == 0);
+	CHECK(metric_within("mcpkeep_key_calls_in_flight{key=\"narrow\"}", 1,
+	                    1));
+	expect("POST", "/api/mcp/client/sticky/reconnect", NULL, ADMIN, 200,
+	       NULL);
+	pthread_join(th, NULL);
+	CHECK(out != NULL && strstr(out, "\"text\":\"done\"") != NULL &&
+	      strstr(out, "\"resultType\":\"complete\"") != NULL);
+	free(out);
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
 /* The error code and message of a {status, body} a modern client kept;
@@ -706,6 +765,7 @@ main(int argc, char **argv)
 	RUN_IF(groups);
 	RUN_IF(signin);
 	RUN_IF(modern);
+	RUN_IF(reconnect);
 	sv_end(&mcp);
 	return (0);
 }
