@@ -347,14 +347,38 @@ over_budget(const req *r, char *why, size_t len)
 	return (NULL);
 }
 
+/* The stream's response: SSE, from the reader above. */
+static void
+stream_answer(req *r, struct sub *s)
+{
+	struct MHD_Response *res;
+
+	r->sub = s;
+	http_answered(r); /* (a stream: not in the works) */
+	res = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader,
+	                                        s, NULL);
+	if (res != NULL) { /* (else closed: on_done frees s) */
+		MHD_add_response_header(res, "Content-Type",
+		                        "text/event-stream");
+		MHD_add_response_header(res, "Cache-Control", "no-store");
+		MHD_add_response_header(res, "X-Content-Type-Options",
+		                        "nosniff");
+		MHD_add_response_header(res, "X-Accel-Buffering", "no");
+		(void)MHD_queue_response(r->conn, 200, res);
+		MHD_destroy_response(res);
+	}
+	if (r->suspended) { /* (a worker's: a POST's listen) */
+		MHD_resume_connection(r->conn);
+	}
+}
+
 void
 events_open(req *r, const char *id, json_t *body)
 {
-	struct sub          *s = calloc(1, sizeof(*s));
-	struct MHD_Response *res;
-	static const char    hello[] = "event: hello\ndata: {}\n\n";
-	char                 why[160];
-	const char          *full;
+	struct sub       *s       = calloc(1, sizeof(*s));
+	static const char hello[] = "event: hello\ndata: {}\n\n";
+	char              why[160];
+	const char       *full;
 
 	pthread_mutex_lock(&E.mtx);
 	full = !E.running ? "the daemon is stopping"
@@ -379,21 +403,9 @@ events_open(req *r, const char *id, json_t *body)
 		answer_error(r, 503, full != NULL ? full : "out of memory");
 		return;
 	}
-	r->sub = s;
-	http_answered(r); /* (a stream: not in the works) */
 	mk_log(MK_LOG_DEBUG, "http", "%s %s 200 (event stream)", r->method,
 	       r->path);
-	res = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader,
-	                                        s, NULL);
-	if (res == NULL) {
-		return; /* (closed: on_done frees s) */
-	}
-	MHD_add_response_header(res, "Content-Type", "text/event-stream");
-	MHD_add_response_header(res, "Cache-Control", "no-store");
-	MHD_add_response_header(res, "X-Content-Type-Options", "nosniff");
-	MHD_add_response_header(res, "X-Accel-Buffering", "no");
-	(void)MHD_queue_response(r->conn, 200, res);
-	MHD_destroy_response(res);
+	stream_answer(r, s);
 }
 
 void
@@ -425,30 +437,6 @@ events_close(req *r)
 }
 
 /* ---- the gateway's streams ---------------------------------------------- */
-
-/* The stream's response: SSE, from the reader above. */
-static void
-stream_answer(req *r, struct sub *s)
-{
-	struct MHD_Response *res;
-
-	r->sub = s;
-	http_answered(r); /* (a stream: not in the works) */
-	res = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader,
-	                                        s, NULL);
-	if (res == NULL) {
-		return; /* (closed: on_done frees s) */
-	}
-	MHD_add_response_header(res, "Content-Type", "text/event-stream");
-	MHD_add_response_header(res, "Cache-Control", "no-store");
-	MHD_add_response_header(res, "X-Content-Type-Options", "nosniff");
-	MHD_add_response_header(res, "X-Accel-Buffering", "no");
-	(void)MHD_queue_response(r->conn, 200, res);
-	MHD_destroy_response(res);
-	if (r->suspended) { /* (a worker's: a POST's listen) */
-		MHD_resume_connection(r->conn);
-	}
-}
 
 int
 events_open_mcp(req *r, const char *session)

@@ -54,6 +54,48 @@ grants_of(cfg_pctx *x, const char *field, json_t *v)
 	return (0);
 }
 
+/* The entry e of a list of named objects (field names it): only fields
+ * of keys, and a "name" of 1 to 64 letters, digits, '_' or '-' not
+ * taken by an entry of done.  Returns 0 or cfg_bad. */
+static int
+named_entry(cfg_pctx *x, const char *field, json_t *e, const char **keys,
+            json_t *done)
+{
+	const char *name = json_string_value(json_object_get(e, "name"));
+	const char *k;
+	json_t     *f, *o;
+	size_t      j;
+
+	if (!json_is_object(e)) {
+		return (cfg_bad(x, field, "must be an object"));
+	}
+	json_object_foreach(e, k, f)
+	{
+		if (!cfg_known(k, keys)) {
+			return (cfg_bad(x, field, "unknown field \"%.60s\"",
+			                k));
+		}
+	}
+	if (name == NULL || *name == '\0' || strlen(name) > 64 ||
+	    name[strspn(name,
+	                "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV"
+	                "WXYZ0123456789_-")] != '\0') {
+		return (cfg_bad(
+		        x, field,
+		        "name must be 1 to 64 letters, digits, '_' or '-'"));
+	}
+	json_array_foreach(done, j, o)
+	{
+		if (strcmp(json_string_value(json_object_get(o, "name")),
+		           name) == 0) {
+			return (cfg_bad(x, field,
+			                "the name \"%s\" is used twice",
+			                name));
+		}
+	}
+	return (0);
+}
+
 /*
  * server.tool_groups: each {name, clients} - a named subset of clients and
  * tools that /mcp/<name> serves; names unique, 1 to 64 letters, digits,
@@ -63,8 +105,7 @@ static int
 groups_of(cfg_pctx *x, json_t *v, json_t **out)
 {
 	static const char *keys[] = {"name", "clients", NULL};
-	json_t            *all    = json_array(), *e, *f;
-	const char        *k;
+	json_t            *all    = json_array(), *e;
 	size_t             i;
 	char               field[64];
 	int                rv = 0;
@@ -78,54 +119,16 @@ groups_of(cfg_pctx *x, json_t *v, json_t **out)
 	}
 	json_array_foreach(v, i, e)
 	{
-		const char *name =
-		        json_string_value(json_object_get(e, "name"));
 		snprintf(field, sizeof(field), "server.tool_groups[%zu]", i);
-		if (!json_is_object(e)) {
-			rv = cfg_bad(x, field, "must be an object");
-			break;
-		}
-		json_object_foreach(e, k, f)
-		{
-			if (rv == 0 && !cfg_known(k, keys)) {
-				rv = cfg_bad(x, field,
-				             "unknown field \"%.60s\"", k);
-			}
-		}
-		if (rv != 0) {
-			break;
-		}
-		if (name == NULL || *name == '\0' || strlen(name) > 64 ||
-		    name[strspn(
-		            name,
-		            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")] !=
-		            '\0') {
-			rv = cfg_bad(
-			        x, field,
-			        "name must be 1 to 64 letters, digits, '_' or '-'");
-			break;
-		}
-		json_t *o;
-		size_t  j;
-		json_array_foreach(all, j, o)
-		{
-			if (rv == 0 &&
-			    strcmp(json_string_value(
-			                   json_object_get(o, "name")),
-			           name) == 0) {
-				rv = cfg_bad(x, field,
-				             "the name \"%s\" is used twice",
-				             name);
-			}
-		}
-		if (rv != 0 ||
+		if ((rv = named_entry(x, field, e, keys, all)) != 0 ||
 		    (rv = grants_of(x, field,
 		                    json_object_get(e, "clients"))) != 0) {
 			break;
 		}
 		if (json_array_append_new(
 		            all,
-		            json_pack("{s:s, s:O}", "name", name, "clients",
+		            json_pack("{s:O, s:O}", "name",
+		                      json_object_get(e, "name"), "clients",
 		                      json_object_get(e, "clients"))) != 0) {
 			rv = MK_ENOMEM;
 			break;
@@ -182,8 +185,7 @@ vkeys_of(cfg_pctx *x, json_t *v, json_t **out)
 	                             "max_calls_in_flight",
 	                             NULL};
 	double             rate, burst, inflight;
-	json_t            *all = json_array(), *e, *f;
-	const char        *k;
+	json_t            *all = json_array(), *e;
 	size_t             i;
 	char               field[64], *value = NULL;
 	int                rv = 0;
@@ -198,34 +200,12 @@ vkeys_of(cfg_pctx *x, json_t *v, json_t **out)
 	json_array_foreach(v, i, e)
 	{
 		snprintf(field, sizeof(field), "server.virtual_keys[%zu]", i);
-		if (!json_is_object(e)) {
-			rv = cfg_bad(x, field, "must be an object");
+		if ((rv = named_entry(x, field, e, keys, all)) != 0) {
 			break;
-		}
-		json_object_foreach(e, k, f)
-		{
-			if (!cfg_known(k, keys)) {
-				rv = cfg_bad(x, field,
-				             "unknown field \"%.60s\"", k);
-				break;
-			}
 		}
 		const char *name =
 		        json_string_value(json_object_get(e, "name"));
 		json_t *trust = json_object_get(e, "trust_identity_headers");
-		if (rv != 0) {
-			break;
-		}
-		if (name == NULL || *name == '\0' || strlen(name) > 64 ||
-		    name[strspn(
-		            name,
-		            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")] !=
-		            '\0') {
-			rv = cfg_bad(
-			        x, field,
-			        "name must be 1 to 64 letters, digits, '_' or '-'");
-			break;
-		}
 		if (trust != NULL && !json_is_boolean(trust)) {
 			rv = cfg_bad(
 			        x, field,
@@ -263,14 +243,8 @@ vkeys_of(cfg_pctx *x, json_t *v, json_t **out)
 		json_array_foreach(all, j, o)
 		{
 			if (strcmp(json_string_value(
-			                   json_object_get(o, "name")),
-			           name) == 0) {
-				rv = cfg_bad(x, field,
-				             "the name \"%s\" is used twice",
-				             name);
-			} else if (strcmp(json_string_value(
-			                          json_object_get(o, "value")),
-			                  value) == 0) {
+			                   json_object_get(o, "value")),
+			           value) == 0) {
 				rv = cfg_bad(
 				        x, field,
 				        "key \"%s\" has the value of another key",
