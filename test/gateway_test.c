@@ -640,6 +640,38 @@ limits(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
+/* mcp-remote (npm), the stdio bridge desktop clients use, driven by the
+ * SDK's client: the key's tools, a call. */
+static void
+remote(void)
+{
+	peer    d = {0};
+	json_t *got;
+	char    proxy[512], *home = getenv("HOME");
+	char   *was = home != NULL ? strdup(home) : NULL;
+
+	gateway_serve(&d);
+	snprintf(proxy, sizeof(proxy),
+	         "%s/node_modules/mcp-remote/dist/proxy.js", peer_dir());
+	/* (it keeps its state under $HOME/.mcp-auth: the test's folder) */
+	setenv("GWCLIENT_REMOTE", proxy, 1);
+	setenv("HOME", sv_dir, 1);
+	got = sdk_client(
+	        KEY_ALPHA,
+	        "[{\"name\": \"alpha-echo\", \"arguments\": {\"message\": \"via mcp-remote\"}}]");
+	unsetenv("GWCLIENT_REMOTE");
+	if (was != NULL) {
+		setenv("HOME", was, 1);
+		free(was);
+	}
+	CHECK_EQ(json_array_size(json_object_get(got, "tools")), 2);
+	CHECK(strcmp(text_of(json_array_get(json_object_get(got, "calls"), 0)),
+	             "via mcp-remote") == 0);
+	json_decref(got);
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
 /* A JSON-RPC POST to /mcp with key, session and MCP-Protocol-Version
  * (each NULL: none); the answer (new reference, NULL when not JSON) and
  * *st its status. */
@@ -760,6 +792,7 @@ main(int argc, char **argv)
 	RUN_IF(sdk);
 	RUN_IF(edges);
 	RUN_IF(bridge);
+	RUN_IF(remote);
 	RUN_IF(changes);
 	RUN_IF(limits);
 	RUN_IF(groups);

@@ -14,6 +14,8 @@
 //   MCPKEEP  given: the client runs `MCPKEEP connect URL --key KEY` and
 //          speaks to it over stdio (the SDK's StdioClientTransport), as
 //          a desktop client does; "ended" is then whether it exited 0
+// With GWCLIENT_REMOTE=<mcp-remote's proxy.js> it runs mcp-remote
+// (http-only, the key as an Authorization header) the same way instead.
 // With GWCLIENT_WATCH=1 in the environment, after the first listing it
 // prints "gwclient listed 1" and waits (30 s at most) for the server's
 // notifications/tools/list_changed, listing again at each: "changes" gets
@@ -39,7 +41,15 @@ import { StreamableHTTPClientTransport } from
 
 const [url, key, calls, file, mcpkeep] = process.argv.slice(2);
 const headers = key && key !== '-' ? { Authorization: `Bearer ${key}` } : {};
-const transport = mcpkeep
+const remote = process.env.GWCLIENT_REMOTE;
+const transport = remote
+	? new StdioClientTransport({
+		command: process.execPath,
+		args: [remote, url, '--header', `Authorization: Bearer ${key}`,
+			'--transport', 'http-only'],
+		stderr: 'ignore',
+	})
+	: mcpkeep
 	? new StdioClientTransport({
 		command: mcpkeep,
 		args: ['connect', url, ...(key !== '-' ? ['--key', key] : [])],
@@ -130,7 +140,7 @@ try {
 			lastUrl = e.data?.elicitations?.[0]?.url;
 		}
 	}
-	if (mcpkeep) {
+	if (mcpkeep || remote) {
 		const exited = new Promise((resolve) => {
 			transport._process?.once('exit', (code) => resolve(code));
 		});
