@@ -672,6 +672,62 @@ remote(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
+/* The inspector's CLI (npm @modelcontextprotocol/inspector-cli) with
+ * args against /mcp with key; what it printed, as JSON (new reference).
+ * It runs in its build folder: it looks for its package.json relative
+ * to the working directory. */
+static json_t *
+inspector(const char *key, const char *args)
+{
+	char cmd[2048], out[512];
+	peer c = {0};
+
+	snprintf(out, sizeof(out), "%s/inspector.json", sv_dir);
+	snprintf(
+	        cmd, sizeof(cmd),
+	        "cd %s/node_modules/@modelcontextprotocol/inspector-cli/build && node index.js %s/mcp --header 'Authorization: Bearer %s' %s > %s; echo \"inspector done 1 $?\"",
+	        peer_dir(), sv_base, key, args, out);
+	const char *argv[] = {"sh", "-c", cmd, NULL};
+	CHECK_EQ(peer_start(&c, argv, NULL, "inspector done ([0-9]+) 0",
+	                    WAIT_MS),
+	         0);
+	CHECK(peer_wait_exit(&c, WAIT_MS));
+	peer_stop(&c);
+	json_t *got = json_load_file(out, 0, NULL);
+	CHECK(got != NULL);
+	return (got);
+}
+
+/* The inspector's CLI mode: tools/list and tools/call through /mcp. */
+static void
+inspector_cli(void)
+{
+	peer    d = {0};
+	json_t *got, *tools, *t;
+	size_t  i;
+	bool    echo = false;
+
+	gateway_serve(&d);
+	got   = inspector(KEY_ALPHA, "--method tools/list");
+	tools = json_object_get(got, "tools");
+	CHECK_EQ(json_array_size(tools), 2);
+	json_array_foreach(tools, i, t)
+	{
+		echo |= strcmp(json_string_value(json_object_get(t, "name")),
+		               "alpha-echo") == 0 &&
+		        json_object_get(t, "inputSchema") != NULL;
+	}
+	CHECK(echo);
+	json_decref(got);
+	got = inspector(KEY_ALPHA,
+	                "--method tools/call --tool-name alpha-echo "
+	                "--tool-arg message=inspected");
+	CHECK(strcmp(text_of(got), "inspected") == 0);
+	json_decref(got);
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
 /* A JSON-RPC POST to /mcp with key, session and MCP-Protocol-Version
  * (each NULL: none); the answer (new reference, NULL when not JSON) and
  * *st its status. */
@@ -793,6 +849,7 @@ main(int argc, char **argv)
 	RUN_IF(edges);
 	RUN_IF(bridge);
 	RUN_IF(remote);
+	RUN_IF(inspector_cli);
 	RUN_IF(changes);
 	RUN_IF(limits);
 	RUN_IF(groups);
