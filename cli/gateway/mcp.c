@@ -1,7 +1,9 @@
 /*
- * mcp.c - POST /mcp and DELETE /mcp: the JSON-RPC methods of the
- * gateway (initialize, ping, tools/list, tools/call), each answered as
- * one JSON body.
+ * mcp.c - /mcp and /mcp/<group>: POST (the JSON-RPC methods:
+ * initialize, ping, tools/list, tools/call, each answered as one JSON
+ * body; a 2026-07-28 request goes to modern.c), GET (the session's
+ * stream of list changes) and DELETE (the session's end); the tool
+ * groups.
  *
  * DESIGN: the gateway lists what the caller can call now - the tools of
  * every client its key reaches that can run calls (not disabled,
