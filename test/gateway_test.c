@@ -40,7 +40,7 @@ gateway_serve(peer *d)
 	snprintf(
 	        config, sizeof(config),
 	        "{\"mcp\": {\"client_configs\": ["
-	        "{\"name\": \"alpha\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"], \"tool_execution_timeout\": \"3s\"}, "
+	        "{\"name\": \"alpha\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}, "
 	        "{\"name\": \"beta\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"echo\"]}, "
 	        "{\"name\": \"gone\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}, "
 	        "{\"name\": \"hd\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"per_user_headers\", \"per_user_header_keys\": [\"x-api-key\"], \"tools_to_execute\": [\"*\"]}, "
@@ -576,7 +576,7 @@ slow_narrow(void *arg)
 {
 	long *st = arg;
 
-	*st = execute(KEY_NARROW, "slow", "{\"ms\": 2500, \"steps\": 0}",
+	*st = execute(KEY_NARROW, "slow", "{\"ms\": 6000, \"steps\": 0}",
 	              NULL);
 	return (NULL);
 }
@@ -612,7 +612,8 @@ limits(void)
 	CHECK(strstr(out, "is over its limit of 0.01 calls per second") !=
 	      NULL);
 	free(out);
-	/* narrow: one call in flight (a slow one, 2.5 s), the next refused */
+	/* narrow: one call in flight (a slow one, 6 s: the next is sent long
+	 * before it ends), the next refused */
 	static long hung;
 	CHECK(pthread_create(&th, NULL, slow_narrow, &hung) == 0);
 	CHECK(metric_within("mcpkeep_key_calls_in_flight{key=\"narrow\"}", 1,
