@@ -3,6 +3,7 @@
  *   serve.c    options, boot, reload, signals, drain
  *   http.c     the libmicrohttpd server: admission, budgets, lanes
  *   auth.c     who may call: the tokens, virtual keys, a request's caller
+ *   limits.c   each virtual key's limits, every call's accounting
  *   answer.c   a request's headers and query, the answers
  *   routes.c   the one table of method, path, lane, auth and handler
  *   page.c     the status page and its CSP, the probes
