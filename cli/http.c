@@ -74,18 +74,22 @@ typedef struct lane {
 
 static struct {
 	struct MHD_Daemon *mhd;
-	lane               lanes[LANES];
-	pthread_t          workers[LANES][WORKERS];
-	bool               started; /* the workers run */
-	bool               stopping;
-	int                inflight;         /* admitted, not yet answered */
-	uint64_t           requests;         /* answered */
-	uint64_t           busy;             /* refused for a budget */
-	char              *hosts[HOSTS_MAX]; /* Host values accepted */
-	size_t             nhosts;
-	bool               any_ip_host; /* a wildcard listen: IP hosts */
-	char               port[8];
-	char             **origins; /* allowed besides our own */
+	MHD_socket quiesced; /* the listening socket http_quiesce took back
+	                      * (closed after the daemon stopped: its
+	                      * threads may still use it until then) */
+	bool      has_quiesced;
+	lane      lanes[LANES];
+	pthread_t workers[LANES][WORKERS];
+	bool      started; /* the workers run */
+	bool      stopping;
+	int       inflight;         /* admitted, not yet answered */
+	uint64_t  requests;         /* answered */
+	uint64_t  busy;             /* refused for a budget */
+	char     *hosts[HOSTS_MAX]; /* Host values accepted */
+	size_t    nhosts;
+	bool      any_ip_host; /* a wildcard listen: IP hosts */
+	char      port[8];
+	char    **origins; /* allowed besides our own */
 } H;
 
 /* ---- budgets ------------------------------------------------------------ */
@@ -700,8 +704,9 @@ http_quiesce(void)
 {
 	if (H.mhd != NULL) {
 		MHD_socket s = MHD_quiesce_daemon(H.mhd);
-		if (s != MHD_INVALID_SOCKET) {
-			close(s);
+		if (s != MHD_INVALID_SOCKET && !H.has_quiesced) {
+			H.quiesced     = s;
+			H.has_quiesced = true;
 		}
 	}
 }
@@ -741,6 +746,10 @@ http_stop(void)
 	if (H.mhd != NULL) {
 		MHD_stop_daemon(H.mhd);
 		H.mhd = NULL;
+	}
+	if (H.has_quiesced) { /* (libmicrohttpd's to close no more) */
+		close(H.quiesced);
+		H.has_quiesced = false;
 	}
 	conns_stop();
 	for (size_t i = 0; i < H.nhosts; i++) {
