@@ -53,20 +53,32 @@ call_outcome(int rc, const mk_result *res)
 	                : USAGE_REFUSED);
 }
 
+const char *
+call_caller(const req *r)
+{
+	return (r->key != NULL     ? r->key->name
+	                : r->admin ? "(admin)"
+	                           : "(anonymous)");
+}
+
 void
-call_audit(const req *r, const char *client, const char *tool, int outcome,
-           int64_t t0)
+call_audit_as(const char *caller, const char *trace, const char *client,
+              const char *tool, int outcome, int64_t t0)
 {
 	double ms = (double)(mono_ns() - t0) / 1e6;
 
 	mk_log(MK_LOG_INFO, "audit",
 	       "call key=%s client=%.64s tool=%.128s outcome=%s %.1f ms trace=%.55s",
-	       r->key != NULL     ? r->key->name
-	               : r->admin ? "(admin)"
-	                          : "(anonymous)",
-	       client, tool, usage_outcome_name(outcome), ms,
-	       r->trace[0] != NULL ? r->trace[0] : "-");
-	usage_record(r, client, tool, outcome, ms);
+	       caller, client, tool, usage_outcome_name(outcome), ms,
+	       trace != NULL ? trace : "-");
+	usage_record(caller, client, tool, outcome, ms);
+}
+
+void
+call_audit(const req *r, const char *client, const char *tool, int outcome,
+           int64_t t0)
+{
+	call_audit_as(call_caller(r), r->trace[0], client, tool, outcome, t0);
 }
 
 /* A tool call in flight: its request, and what its audit line names. */
@@ -85,7 +97,7 @@ on_tool(void *arg, int rc, mk_result *res)
 	req  *r = c->r;
 
 	call_audit(r, c->client, c->tool, call_outcome(rc, res), c->t0);
-	limits_done(r->key);
+	limits_done(r->key != NULL ? r->key->name : NULL);
 	free(c);
 	if (rc == 0 && res != NULL && res->result != NULL) {
 		json_t *j = json_loads(res->result, 0, NULL);
@@ -160,7 +172,7 @@ route_tool_execute(req *r, const char *id, json_t *body)
 	size_t cl = strlen(client), tl = strlen(tool);
 	call  *cc = malloc(sizeof(*cc) + cl + tl + 2);
 	if (cc == NULL) {
-		limits_done(r->key);
+		limits_done(r->key != NULL ? r->key->name : NULL);
 		answer_error(r, 500, "out of memory");
 		return;
 	}
@@ -185,7 +197,7 @@ route_tool_execute(req *r, const char *id, json_t *body)
 	free(atext);
 	if (rc != 0) {
 		call_audit(r, cc->client, cc->tool, USAGE_REFUSED, cc->t0);
-		limits_done(r->key);
+		limits_done(r->key != NULL ? r->key->name : NULL);
 		free(cc);
 		answer_error(r, status_of(rc),
 		             rc == MK_ENOENT ? "no such MCP client"

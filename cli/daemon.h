@@ -234,12 +234,12 @@ bool http_caller(req *r, keyset **ks);
  * but on a short lock. */
 enum { LIMIT_OK, LIMIT_RATE, LIMIT_INFLIGHT };
 int  limits_take(const vkey *k, int64_t *retry_ms);
-void limits_done(const vkey *k);
+void limits_done(const char *name); /* the key's name, or NULL */
 /* limits_why: the refusal's text for key k (buf) */
 const char *limits_why(const vkey *k, int limit, int64_t retry_ms, char *buf,
                        size_t len);
-/* usage_record counts one call of r's caller (its key's name, or
- * "(admin)", "(anonymous)") to client's tool with its outcome and
+/* usage_record counts one call of caller (call_caller) to client's
+ * tool with its outcome and
  * duration; limits_metrics writes the limits' and the calls' series */
 enum {
 	USAGE_OK,
@@ -249,8 +249,8 @@ enum {
 	USAGE_REFUSED,
 	USAGE_OUTCOMES
 };
-void        usage_record(const req *r, const char *client, const char *tool,
-                         int outcome, double ms);
+void usage_record(const char *caller, const char *client, const char *tool,
+                  int outcome, double ms);
 const char *usage_outcome_name(int outcome);
 void        limits_metrics(FILE *f);
 
@@ -326,6 +326,13 @@ void        route_tool_execute(req *r, const char *id, json_t *body);
 int  call_outcome(int rc, const mk_result *res);
 void call_audit(const req *r, const char *client, const char *tool,
                 int outcome, int64_t t0);
+/* call_caller names r's caller for the audit line and the metrics: its
+ * key's name, "(admin)" or "(anonymous)" (r's memory, or static);
+ * call_audit_as is call_audit of a caller so named and its traceparent
+ * (NULL: none), for a call that outlives its request */
+const char *call_caller(const req *r);
+void call_audit_as(const char *caller, const char *trace, const char *client,
+                   const char *tool, int outcome, int64_t t0);
 
 /* metrics.c */
 void metrics(req *r, const char *id, json_t *body);

@@ -110,16 +110,18 @@ limits_take(const vkey *k, int64_t *retry_ms)
 }
 
 void
-limits_done(const vkey *k)
+limits_done(const char *name)
 {
-	kstate *s;
+	json_t *i;
 
-	if (k == NULL || (k->rate <= 0 && k->inflight <= 0)) {
+	if (name == NULL) {
 		return;
 	}
 	pthread_mutex_lock(&L.mtx);
-	if ((s = kstate_of(k->name)) != NULL && s->inflight > 0) {
-		s->inflight--;
+	/* (only a limited key has a state: one made by limits_take) */
+	if ((i = json_object_get(L.kidx, name)) != NULL &&
+	    L.ks[json_integer_value(i)].inflight > 0) {
+		L.ks[json_integer_value(i)].inflight--;
 	}
 	pthread_mutex_unlock(&L.mtx);
 }
@@ -199,15 +201,12 @@ series_of(const char *key, const char *client, const char *tool)
 }
 
 void
-usage_record(const req *r, const char *client, const char *tool, int outcome,
-             double ms)
+usage_record(const char *key, const char *client, const char *tool,
+             int outcome, double ms)
 {
-	const char *key = r->key != NULL ? r->key->name
-	        : r->admin               ? "(admin)"
-	                                 : "(anonymous)";
-	char        cl[72], tl[72];
-	series     *s;
-	int         b = 0;
+	char    cl[72], tl[72];
+	series *s;
+	int     b = 0;
 
 	label(cl, sizeof(cl), client);
 	label(tl, sizeof(tl), tool);

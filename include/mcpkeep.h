@@ -653,6 +653,13 @@ typedef struct mk_call {
 	 * client at most 1,000): past it a call that needs a new one fails
 	 * with MK_EBUSY until one is used or expires. */
 	const char *requester;
+	/* The progress the server reports while the call runs (its
+	 * notifications/progress), or NULL: called on a runtime thread, in
+	 * order and before the call's answer; it must not block.  total is
+	 * 0 when the server gave none, message NULL when it gave none. */
+	void (*progress)(void *arg, double progress, double total,
+	                 const char *message);
+	void *progress_arg;
 } mk_call;
 
 /*

@@ -586,6 +586,10 @@ prepare(mk_runtime *rt, const mk_call *call, const mk_trace *trace,
 	                      .identity   = (char *)(mode != NULL ? who : NULL),
 	                      .subject    = (char *)call->subject_token,
 	                      .requester  = (char *)call->requester,
+	                      /* (the runtime's own process: a function and
+	                       * its argument travel as numbers) */
+	                      .progress     = (int64_t)(uintptr_t)call->progress,
+	                      .progress_arg = (int64_t)(uintptr_t)call->progress_arg,
         };
 	if (trace != NULL && trace->traceparent != NULL &&
 	    traceparent_ok(trace->traceparent)) {

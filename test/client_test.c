@@ -382,6 +382,62 @@ on_done(void *arg, int rc, mk_result *res)
 	mk_result_free(&res);
 }
 
+/* What a call's progress callback saw. */
+typedef struct seen {
+	int    n;     /* notifications */
+	double last;  /* the last progress */
+	double total; /* its total */
+	bool   order; /* each above the one before */
+} seen;
+
+static void
+on_progress(void *arg, double progress, double total, const char *message)
+{
+	seen *s = arg;
+
+	s->order = s->order && progress > s->last;
+	s->last  = progress;
+	s->total = total;
+	s->n++;
+}
+
+/* mk_call.progress: the server's notifications/progress reach the
+ * caller in order and before the answer, on a sticky client and on a
+ * per-call one. */
+static void
+progress_api(void)
+{
+	sub         sb;
+	mk_runtime *rt      = rt_open(&sb);
+	peer        p       = {0};
+	char       *err     = NULL;
+	const char *names[] = {"pgs", "pgp"};
+
+	start_everything(&p, "streamableHttp", peer_free_port());
+	for (int k = 0; k < 2; k++) {
+		CHECK_EQ(
+		        add(rt, &err,
+		            "{\"name\": \"%s\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": %s, \"tools_to_execute\": [\"*\"]}",
+		            names[k], p.port, k == 0 ? "true" : "false"),
+		        0);
+		seen       s   = {.order = true};
+		mk_result *res = NULL;
+		mk_call    c   = {.client    = names[k],
+		                  .tool      = "trigger-long-running-operation",
+		                  .arguments = "{\"duration\": 0.4, \"steps\": 4}",
+		                  .progress     = on_progress,
+		                  .progress_arg = &s};
+		CHECK_EQ(mk_tool_call(rt, &c, &res), 0);
+		CHECK(strstr(res->result, "Steps: 4") != NULL);
+		mk_result_free(&res);
+		/* every one before the answer, in order */
+		CHECK_EQ(s.n, 4);
+		CHECK(s.order && s.last == 4 && s.total == 4);
+	}
+	rt_close(&rt, &sb);
+	peer_stop(&p);
+}
+
 static void
 make_before_break(void)
 {
@@ -809,6 +865,7 @@ main(void)
 	RUN(sse_transport_lost);
 	RUN(message_normalised);
 	RUN(make_before_break);
+	RUN(progress_api);
 	RUN(disable_during_reconnect);
 	RUN(stale_check_dropped);
 	RUN(known_tools_restored);

@@ -420,6 +420,31 @@ reconnect(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
+/* Progress: a call whose caller sent a progressToken is answered as an
+ * SSE stream - the upstream's notifications/progress, then the result. */
+static void
+progress(void)
+{
+	peer    d = {0};
+	json_t *got, *call;
+
+	gateway_serve(&d);
+	got = sdk_client(
+	        KEY_ALL,
+	        "[{\"name\": \"alpha-slow\", \"arguments\": {\"ms\": 600, \"steps\": 3}, \"progress\": true}, "
+	        "{\"name\": \"alpha-echo\", \"arguments\": {\"message\": \"after\"}, \"progress\": true}]");
+	call = json_array_get(json_object_get(got, "calls"), 0);
+	CHECK(strcmp(text_of(call), "done") == 0);
+	CHECK_EQ(json_integer_value(json_object_get(call, "_progress")), 3);
+	/* (a call without progress of its own: answered on the stream) */
+	call = json_array_get(json_object_get(got, "calls"), 1);
+	CHECK(strcmp(text_of(call), "after") == 0);
+	json_decref(got);
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+	CHECK(peer_said(&d, "call key=all client=alpha tool=slow outcome=ok"));
+}
+
 /* The error code and message of a {status, body} a modern client kept;
  * its status must be want. */
 static const char *
@@ -857,6 +882,7 @@ main(int argc, char **argv)
 	RUN_IF(signin);
 	RUN_IF(modern);
 	RUN_IF(reconnect);
+	RUN_IF(progress);
 	sv_end(&mcp);
 	return (0);
 }

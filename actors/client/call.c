@@ -185,13 +185,24 @@ done_sticky(void *arg, const mcp_error *err, json_t *result)
 	cl_call_finish(cl, c, err, result);
 }
 
+/* The server's progress on call arg: the caller's, as it came. */
+static void
+progress(void *arg, double done, double total, const char *message)
+{
+	cl_call *c = arg;
+
+	c->progress(c->parg, done, total, message);
+}
+
 static void
 run_sticky(client *cl, cl_call *c)
 {
 	mcp_req_opts o = {.timeout_ms  = remaining_ms(c),
 	                  .tool        = cl_tool_named(cl, c->tool),
 	                  .traceparent = c->trace[0],
-	                  .tracestate  = c->trace[1]};
+	                  .tracestate  = c->trace[1],
+	                  .progress    = c->progress != NULL ? progress : NULL,
+	                  .progress_arg = c};
 	mcp_error    e;
 
 	c->on   = cl->live;
@@ -247,7 +258,9 @@ pc_ready(void *arg, mcp_session *s, const mcp_error *err)
 	mcp_req_opts o = {.timeout_ms  = remaining_ms(c),
 	                  .tool        = cl_tool_named(c->cl, c->tool),
 	                  .traceparent = c->trace[0],
-	                  .tracestate  = c->trace[1]};
+	                  .tracestate  = c->trace[1],
+	                  .progress    = c->progress != NULL ? progress : NULL,
+	                  .progress_arg = c};
 	mcp_error    e;
 
 	if (err != NULL) {
@@ -445,8 +458,11 @@ cl_call_start(client *cl, kn_msg *msg)
 	c->identity  = m.identity;
 	c->subject   = m.subject;
 	c->requester = m.requester;
-	c->trace[0]  = m.traceparent;
-	c->trace[1]  = m.tracestate;
+	c->progress  = (void (*)(void *, double, double, const char *))(
+                              uintptr_t)m.progress;
+	c->parg     = (void *)(uintptr_t)m.progress_arg;
+	c->trace[0] = m.traceparent;
+	c->trace[1] = m.tracestate;
 	m.tool = m.mode = m.identity = m.subject = m.requester = NULL;
 	m.traceparent = m.tracestate = NULL;
 	timeout                      = m.timeout_ms;

@@ -42,15 +42,17 @@
  *             metrics str    its counters, JSON text, as MSG_SV_METRICS
  *
  *   MSG_CL_CALL ask: call a tool
- *     tool        str    the tool's name
- *     arguments   str    a JSON object's text ({} when absent)
- *     timeout_ms  int    0: the client's
- *     mode        str    a per-user caller's mode, or absent
- *     identity    str    the caller's identity, or absent
- *     subject     secret the caller's token to exchange, or absent
- *     requester   str    who answers for its sign-ins, or absent
- *     traceparent str    the caller's W3C trace context, or absent
- *     tracestate  str    and its vendor part, or absent
+ *     tool         str    the tool's name
+ *     arguments    str    a JSON object's text ({} when absent)
+ *     timeout_ms   int    0: the client's
+ *     mode         str    a per-user caller's mode, or absent
+ *     identity     str    the caller's identity, or absent
+ *     subject      secret the caller's token to exchange, or absent
+ *     requester    str    who answers for its sign-ins, or absent
+ *     progress     int    the caller's progress function (in-process), 0: none
+ *     progress_arg int    and its argument
+ *     traceparent  str    the caller's W3C trace context, or absent
+ *     tracestate   str    and its vendor part, or absent
  *     ok:     result   str    the tool's result, JSON text
  *             recovery str    after an auth recovery, JSON text {ran, path,
  *                             retry_skipped}
@@ -221,6 +223,9 @@ CODEC_MSG_STRUCT(cl_state_msg, CL_STATE_FIELDS)
 	F(S, STR, identity, "the caller's identity, or absent")               \
 	F(S, SECRET, subject, "the caller's token to exchange, or absent")    \
 	F(S, STR, requester, "who answers for its sign-ins, or absent")       \
+	F(S, INT, progress,                                                   \
+	  "the caller's progress function (in-process), 0: none")             \
+	F(S, INT, progress_arg, "and its argument")                           \
 	F(S, STR, traceparent, "the caller's W3C trace context, or absent")   \
 	F(S, STR, tracestate, "and its vendor part, or absent")
 CODEC_MSG_STRUCT(cl_call_msg, CL_CALL_FIELDS)

@@ -102,16 +102,19 @@ typedef struct cl_waiter {
 
 /* A tool call. */
 typedef struct cl_call {
-	client         *cl;        /* owner */
-	char           *mode;      /* per-user: the caller's identity mode */
-	char           *identity;  /* and identity */
-	char           *subject;   /* token_exchange: its token (secret) */
-	char           *requester; /* who answers for its sign-ins, or NULL */
-	char           *trace[2];  /* traceparent, tracestate, or NULL */
-	char           *cred;      /* per-user: its header lines (secret) */
-	char          **hdrs;      /* config headers + cred lines, or NULL */
-	struct cl_call *unext;     /* waiting for the same identity */
-	char           *auth; /* MK_EAUTH: the mcp_auth_required payload */
+	client *cl;        /* owner */
+	char   *mode;      /* per-user: the caller's identity mode */
+	char   *identity;  /* and identity */
+	char   *subject;   /* token_exchange: its token (secret) */
+	char   *requester; /* who answers for its sign-ins, or NULL */
+	void (*progress)(void *arg, double progress, double total,
+	                 const char *message); /* the caller's, or NULL */
+	void           *parg;                  /* its argument */
+	char           *trace[2]; /* traceparent, tracestate, or NULL */
+	char           *cred;     /* per-user: its header lines (secret) */
+	char          **hdrs;     /* config headers + cred lines, or NULL */
+	struct cl_call *unext;    /* waiting for the same identity */
+	char           *auth;     /* MK_EAUTH: the mcp_auth_required payload */
 	char           *step_scope; /* a step-up for these scopes, or NULL */
 	bool            pc;         /* runs per-call (its own session) */
 	bool            force; /* per-user: ask for a refreshed credential */

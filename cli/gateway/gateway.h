@@ -43,6 +43,9 @@ typedef struct gw_agreed {
  * its id (GW_SID_LEN + 1 bytes).  0, MK_EBUSY (GW_SESSIONS_MAX are open)
  * or MK_ENOMEM.  Any thread. */
 int gw_session_new(const req *r, const gw_agreed *a, char *id);
+/* gw_stream_id makes a random id (GW_SID_LEN + 1 bytes), as a session's:
+ * a streamed answer's.  0 or MK_ENOMEM. */
+int gw_stream_id(char *id);
 /* gw_session_use: whether id is an open session of r's caller (its use
  * noted; *a gets what it agreed); gw_session_end ends it (false: no such
  * session of r's caller). */

@@ -41,27 +41,6 @@ version_known(const char *v)
 	return (false);
 }
 
-void
-gw_result(req *r, json_t *id, json_t *result)
-{
-	if (r->mcp_modern && json_is_object(result)) {
-		/* 2026-07-28: every result says its type and the server */
-		json_object_set_new(result, "resultType",
-		                    json_string("complete"));
-		json_t *meta = json_object_get(result, "_meta");
-		if (!json_is_object(meta)) {
-			json_object_set_new(result, "_meta",
-			                    meta = json_object());
-		}
-		json_object_set_new(meta, GW_META_SERVER,
-		                    json_pack("{s:s, s:s}", "name", "mcpkeep",
-		                              "version", MCPKEEP_VERSION));
-	}
-	answer_json(r, 200,
-	            json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id,
-	                      "result", result));
-}
-
 /* A notification or a response of the caller's: nothing to answer. */
 static void
 accepted(req *r)
@@ -192,17 +171,109 @@ gw_tools_list(req *r, const json_t *group, const char *sid, json_t *id,
 /* ---- calls ---------------------------------------------------------------
  */
 
-/* A call in flight: what its answer and audit line need. */
+/* A call in flight: what its answer and audit line need.  Streamed (its
+ * caller asked for progress), the request is answered with an SSE stream
+ * at once and may be gone before the call ends: the call then keeps
+ * copies of all it needs, and answers on the stream. */
 typedef struct gw_call {
-	req        *r;
-	json_t     *id;
+	req        *r;                   /* NULL once streamed */
+	json_t     *id;                  /* its own copy */
+	json_t     *token;               /* the progressToken, when streamed */
+	char        sid[GW_SID_LEN + 1]; /* the stream's id */
 	char        host[256];  /* the Host it was sent to (a sign-in URL) */
+	char        caller[72]; /* call_caller */
+	char        key[72];    /* its key's name (limits), or "" */
+	char        trace[64];  /* its traceparent, or "" */
 	bool        url_elicit; /* its session takes URL elicitations */
+	bool        modern;     /* a 2026-07-28 request */
 	const char *client;     /* in name */
 	const char *tool;       /* in name */
 	int64_t     t0;
 	char        name[]; /* "<client>\0<tool>" */
 } gw_call;
+
+/* A JSON-RPC result message (result taken). */
+static json_t *
+result_msg(bool modern, json_t *id, json_t *result)
+{
+	if (modern && json_is_object(result)) {
+		/* 2026-07-28: every result says its type and the server */
+		json_object_set_new(result, "resultType",
+		                    json_string("complete"));
+		json_t *meta = json_object_get(result, "_meta");
+		if (!json_is_object(meta)) {
+			json_object_set_new(result, "_meta",
+			                    meta = json_object());
+		}
+		json_object_set_new(meta, GW_META_SERVER,
+		                    json_pack("{s:s, s:s}", "name", "mcpkeep",
+		                              "version", MCPKEEP_VERSION));
+	}
+	return (json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id,
+	                  "result", result));
+}
+
+/* A JSON-RPC error message (data taken, may be NULL). */
+static json_t *
+error_msg(json_t *id, int code, const char *message, json_t *data)
+{
+	json_t *e = json_pack("{s:i, s:s}", "code", code, "message", message);
+
+	if (data != NULL) {
+		json_object_set_new(e, "data", data);
+	}
+	return (json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id,
+	                  "error", e));
+}
+
+void
+gw_result(req *r, json_t *id, json_t *result)
+{
+	answer_json(r, 200, result_msg(r->mcp_modern, id, result));
+}
+
+/* Answers g's call with msg (taken): its response, or the last message
+ * of its stream. */
+static void
+deliver(gw_call *g, json_t *msg)
+{
+	if (g->r != NULL) {
+		answer_json(g->r, 200, msg);
+		return;
+	}
+	char *text = msg != NULL ? json_dumps(msg, JSON_COMPACT) : NULL;
+	if (text != NULL) {
+		(void)events_notify(g->sid, text);
+	}
+	events_end_mcp(g->sid);
+	free(text);
+	json_decref(msg);
+}
+
+/* The server's progress on g's call, on its stream (a runtime thread;
+ * never after the answer). */
+static void
+on_progress(void *arg, double done, double total, const char *message)
+{
+	gw_call *g = arg;
+	json_t  *p = json_pack("{s:O, s:f}", "progressToken", g->token,
+	                       "progress", done);
+	char    *text;
+
+	if (total > 0) {
+		json_object_set_new(p, "total", json_real(total));
+	}
+	if (message != NULL) {
+		json_object_set_new(p, "message", json_string(message));
+	}
+	json_t *n = json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
+	                      "notifications/progress", "params", p);
+	if ((text = n != NULL ? json_dumps(n, JSON_COMPACT) : NULL) != NULL) {
+		(void)events_notify(g->sid, text);
+	}
+	free(text);
+	json_decref(n);
+}
 
 /* A tool result that is an error (MCP: the model sees why). */
 static json_t *
@@ -218,15 +289,15 @@ tool_error(const char *text)
  * result with isError and the URL (the model tells the user), or, to a
  * client that takes URL-mode elicitations, the URLElicitationRequired
  * error (-32042) carrying one: it shows the URL, then calls again. */
-static void
+static json_t *
 sign_in(gw_call *g, const char *auth_required)
 {
-	json_t     *p = json_loads(auth_required, 0, NULL);
+	json_t     *p = json_loads(auth_required, 0, NULL), *m;
 	const char *url =
 	        json_string_value(json_object_get(p, "authorize_url"));
 	const char *sub = json_string_value(json_object_get(p, "submit_url"));
 	const char *eid = json_string_value(json_object_get(p, "session_id"));
-	char        text[600], full[2200];
+	char        text[600], full[2200], both[2900];
 
 	if (url == NULL && sub != NULL) {
 		snprintf(full, sizeof(full), "http://%s%s", g->host, sub);
@@ -240,22 +311,19 @@ sign_in(gw_call *g, const char *auth_required)
 	                       "URL, then call the tool again",
 	         g->client);
 	if (url != NULL && g->url_elicit) {
-		answer_json(
-		        g->r, 200,
-		        json_pack(
-		                "{s:s, s:O, s:{s:i, s:s, s:{s:[{s:s, s:s, s:s, s:s}]}}}",
-		                "jsonrpc", "2.0", "id", g->id, "error", "code",
-		                -32042, "message", text, "data",
-		                "elicitations", "mode", "url", "elicitationId",
-		                eid != NULL ? eid : g->client, "url", url,
-		                "message", text));
+		m = error_msg(g->id, -32042, text,
+		              json_pack("{s:[{s:s, s:s, s:s, s:s}]}",
+		                        "elicitations", "mode", "url",
+		                        "elicitationId",
+		                        eid != NULL ? eid : g->client, "url",
+		                        url, "message", text));
 	} else {
-		char both[2900];
 		snprintf(both, sizeof(both), "%s: %s", text,
 		         url != NULL ? url : "(no URL given)");
-		gw_result(g->r, g->id, tool_error(both));
+		m = result_msg(g->modern, g->id, tool_error(both));
 	}
 	json_decref(p);
+	return (m);
 }
 
 static void
@@ -267,36 +335,41 @@ on_call(void *arg, int rc, mk_result *res)
 	json_t     *out = rc == 0 && res != NULL && res->result != NULL
 	            ? json_loads(res->result, 0, NULL)
 	            : NULL;
+	char        msg[200];
 
-	call_audit(g->r, g->client, g->tool, call_outcome(rc, res), g->t0);
-	limits_done(g->r->key);
+	call_audit_as(g->caller, g->trace[0] != '\0' ? g->trace : NULL,
+	              g->client, g->tool, call_outcome(rc, res), g->t0);
+	limits_done(g->key[0] != '\0' ? g->key : NULL);
 	if (json_is_object(out)) {
-		gw_result(g->r, g->id, out);
+		deliver(g, result_msg(g->modern, g->id, out));
 		out = NULL; /* taken */
 	} else if (rc == MK_EAUTH && res != NULL &&
 	           res->auth_required != NULL) {
-		sign_in(g, res->auth_required);
+		deliver(g, sign_in(g, res->auth_required));
 	} else if (rc == 0 || rc == MK_EUPSTREAM || rc == MK_ETIMEDOUT ||
 	           rc == MK_ECLOSED || rc == MK_EAUTH) {
 		/* the upstream's failure: a result the model can read */
-		gw_result(g->r, g->id,
-		          tool_error(rc == 0 ? "the MCP server's result is "
-		                               "not a JSON object"
-		                             : why));
+		deliver(g,
+		        result_msg(g->modern, g->id,
+		                   tool_error(rc == 0 ? "the MCP server's "
+		                                        "result is not a "
+		                                        "JSON object"
+		                                      : why)));
 	} else if (rc == MK_ENOENT) {
-		char msg[200];
 		snprintf(msg, sizeof(msg),
 		         "Unknown tool: %s-%s (no MCP client %s)", g->client,
 		         g->tool, g->client);
-		answer_rpc_error(g->r, 200, g->id, -32602, msg);
+		deliver(g, error_msg(g->id, -32602, msg, NULL));
 	} else {
 		/* the gateway's refusal: the client's state, a limit */
-		answer_rpc_error(g->r, 200, g->id,
-		                 rc == MK_EINVAL ? -32602 : -32000, why);
+		deliver(g,
+		        error_msg(g->id, rc == MK_EINVAL ? -32602 : -32000,
+		                  why, NULL));
 	}
 	json_decref(out);
 	mk_result_free(&res);
 	json_decref(g->id);
+	json_decref(g->token);
 	free(g);
 }
 
@@ -361,6 +434,13 @@ gw_tools_call(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
 		        limits_why(r->key, limit, retry, why, sizeof(why)));
 		return;
 	}
+	/* a caller that asked for progress (and takes a stream) gets the
+	 * answer as an SSE stream: the progress, then the response */
+	json_t     *token  = json_object_get(json_object_get(params, "_meta"),
+	                                     "progressToken");
+	const char *accept = http_header(r, "Accept");
+	bool stream = (json_is_string(token) || json_is_integer(token)) &&
+	        accept != NULL && strstr(accept, "text/event-stream") != NULL;
 	memcpy(g->name, full, strlen(full) + 1);
 	g->name[cl]   = '\0';
 	g->client     = g->name;
@@ -373,7 +453,13 @@ gw_tools_call(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
 	g->id = json_deep_copy(id); /* (its own: the body is freed
 	                             * by this thread, the copy by
 	                             * the answer's) */
-	g->t0          = mono_ns();
+	g->t0     = mono_ns();
+	g->modern = r->mcp_modern;
+	snprintf(g->caller, sizeof(g->caller), "%s", call_caller(r));
+	snprintf(g->key, sizeof(g->key), "%s",
+	         r->key != NULL ? r->key->name : "");
+	snprintf(g->trace, sizeof(g->trace), "%s",
+	         r->trace[0] != NULL ? r->trace[0] : "");
 	char    *atext = args != NULL ? json_dumps(args, JSON_COMPACT) : NULL;
 	mk_call  c     = {.client    = g->client,
 	                  .tool      = g->tool,
@@ -383,8 +469,27 @@ gw_tools_call(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
                              mode != NULL && mode[0] == 'v' ? who : NULL,
 	                  .session_id = mode != NULL && mode[0] == 's' ? who : NULL,
 	                  .requester  = route_requester(r)};
-	mk_trace t  = {.traceparent = r->trace[0], .tracestate = r->trace[1]};
-	int      rc = mk_tool_call_async_traced(D.rt, &c, &t, on_call, g);
+	mk_trace t = {.traceparent = r->trace[0], .tracestate = r->trace[1]};
+	if (stream) {
+		if (gw_stream_id(g->sid) != 0 ||
+		    events_open_mcp(r, g->sid) != 0) {
+			if (g->sid[0] == '\0') {
+				answer_rpc_error(r, 500, id, -32603,
+				                 "out of memory");
+			}
+			limits_done(g->key[0] != '\0' ? g->key : NULL);
+			json_decref(g->id);
+			free(g);
+			free(atext);
+			return; /* (answered) */
+		}
+		/* r is answered and may go: the call keeps its copies */
+		g->token       = json_deep_copy(token);
+		g->r           = NULL;
+		c.progress     = on_progress;
+		c.progress_arg = g;
+	}
+	int rc = mk_tool_call_async_traced(D.rt, &c, &t, on_call, g);
 	free(atext);
 	if (rc != 0) {
 		on_call(g, rc, NULL);

@@ -60,17 +60,27 @@ idle(const gw_session *s, int64_t now)
 }
 
 int
-gw_session_new(const req *r, const gw_agreed *a, char *id)
+gw_stream_id(char *id)
 {
 	unsigned char raw[GW_SID_LEN / 2];
-	int64_t       now = mono_ns();
-	gw_session   *got = NULL;
 
 	if (RAND_bytes(raw, sizeof(raw)) != 1) {
 		return (MK_ENOMEM);
 	}
 	for (size_t i = 0; i < sizeof(raw); i++) {
 		snprintf(id + 2 * i, 3, "%02x", raw[i]);
+	}
+	return (0);
+}
+
+int
+gw_session_new(const req *r, const gw_agreed *a, char *id)
+{
+	int64_t     now = mono_ns();
+	gw_session *got = NULL;
+
+	if (gw_stream_id(id) != 0) {
+		return (MK_ENOMEM);
 	}
 	pthread_mutex_lock(&S.mtx);
 	for (int i = 0; i < GW_SESSIONS_MAX && got == NULL; i++) {

@@ -132,8 +132,14 @@ try {
 			continue;
 		}
 		try {
-			const res = await client.callTool(c);
-			out.calls.push(res);
+			// {"progress": true}: the call asks for progress (the SDK
+			// sends a progressToken); the result gets "_progress", the
+			// notifications counted
+			let seen = 0;
+			const { progress, ...params } = c;
+			const res = await client.callTool(params, undefined,
+				progress ? { onprogress: () => { seen++; } } : {});
+			out.calls.push(progress ? { ...res, _progress: seen } : res);
 			lastUrl = res.content?.[0]?.text?.match(/https?:\/\/\S+/)?.[0];
 		} catch (e) {
 			out.calls.push({ error: e.message, code: e.code, data: e.data });
