@@ -67,15 +67,36 @@ gateway_serve(peer *d)
 	       NULL);
 }
 
+/* A driver's end: waits for c to exit by itself, then reads what it
+ * wrote to out (JSON; new reference).  fatal_ok: a {"fatal"} is taken
+ * too, else it fails the test, as a failed exit does. */
+static json_t *
+driver_result(peer *c, const char *out, bool fatal_ok)
+{
+	json_t *got;
+
+	CHECK(peer_wait_exit(c, WAIT_MS));
+	peer_stop(c);
+	got = json_load_file(out, 0, NULL);
+	CHECK(got != NULL);
+	if (!fatal_ok && json_object_get(got, "fatal") != NULL) {
+		fprintf(stderr, "%s: %s\n", out,
+		        json_string_value(json_object_get(got, "fatal")));
+		CHECK(0);
+	}
+	CHECK(fatal_ok ||
+	      (WIFEXITED(c->status) && WEXITSTATUS(c->status) == 0));
+	return (got);
+}
+
 /* Runs gwclient.mjs against the daemon's /mcp with key and calls (JSON
  * text); its findings (new reference). */
 static json_t *
 sdk_client_at(const char *path, const char *key, const char *calls,
               const char *bridge, bool fatal_ok)
 {
-	char    js[512], url[128], out[512];
-	peer    c = {0};
-	json_t *got;
+	char js[512], url[128], out[512];
+	peer c = {0};
 
 	snprintf(js, sizeof(js), "%s/gwclient.mjs", peer_dir());
 	snprintf(url, sizeof(url), "%s%s", sv_base, path);
@@ -83,20 +104,7 @@ sdk_client_at(const char *path, const char *key, const char *calls,
 	const char *argv[] = {"node", js, url, key, calls, out, bridge, NULL};
 	CHECK_EQ(peer_start(&c, argv, NULL, "gwclient done ([0-9]+)", WAIT_MS),
 	         0);
-	CHECK(peer_wait_exit(&c, WAIT_MS));
-	peer_stop(&c);
-	got = json_load_file(out, 0, NULL);
-	CHECK(got != NULL);
-	if (fatal_ok) {
-		return (got);
-	}
-	if (json_object_get(got, "fatal") != NULL) {
-		fprintf(stderr, "gwclient: %s\n",
-		        json_string_value(json_object_get(got, "fatal")));
-		CHECK(0);
-	}
-	CHECK(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0);
-	return (got);
+	return (driver_result(&c, out, fatal_ok));
 }
 
 static json_t *
@@ -251,18 +259,7 @@ bridge(void)
 	CHECK(json_is_true(json_object_get(got, "ended")));
 	json_decref(got);
 	/* without a key: the daemon's 401 is the initialize's answer */
-	char js[512], url[128], out[512];
-	peer c = {0};
-	snprintf(js, sizeof(js), "%s/gwclient.mjs", peer_dir());
-	snprintf(url, sizeof(url), "%s/mcp", sv_base);
-	snprintf(out, sizeof(out), "%s/gwclient.json", sv_dir);
-	const char *argv[] = {
-	        "node", js, url, "-", "[]", out, getenv("MK_MCPKEEP"), NULL};
-	CHECK_EQ(peer_start(&c, argv, NULL, "gwclient done ([0-9]+)", WAIT_MS),
-	         0);
-	CHECK(peer_wait_exit(&c, WAIT_MS));
-	peer_stop(&c);
-	got = json_load_file(out, 0, NULL);
+	got = sdk_client_at("/mcp", "-", "[]", getenv("MK_MCPKEEP"), true);
 	CHECK(strstr(json_string_value(json_object_get(got, "fatal")),
 	             "/mcp needs a virtual key") != NULL);
 	json_decref(got);
@@ -293,12 +290,8 @@ changes(void)
 	expect("POST", "/api/mcp/client/beta/disable", NULL, ADMIN, 200, NULL);
 	expect("POST", "/api/mcp/client/alpha/disable", NULL, ADMIN, 200,
 	       NULL);
-	CHECK(peer_wait_exit(&c, WAIT_MS));
-	peer_stop(&c);
-	CHECK(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0);
-	got = json_load_file(out, 0, NULL);
-	CHECK(got != NULL && json_object_get(got, "fatal") == NULL);
-	ch = json_object_get(got, "changes");
+	got = driver_result(&c, out, false);
+	ch  = json_object_get(got, "changes");
 	CHECK(json_array_size(ch) >= 1);
 	CHECK_EQ(json_array_size(json_array_get(ch, json_array_size(ch) - 1)),
 	         0);
@@ -479,16 +472,8 @@ modern(void)
 	         0);
 	expect("POST", "/api/mcp/client/alpha/disable", NULL, ADMIN, 200,
 	       NULL);
-	CHECK(peer_wait_exit(&c, WAIT_MS));
-	peer_stop(&c);
-	got = json_load_file(out, 0, NULL);
-	CHECK(got != NULL);
-	if (json_object_get(got, "fatal") != NULL) {
-		fprintf(stderr, "modern_client: %s\n",
-		        json_string_value(json_object_get(got, "fatal")));
-		CHECK(0);
-	}
-	x = json_object_get(json_object_get(got, "discover"), "result");
+	got = driver_result(&c, out, false);
+	x   = json_object_get(json_object_get(got, "discover"), "result");
 	CHECK(strcmp(json_string_value(json_object_get(x, "resultType")),
 	             "complete") == 0);
 	CHECK(holds(json_object_get(x, "supportedVersions"), "2026-07-28"));
@@ -717,11 +702,7 @@ inspector(const char *key, const char *args)
 	CHECK_EQ(peer_start(&c, argv, NULL, "inspector done ([0-9]+) 0",
 	                    WAIT_MS),
 	         0);
-	CHECK(peer_wait_exit(&c, WAIT_MS));
-	peer_stop(&c);
-	json_t *got = json_load_file(out, 0, NULL);
-	CHECK(got != NULL);
-	return (got);
+	return (driver_result(&c, out, false));
 }
 
 /* The inspector's CLI mode: tools/list and tools/call through /mcp. */
