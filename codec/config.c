@@ -227,6 +227,7 @@ static const char *known_keys[] = {"name",
                                    "is_ping_available",
                                    "tool_sync_interval",
                                    "tool_execution_timeout",
+                                   "max_concurrent_calls",
                                    "disabled",
                                    NULL};
 
@@ -491,6 +492,16 @@ parse_client(cfg_pctx *x, cfg_client *c, json_t *o)
 		return (cfg_bad(
 		        x, "tool_execution_timeout",
 		        "must be a positive duration (e.g. \"30s\") or seconds"));
+	}
+	if ((v = json_object_get(o, "max_concurrent_calls")) != NULL) {
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > CFG_MAX_CALLS_MAX) {
+			return (cfg_bad(x, "max_concurrent_calls",
+			                "must be an integer from 0 (no limit) "
+			                "to %d",
+			                CFG_MAX_CALLS_MAX));
+		}
+		c->max_calls = (unsigned)json_integer_value(v);
 	}
 	/* Credential sections: known keys, strings resolved (env.), scopes
 	 * a string array; what they mean is the credential actor's. */

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define CFG_MAX_CALLS_MAX   100000           /* max_concurrent_calls at most */
 #define CFG_SYNC_DEFAULT_MS (10 * 60 * 1000) /* tool_sync_interval */
 #define CFG_EXEC_DEFAULT_MS (30 * 1000)      /* tool_execution_timeout */
 #define CFG_ERR_MAX         512
@@ -60,11 +61,14 @@ typedef struct cfg_client {
 	bool     ping;      /* is_ping_available, default true */
 	int64_t  sync_ms;   /* tool_sync_interval; 0: the global one */
 	int64_t  exec_ms;   /* tool_execution_timeout; 0: the global one */
-	bool     disabled;  /* disabled */
-	json_t  *oauth;     /* oauth_config, resolved (secrets!), or NULL */
-	json_t  *exchange;  /* token_exchange, resolved (secrets!), or NULL */
-	json_t  *raw;       /* the object as given (env. refs kept) */
-	json_t  *literal;   /* its literal mask (above), or NULL */
+	unsigned max_calls; /* max_concurrent_calls: calls in flight at
+	                     * once (more wait within their deadline); 0:
+	                     * no limit */
+	bool    disabled;   /* disabled */
+	json_t *oauth;      /* oauth_config, resolved (secrets!), or NULL */
+	json_t *exchange;   /* token_exchange, resolved (secrets!), or NULL */
+	json_t *raw;        /* the object as given (env. refs kept) */
+	json_t *literal;    /* its literal mask (above), or NULL */
 } cfg_client;
 
 /* The key that carries the literal mask in a stored config. */

@@ -712,7 +712,9 @@ typedef struct mk_result {
  * Returns MK_OK, MK_EHANDLE, MK_EINVAL, MK_ENOENT (no such client),
  * MK_ESTATE (disabled, needs_reauth, pending), MK_ETIMEDOUT, MK_EUPSTREAM,
  * MK_EAUTH, MK_EBUSY (a per-user caller without a credential while its
- * client already has 1,000 callers' authorizations pending).
+ * client already has 1,000 callers' authorizations pending; or the
+ * client's max_concurrent_calls: the call found 1,000 waiting for a
+ * slot, or its deadline passed while it waited).
  */
 MK_API int mk_tool_call(mk_runtime *rt, const mk_call *call, mk_result **res);
 

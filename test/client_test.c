@@ -482,6 +482,114 @@ make_before_break(void)
 	peer_stop(&p);
 }
 
+/* max_concurrent_calls: the upstream never runs more than the limit at
+ * once; the others wait their turn and succeed; one whose deadline
+ * passes while it waits is refused naming the limit; sticky and
+ * per-call alike. */
+typedef struct capped {
+	pthread_mutex_t mtx;
+	pthread_cond_t  cv;
+	int             done, ok;
+} capped;
+
+static void
+on_capped(void *arg, int rc, mk_result *res)
+{
+	capped *b = arg;
+
+	pthread_mutex_lock(&b->mtx);
+	b->done++;
+	b->ok += rc == 0 && strstr(res->result, "done") != NULL;
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mtx);
+	mk_result_free(&res);
+}
+
+static void
+max_concurrent_calls(void)
+{
+	sub         sb;
+	mk_runtime *rt = rt_open(&sb);
+	peer        p  = {0};
+	char        js2[512], *err = NULL, *t, name[16];
+	const char *argv[] = {"node", js2, "http", "--port", "0", NULL};
+	int         rc;
+
+	snprintf(js2, sizeof(js2), "%s/inject.mjs", peer_dir());
+	CHECK_EQ(peer_start(&p, argv, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+	for (int k = 0; k < 2; k++) {
+		capped  b = {PTHREAD_MUTEX_INITIALIZER,
+		             PTHREAD_COND_INITIALIZER, 0, 0};
+		mk_call c = {.client    = name,
+		             .tool      = "slow",
+		             .arguments = "{\"ms\": 400, \"steps\": 0}"};
+		snprintf(name, sizeof(name), "cap%d", k);
+		CHECK_EQ(
+		        add(rt, &err,
+		            "{\"name\": \"%s\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": %s, \"tools_to_execute\": [\"*\"], \"max_concurrent_calls\": 2}",
+		            name, p.port, k == 0 ? "true" : "false"),
+		        0);
+		for (int i = 0; i < 6; i++) {
+			CHECK_EQ(mk_tool_call_async(rt, &c, on_capped, &b), 0);
+		}
+		pthread_mutex_lock(&b.mtx);
+		while (b.done < 6) {
+			pthread_cond_wait(&b.cv, &b.mtx);
+		}
+		pthread_mutex_unlock(&b.mtx);
+		CHECK_EQ(b.ok, 6);
+		/* (the counter is the server's, over both clients) */
+		CHECK_EQ(admin(p.port, "/admin/counters", NULL, "slow_most"),
+		         2);
+		/* two hang in the slots: a third waits out its deadline */
+		mk_call h = {
+		        .client = name, .tool = "hang", .timeout_ms = 3000};
+		b.done = b.ok = 0;
+		CHECK_EQ(mk_tool_call_async(rt, &h, on_capped, &b), 0);
+		CHECK_EQ(mk_tool_call_async(rt, &h, on_capped, &b), 0);
+		mk_result *res = NULL;
+		mk_call    e   = {.client     = name,
+		                  .tool       = "echo",
+		                  .arguments  = "{\"message\": \"late\"}",
+		                  .timeout_ms = 300};
+		CHECK_EQ(mk_tool_call(rt, &e, &res), MK_EBUSY);
+		snprintf(
+		        js2, sizeof(js2),
+		        "MCP client %s is at max_concurrent_calls (2 calls in "
+		        "flight): the call waited ",
+		        name);
+		CHECK(strncmp(res->error, js2, strlen(js2)) == 0);
+		CHECK(strstr(res->error, "; try again later") != NULL);
+		mk_result_free(&res);
+		pthread_mutex_lock(&b.mtx);
+		while (b.done < 2) {
+			pthread_cond_wait(&b.cv, &b.mtx);
+		}
+		pthread_mutex_unlock(&b.mtx);
+		/* the slots are free again */
+		t = call_text(rt, name, "echo", "{\"message\": \"again\"}",
+		              &rc);
+		CHECK_EQ(rc, 0);
+		CHECK(strstr(t, "again") != NULL);
+		free(t);
+		/* the refusal is counted (/metrics) */
+		char   *m = NULL;
+		json_t *j;
+		CHECK_EQ(mk_client_metrics_json(rt, name, &m), 0);
+		CHECK((j = json_loads(m, 0, NULL)) != NULL);
+		CHECK_EQ(json_integer_value(json_object_get(
+		                 json_object_get(j, "calls"), "refused")),
+		         1);
+		json_decref(j);
+		mk_free(m);
+		snprintf(js2, sizeof(js2), "%s/inject.mjs", peer_dir());
+	}
+	rt_close(&rt, &sb);
+	peer_stop(&p);
+}
+
 typedef struct recon {
 	mk_runtime *rt;     /* the runtime */
 	const char *client; /* whom to reconnect */
@@ -866,6 +974,7 @@ main(void)
 	RUN(message_normalised);
 	RUN(make_before_break);
 	RUN(progress_api);
+	RUN(max_concurrent_calls);
 	RUN(disable_during_reconnect);
 	RUN(stale_check_dropped);
 	RUN(known_tools_restored);

@@ -64,6 +64,8 @@ errors_name_the_field(void)
 	        "environment variable MK_CONFIG_TEST_NOPE is not set");
 	refused("{\"mcp\": {\"client_configs\": [{\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\"}, {\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\"}]}}",
 	        "client \"a\": the name is used twice");
+	refused("{\"mcp\": {\"client_configs\": [{\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\", \"max_concurrent_calls\": -1}]}}",
+	        "client \"a\": field \"max_concurrent_calls\": must be an integer from 0 (no limit) to 100000");
 	refused("{\"server\": {\"stream_public\": \"yes\"}}",
 	        "field \"server.stream_public\": must be true or false");
 	refused("{\"server\": {\"allowed_origins\": \"https://a\"}}",

@@ -114,6 +114,7 @@ cl_fini(kn_actor *self, void *state)
 	client *cl = state;
 
 	cl_check_abort(cl);
+	cl_call_drop_held(cl, "MCP client is shutting down", true);
 	cl_call_run_queued(cl, "MCP client is shutting down");
 	cl_input_end_all(cl); /* answered while their sessions are open */
 	cl_conn_close_all(cl);
@@ -241,6 +242,7 @@ do_disable(client *cl)
 		cl_check_abort(cl);
 		cl_conn_close_all(cl);
 		cl_call_run_queued(cl, "MCP client was disabled");
+		cl_call_drop_held(cl, "MCP client was disabled", false);
 		client_set_state(cl, CS_DISABLED);
 		client_loop_release(cl); /* no fds while disabled */
 	}
@@ -306,6 +308,7 @@ apply_intervals(client *cl)
 {
 	cl_era_intervals(cl); /* sync_ms */
 	cl->exec_ms = cl->cfg->exec_ms ? cl->cfg->exec_ms : cl->def_exec_ms;
+	cl_call_kick(cl); /* max_concurrent_calls may have risen */
 }
 
 static const char *const immutable[] = {

@@ -20,6 +20,10 @@
 static void
 call_free(cl_call *c)
 {
+	if (c->slotted) {
+		c->cl->slots--;
+		cl_call_kick(c->cl); /* the next waiting call's turn */
+	}
 	free(c->tool);
 	json_decref(c->args);
 	free(c->mode);
@@ -437,6 +441,153 @@ allowed(const cfg_client *cfg, const char *tool)
 	return (false);
 }
 
+/* ---- max_concurrent_calls ---------------------------------------------
+ *
+ * A client with max_concurrent_calls runs at most that many calls at
+ * once (each holds a slot from admission to its answer, its recovery
+ * and retries included); the others wait in order, each within its own
+ * deadline, CL_HELD_MAX at most.  A call that finds the queue full, or
+ * whose deadline passes in it, is refused with MK_EBUSY naming the
+ * limit.  The upstream never sees more than the limit. */
+
+/* Runs c now: it holds a slot. */
+static void
+admit(client *cl, cl_call *c)
+{
+	c->slotted = true;
+	cl->slots++;
+	if (!cl->cfg->sticky) {
+		run_per_call(cl, c);
+	} else if (cl_conn_usable(cl)) {
+		run_sticky(cl, c);
+	} else {
+		c->next    = cl->queued; /* wait for a connection */
+		cl->queued = c;
+		cl_dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
+	}
+}
+
+/* Takes c out of the calls waiting for a slot. */
+static void
+unhold(client *cl, cl_call *c)
+{
+	cl_call **pp = &cl->held, *prev = NULL;
+
+	while (*pp != NULL && *pp != c) {
+		prev = *pp;
+		pp   = &(*pp)->next;
+	}
+	if (*pp == NULL) {
+		return;
+	}
+	*pp = c->next;
+	if (cl->held_tail == c) {
+		cl->held_tail = prev;
+	}
+	c->next = NULL;
+	cl->nheld--;
+	if (c->htimer != 0) {
+		kn_timer_cancel(cl->self, c->htimer);
+		c->htimer = 0;
+	}
+}
+
+/* Refuses a call that cannot wait for a slot (MK_EBUSY, or status). */
+static void
+refuse_held(client *cl, cl_call *c, int status, const char *why)
+{
+	cl_cm_call(cl, c, CM_REFUSED);
+	kn_reply_why(cl->self, c->corr, status, "%s", why);
+	call_free(c);
+}
+
+static void
+held_expired(kn_actor *self, void *arg)
+{
+	cl_call *c  = arg;
+	client  *cl = c->cl;
+	char     why[300];
+
+	c->htimer = 0;
+	unhold(cl, c);
+	snprintf(
+	        why, sizeof(why),
+	        "MCP client %s is at max_concurrent_calls (%u calls in "
+	        "flight): the call waited %lld ms for a slot; try again later",
+	        cl->cfg->name, cl->cfg->max_calls,
+	        (long long)((kn_now_ns() - c->t0) / KN_NS_PER_MS));
+	refuse_held(cl, c, MK_EBUSY, why);
+}
+
+/* c waits for a slot, within its deadline. */
+static void
+hold(client *cl, cl_call *c)
+{
+	char why[300];
+
+	if (cl->nheld >= CL_HELD_MAX || cl->held_off) {
+		snprintf(why, sizeof(why),
+		         "MCP client %s is at max_concurrent_calls (%u calls "
+		         "in flight, %u waiting); try again later",
+		         cl->cfg->name, cl->cfg->max_calls, cl->nheld);
+		refuse_held(cl, c, MK_EBUSY, why);
+		return;
+	}
+	if ((c->htimer = kn_timer_add(cl->self, remaining_ms(c), held_expired,
+	                              c)) == 0) {
+		refuse_held(cl, c, MK_ENOMEM, "out of memory");
+		return;
+	}
+	if (cl->held_tail != NULL) {
+		cl->held_tail->next = c;
+	} else {
+		cl->held = c;
+	}
+	cl->held_tail = c;
+	cl->nheld++;
+}
+
+static void
+admit_tick(kn_actor *self, void *arg)
+{
+	client  *cl = arg;
+	cl_call *c;
+
+	cl->kick = 0;
+	while ((c = cl->held) != NULL && !cl->held_off &&
+	       (cl->cfg->max_calls == 0 || cl->slots < cl->cfg->max_calls)) {
+		unhold(cl, c);
+		admit(cl, c);
+	}
+}
+
+void
+cl_call_kick(client *cl)
+{
+	/* from a timer, not here: a slot frees inside a call's end */
+	if (cl->held != NULL && cl->kick == 0 && !cl->held_off) {
+		cl->kick = kn_timer_add(cl->self, 0, admit_tick, cl);
+	}
+}
+
+void
+cl_call_drop_held(client *cl, const char *why, bool off)
+{
+	cl_call *c;
+
+	if (off) {
+		cl->held_off = true;
+		if (cl->kick != 0) {
+			kn_timer_cancel(cl->self, cl->kick);
+			cl->kick = 0;
+		}
+	}
+	while ((c = cl->held) != NULL) {
+		unhold(cl, c);
+		refuse_held(cl, c, MK_ESTATE, why);
+	}
+}
+
 void
 cl_call_start(client *cl, kn_msg *msg)
 {
@@ -504,14 +655,11 @@ cl_call_start(client *cl, kn_msg *msg)
 		timeout = cl->exec_ms;
 	}
 	c->deadline = kn_now_ns() + timeout * KN_NS_PER_MS;
-	if (!cl->cfg->sticky) {
-		run_per_call(cl, c);
-	} else if (cl_conn_usable(cl)) {
-		run_sticky(cl, c);
+	if (cl->cfg->max_calls != 0 &&
+	    (cl->slots >= cl->cfg->max_calls || cl->held != NULL)) {
+		hold(cl, c); /* (in order: none jumps the queue) */
 	} else {
-		c->next    = cl->queued; /* wait for a connection */
-		cl->queued = c;
-		cl_dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
+		admit(cl, c);
 	}
 	return;
 

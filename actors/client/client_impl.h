@@ -142,7 +142,13 @@ typedef struct cl_call {
 	struct cl_call *pprev;
 	bool            done; /* call_finish ran: a callback fired while
 	                       * it frees the session sees it over */
+	bool     slotted;     /* holds one of max_concurrent_calls' slots */
+	uint64_t htimer;      /* waiting for a slot: its deadline's timer */
 } cl_call;
+
+/* Calls waiting for a slot of max_concurrent_calls, at most this many
+ * per client (more are refused at once, MK_EBUSY). */
+#define CL_HELD_MAX 1000
 
 /* A server's request waiting for the host (input.c). */
 #define CL_INPUTS_MAX 32 /* per client; more are refused at once */
@@ -246,6 +252,12 @@ struct client {
 	char           version[16]; /* its protocol version, "" unknown */
 	int64_t        ttl_ms;      /* the tool list's ttlMs, 0 none */
 	char      listed_hash[TOOLS_HASH_HEX]; /* of the last list as sent */
+	unsigned  slots; /* calls holding a slot (max_concurrent_calls) */
+	cl_call  *held;  /* calls waiting for one, oldest first */
+	cl_call  *held_tail;
+	unsigned  nheld;     /* how many */
+	uint64_t  kick;      /* the timer that admits them, 0: none */
+	bool      held_off;  /* closing: no more admissions */
 	cl_input *inputs;    /* server requests waiting for the host */
 	unsigned  ninputs;   /* how many */
 	uint64_t  input_seq; /* numbers them */
@@ -409,6 +421,12 @@ void cl_call_reopen(client *cl, cl_call *c);
 void cl_call_auth_required(client *cl, cl_call *c, const char *err);
 void cl_call_rerun(client *cl, cl_call *c);
 void cl_call_run_queued(client *cl, const char *failure);
+/* answers every call waiting for a slot with MK_ESTATE, why (the client
+ * is disabled, needs reauthorization, or closes: off stops admissions
+ * for good); cl_call_kick admits waiting calls into free slots soon (the
+ * limit may have risen) */
+void cl_call_drop_held(client *cl, const char *why, bool off);
+void cl_call_kick(client *cl);
 /* ends every per-call call still running (the client is closing) */
 void cl_call_end_all(client *cl, const char *why);
 

@@ -167,6 +167,7 @@ client_reauth(client *cl, const char *message)
 	cl_check_abort(cl);
 	cl_conn_close_all(cl);
 	cl_call_run_queued(cl, "the MCP client needs reauthorization");
+	cl_call_drop_held(cl, "the MCP client needs reauthorization", false);
 	set_cred(cl, NULL);
 	(void)client_failure(cl, "credential", message);
 	(void)client_state_enter(cl, CS_REAUTH, CL_BY_CRED);

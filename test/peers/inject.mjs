@@ -21,7 +21,9 @@
 //                                     later pings wait, then fail with
 //                                     that HTTP status ({} turns it off);
 //                                     counters pings_seen / pings_done
-//                                     count the pings it held
+//                                     count the pings it held;
+//                                     slow_running / slow_most: `slow`
+//                                     calls running now / at most at once
 //          POST /admin/describe       {"description": text}: echo's
 //                                     description, in every session and
 //                                     for new ones (the tool list changes)
@@ -137,6 +139,17 @@ function makeServer() {
 		},
 	}, async ({ ms, steps }, extra) => {
 		const token = extra._meta?.progressToken;
+		counters.slow_running = (counters.slow_running ?? 0) + 1;
+		counters.slow_most = Math.max(counters.slow_most ?? 0,
+			counters.slow_running);
+		try {
+			return await slowly(ms, steps, token, extra);
+		} finally {
+			counters.slow_running--;
+		}
+	});
+
+	async function slowly(ms, steps, token, extra) {
 		for (let i = 1; i <= steps; i++) {
 			await new Promise((r) => setTimeout(r, ms / steps));
 			if (extra.signal.aborted) {
@@ -153,7 +166,7 @@ function makeServer() {
 			await new Promise((r) => setTimeout(r, ms));
 		}
 		return text('done');
-	});
+	}
 
 	s.registerTool('hang', {
 		description: 'Never answers',
