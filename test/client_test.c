@@ -358,6 +358,7 @@ typedef struct batch {
 	pthread_mutex_t mtx;
 	pthread_cond_t  cv;
 	int             done, ok, bad;
+	const char     *want; /* a good result holds it; NULL: "completed" */
 } batch;
 
 static void
@@ -368,7 +369,8 @@ on_done(void *arg, int rc, mk_result *res)
 	pthread_mutex_lock(&b->mtx);
 	b->done++;
 	if (rc == 0 && res != NULL && res->result != NULL &&
-	    strstr(res->result, "completed") != NULL) {
+	    strstr(res->result, b->want != NULL ? b->want : "completed") !=
+	            NULL) {
 		b->ok++;
 	} else {
 		b->bad++;
@@ -442,16 +444,20 @@ static void
 make_before_break(void)
 {
 	sub         sb;
-	mk_runtime *rt = rt_open(&sb);
-	peer        p  = {0};
-	batch   b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0,
-	             0};
-	mk_call c = {.client    = "mbb",
-	             .tool      = "trigger-long-running-operation",
-	             .arguments = "{\"duration\": 1, \"steps\": 1}"};
-	char   *err = NULL;
-	json_t *v;
-	int     gen;
+	mk_runtime *rt  = rt_open(&sb);
+	peer        p   = {0};
+	batch       b   = {PTHREAD_MUTEX_INITIALIZER,
+	                   PTHREAD_COND_INITIALIZER,
+	                   0,
+	                   0,
+	                   0,
+	                   NULL};
+	mk_call     c   = {.client    = "mbb",
+	                   .tool      = "trigger-long-running-operation",
+	                   .arguments = "{\"duration\": 1, \"steps\": 1}"};
+	char       *err = NULL;
+	json_t     *v;
+	int         gen;
 
 	start_everything(&p, "streamableHttp", peer_free_port());
 	CHECK_EQ(
@@ -486,25 +492,6 @@ make_before_break(void)
  * once; the others wait their turn and succeed; one whose deadline
  * passes while it waits is refused naming the limit; sticky and
  * per-call alike. */
-typedef struct capped {
-	pthread_mutex_t mtx;
-	pthread_cond_t  cv;
-	int             done, ok;
-} capped;
-
-static void
-on_capped(void *arg, int rc, mk_result *res)
-{
-	capped *b = arg;
-
-	pthread_mutex_lock(&b->mtx);
-	b->done++;
-	b->ok += rc == 0 && strstr(res->result, "done") != NULL;
-	pthread_cond_broadcast(&b->cv);
-	pthread_mutex_unlock(&b->mtx);
-	mk_result_free(&res);
-}
-
 static void
 max_concurrent_calls(void)
 {
@@ -520,8 +507,12 @@ max_concurrent_calls(void)
 	                    WAIT_MS),
 	         0);
 	for (int k = 0; k < 2; k++) {
-		capped  b = {PTHREAD_MUTEX_INITIALIZER,
-		             PTHREAD_COND_INITIALIZER, 0, 0};
+		batch   b = {PTHREAD_MUTEX_INITIALIZER,
+		             PTHREAD_COND_INITIALIZER,
+		             0,
+		             0,
+		             0,
+		             "done"};
 		mk_call c = {.client    = name,
 		             .tool      = "slow",
 		             .arguments = "{\"ms\": 400, \"steps\": 0}"};
@@ -532,7 +523,7 @@ max_concurrent_calls(void)
 		            name, p.port, k == 0 ? "true" : "false"),
 		        0);
 		for (int i = 0; i < 6; i++) {
-			CHECK_EQ(mk_tool_call_async(rt, &c, on_capped, &b), 0);
+			CHECK_EQ(mk_tool_call_async(rt, &c, on_done, &b), 0);
 		}
 		pthread_mutex_lock(&b.mtx);
 		while (b.done < 6) {
@@ -546,9 +537,9 @@ max_concurrent_calls(void)
 		/* two hang in the slots: a third waits out its deadline */
 		mk_call h = {
 		        .client = name, .tool = "hang", .timeout_ms = 3000};
-		b.done = b.ok = 0;
-		CHECK_EQ(mk_tool_call_async(rt, &h, on_capped, &b), 0);
-		CHECK_EQ(mk_tool_call_async(rt, &h, on_capped, &b), 0);
+		b.done = b.ok = b.bad = 0;
+		CHECK_EQ(mk_tool_call_async(rt, &h, on_done, &b), 0);
+		CHECK_EQ(mk_tool_call_async(rt, &h, on_done, &b), 0);
 		mk_result *res = NULL;
 		mk_call    e   = {.client     = name,
 		                  .tool       = "echo",
