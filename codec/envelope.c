@@ -69,6 +69,7 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_SV_METRICS]  = "sv_metrics",
 	[MSG_CL_INPUT]    = "cl_input",
 	[MSG_CL_INPUTS]   = "cl_inputs",
+	[MSG_CL_CANCEL]   = "cl_cancel",
 };
 /* clang-format on */
 

@@ -82,6 +82,7 @@ typedef enum codec_msg_type {
 	MSG_PS_LEASE,  /* ask: a token's refresh lease (a shared store) */
 	MSG_CR_ROW_CHANGED, /* tell (cluster): another node wrote a token */
 	MSG_CR_RESYNC,      /* tell (cluster): rows may have changed unseen */
+	MSG_CL_CANCEL,      /* tell: give up on a call (its ticket) */
 	MSG_COUNT           /* one past the last type; not a type */
 } codec_msg_type;
 

@@ -755,6 +755,25 @@ MK_API int mk_tool_call_async_traced(mk_runtime *rt, const mk_call *call,
                                      const mk_trace *trace, mk_done_fn fn,
                                      void *arg);
 
+/*
+ * mk_tool_call_start is mk_tool_call_async_traced that names the call:
+ * *ticket (never 0; may be NULL) is what mk_tool_call_cancel takes.
+ *
+ * mk_tool_call_cancel gives up on the call ticket of client (its name or
+ * client_id, as in the call): a call the server has is cancelled there
+ * (notifications/cancelled with reason, or "by the caller"); one not
+ * sent yet - waiting for a slot, a connection, a credential - never is.
+ * Its fn runs once as always: with MK_ECLOSED and error_kind
+ * "cancelled", or with its answer when that came first.  The tool may
+ * have run (a server may finish before it hears).  Any thread; returns
+ * MK_OK (asked), MK_ENOENT (no such client), MK_EINVAL, MK_EHANDLE.
+ */
+MK_API int mk_tool_call_start(mk_runtime *rt, const mk_call *call,
+                              const mk_trace *trace, mk_done_fn fn, void *arg,
+                              uint64_t *ticket);
+MK_API int mk_tool_call_cancel(mk_runtime *rt, const char *client,
+                               uint64_t ticket, const char *reason);
+
 /* mk_result_free frees *res and nulls it; safe with NULL. */
 MK_API void mk_result_free(mk_result **res);
 

@@ -662,16 +662,27 @@ int
 mk_tool_call_async_traced(mk_runtime *rt, const mk_call *call,
                           const mk_trace *trace, mk_done_fn fn, void *arg)
 {
-	async_call *ac;
-	kn_actor   *a;
-	cl_call_msg m;
-	int         timeout, rv;
+	return (mk_tool_call_start(rt, call, trace, fn, arg, NULL));
+}
+
+int
+mk_tool_call_start(mk_runtime *rt, const mk_call *call, const mk_trace *trace,
+                   mk_done_fn fn, void *arg, uint64_t *ticket)
+{
+	static _Atomic uint64_t tickets;
+	async_call             *ac;
+	kn_actor               *a;
+	cl_call_msg             m;
+	int                     timeout, rv;
 
 	if (fn == NULL) {
 		return (MK_EINVAL);
 	}
 	if ((rv = prepare(rt, call, trace, &a, &m, &timeout)) != 0) {
 		return (rv);
+	}
+	if (ticket != NULL) {
+		*ticket = m.ticket = (int64_t)++tickets; /* (never 0) */
 	}
 	if ((ac = malloc(sizeof(*ac))) == NULL) {
 		kn_actor_release(&a);
@@ -685,6 +696,31 @@ mk_tool_call_async_traced(mk_runtime *rt, const mk_call *call,
 	if (rv != 0) {
 		free(ac);
 	}
+	return (rv);
+}
+
+int
+mk_tool_call_cancel(mk_runtime *rt, const char *client, uint64_t ticket,
+                    const char *reason)
+{
+	char          name[160];
+	kn_actor     *a;
+	cl_cancel_msg m = {.ticket = (int64_t)ticket,
+	                   .reason = (char *)reason};
+	int           rv;
+
+	if (!rt_valid(rt)) {
+		return (MK_EHANDLE);
+	}
+	if (client == NULL || ticket == 0) {
+		return (MK_EINVAL);
+	}
+	snprintf(name, sizeof(name), CLIENT_PREFIX "%s", client);
+	if (kn_lookup(rt->kernel, name, &a) != 0) {
+		return (MK_ENOENT);
+	}
+	rv = kn_tell_msg(a, NULL, MSG_CL_CANCEL, CODEC_OF(cl_cancel_msg, &m));
+	kn_actor_release(&a);
 	return (rv);
 }
 

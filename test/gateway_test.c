@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 
 #include "peer.h"
+#include "rtutil.h"
 #include "svutil.h"
 #include "testutil.h"
 
@@ -505,15 +506,15 @@ modern(void)
 	x = json_object_get(json_object_get(got, "ack"), "params");
 	CHECK(json_is_true(json_object_get(json_object_get(x, "notifications"),
 	                                   "toolsListChanged")));
-	json_t *sub =
+	json_t *subid =
 	        json_object_get(json_object_get(x, "_meta"),
 	                        "io.modelcontextprotocol/subscriptionId");
-	CHECK(sub != NULL);
+	CHECK(subid != NULL);
 	x = json_object_get(json_object_get(got, "changed"), "params");
 	CHECK(json_equal(
 	        json_object_get(json_object_get(x, "_meta"),
 	                        "io.modelcontextprotocol/subscriptionId"),
-	        sub));
+	        subid));
 	json_decref(got);
 	peer_stop(&d);
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
@@ -848,6 +849,36 @@ edges(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
+/* Cancellation: the SDK's client gives up on a call at its first
+ * progress (notifications/cancelled); the upstream's `slow` hears it
+ * and stops, and the session goes on. */
+static void
+cancel(void)
+{
+	peer    d = {0};
+	json_t *got, *calls;
+
+	gateway_serve(&d);
+	long before =
+	        admin(mcp.port, "/admin/counters", NULL, "slow_cancelled");
+	got = sdk_client(
+	        KEY_ALL,
+	        "[{\"name\": \"alpha-slow\", \"arguments\": {\"ms\": 20000, \"steps\": 200}, \"cancel_on_progress\": true}, "
+	        "{\"name\": \"alpha-echo\", \"arguments\": {\"message\": \"after\"}}]");
+	calls = json_object_get(got, "calls");
+	CHECK(strstr(json_string_value(json_object_get(
+	                     json_array_get(calls, 0), "error")),
+	             "the user gave up") != NULL);
+	CHECK(strcmp(text_of(json_array_get(calls, 1)), "after") == 0);
+	json_decref(got);
+	/* the upstream's call stopped: it heard the cancellation */
+	wait_counter(mcp.port, "slow_cancelled",
+	             (before > 0 ? before : 0) + 1);
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+	CHECK(peer_said(&d, "client=alpha tool=slow outcome=upstream_error"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -864,6 +895,7 @@ main(int argc, char **argv)
 	RUN_IF(modern);
 	RUN_IF(reconnect);
 	RUN_IF(progress);
+	RUN_IF(cancel);
 	sv_end(&mcp);
 	return (0);
 }

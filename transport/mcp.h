@@ -194,7 +194,9 @@ int mcp_respond(mcp_session *s, uint64_t token, json_t *result, int code,
                 const char *message);
 
 /* mcp_cancel gives up on request id: sends notifications/cancelled and
- * calls its fn with MCP_E_CANCELLED now.  0 or MK_ENOENT. */
+ * calls its fn with MCP_E_CANCELLED now (fn may free the session: s is
+ * not to be used after, unless the caller knows it was not).  0 or
+ * MK_ENOENT. */
 int mcp_cancel(mcp_session *s, int64_t id, const char *reason);
 
 /* Accessors. */

@@ -259,5 +259,6 @@ mcp_cancel(mcp_session *s, int64_t id, const char *reason)
 	                      session_method_of(p->kind),
 	                      reason != NULL ? reason : "by the client"),
 	        NULL);
+	session_finish_upcall(s); /* its callback may have freed s */
 	return (0);
 }

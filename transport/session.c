@@ -245,8 +245,6 @@ ticker_next(void *arg)
 	return (best);
 }
 
-static void finish_upcall(mcp_session *s);
-
 static void
 expire_due(mcp_session *s, int64_t now)
 {
@@ -296,7 +294,7 @@ ticker_expire(void *arg, int64_t now)
 		modern_listen(s);
 	}
 	s->depth--;
-	finish_upcall(s);
+	session_finish_upcall(s);
 }
 
 /* ---- incoming --------------------------------------------------------- */
@@ -481,7 +479,7 @@ up_message(void *arg, json_t *raw)
 		break;
 	}
 	s->depth--;
-	finish_upcall(s);
+	session_finish_upcall(s);
 }
 
 static void
@@ -521,7 +519,7 @@ up_failed(void *arg, int64_t id, const mcp_error *err)
 		session_complete(s, p, err, NULL);
 	}
 	s->depth--;
-	finish_upcall(s);
+	session_finish_upcall(s);
 }
 
 static void
@@ -532,7 +530,7 @@ up_lost(void *arg, const mcp_error *err)
 	s->depth++;
 	session_fail(s, err);
 	s->depth--;
-	finish_upcall(s);
+	session_finish_upcall(s);
 }
 
 static void
@@ -583,7 +581,7 @@ up_opened(void *arg, const mcp_error *err)
 	}
 out:
 	s->depth--;
-	finish_upcall(s);
+	session_finish_upcall(s);
 }
 
 void
@@ -642,9 +640,8 @@ session_destroy(mcp_session *s)
 	free(s);
 }
 
-/* After an upcall: a free requested inside it happens now. */
-static void
-finish_upcall(mcp_session *s)
+void
+session_finish_upcall(mcp_session *s)
 {
 	if (s->depth == 0 && s->doomed) {
 		session_destroy(s);
@@ -751,5 +748,5 @@ mcp_session_free(mcp_session **sp)
 		s->conn->ops->close(s->conn);
 		s->conn = NULL;
 	}
-	finish_upcall(s);
+	session_finish_upcall(s);
 }

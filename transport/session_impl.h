@@ -126,6 +126,10 @@ void session_send_notification(mcp_session *s, const char *method,
  * table; it is entered again for the next page, or completed. */
 void session_on_page(mcp_session *s, pend *p, json_t *result);
 
+/* session_finish_upcall: after an upcall, a free requested inside it
+ * (mcp_session_free from a callback) happens now. */
+void session_finish_upcall(mcp_session *s);
+
 /* session_ready: the session is READY; tells the owner. */
 void session_ready(mcp_session *s);
 

@@ -136,6 +136,7 @@ cl_fini(kn_actor *self, void *state)
 	}
 	cfg_client_free(&cl->cfg);
 	cl_waker_fini(&cl->wk);
+	idmap_fini(&cl->tickets); /* (every call was answered above) */
 	free(cl);
 }
 
@@ -589,6 +590,9 @@ cl_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case MSG_CL_INPUTS:
 		cl_input_list(cl, msg);
+		return (0);
+	case MSG_CL_CANCEL:
+		cl_call_cancel(cl, msg);
 		return (0);
 	default:
 		assert(!"client: unexpected message");

@@ -24,6 +24,10 @@ call_free(cl_call *c)
 		c->cl->slots--;
 		cl_call_kick(c->cl); /* the next waiting call's turn */
 	}
+	if (c->ticket != 0) {
+		(void)idmap_del(&c->cl->tickets, c->ticket);
+	}
+	free(c->cancelled);
 	free(c->tool);
 	json_decref(c->args);
 	free(c->mode);
@@ -104,6 +108,14 @@ remaining_ms(const cl_call *c)
 	return (left < 1 ? 1 : left > INT32_MAX ? INT32_MAX : (int)left);
 }
 
+/* The error of a call its caller gave up on (into e). */
+static const mcp_error *
+cancelled(const cl_call *c, mcp_error *e)
+{
+	return (mcp_error_set(e, MCP_E_CANCELLED, "tools/call cancelled: %s",
+	                      c->cancelled));
+}
+
 static void
 pc_unlink(client *cl, cl_call *c)
 {
@@ -172,9 +184,14 @@ done_sticky(void *arg, const mcp_error *err, json_t *result)
 	cl_call *c  = arg;
 	client  *cl = c->cl;
 
+	c->rid = 0;
 	cl->calls--;
 	cl_conn_call_done(cl, c->on);
 	c->on = NULL;
+	if (c->cancelled != NULL) {
+		cl_call_finish(cl, c, err, result); /* nothing to retry */
+		return;
+	}
 	if (reissue(cl, c, err)) {
 		cl_call_rerun(cl, c);
 		return;
@@ -209,6 +226,10 @@ run_sticky(client *cl, cl_call *c)
 	                  .progress_arg = c};
 	mcp_error    e;
 
+	if (c->cancelled != NULL) { /* given up before it was sent */
+		cl_call_finish(cl, c, cancelled(c, &e), NULL);
+		return;
+	}
 	c->on   = cl->live;
 	c->gen  = c->on->gen;
 	c->sent = true;
@@ -218,7 +239,7 @@ run_sticky(client *cl, cl_call *c)
 		tp_loop_set_maxconnects(cl->loop, (long)cl->maxconn);
 	}
 	if (mcp_call_tool(c->on->s, c->tool, c->args, &o, done_sticky, c,
-	                  NULL) != 0) {
+	                  &c->rid) != 0) {
 		done_sticky(c,
 		            mcp_error_set(&e, MCP_E_LOCAL,
 		                          "cannot send tools/call"),
@@ -237,7 +258,8 @@ done_per_call(void *arg, const mcp_error *err, json_t *result)
 	if (c->done) {
 		return; /* ended while its session was freed */
 	}
-	if (err != NULL) {
+	c->rid = 0;
+	if (err != NULL && c->cancelled == NULL) {
 		/* done with this session either way (a retry opens a fresh
 		 * one, maybe before recover_per_call returns) */
 		mcp_session_free(&c->s);
@@ -273,9 +295,13 @@ pc_ready(void *arg, mcp_session *s, const mcp_error *err)
 		return;
 	}
 	cl_era_learn(c->cl, s);
+	if (c->cancelled != NULL) { /* given up before it was sent */
+		done_per_call(c, cancelled(c, &e), NULL);
+		return;
+	}
 	c->sent = true;
-	if (mcp_call_tool(s, c->tool, c->args, &o, done_per_call, c, NULL) !=
-	    0) {
+	if (mcp_call_tool(s, c->tool, c->args, &o, done_per_call, c,
+	                  &c->rid) != 0) {
 		done_per_call(c,
 		              mcp_error_set(&e, MCP_E_LOCAL,
 		                            "cannot send tools/call"),
@@ -611,9 +637,10 @@ cl_call_start(client *cl, kn_msg *msg)
 	c->requester = m.requester;
 	c->progress  = (void (*)(void *, double, double, const char *))(
                               uintptr_t)m.progress;
-	c->parg     = (void *)(uintptr_t)m.progress_arg;
-	c->trace[0] = m.traceparent;
-	c->trace[1] = m.tracestate;
+	c->parg         = (void *)(uintptr_t)m.progress_arg;
+	c->trace[0]     = m.traceparent;
+	c->trace[1]     = m.tracestate;
+	uint64_t ticket = (uint64_t)m.ticket;
 	m.tool = m.mode = m.identity = m.subject = m.requester = NULL;
 	m.traceparent = m.tracestate = NULL;
 	timeout                      = m.timeout_ms;
@@ -655,6 +682,14 @@ cl_call_start(client *cl, kn_msg *msg)
 		timeout = cl->exec_ms;
 	}
 	c->deadline = kn_now_ns() + timeout * KN_NS_PER_MS;
+	if (ticket != 0) {
+		if (idmap_put(&cl->tickets, ticket, c) != 0) {
+			kn_reply_why(cl->self, corr, MK_ENOMEM,
+			             "out of memory");
+			goto refuse;
+		}
+		c->ticket = ticket;
+	}
 	if (cl->cfg->max_calls != 0 &&
 	    (cl->slots >= cl->cfg->max_calls || cl->held != NULL)) {
 		hold(cl, c); /* (in order: none jumps the queue) */
@@ -697,4 +732,57 @@ cl_call_run_queued(client *cl, const char *failure)
 		}
 		call_free(c);
 	}
+}
+
+/* ---- cancellation -------------------------------------------------------
+ */
+
+/* Takes c out of the calls waiting for a connection: true if it was. */
+static bool
+unqueue(client *cl, cl_call *c)
+{
+	for (cl_call **pp = &cl->queued; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			return (true);
+		}
+	}
+	return (false);
+}
+
+void
+cl_call_cancel(client *cl, kn_msg *msg)
+{
+	cl_cancel_msg m;
+	cl_call      *c;
+	mcp_error     e;
+
+	if (cl_cancel_msg_unpack(msg->env.payload, msg->env.payload_len, &m) !=
+	            0 ||
+	    (c = idmap_get(&cl->tickets, (uint64_t)m.ticket)) == NULL ||
+	    c->cancelled != NULL || c->done ||
+	    (c->cancelled = strdup(
+	             m.reason != NULL ? m.reason : "by the caller")) == NULL) {
+		cl_cancel_msg_clear(&m);
+		return; /* answered already (or never known) */
+	}
+	cl_cancel_msg_clear(&m);
+	KN_DEBUG("client", "%s: %s cancelled by its caller", cl->cfg->name,
+	         c->tool);
+	if (c->htimer != 0) {
+		unhold(cl, c); /* waiting for a slot */
+		cl_call_finish(cl, c, cancelled(c, &e), NULL);
+	} else if (unqueue(cl, c)) {
+		cl_call_finish(cl, c, cancelled(c, &e), NULL);
+	} else if (c->rid != 0) {
+		/* out: the server is told; its callback answers the call */
+		mcp_session *s = c->pc  ? c->s
+		        : c->on != NULL ? c->on->s
+		                        : NULL;
+		if (s != NULL) {
+			(void)mcp_cancel(s, c->rid, c->cancelled);
+		}
+	}
+	/* else on its way (a credential, a session, a recovery): it is
+	 * answered where it would be sent */
 }

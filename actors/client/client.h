@@ -53,6 +53,7 @@
  *     progress_arg int    and its argument
  *     traceparent  str    the caller's W3C trace context, or absent
  *     tracestate   str    and its vendor part, or absent
+ *     ticket       int    the caller's name for it (MSG_CL_CANCEL), 0: none
  *     ok:     result   str    the tool's result, JSON text
  *             recovery str    after an auth recovery, JSON text {ran, path,
  *                             retry_skipped}
@@ -112,6 +113,12 @@
  *     {}
  *     ok:     json str    JSON array text: {request_id, method, params,
  *                         expires_in_ms} each
+ *
+ *   MSG_CL_CANCEL tell: give up on a call: the server is told
+ *                       (notifications/cancelled), the caller answered
+ *                       "cancelled"
+ *     ticket int    the call's ticket
+ *     reason str    why, for the server's notifications/cancelled
  * </msgdoc>
  *
  * MSG_CL_UPDATE: an API patch (file false) has its top-level fields
@@ -227,8 +234,14 @@ CODEC_MSG_STRUCT(cl_state_msg, CL_STATE_FIELDS)
 	  "the caller's progress function (in-process), 0: none")             \
 	F(S, INT, progress_arg, "and its argument")                           \
 	F(S, STR, traceparent, "the caller's W3C trace context, or absent")   \
-	F(S, STR, tracestate, "and its vendor part, or absent")
+	F(S, STR, tracestate, "and its vendor part, or absent")               \
+	F(S, INT, ticket, "the caller's name for it (MSG_CL_CANCEL), 0: none")
 CODEC_MSG_STRUCT(cl_call_msg, CL_CALL_FIELDS)
+
+#define CL_CANCEL_FIELDS(F, S)                                                \
+	F(S, INT, ticket, "the call's ticket")                                \
+	F(S, STR, reason, "why, for the server's notifications/cancelled")
+CODEC_MSG_STRUCT(cl_cancel_msg, CL_CANCEL_FIELDS)
 
 #define CL_RESULT_FIELDS(F, S)                                                \
 	F(S, STR, result, "the tool's result, JSON text")                     \

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 
 #include "actors/client/client.h"
+#include "codec/idmap.h"
 #include "codec/names.h"
 #include "codec/strmap.h"
 #include "persist/hash.h"
@@ -142,6 +143,9 @@ typedef struct cl_call {
 	struct cl_call *pprev;
 	bool            done; /* call_finish ran: a callback fired while
 	                       * it frees the session sees it over */
+	uint64_t ticket;      /* the caller's name for it, 0: none */
+	int64_t  rid;         /* its tools/call's request id while out, 0 */
+	char    *cancelled;   /* the caller gave up: why (sent no more) */
 	bool     slotted;     /* holds one of max_concurrent_calls' slots */
 	uint64_t htimer;      /* waiting for a slot: its deadline's timer */
 } cl_call;
@@ -252,8 +256,9 @@ struct client {
 	char           version[16]; /* its protocol version, "" unknown */
 	int64_t        ttl_ms;      /* the tool list's ttlMs, 0 none */
 	char      listed_hash[TOOLS_HASH_HEX]; /* of the last list as sent */
-	unsigned  slots; /* calls holding a slot (max_concurrent_calls) */
-	cl_call  *held;  /* calls waiting for one, oldest first */
+	idmap     tickets; /* ticket -> its call (cl_call), to cancel */
+	unsigned  slots;   /* calls holding a slot (max_concurrent_calls) */
+	cl_call  *held;    /* calls waiting for one, oldest first */
 	cl_call  *held_tail;
 	unsigned  nheld;     /* how many */
 	uint64_t  kick;      /* the timer that admits them, 0: none */
@@ -427,6 +432,10 @@ void cl_call_run_queued(client *cl, const char *failure);
  * limit may have risen) */
 void cl_call_drop_held(client *cl, const char *why, bool off);
 void cl_call_kick(client *cl);
+/* MSG_CL_CANCEL: the call with the ticket is given up - its request
+ * cancelled at the server, or, not sent yet, never sent - and answered
+ * MCP_E_CANCELLED; an unknown ticket (answered already) is nothing */
+void cl_call_cancel(client *cl, kn_msg *msg);
 /* ends every per-call call still running (the client is closing) */
 void cl_call_end_all(client *cl, const char *why);
 

@@ -18,6 +18,7 @@ CODEC_MSG_FIELDS(cl_cred_msg, CL_CRED_FIELDS);
 CODEC_MSG_FIELDS(cl_input_msg, CL_INPUT_FIELDS);
 CODEC_MSG_FIELDS(cl_inputs_msg, CL_INPUTS_FIELDS);
 CODEC_MSG_FIELDS(cl_input_event, CL_INPUT_EVENT_FIELDS);
+CODEC_MSG_FIELDS(cl_cancel_msg, CL_CANCEL_FIELDS);
 
 #define NONE (&codec_no_fields)
 
@@ -47,5 +48,7 @@ const codec_msgdef client_msgs[] = {
          "the host's answer to a server's request (input.c)"},
         {CODEC_MSG(MSG_CL_INPUTS), "ask", NONE, &cl_inputs_msg_fields, NULL,
          "the server requests waiting for the host"},
+        {CODEC_MSG(MSG_CL_CANCEL), "tell", &cl_cancel_msg_fields, NULL, NULL,
+         "give up on a call: the server is told (notifications/cancelled), the caller answered \"cancelled\""},
 };
 const size_t client_msgs_n = sizeof(client_msgs) / sizeof(client_msgs[0]);

@@ -171,6 +171,105 @@ gw_tools_list(req *r, const json_t *group, const char *sid, json_t *id,
 /* ---- calls ---------------------------------------------------------------
  */
 
+/* A session's call in flight, as its notifications/cancelled names it
+ * (the session and the request id): which call of the runtime to give
+ * up on.  Held by the call (until its answer) and by its start (until
+ * the runtime named it), whichever ends last frees it. */
+typedef struct gw_flight {
+	struct gw_flight *next;
+	char              sid[GW_SID_LEN + 1];
+	char              client[65];
+	uint64_t          ticket; /* 0 until the runtime named the call */
+	int               refs;
+	bool              linked;
+	char              id[]; /* the request id, as compact JSON */
+} gw_flight;
+
+static struct {
+	pthread_mutex_t mtx;
+	gw_flight      *head;
+} F = {.mtx = PTHREAD_MUTEX_INITIALIZER};
+
+static gw_flight *
+flight_new(const char *sid, const json_t *id, const char *client)
+{
+	char      *text = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
+	gw_flight *f =
+	        text != NULL ? calloc(1, sizeof(*f) + strlen(text) + 1) : NULL;
+
+	if (f != NULL) {
+		snprintf(f->sid, sizeof(f->sid), "%s", sid);
+		snprintf(f->client, sizeof(f->client), "%s", client);
+		memcpy(f->id, text, strlen(text) + 1);
+		f->refs   = 2;
+		f->linked = true;
+		pthread_mutex_lock(&F.mtx);
+		f->next = F.head;
+		F.head  = f;
+		pthread_mutex_unlock(&F.mtx);
+	}
+	free(text);
+	return (f);
+}
+
+/* One holder lets go of f (the call's: done, it is unlinked; the
+ * start's: ticket names it). */
+static void
+flight_drop(gw_flight *f, bool done, uint64_t ticket)
+{
+	if (f == NULL) {
+		return;
+	}
+	pthread_mutex_lock(&F.mtx);
+	if (!done) {
+		f->ticket = ticket;
+	} else if (f->linked) {
+		gw_flight **pp = &F.head;
+		while (*pp != f) {
+			pp = &(*pp)->next;
+		}
+		*pp       = f->next;
+		f->linked = false;
+	}
+	bool last = --f->refs == 0;
+	pthread_mutex_unlock(&F.mtx);
+	if (last) {
+		free(f);
+	}
+}
+
+/* notifications/cancelled of session sid: its call requestId is given
+ * up (the upstream told); an answered or unknown one is nothing. */
+static void
+cancel(const char *sid, json_t *params)
+{
+	json_t     *rid = json_object_get(params, "requestId");
+	const char *why = json_string_value(json_object_get(params, "reason"));
+	char       *text, client[65] = "";
+	uint64_t    ticket = 0;
+
+	if ((!json_is_string(rid) && !json_is_integer(rid)) ||
+	    (text = json_dumps(rid, JSON_COMPACT | JSON_ENCODE_ANY)) == NULL) {
+		return;
+	}
+	pthread_mutex_lock(&F.mtx);
+	for (gw_flight *f = F.head; f != NULL; f = f->next) {
+		if (f->ticket != 0 && strcmp(f->sid, sid) == 0 &&
+		    strcmp(f->id, text) == 0) {
+			memcpy(client, f->client, sizeof(client));
+			ticket = f->ticket;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&F.mtx);
+	free(text);
+	if (ticket != 0) {
+		(void)mk_tool_call_cancel(
+		        D.rt, client, ticket,
+		        why != NULL ? why : "cancelled by the MCP client");
+	}
+}
+
 /* A call in flight: what its answer and audit line need.  Streamed (its
  * caller asked for progress), the request is answered with an SSE stream
  * at once and may be gone before the call ends: the call then keeps
@@ -186,6 +285,7 @@ typedef struct gw_call {
 	char        trace[64];  /* its traceparent, or "" */
 	bool        url_elicit; /* its session takes URL elicitations */
 	bool        modern;     /* a 2026-07-28 request */
+	gw_flight  *flight;     /* its session may cancel it, or NULL */
 	const char *client;     /* in name */
 	const char *tool;       /* in name */
 	int64_t     t0;
@@ -337,10 +437,16 @@ on_call(void *arg, int rc, mk_result *res)
 	            : NULL;
 	char        msg[200];
 
+	flight_drop(g->flight, true, 0);
 	call_audit_as(g->caller, g->trace[0] != '\0' ? g->trace : NULL,
 	              g->client, g->tool, call_outcome(rc, res), g->t0);
 	limits_done(g->key[0] != '\0' ? g->key : NULL);
-	if (json_is_object(out)) {
+	if (rc == MK_ECLOSED && res != NULL && res->error_kind != NULL &&
+	    strcmp(res->error_kind, "cancelled") == 0) {
+		/* its caller gave up: nobody reads this */
+		deliver(g,
+		        error_msg(g->id, -32800, "Request cancelled", NULL));
+	} else if (json_is_object(out)) {
 		deliver(g, result_msg(g->modern, g->id, out));
 		out = NULL; /* taken */
 	} else if (rc == MK_EAUTH && res != NULL &&
@@ -489,11 +595,17 @@ gw_tools_call(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
 		c.progress     = on_progress;
 		c.progress_arg = g;
 	}
-	int rc = mk_tool_call_async_traced(D.rt, &c, &t, on_call, g);
+	const char *sid = http_header(r, "Mcp-Session-Id");
+	gw_flight  *fl = g->flight = sid != NULL && !g->modern
+	         ? flight_new(sid, id, g->client)
+	         : NULL;
+	uint64_t    ticket         = 0;
+	int         rc = mk_tool_call_start(D.rt, &c, &t, on_call, g, &ticket);
 	free(atext);
 	if (rc != 0) {
-		on_call(g, rc, NULL);
+		on_call(g, rc, NULL); /* (drops the call's hold) */
 	}
+	flight_drop(fl, false, ticket); /* (g may be gone: fl is not) */
 }
 
 /* ---- the endpoint --------------------------------------------------------
@@ -657,6 +769,9 @@ dispatch(req *r, const json_t *group, json_t *body)
 		return;
 	}
 	if (id == NULL) {
+		if (strcmp(method, "notifications/cancelled") == 0) {
+			cancel(sid, params);
+		}
 		accepted(r); /* a notification */
 	} else if (strcmp(method, "ping") == 0) {
 		gw_result(r, id, json_object());

@@ -28,6 +28,9 @@
 // VALUES (with KEY as X-MCP-Virtual-Key) to the URL the last call named
 // (its -32042 error's elicitation, or the URL in its result's text) and
 // records {"submitted": status}.
+// A call {"cancel_on_progress": true, ...} is aborted at its first
+// progress notification (the SDK sends notifications/cancelled); its
+// entry is the error.
 // Then prints "gwclient done 1" (a line a test waits for) and exits, 0
 // or (fatal) 1.
 import { writeFileSync } from 'node:fs';
@@ -135,10 +138,17 @@ try {
 			// {"progress": true}: the call asks for progress (the SDK
 			// sends a progressToken); the result gets "_progress", the
 			// notifications counted
+			// {"cancel_on_progress": true}: the call is given up (the SDK
+			// sends notifications/cancelled) at its first progress
 			let seen = 0;
-			const { progress, ...params } = c;
+			const { progress, cancel_on_progress: cop, ...params } = c;
+			const ac = new AbortController();
 			const res = await client.callTool(params, undefined,
-				progress ? { onprogress: () => { seen++; } } : {});
+				cop ? {
+					signal: ac.signal,
+					onprogress: () => ac.abort('the user gave up'),
+				}
+				: progress ? { onprogress: () => { seen++; } } : {});
 			out.calls.push(progress ? { ...res, _progress: seen } : res);
 			lastUrl = res.content?.[0]?.text?.match(/https?:\/\/\S+/)?.[0];
 		} catch (e) {

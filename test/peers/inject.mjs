@@ -23,7 +23,10 @@
 //                                     counters pings_seen / pings_done
 //                                     count the pings it held;
 //                                     slow_running / slow_most: `slow`
-//                                     calls running now / at most at once
+//                                     calls running now / at most at
+//                                     once; slow_cancelled: those that
+//                                     stopped when their request was
+//                                     cancelled
 //          POST /admin/describe       {"description": text}: echo's
 //                                     description, in every session and
 //                                     for new ones (the tool list changes)
@@ -153,6 +156,8 @@ function makeServer() {
 		for (let i = 1; i <= steps; i++) {
 			await new Promise((r) => setTimeout(r, ms / steps));
 			if (extra.signal.aborted) {
+				counters.slow_cancelled =
+					(counters.slow_cancelled ?? 0) + 1;
 				break;
 			}
 			if (token !== undefined) {
