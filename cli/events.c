@@ -430,6 +430,7 @@ events_close(req *r)
 	pthread_mutex_unlock(&E.mtx);
 	if (s->session[0] != '\0') {
 		gw_session_stream(s->session, false);
+		gw_stream_gone(s->session);
 	}
 	json_decref(s->clients);
 	free(s->buf);

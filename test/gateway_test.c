@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "peer.h"
 #include "rtutil.h"
@@ -872,8 +873,27 @@ cancel(void)
 	CHECK(strcmp(text_of(json_array_get(calls, 1)), "after") == 0);
 	json_decref(got);
 	/* the upstream's call stopped: it heard the cancellation */
-	wait_counter(mcp.port, "slow_cancelled",
-	             (before > 0 ? before : 0) + 1);
+	before = before > 0 ? before : 0;
+	wait_counter(mcp.port, "slow_cancelled", before + 1);
+
+	/* a streamed call whose caller closes the stream: given up too */
+	char        body[512], req[1400], *seen = NULL;
+	const char *host = strstr(sv_base, "://") + 3;
+	int         fd;
+	snprintf(
+	        body, sizeof(body),
+	        "{\"jsonrpc\": \"2.0\", \"id\": 9, \"method\": \"tools/call\", \"params\": {\"name\": \"alpha-slow\", \"arguments\": {\"ms\": 20000, \"steps\": 200}, \"_meta\": {\"progressToken\": 99, \"io.modelcontextprotocol/protocolVersion\": \"2026-07-28\", \"io.modelcontextprotocol/clientCapabilities\": {}}}}");
+	snprintf(
+	        req, sizeof(req),
+	        "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer " KEY_ALL
+	        "\r\nMcp-Name: alpha-slow\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s",
+	        host, strlen(body), body);
+	CHECK((fd = sv_raw(req)) >= 0);
+	CHECK(sv_until(fd, ": open", WAIT_MS, &seen)); /* streamed */
+	free(seen);
+	wait_counter(mcp.port, "slow_running", 1); /* the upstream runs it */
+	close(fd);
+	wait_counter(mcp.port, "slow_cancelled", before + 2);
 	peer_stop(&d);
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 	CHECK(peer_said(&d, "client=alpha tool=slow outcome=upstream_error"));

@@ -87,6 +87,10 @@ void gw_tools_list(req *r, const json_t *group, const char *sid, json_t *id,
                    json_t *params);
 void gw_tools_call(req *r, const json_t *group, const gw_agreed *agreed,
                    json_t *id, json_t *params);
+/* gw_stream_gone: an SSE stream of the gateway's (events.c) closed; a
+ * call still answering on it (a streamed tools/call whose caller went)
+ * is given up, the upstream told.  Any thread. */
+void gw_stream_gone(const char *stream);
 /* modern.c: a 2026-07-28 request (its _meta names a version past
  * 2025-11-25), answered */
 void gw_modern(req *r, const json_t *group, json_t *body);

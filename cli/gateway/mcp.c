@@ -171,13 +171,16 @@ gw_tools_list(req *r, const json_t *group, const char *sid, json_t *id,
 /* ---- calls ---------------------------------------------------------------
  */
 
-/* A session's call in flight, as its notifications/cancelled names it
- * (the session and the request id): which call of the runtime to give
- * up on.  Held by the call (until its answer) and by its start (until
- * the runtime named it), whichever ends last frees it. */
+/* A call in flight, as its caller may give it up - the session's
+ * notifications/cancelled names it (the session and the request id),
+ * and its SSE answer's stream closing before the answer does too -
+ * with the call of the runtime to give up on.  Held by the call (until
+ * its answer) and by its start (until the runtime named it), whichever
+ * ends last frees it. */
 typedef struct gw_flight {
 	struct gw_flight *next;
-	char              sid[GW_SID_LEN + 1];
+	char              sid[GW_SID_LEN + 1];    /* its session, or "" */
+	char              stream[GW_SID_LEN + 1]; /* its stream, or "" */
 	char              client[65];
 	uint64_t          ticket; /* 0 until the runtime named the call */
 	int               refs;
@@ -191,14 +194,16 @@ static struct {
 } F = {.mtx = PTHREAD_MUTEX_INITIALIZER};
 
 static gw_flight *
-flight_new(const char *sid, const json_t *id, const char *client)
+flight_new(const char *sid, const char *stream, const json_t *id,
+           const char *client)
 {
 	char      *text = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
 	gw_flight *f =
 	        text != NULL ? calloc(1, sizeof(*f) + strlen(text) + 1) : NULL;
 
 	if (f != NULL) {
-		snprintf(f->sid, sizeof(f->sid), "%s", sid);
+		snprintf(f->sid, sizeof(f->sid), "%s", sid != NULL ? sid : "");
+		snprintf(f->stream, sizeof(f->stream), "%s", stream);
 		snprintf(f->client, sizeof(f->client), "%s", client);
 		memcpy(f->id, text, strlen(text) + 1);
 		f->refs   = 2;
@@ -238,36 +243,53 @@ flight_drop(gw_flight *f, bool done, uint64_t ticket)
 	}
 }
 
-/* notifications/cancelled of session sid: its call requestId is given
- * up (the upstream told); an answered or unknown one is nothing. */
+/* Gives up the call of session sid whose request id is id (JSON text),
+ * or, sid NULL, the one answered on stream id; an answered or unknown
+ * one is nothing. */
 static void
-cancel(const char *sid, json_t *params)
+give_up(const char *sid, const char *id, const char *why)
 {
-	json_t     *rid = json_object_get(params, "requestId");
-	const char *why = json_string_value(json_object_get(params, "reason"));
-	char       *text, client[65] = "";
-	uint64_t    ticket = 0;
+	char     client[65] = "";
+	uint64_t ticket     = 0;
 
-	if ((!json_is_string(rid) && !json_is_integer(rid)) ||
-	    (text = json_dumps(rid, JSON_COMPACT | JSON_ENCODE_ANY)) == NULL) {
-		return;
-	}
 	pthread_mutex_lock(&F.mtx);
 	for (gw_flight *f = F.head; f != NULL; f = f->next) {
-		if (f->ticket != 0 && strcmp(f->sid, sid) == 0 &&
-		    strcmp(f->id, text) == 0) {
+		if (f->ticket != 0 &&
+		    (sid != NULL ? strcmp(f->sid, sid) == 0 &&
+		                     strcmp(f->id, id) == 0
+		                 : strcmp(f->stream, id) == 0)) {
 			memcpy(client, f->client, sizeof(client));
 			ticket = f->ticket;
 			break;
 		}
 	}
 	pthread_mutex_unlock(&F.mtx);
-	free(text);
 	if (ticket != 0) {
-		(void)mk_tool_call_cancel(
-		        D.rt, client, ticket,
-		        why != NULL ? why : "cancelled by the MCP client");
+		(void)mk_tool_call_cancel(D.rt, client, ticket, why);
 	}
+}
+
+/* notifications/cancelled of session sid: its call requestId is given
+ * up (the upstream told). */
+static void
+cancel(const char *sid, json_t *params)
+{
+	json_t     *rid = json_object_get(params, "requestId");
+	const char *why = json_string_value(json_object_get(params, "reason"));
+	char       *text;
+
+	if ((json_is_string(rid) || json_is_integer(rid)) &&
+	    (text = json_dumps(rid, JSON_COMPACT | JSON_ENCODE_ANY)) != NULL) {
+		give_up(sid, text,
+		        why != NULL ? why : "cancelled by the MCP client");
+		free(text);
+	}
+}
+
+void
+gw_stream_gone(const char *stream)
+{
+	give_up(NULL, stream, "the MCP client closed the stream");
 }
 
 /* A call in flight: what its answer and audit line need.  Streamed (its
@@ -596,8 +618,8 @@ gw_tools_call(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
 		c.progress_arg = g;
 	}
 	const char *sid = http_header(r, "Mcp-Session-Id");
-	gw_flight  *fl = g->flight = sid != NULL && !g->modern
-	         ? flight_new(sid, id, g->client)
+	gw_flight  *fl = g->flight = (sid != NULL && !g->modern) || stream
+	         ? flight_new(g->modern ? NULL : sid, g->sid, id, g->client)
 	         : NULL;
 	uint64_t    ticket         = 0;
 	int         rc = mk_tool_call_start(D.rt, &c, &t, on_call, g, &ticket);
