@@ -492,20 +492,29 @@ make_before_break(void)
  * once; the others wait their turn and succeed; one whose deadline
  * passes while it waits is refused naming the limit; sticky and
  * per-call alike. */
+/* inject.mjs over Streamable HTTP, on a free port. */
+static void
+start_inject(peer *p)
+{
+	char        path[512];
+	const char *argv[] = {"node", path, "http", "--port", "0", NULL};
+
+	snprintf(path, sizeof(path), "%s/inject.mjs", peer_dir());
+	CHECK_EQ(peer_start(p, argv, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+}
+
 static void
 max_concurrent_calls(void)
 {
 	sub         sb;
 	mk_runtime *rt = rt_open(&sb);
 	peer        p  = {0};
-	char        js2[512], *err = NULL, *t, name[16];
-	const char *argv[] = {"node", js2, "http", "--port", "0", NULL};
+	char        want[512], *err = NULL, *t, name[16];
 	int         rc;
 
-	snprintf(js2, sizeof(js2), "%s/inject.mjs", peer_dir());
-	CHECK_EQ(peer_start(&p, argv, NULL, "listening on port ([0-9]+)",
-	                    WAIT_MS),
-	         0);
+	start_inject(&p);
 	for (int k = 0; k < 2; k++) {
 		batch   b = {PTHREAD_MUTEX_INITIALIZER,
 		             PTHREAD_COND_INITIALIZER,
@@ -547,11 +556,11 @@ max_concurrent_calls(void)
 		                  .timeout_ms = 300};
 		CHECK_EQ(mk_tool_call(rt, &e, &res), MK_EBUSY);
 		snprintf(
-		        js2, sizeof(js2),
+		        want, sizeof(want),
 		        "MCP client %s is at max_concurrent_calls (2 calls in "
 		        "flight): the call waited ",
 		        name);
-		CHECK(strncmp(res->error, js2, strlen(js2)) == 0);
+		CHECK(strncmp(res->error, want, strlen(want)) == 0);
 		CHECK(strstr(res->error, "; try again later") != NULL);
 		mk_result_free(&res);
 		pthread_mutex_lock(&b.mtx);
@@ -575,7 +584,6 @@ max_concurrent_calls(void)
 		         1);
 		json_decref(j);
 		mk_free(m);
-		snprintf(js2, sizeof(js2), "%s/inject.mjs", peer_dir());
 	}
 	rt_close(&rt, &sb);
 	peer_stop(&p);
@@ -643,16 +651,12 @@ static void
 cancel_api(void)
 {
 	sub         sb;
-	mk_runtime *rt = rt_open(&sb);
-	peer        p  = {0};
-	char        js2[512], *err = NULL, name[16];
-	const char *argv[] = {"node", js2, "http", "--port", "0", NULL};
+	mk_runtime *rt  = rt_open(&sb);
+	peer        p   = {0};
+	char       *err = NULL, name[16];
 	int         rc;
 
-	snprintf(js2, sizeof(js2), "%s/inject.mjs", peer_dir());
-	CHECK_EQ(peer_start(&p, argv, NULL, "listening on port ([0-9]+)",
-	                    WAIT_MS),
-	         0);
+	start_inject(&p);
 	for (int k = 0; k < 2; k++) {
 		snprintf(name, sizeof(name), "cx%d", k);
 		CHECK_EQ(
