@@ -178,14 +178,14 @@ gw_tools_list(req *r, const json_t *group, const char *sid, json_t *id,
  * its answer) and by its start (until the runtime named it), whichever
  * ends last frees it. */
 typedef struct gw_flight {
-	struct gw_flight *next;
-	char              sid[GW_SID_LEN + 1];    /* its session, or "" */
-	char              stream[GW_SID_LEN + 1]; /* its stream, or "" */
-	char              client[65];
-	uint64_t          ticket; /* 0 until the runtime named the call */
-	int               refs;
-	bool              linked;
-	char              id[]; /* the request id, as compact JSON */
+	struct gw_flight  *next;
+	struct gw_flight **pprev; /* what points at it; NULL: unlinked */
+	char               sid[GW_SID_LEN + 1];    /* its session, or "" */
+	char               stream[GW_SID_LEN + 1]; /* its stream, or "" */
+	char               client[65];
+	uint64_t           ticket; /* 0 until the runtime named the call */
+	int                refs;
+	char               id[]; /* the request id, as compact JSON */
 } gw_flight;
 
 static struct {
@@ -206,11 +206,13 @@ flight_new(const char *sid, const char *stream, const json_t *id,
 		snprintf(f->stream, sizeof(f->stream), "%s", stream);
 		snprintf(f->client, sizeof(f->client), "%s", client);
 		memcpy(f->id, text, strlen(text) + 1);
-		f->refs   = 2;
-		f->linked = true;
+		f->refs = 2;
 		pthread_mutex_lock(&F.mtx);
-		f->next = F.head;
-		F.head  = f;
+		if ((f->next = F.head) != NULL) {
+			F.head->pprev = &f->next;
+		}
+		F.head   = f;
+		f->pprev = &F.head;
 		pthread_mutex_unlock(&F.mtx);
 	}
 	free(text);
@@ -228,13 +230,11 @@ flight_drop(gw_flight *f, bool done, uint64_t ticket)
 	pthread_mutex_lock(&F.mtx);
 	if (!done) {
 		f->ticket = ticket;
-	} else if (f->linked) {
-		gw_flight **pp = &F.head;
-		while (*pp != f) {
-			pp = &(*pp)->next;
+	} else if (f->pprev != NULL) { /* (in O(1): calls end often) */
+		if ((*f->pprev = f->next) != NULL) {
+			f->next->pprev = f->pprev;
 		}
-		*pp       = f->next;
-		f->linked = false;
+		f->pprev = NULL;
 	}
 	bool last = --f->refs == 0;
 	pthread_mutex_unlock(&F.mtx);
