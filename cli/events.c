@@ -145,8 +145,8 @@ event_text(const void *msg, size_t len, char *name, size_t nlen,
 	}
 	/* a server's request (an elicitation's message) and the store's
 	 * health are the admin's */
-	*admin_only =
-	        strcmp(e.topic, "state") != 0 && strcmp(e.topic, "tools") != 0;
+	*admin_only = strcmp(e.topic, "state") != 0 &&
+	        strcmp(e.topic, "tools") != 0 && strcmp(e.topic, "lists") != 0;
 	if (strcmp(e.topic, "state") == 0) {
 		j = json_pack(
 		        "{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:s, s:s, s:s}",
@@ -160,7 +160,8 @@ event_text(const void *msg, size_t len, char *name, size_t nlen,
 		        "generation", (json_int_t)e.generation, "tools_count",
 		        (json_int_t)e.tools_count, "time", e.time, "node_id",
 		        e.node_id, "protocol_version", e.protocol_version);
-	} else if (strcmp(e.topic, "tools") == 0) {
+	} else if (strcmp(e.topic, "tools") == 0 ||
+	           strcmp(e.topic, "lists") == 0) {
 		j = json_pack("{s:s, s:s, s:s, s:I}", "client_id", e.client_id,
 		              "name", e.name, "hash", e.hash, "count",
 		              (json_int_t)e.count);
@@ -229,7 +230,7 @@ events_main(void *arg)
 			continue;
 		}
 		if (!admin_only) {
-			gw_changed(); /* a client's state or tools */
+			gw_changed(); /* a client's state or lists */
 		}
 		size_t n = strlen(text);
 		pthread_mutex_lock(&E.mtx);

@@ -604,7 +604,9 @@ MK_API int64_t     mk_latency_bound_ms(unsigned i);
  * mk_clients_json gives the client list as JSON: {"clients": [...],
  * "count": n, "total_count": m}, clients sorted by name, each {"config"
  * (as given, secrets redacted, with its client_id - a generated one
- * too), "tools" (sorted by name), "state", "last_failure"
+ * too), "tools" (sorted by name), "prompts", "resources" and
+ * "resource_templates" (as the server listed them; [] when it has
+ * none), "state", "last_failure"
  * (when present: stage, message, at, since), "connection_mode",
  * "generation"}.  filter_json (may be NULL) is an object with optional
  * "state", "connection_type", "auth_type", "search" (substring of name or
@@ -774,6 +776,32 @@ MK_API int mk_tool_call_start(mk_runtime *rt, const mk_call *call,
 MK_API int mk_tool_call_cancel(mk_runtime *rt, const char *client,
                                uint64_t ticket, const char *reason);
 
+/*
+ * A server's prompts and resources, asked through the same path as a
+ * tool call (its client's state, credentials, recovery - always safe to
+ * repeat: they read - deadline, max_concurrent_calls, cancellation).
+ * kind says what call asks: MK_CALL_TOOL is mk_tool_call's tools/call;
+ * MK_CALL_PROMPT a prompts/get of the prompt call->tool, call->arguments
+ * its arguments (an object of strings, or NULL); MK_CALL_RESOURCE a
+ * resources/read of the URI call->tool (arguments ignored).  The result
+ * is the server's (GetPromptResult, ReadResourceResult) as it sent it.
+ * The lists are in the client list (mk_clients_json: "prompts",
+ * "resources", "resource_templates", as the server listed them).
+ * mk_call_run waits; mk_call_start is mk_tool_call_start's equivalent
+ * (its ticket for mk_tool_call_cancel).  Results and errors as
+ * mk_tool_call's.
+ */
+typedef enum mk_call_kind {
+	MK_CALL_TOOL     = 0,
+	MK_CALL_PROMPT   = 1,
+	MK_CALL_RESOURCE = 2,
+} mk_call_kind;
+MK_API int mk_call_run(mk_runtime *rt, mk_call_kind kind, const mk_call *call,
+                       const mk_trace *trace, mk_result **res);
+MK_API int mk_call_start(mk_runtime *rt, mk_call_kind kind,
+                         const mk_call *call, const mk_trace *trace,
+                         mk_done_fn fn, void *arg, uint64_t *ticket);
+
 /* mk_result_free frees *res and nulls it; safe with NULL. */
 MK_API void mk_result_free(mk_result **res);
 
@@ -807,7 +835,9 @@ MK_API const char *mk_stream_url(const mk_runtime *rt);
 typedef struct mk_event {
 	size_t size;               /* sizeof(mk_event) as the caller's header
 	                            * declares it; set by MK_EVENT_INIT */
-	char topic[8];             /* "state", "tools", "store", "input" */
+	char topic[8];             /* "state", "tools", "lists" (prompts,
+	                            * resources and resource templates:
+	                            * hash and count), "store", "input" */
 	char client_id[72];        /* both */
 	char name[72];             /* both */
 	char state[24];            /* state: the new state */
@@ -821,8 +851,8 @@ typedef struct mk_event {
 	int64_t tools_count;       /* state: tools known */
 	char    time[40];          /* state: when (RFC 3339 UTC) */
 	char    node_id[72];       /* state: the instance */
-	char    hash[72];          /* tools: the new content hash */
-	int64_t count;             /* tools: how many */
+	char    hash[72];          /* tools, lists: the new content hash */
+	int64_t count;             /* tools, lists: how many */
 	int     healthy;           /* store: 1 writes reach the file again, 0
 	                            * serving from memory (retrying) */
 	char request_id[40];       /* input: the request (state: pending,

@@ -552,9 +552,14 @@ tracestate_ok(const char *t)
 
 /* Finds the client's actor and fills the call's message m (borrowing
  * call's strings and trace's valid ones). */
+_Static_assert((int)MK_CALL_TOOL == CL_CALL_TOOL &&
+                       (int)MK_CALL_PROMPT == CL_CALL_PROMPT &&
+                       (int)MK_CALL_RESOURCE == CL_CALL_RESOURCE,
+               "a call's kind travels as it is");
+
 static int
-prepare(mk_runtime *rt, const mk_call *call, const mk_trace *trace,
-        kn_actor **ap, cl_call_msg *m, int *timeout)
+prepare(mk_runtime *rt, mk_call_kind kind, const mk_call *call,
+        const mk_trace *trace, kn_actor **ap, cl_call_msg *m, int *timeout)
 {
 	char name[160];
 
@@ -562,7 +567,8 @@ prepare(mk_runtime *rt, const mk_call *call, const mk_trace *trace,
 		return (MK_EHANDLE);
 	}
 	if (call == NULL || call->client == NULL || call->tool == NULL ||
-	    call->timeout_ms < 0) {
+	    call->timeout_ms < 0 || kind < MK_CALL_TOOL ||
+	    kind > MK_CALL_RESOURCE) {
 		return (MK_EINVAL);
 	}
 	snprintf(name, sizeof(name), CLIENT_PREFIX "%s", call->client);
@@ -590,6 +596,7 @@ prepare(mk_runtime *rt, const mk_call *call, const mk_trace *trace,
 	                       * its argument travel as numbers) */
 	                      .progress     = (int64_t)(uintptr_t)call->progress,
 	                      .progress_arg = (int64_t)(uintptr_t)call->progress_arg,
+	                      .kind         = kind,
         };
 	if (trace != NULL && trace->traceparent != NULL &&
 	    traceparent_ok(trace->traceparent)) {
@@ -616,6 +623,13 @@ int
 mk_tool_call_traced(mk_runtime *rt, const mk_call *call, const mk_trace *trace,
                     mk_result **res)
 {
+	return (mk_call_run(rt, MK_CALL_TOOL, call, trace, res));
+}
+
+int
+mk_call_run(mk_runtime *rt, mk_call_kind kind, const mk_call *call,
+            const mk_trace *trace, mk_result **res)
+{
 	kn_actor   *a;
 	kn_answer   ans;
 	cl_call_msg m;
@@ -624,7 +638,7 @@ mk_tool_call_traced(mk_runtime *rt, const mk_call *call, const mk_trace *trace,
 	if (res != NULL) {
 		*res = NULL;
 	}
-	if ((rv = prepare(rt, call, trace, &a, &m, &timeout)) != 0) {
+	if ((rv = prepare(rt, kind, call, trace, &a, &m, &timeout)) != 0) {
 		return (rv);
 	}
 	rv = kn_ask_msg(a, MSG_CL_CALL, CODEC_OF(cl_call_msg, &m), timeout,
@@ -669,6 +683,14 @@ int
 mk_tool_call_start(mk_runtime *rt, const mk_call *call, const mk_trace *trace,
                    mk_done_fn fn, void *arg, uint64_t *ticket)
 {
+	return (mk_call_start(rt, MK_CALL_TOOL, call, trace, fn, arg, ticket));
+}
+
+int
+mk_call_start(mk_runtime *rt, mk_call_kind kind, const mk_call *call,
+              const mk_trace *trace, mk_done_fn fn, void *arg,
+              uint64_t *ticket)
+{
 	static _Atomic uint64_t tickets;
 	async_call             *ac;
 	kn_actor               *a;
@@ -678,7 +700,7 @@ mk_tool_call_start(mk_runtime *rt, const mk_call *call, const mk_trace *trace,
 	if (fn == NULL) {
 		return (MK_EINVAL);
 	}
-	if ((rv = prepare(rt, call, trace, &a, &m, &timeout)) != 0) {
+	if ((rv = prepare(rt, kind, call, trace, &a, &m, &timeout)) != 0) {
 		return (rv);
 	}
 	if (ticket != NULL) {

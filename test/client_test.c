@@ -1070,6 +1070,94 @@ state_machine(void)
 	CHECK(n > 4);
 }
 
+static int
+is_lists(const event *e, const void *name)
+{
+	return (strcmp(e->topic, "lists") == 0 &&
+	        strcmp(e->name, (const char *)name) == 0);
+}
+
+/* Whether view array a holds an item whose field is value. */
+static bool
+has_item(json_t *a, const char *field, const char *value)
+{
+	size_t  i;
+	json_t *it;
+
+	json_array_foreach(a, i, it)
+	{
+		const char *v = json_string_value(json_object_get(it, field));
+		if (v != NULL && strcmp(v, value) == 0) {
+			return (true);
+		}
+	}
+	return (false);
+}
+
+/* The server's prompts, resources and templates (server-everything):
+ * held in the client's view once a sticky connection is made (a "lists"
+ * event says so), and asked through the embedding API - on the sticky
+ * connection and on a per-call one's own session alike; bad asks are
+ * refused before they run. */
+static void
+prompts_resources(void)
+{
+	sub         sb;
+	mk_runtime *rt  = rt_open(&sb);
+	peer        p   = {0};
+	char       *err = NULL, *out;
+	int         at  = 0, rc;
+	json_t     *v;
+
+	start_everything(&p, "streamableHttp", peer_free_port());
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"ev\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true}",
+	            p.port),
+	        0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"pc\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\"}",
+	            p.port),
+	        0);
+	(void)wait_event(&sb, &at, is_lists, "ev", "ev's lists");
+	v = view_of(rt, "ev");
+	CHECK(has_item(json_object_get(v, "prompts"), "name", "args-prompt"));
+	CHECK(has_item(json_object_get(v, "resources"), "uri",
+	               "demo://resource/static/document/architecture.md"));
+	CHECK(has_item(json_object_get(v, "resource_templates"), "uriTemplate",
+	               "demo://resource/dynamic/text/{resourceId}"));
+	json_decref(v);
+	for (int i = 0; i < 2; i++) {
+		const char *cl = i == 0 ? "ev" : "pc";
+		out = ask_text(rt, MK_CALL_PROMPT, cl, "args-prompt",
+		               "{\"city\": \"Oslo\"}", &rc);
+		CHECK_EQ(rc, MK_OK);
+		CHECK(strstr(out, "What's weather in Oslo?") != NULL);
+		free(out);
+		out = ask_text(rt, MK_CALL_RESOURCE, cl,
+		               "demo://resource/dynamic/text/3", NULL, &rc);
+		CHECK_EQ(rc, MK_OK);
+		CHECK(strstr(out, "Resource 3:") != NULL);
+		free(out);
+	}
+	/* the server's refusal, then the runtime's */
+	out = ask_text(rt, MK_CALL_PROMPT, "ev", "no-such-prompt", NULL, &rc);
+	CHECK_EQ(rc, MK_EUPSTREAM);
+	CHECK(strstr(out, "prompts/get failed") != NULL);
+	free(out);
+	out = ask_text(rt, MK_CALL_PROMPT, "ev", "args-prompt",
+	               "{\"city\": 7}", &rc);
+	CHECK_EQ(rc, MK_EINVAL);
+	CHECK(strcmp(out, "prompts/get arguments must all be strings") == 0);
+	free(out);
+	out = ask_text(rt, (mk_call_kind)7, "ev", "args-prompt", NULL, &rc);
+	CHECK_EQ(rc, MK_EINVAL);
+	free(out);
+	rt_close(&rt, &sb);
+	peer_stop(&p);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1091,6 +1179,7 @@ main(int argc, char **argv)
 	RUN_IF(known_tools_restored);
 	RUN_IF(update_client);
 	RUN_IF(tools_list_bounded);
+	RUN_IF(prompts_resources);
 	curl_global_cleanup();
 	return (0);
 }

@@ -899,6 +899,117 @@ cancel(void)
 	CHECK(peer_said(&d, "client=alpha tool=slow outcome=upstream_error"));
 }
 
+/* Whether entry i of a driver's calls is an error of code whose message
+ * holds text (NULL: any). */
+static void
+call_failed(json_t *calls, size_t i, int code, const char *text)
+{
+	json_t     *c   = json_array_get(calls, i);
+	const char *msg = json_string_value(json_object_get(c, "error"));
+
+	CHECK_EQ(json_integer_value(json_object_get(c, "code")), code);
+	CHECK(msg != NULL && (text == NULL || strstr(msg, text) != NULL));
+}
+
+/* The prompts, resources and resource templates of a real server
+ * (server-everything over stdio, beside inject.mjs, which has none),
+ * through /mcp to the TS SDK's client: listed under the gateway's names
+ * (<client>-<prompt>, mcpkeep://<client>/<uri>), prompts/get and
+ * resources/read routed back to their client (a template's expansion
+ * too), the result's URIs renamed; what the caller's key does not reach
+ * is unknown to it; a resource the upstream adds (its gzip tool) reaches
+ * the open session as notifications/resources/list_changed. */
+static void
+lists(void)
+{
+	peer d = {0};
+	char config[2048];
+
+	snprintf(
+	        config, sizeof(config),
+	        "{\"mcp\": {\"client_configs\": ["
+	        "{\"name\": \"every\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"node\", \"args\": [\"%s\", \"stdio\"]}, \"tools_to_execute\": [\"*\"]}, "
+	        "{\"name\": \"alpha\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}]}, "
+	        "\"server\": {\"admin_token\": \"" ADMIN
+	        "\", \"virtual_keys\": ["
+	        "{\"name\": \"all\", \"value\": \"" KEY_ALL
+	        "\", \"clients\": {\"*\": [\"*\"]}}, "
+	        "{\"name\": \"alpha_only\", \"value\": \"" KEY_ALPHA
+	        "\", \"clients\": {\"alpha\": [\"*\"]}}]}}",
+	        peer_everything_js(), mcp.port);
+	serve(&d, "lists.json", config, NULL);
+	sv_admin = ADMIN;
+	CHECK(state_within("every", "healthy", WAIT_MS));
+	setenv("GWCLIENT_LISTS", "1", 1);
+	json_t *got = sdk_client(
+	        KEY_ALL,
+	        "[{\"prompt\": \"every-args-prompt\", \"arguments\": {\"city\": \"Paris\"}}, "
+	        "{\"read\": \"mcpkeep://every/demo://resource/dynamic/text/7\"}, "
+	        "{\"read\": \"mcpkeep://every/demo://resource/static/document/architecture.md\"}, "
+	        "{\"prompt\": \"every-no-such-prompt\"}, "
+	        "{\"read\": \"mcpkeep://nobody/demo://x\"}, "
+	        "{\"read\": \"demo://resource/dynamic/text/7\"}, "
+	        "{\"name\": \"every-gzip-file-as-resource\", \"arguments\": {\"name\": \"t.gz\", \"data\": \"data:text/plain;base64,aGVsbG8=\"}}, "
+	        "{\"await_resources_changed\": true}]");
+	json_t *prompts = json_object_get(got, "prompts");
+	json_t *res     = json_object_get(got, "resources");
+	json_t *calls   = json_object_get(got, "calls");
+	CHECK(holds(prompts, "every-simple-prompt"));
+	CHECK(holds(prompts, "every-args-prompt"));
+	CHECK(holds(
+	        res,
+	        "mcpkeep://every/demo://resource/static/document/architecture.md"));
+	CHECK(holds(
+	        json_object_get(got, "templates"),
+	        "mcpkeep://every/demo://resource/dynamic/text/{resourceId}"));
+	CHECK(!holds(res, "mcpkeep://every/demo://resource/session/t.gz"));
+	/* prompts/get: the upstream's messages */
+	json_t *msg0 = json_array_get(
+	        json_object_get(json_array_get(calls, 0), "messages"), 0);
+	CHECK(json_is_string(
+	        json_object_get(json_object_get(msg0, "content"), "text")));
+	CHECK(strcmp(json_string_value(json_object_get(
+	                     json_object_get(msg0, "content"), "text")),
+	             "What's weather in Paris?") == 0);
+	/* resources/read of a template's expansion: the URI as listed */
+	json_t *c1 = json_array_get(
+	        json_object_get(json_array_get(calls, 1), "contents"), 0);
+	CHECK(json_is_string(json_object_get(c1, "uri")) &&
+	      json_is_string(json_object_get(c1, "text")));
+	CHECK(strcmp(json_string_value(json_object_get(c1, "uri")),
+	             "mcpkeep://every/demo://resource/dynamic/text/7") == 0);
+	CHECK(strncmp(json_string_value(json_object_get(c1, "text")),
+	              "Resource 7:", 11) == 0);
+	CHECK(json_array_size(json_object_get(json_array_get(calls, 2),
+	                                      "contents")) == 1);
+	/* the upstream's refusal, then the gateway's: no such client, and
+	 * a URI that is not the gateway's */
+	call_failed(calls, 3, -32000, "prompts/get failed");
+	call_failed(calls, 4, -32002,
+	            "Resource not found: mcpkeep://nobody/demo://x");
+	call_failed(calls, 5, -32002, NULL);
+	/* the upstream added a resource: the session heard of it */
+	CHECK(holds(json_object_get(got, "resources_after"),
+	            "mcpkeep://every/demo://resource/session/t.gz"));
+	json_decref(got);
+
+	/* a key that does not reach every sees none of its lists */
+	got = sdk_client(
+	        KEY_ALPHA,
+	        "[{\"prompt\": \"every-args-prompt\", \"arguments\": {\"city\": \"Paris\"}}, "
+	        "{\"read\": \"mcpkeep://every/demo://resource/dynamic/text/7\"}]");
+	CHECK_EQ(json_array_size(json_object_get(got, "prompts")), 0);
+	CHECK_EQ(json_array_size(json_object_get(got, "resources")), 0);
+	CHECK_EQ(json_array_size(json_object_get(got, "templates")), 0);
+	calls = json_object_get(got, "calls");
+	call_failed(calls, 0, -32602, "Unknown prompt: every-args-prompt");
+	call_failed(calls, 1, -32002, NULL);
+	json_decref(got);
+	unsetenv("GWCLIENT_LISTS");
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -916,6 +1027,7 @@ main(int argc, char **argv)
 	RUN_IF(reconnect);
 	RUN_IF(progress);
 	RUN_IF(cancel);
+	RUN_IF(lists);
 	sv_end(&mcp);
 	return (0);
 }

@@ -285,11 +285,18 @@ char *
 call_text(mk_runtime *rt, const char *client, const char *tool,
           const char *args, int *rc)
 {
-	mk_call    c   = {.client = client, .tool = tool, .arguments = args};
+	return (ask_text(rt, MK_CALL_TOOL, client, tool, args, rc));
+}
+
+char *
+ask_text(mk_runtime *rt, mk_call_kind kind, const char *client,
+         const char *what, const char *args, int *rc)
+{
+	mk_call    c   = {.client = client, .tool = what, .arguments = args};
 	mk_result *res = NULL;
 	char      *out;
 
-	*rc = mk_tool_call(rt, &c, &res);
+	*rc = mk_call_run(rt, kind, &c, NULL, &res);
 	out = strdup(res && res->result          ? res->result
 	                     : res && res->error ? res->error
 	                                         : "");

@@ -80,6 +80,10 @@ int add(mk_runtime *rt, char **err, const char *fmt, ...)
 /* A tool call's result (or error) text, malloc'd; *rc its status. */
 char *call_text(mk_runtime *rt, const char *client, const char *tool,
                 const char *args, int *rc);
+/* ask_text is call_text of any kind (mk_call_run): a prompt's, a
+ * resource's. */
+char *ask_text(mk_runtime *rt, mk_call_kind kind, const char *client,
+               const char *what, const char *args, int *rc);
 
 /* GET (or POST body to) a test server's path: its JSON answer (new
  * reference, or NULL when not JSON). */

@@ -43,6 +43,10 @@
 #define MCP_MAX_TOOLS       10000
 #define MCP_MAX_PAGES       1000
 #define MCP_MAX_TOOLS_BYTES ((size_t)8 * 1024 * 1024)
+/* The other lists (prompts, resources, resource templates): items and
+ * bytes each, so that all four stay within the view's message. */
+#define MCP_MAX_ITEMS      10000
+#define MCP_MAX_LIST_BYTES ((size_t)2 * 1024 * 1024)
 /* The legacy SSE stream's rate limit: events per second on average, and
  * at once above it (a busy server's answers and progress stay far below;
  * a server stuck in a loop is cut off within seconds).  Each event is
@@ -95,8 +99,10 @@ typedef struct mcp_config {
 typedef struct mcp_session mcp_session;
 
 typedef enum mcp_event {
-	MCP_EV_TOOLS_CHANGED, /* notifications/tools/list_changed */
-	MCP_EV_LOST,          /* the connection is gone (err says why) */
+	MCP_EV_TOOLS_CHANGED,     /* notifications/tools/list_changed */
+	MCP_EV_PROMPTS_CHANGED,   /* notifications/prompts/list_changed */
+	MCP_EV_RESOURCES_CHANGED, /* notifications/resources/list_changed */
+	MCP_EV_LOST,              /* the connection is gone (err says why) */
 } mcp_event;
 
 /* Session-level callbacks; arg is the owner's.
@@ -176,8 +182,22 @@ void mcp_session_free(mcp_session **sp);
  * fn.  *idp (may be NULL) gets the request id for mcp_cancel. */
 int mcp_ping(mcp_session *s, const mcp_req_opts *o, mcp_result_fn fn,
              void *arg, int64_t *idp);
-/* result: {"tools": [...all pages...]}, and "ttlMs" (the smallest of the
- * pages', 2026-07-28) when the server gave one */
+/* The lists a server may hold. */
+typedef enum mcp_list_kind {
+	MCP_LIST_TOOLS,     /* tools/list: "tools" */
+	MCP_LIST_PROMPTS,   /* prompts/list: "prompts" */
+	MCP_LIST_RESOURCES, /* resources/list: "resources" */
+	MCP_LIST_TEMPLATES, /* resources/templates/list: "resourceTemplates" */
+} mcp_list_kind;
+#define MCP_LIST_KINDS 4
+/* The method and the result's array of list kind k. */
+const char *mcp_list_method(mcp_list_kind k);
+const char *mcp_list_key(mcp_list_kind k);
+/* result: {"<key>": [...all pages...]}, and "ttlMs" (the smallest of the
+ * pages', 2026-07-28) when the server gave one; every page within the
+ * limits above (tools: MCP_MAX_TOOLS, the others MCP_MAX_ITEMS). */
+int mcp_list(mcp_session *s, mcp_list_kind k, const mcp_req_opts *o,
+             mcp_result_fn fn, void *arg, int64_t *idp);
 int mcp_list_tools(mcp_session *s, const mcp_req_opts *o, mcp_result_fn fn,
                    void *arg, int64_t *idp);
 /* arguments borrowed; result is the CallToolResult as the server sent it
@@ -185,6 +205,14 @@ int mcp_list_tools(mcp_session *s, const mcp_req_opts *o, mcp_result_fn fn,
 int mcp_call_tool(mcp_session *s, const char *name, json_t *arguments,
                   const mcp_req_opts *o, mcp_result_fn fn, void *arg,
                   int64_t *idp);
+
+/* prompts/get (arguments: an object of strings, borrowed, may be NULL)
+ * and resources/read; result is the server's, an object. */
+int mcp_get_prompt(mcp_session *s, const char *name, json_t *arguments,
+                   const mcp_req_opts *o, mcp_result_fn fn, void *arg,
+                   int64_t *idp);
+int mcp_read_resource(mcp_session *s, const char *uri, const mcp_req_opts *o,
+                      mcp_result_fn fn, void *arg, int64_t *idp);
 
 /* mcp_respond answers the server's request token (see mcp_handlers):
  * with result (borrowed), or when it is NULL with the JSON-RPC error
@@ -203,7 +231,10 @@ int mcp_cancel(mcp_session *s, int64_t id, const char *reason);
 bool        mcp_session_ready(const mcp_session *s);
 const char *mcp_session_version(const mcp_session *s);     /* negotiated */
 json_t     *mcp_session_server_info(const mcp_session *s); /* borrowed */
-unsigned    mcp_session_pending(const mcp_session *s);
+/* the server's capabilities (initialize, server/discover), borrowed;
+ * NULL when it gave none */
+json_t  *mcp_session_server_caps(const mcp_session *s);
+unsigned mcp_session_pending(const mcp_session *s);
 
 /* mcp_tool_hints reads a tool object's annotations with the defaults. */
 void mcp_tool_hints(json_t *tool, mcp_hints *out);

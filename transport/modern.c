@@ -410,6 +410,9 @@ modern_probe_result(mcp_session *s, json_t *result)
 		json_decref(s->server_info);
 		s->server_info =
 		        json_is_object(info) ? json_incref(info) : NULL;
+		json_decref(s->server_caps);
+		s->server_caps =
+		        json_incref(json_object_get(result, "capabilities"));
 		session_ready(s);
 	} else if (legacy_in(sv) != NULL || !json_is_array(sv)) {
 		session_initialize(s); /* it speaks an older era */
@@ -638,9 +641,10 @@ modern_input_answered(mcp_session *s, inbound *ib, json_t *result,
 void
 modern_listen(mcp_session *s)
 {
-	pend   *p = calloc(1, sizeof(*p));
-	json_t *params =
-	        json_pack("{s:{s:b}}", "notifications", "toolsListChanged", 1);
+	pend   *p      = calloc(1, sizeof(*p));
+	json_t *params = json_pack("{s:{s:b, s:b, s:b}}", "notifications",
+	                           "toolsListChanged", 1, "promptsListChanged",
+	                           1, "resourcesListChanged", 1);
 
 	if (p == NULL || params == NULL) {
 		free(p);

@@ -1,8 +1,8 @@
 /*
- * request.c - the MCP session's requests: ping, tools/list (every page,
+ * request.c - the MCP session's requests: ping, the lists (every page,
  * within the limits of mcp.h, no cursor twice), tools/call (with
- * progress), cancellation; and tool annotations read with their
- * defaults.
+ * progress), prompts/get, resources/read, cancellation; and tool
+ * annotations read with their defaults.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +31,37 @@ mcp_tool_hints(json_t *tool, mcp_hints *out)
 	out->open_world  = hint(ann, "openWorldHint", true);
 }
 
-/* Bytes of a tools array as compact JSON (the view's and the store's
+static const struct {
+	const char *method, *key;
+	size_t      items, bytes;
+} lists[MCP_LIST_KINDS] = {
+        [MCP_LIST_TOOLS]     = {"tools/list", "tools", MCP_MAX_TOOLS,
+                                MCP_MAX_TOOLS_BYTES},
+        [MCP_LIST_PROMPTS]   = {"prompts/list", "prompts", MCP_MAX_ITEMS,
+                                MCP_MAX_LIST_BYTES},
+        [MCP_LIST_RESOURCES] = {"resources/list", "resources", MCP_MAX_ITEMS,
+                                MCP_MAX_LIST_BYTES},
+        [MCP_LIST_TEMPLATES] = {"resources/templates/list",
+                                "resourceTemplates", MCP_MAX_ITEMS,
+                                MCP_MAX_LIST_BYTES},
+};
+
+const char *
+mcp_list_method(mcp_list_kind k)
+{
+	return (lists[k].method);
+}
+
+const char *
+mcp_list_key(mcp_list_kind k)
+{
+	return (lists[k].key);
+}
+
+/* Bytes of a list's array as compact JSON (the view's and the store's
  * form), counted without building the text. */
 static size_t
-tools_bytes(json_t *tools)
+items_bytes(json_t *tools)
 {
 	size_t  n = 2, i;
 	json_t *t;
@@ -54,20 +81,22 @@ page_refused(pend *p, json_t *tools, json_t *cursor, mcp_error *e)
 	size_t clen = json_is_string(cursor) ? json_string_length(cursor) : 0;
 
 	p->pages++;
-	p->bytes += tools_bytes(tools) + clen;
-	if (p->bytes > MCP_MAX_TOOLS_BYTES) {
+	const char *method = lists[p->list].method, *key = lists[p->list].key;
+
+	p->bytes += items_bytes(tools) + clen;
+	if (p->bytes > lists[p->list].bytes) {
 		return (mcp_error_set(
 		        e, MCP_E_PROTOCOL,
-		        "tools/list exceeds %zu MiB in total (%zu bytes of tools and cursors in %u pages)",
-		        MCP_MAX_TOOLS_BYTES >> 20, p->bytes, p->pages));
+		        "%s exceeds %zu MiB in total (%zu bytes of %s and cursors in %u pages)",
+		        method, lists[p->list].bytes >> 20, p->bytes, key,
+		        p->pages));
 	}
 	if (json_array_size(p->tools) + json_array_size(tools) >
-	            MCP_MAX_TOOLS ||
+	            lists[p->list].items ||
 	    p->pages > MCP_MAX_PAGES) {
 		return (mcp_error_set(
-		        e, MCP_E_PROTOCOL,
-		        "tools/list exceeds %d tools or %d pages",
-		        MCP_MAX_TOOLS, MCP_MAX_PAGES));
+		        e, MCP_E_PROTOCOL, "%s exceeds %zu %s or %d pages",
+		        method, lists[p->list].items, key, MCP_MAX_PAGES));
 	}
 	if (!json_is_string(cursor)) {
 		return (NULL);
@@ -77,22 +106,23 @@ page_refused(pend *p, json_t *tools, json_t *cursor, mcp_error *e)
 		/* the cursor's value is the server's: not in the message */
 		return (mcp_error_set(
 		        e, MCP_E_PROTOCOL,
-		        "tools/list repeats the cursor of an earlier page (page %u): paging stopped",
-		        p->pages));
+		        "%s repeats the cursor of an earlier page (page %u): paging stopped",
+		        method, p->pages));
 	}
 	if (json_object_setn_new(p->cursors, json_string_value(cursor), clen,
 	                         json_null()) != 0) {
 		return (mcp_error_set(e, MCP_E_LOCAL,
-		                      "cannot keep the tools/list cursor"));
+		                      "cannot keep the %s cursor", method));
 	}
 	return (NULL);
 }
 
-/* A tools/list page arrived: keep it, ask for the next or finish. */
+/* A list's page arrived: keep it, ask for the next or finish. */
 void
 session_on_page(mcp_session *s, pend *p, json_t *result)
 {
-	json_t          *tools  = json_object_get(result, "tools");
+	const char      *key    = lists[p->list].key;
+	json_t          *tools  = json_object_get(result, key);
 	json_t          *cursor = json_object_get(result, "nextCursor");
 	const mcp_error *why;
 	mcp_error        e;
@@ -101,12 +131,11 @@ session_on_page(mcp_session *s, pend *p, json_t *result)
 	if (!json_is_array(tools) ||
 	    (cursor != NULL && !json_is_string(cursor) &&
 	     !json_is_null(cursor))) {
-		session_complete(
-		        s, p,
-		        mcp_error_set(
-		                &e, MCP_E_PROTOCOL,
-		                "tools/list result without a tools array"),
-		        NULL);
+		session_complete(s, p,
+		                 mcp_error_set(&e, MCP_E_PROTOCOL,
+		                               "%s result without a %s array",
+		                               lists[p->list].method, key),
+		                 NULL);
 		return;
 	}
 	if ((why = page_refused(p, tools, cursor, &e)) != NULL) {
@@ -123,7 +152,7 @@ session_on_page(mcp_session *s, pend *p, json_t *result)
 		        json_integer_value(json_object_get(result, "ttlMs"));
 	}
 	if (!json_is_string(cursor)) {
-		json_t *all = json_pack("{s:O}", "tools", p->tools);
+		json_t *all = json_pack("{s:O}", key, p->tools);
 		if (all != NULL && p->ttl_ms >= 0) {
 			json_object_set_new(
 			        all, "ttlMs",
@@ -142,16 +171,17 @@ session_on_page(mcp_session *s, pend *p, json_t *result)
 		        s, p,
 		        mcp_error_set(
 		                &e, MCP_E_LOCAL,
-		                "cannot request the next tools/list page (code %d)",
-		                rv),
+		                "cannot request the next %s page (code %d)",
+		                lists[p->list].method, rv),
 		        NULL);
 	}
 }
 
 /* ---- requests --------------------------------------------------------- */
 
+/* Sends the request what names (its kind, method, list). */
 static int
-start(mcp_session *s, pkind kind, json_t *params, const mcp_req_opts *o,
+start(mcp_session *s, pend what, json_t *params, const mcp_req_opts *o,
       mcp_result_fn fn, void *arg, int64_t *idp)
 {
 	pend *p;
@@ -163,9 +193,11 @@ start(mcp_session *s, pkind kind, json_t *params, const mcp_req_opts *o,
 	if ((p = calloc(1, sizeof(*p))) == NULL) {
 		return (MK_ENOMEM);
 	}
-	p->kind = kind;
-	p->fn   = fn;
-	p->arg  = arg;
+	p->kind   = what.kind;
+	p->method = what.method;
+	p->list   = what.list;
+	p->fn     = fn;
+	p->arg    = arg;
 	p->timeout_ms =
 	        o != NULL && o->timeout_ms > 0 ? o->timeout_ms : s->timeout_ms;
 	if (o != NULL) {
@@ -181,7 +213,7 @@ start(mcp_session *s, pkind kind, json_t *params, const mcp_req_opts *o,
 		}
 	}
 	p->ttl_ms = -1;
-	if (kind == P_LIST &&
+	if (p->kind == P_LIST &&
 	    ((p->tools = json_array()) == NULL ||
 	     (p->cursors = json_object()) == NULL ||
 	     (o != NULL && o->headers != NULL &&
@@ -205,14 +237,22 @@ int
 mcp_ping(mcp_session *s, const mcp_req_opts *o, mcp_result_fn fn, void *arg,
          int64_t *idp)
 {
-	return (start(s, P_PING, NULL, o, fn, arg, idp));
+	return (start(s, (pend) {.kind = P_PING}, NULL, o, fn, arg, idp));
+}
+
+int
+mcp_list(mcp_session *s, mcp_list_kind k, const mcp_req_opts *o,
+         mcp_result_fn fn, void *arg, int64_t *idp)
+{
+	return (start(s, (pend) {.kind = P_LIST, .list = k}, NULL, o, fn, arg,
+	              idp));
 }
 
 int
 mcp_list_tools(mcp_session *s, const mcp_req_opts *o, mcp_result_fn fn,
                void *arg, int64_t *idp)
 {
-	return (start(s, P_LIST, NULL, o, fn, arg, idp));
+	return (mcp_list(s, MCP_LIST_TOOLS, o, fn, arg, idp));
 }
 
 int
@@ -232,7 +272,51 @@ mcp_call_tool(mcp_session *s, const char *name, json_t *arguments,
 	if (params == NULL) {
 		return (MK_ENOMEM);
 	}
-	rv = start(s, P_CALL, params, o, fn, arg, idp);
+	rv = start(s, (pend) {.kind = P_CALL, .method = "tools/call"}, params,
+	           o, fn, arg, idp);
+	json_decref(params);
+	return (rv);
+}
+
+int
+mcp_get_prompt(mcp_session *s, const char *name, json_t *arguments,
+               const mcp_req_opts *o, mcp_result_fn fn, void *arg,
+               int64_t *idp)
+{
+	json_t *params;
+	int     rv;
+
+	if (name == NULL ||
+	    (arguments != NULL && !json_is_object(arguments))) {
+		return (MK_EINVAL);
+	}
+	if ((params = json_pack("{s:s}", "name", name)) == NULL ||
+	    (arguments != NULL && json_object_size(arguments) > 0 &&
+	     json_object_set(params, "arguments", arguments) != 0)) {
+		json_decref(params);
+		return (MK_ENOMEM);
+	}
+	rv = start(s, (pend) {.kind = P_CALL, .method = "prompts/get"}, params,
+	           o, fn, arg, idp);
+	json_decref(params);
+	return (rv);
+}
+
+int
+mcp_read_resource(mcp_session *s, const char *uri, const mcp_req_opts *o,
+                  mcp_result_fn fn, void *arg, int64_t *idp)
+{
+	json_t *params;
+	int     rv;
+
+	if (uri == NULL) {
+		return (MK_EINVAL);
+	}
+	if ((params = json_pack("{s:s}", "uri", uri)) == NULL) {
+		return (MK_ENOMEM);
+	}
+	rv = start(s, (pend) {.kind = P_CALL, .method = "resources/read"},
+	           params, o, fn, arg, idp);
 	json_decref(params);
 	return (rv);
 }
@@ -256,7 +340,7 @@ mcp_cancel(mcp_session *s, int64_t id, const char *reason)
 	session_complete(
 	        s, p,
 	        mcp_error_set(&e, MCP_E_CANCELLED, "%s cancelled: %s",
-	                      session_method_of(p->kind),
+	                      session_method_of(p),
 	                      reason != NULL ? reason : "by the client"),
 	        NULL);
 	session_finish_upcall(s); /* its callback may have freed s */

@@ -49,6 +49,12 @@ mcp_session_server_info(const mcp_session *s)
 	return (s->server_info);
 }
 
+json_t *
+mcp_session_server_caps(const mcp_session *s)
+{
+	return (s->server_caps);
+}
+
 unsigned
 mcp_session_pending(const mcp_session *s)
 {
@@ -95,13 +101,16 @@ session_complete(mcp_session *s, pend *p, const mcp_error *err, json_t *result)
 }
 
 const char *
-session_method_of(pkind k)
+session_method_of(const pend *p)
 {
 	static const char *names[] = {
 	        "initialize",      "ping",
 	        "tools/list",      "tools/call",
 	        "server/discover", "subscriptions/listen"};
-	return (names[k]);
+
+	return (p->kind == P_LIST           ? mcp_list_method(p->list)
+	                : p->method != NULL ? p->method
+	                                    : names[p->kind]);
 }
 
 /* What p's request sends: params, its progress token (the request id)
@@ -138,7 +147,7 @@ session_send_request(mcp_session *s, pend *p, json_t *params,
 {
 	const char *method = p->kind == P_PING && s->modern
 	        ? "server/discover"
-	        : session_method_of(p->kind);
+	        : session_method_of(p);
 	char      **hv     = NULL;
 	json_t     *w;
 	char       *json;
@@ -264,7 +273,7 @@ expire_due(mcp_session *s, int64_t now)
 		idmap_del(&s->pending, (uint64_t)due->id);
 		s->conn->ops->abort(s->conn, due->id);
 		mcp_error_set(&e, MCP_E_TIMEOUT, "%s timed out after %d ms",
-		              session_method_of(due->kind), due->timeout_ms);
+		              session_method_of(due), due->timeout_ms);
 		if (due->kind == P_INIT || due->kind == P_DISCOVER) {
 			session_pend_free(due);
 			session_fail(s, &e);
@@ -327,6 +336,7 @@ on_initialized(mcp_session *s, pend *p, json_t *result)
 	}
 	snprintf(s->version, sizeof(s->version), "%s", json_string_value(ver));
 	s->server_info = json_is_object(info) ? json_incref(info) : NULL;
+	s->server_caps = json_incref(json_object_get(result, "capabilities"));
 	s->conn->ops->set_version(s->conn, s->version);
 	session_send_notification(s, "notifications/initialized", NULL);
 	session_ready(s);
@@ -360,7 +370,7 @@ on_response(mcp_session *s, codec_jr_msg *m)
 	if (m->kind == JR_ERROR) {
 		mcp_error_set(&e, MCP_E_SERVER,
 		              "%s failed: %.400s (code %lld)",
-		              session_method_of(p->kind), m->err_message,
+		              session_method_of(p), m->err_message,
 		              (long long)m->err_code);
 		e.rpc_code = m->err_code;
 		if (p->kind == P_INIT) {
@@ -396,9 +406,9 @@ on_response(mcp_session *s, codec_jr_msg *m)
 		if (!json_is_object(m->result)) {
 			session_complete(
 			        s, p,
-			        mcp_error_set(
-			                &e, MCP_E_PROTOCOL,
-			                "tools/call result is not an object"),
+			        mcp_error_set(&e, MCP_E_PROTOCOL,
+			                      "%s result is not an object",
+			                      session_method_of(p)),
 			        NULL);
 			break;
 		}
@@ -440,6 +450,28 @@ on_progress(mcp_session *s, json_t *params)
 	s->depth--;
 }
 
+/* A notifications/<list>/list_changed, to the owner. */
+static void
+list_changed(mcp_session *s, const char *method)
+{
+	static const struct {
+		const char *method;
+		mcp_event   ev;
+	} lists[] = {
+	        {"notifications/tools/list_changed", MCP_EV_TOOLS_CHANGED},
+	        {"notifications/prompts/list_changed", MCP_EV_PROMPTS_CHANGED},
+	        {"notifications/resources/list_changed",
+	         MCP_EV_RESOURCES_CHANGED},
+	};
+
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		if (strcmp(method, lists[i].method) == 0) {
+			s->h.event(s->h.arg, s, lists[i].ev, NULL);
+			return;
+		}
+	}
+}
+
 static void
 up_message(void *arg, json_t *raw)
 {
@@ -468,10 +500,8 @@ up_message(void *arg, json_t *raw)
 			                        * from the start again */
 		} else if (strcmp(m.method, "notifications/message") == 0) {
 			session_on_log(s, m.params);
-		} else if (strcmp(m.method,
-		                  "notifications/tools/list_changed") == 0 &&
-		           s->h.event != NULL && modern_ours(s, m.params)) {
-			s->h.event(s->h.arg, s, MCP_EV_TOOLS_CHANGED, NULL);
+		} else if (s->h.event != NULL && modern_ours(s, m.params)) {
+			list_changed(s, m.method);
 		}
 		break;
 	case JR_REQUEST:
@@ -627,6 +657,7 @@ session_destroy(mcp_session *s)
 
 	tp_loop_ticker_del(s->loop, &s->ticker);
 	json_decref(s->server_info);
+	json_decref(s->server_caps);
 	json_decref(s->caps);
 	while ((ib = idmap_pop(&s->inbound, NULL)) != NULL) {
 		json_decref(ib->id);

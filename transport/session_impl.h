@@ -27,8 +27,8 @@ typedef enum sstate {
 typedef enum pkind {
 	P_INIT,     /* initialize */
 	P_PING,     /* ping (2026-07-28: server/discover) */
-	P_LIST,     /* tools/list, possibly one of several pages */
-	P_CALL,     /* tools/call */
+	P_LIST,     /* a list (pend.list), possibly one of several pages */
+	P_CALL,     /* tools/call, prompts/get, resources/read (pend.method) */
 	P_DISCOVER, /* server/discover: which era the server speaks */
 	P_LISTEN,   /* subscriptions/listen (2026-07-28): no deadline */
 } pkind;
@@ -37,15 +37,17 @@ typedef enum pkind {
 typedef struct pend {
 	int64_t         id;         /* JSON-RPC id (also the progressToken) */
 	pkind           kind;       /* what it is */
+	const char     *method;     /* P_CALL: its method (static) */
+	mcp_list_kind   list;       /* P_LIST: which */
 	int64_t         deadline;   /* monotonic ns */
 	int             timeout_ms; /* what the deadline came from */
 	mcp_result_fn   fn;         /* completion */
 	void           *arg;        /* completion argument */
 	mcp_progress_fn progress;   /* tools/call progress, or NULL */
 	void           *parg;       /* progress argument */
-	json_t         *tools;      /* P_LIST: tools gathered so far */
+	json_t         *tools;      /* P_LIST: items gathered so far */
 	unsigned        pages;      /* P_LIST: pages fetched */
-	size_t          bytes;      /* P_LIST: bytes of tools and cursors */
+	size_t          bytes;      /* P_LIST: bytes of items and cursors */
 	json_t         *cursors;    /* P_LIST: cursors seen (object keys) */
 	char          **headers; /* P_LIST: per-request headers, for pages */
 	json_t         *params;  /* what it was last sent with (a page's,
@@ -86,6 +88,7 @@ struct mcp_session {
 	tp_ticker    ticker;      /* request deadlines */
 	char         version[16]; /* negotiated protocolVersion */
 	json_t      *server_info; /* serverInfo from initialize */
+	json_t      *server_caps; /* and its capabilities */
 	int          depth;       /* upcalls in progress on the stack */
 	int          doomed;      /* freed during an upcall: free at depth 0 */
 	bool         listen;      /* open the server's stream once ready */
@@ -108,8 +111,8 @@ void session_pend_free(pend *p);
 void session_complete(mcp_session *s, pend *p, const mcp_error *err,
                       json_t *result);
 
-/* session_method_of: the JSON-RPC method of a request of kind k. */
-const char *session_method_of(pkind k);
+/* session_method_of: the JSON-RPC method of request p. */
+const char *session_method_of(const pend *p);
 
 /* session_send_request gives p its id and deadline, enters it in the
  * table and sends it with params (borrowed) and headers.  Returns 0 or

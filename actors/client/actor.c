@@ -86,13 +86,14 @@ cl_init(kn_actor *self, void *arg, void **statep)
 	cl->def_sync_ms = a->sync_ms;
 	cl->def_exec_ms = a->exec_ms;
 	cl->tools       = json_array();
-	cl->state       = cl->cfg->disabled ? CS_DISABLED
-	              : cl->cfg->auth == CFG_AUTH_NONE ||
-                        cl->cfg->auth == CFG_AUTH_HEADERS ||
-                        cfg_acts_alone(cl->cfg)
-	              ? CS_UNSTABLE /* until the first connect says otherwise */
-	              : CS_PENDING; /* credentials are verified by an admin first */
-	cl->shown       = cl->state;
+	cl_lists_init(cl);
+	cl->state = cl->cfg->disabled ? CS_DISABLED
+	        : cl->cfg->auth == CFG_AUTH_NONE ||
+	                cl->cfg->auth == CFG_AUTH_HEADERS ||
+	                cfg_acts_alone(cl->cfg)
+	        ? CS_UNSTABLE /* until the first connect says otherwise */
+	        : CS_PENDING; /* credentials are verified by an admin first */
+	cl->shown = cl->state;
 	kn_set_wake_arg(self, &cl->wk);
 	/* an idle client keeps one connection (3 fds with curl's wake-up
 	 * pair); calls raise it as they need (call.c) */
@@ -128,6 +129,7 @@ cl_fini(kn_actor *self, void *state)
 		kn_actor_release(&cl->cr);
 	}
 	json_decref(cl->tools);
+	cl_lists_fini(cl);
 	json_decref(cl->undo);
 	free(cl->lf_message);
 	kn_actor_release(&cl->sv);

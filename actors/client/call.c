@@ -167,7 +167,7 @@ reissue(client *cl, cl_call *c, const mcp_error *err)
 	    cl->era != MCP_ERA_MODERN || c->reissued || remaining_ms(c) <= 0) {
 		return (false);
 	}
-	if (!cl_retry_safe(cl, c->tool)) {
+	if (!cl_retry_safe(cl, c)) {
 		KN_DEBUG(
 		        "client",
 		        "%s: %s's stream broke; not sent again: not safe to run twice",
@@ -215,16 +215,42 @@ progress(void *arg, double done, double total, const char *message)
 	c->progress(c->parg, done, total, message);
 }
 
-static void
-run_sticky(client *cl, cl_call *c)
+/* Sends c on s - a tools/call, prompts/get or resources/read - with
+ * what is left of its time; fn answers it. */
+static int
+send_call(mcp_session *s, cl_call *c, mcp_result_fn fn)
 {
 	mcp_req_opts o = {.timeout_ms  = remaining_ms(c),
-	                  .tool        = cl_tool_named(cl, c->tool),
 	                  .traceparent = c->trace[0],
 	                  .tracestate  = c->trace[1],
 	                  .progress    = c->progress != NULL ? progress : NULL,
 	                  .progress_arg = c};
-	mcp_error    e;
+
+	switch (c->kind) {
+	case CL_CALL_PROMPT:
+		return (mcp_get_prompt(s, c->tool, c->args, &o, fn, c,
+		                       &c->rid));
+	case CL_CALL_RESOURCE:
+		return (mcp_read_resource(s, c->tool, &o, fn, c, &c->rid));
+	default:
+		o.tool = cl_tool_named(c->cl, c->tool);
+		return (mcp_call_tool(s, c->tool, c->args, &o, fn, c,
+		                      &c->rid));
+	}
+}
+
+static const char *
+method_of(const cl_call *c)
+{
+	return (c->kind == CL_CALL_PROMPT             ? "prompts/get"
+	                : c->kind == CL_CALL_RESOURCE ? "resources/read"
+	                                              : "tools/call");
+}
+
+static void
+run_sticky(client *cl, cl_call *c)
+{
+	mcp_error e;
 
 	if (c->cancelled != NULL) { /* given up before it was sent */
 		cl_call_finish(cl, c, cancelled(c, &e), NULL);
@@ -238,11 +264,10 @@ run_sticky(client *cl, cl_call *c)
 		cl->maxconn = cl->calls < 64 ? cl->calls : 64;
 		tp_loop_set_maxconnects(cl->loop, (long)cl->maxconn);
 	}
-	if (mcp_call_tool(c->on->s, c->tool, c->args, &o, done_sticky, c,
-	                  &c->rid) != 0) {
+	if (send_call(c->on->s, c, done_sticky) != 0) {
 		done_sticky(c,
-		            mcp_error_set(&e, MCP_E_LOCAL,
-		                          "cannot send tools/call"),
+		            mcp_error_set(&e, MCP_E_LOCAL, "cannot send %s",
+		                          method_of(c)),
 		            NULL);
 	}
 }
@@ -280,14 +305,8 @@ done_per_call(void *arg, const mcp_error *err, json_t *result)
 static void
 pc_ready(void *arg, mcp_session *s, const mcp_error *err)
 {
-	cl_call     *c = arg;
-	mcp_req_opts o = {.timeout_ms  = remaining_ms(c),
-	                  .tool        = cl_tool_named(c->cl, c->tool),
-	                  .traceparent = c->trace[0],
-	                  .tracestate  = c->trace[1],
-	                  .progress    = c->progress != NULL ? progress : NULL,
-	                  .progress_arg = c};
-	mcp_error    e;
+	cl_call  *c = arg;
+	mcp_error e;
 
 	if (err != NULL) {
 		cl_era_forget(c->cl);
@@ -300,11 +319,10 @@ pc_ready(void *arg, mcp_session *s, const mcp_error *err)
 		return;
 	}
 	c->sent = true;
-	if (mcp_call_tool(s, c->tool, c->args, &o, done_per_call, c,
-	                  &c->rid) != 0) {
+	if (send_call(s, c, done_per_call) != 0) {
 		done_per_call(c,
-		              mcp_error_set(&e, MCP_E_LOCAL,
-		                            "cannot send tools/call"),
+		              mcp_error_set(&e, MCP_E_LOCAL, "cannot send %s",
+		                            method_of(c)),
 		              NULL);
 	}
 }
@@ -465,6 +483,22 @@ allowed(const cfg_client *cfg, const char *tool)
 		}
 	}
 	return (false);
+}
+
+/* A prompt's arguments are strings (PromptArgument values). */
+static bool
+prompt_args_ok(json_t *args)
+{
+	const char *k;
+	json_t     *v;
+
+	json_object_foreach(args, k, v)
+	{
+		if (!json_is_string(v)) {
+			return (false);
+		}
+	}
+	return (true);
 }
 
 /* ---- max_concurrent_calls ---------------------------------------------
@@ -631,6 +665,7 @@ cl_call_start(client *cl, kn_msg *msg)
 	c->t0   = kn_now_ns();
 	(void)cl_call_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
 	c->tool      = m.tool; /* the call owns them now */
+	c->kind      = (int)m.kind;
 	c->mode      = m.mode;
 	c->identity  = m.identity;
 	c->subject   = m.subject;
@@ -647,10 +682,16 @@ cl_call_start(client *cl, kn_msg *msg)
 	c->args = m.arguments != NULL ? json_loads(m.arguments, 0, NULL)
 	                              : json_object();
 	cl_call_msg_clear(&m);
-	if (c->tool == NULL || !json_is_object(c->args)) {
+	if (c->tool == NULL || !json_is_object(c->args) ||
+	    c->kind < CL_CALL_TOOL || c->kind > CL_CALL_RESOURCE) {
 		kn_reply_why(
 		        cl->self, corr, MK_EINVAL,
 		        "a tool call needs a tool name and an arguments object");
+		goto refuse;
+	}
+	if (c->kind == CL_CALL_PROMPT && !prompt_args_ok(c->args)) {
+		kn_reply_why(cl->self, corr, MK_EINVAL,
+		             "prompts/get arguments must all be strings");
 		goto refuse;
 	}
 	if (cfg_auth_per_user(cl->cfg->auth) &&
@@ -671,7 +712,7 @@ cl_call_start(client *cl, kn_msg *msg)
 		                     : "pending verification");
 		goto refuse;
 	}
-	if (!allowed(cl->cfg, c->tool)) {
+	if (c->kind == CL_CALL_TOOL && !allowed(cl->cfg, c->tool)) {
 		kn_reply_why(
 		        cl->self, corr, MK_EINVAL,
 		        "tool %.200s is not in tools_to_execute of MCP client %s",

@@ -54,6 +54,8 @@
  *     traceparent  str    the caller's W3C trace context, or absent
  *     tracestate   str    and its vendor part, or absent
  *     ticket       int    the caller's name for it (MSG_CL_CANCEL), 0: none
+ *     kind         int    what it asks: 0 tools/call, 1 prompts/get (tool: the
+ *                         prompt), 2 resources/read (tool: the URI)
  *     ok:     result   str    the tool's result, JSON text
  *             recovery str    after an auth recovery, JSON text {ran, path,
  *                             retry_skipped}
@@ -235,8 +237,15 @@ CODEC_MSG_STRUCT(cl_state_msg, CL_STATE_FIELDS)
 	F(S, INT, progress_arg, "and its argument")                           \
 	F(S, STR, traceparent, "the caller's W3C trace context, or absent")   \
 	F(S, STR, tracestate, "and its vendor part, or absent")               \
-	F(S, INT, ticket, "the caller's name for it (MSG_CL_CANCEL), 0: none")
+	F(S, INT, ticket,                                                     \
+	  "the caller's name for it (MSG_CL_CANCEL), 0: none")                \
+	F(S, INT, kind,                                                       \
+	  "what it asks: 0 tools/call, 1 prompts/get (tool: the prompt), "    \
+	  "2 resources/read (tool: the URI)")
 CODEC_MSG_STRUCT(cl_call_msg, CL_CALL_FIELDS)
+
+/* cl_call_msg.kind (mk_call_kind's values) */
+enum { CL_CALL_TOOL, CL_CALL_PROMPT, CL_CALL_RESOURCE };
 
 #define CL_CANCEL_FIELDS(F, S)                                                \
 	F(S, INT, ticket, "the call's ticket")                                \

@@ -70,6 +70,15 @@ typedef struct cl_cmetrics {
 _Static_assert(CM_STAGES == CODEC_STAGES && CM_BUCKETS == CODEC_LATENCY_BOUNDS,
                "the counters have a slot for every stage and bound");
 
+/* One of the lists beside the tools (lists.c). */
+typedef struct cl_list {
+	client       *cl;    /* owner */
+	mcp_list_kind kind;  /* which */
+	json_t       *items; /* as the server listed them, or NULL: none */
+	bool          out;   /* a list request is out */
+	bool          again; /* asked again meanwhile */
+} cl_list;
+
 /* A sticky connection. */
 typedef struct cl_sconn {
 	client          *cl;       /* owner */
@@ -129,12 +138,13 @@ typedef struct cl_call {
 	const char     *path; /* the recovery's path, or NULL */
 	mcp_error      *orig; /* the failure it recovers from */
 	uint64_t        gen;  /* sticky: the connection generation it ran on */
-	uint64_t        rtimer;   /* sticky recovery: the caller's wait */
-	int64_t         t0;       /* when it arrived (monotonic ns) */
-	struct cl_call *rnext;    /* waiting for the recovery's reconnect */
-	uint64_t        corr;     /* the deferred ask */
-	char           *tool;     /* tool name */
-	json_t         *args;     /* arguments object */
+	uint64_t        rtimer; /* sticky recovery: the caller's wait */
+	int64_t         t0;     /* when it arrived (monotonic ns) */
+	struct cl_call *rnext;  /* waiting for the recovery's reconnect */
+	uint64_t        corr;   /* the deferred ask */
+	char           *tool;   /* tool name (a prompt's, a resource's URI) */
+	int             kind;   /* CL_CALL_TOOL, _PROMPT, _RESOURCE */
+	json_t         *args;   /* arguments object */
 	int64_t         deadline; /* monotonic ns */
 	cl_sconn       *on;       /* sticky: the connection it runs on */
 	mcp_session    *s;        /* per-call: its own session */
@@ -255,7 +265,10 @@ struct client {
 	mcp_era        era;      /* what the last session found (era.c) */
 	char           version[16]; /* its protocol version, "" unknown */
 	int64_t        ttl_ms;      /* the tool list's ttlMs, 0 none */
-	char      listed_hash[TOOLS_HASH_HEX]; /* of the last list as sent */
+	char    listed_hash[TOOLS_HASH_HEX]; /* of the last list as sent */
+	cl_list lists[MCP_LIST_KINDS];       /* prompts, resources, resource
+	                                      * templates ([MCP_LIST_TOOLS]:
+	                                      * unused, tools are above) */
 	idmap     tickets; /* ticket -> its call (cl_call), to cancel */
 	unsigned  slots;   /* calls holding a slot (max_concurrent_calls) */
 	cl_call  *held;    /* calls waiting for one, oldest first */
@@ -267,6 +280,15 @@ struct client {
 	unsigned  ninputs;   /* how many */
 	uint64_t  input_seq; /* numbers them */
 };
+
+/* lists.c: the prompts, resources and templates.  cl_lists_fetch asks
+ * the live connection for the prompts and/or the resources and
+ * templates (a new connection: both; a list_changed: its own);
+ * cl_lists_view adds them to a view. */
+void cl_lists_init(client *cl);
+void cl_lists_fetch(client *cl, bool prompts, bool resources);
+void cl_lists_view(client *cl, json_t *view);
+void cl_lists_fini(client *cl);
 
 /* actor.c */
 /* client_state_enter is the one way cl->state changes: true when the
@@ -383,7 +405,7 @@ void   cl_cm_call(client *cl, const cl_call *c, int outcome); /* counts one */
 /* recover.c: tool calls that recover from auth and session failures */
 bool cl_auth_failure(const mcp_error *e);
 bool cl_session_gone(const mcp_error *e);
-bool cl_retry_safe(const client *cl, const char *tool);
+bool cl_retry_safe(const client *cl, const cl_call *c);
 /* the tool of the client's list named name (borrowed), or NULL */
 json_t *cl_tool_named(const client *cl, const char *name);
 /* take the call over (true) when the failure is one to recover from */

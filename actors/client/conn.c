@@ -241,9 +241,15 @@ on_conn_event(void *arg, mcp_session *s, mcp_event ev, const mcp_error *err)
 	cl_sconn *c  = arg;
 	client   *cl = c->cl;
 
-	if (ev == MCP_EV_TOOLS_CHANGED) {
-		if (c == cl->live) {
+	if (ev != MCP_EV_LOST) {
+		if (c != cl->live) {
+			return;
+		}
+		if (ev == MCP_EV_TOOLS_CHANGED) {
 			relist(cl);
+		} else {
+			cl_lists_fetch(cl, ev == MCP_EV_PROMPTS_CHANGED,
+			               ev == MCP_EV_RESOURCES_CHANGED);
 		}
 		return;
 	}
@@ -372,6 +378,7 @@ dial_end(cl_dial *d, const mcp_error *err, json_t *tools)
 	client_pass(cl);
 	if (cl->cfg->sticky) {
 		client_push_view(cl); /* the generation moved */
+		cl_lists_fetch(cl, true, true);
 	}
 	answer_waiters(cl, NULL);
 	cl_call_run_queued(cl, NULL);

@@ -106,22 +106,27 @@ cl_tool_named(const client *cl, const char *name)
 }
 
 bool
-cl_retry_safe(const client *cl, const char *tool)
+cl_retry_safe(const client *cl, const cl_call *c)
 {
-	json_t   *t = cl_tool_named(cl, tool);
+	json_t   *t;
 	mcp_hints h;
 
-	if (t == NULL) {
+	if (c->kind != CL_CALL_TOOL) {
+		return (true); /* prompts/get, resources/read: reads */
+	}
+	if ((t = cl_tool_named(cl, c->tool)) == NULL) {
 		return (false); /* unknown: the defaults say destructive */
 	}
 	mcp_tool_hints(t, &h);
 	return (!(!h.read_only && h.destructive && !h.idempotent));
 }
 
+/* Whether c's tool is still the server's (a prompt's or a resource's
+ * request goes as it is: the server answers if it has it). */
 static bool
-tool_known(const client *cl, const char *tool)
+still_served(const client *cl, const cl_call *c)
 {
-	return (cl_tool_named(cl, tool) != NULL);
+	return (c->kind != CL_CALL_TOOL || cl_tool_named(cl, c->tool) != NULL);
 }
 
 /* Starts the recovery of c: its original error kept, its path named. */
@@ -138,7 +143,7 @@ begin(client *cl, cl_call *c, const mcp_error *err, const char *path)
 	/* a call refused before its tools/call went out (its per-call
 	 * session's initialize, its credential) never ran: sending it after
 	 * the refresh runs it once, whatever its annotations */
-	c->skipped = c->sent && !cl_retry_safe(cl, c->tool);
+	c->skipped = c->sent && !cl_retry_safe(cl, c);
 	cl->m.recoveries[strcmp(path, "per_call") == 0         ? 0
 	                         : strcmp(path, "shared") == 0 ? 1
 	                                                       : 2]++;
@@ -339,8 +344,8 @@ cl_recover_on_dial(client *cl, const mcp_error *err)
 		cl->recovering = c->rnext;
 		kn_timer_cancel(cl->self, c->rtimer);
 		c->rtimer = 0;
-		if (err == NULL && cl_conn_usable(cl) &&
-		    tool_known(cl, c->tool) && kn_now_ns() < c->deadline) {
+		if (err == NULL && cl_conn_usable(cl) && still_served(cl, c) &&
+		    kn_now_ns() < c->deadline) {
 			cl_call_rerun(cl, c);
 		} else {
 			cl_call_finish(cl, c, c->orig, NULL);

@@ -223,6 +223,9 @@ cl_view_json(client *cl)
                 cl->cfg->sticky ? "sticky" : "per_call", "generation",
 	                (json_int_t)cl->gen);
 
+	if (v != NULL) {
+		cl_lists_view(cl, v);
+	}
 	if (v != NULL && cl->lf_set) {
 		json_object_set_new(v, "last_failure",
 		                    json_pack("{s:s, s:s, s:s, s:s}", "stage",

@@ -1,17 +1,17 @@
 /*
  * changes.c - list changes: every downstream session with its GET stream
- * open hears notifications/tools/list_changed within a second of a change
- * to what it sees, and only then.
+ * open hears notifications/tools/list_changed (prompts/, resources/)
+ * within a second of a change to what it sees, and only then.
  *
  * DESIGN: anything that may change a session's view - a client's state
  * or tools (the state stream, events.c), the keys (a reload) - calls
  * gw_changed, which only sets a flag.  One watcher thread waits for it,
  * lets GW_COALESCE_MS of further changes gather, then reads the client
- * views once and, for each streaming session, the tools its caller sees
- * now: their digest is compared with the one the session saw last (its
- * tools/list, or the watcher's previous look), and a session whose view
- * really changed gets one notification.  A burst of changes is one look;
- * a change that leaves a session's view as it was (another key's client,
+ * views once and, for each streaming session, each list its caller sees
+ * now: its digest is compared with the one the session saw last (its
+ * list request, or the watcher's previous look), and a session whose
+ * list really changed gets one notification for it.  A burst of changes is one
+ * look; a change that leaves a session's view as it was (another key's client,
  * a reconnect) tells it nothing.
  */
 #include <errno.h>
@@ -21,8 +21,13 @@
 
 #include "cli/gateway/gateway.h"
 
-static const char list_changed[] =
-        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}";
+/* The notification of each list (templates are the resources'). */
+static const char *const notice[GW_KINDS] = {
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/resources/list_changed",
+};
 
 static struct {
 	pthread_mutex_t mtx;
@@ -40,6 +45,39 @@ gw_changed(void)
 	W.dirty = true;
 	pthread_cond_signal(&W.cv);
 	pthread_mutex_unlock(&W.mtx);
+}
+
+/* Tells session w that list k changed. */
+static void
+tell(const gw_watched *w, gw_kind k)
+{
+	char msg[320];
+
+	if (w->listen) {
+		/* 2026-07-28: the notification names its listen */
+		snprintf(
+		        msg, sizeof(msg),
+		        "{\"jsonrpc\":\"2.0\",\"method\":\"%s\",\"params\":{\"_meta\":{\"" GW_META_SUB
+		        "\":%s}}}",
+		        notice[k], w->sub);
+	} else {
+		snprintf(msg, sizeof(msg),
+		         "{\"jsonrpc\":\"2.0\",\"method\":\"%s\"}", notice[k]);
+	}
+	(void)events_notify(w->id, msg);
+}
+
+/* Whether list k that session w sees changed since its last look. */
+static bool
+changed(const gw_watched *w, const json_t *all, const json_t *grants,
+        const json_t *group, gw_kind k)
+{
+	json_t       *items = gw_items(all, k, grants, group);
+	unsigned char digest[32];
+
+	gw_digest(items, digest);
+	json_decref(items);
+	return (gw_session_seen(w->id, k, digest));
 }
 
 /* One look: each streaming session's view against the last it saw. */
@@ -64,25 +102,17 @@ look(void)
 			/* its group is gone: it sees nothing now */
 			group = json_pack("{s:[]}", "-");
 		}
-		json_t *tools = gw_tools(all, grants, group);
-		json_decref(group);
-		unsigned char digest[32];
-		gw_digest(tools, digest);
-		if (!gw_session_seen(ws[i].id, digest)) {
-			/* unchanged (or its first look) */
-		} else if (ws[i].listen) {
-			/* 2026-07-28: the notification names its listen */
-			char msg[256];
-			snprintf(
-			        msg, sizeof(msg),
-			        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\"params\":{\"_meta\":{\"" GW_META_SUB
-			        "\":%s}}}",
-			        ws[i].sub);
-			(void)events_notify(ws[i].id, msg);
-		} else {
-			(void)events_notify(ws[i].id, list_changed);
+		bool told = false; /* (resources: one notice for both) */
+		for (int k = 0; k < GW_KINDS; k++) {
+			/* (unchanged, or its first look: nothing to tell) */
+			if ((ws[i].kinds & (1u << k)) != 0 &&
+			    changed(&ws[i], all, grants, group, (gw_kind)k) &&
+			    !(k == GW_TEMPLATES && told)) {
+				tell(&ws[i], (gw_kind)k);
+				told = k == GW_RESOURCES;
+			}
 		}
-		json_decref(tools);
+		json_decref(group);
 		json_decref(grants);
 	}
 	json_decref(all);

@@ -2,7 +2,8 @@
  * gateway.h - /mcp: the daemon as one MCP server (Streamable HTTP) that
  * serves the tools of every client a caller may reach, named
  * "<client>-<tool>", and runs their calls through the runtime.
- *   mcp.c       the JSON-RPC methods, the answers, the audit line
+ *   mcp.c       the JSON-RPC methods, the calls, the audit line
+ *   lists.c     what a caller sees: tools, prompts, resources, renamed
  *   sessions.c  the downstream sessions (Mcp-Session-Id)
  *   changes.c   list changes: each streaming session told when what it
  *               sees changed
@@ -19,7 +20,8 @@
 #define GW_SESSION_IDLE_S  1800 /* a session unused this long has ended */
 #define GW_SID_LEN         32   /* hex digits of a session id */
 #define GW_OWNER_LEN       240
-#define GW_PAGE            500 /* tools per tools/list page */
+#define GW_PAGE            500          /* items per list page */
+#define GW_URI             "mcpkeep://" /* a resource's: GW_URI<client>/<uri> */
 #define GW_VERSION_LATEST  "2025-11-25"
 #define GW_VERSION_MODERN  "2026-07-28"
 #define GW_META_VERSION    "io.modelcontextprotocol/protocolVersion"
@@ -30,6 +32,16 @@
 #define GW_TTL_DISCOVER_MS 60000 /* server/discover */
 #define GW_STR_(x)         #x
 #define GW_STR(x)          GW_STR_(x)
+
+/* The lists a caller sees (lists.c). */
+typedef enum gw_kind {
+	GW_TOOLS,
+	GW_PROMPTS,
+	GW_RESOURCES,
+	GW_TEMPLATES,
+	GW_KINDS
+} gw_kind;
+#define GW_ALL_KINDS ((1u << GW_KINDS) - 1)
 
 /* The caller a session belongs to: r's key, or the admin, or the
  * anonymous loopback caller. */
@@ -55,38 +67,57 @@ int  gw_sessions_open(void);
 /* gw_session_stream notes that session id's GET stream opened (open;
  * false when it has one already or no such session) or closed. */
 bool gw_session_stream(const char *id, bool open);
-/* gw_session_seen records the digest of the tools session id sees now;
+/* gw_session_seen records the digest of list k session id sees now;
  * true when it had one before and it differs (a list change). */
-bool gw_session_seen(const char *id, const unsigned char digest[32]);
+bool gw_session_seen(const char *id, gw_kind k,
+                     const unsigned char digest[32]);
 /* A streaming session, as the watcher sees it. */
 typedef struct gw_watched {
 	char          id[GW_SID_LEN + 1];
 	bool          listen;    /* a 2026-07-28 listen: ... */
 	char          sub[72];   /* ... its subscription id (JSON) */
 	char          group[65]; /* "" for /mcp */
+	unsigned      kinds;     /* the lists it hears of (1 << gw_kind) */
 	bool          keyed;
 	unsigned char key[32];
 } gw_watched;
 /* gw_sessions_streaming copies up to max streaming sessions to out. */
 int gw_sessions_streaming(gw_watched *out, int max);
 /* gw_listen_new makes the streaming pseudo-session of a 2026-07-28
- * subscriptions/listen of r's caller (sub: its request id as JSON text);
- * it ends when its stream closes.  As gw_session_new. */
-int gw_listen_new(const req *r, const char *sub, char *id);
+ * subscriptions/listen of r's caller (sub: its request id as JSON text)
+ * that hears of changes to the lists kinds (1 << gw_kind; a session
+ * hears of all); it ends when its stream closes.  As gw_session_new. */
+int gw_listen_new(const req *r, const char *sub, unsigned kinds, char *id);
 
-/* mcp.c: the tools a caller with grants (NULL: every client) sees in
- * the client views all through group (grants of the same shape; NULL:
- * /mcp itself), renamed and in order (new reference); the digest of such
- * a list. */
-json_t *gw_tools(const json_t *all, const json_t *grants, const json_t *group);
-/* gw_result answers request id with result (taken; 2026-07-28: with its
- * resultType and serverInfo); gw_tools_list and gw_tools_call answer
- * those methods (sid: the session whose view is noted, or NULL). */
+/* lists.c: the items of kind k a caller with grants (NULL: every
+ * client) sees in the client views all through group (grants of the
+ * same shape; NULL: /mcp itself), renamed and in order (new reference);
+ * the digest of such a list; gw_list answers k's list method (sid: the
+ * session whose view is noted, or NULL); gw_resource_split reads a
+ * resource URI of the gateway's: its client and the upstream's URI (in
+ * uri), false when it is not one. */
+json_t *gw_items(const json_t *all, gw_kind k, const json_t *grants,
+                 const json_t *group);
+void    gw_digest(const json_t *items, unsigned char out[32]);
+void    gw_list(req *r, const json_t *group, const char *sid, json_t *id,
+                json_t *params, gw_kind k);
+bool    gw_resource_split(const char *uri, char client[65], const char **rest);
+/* mcp.c: gw_result answers request id with result (taken; 2026-07-28:
+ * with its resultType and serverInfo); gw_ask answers tools/call,
+ * prompts/get (GW_PROMPTS) and resources/read (GW_RESOURCES). */
 void gw_result(req *r, json_t *id, json_t *result);
-void gw_tools_list(req *r, const json_t *group, const char *sid, json_t *id,
-                   json_t *params);
-void gw_tools_call(req *r, const json_t *group, const gw_agreed *agreed,
-                   json_t *id, json_t *params);
+/* gw_method answers method when it is a list or a call (false: neither);
+ * gw_capabilities: the server's (new reference). */
+bool    gw_method(req *r, const json_t *group, const char *sid,
+                  const gw_agreed *agreed, json_t *id, const char *method,
+                  json_t *params);
+json_t *gw_capabilities(void);
+#define GW_INSTRUCTIONS                                                       \
+	"The tools, prompts and resources of the MCP servers this mcpkeep "   \
+	"holds: tools and prompts named <server>-<name>, resources "          \
+	"mcpkeep://<server>/<uri>."
+void gw_ask(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
+            json_t *params, gw_kind k);
 /* gw_stream_gone: an SSE stream of the gateway's (events.c) closed; a
  * call still answering on it (a streamed tools/call whose caller went)
  * is given up, the upstream told.  Any thread. */
@@ -94,7 +125,6 @@ void gw_stream_gone(const char *stream);
 /* modern.c: a 2026-07-28 request (its _meta names a version past
  * 2025-11-25), answered */
 void gw_modern(req *r, const json_t *group, json_t *body);
-void gw_digest(const json_t *tools, unsigned char out[32]);
 
 /* changes.c: gw_changed says that a client's state, tools or the keys
  * may have changed (any thread, never blocks); the watcher looks again

@@ -1,7 +1,8 @@
 /*
  * mcp.c - /mcp and /mcp/<group>: POST (the JSON-RPC methods:
- * initialize, ping, tools/list, tools/call, each answered as one JSON
- * body; a 2026-07-28 request goes to modern.c), GET (the session's
+ * initialize, ping, the lists (lists.c), tools/call, prompts/get,
+ * resources/read, each answered as one JSON body or, with progress, an
+ * SSE stream; a 2026-07-28 request goes to modern.c), GET (the session's
  * stream of list changes) and DELETE (the session's end); the tool
  * groups.
  *
@@ -12,9 +13,11 @@
  * the key - named "<client>-<tool>" (client names have no '-', so the
  * first '-' splits), in the order of client then tool name.  A call runs
  * through mk_tool_call (the runtime's recovery, retry safety and
- * deadline).  What the gateway refuses (unknown tool, not allowed, the
- * client's state, a limit) is a JSON-RPC error; what the upstream failed
- * is a tool result with isError and the reason, as MCP asks.  Each call
+ * deadline), prompts/get and resources/read too (mk_call_start).  What
+ * the gateway refuses (unknown tool, not allowed, the client's state, a
+ * limit) is a JSON-RPC error; what the upstream failed is a tool result
+ * with isError and the reason, as MCP asks (a prompt's or a resource's:
+ * a JSON-RPC error, they have no such result).  Each call
  * logs one INFO audit line: key name, client, tool, outcome, duration,
  * trace id - never a key or an argument.
  */
@@ -46,126 +49,6 @@ static void
 accepted(req *r)
 {
 	answer(r, 202, "application/json", "");
-}
-
-/* ---- lists ---------------------------------------------------------------
- */
-
-/* Whether client view c serves a caller with grants (NULL: all) now: a
- * state that runs calls, and grants that reach it. */
-static bool
-serves(const json_t *grants, const json_t *c)
-{
-	const char *st = json_string_value(json_object_get(c, "state"));
-
-	if (st == NULL || strcmp(st, "disabled") == 0 ||
-	    strcmp(st, "needs_reauth") == 0 ||
-	    strcmp(st, "pending_verification") == 0) {
-		return (false);
-	}
-	return (grants_allow(grants, client_name(c), NULL));
-}
-
-json_t *
-gw_tools(const json_t *all, const json_t *grants, const json_t *group)
-{
-	json_t *tools = json_array(), *c, *t;
-	size_t  i, j;
-
-	json_array_foreach(all, i, c)
-	{
-		if (tools == NULL || !serves(grants, c) ||
-		    (group != NULL &&
-		     !grants_allow(group, client_name(c), NULL))) {
-			continue;
-		}
-		json_array_foreach(json_object_get(c, "tools"), j, t)
-		{
-			const char *tn =
-			        json_string_value(json_object_get(t, "name"));
-			char name[256];
-			if (tn == NULL || !view_allows(c, tn) ||
-			    !grants_allow(grants, client_name(c), tn) ||
-			    (group != NULL &&
-			     !grants_allow(group, client_name(c), tn))) {
-				continue;
-			}
-			json_t *copy = json_copy(t);
-			snprintf(name, sizeof(name), "%s-%s", client_name(c),
-			         tn);
-			json_object_set_new(copy, "name", json_string(name));
-			json_array_append_new(tools, copy);
-		}
-	}
-	return (tools);
-}
-
-void
-gw_digest(const json_t *tools, unsigned char out[32])
-{
-	char *text = json_dumps(tools, JSON_COMPACT | JSON_SORT_KEYS);
-
-	SHA256((const unsigned char *)(text != NULL ? text : ""),
-	       text != NULL ? strlen(text) : 0, out);
-	free(text);
-}
-
-/* The grants of r's caller: its key's (borrowed), or NULL: all. */
-static const json_t *
-grants_of(const req *r)
-{
-	return (r->key != NULL ? r->key->clients : NULL);
-}
-
-void
-gw_tools_list(req *r, const json_t *group, const char *sid, json_t *id,
-              json_t *params)
-{
-	const char *cursor =
-	        json_string_value(json_object_get(params, "cursor"));
-	char         *end  = NULL;
-	long          from = cursor != NULL ? strtol(cursor, &end, 10) : 0;
-	json_t       *all, *tools, *page;
-	unsigned char digest[32];
-
-	if (cursor != NULL && (end == cursor || *end != '\0' || from < 0)) {
-		answer_rpc_error(
-		        r, 200, id, -32602,
-		        "Invalid params: not a cursor this server gave");
-		return;
-	}
-	all   = all_clients(false);
-	tools = all != NULL ? gw_tools(all, grants_of(r), group) : NULL;
-	json_decref(all);
-	if (tools == NULL || (page = json_array()) == NULL) {
-		json_decref(tools);
-		answer_rpc_error(r, 200, id, -32603, "out of memory");
-		return;
-	}
-	/* what it saw: a later change is told on its stream */
-	gw_digest(tools, digest);
-	if (sid != NULL) {
-		(void)gw_session_seen(sid, digest);
-	}
-	for (long k = from;
-	     k < from + GW_PAGE && (size_t)k < json_array_size(tools); k++) {
-		json_array_append(page, json_array_get(tools, (size_t)k));
-	}
-	json_t *res = json_pack("{s:o}", "tools", page);
-	if (r->mcp_modern) {
-		/* 2026-07-28: how long it may be cached, and by whom (the
-		 * list depends on the caller's key) */
-		json_object_set_new(res, "ttlMs",
-		                    json_integer(GW_TTL_LIST_MS));
-		json_object_set_new(res, "cacheScope", json_string("private"));
-	}
-	if (json_array_size(tools) > (size_t)(from + GW_PAGE)) {
-		char next[32];
-		snprintf(next, sizeof(next), "%ld", from + GW_PAGE);
-		json_object_set_new(res, "nextCursor", json_string(next));
-	}
-	json_decref(tools);
-	gw_result(r, id, res);
 }
 
 /* ---- calls ---------------------------------------------------------------
@@ -307,9 +190,10 @@ typedef struct gw_call {
 	char        trace[64];  /* its traceparent, or "" */
 	bool        url_elicit; /* its session takes URL elicitations */
 	bool        modern;     /* a 2026-07-28 request */
+	gw_kind     kind;       /* GW_TOOLS, GW_PROMPTS, GW_RESOURCES */
 	gw_flight  *flight;     /* its session may cancel it, or NULL */
 	const char *client;     /* in name */
-	const char *tool;       /* in name */
+	const char *tool;       /* in name: the tool, prompt or URI */
 	int64_t     t0;
 	char        name[]; /* "<client>\0<tool>" */
 } gw_call;
@@ -428,11 +312,16 @@ sign_in(gw_call *g, const char *auth_required)
 	snprintf(text, sizeof(text),
 	         sub != NULL ? "MCP server %s needs your own header values: "
 	                       "POST them ({\"headers\": {...}}) to the URL, "
-	                       "then call the tool again"
+	                       "then ask again"
 	                     : "MCP server %s needs you to sign in at the "
-	                       "URL, then call the tool again",
+	                       "URL, then ask again",
 	         g->client);
-	if (url != NULL && g->url_elicit) {
+	if (g->kind != GW_TOOLS && !(url != NULL && g->url_elicit)) {
+		/* (no tool result to carry it: the error says it) */
+		snprintf(both, sizeof(both), "%s: %s", text,
+		         url != NULL ? url : "(no URL given)");
+		m = error_msg(g->id, -32000, both, NULL);
+	} else if (url != NULL && g->url_elicit) {
 		m = error_msg(g->id, -32042, text,
 		              json_pack("{s:[{s:s, s:s, s:s, s:s}]}",
 		                        "elicitations", "mode", "url",
@@ -448,6 +337,47 @@ sign_in(gw_call *g, const char *auth_required)
 	return (m);
 }
 
+/* What the gateway calls g's item in an answer: its own name for it. */
+static void
+item_name(const gw_call *g, char *out, size_t len)
+{
+	snprintf(out, len, g->kind == GW_RESOURCES ? GW_URI "%s/%s" : "%s-%s",
+	         g->client, g->tool);
+}
+
+/* An unknown item: a JSON-RPC error (resources: MCP's -32002). */
+static json_t *
+unknown(json_t *id, gw_kind k, const char *name, const char *why)
+{
+	char msg[600];
+
+	snprintf(msg, sizeof(msg), "%s: %.400s%.150s",
+	         k == GW_TOOLS             ? "Unknown tool"
+	                 : k == GW_PROMPTS ? "Unknown prompt"
+	                                   : "Resource not found",
+	         name, why);
+	return (error_msg(id, k == GW_RESOURCES ? -32002 : -32602, msg, NULL));
+}
+
+/* A resources/read result's contents, named as the gateway lists them. */
+static void
+resource_uris(const gw_call *g, json_t *result)
+{
+	json_t *c;
+	size_t  i;
+
+	json_array_foreach(json_object_get(result, "contents"), i, c)
+	{
+		const char *u = json_string_value(json_object_get(c, "uri"));
+		char       *nu;
+		if (u != NULL &&
+		    asprintf(&nu, GW_URI "%s/%s", g->client, u) >= 0) {
+			json_object_set_new(c, "uri", json_string(nu));
+			free(nu);
+		}
+	}
+}
+
 static void
 on_call(void *arg, int rc, mk_result *res)
 {
@@ -457,11 +387,13 @@ on_call(void *arg, int rc, mk_result *res)
 	json_t     *out = rc == 0 && res != NULL && res->result != NULL
 	            ? json_loads(res->result, 0, NULL)
 	            : NULL;
-	char        msg[200];
+	char        name[600], msg[700];
 
+	item_name(g, name, sizeof(name));
 	flight_drop(g->flight, true, 0);
 	call_audit_as(g->caller, g->trace[0] != '\0' ? g->trace : NULL,
-	              g->client, g->tool, call_outcome(rc, res), g->t0);
+	              g->client, g->kind == GW_TOOLS ? g->tool : name,
+	              call_outcome(rc, res), g->t0);
 	limits_done(g->key[0] != '\0' ? g->key : NULL);
 	if (rc == MK_ECLOSED && res != NULL && res->error_kind != NULL &&
 	    strcmp(res->error_kind, "cancelled") == 0) {
@@ -469,6 +401,9 @@ on_call(void *arg, int rc, mk_result *res)
 		deliver(g,
 		        error_msg(g->id, -32800, "Request cancelled", NULL));
 	} else if (json_is_object(out)) {
+		if (g->kind == GW_RESOURCES) {
+			resource_uris(g, out);
+		}
 		deliver(g, result_msg(g->modern, g->id, out));
 		out = NULL; /* taken */
 	} else if (rc == MK_EAUTH && res != NULL &&
@@ -476,18 +411,17 @@ on_call(void *arg, int rc, mk_result *res)
 		deliver(g, sign_in(g, res->auth_required));
 	} else if (rc == 0 || rc == MK_EUPSTREAM || rc == MK_ETIMEDOUT ||
 	           rc == MK_ECLOSED || rc == MK_EAUTH) {
-		/* the upstream's failure: a result the model can read */
+		/* the upstream's failure: a result the model can read (a
+		 * prompt or a resource has none: an error) */
+		why = rc == 0 ? "the MCP server's result is not a JSON object"
+		              : why;
 		deliver(g,
-		        result_msg(g->modern, g->id,
-		                   tool_error(rc == 0 ? "the MCP server's "
-		                                        "result is not a "
-		                                        "JSON object"
-		                                      : why)));
+		        g->kind == GW_TOOLS
+		                ? result_msg(g->modern, g->id, tool_error(why))
+		                : error_msg(g->id, -32000, why, NULL));
 	} else if (rc == MK_ENOENT) {
-		snprintf(msg, sizeof(msg),
-		         "Unknown tool: %s-%s (no MCP client %s)", g->client,
-		         g->tool, g->client);
-		deliver(g, error_msg(g->id, -32602, msg, NULL));
+		snprintf(msg, sizeof(msg), " (no MCP client %s)", g->client);
+		deliver(g, unknown(g->id, g->kind, name, msg));
 	} else {
 		/* the gateway's refusal: the client's state, a limit */
 		deliver(g,
@@ -512,43 +446,66 @@ refuse(req *r, json_t *id, int code, const char *fmt, const char *name,
 	answer_rpc_error(r, 200, id, code, msg);
 }
 
-void
-gw_tools_call(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
-              json_t *params)
+/* Reads the client and the upstream's name (*item, in full) of the
+ * item full names; false when it names none. */
+static bool
+split(gw_kind k, const char *full, char client[65], const char **item)
 {
-	const char *full = json_string_value(json_object_get(params, "name"));
+	const char *dash = strchr(full, '-');
+	size_t      cl   = dash != NULL ? (size_t)(dash - full) : 0;
+
+	if (k == GW_RESOURCES) {
+		return (gw_resource_split(full, client, item));
+	}
+	/* (a client's name is 1 to 64 characters) */
+	if (cl == 0 || cl >= 65 || dash[1] == '\0') {
+		return (false);
+	}
+	memcpy(client, full, cl);
+	client[cl] = '\0';
+	*item      = dash + 1;
+	return (true);
+}
+
+void
+gw_ask(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
+       json_t *params, gw_kind k)
+{
+	static const mk_call_kind as[GW_KINDS] = {MK_CALL_TOOL, MK_CALL_PROMPT,
+	                                          MK_CALL_RESOURCE, 0};
+	const char               *full         = json_string_value(
+	                              json_object_get(params, k == GW_RESOURCES ? "uri" : "name"));
 	json_t     *args = json_object_get(params, "arguments");
-	const char *dash = full != NULL ? strchr(full, '-') : NULL;
-	const char *mode, *who = route_identity(r, &mode);
+	const char *mode, *who = route_identity(r, &mode), *item;
 	char        client[65];
 	gw_call    *g;
 
 	if (full == NULL || (args != NULL && !json_is_object(args))) {
 		answer_rpc_error(
 		        r, 200, id, -32602,
-		        "Invalid params: tools/call needs name (a string) and arguments (an object)");
+		        k == GW_TOOLS
+		                ? "Invalid params: tools/call needs name (a string) and arguments (an object)"
+		                : k == GW_PROMPTS
+		                ? "Invalid params: prompts/get needs name (a string) and arguments (an object of strings)"
+		                : "Invalid params: resources/read needs uri (a string)");
 		return;
 	}
-	/* (a client's name is 1 to 64 characters) */
-	size_t cl = dash != NULL ? (size_t)(dash - full) : 0;
-	if (cl == 0 || cl >= sizeof(client) || dash[1] == '\0') {
-		refuse(r, id, -32602, "Unknown tool: %.300s%s", full, "");
+	if (!split(k, full, client, &item) ||
+	    (r->key != NULL && !key_allows(r->key, client, NULL)) ||
+	    (group != NULL &&
+	     !grants_allow(group, client, k == GW_TOOLS ? item : NULL))) {
+		answer_json(r, 200, unknown(id, k, full, ""));
 		return;
 	}
-	memcpy(client, full, cl);
-	client[cl] = '\0';
-	if ((r->key != NULL && !key_allows(r->key, client, NULL)) ||
-	    (group != NULL && !grants_allow(group, client, dash + 1))) {
-		refuse(r, id, -32602, "Unknown tool: %.300s%s", full, "");
-		return;
-	}
-	if (r->key != NULL && !key_allows(r->key, client, dash + 1)) {
+	if (k == GW_TOOLS && r->key != NULL &&
+	    !key_allows(r->key, client, item)) {
 		refuse(r, id, -32602,
 		       "tool %.300s is not allowed for virtual key \"%.64s\"",
 		       full, r->key->name);
 		return;
 	}
-	if ((g = calloc(1, sizeof(*g) + strlen(full) + 1)) == NULL) {
+	size_t cl = strlen(client), il = strlen(item);
+	if ((g = calloc(1, sizeof(*g) + cl + il + 2)) == NULL) {
 		answer_rpc_error(r, 200, id, -32603, "out of memory");
 		return;
 	}
@@ -569,10 +526,11 @@ gw_tools_call(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
 	const char *accept = http_header(r, "Accept");
 	bool stream = (json_is_string(token) || json_is_integer(token)) &&
 	        accept != NULL && strstr(accept, "text/event-stream") != NULL;
-	memcpy(g->name, full, strlen(full) + 1);
-	g->name[cl]   = '\0';
+	memcpy(g->name, client, cl + 1);
+	memcpy(g->name + cl + 1, item, il + 1);
 	g->client     = g->name;
 	g->tool       = g->name + cl + 1;
+	g->kind       = k;
 	g->r          = r;
 	g->url_elicit = agreed->url_elicit;
 	snprintf(g->host, sizeof(g->host), "%s",
@@ -622,7 +580,7 @@ gw_tools_call(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
 	         ? flight_new(g->modern ? NULL : sid, g->sid, id, g->client)
 	         : NULL;
 	uint64_t    ticket         = 0;
-	int         rc = mk_tool_call_start(D.rt, &c, &t, on_call, g, &ticket);
+	int rc = mk_call_start(D.rt, as[k], &c, &t, on_call, g, &ticket);
 	free(atext);
 	if (rc != 0) {
 		on_call(g, rc, NULL); /* (drops the call's hold) */
@@ -662,12 +620,51 @@ initialize(req *r, json_t *id, json_t *params)
 		return;
 	}
 	gw_result(r, id,
-	          json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s}, s:s}",
-	                    "protocolVersion", v, "capabilities", "tools",
-	                    "listChanged", 1, "serverInfo", "name", "mcpkeep",
-	                    "version", MCPKEEP_VERSION, "instructions",
-	                    "The tools of the MCP servers this mcpkeep holds, "
-	                    "named <server>-<tool>."));
+	          json_pack("{s:s, s:o, s:{s:s, s:s}, s:s}", "protocolVersion",
+	                    v, "capabilities", gw_capabilities(), "serverInfo",
+	                    "name", "mcpkeep", "version", MCPKEEP_VERSION,
+	                    "instructions", GW_INSTRUCTIONS));
+}
+
+json_t *
+gw_capabilities(void)
+{
+	return (json_pack("{s:{s:b}, s:{s:b}, s:{s:b}}", "tools",
+	                  "listChanged", 1, "prompts", "listChanged", 1,
+	                  "resources", "listChanged", 1));
+}
+
+bool
+gw_method(req *r, const json_t *group, const char *sid,
+          const gw_agreed *agreed, json_t *id, const char *method,
+          json_t *params)
+{
+	static const struct {
+		const char *method;
+		gw_kind     kind;
+		bool        call;
+	} methods[] = {
+	        {"tools/list", GW_TOOLS, false},
+	        {"tools/call", GW_TOOLS, true},
+	        {"prompts/list", GW_PROMPTS, false},
+	        {"prompts/get", GW_PROMPTS, true},
+	        {"resources/list", GW_RESOURCES, false},
+	        {"resources/templates/list", GW_TEMPLATES, false},
+	        {"resources/read", GW_RESOURCES, true},
+	};
+
+	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
+		if (strcmp(method, methods[i].method) != 0) {
+			continue;
+		}
+		if (methods[i].call) {
+			gw_ask(r, group, agreed, id, params, methods[i].kind);
+		} else {
+			gw_list(r, group, sid, id, params, methods[i].kind);
+		}
+		return (true);
+	}
+	return (false);
 }
 
 /* The tool groups (server.tool_groups): name -> clients. */
@@ -797,11 +794,7 @@ dispatch(req *r, const json_t *group, json_t *body)
 		accepted(r); /* a notification */
 	} else if (strcmp(method, "ping") == 0) {
 		gw_result(r, id, json_object());
-	} else if (strcmp(method, "tools/list") == 0) {
-		gw_tools_list(r, group, sid, id, params);
-	} else if (strcmp(method, "tools/call") == 0) {
-		gw_tools_call(r, group, &agreed, id, params);
-	} else {
+	} else if (!gw_method(r, group, sid, &agreed, id, method, params)) {
 		snprintf(msg, sizeof(msg), "Method not found: %.100s", method);
 		answer_rpc_error(r, 200, id, -32601, msg);
 	}

@@ -61,38 +61,50 @@ static void
 discover(req *r, json_t *id)
 {
 	gw_result(r, id,
-	          json_pack("{s:[s, s, s, s, s], s:{s:{s:b}}, s:s, s:i, s:s}",
+	          json_pack("{s:[s, s, s, s, s], s:o, s:s, s:i, s:s}",
 	                    "supportedVersions", GW_VERSION_MODERN,
 	                    GW_VERSION_LATEST, "2025-06-18", "2025-03-26",
-	                    "2024-11-05", "capabilities", "tools",
-	                    "listChanged", 1, "instructions",
-	                    "The tools of the MCP servers this mcpkeep holds, "
-	                    "named <server>-<tool>.",
-	                    "ttlMs", GW_TTL_DISCOVER_MS, "cacheScope",
-	                    "public"));
+	                    "2024-11-05", "capabilities", gw_capabilities(),
+	                    "instructions", GW_INSTRUCTIONS, "ttlMs",
+	                    GW_TTL_DISCOVER_MS, "cacheScope", "public"));
 }
 
-/* subscriptions/listen: the stream of list changes the caller sees. */
+/* subscriptions/listen: the stream of the list changes the caller
+ * sees, those it asked for. */
 static void
 listen_open(req *r, const json_t *group, json_t *id, json_t *params)
 {
-	bool          tools = json_is_true(json_object_get(
-	                 json_object_get(params, "notifications"), "toolsListChanged"));
-	char         *sub   = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
-	char          sid[GW_SID_LEN + 1];
-	json_t       *all, *list;
-	unsigned char digest[32];
-	int           rc;
+	static const char *const asks[] = {"toolsListChanged",
+	                                   "promptsListChanged",
+	                                   "resourcesListChanged"};
+	json_t  *want  = json_object_get(params, "notifications");
+	json_t  *got   = json_object();
+	char    *sub   = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
+	unsigned kinds = 0;
+	char     sid[GW_SID_LEN + 1];
+	json_t  *all;
+	int      rc;
 
+	for (int i = 0; i < 3; i++) {
+		if (json_is_true(json_object_get(want, asks[i]))) {
+			/* (resources: their templates too) */
+			kinds |= i < 2
+			        ? 1u << i
+			        : 1u << GW_RESOURCES | 1u << GW_TEMPLATES;
+			json_object_set_new(got, asks[i], json_true());
+		}
+	}
 	if (sub == NULL || strlen(sub) >= 72) {
 		free(sub);
+		json_decref(got);
 		modern_error(r, 200, id, -32602,
 		             "Invalid params: the listen's id is too long",
 		             NULL);
 		return;
 	}
-	if ((rc = gw_listen_new(r, sub, sid)) != 0) {
+	if ((rc = gw_listen_new(r, sub, kinds, sid)) != 0) {
 		free(sub);
+		json_decref(got);
 		modern_error(
 		        r, 503, id, -32000,
 		        rc == MK_EBUSY
@@ -104,26 +116,35 @@ listen_open(req *r, const json_t *group, json_t *id, json_t *params)
 		return;
 	}
 	/* what it sees now: a later change is told */
-	all  = all_clients(false);
-	list = all != NULL
-	        ? gw_tools(all, r->key != NULL ? r->key->clients : NULL, group)
-	        : NULL;
-	gw_digest(list, digest);
-	(void)gw_session_seen(sid, digest);
-	json_decref(list);
-	json_decref(all);
+	if ((all = all_clients(false)) != NULL) {
+		for (int k = 0; k < GW_KINDS; k++) {
+			json_t *items = gw_items(
+			        all, (gw_kind)k,
+			        r->key != NULL ? r->key->clients : NULL,
+			        group);
+			unsigned char digest[32];
+			gw_digest(items, digest);
+			(void)gw_session_seen(sid, (gw_kind)k, digest);
+			json_decref(items);
+		}
+		json_decref(all);
+	}
 	if (events_open_mcp(r, sid) != 0) {
 		(void)gw_session_stream(sid, false); /* (answered; it ends) */
 		free(sub);
+		json_decref(got);
 		return;
 	}
-	char ack[300];
+	char  ack[400];
+	char *honoured = json_dumps(got, JSON_COMPACT);
 	snprintf(
 	        ack, sizeof(ack),
 	        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{\"_meta\":{\"" GW_META_SUB
 	        "\":%s},\"notifications\":%s}}",
-	        sub, tools ? "{\"toolsListChanged\":true}" : "{}");
+	        sub, honoured != NULL ? honoured : "{}");
 	(void)events_notify(sid, ack);
+	free(honoured);
+	json_decref(got);
 	free(sub);
 }
 
@@ -148,8 +169,11 @@ gw_modern(req *r, const json_t *group, json_t *body)
 		             NULL);
 		return;
 	}
-	if (strcmp(method, "tools/call") == 0) {
+	if (strcmp(method, "tools/call") == 0 ||
+	    strcmp(method, "prompts/get") == 0) {
 		name = json_string_value(json_object_get(params, "name"));
+	} else if (strcmp(method, "resources/read") == 0) {
+		name = json_string_value(json_object_get(params, "uri"));
 	}
 	if (!header_is(r, id, "MCP-Protocol-Version", pv) ||
 	    !header_is(r, id, "Mcp-Method", method) ||
@@ -177,10 +201,8 @@ gw_modern(req *r, const json_t *group, json_t *body)
 		discover(r, id);
 	} else if (strcmp(method, "ping") == 0) {
 		gw_result(r, id, json_object());
-	} else if (strcmp(method, "tools/list") == 0) {
-		gw_tools_list(r, group, NULL, id, params);
-	} else if (strcmp(method, "tools/call") == 0) {
-		gw_tools_call(r, group, &a, id, params);
+	} else if (gw_method(r, group, NULL, &a, id, method, params)) {
+		/* (a list or a call, answered) */
 	} else if (strcmp(method, "subscriptions/listen") == 0) {
 		listen_open(r, group, id, params);
 	} else {

@@ -20,18 +20,19 @@
 #include "cli/gateway/gateway.h"
 
 typedef struct gw_session {
-	char          id[GW_SID_LEN + 1];  /* "" when the slot is free */
-	char          owner[GW_OWNER_LEN]; /* the caller (gw_owner) */
-	gw_agreed     agreed;              /* at its initialize */
-	int64_t       used;                /* last request, monotonic ns */
-	bool          keyed;               /* the caller is a key ... */
-	unsigned char key[32];             /* ... of this digest */
-	bool          streaming;           /* its GET stream is open */
-	bool          listed;              /* digest is set */
-	unsigned char digest[32];          /* of the tools it sees */
-	char          group[65];           /* its /mcp/<group>, or "" */
-	bool          listen;  /* 2026-07-28: a subscriptions/listen ... */
-	char          sub[72]; /* ... whose request id (JSON) this is */
+	char          id[GW_SID_LEN + 1];   /* "" when the slot is free */
+	char          owner[GW_OWNER_LEN];  /* the caller (gw_owner) */
+	gw_agreed     agreed;               /* at its initialize */
+	int64_t       used;                 /* last request, monotonic ns */
+	bool          keyed;                /* the caller is a key ... */
+	unsigned char key[32];              /* ... of this digest */
+	bool          streaming;            /* its GET stream is open */
+	bool          listed[GW_KINDS];     /* digest is set */
+	unsigned char digest[GW_KINDS][32]; /* of each list it sees */
+	unsigned      kinds; /* the lists whose changes it hears (1 << k) */
+	char          group[65]; /* its /mcp/<group>, or "" */
+	bool          listen;    /* 2026-07-28: a subscriptions/listen ... */
+	char          sub[72];   /* ... whose request id (JSON) this is */
 } gw_session;
 
 static struct {
@@ -93,7 +94,7 @@ gw_session_new(const req *r, const gw_agreed *a, char *id)
 		}
 	}
 	if (got != NULL) {
-		*got = (gw_session) {.used = now};
+		*got = (gw_session) {.used = now, .kinds = GW_ALL_KINDS};
 		memcpy(got->id, id, GW_SID_LEN + 1);
 		gw_owner(r, got->owner, sizeof(got->owner));
 		got->agreed = *a;
@@ -203,16 +204,17 @@ gw_session_stream(const char *id, bool open)
 }
 
 bool
-gw_session_seen(const char *id, const unsigned char digest[32])
+gw_session_seen(const char *id, gw_kind k, const unsigned char digest[32])
 {
 	gw_session *s;
 	bool        changed = false;
 
 	pthread_mutex_lock(&S.mtx);
 	if ((s = slot(id)) != NULL) {
-		changed = s->listed && memcmp(s->digest, digest, 32) != 0;
-		memcpy(s->digest, digest, 32);
-		s->listed = true;
+		changed =
+		        s->listed[k] && memcmp(s->digest[k], digest, 32) != 0;
+		memcpy(s->digest[k], digest, 32);
+		s->listed[k] = true;
 	}
 	pthread_mutex_unlock(&S.mtx);
 	return (changed);
@@ -233,6 +235,7 @@ gw_sessions_streaming(gw_watched *out, int max)
 		memcpy(out[n].group, s->group, sizeof(out[n].group));
 		memcpy(out[n].sub, s->sub, sizeof(out[n].sub));
 		out[n].listen = s->listen;
+		out[n].kinds  = s->kinds;
 		if ((out[n].keyed = s->keyed)) {
 			memcpy(out[n].key, s->key, sizeof(out[n].key));
 		}
@@ -243,7 +246,7 @@ gw_sessions_streaming(gw_watched *out, int max)
 }
 
 int
-gw_listen_new(const req *r, const char *sub, char *id)
+gw_listen_new(const req *r, const char *sub, unsigned kinds, char *id)
 {
 	gw_agreed a = {.version = GW_VERSION_MODERN};
 	int       rv;
@@ -256,6 +259,7 @@ gw_listen_new(const req *r, const char *sub, char *id)
 	if (s != NULL) {
 		s->listen    = true;
 		s->streaming = true;
+		s->kinds     = kinds;
 		snprintf(s->sub, sizeof(s->sub), "%s", sub);
 	}
 	pthread_mutex_unlock(&S.mtx);

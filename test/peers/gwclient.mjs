@@ -31,11 +31,19 @@
 // A call {"cancel_on_progress": true, ...} is aborted at its first
 // progress notification (the SDK sends notifications/cancelled); its
 // entry is the error.
+// With GWCLIENT_LISTS=1 it lists the prompts, resources and resource
+// templates too (all pages: "prompts" names, "resources" URIs,
+// "templates" URI templates), and CALLS may hold {"prompt": NAME,
+// "arguments": {...}} (prompts/get), {"read": URI} (resources/read) and
+// {"await_resources_changed": true}: waits (20 s at most) for
+// notifications/resources/list_changed, then lists the resources again
+// ("resources_after").
 // Then prints "gwclient done 1" (a line a test waits for) and exits, 0
 // or (fatal) 1.
 import { writeFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ElicitRequestSchema, ToolListChangedNotificationSchema } from
+import { ElicitRequestSchema, ResourceListChangedNotificationSchema,
+	ToolListChangedNotificationSchema } from
 	'@modelcontextprotocol/sdk/types.js';
 import { StdioClientTransport } from
 	'@modelcontextprotocol/sdk/client/stdio.js';
@@ -82,6 +90,26 @@ async function listAll() {
 	return names;
 }
 
+// Every item of a list, all pages: what field names them.
+async function listEvery(method, items, field) {
+	const all = [];
+	let cursor;
+	do {
+		const page = await client[method](cursor ? { cursor } : {});
+		all.push(...page[items].map((t) => t[field]));
+		cursor = page.nextCursor;
+	} while (cursor);
+	return all;
+}
+
+// GWCLIENT_LISTS: resources/list_changed, as they come.
+let resourcesChanged = 0;
+let onResourcesChanged = () => {};
+if (process.env.GWCLIENT_LISTS === '1') {
+	client.setNotificationHandler(ResourceListChangedNotificationSchema,
+		() => { resourcesChanged++; onResourcesChanged(); });
+}
+
 // GWCLIENT_WATCH: the listings that follow list_changed notifications.
 async function watch() {
 	out.changes = [];
@@ -117,6 +145,13 @@ try {
 	out.server = client.getServerVersion();
 	out.session = transport.sessionId;
 	out.tools = await listAll();
+	if (process.env.GWCLIENT_LISTS === '1') {
+		out.prompts = await listEvery('listPrompts', 'prompts', 'name');
+		out.resources = await listEvery('listResources', 'resources',
+			'uri');
+		out.templates = await listEvery('listResourceTemplates',
+			'resourceTemplates', 'uriTemplate');
+	}
 	if (process.env.GWCLIENT_WATCH === '1') {
 		await watch();
 	}
@@ -132,6 +167,33 @@ try {
 				body: JSON.stringify(c.submit),
 			});
 			out.calls.push({ submitted: r.status });
+			continue;
+		}
+		if (c.await_resources_changed) {
+			await new Promise((resolve, reject) => {
+				const timer = setTimeout(() => reject(new Error(
+					'no resources/list_changed within 20 s')), 20000);
+				onResourcesChanged = () => {
+					clearTimeout(timer);
+					resolve();
+				};
+				if (resourcesChanged > 0) {
+					onResourcesChanged();
+				}
+			});
+			out.resources_after = await listEvery('listResources',
+				'resources', 'uri');
+			continue;
+		}
+		if (c.prompt || c.read) {
+			try {
+				out.calls.push(c.prompt
+					? await client.getPrompt({ name: c.prompt,
+						arguments: c.arguments })
+					: await client.readResource({ uri: c.read }));
+			} catch (e) {
+				out.calls.push({ error: e.message, code: e.code });
+			}
 			continue;
 		}
 		try {
