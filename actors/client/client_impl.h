@@ -269,6 +269,9 @@ struct client {
 	cl_list lists[MCP_LIST_KINDS];       /* prompts, resources, resource
 	                                      * templates ([MCP_LIST_TOOLS]:
 	                                      * unused, tools are above) */
+	cl_sconn *lconn;   /* per-call: a discovery's session, open while
+	                    * its lists come (lists.c), or NULL */
+	unsigned  lwait;   /* how many of them are still out */
 	idmap     tickets; /* ticket -> its call (cl_call), to cancel */
 	unsigned  slots;   /* calls holding a slot (max_concurrent_calls) */
 	cl_call  *held;    /* calls waiting for one, oldest first */
@@ -287,8 +290,15 @@ struct client {
  * cl_lists_view adds them to a view. */
 void cl_lists_init(client *cl);
 void cl_lists_fetch(client *cl, bool prompts, bool resources);
+/* cl_lists_adopt: a per-call client's discovery session c lists them;
+ * true when it keeps c (freed once they are in), false when the caller
+ * frees it (none to ask, or the last discovery's are still out). */
+bool cl_lists_adopt(client *cl, cl_sconn *c);
 void cl_lists_view(client *cl, json_t *view);
 void cl_lists_fini(client *cl);
+
+/* conn.c: cl_conn_free frees a connection that serves no calls. */
+void cl_conn_free(cl_sconn *c);
 
 /* actor.c */
 /* client_state_enter is the one way cl->state changes: true when the

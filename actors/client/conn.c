@@ -116,8 +116,8 @@ cl_conn_usable(const client *cl)
 	return (cl->live != NULL && mcp_session_ready(cl->live->s));
 }
 
-static void
-conn_free(cl_sconn *c)
+void
+cl_conn_free(cl_sconn *c)
 {
 	c->closing = true;
 	mcp_session_free(&c->s); /* fails its calls with MCP_E_CANCELLED */
@@ -141,7 +141,7 @@ cl_conn_call_done(client *cl, cl_sconn *c)
 	c->inflight--;
 	if (c->draining && c->inflight == 0 && !c->closing) {
 		unlink_draining(cl, c);
-		conn_free(c); /* the old connection's last call finished */
+		cl_conn_free(c); /* the old connection's last call finished */
 	}
 }
 
@@ -149,7 +149,7 @@ void
 cl_conn_release(client *cl, cl_sconn *c)
 {
 	if (c->inflight == 0) {
-		conn_free(c);
+		cl_conn_free(c);
 		return;
 	}
 	c->draining  = true; /* the last call frees it (call.c) */
@@ -256,7 +256,7 @@ on_conn_event(void *arg, mcp_session *s, mcp_event ev, const mcp_error *err)
 	if (c->draining) {
 		if (c->inflight == 0) {
 			unlink_draining(cl, c);
-			conn_free(c);
+			cl_conn_free(c);
 		}
 		return;
 	}
@@ -266,7 +266,7 @@ on_conn_event(void *arg, mcp_session *s, mcp_event ev, const mcp_error *err)
 	cl->live = NULL;
 	cl->gen++;
 	if (c->inflight == 0) {
-		conn_free(c);
+		cl_conn_free(c);
 	} else {
 		cl_conn_release(cl, c);
 	}
@@ -331,7 +331,7 @@ dial_end(cl_dial *d, const mcp_error *err, json_t *tools)
 		        "superseded: the client changed while connecting");
 	}
 	if (err != NULL) {
-		conn_free(c);
+		cl_conn_free(c);
 		cl_era_forget(cl); /* the next connect asks again */
 		if (!(d->why == DIAL_ADD && cl->cfg->sticky)) {
 			client_save_once(cl); /* kept, if unstable */
@@ -368,8 +368,9 @@ dial_end(cl_dial *d, const mcp_error *err, json_t *tools)
 		if (old != NULL) {
 			cl_conn_release(cl, old);
 		}
-	} else {
-		conn_free(c); /* a discovery keeps nothing open */
+	} else if (!cl_lists_adopt(cl, c)) {
+		cl_conn_free(c); /* a discovery keeps nothing open (but
+		                  * while its prompts and resources come) */
 	}
 	cl_backoff_reset(cl, false); /* connected: no retry due; the count
 	                              * waits for a passing check */
@@ -615,10 +616,14 @@ cl_conn_close_all(client *cl)
 	}
 	if ((c = cl->live) != NULL) {
 		cl->live = NULL;
-		conn_free(c);
+		cl_conn_free(c);
 	}
 	while ((c = cl->draining) != NULL) {
 		cl->draining = c->next;
-		conn_free(c);
+		cl_conn_free(c);
+	}
+	if ((c = cl->lconn) != NULL) { /* (its lists fail: none waits) */
+		cl->lconn = NULL;
+		cl_conn_free(c);
 	}
 }

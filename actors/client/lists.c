@@ -1,9 +1,11 @@
 /*
  * lists.c - the server's prompts, resources and resource templates (the
  * lists beside its tools): listed on each new sticky connection and
- * again on the server's list_changed, within mcp.h's bounds, held in the
- * client's view.  A change pushes the view and publishes a "lists" event
- * (the content hash of the three, and how many items they hold).
+ * again on the server's list_changed - a per-call client's at each
+ * discovery, on the discovery's session, kept open until they are in -
+ * within mcp.h's bounds, held in the client's view.  A change pushes the view
+ * and publishes a "lists" event (the content hash of the three, and how many
+ * items they hold).
  *
  * DESIGN: only what the server declared is asked for (capabilities
  * "prompts", "resources"); a list it does not declare is empty.  A list
@@ -99,6 +101,11 @@ listed(void *arg, const mcp_error *err, json_t *result)
 		l->again = false;
 		ask(cl, l->kind);
 	}
+	if (cl->lconn != NULL && --cl->lwait == 0) {
+		cl_sconn *c = cl->lconn;
+		cl->lconn   = NULL;
+		cl_conn_free(c); /* (its own upcall: freed once it returns) */
+	}
 }
 
 /* Asks the live connection for list k (once at a time). */
@@ -125,6 +132,39 @@ ask(client *cl, mcp_list_kind k)
 	if (mcp_list(cl->live->s, k, &o, listed, l, NULL) == 0) {
 		l->out = true;
 	}
+}
+
+bool
+cl_lists_adopt(client *cl, cl_sconn *c)
+{
+	mcp_req_opts o       = {.timeout_ms = CLIENT_CONNECT_MS};
+	bool         changed = false;
+
+	if (cl->lconn != NULL) {
+		return (false); /* the last discovery's are still coming */
+	}
+	cl->lconn = c;
+	cl->lwait = 1; /* (held while they are sent) */
+	for (int k = MCP_LIST_PROMPTS; k < MCP_LIST_KINDS; k++) {
+		cl_list *l = &cl->lists[k];
+		if (!declared(c->s, (mcp_list_kind)k)) {
+			changed |= set_list(cl, (mcp_list_kind)k, NULL);
+		} else if (!l->out &&
+		           mcp_list(c->s, (mcp_list_kind)k, &o, listed, l,
+		                    NULL) == 0) {
+			l->out = true;
+			cl->lwait++;
+		}
+	}
+	if (changed) {
+		client_push_view(cl);
+		publish(cl);
+	}
+	if (--cl->lwait == 0) {
+		cl->lconn = NULL;
+		return (false); /* nothing asked: the caller frees it */
+	}
+	return (true);
 }
 
 void
