@@ -1,13 +1,16 @@
 /*
- * serve_bench.c - one tools/call three ways, in one run, against fastmcp
- * (a minimal C server, so the server is not the bottleneck): the raw
+ * gateway_bench.c - one tools/call, in one run, against fastmcp (a
+ * minimal C server, so the server is not the bottleneck): the raw
  * transport (the MCP client alone on its loop), the embedding API
- * (mk_tool_call on a sticky client) and HTTP through the daemon (POST
- * /api/mcp/tool/execute on a keep-alive connection), and the same call
- * through the daemon's MCP gateway (tools/call on /mcp, one session per
- * connection: what an agent's MCP client sends); sequential and 16-way.
- * Ratios are calls/s against the raw transport of the same width, and
- * /mcp against tool/execute.  Never a timed test.
+ * (mk_tool_call on a sticky client), HTTP through the daemon (POST
+ * /api/mcp/tool/execute on a keep-alive connection) and the daemon's MCP
+ * gateway (tools/call on /mcp, one session per connection: what an
+ * agent's MCP client sends), driven by libcurl; then the TS SDK's client
+ * (test/peers/sdkbench.mjs: what agents run) on /mcp beside the same
+ * client on the upstream itself.  Sequential and 16-way.  Ratios are
+ * calls/s against the raw transport of the same width, /mcp against
+ * tool/execute, and the SDK's /mcp against its upstream.  Never a timed
+ * test.
  */
 #include <curl/curl.h>
 #include <pthread.h>
@@ -204,6 +207,31 @@ row(const char *what, stats s, stats base)
 	       s.p99, s.calls_s / base.calls_s);
 }
 
+/* The TS SDK's client (sdkbench.mjs): N calls of tool at url, conc
+ * clients side by side. */
+static stats
+sdk(const char *url, const char *tool, int conc)
+{
+	char  cmd[1024], line[256];
+	stats s = {0};
+	FILE *p;
+
+	snprintf(
+	        cmd, sizeof(cmd),
+	        "cd '%s' && NODE_NO_WARNINGS=1 node sdkbench.mjs '%s' %s %d %d",
+	        getenv("MK_PEERS_DIR"), url, tool, N, conc);
+	if ((p = popen(cmd, "r")) == NULL ||
+	    fgets(line, sizeof(line), p) == NULL ||
+	    sscanf(line, "{\"calls_s\":%lf,\"p50_us\":%lf,\"p99_us\":%lf",
+	           &s.calls_s, &s.p50, &s.p99) != 3) {
+		die("sdkbench.mjs");
+	}
+	if (pclose(p) != 0) {
+		die("sdkbench.mjs failed");
+	}
+	return (s);
+}
+
 static size_t
 discard(char *b, size_t size, size_t n, void *arg)
 {
@@ -250,8 +278,10 @@ main(void)
 	FILE       *f;
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (getenv("MK_MCPKEEP") == NULL || mkdtemp(path) == NULL) {
-		die("needs MK_MCPKEEP (the built mcpkeep) and /tmp");
+	if (getenv("MK_MCPKEEP") == NULL || getenv("MK_PEERS_DIR") == NULL ||
+	    mkdtemp(path) == NULL) {
+		die("needs MK_MCPKEEP (the built mcpkeep), MK_PEERS_DIR and "
+		    "/tmp");
 	}
 	if ((port = fastmcp_start()) < 0) {
 		die("fastmcp did not start");
@@ -300,7 +330,7 @@ main(void)
 	char mcp_url[128];
 	snprintf(mcp_url, sizeof(mcp_url), "http://127.0.0.1:%d/mcp", d.port);
 
-	printf("mcpkeep serve benchmark: one tools/call on fastmcp, %d calls a run (ratio = calls/s vs the raw transport, same width)\n",
+	printf("mcpkeep gateway benchmark: one tools/call on fastmcp, %d calls a run (ratio = calls/s vs the raw transport, same width; SDK rows: vs the SDK on the upstream)\n",
 	       N);
 	for (int conc = 1; conc <= CONC; conc *= CONC) {
 		/* a warm-up of each, then the measured runs */
@@ -318,6 +348,10 @@ main(void)
 		row("embedding API (mk_tool_call)", api, raw);
 		row("HTTP through the daemon", http, raw);
 		row("/mcp tools/call (the gateway)", gw, raw);
+		stats sdk_up = sdk(url, "echo", conc);
+		stats sdk_gw = sdk(mcp_url, "b-echo", conc);
+		row("TS SDK client on the upstream", sdk_up, sdk_up);
+		row("TS SDK client on /mcp", sdk_gw, sdk_up);
 		printf("  /mcp vs tool/execute: %.2f\n",
 		       gw.calls_s / http.calls_s);
 	}
