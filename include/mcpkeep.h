@@ -779,8 +779,9 @@ MK_API int mk_tool_call_cancel(mk_runtime *rt, const char *client,
 /*
  * A server's prompts and resources, asked through the same path as a
  * tool call (its client's state, credentials, recovery - always safe to
- * repeat: they read - deadline, max_concurrent_calls, cancellation).
- * kind says what call asks: MK_CALL_TOOL is mk_tool_call's tools/call;
+ * repeat: they read - deadline, max_concurrent_calls, cancellation),
+ * and a call whose server's requests go back to its caller.
+ * how->kind says what call asks: MK_CALL_TOOL is mk_tool_call's tools/call;
  * MK_CALL_PROMPT a prompts/get of the prompt call->tool, call->arguments
  * its arguments (an object of strings, or NULL); MK_CALL_RESOURCE a
  * resources/read of the URI call->tool (arguments ignored).  The result
@@ -796,11 +797,41 @@ typedef enum mk_call_kind {
 	MK_CALL_PROMPT   = 1,
 	MK_CALL_RESOURCE = 2,
 } mk_call_kind;
-MK_API int mk_call_run(mk_runtime *rt, mk_call_kind kind, const mk_call *call,
-                       const mk_trace *trace, mk_result **res);
-MK_API int mk_call_start(mk_runtime *rt, mk_call_kind kind,
-                         const mk_call *call, const mk_trace *trace,
-                         mk_done_fn fn, void *arg, uint64_t *ticket);
+
+/* The server's requests a call causes (those of mk_options.inputs), for
+ * its own caller: method and params as the server sent them (params:
+ * JSON object text).  Called on a runtime thread; it must not block nor
+ * call into the runtime.  Returns 0 to take it - then answer it with
+ * mk_input_answer(rt, client, request_id, ...) from another thread,
+ * within the call's deadline (as a host would) - or non-zero to decline
+ * it now (an elicitation "decline", the others an error to the server).
+ * A request is the call's when it came on the call's own session (a
+ * per-call client's), or on a sticky connection running that call
+ * alone; else it is the host's, as any. */
+typedef int (*mk_relay_fn)(void *arg, const char *request_id,
+                           const char *method, const char *params);
+
+/* How a call runs: declare with MK_CALL_HOW_INIT (it sets size; see the
+ * ABI rules above). */
+typedef struct mk_call_how {
+	size_t          size;  /* sizeof(mk_call_how), by MK_CALL_HOW_INIT */
+	mk_call_kind    kind;  /* what it asks (MK_CALL_TOOL) */
+	const mk_trace *trace; /* its trace context, or NULL */
+	mk_relay_fn     input; /* the server's requests it causes, or
+	                        * NULL: the host's */
+	void *input_arg;       /* input's argument */
+} mk_call_how;
+#define MK_CALL_HOW_INIT                                                      \
+	{                                                                     \
+		.size = sizeof(mk_call_how)                                   \
+	}
+
+/* how may be NULL: a tool call, untraced, its requests the host's. */
+MK_API int mk_call_run(mk_runtime *rt, const mk_call *call,
+                       const mk_call_how *how, mk_result **res);
+MK_API int mk_call_start(mk_runtime *rt, const mk_call *call,
+                         const mk_call_how *how, mk_done_fn fn, void *arg,
+                         uint64_t *ticket);
 
 /* mk_result_free frees *res and nulls it; safe with NULL. */
 MK_API void mk_result_free(mk_result **res);

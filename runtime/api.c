@@ -558,14 +558,26 @@ _Static_assert((int)MK_CALL_TOOL == CL_CALL_TOOL &&
                "a call's kind travels as it is");
 
 static int
-prepare(mk_runtime *rt, mk_call_kind kind, const mk_call *call,
-        const mk_trace *trace, kn_actor **ap, cl_call_msg *m, int *timeout)
+prepare(mk_runtime *rt, const mk_call *call, const mk_call_how *given,
+        kn_actor **ap, cl_call_msg *m, int *timeout)
 {
-	char name[160];
+	mk_call_how     how = MK_CALL_HOW_INIT;
+	mk_call_kind    kind;
+	const mk_trace *trace;
+	char            name[160];
 
 	if (!rt_valid(rt)) {
 		return (MK_EHANDLE);
 	}
+	if (given != NULL) { /* (its first size bytes: the ABI rules) */
+		if (given->size < sizeof(size_t) ||
+		    given->size > sizeof(how)) {
+			return (MK_EINVAL);
+		}
+		memcpy(&how, given, given->size);
+	}
+	kind  = how.kind;
+	trace = how.trace;
 	if (call == NULL || call->client == NULL || call->tool == NULL ||
 	    call->timeout_ms < 0 || kind < MK_CALL_TOOL ||
 	    kind > MK_CALL_RESOURCE) {
@@ -597,6 +609,8 @@ prepare(mk_runtime *rt, mk_call_kind kind, const mk_call *call,
 	                      .progress     = (int64_t)(uintptr_t)call->progress,
 	                      .progress_arg = (int64_t)(uintptr_t)call->progress_arg,
 	                      .kind         = kind,
+	                      .input        = (int64_t)(uintptr_t)how.input,
+	                      .input_arg    = (int64_t)(uintptr_t)how.input_arg,
         };
 	if (trace != NULL && trace->traceparent != NULL &&
 	    traceparent_ok(trace->traceparent)) {
@@ -623,12 +637,15 @@ int
 mk_tool_call_traced(mk_runtime *rt, const mk_call *call, const mk_trace *trace,
                     mk_result **res)
 {
-	return (mk_call_run(rt, MK_CALL_TOOL, call, trace, res));
+	mk_call_how how = MK_CALL_HOW_INIT;
+
+	how.trace = trace;
+	return (mk_call_run(rt, call, &how, res));
 }
 
 int
-mk_call_run(mk_runtime *rt, mk_call_kind kind, const mk_call *call,
-            const mk_trace *trace, mk_result **res)
+mk_call_run(mk_runtime *rt, const mk_call *call, const mk_call_how *how,
+            mk_result **res)
 {
 	kn_actor   *a;
 	kn_answer   ans;
@@ -638,7 +655,7 @@ mk_call_run(mk_runtime *rt, mk_call_kind kind, const mk_call *call,
 	if (res != NULL) {
 		*res = NULL;
 	}
-	if ((rv = prepare(rt, kind, call, trace, &a, &m, &timeout)) != 0) {
+	if ((rv = prepare(rt, call, how, &a, &m, &timeout)) != 0) {
 		return (rv);
 	}
 	rv = kn_ask_msg(a, MSG_CL_CALL, CODEC_OF(cl_call_msg, &m), timeout,
@@ -683,13 +700,15 @@ int
 mk_tool_call_start(mk_runtime *rt, const mk_call *call, const mk_trace *trace,
                    mk_done_fn fn, void *arg, uint64_t *ticket)
 {
-	return (mk_call_start(rt, MK_CALL_TOOL, call, trace, fn, arg, ticket));
+	mk_call_how how = MK_CALL_HOW_INIT;
+
+	how.trace = trace;
+	return (mk_call_start(rt, call, &how, fn, arg, ticket));
 }
 
 int
-mk_call_start(mk_runtime *rt, mk_call_kind kind, const mk_call *call,
-              const mk_trace *trace, mk_done_fn fn, void *arg,
-              uint64_t *ticket)
+mk_call_start(mk_runtime *rt, const mk_call *call, const mk_call_how *how,
+              mk_done_fn fn, void *arg, uint64_t *ticket)
 {
 	static _Atomic uint64_t tickets;
 	async_call             *ac;
@@ -700,11 +719,12 @@ mk_call_start(mk_runtime *rt, mk_call_kind kind, const mk_call *call,
 	if (fn == NULL) {
 		return (MK_EINVAL);
 	}
-	if ((rv = prepare(rt, kind, call, trace, &a, &m, &timeout)) != 0) {
+	if ((rv = prepare(rt, call, how, &a, &m, &timeout)) != 0) {
 		return (rv);
 	}
+	m.ticket = (int64_t)++tickets; /* (never 0; its requests find it) */
 	if (ticket != NULL) {
-		*ticket = m.ticket = (int64_t)++tickets; /* (never 0) */
+		*ticket = (uint64_t)m.ticket;
 	}
 	if ((ac = malloc(sizeof(*ac))) == NULL) {
 		kn_actor_release(&a);

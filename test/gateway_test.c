@@ -1010,6 +1010,74 @@ lists(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
+/* Whether a driver's call i (its result, as JSON) holds text. */
+static bool
+call_holds(json_t *got, size_t i, const char *text)
+{
+	char *j  = json_dumps(json_array_get(json_object_get(got, "calls"), i),
+	                      JSON_COMPACT | JSON_ENSURE_ASCII);
+	bool  in = j != NULL && strstr(j, text) != NULL;
+
+	free(j);
+	return (in);
+}
+
+/* An upstream's requests during a call (server-everything's elicitation
+ * and sampling tools, server.inputs offering them) reach the downstream
+ * session that made the call - the TS SDK's client answers them on its
+ * own - and its answers reach the upstream; none waits in the admin's
+ * list.  A session that did not declare the capability is not asked:
+ * the upstream hears "decline". */
+static void
+relay(void)
+{
+	peer d = {0};
+	char config[1024];
+
+	snprintf(
+	        config, sizeof(config),
+	        "{\"mcp\": {\"client_configs\": ["
+	        "{\"name\": \"every\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"node\", \"args\": [\"%s\", \"stdio\"]}, \"tools_to_execute\": [\"*\"]}]}, "
+	        "\"server\": {\"admin_token\": \"" ADMIN
+	        "\", \"inputs\": [\"elicitation\", \"sampling\"], \"virtual_keys\": ["
+	        "{\"name\": \"all\", \"value\": \"" KEY_ALL
+	        "\", \"clients\": {\"*\": [\"*\"]}}]}}",
+	        peer_everything_js());
+	serve(&d, "relay.json", config, NULL);
+	sv_admin = ADMIN;
+	CHECK(state_within("every", "healthy", WAIT_MS));
+	const char *calls =
+	        "[{\"name\": \"every-trigger-elicitation-request\", \"arguments\": {}}, "
+	        "{\"name\": \"every-trigger-sampling-request\", \"arguments\": {\"prompt\": \"hi\", \"maxTokens\": 10}}]";
+	setenv("GWCLIENT_ANSWER", "1", 1);
+	json_t *got = sdk_client(KEY_ALL, calls);
+	unsetenv("GWCLIENT_ANSWER");
+	json_t *asked = json_object_get(got, "asked");
+	CHECK_EQ(json_integer_value(
+	                 json_object_get(asked, "elicitation/create")),
+	         1);
+	CHECK_EQ(json_integer_value(
+	                 json_object_get(asked, "sampling/createMessage")),
+	         1);
+	/* the answers reached the upstream (a default filled in too) */
+	CHECK(call_holds(got, 0, "Name: Ada Lovelace"));
+	CHECK(call_holds(got, 0, "It was a dark and stormy night"));
+	CHECK(call_holds(got, 1, "relayed by gwclient"));
+	json_decref(got);
+	/* no capability: not asked, declined */
+	got = sdk_client(KEY_ALL, calls);
+	CHECK_EQ(json_object_size(json_object_get(got, "asked")), 0);
+	CHECK(call_holds(got, 0, "User declined"));
+	CHECK(json_is_true(json_object_get(
+	        json_array_get(json_object_get(got, "calls"), 1), "isError")));
+	json_decref(got);
+	/* nothing was the admin's */
+	expect("GET", "/api/mcp/client/every/elicitations", NULL, ADMIN, 200,
+	       "{\"inputs\":[]}");
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1028,6 +1096,7 @@ main(int argc, char **argv)
 	RUN_IF(progress);
 	RUN_IF(cancel);
 	RUN_IF(lists);
+	RUN_IF(relay);
 	sv_end(&mcp);
 	return (0);
 }

@@ -292,14 +292,16 @@ char *
 ask_text(mk_runtime *rt, mk_call_kind kind, const char *client,
          const char *what, const char *args, int *rc)
 {
-	mk_call    c   = {.client = client, .tool = what, .arguments = args};
-	mk_result *res = NULL;
-	char      *out;
+	mk_call     c   = {.client = client, .tool = what, .arguments = args};
+	mk_call_how how = MK_CALL_HOW_INIT;
+	mk_result  *res = NULL;
+	char       *out;
 
-	*rc = mk_call_run(rt, kind, &c, NULL, &res);
-	out = strdup(res && res->result          ? res->result
-	                     : res && res->error ? res->error
-	                                         : "");
+	how.kind = kind;
+	*rc      = mk_call_run(rt, &c, &how, &res);
+	out      = strdup(res && res->result          ? res->result
+	                          : res && res->error ? res->error
+	                                              : "");
 	mk_result_free(&res);
 	return (out);
 }

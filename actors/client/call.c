@@ -485,6 +485,30 @@ allowed(const cfg_client *cfg, const char *tool)
 	return (false);
 }
 
+cl_call *
+cl_call_of(client *cl, mcp_session *s)
+{
+	cl_call *found = NULL;
+
+	for (size_t i = 0; i < cl->tickets.cap; i++) {
+		cl_call *c = cl->tickets.ents[i].val;
+		if (cl->tickets.ents[i].id == 0 || c->rid == 0 ||
+		    (c->pc                   ? c->s
+		             : c->on != NULL ? c->on->s
+		                             : NULL) != s) {
+			continue;
+		}
+		if (found != NULL) {
+			return (NULL); /* two: neither can be told apart */
+		}
+		found = c;
+	}
+	/* a sticky connection's: only when it runs that call alone */
+	return (found != NULL && (found->pc || found->on->inflight == 1)
+	                ? found
+	                : NULL);
+}
+
 /* A prompt's arguments are strings (PromptArgument values). */
 static bool
 prompt_args_ok(json_t *args)
@@ -664,8 +688,11 @@ cl_call_start(client *cl, kn_msg *msg)
 	c->corr = corr;
 	c->t0   = kn_now_ns();
 	(void)cl_call_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
-	c->tool      = m.tool; /* the call owns them now */
-	c->kind      = (int)m.kind;
+	c->tool  = m.tool; /* the call owns them now */
+	c->kind  = (int)m.kind;
+	c->input = (int (*)(void *, const char *, const char *, const char *))(
+	                   uintptr_t)m.input;
+	c->iarg      = (void *)(uintptr_t)m.input_arg;
 	c->mode      = m.mode;
 	c->identity  = m.identity;
 	c->subject   = m.subject;

@@ -56,6 +56,9 @@
  *     ticket       int    the caller's name for it (MSG_CL_CANCEL), 0: none
  *     kind         int    what it asks: 0 tools/call, 1 prompts/get (tool: the
  *                         prompt), 2 resources/read (tool: the URI)
+ *     input        int    the caller's function for the server's requests it
+ *                         causes (mk_relay_fn, in-process), 0: the host's
+ *     input_arg    int    and its argument
  *     ok:     result   str    the tool's result, JSON text
  *             recovery str    after an auth recovery, JSON text {ran, path,
  *                             retry_skipped}
@@ -241,7 +244,11 @@ CODEC_MSG_STRUCT(cl_state_msg, CL_STATE_FIELDS)
 	  "the caller's name for it (MSG_CL_CANCEL), 0: none")                \
 	F(S, INT, kind,                                                       \
 	  "what it asks: 0 tools/call, 1 prompts/get (tool: the prompt), "    \
-	  "2 resources/read (tool: the URI)")
+	  "2 resources/read (tool: the URI)")                                 \
+	F(S, INT, input,                                                      \
+	  "the caller's function for the server's requests it causes "        \
+	  "(mk_relay_fn, in-process), 0: the host's")                         \
+	F(S, INT, input_arg, "and its argument")
 CODEC_MSG_STRUCT(cl_call_msg, CL_CALL_FIELDS)
 
 /* cl_call_msg.kind (mk_call_kind's values) */

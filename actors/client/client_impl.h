@@ -143,8 +143,11 @@ typedef struct cl_call {
 	struct cl_call *rnext;  /* waiting for the recovery's reconnect */
 	uint64_t        corr;   /* the deferred ask */
 	char           *tool;   /* tool name (a prompt's, a resource's URI) */
-	int             kind;   /* CL_CALL_TOOL, _PROMPT, _RESOURCE */
-	json_t         *args;   /* arguments object */
+	int (*input)(void *arg, const char *request_id, const char *method,
+	             const char *params); /* its server requests' taker */
+	void           *iarg;             /* and its argument */
+	int             kind;     /* CL_CALL_TOOL, _PROMPT, _RESOURCE */
+	json_t         *args;     /* arguments object */
 	int64_t         deadline; /* monotonic ns */
 	cl_sconn       *on;       /* sticky: the connection it runs on */
 	mcp_session    *s;        /* per-call: its own session */
@@ -172,6 +175,7 @@ typedef struct cl_input {
 	mcp_session     *s;       /* the session it came on */
 	uint64_t         token;   /* its token there */
 	unsigned         kind;    /* CL_IN_* */
+	bool             relayed; /* its call's caller has it, not the host */
 	json_t          *params;  /* as the server sent them */
 	uint64_t         timer;   /* its expiry */
 	int64_t          expires; /* monotonic ns */
@@ -416,6 +420,10 @@ void   cl_cm_call(client *cl, const cl_call *c, int outcome); /* counts one */
 bool cl_auth_failure(const mcp_error *e);
 bool cl_session_gone(const mcp_error *e);
 bool cl_retry_safe(const client *cl, const cl_call *c);
+/* call.c: cl_call_of gives the call a server's request on session s is
+ * caused by: the call out on it, when it is the only one there (and a
+ * sticky connection runs no other), else NULL. */
+cl_call *cl_call_of(client *cl, mcp_session *s);
 /* the tool of the client's list named name (borrowed), or NULL */
 json_t *cl_tool_named(const client *cl, const char *name);
 /* take the call over (true) when the failure is one to recover from */

@@ -15,7 +15,11 @@
  * ("gone").  A form elicitation's answer gets the schema's default for
  * each field it leaves out (SEP-1034); a URL elicitation whose URL may
  * not be shown (oa_url_check) is declined before the host sees it.
- * Static roots (cl_host.roots) are answered here.
+ * Static roots (cl_host.roots) are answered here.  A request caused by
+ * a call whose caller takes them (cl_call.input: the gateway's session
+ * that sent the call) is that caller's: handed to it instead of the
+ * host, kept off the stream and the host's list, answered the same way
+ * (MSG_CL_INPUT), or declined at once when the caller does not take it.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -68,6 +72,9 @@ cl_input_caps(const client *cl)
 static void
 publish(client *cl, const cl_input *in, const char *state)
 {
+	if (in->relayed) {
+		return; /* its caller's: not the admin's to see */
+	}
 	json_t        *msg = json_object_get(in->params, "message");
 	char           ts[40];
 	cl_input_event ev = {
@@ -188,12 +195,42 @@ answer_here(client *cl, mcp_session *s, uint64_t token, unsigned kind,
 	return (false);
 }
 
+/* Hands in to the caller of the call c that caused it; false when that
+ * caller declined it (then answered here, and freed). */
+static bool
+relay(client *cl, cl_call *c, cl_input *in, const char *method)
+{
+	char *text = json_dumps(in->params, JSON_COMPACT);
+	char  why[96];
+
+	in->relayed = true;
+	if (text != NULL && c->input(c->iarg, in->id, method, text) == 0) {
+		free(text);
+		return (true);
+	}
+	free(text);
+	KN_DEBUG("client", "%s: %s %s: declined by the call's caller",
+	         cl->cfg->name, method, in->id);
+	snprintf(why, sizeof(why), "the caller does not take %s", method);
+	if (in->kind == CL_IN_ELICITATION) {
+		json_t *r = json_pack("{s:s}", "action", "decline");
+		(void)mcp_respond(in->s, in->token, r, 0, NULL);
+		json_decref(r);
+	} else {
+		(void)mcp_respond(in->s, in->token, NULL, -32603, why);
+	}
+	json_decref(in->params);
+	free(in);
+	return (false);
+}
+
 int
 cl_input_request(client *cl, mcp_session *s, uint64_t token,
                  const char *method, json_t *params)
 {
 	unsigned  kind = kind_of(method);
 	cl_input *in;
+	cl_call  *c;
 	char     *text;
 
 	if (kind == 0 || cl->host == NULL || !(cl->host->inputs & kind)) {
@@ -215,12 +252,16 @@ cl_input_request(client *cl, mcp_session *s, uint64_t token,
 	in->params =
 	        json_is_object(params) ? json_incref(params) : json_object();
 	snprintf(in->id, sizeof(in->id), "in-%" PRIu64, ++cl->input_seq);
+	if ((c = cl_call_of(cl, s)) != NULL && c->input != NULL &&
+	    !relay(cl, c, in, method)) {
+		return (0); /* (declined: answered) */
+	}
 	in->expires = kn_now_ns() + cl->exec_ms * 1000000;
 	in->timer   = kn_timer_add(cl->self, cl->exec_ms, expire, in);
 	in->next    = cl->inputs;
 	cl->inputs  = in;
 	cl->ninputs++;
-	if (cl->host->on_input != NULL &&
+	if (!in->relayed && cl->host->on_input != NULL &&
 	    (text = json_dumps(in->params, JSON_COMPACT)) != NULL) {
 		cl->host->on_input(cl->host->arg, cl->cfg->id, cl->cfg->name,
 		                   in->id, method, text);
@@ -368,6 +409,9 @@ cl_input_list(client *cl, kn_msg *msg)
 	cl_inputs_msg m   = {0};
 
 	for (cl_input *in = cl->inputs; in != NULL; in = in->next) {
+		if (in->relayed) {
+			continue; /* its call's caller answers it */
+		}
 		json_array_append_new(
 		        a,
 		        json_pack(

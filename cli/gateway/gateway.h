@@ -7,6 +7,7 @@
  *   sessions.c  the downstream sessions (Mcp-Session-Id)
  *   changes.c   list changes: each streaming session told when what it
  *               sees changed
+ *   relay.c     the upstreams' requests, to the session that caused them
  *   modern.c    the 2026-07-28 stateless form: server/discover, the
  *               version and capabilities in each request's _meta, the
  *               headers checked against the body, subscriptions/listen
@@ -48,9 +49,36 @@ typedef enum gw_kind {
 void gw_owner(const req *r, char *out, size_t len);
 /* What a session agreed at initialize. */
 typedef struct gw_agreed {
-	char version[16]; /* the protocol version */
-	bool url_elicit;  /* the client takes URL-mode elicitations */
+	char     version[16]; /* the protocol version */
+	bool     url_elicit;  /* the client takes URL-mode elicitations */
+	unsigned takes;       /* the server requests it takes (GW_TAKES_*) */
 } gw_agreed;
+/* The server requests a client takes, by its capabilities (relay.c). */
+#define GW_TAKES_FORM     1u /* elicitation/create, form mode */
+#define GW_TAKES_URL      2u /* elicitation/create, URL mode */
+#define GW_TAKES_SAMPLING 4u /* sampling/createMessage */
+#define GW_TAKES_ROOTS    8u /* roots/list */
+unsigned gw_takes(const json_t *caps);
+/* Where an upstream's request caused by a call goes: the call's
+ * session and its SSE answer's stream. */
+typedef struct gw_relay_to {
+	const void *owner;  /* the call (gw_relay_drop) */
+	const char *sid;    /* its session: the one that may answer */
+	const char *stream; /* its answer's stream */
+	const char *client; /* the upstream client */
+	unsigned    takes;  /* what the session takes */
+} gw_relay_to;
+/* gw_relay_send sends the upstream's request request_id (method, params
+ * as JSON text) to to's stream: 0, or -1 when it is declined (the
+ * session does not take it, or it cannot be sent).  gw_relay_answer:
+ * when body (a JSON-RPC response POSTed in session sid) answers a
+ * request relayed to that session, hands it to the runtime and answers
+ * r (true).  gw_relay_drop: the call owner ended.  Any thread. */
+int  gw_relay_send(const gw_relay_to *to, const char *request_id,
+                   const char *method, const char *params);
+bool gw_relay_answer(req *r, const char *sid, json_t *body);
+void gw_relay_drop(const void *owner);
+
 /* gw_session_new makes a session of r's caller that agreed a; id gets
  * its id (GW_SID_LEN + 1 bytes).  0, MK_EBUSY (GW_SESSIONS_MAX are open)
  * or MK_ENOMEM.  Any thread. */

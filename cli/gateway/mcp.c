@@ -189,11 +189,13 @@ typedef struct gw_call {
 	char        key[72];    /* its key's name (limits), or "" */
 	char        trace[64];  /* its traceparent, or "" */
 	bool        url_elicit; /* its session takes URL elicitations */
-	bool        modern;     /* a 2026-07-28 request */
-	gw_kind     kind;       /* GW_TOOLS, GW_PROMPTS, GW_RESOURCES */
-	gw_flight  *flight;     /* its session may cancel it, or NULL */
-	const char *client;     /* in name */
-	const char *tool;       /* in name: the tool, prompt or URI */
+	unsigned    takes;      /* the server requests its session takes */
+	char        sess[GW_SID_LEN + 1]; /* its session, or "" */
+	bool        modern;               /* a 2026-07-28 request */
+	gw_kind     kind;   /* GW_TOOLS, GW_PROMPTS, GW_RESOURCES */
+	gw_flight  *flight; /* its session may cancel it, or NULL */
+	const char *client; /* in name */
+	const char *tool;   /* in name: the tool, prompt or URI */
 	int64_t     t0;
 	char        name[]; /* "<client>\0<tool>" */
 } gw_call;
@@ -378,6 +380,22 @@ resource_uris(const gw_call *g, json_t *result)
 	}
 }
 
+/* An upstream's request this call caused (the client actor's thread):
+ * to the call's session, on its answer's stream. */
+static int
+on_input(void *arg, const char *request_id, const char *method,
+         const char *params)
+{
+	gw_call    *g  = arg;
+	gw_relay_to to = {.owner  = g,
+	                  .sid    = g->sess,
+	                  .stream = g->sid,
+	                  .client = g->client,
+	                  .takes  = g->takes};
+
+	return (gw_relay_send(&to, request_id, method, params));
+}
+
 static void
 on_call(void *arg, int rc, mk_result *res)
 {
@@ -391,6 +409,7 @@ on_call(void *arg, int rc, mk_result *res)
 
 	item_name(g, name, sizeof(name));
 	flight_drop(g->flight, true, 0);
+	gw_relay_drop(g);
 	call_audit_as(g->caller, g->trace[0] != '\0' ? g->trace : NULL,
 	              g->client, g->kind == GW_TOOLS ? g->tool : name,
 	              call_outcome(rc, res), g->t0);
@@ -519,12 +538,16 @@ gw_ask(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
 		        limits_why(r->key, limit, retry, why, sizeof(why)));
 		return;
 	}
-	/* a caller that asked for progress (and takes a stream) gets the
-	 * answer as an SSE stream: the progress, then the response */
+	/* a caller that asked for progress, or whose session takes the
+	 * upstream's requests (and takes a stream) gets the answer as an
+	 * SSE stream: the progress and the requests, then the response */
 	json_t     *token  = json_object_get(json_object_get(params, "_meta"),
 	                                     "progressToken");
 	const char *accept = http_header(r, "Accept");
-	bool stream = (json_is_string(token) || json_is_integer(token)) &&
+	const char *sid    = http_header(r, "Mcp-Session-Id");
+	bool        asks = agreed->takes != 0 && sid != NULL && !r->mcp_modern;
+	bool        stream =
+	        (json_is_string(token) || json_is_integer(token) || asks) &&
 	        accept != NULL && strstr(accept, "text/event-stream") != NULL;
 	memcpy(g->name, client, cl + 1);
 	memcpy(g->name + cl + 1, item, il + 1);
@@ -533,6 +556,8 @@ gw_ask(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
 	g->kind       = k;
 	g->r          = r;
 	g->url_elicit = agreed->url_elicit;
+	g->takes      = agreed->takes;
+	snprintf(g->sess, sizeof(g->sess), "%s", sid != NULL ? sid : "");
 	snprintf(g->host, sizeof(g->host), "%s",
 	         http_header(r, "Host") != NULL ? http_header(r, "Host")
 	                                        : "127.0.0.1");
@@ -556,6 +581,9 @@ gw_ask(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
 	                  .session_id = mode != NULL && mode[0] == 's' ? who : NULL,
 	                  .requester  = route_requester(r)};
 	mk_trace t = {.traceparent = r->trace[0], .tracestate = r->trace[1]};
+	mk_call_how how = MK_CALL_HOW_INIT;
+	how.kind        = as[k];
+	how.trace       = &t;
 	if (stream) {
 		if (gw_stream_id(g->sid) != 0 ||
 		    events_open_mcp(r, g->sid) != 0) {
@@ -570,17 +598,23 @@ gw_ask(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
 			return; /* (answered) */
 		}
 		/* r is answered and may go: the call keeps its copies */
-		g->token       = json_deep_copy(token);
-		g->r           = NULL;
-		c.progress     = on_progress;
-		c.progress_arg = g;
+		g->r = NULL;
+		if (json_is_string(token) || json_is_integer(token)) {
+			g->token       = json_deep_copy(token);
+			c.progress     = on_progress;
+			c.progress_arg = g;
+		}
 	}
-	const char *sid = http_header(r, "Mcp-Session-Id");
-	gw_flight  *fl = g->flight = (sid != NULL && !g->modern) || stream
-	         ? flight_new(g->modern ? NULL : sid, g->sid, id, g->client)
-	         : NULL;
-	uint64_t    ticket         = 0;
-	int rc = mk_call_start(D.rt, as[k], &c, &t, on_call, g, &ticket);
+	/* the upstream's requests it causes are its caller's: asked on its
+	 * stream, or (no stream, a session that does not take them)
+	 * declined */
+	how.input     = on_input;
+	how.input_arg = g;
+	gw_flight *fl = g->flight = (sid != NULL && !g->modern) || stream
+	        ? flight_new(g->modern ? NULL : sid, g->sid, id, g->client)
+	        : NULL;
+	uint64_t   ticket         = 0;
+	int        rc = mk_call_start(D.rt, &c, &how, on_call, g, &ticket);
 	free(atext);
 	if (rc != 0) {
 		on_call(g, rc, NULL); /* (drops the call's hold) */
@@ -606,7 +640,8 @@ initialize(req *r, json_t *id, json_t *params)
 	                                         "elicitation"),
 	                                 "url") != NULL};
 	snprintf(a.version, sizeof(a.version), "%s", v);
-	int rc = gw_session_new(r, &a, sid);
+	a.takes = gw_takes(json_object_get(params, "capabilities"));
+	int rc  = gw_session_new(r, &a, sid);
 
 	if (rc == MK_EBUSY) {
 		answer_rpc_error(
@@ -752,7 +787,12 @@ dispatch(req *r, const json_t *group, json_t *body)
 		return;
 	}
 	if (method == NULL) {
-		accepted(r); /* a response: none is asked for yet */
+		/* a response: an upstream's request relayed to its session
+		 * (nothing else is asked of a client) */
+		if (sid == NULL || !gw_session_use(r, sid, &agreed) ||
+		    !gw_relay_answer(r, sid, body)) {
+			accepted(r);
+		}
 		return;
 	}
 	const char *mpv = json_string_value(json_object_get(

@@ -38,11 +38,17 @@
 // {"await_resources_changed": true}: waits (20 s at most) for
 // notifications/resources/list_changed, then lists the resources again
 // ("resources_after").
+// With GWCLIENT_ANSWER=1 the client declares form elicitation, sampling
+// and roots and answers them: an elicitation accepted with {"name": "Ada
+// Lovelace", "check": true}, a sampling with the text "relayed by
+// gwclient" from model "gwclient-model", roots [file:///gwclient]; "asked"
+// counts each method it was asked.
 // Then prints "gwclient done 1" (a line a test waits for) and exits, 0
 // or (fatal) 1.
 import { writeFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ElicitRequestSchema, ResourceListChangedNotificationSchema,
+import { CreateMessageRequestSchema, ElicitRequestSchema,
+	ListRootsRequestSchema, ResourceListChangedNotificationSchema,
 	ToolListChangedNotificationSchema } from
 	'@modelcontextprotocol/sdk/types.js';
 import { StdioClientTransport } from
@@ -70,13 +76,34 @@ const transport = remote
 		requestInit: { headers },
 	});
 const elicit = process.env.GWCLIENT_ELICIT === '1';
+const answers = process.env.GWCLIENT_ANSWER === '1';
 const client = new Client({ name: 'mk-gwclient', version: '1.0.0' },
-	elicit ? { capabilities: { elicitation: { url: {} } } } : {});
+	elicit ? { capabilities: { elicitation: { url: {} } } }
+	: answers ? { capabilities: { elicitation: { form: {} }, sampling: {},
+		roots: {} } }
+	: {});
+const out = { tools: [], calls: [], asked: {} };
+const asked = (m) => { out.asked[m] = (out.asked[m] ?? 0) + 1; };
 if (elicit) {
 	client.setRequestHandler(ElicitRequestSchema,
 		async () => ({ action: 'decline' }));
 }
-const out = { tools: [], calls: [] };
+if (answers) {
+	client.setRequestHandler(ElicitRequestSchema, async () => {
+		asked('elicitation/create');
+		return { action: 'accept',
+			content: { name: 'Ada Lovelace', check: true } };
+	});
+	client.setRequestHandler(CreateMessageRequestSchema, async () => {
+		asked('sampling/createMessage');
+		return { role: 'assistant', model: 'gwclient-model',
+			content: { type: 'text', text: 'relayed by gwclient' } };
+	});
+	client.setRequestHandler(ListRootsRequestSchema, async () => {
+		asked('roots/list');
+		return { roots: [{ uri: 'file:///gwclient', name: 'gw' }] };
+	});
+}
 
 // Every tool name, all pages.
 async function listAll() {
