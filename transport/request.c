@@ -61,12 +61,12 @@ mcp_list_key(mcp_list_kind k)
 /* Bytes of a list's array as compact JSON (the view's and the store's
  * form), counted without building the text. */
 static size_t
-items_bytes(json_t *tools)
+items_bytes(json_t *items)
 {
 	size_t  n = 2, i;
 	json_t *t;
 
-	json_array_foreach(tools, i, t)
+	json_array_foreach(items, i, t)
 	{
 		n += json_dumpb(t, NULL, 0, JSON_COMPACT) + (i != 0);
 	}
@@ -91,7 +91,7 @@ page_refused(pend *p, json_t *tools, json_t *cursor, mcp_error *e)
 		        method, lists[p->list].bytes >> 20, p->bytes, key,
 		        p->pages));
 	}
-	if (json_array_size(p->tools) + json_array_size(tools) >
+	if (json_array_size(p->items) + json_array_size(tools) >
 	            lists[p->list].items ||
 	    p->pages > MCP_MAX_PAGES) {
 		return (mcp_error_set(
@@ -142,7 +142,7 @@ session_on_page(mcp_session *s, pend *p, json_t *result)
 		session_complete(s, p, why, NULL);
 		return;
 	}
-	json_array_extend(p->tools, tools);
+	json_array_extend(p->items, tools);
 	if (json_is_integer(json_object_get(result, "ttlMs")) &&
 	    json_integer_value(json_object_get(result, "ttlMs")) >= 0 &&
 	    (p->ttl_ms < 0 ||
@@ -152,7 +152,7 @@ session_on_page(mcp_session *s, pend *p, json_t *result)
 		        json_integer_value(json_object_get(result, "ttlMs"));
 	}
 	if (!json_is_string(cursor)) {
-		json_t *all = json_pack("{s:O}", key, p->tools);
+		json_t *all = json_pack("{s:O}", key, p->items);
 		if (all != NULL && p->ttl_ms >= 0) {
 			json_object_set_new(
 			        all, "ttlMs",
@@ -214,7 +214,7 @@ start(mcp_session *s, pend what, json_t *params, const mcp_req_opts *o,
 	}
 	p->ttl_ms = -1;
 	if (p->kind == P_LIST &&
-	    ((p->tools = json_array()) == NULL ||
+	    ((p->items = json_array()) == NULL ||
 	     (p->cursors = json_object()) == NULL ||
 	     (o != NULL && o->headers != NULL &&
 	      (p->headers = text_strv_dup(o->headers)) == NULL))) {

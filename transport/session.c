@@ -72,7 +72,7 @@ mcp_session_modern(const mcp_session *s)
 void
 session_pend_free(pend *p)
 {
-	json_decref(p->tools);
+	json_decref(p->items);
 	json_decref(p->cursors);
 	text_strv_free(p->headers);
 	json_decref(p->params);

@@ -45,7 +45,7 @@ typedef struct pend {
 	void           *arg;        /* completion argument */
 	mcp_progress_fn progress;   /* tools/call progress, or NULL */
 	void           *parg;       /* progress argument */
-	json_t         *tools;      /* P_LIST: items gathered so far */
+	json_t         *items;      /* P_LIST: items gathered so far */
 	unsigned        pages;      /* P_LIST: pages fetched */
 	size_t          bytes;      /* P_LIST: bytes of items and cursors */
 	json_t         *cursors;    /* P_LIST: cursors seen (object keys) */

@@ -62,6 +62,14 @@ publish(client *cl)
 	mp_w_fini(&w);
 }
 
+/* A list changed: the view and the stream hear of it. */
+static void
+changed(client *cl)
+{
+	client_push_view(cl);
+	publish(cl);
+}
+
 /* Holds items (NULL: none) as list k; true when that changed it. */
 static bool
 set_list(client *cl, mcp_list_kind k, json_t *items)
@@ -94,8 +102,7 @@ listed(void *arg, const mcp_error *err, json_t *result)
 		         mcp_list_method(l->kind), err->message);
 	} else if (set_list(cl, l->kind,
 	                    json_object_get(result, mcp_list_key(l->kind)))) {
-		client_push_view(cl);
-		publish(cl);
+		changed(cl);
 	}
 	if (l->again) { /* (a notice, or a new connection, meanwhile) */
 		l->again = false;
@@ -124,8 +131,7 @@ ask(client *cl, mcp_list_kind k)
 	}
 	if (!declared(cl->live->s, k)) {
 		if (set_list(cl, k, NULL)) {
-			client_push_view(cl);
-			publish(cl);
+			changed(cl);
 		}
 		return;
 	}
@@ -137,8 +143,8 @@ ask(client *cl, mcp_list_kind k)
 bool
 cl_lists_adopt(client *cl, cl_sconn *c)
 {
-	mcp_req_opts o       = {.timeout_ms = CLIENT_CONNECT_MS};
-	bool         changed = false;
+	mcp_req_opts o   = {.timeout_ms = CLIENT_CONNECT_MS};
+	bool         any = false;
 
 	if (cl->lconn != NULL) {
 		return (false); /* the last discovery's are still coming */
@@ -148,7 +154,7 @@ cl_lists_adopt(client *cl, cl_sconn *c)
 	for (int k = MCP_LIST_PROMPTS; k < MCP_LIST_KINDS; k++) {
 		cl_list *l = &cl->lists[k];
 		if (!declared(c->s, (mcp_list_kind)k)) {
-			changed |= set_list(cl, (mcp_list_kind)k, NULL);
+			any |= set_list(cl, (mcp_list_kind)k, NULL);
 		} else if (!l->out &&
 		           mcp_list(c->s, (mcp_list_kind)k, &o, listed, l,
 		                    NULL) == 0) {
@@ -156,9 +162,8 @@ cl_lists_adopt(client *cl, cl_sconn *c)
 			cl->lwait++;
 		}
 	}
-	if (changed) {
-		client_push_view(cl);
-		publish(cl);
+	if (any) {
+		changed(cl);
 	}
 	if (--cl->lwait == 0) {
 		cl->lconn = NULL;

@@ -27,13 +27,12 @@ static const struct {
 	const char *view;   /* the client view's array */
 	const char *result; /* the list result's array */
 	const char *id;     /* what names an item (renamed) */
-	const char *method;
 } kinds[GW_KINDS] = {
-        [GW_TOOLS]     = {"tools", "tools", "name", "tools/list"},
-        [GW_PROMPTS]   = {"prompts", "prompts", "name", "prompts/list"},
-        [GW_RESOURCES] = {"resources", "resources", "uri", "resources/list"},
+        [GW_TOOLS]     = {"tools", "tools", "name"},
+        [GW_PROMPTS]   = {"prompts", "prompts", "name"},
+        [GW_RESOURCES] = {"resources", "resources", "uri"},
         [GW_TEMPLATES] = {"resource_templates", "resourceTemplates",
-                          "uriTemplate", "resources/templates/list"},
+                          "uriTemplate"},
 };
 
 /* Whether client view c serves a caller with grants (NULL: all) now: a
@@ -93,7 +92,7 @@ add_client(json_t *out, gw_kind k, const json_t *c, const json_t *grants,
            const json_t *group)
 {
 	static int (*const cmp[GW_KINDS])(const void *, const void *) = {
-	        by_name, by_name, by_uri, by_template};
+	        NULL, by_name, by_uri, by_template};
 	const char *cn = client_name(c), *id = kinds[k].id;
 	json_t     *list = json_object_get(c, kinds[k].view), **items, *it;
 	size_t      i, n = 0;
@@ -118,7 +117,9 @@ add_client(json_t *out, gw_kind k, const json_t *c, const json_t *grants,
 		free(nv);
 		items[n++] = copy;
 	}
-	qsort(items, n, sizeof(items[0]), cmp[k]);
+	if (k != GW_TOOLS) { /* (a view's tools come sorted by name) */
+		qsort(items, n, sizeof(items[0]), cmp[k]);
+	}
 	for (i = 0; i < n; i++) {
 		json_array_append_new(out, items[i]);
 	}
