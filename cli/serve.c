@@ -785,6 +785,7 @@ stop:
 out:
 	mk_runtime_close(&D.rt); /* (a boot still going: its connects end) */
 	http_stop();
+	gw_park_stop(); /* (every call ended) */
 	free(B.load_err); /* (the close may have answered the load) */
 	json_decref(sa);
 	json_decref(oa);

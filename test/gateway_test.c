@@ -1022,6 +1022,82 @@ call_holds(json_t *got, size_t i, const char *text)
 	return (in);
 }
 
+/* The result of a message a modern client kept as what. */
+static const json_t *
+result_of(const json_t *got, const char *what)
+{
+	return (json_object_get(json_object_get(got, what), "result"));
+}
+
+/* The same to a 2026-07-28 caller (modern_client.mjs mrtr): as
+ * multi round-trip requests - the call answered input_required with the
+ * upstream's request and a requestState, the retry with the answer
+ * answered with the call's result; a retry without the answer asked
+ * again; a made-up, finished or another caller's state refused; the
+ * first round of a streamed answer does not give the call up; no
+ * capability: declined. */
+static void
+relay_modern(void)
+{
+	peer          c = {0};
+	char          js[512], url[128], out[512];
+	const json_t *x;
+	const char   *k;
+	json_t       *v;
+
+	snprintf(js, sizeof(js), "%s/modern_client.mjs", peer_dir());
+	snprintf(url, sizeof(url), "%s/mcp", sv_base);
+	snprintf(out, sizeof(out), "%s/mrtr.json", sv_dir);
+	const char *argv[] = {"node", js,     url,       KEY_ALL,
+	                      out,    "mrtr", KEY_ALPHA, NULL};
+	CHECK_EQ(peer_start(&c, argv, NULL, "modern done ([0-9]+)", WAIT_MS),
+	         0);
+	json_t *got = driver_result(&c, out, false);
+	x           = result_of(got, "first");
+	CHECK(strcmp(json_string_value(json_object_get(x, "resultType")),
+	             "input_required") == 0);
+	CHECK(json_is_string(json_object_get(x, "requestState")));
+	CHECK_EQ(json_object_size(json_object_get(x, "inputRequests")), 1);
+	json_object_foreach(json_object_get((json_t *)x, "inputRequests"), k,
+	                    v)
+	{
+		CHECK(strcmp(json_string_value(json_object_get(v, "method")),
+		             "elicitation/create") == 0);
+		CHECK(json_is_object(json_object_get(
+		        json_object_get(v, "params"), "requestedSchema")));
+	}
+	x = result_of(got, "again");
+	CHECK(strcmp(json_string_value(json_object_get(x, "resultType")),
+	             "input_required") == 0);
+	CHECK(json_equal(
+	        json_object_get(x, "inputRequests"),
+	        json_object_get(result_of(got, "first"), "inputRequests")));
+	const char *refused[] = {"forged", "other", "stale"};
+	for (size_t i = 0; i < 3; i++) {
+		x = json_object_get(json_object_get(got, refused[i]), "error");
+		CHECK_EQ(json_integer_value(json_object_get(x, "code")),
+		         -32602);
+		CHECK(strstr(json_string_value(json_object_get(x, "message")),
+		             "requestState is not one of this request's") !=
+		      NULL);
+	}
+	x = result_of(got, "done");
+	CHECK(strcmp(json_string_value(json_object_get(x, "resultType")),
+	             "complete") == 0);
+	char *t = json_dumps(x, JSON_COMPACT);
+	CHECK(t != NULL && strstr(t, "Name: Ada Lovelace") != NULL);
+	free(t);
+	CHECK(strcmp(json_string_value(json_object_get(got, "sampled_asked")),
+	             "sampling/createMessage") == 0);
+	t = json_dumps(result_of(got, "sampled"), JSON_COMPACT);
+	CHECK(t != NULL && strstr(t, "relayed by modern") != NULL);
+	free(t);
+	t = json_dumps(result_of(got, "declined"), JSON_COMPACT);
+	CHECK(t != NULL && strstr(t, "User declined") != NULL);
+	free(t);
+	json_decref(got);
+}
+
 /* An upstream's requests during a call (server-everything's elicitation
  * and sampling tools, server.inputs offering them) reach the downstream
  * session that made the call - the TS SDK's client answers them on its
@@ -1041,6 +1117,8 @@ relay(void)
 	        "\"server\": {\"admin_token\": \"" ADMIN
 	        "\", \"inputs\": [\"elicitation\", \"sampling\"], \"virtual_keys\": ["
 	        "{\"name\": \"all\", \"value\": \"" KEY_ALL
+	        "\", \"clients\": {\"*\": [\"*\"]}}, "
+	        "{\"name\": \"alpha\", \"value\": \"" KEY_ALPHA
 	        "\", \"clients\": {\"*\": [\"*\"]}}]}}",
 	        peer_everything_js());
 	serve(&d, "relay.json", config, NULL);
@@ -1071,6 +1149,7 @@ relay(void)
 	CHECK(json_is_true(json_object_get(
 	        json_array_get(json_object_get(got, "calls"), 1), "isError")));
 	json_decref(got);
+	relay_modern();
 	/* nothing was the admin's */
 	expect("GET", "/api/mcp/client/every/elicitations", NULL, ADMIN, 200,
 	       "{\"inputs\":[]}");

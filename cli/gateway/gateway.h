@@ -8,6 +8,7 @@
  *   changes.c   list changes: each streaming session told when what it
  *               sees changed
  *   relay.c     the upstreams' requests, to the session that caused them
+ *   mrtr.c      ... or, to a 2026-07-28 caller, as input_required results
  *   modern.c    the 2026-07-28 stateless form: server/discover, the
  *               version and capabilities in each request's _meta, the
  *               headers checked against the body, subscriptions/listen
@@ -59,6 +60,9 @@ typedef struct gw_agreed {
 #define GW_TAKES_SAMPLING 4u /* sampling/createMessage */
 #define GW_TAKES_ROOTS    8u /* roots/list */
 unsigned gw_takes(const json_t *caps);
+/* What a caller must take for an upstream's request method with params
+ * (GW_TAKES_*; ~0u: no such request). */
+unsigned gw_needs(const char *method, const json_t *params);
 /* Where an upstream's request caused by a call goes: the call's
  * session and its SSE answer's stream. */
 typedef struct gw_relay_to {
@@ -78,6 +82,32 @@ int  gw_relay_send(const gw_relay_to *to, const char *request_id,
                    const char *method, const char *params);
 bool gw_relay_answer(req *r, const char *sid, json_t *body);
 void gw_relay_drop(const void *owner);
+
+/* A 2026-07-28 call whose upstream asks its caller (mrtr.c). */
+typedef struct gw_park_to {
+	const void *owner;  /* the call */
+	req        *r;      /* its request, waiting; or NULL and ... */
+	const char *stream; /* ... its streamed answer */
+	json_t     *id;     /* its request id */
+	const char *caller; /* gw_owner */
+	const char *client; /* the upstream client */
+	const char *name;   /* "<kind>:<the name the caller used>" */
+	unsigned    takes;  /* what the caller takes (GW_TAKES_*) */
+} gw_park_to;
+/* gw_park_ask parks to's call (the first time) and asks its caller the
+ * upstream's request request_id (method, params as JSON text): 0, or -1
+ * when it is declined (the caller does not take it, too many parked).
+ * gw_park_done: the parked call owner ended with msg (taken; true), or
+ * false when it is not parked.  gw_park_retry_of: whether params are a
+ * retry's (requestState or inputResponses); gw_park_retry answers the
+ * retry r (request id, name as in gw_park_to) of a parked call.
+ * gw_park_stop frees what is left.  Any thread. */
+int  gw_park_ask(const gw_park_to *to, const char *request_id,
+                 const char *method, const char *params);
+bool gw_park_done(const void *owner, json_t *msg);
+bool gw_park_retry_of(const json_t *params);
+void gw_park_retry(req *r, json_t *id, const char *name, json_t *params);
+void gw_park_stop(void);
 
 /* gw_session_new makes a session of r's caller that agreed a; id gets
  * its id (GW_SID_LEN + 1 bytes).  0, MK_EBUSY (GW_SESSIONS_MAX are open)
@@ -130,10 +160,13 @@ void    gw_digest(const json_t *items, unsigned char out[32]);
 void    gw_list(req *r, const json_t *group, const char *sid, json_t *id,
                 json_t *params, gw_kind k);
 bool    gw_resource_split(const char *uri, char client[65], const char **rest);
-/* mcp.c: gw_result answers request id with result (taken; 2026-07-28:
- * with its resultType and serverInfo); gw_ask answers tools/call,
- * prompts/get (GW_PROMPTS) and resources/read (GW_RESOURCES). */
-void gw_result(req *r, json_t *id, json_t *result);
+/* mcp.c: gw_result_msg is the message answering request id with result
+ * (taken; 2026-07-28: with its resultType, "complete" unless it has one,
+ * and serverInfo); gw_result answers r with it; gw_ask answers
+ * tools/call, prompts/get (GW_PROMPTS) and resources/read
+ * (GW_RESOURCES). */
+json_t *gw_result_msg(bool modern, json_t *id, json_t *result);
+void    gw_result(req *r, json_t *id, json_t *result);
 /* gw_method answers method when it is a list or a call (false: neither);
  * gw_capabilities: the server's (new reference). */
 bool    gw_method(req *r, const json_t *group, const char *sid,

@@ -126,6 +126,17 @@ flight_drop(gw_flight *f, bool done, uint64_t ticket)
 	}
 }
 
+/* f's stream no longer says anything of its call. */
+static void
+flight_unstream(gw_flight *f)
+{
+	if (f != NULL) {
+		pthread_mutex_lock(&F.mtx);
+		f->stream[0] = '\0';
+		pthread_mutex_unlock(&F.mtx);
+	}
+}
+
 /* Gives up the call of session sid whose request id is id (JSON text),
  * or, sid NULL, the one answered on stream id; an answered or unknown
  * one is nothing. */
@@ -186,6 +197,7 @@ typedef struct gw_call {
 	char        sid[GW_SID_LEN + 1]; /* the stream's id */
 	char        host[256];  /* the Host it was sent to (a sign-in URL) */
 	char        caller[72]; /* call_caller */
+	char        caller_owner[GW_OWNER_LEN]; /* gw_owner (2026-07-28) */
 	char        key[72];    /* its key's name (limits), or "" */
 	char        trace[64];  /* its traceparent, or "" */
 	bool        url_elicit; /* its session takes URL elicitations */
@@ -200,14 +212,15 @@ typedef struct gw_call {
 	char        name[]; /* "<client>\0<tool>" */
 } gw_call;
 
-/* A JSON-RPC result message (result taken). */
-static json_t *
-result_msg(bool modern, json_t *id, json_t *result)
+json_t *
+gw_result_msg(bool modern, json_t *id, json_t *result)
 {
 	if (modern && json_is_object(result)) {
 		/* 2026-07-28: every result says its type and the server */
-		json_object_set_new(result, "resultType",
-		                    json_string("complete"));
+		if (!json_is_string(json_object_get(result, "resultType"))) {
+			json_object_set_new(result, "resultType",
+			                    json_string("complete"));
+		}
 		json_t *meta = json_object_get(result, "_meta");
 		if (!json_is_object(meta)) {
 			json_object_set_new(result, "_meta",
@@ -237,7 +250,7 @@ error_msg(json_t *id, int code, const char *message, json_t *data)
 void
 gw_result(req *r, json_t *id, json_t *result)
 {
-	answer_json(r, 200, result_msg(r->mcp_modern, id, result));
+	answer_json(r, 200, gw_result_msg(r->mcp_modern, id, result));
 }
 
 /* Answers g's call with msg (taken): its response, or the last message
@@ -245,6 +258,9 @@ gw_result(req *r, json_t *id, json_t *result)
 static void
 deliver(gw_call *g, json_t *msg)
 {
+	if (g->modern && gw_park_done(g, msg)) {
+		return; /* (its caller's latest retry gets it) */
+	}
 	if (g->r != NULL) {
 		answer_json(g->r, 200, msg);
 		return;
@@ -333,7 +349,7 @@ sign_in(gw_call *g, const char *auth_required)
 	} else {
 		snprintf(both, sizeof(both), "%s: %s", text,
 		         url != NULL ? url : "(no URL given)");
-		m = result_msg(g->modern, g->id, tool_error(both));
+		m = gw_result_msg(g->modern, g->id, tool_error(both));
 	}
 	json_decref(p);
 	return (m);
@@ -381,12 +397,30 @@ resource_uris(const gw_call *g, json_t *result)
 }
 
 /* An upstream's request this call caused (the client actor's thread):
- * to the call's session, on its answer's stream. */
+ * to the call's session, on its answer's stream; to a 2026-07-28 caller,
+ * as its answer (input_required), the call parked until it retries. */
 static int
 on_input(void *arg, const char *request_id, const char *method,
          const char *params)
 {
-	gw_call    *g  = arg;
+	gw_call *g = arg;
+
+	if (g->modern) {
+		char name[600], kname[620];
+		item_name(g, name, sizeof(name));
+		snprintf(kname, sizeof(kname), "%d:%s", (int)g->kind, name);
+		gw_park_to to = {.owner  = g,
+		                 .r      = g->r,
+		                 .stream = g->sid,
+		                 .id     = g->id,
+		                 .caller = g->caller_owner,
+		                 .client = g->client,
+		                 .name   = kname,
+		                 .takes  = g->takes};
+		/* (its stream ends with the first round: not a give-up) */
+		flight_unstream(g->flight);
+		return (gw_park_ask(&to, request_id, method, params));
+	}
 	gw_relay_to to = {.owner  = g,
 	                  .sid    = g->sess,
 	                  .stream = g->sid,
@@ -423,7 +457,7 @@ on_call(void *arg, int rc, mk_result *res)
 		if (g->kind == GW_RESOURCES) {
 			resource_uris(g, out);
 		}
-		deliver(g, result_msg(g->modern, g->id, out));
+		deliver(g, gw_result_msg(g->modern, g->id, out));
 		out = NULL; /* taken */
 	} else if (rc == MK_EAUTH && res != NULL &&
 	           res->auth_required != NULL) {
@@ -436,7 +470,8 @@ on_call(void *arg, int rc, mk_result *res)
 		              : why;
 		deliver(g,
 		        g->kind == GW_TOOLS
-		                ? result_msg(g->modern, g->id, tool_error(why))
+		                ? gw_result_msg(g->modern, g->id,
+		                                tool_error(why))
 		                : error_msg(g->id, -32000, why, NULL));
 	} else if (rc == MK_ENOENT) {
 		snprintf(msg, sizeof(msg), " (no MCP client %s)", g->client);
@@ -523,6 +558,12 @@ gw_ask(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
 		       full, r->key->name);
 		return;
 	}
+	if (r->mcp_modern && gw_park_retry_of(params)) {
+		char kname[620];
+		snprintf(kname, sizeof(kname), "%d:%s", (int)k, full);
+		gw_park_retry(r, id, kname, params);
+		return;
+	}
 	size_t cl = strlen(client), il = strlen(item);
 	if ((g = calloc(1, sizeof(*g) + cl + il + 2)) == NULL) {
 		answer_rpc_error(r, 200, id, -32603, "out of memory");
@@ -567,6 +608,9 @@ gw_ask(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
 	g->t0     = mono_ns();
 	g->modern = r->mcp_modern;
 	snprintf(g->caller, sizeof(g->caller), "%s", call_caller(r));
+	if (g->modern) {
+		gw_owner(r, g->caller_owner, sizeof(g->caller_owner));
+	}
 	snprintf(g->key, sizeof(g->key), "%s",
 	         r->key != NULL ? r->key->name : "");
 	snprintf(g->trace, sizeof(g->trace), "%s",

@@ -196,7 +196,8 @@ gw_modern(req *r, const json_t *group, json_t *body)
 	        .version = GW_VERSION_MODERN,
 	        .url_elicit =
 	                json_object_get(json_object_get(caps, "elicitation"),
-	                                "url") != NULL};
+	                                "url") != NULL,
+	        .takes = gw_takes(caps)};
 	if (strcmp(method, "server/discover") == 0) {
 		discover(r, id);
 	} else if (strcmp(method, "ping") == 0) {

@@ -59,9 +59,8 @@ gw_takes(const json_t *caps)
 	return (t);
 }
 
-/* What a session must take for method with params. */
-static unsigned
-needs(const char *method, const json_t *params)
+unsigned
+gw_needs(const char *method, const json_t *params)
 {
 	const char *mode = json_string_value(json_object_get(params, "mode"));
 
@@ -100,8 +99,9 @@ gw_relay_send(const gw_relay_to *to, const char *request_id,
 	relay  *x;
 	char   *text;
 
-	if (!json_is_object(p) || (to->takes & needs(method, p)) == 0 ||
-	    needs(method, p) == ~0u || (x = calloc(1, sizeof(*x))) == NULL) {
+	if (!json_is_object(p) || (to->takes & gw_needs(method, p)) == 0 ||
+	    gw_needs(method, p) == ~0u ||
+	    (x = calloc(1, sizeof(*x))) == NULL) {
 		json_decref(p);
 		return (-1); /* it does not take it: declined */
 	}

@@ -14,6 +14,16 @@
 //        "no_caps": {status, body}, "old": {status, body} (a version it
 //        does not serve), "unknown": {status, body}, "ack" (the listen's
 //        acknowledgement), "changed" (its first list_changed)}
+// Usage: node modern_client.mjs URL KEY OUT mrtr OTHER_KEY
+//   the upstream's requests during a call, as multi round-trip requests
+//   (basic/patterns/mrtr), against server-everything's elicitation and
+//   sampling tools held as client "every": OUT gets {"first" (an
+//   input_required), "forged" (a made-up requestState), "other" (the
+//   state retried with OTHER_KEY), "again" (a retry without the answer:
+//   asked again), "done" (the answered retry's result), "stale" (the
+//   finished state retried), "sampled" (a sampling answered, over an SSE
+//   answer with progress), "declined" (no capability)}, then prints
+//   "modern done 1".
 // After the listen is acknowledged it prints "modern listening 1" and
 // waits (30 s at most) for notifications/tools/list_changed on it, then
 // closes the stream, writes OUT, prints "modern done 1" and exits 0 (1
@@ -85,6 +95,97 @@ async function* events(res) {
 			}
 		}
 	}
+}
+
+// The last JSON-RPC message of an SSE body (or the JSON body itself).
+function lastMessage(text) {
+	const datas = text.replace(/\r/g, '').split('\n')
+		.filter((l) => l.startsWith('data:'))
+		.map((l) => l.slice(5).trim()).filter((d) => d);
+	return datas.length ? JSON.parse(datas[datas.length - 1]) : null;
+}
+
+// A tools/call of the mrtr mode, with the capabilities caps and extra
+// params; over: headers to change (the key) and sse (Accept the stream
+// only, a progressToken asked).
+async function mrtrCall(name, caps, extra = {}, over = {}) {
+	const params = { arguments: {}, ...extra, name };
+	if (over.sse) {
+		params._meta = { progressToken: 'p1' };
+	}
+	const body = {
+		jsonrpc: '2.0', id: nextId++, method: 'tools/call',
+		params: {
+			...params,
+			_meta: { ...params._meta, [PV]: '2026-07-28', [CAPS]: caps },
+		},
+	};
+	const r = await fetch(url, {
+		method: 'POST',
+		headers: {
+			'Content-Type': 'application/json',
+			Accept: over.sse ? 'text/event-stream, application/json'
+				: 'application/json, text/event-stream',
+			Authorization: `Bearer ${over.key ?? key}`,
+			'MCP-Protocol-Version': '2026-07-28',
+			'Mcp-Method': 'tools/call',
+			'Mcp-Name': name,
+		},
+		body: JSON.stringify(body),
+	});
+	const text = await r.text();
+	const type = r.headers.get('content-type') ?? '';
+	return type.startsWith('text/event-stream') ? lastMessage(text)
+		: JSON.parse(text);
+}
+
+async function mrtr(other) {
+	const ELICIT = 'every-trigger-elicitation-request';
+	const SAMPLE = 'every-trigger-sampling-request';
+	const form = { elicitation: { form: {} } };
+	out.first = await mrtrCall(ELICIT, form);
+	const state = out.first.result?.requestState;
+	const [k] = Object.keys(out.first.result?.inputRequests ?? {});
+	if (!state || !k) {
+		throw new Error('the first call was not input_required');
+	}
+	out.forged = await mrtrCall(ELICIT, form,
+		{ requestState: '0'.repeat(32), inputResponses: {} });
+	out.other = await mrtrCall(ELICIT, form,
+		{ requestState: state, inputResponses: {} }, { key: other });
+	out.again = await mrtrCall(ELICIT, form, { requestState: state });
+	out.done = await mrtrCall(ELICIT, form, {
+		requestState: state,
+		inputResponses: { [k]: { action: 'accept',
+			content: { name: 'Ada Lovelace', check: true } } },
+	});
+	out.stale = await mrtrCall(ELICIT, form,
+		{ requestState: state, inputResponses: {} });
+	const args = { prompt: 'hi', maxTokens: 10 };
+	const first = await mrtrCall(SAMPLE, { sampling: {} },
+		{ arguments: args }, { sse: true });
+	const sk = Object.keys(first.result?.inputRequests ?? {})[0];
+	out.sampled = await mrtrCall(SAMPLE, { sampling: {} }, {
+		arguments: args,
+		requestState: first.result?.requestState,
+		inputResponses: { [sk]: { role: 'assistant', model: 'modern-model',
+			content: { type: 'text', text: 'relayed by modern' } } },
+	});
+	out.sampled_asked = first.result?.inputRequests?.[sk]?.method;
+	out.declined = await mrtrCall(ELICIT, {});
+}
+
+if (process.argv[5] === 'mrtr') {
+	try {
+		await mrtr(process.argv[6]);
+	} catch (e) {
+		writeFileSync(file, JSON.stringify({ fatal: e.message, ...out }));
+		console.log('modern done 1');
+		process.exit(1);
+	}
+	writeFileSync(file, JSON.stringify(out));
+	console.log('modern done 1');
+	process.exit(0);
 }
 
 try {
