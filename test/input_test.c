@@ -13,6 +13,10 @@
  *   roots       static roots answered by the runtime itself
  *   url         a URL elicitation: an https URL reaches the host, a
  *               javascript: one is declined before it
+ *   relayed     a call's own requests go to its caller (mk_call_how's
+ *               input), not the host: two calls at once on one sticky
+ *               connection, each asked its own (the server sent it on
+ *               the call's answer stream)
  *   expired     nobody answers: the call ends at its own deadline, the
  *               request at the client's tool_execution_timeout
  *               ("expired", answered "cancel")
@@ -375,6 +379,91 @@ expired(void)
 	rt_close(&rt, &sb);
 }
 
+/* What the callers of relayed heard: call i's request id and message. */
+static struct {
+	pthread_mutex_t mtx;
+	pthread_cond_t  cv;
+	int             n;
+	char            rid[2][40];
+	char            msg[2][64];
+} R = {.mtx = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static int
+on_relay(void *arg, const char *request_id, const char *method,
+         const char *params)
+{
+	int     i = (int)(intptr_t)arg;
+	json_t *p = json_loads(params, 0, NULL);
+
+	pthread_mutex_lock(&R.mtx);
+	snprintf(R.rid[i], sizeof(R.rid[i]), "%s", request_id);
+	snprintf(R.msg[i], sizeof(R.msg[i]), "%s %s", method,
+	         json_string_value(json_object_get(p, "message")));
+	R.n++;
+	pthread_cond_broadcast(&R.cv);
+	pthread_mutex_unlock(&R.mtx);
+	json_decref(p);
+	return (0);
+}
+
+static void
+relayed(void)
+{
+	sub          sb;
+	mk_runtime  *rt = open_rt(&sb, MK_INPUT_ELICITATION);
+	pending_call pc[2];
+	char        *err    = NULL, args[64], want[64], answer[96], *out;
+	int          before = heard_count(), rc;
+
+	add_client(rt, "shared", true, "30s");
+	for (int i = 0; i < 2; i++) {
+		mk_call     c   = {.client    = "shared",
+		                   .tool      = "elicit_form",
+		                   .arguments = args};
+		mk_call_how how = MK_CALL_HOW_INIT;
+		uint64_t    ticket;
+		snprintf(args, sizeof(args), "{\"message\": \"who is %d?\"}",
+		         i);
+		how.input     = on_relay;
+		how.input_arg = (void *)(intptr_t)i;
+		memset(&pc[i], 0, sizeof(pc[i]));
+		pthread_mutex_init(&pc[i].mtx, NULL);
+		pthread_cond_init(&pc[i].cv, NULL);
+		CHECK_EQ(mk_call_start(rt, &c, &how, call_done, &pc[i],
+		                       &ticket),
+		         0);
+	}
+	/* both wait at once: each must reach its own caller */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += WAIT_MS / 1000;
+	pthread_mutex_lock(&R.mtx);
+	while (R.n < 2 && pthread_cond_timedwait(&R.cv, &R.mtx, &ts) == 0) {
+	}
+	CHECK_EQ(R.n, 2);
+	pthread_mutex_unlock(&R.mtx);
+	for (int i = 0; i < 2; i++) {
+		snprintf(want, sizeof(want), "elicitation/create who is %d?",
+		         i);
+		CHECK(strcmp(R.msg[i], want) == 0);
+		snprintf(
+		        answer, sizeof(answer),
+		        "{\"action\": \"accept\", \"content\": {\"ok\": true, \"name\": \"caller%d\"}}",
+		        i);
+		CHECK_EQ(mk_input_answer(rt, "shared", R.rid[i], answer, &err),
+		         0);
+	}
+	for (int i = 0; i < 2; i++) {
+		snprintf(want, sizeof(want), "\"name\":\"caller%d\"", i);
+		out = end_call(&pc[i], &rc);
+		CHECK_EQ(rc, 0);
+		CHECK(strstr(out, want) != NULL);
+		free(out);
+	}
+	CHECK_EQ(heard_count(), before); /* none was the host's */
+	rt_close(&rt, &sb);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -393,6 +482,7 @@ main(int argc, char **argv)
 	RUN_IF(sample);
 	RUN_IF(roots);
 	RUN_IF(url);
+	RUN_IF(relayed);
 	RUN_IF(expired);
 	peer_stop(&up);
 	curl_global_cleanup();

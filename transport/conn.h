@@ -24,8 +24,9 @@ typedef struct tp_conn_up {
 	/* ready to send (stdio: spawned; sse: endpoint known; http: now),
 	 * or failed to become so (err set) */
 	void (*opened)(void *arg, const mcp_error *err);
-	/* one incoming JSON-RPC message; borrowed for the call */
-	void (*message)(void *arg, json_t *msg);
+	/* one incoming JSON-RPC message; borrowed for the call.  cause: the
+	 * id of the request whose answer's stream carried it (http), or 0 */
+	void (*message)(void *arg, json_t *msg, int64_t cause);
 	/* sending request id failed, or its answer can no longer come */
 	void (*failed)(void *arg, int64_t id, const mcp_error *err);
 	/* the whole connection is gone (stream closed, child exited) */

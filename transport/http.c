@@ -88,7 +88,7 @@ http_deliver(http_conn *c, post *p)
 		    json_object_get(m, "method") == NULL) {
 			p->answered = true;
 		}
-		c->base.up.message(c->base.up.arg, m);
+		c->base.up.message(c->base.up.arg, m, p->id);
 		json_decref(m);
 	}
 	return (!c->closed);

@@ -235,6 +235,11 @@ json_t     *mcp_session_server_info(const mcp_session *s); /* borrowed */
  * NULL when it gave none */
 json_t  *mcp_session_server_caps(const mcp_session *s);
 unsigned mcp_session_pending(const mcp_session *s);
+/* during the request upcall (mcp_handlers.request): the id of this
+ * session's request whose answer's stream carried it (Streamable HTTP
+ * sends a server's request there when a client request caused it), or
+ * 0 when it came on a stream of its own (stdio, SSE, the GET stream) */
+int64_t mcp_session_cause(const mcp_session *s);
 
 /* mcp_tool_hints reads a tool object's annotations with the defaults. */
 void mcp_tool_hints(json_t *tool, mcp_hints *out);

@@ -55,6 +55,12 @@ mcp_session_server_caps(const mcp_session *s)
 	return (s->server_caps);
 }
 
+int64_t
+mcp_session_cause(const mcp_session *s)
+{
+	return (s->cause);
+}
+
 unsigned
 mcp_session_pending(const mcp_session *s)
 {
@@ -473,7 +479,7 @@ list_changed(mcp_session *s, const char *method)
 }
 
 static void
-up_message(void *arg, json_t *raw)
+up_message(void *arg, json_t *raw, int64_t cause)
 {
 	mcp_session *s = arg;
 	codec_jr_msg m;
@@ -505,7 +511,9 @@ up_message(void *arg, json_t *raw)
 		}
 		break;
 	case JR_REQUEST:
+		s->cause = cause; /* (mcp_session_cause, during the upcall) */
 		session_on_request(s, &m);
+		s->cause = 0;
 		break;
 	}
 	s->depth--;

@@ -90,6 +90,7 @@ struct mcp_session {
 	json_t      *server_info; /* serverInfo from initialize */
 	json_t      *server_caps; /* and its capabilities */
 	int          depth;       /* upcalls in progress on the stack */
+	int64_t      cause;       /* mcp_session_cause, during a request */
 	int          doomed;      /* freed during an upcall: free at depth 0 */
 	bool         listen;      /* open the server's stream once ready */
 	json_t      *caps;        /* client capabilities declared */

@@ -127,7 +127,7 @@ run_deferred(void *arg)
 	}
 	while (!c->closed && c->endpoint != NULL &&
 	       (m = tp_msgq_pop(&c->q)) != NULL) {
-		c->base.up.message(c->base.up.arg, m);
+		c->base.up.message(c->base.up.arg, m, 0);
 		json_decref(m);
 	}
 	if (!c->closed && c->has_bad && c->announced) {

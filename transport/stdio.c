@@ -223,7 +223,7 @@ on_line(stdio_conn *c, char *s, size_t len)
 	}
 	if (!c->closed) {
 		c->busy++;
-		c->base.up.message(c->base.up.arg, msg);
+		c->base.up.message(c->base.up.arg, msg, 0);
 		c->busy--;
 	}
 	json_decref(msg);

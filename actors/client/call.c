@@ -486,9 +486,10 @@ allowed(const cfg_client *cfg, const char *tool)
 }
 
 cl_call *
-cl_call_of(client *cl, mcp_session *s)
+cl_call_of(client *cl, mcp_session *s, int64_t cause)
 {
 	cl_call *found = NULL;
+	int      n     = 0;
 
 	for (size_t i = 0; i < cl->tickets.cap; i++) {
 		cl_call *c = cl->tickets.ents[i].val;
@@ -498,15 +499,16 @@ cl_call_of(client *cl, mcp_session *s)
 		                             : NULL) != s) {
 			continue;
 		}
-		if (found != NULL) {
-			return (NULL); /* two: neither can be told apart */
+		if (cause != 0 && c->rid == cause) {
+			return (c); /* the server said which */
 		}
 		found = c;
+		n++;
 	}
-	/* a sticky connection's: only when it runs that call alone */
-	return (found != NULL && (found->pc || found->on->inflight == 1)
-	                ? found
-	                : NULL);
+	/* else the one call out there (two: neither can be told apart),
+	 * on a sticky connection only when it runs that call alone */
+	return (n == 1 && (found->pc || found->on->inflight == 1) ? found
+	                                                          : NULL);
 }
 
 /* A prompt's arguments are strings (PromptArgument values). */

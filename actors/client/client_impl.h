@@ -421,9 +421,10 @@ bool cl_auth_failure(const mcp_error *e);
 bool cl_session_gone(const mcp_error *e);
 bool cl_retry_safe(const client *cl, const cl_call *c);
 /* call.c: cl_call_of gives the call a server's request on session s is
- * caused by: the call out on it, when it is the only one there (and a
- * sticky connection runs no other), else NULL. */
-cl_call *cl_call_of(client *cl, mcp_session *s);
+ * caused by: the call out on it as request cause (the server said so:
+ * mcp_session_cause; 0: it did not), or else the one call out on it
+ * (when a sticky connection runs no other), else NULL. */
+cl_call *cl_call_of(client *cl, mcp_session *s, int64_t cause);
 /* the tool of the client's list named name (borrowed), or NULL */
 json_t *cl_tool_named(const client *cl, const char *name);
 /* take the call over (true) when the failure is one to recover from */
