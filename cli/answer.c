@@ -9,6 +9,7 @@
 #include <openssl/crypto.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "cli/daemon.h"
@@ -42,6 +43,40 @@ http_header_dup(const req *r, const char *name)
 	const char *v = http_header(r, name);
 
 	return (v != NULL ? strdup(v) : NULL);
+}
+
+/* http_headers_with's iterator: one header into a->out when its name
+ * starts with a->prefix. */
+typedef struct with_prefix {
+	const char *prefix;
+	size_t      len;
+	json_t     *out;
+} with_prefix;
+
+static enum MHD_Result
+header_with(void *arg, enum MHD_ValueKind kind, const char *key,
+            const char *value)
+{
+	with_prefix *a = arg;
+
+	(void)kind;
+	if (strncasecmp(key, a->prefix, a->len) == 0 && value != NULL) {
+		json_object_set_new(a->out, key + a->len, json_string(value));
+	}
+	/* (bounded: libmicrohttpd's memory pool bounds the headers) */
+	return (MHD_YES);
+}
+
+json_t *
+http_headers_with(const req *r, const char *prefix)
+{
+	with_prefix a = {prefix, strlen(prefix), json_object()};
+
+	if (a.out != NULL) {
+		(void)MHD_get_connection_values(r->conn, MHD_HEADER_KIND,
+		                                header_with, &a);
+	}
+	return (a.out);
 }
 
 /* The string field key of the body object, or NULL. */

@@ -194,6 +194,9 @@ unsigned status_of(int rc);
  * block; libmicrohttpd's threads, while r is being admitted. */
 const char *http_header(const req *r, const char *name);
 char       *http_header_dup(const req *r, const char *name);
+/* The request's headers whose names start with prefix (any case), as
+ * {the rest of the name: value} (new reference; NULL: out of memory). */
+json_t *http_headers_with(const req *r, const char *prefix);
 /* http_field: the string field key of body (a request's JSON object),
  * body's memory, or NULL.  Never blocks; a handler's worker. */
 const char *http_field(json_t *body, const char *key);

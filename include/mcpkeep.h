@@ -820,6 +820,14 @@ typedef struct mk_call_how {
 	mk_relay_fn     input; /* the server's requests it causes, or
 	                        * NULL: the host's */
 	void *input_arg;       /* input's argument */
+	/* A gateway serving MCP 2026-07-28 over HTTP: the Mcp-Param-{Name}
+	 * headers its caller sent with a tools/call, as JSON text {Name:
+	 * value as sent}, or NULL.  They must be those the tool's
+	 * x-mcp-header parameters make of the arguments (each present
+	 * parameter's, its value decoded; none for an absent one): else the
+	 * call fails MK_EINVAL, error_kind "header_mismatch", before it is
+	 * sent. */
+	const char *param_headers;
 } mk_call_how;
 #define MK_CALL_HOW_INIT                                                      \
 	{                                                                     \

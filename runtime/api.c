@@ -611,6 +611,7 @@ prepare(mk_runtime *rt, const mk_call *call, const mk_call_how *given,
 	                      .kind         = kind,
 	                      .input        = (int64_t)(uintptr_t)how.input,
 	                      .input_arg    = (int64_t)(uintptr_t)how.input_arg,
+	                      .param_headers = (char *)how.param_headers,
         };
 	if (trace != NULL && trace->traceparent != NULL &&
 	    traceparent_ok(trace->traceparent)) {

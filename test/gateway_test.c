@@ -1095,6 +1095,25 @@ relay_modern(void)
 	t = json_dumps(result_of(got, "declined"), JSON_COMPACT);
 	CHECK(t != NULL && strstr(t, "User declined") != NULL);
 	free(t);
+	/* a 2026-07-28 upstream's input_required, to a 2026-07-28 caller */
+	CHECK(strcmp(json_string_value(json_object_get(got, "nested_asked")),
+	             "elicitation/create") == 0);
+	CHECK(strcmp(text_of(result_of(got, "nested")), "hello Grace") == 0);
+	/* x-mcp-header: the Mcp-Param header must be the argument's */
+	const char *same[] = {"param_ok", "param_b64"};
+	for (size_t i = 0; i < 2; i++) {
+		x = json_object_get(got, same[i]);
+		CHECK_EQ(json_integer_value(json_object_get(x, "status")),
+		         200);
+		CHECK(strcmp(text_of(json_object_get(
+		                     json_object_get(x, "body"), "result")),
+		             "eu-west") == 0);
+	}
+	CHECK(strstr(modern_refusal(got, "param_forged", 400, -32020),
+	             "Header mismatch: Mcp-Param-Region does not match") !=
+	      NULL);
+	CHECK(strstr(modern_refusal(got, "param_missing", 400, -32020),
+	             "Header mismatch: Mcp-Param-Region is absent") != NULL);
 	json_decref(got);
 }
 
@@ -1108,22 +1127,24 @@ static void
 relay(void)
 {
 	peer d = {0};
-	char config[1024];
+	char config[2048];
 
 	snprintf(
 	        config, sizeof(config),
 	        "{\"mcp\": {\"client_configs\": ["
-	        "{\"name\": \"every\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"node\", \"args\": [\"%s\", \"stdio\"]}, \"tools_to_execute\": [\"*\"]}]}, "
+	        "{\"name\": \"every\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"node\", \"args\": [\"%s\", \"stdio\"]}, \"tools_to_execute\": [\"*\"]}, "
+	        "{\"name\": \"mod\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"node\", \"args\": [\"%s/modern.mjs\", \"stdio\"], \"envs\": [\"PATH\"]}, \"tools_to_execute\": [\"*\"]}]}, "
 	        "\"server\": {\"admin_token\": \"" ADMIN
 	        "\", \"inputs\": [\"elicitation\", \"sampling\"], \"virtual_keys\": ["
 	        "{\"name\": \"all\", \"value\": \"" KEY_ALL
 	        "\", \"clients\": {\"*\": [\"*\"]}}, "
 	        "{\"name\": \"alpha\", \"value\": \"" KEY_ALPHA
 	        "\", \"clients\": {\"*\": [\"*\"]}}]}}",
-	        peer_everything_js());
+	        peer_everything_js(), peer_dir());
 	serve(&d, "relay.json", config, NULL);
 	sv_admin = ADMIN;
 	CHECK(state_within("every", "healthy", WAIT_MS));
+	CHECK(state_within("mod", "healthy", WAIT_MS));
 	const char *calls =
 	        "[{\"name\": \"every-trigger-elicitation-request\", \"arguments\": {}}, "
 	        "{\"name\": \"every-trigger-sampling-request\", \"arguments\": {\"prompt\": \"hi\", \"maxTokens\": 10}}]";

@@ -251,6 +251,15 @@ bool mcp_session_modern(const mcp_session *s);
  * constraints of 2026-07-28's "Schema Extension" (else a client over
  * HTTP must drop the tool; why says which broke). */
 bool mcp_tool_headers_ok(json_t *tool, char *why, size_t len);
+/* mcp_param_headers_match: the Mcp-Param-{Name} headers a 2026-07-28
+ * caller sent with a tools/call of tool with args (got: {Name: value as
+ * sent}; names case-insensitive) are those tool's x-mcp-header
+ * parameters make of args - each present parameter's header there with
+ * its value (decoded), none for an absent one - as a server checks them
+ * ("Server Validation"); false with why ("Header mismatch: ...").  A
+ * tool whose annotations are invalid is not checked. */
+bool mcp_param_headers_match(json_t *tool, json_t *args, json_t *got,
+                             char *why, size_t len);
 
 /* mcp_version_supported: a protocolVersion this client accepts. */
 bool mcp_version_supported(const char *v);

@@ -277,32 +277,117 @@ mcp_tool_headers_ok(json_t *tool, char *why, size_t len)
 	return (true);
 }
 
-/* The header line of one annotation for the call's arguments, or NULL
- * when the value is absent (or of another type). */
-static char *
-param_line(const annot *a, json_t *args)
+/* The value one annotation mirrors from the call's arguments (*n its
+ * length; num: room for an integer's digits), or NULL when the value is
+ * absent (or of another type). */
+static const char *
+param_value(const annot *a, json_t *args, char num[32], size_t *n)
 {
-	char    name[96], num[32];
 	json_t *v = args;
 
 	for (int i = 0; i < a->depth && v != NULL; i++) {
 		v = json_object_get(v, a->path[i]);
 	}
-	snprintf(name, sizeof(name), "Mcp-Param-%s", a->name);
 	if (json_is_string(v)) {
-		return (header_line(name, json_string_value(v),
-		                    json_string_length(v)));
+		*n = json_string_length(v);
+		return (json_string_value(v));
 	}
 	if (json_is_boolean(v)) {
-		return (header_line(name, json_is_true(v) ? "true" : "false",
-		                    json_is_true(v) ? 4 : 5));
+		*n = json_is_true(v) ? 4 : 5;
+		return (json_is_true(v) ? "true" : "false");
 	}
 	if (json_is_integer(v)) {
-		snprintf(num, sizeof(num), "%lld",
-		         (long long)json_integer_value(v));
-		return (header_line(name, num, strlen(num)));
+		snprintf(num, 32, "%lld", (long long)json_integer_value(v));
+		*n = strlen(num);
+		return (num);
 	}
 	return (NULL);
+}
+
+/* The header line of one annotation for the call's arguments, or NULL
+ * when the value is absent (or of another type). */
+static char *
+param_line(const annot *a, json_t *args)
+{
+	char        name[96], num[32];
+	size_t      n;
+	const char *v = param_value(a, args, num, &n);
+
+	snprintf(name, sizeof(name), "Mcp-Param-%s", a->name);
+	return (v != NULL ? header_line(name, v, n) : NULL);
+}
+
+/* A header value as sent, decoded ("=?base64?...?=") into out (max
+ * bytes); its length, or -1 when it does not decode. */
+static int
+header_value(const char *h, char *out, int max)
+{
+	size_t n = strlen(h);
+	int    len;
+
+	if (!(n >= 11 && strncmp(h, "=?base64?", 9) == 0 &&
+	      strcmp(h + n - 2, "?=") == 0)) {
+		if (n > (size_t)max) {
+			return (-1);
+		}
+		memcpy(out, h, n);
+		return ((int)n);
+	}
+	n -= 11; /* the base64 between */
+	if (n % 4 != 0 || 3 * (n / 4) > (size_t)max) {
+		return (-1);
+	}
+	len = EVP_DecodeBlock((unsigned char *)out,
+	                      (const unsigned char *)h + 9, (int)n);
+	for (size_t i = n; len > 0 && i > 0 && h[9 + i - 1] == '='; i--) {
+		len--; /* (it counts the padding as bytes) */
+	}
+	return (len);
+}
+
+bool
+mcp_param_headers_match(json_t *tool, json_t *args, json_t *got, char *why,
+                        size_t len)
+{
+	walk w = {.n = 0};
+
+	walk_schema(&w, json_object_get(tool, "inputSchema"), NULL, 0);
+	for (int i = 0; w.why == NULL && i < w.n; i++) {
+		const char *sent = NULL, *k, *want;
+		char        num[32], *dec = NULL;
+		size_t      n = 0;
+		json_t     *v;
+		int         dn = 0;
+
+		json_object_foreach(got, k, v)
+		{
+			if (strcasecmp(k, w.a[i].name) == 0) {
+				sent = json_string_value(v);
+			}
+		}
+		want = param_value(&w.a[i], args, num, &n);
+		if (sent != NULL && n <= HEADER_VALUE_MAX &&
+		    (dec = malloc(strlen(sent) + 1)) != NULL) {
+			dn = header_value(sent, dec, (int)strlen(sent));
+		}
+		bool same = sent == NULL ? want == NULL
+		                         : want != NULL && dn >= 0 &&
+		                (size_t)dn == n && memcmp(dec, want, n) == 0;
+		free(dec);
+		if (!same) {
+			snprintf(why, len,
+			         "Header mismatch: Mcp-Param-%s %s the body's "
+			         "arguments%s",
+			         w.a[i].name,
+			         sent == NULL ? "is absent from"
+			                      : "does not match",
+			         want == NULL && sent != NULL
+			                 ? " (they do not have it)"
+			                 : "");
+			return (false);
+		}
+	}
+	return (true);
 }
 
 char **

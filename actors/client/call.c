@@ -674,6 +674,34 @@ cl_call_drop_held(client *cl, const char *why, bool off)
 	}
 }
 
+/* The Mcp-Param headers a 2026-07-28 gateway's caller sent with c (JSON
+ * text; NULL: not checked) are those c's tool and arguments make; else
+ * c is answered (MK_EINVAL, "header_mismatch") and false. */
+static bool
+headers_match(client *cl, cl_call *c, const char *sent)
+{
+	json_t *got, *tool;
+	char    why[300];
+	bool    ok;
+
+	if (sent == NULL || (tool = cl_tool_named(cl, c->tool)) == NULL) {
+		return (true); /* (an unknown tool: the server says so) */
+	}
+	got = json_loads(sent, 0, NULL);
+	snprintf(why, sizeof(why),
+	         "Header mismatch: the Mcp-Param headers "
+	         "are not a JSON object");
+	ok = json_is_object(got) &&
+	        mcp_param_headers_match(tool, c->args, got, why, sizeof(why));
+	json_decref(got);
+	if (!ok) {
+		cl_failed_msg f = {.error = why, .kind = "header_mismatch"};
+		kn_reply_msg(kn_actor_kernel(cl->self), c->corr, MK_EINVAL,
+		             &cl_failed_msg_fields, &f);
+	}
+	return (ok);
+}
+
 void
 cl_call_start(client *cl, kn_msg *msg)
 {
@@ -681,6 +709,7 @@ cl_call_start(client *cl, kn_msg *msg)
 	cl_call_msg m;
 	cl_call    *c;
 	int64_t     timeout;
+	char       *params_sent = NULL;
 
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		kn_reply_why(cl->self, corr, MK_ENOMEM, "out of memory");
@@ -707,6 +736,8 @@ cl_call_start(client *cl, kn_msg *msg)
 	uint64_t ticket = (uint64_t)m.ticket;
 	m.tool = m.mode = m.identity = m.subject = m.requester = NULL;
 	m.traceparent = m.tracestate = NULL;
+	params_sent                  = m.param_headers;
+	m.param_headers              = NULL;
 	timeout                      = m.timeout_ms;
 	c->args = m.arguments != NULL ? json_loads(m.arguments, 0, NULL)
 	                              : json_object();
@@ -748,6 +779,10 @@ cl_call_start(client *cl, kn_msg *msg)
 		        c->tool, cl->cfg->name);
 		goto refuse;
 	}
+	if (c->kind == CL_CALL_TOOL && !headers_match(cl, c, params_sent)) {
+		goto refuse; /* (answered) */
+	}
+	free(params_sent);
 	if (timeout <= 0 || timeout > cl->exec_ms) {
 		timeout = cl->exec_ms;
 	}
@@ -769,6 +804,7 @@ cl_call_start(client *cl, kn_msg *msg)
 	return;
 
 refuse:
+	free(params_sent);
 	cl->m.calls[CM_REFUSED]++;
 	cl_counted(cl);
 	call_free(c);

@@ -42,23 +42,27 @@
  *             metrics str    its counters, JSON text, as MSG_SV_METRICS
  *
  *   MSG_CL_CALL ask: call a tool
- *     tool         str    the tool's name
- *     arguments    str    a JSON object's text ({} when absent)
- *     timeout_ms   int    0: the client's
- *     mode         str    a per-user caller's mode, or absent
- *     identity     str    the caller's identity, or absent
- *     subject      secret the caller's token to exchange, or absent
- *     requester    str    who answers for its sign-ins, or absent
- *     progress     int    the caller's progress function (in-process), 0: none
- *     progress_arg int    and its argument
- *     traceparent  str    the caller's W3C trace context, or absent
- *     tracestate   str    and its vendor part, or absent
- *     ticket       int    the caller's name for it (MSG_CL_CANCEL), 0: none
- *     kind         int    what it asks: 0 tools/call, 1 prompts/get (tool: the
- *                         prompt), 2 resources/read (tool: the URI)
- *     input        int    the caller's function for the server's requests it
- *                         causes (mk_relay_fn, in-process), 0: the host's
- *     input_arg    int    and its argument
+ *     tool          str    the tool's name
+ *     arguments     str    a JSON object's text ({} when absent)
+ *     timeout_ms    int    0: the client's
+ *     mode          str    a per-user caller's mode, or absent
+ *     identity      str    the caller's identity, or absent
+ *     subject       secret the caller's token to exchange, or absent
+ *     requester     str    who answers for its sign-ins, or absent
+ *     progress      int    the caller's progress function (in-process), 0:
+ *                          none
+ *     progress_arg  int    and its argument
+ *     traceparent   str    the caller's W3C trace context, or absent
+ *     tracestate    str    and its vendor part, or absent
+ *     ticket        int    the caller's name for it (MSG_CL_CANCEL), 0: none
+ *     kind          int    what it asks: 0 tools/call, 1 prompts/get (tool:
+ *                          the prompt), 2 resources/read (tool: the URI)
+ *     input         int    the caller's function for the server's requests it
+ *                          causes (mk_relay_fn, in-process), 0: the host's
+ *     input_arg     int    and its argument
+ *     param_headers str    JSON text {Name: value}: the Mcp-Param-{Name}
+ *                          headers its caller sent, checked against the tool's
+ *                          x-mcp-header parameters; absent: not checked
  *     ok:     result   str    the tool's result, JSON text
  *             recovery str    after an auth recovery, JSON text {ran, path,
  *                             retry_skipped}
@@ -248,7 +252,11 @@ CODEC_MSG_STRUCT(cl_state_msg, CL_STATE_FIELDS)
 	F(S, INT, input,                                                      \
 	  "the caller's function for the server's requests it causes "        \
 	  "(mk_relay_fn, in-process), 0: the host's")                         \
-	F(S, INT, input_arg, "and its argument")
+	F(S, INT, input_arg, "and its argument")                              \
+	F(S, STR, param_headers,                                              \
+	  "JSON text {Name: value}: the Mcp-Param-{Name} headers its caller " \
+	  "sent, checked against the tool's x-mcp-header parameters; absent: " \
+	  "not checked")
 CODEC_MSG_STRUCT(cl_call_msg, CL_CALL_FIELDS)
 
 /* cl_call_msg.kind (mk_call_kind's values) */

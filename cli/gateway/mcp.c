@@ -476,6 +476,15 @@ on_call(void *arg, int rc, mk_result *res)
 	} else if (rc == MK_ENOENT) {
 		snprintf(msg, sizeof(msg), " (no MCP client %s)", g->client);
 		deliver(g, unknown(g->id, g->kind, name, msg));
+	} else if (rc == MK_EINVAL && res != NULL && res->error_kind != NULL &&
+	           strcmp(res->error_kind, "header_mismatch") == 0) {
+		/* 2026-07-28: an Mcp-Param header that is not the body's */
+		json_t *e = error_msg(g->id, -32020, why, NULL);
+		if (g->r != NULL) {
+			answer_json(g->r, 400, e);
+		} else {
+			deliver(g, e);
+		}
 	} else {
 		/* the gateway's refusal: the client's state, a limit */
 		deliver(g,
@@ -625,9 +634,16 @@ gw_ask(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
 	                  .session_id = mode != NULL && mode[0] == 's' ? who : NULL,
 	                  .requester  = route_requester(r)};
 	mk_trace t = {.traceparent = r->trace[0], .tracestate = r->trace[1]};
-	mk_call_how how = MK_CALL_HOW_INIT;
-	how.kind        = as[k];
-	how.trace       = &t;
+	mk_call_how how   = MK_CALL_HOW_INIT;
+	how.kind          = as[k];
+	how.trace         = &t;
+	char *params_sent = NULL; /* 2026-07-28: checked against the tool */
+	if (g->modern && k == GW_TOOLS) {
+		json_t *h   = http_headers_with(r, "Mcp-Param-");
+		params_sent = h != NULL ? json_dumps(h, JSON_COMPACT) : NULL;
+		json_decref(h);
+		how.param_headers = params_sent != NULL ? params_sent : "{}";
+	}
 	if (stream) {
 		if (gw_stream_id(g->sid) != 0 ||
 		    events_open_mcp(r, g->sid) != 0) {
@@ -660,6 +676,7 @@ gw_ask(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
 	uint64_t   ticket         = 0;
 	int        rc = mk_call_start(D.rt, &c, &how, on_call, g, &ticket);
 	free(atext);
+	free(params_sent);
 	if (rc != 0) {
 		on_call(g, rc, NULL); /* (drops the call's hold) */
 	}

@@ -22,7 +22,11 @@
 //   state retried with OTHER_KEY), "again" (a retry without the answer:
 //   asked again), "done" (the answered retry's result), "stale" (the
 //   finished state retried), "sampled" (a sampling answered, over an SSE
-//   answer with progress), "declined" (no capability)}, then prints
+//   answer with progress), "declined" (no capability), "nested" (the
+//   same from a 2026-07-28 upstream, client "mod": its ask_name),
+//   "param_ok", "param_b64", "param_forged", "param_missing" ({status,
+//   body}: mod's with_header called with Mcp-Param-Region as the
+//   argument, the same in base64, another value, none)}, then prints
 //   "modern done 1".
 // After the listen is acknowledged it prints "modern listening 1" and
 // waits (30 s at most) for notifications/tools/list_changed on it, then
@@ -130,13 +134,15 @@ async function mrtrCall(name, caps, extra = {}, over = {}) {
 			'MCP-Protocol-Version': '2026-07-28',
 			'Mcp-Method': 'tools/call',
 			'Mcp-Name': name,
+			...over.headers,
 		},
 		body: JSON.stringify(body),
 	});
 	const text = await r.text();
 	const type = r.headers.get('content-type') ?? '';
-	return type.startsWith('text/event-stream') ? lastMessage(text)
+	const msg = type.startsWith('text/event-stream') ? lastMessage(text)
 		: JSON.parse(text);
+	return over.status ? { status: r.status, body: msg } : msg;
 }
 
 async function mrtr(other) {
@@ -173,6 +179,28 @@ async function mrtr(other) {
 	});
 	out.sampled_asked = first.result?.inputRequests?.[sk]?.method;
 	out.declined = await mrtrCall(ELICIT, {});
+
+	// a 2026-07-28 upstream's own input_required, relayed the same way
+	const ASK = 'mod-ask_name';
+	const asked = await mrtrCall(ASK, form);
+	const nk = Object.keys(asked.result?.inputRequests ?? {})[0];
+	out.nested_asked = asked.result?.inputRequests?.[nk]?.method;
+	out.nested = await mrtrCall(ASK, form, {
+		requestState: asked.result?.requestState,
+		inputResponses: { [nk]: { action: 'accept',
+			content: { name: 'Grace' } } },
+	});
+
+	// x-mcp-header: Mcp-Param-Region checked against the arguments
+	const HDR = 'mod-with_header';
+	const region = { arguments: { region: 'eu-west' } };
+	out.param_ok = await mrtrCall(HDR, {}, region,
+		{ headers: { 'Mcp-Param-Region': 'eu-west' }, status: true });
+	out.param_b64 = await mrtrCall(HDR, {}, region, { status: true,
+		headers: { 'Mcp-Param-Region': '=?base64?ZXUtd2VzdA==?=' } });
+	out.param_forged = await mrtrCall(HDR, {}, region,
+		{ headers: { 'Mcp-Param-Region': 'us-east' }, status: true });
+	out.param_missing = await mrtrCall(HDR, {}, region, { status: true });
 }
 
 if (process.argv[5] === 'mrtr') {
