@@ -148,7 +148,9 @@ input_required(const park *k, json_t *id, bool asks)
 	return (gw_result_msg(true, id, res));
 }
 
-/* Sends msg (taken) to w, its id put in. */
+/* Sends msg (taken) to w, its id put in.  A park's ids and messages are
+ * its own (deep copies): they pass between threads under P.mtx only,
+ * never shared with the request or the call they came from. */
 static void
 send_to(waiter *w, json_t *msg)
 {
@@ -203,7 +205,7 @@ gw_park_ask(const gw_park_to *to, const char *request_id, const char *method,
 		snprintf(k->name, sizeof(k->name), "%s", to->name);
 		k->w.r = to->r;
 		snprintf(k->w.stream, sizeof(k->w.stream), "%s", to->stream);
-		k->w.id = json_incref(to->id);
+		k->w.id = json_deep_copy(to->id); /* (its own: see send_to) */
 		k->next = P.head;
 		P.head  = k;
 		P.n++;
@@ -239,6 +241,9 @@ gw_park_done(const void *owner, json_t *msg)
 		take_waiter(k, &w);
 		unlink_park(k);
 	} else {
+		/* (the call's id stays with the call's thread: send_to puts
+		 * the retry's in) */
+		json_object_set_new(msg, "id", json_null());
 		k->held    = msg;
 		k->expires = mono_ns() + (int64_t)GW_PARK_TTL_S * 1000000000;
 		msg        = NULL;
@@ -370,7 +375,7 @@ gw_park_retry(req *r, json_t *id, const char *name, json_t *params)
 		if (old.id != NULL) {
 			still = input_required(k, old.id, false);
 		}
-		k->w = (waiter) {.r = r, .id = json_incref(id)};
+		k->w = (waiter) {.r = r, .id = json_deep_copy(id)};
 	}
 	pthread_mutex_unlock(&P.mtx);
 	if (bad != NULL) {
