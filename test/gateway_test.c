@@ -137,6 +137,18 @@ holds(const json_t *a, const char *s)
 	return (false);
 }
 
+/* Whether a driver's call i (its result, as JSON) holds text. */
+static bool
+call_holds(json_t *got, size_t i, const char *text)
+{
+	char *j  = json_dumps(json_array_get(json_object_get(got, "calls"), i),
+	                      JSON_COMPACT | JSON_ENSURE_ASCII);
+	bool  in = j != NULL && strstr(j, text) != NULL;
+
+	free(j);
+	return (in);
+}
+
 /* The text of a CallToolResult's first content item. */
 static const char *
 text_of(const json_t *res)
@@ -298,6 +310,52 @@ changes(void)
 	CHECK_EQ(json_array_size(json_array_get(ch, json_array_size(ch) - 1)),
 	         0);
 	CHECK_EQ(json_integer_value(json_object_get(got, "spurious")), 0);
+	json_decref(got);
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
+/* A tool the upstream adds reaches an open session: the upstream's
+ * tools/list_changed makes the sticky client list again, and the session
+ * hears notifications/tools/list_changed; its next list has the tool,
+ * which runs.  (The upstream tells only sessions whose GET stream is
+ * open: it is told again until the session heard, each time the session
+ * has not within half a second.) */
+static void
+added(void)
+{
+	peer    d = {0}, c = {0};
+	char    js[512], url[128], out[512];
+	json_t *got, *ch, *r;
+
+	gateway_serve(&d);
+	CHECK(state_within("sticky", "healthy", WAIT_MS));
+	snprintf(js, sizeof(js), "%s/gwclient.mjs", peer_dir());
+	snprintf(url, sizeof(url), "%s/mcp", sv_base);
+	snprintf(out, sizeof(out), "%s/gwclient.json", sv_dir);
+	const char *argv[] = {"node", js, url, KEY_ALL, "[]", out, NULL};
+	const char *env[]  = {"GWCLIENT_WATCH=1",
+	                      "GWCLIENT_WATCH_FOR=sticky-added", NULL};
+	CHECK_EQ(
+	        peer_start(&c, argv, env, "gwclient listed ([0-9]+)", WAIT_MS),
+	        0);
+	r = admin_json(mcp.port, "/admin/add-tool", "{\"name\": \"added\"}");
+	CHECK(json_is_string(json_object_get(r, "added")));
+	json_decref(r);
+	for (int i = 0; i < WAIT_MS / 500 && !peer_wait_exit(&c, 500); i++) {
+		json_decref(admin_json(mcp.port, "/admin/list-changed", "{}"));
+	}
+	got = driver_result(&c, out, false);
+	ch  = json_object_get(got, "changes");
+	CHECK(json_array_size(ch) >= 1);
+	CHECK(holds(json_array_get(ch, json_array_size(ch) - 1),
+	            "sticky-added"));
+	CHECK(!holds(json_object_get(got, "tools"), "sticky-added"));
+	json_decref(got);
+	got = sdk_client(KEY_ALL,
+	                 "[{\"name\": \"sticky-added\", "
+	                 "\"arguments\": {}}]");
+	CHECK(call_holds(got, 0, "added added"));
 	json_decref(got);
 	peer_stop(&d);
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
@@ -1010,18 +1068,6 @@ lists(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
-/* Whether a driver's call i (its result, as JSON) holds text. */
-static bool
-call_holds(json_t *got, size_t i, const char *text)
-{
-	char *j  = json_dumps(json_array_get(json_object_get(got, "calls"), i),
-	                      JSON_COMPACT | JSON_ENSURE_ASCII);
-	bool  in = j != NULL && strstr(j, text) != NULL;
-
-	free(j);
-	return (in);
-}
-
 /* The result of a message a modern client kept as what. */
 static const json_t *
 result_of(const json_t *got, const char *what)
@@ -1197,6 +1243,7 @@ main(int argc, char **argv)
 	RUN_IF(cancel);
 	RUN_IF(lists);
 	RUN_IF(relay);
+	RUN_IF(added); /* (last: its tool stays upstream) */
 	sv_end(&mcp);
 	return (0);
 }

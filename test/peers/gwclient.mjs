@@ -21,7 +21,7 @@
 // notifications/tools/list_changed, listing again at each: "changes" gets
 // each listing that followed one, "spurious" counts those that listed
 // what the one before did; it stops at the first listing without
-// "alpha-echo".
+// "alpha-echo" (with GWCLIENT_WATCH_FOR=NAME: the first that has NAME).
 // With GWCLIENT_ELICIT=1 the client declares URL-mode elicitation
 // (capabilities.elicitation.url; it declines any elicitation/create).  A
 // call's error keeps its data; a step {"submit": VALUES} of CALLS POSTs
@@ -155,7 +155,9 @@ async function watch() {
 						out.spurious++;
 					}
 					last = now;
-					if (!now.includes('alpha-echo')) {
+					const want = process.env.GWCLIENT_WATCH_FOR;
+					if (want ? now.includes(want)
+						: !now.includes('alpha-echo')) {
 						clearTimeout(timer);
 						resolve();
 					}

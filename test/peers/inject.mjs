@@ -30,6 +30,10 @@
 //          POST /admin/describe       {"description": text}: echo's
 //                                     description, in every session and
 //                                     for new ones (the tool list changes)
+//          POST /admin/add-tool       {"name": n}: a new tool n (answers
+//                                     "added <n>") in every session and
+//                                     for new ones; the SDK tells each
+//                                     session (tools/list_changed)
 //          POST /admin/list-changed   notifications/tools/list_changed to
 //                                     every session (it travels on the
 //                                     session's GET /mcp stream: a session
@@ -108,6 +112,13 @@ const counters = {
 
 // echo's description; POST /admin/describe changes it everywhere.
 let echoDescription = 'Answers the message';
+// The tools POST /admin/add-tool added (each answers "added <name>").
+const addedTools = [];
+
+function addTool(s, name) {
+	s.registerTool(name, { description: 'Added by /admin/add-tool' },
+		async () => text(`added ${name}`));
+}
 
 const counted = {
 	counted_destructive: {
@@ -259,6 +270,9 @@ function makeServer() {
 		inputSchema: {},
 	}, async () => text(String(process.pid)));
 	// ---- end pid ----
+	for (const name of addedTools) {
+		addTool(s, name);
+	}
 	return s;
 }
 
@@ -459,7 +473,8 @@ async function onAdmin(req, res, path) {
 		await onBigToolsAdmin(req, res);
 		return;
 	}
-	if (path !== '/admin/ping-mode' && path !== '/admin/describe') {
+	if (path !== '/admin/ping-mode' && path !== '/admin/describe' &&
+	    path !== '/admin/add-tool') {
 		req.resume(); // only these read their body
 	}
 	if (path === '/admin/counters' && req.method === 'GET') {
@@ -479,6 +494,17 @@ async function onAdmin(req, res, path) {
 			server.mkEcho.update({ description: echoDescription });
 		}
 		sendJson(res, 200, { description: echoDescription });
+	} else if (path === '/admin/add-tool' && req.method === 'POST') {
+		const name = (await readJson(req))?.name;
+		if (typeof name !== 'string' || addedTools.includes(name)) {
+			sendJson(res, 400, { error: 'name: a new tool name' });
+			return;
+		}
+		addedTools.push(name);
+		for (const { server } of sessions.values()) {
+			addTool(server, name); // (the SDK sends list_changed)
+		}
+		sendJson(res, 200, { added: name, sessions: sessions.size });
 	} else if (path === '/admin/list-changed' && req.method === 'POST') {
 		let n = 0;
 		for (const { server } of sessions.values()) {
