@@ -22,11 +22,12 @@
 
 static peer mcp; /* inject.mjs */
 
-#define KEY_ALL    "gw-key-all-0123456789abcdef"
-#define KEY_ALPHA  "gw-key-alpha-0123456789abcdef"
-#define ADMIN      "gw-admin-token-0123456789"
-#define KEY_SLOW   "gw-key-slow-0123456789abcdef"
-#define KEY_NARROW "gw-key-narrow-0123456789abcdef"
+#define KEY_ALL         "gw-key-all-0123456789abcdef"
+#define KEY_ALPHA       "gw-key-alpha-0123456789abcdef"
+#define ADMIN           "gw-admin-token-0123456789"
+#define KEY_SLOW        "gw-key-slow-0123456789abcdef"
+#define GW_MAX_SESSIONS 4096 /* (the daemon's bound) */
+#define KEY_NARROW      "gw-key-narrow-0123456789abcdef"
 
 /* Clients alpha (every tool), beta (echo only), gone (disabled), hd
  * (per_user_headers: each caller's own x-api-key, the admin's verified),
@@ -300,6 +301,8 @@ changes(void)
 	CHECK_EQ(
 	        peer_start(&c, argv, env, "gwclient listed ([0-9]+)", WAIT_MS),
 	        0);
+	/* the downstream sessions gauge counts its session */
+	CHECK(metric_within("mcpkeep_gateway_sessions", 1, GW_MAX_SESSIONS));
 	/* beta is not alpha_only's: nothing to tell; alpha is */
 	expect("POST", "/api/mcp/client/beta/disable", NULL, ADMIN, 200, NULL);
 	expect("POST", "/api/mcp/client/alpha/disable", NULL, ADMIN, 200,
@@ -706,6 +709,13 @@ limits(void)
 	        1, 1));
 	CHECK(metric_within(
 	        "mcpkeep_key_calls_total{key=\"narrow\",client=\"alpha\",tool=\"slow\",outcome=\"ok\"}",
+	        1, 1));
+	/* each call's latency, per key, client and tool */
+	CHECK(metric_within(
+	        "mcpkeep_key_call_duration_ms_count{key=\"narrow\",client=\"alpha\",tool=\"echo\"}",
+	        1, 1));
+	CHECK(metric_within(
+	        "mcpkeep_key_call_duration_ms_bucket{key=\"narrow\",client=\"alpha\",tool=\"echo\",le=\"+Inf\"}",
 	        1, 1));
 	peer_stop(&d);
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
