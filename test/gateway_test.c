@@ -9,6 +9,7 @@
  */
 #include <jansson.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,34 +37,45 @@ static peer mcp; /* inject.mjs */
  * of alpha's with limits: slow (2 calls, then one per 100 s), narrow (one
  * call in flight). */
 static void
-gateway_serve(peer *d)
+gateway_config(char *config, size_t len, const char *alpha_only)
 {
-	char config[4096];
-
 	snprintf(
-	        config, sizeof(config),
+	        config, len,
 	        "{\"mcp\": {\"client_configs\": ["
 	        "{\"name\": \"alpha\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}, "
 	        "{\"name\": \"beta\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"echo\"]}, "
 	        "{\"name\": \"gone\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}, "
 	        "{\"name\": \"hd\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"auth_type\": \"per_user_headers\", \"per_user_header_keys\": [\"x-api-key\"], \"tools_to_execute\": [\"*\"]}, "
-	        "{\"name\": \"sticky\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]}]}, "
+	        "{\"name\": \"sticky\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]}, "
+	        "{\"name\": \"local\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"node\", \"args\": [\"%s/inject.mjs\", \"stdio\"], \"envs\": [\"PATH\"]}, \"tools_to_execute\": [\"echo\"]}]}, "
 	        "\"server\": {\"admin_token\": \"" ADMIN
 	        "\", \"virtual_keys\": ["
 	        "{\"name\": \"all\", \"value\": \"" KEY_ALL
 	        "\", \"clients\": {\"*\": [\"*\"]}}, "
 	        "{\"name\": \"alpha_only\", \"value\": \"" KEY_ALPHA
-	        "\", \"clients\": {\"alpha\": [\"echo\", \"structured\"]}}, "
+	        "\", \"clients\": {\"alpha\": %s}}, "
 	        "{\"name\": \"slow\", \"value\": \"" KEY_SLOW
 	        "\", \"clients\": {\"alpha\": [\"*\"]}, \"calls_per_second\": 0.01, \"burst\": 2}, "
 	        "{\"name\": \"narrow\", \"value\": \"" KEY_NARROW
 	        "\", \"clients\": {\"alpha\": [\"*\"], \"sticky\": [\"slow\"]}, \"max_calls_in_flight\": 1}], "
 	        "\"tool_groups\": [{\"name\": \"docs\", \"clients\": {\"alpha\": [\"echo\"], \"beta\": [\"*\"]}}]}}",
-	        mcp.port, mcp.port, mcp.port, mcp.port, mcp.port);
+	        mcp.port, mcp.port, mcp.port, mcp.port, mcp.port, peer_dir(),
+	        alpha_only);
+}
+
+/* The daemon on gateway_config with alpha_only's grants as they are
+ * first, gone disabled and hd's admin credential verified. */
+static void
+gateway_serve(peer *d)
+{
+	char config[4096];
+
+	gateway_config(config, sizeof(config), "[\"echo\", \"structured\"]");
 	/* (INFO: the audit lines) */
 	const char *env[] = {"MCPKEEP_LOG=info", NULL};
 	serve_opt(d, "gateway.json", config, env, "--log", "info");
 	sv_admin = ADMIN;
+	CHECK(state_within("local", "healthy", WAIT_MS));
 	expect("POST", "/api/mcp/client/gone/disable", NULL, ADMIN, 200, NULL);
 	expect("POST", "/api/mcp/client/hd/verify-headers",
 	       "{\"headers\": {\"x-api-key\": \"key-admin\"}}", ADMIN, 200,
@@ -173,7 +185,8 @@ sdk(void)
 	        "{\"name\": \"alpha-structured\", \"arguments\": {}}, "
 	        "{\"name\": \"alpha-fail\", \"arguments\": {}}, "
 	        "{\"name\": \"beta-hang\", \"arguments\": {}}, "
-	        "{\"name\": \"nosuch-echo\", \"arguments\": {}}]");
+	        "{\"name\": \"nosuch-echo\", \"arguments\": {}}, "
+	        "{\"name\": \"local-echo\", \"arguments\": {\"message\": \"over stdio\"}}]");
 	CHECK(strcmp(json_string_value(json_object_get(got, "protocol")),
 	             "2025-11-25") == 0);
 	CHECK(strcmp(json_string_value(json_object_get(
@@ -185,6 +198,8 @@ sdk(void)
 	CHECK(holds(tools, "alpha-echo") && holds(tools, "alpha-hang") &&
 	      holds(tools, "alpha-structured") && holds(tools, "beta-echo"));
 	CHECK(!holds(tools, "beta-hang") && !holds(tools, "gone-echo"));
+	/* the stdio client's and the per-user one's (the admin's own) */
+	CHECK(holds(tools, "local-echo") && holds(tools, "hd-echo"));
 	/* sorted: client, then tool */
 	for (size_t i = 1; i < json_array_size(tools); i++) {
 		CHECK(strcmp(json_string_value(json_array_get(tools, i - 1)),
@@ -214,6 +229,7 @@ sdk(void)
 	                     json_array_get(calls, 4), "error")),
 	             "Unknown tool: nosuch-echo (no MCP client nosuch)") !=
 	      NULL);
+	CHECK(strcmp(text_of(json_array_get(calls, 5)), "over stdio") == 0);
 	json_decref(got);
 
 	/* alpha_only: alpha's echo and structured, nothing else */
@@ -313,6 +329,40 @@ changes(void)
 	CHECK_EQ(json_array_size(json_array_get(ch, json_array_size(ch) - 1)),
 	         0);
 	CHECK_EQ(json_integer_value(json_object_get(got, "spurious")), 0);
+	json_decref(got);
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
+/* A key edited by SIGHUP: its open session hears
+ * notifications/tools/list_changed, and its next list is what the key
+ * allows now (alpha_only loses alpha's echo). */
+static void
+rekeyed(void)
+{
+	peer    d = {0}, c = {0};
+	char    js[512], url[128], out[512], config[4096];
+	json_t *got, *ch;
+
+	gateway_serve(&d);
+	snprintf(js, sizeof(js), "%s/gwclient.mjs", peer_dir());
+	snprintf(url, sizeof(url), "%s/mcp", sv_base);
+	snprintf(out, sizeof(out), "%s/gwclient.json", sv_dir);
+	const char *argv[] = {"node", js, url, KEY_ALPHA, "[]", out, NULL};
+	const char *env[]  = {"GWCLIENT_WATCH=1", NULL};
+	CHECK_EQ(
+	        peer_start(&c, argv, env, "gwclient listed ([0-9]+)", WAIT_MS),
+	        0);
+	gateway_config(config, sizeof(config), "[\"structured\"]");
+	write_config("gateway.json", config);
+	CHECK_EQ(kill(d.pid, SIGHUP), 0);
+	got = driver_result(&c, out, false);
+	ch  = json_object_get(got, "changes");
+	CHECK(json_array_size(ch) >= 1);
+	json_t *last = json_array_get(ch, json_array_size(ch) - 1);
+	CHECK_EQ(json_array_size(last), 1);
+	CHECK(holds(last, "alpha-structured"));
+	CHECK(holds(json_object_get(got, "tools"), "alpha-echo"));
 	json_decref(got);
 	peer_stop(&d);
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
@@ -1244,6 +1294,7 @@ main(int argc, char **argv)
 	RUN_IF(remote);
 	RUN_IF(inspector_cli);
 	RUN_IF(changes);
+	RUN_IF(rekeyed);
 	RUN_IF(limits);
 	RUN_IF(groups);
 	RUN_IF(signin);
