@@ -46,6 +46,10 @@ call_outcome(int rc, const mk_result *res)
 		json_decref(j);
 		return (o);
 	}
+	if (rc == MK_ECLOSED && res != NULL && res->error_kind != NULL &&
+	    strcmp(res->error_kind, "cancelled") == 0) {
+		return (USAGE_CANCELLED);
+	}
 	return (rc == MK_EAUTH ? USAGE_AUTH_REQUIRED
 	                : rc == MK_EUPSTREAM || rc == MK_ETIMEDOUT ||
 	                        rc == MK_ECLOSED

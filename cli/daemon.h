@@ -250,6 +250,7 @@ enum {
 	USAGE_UPSTREAM_ERROR,
 	USAGE_AUTH_REQUIRED,
 	USAGE_REFUSED,
+	USAGE_CANCELLED, /* its caller gave it up */
 	USAGE_OUTCOMES
 };
 void usage_record(const char *caller, const char *client, const char *tool,

@@ -51,7 +51,8 @@ static struct {
 } L = {.mtx = PTHREAD_MUTEX_INITIALIZER};
 
 static const char *const outcome_names[USAGE_OUTCOMES] = {
-        "ok", "tool_error", "upstream_error", "auth_required", "refused"};
+        "ok",      "tool_error", "upstream_error", "auth_required",
+        "refused", "cancelled"};
 
 /* The state of key name, made on first use; NULL past KEYS_MAX (then
  * unlimited: the bound is the config's).  L.mtx. */

@@ -1014,7 +1014,7 @@ cancel(void)
 	wait_counter(mcp.port, "slow_cancelled", before + 2);
 	peer_stop(&d);
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
-	CHECK(peer_said(&d, "client=alpha tool=slow outcome=upstream_error"));
+	CHECK(peer_said(&d, "client=alpha tool=slow outcome=cancelled"));
 }
 
 /* Whether entry i of a driver's calls is an error of code whose message
