@@ -41,5 +41,11 @@ int cmd_clients(int argc, char **argv); /* remote.c */
 int cmd_call(int argc, char **argv);    /* remote.c */
 int cmd_watch(int argc, char **argv);   /* watch.c */
 int cmd_connect(int argc, char **argv); /* connect.c */
+int cmd_check(int argc, char **argv);   /* check.c */
+int cmd_import(int argc, char **argv);  /* check.c */
+
+/* cli_config_warnings logs (WARN) what mk_config_check finds valid but
+ * likely wrong in a config text: at boot, as `check` prints it. */
+void cli_config_warnings(const char *text);
 
 #endif /* CLI_CLI_H */

@@ -30,6 +30,10 @@ static const char usage[] =
         "  call CLIENT TOOL [JSON]  a tool call through a daemon (--help)\n"
         "  connect URL  a stdio MCP server relaying to a daemon's /mcp\n"
         "           (--help)\n"
+        "  check -c FILE  validate a config.json, starting nothing: its\n"
+        "           errors and warnings, each with its path (--help)\n"
+        "  import [FILE]  print a desktop client's mcpServers config as a\n"
+        "           mcpkeep config.json (--help)\n"
         "  version  print the version\n"
         "\n"
         "run options:\n"
@@ -214,6 +218,9 @@ cmd_run(int argc, char **argv)
 		mk_free(store);
 		return (1);
 	}
+	if (text != NULL) {
+		cli_config_warnings(text);
+	}
 	printf("mcpkeep %s: runtime up; state stream %s\n", MCPKEEP_VERSION,
 	       mk_stream_url(rt));
 	fflush(stdout);
@@ -271,6 +278,12 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "connect") == 0) {
 		return (cmd_connect(argc - 2, argv + 2));
+	}
+	if (strcmp(argv[1], "check") == 0) {
+		return (cmd_check(argc - 2, argv + 2));
+	}
+	if (strcmp(argv[1], "import") == 0) {
+		return (cmd_import(argc - 2, argv + 2));
 	}
 	fprintf(stderr, "mcpkeep: unknown command '%s'\n%s", argv[1], usage);
 	return (2);

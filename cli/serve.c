@@ -715,6 +715,7 @@ cmd_serve(int argc, char **argv)
 	}
 	/* the clients first (each exists once this returns: the API sees
 	 * them all), their connects while the server answers */
+	cli_config_warnings(text); /* (what `mcpkeep check` warns of) */
 	json_t *names = clients_by_name(text);
 	mk_log(MK_LOG_INFO, "serve", "boot: connecting %zu clients",
 	       json_object_size(names));
@@ -785,7 +786,7 @@ stop:
 out:
 	mk_runtime_close(&D.rt); /* (a boot still going: its connects end) */
 	http_stop();
-	gw_park_stop(); /* (every call ended) */
+	gw_park_stop();   /* (every call ended) */
 	free(B.load_err); /* (the close may have answered the load) */
 	json_decref(sa);
 	json_decref(oa);

@@ -521,6 +521,21 @@ MK_API int mk_config_get(const char *config_json, const char *path,
                          char **value, char **err);
 
 /*
+ * mk_config_check checks a whole config.json as an operator would want
+ * it, starting nothing: *report gets a malloc'd JSON array text of
+ * {"level": "error" | "warning", "path" (e.g.
+ * "mcp.client_configs[2].tools_to_execute"; "" for the file), "message"}
+ * - each client's first error and the file's, or, for a valid file, what
+ * is valid but likely wrong: a client that allows no tools, a per-call
+ * client checked every few seconds, a secret written inline instead of
+ * "env.NAME", an admin token shorter than 16 characters, a stdio command
+ * that is not on PATH.  Never blocks (but for the PATH lookups).
+ * Returns MK_OK (no error; warnings may be listed), MK_EINVAL (errors
+ * listed), MK_ENOMEM.
+ */
+MK_API int mk_config_check(const char *config_json, char **report);
+
+/*
  * mk_client_add adds one client from its JSON config object (an entry of
  * mcp.client_configs).  Its strings are literal: "env.X" is the text
  * "env.X" (a header value sent as written, an invalid URL), never read

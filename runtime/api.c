@@ -4,10 +4,12 @@
  * client's actor (one mailbox hop) and is answered in the caller's
  * waiting slot.  What the API asks of the credential actor is cred.c's.
  */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "actors/client/client.h"
 #include "actors/kernel/kernel.h"
@@ -203,6 +205,82 @@ mk_runtime_reload(mk_runtime *rt, const char *config_json, char **err)
 	            RELOAD_MS, &a, err);
 	free(a.data);
 	return (rv);
+}
+
+/* Whether a stdio client's command can be started: a path that is an
+ * executable file, or a name found on PATH. */
+static bool
+command_found(const char *cmd)
+{
+	const char *path = getenv("PATH");
+	char        full[PATH_MAX];
+
+	if (strchr(cmd, '/') != NULL) {
+		return (access(cmd, X_OK) == 0);
+	}
+	for (const char *p = path; p != NULL && *p != '\0';) {
+		size_t n = strcspn(p, ":");
+		if (n > 0 &&
+		    (size_t)snprintf(full, sizeof(full), "%.*s/%s", (int)n, p,
+		                     cmd) < sizeof(full) &&
+		    access(full, X_OK) == 0) {
+			return (true);
+		}
+		p += n + (p[n] == ':');
+	}
+	return (false);
+}
+
+int
+mk_config_check(const char *config_json, char **report)
+{
+	json_t   *problems = NULL;
+	cfg_file *f        = NULL;
+	char      e[CFG_ERR_MAX], msg[300];
+	int       rv;
+
+	if (report == NULL) {
+		return (MK_EINVAL);
+	}
+	*report = NULL;
+	if (config_json == NULL) {
+		return (MK_EINVAL);
+	}
+	rv = cfg_file_check(config_json, strlen(config_json), &problems);
+	if (rv == 0 &&
+	    cfg_file_parse(config_json, strlen(config_json), &f, e,
+	                   sizeof(e)) == 0) {
+		for (size_t i = 0; i < f->nclients; i++) {
+			const cfg_client *c = f->clients[i];
+			char              path[80];
+			if (c->conn != CFG_STDIO || c->disabled ||
+			    command_found(c->command)) {
+				continue;
+			}
+			snprintf(msg, sizeof(msg),
+			         "client %s: its command \"%.100s\" is not %s",
+			         c->name, c->command,
+			         strchr(c->command, '/') != NULL
+			                 ? "an executable file"
+			                 : "on PATH");
+			snprintf(
+			        path, sizeof(path),
+			        "mcp.client_configs[%zu].stdio_config.command",
+			        i);
+			json_array_append_new(problems,
+			                      json_pack("{s:s, s:s, s:s}",
+			                                "level", "warning",
+			                                "path", path,
+			                                "message", msg));
+		}
+		cfg_file_free(&f);
+	}
+	if (problems != NULL &&
+	    (*report = json_dumps(problems, JSON_COMPACT)) == NULL) {
+		rv = MK_ENOMEM;
+	}
+	json_decref(problems);
+	return (problems == NULL ? MK_ENOMEM : rv);
 }
 
 int
@@ -606,11 +684,11 @@ prepare(mk_runtime *rt, const mk_call *call, const mk_call_how *given,
 	                      .requester  = (char *)call->requester,
 	                      /* (the runtime's own process: a function and
 	                       * its argument travel as numbers) */
-	                      .progress     = (int64_t)(uintptr_t)call->progress,
-	                      .progress_arg = (int64_t)(uintptr_t)call->progress_arg,
-	                      .kind         = kind,
-	                      .input        = (int64_t)(uintptr_t)how.input,
-	                      .input_arg    = (int64_t)(uintptr_t)how.input_arg,
+	                      .progress      = (int64_t)(uintptr_t)call->progress,
+	                      .progress_arg  = (int64_t)(uintptr_t)call->progress_arg,
+	                      .kind          = kind,
+	                      .input         = (int64_t)(uintptr_t)how.input,
+	                      .input_arg     = (int64_t)(uintptr_t)how.input_arg,
 	                      .param_headers = (char *)how.param_headers,
         };
 	if (trace != NULL && trace->traceparent != NULL &&

@@ -225,6 +225,89 @@ size_bound(void)
 	free(big);
 }
 
+/* The problem of problems at path (level and a part of its message),
+ * or fails. */
+static void
+problem(const json_t *problems, const char *level, const char *path,
+        const char *part)
+{
+	const json_t *p;
+	size_t        i;
+
+	json_array_foreach(problems, i, p)
+	{
+		if (strcmp(json_string_value(json_object_get(p, "level")),
+		           level) == 0 &&
+		    strcmp(json_string_value(json_object_get(p, "path")),
+		           path) == 0 &&
+		    strstr(json_string_value(json_object_get(p, "message")),
+		           part) != NULL) {
+			return;
+		}
+	}
+	char *all = json_dumps(problems, JSON_COMPACT);
+	fprintf(stderr, "no %s at \"%s\" with \"%s\" in %s\n", level, path,
+	        part, all);
+	free(all);
+	CHECK(0);
+}
+
+/* mcpkeep check's findings: every client's first error (not only the
+ * file's first), the file's own error (a name twice) once; a valid
+ * file's warnings, each with its path. */
+static void
+check(void)
+{
+	const char *bad =
+	        "{\"mcp\": {\"client_configs\": ["
+	        "{\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"ftp://x\"}, "
+	        "{\"name\": \"ok\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\"}, "
+	        "{\"name\": \"ok\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\"}, "
+	        "{\"name\": \"c\", \"connection_type\": \"bogus\"}]}}";
+	const char *warn =
+	        "{\"mcp\": {\"client_configs\": ["
+	        "{\"name\": \"none\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"node\"}}, "
+	        "{\"name\": \"often\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\", \"tool_sync_interval\": 1, \"tools_to_execute\": [\"*\"], \"auth_type\": \"headers\", \"headers\": {\"Authorization\": \"Bearer abc\", \"X-Region\": \"eu\", \"X-Api-Key\": \"env.HOME\"}}, "
+	        "{\"name\": \"kept\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\", \"needs_session_stickiness\": true, \"tool_sync_interval\": 1, \"tools_to_execute\": [\"echo\"]}]}, "
+	        "\"server\": {\"admin_token\": \"short\", \"virtual_keys\": [{\"name\": \"k\", \"value\": \"0123456789abcdef0123\", \"clients\": {\"*\": [\"*\"]}}]}}";
+	const char *fine =
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"kept\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\", \"tools_to_execute\": [\"*\"]}]}, "
+	        "\"server\": {\"admin_token\": \"env.MK_CHECK_TOKEN\"}}";
+	json_t *p = NULL;
+
+	CHECK_EQ(cfg_file_check(bad, strlen(bad), &p), MK_EINVAL);
+	problem(p, "error", "mcp.client_configs[0]", "connection_string");
+	CHECK(strcmp(json_string_value(
+	                     json_object_get(json_array_get(p, 0), "path")),
+	             "mcp.client_configs[0]") == 0); /* (in order) */
+	problem(p, "error", "mcp.client_configs[3]", "connection_type");
+	problem(p, "error", "", "\"ok\"");
+	CHECK_EQ(json_array_size(p), 3);
+	json_decref(p);
+
+	CHECK_EQ(cfg_file_check(warn, strlen(warn), &p), 0);
+	problem(p, "warning", "mcp.client_configs[0].tools_to_execute",
+	        "client none allows no tools");
+	problem(p, "warning", "mcp.client_configs[1].tool_sync_interval",
+	        "client often is per-call and checked every 1000 ms");
+	problem(p, "warning", "mcp.client_configs[1].headers.Authorization",
+	        "inline");
+	problem(p, "warning", "server.admin_token", "5 characters");
+	problem(p, "warning", "server.admin_token", "inline");
+	problem(p, "warning", "server.virtual_keys[0].value", "inline");
+	/* (not X-Region: no secret; not X-Api-Key: env.; not kept: sticky) */
+	CHECK_EQ(json_array_size(p), 6);
+	json_decref(p);
+
+	setenv("MK_CHECK_TOKEN", "0123456789abcdef0123456789abcdef", 1);
+	CHECK_EQ(cfg_file_check(fine, strlen(fine), &p), 0);
+	CHECK_EQ(json_array_size(p), 0);
+	json_decref(p);
+	CHECK_EQ(cfg_file_check("{", 1, &p), MK_EINVAL);
+	problem(p, "error", "", "not JSON");
+	json_decref(p);
+}
+
 int
 main(void)
 {
@@ -233,5 +316,6 @@ main(void)
 	RUN(env_file_and_api);
 	RUN(durations);
 	RUN(size_bound);
+	RUN(check);
 	return (0);
 }

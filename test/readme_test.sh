@@ -53,6 +53,31 @@ except Exception:
     pass' "$1"
 }
 
+# every example config passes `mcpkeep check` as shipped: valid, and
+# nothing to warn of (run from the root: their paths are relative to it)
+for f in "$(dirname "$readme")"/examples/*.json; do
+	out=$(cd "$(dirname "$readme")" && "$MK_MCPKEEP" check -c "$f" 2>&1)
+	if [[ $? -ne 0 || $out != *"valid (0 errors, 0 warnings)"* ]]; then
+		echo "FAIL: mcpkeep check -c $f: $out"
+		fail=1
+	fi
+done
+# import: a desktop client's mcpServers, as a config check finds valid
+# (its inline header warned of), each server mapped
+printf '%s' '{"mcpServers": {"my-files": {"command": "node", "args": ["x.js"], "env": {"DEBUG": "1"}}, "web": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer t"}}, "old": {"url": "http://127.0.0.1:1/sse"}}}' |
+	"$MK_MCPKEEP" import >"$tmp/imported.json" 2>"$tmp/import.err"
+out=$("$MK_MCPKEEP" check -c "$tmp/imported.json" 2>&1)
+got=$(python3 -c 'import json, sys
+c = json.load(open(sys.argv[1]))["mcp"]["client_configs"]
+print(" ".join(x["name"] + ":" + x["connection_type"] for x in c),
+      c[0]["stdio_config"]["envs"][-1], c[1]["headers"]["Authorization"])' "$tmp/imported.json")
+if [[ $out != *"valid (0 errors, 1 warning)"* ||
+	$out != *"headers.Authorization: a secret written inline"* ||
+	$got != "my_files:stdio web:http old:sse DEBUG=1 Bearer t" ]]; then
+	echo "FAIL: mcpkeep import: $got / $out"
+	fail=1
+fi
+
 start inject 'listening on port ([0-9]+)' node "$MK_PEERS_DIR/inject.mjs" http --port 0 || exit 1
 mcp=$got
 start oauth 'listening on port ([0-9]+)' node "$MK_PEERS_DIR/oauth.mjs" --port 0 || exit 1

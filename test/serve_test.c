@@ -761,6 +761,28 @@ json_log(void)
 	        "\",\"level\":\"DEBUG\",\"component\":\"http\",\"msg\":\"GET /healthz 200 "));
 }
 
+/* What mcpkeep check warns of is logged at boot too (WARN): a client
+ * that allows no tools, a stdio command not on PATH. */
+static void
+boot_warnings(void)
+{
+	peer d = {0};
+
+	serve(&d, "warned.json",
+	      "{\"mcp\": {\"client_configs\": [{\"name\": \"lost\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"mk-no-such-command\"}}]}}",
+	      NULL);
+	expect("GET", "/healthz", NULL, NULL, 200, "\"ok\"");
+	peer_stop(&d);
+	CHECK(peer_said(&d,
+	                "config: mcp.client_configs[0].tools_to_execute: "
+	                "client lost allows no tools"));
+	CHECK(peer_said(
+	        &d,
+	        "config: mcp.client_configs[0].stdio_config.command: "
+	        "client lost: its command \"mk-no-such-command\" is not "
+	        "on PATH"));
+}
+
 /* --max-requests: past it a tool call is answered 503 with Retry-After
  * (memory stays bounded), but /healthz, /metrics and the admin API
  * still answer. */
@@ -1213,6 +1235,7 @@ main(int argc, char **argv)
 	RUN_IF(busy);
 	RUN_IF(lanes);
 	RUN_IF(json_log);
+	RUN_IF(boot_warnings);
 	RUN_IF(boot_sigterm);
 	RUN_IF(boot_slow);
 	RUN_IF(boot_sigterm_many);
