@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "codec/config.h"
+#include "mcpkeep.h"
 
 static void
 check_client(const cfg_client *c)
@@ -71,6 +72,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else {
 		check_err(err, sizeof(err));
 	}
+	json_t *problems = NULL; /* (mcpkeep check's reading) */
+	int     rc       = cfg_file_check((const char *)data, size, &problems);
+	if ((rc == 0 || rc == MK_EINVAL) && !json_is_array(problems)) {
+		abort();
+	}
+	json_decref(problems);
 	if ((j = json_loadb((const char *)data, size, 0, NULL)) == NULL) {
 		return (0);
 	}
