@@ -34,7 +34,7 @@ static const char usage[] =
         "           errors and warnings, each with its path (--help)\n"
         "  import [FILE]  print a desktop client's mcpServers config as a\n"
         "           mcpkeep config.json (--help)\n"
-        "  version  print the version\n"
+        "  version  print the version (--version too)\n"
         "\n"
         "run options:\n"
         "  -c FILE         config.json with mcp.client_configs\n"
@@ -257,7 +257,8 @@ main(int argc, char **argv)
 		fputs(usage, argc < 2 ? stderr : stdout);
 		return (argc < 2 ? 2 : 0);
 	}
-	if (strcmp(argv[1], "version") == 0) {
+	if (strcmp(argv[1], "version") == 0 ||
+	    strcmp(argv[1], "--version") == 0) {
 		printf("mcpkeep %s\n", MCPKEEP_VERSION);
 		return (0);
 	}

@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,18 +18,49 @@
 #define ANSWER_MAX  (16 * 1024 * 1024)
 
 static const char clients_usage[] =
-        "usage: mcpkeep clients [--url URL] [--token TOKEN]\n"
-        "  the daemon's clients as a table (default URL " URL_DEFAULT ";\n"
-        "  TOKEN defaults to MCPKEEP_ADMIN_TOKEN)\n"
+        "usage: mcpkeep clients [--url URL] [--token TOKEN | --key KEY] "
+        "[--json]\n"
+        "  the daemon's clients as a table, or with --json as the API\n"
+        "  gives them (default URL " URL_DEFAULT "; TOKEN defaults to\n"
+        "  MCPKEEP_ADMIN_TOKEN, KEY, a virtual key, to MCPKEEP_KEY)\n"
         "exit codes: 0 listed, 1 the daemon failed or is unreachable, 2 usage\n";
 
 static const char call_usage[] =
-        "usage: mcpkeep call CLIENT TOOL [JSON] [--url URL] [--user ID]\n"
-        "                    [--vk KEY] [--session ID] [--timeout MS]\n"
+        "usage: mcpkeep call CLIENT TOOL [JSON] [--url URL]\n"
+        "                    [--token TOKEN | --key KEY] [--user ID]\n"
+        "                    [--session ID] [--timeout MS]\n"
         "  calls TOOL of CLIENT through the daemon with the arguments JSON\n"
-        "  (default {}), as the given identity; prints the result\n"
+        "  (default {}); prints the result.  TOKEN (the admin token)\n"
+        "  defaults to MCPKEEP_ADMIN_TOKEN, KEY (a virtual key; --vk too)\n"
+        "  to MCPKEEP_KEY; --user and --session name a per-user caller\n"
         "exit codes: 0 the tool ran (its result may still be isError), 1 the\n"
         "call failed, 2 usage, 3 the caller must authorize first (mcp_auth_required)\n";
+
+/* The credential header of a command: --token (or MCPKEEP_ADMIN_TOKEN)
+ * as the admin's bearer, else --key (or MCPKEEP_KEY) as a virtual key;
+ * into out, NULL when there is none. */
+static const char *
+credential(const char *token, const char *key, char *out, size_t len)
+{
+	const char *env_token = getenv("MCPKEEP_ADMIN_TOKEN");
+	const char *env_key   = getenv("MCPKEEP_KEY");
+
+	if (token == NULL && key == NULL) { /* (an empty one is unset) */
+		token = env_token != NULL && *env_token != '\0' ? env_token
+		                                                : NULL;
+		key   = token == NULL && env_key != NULL && *env_key != '\0'
+		          ? env_key
+		          : NULL;
+	}
+	if (token != NULL) {
+		snprintf(out, len, "Authorization: Bearer %s", token);
+	} else if (key != NULL) {
+		snprintf(out, len, "X-MCP-Virtual-Key: %s", key);
+	} else {
+		return (NULL);
+	}
+	return (out);
+}
 
 typedef struct buf {
 	char  *data;
@@ -106,37 +138,49 @@ say_error(long status, json_t *j)
 int
 cmd_clients(int argc, char **argv)
 {
-	const char *base = URL_DEFAULT, *token = getenv("MCPKEEP_ADMIN_TOKEN");
+	const char *base = URL_DEFAULT, *token = NULL, *key = NULL;
 	char        url[512], auth[512];
 	const char *headers[2] = {NULL, NULL};
 	long        status;
 	json_t     *j;
+	bool        as_json = false;
 
 	for (int i = 0; i < argc; i++) {
 		if (strcmp(argv[i], "--url") == 0 && i + 1 < argc) {
 			base = argv[++i];
 		} else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
 			token = argv[++i];
+		} else if (strcmp(argv[i], "--key") == 0 && i + 1 < argc) {
+			key = argv[++i];
+		} else if (strcmp(argv[i], "--json") == 0) {
+			as_json = true;
 		} else if (strcmp(argv[i], "--help") == 0) {
 			fputs(clients_usage, stdout);
 			return (0);
 		} else {
-			fprintf(stderr, "%s", clients_usage);
+			fprintf(stderr,
+			        "mcpkeep clients: unknown option '%s'\n%s",
+			        argv[i], clients_usage);
 			return (2);
 		}
 	}
 	snprintf(url, sizeof(url), "%s/api/mcp/clients?limit=100", base);
-	if (token != NULL) {
-		snprintf(auth, sizeof(auth), "Authorization: Bearer %s",
-		         token);
-		headers[0] = auth;
-	}
+	headers[0] = credential(token, key, auth, sizeof(auth));
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	j = request(url, NULL, headers, &status);
 	if (status != 200 || j == NULL) {
 		say_error(status, j);
 		json_decref(j);
+		curl_global_cleanup();
 		return (1);
+	}
+	if (as_json) {
+		char *out = json_dumps(j, JSON_INDENT(2));
+		printf("%s\n", out != NULL ? out : "null");
+		free(out);
+		json_decref(j);
+		curl_global_cleanup();
+		return (0);
 	}
 	printf("%-24s %-22s %-9s %5s  %s\n", "NAME", "STATE", "MODE", "TOOLS",
 	       "LAST FAILURE");
@@ -173,10 +217,10 @@ int
 cmd_call(int argc, char **argv)
 {
 	const char *base = URL_DEFAULT, *client = NULL, *tool = NULL;
-	const char *args = "{}", *who[3] = {NULL, NULL, NULL};
+	const char *args = "{}", *who[3] = {NULL, NULL, NULL}, *token = NULL;
 	long        timeout = 0, status;
-	char        url[512], hdr[3][300];
-	const char *headers[4] = {NULL};
+	char        url[512], hdr[3][300], auth[512];
+	const char *headers[5] = {NULL};
 	int         nh = 0, pos = 0;
 
 	for (int i = 0; i < argc; i++) {
@@ -184,8 +228,12 @@ cmd_call(int argc, char **argv)
 			base = argv[++i];
 		} else if (strcmp(argv[i], "--user") == 0 && i + 1 < argc) {
 			who[0] = argv[++i];
-		} else if (strcmp(argv[i], "--vk") == 0 && i + 1 < argc) {
+		} else if ((strcmp(argv[i], "--vk") == 0 ||
+		            strcmp(argv[i], "--key") == 0) &&
+		           i + 1 < argc) {
 			who[1] = argv[++i];
+		} else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
+			token = argv[++i];
 		} else if (strcmp(argv[i], "--session") == 0 && i + 1 < argc) {
 			who[2] = argv[++i];
 		} else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc &&
@@ -198,7 +246,10 @@ cmd_call(int argc, char **argv)
 			const char **slot[] = {&client, &tool, &args};
 			*slot[pos++]        = argv[i];
 		} else {
-			fprintf(stderr, "%s", call_usage);
+			fprintf(stderr, "mcpkeep call: %s '%s'\n%s",
+			        argv[i][0] == '-' ? "unknown option"
+			                          : "one argument too many",
+			        argv[i], call_usage);
 			return (2);
 		}
 	}
@@ -214,6 +265,10 @@ cmd_call(int argc, char **argv)
 	}
 	const char *names[] = {"X-MCP-User-Id", "X-MCP-Virtual-Key",
 	                       "X-MCP-Session-Id"};
+	if (who[1] == NULL) { /* (a key is its own credential) */
+		headers[nh] = credential(token, NULL, auth, sizeof(auth));
+		nh += headers[nh] != NULL;
+	}
 	for (int k = 0; k < 3; k++) {
 		if (who[k] != NULL) {
 			snprintf(hdr[k], sizeof(hdr[k]), "%s: %s", names[k],

@@ -232,6 +232,27 @@ sdk(void)
 	CHECK(strcmp(text_of(json_array_get(calls, 5)), "over stdio") == 0);
 	json_decref(got);
 
+	/* mcpkeep call with a key or the admin token (keys are set: a
+	 * caller without either is refused) */
+	CHECK_EQ(sv_cli("MCPKEEP_ADMIN_TOKEN=",
+	                "call alpha echo "
+	                "'{\"message\": \"cli key\"}' "
+	                "--key " KEY_ALPHA),
+	         0);
+	CHECK(sv_cli_said("cli key"));
+	CHECK_EQ(sv_cli("MCPKEEP_ADMIN_TOKEN=" ADMIN,
+	                "call alpha echo '{\"message\": \"cli admin\"}'"),
+	         0);
+	CHECK(sv_cli_said("cli admin"));
+	CHECK_EQ(
+	        sv_cli("MCPKEEP_ADMIN_TOKEN= MCPKEEP_KEY=", "call alpha echo"),
+	        1);
+	CHECK(sv_cli_said("HTTP 401"));
+	CHECK_EQ(sv_cli("MCPKEEP_ADMIN_TOKEN= MCPKEEP_KEY=" KEY_ALPHA,
+	                "clients"),
+	         0);
+	CHECK(sv_cli_said("alpha"));
+
 	/* alpha_only: alpha's echo and structured, nothing else */
 	got = sdk_client(
 	        KEY_ALPHA,

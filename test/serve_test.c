@@ -220,6 +220,29 @@ api(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
+/* The terminal commands with the admin token set: --token or
+ * MCPKEEP_ADMIN_TOKEN; without it the daemon's 401 is said; an unknown
+ * option is named.  (`call` with keys: gateway_test sdk.) */
+static void
+cli_with_token(void)
+{
+	const char *none = "MCPKEEP_ADMIN_TOKEN=";
+	const char *set  = "MCPKEEP_ADMIN_TOKEN=s3cret-admin";
+
+	CHECK_EQ(sv_cli(none, "clients"), 1);
+	CHECK(sv_cli_said("HTTP 401"));
+	CHECK_EQ(sv_cli(none, "clients --token s3cret-admin"), 0);
+	CHECK(sv_cli_said("0 of 0 clients"));
+	CHECK_EQ(sv_cli(set, "clients --json"), 0);
+	CHECK(sv_cli_said("\"clients\": []"));
+	CHECK_EQ(sv_cli(none, "clients --bogus"), 2);
+	CHECK(sv_cli_said("mcpkeep clients: unknown option '--bogus'"));
+	CHECK_EQ(sv_cli(none, "call a b --nope"), 2);
+	CHECK(sv_cli_said("mcpkeep call: unknown option '--nope'"));
+	CHECK_EQ(sv_cli(none, "--version"), 0);
+	CHECK(sv_cli_said("mcpkeep " MCPKEEP_VERSION));
+}
+
 static void
 admin_token(void)
 {
@@ -233,6 +256,7 @@ admin_token(void)
 	expect("GET", "/api/mcp/clients", NULL, "s3cret-admin", 200,
 	       "\"clients\"");
 	expect("GET", "/healthz", NULL, NULL, 200, NULL);
+	cli_with_token();
 	/* rotated by a reload: the old token is refused from then on */
 	write_config(
 	        "tok.json",

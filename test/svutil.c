@@ -446,3 +446,35 @@ sv_closed(int fd, int ms)
 	(void)read_until(fd, NULL, ms, NULL, &eof);
 	return (eof);
 }
+
+/* The exit status of `env mcpkeep args --url <the daemon>` (a shell
+ * command line), its output in sv_dir/cli.out. */
+int
+sv_cli(const char *env, const char *args)
+{
+	char line[1200];
+
+	snprintf(line, sizeof(line), "%s %s %s --url %s >%s/cli.out 2>&1", env,
+	         getenv("MK_MCPKEEP"), args, sv_base, sv_dir);
+	int rc = system(line);
+	return (WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
+}
+
+/* Whether sv_dir/cli.out holds text. */
+bool
+sv_cli_said(const char *text)
+{
+	char  path[300], out[8192] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cli.out", sv_dir);
+	if ((f = fopen(path, "r")) != NULL) {
+		out[fread(out, 1, sizeof(out) - 1, f)] = '\0';
+		fclose(f);
+	}
+	if (strstr(out, text) == NULL) {
+		fprintf(stderr, "cli.out: %s\n", out);
+		return (false);
+	}
+	return (true);
+}

@@ -95,4 +95,10 @@ bool sv_closed(int fd, int ms);
 void sv_begin(peer *mcp);
 void sv_end(peer *mcp);
 
+/* sv_cli runs `env mcpkeep args --url <the daemon>` (a shell command
+ * line; env: assignments, or ""): its exit status, its output kept;
+ * sv_cli_said: whether that output holds text (else it is shown). */
+int  sv_cli(const char *env, const char *args);
+bool sv_cli_said(const char *text);
+
 #endif /* TEST_SVUTIL_H */
