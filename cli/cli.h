@@ -19,6 +19,13 @@ char *cli_read_file(const char *path, char *err, size_t errlen);
 int cli_store(mk_options *o, const char *flag, const char *text, char **own,
               char **err);
 
+/* cli_credential: the credential header line of a command - token
+ * (--token, else MCPKEEP_ADMIN_TOKEN) as the admin's bearer, else key
+ * (--key, else MCPKEEP_KEY) as a virtual key; an empty variable is
+ * unset - into out, or NULL when there is none. */
+const char *cli_credential(const char *token, const char *key, char *out,
+                           size_t len);
+
 /* cli_parse_level reads debug|info|warn|error.  Returns 0 or -1. */
 int cli_parse_level(const char *s, mk_log_level *out);
 

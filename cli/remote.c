@@ -36,11 +36,8 @@ static const char call_usage[] =
         "exit codes: 0 the tool ran (its result may still be isError), 1 the\n"
         "call failed, 2 usage, 3 the caller must authorize first (mcp_auth_required)\n";
 
-/* The credential header of a command: --token (or MCPKEEP_ADMIN_TOKEN)
- * as the admin's bearer, else --key (or MCPKEEP_KEY) as a virtual key;
- * into out, NULL when there is none. */
-static const char *
-credential(const char *token, const char *key, char *out, size_t len)
+const char *
+cli_credential(const char *token, const char *key, char *out, size_t len)
 {
 	const char *env_token = getenv("MCPKEEP_ADMIN_TOKEN");
 	const char *env_key   = getenv("MCPKEEP_KEY");
@@ -165,7 +162,7 @@ cmd_clients(int argc, char **argv)
 		}
 	}
 	snprintf(url, sizeof(url), "%s/api/mcp/clients?limit=100", base);
-	headers[0] = credential(token, key, auth, sizeof(auth));
+	headers[0] = cli_credential(token, key, auth, sizeof(auth));
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	j = request(url, NULL, headers, &status);
 	if (status != 200 || j == NULL) {
@@ -266,7 +263,7 @@ cmd_call(int argc, char **argv)
 	const char *names[] = {"X-MCP-User-Id", "X-MCP-Virtual-Key",
 	                       "X-MCP-Session-Id"};
 	if (who[1] == NULL) { /* (a key is its own credential) */
-		headers[nh] = credential(token, NULL, auth, sizeof(auth));
+		headers[nh] = cli_credential(token, NULL, auth, sizeof(auth));
 		nh += headers[nh] != NULL;
 	}
 	for (int k = 0; k < 3; k++) {

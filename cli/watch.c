@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <nng/nng.h>
 #include <nng/protocol/pubsub0/sub.h>
+#include <openssl/crypto.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -344,8 +345,8 @@ int
 cmd_watch(int argc, char **argv)
 {
 	const char *url   = "http://127.0.0.1:8080";
-	const char *token = getenv("MCPKEEP_ADMIN_TOKEN"), *key = NULL;
-	char       *auth = NULL;
+	const char *token = NULL, *key = NULL;
+	char        auth[600];
 	sigset_t    set;
 	cli_watch  *w = NULL;
 	int         sig, code = 0, count = 0;
@@ -362,34 +363,31 @@ cmd_watch(int argc, char **argv)
 			url = argv[i];
 		} else {
 			bool help = strcmp(argv[i], "--help") == 0;
-			printf("usage: mcpkeep watch [URL] [--token TOKEN | --key KEY] [--count N]\n"
-			       "  prints a daemon's state transitions as they happen.\n"
-			       "  URL http://HOST:PORT (default http://127.0.0.1:8080): its /api/events,\n"
-			       "  as the admin (TOKEN, default MCPKEEP_ADMIN_TOKEN) or a virtual key\n"
-			       "  (KEY: its clients only); tcp://... or ipc://...: its server.stream.\n"
-			       "  --count N: stop after N events (over HTTP)\n"
-			       "exit codes: 0 stopped by a signal, 1 refused, 2 usage\n");
+			if (!help) {
+				fprintf(stderr,
+				        "mcpkeep watch: unknown option '%s'\n",
+				        argv[i]);
+			}
+			fprintf(help ? stdout : stderr,
+			        "usage: mcpkeep watch [URL] [--token TOKEN | --key KEY] [--count N]\n"
+			        "  prints a daemon's state transitions as they happen.\n"
+			        "  URL http://HOST:PORT (default http://127.0.0.1:8080): its /api/events,\n"
+			        "  as the admin (TOKEN, default MCPKEEP_ADMIN_TOKEN) or a virtual key\n"
+			        "  (KEY, default MCPKEEP_KEY: its clients only); tcp://... or\n"
+			        "  ipc://...: its server.stream.\n"
+			        "  --count N: stop after N events (over HTTP)\n"
+			        "exit codes: 0 stopped by a signal, 1 refused, 2 usage\n");
 			return (help ? 0 : 2);
 		}
 	}
-	if (key != NULL) {
-		code = asprintf(&auth, "X-MCP-Virtual-Key: %s", key);
-	} else if (token != NULL && *token != '\0') {
-		code = asprintf(&auth, "Authorization: Bearer %s", token);
-	}
-	if (code < 0) {
-		return (1);
-	}
+	const char *line = cli_credential(token, key, auth, sizeof(auth));
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	code = cli_watch_start(&w, url, auth, count) != 0 ? 1 : 0;
-	if (auth != NULL) {
-		memset(auth, 0, strlen(auth));
-		free(auth);
-	}
+	code = cli_watch_start(&w, url, line, count) != 0 ? 1 : 0;
+	OPENSSL_cleanse(auth, sizeof(auth));
 	if (code == 0) {
 		printf("watching %s; Ctrl-C to stop\n", url);
 		fflush(stdout);
