@@ -46,6 +46,7 @@ void cli_watch_stop(cli_watch **w);
 int cmd_serve(int argc, char **argv);   /* serve.c */
 int cmd_clients(int argc, char **argv); /* remote.c */
 int cmd_call(int argc, char **argv);    /* remote.c */
+int cmd_tools(int argc, char **argv);   /* remote.c */
 int cmd_watch(int argc, char **argv);   /* watch.c */
 int cmd_connect(int argc, char **argv); /* connect.c */
 int cmd_check(int argc, char **argv);   /* check.c */

@@ -28,6 +28,7 @@ static const char usage[] =
         "           server.stream; default tcp://127.0.0.1:5560)\n"
         "  clients  a daemon's clients as a table (--help)\n"
         "  call CLIENT TOOL [JSON]  a tool call through a daemon (--help)\n"
+        "  tools [CLIENT]  each client's tools, allowed or not (--help)\n"
         "  connect URL  a stdio MCP server relaying to a daemon's /mcp\n"
         "           (--help)\n"
         "  check -c FILE  validate a config.json, starting nothing: its\n"
@@ -279,6 +280,9 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "connect") == 0) {
 		return (cmd_connect(argc - 2, argv + 2));
+	}
+	if (strcmp(argv[1], "tools") == 0) {
+		return (cmd_tools(argc - 2, argv + 2));
 	}
 	if (strcmp(argv[1], "check") == 0) {
 		return (cmd_check(argc - 2, argv + 2));

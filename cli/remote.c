@@ -305,3 +305,123 @@ cmd_call(int argc, char **argv)
 	curl_global_cleanup();
 	return (code);
 }
+
+static const char tools_usage[] =
+        "usage: mcpkeep tools [CLIENT] [--url URL] [--token TOKEN | --key KEY]\n"
+        "  each client's tools as its server lists them, and whether its\n"
+        "  tools_to_execute allows each (a call of any other is refused)\n"
+        "exit codes: 0 listed, 1 the daemon failed, is unreachable or has no\n"
+        "such client, 2 usage\n";
+
+/* Whether tool is in the allow-list allowed (["*"]: all). */
+static bool
+allowed_by(const json_t *allowed, const char *tool)
+{
+	const json_t *t;
+	size_t        i;
+
+	json_array_foreach(allowed, i, t)
+	{
+		const char *s = json_string_value(t);
+		if (s != NULL &&
+		    (strcmp(s, "*") == 0 || strcmp(s, tool) == 0)) {
+			return (true);
+		}
+	}
+	return (false);
+}
+
+/* Prints client c's tools, allowed or not; false when c is not named
+ * want (NULL: any). */
+static bool
+print_tools(const json_t *c, const char *want)
+{
+	const json_t *cfg  = json_object_get(c, "config");
+	const char   *name = json_string_value(json_object_get(cfg, "name"));
+	const json_t *allowed = json_object_get(cfg, "tools_to_execute");
+	const json_t *t;
+	size_t        i, n = 0;
+
+	if (name == NULL || (want != NULL && strcmp(name, want) != 0)) {
+		return (false);
+	}
+	json_array_foreach(json_object_get(c, "tools"), i, t)
+	{
+		const char *tn = json_string_value(json_object_get(t, "name"));
+		bool        ok = tn != NULL && allowed_by(allowed, tn);
+		n += ok;
+		printf("%-24s %-32s %s\n", name, tn != NULL ? tn : "?",
+		       ok ? "allowed" : "not in tools_to_execute");
+	}
+	printf("%s: %zu of %zu tools allowed%s\n", name, n,
+	       json_array_size(json_object_get(c, "tools")),
+	       json_array_size(allowed) == 0
+	               ? " (tools_to_execute is absent or empty: it allows "
+	                 "no tools)"
+	               : "");
+	return (true);
+}
+
+int
+cmd_tools(int argc, char **argv)
+{
+	const char *base = URL_DEFAULT, *token = NULL, *key = NULL;
+	const char *want = NULL, *headers[2] = {NULL, NULL};
+	char        url[600], auth[600];
+	long        status;
+	bool        found = false;
+
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--url") == 0 && i + 1 < argc) {
+			base = argv[++i];
+		} else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
+			token = argv[++i];
+		} else if (strcmp(argv[i], "--key") == 0 && i + 1 < argc) {
+			key = argv[++i];
+		} else if (strcmp(argv[i], "--help") == 0) {
+			fputs(tools_usage, stdout);
+			return (0);
+		} else if (argv[i][0] != '-' && want == NULL) {
+			want = argv[i];
+		} else {
+			fprintf(stderr,
+			        "mcpkeep tools: unknown option '%s'\n%s",
+			        argv[i], tools_usage);
+			return (2);
+		}
+	}
+	headers[0] = cli_credential(token, key, auth, sizeof(auth));
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	printf("%-24s %-32s %s\n", "CLIENT", "TOOL", "");
+	for (long off = 0;;) {
+		snprintf(url, sizeof(url),
+		         "%s/api/mcp/clients?limit=100&offset=%ld", base, off);
+		json_t *j  = request(url, NULL, headers, &status);
+		json_t *cs = json_object_get(j, "clients"), *c;
+		size_t  i;
+		if (status != 200 || j == NULL) {
+			say_error(status, j);
+			json_decref(j);
+			curl_global_cleanup();
+			return (1);
+		}
+		json_array_foreach(cs, i, c)
+		{
+			found |= print_tools(c, want);
+		}
+		off += (long)json_array_size(cs);
+		bool more = json_array_size(cs) > 0 &&
+		        off < json_integer_value(
+		                      json_object_get(j, "total_count"));
+		json_decref(j);
+		if (!more) {
+			break;
+		}
+	}
+	curl_global_cleanup();
+	if (want != NULL && !found) {
+		fprintf(stderr, "mcpkeep tools: no MCP client %s\n", want);
+		return (1);
+	}
+	return (0);
+}

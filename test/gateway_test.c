@@ -253,6 +253,17 @@ sdk(void)
 	         0);
 	CHECK(sv_cli_said("alpha"));
 
+	/* mcpkeep tools: what the server lists, and what is allowed */
+	CHECK_EQ(sv_cli("MCPKEEP_ADMIN_TOKEN=" ADMIN, "tools beta"), 0);
+	CHECK(sv_cli_said("beta                     echo"
+	                  "                             allowed"));
+	CHECK(sv_cli_said("beta                     hang"
+	                  "                             not in "
+	                  "tools_to_execute"));
+	CHECK(sv_cli_said("beta: 1 of "));
+	CHECK_EQ(sv_cli("MCPKEEP_ADMIN_TOKEN=" ADMIN, "tools nosuch"), 1);
+	CHECK(sv_cli_said("no MCP client nosuch"));
+
 	/* alpha_only: alpha's echo and structured, nothing else */
 	got = sdk_client(
 	        KEY_ALPHA,
