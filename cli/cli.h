@@ -4,6 +4,7 @@
 #ifndef CLI_CLI_H
 #define CLI_CLI_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 #include "mcpkeep.h"
@@ -25,6 +26,13 @@ int cli_store(mk_options *o, const char *flag, const char *text, char **own,
  * unset - into out, or NULL when there is none. */
 const char *cli_credential(const char *token, const char *key, char *out,
                            size_t len);
+
+/* cli_request sends one request to a daemon (body: JSON text for a
+ * POST, or NULL for a GET; headers: NULL-terminated lines, may be NULL)
+ * within 10 minutes, its answer capped at 16 MiB: the answer's JSON (or
+ * NULL; a failure to reach it said on stderr) and *status (0: none). */
+json_t *cli_request(const char *url, const char *body,
+                    const char *const *headers, long *status);
 
 /* cli_parse_level reads debug|info|warn|error.  Returns 0 or -1. */
 int cli_parse_level(const char *s, mk_log_level *out);

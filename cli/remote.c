@@ -82,10 +82,9 @@ on_data(char *p, size_t size, size_t n, void *arg)
 	return (add);
 }
 
-/* One request to the daemon; the answer's JSON (or NULL) and *status. */
-static json_t *
-request(const char *url, const char *body, const char *const *headers,
-        long *status)
+json_t *
+cli_request(const char *url, const char *body, const char *const *headers,
+            long *status)
 {
 	CURL              *e = curl_easy_init();
 	struct curl_slist *h = NULL;
@@ -164,7 +163,7 @@ cmd_clients(int argc, char **argv)
 	snprintf(url, sizeof(url), "%s/api/mcp/clients?limit=100", base);
 	headers[0] = cli_credential(token, key, auth, sizeof(auth));
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	j = request(url, NULL, headers, &status);
+	j = cli_request(url, NULL, headers, &status);
 	if (status != 200 || j == NULL) {
 		say_error(status, j);
 		json_decref(j);
@@ -282,7 +281,7 @@ cmd_call(int argc, char **argv)
 	json_decref(body);
 	snprintf(url, sizeof(url), "%s/api/mcp/tool/execute", base);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	json_t *j = request(url, text, headers, &status);
+	json_t *j = cli_request(url, text, headers, &status);
 	free(text);
 	int code = 0;
 	if (status == 200) {
@@ -396,7 +395,7 @@ cmd_tools(int argc, char **argv)
 	for (long off = 0;;) {
 		snprintf(url, sizeof(url),
 		         "%s/api/mcp/clients?limit=100&offset=%ld", base, off);
-		json_t *j  = request(url, NULL, headers, &status);
+		json_t *j  = cli_request(url, NULL, headers, &status);
 		json_t *cs = json_object_get(j, "clients"), *c;
 		size_t  i;
 		if (status != 200 || j == NULL) {

@@ -123,6 +123,58 @@ copy(char *dst, size_t n, const json_t *o, const char *key)
 	snprintf(dst, n, "%s", s != NULL ? s : "");
 }
 
+/* The states as they are now, printed when the stream connected: the
+ * events that follow are changes to them.  A key sees its clients. */
+static void
+snapshot(cli_watch *w)
+{
+	const char *lines[] = {w->auth, NULL};
+	char        url[600], ts[16], msg[300];
+	size_t      base = strlen(w->url) - strlen("/api/events"), i;
+	time_t      now  = time(NULL);
+	struct tm   tm;
+	long        st;
+	json_t     *c;
+
+	localtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%H:%M:%S", &tm);
+	for (long off = 0;;) {
+		snprintf(url, sizeof(url),
+		         "%.*s/api/mcp/clients?limit=100&offset=%ld",
+		         (int)base, w->url, off);
+		json_t *j  = cli_request(url, NULL, lines, &st);
+		json_t *cs = json_object_get(j, "clients");
+		json_array_foreach(cs, i, c)
+		{
+			json_t     *lf = json_object_get(c, "last_failure");
+			const char *m  = json_string_value(
+			         json_object_get(lf, "message"));
+			const char *stage = json_string_value(
+			        json_object_get(lf, "stage"));
+			printf("%s  %-20s now %s%s%s%s%s  id %s\n", ts,
+			       json_string_value(json_object_get(
+			               json_object_get(c, "config"), "name")),
+			       json_string_value(json_object_get(c, "state")),
+			       stage != NULL ? "  [" : "",
+			       stage != NULL ? stage : "",
+			       stage != NULL ? "] " : "",
+			       m != NULL ? printable(m, msg, sizeof(msg)) : "",
+			       json_string_value(json_object_get(
+			               json_object_get(c, "config"),
+			               "client_id")));
+		}
+		off += (long)json_array_size(cs);
+		bool more = st == 200 && json_array_size(cs) > 0 &&
+		        off < json_integer_value(
+		                      json_object_get(j, "total_count"));
+		json_decref(j);
+		if (!more) {
+			break;
+		}
+	}
+	fflush(stdout);
+}
+
 /* One event block ("event: ...\ndata: {...}"), printed. */
 static void
 sse_event(cli_watch *w, const char *block)
@@ -139,7 +191,7 @@ sse_event(cli_watch *w, const char *block)
 	         ev + 7);
 	if (strcmp(e.topic, "hello") == 0) {
 		printf("connected to %s\n", w->url);
-		fflush(stdout);
+		snapshot(w);
 		return;
 	}
 	if ((j = json_loadb(da + 6, strcspn(da + 6, "\n"), 0, NULL)) == NULL) {

@@ -922,7 +922,19 @@ watch_events(void)
 	peer_stop(&w);
 	CHECK(WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0);
 	CHECK(peer_said(&w, "wa                   (new) -> unstable"));
-	CHECK(!peer_said(&w, "wb "));
+	CHECK(!peer_said(&w, "wb ")); /* (its snapshot too: not the key's) */
+	/* a watcher that comes later is told the states as they are first
+	 * (then their changes) */
+	CHECK_EQ(peer_start(&w, admin, NULL,
+	                    "connected to http://[0-9.]+:([0-9]+)/api/events",
+	                    WAIT_MS),
+	         0);
+	expect("POST", "/api/mcp/client/wb/enable", NULL, "watch-admin-token",
+	       200, NULL);
+	CHECK(peer_wait_exit(&w, WAIT_MS));
+	peer_stop(&w);
+	CHECK(peer_said(&w, "wb                   now disabled"));
+	CHECK(peer_said(&w, "wa                   now unstable  [connect]"));
 	snprintf(
 	        cmd, sizeof(cmd),
 	        "%s watch %s --key watch-key-wrong-000000 > %s/w.out 2>&1; test $? -eq 1 && grep -q 'HTTP 401' %s/w.out",
