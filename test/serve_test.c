@@ -929,8 +929,9 @@ watch_events(void)
 	                    "connected to http://[0-9.]+:([0-9]+)/api/events",
 	                    WAIT_MS),
 	         0);
+	/* (enabled, it cannot connect: 502, and a transition) */
 	expect("POST", "/api/mcp/client/wb/enable", NULL, "watch-admin-token",
-	       200, NULL);
+	       502, "cannot connect to MCP client wb");
 	CHECK(peer_wait_exit(&w, WAIT_MS));
 	peer_stop(&w);
 	CHECK(peer_said(&w, "wb                   now disabled"));

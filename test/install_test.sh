@@ -1,0 +1,73 @@
+#!/bin/bash
+# install_test.sh BUILD SRC - an embedder from pkg-config alone: installs
+# the build into a scratch prefix (meson install --destdir), builds
+# examples/embedder.c with nothing but `pkg-config --cflags --libs
+# mcpkeep` (its prefix moved with --define-variable) and an rpath, and
+# runs it:
+# against server-everything over stdio it adds the client, waits for
+# "healthy" on the state stream and calls echo; against inject.mjs with
+# per-user headers a caller without a credential is told where to give
+# them (exit 3).  Needs MK_PEERS_DIR, node, cc and pkg-config.
+set -u
+build=$1
+src=$2
+tmp=$(mktemp -d /tmp/mk-install-XXXXXX)
+pid=''
+cleanup() {
+	[[ -z $pid ]] || kill "$pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+	echo "FAIL: $*"
+	exit 1
+}
+
+meson install -C "$build" --no-rebuild --destdir "$tmp/root" \
+	>"$tmp/install.log" 2>&1 || fail "meson install: $(tail -5 "$tmp/install.log")"
+pc=$(find "$tmp/root" -name mcpkeep.pc | head -1)
+[[ -n $pc ]] || fail "no mcpkeep.pc installed"
+[[ -n $(find "$tmp/root" -name mcpkeep.h) ]] || fail "no mcpkeep.h installed"
+export PKG_CONFIG_PATH=${pc%/*}
+# (the prefix moved under the scratch root, as a non-system prefix is)
+prefix="$tmp/root$(pkg-config --variable=prefix mcpkeep)"
+flags=$(pkg-config --define-variable=prefix="$prefix" --cflags --libs \
+	mcpkeep) || fail "pkg-config --cflags --libs mcpkeep"
+libdir=$(pkg-config --define-variable=prefix="$prefix" --variable=libdir \
+	mcpkeep)
+# shellcheck disable=SC2086
+cc -o "$tmp/embedder" "$src/examples/embedder.c" $flags \
+	-Wl,-rpath,"$libdir" 2>"$tmp/cc.log" ||
+	fail "cc embedder.c \$(pkg-config ...): $(cat "$tmp/cc.log")"
+
+every="$MK_PEERS_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+out=$("$tmp/embedder" \
+	'{"name": "every", "connection_type": "stdio", "stdio_config": {"command": "node", "args": ["'"$every"'", "stdio"], "envs": ["PATH"]}, "tools_to_execute": ["echo"]}' \
+	echo '{"message": "from an installed embedder"}' 2>&1)
+rc=$?
+[[ $rc -eq 0 && $out == *"every: "*"-> healthy"* &&
+	$out == *"from an installed embedder"* ]] ||
+	fail "embedder against server-everything (exit $rc): $out"
+
+# a per-user client (verified with the admin's own values), a caller
+# without a credential yet: told where to give it
+mkfifo "$tmp/inject.out"
+node "$MK_PEERS_DIR/inject.mjs" http --port 0 >"$tmp/inject.out" 2>&1 &
+pid=$!
+exec {fd}<"$tmp/inject.out"
+port=''
+while IFS= read -r -t 30 -u "$fd" line; do
+	if [[ $line =~ listening\ on\ port\ ([0-9]+) ]]; then
+		port=${BASH_REMATCH[1]}
+		break
+	fi
+done
+[[ -n $port ]] || fail "inject.mjs did not start"
+cat <&"$fd" >/dev/null &
+out=$("$tmp/embedder" \
+	'{"name": "mine", "connection_type": "http", "connection_string": "http://127.0.0.1:'"$port"'/mcp", "auth_type": "per_user_headers", "per_user_header_keys": ["x-api-key"], "tools_to_execute": ["echo"]}' \
+	echo '{"message": "x"}' alice '{"x-api-key": "admin-own"}' 2>&1)
+rc=$?
+[[ $rc -eq 3 && $out == *"authorize first: "*"submit_url"* ]] ||
+	fail "embedder, per-user caller without a credential (exit $rc): $out"
+echo "ok: installed, built from pkg-config alone, ran"
