@@ -625,6 +625,18 @@ stdio_process(void)
 	CHECK(strstr(c.err.message, "stderr: x-y-unset") != NULL);
 	close_client(&c);
 
+	fprintf(stderr, "-- a server that never answers the handshake\n");
+	const char *mute[] = {"-c", "exec sleep 30", NULL};
+	cfg.args           = mute;
+	cfg.envs           = NULL;
+	cfg.timeout_ms     = 300;
+	CHECK_EQ(open_client(&c, &cfg), MCP_E_TIMEOUT);
+	CHECK(strcmp(c.err.message,
+	             "the server did not answer initialize within 300 ms") ==
+	      0);
+	close_client(&c);
+	cfg.timeout_ms = 0;
+
 	fprintf(stderr, "-- a command that does not exist\n");
 	cfg.command = "/nonexistent/mcp-server";
 	cfg.args    = NULL;

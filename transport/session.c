@@ -278,8 +278,18 @@ expire_due(mcp_session *s, int64_t now)
 		}
 		idmap_del(&s->pending, (uint64_t)due->id);
 		s->conn->ops->abort(s->conn, due->id);
-		mcp_error_set(&e, MCP_E_TIMEOUT, "%s timed out after %d ms",
-		              session_method_of(due), due->timeout_ms);
+		if (due->kind == P_INIT || due->kind == P_DISCOVER) {
+			/* (server/discover is 2026-07-28's initialize: the
+			 * operator knows the handshake by that name) */
+			mcp_error_set(&e, MCP_E_TIMEOUT,
+			              "the server did not answer initialize "
+			              "within %d ms",
+			              due->timeout_ms);
+		} else {
+			mcp_error_set(&e, MCP_E_TIMEOUT,
+			              "%s timed out after %d ms",
+			              session_method_of(due), due->timeout_ms);
+		}
 		if (due->kind == P_INIT || due->kind == P_DISCOVER) {
 			session_pend_free(due);
 			session_fail(s, &e);

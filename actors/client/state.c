@@ -284,13 +284,17 @@ client_transition(client *cl)
 		client_push_view(cl);
 		return;
 	}
+	/* (a new client's first state: "(new) -> ...", never "x -> x") */
+	const char *from = cl->announced ? cl_state_name(old) : "(new)";
 	if (cl->lf_set) {
-		KN_INFO("client", "%s: %s -> %s (stage %s: %s)", cl->cfg->name,
-		        cl_state_name(old), cl_state_name(now), cl->lf_stage,
-		        cl->lf_message);
+		/* a failure at WARN when it starts (its retries are DEBUG,
+		 * a state that stays is not logged again) */
+		kn_log(now == CS_UNSTABLE ? MK_LOG_WARN : MK_LOG_INFO,
+		       "client", "%s: %s -> %s (stage %s: %s)", cl->cfg->name,
+		       from, cl_state_name(now), cl->lf_stage, cl->lf_message);
 	} else {
-		KN_INFO("client", "%s: %s -> %s", cl->cfg->name,
-		        cl_state_name(old), cl_state_name(now));
+		KN_INFO("client", "%s: %s -> %s", cl->cfg->name, from,
+		        cl_state_name(now));
 	}
 	/* the supervisor has the view before anyone hears of the change */
 	client_push_view(cl);
