@@ -354,6 +354,40 @@ message_normalised(void)
 	rt_close(&rt, &sb);
 }
 
+/* A proxy's HTML error page is said as its status and title, not as
+ * markup. */
+static void
+html_error_page(void)
+{
+	sub         sb;
+	mk_runtime *rt = rt_open(&sb);
+	peer        p  = {0};
+	char        ijs[512], *err = NULL;
+	const char *argv[] = {"node", ijs, "http", "--port", "0", NULL};
+	int         at     = 0;
+	event       e;
+
+	snprintf(ijs, sizeof(ijs), "%s/inject.mjs", peer_dir());
+	CHECK_EQ(peer_start(&p, argv, NULL, "listening on port ([0-9]+)",
+	                    WAIT_MS),
+	         0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"proxied\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tool_sync_interval\": \"1s\"}",
+	            p.port),
+	        0);
+	wait_state(&sb, &at, "proxied", "healthy", NULL);
+	admin(p.port, "/admin/ping-mode", "{\"status\": 502, \"html\": true}",
+	      NULL);
+	e = wait_state(&sb, &at, "proxied", "unstable", NULL);
+	CHECK(strstr(e.message, "HTTP 502: 502 Bad Gateway (an HTML page)") !=
+	      NULL);
+	CHECK(strchr(e.message, '<') == NULL);
+	admin(p.port, "/admin/ping-mode", "{}", NULL);
+	rt_close(&rt, &sb);
+	peer_stop(&p);
+}
+
 typedef struct batch {
 	pthread_mutex_t mtx;
 	pthread_cond_t  cv;
@@ -1185,6 +1219,7 @@ main(int argc, char **argv)
 	RUN_IF(boot_dead_then_heal);
 	RUN_IF(sse_transport_lost);
 	RUN_IF(message_normalised);
+	RUN_IF(html_error_page);
 	RUN_IF(make_before_break);
 	RUN_IF(progress_api);
 	RUN_IF(max_concurrent_calls);

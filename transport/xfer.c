@@ -326,19 +326,48 @@ tp_http_status(tp_http *h)
 	return (status);
 }
 
-/* The start of an error body as one printable line. */
+/* len bytes of s as one printable line into out (cap bytes), at most
+ * 200 of them. */
 static void
-snippet(const tp_http *h, char *out, size_t cap)
+printable(const char *s, size_t len, char *out, size_t cap)
 {
 	size_t j = 0;
 
-	for (size_t i = 0;
-	     h->body != NULL && i < h->body_len && j + 1 < cap && i < 200;
+	for (size_t i = 0; s != NULL && i < len && j + 1 < cap && i < 200;
 	     i++) {
-		unsigned char c = (unsigned char)h->body[i];
+		unsigned char c = (unsigned char)s[i];
 		out[j++]        = c < 0x20 || c == 0x7f ? ' ' : (char)c;
 	}
 	out[j] = '\0';
+}
+
+/* The start of an error body as one printable line; an HTML page (a
+ * proxy's, a web server's) as its title only. */
+static void
+snippet(const tp_http *h, char *out, size_t cap)
+{
+	const char *b = h->body, *t, *end;
+	size_t      n = h->body_len;
+
+	while (b != NULL && n > 0 &&
+	       (*b == ' ' || *b == '\t' || *b == '\r' || *b == '\n')) {
+		b++;
+		n--;
+	}
+	if (b == NULL || n == 0 || *b != '<' ||
+	    (strncasecmp(b, "<!doctype html", 14) != 0 &&
+	     strncasecmp(b, "<html", 5) != 0)) {
+		printable(b, n, out, cap);
+		return;
+	}
+	if ((t = strcasestr(b, "<title>")) != NULL &&
+	    (end = strcasestr(t + 7, "</title>")) != NULL) {
+		char title[128];
+		printable(t + 7, (size_t)(end - t - 7), title, sizeof(title));
+		snprintf(out, cap, "%s (an HTML page)", title);
+	} else {
+		snprintf(out, cap, "an HTML page");
+	}
 }
 
 static bool

@@ -292,9 +292,10 @@ async function runStdio() {
 // session id -> { transport, server }
 const sessions = new Map();
 
-// POST /admin/ping-mode {"delay_ms": n, "status": code}: every later ping
-// waits delay_ms, then (status set) fails with that HTTP status; {} or
-// null turns it off.
+// POST /admin/ping-mode {"delay_ms": n, "status": code, "html": bool}:
+// every later ping waits delay_ms, then (status set) fails with that
+// HTTP status (html: a proxy's HTML error page, else a JSON-RPC error);
+// {} or null turns it off.
 let pingMode = null;
 
 async function readJson(req) {
@@ -364,6 +365,15 @@ async function onMcp(req, res) {
 				counters.pings_seen = (counters.pings_seen ?? 0) + 1;
 				await new Promise((r) => setTimeout(r, mode.delay_ms ?? 0));
 				counters.pings_done = (counters.pings_done ?? 0) + 1;
+				if (mode.status && mode.html) {
+					res.writeHead(mode.status,
+						{ 'Content-Type': 'text/html' });
+					res.end('<!DOCTYPE html>\n<html><head><title>' +
+						`${mode.status} Bad Gateway</title></head>` +
+						'<body><h1>Bad Gateway</h1><p>The proxy ' +
+						'could not reach the server.</p></body></html>');
+					return;
+				}
 				if (mode.status) {
 					rpcError(res, mode.status, -32603, 'injected failure');
 					return;
