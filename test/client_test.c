@@ -234,6 +234,23 @@ boot_dead_then_heal(void)
 	e = wait_state(&sb, &at, "b_http", "unstable", "connect");
 	CHECK(e.old_state[0] == '\0'); /* a new client's first state */
 	CHECK(strstr(e.message, "Failed to connect") != NULL);
+	/* the view says when the next connect is due (between attempts) */
+	for (int i = 0; i < 400; i++) {
+		v              = view_of(rt, "b_http");
+		const char *nr = vstr(v, "next_retry_at");
+		if (nr != NULL && *nr != '\0') {
+			CHECK(strlen(nr) == 24 && nr[23] == 'Z');
+			CHECK(strcmp(nr,
+			             vstr(json_object_get(v, "last_failure"),
+			                  "at")) >= 0);
+			json_decref(v);
+			break;
+		}
+		json_decref(v);
+		CHECK(i < 399);
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling the view, not synchronising */
+	}
 
 	fprintf(stderr, "   the server comes up\n");
 	start_everything(&p, "streamableHttp", port);
@@ -242,6 +259,7 @@ boot_dead_then_heal(void)
 	CHECK(e.stage[0] == '\0');
 	v = view_of(rt, "b_http");
 	CHECK(json_object_get(v, "last_failure") == NULL);
+	CHECK(json_object_get(v, "next_retry_at") == NULL);
 	json_decref(v);
 
 	fprintf(stderr, "   the server is killed\n");

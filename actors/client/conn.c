@@ -67,6 +67,7 @@ cl_backoff_fail(client *cl)
 	cl->retry_timer = kn_timer_add(cl->self, ms + 1, retry_tick, cl);
 	KN_DEBUG("client", "%s: connect attempt %u failed; next in %lld ms",
 	         cl->cfg->name, cl->fails, (long long)ms);
+	client_push_view(cl); /* (next_retry_at) */
 }
 
 void

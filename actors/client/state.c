@@ -237,6 +237,14 @@ cl_view_json(client *cl)
 		json_object_set_new(v, "protocol_version",
 		                    json_string(cl->version));
 	}
+	if (v != NULL && cl->retry_timer != 0) { /* a reconnect is due */
+		int64_t left = (cl->retry_ns - kn_now_ns()) / KN_NS_PER_MS;
+		char    at[40];
+		json_object_set_new(
+		        v, "next_retry_at",
+		        json_string(kn_rfc3339_in(at, sizeof(at),
+		                                  left > 0 ? left : 0)));
+	}
 	if (v != NULL && cl->ninputs > 0) { /* servers' requests waiting */
 		json_object_set_new(v, "inputs_waiting",
 		                    json_integer(cl->ninputs));

@@ -33,5 +33,7 @@ kn_deadline_ns(int timeout_ms)
  * ("2026-09-03T10:41:12.345Z") into buf (at least 25 bytes).  Returns buf.
  */
 char *kn_rfc3339(char *buf, size_t len);
+/* kn_rfc3339_in is the same for the time ms (>= 0) from now. */
+char *kn_rfc3339_in(char *buf, size_t len, int64_t ms);
 
 #endif /* KN_CLOCK_H */

@@ -50,10 +50,22 @@ static const char *level_names[] = {
 char *
 kn_rfc3339(char *buf, size_t len)
 {
+	return (kn_rfc3339_in(buf, len, 0));
+}
+
+char *
+kn_rfc3339_in(char *buf, size_t len, int64_t ms)
+{
 	struct timespec ts;
 	struct tm       tm;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
 	gmtime_r(&ts.tv_sec, &tm);
 	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ",
 	         tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,

@@ -1,7 +1,8 @@
 // page.mjs - the daemon's status page in a real browser (Debian's
 // Chromium, driven by playwright-core): the client table with colored
-// state badges, a badge's last_failure, node_states folded, a button's
-// action, and live updates from the state stream without a reload -
+// state badges, a badge's last_failure and next try, node_states folded,
+// a button's action, and live updates from the state stream without a
+// reload -
 // including a server killed (by this script) turning its badge unstable.
 //
 // Usage: node page.mjs BASE_URL SCREENSHOT.png PID
@@ -28,7 +29,7 @@ try {
 	await page.goto(base + '/');
 	await page.waitForSelector('tr[data-client="svst"] .badge.healthy', wait);
 	await page.waitForSelector('#live.on', wait); // the stream is up
-	const loaded = await page.evaluate(() => window.mcpkeepLoaded);
+	let loaded = await page.evaluate(() => window.mcpkeepLoaded);
 
 	// a badge's colour and its last_failure
 	const color = await page.$eval('tr[data-client="svst"] .badge',
@@ -42,6 +43,23 @@ try {
 	check(details.includes('connect'), `details: ${details}`);
 	check(/since.*\(for \d+ (s|min|h)\)/.test(details),
 		`how long it has been going on: ${details}`);
+	// when the next connect is due (the list is read between two
+	// attempts: one read during an attempt has none, so read again)
+	let retry = '';
+	for (let i = 0; i < 5 && !retry; i++) {
+		retry = (await page.$eval('tr.details[data-client="dead"]',
+			(e) => e.querySelector('.next-retry')?.textContent ?? ''));
+		if (!retry) {
+			await page.reload();
+			await page.waitForSelector('tr[data-client="dead"] .badge',
+				wait);
+			await page.click('tr[data-client="dead"] .badge');
+			await page.waitForSelector(
+				'tr.details[data-client="dead"] .lf-message', wait);
+		}
+	}
+	check(/Z \(in \d+ (s|min)\)$/.test(retry), `next try: ${retry}`);
+	loaded = await page.evaluate(() => window.mcpkeepLoaded); // (reloads)
 
 	// node_states folded by state and reason, with a count
 	const folded = await page.evaluate(() => window.mcpkeepFold({
