@@ -7,7 +7,10 @@
 # against server-everything over stdio it adds the client, waits for
 # "healthy" on the state stream and calls echo; against inject.mjs with
 # per-user headers a caller without a credential is told where to give
-# them (exit 3).  Needs MK_PEERS_DIR, node, cc and pkg-config.
+# them (exit 3).  The systemd unit installed beside them passes
+# `systemd-analyze verify`, and a build with -Dtests=false has the program
+# and no tests.  Needs MK_PEERS_DIR, node, cc, pkg-config and
+# systemd-analyze.
 set -u
 build=$1
 src=$2
@@ -70,4 +73,26 @@ out=$("$tmp/embedder" \
 rc=$?
 [[ $rc -eq 3 && $out == *"authorize first: "*"submit_url"* ]] ||
 	fail "embedder, per-user caller without a credential (exit $rc): $out"
-echo "ok: installed, built from pkg-config alone, ran"
+
+# the systemd unit: installed, and valid to systemd-analyze (its
+# ExecStart pointed at the built program: the prefix is not this root)
+unit=$(find "$tmp/root" -name mcpkeep.service | head -1)
+[[ -n $unit ]] || fail "no mcpkeep.service installed"
+grep -q '^ExecStart=/usr/local/bin/mcpkeep serve -c /usr/local/etc/mcpkeep/config.json' "$unit" ||
+	fail "mcpkeep.service ExecStart: $(grep ExecStart "$unit")"
+for d in DynamicUser=yes StateDirectory=mcpkeep NoNewPrivileges=yes \
+	ProtectSystem=strict LimitNOFILE= 'ExecReload=/bin/kill -HUP'; do
+	grep -q "^$d" "$unit" || fail "mcpkeep.service has no $d"
+done
+mkdir -p "$tmp/unit"
+sed "s|/usr/local/bin/mcpkeep|$build/cli/mcpkeep|" "$unit" >"$tmp/unit/mcpkeep.service"
+out=$(systemd-analyze verify --man=no "$tmp/unit/mcpkeep.service" 2>&1) ||
+	fail "systemd-analyze verify mcpkeep.service: $out"
+
+# a build without the tests and benchmarks (-Dtests=false)
+meson setup "$tmp/lean" "$src" -Dtests=false >"$tmp/lean.log" 2>&1 &&
+	ninja -C "$tmp/lean" >>"$tmp/lean.log" 2>&1 ||
+	fail "-Dtests=false: $(tail -5 "$tmp/lean.log")"
+[[ -x $tmp/lean/cli/mcpkeep && ! -e $tmp/lean/test ]] ||
+	fail "-Dtests=false built the tests (or no program)"
+echo "ok: installed, built from pkg-config alone, ran; the unit verified; a lean build"

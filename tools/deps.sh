@@ -6,11 +6,12 @@ set -eu
 # (chromium: the status page's test runs in a real browser; curl: the
 # README's curl lines are run as printed; openssl: the private_key_jwt
 # tests make their keys; postgresql, libpq-dev: the cluster's shared store,
-# test/pg.sh starts a throwaway server)
+# test/pg.sh starts a throwaway server; systemd: systemd-analyze verifies
+# the installed unit)
 MK_APT_PACKAGES="gcc clang libclang-rt-14-dev clang-format meson ninja-build
 pkg-config cmake python3 libnng-dev libmsgpack-dev libcurl4-openssl-dev
 libsqlite3-dev libjansson-dev libssl-dev libmicrohttpd-dev chromium curl
-openssl postgresql libpq-dev"
+openssl postgresql libpq-dev systemd"
 
 mk_missing=""
 for p in $MK_APT_PACKAGES; do

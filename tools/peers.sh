@@ -5,7 +5,7 @@
 # Installs node and npm from Debian if they are missing, then runs `npm ci`
 # in test/peers when test/peers/node_modules is missing or older than the
 # lock file (a stamp file inside node_modules records the last good
-# install).  Quiet on success; on failure prints the tool's output and
+# install).  Says what it installs; on failure prints the tool's output and
 # fails.  Run it (./tools/peers.sh, from anywhere) or source it from a
 # script in tools/: the work happens in a subshell, so a caller's
 # directory, traps and variables are left alone.
@@ -48,6 +48,7 @@ mk_peers_install() (
 	if [ ! -f "$stamp" ] ||
 		[ -n "$(find "$peers/package-lock.json" "$peers/package.json" \
 			-newer "$stamp")" ]; then
+		echo "peers: installing the MCP and OAuth peers the tests run (npm ci in $peers)"
 		run_quiet npm ci --prefix "$peers" --no-audit --no-fund \
 			--loglevel=error
 		touch "$stamp"

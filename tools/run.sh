@@ -9,8 +9,14 @@
 set -eu
 cd "$(dirname "$0")/.."
 . tools/deps.sh
-[ -f build/build.ninja ] || meson setup build >/dev/null
+if [ ! -f build/build.ninja ]; then
+	echo "run.sh: configuring and building mcpkeep in build/ (the first build takes a minute or two)"
+	meson setup build >/dev/null
+else
+	echo "run.sh: building mcpkeep (what changed)"
+fi
 ninja -C build >/dev/null
+echo "run.sh: starting server-everything (SSE :3101, Streamable HTTP :3102), the OAuth peer (:3103) and the daemon"
 
 everything=test/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js
 logs=$(mktemp -d)
