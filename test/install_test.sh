@@ -74,6 +74,14 @@ rc=$?
 [[ $rc -eq 3 && $out == *"authorize first: "*"submit_url"* ]] ||
 	fail "embedder, per-user caller without a credential (exit $rc): $out"
 
+# the man pages: installed, and clean to man --warnings
+for m in man1/mcpkeep.1 man5/mcpkeep.json.5 man3/mcpkeep.h.3; do
+	page=$(find "$tmp/root" -path "*/man/$m" | head -1)
+	[[ -n $page ]] || fail "no $m installed"
+	warn=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null)
+	[[ -z $warn ]] || fail "man --warnings $m: $warn"
+done
+
 # the systemd unit: installed, and valid to systemd-analyze (its
 # ExecStart pointed at the built program: the prefix is not this root)
 unit=$(find "$tmp/root" -name mcpkeep.service | head -1)

@@ -7,11 +7,11 @@ set -eu
 # README's curl lines are run as printed; openssl: the private_key_jwt
 # tests make their keys; postgresql, libpq-dev: the cluster's shared store,
 # test/pg.sh starts a throwaway server; systemd: systemd-analyze verifies
-# the installed unit)
+# the installed unit; man-db: man --warnings checks the man pages)
 MK_APT_PACKAGES="gcc clang libclang-rt-14-dev clang-format meson ninja-build
 pkg-config cmake python3 libnng-dev libmsgpack-dev libcurl4-openssl-dev
 libsqlite3-dev libjansson-dev libssl-dev libmicrohttpd-dev chromium curl
-openssl postgresql libpq-dev systemd"
+openssl postgresql libpq-dev systemd man-db"
 
 mk_missing=""
 for p in $MK_APT_PACKAGES; do
