@@ -131,6 +131,24 @@ say_error(long status, json_t *j)
 	        e != NULL ? e : "(no answer)");
 }
 
+/* The options every command to a daemon takes (--url, --token, --key)
+ * at argv[*i]: true when it was one (its value taken, *i past it). */
+static bool
+daemon_opt(int argc, char **argv, int *i, const char **base,
+           const char **token, const char **key)
+{
+	const char **to = strcmp(argv[*i], "--url") == 0 ? base
+	        : strcmp(argv[*i], "--token") == 0       ? token
+	        : strcmp(argv[*i], "--key") == 0         ? key
+	                                                 : NULL;
+
+	if (to == NULL || *i + 1 >= argc) {
+		return (false);
+	}
+	*to = argv[++*i];
+	return (true);
+}
+
 int
 cmd_clients(int argc, char **argv)
 {
@@ -142,12 +160,8 @@ cmd_clients(int argc, char **argv)
 	bool        as_json = false;
 
 	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--url") == 0 && i + 1 < argc) {
-			base = argv[++i];
-		} else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
-			token = argv[++i];
-		} else if (strcmp(argv[i], "--key") == 0 && i + 1 < argc) {
-			key = argv[++i];
+		if (daemon_opt(argc, argv, &i, &base, &token, &key)) {
+			continue;
 		} else if (strcmp(argv[i], "--json") == 0) {
 			as_json = true;
 		} else if (strcmp(argv[i], "--help") == 0) {
@@ -371,12 +385,8 @@ cmd_tools(int argc, char **argv)
 	bool        found = false;
 
 	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--url") == 0 && i + 1 < argc) {
-			base = argv[++i];
-		} else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
-			token = argv[++i];
-		} else if (strcmp(argv[i], "--key") == 0 && i + 1 < argc) {
-			key = argv[++i];
+		if (daemon_opt(argc, argv, &i, &base, &token, &key)) {
+			continue;
 		} else if (strcmp(argv[i], "--help") == 0) {
 			fputs(tools_usage, stdout);
 			return (0);

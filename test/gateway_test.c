@@ -330,6 +330,26 @@ bridge(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
+/* Starts gwclient.mjs as a watcher (GWCLIENT_WATCH) of /mcp with key,
+ * once it listed; for: GWCLIENT_WATCH_FOR, or NULL.  Its result file's
+ * path in out (512 bytes), for driver_result. */
+static void
+watcher(peer *c, const char *key, const char *for_, char *out)
+{
+	char js[512], url[128], want[128];
+
+	snprintf(js, sizeof(js), "%s/gwclient.mjs", peer_dir());
+	snprintf(url, sizeof(url), "%s/mcp", sv_base);
+	snprintf(out, 512, "%s/gwclient.json", sv_dir);
+	snprintf(want, sizeof(want), "GWCLIENT_WATCH_FOR=%s",
+	         for_ != NULL ? for_ : "");
+	const char *argv[] = {"node", js, url, key, "[]", out, NULL};
+	const char *env[]  = {"GWCLIENT_WATCH=1", for_ != NULL ? want : NULL,
+	                      NULL};
+	CHECK_EQ(peer_start(c, argv, env, "gwclient listed ([0-9]+)", WAIT_MS),
+	         0);
+}
+
 /* Live changes: a session with its stream open hears list_changed when
  * what it sees changed (a client it reaches disabled), not for a change
  * it cannot see (another client disabled); its next list shows it. */
@@ -337,18 +357,11 @@ static void
 changes(void)
 {
 	peer    d = {0}, c = {0};
-	char    js[512], url[128], out[512];
+	char    out[512];
 	json_t *got, *ch;
 
 	gateway_serve(&d);
-	snprintf(js, sizeof(js), "%s/gwclient.mjs", peer_dir());
-	snprintf(url, sizeof(url), "%s/mcp", sv_base);
-	snprintf(out, sizeof(out), "%s/gwclient.json", sv_dir);
-	const char *argv[] = {"node", js, url, KEY_ALPHA, "[]", out, NULL};
-	const char *env[]  = {"GWCLIENT_WATCH=1", NULL};
-	CHECK_EQ(
-	        peer_start(&c, argv, env, "gwclient listed ([0-9]+)", WAIT_MS),
-	        0);
+	watcher(&c, KEY_ALPHA, NULL, out);
 	/* the downstream sessions gauge counts its session */
 	CHECK(metric_within("mcpkeep_gateway_sessions", 1, GW_MAX_SESSIONS));
 	/* beta is not alpha_only's: nothing to tell; alpha is */
@@ -373,18 +386,11 @@ static void
 rekeyed(void)
 {
 	peer    d = {0}, c = {0};
-	char    js[512], url[128], out[512], config[4096];
+	char    out[512], config[4096];
 	json_t *got, *ch;
 
 	gateway_serve(&d);
-	snprintf(js, sizeof(js), "%s/gwclient.mjs", peer_dir());
-	snprintf(url, sizeof(url), "%s/mcp", sv_base);
-	snprintf(out, sizeof(out), "%s/gwclient.json", sv_dir);
-	const char *argv[] = {"node", js, url, KEY_ALPHA, "[]", out, NULL};
-	const char *env[]  = {"GWCLIENT_WATCH=1", NULL};
-	CHECK_EQ(
-	        peer_start(&c, argv, env, "gwclient listed ([0-9]+)", WAIT_MS),
-	        0);
+	watcher(&c, KEY_ALPHA, NULL, out);
 	gateway_config(config, sizeof(config), "[\"structured\"]");
 	write_config("gateway.json", config);
 	CHECK_EQ(kill(d.pid, SIGHUP), 0);
@@ -410,20 +416,12 @@ static void
 added(void)
 {
 	peer    d = {0}, c = {0};
-	char    js[512], url[128], out[512];
+	char    out[512];
 	json_t *got, *ch, *r;
 
 	gateway_serve(&d);
 	CHECK(state_within("sticky", "healthy", WAIT_MS));
-	snprintf(js, sizeof(js), "%s/gwclient.mjs", peer_dir());
-	snprintf(url, sizeof(url), "%s/mcp", sv_base);
-	snprintf(out, sizeof(out), "%s/gwclient.json", sv_dir);
-	const char *argv[] = {"node", js, url, KEY_ALL, "[]", out, NULL};
-	const char *env[]  = {"GWCLIENT_WATCH=1",
-	                      "GWCLIENT_WATCH_FOR=sticky-added", NULL};
-	CHECK_EQ(
-	        peer_start(&c, argv, env, "gwclient listed ([0-9]+)", WAIT_MS),
-	        0);
+	watcher(&c, KEY_ALL, "sticky-added", out);
 	r = admin_json(mcp.port, "/admin/add-tool", "{\"name\": \"added\"}");
 	CHECK(json_is_string(json_object_get(r, "added")));
 	json_decref(r);
