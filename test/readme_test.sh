@@ -1,6 +1,7 @@
 #!/bin/bash
-# readme_test.sh README - runs the README's curl lines (between the
-# readme-test markers), as printed, against a real daemon whose clients
+# readme_test.sh ROOT - runs the documentation's curl lines (between the
+# readme-test markers of docs/daemon.md, then docs/credentials.md), as
+# printed, against a real daemon whose clients
 # are test/peers/inject.mjs (svst, docs) and test/peers/oauth.mjs (notes,
 # team, vault, pal); each must answer the status its comment names.
 # Where a line needs what an earlier answer gave, this script does what a
@@ -8,7 +9,8 @@
 # session_id of a mcp_auth_required (SID).  Then no answer and no log line
 # may hold a secret.  Every wait reads a pipe with a deadline.  Needs MK_MCPKEEP, MK_PEERS_DIR, node, curl, openssl and python3.
 set -u
-readme=$1
+root=$1
+docs=("$root/docs/daemon.md" "$root/docs/credentials.md")
 tmp=$(mktemp -d /tmp/mk-readme-XXXXXX)
 pids=()
 fail=0
@@ -55,8 +57,8 @@ except Exception:
 
 # every example config passes `mcpkeep check` as shipped: valid, and
 # nothing to warn of (run from the root: their paths are relative to it)
-for f in "$(dirname "$readme")"/examples/*.json; do
-	out=$(cd "$(dirname "$readme")" && "$MK_MCPKEEP" check -c "$f" 2>&1)
+for f in "$root"/examples/*.json; do
+	out=$(cd "$root" && "$MK_MCPKEEP" check -c "$f" 2>&1)
 	if [[ $? -ne 0 || $out != *"valid (0 errors, 0 warnings)"* ]]; then
 		echo "FAIL: mcpkeep check -c $f: $out"
 		fail=1
@@ -183,7 +185,7 @@ q = u.parse_qs(u.urlparse(sys.argv[1]).query); print(q["state"][0])' "$loc")
 	fi
 	sid=$(json mcp_auth_required.session_id <<<"$body")
 	[[ -z $sid ]] || SID=$sid
-done < <(sed -n '/<!-- readme-test:begin -->/,/<!-- readme-test:end -->/p' "$readme")
+done < <(sed -n '/<!-- readme-test:begin -->/,/<!-- readme-test:end -->/p' "${docs[@]}")
 # no secret in any answer or in the daemon's log: the config's, the
 # callers', and every token and code the authorization server handed out
 printf '%s\n' readme-admin key-admin key-alice key-keyed static-secret user-admin user-erin >"$tmp/secrets"
@@ -210,7 +212,7 @@ if ! grep -q ' http: GET /api/oauth/callback 200 ' "$tmp/daemon.err" ||
 	fail=1
 fi
 if [[ $n -lt 20 ]]; then
-	echo "FAIL: only $n curl lines found in $readme"
+	echo "FAIL: only $n curl lines found in ${docs[*]}"
 	fail=1
 fi
 echo "$(wc -l <"$tmp/secrets") secrets looked for, $(wc -l <"$tmp/daemon.err") log lines"
