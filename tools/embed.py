@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""embed.py INPUT OUTPUT SYMBOL - writes a C file defining
-`const char SYMBOL[]` with INPUT's bytes (and SYMBOL_len), so the daemon
-serves its status page without reading files at run time."""
+# embed.py INPUT OUTPUT SYMBOL - writes a C file defining
+# `const char SYMBOL[]` with INPUT's bytes (and SYMBOL_len), so the daemon
+# serves its status page without reading files at run time.
 import sys
 
 src, out, sym = sys.argv[1:4]
