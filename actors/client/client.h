@@ -231,30 +231,30 @@ CODEC_MSG_STRUCT(cl_ticket_msg, CL_TICKET_FIELDS)
 	F(S, STR, metrics, "its counters, JSON text, as MSG_SV_METRICS")
 CODEC_MSG_STRUCT(cl_state_msg, CL_STATE_FIELDS)
 
-#define CL_CALL_FIELDS(F, S)                                                  \
-	F(S, STR, tool, "the tool's name")                                    \
-	F(S, STR, arguments, "a JSON object's text ({} when absent)")         \
-	F(S, INT, timeout_ms, "0: the client's")                              \
-	F(S, STR, mode, "a per-user caller's mode, or absent")                \
-	F(S, STR, identity, "the caller's identity, or absent")               \
-	F(S, SECRET, subject, "the caller's token to exchange, or absent")    \
-	F(S, STR, requester, "who answers for its sign-ins, or absent")       \
-	F(S, INT, progress,                                                   \
-	  "the caller's progress function (in-process), 0: none")             \
-	F(S, INT, progress_arg, "and its argument")                           \
-	F(S, STR, traceparent, "the caller's W3C trace context, or absent")   \
-	F(S, STR, tracestate, "and its vendor part, or absent")               \
-	F(S, INT, ticket,                                                     \
-	  "the caller's name for it (MSG_CL_CANCEL), 0: none")                \
-	F(S, INT, kind,                                                       \
-	  "what it asks: 0 tools/call, 1 prompts/get (tool: the prompt), "    \
-	  "2 resources/read (tool: the URI)")                                 \
-	F(S, INT, input,                                                      \
-	  "the caller's function for the server's requests it causes "        \
-	  "(mk_relay_fn, in-process), 0: the host's")                         \
-	F(S, INT, input_arg, "and its argument")                              \
-	F(S, STR, param_headers,                                              \
-	  "JSON text {Name: value}: the Mcp-Param-{Name} headers its caller " \
+#define CL_CALL_FIELDS(F, S)                                                   \
+	F(S, STR, tool, "the tool's name")                                     \
+	F(S, STR, arguments, "a JSON object's text ({} when absent)")          \
+	F(S, INT, timeout_ms, "0: the client's")                               \
+	F(S, STR, mode, "a per-user caller's mode, or absent")                 \
+	F(S, STR, identity, "the caller's identity, or absent")                \
+	F(S, SECRET, subject, "the caller's token to exchange, or absent")     \
+	F(S, STR, requester, "who answers for its sign-ins, or absent")        \
+	F(S, INT, progress,                                                    \
+	  "the caller's progress function (in-process), 0: none")              \
+	F(S, INT, progress_arg, "and its argument")                            \
+	F(S, STR, traceparent, "the caller's W3C trace context, or absent")    \
+	F(S, STR, tracestate, "and its vendor part, or absent")                \
+	F(S, INT, ticket,                                                      \
+	  "the caller's name for it (MSG_CL_CANCEL), 0: none")                 \
+	F(S, INT, kind,                                                        \
+	  "what it asks: 0 tools/call, 1 prompts/get (tool: the prompt), "     \
+	  "2 resources/read (tool: the URI)")                                  \
+	F(S, INT, input,                                                       \
+	  "the caller's function for the server's requests it causes "         \
+	  "(mk_relay_fn, in-process), 0: the host's")                          \
+	F(S, INT, input_arg, "and its argument")                               \
+	F(S, STR, param_headers,                                               \
+	  "JSON text {Name: value}: the Mcp-Param-{Name} headers its caller "  \
 	  "sent, checked against the tool's x-mcp-header parameters; absent: " \
 	  "not checked")
 CODEC_MSG_STRUCT(cl_call_msg, CL_CALL_FIELDS)

@@ -252,8 +252,8 @@ cl_input_request(client *cl, mcp_session *s, uint64_t token,
 	in->params =
 	        json_is_object(params) ? json_incref(params) : json_object();
 	snprintf(in->id, sizeof(in->id), "in-%" PRIu64, ++cl->input_seq);
-	if ((c = cl_call_of(cl, s, mcp_session_cause(s))) != NULL && c->input != NULL &&
-	    !relay(cl, c, in, method)) {
+	if ((c = cl_call_of(cl, s, mcp_session_cause(s))) != NULL &&
+	    c->input != NULL && !relay(cl, c, in, method)) {
 		return (0); /* (declined: answered) */
 	}
 	in->expires = kn_now_ns() + cl->exec_ms * 1000000;
