@@ -1,6 +1,7 @@
 #!/bin/bash
 # readme_test.sh ROOT - runs the documentation's curl lines (between the
-# readme-test markers of docs/daemon.md, then docs/credentials.md), as
+# readme-test markers of docs/daemon.md, docs/gateway.md, then
+# docs/credentials.md), as
 # printed, against a real daemon whose clients
 # are test/peers/inject.mjs (svst, docs) and test/peers/oauth.mjs (notes,
 # team, vault, pal); each must answer the status its comment names.
@@ -10,7 +11,7 @@
 # may hold a secret.  Every wait reads a pipe with a deadline.  Needs MK_MCPKEEP, MK_PEERS_DIR, node, curl, openssl and python3.
 set -u
 root=$1
-docs=("$root/docs/daemon.md" "$root/docs/credentials.md")
+docs=("$root/docs/daemon.md" "$root/docs/gateway.md" "$root/docs/credentials.md")
 tmp=$(mktemp -d /tmp/mk-readme-XXXXXX)
 pids=()
 fail=0
@@ -165,6 +166,7 @@ while IFS= read -r line; do
 	*'"client": "m2m_jwt", "tool": "whoami"'*) who=svc-jwt ;;
 	*'"client": "sso", "tool": "whoami"'*) who=erin ;;
 	*'"client": "byurl", "tool": "echo"'*) who=hi ;;
+	*'"name": "keyed-echo", "arguments": {"message": "through the gateway"}'*) who='through the gateway' ;;
 	*) who='' ;;
 	esac
 	if [[ $want == 200 && -n $who && $body != *"\"text\":\"$who\""* ]]; then
