@@ -27,6 +27,7 @@ static peer mcp; /* inject.mjs */
 #define KEY_ALPHA       "gw-key-alpha-0123456789abcdef"
 #define ADMIN           "gw-admin-token-0123456789"
 #define KEY_SLOW        "gw-key-slow-0123456789abcdef"
+#define DOCS_GROUP      "{\"alpha\": [\"echo\"], \"beta\": [\"*\"]}"
 #define GW_MAX_SESSIONS 4096 /* (the daemon's bound) */
 #define KEY_NARROW      "gw-key-narrow-0123456789abcdef"
 
@@ -37,7 +38,8 @@ static peer mcp; /* inject.mjs */
  * of alpha's with limits: slow (2 calls, then one per 100 s), narrow (one
  * call in flight). */
 static void
-gateway_config(char *config, size_t len, const char *alpha_only)
+gateway_config(char *config, size_t len, const char *alpha_only,
+               const char *docs)
 {
 	snprintf(
 	        config, len,
@@ -58,9 +60,9 @@ gateway_config(char *config, size_t len, const char *alpha_only)
 	        "\", \"clients\": {\"alpha\": [\"*\"]}, \"calls_per_second\": 0.01, \"burst\": 2}, "
 	        "{\"name\": \"narrow\", \"value\": \"" KEY_NARROW
 	        "\", \"clients\": {\"alpha\": [\"*\"], \"sticky\": [\"slow\"]}, \"max_calls_in_flight\": 1}], "
-	        "\"tool_groups\": [{\"name\": \"docs\", \"clients\": {\"alpha\": [\"echo\"], \"beta\": [\"*\"]}}]}}",
+	        "\"tool_groups\": [{\"name\": \"docs\", \"clients\": %s}]}}",
 	        mcp.port, mcp.port, mcp.port, mcp.port, mcp.port, peer_dir(),
-	        alpha_only);
+	        alpha_only, docs);
 }
 
 /* The daemon on gateway_config with alpha_only's grants as they are
@@ -70,7 +72,8 @@ gateway_serve(peer *d)
 {
 	char config[4096];
 
-	gateway_config(config, sizeof(config), "[\"echo\", \"structured\"]");
+	gateway_config(config, sizeof(config), "[\"echo\", \"structured\"]",
+	               DOCS_GROUP);
 	/* (INFO: the audit lines) */
 	const char *env[] = {"MCPKEEP_LOG=info", NULL};
 	serve_opt(d, "gateway.json", config, env, "--log", "info");
@@ -330,17 +333,19 @@ bridge(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
-/* Starts gwclient.mjs as a watcher (GWCLIENT_WATCH) of /mcp with key,
+/* Starts gwclient.mjs as a watcher (GWCLIENT_WATCH) of path with key,
  * once it listed; for: GWCLIENT_WATCH_FOR, or NULL.  Its result file's
  * path in out (512 bytes), for driver_result. */
 static void
-watcher(peer *c, const char *key, const char *for_, char *out)
+watcher(peer *c, const char *key, const char *path, const char *for_,
+        char *out)
 {
 	char js[512], url[128], want[128];
 
 	snprintf(js, sizeof(js), "%s/gwclient.mjs", peer_dir());
-	snprintf(url, sizeof(url), "%s/mcp", sv_base);
-	snprintf(out, 512, "%s/gwclient.json", sv_dir);
+	snprintf(url, sizeof(url), "%s%s", sv_base, path);
+	static int n;
+	snprintf(out, 512, "%s/watch-%d.json", sv_dir, ++n);
 	snprintf(want, sizeof(want), "GWCLIENT_WATCH_FOR=%s",
 	         for_ != NULL ? for_ : "");
 	const char *argv[] = {"node", js, url, key, "[]", out, NULL};
@@ -361,7 +366,7 @@ changes(void)
 	json_t *got, *ch;
 
 	gateway_serve(&d);
-	watcher(&c, KEY_ALPHA, NULL, out);
+	watcher(&c, KEY_ALPHA, "/mcp", NULL, out);
 	/* the downstream sessions gauge counts its session */
 	CHECK(metric_within("mcpkeep_gateway_sessions", 1, GW_MAX_SESSIONS));
 	/* beta is not alpha_only's: nothing to tell; alpha is */
@@ -379,21 +384,31 @@ changes(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
-/* A key edited by SIGHUP: its open session hears
- * notifications/tools/list_changed, and its next list is what the key
- * allows now (alpha_only loses alpha's echo). */
+/* A key and a group edited by SIGHUP: their open sessions hear
+ * notifications/tools/list_changed, and their next lists are what the
+ * key and the group allow now (alpha_only loses alpha's echo, the group
+ * docs loses alpha). */
 static void
 rekeyed(void)
 {
-	peer    d = {0}, c = {0};
-	char    out[512], config[4096];
+	peer    d = {0}, c = {0}, g = {0};
+	char    out[512], gout[512], config[4096];
 	json_t *got, *ch;
 
 	gateway_serve(&d);
-	watcher(&c, KEY_ALPHA, NULL, out);
-	gateway_config(config, sizeof(config), "[\"structured\"]");
+	watcher(&c, KEY_ALPHA, "/mcp", NULL, out);
+	watcher(&g, KEY_ALL, "/mcp/docs", NULL, gout);
+	/* alpha_only loses alpha's echo; the group docs loses alpha */
+	gateway_config(config, sizeof(config), "[\"structured\"]",
+	               "{\"beta\": [\"*\"]}");
 	write_config("gateway.json", config);
 	CHECK_EQ(kill(d.pid, SIGHUP), 0);
+	got = driver_result(&g, gout, false);
+	ch  = json_object_get(got, "changes");
+	CHECK(json_array_size(ch) >= 1);
+	CHECK(holds(json_array_get(ch, json_array_size(ch) - 1), "beta-echo"));
+	CHECK(holds(json_object_get(got, "tools"), "alpha-echo"));
+	json_decref(got);
 	got = driver_result(&c, out, false);
 	ch  = json_object_get(got, "changes");
 	CHECK(json_array_size(ch) >= 1);
@@ -421,7 +436,7 @@ added(void)
 
 	gateway_serve(&d);
 	CHECK(state_within("sticky", "healthy", WAIT_MS));
-	watcher(&c, KEY_ALL, "sticky-added", out);
+	watcher(&c, KEY_ALL, "/mcp", "sticky-added", out);
 	r = admin_json(mcp.port, "/admin/add-tool", "{\"name\": \"added\"}");
 	CHECK(json_is_string(json_object_get(r, "added")));
 	json_decref(r);
