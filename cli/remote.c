@@ -132,9 +132,10 @@ say_error(long status, json_t *j)
 }
 
 /* The options every command to a daemon takes (--url, --token, --key)
- * at argv[*i]: true when it was one (its value taken, *i past it). */
-static bool
-daemon_opt(int argc, char **argv, int *i, const char **base,
+ * at argv[*i] of command cmd: 1 when it was one (its value taken, *i
+ * past it), 0 when it was not, -1 when it lacks its value (said). */
+static int
+daemon_opt(const char *cmd, int argc, char **argv, int *i, const char **base,
            const char **token, const char **key)
 {
 	const char **to = strcmp(argv[*i], "--url") == 0 ? base
@@ -142,11 +143,16 @@ daemon_opt(int argc, char **argv, int *i, const char **base,
 	        : strcmp(argv[*i], "--key") == 0         ? key
 	                                                 : NULL;
 
-	if (to == NULL || *i + 1 >= argc) {
-		return (false);
+	if (to == NULL) {
+		return (0);
+	}
+	if (*i + 1 >= argc || *argv[*i + 1] == '\0') {
+		fprintf(stderr, "mcpkeep %s: %s needs a value\n", cmd,
+		        argv[*i]);
+		return (-1);
 	}
 	*to = argv[++*i];
-	return (true);
+	return (1);
 }
 
 int
@@ -160,7 +166,12 @@ cmd_clients(int argc, char **argv)
 	bool        as_json = false;
 
 	for (int i = 0; i < argc; i++) {
-		if (daemon_opt(argc, argv, &i, &base, &token, &key)) {
+		int o = daemon_opt("clients", argc, argv, &i, &base, &token,
+		                   &key);
+		if (o != 0) {
+			if (o < 0) {
+				return (2);
+			}
 			continue;
 		} else if (strcmp(argv[i], "--json") == 0) {
 			as_json = true;
@@ -385,7 +396,12 @@ cmd_tools(int argc, char **argv)
 	bool        found = false;
 
 	for (int i = 0; i < argc; i++) {
-		if (daemon_opt(argc, argv, &i, &base, &token, &key)) {
+		int o = daemon_opt("tools", argc, argv, &i, &base, &token,
+		                   &key);
+		if (o != 0) {
+			if (o < 0) {
+				return (2);
+			}
 			continue;
 		} else if (strcmp(argv[i], "--help") == 0) {
 			fputs(tools_usage, stdout);

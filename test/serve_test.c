@@ -237,6 +237,8 @@ cli_with_token(void)
 	CHECK(sv_cli_said("\"clients\": []"));
 	CHECK_EQ(sv_cli(none, "clients --bogus"), 2);
 	CHECK(sv_cli_said("mcpkeep clients: unknown option '--bogus'"));
+	CHECK_EQ(sv_cli(none, "clients --token ''"), 2);
+	CHECK(sv_cli_said("mcpkeep clients: --token needs a value"));
 	CHECK_EQ(sv_cli(none, "watch --nope"), 2);
 	CHECK(sv_cli_said("mcpkeep watch: unknown option '--nope'"));
 	CHECK_EQ(sv_cli(none, "call a b --nope"), 2);
