@@ -1106,7 +1106,15 @@ boot_together(void)
 		for (int i = 0; i < n; i++) {
 			on(i);
 			CHECK(ready_within(10000));
-			CHECK(state_within("bt_two", "healthy", 10000));
+			if (!state_within("bt_two", "healthy", 10000)) {
+				char *l = http("GET", "/api/mcp/clients", NULL,
+				               NULL, NULL);
+				fprintf(stderr, "round %d, node %s: %s\n",
+				        round, names[i],
+				        l != NULL ? l : "(no list)");
+				free(l);
+				CHECK(0);
+			}
 		}
 		pgt_sql(url,
 		        "SELECT count(*) || ' ' || count(DISTINCT name) FROM "

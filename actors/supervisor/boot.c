@@ -83,6 +83,12 @@ on_connected(kn_actor *self, void *arg, int status, const void *data,
 	entry   *e   = sv_find(sv, x->id);
 	char    *why = status != 0 ? kn_error_text(data, len) : NULL;
 
+	if (e != NULL && x->serial != 0 && e->serial != x->serial) {
+		/* the entry it started was replaced under the same id (a
+		 * declared client over another node's of the same name):
+		 * this answer is not the new one's */
+		e = NULL;
+	}
 	if (e == NULL) {
 		if (x->corr != 0) {
 			kn_reply_why(
@@ -164,6 +170,7 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 		return (MK_ENOMEM);
 	}
 	e->sv       = sv;
+	e->serial   = ++sv->serials;
 	e->sticky   = cfg->sticky;
 	e->restored = restored;
 	e->sync_ms  = cfg->sync_ms ? cfg->sync_ms : sv->a.sync_ms;
@@ -199,8 +206,9 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 		snprintf(err, errlen, "out of memory");
 		return (MK_ENOMEM);
 	}
-	x->boot = boot;
-	x->load = ld;
+	x->boot   = boot;
+	x->load   = ld;
+	x->serial = e->serial;
 	if (corr != 0) {
 		/* an API add: its config write is part of its answer */
 		x->ticket = m.ticket = (int64_t)++sv->tickets;

@@ -59,7 +59,9 @@ typedef struct entry {
 	struct sv_self *sv;     /* the supervisor, for timer callbacks */
 	strmap_ent      ent[2]; /* in sv->idx[BY_ID] (key id) and
 	                         * sv->idx[BY_NAME] (key name) */
-	size_t pos;             /* index in sv->all */
+	size_t   pos;           /* index in sv->all */
+	uint64_t serial;        /* this entry among all made (a client
+	                         * replaced under the same id is another) */
 } entry;
 
 typedef struct sv_self {
@@ -73,6 +75,7 @@ typedef struct sv_self {
 	uint64_t late[40]; /* tick lateness histogram, log2 us */
 	uint32_t rnd;      /* jitter state */
 	uint64_t tickets;  /* the last API change's ticket (persister.h) */
+	uint64_t serials;  /* the last entry's serial */
 	json_t  *file;     /* the clients of the config file last loaded or
 	                    * reloaded, by name (copies of their objects):
 	                    * a reload's diff base; NULL before any */
@@ -82,6 +85,7 @@ typedef struct sv_self {
 typedef struct actx {
 	sv_self     *sv;     /* the supervisor */
 	char        *id;     /* the client it concerns */
+	uint64_t     serial; /* ... that entry of it (start_client), or 0 */
 	uint64_t     corr;   /* the API ask to answer, or 0 */
 	bool         boot;   /* MSG_CL_CONNECT at boot */
 	uint64_t     ticket; /* an API change's: the reply waits for it */
