@@ -1,6 +1,6 @@
 /*
  * client_test.c - client actors and the supervisor through the public API,
- * against real servers, observed on the state stream (SPEC sections 1-5).
+ * against real servers, observed on the state stream.
  *
  * Waits are on the state stream (a subscriber thread collects events and
  * signals a condition) or on API calls; each has a deadline.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# layering.sh ROOT - the dependency direction of DESIGN's layout, checked
+# layering.sh ROOT - the dependency direction of the layers, checked
 # on the sources: cli (include/mcpkeep.h only) -> runtime -> actors ->
 # {actors/kernel, transport, persist} -> codec, never the other way.  Fails (and names each line)
 # when a folder includes a header from a folder above it, or when a folder

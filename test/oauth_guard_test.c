@@ -1,5 +1,5 @@
 /*
- * oauth_guard_test.c - what OAuth discovery refuses (SPEC section 6), and
+ * oauth_guard_test.c - what OAuth discovery refuses, and
  * the bounds on pending flows, against test/peers/oauth.mjs (its
  * /admin/metadata serves the metadata each case needs).
  *

@@ -1,5 +1,5 @@
 /*
- * oauth_test.c - auth_type oauth end to end (SPEC sections 5-6) against
+ * oauth_test.c - auth_type oauth end to end against
  * test/peers/oauth.mjs: a real OAuth authorization server (oauth2-mock-
  * server, wrapped to rotate refresh tokens, fail on demand and count
  * every request) and an SDK MCP server that accepts only its bearer

@@ -1,5 +1,5 @@
 /*
- * persist_test.c - the store at runtime (SPEC section 9): restart loses
+ * persist_test.c - the store at runtime: restart loses
  * nothing; durable writes survive kill -9 in the middle of a write storm;
  * a read-only file, a full disk, a locked database and a damaged file
  * leave the runtime serving from memory with the failure reported, and

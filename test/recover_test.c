@@ -1,5 +1,5 @@
 /*
- * recover_test.c - tool calls that recover (SPEC section 7) against
+ * recover_test.c - tool calls that recover against
  * test/peers/oauth.mjs: its MCP server takes only the tokens its
  * authorization server issued, and can revoke them all at once (the
  * upstream rotated while the runtime believes its token valid), refuse

@@ -1,5 +1,5 @@
 /*
- * text_test.c - last_failure message normalisation (SPEC section 3).
+ * text_test.c - last_failure message normalisation.
  */
 #include "codec/text.h"
 #include "testutil.h"
