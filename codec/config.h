@@ -160,9 +160,11 @@ void cfg_unredact(json_t *patch, const cfg_client *c);
 /* cfg_file_check (config_check.c): text checked for an operator -
  * *out gets a JSON array of {"level": "error" | "warning", "path",
  * "message"}: each client's first error and the file's, or, for a valid
- * file, what is valid but likely wrong.  Returns 0 (no error), MK_EINVAL
- * or MK_ENOMEM. */
-int cfg_file_check(const char *text, size_t len, json_t **out);
+ * file, what is valid but likely wrong; file (may be NULL) gets the file
+ * parsed when it is valid (cfg_file_free), else NULL.  Returns 0 (no
+ * error), MK_EINVAL or MK_ENOMEM. */
+int cfg_file_check(const char *text, size_t len, json_t **out,
+                   cfg_file **file);
 int cfg_file_parse(const char *text, size_t len, cfg_file **out, char *err,
                    size_t errlen);
 

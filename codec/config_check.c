@@ -168,7 +168,7 @@ server_warnings(json_t *problems, const cfg_file *f, const json_t *root)
 }
 
 int
-cfg_file_check(const char *text, size_t len, json_t **out)
+cfg_file_check(const char *text, size_t len, json_t **out, cfg_file **file)
 {
 	json_t      *problems = json_array(), *root, *clients, *c;
 	json_error_t jerr;
@@ -178,6 +178,9 @@ cfg_file_check(const char *text, size_t len, json_t **out)
 	bool         bad = false;
 
 	*out = NULL;
+	if (file != NULL) {
+		*file = NULL;
+	}
 	if (problems == NULL) {
 		return (MK_ENOMEM);
 	}
@@ -229,7 +232,11 @@ cfg_file_check(const char *text, size_t len, json_t **out)
 			client_warnings(problems, f, i);
 		}
 		server_warnings(problems, f, root);
-		cfg_file_free(&f);
+		if (file != NULL) {
+			*file = f; /* (the caller's look goes on) */
+		} else {
+			cfg_file_free(&f);
+		}
 	}
 	json_decref(root);
 	*out = problems;

@@ -236,7 +236,7 @@ mk_config_check(const char *config_json, char **report)
 {
 	json_t   *problems = NULL;
 	cfg_file *f        = NULL;
-	char      e[CFG_ERR_MAX], msg[300];
+	char      msg[300];
 	int       rv;
 
 	if (report == NULL) {
@@ -246,10 +246,8 @@ mk_config_check(const char *config_json, char **report)
 	if (config_json == NULL) {
 		return (MK_EINVAL);
 	}
-	rv = cfg_file_check(config_json, strlen(config_json), &problems);
-	if (rv == 0 &&
-	    cfg_file_parse(config_json, strlen(config_json), &f, e,
-	                   sizeof(e)) == 0) {
+	rv = cfg_file_check(config_json, strlen(config_json), &problems, &f);
+	if (f != NULL) { /* (valid: parsed once, by the check) */
 		for (size_t i = 0; i < f->nclients; i++) {
 			const cfg_client *c = f->clients[i];
 			char              path[80];

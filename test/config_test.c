@@ -275,7 +275,7 @@ check(void)
 	        "\"server\": {\"admin_token\": \"env.MK_CHECK_TOKEN\"}}";
 	json_t *p = NULL;
 
-	CHECK_EQ(cfg_file_check(bad, strlen(bad), &p), MK_EINVAL);
+	CHECK_EQ(cfg_file_check(bad, strlen(bad), &p, NULL), MK_EINVAL);
 	problem(p, "error", "mcp.client_configs[0]", "connection_string");
 	CHECK(strcmp(json_string_value(
 	                     json_object_get(json_array_get(p, 0), "path")),
@@ -285,7 +285,7 @@ check(void)
 	CHECK_EQ(json_array_size(p), 3);
 	json_decref(p);
 
-	CHECK_EQ(cfg_file_check(warn, strlen(warn), &p), 0);
+	CHECK_EQ(cfg_file_check(warn, strlen(warn), &p, NULL), 0);
 	problem(p, "warning", "mcp.client_configs[0].tools_to_execute",
 	        "client none allows no tools");
 	problem(p, "warning", "mcp.client_configs[1].tool_sync_interval",
@@ -300,10 +300,10 @@ check(void)
 	json_decref(p);
 
 	setenv("MK_CHECK_TOKEN", "0123456789abcdef0123456789abcdef", 1);
-	CHECK_EQ(cfg_file_check(fine, strlen(fine), &p), 0);
+	CHECK_EQ(cfg_file_check(fine, strlen(fine), &p, NULL), 0);
 	CHECK_EQ(json_array_size(p), 0);
 	json_decref(p);
-	CHECK_EQ(cfg_file_check("{", 1, &p), MK_EINVAL);
+	CHECK_EQ(cfg_file_check("{", 1, &p, NULL), MK_EINVAL);
 	problem(p, "error", "", "not JSON");
 	json_decref(p);
 }

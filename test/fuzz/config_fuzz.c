@@ -73,7 +73,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_err(err, sizeof(err));
 	}
 	json_t *problems = NULL; /* (mcpkeep check's reading) */
-	int     rc       = cfg_file_check((const char *)data, size, &problems);
+	int     rc = cfg_file_check((const char *)data, size, &problems, NULL);
 	if ((rc == 0 || rc == MK_EINVAL) && !json_is_array(problems)) {
 		abort();
 	}
