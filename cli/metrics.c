@@ -202,8 +202,14 @@ metrics(req *r, const char *id, json_t *body)
 	fprintf(f,
 	        "# HELP mcpkeep_gateway_sessions /mcp sessions open\n"
 	        "# TYPE mcpkeep_gateway_sessions gauge\n"
-	        "mcpkeep_gateway_sessions %d\n",
-	        gw_sessions_open());
+	        "mcpkeep_gateway_sessions %d\n"
+	        "# HELP mcpkeep_trace_spans_total spans by what became of "
+	        "them (telemetry.otlp_endpoint)\n"
+	        "# TYPE mcpkeep_trace_spans_total counter\n"
+	        "mcpkeep_trace_spans_total{result=\"exported\"} %llu\n"
+	        "mcpkeep_trace_spans_total{result=\"dropped\"} %llu\n",
+	        gw_sessions_open(), (unsigned long long)st.spans_exported,
+	        (unsigned long long)st.spans_dropped);
 	limits_metrics(f);
 	fclose(f);
 	answer(r, 200, "text/plain; version=0.0.4", out);

@@ -186,6 +186,7 @@ restart_only(const char *was, const char *now)
 	                                   "store.url",
 	                                   "cluster.node_id",
 	                                   "cluster.heartbeat_interval",
+	                                   "telemetry.otlp_endpoint",
 	                                   NULL};
 
 	for (int i = 0; keys[i] != NULL; i++) {
@@ -557,6 +558,7 @@ cmd_serve(int argc, char **argv)
 	const char  *config = NULL, *listen = NULL, *store = NULL;
 	char        *text = NULL, *err = NULL, ferr[256], url[300], redir[300];
 	char        *c_listen = NULL, *c_store = NULL, *origins = NULL, *roots;
+	char        *otlp;
 	char        *node_id = NULL;
 	int          heartbeat_ms;
 	mk_options   opts;
@@ -701,8 +703,11 @@ cmd_serve(int argc, char **argv)
 	opts.inputs        = inputs_from(text);
 	roots              = setting(text, "server.roots");
 	opts.roots         = roots;
+	otlp               = setting(text, "telemetry.otlp_endpoint");
+	opts.otlp_endpoint = otlp;
 	rv                 = mk_runtime_open(&D.rt, &opts);
 	mk_free(roots);
+	mk_free(otlp);
 	if (rv != 0) {
 		fprintf(stderr, "mcpkeep: cannot start the runtime: %s\n",
 		        mk_strerror(rv));

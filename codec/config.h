@@ -98,6 +98,7 @@ typedef struct cfg_file {
 	                              * mk_options' MK_INPUT_*) */
 	json_t *roots;               /* server.roots, or NULL */
 	json_t *groups;              /* server.tool_groups, or NULL */
+	char   *otlp_endpoint;       /* telemetry.otlp_endpoint, or NULL */
 } cfg_file;
 
 /*

@@ -491,7 +491,9 @@ declared_id(cfg_client *c, json_t *v)
 static int
 parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 {
-	static const char *top[] = {"mcp", "store", "server", "cluster", NULL};
+	static const char *top[]      = {"mcp",     "store",     "server",
+	                                 "cluster", "telemetry", NULL};
+	static const char *telk[]     = {"otlp_endpoint", NULL};
 	static const char *clusterk[] = {"node_id", "heartbeat_interval",
 	                                 NULL};
 	static const char *mcpk[]    = {"client_configs", "tool_sync_interval",
@@ -606,6 +608,25 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 			return (cfg_bad(&x, "cluster.heartbeat_interval",
 			                "must be a duration of 100ms to 1h"));
 		}
+	}
+	x.client = "(telemetry)";
+	if ((rv = section(root, "telemetry", &sec, err, errlen)) != 0) {
+		return (rv);
+	}
+	if (sec != NULL &&
+	    ((rv = unknown_in(sec, "telemetry.", telk, err, errlen)) != 0 ||
+	     ((v = json_object_get(sec, "otlp_endpoint")) != NULL &&
+	      (rv = cfg_str_of(&x, "telemetry.otlp_endpoint", v, NULL,
+	                       &f->otlp_endpoint)) != 0))) {
+		return (rv);
+	}
+	if (f->otlp_endpoint != NULL &&
+	    strncmp(f->otlp_endpoint, "http://", 7) != 0 &&
+	    strncmp(f->otlp_endpoint, "https://", 8) != 0) {
+		return (cfg_bad(&x, "telemetry.otlp_endpoint",
+		                "must be an http:// or https:// URL (the "
+		                "collector's base URL, e.g. "
+		                "http://127.0.0.1:4318)"));
 	}
 	x.client = "(server)";
 	if ((rv = section(root, "server", &sec, err, errlen)) != 0) {
@@ -731,6 +752,7 @@ cfg_file_free(cfg_file **fp)
 	free(f->admin_token);
 	free(f->metrics_token);
 	free(f->client_metadata_url);
+	free(f->otlp_endpoint);
 	json_decref(f->roots);
 	text_strv_free(f->streams);
 	text_strv_free(f->origins);

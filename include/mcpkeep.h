@@ -221,6 +221,14 @@ typedef struct mk_options {
 	                                        * that takes such
 	                                        * documents (copied);
 	                                        * NULL: none */
+	const char *otlp_endpoint; /* an OpenTelemetry collector's base URL
+	                            * (http:// or https://): spans of
+	                            * calls, recoveries, refreshes and
+	                            * connects are posted to its
+	                            * /v1/traces (OTLP/HTTP, JSON), batched
+	                            * and dropped (counted) rather than
+	                            * waited for (copied); NULL: no
+	                            * tracing */
 } mk_options;
 
 /*
@@ -250,6 +258,10 @@ typedef struct mk_stats {
 	uint64_t token_exchanges;    /* RFC 8693 exchange requests sent */
 	uint64_t token_requests;     /* every token-endpoint request */
 	uint64_t stream_subscribers; /* state-stream subscribers now */
+	uint64_t spans_exported;     /* spans the collector took (with
+	                              * otlp_endpoint) */
+	uint64_t spans_dropped;      /* spans lost: the collector was down,
+	                              * slow or refused them */
 } mk_stats;
 
 /* mk_stats st = MK_STATS_INIT; */

@@ -322,6 +322,8 @@ mk_config_get(const char *config_json, const char *path, char **value,
 		v = f->metrics_token;
 	} else if (strcmp(path, "server.client_metadata_url") == 0) {
 		v = f->client_metadata_url;
+	} else if (strcmp(path, "telemetry.otlp_endpoint") == 0) {
+		v = f->otlp_endpoint;
 	} else if (strcmp(path, "server.stream") == 0 ||
 	           strcmp(path, "server.allowed_origins") == 0) {
 		char **sv = path[7] == 's' ? f->streams : f->origins;

@@ -157,6 +157,7 @@ rt_shutdown(mk_runtime *rt)
 		kn_actor_destroy(&rt->persister);
 	}
 	kn_kernel_close(&rt->kernel);
+	tr_close(&rt->tracer); /* every span has ended: its actors are gone */
 	kn_stream_close(&rt->stream);
 	rt_host_fini(rt);
 }
@@ -230,6 +231,7 @@ rt_credential(mk_runtime *rt)
 	        .hcreds              = stored_rows(rt, "header_credentials"),
 	        .hflows              = stored_rows(rt, "header_flows"),
 	        .cache_max           = rt->opts.credential_cache_max,
+	        .tracer              = rt->tracer,
 	};
 	int rv = kn_spawn(rt->kernel, CREDENTIAL_NAME, &credential_ops, &a,
 	                  &rt->credential);
@@ -294,6 +296,14 @@ rt_boot(mk_runtime *rt)
 	}
 	kn_logger_init(kn_kernel_log(rt->kernel), rt->opts.log_level,
 	               rt->opts.log_json, rt->opts.log_fd);
+	if (rt->opts.otlp_endpoint != NULL &&
+	    (rv = tr_open(&rt->tracer, rt->opts.otlp_endpoint, rt->node_id,
+	                  kn_kernel_log(rt->kernel), err, sizeof(err))) != 0) {
+		KN_ERROR("runtime", "%s", err);
+		rt_shutdown(rt);
+		return (rv);
+	}
+	rt->opts.otlp_endpoint = NULL; /* (copied: the caller's may go) */
 	if (location != NULL) {
 		const char *key = rt->opts.encryption_key;
 		if (key == NULL) {
@@ -329,6 +339,7 @@ rt_boot(mk_runtime *rt)
 	        .credential  = rt->credential,
 	        .host        = &rt->host,
 	        .cluster     = rt->opts.store_url != NULL,
+	        .tracer      = rt->tracer,
 	};
 	for (size_t i = 0; i < NSYSTEM; i++) {
 		rv = kn_spawn(rt->kernel, system_actors[i].name,
@@ -524,7 +535,11 @@ rt_stats(mk_runtime *rt, mk_stats *out, int timeout_ms)
 		free(r.data);
 	}
 	if (rv == 0) {
+		tr_stats ts;
+		tr_stats_get(rt->tracer, &ts);
 		out->stream_subscribers = kn_stream_subscribers(rt->stream);
+		out->spans_exported     = ts.exported;
+		out->spans_dropped      = ts.dropped;
 	}
 	return (rv);
 }

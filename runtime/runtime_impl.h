@@ -35,6 +35,7 @@ struct mk_runtime {
 	cl_host    host;               /* what the host offers servers */
 	char      *caps;               /* host.caps (owned) */
 	char      *roots;              /* host.roots (owned), or NULL */
+	tr_tracer *tracer;             /* spans' exporter, or NULL: off */
 };
 
 /* input.c: rt->host from the options (MK_EINVAL: inputs or roots will

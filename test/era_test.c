@@ -560,6 +560,80 @@ trace(void)
 	peer_stop(&p);
 }
 
+/* With telemetry the server's parent is the runtime's span of the call
+ * (the caller's trace goes on through it, its vendor part as it came);
+ * without a caller's context the call starts a trace the server joins. */
+static void
+trace_exported(void)
+{
+	peer       p = {0}, col = {0};
+	sub        sb;
+	mk_options o;
+	char       url[64], want[64];
+	mk_call    c    = {.client = "spanned", .tool = "trace"};
+	mk_trace   good = {
+	          "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+	          "rojo=00f067aa0ba902b7"};
+	mk_result *res = NULL;
+
+	CHECK_EQ(peer_start_otlp(&col, WAIT_MS), 0);
+	start_modern(&p, "modern", "60000");
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", col.port);
+	rt_options(&o, NULL);
+	o.otlp_endpoint = url;
+	mk_runtime *rt  = rt_open_options(&sb, &o);
+	add_http(rt, "spanned", p.port, false, "");
+	CHECK_EQ(mk_tool_call_traced(rt, &c, &good, &res), 0);
+	json_t *seen = json_loads(res->result, 0, NULL);
+	mk_result_free(&res);
+	CHECK_EQ(mk_tool_call_traced(rt, &c, NULL, &res), 0);
+	json_t *fresh = json_loads(res->result, 0, NULL);
+	mk_result_free(&res);
+	rt_close(&rt, &sb); /* the close posts the spans */
+
+	json_t     *all      = admin_json(col.port, "/spans", NULL);
+	json_t     *calls[2] = {NULL, NULL}, *s;
+	size_t      i, n = 0;
+	const char *text[2];
+	json_array_foreach(json_object_get(all, "spans"), i, s)
+	{
+		if (strcmp(json_string_value(json_object_get(s, "name")),
+		           "tools/call") == 0 &&
+		    n < 2) {
+			calls[n++] = s;
+		}
+	}
+	CHECK_EQ(n, 2);
+	for (int k = 0; k < 2; k++) {
+		json_t *r  = k == 0 ? seen : fresh;
+		json_t *sc = json_array_get(json_object_get(r, "content"), 0);
+		text[k]    = json_string_value(json_object_get(sc, "text"));
+		CHECK(text[k] != NULL);
+	}
+	/* the first: the caller's trace, the span's parent the caller's */
+	snprintf(want, sizeof(want), "00-%s-%s-01",
+	         json_string_value(json_object_get(calls[0], "traceId")),
+	         json_string_value(json_object_get(calls[0], "spanId")));
+	CHECK(strcmp(json_string_value(json_object_get(calls[0], "traceId")),
+	             "4bf92f3577b34da6a3ce929d0e0e4736") == 0);
+	CHECK(strcmp(json_string_value(
+	                     json_object_get(calls[0], "parentSpanId")),
+	             "00f067aa0ba902b7") == 0);
+	CHECK(strstr(text[0], want) != NULL);
+	CHECK(strstr(text[0], "rojo=00f067aa0ba902b7") != NULL);
+	/* the second: a new trace, the server's parent the call's span */
+	snprintf(want, sizeof(want), "00-%s-%s-01",
+	         json_string_value(json_object_get(calls[1], "traceId")),
+	         json_string_value(json_object_get(calls[1], "spanId")));
+	CHECK(json_object_get(calls[1], "parentSpanId") == NULL);
+	CHECK(strstr(text[1], want) != NULL);
+	json_decref(seen);
+	json_decref(fresh);
+	json_decref(all);
+	peer_stop(&p);
+	peer_stop(&col);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -576,6 +650,7 @@ main(int argc, char **argv)
 	RUN_IF(ttl);
 	RUN_IF(reissue);
 	RUN_IF(trace);
+	RUN_IF(trace_exported);
 	curl_global_cleanup();
 	return (0);
 }

@@ -27,6 +27,7 @@ char        dir[] = "/tmp/mk-oauth-XXXXXX";
 int         seq;
 unsigned    cache_max; /* credential_cache_max of the next runtimes */
 const char *client_metadata_url; /* their oauth_client_metadata_url */
+const char *otlp_endpoint;       /* and otlp_endpoint */
 FILE       *seen;                /* what the stream and the list showed */
 
 void
@@ -104,6 +105,7 @@ open_rt(sub *sb, const char *name)
 	o.unstable_check_ms         = 1000;
 	o.credential_cache_max      = cache_max;
 	o.oauth_client_metadata_url = client_metadata_url;
+	o.otlp_endpoint             = otlp_endpoint;
 	CHECK_EQ(mk_runtime_open(&rt, &o), 0);
 	sub_open(sb, mk_stream_url(rt));
 	return (rt);

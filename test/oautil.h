@@ -24,7 +24,8 @@ extern char        dir[];     /* the test folder (mkdtemp'd by main) */
 extern unsigned    cache_max; /* credential_cache_max of the next runtimes */
 extern const char *client_metadata_url; /* and their
                                          * oauth_client_metadata_url */
-extern FILE *seen;                      /* what the streams and lists showed */
+extern const char *otlp_endpoint;       /* and otlp_endpoint */
+extern FILE       *seen;                /* what the streams and lists showed */
 
 /* oauth_suite_begin: the test folder (dir), the debug log in it, the
  * leak-check file, and oauth.mjs started (srv); oauth_suite_end stops

@@ -668,16 +668,36 @@ peer_everything(peer *p, const char *mode, int port, int timeout_ms)
 	                   timeout_ms));
 }
 
-int
-peer_start_inject(peer *p, int timeout_ms)
+/* Starts node test/peers/<js> [mode] --port 0. */
+static int
+start_js(peer *p, const char *js, const char *mode, int timeout_ms)
 {
-	char        js[512];
-	const char *argv[] = {"node", js, "http", "--port", "0", NULL};
+	char        path[512];
+	const char *argv[6] = {"node", path};
+	size_t      n       = 2;
 
 	if (peer_dir() == NULL) {
 		return (-1);
 	}
-	snprintf(js, sizeof(js), "%s/inject.mjs", peer_dir());
+	snprintf(path, sizeof(path), "%s/%s", peer_dir(), js);
+	if (mode != NULL) {
+		argv[n++] = mode;
+	}
+	argv[n++] = "--port";
+	argv[n++] = "0";
+	argv[n]   = NULL;
 	return (peer_start(p, argv, NULL, "listening on port ([0-9]+)",
 	                   timeout_ms));
+}
+
+int
+peer_start_inject(peer *p, int timeout_ms)
+{
+	return (start_js(p, "inject.mjs", "http", timeout_ms));
+}
+
+int
+peer_start_otlp(peer *p, int timeout_ms)
+{
+	return (start_js(p, "otlp.mjs", NULL, timeout_ms));
 }

@@ -125,4 +125,8 @@ const char *peer_everything_js(void);
  * a free port (p->port); as peer_start. */
 int peer_start_inject(peer *p, int timeout_ms);
 
+/* peer_start_otlp starts test/peers/otlp.mjs (an OTLP/HTTP trace
+ * collector) on a free port (p->port); as peer_start. */
+int peer_start_otlp(peer *p, int timeout_ms);
+
 #endif /* TEST_PEER_H */

@@ -551,6 +551,151 @@ changed_meanwhile(void)
 	close_rt(&rt, &sb);
 }
 
+/* The spans of trace, from the collector (test/peers/otlp.mjs), by
+ * name: the first of that name whose attribute key is value (key NULL:
+ * any), or NULL. */
+static json_t *
+span_named(json_t *all, const char *name, const char *key, const char *value)
+{
+	size_t  i;
+	json_t *s;
+
+	json_array_foreach(json_object_get(all, "spans"), i, s)
+	{
+		const char *v = json_string_value(json_object_get(
+		        json_object_get(s, "attributes"), key));
+		if (strcmp(json_string_value(json_object_get(s, "name")),
+		           name) == 0 &&
+		    (key == NULL || (v != NULL && strcmp(v, value) == 0))) {
+			return (s);
+		}
+	}
+	return (NULL);
+}
+
+static const char *
+sfield(json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	return (v != NULL ? v : "");
+}
+
+static long
+status_of(json_t *span)
+{
+	return ((long)json_integer_value(
+	        json_object_get(json_object_get(span, "status"), "code")));
+}
+
+/* With telemetry: a call that recovers after a rotation is one trace
+ * under its caller's context - the call's span (the caller's span its
+ * parent), its recovery's under it, the refresh and the connects beside
+ * them - in the collector, as OTLP/HTTP JSON it accepted (otlp.mjs
+ * checks the encoding); the upstream got the call's span as its parent.
+ * With the collector refusing, calls go on and the spans are counted
+ * dropped. */
+static void
+traced(void)
+{
+	peer        col = {0};
+	char        url[64];
+	const char *tp =
+	        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+	mk_trace   trace = {tp, NULL};
+	mk_call    c     = {.client = "tr", .tool = "counted_readonly"};
+	mk_result *res   = NULL;
+	mk_stats   st    = MK_STATS_INIT;
+	sub        sb;
+	int        at = 0;
+
+	CHECK_EQ(peer_start_otlp(&col, WAIT_MS), 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", col.port);
+	otlp_endpoint  = url;
+	mk_runtime *rt = open_rt(&sb, "tr.db");
+	otlp_endpoint  = NULL;
+	CHECK_EQ(add_oauth(rt, "tr", "{}", true), 0);
+	bootstrap(rt, "tr", false);
+	wait_state(&sb, &at, "tr", "healthy", NULL);
+	as_admin("/admin/revoke-all", "{}");
+	CHECK_EQ(mk_tool_call_traced(rt, &c, &trace, &res), 0);
+	CHECK(res->recovery != NULL && strstr(res->recovery, "shared"));
+	mk_result_free(&res);
+	/* the exporter posts each second: the collector's list is polled,
+	 * with a deadline (another process: nothing to wait on) */
+	for (int i = 0; i < 100; i++) {
+		json_t *all = admin_json(col.port, "/spans", NULL);
+		bool    in = span_named(all, "tools/call", NULL, NULL) != NULL;
+		json_decref(all);
+		if (in) {
+			break;
+		}
+		usleep(100 * 1000);
+	}
+	/* the collector refuses: calls still answer, spans are dropped */
+	CHECK_EQ(admin(col.port, "/admin/mode", "{\"status\": 503}", "status"),
+	         503);
+	for (int i = 0; i < 20; i++) {
+		CHECK_EQ(mk_tool_call_traced(rt, &c, NULL, &res), 0);
+		mk_result_free(&res);
+	}
+	for (int i = 0; i < 100 && st.spans_dropped == 0; i++) {
+		/* the exporter posts each second: nothing to wait on but its
+		 * counter (polled, with a deadline) */
+		CHECK_EQ(mk_runtime_stats(rt, &st, 5000), 0);
+		if (st.spans_dropped == 0) {
+			usleep(100 * 1000);
+		}
+	}
+	CHECK(st.spans_dropped > 0);
+	CHECK(st.spans_exported > 0);
+	CHECK_EQ(admin(col.port, "/admin/mode", "{}", "status"), 0);
+	close_rt(&rt, &sb); /* the close posts what is queued */
+
+	json_t *all = admin_json(col.port, "/spans", NULL);
+	CHECK(all != NULL);
+	CHECK_EQ(json_integer_value(json_object_get(all, "rejected")), 0);
+	json_t *call = span_named(all, "tools/call", "gen_ai.tool.name",
+	                          "counted_readonly");
+	CHECK(call != NULL);
+	CHECK(strcmp(sfield(call, "traceId"),
+	             "4bf92f3577b34da6a3ce929d0e0e4736") == 0);
+	CHECK(strcmp(sfield(call, "parentSpanId"), "00f067aa0ba902b7") == 0);
+	CHECK_EQ(json_integer_value(json_object_get(call, "kind")), 3);
+	CHECK_EQ(status_of(call), 1);
+	CHECK(strcmp(sfield(json_object_get(call, "attributes"),
+	                    "mcpkeep.client"),
+	             "tr") == 0);
+	CHECK(strcmp(sfield(json_object_get(call, "resource"), "service.name"),
+	             "mcpkeep") == 0);
+	json_t *rec =
+	        span_named(all, "recover", "mcpkeep.recovery.path", "shared");
+	CHECK(rec != NULL);
+	CHECK(strcmp(sfield(rec, "traceId"), sfield(call, "traceId")) == 0);
+	CHECK(strcmp(sfield(rec, "parentSpanId"), sfield(call, "spanId")) ==
+	      0);
+	json_t *ref =
+	        span_named(all, "refresh", "mcpkeep.grant", "refresh_token");
+	CHECK(ref != NULL);
+	CHECK_EQ(status_of(ref), 1);
+	CHECK(strcmp(sfield(json_object_get(ref, "attributes"),
+	                    "mcpkeep.client"),
+	             "tr") == 0);
+	/* the first connect (authorized: the connect decides) */
+	CHECK(span_named(all, "connect", "mcpkeep.connect.why", "reconnect") !=
+	      NULL);
+	/* the reconnect after the rotation */
+	CHECK(span_named(all, "connect", "mcpkeep.connect.why",
+	                 "background") != NULL);
+	/* no secret in any span */
+	char *text = json_dumps(all, JSON_COMPACT);
+	CHECK(strstr(text, "Bearer") == NULL &&
+	      strstr(text, "access_token") == NULL);
+	free(text);
+	json_decref(all);
+	peer_stop(&col);
+}
+
 int
 main(void)
 {
@@ -564,6 +709,7 @@ main(void)
 	RUN(waited_in_all);
 	RUN(changed_meanwhile);
 	RUN(slow_reconnect);
+	RUN(traced);
 	oauth_suite_end();
 	return (0);
 }

@@ -773,20 +773,57 @@ lanes(void)
 	peer_stop(&up);
 }
 
-/* --json: the log (the access log too) as JSON lines. */
+/* --json: the log (the access log too) as JSON lines, with fields: a
+ * transition's client, states, stage and message; a call's tool,
+ * outcome, duration and its caller's trace id. */
 static void
 json_log(void)
 {
-	peer        d     = {0};
-	const char *env[] = {"MCPKEEP_LOG=debug", NULL};
+	peer        d = {0}, up = {0};
+	const char *env[]  = {"MCPKEEP_LOG=debug", NULL};
+	const char *hdrs[] = {
+	        "traceparent: "
+	        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+	        NULL};
+	char config[512];
+	long st = 0;
 
-	serve_opt(&d, "json.json", "{\"mcp\": {\"client_configs\": []}}", env,
-	          "--json", NULL);
-	expect("GET", "/healthz", NULL, NULL, 200, "\"ok\"");
+	CHECK_EQ(peer_start_inject(&up, WAIT_MS), 0);
+	snprintf(
+	        config, sizeof(config),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"jup\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"tools_to_execute\": [\"*\"]}]}}",
+	        up.port);
+	/* (at the default level: the transition is a WARN line, and the
+	 * output's tail that peer_said reads holds it) */
+	serve_opt(
+	        &d, "lost.json",
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"jlost\", \"connection_type\": \"stdio\", \"stdio_config\": {\"command\": \"mk-no-such-command\"}, \"tools_to_execute\": [\"*\"]}]}}",
+	        NULL, "--json", NULL);
+	CHECK(state_within("jlost", "unstable", WAIT_MS));
 	peer_stop(&d);
+	CHECK(peer_said(&d,
+	                "\"client\":\"jlost\",\"old_state\":\"(new)\","
+	                "\"state\":\"unstable\",\"stage\":\"connect\","
+	                "\"message\":\""));
+	serve_opt(&d, "json.json", config, env, "--json", NULL);
+	expect("GET", "/healthz", NULL, NULL, 200, "\"ok\"");
+	CHECK(state_within("jup", "healthy", WAIT_MS));
+	free(http_req("POST", "/api/mcp/tool/execute",
+	              "{\"client\": \"jup\", \"tool\": \"echo\", "
+	              "\"arguments\": {\"message\": \"j\"}}",
+	              hdrs, &st));
+	CHECK_EQ(st, 200);
+	peer_stop(&d);
+	peer_stop(&up);
 	CHECK(peer_said(
 	        &d,
 	        "\",\"level\":\"DEBUG\",\"component\":\"http\",\"msg\":\"GET /healthz 200 "));
+	CHECK(peer_said(&d,
+	                "\"client\":\"jup\",\"tool\":\"echo\","
+	                "\"outcome\":\"ok\",\"duration_ms\":"));
+	CHECK(peer_said(&d,
+	                "\"trace_id\":"
+	                "\"4bf92f3577b34da6a3ce929d0e0e4736\"}"));
 }
 
 /* What mcpkeep check warns of is logged at boot too (WARN): a client

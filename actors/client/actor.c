@@ -74,13 +74,15 @@ cl_init(kn_actor *self, void *arg, void **statep)
 	        &cl->wk); /* the loop comes with the first network work */
 	cl->self = self;
 	cl->cfg  = a->cfg;
-	a->cfg   = NULL; /* ours now */
-	cl->sv   = kn_actor_hold(a->supervisor);
-	cl->ps   = a->persister != NULL ? kn_actor_hold(a->persister) : NULL;
-	cl->cr   = a->credential != NULL ? kn_actor_hold(a->credential) : NULL;
+	a->cfg   = NULL;              /* ours now */
+	kn_log_client(cl->cfg->name); /* this thread works for it alone */
+	cl->sv = kn_actor_hold(a->supervisor);
+	cl->ps = a->persister != NULL ? kn_actor_hold(a->persister) : NULL;
+	cl->cr = a->credential != NULL ? kn_actor_hold(a->credential) : NULL;
 	cl->stream      = a->stream;
 	cl->node_id     = a->node_id;
 	cl->host        = a->host;
+	cl->tracer      = a->tracer;
 	cl->sync_ms     = cl->cfg->sync_ms ? cl->cfg->sync_ms : a->sync_ms;
 	cl->exec_ms     = cl->cfg->exec_ms ? cl->cfg->exec_ms : a->exec_ms;
 	cl->def_sync_ms = a->sync_ms;
@@ -477,6 +479,7 @@ on_update(client *cl, kn_msg *msg)
 	cl->cfg = ncfg;
 	cl_cred_clear(cl); /* its header lines pointed into the old config */
 	apply_intervals(cl);
+	kn_log_client(ncfg->name);
 	KN_INFO("client", "%s: config updated%s", ncfg->name,
 	        redial ? "; reconnecting" : "");
 	if (!stored) {

@@ -17,9 +17,58 @@
 #include "actors/kernel/log.h"
 #include "codec/mp.h"
 
+static const char *
+method_of(const cl_call *c)
+{
+	return (c->kind == CL_CALL_PROMPT             ? "prompts/get"
+	                : c->kind == CL_CALL_RESOURCE ? "resources/read"
+	                                              : "tools/call");
+}
+
+/* The trace id a call's log lines carry: its span's, else its caller's
+ * traceparent's, else "". */
+static const char *
+trace_id_of(const cl_call *c, char buf[33])
+{
+	const char *tp = c->trace[0];
+
+	if (c->span != NULL) {
+		return (tr_trace_id(c->span));
+	}
+	if (tp == NULL || strlen(tp) < 35) {
+		return ("");
+	}
+	memcpy(buf, tp + 3, 32);
+	buf[32] = '\0';
+	return (buf);
+}
+
+/* The end of c, for its span and the log (DEBUG): its outcome (ok,
+ * error, auth, refused) and what failed, NULL when it succeeded. */
+static void
+call_ended(client *cl, cl_call *c, const char *outcome, const char *error)
+{
+	char     tid[33];
+	int64_t  ms  = (kn_now_ns() - c->t0) / KN_NS_PER_MS;
+	kn_field f[] = {KN_STR("tool", c->tool), KN_STR("outcome", outcome),
+	                KN_NUM("duration_ms", ms),
+	                KN_STR("trace_id", trace_id_of(c, tid)),
+	                KN_STR("message", error)};
+
+	kn_logf(MK_LOG_DEBUG, "client", f, error != NULL ? 5 : 4,
+	        "%s: %s %s: %s in %lld ms%s%s", cl->cfg->name, method_of(c),
+	        c->tool, outcome, (long long)ms, error != NULL ? ": " : "",
+	        error != NULL ? error : "");
+	tr_attr(c->span, "mcpkeep.outcome", outcome);
+	tr_end(&c->rspan, error);
+	tr_end(&c->span, error);
+}
+
 static void
 call_free(cl_call *c)
 {
+	tr_end(&c->rspan, NULL); /* (ended by call_ended: not answered) */
+	tr_end(&c->span, NULL);
 	if (c->slotted) {
 		c->cl->slots--;
 		cl_call_kick(c->cl); /* the next waiting call's turn */
@@ -78,6 +127,8 @@ reply_result(client *cl, cl_call *c, const mcp_error *err, json_t *result)
 		waited.http_status = err->http_status;
 		err                = &waited;
 	}
+	call_ended(cl, c, err != NULL ? "error" : "ok",
+	           err != NULL ? err->message : NULL);
 	if (err != NULL) {
 		cl_failed_msg f = {.error = (char *)err->message,
 		                   .kind = (char *)mcp_errkind_name(err->kind),
@@ -221,11 +272,14 @@ static int
 send_call(mcp_session *s, cl_call *c, mcp_result_fn fn)
 {
 	mcp_req_opts o = {.timeout_ms  = remaining_ms(c),
-	                  .traceparent = c->trace[0],
+	                  .traceparent = c->span != NULL
+	                          ? tr_traceparent(c->span, c->tp)
+	                          : c->trace[0],
 	                  .tracestate  = c->trace[1],
 	                  .progress    = c->progress != NULL ? progress : NULL,
 	                  .progress_arg = c};
 
+	tr_end(&c->rspan, NULL); /* a recovery's retry goes */
 	switch (c->kind) {
 	case CL_CALL_PROMPT:
 		return (mcp_get_prompt(s, c->tool, c->args, &o, fn, c,
@@ -237,14 +291,6 @@ send_call(mcp_session *s, cl_call *c, mcp_result_fn fn)
 		return (mcp_call_tool(s, c->tool, c->args, &o, fn, c,
 		                      &c->rid));
 	}
-}
-
-static const char *
-method_of(const cl_call *c)
-{
-	return (c->kind == CL_CALL_PROMPT             ? "prompts/get"
-	                : c->kind == CL_CALL_RESOURCE ? "resources/read"
-	                                              : "tools/call");
 }
 
 static void
@@ -396,6 +442,7 @@ cl_call_auth_required(client *cl, cl_call *c, const char *err)
 	kn_reply_msg(kn_actor_kernel(cl->self), c->corr, MK_EAUTH,
 	             &cl_failed_msg_fields, &f);
 	cl_cm_call(cl, c, CM_AUTH);
+	call_ended(cl, c, "auth", err);
 	pc_unlink(cl, c);
 	mcp_session_free(&c->s);
 	call_free(c);
@@ -417,6 +464,7 @@ pc_cred(client *cl, void *arg, uint64_t seq, int status, const char *err)
 		/* too many of its client's authorizations pending: the
 		 * caller's to retry later, not an upstream failure */
 		cl_cm_call(cl, c, CM_ERROR);
+		call_ended(cl, c, "error", err);
 		kn_reply_why(cl->self, c->corr, MK_EBUSY, "%s", err);
 		pc_unlink(cl, c);
 		call_free(c);
@@ -583,6 +631,7 @@ static void
 refuse_held(client *cl, cl_call *c, int status, const char *why)
 {
 	cl_cm_call(cl, c, CM_REFUSED);
+	call_ended(cl, c, "refused", why);
 	kn_reply_why(cl->self, c->corr, status, "%s", why);
 	call_free(c);
 }
@@ -795,6 +844,17 @@ cl_call_start(client *cl, kn_msg *msg)
 		}
 		c->ticket = ticket;
 	}
+	if ((c->span = tr_start(cl->tracer, method_of(c), TR_CLIENT,
+	                        c->trace[0], NULL)) != NULL) {
+		tr_attr(c->span, "mcp.method.name", method_of(c));
+		tr_attr(c->span,
+		        c->kind == CL_CALL_TOOL ? "gen_ai.tool.name"
+		                : c->kind == CL_CALL_PROMPT
+		                ? "gen_ai.prompt.name"
+		                : "mcp.resource.uri",
+		        c->tool);
+		tr_attr(c->span, "mcpkeep.client", cl->cfg->name);
+	}
 	if (cl->cfg->max_calls != 0 &&
 	    (cl->slots >= cl->cfg->max_calls || cl->held != NULL)) {
 		hold(cl, c); /* (in order: none jumps the queue) */
@@ -822,20 +882,25 @@ cl_call_run_queued(client *cl, const char *failure)
 			run_sticky(cl, c);
 			continue;
 		}
+		char why[512];
+		int  status = MK_EUPSTREAM;
 		cl_cm_call(cl, c, CM_ERROR);
 		if (failure != NULL) {
-			kn_reply_why(cl->self, c->corr, MK_EUPSTREAM,
-			             "no connection to MCP client %s: %s",
-			             cl->cfg->name, failure);
+			snprintf(why, sizeof(why),
+			         "no connection to MCP client %s: %s",
+			         cl->cfg->name, failure);
 		} else if (kn_now_ns() >= c->deadline) {
-			kn_reply_why(
-			        cl->self, c->corr, MK_ETIMEDOUT,
+			status = MK_ETIMEDOUT;
+			snprintf(
+			        why, sizeof(why),
 			        "tool call timed out waiting for a connection");
 		} else {
-			kn_reply_why(cl->self, c->corr, MK_EUPSTREAM,
-			             "no connection to MCP client %s",
-			             cl->cfg->name);
+			snprintf(why, sizeof(why),
+			         "no connection to MCP client %s",
+			         cl->cfg->name);
 		}
+		call_ended(cl, c, "error", why);
+		kn_reply_why(cl->self, c->corr, status, "%s", why);
 		call_free(c);
 	}
 }

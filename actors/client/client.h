@@ -147,6 +147,7 @@
 #include "codec/config.h"
 #include "codec/msgdef.h"
 #include "codec/names.h"
+#include "telemetry/trace.h"
 
 #define CLIENT_PREFIX     "mcp:" /* registry name: "mcp:" + client name */
 #define CLIENT_CONNECT_MS 30000  /* a whole connect or discovery */
@@ -200,6 +201,8 @@ typedef struct client_args {
 	kn_actor   *persister;  /* the store (held by the actor), or NULL */
 	kn_actor   *credential; /* the credential actor (held), or NULL */
 	const cl_host *host;    /* what the host offers (outlives the actor) */
+	tr_tracer     *tracer;  /* spans' exporter (outlives the actor), or
+	                         * NULL */
 	/* out, set by init (so the list shows the client from its start
 	 * without a message to the supervisor while it spawns many): */
 	char *view;     /* its first view, JSON text (malloc'd: the

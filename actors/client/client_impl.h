@@ -101,6 +101,8 @@ typedef struct cl_dial {
 	bool      listing; /* initialize done, tools/list sent */
 	bool      ended;   /* dial_end ran: callbacks fired while it frees
 	                    * the session see it over */
+	int64_t  t0;       /* its start (monotonic ns) */
+	tr_span *span;     /* its span, or NULL */
 } cl_dial;
 
 /* An ask waiting for a dial's outcome. */
@@ -121,10 +123,13 @@ typedef struct cl_call {
 	                 const char *message); /* the caller's, or NULL */
 	void           *parg;                  /* its argument */
 	char           *trace[2]; /* traceparent, tracestate, or NULL */
-	char           *cred;     /* per-user: its header lines (secret) */
-	char          **hdrs;     /* config headers + cred lines, or NULL */
-	struct cl_call *unext;    /* waiting for the same identity */
-	char           *auth;     /* MK_EAUTH: the mcp_auth_required payload */
+	tr_span        *span;     /* its span, or NULL (tracing off) */
+	tr_span        *rspan;    /* its recovery's, until the retry goes */
+	char            tp[TR_PARENT_LEN]; /* the traceparent it sends */
+	char           *cred;  /* per-user: its header lines (secret) */
+	char          **hdrs;  /* config headers + cred lines, or NULL */
+	struct cl_call *unext; /* waiting for the same identity */
+	char           *auth;  /* MK_EAUTH: the mcp_auth_required payload */
 	char           *step_scope; /* a step-up for these scopes, or NULL */
 	bool            pc;         /* runs per-call (its own session) */
 	bool            force; /* per-user: ask for a refreshed credential */
@@ -266,6 +271,7 @@ struct client {
 	                          * credential (one ask per identity) */
 	unsigned       maxconn;  /* idle connections curl may keep */
 	const cl_host *host;     /* what the host offers its servers */
+	tr_tracer     *tracer;   /* spans' exporter, or NULL */
 	mcp_era        era;      /* what the last session found (era.c) */
 	char           version[16]; /* its protocol version, "" unknown */
 	int64_t        ttl_ms;      /* the tool list's ttlMs, 0 none */

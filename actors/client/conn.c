@@ -65,8 +65,11 @@ cl_backoff_fail(client *cl)
 		kn_timer_cancel(cl->self, cl->retry_timer);
 	}
 	cl->retry_timer = kn_timer_add(cl->self, ms + 1, retry_tick, cl);
-	KN_DEBUG("client", "%s: connect attempt %u failed; next in %lld ms",
-	         cl->cfg->name, cl->fails, (long long)ms);
+	kn_field f[]    = {KN_NUM("attempt", cl->fails),
+	                   KN_NUM("next_retry_ms", ms)};
+	KN_LOGF(MK_LOG_DEBUG, "client", f,
+	        "%s: connect attempt %u failed; next in %lld ms",
+	        cl->cfg->name, cl->fails, (long long)ms);
 	client_push_view(cl); /* (next_retry_at) */
 }
 
@@ -298,6 +301,22 @@ answer_waiters(client *cl, const mcp_error *err)
 	}
 }
 
+/* A dial's reason, as spans and log fields name it. */
+static const char *
+dial_why_name(cl_dwhy why)
+{
+	static const char *const names[] = {
+	        [DIAL_ADD]        = "add",
+	        [DIAL_BOOT]       = "boot",
+	        [DIAL_RECONNECT]  = "reconnect",
+	        [DIAL_BACKGROUND] = "background",
+	        [DIAL_CHECK]      = "check",
+	        [DIAL_DISCOVERY]  = "discovery",
+	};
+
+	return (names[why]);
+}
+
 /* The stage a failed dial is recorded under. */
 static const char *
 stage_of(cl_dwhy why, const mcp_error *err)
@@ -331,6 +350,15 @@ dial_end(cl_dial *d, const mcp_error *err, json_t *tools)
 		        &why, MCP_E_CANCELLED,
 		        "superseded: the client changed while connecting");
 	}
+	int64_t  ms  = (kn_now_ns() - d->t0) / KN_NS_PER_MS;
+	kn_field f[] = {KN_STR("why", dial_why_name(d->why)),
+	                KN_NUM("duration_ms", ms),
+	                KN_STR("message", err != NULL ? err->message : NULL)};
+	kn_logf(MK_LOG_DEBUG, "client", f, err != NULL ? 3 : 2,
+	        "%s: %s connect %s in %lld ms", cl->cfg->name,
+	        dial_why_name(d->why), err != NULL ? "failed" : "done",
+	        (long long)ms);
+	tr_end(&d->span, err != NULL ? err->message : NULL);
 	if (err != NULL) {
 		cl_conn_free(c);
 		cl_era_forget(cl); /* the next connect asks again */
@@ -575,7 +603,15 @@ cl_dial_start(client *cl, cl_dwhy why, uint64_t corr, uint32_t type)
 	}
 	d->gen0  = cl->gen;
 	d->seq   = ++cl->dial_seq;
+	d->t0    = kn_now_ns();
 	cl->dial = d;
+	if ((d->span = tr_start(cl->tracer, "connect", TR_CLIENT, NULL,
+	                        NULL)) != NULL) {
+		tr_attr(d->span, "mcpkeep.client", cl->cfg->name);
+		tr_attr(d->span, "mcpkeep.connect.why", dial_why_name(why));
+		tr_attr(d->span, "mcpkeep.mode",
+		        cl->cfg->sticky ? "sticky" : "per_call");
+	}
 	d->timer = kn_timer_add(cl->self, CLIENT_CONNECT_MS, dial_timeout, d);
 	if (cl_cred_needed(cl)) {
 		/* the credential first; the deadline covers it */

@@ -149,10 +149,19 @@ begin(client *cl, cl_call *c, const mcp_error *err, const char *path)
 	                                                       : 2]++;
 	cl->m.skipped += c->skipped;
 	cl_counted(cl);
-	KN_DEBUG("client", "%s: %s: %s recovery after: %s%s", cl->cfg->name,
-	         c->tool, path, err->message,
-	         c->skipped ? "; its retry is skipped (not safe to repeat)"
-	                    : "");
+	if ((c->rspan = tr_start(cl->tracer, "recover", TR_INTERNAL, NULL,
+	                         c->span)) != NULL) {
+		tr_attr(c->rspan, "mcpkeep.recovery.path", path);
+		tr_attr(c->rspan, "mcpkeep.recovery.after", err->message);
+		tr_attr_num(c->rspan, "mcpkeep.retry_skipped", c->skipped);
+	}
+	kn_field f[] = {KN_STR("tool", c->tool), KN_STR("path", path),
+	                KN_STR("message", err->message),
+	                KN_STR("trace_id", tr_trace_id(c->span))};
+	KN_LOGF(MK_LOG_DEBUG, "client", f, "%s: %s: %s recovery after: %s%s",
+	        cl->cfg->name, c->tool, path, err->message,
+	        c->skipped ? "; its retry is skipped (not safe to repeat)"
+	                   : "");
 	return (true);
 }
 

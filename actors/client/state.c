@@ -294,15 +294,20 @@ client_transition(client *cl)
 	}
 	/* (a new client's first state: "(new) -> ...", never "x -> x") */
 	const char *from = cl->announced ? cl_state_name(old) : "(new)";
+	kn_field    f[]  = {KN_STR("old_state", from),
+	                    KN_STR("state", cl_state_name(now)),
+	                    KN_STR("stage", cl->lf_stage),
+	                    KN_STR("message", cl->lf_message)};
 	if (cl->lf_set) {
 		/* a failure at WARN when it starts (its retries are DEBUG,
 		 * a state that stays is not logged again) */
-		kn_log(now == CS_UNSTABLE ? MK_LOG_WARN : MK_LOG_INFO,
-		       "client", "%s: %s -> %s (stage %s: %s)", cl->cfg->name,
-		       from, cl_state_name(now), cl->lf_stage, cl->lf_message);
+		KN_LOGF(now == CS_UNSTABLE ? MK_LOG_WARN : MK_LOG_INFO,
+		        "client", f, "%s: %s -> %s (stage %s: %s)",
+		        cl->cfg->name, from, cl_state_name(now), cl->lf_stage,
+		        cl->lf_message);
 	} else {
-		KN_INFO("client", "%s: %s -> %s", cl->cfg->name, from,
-		        cl_state_name(now));
+		kn_logf(MK_LOG_INFO, "client", f, 2, "%s: %s -> %s",
+		        cl->cfg->name, from, cl_state_name(now));
 	}
 	/* the supervisor has the view before anyone hears of the change */
 	client_push_view(cl);
@@ -402,7 +407,9 @@ client_failure(client *cl, const char *stage, const char *message)
 	snprintf(cl->lf_stage, sizeof(cl->lf_stage), "%s", stage);
 	cl->lf_set = true;
 	cl_cm_failure(cl, stage);
-	KN_DEBUG("client", "%s: %s failed: %s", cl->cfg->name, stage, norm);
+	kn_field f[] = {KN_STR("stage", stage), KN_STR("message", norm)};
+	KN_LOGF(MK_LOG_DEBUG, "client", f, "%s: %s failed: %s", cl->cfg->name,
+	        stage, norm);
 	return (true);
 }
 

@@ -629,6 +629,7 @@ cr_init(kn_actor *self, void *arg, void **statep)
 	cr->self = self;
 	cr->ps   = a->persister != NULL ? kn_actor_hold(a->persister) : NULL;
 	cr->cluster = a->cluster;
+	cr->tracer  = a->tracer;
 	lru_init(&cr->flowq, CR_USER_FLOWS_MAX);
 	lru_init(&cr->hflowq, CR_USER_FLOWS_MAX);
 	tokens_restore(cr, rows = rows_of(a->tokens));

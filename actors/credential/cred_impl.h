@@ -87,6 +87,7 @@ typedef struct token {
 	char       err[64];    /* a caller's: the rejection's error code */
 	lru_link   lru;        /* cache: its place in cr->tlru */
 	oa_req    *req;        /* a refresh in flight, or NULL */
+	tr_span   *span;       /* and its span, or NULL */
 	char      *prior;      /* the refresh token it spends (CAS) */
 	int        attempt;    /* transient failures of this refresh */
 	uint64_t   retry;      /* a later refresh (backoff, gap), 0 none */
@@ -175,43 +176,44 @@ typedef struct flow {
 } flow;
 
 struct cr_self {
-	kn_actor *self;     /* this actor */
-	kn_actor *ps;       /* persister (held), or NULL */
-	int64_t   ticket;   /* non-zero: the next write is acknowledged */
-	tp_loop  *loop;     /* curl multi for AS exchanges */
-	char     *redirect; /* the OAuth callback URL */
-	char     *cimd_url; /* the host's client ID metadata document, or
-	                     * NULL */
-	strmap   clients;   /* id -> cclient */
-	strmap   names;     /* name -> cclient (nent) */
-	strmap   tokens;    /* key -> token */
-	strmap   flows;     /* state -> flow */
-	strmap   hcreds;    /* key -> hcred */
-	strmap   hflows;    /* id -> hflow */
-	lru      tlru;      /* callers' tokens (and exchange results) */
-	lru      hlru;      /* callers' header credentials */
-	strmap   fills;     /* key -> a fill from the store in flight */
-	uint64_t gen;       /* bumped by every explicit eviction: a fill
-	                     * that raced one is discarded */
-	uint64_t nfills;    /* fills asked of the store */
-	uint64_t evicted;   /* entries explicitly evicted */
-	uint64_t exchanges; /* token-exchange requests sent */
-	json_t  *saved;     /* stored endpoint sets: client id -> meta, until
-	                     * the client registers */
-	uint64_t refreshes; /* refresh requests sent */
-	uint64_t joins;     /* asks that joined one in flight */
-	uint64_t token_requests; /* every token-endpoint request */
-	uint64_t ntokens;        /* tokens held */
-	uint64_t nflows;         /* flows pending */
-	uint64_t nhflows;        /* header flows pending */
-	lru      flowq;          /* pending OAuth flows by expiry */
-	lru      hflowq;         /* pending header flows by expiry */
-	strmap   pending;        /* client id -> its callers' flows */
-	strmap   pending_by;     /* requester -> the flows it started */
-	uint64_t sweep;          /* the sweep timer, 0 none */
-	int64_t  sweep_at;       /* when it fires (unix ms) */
-	uint64_t swept;          /* flows dropped at expiry */
-	bool     cluster;        /* a shared store: refreshes leased */
+	kn_actor *self;       /* this actor */
+	kn_actor *ps;         /* persister (held), or NULL */
+	int64_t   ticket;     /* non-zero: the next write is acknowledged */
+	tp_loop  *loop;       /* curl multi for AS exchanges */
+	char     *redirect;   /* the OAuth callback URL */
+	char     *cimd_url;   /* the host's client ID metadata document, or
+	                       * NULL */
+	strmap   clients;     /* id -> cclient */
+	strmap   names;       /* name -> cclient (nent) */
+	strmap   tokens;      /* key -> token */
+	strmap   flows;       /* state -> flow */
+	strmap   hcreds;      /* key -> hcred */
+	strmap   hflows;      /* id -> hflow */
+	lru      tlru;        /* callers' tokens (and exchange results) */
+	lru      hlru;        /* callers' header credentials */
+	strmap   fills;       /* key -> a fill from the store in flight */
+	uint64_t gen;         /* bumped by every explicit eviction: a fill
+	                       * that raced one is discarded */
+	uint64_t nfills;      /* fills asked of the store */
+	uint64_t evicted;     /* entries explicitly evicted */
+	uint64_t exchanges;   /* token-exchange requests sent */
+	json_t  *saved;       /* stored endpoint sets: client id -> meta, until
+	                       * the client registers */
+	uint64_t   refreshes; /* refresh requests sent */
+	uint64_t   joins;     /* asks that joined one in flight */
+	uint64_t   token_requests; /* every token-endpoint request */
+	uint64_t   ntokens;        /* tokens held */
+	uint64_t   nflows;         /* flows pending */
+	uint64_t   nhflows;        /* header flows pending */
+	lru        flowq;          /* pending OAuth flows by expiry */
+	lru        hflowq;         /* pending header flows by expiry */
+	strmap     pending;        /* client id -> its callers' flows */
+	strmap     pending_by;     /* requester -> the flows it started */
+	uint64_t   sweep;          /* the sweep timer, 0 none */
+	int64_t    sweep_at;       /* when it fires (unix ms) */
+	uint64_t   swept;          /* flows dropped at expiry */
+	bool       cluster;        /* a shared store: refreshes leased */
+	tr_tracer *tracer;         /* spans' exporter, or NULL */
 };
 
 /* lease.c: one refresh per token across a cluster */

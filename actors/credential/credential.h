@@ -167,6 +167,7 @@
 #define ACTORS_CREDENTIAL_H
 
 #include "actors/kernel/kernel.h"
+#include "telemetry/trace.h"
 
 #define CREDENTIAL_NAME "credential"
 #define CR_FLOW_TTL_S   (15 * 60) /* an OAuth flow's life */
@@ -203,6 +204,7 @@ typedef struct cr_args {
 	const char *hflows;    /* header_flows rows */
 	unsigned    cache_max; /* exchange cache entries; 0: default */
 	bool        cluster;   /* a shared store: refreshes leased */
+	tr_tracer  *tracer;    /* spans' exporter, or NULL */
 } cr_args;
 
 #define CR_CACHE_DEFAULT 4096

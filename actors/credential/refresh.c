@@ -44,6 +44,42 @@
 
 static void start(cr_self *cr, token *t);
 
+/* A token request's span: one per request sent (a retry is another). */
+static void
+span_start(cr_self *cr, token *t, const cclient *c, const char *grant)
+{
+	tr_end(&t->span, "superseded"); /* (never: one request at a time) */
+	if ((t->span = tr_start(cr->tracer, "refresh", TR_CLIENT, NULL,
+	                        NULL)) != NULL) {
+		tr_attr(t->span, "mcpkeep.client",
+		        c != NULL ? c->name : t->client_id);
+		tr_attr(t->span, "mcpkeep.grant", grant);
+		tr_attr(t->span, "mcpkeep.identity_mode", t->mode);
+		tr_attr_num(t->span, "mcpkeep.attempt", t->attempt);
+	}
+}
+
+/* Ends it with the token endpoint's answer (its error code, not its
+ * body: never a token). */
+static void
+span_end(token *t, const oa_reply *r, const char *code)
+{
+	char why[320];
+
+	if (t->span == NULL) {
+		return;
+	}
+	tr_attr_num(t->span, "http.response.status_code", r->status);
+	if (r->err != NULL) {
+		snprintf(why, sizeof(why), "%.250s%s%s", r->err->message,
+		         code[0] ? ": " : "", code);
+	} else if (r->status >= 400) {
+		snprintf(why, sizeof(why), "HTTP %ld%s%s", r->status,
+		         code[0] ? " " : "", code);
+	}
+	tr_end(&t->span, r->err != NULL || r->status >= 400 ? why : NULL);
+}
+
 static void
 answer_all(cr_self *cr, token *t, int status, const char *fmt,
            const char *detail)
@@ -70,6 +106,7 @@ cr_refresh_stop(token *t)
 	if (t->req != NULL) {
 		t->done_ns = kn_now_ns(); /* it ends here */
 	}
+	tr_end(&t->span, "cancelled: the credential was dropped");
 	oa_cancel(&t->req);
 	if (t->retry != 0) {
 		kn_timer_cancel(t->cr->self, t->retry);
@@ -345,6 +382,7 @@ on_reply(void *arg, const oa_reply *r)
 	t->req     = NULL;
 	t->done_ns = kn_now_ns();
 	oa_error_code(r->body, r->len, code, sizeof(code));
+	span_end(t, r, code);
 	if (r->err == NULL && ex && cr_id_jag(c) && t->jag == NULL) {
 		/* the IdP's answer: an ID-JAG to redeem */
 		if (redeem(cr, t, c, r, why, sizeof(why)) == 0) {
@@ -754,7 +792,12 @@ cr_refresh_send(cr_self *cr, token *t)
 		cr->refreshes++;
 	}
 	cr->token_requests++;
+	span_start(cr, t, c,
+	           ex           ? "token_exchange"
+	                   : cc ? "client_credentials"
+	                        : "refresh_token");
 	if (oa_fetch(cr->loop, &s, on_reply, t, &t->req) != 0) {
+		tr_end(&t->span, "out of memory");
 		answer_all(cr, t, MK_ENOMEM, "MCP client %s: %s",
 		           "out of memory");
 	}

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ static kn_logger                     *newest  = NULL; /* open loggers' head */
 static uint64_t                       process_word = W_PACK(MK_LOG_INFO, 0, 2);
 static _Atomic uint64_t               default_word = W_PACK(MK_LOG_INFO, 0, 2);
 static _Thread_local const kn_logger *bound; /* this thread's logger */
+static _Thread_local char             log_client[128]; /* kn_log_client */
 static _Atomic(kn_log_hook)           log_hook;
 static _Atomic(void *)                log_hook_arg;
 
@@ -208,25 +210,79 @@ emit(mk_log_level level, int fd, char *line, size_t len)
 	}
 }
 
-/* Packs a JSON line; bytes that are not UTF-8 become '?' rather than
- * losing the line. */
-static json_t *
-json_pack_msg(const char *ts, mk_log_level level, const char *component,
-              char *msg)
-{
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "ts", ts, "level",
-	                      level_names[level], "component", component,
-	                      "msg", msg);
+/* What a line says beside its sentence. */
+typedef struct log_fields {
+	const kn_field *f;
+	size_t          n;
+} log_fields;
 
-	if (o == NULL) {
-		for (unsigned char *p = (unsigned char *)msg; *p; p++) {
+/* A string as JSON takes it: bytes that are not UTF-8 become '?' rather
+ * than losing the line. */
+static json_t *
+json_text(char *s)
+{
+	json_t *v = json_string(s);
+
+	if (v == NULL) {
+		for (unsigned char *p = (unsigned char *)s; *p; p++) {
 			if (*p >= 0x80) {
 				*p = '?';
 			}
 		}
-		o = json_pack("{s:s, s:s, s:s, s:s}", "ts", ts, "level",
-		              level_names[level], "component", component,
-		              "msg", msg);
+		v = json_string(s);
+	}
+	return (v);
+}
+
+/* A field's value; its string copied (json_text may rewrite it). */
+static json_t *
+field_value(const kn_field *f)
+{
+	char    buf[LOG_MSG_MAX];
+	json_t *v;
+
+	if (f->str == NULL) {
+		return (json_integer(f->num));
+	}
+	snprintf(buf, sizeof(buf), "%s", f->str);
+	for (unsigned char *p = (unsigned char *)buf; *p != '\0'; p++) {
+		if (*p < 0x20 || *p == 0x7f) {
+			*p = ' ';
+		}
+	}
+	v = json_text(buf);
+	return (v);
+}
+
+/* The line's own keys, which no field may take. */
+static bool
+own_key(const char *k)
+{
+	return (strcmp(k, "ts") == 0 || strcmp(k, "level") == 0 ||
+	        strcmp(k, "component") == 0 || strcmp(k, "msg") == 0);
+}
+
+/* Packs a JSON line: ts, level, component, msg, the thread's client, then
+ * the fields (a later one of the same key wins). */
+static json_t *
+json_line(const char *ts, mk_log_level level, const char *component, char *msg,
+          log_fields lf)
+{
+	json_t *o = json_pack("{s:s, s:s, s:s, s:o*}", "ts", ts, "level",
+	                      level_names[level], "component", component,
+	                      "msg", json_text(msg));
+
+	if (o == NULL) {
+		return (NULL);
+	}
+	if (log_client[0] != '\0') {
+		(void)json_object_set_new(o, "client", json_text(log_client));
+	}
+	for (size_t i = 0; i < lf.n; i++) {
+		if (lf.f[i].key != NULL && !own_key(lf.f[i].key)) {
+			(void)json_object_set_new(o, lf.f[i].key,
+			                          field_value(&lf.f[i]));
+		}
 	}
 	return (o);
 }
@@ -235,7 +291,7 @@ json_pack_msg(const char *ts, mk_log_level level, const char *component,
  * frame, which a disabled level never enters (a thread that does not log
  * never touches those stack pages). */
 static void __attribute__((noinline))
-log_emit(uint64_t w, mk_log_level level, const char *component,
+log_emit(uint64_t w, mk_log_level level, const char *component, log_fields lf,
          const char *fmt, va_list ap)
 {
 	char msg[LOG_MSG_MAX];
@@ -254,7 +310,7 @@ log_emit(uint64_t w, mk_log_level level, const char *component,
 	}
 	kn_rfc3339(ts, sizeof(ts));
 	if (w & W_JSON) {
-		json_t *o = json_pack_msg(ts, level, component, msg);
+		json_t *o = json_line(ts, level, component, msg, lf);
 		char   *s = NULL;
 
 		if (o != NULL) {
@@ -282,14 +338,40 @@ log_emit(uint64_t w, mk_log_level level, const char *component,
 	emit(level, W_FD(w), line, (size_t)n);
 }
 
-void
-kn_logv(mk_log_level level, const char *component, const char *fmt, va_list ap)
+/* kn_logv with fields. */
+static void
+log_fields_v(mk_log_level level, const char *component, log_fields lf,
+             const char *fmt, va_list ap)
 {
 	uint64_t w = current_word();
 
 	if ((unsigned)level <= MK_LOG_ERROR && (int)level >= W_LEVEL(w)) {
-		log_emit(w, level, component, fmt, ap);
+		log_emit(w, level, component, lf, fmt, ap);
 	}
+}
+
+void
+kn_logv(mk_log_level level, const char *component, const char *fmt, va_list ap)
+{
+	log_fields_v(level, component, (log_fields) {NULL, 0}, fmt, ap);
+}
+
+void
+kn_logf(mk_log_level level, const char *component, const kn_field *f, size_t n,
+        const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_fields_v(level, component, (log_fields) {f, n}, fmt, ap);
+	va_end(ap);
+}
+
+void
+kn_log_client(const char *name)
+{
+	snprintf(log_client, sizeof(log_client), "%s",
+	         name != NULL ? name : "");
 }
 
 void

@@ -86,6 +86,42 @@ void kn_log(mk_log_level level, const char *component, const char *fmt, ...)
 void kn_logv(mk_log_level level, const char *component, const char *fmt,
              va_list ap) __attribute__((format(printf, 3, 0)));
 
+/*
+ * A field of a line: what a JSON line carries beside its sentence, so a
+ * reader filters on it rather than parsing the sentence ("client",
+ * "old_state", "state", "stage", "message", "duration_ms", "trace_id").
+ * A text line has the sentence only.  Never a secret.
+ */
+typedef struct kn_field {
+	const char *key;
+	const char *str; /* its value, or NULL: num is */
+	long long   num;
+} kn_field;
+
+#define KN_STR(k, v) ((kn_field) {.key = (k), .str = (v) != NULL ? (v) : ""})
+#define KN_NUM(k, v) ((kn_field) {.key = (k), .num = (long long)(v)})
+
+/*
+ * kn_logf is kn_log with n fields.  A field named like one of the line's
+ * own (ts, level, component, msg) is left out.
+ */
+void kn_logf(mk_log_level level, const char *component, const kn_field *f,
+             size_t n, const char *fmt, ...)
+        __attribute__((format(printf, 5, 6)));
+
+/* KN_LOGF(level, component, fields, ...): fields is an array of them. */
+#define KN_LOGF(level, comp, fields, ...)                                     \
+	kn_logf(level, comp, fields, sizeof(fields) / sizeof((fields)[0]),    \
+	        __VA_ARGS__)
+
+/*
+ * kn_log_client names the client the calling thread works for (a client
+ * actor's thread: its server's name), NULL for none: its JSON lines carry
+ * it as "client" unless a field says otherwise.  Copied (at most 127
+ * bytes).
+ */
+void kn_log_client(const char *name);
+
 #define KN_DEBUG(comp, ...)                                                   \
 	do {                                                                  \
 		if (kn_log_enabled(MK_LOG_DEBUG)) {                           \

@@ -145,6 +145,7 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 	           .persister  = sv->a.persister,
 	           .credential = sv->a.credential,
 	           .host       = sv->a.host,
+	           .tracer     = sv->a.tracer,
         };
 	char   name[96];
 	entry *e;

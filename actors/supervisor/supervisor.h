@@ -167,6 +167,7 @@ typedef struct sv_args {
 	kn_actor      *credential;  /* the credential actor, or NULL */
 	bool           cluster;     /* one node of many (a shared store) */
 	const cl_host *host;        /* what the host offers MCP servers */
+	tr_tracer     *tracer;      /* spans' exporter, or NULL */
 } sv_args;
 
 /* ---- messages (their fields; the table above is rendered from these) */
