@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <openssl/rand.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,8 @@ struct tr_tracer {
 	size_t           head, n;
 	bool             stopping;
 	tr_stats         st;
+	_Atomic int64_t  give_up; /* tr_close began: a post in flight gives
+	                           * up at this time (monotonic ns), 0 none */
 };
 
 struct tr_span {
@@ -241,6 +244,28 @@ on_body(char *p, size_t size, size_t n, void *arg)
 	return (*seen <= 65536 ? size * n : 0);
 }
 
+static int64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+}
+
+/* A post in flight when the tracer closes has CLOSE_POST_MS more (the
+ * last post has its own). */
+static int
+on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+            curl_off_t un)
+{
+	tr_tracer *t  = arg;
+	int64_t    at = atomic_load(&t->give_up);
+
+	(void)dt, (void)dn, (void)ut, (void)un;
+	return (at != 0 && mono_ns() >= at ? 1 : 0);
+}
+
 /* An ExportTraceServiceRequest of the spans (stolen). */
 static char *
 request_of(tr_tracer *t, json_t **spans, size_t n)
@@ -268,8 +293,8 @@ request_of(tr_tracer *t, json_t **spans, size_t n)
 
 /* Posts n spans (taken); false when the collector did not take them. */
 static bool
-post(tr_tracer *t, CURL *h, json_t **spans, size_t n, long timeout_ms,
-     char *why, size_t whylen)
+post(tr_tracer *t, CURL *h, json_t **spans, size_t n, bool last, char *why,
+     size_t whylen)
 {
 	struct curl_slist *hdrs =
 	        curl_slist_append(NULL, "Content-Type: application/json");
@@ -290,10 +315,14 @@ post(tr_tracer *t, CURL *h, json_t **spans, size_t n, long timeout_ms,
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	long timeout_ms = last ? CLOSE_POST_MS : TR_POST_TIMEOUT_MS;
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &seen);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, last ? 1L : 0L);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, t);
 	rc = curl_easy_perform(h);
 	if (rc == CURLE_OK) {
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
@@ -355,9 +384,7 @@ exporter(void *arg)
 		char why[CURL_ERROR_SIZE + 32] = "";
 		bool ok                        = n == 0 ||
 		        (h != NULL &&
-		         post(t, h, batch, n,
-		              last ? CLOSE_POST_MS : TR_POST_TIMEOUT_MS, why,
-		              sizeof(why)));
+		         post(t, h, batch, n, last, why, sizeof(why)));
 		if (h == NULL) {
 			snprintf(why, sizeof(why), "out of memory");
 			for (size_t i = 0; i < n; i++) {
@@ -449,6 +476,8 @@ tr_close(tr_tracer **tp)
 		return;
 	}
 	*tp = NULL;
+	atomic_store(&t->give_up,
+	             mono_ns() + (int64_t)CLOSE_POST_MS * 1000000);
 	pthread_mutex_lock(&t->mtx);
 	t->stopping = true;
 	pthread_cond_signal(&t->cv);

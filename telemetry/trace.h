@@ -55,8 +55,9 @@ int tr_open(tr_tracer **tp, const char *endpoint, const char *node_id,
             const kn_logger *lg, char *err, size_t errlen);
 
 /*
- * tr_close posts what is queued (one try, at most one second) and frees
- * the tracer; every span of it must have ended.  NULL is fine.
+ * tr_close gives a post in flight one more second, posts what is queued
+ * (one try, at most one second) and frees the tracer; every span of it
+ * must have ended.  NULL is fine.
  */
 void tr_close(tr_tracer **tp);
 

@@ -1,7 +1,8 @@
 #!/bin/bash
 # layering.sh ROOT - the dependency direction of the layers, checked
 # on the sources: cli (include/mcpkeep.h only) -> runtime -> actors ->
-# {actors/kernel, transport, persist} -> codec, never the other way.  Fails (and names each line)
+# {transport, persist, telemetry} -> codec, telemetry -> actors/kernel (its
+# log) -> codec, never the other way.  Fails (and names each line)
 # when a folder includes a header from a folder above it, or when a folder
 # below runtime/ calls a function that runtime/ defines (the mk_* of the
 # public API: mk_strerror and its kind).
@@ -33,7 +34,8 @@ includes codec 'codec/' 'mcpkeep\.h"'
 includes actors/kernel 'actors/kernel/' 'codec/' 'mcpkeep\.h"'
 includes transport 'transport/' 'codec/' 'mcpkeep\.h"'
 includes persist 'persist/' 'codec/' 'mcpkeep\.h"'
-includes actors 'actors/' 'transport/' 'persist/' 'codec/' \
+includes telemetry 'telemetry/' 'actors/kernel/' 'codec/' 'mcpkeep\.h"'
+includes actors 'actors/' 'transport/' 'persist/' 'telemetry/' 'codec/' \
 	'mcpkeep\.h"'
 
 # The functions runtime/ defines (a definition starts a line: the return
@@ -45,7 +47,7 @@ if [ -z "$fns" ]; then
 fi
 pattern="\\b($(echo "$fns" | paste -sd '|'))[[:space:]]*\\("
 bad=$(grep -rnE "$pattern" --include='*.c' --include='*.h' \
-	actors codec transport persist)
+	actors codec transport persist telemetry)
 if [ -n "$bad" ]; then
 	echo "layering: below runtime/, calls into runtime/:"
 	echo "$bad"
