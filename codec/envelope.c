@@ -70,6 +70,8 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_CL_INPUT]    = "cl_input",
 	[MSG_CL_INPUTS]   = "cl_inputs",
 	[MSG_CL_CANCEL]   = "cl_cancel",
+	[MSG_SV_SNAPSHOT] = "sv_snapshot",
+	[MSG_CL_SNAPSHOT] = "cl_snapshot",
 };
 /* clang-format on */
 

@@ -83,6 +83,8 @@ typedef enum codec_msg_type {
 	MSG_CR_ROW_CHANGED, /* tell (cluster): another node wrote a token */
 	MSG_CR_RESYNC,      /* tell (cluster): rows may have changed unseen */
 	MSG_CL_CANCEL,      /* tell: give up on a call (its ticket) */
+	MSG_SV_SNAPSHOT,    /* ask: every client's state on the stream */
+	MSG_CL_SNAPSHOT,    /* tell: publish your state on the stream */
 	MSG_COUNT           /* one past the last type; not a type */
 } codec_msg_type;
 

@@ -879,7 +879,8 @@ MK_API void mk_result_free(mk_result **res);
  *   state: client_id, name, state, old_state, last_failure (nil or a map
  *          of stage, message, at, since), generation, tools_count, time
  *          (RFC 3339 UTC), node_id, protocol_version ("" before the
- *          first connect)
+ *          first connect); snapshot true (and old_state the state
+ *          itself) when mk_stream_snapshot asked for it
  *   tools: client_id, name, hash (SHA-256 hex of the canonical tool
  *          list), count
  *   store: healthy (bool), error (why the file cannot be written; "")
@@ -894,6 +895,18 @@ MK_API void mk_result_free(mk_result **res);
  * NULL.
  */
 MK_API const char *mk_stream_url(const mk_runtime *rt);
+
+/*
+ * mk_stream_snapshot makes every client publish the state it is in now on
+ * the stream ("state" events with snapshot true), each in order with its
+ * transitions: a subscriber that subscribes (connected: counted in
+ * mk_stats.stream_subscribers), then calls it, knows every client's state
+ * and misses no change after.  Returns once every client
+ * has been asked (its event may come after); MK_ETIMEDOUT past
+ * timeout_ms (<= 0: the runtime's ask timeout).  Blocks; any thread but
+ * an actor's.
+ */
+MK_API int mk_stream_snapshot(mk_runtime *rt, int timeout_ms);
 
 /* A state-stream message, decoded.  Strings are NUL-terminated, "" when
  * absent (and cut to fit).  Declare with MK_EVENT_INIT (it sets size; see
@@ -928,6 +941,8 @@ typedef struct mk_event {
 	char protocol_version[16]; /* state: the MCP revision the client's
 	                            * server speaks ("" before it is
 	                            * known) */
+	int snapshot;              /* state: 1 when mk_stream_snapshot asked
+	                            * for it (not a transition) */
 } mk_event;
 
 /* mk_event ev = MK_EVENT_INIT; */

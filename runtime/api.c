@@ -864,6 +864,22 @@ mk_stream_url(const mk_runtime *rt)
 	return (rt_valid(rt) ? rt->stream_url : "");
 }
 
+int
+mk_stream_snapshot(mk_runtime *rt, int timeout_ms)
+{
+	kn_answer a;
+	int       rv;
+
+	if (!rt_valid(rt)) {
+		return (MK_EHANDLE);
+	}
+	rv = sv_ask(rt, MSG_SV_SNAPSHOT, "", &codec_no_fields, NULL,
+	            timeout_ms > 0 ? timeout_ms : rt->opts.ask_timeout_ms, &a,
+	            NULL);
+	free(a.data);
+	return (rv);
+}
+
 static void
 copy_str(char *dst, size_t cap, const msgpack_object *o)
 {
@@ -923,6 +939,7 @@ event_parse(const void *msg, size_t len, mk_event *ev)
 		ev->tools_count = mp_int(mp_get(&r, "tools_count"), 0);
 		ev->count       = mp_int(mp_get(&r, "count"), 0);
 		ev->healthy     = mp_bool(mp_get(&r, "healthy"), false);
+		ev->snapshot    = mp_bool(mp_get(&r, "snapshot"), false);
 	}
 	mp_r_close(&r);
 	return (rv);

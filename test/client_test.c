@@ -1225,6 +1225,65 @@ prompts_resources(void)
 	peer_stop(&p);
 }
 
+static int
+is_snapshot(const event *e, const void *arg)
+{
+	return (strcmp(e->topic, "state") == 0 && e->snapshot &&
+	        strcmp(e->name, arg) == 0);
+}
+
+/* A subscriber that comes after the clients' transitions asks for a
+ * snapshot and learns each client's state as it is now (old_state the
+ * state itself, snapshot set), once; transitions say snapshot 0. */
+static void
+snapshot(void)
+{
+	peer        up = {0};
+	sub         sb, late;
+	mk_runtime *rt  = rt_open(&sb);
+	mk_stats    st  = MK_STATS_INIT;
+	char       *err = NULL;
+	int         at = 0, from = 0;
+
+	CHECK_EQ(peer_start_inject(&up, WAIT_MS), 0);
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"snap\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	             "\"tools_to_execute\": [\"*\"]}",
+	             up.port),
+	         0);
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"snapoff\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	             "\"disabled\": true}",
+	             up.port),
+	         0);
+	event e = wait_state(&sb, &at, "snap", "healthy", NULL);
+	CHECK_EQ(e.snapshot, 0);
+	sub_open(&late, mk_stream_url(rt));
+	/* (nng attaches the subscriber on its own threads: its count says
+	 * when) */
+	for (int i = 0; i < 1000 && st.stream_subscribers < 2; i++) {
+		CHECK_EQ(mk_runtime_stats(rt, &st, 0), 0);
+		nanosleep(&(struct timespec) {0, 10000000}, NULL);
+	}
+	CHECK_EQ(st.stream_subscribers, 2);
+	CHECK_EQ(mk_stream_snapshot(rt, 0), 0);
+	e = wait_event(&late, &from, is_snapshot, "snap", "snap's snapshot");
+	CHECK(strcmp(e.state, "healthy") == 0);
+	CHECK(strcmp(e.old_state, "healthy") == 0);
+	CHECK(e.tools_count > 0);
+	from = 0;
+	e    = wait_event(&late, &from, is_snapshot, "snapoff",
+	                  "snapoff's snapshot");
+	CHECK(strcmp(e.state, "disabled") == 0);
+	CHECK_EQ(mk_stream_snapshot(NULL, 0), MK_EHANDLE);
+	sub_close(&late);
+	rt_close(&rt, &sb);
+	peer_stop(&up);
+	free(err);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1248,6 +1307,7 @@ main(int argc, char **argv)
 	RUN_IF(update_client);
 	RUN_IF(tools_list_bounded);
 	RUN_IF(prompts_resources);
+	RUN_IF(snapshot);
 	curl_global_cleanup();
 	return (0);
 }

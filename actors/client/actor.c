@@ -599,6 +599,9 @@ cl_handle(kn_actor *self, void *state, kn_msg *msg)
 	case MSG_CL_CANCEL:
 		cl_call_cancel(cl, msg);
 		return (0);
+	case MSG_CL_SNAPSHOT:
+		client_snapshot(cl);
+		return (0);
 	default:
 		assert(!"client: unexpected message");
 		return (MK_EINTERNAL);

@@ -128,6 +128,10 @@
  *                       "cancelled"
  *     ticket int    the call's ticket
  *     reason str    why, for the server's notifications/cancelled
+ *
+ *   MSG_CL_SNAPSHOT tell: publish the client's state on the stream now (a
+ *                         snapshot: see mk_stream_snapshot)
+ *     {}
  * </msgdoc>
  *
  * MSG_CL_UPDATE: an API patch (file false) has its top-level fields

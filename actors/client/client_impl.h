@@ -325,6 +325,9 @@ bool client_failure(client *cl, const char *stage, const char *message);
 void client_pass(client *cl);
 void client_set_tools(client *cl, json_t *tools);
 void client_push_view(client *cl);
+/* client_snapshot publishes the state the client is in (a "state" event
+ * whose old_state is its state, snapshot true). */
+void client_snapshot(client *cl);
 void client_persist_config(client *cl);
 void client_save_once(client *cl);
 void cl_reply_ok(client *cl, uint64_t corr);

@@ -50,5 +50,8 @@ const codec_msgdef client_msgs[] = {
          "the server requests waiting for the host"},
         {CODEC_MSG(MSG_CL_CANCEL), "tell", &cl_cancel_msg_fields, NULL, NULL,
          "give up on a call: the server is told (notifications/cancelled), the caller answered \"cancelled\""},
+        {CODEC_MSG(MSG_CL_SNAPSHOT), "tell", NONE, NULL, NULL,
+         "publish the client's state on the stream now (a snapshot: see "
+         "mk_stream_snapshot)"},
 };
 const size_t client_msgs_n = sizeof(client_msgs) / sizeof(client_msgs[0]);

@@ -49,18 +49,18 @@ cl_shown_state(const client *cl)
 }
 
 static void
-publish_state(client *cl, cl_state old)
+publish_state(client *cl, cl_state old, bool snapshot)
 {
 	char ts[32];
 	mp_w w;
 
 	mp_w_init(&w);
-	mp_map(&w, 10);
+	mp_map(&w, snapshot ? 11 : 10);
 	mp_kv_str(&w, "client_id", cl->cfg->id);
 	mp_kv_str(&w, "name", cl->cfg->name);
 	mp_kv_str(&w, "state", cl_state_name(cl_shown_state(cl)));
 	mp_key(&w, "old_state"); /* nil: a new client's first state */
-	mp_str(&w, cl->announced ? cl_state_name(old) : NULL);
+	mp_str(&w, cl->announced || snapshot ? cl_state_name(old) : NULL);
 	mp_key(&w, "last_failure");
 	pack_failure(cl, &w);
 	mp_kv_int(&w, "generation", (int64_t)cl->gen);
@@ -68,8 +68,17 @@ publish_state(client *cl, cl_state old)
 	mp_kv_str(&w, "time", kn_rfc3339(ts, sizeof(ts)));
 	mp_kv_str(&w, "node_id", cl->node_id);
 	mp_kv_str(&w, "protocol_version", cl->version); /* "" unknown */
+	if (snapshot) {
+		mp_kv_bool(&w, "snapshot", true);
+	}
 	kn_stream_publish(cl->stream, "state", w.sb.data, w.sb.size);
 	mp_w_fini(&w);
+}
+
+void
+client_snapshot(client *cl)
+{
+	publish_state(cl, cl_shown_state(cl), true);
 }
 
 void
@@ -311,7 +320,7 @@ client_transition(client *cl)
 	}
 	/* the supervisor has the view before anyone hears of the change */
 	client_push_view(cl);
-	publish_state(cl, old);
+	publish_state(cl, old, false);
 	cl->m.transitions++;
 	cl_counted(cl);
 	cl->shown     = now;

@@ -469,6 +469,23 @@ on_stats(kn_actor *self, sv_self *sv, kn_msg *msg)
 	                     CODEC_OF(sv_stats_msg, &m)));
 }
 
+/* Every running client publishes its state; answered once each has been
+ * told (its event follows, in its own order with its transitions). */
+static void
+on_snapshot(kn_actor *self, sv_self *sv, kn_msg *msg)
+{
+	for (size_t i = 0; i < sv->n; i++) {
+		if (sv->all[i]->actor != NULL &&
+		    kn_tell(sv->all[i]->actor, self, MSG_CL_SNAPSHOT,
+		            CODEC_EMPTY, CODEC_EMPTY_LEN) != 0) {
+			KN_WARN("supervisor",
+			        "MCP client %s did not take the snapshot ask",
+			        sv->all[i]->name);
+		}
+	}
+	(void)kn_reply(self, msg, 0, CODEC_EMPTY, CODEC_EMPTY_LEN);
+}
+
 static int
 sv_handle(kn_actor *self, void *state, kn_msg *msg)
 {
@@ -515,6 +532,9 @@ sv_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case MSG_SV_PEERS:
 		sv_on_peers(sv, msg);
+		return (0);
+	case MSG_SV_SNAPSHOT:
+		on_snapshot(self, sv, msg);
 		return (0);
 	default:
 		assert(!"supervisor: unexpected message");

@@ -59,6 +59,9 @@ const codec_msgdef supervisor_msgs[] = {
          "from the cluster actor: a client another node changed (below)"},
         {CODEC_MSG(MSG_SV_PEERS), "tell", &sv_peers_msg_fields, NULL, NULL,
          "from the cluster actor: the other nodes' states (below)"},
+        {CODEC_MSG(MSG_SV_SNAPSHOT), "ask", NONE, NONE, NULL,
+         "every client publishes its state on the stream (its answer: the "
+         "asks are sent)"},
 };
 const size_t supervisor_msgs_n =
         sizeof(supervisor_msgs) / sizeof(supervisor_msgs[0]);

@@ -99,6 +99,11 @@
  *
  *   MSG_SV_PEERS tell: from the cluster actor: the other nodes' states (below)
  *     json str    JSON text: {client_id: {node_id: {state, last_failure}}}
+ *
+ *   MSG_SV_SNAPSHOT ask: every client publishes its state on the stream (its
+ *                        answer: the asks are sent)
+ *     {}
+ *     ok:     {}
  * </msgdoc>
  *
  * MSG_SV_ADD is the API's: the config is literal (no env. looked up); a
