@@ -306,6 +306,32 @@ route_clients_list(req *r, const char *id, json_t *body)
 	mk_free(out);
 }
 
+/* A client's last transitions; a key sees only its clients'. */
+void
+route_client_history(req *r, const char *id, json_t *body)
+{
+	char   *text = NULL;
+	json_t *j;
+	int     rc;
+
+	(void)body;
+	if (route_key_refuses(r, id, NULL)) {
+		return;
+	}
+	if ((rc = mk_client_history_json(D.rt, id, &text)) != 0) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "no MCP client %.64s", id);
+		answer_error(r, status_of(rc),
+		             rc == MK_ENOENT ? msg : mk_strerror(rc));
+		return;
+	}
+	j = json_loads(text, 0, NULL);
+	mk_free(text);
+	answer_json(
+	        r, 200,
+	        json_pack("{s:o}", "history", j != NULL ? j : json_array()));
+}
+
 /* ---- the admin API ------------------------------------------------------ */
 
 /* Without an admin token, a command line comes from config.json only:

@@ -72,6 +72,7 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_CL_CANCEL]   = "cl_cancel",
 	[MSG_SV_SNAPSHOT] = "sv_snapshot",
 	[MSG_CL_SNAPSHOT] = "cl_snapshot",
+	[MSG_CL_HISTORY]  = "cl_history",
 };
 /* clang-format on */
 

@@ -85,6 +85,7 @@ typedef enum codec_msg_type {
 	MSG_CL_CANCEL,      /* tell: give up on a call (its ticket) */
 	MSG_SV_SNAPSHOT,    /* ask: every client's state on the stream */
 	MSG_CL_SNAPSHOT,    /* tell: publish your state on the stream */
+	MSG_CL_HISTORY,     /* ask: a client's last transitions */
 	MSG_COUNT           /* one past the last type; not a type */
 } codec_msg_type;
 

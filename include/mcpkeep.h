@@ -662,6 +662,16 @@ MK_API int mk_clients_json(mk_runtime *rt, const char *filter_json,
 MK_API int mk_client_metrics_json(mk_runtime *rt, const char *name,
                                   char **out);
 
+/*
+ * mk_client_history_json gives a client's last transitions (at most 50,
+ * oldest first) as a JSON array text: {time, old_state ("(new)" for its
+ * first), state, and stage and message when it had failed}.  *out is the
+ * caller's (mk_free).  MK_ENOENT: no such client.  Blocks; any thread but
+ * an actor's.
+ */
+MK_API int mk_client_history_json(mk_runtime *rt, const char *name,
+                                  char **out);
+
 /* A tool call. */
 typedef struct mk_call {
 	const char *client;     /* client name or client_id */

@@ -541,6 +541,27 @@ mk_client_metrics_json(mk_runtime *rt, const char *name, char **out)
 	return (rv);
 }
 
+int
+mk_client_history_json(mk_runtime *rt, const char *name, char **out)
+{
+	kn_answer      ans;
+	cl_history_msg m;
+	int            rv;
+
+	if (out == NULL) {
+		return (MK_EINVAL);
+	}
+	*out = NULL;
+	rv   = rt_client_ask(rt, name, MSG_CL_HISTORY, &codec_no_fields, NULL,
+	                     &ans);
+	if (rv == 0 && cl_history_msg_unpack(ans.data, ans.len, &m) == 0) {
+		*out = m.json;
+		rv   = *out != NULL ? 0 : MK_EPROTO;
+	}
+	free(ans.data);
+	return (rv);
+}
+
 /* ---- tool calls ------------------------------------------------------- */
 
 void

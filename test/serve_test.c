@@ -917,6 +917,55 @@ busy(void)
 
 /* mcpkeep watch over /api/events: the admin sees every transition; a
  * virtual key only its clients'; a wrong credential exits 1. */
+/* GET /api/mcp/client/{id}/history: a client's transitions, oldest
+ * first, with the failure that moved it; a key sees its clients' only. */
+static void
+history(void)
+{
+	peer        d     = {0};
+	const char *env[] = {"MCPKEEP_ADMIN_TOKEN=history-admin-token", NULL};
+	const char *key[] = {"X-MCP-Virtual-Key: history-key-0123456789",
+	                     NULL};
+	long        st    = 0;
+	char       *out;
+
+	serve(&d, "history.json",
+	      "{\"mcp\": {\"client_configs\": [{\"name\": \"hist\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:1/mcp\"}]}, \"server\": {\"virtual_keys\": [{\"name\": \"hk\", \"value\": \"history-key-0123456789\", \"clients\": {\"other\": [\"*\"]}}]}}",
+	      env);
+	sv_admin = "history-admin-token";
+	CHECK(state_within("hist", "unstable", WAIT_MS));
+	expect("POST", "/api/mcp/client/hist/disable", NULL,
+	       "history-admin-token", 200, NULL);
+	out = http("GET", "/api/mcp/client/hist/history", NULL,
+	           "history-admin-token", &st);
+	CHECK_EQ(st, 200);
+	json_t *root = json_loads(out, 0, NULL);
+	json_t *h    = json_object_get(root, "history");
+	free(out);
+	CHECK_EQ(json_array_size(h), 2);
+	json_t *t0 = json_array_get(h, 0), *t1 = json_array_get(h, 1);
+	CHECK(strcmp(json_string_value(json_object_get(t0, "old_state")),
+	             "(new)") == 0);
+	CHECK(strcmp(json_string_value(json_object_get(t0, "state")),
+	             "unstable") == 0);
+	CHECK(strcmp(json_string_value(json_object_get(t0, "stage")),
+	             "connect") == 0);
+	CHECK(json_string_value(json_object_get(t0, "time")) != NULL);
+	CHECK(strcmp(json_string_value(json_object_get(t1, "old_state")),
+	             "unstable") == 0);
+	CHECK(strcmp(json_string_value(json_object_get(t1, "state")),
+	             "disabled") == 0);
+	CHECK(json_object_get(t1, "stage") == NULL);
+	json_decref(root);
+	expect("GET", "/api/mcp/client/nobody/history", NULL,
+	       "history-admin-token", 404, "no MCP client");
+	expect("GET", "/api/mcp/client/hist/history", NULL, "", 401, NULL);
+	free(http_req("GET", "/api/mcp/client/hist/history", NULL, key, &st));
+	CHECK_EQ(st, 403);
+	sv_admin = NULL;
+	peer_stop(&d);
+}
+
 static void
 watch_events(void)
 {
@@ -1321,6 +1370,7 @@ main(int argc, char **argv)
 	RUN_IF(boot_sigterm);
 	RUN_IF(boot_slow);
 	RUN_IF(boot_sigterm_many);
+	RUN_IF(history);
 	RUN_IF(watch_events);
 	RUN_IF(status_page);
 	sv_end(&mcp);

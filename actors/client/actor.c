@@ -131,6 +131,7 @@ cl_fini(kn_actor *self, void *state)
 		kn_actor_release(&cl->cr);
 	}
 	json_decref(cl->tools);
+	json_decref(cl->history);
 	cl_lists_fini(cl);
 	json_decref(cl->undo);
 	free(cl->lf_message);
@@ -601,6 +602,9 @@ cl_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case MSG_CL_SNAPSHOT:
 		client_snapshot(cl);
+		return (0);
+	case MSG_CL_HISTORY:
+		cl_on_history(cl, msg);
 		return (0);
 	default:
 		assert(!"client: unexpected message");

@@ -306,6 +306,12 @@ CODEC_MSG_STRUCT(cl_update_msg, CL_UPDATE_FIELDS)
 	F(S, STR, json, "its counters: see mk_client_metrics_json")
 CODEC_MSG_STRUCT(cl_metrics_msg, CL_METRICS_FIELDS)
 
+#define CL_HISTORY_FIELDS(F, S)                                               \
+	F(S, STR, json,                                                       \
+	  "its last transitions, JSON array text, oldest first: see "         \
+	  "mk_client_history_json")
+CODEC_MSG_STRUCT(cl_history_msg, CL_HISTORY_FIELDS)
+
 #define CL_SETTINGS_FIELDS(F, S)                                              \
 	F(S, INT, sync_ms, "the global tool_sync_interval")                   \
 	F(S, INT, exec_ms, "the global tool_execution_timeout")

@@ -217,20 +217,22 @@ struct client {
 	int64_t     exec_ms;     /* effective tool_execution_timeout */
 	int64_t     def_sync_ms; /* the global defaults, for updates */
 	int64_t     def_exec_ms;
-	tp_loop    *loop;        /* this thread's curl multi + fds, while
-	                          * it has network work (wait.c) */
-	cl_waker   wk;           /* how senders wake this actor */
-	uint64_t   loop_timer;   /* frees a loop that was still busy */
-	cl_state   state;        /* see the diagram */
-	bool       announced;    /* the first state went out on the stream */
-	cl_state   shown;        /* the state last published */
-	bool       lf_set;       /* last_failure present */
-	char       lf_stage[16]; /* its stage */
-	char      *lf_message;   /* normalised message */
-	char       lf_at[32];    /* RFC 3339, this attempt */
-	char       lf_since[32]; /* RFC 3339, first of the run */
-	uint64_t   gen;          /* connection generation */
-	json_t    *tools;        /* the server's tools, as listed */
+	tp_loop    *loop;      /* this thread's curl multi + fds, while
+	                        * it has network work (wait.c) */
+	cl_waker wk;           /* how senders wake this actor */
+	uint64_t loop_timer;   /* frees a loop that was still busy */
+	cl_state state;        /* see the diagram */
+	bool     announced;    /* the first state went out on the stream */
+	cl_state shown;        /* the state last published */
+	bool     lf_set;       /* last_failure present */
+	char     lf_stage[16]; /* its stage */
+	char    *lf_message;   /* normalised message */
+	char     lf_at[32];    /* RFC 3339, this attempt */
+	char     lf_since[32]; /* RFC 3339, first of the run */
+	uint64_t gen;          /* connection generation */
+	json_t  *tools;        /* the server's tools, as listed */
+	json_t  *history;      /* its last transitions (CL_HISTORY_MAX),
+	                        * oldest first, or NULL: none yet */
 	char       hash[TOOLS_HASH_HEX]; /* their content hash, "" none */
 	cl_sconn  *live;         /* the sticky connection serving calls */
 	cl_sconn  *draining;     /* replaced ones finishing their calls */
@@ -325,6 +327,9 @@ bool client_failure(client *cl, const char *stage, const char *message);
 void client_pass(client *cl);
 void client_set_tools(client *cl, json_t *tools);
 void client_push_view(client *cl);
+/* A client's transitions kept for GET .../history (state.c). */
+#define CL_HISTORY_MAX 50
+void cl_on_history(client *cl, kn_msg *msg);
 /* client_snapshot publishes the state the client is in (a "state" event
  * whose old_state is its state, snapshot true). */
 void client_snapshot(client *cl);

@@ -13,6 +13,7 @@ CODEC_MSG_FIELDS(cl_failed_msg, CL_FAILED_FIELDS);
 CODEC_MSG_FIELDS(cl_update_msg, CL_UPDATE_FIELDS);
 CODEC_MSG_FIELDS(cl_ticket_msg, CL_TICKET_FIELDS);
 CODEC_MSG_FIELDS(cl_metrics_msg, CL_METRICS_FIELDS);
+CODEC_MSG_FIELDS(cl_history_msg, CL_HISTORY_FIELDS);
 CODEC_MSG_FIELDS(cl_settings_msg, CL_SETTINGS_FIELDS);
 CODEC_MSG_FIELDS(cl_cred_msg, CL_CRED_FIELDS);
 CODEC_MSG_FIELDS(cl_input_msg, CL_INPUT_FIELDS);
@@ -50,6 +51,8 @@ const codec_msgdef client_msgs[] = {
          "the server requests waiting for the host"},
         {CODEC_MSG(MSG_CL_CANCEL), "tell", &cl_cancel_msg_fields, NULL, NULL,
          "give up on a call: the server is told (notifications/cancelled), the caller answered \"cancelled\""},
+        {CODEC_MSG(MSG_CL_HISTORY), "ask", NONE, &cl_history_msg_fields, NULL,
+         "the client's last transitions (CL_HISTORY_MAX)"},
         {CODEC_MSG(MSG_CL_SNAPSHOT), "tell", NONE, NULL, NULL,
          "publish the client's state on the stream now (a snapshot: see "
          "mk_stream_snapshot)"},

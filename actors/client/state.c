@@ -75,6 +75,47 @@ publish_state(client *cl, cl_state old, bool snapshot)
 	mp_w_fini(&w);
 }
 
+/* Keeps a transition in the history (its failure when it has one). */
+static void
+remember(client *cl, const char *from, cl_state now)
+{
+	char    ts[32];
+	json_t *t = json_pack("{s:s, s:s, s:s}", "time",
+	                      kn_rfc3339(ts, sizeof(ts)), "old_state", from,
+	                      "state", cl_state_name(now));
+
+	if (t == NULL ||
+	    (cl->history == NULL && (cl->history = json_array()) == NULL)) {
+		json_decref(t);
+		return; /* (out of memory: the history is a view, not state) */
+	}
+	if (cl->lf_set) {
+		json_object_set_new(t, "stage", json_string(cl->lf_stage));
+		json_object_set_new(t, "message", json_string(cl->lf_message));
+	}
+	if (json_array_size(cl->history) == CL_HISTORY_MAX) {
+		json_array_remove(cl->history, 0);
+	}
+	json_array_append_new(cl->history, t);
+}
+
+void
+cl_on_history(client *cl, kn_msg *msg)
+{
+	cl_history_msg out = {.json = cl->history != NULL
+	                              ? json_dumps(cl->history, JSON_COMPACT)
+	                              : strdup("[]")};
+
+	if (out.json == NULL) {
+		kn_reply_error(kn_actor_kernel(cl->self), kn_defer(msg),
+		               MK_ENOMEM, "out of memory");
+		return;
+	}
+	kn_reply_msg(kn_actor_kernel(cl->self), kn_defer(msg), 0,
+	             &cl_history_msg_fields, &out);
+	free(out.json);
+}
+
 void
 client_snapshot(client *cl)
 {
@@ -318,6 +359,7 @@ client_transition(client *cl)
 		kn_logf(MK_LOG_INFO, "client", f, 2, "%s: %s -> %s",
 		        cl->cfg->name, from, cl_state_name(now));
 	}
+	remember(cl, from, now);
 	/* the supervisor has the view before anyone hears of the change */
 	client_push_view(cl);
 	publish_state(cl, old, false);
