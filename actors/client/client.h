@@ -129,6 +129,11 @@
  *     ticket int    the call's ticket
  *     reason str    why, for the server's notifications/cancelled
  *
+ *   MSG_CL_HISTORY ask: the client's last transitions (CL_HISTORY_MAX)
+ *     {}
+ *     ok:     json str    its last transitions, JSON array text, oldest first:
+ *                         see mk_client_history_json
+ *
  *   MSG_CL_SNAPSHOT tell: publish the client's state on the stream now (a
  *                         snapshot: see mk_stream_snapshot)
  *     {}
