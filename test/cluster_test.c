@@ -199,6 +199,16 @@ wait_shown(int i, const char *client, const char *state, size_t n)
 		    json_object_size(ns) == n && (n > 0 || ns == NULL)) {
 			return (e);
 		}
+		if (now_ms() >= deadline) {
+			char *seen =
+			        e != NULL ? json_dumps(e, JSON_COMPACT) : NULL;
+			fprintf(stderr,
+			        "node %s: %s not %s with %zu node states "
+			        "after %d ms; last seen: %s\n",
+			        names[i], client, state, n, WAIT_MS,
+			        seen != NULL ? seen : "absent from the list");
+			free(seen);
+		}
 		json_decref(e);
 		CHECK(now_ms() < deadline);
 		struct timespec ts = {0, 50 * 1000 * 1000};
