@@ -91,6 +91,32 @@ route_client_metadata(req *r, const char *id, json_t *body)
 	answer_json(r, 200, json_incref(D.client_metadata));
 }
 
+/* What the page's header shows: the version, this node, its readiness and
+ * its store's health. */
+void
+route_status(req *r, const char *id, json_t *body)
+{
+	mk_stats st = MK_STATS_INIT;
+
+	(void)id, (void)body;
+	pthread_mutex_lock(&D.mtx);
+	bool booting = D.booting;
+	pthread_mutex_unlock(&D.mtx);
+	r->boot        = booting;
+	int  stats     = mk_runtime_stats(D.rt, &st, 2000);
+	bool store_bad = stats != 0 || st.store_state == MK_STORE_FAILING;
+	answer_json(r, 200,
+	            json_pack("{s:s, s:s, s:b, s:b, s:s}", "version",
+	                      MCPKEEP_VERSION, "node_id", mk_node_id(D.rt),
+	                      "ready", !booting && !store_bad, "booting",
+	                      booting, "store",
+	                      stats != 0 ? "unknown"
+	                              : st.store_state == MK_STORE_NONE
+	                              ? "memory"
+	                              : store_bad ? "failing"
+	                                          : "healthy"));
+}
+
 void
 route_readyz(req *r, const char *id, json_t *body)
 {

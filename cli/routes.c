@@ -30,6 +30,7 @@ static const route routes[] = {
         {"GET", "/api/oauth/callback", LANE_CALLBACK, AUTH_OPEN,
          route_oauth_callback},
         {"GET", "/api/mcp/clients", LANE_ADMIN, AUTH_READ, route_clients_list},
+        {"GET", "/api/status", LANE_ADMIN, AUTH_READ, route_status},
         {"POST", "/api/mcp/client", LANE_ADMIN, AUTH_ADMIN,
          route_client_write},
         {"PUT", "/api/mcp/client/*", LANE_ADMIN, AUTH_ADMIN,

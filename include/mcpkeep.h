@@ -906,6 +906,10 @@ MK_API void mk_result_free(mk_result **res);
  */
 MK_API const char *mk_stream_url(const mk_runtime *rt);
 
+/* mk_node_id: this runtime's node id (mk_options.node_id, or the one made
+ * for it); "" for a handle that is not open.  The runtime's string. */
+MK_API const char *mk_node_id(const mk_runtime *rt);
+
 /*
  * mk_stream_snapshot makes every client publish the state it is in now on
  * the stream ("state" events with snapshot true), each in order with its

@@ -885,6 +885,12 @@ mk_stream_url(const mk_runtime *rt)
 	return (rt_valid(rt) ? rt->stream_url : "");
 }
 
+const char *
+mk_node_id(const mk_runtime *rt)
+{
+	return (rt_valid(rt) ? rt->node_id : "");
+}
+
 int
 mk_stream_snapshot(mk_runtime *rt, int timeout_ms)
 {

@@ -1035,16 +1035,28 @@ watch_events(void)
 static void
 status_page(void)
 {
-	peer d = {0}, b = {0}, m = {0};
-	char config[1024], js[512], shot[512], pid[16];
+	peer   d = {0}, b = {0}, m = {0};
+	char   js[512], shot[512], pid[16];
+	size_t cap    = 256 * 1024, len;
+	char  *config = malloc(cap);
 
-	/* a server of its own, for the page to kill */
+	/* a server of its own, for the page to kill; and 1,000 disabled
+	 * clients, for the page's paging and filter */
 	CHECK_EQ(peer_start_inject(&m, WAIT_MS), 0);
-	snprintf(
-	        config, sizeof(config),
-	        "{\"mcp\": {\"client_configs\": [{\"name\": \"svst\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true}, {\"name\": \"dead\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true}, {\"name\": \"mortal\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tool_sync_interval\": \"1s\"}]}}",
+	CHECK(config != NULL);
+	len = (size_t)snprintf(
+	        config, cap,
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"svst\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true}, {\"name\": \"dead\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]}, {\"name\": \"mortal\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tool_sync_interval\": \"1s\", \"tools_to_execute\": [\"echo\"]}",
 	        mcp.port, peer_free_port(), m.port);
+	for (int i = 0; i < 1000; i++) {
+		len += (size_t)snprintf(
+		        config + len, cap - len,
+		        ", {\"name\": \"zz%04d\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:1/mcp\", \"disabled\": true, \"tools_to_execute\": [\"*\"]}",
+		        i);
+	}
+	snprintf(config + len, cap - len, "]}}");
 	serve(&d, "page.json", config, NULL);
+	free(config);
 	expect("GET", "/", NULL, NULL, 200, "<title>mcpkeep</title>");
 	snprintf(js, sizeof(js), "%s/page.mjs", peer_dir());
 	snprintf(shot, sizeof(shot), "%s/status-page.png",

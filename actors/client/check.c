@@ -67,6 +67,8 @@ finish(client *cl)
 	k->ended = true;
 	kn_timer_cancel(cl->self, k->timer);
 	cl_dial_forget_check(cl);
+	kn_rfc3339(cl->checked_at, sizeof(cl->checked_at));
+	client_push_view(cl); /* (its checked_at) */
 	answer(cl, k->corr);
 	if (!k->busy) {
 		free(k);

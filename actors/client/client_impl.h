@@ -275,8 +275,9 @@ struct client {
 	const cl_host *host;     /* what the host offers its servers */
 	tr_tracer     *tracer;   /* spans' exporter, or NULL */
 	mcp_era        era;      /* what the last session found (era.c) */
-	char           version[16]; /* its protocol version, "" unknown */
-	int64_t        ttl_ms;      /* the tool list's ttlMs, 0 none */
+	char           version[16];    /* its protocol version, "" unknown */
+	char           checked_at[32]; /* its last check's end, "" none */
+	int64_t        ttl_ms;         /* the tool list's ttlMs, 0 none */
 	char    listed_hash[TOOLS_HASH_HEX]; /* of the last list as sent */
 	cl_list lists[MCP_LIST_KINDS];       /* prompts, resources, resource
 	                                      * templates ([MCP_LIST_TOOLS]:

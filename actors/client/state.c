@@ -283,6 +283,10 @@ cl_view_json(client *cl)
 		                              cl->lf_message, "at", cl->lf_at,
 		                              "since", cl->lf_since));
 	}
+	if (v != NULL && cl->checked_at[0] != '\0') {
+		json_object_set_new(v, "checked_at",
+		                    json_string(cl->checked_at));
+	}
 	if (v != NULL && cl->version[0] != '\0') {
 		json_object_set_new(v, "protocol_version",
 		                    json_string(cl->version));

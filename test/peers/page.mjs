@@ -3,12 +3,17 @@
 // state badges, a badge's last_failure and next try, node_states folded,
 // a button's action, and live updates from the state stream without a
 // reload -
-// including a server killed (by this script) turning its badge unstable.
+// including a server killed (by this script) turning its badge unstable;
+// the header (node, readiness, store, version), each client's transport,
+// mode, protocol and tools (allowed of discovered, "allows no tools", the
+// names in the details), its recent transitions, and 1,003 clients paged
+// 50 at a time and filtered by the search box.
 //
 // Usage: node page.mjs BASE_URL SCREENSHOT.png PID
-// The daemon at BASE_URL serves clients "svst" (healthy, sticky), "dead"
-// (its server is down: unstable, stage connect) and "mortal" (sticky,
-// checked every second; its server is process group PID).  Prints
+// The daemon at BASE_URL serves clients "svst" (healthy, sticky, allows no
+// tools), "dead" (its server is down: unstable, stage connect), "mortal"
+// (sticky, checked every second, allows echo; its server is process group
+// PID) and zz0000 to zz0999 (disabled).  Prints
 // "page ok 1" and exits 0 when every check held; else prints what failed
 // and exits 1.
 import process from 'node:process';
@@ -31,6 +36,37 @@ try {
 	await page.waitForSelector('#live.on', wait); // the stream is up
 	let loaded = await page.evaluate(() => window.mcpkeepLoaded);
 
+	// the header: this node, ready, its store, the version
+	await page.waitForSelector('#node[data-store]', wait);
+	const node = await page.textContent('#node');
+	check(/^node \S+ · ready · store (memory|healthy) · mcpkeep \d/.test(node),
+		`header: ${node}`);
+	// a row: transport, mode, protocol, tools
+	const row = await page.$$eval('tr[data-client="svst"] td',
+		(tds) => tds.map((t) => t.textContent));
+	check(row[2] === 'http' && row[3] === 'sticky' && /^20\d\d-/.test(row[4]),
+		`svst's row: ${JSON.stringify(row)}`);
+	check(/allows no tools/.test(row[6]), `svst's tools: ${row[6]}`);
+	await page.waitForSelector('tr[data-client="mortal"] .badge.healthy', wait);
+	const mtools = await page.textContent('tr[data-client="mortal"] .toolcount');
+	check(/^1 of \d+ allowed$/.test(mtools), `mortal's tools: ${mtools}`);
+	// 1,003 clients: 50 rows a page; the filter narrows, paging moves
+	const info = await page.textContent('#pageinfo');
+	check(info === '1003 of 1003 clients · page 1/21', `paging: ${info}`);
+	check((await page.$$('#rows > tr:not(.details)')).length === 50,
+		'50 rows on a page');
+	await page.fill('#search', 'zz099');
+	check(await page.textContent('#pageinfo') ===
+		'10 of 1003 clients · page 1/1', 'filtered');
+	await page.fill('#search', 'mortal echo');
+	check((await page.$$('#rows > tr:not(.details)')).length === 1 &&
+		(await page.$('tr[data-client="mortal"]')) !== null, 'by tool');
+	await page.fill('#search', '');
+	await page.click('#next');
+	check((await page.textContent('#pageinfo')).endsWith('page 2/21'),
+		'next page');
+	await page.click('#prev');
+
 	// a badge's colour and its last_failure
 	const color = await page.$eval('tr[data-client="svst"] .badge',
 		(e) => getComputedStyle(e).backgroundColor);
@@ -41,6 +77,12 @@ try {
 		wait);
 	const details = await page.textContent('tr.details[data-client="dead"]');
 	check(details.includes('connect'), `details: ${details}`);
+	// its recent transitions (GET .../history)
+	await page.waitForSelector(
+		'tr.details[data-client="dead"] .timeline li', wait);
+	const tl = await page.textContent(
+		'tr.details[data-client="dead"] .timeline');
+	check(/\(new\) → unstable +\(connect: /.test(tl), `timeline: ${tl}`);
 	check(/since.*\(for \d+ (s|min|h)\)/.test(details),
 		`how long it has been going on: ${details}`);
 	// when the next connect is due (the list is read between two
