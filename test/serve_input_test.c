@@ -104,10 +104,18 @@ elicitation(void)
 	serve(&d, "inputs.json", config, env);
 	sv_admin = TOKEN;
 	snprintf(saddr, sizeof(saddr), "tcp://127.0.0.1:%d", sport);
+	long   st;
+	char  *m0   = http("GET", "/metrics", NULL, NULL, &st);
+	double subs = metric(m0, "mcpkeep_stream_subscribers");
+	free(m0);
+	CHECK(subs >= 0);
 	CHECK_EQ(nng_sub0_open(&s), 0);
 	CHECK_EQ(nng_socket_set(s, NNG_OPT_SUB_SUBSCRIBE, "input", 5), 0);
 	CHECK_EQ(nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, WAIT_MS), 0);
 	CHECK_EQ(nng_dial(s, saddr, NULL, NNG_FLAG_NONBLOCK), 0);
+	/* the dial goes on in the background: the events come once the
+	 * daemon counts this subscriber (a CI run once missed them all) */
+	CHECK(metric_within("mcpkeep_stream_subscribers", subs + 1, 1e9));
 	CHECK(state_within("asker", "healthy", WAIT_MS));
 	/* a person at a terminal follows /api/events */
 	const char *watch[] = {getenv("MK_MCPKEEP"),
