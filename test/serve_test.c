@@ -960,6 +960,9 @@ history(void)
 	expect("GET", "/api/mcp/client/nobody/history", NULL,
 	       "history-admin-token", 404, "no MCP client");
 	expect("GET", "/api/mcp/client/hist/history", NULL, "", 401, NULL);
+	expect("GET", "/api/status", NULL, "", 401, NULL);
+	expect("GET", "/api/status", NULL, "history-admin-token", 200,
+	       "\"store\":\"memory\"");
 	free(http_req("GET", "/api/mcp/client/hist/history", NULL, key, &st));
 	CHECK_EQ(st, 403);
 	sv_admin = NULL;

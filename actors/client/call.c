@@ -48,17 +48,19 @@ trace_id_of(const cl_call *c, char buf[33])
 static void
 call_ended(client *cl, cl_call *c, const char *outcome, const char *error)
 {
-	char     tid[33];
-	int64_t  ms  = (kn_now_ns() - c->t0) / KN_NS_PER_MS;
-	kn_field f[] = {KN_STR("tool", c->tool), KN_STR("outcome", outcome),
-	                KN_NUM("duration_ms", ms),
-	                KN_STR("trace_id", trace_id_of(c, tid)),
-	                KN_STR("message", error)};
-
-	kn_logf(MK_LOG_DEBUG, "client", f, error != NULL ? 5 : 4,
-	        "%s: %s %s: %s in %lld ms%s%s", cl->cfg->name, method_of(c),
-	        c->tool, outcome, (long long)ms, error != NULL ? ": " : "",
-	        error != NULL ? error : "");
+	if (kn_log_enabled(MK_LOG_DEBUG)) { /* (every call: skipped cheaply) */
+		char     tid[33];
+		int64_t  ms  = (kn_now_ns() - c->t0) / KN_NS_PER_MS;
+		kn_field f[] = {KN_STR("tool", c->tool),
+		                KN_STR("outcome", outcome),
+		                KN_NUM("duration_ms", ms),
+		                KN_STR("trace_id", trace_id_of(c, tid)),
+		                KN_STR("message", error)};
+		kn_logf(MK_LOG_DEBUG, "client", f, error != NULL ? 5 : 4,
+		        "%s: %s %s: %s in %lld ms%s%s", cl->cfg->name,
+		        method_of(c), c->tool, outcome, (long long)ms,
+		        error != NULL ? ": " : "", error != NULL ? error : "");
+	}
 	tr_attr(c->span, "mcpkeep.outcome", outcome);
 	tr_end(&c->rspan, error);
 	tr_end(&c->span, error);
