@@ -221,9 +221,9 @@ view_for_key(json_t *c, const vkey *k)
 
 /* A key's list: its clients only, paged here (limit, offset). */
 static void
-clients_for_key(req *r, long limit, long offset)
+clients_for_key(req *r, long limit, long offset, bool metrics)
 {
-	json_t *all = all_clients(false), *out, *c;
+	json_t *all = all_clients(metrics), *out, *c;
 	size_t  i;
 
 	if (all == NULL) {
@@ -261,6 +261,7 @@ route_clients_list(req *r, const char *id, json_t *body)
 	json_t                  *f      = json_object();
 	char                    *v, *out = NULL;
 	long                     got[2] = {25, 0};
+	bool                     metrics;
 	int                      rc;
 
 	for (size_t i = 0; i < 4; i++) {
@@ -289,9 +290,14 @@ route_clients_list(req *r, const char *id, json_t *body)
 			free(v);
 		}
 	}
+	/* metrics=1: each view with its counters (the page's sparklines) */
+	v       = mk_query_param(r->query, "metrics");
+	metrics = v != NULL && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0);
+	free(v);
+	json_object_set_new(f, "metrics", json_boolean(metrics));
 	if (r->key != NULL) {
 		json_decref(f);
-		clients_for_key(r, got[0], got[1]);
+		clients_for_key(r, got[0], got[1], metrics);
 		return;
 	}
 	char *ftext = json_dumps(f, JSON_COMPACT);

@@ -635,14 +635,16 @@ MK_API int64_t     mk_latency_bound_ms(unsigned i);
  * "resource_templates" (as the server listed them; [] when it has
  * none), "state", "last_failure"
  * (when present: stage, message, at, since), "connection_mode",
- * "generation"}.  filter_json (may be NULL) is an object with optional
- * "state", "connection_type", "auth_type", "search" (substring of name or
- * id), "limit" (1..100, default 25), "offset", and "metrics": true for
- * each client's counters as "metrics" (those of mk_client_metrics_json,
- * as the client last sent them: at most a second old; {} before the
- * first), so that every client's counters take one list, not an ask per
- * client.  *out is malloc'd (mk_free).
- * Blocks briefly.  Returns MK_OK, MK_EHANDLE, MK_EINVAL, MK_ETIMEDOUT.
+ * "generation", "next_check_at" (RFC 3339: when the supervisor checks it
+ * next; absent while a check runs and for a client it does not check)}.
+ * filter_json (may be NULL) is an object with optional "state",
+ * "connection_type", "auth_type", "search" (substring of name or id), "limit"
+ * (1..100, default 25), "offset", and "metrics": true for each client's
+ * counters as "metrics" (those of mk_client_metrics_json, as the client last
+ * sent them: at most a second old; {} before the first), so that every
+ * client's counters take one list, not an ask per client.  *out is malloc'd
+ * (mk_free). Blocks briefly.  Returns MK_OK, MK_EHANDLE, MK_EINVAL,
+ * MK_ETIMEDOUT.
  */
 MK_API int mk_clients_json(mk_runtime *rt, const char *filter_json,
                            char **out);
@@ -656,7 +658,10 @@ MK_API int mk_clients_json(mk_runtime *rt, const char *filter_json,
  * "latency_buckets" (calls that took <= 5, 10, 25, 50, 100, 250, 500,
  * 1000, 2500, 5000, 10000, 30000 ms, then longer; not cumulative),
  * "latency_sum_us", "recoveries": {"per_call", "shared", "session"},
- * "retries_skipped"}.  *out is malloc'd (mk_free).  Blocks briefly.
+ * "retries_skipped", "recent": {"bucket_s": 10, "end" (unix seconds the
+ * newest bucket ends), "calls", "errors" (30 buckets, oldest first: the
+ * calls ended in each of the 5 minutes before "end", and of them those
+ * not ok)}}.  *out is malloc'd (mk_free).  Blocks briefly.
  * Returns MK_OK, MK_EHANDLE, MK_EINVAL, MK_ENOENT, MK_ETIMEDOUT.
  */
 MK_API int mk_client_metrics_json(mk_runtime *rt, const char *name,

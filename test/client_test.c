@@ -214,6 +214,44 @@ modes_table(void)
 /* ---- SPEC sections 2-5: lifecycles ------------------------------------ */
 
 /* Boot with a dead server, then it comes up, then it dies and returns. */
+/* RFC 3339 UTC ("2026-09-03T10:41:12.345Z") in ms since the epoch. */
+static int64_t
+rfc3339_ms(const char *t)
+{
+	struct tm tm = {0};
+	char     *rest;
+
+	rest = strptime(t, "%Y-%m-%dT%H:%M:%S", &tm);
+	CHECK(rest != NULL && rest[0] == '.' && rest[4] == 'Z');
+	return ((int64_t)timegm(&tm) * 1000 + strtol(rest + 1, NULL, 10));
+}
+
+/* The list says when a healthy client's next check is due: at most its
+ * interval (+10%) from now.  (Between a tick and its check's end it has
+ * none: the view is read again.) */
+static void
+next_check_due(mk_runtime *rt, const char *name, int64_t interval_ms)
+{
+	for (int i = 0; i < 400; i++) {
+		json_t         *v = view_of(rt, name);
+		const char     *n = vstr(v, "next_check_at");
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		if (*n != '\0') {
+			int64_t ms = now.tv_sec * 1000 + now.tv_nsec / 1000000;
+			CHECK(rfc3339_ms(n) <= ms + interval_ms * 11 / 10 + 1);
+			CHECK(rfc3339_ms(n) > ms - 60000);
+			json_decref(v);
+			return;
+		}
+		json_decref(v);
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling the view, not synchronising */
+	}
+	CHECK(!"a healthy client's view says when its next check is");
+}
+
 static void
 boot_dead_then_heal(void)
 {
@@ -261,6 +299,7 @@ boot_dead_then_heal(void)
 	CHECK(json_object_get(v, "last_failure") == NULL);
 	CHECK(json_object_get(v, "next_retry_at") == NULL);
 	json_decref(v);
+	next_check_due(rt, "b_http", 1000);
 
 	fprintf(stderr, "   the server is killed\n");
 	peer_stop(&p);
@@ -557,6 +596,42 @@ start_inject(peer *p)
 	         0);
 }
 
+/* The counters' last 5 minutes (the page's sparkline) hold every call
+ * of this young client, the ones not ok as errors, in the bucket of
+ * now. */
+static void
+recent_matches(json_t *m)
+{
+	json_t     *c   = json_object_get(m, "calls");
+	json_t     *r   = json_object_get(m, "recent");
+	json_int_t  all = 0, ok, calls = 0, errors = 0, now = time(NULL);
+	size_t      i;
+	json_t     *n;
+	const char *k;
+
+	json_object_foreach(c, k, n)
+	{
+		all += json_integer_value(n);
+	}
+	ok = json_integer_value(json_object_get(c, "ok"));
+	CHECK_EQ(json_integer_value(json_object_get(r, "bucket_s")), 10);
+	CHECK_EQ(json_array_size(json_object_get(r, "calls")), 30);
+	json_array_foreach(json_object_get(r, "calls"), i, n)
+	{
+		calls += json_integer_value(n);
+	}
+	json_array_foreach(json_object_get(r, "errors"), i, n)
+	{
+		errors += json_integer_value(n);
+	}
+	CHECK_EQ(calls, all);
+	CHECK_EQ(errors, all - ok);
+	CHECK(errors > 0 && ok > 0);
+	/* the newest bucket ends within the next 10 s of the last call */
+	json_int_t end = json_integer_value(json_object_get(r, "end"));
+	CHECK(end > now - 300 && end <= now + 10);
+}
+
 static void
 max_concurrent_calls(void)
 {
@@ -634,6 +709,7 @@ max_concurrent_calls(void)
 		CHECK_EQ(json_integer_value(json_object_get(
 		                 json_object_get(j, "calls"), "refused")),
 		         1);
+		recent_matches(j);
 		json_decref(j);
 		mk_free(m);
 	}

@@ -867,8 +867,7 @@ cl_call_start(client *cl, kn_msg *msg)
 
 refuse:
 	free(params_sent);
-	cl->m.calls[CM_REFUSED]++;
-	cl_counted(cl);
+	cl_cm_outcome(cl, CM_REFUSED);
 	call_free(c);
 }
 

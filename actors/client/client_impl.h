@@ -55,6 +55,8 @@ typedef struct cl_waker {
 #define CM_STAGES          6    /* last_failure stages, in cm_stage order */
 #define CL_METRICS_PUSH_MS 1000 /* counters reach the list this often */
 #define CM_BUCKETS         12   /* call latency bounds (ms), then +Inf */
+#define CM_RECENT          30   /* the last calls' buckets (the sparkline) */
+#define CM_RECENT_S        10   /* seconds each: the last 5 minutes */
 enum { CM_OK, CM_ERROR, CM_AUTH, CM_REFUSED, CM_OUTCOMES };
 typedef struct cl_cmetrics {
 	uint64_t transitions;             /* state transitions published */
@@ -66,6 +68,11 @@ typedef struct cl_cmetrics {
 	uint64_t recoveries[3];           /* per_call, shared, session */
 	uint64_t skipped;                 /* retries skipped for safety */
 	uint64_t relists; /* tools/list after notifications/list_changed */
+	/* calls ended per CM_RECENT_S, oldest first; the last one is the
+	 * bucket recent_end (unix seconds / CM_RECENT_S) */
+	int64_t  recent_end;
+	uint32_t recent_calls[CM_RECENT];
+	uint32_t recent_errors[CM_RECENT]; /* of them not ok */
 } cl_cmetrics;
 _Static_assert(CM_STAGES == CODEC_STAGES && CM_BUCKETS == CODEC_LATENCY_BOUNDS,
                "the counters have a slot for every stage and bound");
@@ -430,6 +437,7 @@ void   client_reauth(client *cl, const char *message);
 void   client_transition(client *cl);
 void   cl_cm_failure(client *cl, const char *stage);          /* counts one */
 void   cl_cm_call(client *cl, const cl_call *c, int outcome); /* counts one */
+void   cl_cm_outcome(client *cl, int outcome); /* one never sent */
 
 /* recover.c: tool calls that recover from auth and session failures */
 bool cl_auth_failure(const mcp_error *e);

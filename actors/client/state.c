@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "actors/client/client_impl.h"
 #include "actors/kernel/clock.h"
@@ -133,19 +134,55 @@ cl_cm_failure(client *cl, const char *stage)
 	cl_counted(cl);
 }
 
+/* Counts a call in the bucket of now, the older buckets shifted out:
+ * recent_calls[CM_RECENT - 1] is always the bucket recent_end. */
+static void
+recent_count(cl_cmetrics *m, bool failed)
+{
+	int64_t now   = (int64_t)time(NULL) / CM_RECENT_S;
+	int64_t shift = now - m->recent_end;
+
+	if (shift >= CM_RECENT) {
+		memset(m->recent_calls, 0, sizeof(m->recent_calls));
+		memset(m->recent_errors, 0, sizeof(m->recent_errors));
+	} else if (shift > 0) {
+		size_t keep = (size_t)(CM_RECENT - shift);
+		memmove(m->recent_calls, m->recent_calls + shift,
+		        keep * sizeof(m->recent_calls[0]));
+		memmove(m->recent_errors, m->recent_errors + shift,
+		        keep * sizeof(m->recent_errors[0]));
+		memset(m->recent_calls + keep, 0,
+		       (size_t)shift * sizeof(m->recent_calls[0]));
+		memset(m->recent_errors + keep, 0,
+		       (size_t)shift * sizeof(m->recent_errors[0]));
+	}
+	if (shift > 0) { /* (a clock set back counts in the last one) */
+		m->recent_end = now;
+	}
+	m->recent_calls[CM_RECENT - 1]++;
+	m->recent_errors[CM_RECENT - 1] += failed;
+}
+
 void
 cl_cm_call(client *cl, const cl_call *c, int outcome)
 {
 	int64_t us = (kn_now_ns() - c->t0) / 1000;
 	int     b  = 0;
 
-	cl->m.calls[outcome]++;
 	while (b < CM_BUCKETS &&
 	       us > codec_latency_bound_ms((unsigned)b) * 1000) {
 		b++;
 	}
 	cl->m.buckets[b]++;
 	cl->m.sum_us += (uint64_t)(us > 0 ? us : 0);
+	cl_cm_outcome(cl, outcome);
+}
+
+void
+cl_cm_outcome(client *cl, int outcome)
+{
+	cl->m.calls[outcome]++;
+	recent_count(&cl->m, outcome != CM_OK);
 	cl_counted(cl);
 }
 
@@ -184,9 +221,21 @@ metrics_text(const client *cl)
 	        "],\"latency_sum_us\":%" PRIu64
 	        ",\"recoveries\":{\"per_call\":%" PRIu64 ",\"shared\":%" PRIu64
 	        ",\"session\":%" PRIu64 "},\"retries_skipped\":%" PRIu64
-	        ",\"relists\":%" PRIu64 ",\"connect_failures_in_row\":%u}",
+	        ",\"relists\":%" PRIu64 ",\"connect_failures_in_row\":%u",
 	        m->sum_us, m->recoveries[0], m->recoveries[1],
 	        m->recoveries[2], m->skipped, m->relists, cl->fails);
+	/* the last calls per CM_RECENT_S, the newest ending at "end" */
+	fprintf(f,
+	        ",\"recent\":{\"bucket_s\":%d,\"end\":%" PRId64 ",\"calls\":[",
+	        CM_RECENT_S, (m->recent_end + 1) * CM_RECENT_S);
+	for (unsigned i = 0; i < CM_RECENT; i++) {
+		fprintf(f, "%s%" PRIu32, i ? "," : "", m->recent_calls[i]);
+	}
+	fprintf(f, "],\"errors\":[");
+	for (unsigned i = 0; i < CM_RECENT; i++) {
+		fprintf(f, "%s%" PRIu32, i ? "," : "", m->recent_errors[i]);
+	}
+	fprintf(f, "]}}");
 	if (fclose(f) != 0) {
 		free(out);
 		return (NULL);

@@ -41,7 +41,8 @@ sv_schedule(kn_actor *self, sv_self *sv, entry *e)
 	sv->rnd   = sv->rnd * 1103515245u + 12345u;
 	ms        = ms * 9 / 10 + (int64_t)((sv->rnd >> 8) % (ms / 5 + 1));
 	e->due_ns = kn_now_ns() + ms * KN_NS_PER_MS;
-	e->tick   = kn_timer_add(self, ms, on_tick, e);
+	kn_rfc3339_in(e->due, sizeof(e->due), ms);
+	e->tick = kn_timer_add(self, ms, on_tick, e);
 }
 
 static void

@@ -48,6 +48,7 @@ typedef struct entry {
 	int64_t   sync_ms;   /* healthy interval */
 	uint64_t  tick;      /* timer id, 0 none */
 	int64_t   due_ns;    /* when the tick should fire */
+	char      due[32];   /* that in RFC 3339 (next_check_at) */
 	bool      checking;  /* a check ask is out */
 	bool      connected; /* the first connect answered */
 	bool      sticky;    /* its connection mode */

@@ -6,8 +6,10 @@
 // including a server killed (by this script) turning its badge unstable;
 // the header (node, readiness, store, version), each client's transport,
 // mode, protocol and tools (allowed of discovered, "allows no tools", the
-// names in the details), its recent transitions, and 1,003 clients paged
-// 50 at a time and filtered by the search box.
+// names in the details), its recent transitions, its calls of the last 5
+// minutes as a sparkline with rate and error rate, when it was checked and
+// is checked next, and 1,003 clients paged 50 at a time and filtered by
+// the search box.
 //
 // Usage: node page.mjs BASE_URL SCREENSHOT.png PID
 // The daemon at BASE_URL serves clients "svst" (healthy, sticky, allows no
@@ -123,8 +125,29 @@ try {
 	await page.waitForSelector('tr[data-client="svst"] .badge.healthy', wait);
 	check(await page.evaluate(() => window.mcpkeepLoaded) === loaded,
 		'the page reloaded');
-	// a server killed: its badge turns unstable, live
+	// calls: 3 echo calls and one refused (a tool it does not allow) make
+	// the sparkline, the rate and 25% errors (the page reads the list
+	// every 5 s; the counters reach it within a second)
 	await page.waitForSelector('tr[data-client="mortal"] .badge.healthy', wait);
+	for (const tool of ['echo', 'echo', 'echo', 'add']) {
+		const c = await fetch(base + '/api/mcp/tool/execute', {
+			method: 'POST', headers: { 'Content-Type': 'application/json' },
+			body: JSON.stringify({ client: 'mortal', tool,
+				arguments: { message: 'hi', a: 1, b: 2 } }) });
+		check(c.status === (tool === 'echo' ? 200 : 400),
+			`${tool}: HTTP ${c.status}`);
+	}
+	await page.waitForSelector(
+		'tr[data-client="mortal"] td.calls[data-calls="4"][data-errors="1"]',
+		wait);
+	const calls = await page.textContent('tr[data-client="mortal"] td.calls');
+	check(/^0\.01\/s · 25% errors$/.test(calls), `mortal's calls: ${calls}`);
+	check((await page.$$('tr[data-client="mortal"] td.calls svg rect.ok')).length >= 1 &&
+		(await page.$$('tr[data-client="mortal"] td.calls svg rect.bad')).length >= 1,
+		'the sparkline has bars, the failed call red');
+	const checked = await page.textContent('tr[data-client="mortal"] td.checked');
+	check(/^\d+ s ago · next in \d s$/.test(checked), `checked: ${checked}`);
+	// a server killed: its badge turns unstable, live
 	process.kill(-mortal, 'SIGKILL');
 	await page.waitForSelector('tr[data-client="mortal"] .badge.unstable',
 		{ timeout: 40000 });
