@@ -36,12 +36,14 @@
 #define RETRY_MAX_MS 5000
 
 typedef struct op {
-	uint32_t   type;    /* MSG_PS_CLIENT_PUT, _DEL, _TOOLS_PUT, _ROW_* */
-	char      *key;     /* the row it writes, for coalescing, or NULL */
-	uint64_t   hkey;    /* strmap_hash of key (idmap id) */
-	char      *id;      /* client id */
-	char      *a;       /* name, or hash */
-	char      *b;       /* config, or tools */
+	uint32_t type;      /* MSG_PS_CLIENT_PUT, _DEL, _TOOLS_PUT, _ROW_* */
+	char    *key;       /* the row it writes, for coalescing, or NULL */
+	uint64_t hkey;      /* strmap_hash of key (idmap id) */
+	char    *id;        /* client id */
+	char    *a;         /* name, or hash */
+	char    *b;         /* config, or tools */
+	char    *c;         /* tools: the versions to append, JSON array
+	                     * text (those of the writes folded in), or NULL */
 	int        table;   /* row ops: the store_table */
 	json_t    *row;     /* row ops: the row, or the key to delete */
 	uint64_t   ticket;  /* the acknowledged change it is part of, 0 */
@@ -88,6 +90,7 @@ op_clear(op *o)
 	free(o->id);
 	free(o->a);
 	free(o->b);
+	free(o->c);
 	json_decref(o->row);
 }
 
@@ -192,7 +195,8 @@ apply(ps_self *ps, op *o)
 	case MSG_PS_CLIENT_DEL:
 		return (store_client_del(ps->st, o->id));
 	case MSG_PS_TOOLS_PUT:
-		return (store_tools_put(ps->st, o->id, o->a, o->b, &written));
+		return (store_tools_put(ps->st, o->id, o->a, o->b, o->c,
+		                        &written));
 	case MSG_PS_ROW_PUT:
 		return (store_row_put(ps->st, (store_table)o->table, o->row));
 	default:
@@ -429,6 +433,12 @@ decode(op *o, kn_msg *msg)
 		o->id = m.id;
 		o->a  = m.hash;
 		o->b  = m.tools;
+		if (m.version != NULL) {
+			if (asprintf(&o->c, "[%s]", m.version) < 0) {
+				o->c = NULL; /* (the list is stored without) */
+			}
+			free(m.version);
+		}
 		assert(o->id != NULL && o->a != NULL && o->b != NULL);
 		snprintf(key, sizeof(key), "mcp_tools\x1f%s", o->id);
 		o->key = strdup(key);
@@ -484,6 +494,15 @@ queue(ps_self *ps, op *o)
 		old = NULL;
 	} else if (old != NULL && strcmp(old->key, o->key) == 0) {
 		op *next = old->next;
+		if (o->type == MSG_PS_TOOLS_PUT && old->c != NULL) {
+			/* the versions of both: none is lost */
+			char *both =
+			        store_versions_add(old->c, o->c, SIZE_MAX);
+			if (both != NULL) {
+				free(o->c);
+				o->c = both;
+			}
+		}
 		op_clear(old);
 		*old      = *o;
 		old->next = next;

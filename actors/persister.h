@@ -50,9 +50,11 @@
  *     ok:     {}
  *
  *   MSG_PS_TOOLS_PUT tell: store a changed tool list
- *     id    str    the client's id
- *     hash  str    the tool list's hash
- *     tools str    the tool list, JSON text
+ *     id      str    the client's id
+ *     hash    str    the tool list's hash
+ *     tools   str    the tool list, JSON text
+ *     version str    the version it makes, JSON object text (persist/hash.h:
+ *                    digest, at, count, diff), or absent
  *
  *   MSG_PS_ROW_PUT tell|ask: store a credential row (an ask: durable)
  *     table  str    a credential table's name
@@ -155,7 +157,10 @@ CODEC_MSG_STRUCT(ps_id_msg, PS_ID_FIELDS)
 #define PS_TOOLS_FIELDS(F, S)                                                 \
 	F(S, STR, id, "the client's id")                                      \
 	F(S, STR, hash, "the tool list's hash")                               \
-	F(S, STR, tools, "the tool list, JSON text")
+	F(S, STR, tools, "the tool list, JSON text")                          \
+	F(S, STR, version,                                                    \
+	  "the version it makes, JSON object text (persist/hash.h: digest, "  \
+	  "at, count, diff), or absent")
 CODEC_MSG_STRUCT(ps_tools_msg, PS_TOOLS_FIELDS)
 
 #define PS_ROW_FIELDS(F, S)                                                   \

@@ -94,7 +94,7 @@ direct(const char *path, int per_tx)
 		snprintf(id, sizeof(id), "c%ld", i % 64);
 		hash_of(i, hash, sizeof(hash));
 		if ((i % per_tx == 0 && store_begin(s, false) != 0) ||
-		    store_tools_put(s, id, hash, t, &w) != 0 ||
+		    store_tools_put(s, id, hash, t, NULL, &w) != 0 ||
 		    ((i + 1) % per_tx == 0 && store_commit(s) != 0)) {
 			die(store_error(s));
 		}

@@ -23,7 +23,7 @@
 #include "mcpkeep.h"
 #include "persist/store_impl.h"
 
-#define PG_VERSION 1 /* the schema this build writes */
+#define PG_VERSION 2 /* the schema this build writes */
 
 /* The advisory lock a migration holds (any constant every node shares:
  * "mcpkeep" in ASCII). */
@@ -132,6 +132,9 @@ static const char *const migrations[] = {
         " last_failure TEXT,"
         " updated_at TIMESTAMPTZ NOT NULL,"
         " PRIMARY KEY (node_id, client_id));",
+        /* 1 -> 2 */
+        "ALTER TABLE mcp_tools ADD COLUMN versions JSONB NOT NULL "
+        "DEFAULT '[]'::jsonb;",
 };
 #define NMIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(NMIGRATIONS == PG_VERSION, "one migration per version");
@@ -385,21 +388,22 @@ pg_rollback(store *s)
 }
 
 const store_ops store_pg_ops = {
-        .open         = pg_open,
-        .close        = pg_close,
-        .version      = pg_version,
-        .begin        = pg_begin,
-        .commit       = pg_commit,
-        .rollback     = pg_rollback,
-        .client_put   = pg_client_put,
-        .client_del   = pg_client_del,
-        .tools_put    = pg_tools_put,
-        .clients_each = pg_clients_each,
-        .row_put      = pg_row_put,
-        .row_del      = pg_row_del,
-        .row_get      = pg_row_get,
-        .rows_each    = pg_rows_each,
-        .meta_get     = pg_meta_get,
-        .meta_put     = pg_meta_put,
-        .seal_all     = pg_seal_all,
+        .open          = pg_open,
+        .close         = pg_close,
+        .version       = pg_version,
+        .begin         = pg_begin,
+        .commit        = pg_commit,
+        .rollback      = pg_rollback,
+        .client_put    = pg_client_put,
+        .client_del    = pg_client_del,
+        .tools_put     = pg_tools_put,
+        .tool_versions = pg_tool_versions,
+        .clients_each  = pg_clients_each,
+        .row_put       = pg_row_put,
+        .row_del       = pg_row_del,
+        .row_get       = pg_row_get,
+        .rows_each     = pg_rows_each,
+        .meta_get      = pg_meta_get,
+        .meta_put      = pg_meta_put,
+        .seal_all      = pg_seal_all,
 };

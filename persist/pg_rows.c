@@ -226,12 +226,22 @@ static const char *const fixed[][2] = {
          "SELECT pg_notify('" STORE_CHANNEL "', json_build_object('op', "
          "'del', 'id', id, 'node', $2::text)::text) FROM d"},
         /* written only when the hash differs: one statement, so the
-         * row lock orders nodes writing the same list */
+         * row lock orders nodes writing the same list (and one of them
+         * appends its version, the last 20 kept: STORE_TOOL_VERSIONS) */
         {"tools_put",
-         "INSERT INTO mcp_tools (client_id, hash, tools, updated_at) "
-         "VALUES ($1, $2, $3, $4) ON CONFLICT (client_id) DO UPDATE SET "
-         "hash = excluded.hash, tools = excluded.tools, updated_at = "
-         "excluded.updated_at WHERE mcp_tools.hash <> excluded.hash"},
+         "INSERT INTO mcp_tools (client_id, hash, tools, updated_at, "
+         "versions) VALUES ($1, $2, $3, $4, COALESCE($5::jsonb, "
+         "'[]'::jsonb)) ON "
+         "CONFLICT (client_id) DO UPDATE SET hash = excluded.hash, tools = "
+         "excluded.tools, updated_at = excluded.updated_at, versions = "
+         "(SELECT COALESCE(jsonb_agg(v ORDER BY n), '[]'::jsonb) FROM "
+         "(SELECT v, n FROM jsonb_array_elements(CASE WHEN "
+         "jsonb_typeof(mcp_tools.versions) = 'array' THEN mcp_tools.versions "
+         "ELSE '[]'::jsonb END || excluded.versions) WITH ORDINALITY AS "
+         "e(v, n) ORDER BY n DESC LIMIT 20) x) "
+         "WHERE mcp_tools.hash <> excluded.hash"},
+        {"tool_versions",
+         "SELECT versions::text FROM mcp_tools WHERE client_id = $1"},
         {"clients_each",
          "SELECT c.id, c.name, c.config, t.tools, t.hash FROM mcp_clients "
          "c LEFT JOIN mcp_tools t ON t.client_id = c.id ORDER BY c.name"},
@@ -385,7 +395,7 @@ pg_client_del(store *s, const char *id)
 
 int
 pg_tools_put(store *s, const char *client_id, const char *hash,
-             const char *tools_json, bool *written)
+             const char *tools_json, const char *added, bool *written)
 {
 	pgargs    a = {0};
 	PGresult *r;
@@ -395,10 +405,32 @@ pg_tools_put(store *s, const char *client_id, const char *hash,
 	pg_arg_text(&a, hash);
 	pg_arg_text(&a, tools_json);
 	pg_arg_int(&a, (long long)time(NULL));
+	pg_arg_text(&a, added);
 	if ((r = pg_run(s, "tools_put", &a, "writing a tool list", &rv)) !=
 	    NULL) {
 		*written = strcmp(PQcmdTuples(r), "1") == 0;
 		PQclear(r);
+	}
+	return (rv);
+}
+
+int
+pg_tool_versions(store *s, const char *client_id, char **json)
+{
+	pgargs    a = {0};
+	PGresult *r;
+	int       rv;
+
+	pg_arg_text(&a, client_id);
+	if ((r = pg_run(s, "tool_versions", &a, "reading tool-list versions",
+	                &rv)) != NULL) {
+		*json = store_versions_add(
+		        PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : NULL, NULL,
+		        STORE_TOOL_VERSIONS);
+		PQclear(r);
+		if (*json == NULL) {
+			rv = store_failf(s, MK_ENOMEM, "out of memory");
+		}
 	}
 	return (rv);
 }

@@ -62,32 +62,68 @@ sq_client_del(store *s, const char *id)
 
 int
 sq_tools_put(store *s, const char *client_id, const char *hash,
-             const char *tools_json, bool *written)
+             const char *tools_json, const char *added, bool *written)
 {
 	sqlite3_stmt *q = s->st[ST_TOOLS_HASH];
 	int           rc, same;
+	char         *versions = NULL;
 
 	sqlite3_bind_text(q, 1, client_id, -1, SQLITE_STATIC);
 	rc   = sqlite3_step(q);
 	same = rc == SQLITE_ROW &&
 	        strcmp((const char *)sqlite3_column_text(q, 0), hash) == 0;
+	if (!same) {
+		const char *was = rc == SQLITE_ROW
+		        ? (const char *)sqlite3_column_text(q, 1)
+		        : NULL;
+		versions = store_versions_add(was, added, STORE_TOOL_VERSIONS);
+	}
 	sqlite3_reset(q);
 	sqlite3_clear_bindings(q);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		free(versions);
 		return (sq_fail_db(s, "reading a tool-list hash"));
 	}
 	if (same) {
 		return (0); /* unchanged: never written */
+	}
+	if (versions == NULL) {
+		return (store_failf(s, MK_ENOMEM, "out of memory"));
 	}
 	q = s->st[ST_TOOLS_PUT];
 	sqlite3_bind_text(q, 1, client_id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(q, 2, hash, -1, SQLITE_STATIC);
 	sqlite3_bind_text(q, 3, tools_json, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(q, 4, (sqlite3_int64)time(NULL));
+	sqlite3_bind_text(q, 5, versions, -1, SQLITE_STATIC);
 	if ((rc = step_done(s, q, "writing a tool list")) == 0) {
 		*written = true;
 	}
+	free(versions);
 	return (rc);
+}
+
+int
+sq_tool_versions(store *s, const char *client_id, char **json)
+{
+	sqlite3_stmt *q = s->st[ST_TOOLS_HASH];
+	int           rc;
+
+	sqlite3_bind_text(q, 1, client_id, -1, SQLITE_STATIC);
+	rc    = sqlite3_step(q);
+	*json = store_versions_add(
+	        rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 1)
+	                         : NULL,
+	        NULL, STORE_TOOL_VERSIONS);
+	sqlite3_reset(q);
+	sqlite3_clear_bindings(q);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		free(*json);
+		*json = NULL;
+		return (sq_fail_db(s, "reading tool-list versions"));
+	}
+	return (*json != NULL ? 0
+	                      : store_failf(s, MK_ENOMEM, "out of memory"));
 }
 
 int

@@ -74,6 +74,9 @@ static const char *const migrations[] = {
         " value BLOB NOT NULL);"
         "ALTER TABLE oauth_flows ADD COLUMN data TEXT;"
         "ALTER TABLE header_flows ADD COLUMN data TEXT;",
+        /* 2 -> 3 */
+        "ALTER TABLE mcp_tools ADD COLUMN versions TEXT NOT NULL "
+        "DEFAULT '[]';",
 };
 #define NMIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(NMIGRATIONS == STORE_VERSION, "one migration per version");
@@ -87,11 +90,12 @@ static const char *const sql[ST_COUNT] = {
         [ST_CLIENT_DEL]    = "DELETE FROM mcp_clients WHERE id = ?1",
         [ST_CLIENT_CONFIG] = "UPDATE mcp_clients SET config = ?2 "
                              "WHERE id = ?1",
-        [ST_TOOLS_HASH]    = "SELECT hash FROM mcp_tools WHERE client_id = ?1",
+        [ST_TOOLS_HASH]    = "SELECT hash, versions FROM mcp_tools "
+                             "WHERE client_id = ?1",
         [ST_TOOLS_PUT]     = "INSERT INTO mcp_tools (client_id, hash, tools, "
-                             "updated_at) VALUES (?1, ?2, ?3, ?4) ON CONFLICT "
-                             "(client_id) DO UPDATE SET hash = ?2, tools = ?3, "
-                             "updated_at = ?4",
+                             "updated_at, versions) VALUES (?1, ?2, ?3, ?4, ?5) "
+                             "ON CONFLICT (client_id) DO UPDATE SET hash = ?2, "
+                             "tools = ?3, updated_at = ?4, versions = ?5",
         [ST_CLIENTS_EACH]  = "SELECT c.id, c.name, c.config, t.tools, t.hash "
                              "FROM mcp_clients c LEFT JOIN mcp_tools t "
                              "ON t.client_id = c.id ORDER BY c.name",

@@ -284,17 +284,53 @@ store_client_del(store *s, const char *id)
 
 int
 store_tools_put(store *s, const char *client_id, const char *hash,
-                const char *tools_json, bool *written)
+                const char *tools_json, const char *added, bool *written)
 {
 	int rv;
 
 	*written = false;
-	if ((rv = s->ops->tools_put(s, client_id, hash, tools_json,
+	if ((rv = s->ops->tools_put(s, client_id, hash, tools_json, added,
 	                            written)) == 0 &&
 	    *written) {
 		s->tool_writes++;
 	}
 	return (rv);
+}
+
+_Static_assert(STORE_TOOL_VERSIONS == 20, "pg_rows.c's tools_put keeps 20");
+
+char *
+store_versions_add(const char *versions, const char *added, size_t max)
+{
+	json_t *all = versions != NULL ? json_loads(versions, 0, NULL) : NULL;
+	json_t *add = added != NULL ? json_loads(added, 0, NULL) : NULL, *v;
+	size_t  i;
+	char   *out;
+
+	if (!json_is_array(all)) {
+		json_decref(all);
+		all = json_array();
+	}
+	json_array_foreach(add, i, v)
+	{
+		if (json_is_object(v)) {
+			json_array_append(all, v);
+		}
+	}
+	json_decref(add);
+	while (json_array_size(all) > max) {
+		json_array_remove(all, 0);
+	}
+	out = all != NULL ? json_dumps(all, JSON_COMPACT) : NULL;
+	json_decref(all);
+	return (out);
+}
+
+int
+store_tool_versions(store *s, const char *client_id, char **json)
+{
+	*json = NULL;
+	return (s->ops->tool_versions(s, client_id, json));
 }
 
 int

@@ -39,6 +39,8 @@
  *                          value that tells a wrong key at open
  *       oauth_flows.data, header_flows.data: json the flow carries
  *                          (endpoints, scopes, required header keys)
+ *   v3  mcp_tools.versions json: the list's last versions, oldest first
+ *                          ({digest, at, count, diff}: hash.h)
  *
  * Sealing: with a key, every secret-bearing column (client configs -
  * they hold header values and client secrets - tokens, PKCE verifiers,
@@ -61,8 +63,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_VERSION 2 /* the schema this build writes */
-#define STORE_ERR_MAX 512
+#define STORE_VERSION       3  /* the schema this build writes */
+#define STORE_TOOL_VERSIONS 20 /* tool-list versions kept per client */
+#define STORE_ERR_MAX       512
 
 typedef struct store store;
 
@@ -140,10 +143,24 @@ int store_client_del(store *s, const char *id);
 
 /*
  * store_tools_put writes a client's tool list unless the stored hash is
- * already hash: *written tells which.  Returns 0 or an error.
+ * already hash: *written tells which.  When it writes, added (a JSON
+ * array's text of version objects, or NULL) is appended to the client's
+ * versions, the oldest beyond STORE_TOOL_VERSIONS dropped - so of nodes
+ * writing the same change, one appends it.  Returns 0 or an error.
  */
 int store_tools_put(store *s, const char *client_id, const char *hash,
-                    const char *tools_json, bool *written);
+                    const char *tools_json, const char *added, bool *written);
+
+/* store_versions_add gives the JSON array text versions (NULL, or not
+ * an array: none) with the objects of the array text added (NULL: none)
+ * appended, the oldest beyond max dropped: malloc'd, or NULL out of
+ * memory. */
+char *store_versions_add(const char *versions, const char *added, size_t max);
+
+/* store_tool_versions reads a client's tool-list versions, oldest first:
+ * *json a malloc'd JSON array text, "[]" when it has none.  Returns 0,
+ * MK_ENOMEM or MK_ESYS. */
+int store_tool_versions(store *s, const char *client_id, char **json);
 
 /* Called per stored client, in name order; tools and hash may be NULL.
  * A non-zero return stops the walk and is returned.  A row that cannot

@@ -73,7 +73,9 @@ typedef struct store_ops {
 	                  const char *config_json);
 	int (*client_del)(store *s, const char *id);
 	int (*tools_put)(store *s, const char *client_id, const char *hash,
-	                 const char *tools_json, bool *written);
+	                 const char *tools_json, const char *added,
+	                 bool *written);
+	int (*tool_versions)(store *s, const char *client_id, char **json);
 	int (*clients_each)(store *s, store_client_fn fn, void *arg,
 	                    unsigned *skipped);
 	int (*row_put)(store *s, store_table t, json_t *row);
@@ -215,7 +217,8 @@ int sq_client_put(store *s, const char *id, const char *name,
                   const char *config_json);
 int sq_client_del(store *s, const char *id);
 int sq_tools_put(store *s, const char *client_id, const char *hash,
-                 const char *tools_json, bool *written);
+                 const char *tools_json, const char *added, bool *written);
+int sq_tool_versions(store *s, const char *client_id, char **json);
 int sq_clients_each(store *s, store_client_fn fn, void *arg,
                     unsigned *skipped);
 int sq_row_put(store *s, store_table t, json_t *row);
@@ -290,7 +293,8 @@ int pg_client_put(store *s, const char *id, const char *name,
                   const char *config_json);
 int pg_client_del(store *s, const char *id);
 int pg_tools_put(store *s, const char *client_id, const char *hash,
-                 const char *tools_json, bool *written);
+                 const char *tools_json, const char *added, bool *written);
+int pg_tool_versions(store *s, const char *client_id, char **json);
 int pg_clients_each(store *s, store_client_fn fn, void *arg,
                     unsigned *skipped);
 int pg_row_put(store *s, store_table t, json_t *row);

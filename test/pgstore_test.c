@@ -21,6 +21,7 @@
 #include "mcpkeep.h"
 #include "persist/store.h"
 #include "pgutil.h"
+#include "storeutil.h"
 #include "testutil.h"
 
 #define KEY1 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -85,17 +86,18 @@ contract(void)
 	CHECK_EQ(store_client_put(s, "id-c", "a", "{}"), MK_EINVAL);
 	CHECK(strstr(error_of(s), "duplicate key") != NULL);
 	/* the gate: unchanged lists write nothing, a change once */
-	CHECK_EQ(store_tools_put(s, "id-a", h1, "[1]", &w), 0);
+	CHECK_EQ(store_tools_put(s, "id-a", h1, "[1]", NULL, &w), 0);
 	CHECK(w);
 	for (int i = 0; i < 200; i++) {
-		CHECK_EQ(store_tools_put(s, "id-a", h1, "[1]", &w), 0);
+		CHECK_EQ(store_tools_put(s, "id-a", h1, "[1]", NULL, &w), 0);
 		CHECK(!w);
 	}
-	CHECK_EQ(store_tools_put(s, "id-a", h2, "[2]", &w), 0);
+	CHECK_EQ(store_tools_put(s, "id-a", h2, "[2]", NULL, &w), 0);
 	CHECK(w);
 	CHECK_EQ(store_tool_writes(s), 2);
-	CHECK_EQ(store_tools_put(s, "nobody", h1, "[]", &w), MK_EINVAL);
+	CHECK_EQ(store_tools_put(s, "nobody", h1, "[]", NULL, &w), MK_EINVAL);
 	CHECK(strstr(error_of(s), "foreign key") != NULL);
+	storeutil_versions(s, "id-b");
 	CHECK_EQ(store_clients_each(s, count_client, &n, &skipped), 0);
 	CHECK_EQ(n, 2);
 	/* credential rows: a put replaces by key; types and checks refused
@@ -316,7 +318,7 @@ node_check(void *arg)
 	bool   w;
 
 	pthread_barrier_wait(&start_line);
-	CHECK_EQ(store_tools_put(s, "c0", "hash-1", "[]", &w), 0);
+	CHECK_EQ(store_tools_put(s, "c0", "hash-1", "[]", NULL, &w), 0);
 	*(uint64_t *)arg = store_tool_writes(s);
 	store_close(&s);
 	return (NULL);
@@ -404,6 +406,7 @@ static void
 server_away(void)
 {
 	char     url[160], want[96], name[112], shown[160], err[STORE_ERR_MAX];
+	char     out[32];
 	store   *s;
 	int      n = 0;
 	unsigned skipped;
@@ -442,6 +445,23 @@ server_away(void)
 	             "store postgresql://mk@127.0.0.1:1/none: "
 	             "connecting: ") != NULL);
 	CHECK(strstr(err, PGT_PASSWORD) == NULL);
+	/* a version 1 schema (no tool-list versions) migrates, its rows
+	 * kept */
+	pgt_sql(url,
+	        "ALTER TABLE mcp_tools DROP COLUMN versions; "
+	        "UPDATE mk_schema SET version = 1",
+	        NULL, 0);
+	CHECK_EQ(store_open(&s, url, STORE_RW, KEY1, err, sizeof(err)), 0);
+	pgt_sql(url, "SELECT version FROM mk_schema", out, sizeof(out));
+	CHECK(strcmp(out, "2") == 0);
+	pgt_sql(url,
+	        "SELECT count(*) FROM information_schema.columns WHERE "
+	        "table_name = 'mcp_tools' AND column_name = 'versions'",
+	        out, sizeof(out));
+	CHECK(strcmp(out, "1") == 0);
+	pgt_sql(url, "SELECT count(*) FROM mcp_clients", out, sizeof(out));
+	CHECK(atoi(out) > 0);
+	store_close(&s);
 	/* a newer schema is refused */
 	pgt_sql(url, "UPDATE mk_schema SET version = 99", NULL, 0);
 	CHECK_EQ(store_open(&s, url, STORE_RW, KEY1, err, sizeof(err)),

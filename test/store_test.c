@@ -17,6 +17,7 @@
 #include "persist/hash.h"
 #include "persist/seal.h"
 #include "persist/store.h"
+#include "storeutil.h"
 #include "testutil.h"
 
 #define KEY1 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -262,11 +263,11 @@ clients_and_gate(void)
 	CHECK(strcmp(h1, h2) == 0);
 	CHECK_EQ(store_client_put(s, "id-a", "a", "{\"name\":\"a\"}"), 0);
 	CHECK_EQ(store_client_put(s, "id-b", "b", "{\"name\":\"b\"}"), 0);
-	CHECK_EQ(store_tools_put(s, "id-a", h1, "[]", &w), 0);
+	CHECK_EQ(store_tools_put(s, "id-a", h1, "[]", NULL, &w), 0);
 	CHECK(w);
 	/* 10,000 unchanged lists: not one write */
 	for (int i = 0; i < 10000; i++) {
-		CHECK_EQ(store_tools_put(s, "id-a", h2, "[]", &w), 0);
+		CHECK_EQ(store_tools_put(s, "id-a", h2, "[]", NULL, &w), 0);
 		CHECK(!w);
 	}
 	CHECK_EQ(store_tool_writes(s), 1);
@@ -275,7 +276,7 @@ clients_and_gate(void)
 	                    json_string("changed"));
 	CHECK_EQ(tools_hash(t1, h1), 0);
 	CHECK(strcmp(h1, h2) != 0);
-	CHECK_EQ(store_tools_put(s, "id-a", h1, "[]", &w), 0);
+	CHECK_EQ(store_tools_put(s, "id-a", h1, "[]", NULL, &w), 0);
 	CHECK(w);
 	CHECK_EQ(store_tool_writes(s), 2);
 	CHECK_EQ(store_clients_each(s, collect, &n, &skipped), 0);
@@ -284,14 +285,89 @@ clients_and_gate(void)
 	/* deleting a client takes its tools (a later put is a write) */
 	CHECK_EQ(store_client_del(s, "id-a"), 0);
 	CHECK_EQ(store_client_put(s, "id-a", "a", "{\"name\":\"a\"}"), 0);
-	CHECK_EQ(store_tools_put(s, "id-a", h1, "[]", &w), 0);
+	CHECK_EQ(store_tools_put(s, "id-a", h1, "[]", NULL, &w), 0);
 	CHECK(w);
 	/* a tool list for an unknown client is refused (foreign key) */
-	CHECK(store_tools_put(s, "nobody", h1, "[]", &w) == MK_EINVAL);
+	CHECK(store_tools_put(s, "nobody", h1, "[]", NULL, &w) == MK_EINVAL);
 	CHECK(strstr(store_error(s), "FOREIGN KEY") != NULL);
+	storeutil_versions(s, "id-b");
 	json_decref(t1);
 	json_decref(t2);
 	store_close(&s);
+}
+
+/* tools_diff: what changed between two lists, field by field, in name
+ * order, whatever the servers' key and tool order. */
+static void
+tool_diff(void)
+{
+	json_t *old = json_loads(
+	        "[{\"name\": \"send_mail\", \"description\": \"Sends\", "
+	        "\"inputSchema\": {\"type\": \"object\"}, \"annotations\": "
+	        "{\"destructiveHint\": false, \"title\": \"Mail\"}},"
+	        " {\"name\": \"gone\"}, {\"name\": \"same\", \"title\": \"S\", "
+	        "\"_meta\": {\"a\": 1, \"b\": 2}}, {\"description\": \"no name\"}]",
+	        0, NULL);
+	json_t *new = json_loads(
+	        "[{\"name\": \"same\", \"_meta\": {\"b\": 2, \"a\": 1}, "
+	        "\"title\": \"S\"}, {\"name\": \"new_one\"}, {\"annotations\": "
+	        "{\"title\": \"Mail\", \"destructiveHint\": true}, \"name\": "
+	        "\"send_mail\", \"description\": \"Sends mail to anyone\", "
+	        "\"inputSchema\": {\"type\": \"object\", \"required\": [\"to\"]}, "
+	        "\"outputSchema\": {}}]",
+	        0, NULL);
+	json_t *d    = tools_diff(old, new);
+	char   *text = json_dumps(d, JSON_COMPACT);
+
+	CHECK(strcmp(text,
+	             "{\"removed\":[\"gone\"],\"added\":[\"new_one\"],"
+	             "\"changed\":[{\"name\":\"send_mail\",\"fields\":["
+	             "\"annotations.destructiveHint\",\"description\","
+	             "\"inputSchema\",\"outputSchema\"]}]}") == 0 ||
+	      !fprintf(stderr, "diff: %s\n", text));
+	free(text);
+	json_decref(d);
+	/* a _meta key changed; nothing before: all added */
+	json_object_set_new(json_object_get(json_array_get(new, 0), "_meta"),
+	                    "a", json_integer(3));
+	d = tools_diff(old, new);
+	json_t *want =
+	        json_loads("[{\"name\": \"same\", \"fields\": "
+	                   "[\"_meta.a\"]}, {\"name\": \"send_mail\", "
+	                   "\"fields\": [\"annotations.destructiveHint\", "
+	                   "\"description\", \"inputSchema\", "
+	                   "\"outputSchema\"]}]",
+	                   JSON_DECODE_ANY, NULL);
+	CHECK(json_equal(json_object_get(d, "changed"), want));
+	json_decref(want);
+	json_decref(d);
+	d    = tools_diff(NULL, new);
+	text = json_dumps(d, JSON_COMPACT);
+	CHECK(strcmp(text,
+	             "{\"added\":[\"new_one\",\"same\",\"send_mail\"]}") == 0);
+	free(text);
+	json_decref(d);
+	/* the same list: an empty diff */
+	d = tools_diff(new, new);
+	CHECK(json_object_size(d) == 0);
+	json_decref(d);
+	/* bounded: 100 names, then how many more */
+	json_t *many = json_array();
+	for (int i = 0; i < 250; i++) {
+		char n[16];
+		snprintf(n, sizeof(n), "t%03d", i);
+		json_array_append_new(many, json_pack("{s:s}", "name", n));
+	}
+	d = tools_diff(old, many);
+	CHECK_EQ(json_array_size(json_object_get(d, "added")), 100);
+	CHECK_EQ(json_integer_value(
+	                 json_object_get(json_object_get(d, "more"), "added")),
+	         150);
+	CHECK_EQ(json_array_size(json_object_get(d, "removed")), 3);
+	json_decref(d);
+	json_decref(many);
+	json_decref(old);
+	json_decref(new);
 }
 
 static json_t *
@@ -678,6 +754,7 @@ main(void)
 	RUN(newer_refused);
 	RUN(not_a_database);
 	RUN(clients_and_gate);
+	RUN(tool_diff);
 	RUN(credential_rows);
 	RUN(encryption);
 	RUN(plain_then_sealed);
