@@ -696,6 +696,32 @@ on_row_get(ps_self *ps, kn_msg *msg)
 	return (rv);
 }
 
+static int
+on_versions(ps_self *ps, kn_msg *msg)
+{
+	store           *s = reader(ps);
+	ps_client_id_msg m;
+	ps_versions_msg  out = {0};
+	int              rv  = MK_ESYS;
+
+	(void)ps_client_id_msg_unpack(msg->env.payload, msg->env.payload_len,
+	                              &m);
+	assert(m.id != NULL);
+	if (s != NULL && (rv = store_tool_versions(s, m.id, &out.json)) != 0) {
+		KN_WARN("persister", "%s", store_error(s));
+	}
+	ps_client_id_msg_clear(&m);
+	if (rv != 0) {
+		return (kn_reply_error(kn_actor_kernel(ps->self),
+		                       kn_defer(msg), rv,
+		                       "the store cannot be read"));
+	}
+	rv = kn_reply_msg(kn_actor_kernel(ps->self), kn_defer(msg), 0,
+	                  &ps_versions_msg_fields, &out);
+	ps_versions_msg_clear(&out);
+	return (rv);
+}
+
 /* A refresh lease (store.h: Refresh leases), in queue order. */
 static int
 on_lease(ps_self *ps, kn_msg *msg)
@@ -869,6 +895,8 @@ ps_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (wait_flush(ps, msg, NULL));
 	case MSG_PS_ROW_GET:
 		return (on_row_get(ps, msg));
+	case MSG_PS_VERSIONS:
+		return (on_versions(ps, msg));
 	case MSG_PS_LEASE:
 		return (on_lease(ps, msg));
 	case MSG_PS_STATS:
@@ -888,6 +916,8 @@ const kn_actor_ops persister_ops = {
 CODEC_MSG_FIELDS(ps_client_msg, PS_CLIENT_FIELDS);
 CODEC_MSG_FIELDS(ps_id_msg, PS_ID_FIELDS);
 CODEC_MSG_FIELDS(ps_tools_msg, PS_TOOLS_FIELDS);
+CODEC_MSG_FIELDS(ps_client_id_msg, PS_CLIENT_ID_FIELDS);
+CODEC_MSG_FIELDS(ps_versions_msg, PS_VERSIONS_FIELDS);
 CODEC_MSG_FIELDS(ps_row_msg, PS_ROW_FIELDS);
 CODEC_MSG_FIELDS(ps_key_msg, PS_KEY_FIELDS);
 CODEC_MSG_FIELDS(ps_table_msg, PS_TABLE_FIELDS);
@@ -918,6 +948,10 @@ const codec_msgdef persister_msgs[] = {
          &ps_rows_msg_fields, NULL, "every row of a credential table"},
         {CODEC_MSG(MSG_PS_ROW_GET), "ask", &ps_key_msg_fields,
          &ps_found_msg_fields, NULL, "one credential row by key"},
+        {CODEC_MSG(MSG_PS_VERSIONS), "ask", &ps_client_id_msg_fields,
+         &ps_versions_msg_fields, NULL,
+         "a client's stored tool-list versions (MK_ESYS: the store cannot "
+         "be read)"},
         {CODEC_MSG(MSG_PS_SYNC), "ask", &ps_sync_msg_fields, NONE, NULL,
          "answered once every write queued before it is durable (MK_ESYS: not yet, kept and retried; with a ticket MK_ESTORE: its writes refused, out of the queue)"},
         {CODEC_MSG(MSG_PS_STATS), "ask", NONE, &ps_stats_msg_fields, NULL,

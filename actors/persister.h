@@ -86,6 +86,12 @@
  *                   the flush fails), 0: none
  *     ok:     row secret the row, JSON object text; absent: none
  *
+ *   MSG_PS_VERSIONS ask: a client's stored tool-list versions (MK_ESYS: the
+ *                        store cannot be read)
+ *     id str    the client's id
+ *     ok:     json str    its tool-list versions, JSON array text, oldest
+ *                         first (store_tool_versions)
+ *
  *   MSG_PS_SYNC ask: answered once every write queued before it is durable
  *                    (MK_ESYS: not yet, kept and retried; with a ticket
  *                    MK_ESTORE: its writes refused, out of the queue)
@@ -162,6 +168,15 @@ CODEC_MSG_STRUCT(ps_id_msg, PS_ID_FIELDS)
 	  "the version it makes, JSON object text (persist/hash.h: digest, "  \
 	  "at, count, diff), or absent")
 CODEC_MSG_STRUCT(ps_tools_msg, PS_TOOLS_FIELDS)
+
+#define PS_CLIENT_ID_FIELDS(F, S) F(S, STR, id, "the client's id")
+CODEC_MSG_STRUCT(ps_client_id_msg, PS_CLIENT_ID_FIELDS)
+
+#define PS_VERSIONS_FIELDS(F, S)                                              \
+	F(S, STR, json,                                                       \
+	  "its tool-list versions, JSON array text, oldest first "            \
+	  "(store_tool_versions)")
+CODEC_MSG_STRUCT(ps_versions_msg, PS_VERSIONS_FIELDS)
 
 #define PS_ROW_FIELDS(F, S)                                                   \
 	F(S, STR, table, "a credential table's name")                         \

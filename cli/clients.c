@@ -312,19 +312,21 @@ route_clients_list(req *r, const char *id, json_t *body)
 	mk_free(out);
 }
 
-/* A client's last transitions; a key sees only its clients'. */
-void
-route_client_history(req *r, const char *id, json_t *body)
+/* A client's array from get (its transitions, its tool-list versions)
+ * as {key: [...]}; a key sees only its clients'. */
+typedef int (*array_fn)(mk_runtime *rt, const char *name, char **out);
+
+static void
+client_array(req *r, const char *id, array_fn get, const char *key)
 {
 	char   *text = NULL;
 	json_t *j;
 	int     rc;
 
-	(void)body;
 	if (route_key_refuses(r, id, NULL)) {
 		return;
 	}
-	if ((rc = mk_client_history_json(D.rt, id, &text)) != 0) {
+	if ((rc = get(D.rt, id, &text)) != 0) {
 		char msg[128];
 		snprintf(msg, sizeof(msg), "no MCP client %.64s", id);
 		answer_error(r, status_of(rc),
@@ -333,9 +335,22 @@ route_client_history(req *r, const char *id, json_t *body)
 	}
 	j = json_loads(text, 0, NULL);
 	mk_free(text);
-	answer_json(
-	        r, 200,
-	        json_pack("{s:o}", "history", j != NULL ? j : json_array()));
+	answer_json(r, 200,
+	            json_pack("{s:o}", key, j != NULL ? j : json_array()));
+}
+
+void
+route_client_history(req *r, const char *id, json_t *body)
+{
+	(void)body;
+	client_array(r, id, mk_client_history_json, "history");
+}
+
+void
+route_client_tool_versions(req *r, const char *id, json_t *body)
+{
+	(void)body;
+	client_array(r, id, mk_client_tool_versions_json, "versions");
 }
 
 /* ---- the admin API ------------------------------------------------------ */

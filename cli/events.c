@@ -165,6 +165,10 @@ event_text(const void *msg, size_t len, char *name, size_t nlen,
 		j = json_pack("{s:s, s:s, s:s, s:I}", "client_id", e.client_id,
 		              "name", e.name, "hash", e.hash, "count",
 		              (json_int_t)e.count);
+		if (j != NULL && e.diff[0] != '\0') { /* (a tools event's) */
+			json_object_set_new(j, "diff",
+			                    json_loads(e.diff, 0, NULL));
+		}
 	} else if (strcmp(e.topic, "input") == 0) {
 		j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
 		              "client_id", e.client_id, "name", e.name,

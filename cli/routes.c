@@ -57,6 +57,8 @@ static const route routes[] = {
          route_verify_exchange},
         {"GET", "/api/mcp/client/*/history", LANE_ADMIN, AUTH_READ,
          route_client_history},
+        {"GET", "/api/mcp/client/*/tools/history", LANE_ADMIN, AUTH_READ,
+         route_client_tool_versions},
         {"GET", "/api/mcp/client/*/elicitations", LANE_ADMIN, AUTH_ADMIN,
          route_inputs_list},
         {"POST", "/api/mcp/client/*/elicitation/*", LANE_ADMIN, AUTH_ADMIN,

@@ -73,6 +73,8 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_SV_SNAPSHOT] = "sv_snapshot",
 	[MSG_CL_SNAPSHOT] = "cl_snapshot",
 	[MSG_CL_HISTORY]  = "cl_history",
+	[MSG_CL_VERSIONS] = "cl_versions",
+	[MSG_PS_VERSIONS] = "ps_versions",
 };
 /* clang-format on */
 

@@ -86,6 +86,8 @@ typedef enum codec_msg_type {
 	MSG_SV_SNAPSHOT,    /* ask: every client's state on the stream */
 	MSG_CL_SNAPSHOT,    /* tell: publish your state on the stream */
 	MSG_CL_HISTORY,     /* ask: a client's last transitions */
+	MSG_CL_VERSIONS,    /* ask: a client's tool-list versions */
+	MSG_PS_VERSIONS,    /* ask: a client's stored tool-list versions */
 	MSG_COUNT           /* one past the last type; not a type */
 } codec_msg_type;
 

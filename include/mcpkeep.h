@@ -677,6 +677,21 @@ MK_API int mk_client_metrics_json(mk_runtime *rt, const char *name,
 MK_API int mk_client_history_json(mk_runtime *rt, const char *name,
                                   char **out);
 
+/*
+ * mk_client_tool_versions_json gives a client's tool-list versions (the
+ * last 20, oldest first: the store's, else those of this run) as a JSON
+ * array text: each change of its list {"digest" (SHA-256 of the whole
+ * tool objects, canonical: the same list always hashes the same), "at"
+ * (RFC 3339), "count" (tools), "first" (true: no list before it), "diff":
+ * {"added": [names], "removed": [names], "changed": [{"name", "fields":
+ * ["description", "inputSchema", "annotations.destructiveHint", ...]}],
+ * "more": {list: how many past the first 100}} (an empty list left
+ * out)}.  *out is the caller's (mk_free).  MK_ENOENT: no such client.
+ * Blocks; any thread but an actor's.
+ */
+MK_API int mk_client_tool_versions_json(mk_runtime *rt, const char *name,
+                                        char **out);
+
 /* A tool call. */
 typedef struct mk_call {
 	const char *client;     /* client name or client_id */
@@ -962,6 +977,11 @@ typedef struct mk_event {
 	                            * known) */
 	int snapshot;              /* state: 1 when mk_stream_snapshot asked
 	                            * for it (not a transition) */
+	char diff[8192];           /* tools: what changed, JSON text (as a
+	                            * version's "diff":
+	                            * mk_client_tool_versions_json);
+	                            * {"truncated": true} when it does not
+	                            * fit: read the versions */
 } mk_event;
 
 /* mk_event ev = MK_EVENT_INIT; */

@@ -562,6 +562,27 @@ mk_client_history_json(mk_runtime *rt, const char *name, char **out)
 	return (rv);
 }
 
+int
+mk_client_tool_versions_json(mk_runtime *rt, const char *name, char **out)
+{
+	kn_answer       ans;
+	cl_versions_msg m;
+	int             rv;
+
+	if (out == NULL) {
+		return (MK_EINVAL);
+	}
+	*out = NULL;
+	rv   = rt_client_ask(rt, name, MSG_CL_VERSIONS, &codec_no_fields, NULL,
+	                     &ans);
+	if (rv == 0 && cl_versions_msg_unpack(ans.data, ans.len, &m) == 0) {
+		*out = m.json;
+		rv   = *out != NULL ? 0 : MK_EPROTO;
+	}
+	free(ans.data);
+	return (rv);
+}
+
 /* ---- tool calls ------------------------------------------------------- */
 
 void
@@ -967,6 +988,14 @@ event_parse(const void *msg, size_t len, mk_event *ev)
 		ev->count       = mp_int(mp_get(&r, "count"), 0);
 		ev->healthy     = mp_bool(mp_get(&r, "healthy"), false);
 		ev->snapshot    = mp_bool(mp_get(&r, "snapshot"), false);
+		const msgpack_object *d = mp_get(&r, "diff");
+		if (d != NULL && d->type == MSGPACK_OBJECT_STR &&
+		    d->via.str.size >= sizeof(ev->diff)) {
+			snprintf(ev->diff, sizeof(ev->diff),
+			         "{\"truncated\": true}");
+		} else {
+			copy_str(ev->diff, sizeof(ev->diff), d);
+		}
 	}
 	mp_r_close(&r);
 	return (rv);

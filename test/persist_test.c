@@ -911,6 +911,102 @@ unchanged_ticks(void)
 	place_close(&pl);
 }
 
+/* The diff of the next "tools" event of name (a new object). */
+static json_t *
+next_diff(sub *sb, int *from, const char *name)
+{
+	event   e = wait_event(sb, from, is_tools_of, name, "a tools event");
+	json_t *d = json_loads(e.diff, 0, NULL);
+
+	CHECK(d != NULL);
+	return (d);
+}
+
+/* Each change of a list is a version, its diff on the stream field by
+ * field, and the last versions are the store's: the same after a
+ * restart. */
+static void
+tool_versions(void)
+{
+	place       pl;
+	sub         sb;
+	mk_runtime *rt;
+	kn_actor   *cl;
+	char       *err = NULL, *text = NULL, cfg[512];
+	json_t     *d, *all, *v;
+	int         from = 0;
+
+	place_open(&pl, 0);
+	rt = rt_open_store(&sb, pl.db);
+	snprintf(
+	        cfg, sizeof(cfg),
+	        "{\"name\": \"ver\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tool_sync_interval\": \"1h\"}",
+	        srv.port);
+	CHECK_EQ(mk_client_add(rt, cfg, NULL, &err), 0);
+	/* the first list: every tool added */
+	d = next_diff(&sb, &from, "ver");
+	CHECK(json_array_size(json_object_get(d, "added")) > 5);
+	CHECK(json_object_get(d, "changed") == NULL);
+	json_decref(d);
+	/* a description rewritten: that tool, that field */
+	CHECK_EQ(kn_lookup(rt->kernel, CLIENT_PREFIX "ver", &cl), 0);
+	admin(srv.port, "/admin/describe", "{\"description\": \"rewritten\"}",
+	      NULL);
+	check_once(cl);
+	d    = next_diff(&sb, &from, "ver");
+	text = json_dumps(d, JSON_COMPACT);
+	CHECK(strcmp(text,
+	             "{\"changed\":[{\"name\":\"echo\",\"fields\":"
+	             "[\"description\"]}]}") == 0 ||
+	      !fprintf(stderr, "diff: %s\n", text));
+	free(text);
+	json_decref(d);
+	/* a tool added (tools/list_changed) */
+	admin(srv.port, "/admin/add-tool", "{\"name\": \"zz_versioned\"}",
+	      NULL);
+	d    = next_diff(&sb, &from, "ver");
+	text = json_dumps(d, JSON_COMPACT);
+	CHECK(strcmp(text, "{\"added\":[\"zz_versioned\"]}") == 0 ||
+	      !fprintf(stderr, "diff: %s\n", text));
+	free(text);
+	json_decref(d);
+	kn_actor_release(&cl);
+	/* the view shows the last; the store has the three */
+	v = view_of(rt, "ver");
+	d = json_object_get(json_object_get(v, "tools_version"), "diff");
+	CHECK(json_object_size(d) == 1 &&
+	      json_array_size(json_object_get(d, "added")) == 1);
+	CHECK(strcmp(json_string_value(
+	                     json_array_get(json_object_get(d, "added"), 0)),
+	             "zz_versioned") == 0);
+	json_decref(v);
+	for (int round = 0; round < 2; round++) {
+		CHECK_EQ(mk_client_tool_versions_json(rt, "ver", &text), 0);
+		CHECK((all = json_loads(text, 0, NULL)) != NULL);
+		mk_free(text);
+		CHECK_EQ(json_array_size(all), 3);
+		CHECK(json_is_true(
+		        json_object_get(json_array_get(all, 0), "first")));
+		CHECK(json_is_false(
+		        json_object_get(json_array_get(all, 2), "first")));
+		CHECK_EQ(json_integer_value(json_object_get(
+		                 json_array_get(all, 2), "count")),
+		         json_integer_value(json_object_get(
+		                 json_array_get(all, 0), "count")) +
+		                 1);
+		json_decref(all);
+		/* restarted: the store's versions */
+		rt_close(&rt, &sb);
+		if (round == 0) {
+			rt = rt_open_store(&sb, pl.db);
+		}
+	}
+	CHECK_EQ(mk_client_tool_versions_json(NULL, "ver", &text), MK_EHANDLE);
+	admin(srv.port, "/admin/describe",
+	      "{\"description\": \"Answers the message\"}", NULL);
+	place_close(&pl);
+}
+
 /* Reverses an object's keys (jansson keeps insertion order). */
 static json_t *
 reversed(json_t *o)
@@ -1292,6 +1388,7 @@ main(int argc, char **argv)
 	RUN_IF(stored_error);
 	RUN_IF(key_order);
 	RUN_IF(unchanged_ticks);
+	RUN_IF(tool_versions);
 	RUN_IF(sealed_runtime);
 	RUN_IF(damaged);
 	RUN_IF(locked);

@@ -918,7 +918,8 @@ busy(void)
 /* mcpkeep watch over /api/events: the admin sees every transition; a
  * virtual key only its clients'; a wrong credential exits 1. */
 /* GET /api/mcp/client/{id}/history: a client's transitions, oldest
- * first, with the failure that moved it; a key sees its clients' only. */
+ * first, with the failure that moved it; a key sees its clients' only;
+ * .../tools/history the same way. */
 static void
 history(void)
 {
@@ -964,6 +965,17 @@ history(void)
 	expect("GET", "/api/status", NULL, "history-admin-token", 200,
 	       "\"store\":\"memory\"");
 	free(http_req("GET", "/api/mcp/client/hist/history", NULL, key, &st));
+	CHECK_EQ(st, 403);
+	/* its tool-list versions: none (it never listed); the same
+	 * decisions */
+	expect("GET", "/api/mcp/client/hist/tools/history", NULL,
+	       "history-admin-token", 200, "{\"versions\":[]}");
+	expect("GET", "/api/mcp/client/nobody/tools/history", NULL,
+	       "history-admin-token", 404, "no MCP client nobody");
+	expect("GET", "/api/mcp/client/hist/tools/history", NULL, "", 401,
+	       NULL);
+	free(http_req("GET", "/api/mcp/client/hist/tools/history", NULL, key,
+	              &st));
 	CHECK_EQ(st, 403);
 	sv_admin = NULL;
 	peer_stop(&d);
@@ -1039,7 +1051,7 @@ static void
 status_page(void)
 {
 	peer   d = {0}, b = {0}, m = {0};
-	char   js[512], shot[512], pid[16];
+	char   js[512], shot[512], pid[16], port[16];
 	size_t cap    = 256 * 1024, len;
 	char  *config = malloc(cap);
 
@@ -1067,7 +1079,8 @@ status_page(void)
 	                                        : ".");
 	unlink(shot);
 	snprintf(pid, sizeof(pid), "%d", (int)m.pid);
-	const char *argv[] = {"node", js, sv_base, shot, pid, NULL};
+	snprintf(port, sizeof(port), "%d", m.port);
+	const char *argv[] = {"node", js, sv_base, shot, pid, port, NULL};
 	CHECK_EQ(peer_start(&b, argv, NULL, "page ok ([0-9]+)", 120000), 0);
 	CHECK(peer_wait_exit(&b, 30000));
 	peer_stop(&b);

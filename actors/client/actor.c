@@ -132,6 +132,7 @@ cl_fini(kn_actor *self, void *state)
 	}
 	json_decref(cl->tools);
 	json_decref(cl->history);
+	json_decref(cl->versions);
 	cl_lists_fini(cl);
 	json_decref(cl->undo);
 	free(cl->lf_message);
@@ -605,6 +606,9 @@ cl_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case MSG_CL_HISTORY:
 		cl_on_history(cl, msg);
+		return (0);
+	case MSG_CL_VERSIONS:
+		cl_on_versions(cl, msg);
 		return (0);
 	default:
 		assert(!"client: unexpected message");

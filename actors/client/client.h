@@ -134,6 +134,12 @@
  *     ok:     json str    its last transitions, JSON array text, oldest first:
  *                         see mk_client_history_json
  *
+ *   MSG_CL_VERSIONS ask: the client's tool-list versions: the store's, else
+ *                        those of this run
+ *     {}
+ *     ok:     json str    its tool-list versions, JSON array text, oldest
+ *                         first: see mk_client_tool_versions_json
+ *
  *   MSG_CL_SNAPSHOT tell: publish the client's state on the stream now (a
  *                         snapshot: see mk_stream_snapshot)
  *     {}
@@ -316,6 +322,12 @@ CODEC_MSG_STRUCT(cl_metrics_msg, CL_METRICS_FIELDS)
 	  "its last transitions, JSON array text, oldest first: see "         \
 	  "mk_client_history_json")
 CODEC_MSG_STRUCT(cl_history_msg, CL_HISTORY_FIELDS)
+
+#define CL_VERSIONS_FIELDS(F, S)                                              \
+	F(S, STR, json,                                                       \
+	  "its tool-list versions, JSON array text, oldest first: see "       \
+	  "mk_client_tool_versions_json")
+CODEC_MSG_STRUCT(cl_versions_msg, CL_VERSIONS_FIELDS)
 
 #define CL_SETTINGS_FIELDS(F, S)                                              \
 	F(S, INT, sync_ms, "the global tool_sync_interval")                   \

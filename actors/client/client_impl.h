@@ -240,6 +240,9 @@ struct client {
 	json_t  *tools;        /* the server's tools, as listed */
 	json_t  *history;      /* its last transitions (CL_HISTORY_MAX),
 	                        * oldest first, or NULL: none yet */
+	json_t *versions;      /* its tool lists' versions of this run
+	                        * (STORE_TOOL_VERSIONS), oldest first, or
+	                        * NULL: none yet (versions.c) */
 	char       hash[TOOLS_HASH_HEX]; /* their content hash, "" none */
 	cl_sconn  *live;         /* the sticky connection serving calls */
 	cl_sconn  *draining;     /* replaced ones finishing their calls */
@@ -338,6 +341,14 @@ void client_push_view(client *cl);
 /* A client's transitions kept for GET .../history (state.c). */
 #define CL_HISTORY_MAX 50
 void cl_on_history(client *cl, kn_msg *msg);
+
+/* versions.c: cl_version_new makes the version the list tools (hash)
+ * makes after the one the client has: {digest, at, count, diff, first
+ * (no list before it)},
+ * borrowed (kept in cl->versions), or NULL out of memory.  cl_on_versions
+ * answers MSG_CL_VERSIONS. */
+json_t *cl_version_new(client *cl, json_t *tools, const char *hash);
+void    cl_on_versions(client *cl, kn_msg *msg);
 /* client_snapshot publishes the state the client is in (a "state" event
  * whose old_state is its state, snapshot true). */
 void client_snapshot(client *cl);

@@ -14,6 +14,7 @@ CODEC_MSG_FIELDS(cl_update_msg, CL_UPDATE_FIELDS);
 CODEC_MSG_FIELDS(cl_ticket_msg, CL_TICKET_FIELDS);
 CODEC_MSG_FIELDS(cl_metrics_msg, CL_METRICS_FIELDS);
 CODEC_MSG_FIELDS(cl_history_msg, CL_HISTORY_FIELDS);
+CODEC_MSG_FIELDS(cl_versions_msg, CL_VERSIONS_FIELDS);
 CODEC_MSG_FIELDS(cl_settings_msg, CL_SETTINGS_FIELDS);
 CODEC_MSG_FIELDS(cl_cred_msg, CL_CRED_FIELDS);
 CODEC_MSG_FIELDS(cl_input_msg, CL_INPUT_FIELDS);
@@ -53,6 +54,10 @@ const codec_msgdef client_msgs[] = {
          "give up on a call: the server is told (notifications/cancelled), the caller answered \"cancelled\""},
         {CODEC_MSG(MSG_CL_HISTORY), "ask", NONE, &cl_history_msg_fields, NULL,
          "the client's last transitions (CL_HISTORY_MAX)"},
+        {CODEC_MSG(MSG_CL_VERSIONS), "ask", NONE, &cl_versions_msg_fields,
+         NULL,
+         "the client's tool-list versions: the store's, else those of this "
+         "run"},
         {CODEC_MSG(MSG_CL_SNAPSHOT), "tell", NONE, NULL, NULL,
          "publish the client's state on the stream now (a snapshot: see "
          "mk_stream_snapshot)"},

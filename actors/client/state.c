@@ -332,6 +332,13 @@ cl_view_json(client *cl)
 		                              cl->lf_message, "at", cl->lf_at,
 		                              "since", cl->lf_since));
 	}
+	if (v != NULL && json_array_size(cl->versions) > 0) {
+		/* the last change of the list, with what changed */
+		json_object_set(
+		        v, "tools_version",
+		        json_array_get(cl->versions,
+		                       json_array_size(cl->versions) - 1));
+	}
 	if (v != NULL && cl->checked_at[0] != '\0') {
 		json_object_set_new(v, "checked_at",
 		                    json_string(cl->checked_at));
@@ -543,28 +550,40 @@ client_pass(client *cl)
 void
 client_set_tools(client *cl, json_t *tools)
 {
-	char hash[TOOLS_HASH_HEX];
-	mp_w w;
+	char    hash[TOOLS_HASH_HEX], *diff;
+	json_t *version;
+	mp_w    w;
 
 	if (tools_hash(tools, hash) != 0 || strcmp(hash, cl->hash) == 0) {
 		return; /* unchanged: no event, no write */
 	}
+	version = cl_version_new(cl, tools, hash); /* (against the last) */
+	diff    = version != NULL
+	           ? json_dumps(json_object_get(version, "diff"), JSON_COMPACT)
+	           : NULL;
 	json_decref(cl->tools);
 	cl->tools = json_incref(tools);
 	memcpy(cl->hash, hash, sizeof(hash));
 	mp_w_init(&w);
-	mp_map(&w, 4);
+	mp_map(&w, diff != NULL ? 5 : 4);
 	mp_kv_str(&w, "client_id", cl->cfg->id);
 	mp_kv_str(&w, "name", cl->cfg->name);
 	mp_kv_str(&w, "hash", cl->hash);
 	mp_kv_int(&w, "count", (int64_t)json_array_size(tools));
+	if (diff != NULL) {
+		mp_kv_str(&w, "diff", diff);
+	}
+	free(diff);
 	client_push_view(cl);
 	kn_stream_publish(cl->stream, "tools", w.sb.data, w.sb.size);
 	mp_w_fini(&w);
 	if (cl->ps != NULL) {
-		ps_tools_msg m = {.id    = cl->cfg->id,
-		                  .hash  = cl->hash,
-		                  .tools = json_dumps(tools, JSON_COMPACT)};
+		ps_tools_msg m = {.id      = cl->cfg->id,
+		                  .hash    = cl->hash,
+		                  .tools   = json_dumps(tools, JSON_COMPACT),
+		                  .version = version != NULL
+		                          ? json_dumps(version, JSON_COMPACT)
+		                          : NULL};
 		if (m.tools == NULL ||
 		    kn_tell_msg(cl->ps, cl->self, MSG_PS_TOOLS_PUT,
 		                CODEC_OF(ps_tools_msg, &m)) != 0) {
@@ -573,6 +592,7 @@ client_set_tools(client *cl, json_t *tools)
 			         cl->cfg->name);
 		}
 		free(m.tools);
+		free(m.version);
 	}
 }
 

@@ -8,23 +8,24 @@
 // mode, protocol and tools (allowed of discovered, "allows no tools", the
 // names in the details), its recent transitions, its calls of the last 5
 // minutes as a sparkline with rate and error rate, when it was checked and
-// is checked next, and 1,003 clients paged 50 at a time and filtered by
+// is checked next, its tool list's last change (a description rewritten
+// on the server), and 1,003 clients paged 50 at a time and filtered by
 // the search box.
 //
-// Usage: node page.mjs BASE_URL SCREENSHOT.png PID
+// Usage: node page.mjs BASE_URL SCREENSHOT.png PID PORT
 // The daemon at BASE_URL serves clients "svst" (healthy, sticky, allows no
 // tools), "dead" (its server is down: unstable, stage connect), "mortal"
 // (sticky, checked every second, allows echo; its server is process group
-// PID) and zz0000 to zz0999 (disabled).  Prints
+// PID, inject.mjs on PORT) and zz0000 to zz0999 (disabled).  Prints
 // "page ok 1" and exits 0 when every check held; else prints what failed
 // and exits 1.
 import process from 'node:process';
 import { check, launch } from './browser.mjs';
 
-const [base, shot, pid] = process.argv.slice(2);
+const [base, shot, pid, port] = process.argv.slice(2);
 const mortal = Number(pid);
-if (!base || !shot || !Number.isInteger(mortal) || mortal <= 1) {
-	process.stderr.write('usage: node page.mjs BASE_URL SCREENSHOT.png PID\n');
+if (!base || !shot || !Number.isInteger(mortal) || mortal <= 1 || !port) {
+	process.stderr.write('usage: node page.mjs BASE_URL SCREENSHOT.png PID PORT\n');
 	process.exit(2);
 }
 
@@ -147,6 +148,19 @@ try {
 		'the sparkline has bars, the failed call red');
 	const checked = await page.textContent('tr[data-client="mortal"] td.checked');
 	check(/^\d+ s ago · next in \d s$/.test(checked), `checked: ${checked}`);
+	// the server rewrites a tool's description: the row says what
+	// changed, the details show the diff
+	const d = await fetch(`http://127.0.0.1:${port}/admin/describe`, {
+		method: 'POST', body: JSON.stringify({ description: 'rewritten' }) });
+	check(d.ok, `describe: HTTP ${d.status}`);
+	await page.waitForSelector('tr[data-client="mortal"] .changed', wait);
+	const changed = await page.textContent('tr[data-client="mortal"] .changed');
+	check(/^changed \d+ s ago: echo description$/.test(changed),
+		`changed: ${changed}`);
+	await page.click('tr[data-client="mortal"] .badge');
+	await page.waitForSelector('tr.details[data-client="mortal"] .diff', wait);
+	const diff = await page.textContent('tr.details[data-client="mortal"] .diff');
+	check(diff === '~ echo: description', `diff: ${diff}`);
 	// a server killed: its badge turns unstable, live
 	process.kill(-mortal, 'SIGKILL');
 	await page.waitForSelector('tr[data-client="mortal"] .badge.unstable',
