@@ -185,6 +185,7 @@ status_of(int rc)
 	case MK_EBUSY:
 		return (409);
 	case MK_EUPSTREAM:
+	case MK_EUNKNOWN:
 		return (502);
 	case MK_ETIMEDOUT:
 		return (504);

@@ -52,7 +52,7 @@ call_outcome(int rc, const mk_result *res)
 	}
 	return (rc == MK_EAUTH ? USAGE_AUTH_REQUIRED
 	                : rc == MK_EUPSTREAM || rc == MK_ETIMEDOUT ||
-	                        rc == MK_ECLOSED
+	                        rc == MK_ECLOSED || rc == MK_EUNKNOWN
 	                ? USAGE_UPSTREAM_ERROR
 	                : USAGE_REFUSED);
 }
@@ -123,6 +123,14 @@ on_tool(void *arg, int rc, mk_result *res)
 		                                         : "authorize first",
 		                      "mcp_auth_required",
 		                      p != NULL ? p : json_null()));
+	} else if (rc == MK_EUNKNOWN) {
+		/* it may have run: said so, for the caller to reconcile */
+		answer_json(r, 502,
+		            json_pack("{s:s, s:s}", "error",
+		                      res != NULL && res->error != NULL
+		                              ? res->error
+		                              : mk_strerror(rc),
+		                      "outcome", "unknown"));
 	} else {
 		answer_error(r, status_of(rc),
 		             res != NULL && res->error != NULL
@@ -130,6 +138,35 @@ on_tool(void *arg, int rc, mk_result *res)
 		                     : mk_strerror(rc));
 	}
 	mk_result_free(&res);
+}
+
+/* GET /api/mcp/calls?outcome=unknown: the calls whose outcome is unknown
+ * (the runtime's ledger, oldest first). */
+void
+route_calls(req *r, const char *id, json_t *body)
+{
+	char   *outcome = mk_query_param(r->query, "outcome"), *text = NULL;
+	json_t *j;
+	int     rc;
+
+	(void)id;
+	(void)body;
+	if (outcome == NULL || strcmp(outcome, "unknown") != 0) {
+		free(outcome);
+		answer_error(r, 400,
+		             "outcome must be \"unknown\" (the calls that may "
+		             "or may not have run)");
+		return;
+	}
+	free(outcome);
+	if ((rc = mk_calls_unknown_json(D.rt, &text)) != 0) {
+		answer_error(r, status_of(rc), mk_strerror(rc));
+		return;
+	}
+	j = json_loads(text, 0, NULL);
+	mk_free(text);
+	answer_json(r, 200,
+	            json_pack("{s:o}", "calls", j != NULL ? j : json_array()));
 }
 
 void

@@ -294,6 +294,7 @@ void route_clients_list(req *r, const char *id, json_t *body);
 void route_status(req *r, const char *id, json_t *body);
 void route_client_history(req *r, const char *id, json_t *body);
 void route_client_tool_versions(req *r, const char *id, json_t *body);
+void route_calls(req *r, const char *id, json_t *body);
 void route_client_write(req *r, const char *id, json_t *body);
 void route_client_remove(req *r, const char *id, json_t *body);
 void route_lifecycle(req *r, const char *id, json_t *body);

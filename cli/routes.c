@@ -31,6 +31,7 @@ static const route routes[] = {
          route_oauth_callback},
         {"GET", "/api/mcp/clients", LANE_ADMIN, AUTH_READ, route_clients_list},
         {"GET", "/api/status", LANE_ADMIN, AUTH_READ, route_status},
+        {"GET", "/api/mcp/calls", LANE_ADMIN, AUTH_ADMIN, route_calls},
         {"POST", "/api/mcp/client", LANE_ADMIN, AUTH_ADMIN,
          route_client_write},
         {"PUT", "/api/mcp/client/*", LANE_ADMIN, AUTH_ADMIN,

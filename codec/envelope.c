@@ -75,6 +75,8 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_CL_HISTORY]  = "cl_history",
 	[MSG_CL_VERSIONS] = "cl_versions",
 	[MSG_PS_VERSIONS] = "ps_versions",
+	[MSG_SV_UNKNOWN]  = "sv_unknown",
+	[MSG_SV_UNKNOWNS] = "sv_unknowns",
 };
 /* clang-format on */
 

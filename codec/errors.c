@@ -26,6 +26,7 @@ static const char *err_text[] = {
         [MK_ESTATE]    = "the client's state does not allow it",
         [MK_EAUTH]     = "the caller must authorize first",
         [MK_ESTORE]    = "the store cannot write",
+        [MK_EUNKNOWN]  = "the call's outcome is unknown",
 };
 
 const char *

@@ -88,6 +88,8 @@ typedef enum codec_msg_type {
 	MSG_CL_HISTORY,     /* ask: a client's last transitions */
 	MSG_CL_VERSIONS,    /* ask: a client's tool-list versions */
 	MSG_PS_VERSIONS,    /* ask: a client's stored tool-list versions */
+	MSG_SV_UNKNOWN,     /* tell: a call whose outcome is unknown */
+	MSG_SV_UNKNOWNS,    /* ask: the calls whose outcome is unknown */
 	MSG_COUNT           /* one past the last type; not a type */
 } codec_msg_type;
 

@@ -87,6 +87,11 @@ typedef enum mk_err {
 	                    * to get one; the tool did not run */
 	MK_ESTORE = 17,    /* the store refused or could not take a change:
 	                    * nothing changed, try again once it can */
+	MK_EUNKNOWN = 18,  /* a call's connection failed after it was sent
+	                    * and it was not sent again (not safe to run
+	                    * twice): it may or may not have run
+	                    * (error_kind outcome_unknown; in
+	                    * mk_calls_unknown_json) */
 } mk_err;
 
 /* Log levels, lowest first. */
@@ -692,6 +697,17 @@ MK_API int mk_client_history_json(mk_runtime *rt, const char *name,
 MK_API int mk_client_tool_versions_json(mk_runtime *rt, const char *name,
                                         char **out);
 
+/*
+ * mk_calls_unknown_json gives the ledger of calls whose outcome is unknown
+ * (MK_EUNKNOWN: the connection failed after the call was sent, and it
+ * was not sent again): the last 1,000, oldest first, as a JSON array
+ * text of {client, tool, caller (the identity, "" the shared one), time,
+ * request_id (the JSON-RPC id it went out with), error}; never its
+ * arguments.  For an operator to reconcile.  *out is the caller's
+ * (mk_free).  Blocks briefly.
+ */
+MK_API int mk_calls_unknown_json(mk_runtime *rt, char **out);
+
 /* A tool call. */
 typedef struct mk_call {
 	const char *client;     /* client name or client_id */
@@ -750,6 +766,7 @@ typedef struct mk_result {
 	char *error_kind;    /* timeout, connect, http, auth, session_gone,
 	                      * protocol, server, transport_lost, cancelled,
 	                      * limit (out of file descriptors),
+	                      * outcome_unknown (MK_EUNKNOWN),
 	                      * or NULL for a local refusal */
 	int   http_status;   /* when the error had one, else 0 */
 	char *auth_required; /* MK_EAUTH: the mcp_auth_required payload

@@ -563,6 +563,30 @@ mk_client_history_json(mk_runtime *rt, const char *name, char **out)
 }
 
 int
+mk_calls_unknown_json(mk_runtime *rt, char **out)
+{
+	kn_answer   a;
+	sv_json_msg m;
+	int         rv;
+
+	if (out == NULL) {
+		return (MK_EINVAL);
+	}
+	*out = NULL;
+	if (!rt_valid(rt)) {
+		return (MK_EHANDLE);
+	}
+	rv = sv_ask(rt, MSG_SV_UNKNOWNS, "", &codec_no_fields, NULL,
+	            rt->opts.ask_timeout_ms, &a, NULL);
+	if (rv == 0 && sv_json_msg_unpack(a.data, a.len, &m) == 0) {
+		*out = m.json;
+		rv   = *out != NULL ? 0 : MK_EPROTO;
+	}
+	free(a.data);
+	return (rv);
+}
+
+int
 mk_client_tool_versions_json(mk_runtime *rt, const char *name, char **out)
 {
 	kn_answer       ans;

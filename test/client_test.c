@@ -1127,6 +1127,135 @@ big_list_fails(const char *big, const char *text)
 	peer_stop(&p);
 }
 
+/* The last good list stays while the server is away (listed, marked
+ * stale since the failure, with its reason) and while it answers an
+ * empty list once; the second empty answer in a row is believed. */
+static void
+last_known_good(void)
+{
+	sub         sb;
+	mk_runtime *rt  = rt_open(&sb);
+	peer        p   = {0};
+	char       *err = NULL;
+	int         at  = 0, port;
+	size_t      n;
+	json_t     *v;
+
+	CHECK_EQ(peer_start_inject(&p, WAIT_MS), 0);
+	port = p.port;
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"lkg\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tool_sync_interval\": \"1h\"}",
+	            port),
+	        0);
+	wait_state(&sb, &at, "lkg", "healthy", NULL);
+	v = view_of(rt, "lkg");
+	n = json_array_size(json_object_get(v, "tools"));
+	CHECK(n >= 10 && json_object_get(v, "tools_stale_since") == NULL);
+	json_decref(v);
+	/* one empty answer: kept; two in a row: believed */
+	int tools0 = count_topic(&sb, "tools");
+	admin(port, "/admin/big-tools", "{\"empty\": true}", NULL);
+	check_client(rt, "lkg");
+	v = view_of(rt, "lkg");
+	CHECK_EQ(json_array_size(json_object_get(v, "tools")), n);
+	json_decref(v);
+	CHECK_EQ(count_topic(&sb, "tools"), tools0);
+	check_client(rt, "lkg");
+	v = view_of(rt, "lkg");
+	CHECK_EQ(json_array_size(json_object_get(v, "tools")), 0);
+	json_decref(v);
+	admin(port, "/admin/big-tools", "{}", NULL);
+	check_client(rt, "lkg");
+	v = view_of(rt, "lkg");
+	CHECK_EQ(json_array_size(json_object_get(v, "tools")), n);
+	json_decref(v);
+	/* the server gone: unstable, the list kept and marked */
+	peer_stop(&p);
+	check_client(rt, "lkg");
+	wait_state(&sb, &at, "lkg", "unstable", NULL);
+	v          = view_of(rt, "lkg");
+	json_t *lf = json_object_get(v, "last_failure");
+	CHECK_EQ(json_array_size(json_object_get(v, "tools")), n);
+	CHECK(strcmp(vstr(v, "tools_stale_since"), vstr(lf, "since")) == 0);
+	CHECK(strcmp(vstr(v, "tools_stale_reason"), vstr(lf, "message")) == 0);
+	CHECK(strstr(vstr(v, "tools_stale_reason"), "Failed to connect") !=
+	      NULL);
+	json_decref(v);
+	rt_close(&rt, &sb);
+}
+
+/* A call whose connection is cut after it was sent: a destructive tool
+ * is answered outcome_unknown (MK_EUNKNOWN) and lands in the ledger; a
+ * read-only one goes again and runs once; sticky and per-call. */
+static void
+outcome_unknown(void)
+{
+	sub         sb;
+	mk_runtime *rt  = rt_open(&sb);
+	peer        p   = {0};
+	char       *err = NULL, *text = NULL, name[16];
+	int         at = 0;
+	json_t     *all, *e;
+
+	CHECK_EQ(peer_start_inject(&p, WAIT_MS), 0);
+	for (int k = 0; k < 2; k++) {
+		snprintf(name, sizeof(name), "cut%d", k);
+		CHECK_EQ(
+		        add(rt, &err,
+		            "{\"name\": \"%s\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": %s, \"tools_to_execute\": [\"*\"]}",
+		            name, p.port, k == 0 ? "true" : "false"),
+		        0);
+		wait_state(&sb, &at, name, "healthy", NULL);
+		long       ran = admin(p.port, "/admin/counters", NULL,
+		                       "counted_destructive");
+		mk_result *res = NULL;
+		mk_call    c   = {.client     = name,
+		                  .tool       = "counted_destructive",
+		                  .arguments  = "{}",
+		                  .timeout_ms = 10000};
+		admin(p.port, "/admin/drop-calls", "{\"count\": 1}", NULL);
+		CHECK_EQ(mk_tool_call(rt, &c, &res), MK_EUNKNOWN);
+		CHECK(strcmp(res->error_kind, "outcome_unknown") == 0);
+		CHECK(strstr(res->error, "it may or may not have run") !=
+		      NULL);
+		mk_result_free(&res);
+		/* (cut before it ran: never sent again) */
+		CHECK_EQ(admin(p.port, "/admin/counters", NULL,
+		               "counted_destructive"),
+		         ran);
+		/* a read-only one recovers: sent again, run once */
+		long ro = admin(p.port, "/admin/counters", NULL,
+		                "counted_readonly");
+		admin(p.port, "/admin/drop-calls", "{\"count\": 1}", NULL);
+		c.tool = "counted_readonly";
+		CHECK_EQ(mk_tool_call(rt, &c, &res), 0);
+		mk_result_free(&res);
+		CHECK_EQ(admin(p.port, "/admin/counters", NULL,
+		               "counted_readonly"),
+		         ro + 1);
+	}
+	CHECK_EQ(admin(p.port, "/admin/counters", NULL, "calls_dropped"), 4);
+	/* the ledger: both unknown calls, never their arguments */
+	CHECK_EQ(mk_calls_unknown_json(rt, &text), 0);
+	CHECK((all = json_loads(text, 0, NULL)) != NULL);
+	mk_free(text);
+	CHECK_EQ(json_array_size(all), 2);
+	for (size_t i = 0; i < 2; i++) {
+		e = json_array_get(all, i);
+		snprintf(name, sizeof(name), "cut%zu", i);
+		CHECK(strcmp(vstr(e, "client"), name) == 0);
+		CHECK(strcmp(vstr(e, "tool"), "counted_destructive") == 0);
+		CHECK(strcmp(vstr(e, "caller"), "") == 0);
+		CHECK(atoll(vstr(e, "request_id")) > 0);
+		CHECK(*vstr(e, "time") != '\0' && *vstr(e, "error") != '\0');
+		CHECK(json_object_get(e, "arguments") == NULL);
+	}
+	json_decref(all);
+	rt_close(&rt, &sb);
+	peer_stop(&p);
+}
+
 /* A tool list over MCP_MAX_TOOLS_BYTES in total, or one whose cursor
  * never advances, is a failed check that keeps the last good list. */
 static void
@@ -1382,6 +1511,8 @@ main(int argc, char **argv)
 	RUN_IF(known_tools_restored);
 	RUN_IF(update_client);
 	RUN_IF(tools_list_bounded);
+	RUN_IF(last_known_good);
+	RUN_IF(outcome_unknown);
 	RUN_IF(prompts_resources);
 	RUN_IF(snapshot);
 	curl_global_cleanup();

@@ -459,6 +459,58 @@ added(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
+/* A destructive call cut after it was sent is a tool error whose _meta
+ * says its outcome is unknown; a client whose server is gone keeps its
+ * last good list on /mcp, each tool's _meta saying since when it is stale
+ * and why. */
+static void
+stale(void)
+{
+	peer    d = {0}, up = {0};
+	char    body[512];
+	json_t *got, *m;
+
+	gateway_serve(&d);
+	CHECK_EQ(peer_start_inject(&up, WAIT_MS), 0);
+	snprintf(
+	        body, sizeof(body),
+	        "{\"name\": \"lkg\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tool_sync_interval\": \"1s\", \"tools_to_execute\": [\"*\"]}",
+	        up.port);
+	expect("POST", "/api/mcp/client", body, ADMIN, 201, NULL);
+	CHECK(state_within("lkg", "healthy", WAIT_MS));
+	got = sdk_client(KEY_ALL, "[]");
+	CHECK(holds(json_object_get(got, "tools"), "lkg-echo"));
+	CHECK(json_object_get(json_object_get(got, "meta"), "lkg-echo") ==
+	      NULL);
+	json_decref(got);
+	json_decref(
+	        admin_json(up.port, "/admin/drop-calls", "{\"count\": 1}"));
+	got = sdk_client(KEY_ALL,
+	                 "[{\"name\": \"lkg-counted_destructive\", "
+	                 "\"arguments\": {}}]");
+	m   = json_array_get(json_object_get(got, "calls"), 0);
+	CHECK(json_is_true(json_object_get(m, "isError")));
+	CHECK(strcmp(json_string_value(
+	                     json_object_get(json_object_get(m, "_meta"),
+	                                     "dev.mcpkeep/outcome")),
+	             "unknown") == 0);
+	CHECK(call_holds(got, 0, "it may or may not have run"));
+	json_decref(got);
+	peer_stop(&up);
+	CHECK(state_within("lkg", "unstable", WAIT_MS));
+	got = sdk_client(KEY_ALL, "[]");
+	m   = json_object_get(json_object_get(got, "meta"), "lkg-echo");
+	CHECK(holds(json_object_get(got, "tools"), "lkg-echo"));
+	CHECK(json_string_value(
+	              json_object_get(m, "dev.mcpkeep/stale_since")) != NULL);
+	CHECK(strstr(json_string_value(
+	                     json_object_get(m, "dev.mcpkeep/stale_reason")),
+	             "Failed to connect") != NULL);
+	json_decref(got);
+	peer_stop(&d);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
 /* Sign-in through the gateway: a caller without a credential is told
  * where to put it - a tool result with the URL, or, to a client that
  * takes URL-mode elicitations, the URLElicitationRequired error (-32042)
@@ -1349,6 +1401,7 @@ main(int argc, char **argv)
 	RUN_IF(cancel);
 	RUN_IF(lists);
 	RUN_IF(relay);
+	RUN_IF(stale);
 	RUN_IF(added); /* (last: its tool stays upstream) */
 	sv_end(&mcp);
 	return (0);

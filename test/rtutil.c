@@ -399,3 +399,19 @@ client_metric(mk_runtime *rt, const char *client, const char *key)
 	mk_free(m);
 	return (v);
 }
+
+void
+check_client(mk_runtime *rt, const char *name)
+{
+	char      actor[96];
+	kn_actor *cl;
+	kn_answer a;
+
+	snprintf(actor, sizeof(actor), CLIENT_PREFIX "%s", name);
+	CHECK_EQ(kn_lookup(rt->kernel, actor, &cl), 0);
+	CHECK_EQ(kn_ask(cl, MSG_CL_CHECK, CODEC_EMPTY, CODEC_EMPTY_LEN,
+	                WAIT_MS, &a),
+	         0);
+	free(a.data);
+	kn_actor_release(&cl);
+}

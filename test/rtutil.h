@@ -85,6 +85,10 @@ char *call_text(mk_runtime *rt, const char *client, const char *tool,
 char *ask_text(mk_runtime *rt, mk_call_kind kind, const char *client,
                const char *what, const char *args, int *rc);
 
+/* Runs one health check of client name now (MSG_CL_CHECK), waiting for
+ * its end. */
+void check_client(mk_runtime *rt, const char *name);
+
 /* GET (or POST body to) a test server's path: its JSON answer (new
  * reference, or NULL when not JSON). */
 json_t *admin_json(int port, const char *path, const char *body);

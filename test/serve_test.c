@@ -33,6 +33,7 @@
 
 #include "mcpkeep.h"
 #include "peer.h"
+#include "rtutil.h"
 #include "svutil.h"
 #include "testutil.h"
 
@@ -981,6 +982,47 @@ history(void)
 	peer_stop(&d);
 }
 
+/* A destructive call cut after it was sent: 502 with "outcome":
+ * "unknown", and in GET /api/mcp/calls?outcome=unknown (the admin's). */
+static void
+unknown_outcome(void)
+{
+	peer        d = {0}, up = {0};
+	const char *env[] = {"MCPKEEP_ADMIN_TOKEN=unknown-admin-token", NULL};
+	char        config[512];
+
+	CHECK_EQ(peer_start_inject(&up, WAIT_MS), 0);
+	snprintf(
+	        config, sizeof(config),
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"cut\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]}]}}",
+	        up.port);
+	serve(&d, "unknown.json", config, env);
+	sv_admin = "unknown-admin-token";
+	CHECK(state_within("cut", "healthy", WAIT_MS));
+	expect("GET", "/api/mcp/calls?outcome=unknown", NULL,
+	       "unknown-admin-token", 200, "{\"calls\":[]}");
+	admin(up.port, "/admin/drop-calls", "{\"count\": 1}", NULL);
+	expect("POST", "/api/mcp/tool/execute",
+	       "{\"client\": \"cut\", \"tool\": \"counted_destructive\", "
+	       "\"arguments\": {\"secret_arg\": \"s3cr3t\"}}",
+	       "unknown-admin-token", 502, "\"outcome\":\"unknown\"");
+	expect("GET", "/api/mcp/calls?outcome=unknown", NULL,
+	       "unknown-admin-token", 200, "\"tool\":\"counted_destructive\"");
+	long  st;
+	char *out = http("GET", "/api/mcp/calls?outcome=unknown", NULL,
+	                 "unknown-admin-token", &st);
+	CHECK(strstr(out, "s3cr3t") == NULL &&
+	      strstr(out, "secret_arg") == NULL);
+	free(out);
+	expect("GET", "/api/mcp/calls?outcome=ok", NULL, "unknown-admin-token",
+	       400,
+	       "outcome must be \\\"unknown\\\" (the calls that may or may not have run)");
+	expect("GET", "/api/mcp/calls?outcome=unknown", NULL, "", 401, NULL);
+	sv_admin = NULL;
+	peer_stop(&d);
+	peer_stop(&up);
+}
+
 static void
 watch_events(void)
 {
@@ -1399,6 +1441,7 @@ main(int argc, char **argv)
 	RUN_IF(boot_slow);
 	RUN_IF(boot_sigterm_many);
 	RUN_IF(history);
+	RUN_IF(unknown_outcome);
 	RUN_IF(watch_events);
 	RUN_IF(status_page);
 	sv_end(&mcp);

@@ -22,6 +22,7 @@ static const char *kind_names[] = {
         [MCP_E_CANCELLED] = "cancelled",
         [MCP_E_LOCAL]     = "local",
         [MCP_E_LIMIT]     = "limit",
+        [MCP_E_UNKNOWN]   = "outcome_unknown",
 };
 
 const char *

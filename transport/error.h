@@ -23,6 +23,9 @@ typedef enum mcp_errkind {
 	MCP_E_CANCELLED = 9,  /* the caller gave up or the session closed */
 	MCP_E_LOCAL     = 10, /* a local failure: memory, fork, bad input */
 	MCP_E_LIMIT     = 11, /* a process limit: out of file descriptors */
+	MCP_E_UNKNOWN   = 12, /* the connection failed after a call was
+	                       * sent, and it was not sent again: it may or
+	                       * may not have run (the client's verdict) */
 } mcp_errkind;
 
 #define MCP_ERRMSG_MAX  512
@@ -34,6 +37,9 @@ typedef struct mcp_error {
 	int64_t     rpc_code;    /* JSON-RPC error code (MCP_E_SERVER) */
 	char        message[MCP_ERRMSG_MAX];           /* one line */
 	char        www_authenticate[MCP_WWWAUTH_MAX]; /* MCP_E_AUTH */
+	int         maybe_ran; /* 1: the request may have reached the
+	                        * server before the connection failed (a
+	                        * stream lost, a reply never read) */
 } mcp_error;
 
 /* mcp_error_set fills e: kind and a printf-formatted message, flattened

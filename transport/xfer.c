@@ -445,6 +445,11 @@ tp_http_error(tp_http *h, CURLcode rc, bool had_session, mcp_error *e)
 		              h->errbuf[0] ? h->errbuf
 		                           : curl_easy_strerror(rc));
 		e->http_status = (int)status;
+		/* the request went out (a reply begun, or none read after
+		 * it was sent): the server may have acted on it */
+		e->maybe_ran = status != 0 || rc == CURLE_GOT_NOTHING ||
+		        rc == CURLE_RECV_ERROR || rc == CURLE_PARTIAL_FILE ||
+		        rc == CURLE_SEND_ERROR;
 		return (true);
 	}
 	if (status >= 200 && status < 300) {

@@ -53,6 +53,8 @@ cl_status_of(const mcp_error *e)
 		return (MK_ENOMEM);
 	case MCP_E_LIMIT:
 		return (MK_ESYS);
+	case MCP_E_UNKNOWN:
+		return (MK_EUNKNOWN);
 	default:
 		return (MK_EUPSTREAM);
 	}

@@ -15,6 +15,7 @@
 #include "actors/client/client_impl.h"
 #include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
+#include "actors/supervisor/supervisor.h"
 #include "codec/mp.h"
 
 static const char *
@@ -101,11 +102,14 @@ call_free(cl_call *c)
 	free(c);
 }
 
+static const mcp_error *outcome(client *cl, cl_call *c, const mcp_error *err,
+                                mcp_error *u);
+
 static void
 reply_result(client *cl, cl_call *c, const mcp_error *err, json_t *result)
 {
 	char     *text;
-	mcp_error waited;
+	mcp_error waited, unknown;
 
 	json_t *rec   = c->path != NULL
 	          ? json_pack("{s:b, s:s, s:b}", "ran", 1, "path", c->path,
@@ -114,6 +118,7 @@ reply_result(client *cl, cl_call *c, const mcp_error *err, json_t *result)
 	char   *rtext = rec != NULL ? json_dumps(rec, JSON_COMPACT) : NULL;
 
 	json_decref(rec);
+	err = outcome(cl, c, err, &unknown);
 	cl_cm_call(cl, c, err != NULL ? CM_ERROR : CM_OK);
 	if (err != NULL && err->kind == MCP_E_TIMEOUT) {
 		/* how long it waited in all (a queue, its credential, the
@@ -211,24 +216,62 @@ cl_call_end_all(client *cl, const char *why)
 	}
 }
 
-/* 2026-07-28 resumes no stream: a call whose stream broke goes again,
- * once, under a new id - when the tool is safe to run twice (SPEC 7). */
+/* A call whose connection was cut after it went out (cl_cut) goes again,
+ * once, under a new id, when the tool is safe to run twice (SPEC 7): a
+ * per-call one on a fresh session, a sticky one in 2026-07-28 (which
+ * resumes no stream) on the connection it has; a sticky one of the
+ * earlier revisions goes with the session's recovery (recover.c). */
 static bool
 reissue(client *cl, cl_call *c, const mcp_error *err)
 {
-	if (err == NULL || err->kind != MCP_E_LOST ||
-	    cl->era != MCP_ERA_MODERN || c->reissued || remaining_ms(c) <= 0) {
+	if (!cl_cut(err) || !c->sent || c->reissued || remaining_ms(c) <= 0 ||
+	    (!c->pc && (cl->era != MCP_ERA_MODERN || !cl_conn_usable(cl)))) {
 		return (false);
 	}
 	if (!cl_retry_safe(cl, c)) {
 		KN_DEBUG(
 		        "client",
-		        "%s: %s's stream broke; not sent again: not safe to run twice",
+		        "%s: %s's connection was cut; not sent again: not safe to run twice",
 		        cl->cfg->name, c->tool);
 		return (false);
 	}
 	c->reissued = true;
 	return (true);
+}
+
+/* A call cut after it went out and not sent again (not safe to run
+ * twice) may or may not have run: outcome_unknown (into u), told to the
+ * supervisor's ledger so that an operator can reconcile it; else err. */
+static const mcp_error *
+outcome(client *cl, cl_call *c, const mcp_error *err, mcp_error *u)
+{
+	char           at[40], rid[24];
+	sv_unknown_msg m;
+
+	if (!cl_cut(err) || !c->sent || c->kind != CL_CALL_TOOL ||
+	    c->cancelled != NULL || cl_retry_safe(cl, c)) {
+		return (err);
+	}
+	mcp_error_set(u, MCP_E_UNKNOWN,
+	              "tools/call %s: the connection failed after the call "
+	              "was sent (%s): it may or may not have run; not sent "
+	              "again: not safe to run twice",
+	              c->tool, err->message);
+	u->http_status = err->http_status;
+	snprintf(rid, sizeof(rid), "%lld", (long long)c->sent_id);
+	m = (sv_unknown_msg) {.client = cl->cfg->name,
+	                      .tool   = c->tool,
+	                      .caller = c->identity != NULL ? c->identity : "",
+	                      .time   = kn_rfc3339(at, sizeof(at)),
+	                      .request_id = rid,
+	                      .error      = (char *)err->message};
+	if (kn_tell_msg(cl->sv, cl->self, MSG_SV_UNKNOWN,
+	                CODEC_OF(sv_unknown_msg, &m)) != 0) {
+		KN_ERROR("client", "%s: %s: an unknown outcome not recorded",
+		         cl->cfg->name, c->tool);
+	}
+	KN_WARN("client", "%s: %s", cl->cfg->name, u->message);
+	return (u);
 }
 
 static void
@@ -237,7 +280,8 @@ done_sticky(void *arg, const mcp_error *err, json_t *result)
 	cl_call *c  = arg;
 	client  *cl = c->cl;
 
-	c->rid = 0;
+	c->sent_id = c->rid;
+	c->rid     = 0;
 	cl->calls--;
 	cl_conn_call_done(cl, c->on);
 	c->on = NULL;
@@ -331,7 +375,8 @@ done_per_call(void *arg, const mcp_error *err, json_t *result)
 	if (c->done) {
 		return; /* ended while its session was freed */
 	}
-	c->rid = 0;
+	c->sent_id = c->rid;
+	c->rid     = 0;
 	if (err != NULL && c->cancelled == NULL) {
 		/* done with this session either way (a retry opens a fresh
 		 * one, maybe before recover_per_call returns) */

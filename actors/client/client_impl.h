@@ -141,12 +141,13 @@ typedef struct cl_call {
 	bool            pc;         /* runs per-call (its own session) */
 	bool            force; /* per-user: ask for a refreshed credential */
 	bool            recovered; /* a recovery ran (at most one per call) */
-	bool reissued;     /* 2026-07-28: sent again after its stream broke */
-	bool skipped;      /* its retry was skipped: not safe to repeat */
-	bool sent;         /* its tools/call went out (before: never ran, so
-	                    * always safe to send again) */
-	uint64_t cred_sum; /* per-call: the shared credential it opened
-	                    * with (cl_cred_sum), 0 none */
+	bool            reissued; /* sent again after its connection was cut */
+	bool skipped;         /* its retry was skipped: not safe to repeat */
+	bool sent;            /* its tools/call went out (before: never ran, so
+	                       * always safe to send again) */
+	int64_t  sent_id;     /* the JSON-RPC id it last went out with */
+	uint64_t cred_sum;    /* per-call: the shared credential it opened
+	                       * with (cl_cred_sum), 0 none */
 	const char     *path; /* the recovery's path, or NULL */
 	mcp_error      *orig; /* the failure it recovers from */
 	uint64_t        gen;  /* sticky: the connection generation it ran on */
@@ -253,6 +254,7 @@ struct client {
 	bool       relisting;    /* a list_changed relist is out */
 	bool       relist_again; /* another notice came meanwhile */
 	unsigned   fails;        /* connects failed (or lost) in a row */
+	unsigned   empties;      /* empty lists in a row while it had tools */
 	int64_t    retry_ns;     /* no automatic connect before this */
 	uint64_t   retry_timer;  /* the backoff's own connect, or 0 */
 	uint32_t   rnd;          /* its jitter state */
@@ -453,6 +455,8 @@ void   cl_cm_outcome(client *cl, int outcome); /* one never sent */
 /* recover.c: tool calls that recover from auth and session failures */
 bool cl_auth_failure(const mcp_error *e);
 bool cl_session_gone(const mcp_error *e);
+/* the connection failed after a request went out: it may have run */
+bool cl_cut(const mcp_error *e);
 bool cl_retry_safe(const client *cl, const cl_call *c);
 /* call.c: cl_call_of gives the call a server's request on session s is
  * caused by: the call out on it as request cause (the server said so:

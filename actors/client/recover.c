@@ -15,7 +15,9 @@
  *            by its deadline), then retries once if the tool still exists,
  *            else gets its original error while the reconnect goes on;
  *   session gone (404, 400 "No valid session ID provided", "expect
- *            initialize request")  the same, without the refresh.
+ *            initialize request"), or the connection cut under a call
+ *            that is safe to run twice (cl_cut)  the same, without the
+ *            refresh.
  * A 403 whose WWW-Authenticate says error="insufficient_scope" is a
  * step-up instead of a refresh (the credential actor's stepup.c): a
  * per-user caller gets mcp_auth_required with a new authorize_url, an
@@ -87,6 +89,12 @@ cl_session_gone(const mcp_error *e)
 	        (e->kind == MCP_E_GONE ||
 	         strcasestr(e->message, "expect initialize request") != NULL ||
 	         strstr(e->message, "No valid session ID provided") != NULL));
+}
+
+bool
+cl_cut(const mcp_error *e)
+{
+	return (e != NULL && (e->kind == MCP_E_LOST || e->maybe_ran));
 }
 
 json_t *
@@ -295,7 +303,10 @@ rec_refreshed(client *cl, void *arg, uint64_t seq, int status, const char *err)
 bool
 cl_recover_sticky(client *cl, cl_call *c, const mcp_error *err)
 {
-	bool gone = cl_session_gone(err);
+	/* a connection cut under a call safe to run twice: re-made, the
+	 * call sent again on the new one (an unsafe one: outcome_unknown) */
+	bool gone = cl_session_gone(err) ||
+	        (cl_cut(err) && c->sent && cl_retry_safe(cl, c));
 	bool stale;
 
 	if ((!cl_auth_failure(err) && !gone) ||

@@ -332,6 +332,15 @@ cl_view_json(client *cl)
 		                              cl->lf_message, "at", cl->lf_at,
 		                              "since", cl->lf_since));
 	}
+	if (v != NULL && cl->state == CS_UNSTABLE && cl->lf_set &&
+	    json_array_size(cl->tools) > 0) {
+		/* the last good list, still listed and called: since when
+		 * and why it may be out of date */
+		json_object_set_new(v, "tools_stale_since",
+		                    json_string(cl->lf_since));
+		json_object_set_new(v, "tools_stale_reason",
+		                    json_string(cl->lf_message));
+	}
 	if (v != NULL && json_array_size(cl->versions) > 0) {
 		/* the last change of the list, with what changed */
 		json_object_set(
@@ -555,12 +564,24 @@ client_set_tools(client *cl, json_t *tools)
 	mp_w    w;
 
 	if (tools_hash(tools, hash) != 0 || strcmp(hash, cl->hash) == 0) {
+		cl->empties = 0;
 		return; /* unchanged: no event, no write */
 	}
-	version = cl_version_new(cl, tools, hash); /* (against the last) */
-	diff    = version != NULL
-	           ? json_dumps(json_object_get(version, "diff"), JSON_COMPACT)
-	           : NULL;
+	if (json_array_size(tools) == 0 && json_array_size(cl->tools) > 0 &&
+	    ++cl->empties < 2) {
+		/* a server restarting may list nothing for a moment: the
+		 * good list stays until it says so twice in a row */
+		KN_WARN("client",
+		        "%s: the server listed no tools (it had %zu): kept "
+		        "until it lists none a second time in a row",
+		        cl->cfg->name, json_array_size(cl->tools));
+		return;
+	}
+	cl->empties = 0;
+	version     = cl_version_new(cl, tools, hash); /* (against the last) */
+	diff        = version != NULL
+	               ? json_dumps(json_object_get(version, "diff"), JSON_COMPACT)
+	               : NULL;
 	json_decref(cl->tools);
 	cl->tools = json_incref(tools);
 	memcpy(cl->hash, hash, sizeof(hash));

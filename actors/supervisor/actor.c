@@ -425,6 +425,7 @@ sv_fini(kn_actor *self, void *state)
 	KN_DEBUG("supervisor", "stopping after %llu pings",
 	         (unsigned long long)sv->pings);
 	json_decref(sv->file);
+	json_decref(sv->unknown);
 	strmap_fini(&sv->idx[BY_ID]);
 	strmap_fini(&sv->idx[BY_NAME]);
 	free(sv->all);
@@ -486,6 +487,46 @@ on_snapshot(kn_actor *self, sv_self *sv, kn_msg *msg)
 	(void)kn_reply(self, msg, 0, CODEC_EMPTY, CODEC_EMPTY_LEN);
 }
 
+/* A call whose outcome is unknown, into the ledger (the oldest out). */
+static void
+on_unknown(sv_self *sv, kn_msg *msg)
+{
+	sv_unknown_msg m;
+	json_t        *e;
+
+	(void)sv_unknown_msg_unpack(msg->env.payload, msg->env.payload_len,
+	                            &m);
+	e = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s?}", "client",
+	              m.client, "tool", m.tool, "caller", m.caller, "time",
+	              m.time, "request_id", m.request_id, "error", m.error);
+	sv_unknown_msg_clear(&m);
+	if (e == NULL ||
+	    (sv->unknown == NULL && (sv->unknown = json_array()) == NULL)) {
+		json_decref(e);
+		return;
+	}
+	json_array_append_new(sv->unknown, e);
+	if (json_array_size(sv->unknown) > SV_UNKNOWN_MAX) {
+		json_array_remove(sv->unknown, 0);
+	}
+}
+
+static void
+on_unknowns(kn_actor *self, sv_self *sv, kn_msg *msg)
+{
+	sv_json_msg out = {.json = sv->unknown != NULL
+	                           ? json_dumps(sv->unknown, JSON_COMPACT)
+	                           : strdup("[]")};
+
+	if (out.json == NULL) {
+		kn_reply_why(self, kn_defer(msg), MK_ENOMEM, "out of memory");
+		return;
+	}
+	kn_reply_msg(kn_actor_kernel(self), kn_defer(msg), 0,
+	             CODEC_OF(sv_json_msg, &out));
+	sv_json_msg_clear(&out);
+}
+
 static int
 sv_handle(kn_actor *self, void *state, kn_msg *msg)
 {
@@ -535,6 +576,12 @@ sv_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case MSG_SV_SNAPSHOT:
 		on_snapshot(self, sv, msg);
+		return (0);
+	case MSG_SV_UNKNOWN:
+		on_unknown(sv, msg);
+		return (0);
+	case MSG_SV_UNKNOWNS:
+		on_unknowns(self, sv, msg);
 		return (0);
 	default:
 		assert(!"supervisor: unexpected message");

@@ -18,6 +18,7 @@ CODEC_MSG_FIELDS(sv_list_msg, SV_LIST_FIELDS);
 CODEC_MSG_FIELDS(sv_json_msg, SV_JSON_FIELDS);
 CODEC_MSG_FIELDS(sv_view_msg, SV_VIEW_FIELDS);
 CODEC_MSG_FIELDS(sv_metrics_msg, SV_METRICS_FIELDS);
+CODEC_MSG_FIELDS(sv_unknown_msg, SV_UNKNOWN_FIELDS);
 CODEC_MSG_FIELDS(sv_settings_msg, SV_SETTINGS_FIELDS);
 CODEC_MSG_FIELDS(sv_sync_msg, SV_SYNC_FIELDS);
 CODEC_MSG_FIELDS(sv_peers_msg, SV_PEERS_FIELDS);
@@ -59,6 +60,12 @@ const codec_msgdef supervisor_msgs[] = {
          "from the cluster actor: a client another node changed (below)"},
         {CODEC_MSG(MSG_SV_PEERS), "tell", &sv_peers_msg_fields, NULL, NULL,
          "from the cluster actor: the other nodes' states (below)"},
+        {CODEC_MSG(MSG_SV_UNKNOWN), "tell", &sv_unknown_msg_fields, NULL, NULL,
+         "from a client actor: a call whose outcome is unknown, for the "
+         "ledger (the last SV_UNKNOWN_MAX)"},
+        {CODEC_MSG(MSG_SV_UNKNOWNS), "ask", NONE, &sv_json_msg_fields, NULL,
+         "the ledger: [{client, tool, caller, time, request_id, error}], "
+         "oldest first"},
         {CODEC_MSG(MSG_SV_SNAPSHOT), "ask", NONE, NONE, NULL,
          "every client publishes its state on the stream (its answer: the "
          "asks are sent)"},

@@ -100,6 +100,20 @@
  *   MSG_SV_PEERS tell: from the cluster actor: the other nodes' states (below)
  *     json str    JSON text: {client_id: {node_id: {state, last_failure}}}
  *
+ *   MSG_SV_UNKNOWN tell: from a client actor: a call whose outcome is unknown,
+ *                        for the ledger (the last SV_UNKNOWN_MAX)
+ *     client     str    the client's name
+ *     tool       str    the tool
+ *     caller     str    the caller's identity, "" the shared one
+ *     time       str    when it ended, RFC 3339
+ *     request_id str    the JSON-RPC id it went out with
+ *     error      str    how the connection failed
+ *
+ *   MSG_SV_UNKNOWNS ask: the ledger: [{client, tool, caller, time, request_id,
+ *                        error}], oldest first
+ *     {}
+ *     ok:     json str    the page, JSON text
+ *
  *   MSG_SV_SNAPSHOT ask: every client publishes its state on the stream (its
  *                        answer: the asks are sent)
  *     {}
@@ -254,6 +268,15 @@ CODEC_MSG_STRUCT(sv_view_msg, SV_VIEW_FIELDS)
 	F(S, STR, id, "the client's id")                                      \
 	F(S, STR, json, "its counters, JSON text (mk_client_metrics_json)")
 CODEC_MSG_STRUCT(sv_metrics_msg, SV_METRICS_FIELDS)
+
+#define SV_UNKNOWN_FIELDS(F, S)                                               \
+	F(S, STR, client, "the client's name")                                \
+	F(S, STR, tool, "the tool")                                           \
+	F(S, STR, caller, "the caller's identity, \"\" the shared one")       \
+	F(S, STR, time, "when it ended, RFC 3339")                            \
+	F(S, STR, request_id, "the JSON-RPC id it went out with")             \
+	F(S, STR, error, "how the connection failed")
+CODEC_MSG_STRUCT(sv_unknown_msg, SV_UNKNOWN_FIELDS)
 
 #define SV_SETTINGS_FIELDS(F, S)                                              \
 	F(S, INT, sync_ms, "the global tool_sync_interval")                   \

@@ -29,9 +29,10 @@
 #include "actors/supervisor/supervisor.h"
 #include "codec/strmap.h"
 
-#define SV_ASK_MS    60000 /* a client's answer to a check or lifecycle op */
-#define SV_SYNC_MS   10000 /* the store making a lifecycle op durable */
-#define SV_STOP_WAVE 64    /* clients asked to stop at once at the end */
+#define SV_ASK_MS      60000 /* a client's answer to a check or lifecycle op */
+#define SV_SYNC_MS     10000 /* the store making a lifecycle op durable */
+#define SV_STOP_WAVE   64    /* clients asked to stop at once at the end */
+#define SV_UNKNOWN_MAX 1000  /* calls the unknown-outcome ledger keeps */
 
 enum { BY_ID, BY_NAME }; /* the entry indexes */
 
@@ -77,7 +78,9 @@ typedef struct sv_self {
 	uint32_t rnd;      /* jitter state */
 	uint64_t tickets;  /* the last API change's ticket (persister.h) */
 	uint64_t serials;  /* the last entry's serial */
-	json_t  *file;     /* the clients of the config file last loaded or
+	json_t  *unknown;  /* the ledger: calls whose outcome is unknown,
+	                    * the last SV_UNKNOWN_MAX, oldest first */
+	json_t *file;      /* the clients of the config file last loaded or
 	                    * reloaded, by name (copies of their objects):
 	                    * a reload's diff base; NULL before any */
 } sv_self;

@@ -30,8 +30,9 @@
 #define GW_META_CAPS       "io.modelcontextprotocol/clientCapabilities"
 #define GW_META_SERVER     "io.modelcontextprotocol/serverInfo"
 #define GW_META_SUB        "io.modelcontextprotocol/subscriptionId"
-#define GW_TTL_LIST_MS     5000  /* tools/list: cacheable this long */
-#define GW_TTL_DISCOVER_MS 60000 /* server/discover */
+#define GW_META            "dev.mcpkeep/" /* the gateway's own _meta keys */
+#define GW_TTL_LIST_MS     5000           /* tools/list: cacheable this long */
+#define GW_TTL_DISCOVER_MS 60000          /* server/discover */
 #define GW_STR_(x)         #x
 #define GW_STR(x)          GW_STR_(x)
 

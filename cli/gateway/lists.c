@@ -86,6 +86,26 @@ by_template(const void *a, const void *b)
 	return (by_id(a, b, "uriTemplate"));
 }
 
+/* A tool of a client that is unstable is its last good list's: its
+ * _meta says since when and why (GW_META "stale_since", "stale_reason"),
+ * and it is still called. */
+static void
+stale_mark(json_t *item, const json_t *c)
+{
+	json_t *since = json_object_get(c, "tools_stale_since"), *meta;
+
+	if (since == NULL) {
+		return;
+	}
+	meta = json_object_get(item, "_meta");
+	if (!json_is_object(meta)) {
+		json_object_set_new(item, "_meta", meta = json_object());
+	}
+	json_object_set(meta, GW_META "stale_since", since);
+	json_object_set(meta, GW_META "stale_reason",
+	                json_object_get(c, "tools_stale_reason"));
+}
+
 /* Appends client view c's items of kind k, renamed and sorted, to out. */
 static void
 add_client(json_t *out, gw_kind k, const json_t *c, const json_t *grants,
@@ -115,6 +135,7 @@ add_client(json_t *out, gw_kind k, const json_t *c, const json_t *grants,
 		json_t *copy = json_copy(it);
 		json_object_set_new(copy, id, json_string(nv));
 		free(nv);
+		stale_mark(copy, c);
 		items[n++] = copy;
 	}
 	if (k != GW_TOOLS) { /* (a view's tools come sorted by name) */

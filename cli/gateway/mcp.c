@@ -462,8 +462,16 @@ on_call(void *arg, int rc, mk_result *res)
 	} else if (rc == MK_EAUTH && res != NULL &&
 	           res->auth_required != NULL) {
 		deliver(g, sign_in(g, res->auth_required));
-	} else if (rc == 0 || rc == MK_EUPSTREAM || rc == MK_ETIMEDOUT ||
-	           rc == MK_ECLOSED || rc == MK_EAUTH) {
+	} else if (rc == MK_EUNKNOWN && g->kind == GW_TOOLS) {
+		/* it may have run: the model is told, and so is whoever
+		 * reads _meta */
+		json_t *te = tool_error(why);
+		json_object_set_new(
+		        te, "_meta",
+		        json_pack("{s:s}", GW_META "outcome", "unknown"));
+		deliver(g, gw_result_msg(g->modern, g->id, te));
+	} else if (rc == 0 || rc == MK_EUPSTREAM || rc == MK_EUNKNOWN ||
+	           rc == MK_ETIMEDOUT || rc == MK_ECLOSED || rc == MK_EAUTH) {
 		/* the upstream's failure: a result the model can read (a
 		 * prompt or a resource has none: an error) */
 		why = rc == 0 ? "the MCP server's result is not a JSON object"

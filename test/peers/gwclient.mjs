@@ -7,7 +7,8 @@
 //   KEY    a virtual key sent as Authorization: Bearer, or "-": none
 //   CALLS  a JSON array of {"name", "arguments"}, run in order
 //   OUT    a file that gets one JSON object: {"protocol", "server",
-//          "session", "tools": [every tool name, all pages], "calls":
+//          "session", "tools": [every tool name, all pages], "meta":
+//          {tool name: its _meta, for the tools that have one}, "calls":
 //          [each call's result, or {"error": message, "code": n}],
 //          "ended": the session's DELETE succeeded}, or {"fatal":
 //          message} when connecting or listing failed
@@ -82,7 +83,7 @@ const client = new Client({ name: 'mk-gwclient', version: '1.0.0' },
 	: answers ? { capabilities: { elicitation: { form: {} }, sampling: {},
 		roots: {} } }
 	: {});
-const out = { tools: [], calls: [], asked: {} };
+const out = { tools: [], meta: {}, calls: [], asked: {} };
 const asked = (m) => { out.asked[m] = (out.asked[m] ?? 0) + 1; };
 if (elicit) {
 	client.setRequestHandler(ElicitRequestSchema,
@@ -112,6 +113,9 @@ async function listAll() {
 	do {
 		const page = await client.listTools(cursor ? { cursor } : {});
 		names.push(...page.tools.map((t) => t.name));
+		for (const t of page.tools.filter((x) => x._meta)) {
+			out.meta[t.name] = t._meta;
+		}
 		cursor = page.nextCursor;
 	} while (cursor);
 	return names;

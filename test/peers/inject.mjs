@@ -34,18 +34,25 @@
 //                                     "added <n>") in every session and
 //                                     for new ones; the SDK tells each
 //                                     session (tools/list_changed)
+//          POST /admin/drop-calls     {"count": n}: the connection of
+//                                     each of the next n tools/call
+//                                     requests is cut once the request
+//                                     arrived (it never runs); counter
+//                                     calls_dropped
 //          POST /admin/list-changed   notifications/tools/list_changed to
 //                                     every session (it travels on the
 //                                     session's GET /mcp stream: a session
 //                                     without one does not see it)
 //          POST /admin/big-tools      {"pages": n, "bytes": m,
-//                                     "repeat": bool}: tools/list is
+//                                     "repeat": bool, "empty": bool}:
+//                                     tools/list is
 //                                     answered here, not by the SDK: n
 //                                     pages of one tool each whose
 //                                     description is m 'x's (nextCursor
 //                                     "page-<k>"); with repeat every page
 //                                     names the cursor "stuck" (it never
-//                                     advances); {} turns it off (see
+//                                     advances); with empty the list
+//                                     has no tools; {} turns it off (see
 //                                     "big tools" below)
 // stdio: StdioServerTransport; stdout carries nothing but JSON-RPC (except
 //        what the `garbage` tool writes on purpose).  With
@@ -349,6 +356,23 @@ async function onMcp(req, res) {
 			rpcError(res, 404, -32001, 'Session not found');
 			return;
 		}
+		if (req.method === 'POST' && dropCalls > 0) {
+			// Read the body ourselves: a tools/call's connection is
+			// cut once it has arrived (it never runs).
+			const chunks = [];
+			for await (const c of req) {
+				chunks.push(c);
+			}
+			const body = JSON.parse(Buffer.concat(chunks).toString());
+			if (body?.method === 'tools/call') {
+				dropCalls--;
+				counters.calls_dropped = (counters.calls_dropped ?? 0) + 1;
+				req.socket.destroy();
+				return;
+			}
+			await sess.transport.handleRequest(req, res, body);
+			return;
+		}
 		if (req.method === 'POST' && bigTools !== null) {
 			await onBigTools(req, res, sess);
 			return;
@@ -435,9 +459,13 @@ async function onMcp(req, res) {
 // session's SDK transport.
 
 let bigTools = null; // {pages, bytes, repeat}, or null: the SDK's list
+let dropCalls = 0; // tools/call requests whose connection is cut
 
 // Page k of the big list: one tool, and the cursor of the next page.
 function bigToolsPage(cursor) {
+	if (bigTools.empty) {
+		return { tools: [] };
+	}
 	const k = cursor === undefined ? 0 : Number(cursor.slice(5)) || 0;
 	const page = {
 		tools: [{
@@ -484,7 +512,7 @@ async function onAdmin(req, res, path) {
 		return;
 	}
 	if (path !== '/admin/ping-mode' && path !== '/admin/describe' &&
-	    path !== '/admin/add-tool') {
+	    path !== '/admin/add-tool' && path !== '/admin/drop-calls') {
 		req.resume(); // only these read their body
 	}
 	if (path === '/admin/counters' && req.method === 'GET') {
@@ -515,6 +543,9 @@ async function onAdmin(req, res, path) {
 			addTool(server, name); // (the SDK sends list_changed)
 		}
 		sendJson(res, 200, { added: name, sessions: sessions.size });
+	} else if (path === '/admin/drop-calls' && req.method === 'POST') {
+		dropCalls = (await readJson(req))?.count ?? 1;
+		sendJson(res, 200, { dropCalls });
 	} else if (path === '/admin/list-changed' && req.method === 'POST') {
 		let n = 0;
 		for (const { server } of sessions.values()) {
