@@ -80,6 +80,7 @@ typedef struct cfg_file {
 	size_t       nclients;       /* entries in clients */
 	int64_t      sync_ms;        /* mcp.tool_sync_interval */
 	int64_t      exec_ms;        /* mcp.tool_execution_timeout */
+	unsigned     start_conc;     /* mcp.stdio_start_concurrency, or 0 */
 	char        *store_path;     /* store.path, or NULL */
 	char        *store_url;      /* store.url, or NULL */
 	char        *node_id;        /* cluster.node_id, or NULL */

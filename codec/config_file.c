@@ -497,7 +497,8 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 	static const char *clusterk[] = {"node_id", "heartbeat_interval",
 	                                 NULL};
 	static const char *mcpk[]    = {"client_configs", "tool_sync_interval",
-	                                "tool_execution_timeout", NULL};
+	                                "tool_execution_timeout",
+	                                "stdio_start_concurrency", NULL};
 	static const char *storek[]  = {"path", "url", NULL};
 	static const char *serverk[] = {
 	        "listen",          "admin_token",   "stream",
@@ -534,7 +535,15 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 		        err, errlen, MK_EINVAL,
 		        "config: field \"mcp.tool_execution_timeout\" must be a positive duration"));
 	}
-	list = json_object_get(mcp, "client_configs");
+	if ((v = json_object_get(mcp, "stdio_start_concurrency")) != NULL &&
+	    (!json_is_integer(v) || json_integer_value(v) < 1 ||
+	     json_integer_value(v) > 1024)) {
+		return (file_fail(
+		        err, errlen, MK_EINVAL,
+		        "config: field \"mcp.stdio_start_concurrency\" must be an integer from 1 to 1024"));
+	}
+	f->start_conc = (unsigned)json_integer_value(v); /* 0: the default */
+	list          = json_object_get(mcp, "client_configs");
 	if (list != NULL && !json_is_array(list)) {
 		return (file_fail(
 		        err, errlen, MK_EINVAL,

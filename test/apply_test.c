@@ -799,6 +799,80 @@ reload_diff(void)
 	free(rd_id);
 }
 
+/* 200 stdio servers boot with at most stdio_start_concurrency of them
+ * starting at once (stdio_count, a C stand-in: 200 Node servers would
+ * not fit this machine, marks each start and its end in one file), all
+ * of them; the boot log says how far it got. */
+static void
+cold_starts(void)
+{
+	enum { N = 200, AT_ONCE = 3 };
+	sub         sb;
+	mk_options  o;
+	mk_runtime *rt;
+	char        marks[256], logp[256], *err = NULL, *file, buf[4096];
+	size_t      cap = (size_t)N * 512, len = 0;
+	int         fd, at = 0, most = 0, starts = 0, ends = 0;
+	ssize_t     n;
+
+	CHECK(getenv("MK_STDIO_COUNT") != NULL);
+	snprintf(marks, sizeof(marks), "%s/marks", dir);
+	snprintf(logp, sizeof(logp), "%s/boot.log", dir);
+	CHECK((file = malloc(cap)) != NULL);
+	len += (size_t)snprintf(file, cap,
+	                        "{\"mcp\": {\"stdio_start_concurrency\": %d, "
+	                        "\"client_configs\": [",
+	                        AT_ONCE);
+	for (int i = 0; i < N; i++) {
+		len += (size_t)snprintf(
+		        file + len, cap - len,
+		        "%s{\"name\": \"cold%03d\", \"connection_type\": "
+		        "\"stdio\", \"stdio_config\": {\"command\": \"%s\", "
+		        "\"args\": [\"%s\"]}, \"tools_to_execute\": [\"*\"]}",
+		        i ? ", " : "", i, getenv("MK_STDIO_COUNT"), marks);
+	}
+	snprintf(file + len, cap - len, "]}}");
+	CHECK((fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0600)) >= 0);
+	unsetenv("MCPKEEP_LOG"); /* (its progress lines are INFO) */
+	rt_options(&o, NULL);
+	o.log_level = MK_LOG_INFO;
+	o.log_fd    = fd;
+	rt          = rt_open_options(&sb, &o);
+	CHECK_EQ(mk_runtime_load(rt, file, &err), 0);
+	free(file);
+	/* every start, and never more than AT_ONCE under way */
+	CHECK((fd = open(marks, O_RDONLY)) >= 0);
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++) {
+			at += buf[i] == '+' ? 1 : -1;
+			starts += buf[i] == '+';
+			ends += buf[i] == '-';
+			most = at > most ? at : most;
+		}
+	}
+	close(fd);
+	fprintf(stderr, "   %d starts, at most %d at once\n", starts, most);
+	CHECK_EQ(starts, N);
+	CHECK_EQ(ends, N);
+	CHECK(most >= 1 && most <= AT_ONCE);
+	json_t *v = view_of(rt, "cold199");
+	CHECK(strcmp(vstr(v, "state"), "healthy") == 0);
+	json_decref(v);
+	rt_close(&rt, &sb);
+	close(o.log_fd);
+	setenv("MCPKEEP_LOG", "warn", 1);
+	/* the boot's progress, every tenth */
+	FILE *lf    = fopen(logp, "r");
+	bool  first = false, last = false;
+	CHECK(lf != NULL);
+	while (fgets(buf, sizeof(buf), lf) != NULL) {
+		first |= strstr(buf, "boot: connected 20/200\n") != NULL;
+		last |= strstr(buf, "boot: connected 200/200\n") != NULL;
+	}
+	fclose(lf);
+	CHECK(first && last);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -820,6 +894,7 @@ main(int argc, char **argv)
 	RUN_IF(file_env_update);
 	RUN_IF(env_args_hidden);
 	RUN_IF(reload_diff);
+	RUN_IF(cold_starts);
 	peer_stop(&srv);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -60,6 +60,11 @@ errors_name_the_field(void)
 	        "client \"a\"");
 	refused("{\"mcp\": {\"tool_sync_interval\": \"5ms\"}}",
 	        "\"mcp.tool_sync_interval\" must be a duration of at least 1s");
+	refused("{\"mcp\": {\"stdio_start_concurrency\": 0}}",
+	        "config: field \"mcp.stdio_start_concurrency\" must be an "
+	        "integer from 1 to 1024");
+	refused("{\"mcp\": {\"stdio_start_concurrency\": \"4\"}}",
+	        "\"mcp.stdio_start_concurrency\" must be an integer");
 	refused("{\"mcp\": {\"client_configs\": [{\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"env.MK_CONFIG_TEST_NOPE\"}]}}",
 	        "environment variable MK_CONFIG_TEST_NOPE is not set");
 	refused("{\"mcp\": {\"client_configs\": [{\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\"}, {\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\"}]}}",

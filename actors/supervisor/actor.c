@@ -239,6 +239,7 @@ void
 sv_actx_free(actx *x)
 {
 	json_decref(x->was);
+	free(x->tools);
 	free(x->id);
 	free(x);
 }

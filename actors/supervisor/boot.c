@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "actors/client/client.h"
 #include "actors/kernel/clock.h"
@@ -74,6 +75,21 @@ load_step(kn_actor *self, load *ld)
 	free(ld);
 }
 
+static void pump(kn_actor *self, sv_self *sv, load *ld);
+static void progress(load *ld);
+
+/* How many slow connects a boot runs at once: the config's, else twice
+ * the cores. */
+static size_t
+slow_at_once(unsigned configured)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return (configured != 0     ? configured
+	                : cores > 0 ? (size_t)cores * 2
+	                            : 2);
+}
+
 static void
 on_connected(kn_actor *self, void *arg, int status, const void *data,
              size_t len)
@@ -122,10 +138,87 @@ on_connected(kn_actor *self, void *arg, int status, const void *data,
 	}
 	if (x->load != NULL) {
 		x->load->count += e != NULL;
+		if (x->boot) {
+			progress(x->load);
+		}
+		if (x->slow) {
+			x->load->out--;
+			pump(self, sv, x->load);
+		}
 		load_step(self, x->load);
 	}
 	free(why);
 	sv_actx_free(x);
+}
+
+/* Asks e's actor to connect (x: its context; tools: the known ones, or
+ * NULL), a slow one counted out. */
+static int
+connect_send(kn_actor *self, entry *e, actx *x, const char *tools)
+{
+	cl_connect_msg m = {.boot     = x->boot,
+	                    .restored = e->restored,
+	                    .tools    = (char *)tools,
+	                    .ticket   = (int64_t)x->ticket};
+	int            rv;
+
+	rv = kn_ask_async_msg(self, e->actor, MSG_CL_CONNECT,
+	                      CODEC_OF(cl_connect_msg, &m),
+	                      CLIENT_CONNECT_MS + 5000, on_connected, x);
+	if (rv == 0 && x->slow) {
+		x->load->out++;
+	}
+	return (rv);
+}
+
+/* Sends the slow connects waiting, in order, while fewer than ld->conc
+ * are out.  One whose client went meanwhile (or when the supervisor is
+ * stopping) counts as answered: the caller's own answer is still to be
+ * counted, so ld outlives this. */
+static void
+pump(kn_actor *self, sv_self *sv, load *ld)
+{
+	actx  *x;
+	entry *e;
+
+	while (ld->out < ld->conc && (x = ld->queue) != NULL) {
+		if ((ld->queue = x->next) == NULL) {
+			ld->tail = NULL;
+		}
+		x->next = NULL;
+		e       = sv_find(sv, x->id);
+		if (e != NULL && e->serial == x->serial &&
+		    !kn_stopping(self) &&
+		    connect_send(self, e, x, x->tools) == 0) {
+			free(x->tools);
+			x->tools = NULL;
+			continue;
+		}
+		if (e != NULL && e->serial == x->serial &&
+		    !kn_stopping(self)) {
+			KN_ERROR("supervisor",
+			         "boot: %s: cannot reach the "
+			         "client actor",
+			         e->name);
+			sv_drop(self, sv, e);
+		}
+		load_step(self, ld);
+		sv_actx_free(x);
+	}
+}
+
+/* A boot of many clients says how far it got: every tenth. */
+static void
+progress(load *ld)
+{
+	size_t step = ld->total / 10;
+
+	ld->done++;
+	if (ld->total >= 20 &&
+	    (ld->done % step == 0 || ld->done == ld->total)) {
+		KN_INFO("supervisor", "boot: connected %zu/%zu", ld->done,
+		        ld->total);
+	}
 }
 
 /* Spawns a client actor for cfg (taken) and asks it to connect. */
@@ -134,19 +227,21 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
              bool restored, const char *tools, uint64_t corr, load *ld,
              char *err, size_t errlen)
 {
-	cl_connect_msg m = {.boot = boot, .restored = restored};
-	client_args    a = {
-	           .cfg        = cfg,
-	           .supervisor = self,
-	           .stream     = sv->a.stream,
-	           .node_id    = sv->a.node_id,
-	           .sync_ms    = sv->a.sync_ms,
-	           .exec_ms    = sv->a.exec_ms,
-	           .persister  = sv->a.persister,
-	           .credential = sv->a.credential,
-	           .host       = sv->a.host,
-	           .tracer     = sv->a.tracer,
-        };
+	cl_connect_msg m    = {0};
+	bool           slow = ld != NULL && boot && ld->conc > 0 &&
+	        (cfg->conn == CFG_STDIO || !cfg->sticky);
+	client_args a = {
+	        .cfg        = cfg,
+	        .supervisor = self,
+	        .stream     = sv->a.stream,
+	        .node_id    = sv->a.node_id,
+	        .sync_ms    = sv->a.sync_ms,
+	        .exec_ms    = sv->a.exec_ms,
+	        .persister  = sv->a.persister,
+	        .credential = sv->a.credential,
+	        .host       = sv->a.host,
+	        .tracer     = sv->a.tracer,
+	};
 	char   name[96];
 	entry *e;
 	actx  *x;
@@ -210,14 +305,28 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 	x->boot   = boot;
 	x->load   = ld;
 	x->serial = e->serial;
+	x->slow   = slow;
 	if (corr != 0) {
 		/* an API add: its config write is part of its answer */
 		x->ticket = m.ticket = (int64_t)++sv->tickets;
 	}
-	m.tools = (char *)tools; /* known, e.g. from the store */
-	rv      = kn_ask_async_msg(self, e->actor, MSG_CL_CONNECT,
-	                           CODEC_OF(cl_connect_msg, &m),
-	                           CLIENT_CONNECT_MS + 5000, on_connected, x);
+	if (slow && ld->out >= ld->conc) {
+		/* its turn comes when a slow connect before it ends */
+		if (tools != NULL && (x->tools = strdup(tools)) == NULL) {
+			sv_actx_free(x);
+			sv_drop(self, sv, e);
+			snprintf(err, errlen, "out of memory");
+			return (MK_ENOMEM);
+		}
+		if (ld->tail != NULL) {
+			ld->tail->next = x;
+		} else {
+			ld->queue = x;
+		}
+		ld->tail = x;
+		return (0);
+	}
+	rv = connect_send(self, e, x, tools);
 	if (rv != 0) {
 		sv_actx_free(x);
 		sv_drop(self, sv, e);
@@ -402,9 +511,11 @@ restore(kn_actor *self, sv_self *sv, const char *text, uint64_t corr)
 		             "the stored client list is not readable");
 		return;
 	}
-	ld->corr = corr;
-	ld->sv   = sv;
-	ld->left = json_array_size(list) + 1; /* +1: released below */
+	ld->corr  = corr;
+	ld->sv    = sv;
+	ld->left  = json_array_size(list) + 1; /* +1: released below */
+	ld->conc  = slow_at_once(0);
+	ld->total = json_array_size(list);
 	json_array_foreach(list, i, item)
 	{
 		cfg_client *c;
@@ -561,9 +672,11 @@ sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
 			sv_drop(self, sv, e);
 		}
 	}
-	ld->corr = corr;
-	ld->sv   = sv;
-	ld->left = f->nclients + 1; /* +1: released below */
+	ld->corr  = corr;
+	ld->sv    = sv;
+	ld->left  = f->nclients + 1; /* +1: released below */
+	ld->conc  = slow_at_once(f->start_conc);
+	ld->total = f->nclients;
 	for (size_t i = 0; i < f->nclients; i++) {
 		cfg_client *c = f->clients[i];
 		if (load_stopped(self, ld, f->nclients - i)) {
@@ -757,6 +870,7 @@ sv_on_reload(kn_actor *self, sv_self *sv, kn_msg *msg)
 	ld->corr   = corr;
 	ld->reload = true;
 	ld->left   = 1; /* released below */
+	ld->conc   = slow_at_once(f->start_conc);
 	old        = sv->file;
 	sv->file   = now;
 	settings_apply(self, sv, f->sync_ms, f->exec_ms);

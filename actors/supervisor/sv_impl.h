@@ -96,6 +96,11 @@ typedef struct actx {
 	struct load *load;   /* MSG_SV_LOAD or _RELOAD in progress, or NULL */
 	json_t      *was;    /* a reload's update: the base entry it replaces
 	                      * (back in the base if the update fails) */
+	bool slow;           /* a boot connect that is throttled (a stdio
+	                      * start, a per-call discovery) */
+	char *tools;         /* while it waits for its turn: the known
+	                      * tools it carries, or NULL */
+	struct actx *next;   /* the load's queue of those */
 } actx;
 
 /* A config file being booted or reloaded. */
@@ -110,6 +115,13 @@ typedef struct load {
 	int             failed;  /* reload: clients not applied */
 	size_t          stopped; /* clients not started: the supervisor
 	                          * stopped first (the answer: MK_ECLOSED) */
+	size_t conc;             /* slow connects at once (stdio starts,
+	                          * per-call discoveries) */
+	size_t out;              /* slow connects out now */
+	actx  *queue;            /* slow connects waiting, in config order */
+	actx  *tail;             /* its last */
+	size_t total;            /* connects of a boot (its progress line) */
+	size_t done;             /* of them answered */
 } load;
 
 /* registry.c */
