@@ -922,6 +922,18 @@ next_diff(sub *sb, int *from, const char *name)
 	return (d);
 }
 
+/* The next "tools" event of "ver" carries exactly the diff want. */
+static void
+expect_diff(sub *sb, int *from, const char *want)
+{
+	json_t *d    = next_diff(sb, from, "ver");
+	char   *text = json_dumps(d, JSON_COMPACT);
+
+	CHECK(strcmp(text, want) == 0 || !fprintf(stderr, "diff: %s\n", text));
+	free(text);
+	json_decref(d);
+}
+
 /* Each change of a list is a version, its diff on the stream field by
  * field, and the last versions are the store's: the same after a
  * restart. */
@@ -953,47 +965,60 @@ tool_versions(void)
 	admin(srv.port, "/admin/describe", "{\"description\": \"rewritten\"}",
 	      NULL);
 	check_once(cl);
-	d    = next_diff(&sb, &from, "ver");
-	text = json_dumps(d, JSON_COMPACT);
-	CHECK(strcmp(text,
-	             "{\"changed\":[{\"name\":\"echo\",\"fields\":"
-	             "[\"description\"]}]}") == 0 ||
-	      !fprintf(stderr, "diff: %s\n", text));
-	free(text);
-	json_decref(d);
+	expect_diff(&sb, &from,
+	            "{\"changed\":[{\"name\":\"echo\",\"fields\":"
+	            "[\"description\"]}]}");
 	/* a tool added (tools/list_changed) */
 	admin(srv.port, "/admin/add-tool", "{\"name\": \"zz_versioned\"}",
 	      NULL);
-	d    = next_diff(&sb, &from, "ver");
-	text = json_dumps(d, JSON_COMPACT);
-	CHECK(strcmp(text, "{\"added\":[\"zz_versioned\"]}") == 0 ||
-	      !fprintf(stderr, "diff: %s\n", text));
-	free(text);
-	json_decref(d);
+	expect_diff(&sb, &from, "{\"added\":[\"zz_versioned\"]}");
+	/* annotations: given, then one of them turned */
+	admin(srv.port, "/admin/annotate",
+	      "{\"annotations\": {\"readOnlyHint\": false}}", NULL);
+	check_once(cl);
+	expect_diff(&sb, &from,
+	            "{\"changed\":[{\"name\":\"echo\",\"fields\":"
+	            "[\"annotations\"]}]}");
+	admin(srv.port, "/admin/annotate",
+	      "{\"annotations\": {\"readOnlyHint\": false, "
+	      "\"destructiveHint\": true}}",
+	      NULL);
+	check_once(cl);
+	expect_diff(&sb, &from,
+	            "{\"changed\":[{\"name\":\"echo\",\"fields\":"
+	            "[\"annotations.destructiveHint\"]}]}");
+	/* a tool removed (tools/list_changed) */
+	admin(srv.port, "/admin/remove-tool", "{\"name\": \"zz_versioned\"}",
+	      NULL);
+	expect_diff(&sb, &from, "{\"removed\":[\"zz_versioned\"]}");
 	kn_actor_release(&cl);
-	/* the view shows the last; the store has the three */
+	/* the view shows the last; the store has the six */
 	v = view_of(rt, "ver");
 	d = json_object_get(json_object_get(v, "tools_version"), "diff");
 	CHECK(json_object_size(d) == 1 &&
-	      json_array_size(json_object_get(d, "added")) == 1);
+	      json_array_size(json_object_get(d, "removed")) == 1);
 	CHECK(strcmp(json_string_value(
-	                     json_array_get(json_object_get(d, "added"), 0)),
+	                     json_array_get(json_object_get(d, "removed"), 0)),
 	             "zz_versioned") == 0);
 	json_decref(v);
 	for (int round = 0; round < 2; round++) {
 		CHECK_EQ(mk_client_tool_versions_json(rt, "ver", &text), 0);
 		CHECK((all = json_loads(text, 0, NULL)) != NULL);
 		mk_free(text);
-		CHECK_EQ(json_array_size(all), 3);
+		CHECK_EQ(json_array_size(all), 6);
 		CHECK(json_is_true(
 		        json_object_get(json_array_get(all, 0), "first")));
 		CHECK(json_is_false(
-		        json_object_get(json_array_get(all, 2), "first")));
+		        json_object_get(json_array_get(all, 5), "first")));
 		CHECK_EQ(json_integer_value(json_object_get(
 		                 json_array_get(all, 2), "count")),
 		         json_integer_value(json_object_get(
 		                 json_array_get(all, 0), "count")) +
 		                 1);
+		CHECK_EQ(json_integer_value(json_object_get(
+		                 json_array_get(all, 5), "count")),
+		         json_integer_value(json_object_get(
+		                 json_array_get(all, 0), "count")));
 		json_decref(all);
 		/* restarted: the store's versions */
 		rt_close(&rt, &sb);
@@ -1004,6 +1029,7 @@ tool_versions(void)
 	CHECK_EQ(mk_client_tool_versions_json(NULL, "ver", &text), MK_EHANDLE);
 	admin(srv.port, "/admin/describe",
 	      "{\"description\": \"Answers the message\"}", NULL);
+	admin(srv.port, "/admin/annotate", "{\"annotations\": {}}", NULL);
 	place_close(&pl);
 }
 

@@ -34,6 +34,11 @@
 //                                     "added <n>") in every session and
 //                                     for new ones; the SDK tells each
 //                                     session (tools/list_changed)
+//          POST /admin/annotate       {"annotations": {...}}: echo's
+//                                     annotations, everywhere (the tool
+//                                     list changes; {} or none: none)
+//          POST /admin/remove-tool    {"name": n}: a tool add-tool added
+//                                     is gone, everywhere (list_changed)
 //          POST /admin/drop-calls     {"count": n}: the connection of
 //                                     each of the next n tools/call
 //                                     requests is cut once the request
@@ -119,11 +124,15 @@ const counters = {
 
 // echo's description; POST /admin/describe changes it everywhere.
 let echoDescription = 'Answers the message';
+// echo's annotations; POST /admin/annotate changes them everywhere.
+let echoAnnotations;
 // The tools POST /admin/add-tool added (each answers "added <name>").
 const addedTools = [];
 
 function addTool(s, name) {
-	s.registerTool(name, { description: 'Added by /admin/add-tool' },
+	s.mkAdded ??= {};
+	s.mkAdded[name] = s.registerTool(name,
+		{ description: 'Added by /admin/add-tool' },
 		async () => text(`added ${name}`));
 }
 
@@ -149,6 +158,7 @@ function makeServer() {
 
 	s.mkEcho = s.registerTool('echo', {
 		description: echoDescription,
+		annotations: echoAnnotations,
 		inputSchema: { message: z.string() },
 	}, async ({ message }) => text(message));
 
@@ -511,8 +521,9 @@ async function onAdmin(req, res, path) {
 		await onBigToolsAdmin(req, res);
 		return;
 	}
-	if (path !== '/admin/ping-mode' && path !== '/admin/describe' &&
-	    path !== '/admin/add-tool' && path !== '/admin/drop-calls') {
+	if (!['/admin/ping-mode', '/admin/describe', '/admin/add-tool',
+		'/admin/drop-calls', '/admin/annotate',
+		'/admin/remove-tool'].includes(path)) {
 		req.resume(); // only these read their body
 	}
 	if (path === '/admin/counters' && req.method === 'GET') {
@@ -543,6 +554,25 @@ async function onAdmin(req, res, path) {
 			addTool(server, name); // (the SDK sends list_changed)
 		}
 		sendJson(res, 200, { added: name, sessions: sessions.size });
+	} else if (path === '/admin/annotate' && req.method === 'POST') {
+		echoAnnotations = (await readJson(req))?.annotations;
+		for (const { server } of sessions.values()) {
+			server.mkEcho.update({ annotations: echoAnnotations });
+		}
+		sendJson(res, 200, { annotations: echoAnnotations ?? null });
+	} else if (path === '/admin/remove-tool' && req.method === 'POST') {
+		const name = (await readJson(req))?.name;
+		const at = addedTools.indexOf(name);
+		if (at < 0) {
+			sendJson(res, 400, { error: 'name: a tool /admin/add-tool added' });
+			return;
+		}
+		addedTools.splice(at, 1);
+		for (const { server } of sessions.values()) {
+			server.mkAdded?.[name]?.remove(); // (list_changed)
+			delete server.mkAdded?.[name];
+		}
+		sendJson(res, 200, { removed: name });
 	} else if (path === '/admin/drop-calls' && req.method === 'POST') {
 		dropCalls = (await readJson(req))?.count ?? 1;
 		sendJson(res, 200, { dropCalls });
