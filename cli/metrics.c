@@ -101,6 +101,7 @@ metrics(req *r, const char *id, json_t *body)
 	static const char *const paths[]    = {"per_call", "shared", "session",
 	                                       NULL};
 	static const char *const one[]      = {"", NULL};
+	static const char *const cached[]   = {"hits", "misses", NULL};
 	mk_stats                 st         = MK_STATS_INIT;
 	char                    *out        = NULL;
 	size_t                   len        = 0, i;
@@ -158,6 +159,10 @@ metrics(req *r, const char *id, json_t *body)
 	family(f, all, "mcpkeep_retries_skipped_total",
 	       "recoveries whose retry was skipped (not safe to repeat)", NULL,
 	       one, "retries_skipped");
+	family(f, all, "mcpkeep_tool_cache_total",
+	       "calls of cache_results tools answered from the cache (hits) "
+	       "or not (misses)",
+	       "result", cached, "cache.");
 	json_decref(all);
 	fprintf(f,
 	        "# TYPE mcpkeep_token_refreshes_total counter\n"

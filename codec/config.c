@@ -228,8 +228,37 @@ static const char *known_keys[] = {"name",
                                    "tool_sync_interval",
                                    "tool_execution_timeout",
                                    "max_concurrent_calls",
+                                   "cache_results",
                                    "disabled",
                                    NULL};
+
+/* cache_results: {tool: ttl}, each ttl a duration from 1 s to a day;
+ * kept as {tool: ms}. */
+static int
+parse_cache(cfg_pctx *x, cfg_client *c, json_t *v)
+{
+	const char *tool;
+	json_t     *ttl;
+	int64_t     ms;
+
+	if (!json_is_object(v) || (c->cache = json_object()) == NULL) {
+		return (cfg_bad(x, "cache_results",
+		                "must be an object of tool names to durations "
+		                "(e.g. {\"search\": \"60s\"})"));
+	}
+	json_object_foreach(v, tool, ttl)
+	{
+		if (*tool == '\0' || cfg_duration(ttl, &ms) != 0 ||
+		    ms < 1000 || ms > CFG_CACHE_TTL_MAX_MS) {
+			return (cfg_bad(x, "cache_results",
+			                "the ttl of tool \"%.64s\" must be a "
+			                "duration from 1s to 24h",
+			                tool));
+		}
+		json_object_set_new(c->cache, tool, json_integer(ms));
+	}
+	return (0);
+}
 
 static int
 parse_stdio(cfg_pctx *x, cfg_client *c, json_t *sc)
@@ -503,6 +532,10 @@ parse_client(cfg_pctx *x, cfg_client *c, json_t *o)
 		}
 		c->max_calls = (unsigned)json_integer_value(v);
 	}
+	if ((v = json_object_get(o, "cache_results")) != NULL &&
+	    (rv = parse_cache(x, c, v)) != 0) {
+		return (rv);
+	}
 	/* Credential sections: known keys, strings resolved (env.), scopes
 	 * a string array; what they mean is the credential actor's. */
 	static const char *const oauth_keys[]    = {"client_id",
@@ -588,6 +621,7 @@ cfg_client_free(cfg_client **cp)
 	text_strv_free(c->tools);
 	json_decref(c->oauth);
 	json_decref(c->exchange);
+	json_decref(c->cache);
 	json_decref(c->raw);
 	json_decref(c->literal);
 	free(c);

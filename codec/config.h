@@ -23,11 +23,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CFG_MAX_CALLS_MAX   100000           /* max_concurrent_calls at most */
-#define CFG_SYNC_DEFAULT_MS (10 * 60 * 1000) /* tool_sync_interval */
-#define CFG_EXEC_DEFAULT_MS (30 * 1000)      /* tool_execution_timeout */
-#define CFG_ERR_MAX         512
-#define VKEY_MIN            16 /* bytes of a virtual key's value */
+#define CFG_MAX_CALLS_MAX    100000 /* max_concurrent_calls at most */
+#define CFG_SYNC_DEFAULT_MS  (10 * 60 * 1000)   /* tool_sync_interval */
+#define CFG_EXEC_DEFAULT_MS  (30 * 1000)        /* tool_execution_timeout */
+#define CFG_CACHE_TTL_MAX_MS (24 * 3600 * 1000) /* a cache_results ttl */
+#define CFG_ERR_MAX          512
+#define VKEY_MIN             16 /* bytes of a virtual key's value */
 
 typedef enum cfg_conn {
 	CFG_HTTP,  /* Streamable HTTP */
@@ -67,6 +68,7 @@ typedef struct cfg_client {
 	bool    disabled;   /* disabled */
 	json_t *oauth;      /* oauth_config, resolved (secrets!), or NULL */
 	json_t *exchange;   /* token_exchange, resolved (secrets!), or NULL */
+	json_t *cache;      /* cache_results as {tool: ttl ms}, or NULL */
 	json_t *raw;        /* the object as given (env. refs kept) */
 	json_t *literal;    /* its literal mask (above), or NULL */
 } cfg_client;

@@ -1256,6 +1256,76 @@ outcome_unknown(void)
 	peer_stop(&p);
 }
 
+static int
+is_tools_of(const event *e, const void *name)
+{
+	return (strcmp(e->topic, "tools") == 0 && strcmp(e->name, name) == 0);
+}
+
+/* cache_results: a read-only, idempotent tool's result is kept for its
+ * ttl by arguments (whatever their key order), the upstream untouched; a
+ * tool without both hints never is; a new list clears them; hits and
+ * misses counted. */
+static void
+result_cache(void)
+{
+	sub         sb;
+	mk_runtime *rt  = rt_open(&sb);
+	peer        p   = {0};
+	char       *err = NULL, *t1, *t2;
+	int         at  = 0, rc;
+	long        n0;
+
+	CHECK_EQ(peer_start_inject(&p, WAIT_MS), 0);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"rc\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"], \"cache_results\": {\"counted_cacheable\": \"60s\", \"counted_readonly\": 60}}",
+	            p.port),
+	        0);
+	wait_state(&sb, &at, "rc", "healthy", NULL);
+	n0 = admin(p.port, "/admin/counters", NULL, "counted_cacheable");
+	t1 = call_text(rt, "rc", "counted_cacheable", "{}", &rc);
+	CHECK_EQ(rc, 0);
+	t2 = call_text(rt, "rc", "counted_cacheable", "{}", &rc);
+	CHECK_EQ(rc, 0);
+	CHECK(strcmp(t1, t2) == 0); /* the kept result */
+	free(t1);
+	free(t2);
+	CHECK_EQ(admin(p.port, "/admin/counters", NULL, "counted_cacheable"),
+	         n0 + 1);
+	/* other arguments: another result; the same ones in another order:
+	 * kept */
+	free(call_text(rt, "rc", "counted_cacheable", "{\"x\": 1, \"y\": 2}",
+	               &rc));
+	free(call_text(rt, "rc", "counted_cacheable", "{\"y\": 2, \"x\": 1}",
+	               &rc));
+	CHECK_EQ(admin(p.port, "/admin/counters", NULL, "counted_cacheable"),
+	         n0 + 2);
+	/* readOnlyHint without idempotentHint: never kept */
+	long r0 = admin(p.port, "/admin/counters", NULL, "counted_readonly");
+	free(call_text(rt, "rc", "counted_readonly", "{}", &rc));
+	free(call_text(rt, "rc", "counted_readonly", "{}", &rc));
+	CHECK_EQ(admin(p.port, "/admin/counters", NULL, "counted_readonly"),
+	         r0 + 2);
+	char   *m = NULL;
+	json_t *j, *c;
+	CHECK_EQ(mk_client_metrics_json(rt, "rc", &m), 0);
+	CHECK((j = json_loads(m, 0, NULL)) != NULL);
+	mk_free(m);
+	c = json_object_get(j, "cache");
+	CHECK_EQ(json_integer_value(json_object_get(c, "hits")), 2);
+	CHECK_EQ(json_integer_value(json_object_get(c, "misses")), 2);
+	json_decref(j);
+	/* a new list (a tool added: list_changed) clears them */
+	admin(p.port, "/admin/add-tool", "{\"name\": \"rc_new\"}", NULL);
+	(void)wait_event(&sb, &at, is_tools_of, "rc", "rc's new list");
+	free(call_text(rt, "rc", "counted_cacheable", "{}", &rc));
+	CHECK_EQ(admin(p.port, "/admin/counters", NULL, "counted_cacheable"),
+	         n0 + 3);
+	rt_close(&rt, &sb);
+	peer_stop(&p);
+}
+
 /* A tool list over MCP_MAX_TOOLS_BYTES in total, or one whose cursor
  * never advances, is a failed check that keeps the last good list. */
 static void
@@ -1513,6 +1583,7 @@ main(int argc, char **argv)
 	RUN_IF(tools_list_bounded);
 	RUN_IF(last_known_good);
 	RUN_IF(outcome_unknown);
+	RUN_IF(result_cache);
 	RUN_IF(prompts_resources);
 	RUN_IF(snapshot);
 	curl_global_cleanup();

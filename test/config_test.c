@@ -60,6 +60,12 @@ errors_name_the_field(void)
 	        "client \"a\"");
 	refused("{\"mcp\": {\"tool_sync_interval\": \"5ms\"}}",
 	        "\"mcp.tool_sync_interval\" must be a duration of at least 1s");
+	refused("{\"mcp\": {\"client_configs\": [{\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\", \"cache_results\": [\"search\"]}]}}",
+	        "client \"a\": field \"cache_results\": must be an object of "
+	        "tool names to durations");
+	refused("{\"mcp\": {\"client_configs\": [{\"name\": \"a\", \"connection_type\": \"http\", \"connection_string\": \"http://h/mcp\", \"cache_results\": {\"search\": \"5ms\"}}]}}",
+	        "client \"a\": field \"cache_results\": the ttl of tool "
+	        "\"search\" must be a duration from 1s to 24h");
 	refused("{\"mcp\": {\"stdio_start_concurrency\": 0}}",
 	        "config: field \"mcp.stdio_start_concurrency\" must be an "
 	        "integer from 1 to 1024");

@@ -208,6 +208,10 @@ api(void)
 	CHECK(metric_within(
 	        "mcpkeep_tool_call_duration_seconds_count{client=\"svc\"}", 2,
 	        2));
+	/* (svc keeps no results: no cache_results) */
+	CHECK(metric_within(
+	        "mcpkeep_tool_cache_total{client=\"svc\",result=\"hits\"}", 0,
+	        0));
 	CHECK(metric_within(
 	        "mcpkeep_tool_call_duration_seconds_bucket{client=\"svc\",le=\"+Inf\"}",
 	        2, 2));

@@ -76,7 +76,8 @@ cl_init(kn_actor *self, void *arg, void **statep)
 	        &cl->wk); /* the loop comes with the first network work */
 	cl->self = self;
 	cl->cfg  = a->cfg;
-	a->cfg   = NULL;              /* ours now */
+	lru_init(&cl->cache_lru, 0);
+	a->cfg = NULL;                /* ours now */
 	kn_log_client(cl->cfg->name); /* this thread works for it alone */
 	cl->sv = kn_actor_hold(a->supervisor);
 	cl->ps = a->persister != NULL ? kn_actor_hold(a->persister) : NULL;
@@ -135,6 +136,8 @@ cl_fini(kn_actor *self, void *state)
 	json_decref(cl->tools);
 	json_decref(cl->history);
 	json_decref(cl->versions);
+	cl_cache_clear(cl);
+	strmap_fini(&cl->cache);
 	cl_lists_fini(cl);
 	json_decref(cl->undo);
 	free(cl->lf_message);
@@ -481,7 +484,8 @@ on_update(client *cl, kn_msg *msg)
 	ncfg->id = strdup(cl->cfg->id);
 	cfg_client_free(&cl->cfg);
 	cl->cfg = ncfg;
-	cl_cred_clear(cl); /* its header lines pointed into the old config */
+	cl_cache_clear(cl); /* (its ttls may have changed) */
+	cl_cred_clear(cl);  /* its header lines pointed into the old config */
 	apply_intervals(cl);
 	kn_log_client(ncfg->name);
 	KN_INFO("client", "%s: config updated%s", ncfg->name,

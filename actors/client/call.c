@@ -151,6 +151,9 @@ reply_result(client *cl, cl_call *c, const mcp_error *err, json_t *result)
 		free(rtext);
 		return;
 	}
+	if (!json_is_true(json_object_get(result, "isError"))) {
+		cl_cache_put(cl, c, text);
+	}
 	cl_result_msg ok = {.result = text, .recovery = rtext};
 	kn_reply_msg(kn_actor_kernel(cl->self), c->corr, 0,
 	             &cl_result_msg_fields, &ok);
@@ -883,6 +886,9 @@ cl_call_start(client *cl, kn_msg *msg)
 		timeout = cl->exec_ms;
 	}
 	c->deadline = kn_now_ns() + timeout * KN_NS_PER_MS;
+	if (cl_cache_answer(cl, c)) {
+		return; /* a kept result: the upstream untouched */
+	}
 	if (ticket != 0) {
 		if (idmap_put(&cl->tickets, ticket, c) != 0) {
 			kn_reply_why(cl->self, corr, MK_ENOMEM,

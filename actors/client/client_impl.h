@@ -13,6 +13,7 @@
 
 #include "actors/client/client.h"
 #include "codec/idmap.h"
+#include "codec/lru.h"
 #include "codec/names.h"
 #include "codec/strmap.h"
 #include "persist/hash.h"
@@ -67,7 +68,8 @@ typedef struct cl_cmetrics {
 	uint64_t sum_us;                  /* their total time */
 	uint64_t recoveries[3];           /* per_call, shared, session */
 	uint64_t skipped;                 /* retries skipped for safety */
-	uint64_t relists; /* tools/list after notifications/list_changed */
+	uint64_t relists;  /* tools/list after notifications/list_changed */
+	uint64_t cache[2]; /* calls answered from the cache, and not */
 	/* calls ended per CM_RECENT_S, oldest first; the last one is the
 	 * bucket recent_end (unix seconds / CM_RECENT_S) */
 	int64_t  recent_end;
@@ -142,6 +144,7 @@ typedef struct cl_call {
 	bool            force; /* per-user: ask for a refreshed credential */
 	bool            recovered; /* a recovery ran (at most one per call) */
 	bool            reissued; /* sent again after its connection was cut */
+	bool            cached;   /* answered from the result cache */
 	bool skipped;         /* its retry was skipped: not safe to repeat */
 	bool sent;            /* its tools/call went out (before: never ran, so
 	                       * always safe to send again) */
@@ -241,6 +244,9 @@ struct client {
 	json_t  *tools;        /* the server's tools, as listed */
 	json_t  *history;      /* its last transitions (CL_HISTORY_MAX),
 	                        * oldest first, or NULL: none yet */
+	strmap  cache;         /* results kept (cache.c): key -> cl_centry */
+	lru     cache_lru;     /* the same, least recently used last */
+	size_t  cache_bytes;   /* their results' bytes */
 	json_t *versions;      /* its tool lists' versions of this run
 	                        * (STORE_TOOL_VERSIONS), oldest first, or
 	                        * NULL: none yet (versions.c) */
@@ -343,6 +349,17 @@ void client_push_view(client *cl);
 /* A client's transitions kept for GET .../history (state.c). */
 #define CL_HISTORY_MAX 50
 void cl_on_history(client *cl, kn_msg *msg);
+
+/* cache.c: the result cache of read-only tools (cache_results).
+ * cl_cache_answer answers c from it (true: c is finished and freed);
+ * cl_cache_put keeps an ok result of c; cl_cache_listed clears it for a
+ * new list (warning of configured tools it may not keep); cl_cache_clear
+ * empties it. */
+typedef struct cl_centry cl_centry;
+bool                     cl_cache_answer(client *cl, cl_call *c);
+void cl_cache_put(client *cl, const cl_call *c, const char *result);
+void cl_cache_listed(client *cl);
+void cl_cache_clear(client *cl);
 
 /* versions.c: cl_version_new makes the version the list tools (hash)
  * makes after the one the client has: {digest, at, count, diff, first

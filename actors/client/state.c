@@ -221,9 +221,11 @@ metrics_text(const client *cl)
 	        "],\"latency_sum_us\":%" PRIu64
 	        ",\"recoveries\":{\"per_call\":%" PRIu64 ",\"shared\":%" PRIu64
 	        ",\"session\":%" PRIu64 "},\"retries_skipped\":%" PRIu64
-	        ",\"relists\":%" PRIu64 ",\"connect_failures_in_row\":%u",
+	        ",\"relists\":%" PRIu64 ",\"connect_failures_in_row\":%u"
+	        ",\"cache\":{\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 "}",
 	        m->sum_us, m->recoveries[0], m->recoveries[1],
-	        m->recoveries[2], m->skipped, m->relists, cl->fails);
+	        m->recoveries[2], m->skipped, m->relists, cl->fails,
+	        m->cache[0], m->cache[1]);
 	/* the last calls per CM_RECENT_S, the newest ending at "end" */
 	fprintf(f,
 	        ",\"recent\":{\"bucket_s\":%d,\"end\":%" PRId64 ",\"calls\":[",
@@ -585,6 +587,7 @@ client_set_tools(client *cl, json_t *tools)
 	json_decref(cl->tools);
 	cl->tools = json_incref(tools);
 	memcpy(cl->hash, hash, sizeof(hash));
+	cl_cache_listed(cl);
 	mp_w_init(&w);
 	mp_map(&w, diff != NULL ? 5 : 4);
 	mp_kv_str(&w, "client_id", cl->cfg->id);

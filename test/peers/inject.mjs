@@ -83,6 +83,7 @@
 //                         notifications/tools/list_changed on the
 //                         request's own stream, then "sent"
 //   counted_destructive, counted_idempotent, counted_readonly,
+//   counted_cacheable (readOnlyHint and idempotentHint),
 //   counted_none {}       bump their own counter, answer its new value
 //                         (counters are per process, shared by sessions)
 import { randomUUID } from 'node:crypto';
@@ -119,6 +120,7 @@ const counters = {
 	counted_destructive: 0,
 	counted_idempotent: 0,
 	counted_readonly: 0,
+	counted_cacheable: 0,
 	counted_none: 0,
 };
 
@@ -144,6 +146,7 @@ const counted = {
 	},
 	counted_idempotent: { destructiveHint: true, idempotentHint: true },
 	counted_readonly: { readOnlyHint: true },
+	counted_cacheable: { readOnlyHint: true, idempotentHint: true },
 	counted_none: undefined,
 };
 
