@@ -520,20 +520,22 @@ rt_client_ask(mk_runtime *rt, const char *client, uint32_t type,
 	return (rv);
 }
 
-int
-mk_client_metrics_json(mk_runtime *rt, const char *name, char **out)
+/* One client's JSON text answering type - its counters, transitions or
+ * tool-list versions: each answer is one string, json (fields f). */
+static int
+client_json(mk_runtime *rt, const char *name, uint32_t type,
+            const codec_fields *f, char **out)
 {
 	kn_answer      ans;
-	cl_metrics_msg m;
+	cl_metrics_msg m; /* (the shape of each of them: {json}) */
 	int            rv;
 
 	if (out == NULL) {
 		return (MK_EINVAL);
 	}
 	*out = NULL;
-	rv   = rt_client_ask(rt, name, MSG_CL_METRICS, &codec_no_fields, NULL,
-	                     &ans);
-	if (rv == 0 && cl_metrics_msg_unpack(ans.data, ans.len, &m) == 0) {
+	rv   = rt_client_ask(rt, name, type, &codec_no_fields, NULL, &ans);
+	if (rv == 0 && codec_msg_unpack(f, ans.data, ans.len, &m) == 0) {
 		*out = m.json;
 		rv   = *out != NULL ? 0 : MK_EPROTO;
 	}
@@ -542,24 +544,17 @@ mk_client_metrics_json(mk_runtime *rt, const char *name, char **out)
 }
 
 int
+mk_client_metrics_json(mk_runtime *rt, const char *name, char **out)
+{
+	return (client_json(rt, name, MSG_CL_METRICS, &cl_metrics_msg_fields,
+	                    out));
+}
+
+int
 mk_client_history_json(mk_runtime *rt, const char *name, char **out)
 {
-	kn_answer      ans;
-	cl_history_msg m;
-	int            rv;
-
-	if (out == NULL) {
-		return (MK_EINVAL);
-	}
-	*out = NULL;
-	rv   = rt_client_ask(rt, name, MSG_CL_HISTORY, &codec_no_fields, NULL,
-	                     &ans);
-	if (rv == 0 && cl_history_msg_unpack(ans.data, ans.len, &m) == 0) {
-		*out = m.json;
-		rv   = *out != NULL ? 0 : MK_EPROTO;
-	}
-	free(ans.data);
-	return (rv);
+	return (client_json(rt, name, MSG_CL_HISTORY, &cl_history_msg_fields,
+	                    out));
 }
 
 int
@@ -589,22 +584,8 @@ mk_calls_unknown_json(mk_runtime *rt, char **out)
 int
 mk_client_tool_versions_json(mk_runtime *rt, const char *name, char **out)
 {
-	kn_answer       ans;
-	cl_versions_msg m;
-	int             rv;
-
-	if (out == NULL) {
-		return (MK_EINVAL);
-	}
-	*out = NULL;
-	rv   = rt_client_ask(rt, name, MSG_CL_VERSIONS, &codec_no_fields, NULL,
-	                     &ans);
-	if (rv == 0 && cl_versions_msg_unpack(ans.data, ans.len, &m) == 0) {
-		*out = m.json;
-		rv   = *out != NULL ? 0 : MK_EPROTO;
-	}
-	free(ans.data);
-	return (rv);
+	return (client_json(rt, name, MSG_CL_VERSIONS, &cl_versions_msg_fields,
+	                    out));
 }
 
 /* ---- tool calls ------------------------------------------------------- */

@@ -934,6 +934,21 @@ expect_diff(sub *sb, int *from, const char *want)
 	json_decref(d);
 }
 
+/* The server's echo changed (POST path body), then a check: the next
+ * "tools" event of "ver" says echo changed in exactly fields (JSON). */
+static void
+change_checked(kn_actor *cl, sub *sb, int *from, const char *path,
+               const char *body, const char *fields)
+{
+	char want[256];
+
+	admin(srv.port, path, body, NULL);
+	check_once(cl);
+	snprintf(want, sizeof(want),
+	         "{\"changed\":[{\"name\":\"echo\",\"fields\":%s}]}", fields);
+	expect_diff(sb, from, want);
+}
+
 /* Each change of a list is a version, its diff on the stream field by
  * field, and the last versions are the store's: the same after a
  * restart. */
@@ -962,31 +977,21 @@ tool_versions(void)
 	json_decref(d);
 	/* a description rewritten: that tool, that field */
 	CHECK_EQ(kn_lookup(rt->kernel, CLIENT_PREFIX "ver", &cl), 0);
-	admin(srv.port, "/admin/describe", "{\"description\": \"rewritten\"}",
-	      NULL);
-	check_once(cl);
-	expect_diff(&sb, &from,
-	            "{\"changed\":[{\"name\":\"echo\",\"fields\":"
-	            "[\"description\"]}]}");
+	change_checked(cl, &sb, &from, "/admin/describe",
+	               "{\"description\": \"rewritten\"}",
+	               "[\"description\"]");
 	/* a tool added (tools/list_changed) */
 	admin(srv.port, "/admin/add-tool", "{\"name\": \"zz_versioned\"}",
 	      NULL);
 	expect_diff(&sb, &from, "{\"added\":[\"zz_versioned\"]}");
 	/* annotations: given, then one of them turned */
-	admin(srv.port, "/admin/annotate",
-	      "{\"annotations\": {\"readOnlyHint\": false}}", NULL);
-	check_once(cl);
-	expect_diff(&sb, &from,
-	            "{\"changed\":[{\"name\":\"echo\",\"fields\":"
-	            "[\"annotations\"]}]}");
-	admin(srv.port, "/admin/annotate",
-	      "{\"annotations\": {\"readOnlyHint\": false, "
-	      "\"destructiveHint\": true}}",
-	      NULL);
-	check_once(cl);
-	expect_diff(&sb, &from,
-	            "{\"changed\":[{\"name\":\"echo\",\"fields\":"
-	            "[\"annotations.destructiveHint\"]}]}");
+	change_checked(cl, &sb, &from, "/admin/annotate",
+	               "{\"annotations\": {\"readOnlyHint\": false}}",
+	               "[\"annotations\"]");
+	change_checked(cl, &sb, &from, "/admin/annotate",
+	               "{\"annotations\": {\"readOnlyHint\": false, "
+	               "\"destructiveHint\": true}}",
+	               "[\"annotations.destructiveHint\"]");
 	/* a tool removed (tools/list_changed) */
 	admin(srv.port, "/admin/remove-tool", "{\"name\": \"zz_versioned\"}",
 	      NULL);
