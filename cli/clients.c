@@ -446,3 +446,41 @@ route_lifecycle(req *r, const char *id, json_t *body)
 	        : mk_client_refresh_tools(D.rt, id, &err);
 	answer_api(r, rc, err, 200, NULL);
 }
+
+/* tool_changes hold: the held list approved or rejected, by digest. */
+static void
+tools_decide(req *r, const char *id, json_t *body, bool approve)
+{
+	const char *digest = http_field(body, "digest");
+	char       *err    = NULL, msg[128];
+	int         rc;
+
+	if (digest == NULL) {
+		answer_error(r, 400,
+		             "field \"digest\" must be the list's digest (the "
+		             "client's tools_pending)");
+		return;
+	}
+	rc = approve ? mk_client_tools_approve(D.rt, id, digest, &err)
+	             : mk_client_tools_reject(D.rt, id, digest, &err);
+	if (rc == MK_ENOENT) {
+		snprintf(msg, sizeof(msg), "no MCP client %.64s", id);
+		answer_error(r, 404, msg);
+		return;
+	}
+	answer_api(
+	        r, rc, err, 200,
+	        json_pack("{s:s}", approve ? "approved" : "rejected", digest));
+}
+
+void
+route_tools_approve(req *r, const char *id, json_t *body)
+{
+	tools_decide(r, id, body, true);
+}
+
+void
+route_tools_reject(req *r, const char *id, json_t *body)
+{
+	tools_decide(r, id, body, false);
+}

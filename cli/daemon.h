@@ -295,6 +295,8 @@ void route_status(req *r, const char *id, json_t *body);
 void route_client_history(req *r, const char *id, json_t *body);
 void route_client_tool_versions(req *r, const char *id, json_t *body);
 void route_calls(req *r, const char *id, json_t *body);
+void route_tools_approve(req *r, const char *id, json_t *body);
+void route_tools_reject(req *r, const char *id, json_t *body);
 void route_client_write(req *r, const char *id, json_t *body);
 void route_client_remove(req *r, const char *id, json_t *body);
 void route_lifecycle(req *r, const char *id, json_t *body);

@@ -229,6 +229,7 @@ static const char *known_keys[] = {"name",
                                    "tool_execution_timeout",
                                    "max_concurrent_calls",
                                    "cache_results",
+                                   "tool_changes",
                                    "disabled",
                                    NULL};
 
@@ -531,6 +532,19 @@ parse_client(cfg_pctx *x, cfg_client *c, json_t *o)
 			                CFG_MAX_CALLS_MAX));
 		}
 		c->max_calls = (unsigned)json_integer_value(v);
+	}
+	if ((v = json_object_get(o, "tool_changes")) != NULL) {
+		const char *tc = json_string_value(v);
+		if (tc == NULL ||
+		    (strcmp(tc, "accept") != 0 && strcmp(tc, "hold") != 0 &&
+		     strcmp(tc, "block") != 0)) {
+			return (cfg_bad(x, "tool_changes",
+			                "must be \"accept\", \"hold\" or "
+			                "\"block\""));
+		}
+		c->changes = tc[0] == 'h' ? CFG_CHANGES_HOLD
+		        : tc[0] == 'b'    ? CFG_CHANGES_BLOCK
+		                          : CFG_CHANGES_ACCEPT;
 	}
 	if ((v = json_object_get(o, "cache_results")) != NULL &&
 	    (rv = parse_cache(x, c, v)) != 0) {

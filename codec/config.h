@@ -45,6 +45,13 @@ typedef enum cfg_auth {
 	CFG_AUTH_TOKEN_EXCHANGE,   /* RFC 8693 per identity */
 } cfg_auth;
 
+/* What a client does with a tool the server changed (tool_changes). */
+typedef enum cfg_changes {
+	CFG_CHANGES_ACCEPT, /* takes it (the default) */
+	CFG_CHANGES_HOLD,   /* holds a changed or new tool until approved */
+	CFG_CHANGES_BLOCK,  /* refuses it until the config changes */
+} cfg_changes;
+
 /* One MCP client, resolved (env. references replaced). */
 typedef struct cfg_client {
 	char    *name;      /* unique; letters, digits, '_' */
@@ -69,6 +76,7 @@ typedef struct cfg_client {
 	json_t *oauth;      /* oauth_config, resolved (secrets!), or NULL */
 	json_t *exchange;   /* token_exchange, resolved (secrets!), or NULL */
 	json_t *cache;      /* cache_results as {tool: ttl ms}, or NULL */
+	int     changes;    /* tool_changes: a cfg_changes */
 	json_t *raw;        /* the object as given (env. refs kept) */
 	json_t *literal;    /* its literal mask (above), or NULL */
 } cfg_client;

@@ -77,6 +77,7 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_PS_VERSIONS] = "ps_versions",
 	[MSG_SV_UNKNOWN]  = "sv_unknown",
 	[MSG_SV_UNKNOWNS] = "sv_unknowns",
+	[MSG_CL_DECIDE]   = "cl_decide",
 };
 /* clang-format on */
 

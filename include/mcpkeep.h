@@ -708,6 +708,23 @@ MK_API int mk_client_tool_versions_json(mk_runtime *rt, const char *name,
  */
 MK_API int mk_calls_unknown_json(mk_runtime *rt, char **out);
 
+/*
+ * tool_changes "hold": a client holds back each tool of its list whose
+ * title, description, schemas or annotations changed since the list was
+ * approved, and each new one (its view's "tools_held": {name: {"fields":
+ * [...]} or {"new": true}}, "tools_pending": the list's digest); their
+ * calls are refused (MK_ESTATE) and the gateway does not list them.
+ * mk_client_tools_approve takes the list whose digest is given (every
+ * tool then callable); mk_client_tools_reject keeps its changes refused
+ * ("tools_rejected").  MK_EINVAL: the digest is not the list's now (*err
+ * says which is); MK_ESTATE: the client's tool_changes is not "hold";
+ * MK_ENOENT.  *err (may be NULL) is the caller's (mk_free).  Blocks.
+ */
+MK_API int mk_client_tools_approve(mk_runtime *rt, const char *name,
+                                   const char *digest, char **err);
+MK_API int mk_client_tools_reject(mk_runtime *rt, const char *name,
+                                  const char *digest, char **err);
+
 /* A tool call. */
 typedef struct mk_call {
 	const char *client;     /* client name or client_id */

@@ -557,6 +557,44 @@ mk_client_history_json(mk_runtime *rt, const char *name, char **out)
 	                    out));
 }
 
+/* A held tool list approved or rejected (MSG_CL_DECIDE). */
+static int
+tools_decide(mk_runtime *rt, const char *name, const char *digest,
+             bool approve, char **err)
+{
+	cl_decide_msg m = {.digest = (char *)digest, .approve = approve};
+	kn_answer     ans;
+	int           rv;
+
+	if (err != NULL) {
+		*err = NULL;
+	}
+	if (digest == NULL) {
+		return (MK_EINVAL);
+	}
+	rv = rt_client_ask(rt, name, MSG_CL_DECIDE,
+	                   CODEC_OF(cl_decide_msg, &m), &ans);
+	if (rv != 0 && rv != MK_EHANDLE && rv != MK_ENOENT) {
+		rt_take_error(&ans, rv, err);
+	}
+	free(ans.data);
+	return (rv);
+}
+
+int
+mk_client_tools_approve(mk_runtime *rt, const char *name, const char *digest,
+                        char **err)
+{
+	return (tools_decide(rt, name, digest, true, err));
+}
+
+int
+mk_client_tools_reject(mk_runtime *rt, const char *name, const char *digest,
+                       char **err)
+{
+	return (tools_decide(rt, name, digest, false, err));
+}
+
 int
 mk_calls_unknown_json(mk_runtime *rt, char **out)
 {

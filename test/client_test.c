@@ -1326,6 +1326,101 @@ result_cache(void)
 	peer_stop(&p);
 }
 
+/* The call's error (MK_ESTATE when want is not NULL: its text holds
+ * want), or 0 when it ran. */
+static void
+call_held(mk_runtime *rt, const char *name, const char *tool, const char *want)
+{
+	mk_result *res = NULL;
+	mk_call    c   = {.client = name, .tool = tool, .arguments = "{}"};
+	int        rc  = mk_tool_call(rt, &c, &res);
+
+	if (want == NULL) {
+		CHECK_EQ(rc, 0);
+	} else {
+		CHECK_EQ(rc, MK_ESTATE);
+		CHECK(strstr(res->error, want) != NULL ||
+		      !fprintf(stderr, "error: %s\n", res->error));
+	}
+	mk_result_free(&res);
+}
+
+/* tool_changes hold: a changed tool and a new one are held back (marked
+ * in the view, refused, named why) until the list is approved by its
+ * digest; a rejection keeps them refused; block takes them only with a
+ * new config. */
+static void
+tool_pinning(void)
+{
+	sub         sb;
+	mk_runtime *rt  = rt_open(&sb);
+	peer        p   = {0};
+	char       *err = NULL, digest[80];
+	int         at  = 0;
+	json_t     *v;
+
+	CHECK_EQ(peer_start_inject(&p, WAIT_MS), 0);
+	for (int k = 0; k < 2; k++) {
+		CHECK_EQ(
+		        add(rt, &err,
+		            "{\"name\": \"%s\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"], \"tool_sync_interval\": \"1h\", \"tool_changes\": \"%s\"}",
+		            k == 0 ? "pin" : "blk", p.port,
+		            k == 0 ? "hold" : "block"),
+		        0);
+		wait_state(&sb, &at, k == 0 ? "pin" : "blk", "healthy", NULL);
+	}
+	call_held(rt, "pin", "echo", NULL); /* the first list: approved */
+	admin(p.port, "/admin/describe", "{\"description\": \"pinned?\"}",
+	      NULL);
+	check_client(rt, "pin");
+	check_client(rt, "blk");
+	call_held(
+	        rt, "pin", "echo",
+	        "tool echo of MCP client pin is held: it changed its "
+	        "description since the list was approved (tool_changes hold: "
+	        "approve the list first)");
+	call_held(rt, "pin", "counted_none", NULL); /* (unchanged) */
+	v            = view_of(rt, "pin");
+	json_t *want = json_loads(
+	        "{\"echo\": {\"fields\": [\"description\"]}}", 0, NULL);
+	CHECK(json_equal(json_object_get(v, "tools_held"), want));
+	json_decref(want);
+	snprintf(digest, sizeof(digest), "%s", vstr(v, "tools_pending"));
+	CHECK(strlen(digest) == 64);
+	json_decref(v);
+	/* a wrong digest, a rejection, then the approval */
+	CHECK_EQ(mk_client_tools_approve(rt, "pin", "0123", &err), MK_EINVAL);
+	CHECK(strstr(err, "digest 0123 is not MCP client pin's list now") !=
+	      NULL);
+	mk_free(err);
+	CHECK_EQ(mk_client_tools_reject(rt, "pin", digest, &err), 0);
+	call_held(rt, "pin", "echo",
+	          "(tool_changes hold: the change was "
+	          "rejected)");
+	CHECK_EQ(mk_client_tools_approve(rt, "pin", digest, &err), 0);
+	call_held(rt, "pin", "echo", NULL);
+	v = view_of(rt, "pin");
+	CHECK(json_object_get(v, "tools_held") == NULL);
+	json_decref(v);
+	/* block: no approval; a new config takes the list */
+	call_held(rt, "blk", "echo",
+	          "(tool_changes block: change the "
+	          "client's config to take it)");
+	CHECK_EQ(mk_client_tools_approve(rt, "blk", digest, &err), MK_ESTATE);
+	CHECK(strstr(err, "has tool_changes block") != NULL);
+	mk_free(err);
+	CHECK_EQ(mk_client_update(rt, "blk",
+	                          "{\"tool_execution_timeout\": "
+	                          "\"20s\"}",
+	                          &err),
+	         0);
+	call_held(rt, "blk", "echo", NULL);
+	admin(p.port, "/admin/describe",
+	      "{\"description\": \"Answers the message\"}", NULL);
+	rt_close(&rt, &sb);
+	peer_stop(&p);
+}
+
 /* A tool list over MCP_MAX_TOOLS_BYTES in total, or one whose cursor
  * never advances, is a failed check that keeps the last good list. */
 static void
@@ -1584,6 +1679,7 @@ main(int argc, char **argv)
 	RUN_IF(last_known_good);
 	RUN_IF(outcome_unknown);
 	RUN_IF(result_cache);
+	RUN_IF(tool_pinning);
 	RUN_IF(prompts_resources);
 	RUN_IF(snapshot);
 	curl_global_cleanup();

@@ -511,6 +511,60 @@ stale(void)
 	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
 }
 
+/* tool_changes hold through the daemon: a changed tool is not listed on
+ * /mcp until the admin approves the list by its digest (POST
+ * .../tools/approve), which needs the admin token and the digest. */
+static void
+held(void)
+{
+	peer        d = {0}, up = {0};
+	char        body[512], digest[128], *out;
+	long        st;
+	json_t     *got, *v, *root;
+	const char *pending;
+
+	gateway_serve(&d);
+	CHECK_EQ(peer_start_inject(&up, WAIT_MS), 0);
+	snprintf(
+	        body, sizeof(body),
+	        "{\"name\": \"pinned\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"], \"tool_changes\": \"hold\"}",
+	        up.port);
+	expect("POST", "/api/mcp/client", body, ADMIN, 201, NULL);
+	CHECK(state_within("pinned", "healthy", WAIT_MS));
+	json_decref(admin_json(up.port, "/admin/describe",
+	                       "{\"description\": \"now it mails\"}"));
+	expect("POST", "/api/mcp/client/pinned/refresh-tools", NULL, ADMIN,
+	       200, NULL);
+	got = sdk_client(KEY_ALL, "[]");
+	CHECK(!holds(json_object_get(got, "tools"), "pinned-echo"));
+	CHECK(holds(json_object_get(got, "tools"), "pinned-counted_none"));
+	json_decref(got);
+	out  = http("GET", "/api/mcp/clients?search=pinned", NULL, ADMIN, &st);
+	root = json_loads(out, 0, NULL);
+	free(out);
+	v       = json_array_get(json_object_get(root, "clients"), 0);
+	pending = json_string_value(json_object_get(v, "tools_pending"));
+	CHECK(pending != NULL && strlen(pending) == 64);
+	CHECK(json_object_get(json_object_get(v, "tools_held"), "echo") !=
+	      NULL);
+	snprintf(digest, sizeof(digest), "{\"digest\": \"%s\"}", pending);
+	json_decref(root);
+	expect("POST", "/api/mcp/client/pinned/tools/approve", "{}", ADMIN,
+	       400, "field \\\"digest\\\" must be the list's digest");
+	expect("POST", "/api/mcp/client/pinned/tools/approve", digest, "", 401,
+	       NULL);
+	expect("POST", "/api/mcp/client/nobody/tools/approve", digest, ADMIN,
+	       404, "no MCP client nobody");
+	expect("POST", "/api/mcp/client/pinned/tools/approve", digest, ADMIN,
+	       200, "\"approved\"");
+	got = sdk_client(KEY_ALL, "[]");
+	CHECK(holds(json_object_get(got, "tools"), "pinned-echo"));
+	json_decref(got);
+	peer_stop(&d);
+	peer_stop(&up);
+	CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+}
+
 /* Sign-in through the gateway: a caller without a credential is told
  * where to put it - a tool result with the URL, or, to a client that
  * takes URL-mode elicitations, the URLElicitationRequired error (-32042)
@@ -1402,6 +1456,7 @@ main(int argc, char **argv)
 	RUN_IF(lists);
 	RUN_IF(relay);
 	RUN_IF(stale);
+	RUN_IF(held);
 	RUN_IF(added); /* (last: its tool stays upstream) */
 	sv_end(&mcp);
 	return (0);

@@ -136,6 +136,8 @@ cl_fini(kn_actor *self, void *state)
 	json_decref(cl->tools);
 	json_decref(cl->history);
 	json_decref(cl->versions);
+	json_decref(cl->approved);
+	json_decref(cl->pin_held);
 	cl_cache_clear(cl);
 	strmap_fini(&cl->cache);
 	cl_lists_fini(cl);
@@ -485,7 +487,8 @@ on_update(client *cl, kn_msg *msg)
 	cfg_client_free(&cl->cfg);
 	cl->cfg = ncfg;
 	cl_cache_clear(cl); /* (its ttls may have changed) */
-	cl_cred_clear(cl);  /* its header lines pointed into the old config */
+	cl_pin_config(cl);
+	cl_cred_clear(cl); /* its header lines pointed into the old config */
 	apply_intervals(cl);
 	kn_log_client(ncfg->name);
 	KN_INFO("client", "%s: config updated%s", ncfg->name,
@@ -615,6 +618,9 @@ cl_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case MSG_CL_VERSIONS:
 		cl_on_versions(cl, msg);
+		return (0);
+	case MSG_CL_DECIDE:
+		cl_on_decide(cl, msg);
 		return (0);
 	default:
 		assert(!"client: unexpected message");

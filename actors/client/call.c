@@ -808,7 +808,7 @@ cl_call_start(client *cl, kn_msg *msg)
 	cl_call_msg m;
 	cl_call    *c;
 	int64_t     timeout;
-	char       *params_sent = NULL;
+	char       *params_sent = NULL, why[512];
 
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		kn_reply_why(cl->self, corr, MK_ENOMEM, "out of memory");
@@ -876,6 +876,11 @@ cl_call_start(client *cl, kn_msg *msg)
 		        cl->self, corr, MK_EINVAL,
 		        "tool %.200s is not in tools_to_execute of MCP client %s",
 		        c->tool, cl->cfg->name);
+		goto refuse;
+	}
+	if (c->kind == CL_CALL_TOOL &&
+	    cl_pin_refuses(cl, c->tool, why, sizeof(why))) {
+		kn_reply_why(cl->self, corr, MK_ESTATE, "%s", why);
 		goto refuse;
 	}
 	if (c->kind == CL_CALL_TOOL && !headers_match(cl, c, params_sent)) {

@@ -140,6 +140,12 @@
  *     ok:     json str    its tool-list versions, JSON array text, oldest
  *                         first: see mk_client_tool_versions_json
  *
+ *   MSG_CL_DECIDE ask: tool_changes hold: approve (take every tool) or reject
+ *                      the list now, named by its digest
+ *     digest  str    the list's digest, as the view shows it
+ *     approve bool   approve it (else reject it)
+ *     ok:     {}
+ *
  *   MSG_CL_SNAPSHOT tell: publish the client's state on the stream now (a
  *                         snapshot: see mk_stream_snapshot)
  *     {}
@@ -328,6 +334,11 @@ CODEC_MSG_STRUCT(cl_history_msg, CL_HISTORY_FIELDS)
 	  "its tool-list versions, JSON array text, oldest first: see "       \
 	  "mk_client_tool_versions_json")
 CODEC_MSG_STRUCT(cl_versions_msg, CL_VERSIONS_FIELDS)
+
+#define CL_DECIDE_FIELDS(F, S)                                                \
+	F(S, STR, digest, "the list's digest, as the view shows it")          \
+	F(S, BOOL, approve, "approve it (else reject it)")
+CODEC_MSG_STRUCT(cl_decide_msg, CL_DECIDE_FIELDS)
 
 #define CL_SETTINGS_FIELDS(F, S)                                              \
 	F(S, INT, sync_ms, "the global tool_sync_interval")                   \

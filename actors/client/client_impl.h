@@ -244,12 +244,17 @@ struct client {
 	json_t  *tools;        /* the server's tools, as listed */
 	json_t  *history;      /* its last transitions (CL_HISTORY_MAX),
 	                        * oldest first, or NULL: none yet */
-	strmap  cache;         /* results kept (cache.c): key -> cl_centry */
-	lru     cache_lru;     /* the same, least recently used last */
-	size_t  cache_bytes;   /* their results' bytes */
-	json_t *versions;      /* its tool lists' versions of this run
-	                        * (STORE_TOOL_VERSIONS), oldest first, or
-	                        * NULL: none yet (versions.c) */
+	json_t *approved;      /* tool_changes hold/block: the tools approved,
+	                        * by name, or NULL: none yet (pin.c) */
+	json_t *pin_held;      /* the list's tools held back: name ->
+	                        * {fields: [...]} or {new: true}, or NULL */
+	char    rejected[TOOLS_HASH_HEX]; /* the list now, when rejected */
+	strmap  cache;       /* results kept (cache.c): key -> cl_centry */
+	lru     cache_lru;   /* the same, least recently used last */
+	size_t  cache_bytes; /* their results' bytes */
+	json_t *versions;    /* its tool lists' versions of this run
+	                      * (STORE_TOOL_VERSIONS), oldest first, or
+	                      * NULL: none yet (versions.c) */
 	char       hash[TOOLS_HASH_HEX]; /* their content hash, "" none */
 	cl_sconn  *live;         /* the sticky connection serving calls */
 	cl_sconn  *draining;     /* replaced ones finishing their calls */
@@ -360,6 +365,16 @@ bool                     cl_cache_answer(client *cl, cl_call *c);
 void cl_cache_put(client *cl, const cl_call *c, const char *result);
 void cl_cache_listed(client *cl);
 void cl_cache_clear(client *cl);
+
+/* pin.c: tool_changes.  cl_pin_listed holds back what a new list
+ * changed; cl_pin_config takes the list on a config change; cl_pin_refuses
+ * says why a tool may not be called (why), or false; cl_pin_view marks
+ * the view; cl_on_decide answers MSG_CL_DECIDE. */
+void cl_pin_listed(client *cl);
+void cl_pin_config(client *cl);
+bool cl_pin_refuses(client *cl, const char *tool, char *why, size_t len);
+void cl_pin_view(const client *cl, json_t *v);
+void cl_on_decide(client *cl, kn_msg *msg);
 
 /* versions.c: cl_version_new makes the version the list tools (hash)
  * makes after the one the client has: {digest, at, count, diff, first

@@ -15,6 +15,7 @@ CODEC_MSG_FIELDS(cl_ticket_msg, CL_TICKET_FIELDS);
 CODEC_MSG_FIELDS(cl_metrics_msg, CL_METRICS_FIELDS);
 CODEC_MSG_FIELDS(cl_history_msg, CL_HISTORY_FIELDS);
 CODEC_MSG_FIELDS(cl_versions_msg, CL_VERSIONS_FIELDS);
+CODEC_MSG_FIELDS(cl_decide_msg, CL_DECIDE_FIELDS);
 CODEC_MSG_FIELDS(cl_settings_msg, CL_SETTINGS_FIELDS);
 CODEC_MSG_FIELDS(cl_cred_msg, CL_CRED_FIELDS);
 CODEC_MSG_FIELDS(cl_input_msg, CL_INPUT_FIELDS);
@@ -58,6 +59,9 @@ const codec_msgdef client_msgs[] = {
          NULL,
          "the client's tool-list versions: the store's, else those of this "
          "run"},
+        {CODEC_MSG(MSG_CL_DECIDE), "ask", &cl_decide_msg_fields, NONE, NULL,
+         "tool_changes hold: approve (take every tool) or reject the list "
+         "now, named by its digest"},
         {CODEC_MSG(MSG_CL_SNAPSHOT), "tell", NONE, NULL, NULL,
          "publish the client's state on the stream now (a snapshot: see "
          "mk_stream_snapshot)"},

@@ -343,6 +343,9 @@ cl_view_json(client *cl)
 		json_object_set_new(v, "tools_stale_reason",
 		                    json_string(cl->lf_message));
 	}
+	if (v != NULL) {
+		cl_pin_view(cl, v);
+	}
 	if (v != NULL && json_array_size(cl->versions) > 0) {
 		/* the last change of the list, with what changed */
 		json_object_set(
@@ -588,6 +591,7 @@ client_set_tools(client *cl, json_t *tools)
 	cl->tools = json_incref(tools);
 	memcpy(cl->hash, hash, sizeof(hash));
 	cl_cache_listed(cl);
+	cl_pin_listed(cl);
 	mp_w_init(&w);
 	mp_map(&w, diff != NULL ? 5 : 4);
 	mp_kv_str(&w, "client_id", cl->cfg->id);

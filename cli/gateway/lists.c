@@ -60,6 +60,8 @@ reaches(gw_kind k, const json_t *c, const json_t *grants, const json_t *group,
 		return (true);
 	}
 	return (view_allows(c, name) &&
+	        json_object_get(json_object_get(c, "tools_held"), name) ==
+	                NULL &&
 	        grants_allow(grants, client_name(c), name) &&
 	        (group == NULL || grants_allow(group, client_name(c), name)));
 }
