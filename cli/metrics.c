@@ -144,6 +144,15 @@ metrics(req *r, const char *id, json_t *body)
 		fprintf(f, "mcpkeep_clients{state=\"%s\"} %d\n",
 		        mk_state_name(k), count[k]);
 	}
+	fprintf(f,
+	        "# HELP mcpkeep_tools_held tools held for approval "
+	        "(tool_changes)\n# TYPE mcpkeep_tools_held gauge\n");
+	json_array_foreach(all, i, c)
+	{
+		fprintf(f, "mcpkeep_tools_held{client=\"%s\"} %zu\n",
+		        client_name(c),
+		        json_object_size(json_object_get(c, "tools_held")));
+	}
 	family(f, all, "mcpkeep_state_transitions_total",
 	       "state transitions published", NULL, one, "transitions");
 	family(f, all, "mcpkeep_health_checks_total", "health checks run",

@@ -549,6 +549,7 @@ held(void)
 	      NULL);
 	snprintf(digest, sizeof(digest), "{\"digest\": \"%s\"}", pending);
 	json_decref(root);
+	CHECK(metric_within("mcpkeep_tools_held{client=\"pinned\"}", 1, 1));
 	expect("POST", "/api/mcp/client/pinned/tools/approve", "{}", ADMIN,
 	       400, "field \\\"digest\\\" must be the list's digest");
 	expect("POST", "/api/mcp/client/pinned/tools/approve", digest, "", 401,
@@ -557,6 +558,7 @@ held(void)
 	       404, "no MCP client nobody");
 	expect("POST", "/api/mcp/client/pinned/tools/approve", digest, ADMIN,
 	       200, "\"approved\"");
+	CHECK(metric_within("mcpkeep_tools_held{client=\"pinned\"}", 0, 0));
 	got = sdk_client(KEY_ALL, "[]");
 	CHECK(holds(json_object_get(got, "tools"), "pinned-echo"));
 	json_decref(got);

@@ -1107,7 +1107,7 @@ status_page(void)
 	CHECK(config != NULL);
 	len = (size_t)snprintf(
 	        config, cap,
-	        "{\"mcp\": {\"client_configs\": [{\"name\": \"svst\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true}, {\"name\": \"dead\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]}, {\"name\": \"mortal\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tool_sync_interval\": \"1s\", \"tools_to_execute\": [\"echo\"]}",
+	        "{\"mcp\": {\"client_configs\": [{\"name\": \"svst\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true}, {\"name\": \"dead\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]}, {\"name\": \"mortal\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tool_sync_interval\": \"1s\", \"tools_to_execute\": [\"echo\"], \"tool_changes\": \"hold\"}",
 	        mcp.port, peer_free_port(), m.port);
 	for (int i = 0; i < 1000; i++) {
 		len += (size_t)snprintf(

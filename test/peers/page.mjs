@@ -9,14 +9,15 @@
 // names in the details), its recent transitions, its calls of the last 5
 // minutes as a sparkline with rate and error rate, when it was checked and
 // is checked next, its tool list's last change (a description rewritten
-// on the server), and 1,003 clients paged 50 at a time and filtered by
-// the search box.
+// on the server, held until approved with the page's button), and 1,003
+// clients paged 50 at a time and filtered by the search box.
 //
 // Usage: node page.mjs BASE_URL SCREENSHOT.png PID PORT
 // The daemon at BASE_URL serves clients "svst" (healthy, sticky, allows no
 // tools), "dead" (its server is down: unstable, stage connect), "mortal"
-// (sticky, checked every second, allows echo; its server is process group
-// PID, inject.mjs on PORT) and zz0000 to zz0999 (disabled).  Prints
+// (sticky, checked every second, allows echo, holds changed tools; its
+// server is process group PID, inject.mjs on PORT) and zz0000 to zz0999
+// (disabled).  Prints
 // "page ok 1" and exits 0 when every check held; else prints what failed
 // and exits 1.
 import process from 'node:process';
@@ -161,6 +162,15 @@ try {
 	await page.waitForSelector('tr.details[data-client="mortal"] .diff', wait);
 	const diff = await page.textContent('tr.details[data-client="mortal"] .diff');
 	check(diff === '~ echo: description', `diff: ${diff}`);
+	// mortal holds changed tools (tool_changes hold): shown, then
+	// approved with the button
+	const held = await page.textContent('tr[data-client="mortal"] .held');
+	check(held === '1 held for approval', `held: ${held}`);
+	const hl = await page.textContent('tr.details[data-client="mortal"] .heldlist');
+	check(hl === 'echo: description changed', `held list: ${hl}`);
+	await page.click('tr.details[data-client="mortal"] button:has-text("approve list")');
+	await page.waitForSelector('tr[data-client="mortal"] .held',
+		{ state: 'detached', timeout: 20000 });
 	// a server killed: its badge turns unstable, live
 	process.kill(-mortal, 'SIGKILL');
 	await page.waitForSelector('tr[data-client="mortal"] .badge.unstable',
