@@ -65,6 +65,8 @@ sv_insert(sv_self *sv, entry *e)
 	}
 	e->pos           = sv->n;
 	sv->all[sv->n++] = e;
+	json_decref(e->peers);
+	e->peers = json_incref(json_object_get(sv->peers, e->id));
 	return (0);
 }
 
@@ -216,5 +218,8 @@ sv_on_peers(sv_self *sv, kn_msg *msg)
 		json_decref(e->peers);
 		e->peers = json_incref(json_object_get(all, e->id));
 	}
-	json_decref(all);
+	/* kept for the clients started later: the cluster tells the states
+	 * again only when they change */
+	json_decref(sv->peers);
+	sv->peers = all;
 }

@@ -78,7 +78,9 @@ typedef struct sv_self {
 	uint32_t rnd;      /* jitter state */
 	uint64_t tickets;  /* the last API change's ticket (persister.h) */
 	uint64_t serials;  /* the last entry's serial */
-	json_t  *unknown;  /* the ledger: calls whose outcome is unknown,
+	json_t  *peers;    /* the other nodes' states as last told
+	                    * (MSG_SV_PEERS): {client_id: {node: ...}} */
+	json_t *unknown;   /* the ledger: calls whose outcome is unknown,
 	                    * the last SV_UNKNOWN_MAX, oldest first */
 	json_t *file;      /* the clients of the config file last loaded or
 	                    * reloaded, by name (copies of their objects):
