@@ -1393,6 +1393,13 @@ tool_pinning(void)
 	CHECK(strstr(err, "digest 0123 is not MCP client pin's list now") !=
 	      NULL);
 	mk_free(err);
+	/* a config change approves nothing under hold */
+	CHECK_EQ(mk_client_update(rt, "pin",
+	                          "{\"tool_execution_timeout\": "
+	                          "\"20s\"}",
+	                          &err),
+	         0);
+	call_held(rt, "pin", "echo", "approve the list first");
 	CHECK_EQ(mk_client_tools_reject(rt, "pin", digest, &err), 0);
 	call_held(rt, "pin", "echo",
 	          "(tool_changes hold: the change was "

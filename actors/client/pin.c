@@ -4,8 +4,9 @@
  * - and holds back a tool whose title, description, schemas or
  * annotations changed since, or that is new: the view still lists it,
  * marked ("tools_held"), but the gateway does not, and its calls are
- * refused, until an admin approves that list ("hold") or the client's
- * config changes ("block").  A removed tool is simply gone.
+ * refused, until an admin approves that list ("hold": another config
+ * change approves nothing) or the client's config changes ("block").  A
+ * removed tool is simply gone.
  */
 #include <stdio.h>
 #include <string.h>
@@ -122,11 +123,15 @@ cl_pin_listed(client *cl)
 void
 cl_pin_config(client *cl)
 {
-	if (cl->cfg->changes == CFG_CHANGES_ACCEPT ||
-	    json_array_size(cl->tools) == 0) {
-		cl_pin_listed(cl);
-	} else {
+	if (cl->cfg->changes == CFG_CHANGES_BLOCK &&
+	    json_array_size(cl->tools) > 0) {
 		approve_all(cl); /* a new config takes the list it finds */
+	} else if (cl->cfg->changes == CFG_CHANGES_ACCEPT ||
+	           cl->approved == NULL) {
+		cl_pin_listed(
+		        cl); /* (from accept: the list now is approved) */
+	} else {
+		hold_changed(cl); /* hold: approvals are kept */
 	}
 }
 
