@@ -11,6 +11,7 @@
 #define TP_CONN_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "transport/error.h"
@@ -57,6 +58,10 @@ struct tp_conn {
 	const tp_conn_ops *ops;  /* the transport's */
 	tp_loop           *loop; /* where it runs */
 	tp_conn_up         up;   /* the session's upcalls */
+	bool fresh; /* the next send is not safe to send twice: over a new
+	             * connection (http, sse), for libcurl sends a request
+	             * again, unasked, when the kept-alive connection it used
+	             * dies before any answer - one the server may have run */
 };
 
 /* What the two HTTP transports take from their config alike. */

@@ -145,6 +145,21 @@ wire_params(mcp_session *s, pend *p, json_t *params)
 	return (w);
 }
 
+/* Whether a request of method on tool (its object, or NULL) must not go
+ * twice: a tools/call of a tool that is not readOnly, is destructive and
+ * not idempotent (MCP's defaults for an unannotated one). */
+static bool
+twice_unsafe(const char *method, json_t *tool)
+{
+	mcp_hints h;
+
+	if (strcmp(method, "tools/call") != 0) {
+		return (false);
+	}
+	mcp_tool_hints(tool, &h);
+	return (!h.read_only && h.destructive && !h.idempotent);
+}
+
 /* Serializes and sends a request for p, entering it in the table.  A
  * negative timeout_ms is no deadline (subscriptions/listen). */
 int
@@ -183,8 +198,10 @@ session_send_request(mcp_session *s, pend *p, json_t *params,
 		return (MK_ENOMEM);
 	}
 	if ((rv = idmap_put(&s->pending, (uint64_t)p->id, p)) == 0) {
+		s->conn->fresh = twice_unsafe(method, p->tool);
 		rv = s->conn->ops->send(s->conn, p->id, json, strlen(json),
 		                        p->timeout_ms, headers);
+		s->conn->fresh = false;
 		if (rv != 0) {
 			idmap_del(&s->pending, (uint64_t)p->id);
 		}
