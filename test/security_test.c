@@ -1238,7 +1238,8 @@ hanging(void)
 		fprintf(stderr, "enable: HTTP %ld %s\n", st, out ? out : "");
 	}
 	CHECK(st == 200 ||
-	      (st == 504 && strstr(out, "connect timed out after 30000 ms")));
+	      (st == 504 &&
+	       strstr(out, "did not answer initialize within 30000 ms")));
 	free(out);
 	expect("GET", "/readyz", NULL, NULL, 200, "ready");
 	peer_stop(&up); /* the calls end: 502 */
