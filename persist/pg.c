@@ -14,6 +14,8 @@
  *       mk_node_states (each node's own state of each client);
  *       oauth_tokens.lease_owner, lease_until, lease_gen: the refresh
  *       lease (pg_cluster.c)
+ *   v2  mcp_tools.versions (SQLite's v3)
+ *   v3  tool_approvals (SQLite's v4); its writes are told to every node
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,7 @@
 #include "mcpkeep.h"
 #include "persist/store_impl.h"
 
-#define PG_VERSION 2 /* the schema this build writes */
+#define PG_VERSION 3 /* the schema this build writes */
 
 /* The advisory lock a migration holds (any constant every node shares:
  * "mcpkeep" in ASCII). */
@@ -135,6 +137,13 @@ static const char *const migrations[] = {
         /* 1 -> 2 */
         "ALTER TABLE mcp_tools ADD COLUMN versions JSONB NOT NULL "
         "DEFAULT '[]'::jsonb;",
+        /* 2 -> 3 */
+        "CREATE TABLE tool_approvals ("
+        " client_id TEXT PRIMARY KEY,"
+        " digest BYTEA NOT NULL,"
+        " tools BYTEA NOT NULL,"
+        " rejected BYTEA,"
+        " updated_at BIGINT NOT NULL);",
 };
 #define NMIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(NMIGRATIONS == PG_VERSION, "one migration per version");

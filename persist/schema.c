@@ -77,6 +77,13 @@ static const char *const migrations[] = {
         /* 2 -> 3 */
         "ALTER TABLE mcp_tools ADD COLUMN versions TEXT NOT NULL "
         "DEFAULT '[]';",
+        /* 3 -> 4 */
+        "CREATE TABLE tool_approvals ("
+        " client_id TEXT PRIMARY KEY,"
+        " digest BLOB NOT NULL,"
+        " tools BLOB NOT NULL,"
+        " rejected BLOB,"
+        " updated_at INTEGER NOT NULL);",
 };
 #define NMIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(NMIGRATIONS == STORE_VERSION, "one migration per version");

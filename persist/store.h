@@ -41,6 +41,11 @@
  *                          (endpoints, scopes, required header keys)
  *   v3  mcp_tools.versions json: the list's last versions, oldest first
  *                          ({digest, at, count, diff}: hash.h)
+ *   v4  tool_approvals     client_id, digest (the approved list's),
+ *                          tools (json: the approved tool objects),
+ *                          rejected (the digest of a rejected list, or
+ *                          null) - sealed when a key is set, so that a
+ *                          row written around mcpkeep approves nothing
  *
  * Sealing: with a key, every secret-bearing column (client configs -
  * they hold header values and client secrets - tokens, PKCE verifiers,
@@ -63,19 +68,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_VERSION       3  /* the schema this build writes */
+#define STORE_VERSION       4  /* the schema this build writes */
 #define STORE_TOOL_VERSIONS 20 /* tool-list versions kept per client */
 #define STORE_ERR_MAX       512
 
 typedef struct store store;
 
-/* The credential tables, written as rows of named columns. */
+/* The tables written as rows of named columns: the credentials', and
+ * the tool-list approvals (tool_changes hold/block). */
 typedef enum store_table {
 	STORE_OAUTH_CONFIGS,      /* key: id */
 	STORE_OAUTH_TOKENS,       /* key: client_id, mode, identity */
 	STORE_OAUTH_FLOWS,        /* key: state */
 	STORE_HEADER_CREDENTIALS, /* key: client_id, mode, identity */
 	STORE_HEADER_FLOWS,       /* key: id */
+	STORE_TOOL_APPROVALS,     /* key: client_id */
 	STORE_NTABLES             /* number of tables; not a table */
 } store_table;
 

@@ -1,6 +1,6 @@
 /*
- * tables.c - what both backends store, by name: the credential tables'
- * definitions, their keys, and the additional data a sealed value is
+ * tables.c - what both backends store, by name: the row tables'
+ * definitions (credentials, tool approvals), their keys, and the additional data a sealed value is
  * bound to (see store.h: Sealing).
  */
 #include <stdio.h>
@@ -49,6 +49,14 @@ const tabledef store_tables[STORE_NTABLES] = {
                                       1,
                                       0,
                                       "created_at",
+                                      true},
+        [STORE_TOOL_APPROVALS]     = {"tool_approvals",
+                                      {"client_id", "digest", "tools",
+                                       "rejected"},
+                                      1,
+                                      1u << 1 | 1u << 2 | 1u << 3,
+                                      "updated_at",
+                                      false,
                                       true},
 };
 

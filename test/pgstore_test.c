@@ -98,6 +98,7 @@ contract(void)
 	CHECK_EQ(store_tools_put(s, "nobody", h1, "[]", NULL, &w), MK_EINVAL);
 	CHECK(strstr(error_of(s), "foreign key") != NULL);
 	storeutil_versions(s, "id-b");
+	storeutil_approvals(s, "id-x");
 	CHECK_EQ(store_clients_each(s, count_client, &n, &skipped), 0);
 	CHECK_EQ(n, 2);
 	/* credential rows: a put replaces by key; types and checks refused
@@ -445,15 +446,18 @@ server_away(void)
 	             "store postgresql://mk@127.0.0.1:1/none: "
 	             "connecting: ") != NULL);
 	CHECK(strstr(err, PGT_PASSWORD) == NULL);
-	/* a version 1 schema (no tool-list versions) migrates, its rows
-	 * kept */
+	/* a version 1 schema (no tool-list versions, no approvals)
+	 * migrates, its rows kept */
 	pgt_sql(url,
 	        "ALTER TABLE mcp_tools DROP COLUMN versions; "
+	        "DROP TABLE tool_approvals; "
 	        "UPDATE mk_schema SET version = 1",
 	        NULL, 0);
 	CHECK_EQ(store_open(&s, url, STORE_RW, KEY1, err, sizeof(err)), 0);
 	pgt_sql(url, "SELECT version FROM mk_schema", out, sizeof(out));
-	CHECK(strcmp(out, "2") == 0);
+	CHECK(strcmp(out, "3") == 0);
+	pgt_sql(url, "SELECT count(*) FROM tool_approvals", out, sizeof(out));
+	CHECK(strcmp(out, "0") == 0);
 	pgt_sql(url,
 	        "SELECT count(*) FROM information_schema.columns WHERE "
 	        "table_name = 'mcp_tools' AND column_name = 'versions'",

@@ -168,7 +168,7 @@ from_earlier_versions(void)
 		CHECK_EQ(store_create_version(p, from, err, sizeof(err)), 0);
 		exec_sql(
 		        p,
-		        "INSERT INTO mcp_clients VALUES ('id-old', 'old', '{\"name\":\"old\"}', 1, 1);INSERT INTO mcp_tools VALUES ('id-old', 'h', '[]', 1);INSERT INTO oauth_flows (state, client_id, mode, identity, pkce_verifier, redirect_uri, status, expires_at, created_at) VALUES ('st', 'id-old', 'admin', '', 'verifier', 'http://r', 'pending', 9, 1)");
+		        "INSERT INTO mcp_clients VALUES ('id-old', 'old', '{\"name\":\"old\"}', 1, 1);INSERT INTO mcp_tools (client_id, hash, tools, updated_at) VALUES ('id-old', 'h', '[]', 1);INSERT INTO oauth_flows (state, client_id, mode, identity, pkce_verifier, redirect_uri, status, expires_at, created_at) VALUES ('st', 'id-old', 'admin', '', 'verifier', 'http://r', 'pending', 9, 1)");
 		store *s = open_key(p, NULL);
 		int    v, n = 0;
 		CHECK_EQ(store_version(s, &v), 0);
@@ -291,6 +291,7 @@ clients_and_gate(void)
 	CHECK(store_tools_put(s, "nobody", h1, "[]", NULL, &w) == MK_EINVAL);
 	CHECK(strstr(store_error(s), "FOREIGN KEY") != NULL);
 	storeutil_versions(s, "id-b");
+	storeutil_approvals(s, "id-x");
 	json_decref(t1);
 	json_decref(t2);
 	store_close(&s);
@@ -648,7 +649,10 @@ forged(void)
 	        "status, updated_at) VALUES ('c1', 'shared', '', "
 	        "'forged-AT', 'active', 0); INSERT INTO oauth_configs (id, "
 	        "client_id, config, updated_at) VALUES ('c1', 'c1', "
-	        "'{\"token_endpoint\": \"http://mallory/token\"}', 0)");
+	        "'{\"token_endpoint\": \"http://mallory/token\"}', 0); "
+	        "INSERT INTO tool_approvals (client_id, digest, tools, "
+	        "updated_at) VALUES ('c1', 'd-evil', '[{\"name\": "
+	        "\"wipe\"}]', 0)");
 	s = open_key(p, KEY1);
 	CHECK_EQ(store_clients_each(s, count_client, &n, &skipped), 0);
 	CHECK_EQ(n, 1); /* c1 */
@@ -678,6 +682,13 @@ forged(void)
 	CHECK(strstr(store_error(s),
 	             "oauth_configs row c1: config is not sealed") != NULL);
 	CHECK(strstr(store_error(s), "mallory") == NULL);
+	json_decref(key);
+	/* nor approves a tool list */
+	key = json_pack("{s:s}", "client_id", "c1");
+	CHECK_EQ(store_row_get(s, STORE_TOOL_APPROVALS, key, &row), MK_EPROTO);
+	CHECK(row == NULL);
+	CHECK(strstr(store_error(s),
+	             "tool_approvals row c1: digest is not sealed") != NULL);
 	json_decref(key);
 	json_decref(rows);
 	/* nor does it write one: a sealed column takes a string or null */

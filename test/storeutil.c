@@ -74,3 +74,35 @@ storeutil_versions(store *s, const char *id)
 	digests(s, "nobody", got, sizeof(got));
 	CHECK(strcmp(got, "") == 0);
 }
+
+void
+storeutil_approvals(store *s, const char *id)
+{
+	json_t *key = json_pack("{s:s}", "client_id", id), *row, *got = NULL;
+
+	CHECK_EQ(store_row_get(s, STORE_TOOL_APPROVALS, key, &got), 0);
+	CHECK(got == NULL);
+	row = json_pack("{s:s, s:s, s:s}", "client_id", id, "digest", "d-1",
+	                "tools", "[{\"name\": \"echo\"}]");
+	CHECK_EQ(store_row_put(s, STORE_TOOL_APPROVALS, row), 0);
+	CHECK_EQ(store_row_get(s, STORE_TOOL_APPROVALS, key, &got), 0);
+	CHECK(got != NULL && json_equal(json_object_get(got, "tools"),
+	                                json_object_get(row, "tools")));
+	CHECK(json_is_null(json_object_get(got, "rejected")));
+	json_decref(got);
+	/* a rejection is the whole row again */
+	json_object_set_new(row, "rejected", json_string("d-2"));
+	CHECK_EQ(store_row_put(s, STORE_TOOL_APPROVALS, row), 0);
+	CHECK_EQ(store_row_get(s, STORE_TOOL_APPROVALS, key, &got), 0);
+	CHECK(got != NULL &&
+	      strcmp(json_string_value(json_object_get(got, "rejected")),
+	             "d-2") == 0 &&
+	      strcmp(json_string_value(json_object_get(got, "digest")),
+	             "d-1") == 0);
+	json_decref(got);
+	CHECK_EQ(store_client_del(s, id), 0);
+	CHECK_EQ(store_row_get(s, STORE_TOOL_APPROVALS, key, &got), 0);
+	CHECK(got == NULL);
+	json_decref(row);
+	json_decref(key);
+}

@@ -12,4 +12,9 @@
  * a client without tools. */
 void storeutil_versions(store *s, const char *id);
 
+/* A client's tool-list approval (id: a client, deleted by the
+ * check): one row, written whole, read back as written; deleting the
+ * client takes it. */
+void storeutil_approvals(store *s, const char *id);
+
 #endif /* TEST_STOREUTIL_H */
