@@ -687,7 +687,8 @@ on_row_get(ps_self *ps, kn_msg *msg)
 		KN_WARN("persister", "%s", store_error(s));
 	}
 	json_decref(key);
-	found.row = row != NULL ? json_dumps(row, JSON_COMPACT) : NULL;
+	found.row        = row != NULL ? json_dumps(row, JSON_COMPACT) : NULL;
+	found.unreadable = rv == MK_EPROTO;
 	json_decref(row);
 	rv = kn_reply_msg(kn_actor_kernel(ps->self), kn_defer(msg),
 	                  rv == MK_ESYS ? MK_ESYS : 0, &ps_found_msg_fields,

@@ -84,7 +84,10 @@
  *     key    secret the row's key columns, JSON object text
  *     ticket int    an acknowledged change's (its writes leave the queue if
  *                   the flush fails), 0: none
- *     ok:     row secret the row, JSON object text; absent: none
+ *     ok:     row        secret the row, JSON object text; absent: none
+ *             unreadable bool   there is a row, but it cannot be read (a plain
+ *                               value in a sealed store, or one that does not
+ *                               open): refused
  *
  *   MSG_PS_VERSIONS ask: a client's stored tool-list versions (MK_ESYS: the
  *                        store cannot be read)
@@ -207,7 +210,10 @@ CODEC_MSG_STRUCT(ps_clients_msg, PS_CLIENTS_FIELDS)
 CODEC_MSG_STRUCT(ps_rows_msg, PS_ROWS_FIELDS)
 
 #define PS_ROW_FOUND_FIELDS(F, S)                                             \
-	F(S, SECRET, row, "the row, JSON object text; absent: none")
+	F(S, SECRET, row, "the row, JSON object text; absent: none")          \
+	F(S, BOOL, unreadable,                                                \
+	  "there is a row, but it cannot be read (a plain value in a sealed " \
+	  "store, or one that does not open): refused")
 CODEC_MSG_STRUCT(ps_found_msg, PS_ROW_FOUND_FIELDS)
 
 #define PS_LEASE_FIELDS(F, S)                                                 \

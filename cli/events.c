@@ -146,7 +146,8 @@ event_text(const void *msg, size_t len, char *name, size_t nlen,
 	/* a server's request (an elicitation's message) and the store's
 	 * health are the admin's */
 	*admin_only = strcmp(e.topic, "state") != 0 &&
-	        strcmp(e.topic, "tools") != 0 && strcmp(e.topic, "lists") != 0;
+	        strcmp(e.topic, "tools") != 0 &&
+	        strcmp(e.topic, "lists") != 0 && strcmp(e.topic, "pin") != 0;
 	if (strcmp(e.topic, "state") == 0) {
 		j = json_pack(
 		        "{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:s, s:s, s:s}",
@@ -169,6 +170,12 @@ event_text(const void *msg, size_t len, char *name, size_t nlen,
 			json_object_set_new(j, "diff",
 			                    json_loads(e.diff, 0, NULL));
 		}
+	} else if (strcmp(e.topic, "pin") == 0) {
+		j = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:s}",
+		              "client_id", e.client_id, "name", e.name,
+		              "state", e.state, "hash", e.hash, "count",
+		              (json_int_t)e.count, "message", e.message,
+		              "time", e.time, "node_id", e.node_id);
 	} else if (strcmp(e.topic, "input") == 0) {
 		j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
 		              "client_id", e.client_id, "name", e.name,

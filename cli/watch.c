@@ -76,6 +76,10 @@ print_event(const mk_event *e)
 	} else if (strcmp(e->topic, "tools") == 0) {
 		printf("%s  %-20s tools: %lld (hash %.12s)  id %s\n", ts,
 		       e->name, (long long)e->count, e->hash, e->client_id);
+	} else if (strcmp(e->topic, "pin") == 0) {
+		printf("%s  %-20s tool list %.12s %s%s%s  id %s\n", ts,
+		       e->name, e->hash, e->state, msg[0] ? ": " : "", msg,
+		       e->client_id);
 	} else if (strcmp(e->topic, "lists") == 0) {
 		printf("%s  %-20s prompts and resources: %lld (hash %.12s)  id %s\n",
 		       ts, e->name, (long long)e->count, e->hash,

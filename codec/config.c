@@ -235,6 +235,25 @@ static const char *known_keys[] = {"name",
 
 /* cache_results: {tool: ttl}, each ttl a duration from 1 s to a day;
  * kept as {tool: ms}. */
+int
+cfg_changes_of(const json_t *v)
+{
+	static const char *const names[] = {
+	        [CFG_CHANGES_ACCEPT] = "accept",
+	        [CFG_CHANGES_HOLD]   = "hold",
+	        [CFG_CHANGES_BLOCK]  = "block",
+	};
+	const char *s = json_string_value(v);
+
+	for (int i = CFG_CHANGES_ACCEPT; s != NULL && i <= CFG_CHANGES_BLOCK;
+	     i++) {
+		if (strcmp(s, names[i]) == 0) {
+			return (i);
+		}
+	}
+	return (-1);
+}
+
 static int
 parse_cache(cfg_pctx *x, cfg_client *c, json_t *v)
 {
@@ -533,18 +552,10 @@ parse_client(cfg_pctx *x, cfg_client *c, json_t *o)
 		}
 		c->max_calls = (unsigned)json_integer_value(v);
 	}
-	if ((v = json_object_get(o, "tool_changes")) != NULL) {
-		const char *tc = json_string_value(v);
-		if (tc == NULL ||
-		    (strcmp(tc, "accept") != 0 && strcmp(tc, "hold") != 0 &&
-		     strcmp(tc, "block") != 0)) {
-			return (cfg_bad(x, "tool_changes",
-			                "must be \"accept\", \"hold\" or "
-			                "\"block\""));
-		}
-		c->changes = tc[0] == 'h' ? CFG_CHANGES_HOLD
-		        : tc[0] == 'b'    ? CFG_CHANGES_BLOCK
-		                          : CFG_CHANGES_ACCEPT;
+	if ((v = json_object_get(o, "tool_changes")) != NULL &&
+	    (c->changes = cfg_changes_of(v)) < 0) {
+		return (cfg_bad(x, "tool_changes",
+		                "must be \"accept\", \"hold\" or \"block\""));
 	}
 	if ((v = json_object_get(o, "cache_results")) != NULL &&
 	    (rv = parse_cache(x, c, v)) != 0) {

@@ -47,10 +47,15 @@ typedef enum cfg_auth {
 
 /* What a client does with a tool the server changed (tool_changes). */
 typedef enum cfg_changes {
-	CFG_CHANGES_ACCEPT, /* takes it (the default) */
-	CFG_CHANGES_HOLD,   /* holds a changed or new tool until approved */
-	CFG_CHANGES_BLOCK,  /* refuses it until the config changes */
+	CFG_CHANGES_DEFAULT, /* none given: mcp.tool_changes, else accept */
+	CFG_CHANGES_ACCEPT,  /* takes it */
+	CFG_CHANGES_HOLD,    /* holds a changed or new tool until approved */
+	CFG_CHANGES_BLOCK,   /* refuses it until the config changes */
 } cfg_changes;
+
+/* cfg_changes_of reads a tool_changes value ("accept", "hold", "block"):
+ * a cfg_changes, or -1 when it is none of them. */
+int cfg_changes_of(const json_t *v);
 
 /* One MCP client, resolved (env. references replaced). */
 typedef struct cfg_client {
@@ -91,6 +96,7 @@ typedef struct cfg_file {
 	int64_t      sync_ms;        /* mcp.tool_sync_interval */
 	int64_t      exec_ms;        /* mcp.tool_execution_timeout */
 	unsigned     start_conc;     /* mcp.stdio_start_concurrency, or 0 */
+	int          changes;        /* mcp.tool_changes: a cfg_changes */
 	char        *store_path;     /* store.path, or NULL */
 	char        *store_url;      /* store.url, or NULL */
 	char        *node_id;        /* cluster.node_id, or NULL */

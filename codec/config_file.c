@@ -496,9 +496,10 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 	static const char *telk[]     = {"otlp_endpoint", NULL};
 	static const char *clusterk[] = {"node_id", "heartbeat_interval",
 	                                 NULL};
-	static const char *mcpk[]    = {"client_configs", "tool_sync_interval",
-	                                "tool_execution_timeout",
-	                                "stdio_start_concurrency", NULL};
+	static const char *mcpk[]     = {
+	            "client_configs",         "tool_sync_interval",
+	            "tool_execution_timeout", "stdio_start_concurrency",
+	            "tool_changes",           NULL};
 	static const char *storek[]  = {"path", "url", NULL};
 	static const char *serverk[] = {
 	        "listen",          "admin_token",   "stream",
@@ -543,7 +544,13 @@ parse_file(json_t *root, cfg_file *f, char *err, size_t errlen)
 		        "config: field \"mcp.stdio_start_concurrency\" must be an integer from 1 to 1024"));
 	}
 	f->start_conc = (unsigned)json_integer_value(v); /* 0: the default */
-	list          = json_object_get(mcp, "client_configs");
+	if ((v = json_object_get(mcp, "tool_changes")) != NULL &&
+	    (f->changes = cfg_changes_of(v)) < 0) {
+		return (file_fail(
+		        err, errlen, MK_EINVAL,
+		        "config: field \"mcp.tool_changes\" must be \"accept\", \"hold\" or \"block\""));
+	}
+	list = json_object_get(mcp, "client_configs");
 	if (list != NULL && !json_is_array(list)) {
 		return (file_fail(
 		        err, errlen, MK_EINVAL,

@@ -78,6 +78,7 @@ static const char *msg_names[MSG_COUNT] = {
 	[MSG_SV_UNKNOWN]  = "sv_unknown",
 	[MSG_SV_UNKNOWNS] = "sv_unknowns",
 	[MSG_CL_DECIDE]   = "cl_decide",
+	[MSG_CL_APPROVALS] = "cl_approvals",
 };
 /* clang-format on */
 

@@ -91,6 +91,7 @@ typedef enum codec_msg_type {
 	MSG_SV_UNKNOWN,     /* tell: a call whose outcome is unknown */
 	MSG_SV_UNKNOWNS,    /* ask: the calls whose outcome is unknown */
 	MSG_CL_DECIDE,      /* ask: approve or reject a held tool list */
+	MSG_CL_APPROVALS,   /* tell: read the approved tool list again */
 	MSG_COUNT           /* one past the last type; not a type */
 } codec_msg_type;
 

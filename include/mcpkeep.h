@@ -938,7 +938,7 @@ MK_API void mk_result_free(mk_result **res);
 /*
  * The state stream: an nng pub0 socket at mk_stream_url() (plus the
  * stream_listen addresses).  Subscribe with sub0 to the topic "state",
- * "tools", "store" or "input" (or "" for all).  Each message is the
+ * "tools", "pin", "store" or "input" (or "" for all).  Each message is the
  * topic, one NUL byte, then a msgpack map:
  *   state: client_id, name, state, old_state, last_failure (nil or a map
  *          of stage, message, at, since), generation, tools_count, time
@@ -946,13 +946,18 @@ MK_API void mk_result_free(mk_result **res);
  *          first connect); snapshot true (and old_state the state
  *          itself) when mk_stream_snapshot asked for it
  *   tools: client_id, name, hash (SHA-256 hex of the canonical tool
- *          list), count
+ *          list), count, diff (what changed: a version's diff, JSON text)
+ *   pin:   client_id, name, state (held: tool_changes hold or block held
+ *          tools of a new list back; approved; rejected), hash (the
+ *          list's digest), count (tools held now), message (the held
+ *          tools and what changed in each, one line), time, node_id
  *   store: healthy (bool), error (why the file cannot be written; "")
  *   input: client_id, name, request_id, method, state (pending,
  *          answered, expired, gone), message (an elicitation's), time,
  *          node_id
  * One "state" message per state transition, one "tools" message per real
- * change of a tool list, one "store" message when the store starts
+ * change of a tool list, one "pin" message per change of what is held
+ * and per approval or rejection, one "store" message when the store starts
  * failing (the runtime serves from memory and retries) and one when it
  * is written again, one "input" message when a server's request waits
  * for the host and one when it ends.  The string is the runtime's; never
@@ -984,23 +989,29 @@ typedef struct mk_event {
 	                            * declares it; set by MK_EVENT_INIT */
 	char topic[8];             /* "state", "tools", "lists" (prompts,
 	                            * resources and resource templates:
-	                            * hash and count), "store", "input" */
+	                            * hash and count), "pin", "store",
+	                            * "input" */
 	char client_id[72];        /* both */
 	char name[72];             /* both */
-	char state[24];            /* state: the new state */
+	char state[24];            /* state: the new state; pin: held,
+	                            * approved or rejected */
 	char old_state[24];        /* state: the previous one; "" when new */
 	char stage[24];            /* state: last_failure stage; "" without */
 	char message[2048];        /* state: last_failure message; store: why
-	                            * it cannot be written ("" when healthy) */
+	                            * it cannot be written ("" when healthy);
+	                            * pin: the held tools; input: an
+	                            * elicitation's */
 	char    at[40];            /* state: last_failure at */
 	char    since[40];         /* state: last_failure since */
 	int64_t generation;        /* state: connection generation */
 	int64_t tools_count;       /* state: tools known */
-	char    time[40];          /* state: when (RFC 3339 UTC) */
-	char    node_id[72];       /* state: the instance */
-	char    hash[72];          /* tools, lists: the new content hash */
-	int64_t count;             /* tools, lists: how many */
-	int     healthy;           /* store: 1 writes reach the file again, 0
+	char    time[40];          /* state, pin, input: when (RFC 3339) */
+	char    node_id[72];       /* state, pin, input: the instance */
+	char    hash[72];          /* tools, lists: the new content hash;
+	                            * pin: the list's digest */
+	int64_t count;             /* tools, lists: how many; pin: tools
+	                            * held */
+	int healthy;               /* store: 1 writes reach the file again, 0
 	                            * serving from memory (retrying) */
 	char request_id[40];       /* input: the request (state: pending,
 	                            * answered, expired, gone; message: an

@@ -1,7 +1,7 @@
 /*
  * tables.c - what both backends store, by name: the row tables'
- * definitions (credentials, tool approvals), their keys, and the additional data a sealed value is
- * bound to (see store.h: Sealing).
+ * definitions (credentials, tool approvals), their keys, and the
+ * additional data a sealed value is bound to (see store.h: Sealing).
  */
 #include <stdio.h>
 #include <string.h>

@@ -176,7 +176,9 @@ mk_runtime_configure(mk_runtime *rt, const char *config_json, char **err)
 	if ((rv = file_of(rt, config_json, &f, err)) != 0) {
 		return (rv);
 	}
-	m = (sv_settings_msg) {.sync_ms = f->sync_ms, .exec_ms = f->exec_ms};
+	m = (sv_settings_msg) {.sync_ms = f->sync_ms,
+	                       .exec_ms = f->exec_ms,
+	                       .changes = f->changes};
 	cfg_file_free(&f);
 	rv = kn_ask_msg(rt->system[RT_SUPERVISOR], MSG_SV_SETTINGS,
 	                CODEC_OF(sv_settings_msg, &m), rt->opts.ask_timeout_ms,

@@ -1262,6 +1262,12 @@ is_tools_of(const event *e, const void *name)
 	return (strcmp(e->topic, "tools") == 0 && strcmp(e->name, name) == 0);
 }
 
+static int
+is_pin_of(const event *e, const void *name)
+{
+	return (strcmp(e->topic, "pin") == 0 && strcmp(e->name, name) == 0);
+}
+
 /* cache_results: a read-only, idempotent tool's result is kept for its
  * ttl by arguments (whatever their key order), the upstream untouched; a
  * tool without both hints never is; a new list clears them; hits and
@@ -1356,8 +1362,9 @@ tool_pinning(void)
 	mk_runtime *rt  = rt_open(&sb);
 	peer        p   = {0};
 	char       *err = NULL, digest[80];
-	int         at  = 0;
-	json_t     *v;
+	int         at = 0, pins = 0;
+	json_t     *v, *want;
+	event       e;
 
 	CHECK_EQ(peer_start_inject(&p, WAIT_MS), 0);
 	for (int k = 0; k < 2; k++) {
@@ -1380,9 +1387,12 @@ tool_pinning(void)
 	        "description since the list was approved (tool_changes hold: "
 	        "approve the list first)");
 	call_held(rt, "pin", "counted_none", NULL); /* (unchanged) */
-	v            = view_of(rt, "pin");
-	json_t *want = json_loads(
-	        "{\"echo\": {\"fields\": [\"description\"]}}", 0, NULL);
+	e = wait_event(&sb, &pins, is_pin_of, "pin", "pin's held tools");
+	CHECK(strcmp(e.state, "held") == 0 && e.count == 1 &&
+	      strcmp(e.message, "echo: description") == 0);
+	v    = view_of(rt, "pin");
+	want = json_loads("{\"echo\": {\"fields\": [\"description\"]}}", 0,
+	                  NULL);
 	CHECK(json_equal(json_object_get(v, "tools_held"), want));
 	json_decref(want);
 	snprintf(digest, sizeof(digest), "%s", vstr(v, "tools_pending"));
@@ -1404,10 +1414,23 @@ tool_pinning(void)
 	call_held(rt, "pin", "echo",
 	          "(tool_changes hold: the change was "
 	          "rejected)");
+	e = wait_event(&sb, &pins, is_pin_of, "pin", "pin's rejection");
+	CHECK(strcmp(e.state, "rejected") == 0 && strcmp(e.hash, digest) == 0);
 	CHECK_EQ(mk_client_tools_approve(rt, "pin", digest, &err), 0);
 	call_held(rt, "pin", "echo", NULL);
+	e = wait_event(&sb, &pins, is_pin_of, "pin", "pin's approval");
+	CHECK(strcmp(e.state, "approved") == 0 && e.count == 0 &&
+	      strcmp(e.hash, digest) == 0);
 	v = view_of(rt, "pin");
 	CHECK(json_object_get(v, "tools_held") == NULL);
+	json_decref(v);
+	CHECK_EQ(mk_client_metrics_json(rt, "pin", &err), 0);
+	v = json_loads(err, 0, NULL);
+	mk_free(err);
+	want = json_pack("{s:i, s:i, s:i}", "held", 1, "approved", 1,
+	                 "rejected", 1);
+	CHECK(json_equal(json_object_get(v, "tool_changes"), want));
+	json_decref(want);
 	json_decref(v);
 	/* block: no approval; a new config takes the list */
 	call_held(rt, "blk", "echo",
@@ -1422,10 +1445,58 @@ tool_pinning(void)
 	                          &err),
 	         0);
 	call_held(rt, "blk", "echo", NULL);
+	/* mcp.tool_changes: the default of a client that sets none */
+	CHECK_EQ(add(rt, &err,
+	             "{\"name\": \"dflt\", \"connection_type\": \"http\", "
+	             "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	             "\"needs_session_stickiness\": true, "
+	             "\"tools_to_execute\": [\"*\"], \"tool_sync_interval\": "
+	             "\"1h\"}",
+	             p.port),
+	         0);
+	wait_state(&sb, &at, "dflt", "healthy", NULL);
+	CHECK_EQ(mk_runtime_configure(
+	                 rt, "{\"mcp\": {\"tool_changes\": \"block\"}}", &err),
+	         0);
 	admin(p.port, "/admin/describe",
 	      "{\"description\": \"Answers the message\"}", NULL);
+	check_client(rt, "dflt");
+	call_held(rt, "dflt", "echo", "(tool_changes block: change the");
+	CHECK_EQ(mk_runtime_configure(rt, "{}", &err), 0);
+	call_held(rt, "dflt", "echo", NULL); /* (accept again) */
 	rt_close(&rt, &sb);
 	peer_stop(&p);
+}
+
+/* Until a tool's change is approved its annotations are not trusted: the
+ * retry-safety rule and the cache read it as unannotated. */
+static void
+pin_untrusted(void)
+{
+	cfg_client cfg = {.name = "u", .changes = CFG_CHANGES_HOLD};
+	client     cl  = {.cfg = &cfg, .pin_known = true};
+	mcp_hints  h;
+
+	cl.tools    = json_loads("[{\"name\": \"read\", \"annotations\": "
+	                            "{\"readOnlyHint\": true}}]",
+	                         0, NULL);
+	cl.approved = json_object();
+	cl.pin_held = json_loads("{\"read\": {\"new\": true}}", 0, NULL);
+	CHECK(cl_tool_hints(&cl, "read", &h));
+	CHECK(!h.read_only && h.destructive);
+	json_object_clear(cl.pin_held);
+	CHECK(cl_tool_hints(&cl, "read", &h));
+	CHECK(h.read_only);
+	cl.pin_known = false; /* not yet read: nothing is trusted */
+	CHECK(cl_tool_hints(&cl, "read", &h));
+	CHECK(!h.read_only);
+	cfg.changes = CFG_CHANGES_ACCEPT;
+	CHECK(cl_tool_hints(&cl, "read", &h));
+	CHECK(h.read_only);
+	CHECK(!cl_tool_hints(&cl, "none", &h));
+	json_decref(cl.tools);
+	json_decref(cl.approved);
+	json_decref(cl.pin_held);
 }
 
 /* A tool list over MCP_MAX_TOOLS_BYTES in total, or one whose cursor
@@ -1687,6 +1758,7 @@ main(int argc, char **argv)
 	RUN_IF(outcome_unknown);
 	RUN_IF(result_cache);
 	RUN_IF(tool_pinning);
+	RUN_IF(pin_untrusted);
 	RUN_IF(prompts_resources);
 	RUN_IF(snapshot);
 	curl_global_cleanup();

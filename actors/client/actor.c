@@ -89,6 +89,7 @@ cl_init(kn_actor *self, void *arg, void **statep)
 	cl->sync_ms     = cl->cfg->sync_ms ? cl->cfg->sync_ms : a->sync_ms;
 	cl->exec_ms     = cl->cfg->exec_ms ? cl->cfg->exec_ms : a->exec_ms;
 	cl->def_sync_ms = a->sync_ms;
+	cl->def_changes = a->changes;
 	cl->def_exec_ms = a->exec_ms;
 	cl->tools       = json_array();
 	cl_lists_init(cl);
@@ -220,6 +221,7 @@ on_connect(client *cl, kn_msg *msg)
 	}
 	free(known);
 	json_decref(tools);
+	cl_pin_start(cl, false); /* (tool_changes: the stored approval) */
 	if (cl->state == CS_PENDING && cl_cred_needed(cl)) {
 		/* a stored credential ends the pending state at once */
 		uint64_t corr = kn_defer(msg);
@@ -382,7 +384,7 @@ on_update(client *cl, kn_msg *msg)
 	cfg_client *ncfg;
 	bool        redial = false, was_sticky = cl->cfg->sticky, file, stored;
 	cl_update_msg m;
-	int           rv;
+	int           rv, mode;
 
 	(void)cl_update_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
 	file   = m.file;
@@ -484,10 +486,11 @@ on_update(client *cl, kn_msg *msg)
 	/* the id is the client's identity: a generated one is kept */
 	free(ncfg->id);
 	ncfg->id = strdup(cl->cfg->id);
+	mode     = cl_pin_mode(cl);
 	cfg_client_free(&cl->cfg);
 	cl->cfg = ncfg;
 	cl_cache_clear(cl); /* (its ttls may have changed) */
-	cl_pin_config(cl);
+	cl_pin_config(cl, mode);
 	cl_cred_clear(cl); /* its header lines pointed into the old config */
 	apply_intervals(cl);
 	kn_log_client(ncfg->name);
@@ -523,11 +526,16 @@ static void
 on_settings(client *cl, kn_msg *msg)
 {
 	cl_settings_msg m;
+	int             mode = cl_pin_mode(cl);
 
 	if (cl_settings_msg_unpack(msg->env.payload, msg->env.payload_len,
 	                           &m) == 0) {
 		cl->def_sync_ms = m.sync_ms;
 		cl->def_exec_ms = m.exec_ms;
+		cl->def_changes = (int)m.changes;
+	}
+	if (cl_pin_mode(cl) != mode) {
+		cl_pin_config(cl, mode);
 	}
 	apply_intervals(cl);
 	client_push_view(cl); /* the supervisor reschedules on its sync_ms */
@@ -621,6 +629,9 @@ cl_handle(kn_actor *self, void *state, kn_msg *msg)
 		return (0);
 	case MSG_CL_DECIDE:
 		cl_on_decide(cl, msg);
+		return (0);
+	case MSG_CL_APPROVALS:
+		cl_pin_start(cl, true);
 		return (0);
 	default:
 		assert(!"client: unexpected message");

@@ -36,14 +36,13 @@ struct cl_centry {
 static int64_t
 ttl_of(client *cl, const cl_call *c)
 {
-	json_t   *ttl = json_object_get(cl->cfg->cache, c->tool), *t;
+	json_t   *ttl = json_object_get(cl->cfg->cache, c->tool);
 	mcp_hints h;
 
 	if (c->kind != CL_CALL_TOOL || ttl == NULL ||
-	    (t = cl_tool_named(cl, c->tool)) == NULL) {
+	    !cl_tool_hints(cl, c->tool, &h)) {
 		return (0);
 	}
-	mcp_tool_hints(t, &h);
 	return (h.read_only && h.idempotent ? json_integer_value(ttl) : 0);
 }
 

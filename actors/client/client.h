@@ -106,6 +106,7 @@
  *                         the supervisor in the view)
  *     sync_ms int    the global tool_sync_interval
  *     exec_ms int    the global tool_execution_timeout
+ *     changes int    the global tool_changes (a cfg_changes)
  *
  *   MSG_CL_CRED tell: from the credential actor: the client's credential
  *                     changed
@@ -145,6 +146,11 @@
  *     digest  str    the list's digest, as the view shows it
  *     approve bool   approve it (else reject it)
  *     ok:     {}
+ *
+ *   MSG_CL_APPROVALS tell: from the cluster actor: another node approved or
+ *                          rejected the client's tool list: read the approval
+ *                          again
+ *     {}
  *
  *   MSG_CL_SNAPSHOT tell: publish the client's state on the stream now (a
  *                         snapshot: see mk_stream_snapshot)
@@ -219,6 +225,7 @@ typedef struct client_args {
 	const char *node_id;    /* this instance's id (outlives the actor) */
 	int64_t     sync_ms;    /* global tool_sync_interval */
 	int64_t     exec_ms;    /* global tool_execution_timeout */
+	int         changes;    /* global tool_changes */
 	kn_actor   *persister;  /* the store (held by the actor), or NULL */
 	kn_actor   *credential; /* the credential actor (held), or NULL */
 	const cl_host *host;    /* what the host offers (outlives the actor) */
@@ -342,7 +349,8 @@ CODEC_MSG_STRUCT(cl_decide_msg, CL_DECIDE_FIELDS)
 
 #define CL_SETTINGS_FIELDS(F, S)                                              \
 	F(S, INT, sync_ms, "the global tool_sync_interval")                   \
-	F(S, INT, exec_ms, "the global tool_execution_timeout")
+	F(S, INT, exec_ms, "the global tool_execution_timeout")               \
+	F(S, INT, changes, "the global tool_changes (a cfg_changes)")
 CODEC_MSG_STRUCT(cl_settings_msg, CL_SETTINGS_FIELDS)
 
 #define CL_CRED_FIELDS(F, S)                                                  \
@@ -376,6 +384,19 @@ CODEC_MSG_STRUCT(cl_inputs_msg, CL_INPUTS_FIELDS)
 	F(S, STR, time, "RFC 3339 UTC")                                       \
 	F(S, STR, node_id, "the instance")
 CODEC_MSG_STRUCT(cl_input_event, CL_INPUT_EVENT_FIELDS)
+
+/* The "pin" event of the state stream: tool_changes hold/block held
+ * tools of a new list back, or the list was approved or rejected. */
+#define CL_PIN_EVENT_FIELDS(F, S)                                             \
+	F(S, STR, client_id, "the client")                                    \
+	F(S, STR, name, "and its name")                                       \
+	F(S, STR, state, "held, approved or rejected")                        \
+	F(S, STR, hash, "the digest of the list it is about")                 \
+	F(S, INT, count, "how many tools are held now")                       \
+	F(S, STR, message, "the tools held and what changed, one line")       \
+	F(S, STR, time, "RFC 3339 UTC")                                       \
+	F(S, STR, node_id, "the instance")
+CODEC_MSG_STRUCT(cl_pin_event, CL_PIN_EVENT_FIELDS)
 
 /* The client actor's messages, as the table above shows them. */
 extern const codec_msgdef client_msgs[];

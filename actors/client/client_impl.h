@@ -70,6 +70,7 @@ typedef struct cl_cmetrics {
 	uint64_t skipped;                 /* retries skipped for safety */
 	uint64_t relists;  /* tools/list after notifications/list_changed */
 	uint64_t cache[2]; /* calls answered from the cache, and not */
+	uint64_t pin[3];   /* tool_changes: lists held, approved, rejected */
 	/* calls ended per CM_RECENT_S, oldest first; the last one is the
 	 * bucket recent_end (unix seconds / CM_RECENT_S) */
 	int64_t  recent_end;
@@ -226,6 +227,7 @@ struct client {
 	const char *node_id;     /* instance id */
 	int64_t     sync_ms;     /* effective tool_sync_interval */
 	int64_t     exec_ms;     /* effective tool_execution_timeout */
+	int         def_changes; /* the global tool_changes */
 	int64_t     def_sync_ms; /* the global defaults, for updates */
 	int64_t     def_exec_ms;
 	tp_loop    *loop;      /* this thread's curl multi + fds, while
@@ -248,13 +250,18 @@ struct client {
 	                        * by name, or NULL: none yet (pin.c) */
 	json_t *pin_held;      /* the list's tools held back: name ->
 	                        * {fields: [...]} or {new: true}, or NULL */
-	char    rejected[TOOLS_HASH_HEX]; /* the list now, when rejected */
-	strmap  cache;       /* results kept (cache.c): key -> cl_centry */
-	lru     cache_lru;   /* the same, least recently used last */
-	size_t  cache_bytes; /* their results' bytes */
-	json_t *versions;    /* its tool lists' versions of this run
-	                      * (STORE_TOOL_VERSIONS), oldest first, or
-	                      * NULL: none yet (versions.c) */
+	char     approved_digest[TOOLS_HASH_HEX]; /* the approved list's */
+	char     rejected[TOOLS_HASH_HEX]; /* the list now, when rejected */
+	bool     pin_known;   /* the approval is read (or there is no store) */
+	bool     pin_reading; /* the store is asked for it */
+	uint64_t pin_gen;     /* bumped by every decision: a read begun
+	                       * before one is stale */
+	strmap  cache;        /* results kept (cache.c): key -> cl_centry */
+	lru     cache_lru;    /* the same, least recently used last */
+	size_t  cache_bytes;  /* their results' bytes */
+	json_t *versions;     /* its tool lists' versions of this run
+	                       * (STORE_TOOL_VERSIONS), oldest first, or
+	                       * NULL: none yet (versions.c) */
 	char       hash[TOOLS_HASH_HEX]; /* their content hash, "" none */
 	cl_sconn  *live;         /* the sticky connection serving calls */
 	cl_sconn  *draining;     /* replaced ones finishing their calls */
@@ -366,13 +373,21 @@ void cl_cache_put(client *cl, const cl_call *c, const char *result);
 void cl_cache_listed(client *cl);
 void cl_cache_clear(client *cl);
 
-/* pin.c: tool_changes.  cl_pin_listed holds back what a new list
- * changed; cl_pin_config takes the list on a config change; cl_pin_refuses
- * says why a tool may not be called (why), or false; cl_pin_view marks
- * the view; cl_on_decide answers MSG_CL_DECIDE. */
+/* pin.c: tool_changes.  cl_pin_mode is the client's (its config's, else
+ * the global one); cl_pin_start reads the stored approval (at the
+ * client's first connect, and for MSG_CL_APPROVALS: another node
+ * decided); cl_pin_listed holds back what a new list changed;
+ * cl_pin_config takes the list on a config change (mode_was: the mode
+ * before it); cl_pin_refuses says why a tool may not be called (why), or
+ * false; cl_tool_hints gives a tool's annotations, those of a held tool
+ * untrusted (the defaults): false when the list has no such tool;
+ * cl_pin_view marks the view; cl_on_decide answers MSG_CL_DECIDE. */
+int  cl_pin_mode(const client *cl);
+void cl_pin_start(client *cl, bool again);
 void cl_pin_listed(client *cl);
-void cl_pin_config(client *cl);
+void cl_pin_config(client *cl, int mode_was);
 bool cl_pin_refuses(client *cl, const char *tool, char *why, size_t len);
+bool cl_tool_hints(const client *cl, const char *tool, mcp_hints *h);
 void cl_pin_view(const client *cl, json_t *v);
 void cl_on_decide(client *cl, kn_msg *msg);
 

@@ -22,6 +22,7 @@ CODEC_MSG_FIELDS(cl_input_msg, CL_INPUT_FIELDS);
 CODEC_MSG_FIELDS(cl_inputs_msg, CL_INPUTS_FIELDS);
 CODEC_MSG_FIELDS(cl_input_event, CL_INPUT_EVENT_FIELDS);
 CODEC_MSG_FIELDS(cl_cancel_msg, CL_CANCEL_FIELDS);
+CODEC_MSG_FIELDS(cl_pin_event, CL_PIN_EVENT_FIELDS);
 
 #define NONE (&codec_no_fields)
 
@@ -62,6 +63,9 @@ const codec_msgdef client_msgs[] = {
         {CODEC_MSG(MSG_CL_DECIDE), "ask", &cl_decide_msg_fields, NONE, NULL,
          "tool_changes hold: approve (take every tool) or reject the list "
          "now, named by its digest"},
+        {CODEC_MSG(MSG_CL_APPROVALS), "tell", NONE, NULL, NULL,
+         "from the cluster actor: another node approved or rejected the "
+         "client's tool list: read the approval again"},
         {CODEC_MSG(MSG_CL_SNAPSHOT), "tell", NONE, NULL, NULL,
          "publish the client's state on the stream now (a snapshot: see "
          "mk_stream_snapshot)"},

@@ -116,16 +116,14 @@ cl_tool_named(const client *cl, const char *name)
 bool
 cl_retry_safe(const client *cl, const cl_call *c)
 {
-	json_t   *t;
 	mcp_hints h;
 
 	if (c->kind != CL_CALL_TOOL) {
 		return (true); /* prompts/get, resources/read: reads */
 	}
-	if ((t = cl_tool_named(cl, c->tool)) == NULL) {
+	if (!cl_tool_hints(cl, c->tool, &h)) {
 		return (false); /* unknown: the defaults say destructive */
 	}
-	mcp_tool_hints(t, &h);
 	return (!(!h.read_only && h.destructive && !h.idempotent));
 }
 

@@ -222,10 +222,12 @@ metrics_text(const client *cl)
 	        ",\"recoveries\":{\"per_call\":%" PRIu64 ",\"shared\":%" PRIu64
 	        ",\"session\":%" PRIu64 "},\"retries_skipped\":%" PRIu64
 	        ",\"relists\":%" PRIu64 ",\"connect_failures_in_row\":%u"
-	        ",\"cache\":{\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 "}",
+	        ",\"cache\":{\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 "}"
+	        ",\"tool_changes\":{\"held\":%" PRIu64 ",\"approved\":%" PRIu64
+	        ",\"rejected\":%" PRIu64 "}",
 	        m->sum_us, m->recoveries[0], m->recoveries[1],
 	        m->recoveries[2], m->skipped, m->relists, cl->fails,
-	        m->cache[0], m->cache[1]);
+	        m->cache[0], m->cache[1], m->pin[0], m->pin[1], m->pin[2]);
 	/* the last calls per CM_RECENT_S, the newest ending at "end" */
 	fprintf(f,
 	        ",\"recent\":{\"bucket_s\":%d,\"end\":%" PRId64 ",\"calls\":[",

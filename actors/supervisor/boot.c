@@ -236,6 +236,7 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 	        .stream     = sv->a.stream,
 	        .node_id    = sv->a.node_id,
 	        .sync_ms    = sv->a.sync_ms,
+	        .changes    = sv->a.changes,
 	        .exec_ms    = sv->a.exec_ms,
 	        .persister  = sv->a.persister,
 	        .credential = sv->a.credential,
@@ -559,12 +560,15 @@ restore(kn_actor *self, sv_self *sv, const char *text, uint64_t corr)
 /* The global settings: kept for clients added later, told to every
  * running client (each keeps its own value where it has one). */
 static void
-settings_apply(kn_actor *self, sv_self *sv, int64_t sync_ms, int64_t exec_ms)
+settings_apply(kn_actor *self, sv_self *sv, const sv_settings_msg *s)
 {
-	cl_settings_msg m = {.sync_ms = sync_ms, .exec_ms = exec_ms};
+	cl_settings_msg m = {.sync_ms = s->sync_ms,
+	                     .exec_ms = s->exec_ms,
+	                     .changes = s->changes};
 
-	sv->a.sync_ms = sync_ms;
-	sv->a.exec_ms = exec_ms;
+	sv->a.sync_ms = s->sync_ms;
+	sv->a.exec_ms = s->exec_ms;
+	sv->a.changes = (int)s->changes;
 	for (size_t i = 0; i < sv->n; i++) {
 		if (sv->all[i]->actor != NULL &&
 		    kn_tell_msg(sv->all[i]->actor, self, MSG_CL_SETTINGS,
@@ -590,7 +594,7 @@ sv_on_settings(kn_actor *self, sv_self *sv, kn_msg *msg)
 		        "tool_sync_interval must be >= 1s and tool_execution_timeout positive");
 		return;
 	}
-	settings_apply(self, sv, m.sync_ms, m.exec_ms);
+	settings_apply(self, sv, &m);
 	kn_reply(self, msg, 0, CODEC_EMPTY, CODEC_EMPTY_LEN);
 }
 
@@ -657,7 +661,10 @@ sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
 	}
 	json_decref(sv->file);
 	sv->file = file_clients(f);
-	settings_apply(self, sv, f->sync_ms, f->exec_ms);
+	settings_apply(self, sv,
+	               &(sv_settings_msg) {.sync_ms = f->sync_ms,
+	                                   .exec_ms = f->exec_ms,
+	                                   .changes = f->changes});
 	/* a declared client replaces the one restored under its name: the
 	 * file's config, the stored id and known tools */
 	for (size_t i = 0; i < f->nclients; i++) {
@@ -873,7 +880,10 @@ sv_on_reload(kn_actor *self, sv_self *sv, kn_msg *msg)
 	ld->conc   = slow_at_once(f->start_conc);
 	old        = sv->file;
 	sv->file   = now;
-	settings_apply(self, sv, f->sync_ms, f->exec_ms);
+	settings_apply(self, sv,
+	               &(sv_settings_msg) {.sync_ms = f->sync_ms,
+	                                   .exec_ms = f->exec_ms,
+	                                   .changes = f->changes});
 	json_object_foreach(old, name, c)
 	{
 		entry *e = sv_lookup(sv, BY_NAME, name);

@@ -89,6 +89,7 @@
  *   MSG_SV_SETTINGS ask: the global settings of config.json (below)
  *     sync_ms int    the global tool_sync_interval
  *     exec_ms int    the global tool_execution_timeout
+ *     changes int    the global tool_changes (a cfg_changes)
  *     ok:     {}
  *
  *   MSG_SV_SYNC tell: from the cluster actor: a client another node changed
@@ -181,6 +182,7 @@ typedef struct sv_args {
 	const char    *node_id; /* this instance (outlives the supervisor) */
 	int64_t        sync_ms; /* global tool_sync_interval, at first */
 	int64_t        exec_ms; /* global tool_execution_timeout, at first */
+	int            changes; /* global tool_changes, at first */
 	int64_t        unstable_ms; /* check interval while unstable */
 	kn_actor      *persister;   /* the store, or NULL (memory only) */
 	kn_actor      *credential;  /* the credential actor, or NULL */
@@ -280,7 +282,8 @@ CODEC_MSG_STRUCT(sv_unknown_msg, SV_UNKNOWN_FIELDS)
 
 #define SV_SETTINGS_FIELDS(F, S)                                              \
 	F(S, INT, sync_ms, "the global tool_sync_interval")                   \
-	F(S, INT, exec_ms, "the global tool_execution_timeout")
+	F(S, INT, exec_ms, "the global tool_execution_timeout")               \
+	F(S, INT, changes, "the global tool_changes (a cfg_changes)")
 CODEC_MSG_STRUCT(sv_settings_msg, SV_SETTINGS_FIELDS)
 
 /* The supervisor's messages, as the table above shows them. */
