@@ -86,8 +86,9 @@ storeutil_approvals(store *s, const char *id)
 	                "tools", "[{\"name\": \"echo\"}]");
 	CHECK_EQ(store_row_put(s, STORE_TOOL_APPROVALS, row), 0);
 	CHECK_EQ(store_row_get(s, STORE_TOOL_APPROVALS, key, &got), 0);
-	CHECK(got != NULL && json_equal(json_object_get(got, "tools"),
-	                                json_object_get(row, "tools")));
+	CHECK(got != NULL &&
+	      json_equal(json_object_get(got, "tools"),
+	                 json_object_get(row, "tools")));
 	CHECK(json_is_null(json_object_get(got, "rejected")));
 	json_decref(got);
 	/* a rejection is the whole row again */
