@@ -120,6 +120,42 @@ tell_credential(cs_self *cs, unsigned type, const char *key)
 	}
 }
 
+/* Tells client id's actor to read its tool approval again (another node
+ * wrote it). */
+static void
+tell_approvals(cs_self *cs, const char *id)
+{
+	char      name[256];
+	kn_actor *cl;
+
+	snprintf(name, sizeof(name), CLIENT_PREFIX "%s", id);
+	if (kn_lookup(kn_actor_kernel(cs->self), name, &cl) == 0) {
+		(void)kn_tell(cl, cs->self, MSG_CL_APPROVALS, CODEC_EMPTY,
+		              CODEC_EMPTY_LEN);
+		kn_actor_release(&cl);
+	}
+}
+
+/* A row another node wrote: an approval goes to its client, the rest to
+ * the credential actor. */
+static void
+row_changed(cs_self *cs, const char *what)
+{
+	json_t     *o  = json_loads(what, 0, NULL);
+	const char *t  = json_string_value(json_object_get(o, "table"));
+	const char *id = json_string_value(
+	        json_object_get(json_object_get(o, "key"), "client_id"));
+
+	if (t != NULL && strcmp(t, "tool_approvals") == 0) {
+		if (id != NULL) {
+			tell_approvals(cs, id);
+		}
+	} else {
+		tell_credential(cs, MSG_CR_ROW_CHANGED, what);
+	}
+	json_decref(o);
+}
+
 /* A resync: every stored client handed over, and the ones gone since the
  * last read deleted. */
 static void
@@ -150,9 +186,13 @@ resync(cs_self *cs)
 		KN_WARN("cluster", "resync: %u clients unreadable: %s",
 		        skipped, store_error(cs->st));
 	}
-	/* OAuth configs and tokens written meanwhile were told to nobody
-	 * here: the credential actor reads its own again */
+	/* OAuth configs, tokens and tool approvals written meanwhile were
+	 * told to nobody here: each reads its own again */
 	tell_credential(cs, MSG_CR_RESYNC, NULL);
+	json_object_foreach(cs->seen, id, v)
+	{
+		tell_approvals(cs, id);
+	}
 	KN_INFO("cluster", "resynced with %s: %zu clients", cs->name,
 	        json_object_size(cs->seen));
 }
@@ -167,7 +207,7 @@ on_change(void *arg, store_change what, const char *id)
 		return (0);
 	}
 	if (what == STORE_ROW_CHANGED) {
-		tell_credential(cs, MSG_CR_ROW_CHANGED, id);
+		row_changed(cs, id);
 		return (0);
 	}
 	return (json_array_append_new(

@@ -102,6 +102,8 @@ metrics(req *r, const char *id, json_t *body)
 	                                       NULL};
 	static const char *const one[]      = {"", NULL};
 	static const char *const cached[]   = {"hits", "misses", NULL};
+	static const char *const decided[]  = {"held", "approved", "rejected",
+	                                       NULL};
 	mk_stats                 st         = MK_STATS_INIT;
 	char                    *out        = NULL;
 	size_t                   len        = 0, i;
@@ -172,6 +174,10 @@ metrics(req *r, const char *id, json_t *body)
 	       "calls of cache_results tools answered from the cache (hits) "
 	       "or not (misses)",
 	       "result", cached, "cache.");
+	family(f, all, "mcpkeep_tool_changes_total",
+	       "tool_changes: new lists that held tools back, lists approved "
+	       "and rejected",
+	       "decision", decided, "tool_changes.");
 	json_decref(all);
 	fprintf(f,
 	        "# TYPE mcpkeep_token_refreshes_total counter\n"

@@ -6,8 +6,9 @@
  * client a SIGHUP'd config brings to one node is on every node; the
  * nodes' states fold into degraded or unstable with node_states, a node
  * killed drops out within 3 heartbeats; tool lists checked by every node
- * are written once per change; a plain client written into the
- * database is run by no keyed node.  Lists
+ * are written once per change; a tool list approved on one node is
+ * approved on all; a plain client written into the database is run by
+ * no keyed node.  Lists
  * are polled (an HTTP client has no event for another node's change),
  * each wait bounded; the time a change took to reach the other nodes is
  * printed (bench/cluster_bench measures it).
@@ -391,6 +392,79 @@ tool_lists(void)
 	for (int i = 0; i < 3; i++) {
 		peer_stop(&node[i]);
 	}
+	peer_stop(&up);
+}
+
+/* Waits (bounded) until node i holds client's echo back (want) or not;
+ * the entry, a new object. */
+static json_t *
+wait_held(int i, const char *client, bool want)
+{
+	for (int64_t deadline = now_ms() + WAIT_MS;;) {
+		json_t *e = entry_of(i, client);
+		bool held = json_object_get(json_object_get(e, "tools_held"),
+		                            "echo") != NULL;
+
+		if (e != NULL && held == want) {
+			return (e);
+		}
+		json_decref(e);
+		if (now_ms() > deadline) {
+			fprintf(stderr, "node %s: %s's echo is %sheld\n",
+			        names[i], client, held ? "" : "not ");
+			CHECK(0);
+		}
+		usleep(50 * 1000); /* polling the list, bounded */
+	}
+}
+
+/* tool_changes hold on several nodes: each holds a changed tool back
+ * from its own check; an approval made on one is every node's (a row
+ * each reads, told to the others), a node started later included. */
+static void
+approvals(void)
+{
+	static const char pc[] =
+	        "{\"name\": \"pc\", \"connection_type\": \"http\", "
+	        "\"connection_string\": \"env.MCP_URL\", "
+	        "\"needs_session_stickiness\": true, \"is_ping_available\": "
+	        "false, \"tools_to_execute\": [\"*\"], \"tool_changes\": "
+	        "\"hold\"}";
+	peer        up = {0};
+	char        good[96], body[160];
+	const char *env[] = {good, NULL};
+	json_t     *e;
+
+	CHECK_EQ(peer_start_inject(&up, WAIT_MS), 0);
+	snprintf(good, sizeof(good), "MCP_URL=http://127.0.0.1:%d/mcp",
+	         up.port);
+	pgt_db(&pg, "approvals", url, sizeof(url));
+	for (int i = 0; i < 2; i++) {
+		start_node(i, pc, env);
+		CHECK(state_within("pc", "healthy", WAIT_MS));
+	}
+	admin(up.port, "/admin/describe", "{\"description\": \"changed\"}",
+	      NULL);
+	json_decref(wait_held(0, "pc", true));
+	e = wait_held(1, "pc", true);
+	snprintf(body, sizeof(body), "{\"digest\": \"%s\"}",
+	         json_string_value(json_object_get(e, "tools_pending")));
+	json_decref(e);
+	on(1);
+	expect("POST", "/api/mcp/client/pc/tools/approve", body, NULL, 200,
+	       "");
+	json_decref(wait_held(1, "pc", false));
+	json_decref(wait_held(0, "pc", false)); /* told */
+	start_node(2, pc, env);
+	CHECK(state_within("pc", "healthy", WAIT_MS));
+	e = entry_of(2, "pc");
+	CHECK(e != NULL && json_object_get(e, "tools_held") == NULL);
+	json_decref(e);
+	for (int i = 0; i < 3; i++) {
+		peer_stop(&node[i]);
+	}
+	admin(up.port, "/admin/describe",
+	      "{\"description\": \"Answers the message\"}", NULL);
 	peer_stop(&up);
 }
 
@@ -1161,6 +1235,7 @@ main(int argc, char **argv)
 	RUN_IF(boot_together);
 	RUN_IF(aggregation);
 	RUN_IF(tool_lists);
+	RUN_IF(approvals);
 	RUN_IF(db_restart);
 	RUN_IF(refresh_once);
 	RUN_IF(flow_across);

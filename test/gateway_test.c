@@ -513,15 +513,18 @@ stale(void)
 
 /* tool_changes hold through the daemon: a changed tool is not listed on
  * /mcp until the admin approves the list by its digest (POST
- * .../tools/approve), which needs the admin token and the digest. */
+ * .../tools/approve), which needs the admin token and the digest; the
+ * hold and the approval are counted in /metrics and the approval is on
+ * /api/events. */
 static void
 held(void)
 {
 	peer        d = {0}, up = {0};
-	char        body[512], digest[128], *out;
+	char        body[512], digest[128], *out, *seen = NULL;
 	long        st;
 	json_t     *got, *v, *root;
 	const char *pending;
+	int         ev;
 
 	gateway_serve(&d);
 	CHECK_EQ(peer_start_inject(&up, WAIT_MS), 0);
@@ -550,6 +553,11 @@ held(void)
 	snprintf(digest, sizeof(digest), "{\"digest\": \"%s\"}", pending);
 	json_decref(root);
 	CHECK(metric_within("mcpkeep_tools_held{client=\"pinned\"}", 1, 1));
+	CHECK(metric_within("mcpkeep_tool_changes_total{client=\"pinned\","
+	                    "decision=\"held\"}",
+	                    1, 1));
+	ev = sv_events("Authorization: Bearer " ADMIN, &st, NULL);
+	CHECK(ev >= 0 && st == 200);
 	expect("POST", "/api/mcp/client/pinned/tools/approve", "{}", ADMIN,
 	       400, "field \\\"digest\\\" must be the list's digest");
 	expect("POST", "/api/mcp/client/pinned/tools/approve", digest, "", 401,
@@ -559,6 +567,14 @@ held(void)
 	expect("POST", "/api/mcp/client/pinned/tools/approve", digest, ADMIN,
 	       200, "\"approved\"");
 	CHECK(metric_within("mcpkeep_tools_held{client=\"pinned\"}", 0, 0));
+	CHECK(metric_within("mcpkeep_tool_changes_total{client=\"pinned\","
+	                    "decision=\"approved\"}",
+	                    1, 1));
+	/* the approval on /api/events */
+	CHECK(sv_until(ev, "\"state\":\"approved\"", WAIT_MS, &seen));
+	CHECK(strstr(seen, "event: pin\ndata: {\"client_id\"") != NULL);
+	free(seen);
+	close(ev);
 	got = sdk_client(KEY_ALL, "[]");
 	CHECK(holds(json_object_get(got, "tools"), "pinned-echo"));
 	json_decref(got);

@@ -1038,6 +1038,73 @@ tool_versions(void)
 	place_close(&pl);
 }
 
+/* tool_changes hold: the approval is the store's, across restarts - a
+ * held tool stays held (a restart does not approve the list it finds), a
+ * rejection stays, an approval stays. */
+static void
+tool_approvals(void)
+{
+	static const char *const want[] = {
+	        "changed its description since the list was approved "
+	        "(tool_changes hold: approve the list first)",
+	        "(tool_changes hold: the change was rejected)", NULL};
+	place       pl;
+	sub         sb;
+	mk_runtime *rt;
+	kn_actor   *cl;
+	char       *err  = NULL, *out, cfg[512], digest[80];
+	int         from = 0, rc;
+	json_t     *v;
+
+	place_open(&pl, 0);
+	rt = rt_open_store(&sb, pl.db);
+	snprintf(
+	        cfg, sizeof(cfg),
+	        "{\"name\": \"app\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"], \"tool_sync_interval\": \"1h\", \"tool_changes\": \"hold\"}",
+	        srv.port);
+	CHECK_EQ(mk_client_add(rt, cfg, NULL, &err), 0);
+	(void)wait_state(&sb, &from, "app", "healthy", NULL);
+	CHECK_EQ(kn_lookup(rt->kernel, CLIENT_PREFIX "app", &cl), 0);
+	admin(srv.port, "/admin/describe", "{\"description\": \"held back\"}",
+	      NULL);
+	check_once(cl);
+	kn_actor_release(&cl);
+	v = view_of(rt, "app");
+	snprintf(digest, sizeof(digest), "%s", vstr(v, "tools_pending"));
+	json_decref(v);
+	CHECK(strlen(digest) == 64);
+	for (int round = 0; round < 3; round++) {
+		rt_close(&rt, &sb);
+		rt   = rt_open_store(&sb, pl.db);
+		from = 0;
+		CHECK_EQ(mk_stream_snapshot(rt, 0), 0); /* (it may be already) */
+		(void)wait_state(&sb, &from, "app", "healthy", NULL);
+		out = call_text(rt, "app", "echo", "{\"message\": \"m\"}",
+		                &rc);
+		fprintf(stderr, "   round %d: %d %s\n", round, rc, out);
+		if (want[round] != NULL) {
+			CHECK_EQ(rc, MK_ESTATE);
+			CHECK(strstr(out, want[round]) != NULL);
+		} else {
+			CHECK_EQ(rc, 0);
+		}
+		free(out);
+		if (round == 0) {
+			CHECK_EQ(mk_client_tools_reject(rt, "app", digest,
+			                                &err),
+			         0);
+		} else if (round == 1) {
+			CHECK_EQ(mk_client_tools_approve(rt, "app", digest,
+			                                 &err),
+			         0);
+		}
+	}
+	rt_close(&rt, &sb);
+	admin(srv.port, "/admin/describe",
+	      "{\"description\": \"Answers the message\"}", NULL);
+	place_close(&pl);
+}
+
 /* Reverses an object's keys (jansson keeps insertion order). */
 static json_t *
 reversed(json_t *o)
@@ -1418,6 +1485,7 @@ main(int argc, char **argv)
 	RUN_IF(restart_restores);
 	RUN_IF(stored_error);
 	RUN_IF(key_order);
+	RUN_IF(tool_approvals);
 	RUN_IF(unchanged_ticks);
 	RUN_IF(tool_versions);
 	RUN_IF(sealed_runtime);

@@ -204,6 +204,7 @@ on_connect(client *cl, kn_msg *msg)
 	cl_connect_msg m;
 	bool           boot;
 	char          *known;
+	uint64_t       corr;
 	json_t        *tools = NULL;
 
 	(void)cl_connect_msg_unpack(msg->env.payload, msg->env.payload_len,
@@ -221,16 +222,23 @@ on_connect(client *cl, kn_msg *msg)
 	}
 	free(known);
 	json_decref(tools);
-	cl_pin_start(cl, false); /* (tool_changes: the stored approval) */
+	corr = kn_defer(msg);
+	if (!cl_pin_wait(cl, corr, boot)) {
+		cl_connect_go(cl, corr, boot);
+	}
+}
+
+void
+cl_connect_go(client *cl, uint64_t corr, bool boot)
+{
 	if (cl->state == CS_PENDING && cl_cred_needed(cl)) {
 		/* a stored credential ends the pending state at once */
-		uint64_t corr = kn_defer(msg);
 		cl_cred_fetch(cl, CRED_PEEK, connect_cred,
 		              (void *)(uintptr_t)(boot ? HOW_BOOT : HOW_ADD),
 		              corr);
 		return;
 	}
-	connect_now(cl, kn_defer(msg), msg->env.type, boot);
+	connect_now(cl, corr, MSG_CL_CONNECT, boot);
 }
 
 static void

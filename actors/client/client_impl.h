@@ -254,6 +254,9 @@ struct client {
 	char     rejected[TOOLS_HASH_HEX]; /* the list now, when rejected */
 	bool     pin_known;   /* the approval is read (or there is no store) */
 	bool     pin_reading; /* the store is asked for it */
+	bool     pin_waits;   /* the first connect waits for it: */
+	bool     pin_boot;    /* (a boot's) */
+	uint64_t pin_corr;    /* (its deferred ask) */
 	uint64_t pin_gen;     /* bumped by every decision: a read begun
 	                       * before one is stale */
 	strmap  cache;        /* results kept (cache.c): key -> cl_centry */
@@ -374,9 +377,10 @@ void cl_cache_listed(client *cl);
 void cl_cache_clear(client *cl);
 
 /* pin.c: tool_changes.  cl_pin_mode is the client's (its config's, else
- * the global one); cl_pin_start reads the stored approval (at the
- * client's first connect, and for MSG_CL_APPROVALS: another node
- * decided); cl_pin_listed holds back what a new list changed;
+ * the global one); cl_pin_start reads the stored approval again
+ * (MSG_CL_APPROVALS: another node decided); cl_pin_wait reads it before
+ * the client's first connect, which goes on (cl_connect_go) once it is
+ * read: true when it waits; cl_pin_listed holds back what a new list changed;
  * cl_pin_config takes the list on a config change (mode_was: the mode
  * before it); cl_pin_refuses says why a tool may not be called (why), or
  * false; cl_tool_hints gives a tool's annotations, those of a held tool
@@ -384,6 +388,7 @@ void cl_cache_clear(client *cl);
  * cl_pin_view marks the view; cl_on_decide answers MSG_CL_DECIDE. */
 int  cl_pin_mode(const client *cl);
 void cl_pin_start(client *cl, bool again);
+bool cl_pin_wait(client *cl, uint64_t corr, bool boot);
 void cl_pin_listed(client *cl);
 void cl_pin_config(client *cl, int mode_was);
 bool cl_pin_refuses(client *cl, const char *tool, char *why, size_t len);
@@ -422,6 +427,9 @@ int     cl_status_of(const mcp_error *e);
 /* conn.c: a waiter is (corr, type) answered by type; corr 0 with
  * type MSG_NONE is the running check's own, type MSG_CL_RECONNECT with
  * corr 0 none */
+/* actor.c: the first connect goes on (the approval is read). */
+void cl_connect_go(client *cl, uint64_t corr, bool boot);
+
 void cl_dial_start(client *cl, cl_dwhy why, uint64_t corr, uint32_t type);
 void cl_conn_config(const client *cl, mcp_config *mc);
 void cl_conn_release(client *cl, cl_sconn *c);

@@ -272,6 +272,17 @@ evaluate(client *cl)
 	}
 }
 
+/* The first connect waits no more (the approval is read, or cannot be
+ * yet, or is not needed). */
+static void
+resume(client *cl)
+{
+	if (cl->pin_waits) {
+		cl->pin_waits = false;
+		cl_connect_go(cl, cl->pin_corr, cl->pin_boot);
+	}
+}
+
 /* Forgets the approval (tool_changes accept). */
 static void
 drop(client *cl)
@@ -282,6 +293,7 @@ drop(client *cl)
 	cl->approved_digest[0] = cl->rejected[0] = '\0';
 	cl->pin_known = cl->pin_reading = false;
 	cl->pin_gen++;
+	resume(cl);
 }
 
 /* The row read from the store (NULL: none; unreadable: one refused). */
@@ -345,8 +357,18 @@ on_read(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	bool         stale = a->gen != cl->pin_gen;
 
 	free(a);
-	if (status == MK_ECLOSED || stale) {
-		return; /* (stopping; or decided since, or read again) */
+	if (status == MK_ECLOSED) {
+		if (cl->pin_waits) { /* stopping */
+			cl->pin_waits = false;
+			kn_reply_why(cl->self, cl->pin_corr, MK_ECLOSED,
+			             "MCP client %s is shutting down",
+			             cl->cfg->name);
+		}
+		return;
+	}
+	if (stale) {
+		resume(cl); /* (decided since, or read again) */
+		return;
 	}
 	cl->pin_reading = false;
 	if (status != 0 || ps_found_msg_unpack(data, len, &m) != 0) {
@@ -356,12 +378,27 @@ on_read(kn_actor *self, void *arg, int status, const void *data, size_t len)
 		        cl->cfg->name, codec_strerror(status),
 		        PIN_RETRY_MS / 1000);
 		(void)kn_timer_add(cl->self, PIN_RETRY_MS, on_retry, cl);
+		resume(cl); /* (every tool held meanwhile) */
 		return;
 	}
 	row = m.row != NULL ? json_loads(m.row, 0, NULL) : NULL;
 	take_row(cl, row, m.unreadable || (m.row != NULL && row == NULL));
 	json_decref(row);
 	ps_found_msg_clear(&m);
+	resume(cl);
+}
+
+bool
+cl_pin_wait(client *cl, uint64_t corr, bool boot)
+{
+	cl_pin_start(cl, false);
+	if (!cl->pin_reading) {
+		return (false);
+	}
+	cl->pin_waits = true;
+	cl->pin_corr  = corr;
+	cl->pin_boot  = boot;
+	return (true);
 }
 
 void

@@ -254,6 +254,9 @@ on_forwarded(kn_actor *self, void *arg, int status, const void *data,
 	actx  *x = arg;
 	entry *e = sv_find(x->sv, x->id);
 
+	if (e != NULL && status == 0 && x->check) {
+		sv_checked(e, data, len); /* (its counters are ours now) */
+	}
 	if (e != NULL) {
 		sv_schedule(self, x->sv, e);
 	}
@@ -330,6 +333,7 @@ on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
 		kn_reply_why(self, corr, MK_ENOMEM, "out of memory");
 		return;
 	}
+	x->check = msg->env.type == MSG_SV_REFRESH;
 	if (change) {
 		/* its config write is part of its answer */
 		x->ticket  = ++sv->tickets;

@@ -45,25 +45,34 @@ sv_schedule(kn_actor *self, sv_self *sv, entry *e)
 	e->tick = kn_timer_add(self, ms, on_tick, e);
 }
 
+void
+sv_checked(entry *e, const void *data, size_t len)
+{
+	cl_state_msg m;
+
+	if (cl_state_msg_unpack(data, len, &m) == 0) {
+		assert(m.state >= 0 && m.state < CS_COUNT);
+		e->state = (cl_state)m.state;
+		if (m.metrics != NULL) {
+			free(e->metrics); /* the check's counters */
+			e->metrics = m.metrics;
+			m.metrics  = NULL;
+		}
+		cl_state_msg_clear(&m);
+	}
+}
+
 static void
 on_checked(kn_actor *self, void *arg, int status, const void *data, size_t len)
 {
-	actx        *x  = arg;
-	sv_self     *sv = x->sv;
-	entry       *e  = sv_find(sv, x->id);
-	cl_state_msg m;
+	actx    *x  = arg;
+	sv_self *sv = x->sv;
+	entry   *e  = sv_find(sv, x->id);
 
 	if (e != NULL) {
 		e->checking = false;
-		if (status == 0 && cl_state_msg_unpack(data, len, &m) == 0) {
-			assert(m.state >= 0 && m.state < CS_COUNT);
-			e->state = (cl_state)m.state;
-			if (m.metrics != NULL) {
-				free(e->metrics); /* the check's counters */
-				e->metrics = m.metrics;
-				m.metrics  = NULL;
-			}
-			cl_state_msg_clear(&m);
+		if (status == 0) {
+			sv_checked(e, data, len);
 		}
 		sv_schedule(self, sv, e);
 	}

@@ -94,6 +94,7 @@ typedef struct actx {
 	uint64_t     serial; /* ... that entry of it (start_client), or 0 */
 	uint64_t     corr;   /* the API ask to answer, or 0 */
 	bool         boot;   /* MSG_CL_CONNECT at boot */
+	bool         check;  /* MSG_CL_CHECK for the API (MSG_SV_REFRESH) */
 	uint64_t     ticket; /* an API change's: the reply waits for it */
 	struct load *load;   /* MSG_SV_LOAD or _RELOAD in progress, or NULL */
 	json_t      *was;    /* a reload's update: the base entry it replaces
@@ -188,6 +189,10 @@ void  sv_actx_free(actx *x);
 /* (Re)arms e's health tick for its state: healthy every sync_ms,
  * unstable every unstable_ms, +-10% jitter; other states none. */
 void sv_schedule(kn_actor *self, sv_self *sv, entry *e);
+
+/* sv_checked takes a check's answer (cl_state_msg: its state, and the
+ * counters the client now counts as the supervisor's). */
+void sv_checked(entry *e, const void *data, size_t len);
 
 /* boot.c: the message handlers MSG_SV_ADD, _LOAD, _RELOAD, _SETTINGS
  * (supervisor.h has their fields); each answers its ask itself, some
