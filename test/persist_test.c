@@ -1077,7 +1077,8 @@ tool_approvals(void)
 		rt_close(&rt, &sb);
 		rt   = rt_open_store(&sb, pl.db);
 		from = 0;
-		CHECK_EQ(mk_stream_snapshot(rt, 0), 0); /* (it may be already) */
+		CHECK_EQ(mk_stream_snapshot(rt, 0),
+		         0); /* (it may be already) */
 		(void)wait_state(&sb, &from, "app", "healthy", NULL);
 		out = call_text(rt, "app", "echo", "{\"message\": \"m\"}",
 		                &rc);
