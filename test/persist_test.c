@@ -685,17 +685,65 @@ users_submit(mk_runtime *rt, char **sids)
 	}
 }
 
+static void check_once(kn_actor *cl);
+
+/* Whether client "pin" holds echo back (once its approval is read: its
+ * first connect waits for it). */
+static bool
+pin_holds(mk_runtime *rt, sub *sb)
+{
+	int     at = 0;
+	json_t *v;
+	bool    held;
+
+	CHECK_EQ(mk_stream_snapshot(rt, 0), 0);
+	(void)wait_state(sb, &at, "pin", "healthy", NULL);
+	v    = view_of(rt, "pin");
+	held = json_object_get(json_object_get(v, "tools_held"), "echo") !=
+	        NULL;
+	json_decref(v);
+	return (held);
+}
+
+/* Adds the tool_changes hold client "pin" and changes echo's
+ * description under it: held, its list's digest in digest. */
+static void
+pin_prepare(mk_runtime *rt, sub *sb, char *digest, size_t len)
+{
+	char     *err = NULL;
+	kn_actor *cl;
+	json_t   *v;
+	int       at = 0;
+
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"pin\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tool_sync_interval\": \"1h\", \"tools_to_execute\": [\"*\"], \"tool_changes\": \"hold\"}",
+	            srv.port),
+	        0);
+	(void)wait_state(sb, &at, "pin", "healthy", NULL);
+	admin(srv.port, "/admin/describe", "{\"description\": \"held back\"}",
+	      NULL);
+	CHECK_EQ(kn_lookup(rt->kernel, CLIENT_PREFIX "pin", &cl), 0);
+	check_once(cl);
+	kn_actor_release(&cl);
+	CHECK(pin_holds(rt, sb));
+	v = view_of(rt, "pin");
+	snprintf(digest, len, "%s", vstr(v, "tools_pending"));
+	json_decref(v);
+}
+
 /* The child of refused_*: two clients stored and a per_user_headers
- * client's callers told to submit, then the file system full (full) or
- * read-only; adds, an update, a disable, a remove and the callers'
- * header values, each answered on stdout; then it waits to die. */
+ * client's callers told to submit, and a tool_changes hold client's tool
+ * held, then the file system full (full) or read-only; adds, an update,
+ * a disable, a remove, the callers' header values and the held list's
+ * approval, each answered on stdout; then it waits to die. */
 static int
 refuse_main(const char *path, int port, int full)
 {
 	mk_runtime *rt;
 	sub         sb;
 	char        dir[128], filler[160], name[32], *err = NULL, *t;
-	char       *sids[REFUSE_USERS];
+	char       *sids[REFUSE_USERS], digest[80];
 	int         rc;
 
 	srv.port = port;
@@ -705,6 +753,7 @@ refuse_main(const char *path, int port, int full)
 	CHECK(!said(add_client(rt, "keep_0"), NULL, "keep_0"));
 	CHECK(!said(add_client(rt, "keep_1"), NULL, "keep_1"));
 	users_prepare(rt, &sb, sids);
+	pin_prepare(rt, &sb, digest, sizeof(digest));
 	if (full) {
 		fill(dir, filler, sizeof(filler));
 	} else {
@@ -748,6 +797,9 @@ refuse_main(const char *path, int port, int full)
 		CHECK(has_client(rt, "keep_0"));
 		serves(rt, "keep_0");
 	}
+	err = NULL;
+	rc  = mk_client_tools_approve(rt, "pin", digest, &err);
+	CHECK_EQ(pin_holds(rt, &sb), said(rc, err, "approve"));
 	CHECK_EQ(write(1, "done\n", 5), 5);
 	for (;;) {
 		pause();
@@ -823,7 +875,10 @@ refused(int full)
 	CHECK_EQ(t != NULL && strcmp(t, "true") == 0,
 	         json_object_get(ok, "disable") != NULL);
 	free(t);
+	CHECK_EQ(pin_holds(rt, &sb), json_object_get(ok, "approve") == NULL);
 	rt_close(&rt, &sb);
+	admin(srv.port, "/admin/describe",
+	      "{\"description\": \"Answers the message\"}", NULL);
 	json_decref(ok);
 	json_decref(no);
 	place_close(&pl);

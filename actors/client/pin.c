@@ -212,14 +212,15 @@ static int
 pin_store(client *cl, json_t *tools, const char *digest, const char *rejected,
           kn_reply_fn fn, void *arg)
 {
-	char      *list = json_dumps(tools, JSON_COMPACT), *text = NULL;
-	json_t    *row = list == NULL
-	           ? NULL
-	           : json_pack("{s:s, s:s, s:s, s:s?}", "client_id", cl->cfg->id,
-	                       "digest", digest, "tools", list, "rejected",
-                            rejected[0] ? rejected : NULL);
-	ps_row_msg m   = {.table = "tool_approvals"};
-	int        rv  = MK_ENOMEM;
+	char   *list = json_dumps(tools, JSON_COMPACT), *text = NULL;
+	json_t *row = list == NULL
+	        ? NULL
+	        : json_pack("{s:s, s:s, s:s, s:s?}", "client_id", cl->cfg->id,
+	                    "digest", digest, "tools", list, "rejected",
+	                    rejected[0] ? rejected : NULL);
+	/* an admin's has a ticket: refused, it leaves the queue */
+	ps_row_msg m  = {.table = "tool_approvals", .ticket = fn != NULL};
+	int        rv = MK_ENOMEM;
 
 	if (row != NULL && (text = json_dumps(row, JSON_COMPACT)) != NULL) {
 		m.row = text;
@@ -642,13 +643,9 @@ on_stored(kn_actor *self, void *arg, int status, const void *data, size_t len)
 		decided(d->cl, d);
 	} else {
 		why = kn_error_text(data, len);
-		kn_reply_why(
-		        self, d->corr, status == MK_ECLOSED ? status : MK_ESYS,
-		        "the tool list %.12s of MCP client %s was not %s: "
-		        "%s",
-		        d->digest, d->cl->cfg->name,
-		        d->approve ? "approved" : "rejected",
-		        why != NULL ? why : "the store did not answer");
+		/* (MK_ESTORE: "the store cannot write: ...", a 503) */
+		kn_reply_why(self, d->corr, status, "%s",
+		             why != NULL ? why : "the store did not answer");
 		free(why);
 	}
 	decide_free(d);
