@@ -137,7 +137,7 @@ MK=http://127.0.0.1:$port
 MCPKEEP_ADMIN_TOKEN=readme-admin
 AUTH="Authorization: Bearer $MCPKEEP_ADMIN_TOKEN"
 JSON="Content-Type: application/json"
-STATE='' CODE='' SID=''
+STATE='' CODE='' SID='' DIGEST=''
 n=0
 while IFS= read -r line; do
 	[[ $line == curl\ * ]] || continue
@@ -187,6 +187,12 @@ q = u.parse_qs(u.urlparse(sys.argv[1]).query); print(q["state"][0])' "$loc")
 	fi
 	sid=$(json mcp_auth_required.session_id <<<"$body")
 	[[ -z $sid ]] || SID=$sid
+	dg=$(python3 -c 'import json, sys
+try:
+    print(json.load(sys.stdin)["versions"][-1]["digest"])
+except Exception:
+    pass' <<<"$body")
+	[[ -z $dg ]] || DIGEST=$dg # the list's digest: a version's
 done < <(sed -n '/<!-- readme-test:begin -->/,/<!-- readme-test:end -->/p' "${docs[@]}")
 # no secret in any answer or in the daemon's log: the config's, the
 # callers', and every token and code the authorization server handed out
