@@ -1185,9 +1185,34 @@ last_known_good(void)
 	rt_close(&rt, &sb);
 }
 
+/* A call of tool on client name, its connection cut once the request
+ * arrived: it carries an idempotency key, goes again with the same key,
+ * and runs once. */
+static void
+keyed(mk_runtime *rt, peer *p, const char *name, const char *tool)
+{
+	mk_result *res = NULL;
+	mk_call    c   = {.client     = name,
+	                  .tool       = tool,
+	                  .arguments  = "{}",
+	                  .timeout_ms = 10000};
+	long       ran = admin(p->port, "/admin/counters", NULL, tool);
+	long       replays =
+	        admin(p->port, "/admin/counters", NULL, "keys_replayed");
+
+	admin(p->port, "/admin/drop-calls", "{\"count\": 1}", NULL);
+	CHECK_EQ(mk_tool_call(rt, &c, &res), 0);
+	mk_result_free(&res);
+	CHECK_EQ(admin(p->port, "/admin/counters", NULL, tool), ran + 1);
+	CHECK_EQ(admin(p->port, "/admin/counters", NULL, "keys_replayed"),
+	         replays + 1);
+}
+
 /* A call whose connection is cut after it was sent: a destructive tool
  * is answered outcome_unknown (MK_EUNKNOWN) and lands in the ledger; a
- * read-only one goes again and runs once; sticky and per-call. */
+ * read-only one goes again and runs once, and so does a destructive one
+ * that carries an idempotency key (the tool takes one, or the server
+ * declares tools.idempotency); sticky and per-call. */
 static void
 outcome_unknown(void)
 {
@@ -1234,8 +1259,24 @@ outcome_unknown(void)
 		CHECK_EQ(admin(p.port, "/admin/counters", NULL,
 		               "counted_readonly"),
 		         ro + 1);
+		/* a tool that takes an idempotency key gets one: sent again
+		 * with the same key, it runs once */
+		keyed(rt, &p, name, "counted_keyed");
 	}
-	CHECK_EQ(admin(p.port, "/admin/counters", NULL, "calls_dropped"), 4);
+	/* a server that declares tools.idempotency: the key in _meta */
+	admin(p.port, "/admin/idempotency", "{\"declare\": true}", NULL);
+	CHECK_EQ(
+	        add(rt, &err,
+	            "{\"name\": \"cutcap\", \"connection_type\": \"http\", "
+	            "\"connection_string\": \"http://127.0.0.1:%d/mcp\", "
+	            "\"needs_session_stickiness\": true, \"tools_to_execute\": "
+	            "[\"*\"]}",
+	            p.port),
+	        0);
+	wait_state(&sb, &at, "cutcap", "healthy", NULL);
+	keyed(rt, &p, "cutcap", "counted_destructive");
+	admin(p.port, "/admin/idempotency", "{\"declare\": false}", NULL);
+	CHECK_EQ(admin(p.port, "/admin/counters", NULL, "calls_dropped"), 7);
 	/* the ledger: both unknown calls, never their arguments */
 	CHECK_EQ(mk_calls_unknown_json(rt, &text), 0);
 	CHECK((all = json_loads(text, 0, NULL)) != NULL);

@@ -151,6 +151,8 @@ typedef struct mcp_req_opts {
 	const char *traceparent; /* W3C trace context for _meta (2026-07-28),
 	                          * or NULL */
 	const char *tracestate;
+	const char *idempotency_key; /* tools/call: sent as
+	                              * _meta.idempotencyKey, or NULL */
 } mcp_req_opts;
 
 /* Parsed tool annotations with the MCP defaults. */
@@ -243,6 +245,17 @@ int64_t mcp_session_cause(const mcp_session *s);
 
 /* mcp_tool_hints reads a tool object's annotations with the defaults. */
 void mcp_tool_hints(json_t *tool, mcp_hints *out);
+
+/*
+ * Idempotency keys (the MCP proposal SEP-3182, and a convention of
+ * servers): a server that declares the capability tools.idempotency runs
+ * the tools/call requests of one _meta.idempotencyKey once
+ * (mcp_session_idempotent); a tool whose input schema has a string
+ * property "idempotencyKey" or "idempotency_key" takes one in its
+ * arguments (mcp_tool_key_param: that name, or NULL).
+ */
+bool        mcp_session_idempotent(const mcp_session *s);
+const char *mcp_tool_key_param(json_t *tool);
 
 /* mcp_session_modern: the session speaks 2026-07-28 (no initialize). */
 bool mcp_session_modern(const mcp_session *s);

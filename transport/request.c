@@ -31,6 +31,37 @@ mcp_tool_hints(json_t *tool, mcp_hints *out)
 	out->open_world  = hint(ann, "openWorldHint", true);
 }
 
+bool
+mcp_session_idempotent(const mcp_session *s)
+{
+	json_t *t = json_object_get(
+	        json_object_get(mcp_session_server_caps(s), "tools"),
+	        "idempotency");
+
+	return (json_is_object(t) || json_is_true(t));
+}
+
+const char *
+mcp_tool_key_param(json_t *tool)
+{
+	static const char *const names[] = {"idempotencyKey",
+	                                    "idempotency_key"};
+	json_t *props = json_object_get(json_object_get(tool, "inputSchema"),
+	                                "properties");
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		json_t *p = json_object_get(props, names[i]);
+		json_t *t = json_object_get(p, "type");
+		if (json_is_object(p) &&
+		    (t == NULL ||
+		     (json_is_string(t) &&
+		      strcmp(json_string_value(t), "string") == 0))) {
+			return (names[i]);
+		}
+	}
+	return (NULL);
+}
+
 static const struct {
 	const char *method, *key;
 	size_t      items, bytes;
@@ -269,6 +300,11 @@ mcp_call_tool(mcp_session *s, const char *name, json_t *arguments,
 	params = json_pack("{s:s, s:o}", "name", name, "arguments",
 	                   arguments != NULL ? json_incref(arguments)
 	                                     : json_object());
+	if (params != NULL && o != NULL && o->idempotency_key != NULL) {
+		json_object_set_new(params, "_meta",
+		                    json_pack("{s:s}", "idempotencyKey",
+		                              o->idempotency_key));
+	}
 	if (params == NULL) {
 		return (MK_ENOMEM);
 	}

@@ -337,6 +337,8 @@ send_call(mcp_session *s, cl_call *c, mcp_result_fn fn)
 		return (mcp_read_resource(s, c->tool, &o, fn, c, &c->rid));
 	default:
 		o.tool = cl_tool_named(c->cl, c->tool);
+		cl_call_keyed(c, s);
+		o.idempotency_key = c->idem_meta ? c->idem : NULL;
 		return (mcp_call_tool(s, c->tool, c->args, &o, fn, c,
 		                      &c->rid));
 	}

@@ -175,6 +175,8 @@ typedef struct cl_call {
 	                       * it frees the session sees it over */
 	uint64_t ticket;      /* the caller's name for it, 0: none */
 	int64_t  rid;         /* its tools/call's request id while out, 0 */
+	char     idem[40];    /* its idempotency key, "" none (recover.c) */
+	bool     idem_meta;   /* sent as _meta.idempotencyKey too */
 	char    *cancelled;   /* the caller gave up: why (sent no more) */
 	bool     slotted;     /* holds one of max_concurrent_calls' slots */
 	uint64_t htimer;      /* waiting for a slot: its deadline's timer */
@@ -512,7 +514,15 @@ bool cl_auth_failure(const mcp_error *e);
 bool cl_session_gone(const mcp_error *e);
 /* the connection failed after a request went out: it may have run */
 bool cl_cut(const mcp_error *e);
+/* whether c may go twice: its tool is safe to repeat (read-only, not
+ * destructive, or idempotent - annotations of a held tool untrusted), or
+ * it carries an idempotency key (cl_call_keyed) */
 bool cl_retry_safe(const client *cl, const cl_call *c);
+/* cl_call_keyed gives a tools/call not safe to repeat an idempotency key
+ * before its first send, where s's server declares tools.idempotency
+ * (_meta) or its tool takes one (an argument): every send carries the
+ * same one */
+void cl_call_keyed(cl_call *c, mcp_session *s);
 /* call.c: cl_call_of gives the call a server's request on session s is
  * caused by: the call out on it as request cause (the server said so:
  * mcp_session_cause; 0: it did not), or else the one call out on it

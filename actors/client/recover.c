@@ -28,6 +28,7 @@
  * refresh and the reconnect still happen.  The reply says what ran.
  */
 #include <ctype.h>
+#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,18 +114,60 @@ cl_tool_named(const client *cl, const char *name)
 	return (NULL);
 }
 
-bool
-cl_retry_safe(const client *cl, const cl_call *c)
+/* Whether c's tool is safe to run twice by its annotations. */
+static bool
+hints_safe(const client *cl, const cl_call *c)
 {
 	mcp_hints h;
 
-	if (c->kind != CL_CALL_TOOL) {
-		return (true); /* prompts/get, resources/read: reads */
-	}
 	if (!cl_tool_hints(cl, c->tool, &h)) {
 		return (false); /* unknown: the defaults say destructive */
 	}
 	return (!(!h.read_only && h.destructive && !h.idempotent));
+}
+
+bool
+cl_retry_safe(const client *cl, const cl_call *c)
+{
+	return (c->kind != CL_CALL_TOOL || /* prompts/get, resources/read */
+	        c->idem[0] != '\0' || hints_safe(cl, c));
+}
+
+void
+cl_call_keyed(cl_call *c, mcp_session *s)
+{
+	const char   *param;
+	json_t       *given;
+	unsigned char r[16];
+	bool          caps;
+
+	if (c->kind != CL_CALL_TOOL || c->idem[0] != '\0' ||
+	    hints_safe(c->cl, c)) {
+		return;
+	}
+	param = mcp_tool_key_param(cl_tool_named(c->cl, c->tool));
+	caps  = mcp_session_idempotent(s);
+	given = param != NULL ? json_object_get(c->args, param) : NULL;
+	if (param == NULL && !caps) {
+		return;
+	}
+	if (json_is_string(given) &&
+	    json_string_length(given) < sizeof(c->idem)) {
+		/* the caller's own: sent as it is */
+		snprintf(c->idem, sizeof(c->idem), "%s",
+		         json_string_value(given));
+	} else if (given != NULL || RAND_bytes(r, sizeof(r)) != 1) {
+		return; /* (a key of its own we cannot carry: as it is) */
+	} else {
+		for (size_t i = 0; i < sizeof(r); i++) {
+			snprintf(c->idem + 2 * i, 3, "%02x", r[i]);
+		}
+		if (param != NULL) {
+			json_object_set_new(c->args, param,
+			                    json_string(c->idem));
+		}
+	}
+	c->idem_meta = caps;
 }
 
 /* Whether c's tool is still the server's (a prompt's or a resource's

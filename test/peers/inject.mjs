@@ -43,7 +43,12 @@
 //                                     each of the next n tools/call
 //                                     requests is cut once the request
 //                                     arrived (it never runs); counter
-//                                     calls_dropped
+//                                     calls_dropped; a tool that runs
+//                                     later with the idempotency key of
+//                                     such a request counts keys_replayed
+//          POST /admin/idempotency    {"declare": bool}: sessions made
+//                                     from now on declare the capability
+//                                     tools.idempotency (SEP-3182)
 //          POST /admin/list-changed   notifications/tools/list_changed to
 //                                     every session (it travels on the
 //                                     session's GET /mcp stream: a session
@@ -85,6 +90,7 @@
 //   counted_destructive, counted_idempotent, counted_readonly,
 //   counted_cacheable (readOnlyHint and idempotentHint),
 //   counted_none {}       bump their own counter, answer its new value
+//   counted_keyed {idempotencyKey?} the same, destructive, with a key
 //                         (counters are per process, shared by sessions)
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -122,6 +128,8 @@ const counters = {
 	counted_readonly: 0,
 	counted_cacheable: 0,
 	counted_none: 0,
+	counted_keyed: 0,
+	keys_replayed: 0,
 };
 
 // echo's description; POST /admin/describe changes it everywhere.
@@ -157,7 +165,10 @@ function text(s) {
 // A new McpServer with every tool; one per session (an McpServer serves
 // one transport).
 function makeServer() {
-	const s = new McpServer({ name: 'mk-inject', version: '1.0.0' });
+	const s = new McpServer({ name: 'mk-inject', version: '1.0.0' },
+		declareIdempotency
+			? { capabilities: { tools: { idempotency: {} } } }
+			: undefined);
 
 	s.mkEcho = s.registerTool('echo', {
 		description: echoDescription,
@@ -277,11 +288,21 @@ function makeServer() {
 		if (annotations !== undefined) {
 			config.annotations = annotations;
 		}
-		s.registerTool(name, config, async () => {
+		s.registerTool(name, config, async (_args, extra) => {
 			counters[name]++;
+			replayed(extra._meta?.idempotencyKey);
 			return text(String(counters[name]));
 		});
 	}
+	s.registerTool('counted_keyed', {
+		description: 'Counts its executions; takes an idempotency key',
+		annotations: counted.counted_destructive,
+		inputSchema: { idempotencyKey: z.string().optional() },
+	}, async ({ idempotencyKey }) => {
+		counters.counted_keyed = (counters.counted_keyed ?? 0) + 1;
+		replayed(idempotencyKey);
+		return text(String(counters.counted_keyed));
+	});
 
 	// ---- pid {}: text = this server's process id (tests tell whether
 	// a stdio server was restarted) ----
@@ -378,6 +399,11 @@ async function onMcp(req, res) {
 			}
 			const body = JSON.parse(Buffer.concat(chunks).toString());
 			if (body?.method === 'tools/call') {
+				const key = body.params?._meta?.idempotencyKey ??
+					body.params?.arguments?.idempotencyKey;
+				if (key !== undefined) {
+					droppedKeys.add(key);
+				}
 				dropCalls--;
 				counters.calls_dropped = (counters.calls_dropped ?? 0) + 1;
 				req.socket.destroy();
@@ -473,6 +499,16 @@ async function onMcp(req, res) {
 
 let bigTools = null; // {pages, bytes, repeat}, or null: the SDK's list
 let dropCalls = 0; // tools/call requests whose connection is cut
+const droppedKeys = new Set(); // the idempotency keys of those
+// Sessions made from now on declare tools.idempotency (SEP-3182).
+let declareIdempotency = false;
+
+// A tool ran with the key of a request whose connection was cut: counted.
+function replayed(key) {
+	if (key !== undefined && droppedKeys.has(key)) {
+		counters.keys_replayed = (counters.keys_replayed ?? 0) + 1;
+	}
+}
 
 // Page k of the big list: one tool, and the cursor of the next page.
 function bigToolsPage(cursor) {
@@ -525,7 +561,7 @@ async function onAdmin(req, res, path) {
 		return;
 	}
 	if (!['/admin/ping-mode', '/admin/describe', '/admin/add-tool',
-		'/admin/drop-calls', '/admin/annotate',
+		'/admin/drop-calls', '/admin/annotate', '/admin/idempotency',
 		'/admin/remove-tool'].includes(path)) {
 		req.resume(); // only these read their body
 	}
@@ -576,6 +612,9 @@ async function onAdmin(req, res, path) {
 			delete server.mkAdded?.[name];
 		}
 		sendJson(res, 200, { removed: name });
+	} else if (path === '/admin/idempotency' && req.method === 'POST') {
+		declareIdempotency = (await readJson(req))?.declare === true;
+		sendJson(res, 200, { declareIdempotency });
 	} else if (path === '/admin/drop-calls' && req.method === 'POST') {
 		dropCalls = (await readJson(req))?.count ?? 1;
 		sendJson(res, 200, { dropCalls });
