@@ -1106,27 +1106,12 @@ tool_approvals(void)
 	place       pl;
 	sub         sb;
 	mk_runtime *rt;
-	kn_actor   *cl;
-	char       *err  = NULL, *out, cfg[512], digest[80];
+	char       *err  = NULL, *out, digest[80];
 	int         from = 0, rc;
-	json_t     *v;
 
 	place_open(&pl, 0);
 	rt = rt_open_store(&sb, pl.db);
-	snprintf(
-	        cfg, sizeof(cfg),
-	        "{\"name\": \"app\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"], \"tool_sync_interval\": \"1h\", \"tool_changes\": \"hold\"}",
-	        srv.port);
-	CHECK_EQ(mk_client_add(rt, cfg, NULL, &err), 0);
-	(void)wait_state(&sb, &from, "app", "healthy", NULL);
-	CHECK_EQ(kn_lookup(rt->kernel, CLIENT_PREFIX "app", &cl), 0);
-	admin(srv.port, "/admin/describe", "{\"description\": \"held back\"}",
-	      NULL);
-	check_once(cl);
-	kn_actor_release(&cl);
-	v = view_of(rt, "app");
-	snprintf(digest, sizeof(digest), "%s", vstr(v, "tools_pending"));
-	json_decref(v);
+	pin_prepare(rt, &sb, digest, sizeof(digest));
 	CHECK(strlen(digest) == 64);
 	for (int round = 0; round < 3; round++) {
 		rt_close(&rt, &sb);
@@ -1134,8 +1119,8 @@ tool_approvals(void)
 		from = 0;
 		CHECK_EQ(mk_stream_snapshot(rt, 0),
 		         0); /* (it may be already) */
-		(void)wait_state(&sb, &from, "app", "healthy", NULL);
-		out = call_text(rt, "app", "echo", "{\"message\": \"m\"}",
+		(void)wait_state(&sb, &from, "pin", "healthy", NULL);
+		out = call_text(rt, "pin", "echo", "{\"message\": \"m\"}",
 		                &rc);
 		fprintf(stderr, "   round %d: %d %s\n", round, rc, out);
 		if (want[round] != NULL) {
@@ -1146,11 +1131,11 @@ tool_approvals(void)
 		}
 		free(out);
 		if (round == 0) {
-			CHECK_EQ(mk_client_tools_reject(rt, "app", digest,
+			CHECK_EQ(mk_client_tools_reject(rt, "pin", digest,
 			                                &err),
 			         0);
 		} else if (round == 1) {
-			CHECK_EQ(mk_client_tools_approve(rt, "app", digest,
+			CHECK_EQ(mk_client_tools_approve(rt, "pin", digest,
 			                                 &err),
 			         0);
 		}
