@@ -717,6 +717,85 @@ max_concurrent_calls(void)
 	peer_stop(&p);
 }
 
+/* Calls that hang never take every connection to their server: the
+ * reconnect that could see it is gone still gets one, and the calls past
+ * the room wait for a slot (SPEC 7, max_concurrent_calls). */
+static void
+calls_leave_room(void)
+{
+	sub         sb;
+	mk_runtime *rt = rt_open(&sb);
+	char        want[512], *err = NULL, name[16];
+
+	for (int k = 0; k < 2; k++) {
+		peer    p = {0};
+		batch   b = {PTHREAD_MUTEX_INITIALIZER,
+		             PTHREAD_COND_INITIALIZER,
+		             0,
+		             0,
+		             0,
+		             "never"};
+		mk_call h = {
+		        .client = name, .tool = "hang", .timeout_ms = 120000};
+
+		start_inject(&p);
+		snprintf(name, sizeof(name), "room%d", k);
+		CHECK_EQ(
+		        add(rt, &err,
+		            "{\"name\": \"%s\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": %s, \"tools_to_execute\": [\"*\"]}",
+		            name, p.port, k == 0 ? "true" : "false"),
+		        0);
+		for (int i = 0; i < 64; i++) {
+			CHECK_EQ(mk_tool_call_async(rt, &h, on_done, &b), 0);
+		}
+		wait_counter(p.port, "hanging", 60);
+		/* before, the 64 calls held all 64 connections and these
+		 * waited out their 30 s ("connect timed out after 30000 ms")
+		 */
+		if (mk_client_refresh_tools(rt, name, &err) != 0 ||
+		    (k == 1 &&
+		     (mk_client_disable(rt, name, &err) != 0 ||
+		      mk_client_enable(rt, name, &err) != 0))) {
+			fprintf(stderr, "%s: %s\n", name, err);
+			CHECK(0);
+		}
+		/* (before, its check's ping waited too: healthy -> unstable)
+		 */
+		json_t *v = view_of(rt, name);
+		CHECK(strcmp(vstr(v, "state"), "healthy") == 0);
+		json_decref(v);
+		mk_result *res = NULL;
+		mk_call    e   = {.client     = name,
+		                  .tool       = "echo",
+		                  .arguments  = "{\"message\": \"late\"}",
+		                  .timeout_ms = 300};
+		CHECK_EQ(mk_tool_call(rt, &e, &res), MK_EBUSY);
+		snprintf(
+		        want, sizeof(want),
+		        "MCP client %s has 60 calls in flight (the most sent to "
+		        "one server at once, leaving connections for its "
+		        "checks): the call waited ",
+		        name);
+		if (strncmp(res->error, want, strlen(want)) != 0) {
+			fprintf(stderr, "got: %s\n", res->error);
+		}
+		CHECK(strncmp(res->error, want, strlen(want)) == 0);
+		mk_result_free(&res);
+		CHECK_EQ(admin(p.port, "/admin/counters", NULL, "hanging"),
+		         60);
+		peer_stop(&p); /* the calls end (their outcome unknown) */
+		pthread_mutex_lock(&b.mtx);
+		while (b.done < 64) {
+			pthread_cond_wait(&b.cv, &b.mtx);
+		}
+		pthread_mutex_unlock(&b.mtx);
+		CHECK_EQ(b.ok, 0);
+		CHECK_EQ(mk_client_remove(rt, name, &err), 0);
+	}
+	rt_close(&rt, &sb);
+	free(err);
+}
+
 /* mk_tool_call_cancel: a call the server has is cancelled there (its
  * `slow` stops at its next step) and answered "cancelled"; one waiting
  * for a slot is answered at once and never sent; sticky and per-call. */
@@ -1789,6 +1868,7 @@ main(int argc, char **argv)
 	RUN_IF(make_before_break);
 	RUN_IF(progress_api);
 	RUN_IF(max_concurrent_calls);
+	RUN_IF(calls_leave_room);
 	RUN_IF(cancel_api);
 	RUN_IF(disable_during_reconnect);
 	RUN_IF(stale_check_dropped);

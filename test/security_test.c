@@ -1228,28 +1228,26 @@ hanging(void)
 	/* the admin API answers beside them */
 	expect("GET", "/api/mcp/clients", NULL, NULL, 200, "\"hot\"");
 	expect("POST", "/api/mcp/client/hot/disable", NULL, NULL, 200, NULL);
-	/* the enable answers with its connect's outcome: 200, or 504 when
-	 * the connect outlived its own 30 s (seen once under TSan, with the
-	 * 64 calls' sessions closing meanwhile): either way it answered */
-	long  st;
-	char *out = http_try("POST", "/api/mcp/client/hot/enable", NULL, NULL,
-	                     &st);
-	if (st != 200) {
-		fprintf(stderr, "enable: HTTP %ld %s\n", st, out ? out : "");
-	}
-	CHECK(st == 200 ||
-	      (st == 504 &&
-	       strstr(out, "did not answer initialize within 30000 ms")));
-	free(out);
+	/* the enable connects beside the 64 calls: they hold at most 60 of
+	 * the 64 connections to the server (before, they held all of them
+	 * and the connect timed out after 30 s, now and then) */
+	expect("POST", "/api/mcp/client/hot/enable", NULL, NULL, 200, NULL);
 	expect("GET", "/readyz", NULL, NULL, 200, "ready");
 	peer_stop(&up); /* the calls end: 502 */
+	/* (the 4 past the 60 waited for a slot: the disable refused them,
+	 * 400 as any call to a disabled client) */
+	int waited = 0;
 	for (int i = 0; i < 64; i++) {
 		pthread_join(h[i].th, NULL);
-		if (h[i].status != 502 && h[i].status != 503) {
+		if (h[i].status != 502 && h[i].status != 503 &&
+		    h[i].status != 400) {
 			fprintf(stderr, "call %d: HTTP %ld\n", i, h[i].status);
 		}
-		CHECK(h[i].status == 502 || h[i].status == 503);
+		waited += h[i].status == 400;
+		CHECK(h[i].status == 502 || h[i].status == 503 ||
+		      h[i].status == 400);
 	}
+	CHECK(waited <= 4);
 	sv_timeout_ms = 30000;
 	peer_stop(&d);
 }

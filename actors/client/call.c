@@ -634,7 +634,40 @@ prompt_args_ok(json_t *args)
  * and retries included); the others wait in order, each within its own
  * deadline, CL_HELD_MAX at most.  A call that finds the queue full, or
  * whose deadline passes in it, is refused with MK_EBUSY naming the
- * limit.  The upstream never sees more than the limit. */
+ * limit.  The upstream never sees more than the limit.
+ *
+ * A server over the network gets at most CL_NET_CALLS_MAX whatever the
+ * config says: calls that hang would otherwise hold every connection
+ * the loop may open to it (TP_HOST_CONNS_MAX), and the connect, checks
+ * and listings that could see it is gone would wait behind them. */
+
+static unsigned
+max_calls(const client *cl)
+{
+	unsigned m = cl->cfg->max_calls;
+
+	if (cl->cfg->conn != CFG_STDIO && (m == 0 || m > CL_NET_CALLS_MAX)) {
+		m = CL_NET_CALLS_MAX;
+	}
+	return (m);
+}
+
+/* What max_calls(cl) is, for a refusal: the config's, or the room kept. */
+static void
+limit_text(const client *cl, char *buf, size_t len)
+{
+	unsigned m = max_calls(cl);
+
+	if (m == cl->cfg->max_calls) {
+		snprintf(buf, len,
+		         "is at max_concurrent_calls (%u calls in flight", m);
+	} else {
+		snprintf(buf, len,
+		         "has %u calls in flight (the most sent to one server "
+		         "at once, leaving connections for its checks",
+		         m);
+	}
+}
 
 /* Runs c now: it holds a slot. */
 static void
@@ -693,16 +726,16 @@ held_expired(kn_actor *self, void *arg)
 {
 	cl_call *c  = arg;
 	client  *cl = c->cl;
-	char     why[300];
+	char     why[400], limit[160];
 
 	c->htimer = 0;
 	unhold(cl, c);
-	snprintf(
-	        why, sizeof(why),
-	        "MCP client %s is at max_concurrent_calls (%u calls in "
-	        "flight): the call waited %lld ms for a slot; try again later",
-	        cl->cfg->name, cl->cfg->max_calls,
-	        (long long)((kn_now_ns() - c->t0) / KN_NS_PER_MS));
+	limit_text(cl, limit, sizeof(limit));
+	snprintf(why, sizeof(why),
+	         "MCP client %s %s): the call waited %lld ms for a slot; try "
+	         "again later",
+	         cl->cfg->name, limit,
+	         (long long)((kn_now_ns() - c->t0) / KN_NS_PER_MS));
 	refuse_held(cl, c, MK_EBUSY, why);
 }
 
@@ -710,13 +743,13 @@ held_expired(kn_actor *self, void *arg)
 static void
 hold(client *cl, cl_call *c)
 {
-	char why[300];
+	char why[400], limit[160];
 
 	if (cl->nheld >= CL_HELD_MAX || cl->held_off) {
+		limit_text(cl, limit, sizeof(limit));
 		snprintf(why, sizeof(why),
-		         "MCP client %s is at max_concurrent_calls (%u calls "
-		         "in flight, %u waiting); try again later",
-		         cl->cfg->name, cl->cfg->max_calls, cl->nheld);
+		         "MCP client %s %s, %u waiting); try again later",
+		         cl->cfg->name, limit, cl->nheld);
 		refuse_held(cl, c, MK_EBUSY, why);
 		return;
 	}
@@ -742,7 +775,7 @@ admit_tick(kn_actor *self, void *arg)
 
 	cl->kick = 0;
 	while ((c = cl->held) != NULL && !cl->held_off &&
-	       (cl->cfg->max_calls == 0 || cl->slots < cl->cfg->max_calls)) {
+	       (max_calls(cl) == 0 || cl->slots < max_calls(cl))) {
 		unhold(cl, c);
 		admit(cl, c);
 	}
@@ -915,8 +948,8 @@ cl_call_start(client *cl, kn_msg *msg)
 		        c->tool);
 		tr_attr(c->span, "mcpkeep.client", cl->cfg->name);
 	}
-	if (cl->cfg->max_calls != 0 &&
-	    (cl->slots >= cl->cfg->max_calls || cl->held != NULL)) {
+	if (max_calls(cl) != 0 &&
+	    (cl->slots >= max_calls(cl) || cl->held != NULL)) {
 		hold(cl, c); /* (in order: none jumps the queue) */
 	} else {
 		admit(cl, c);

@@ -17,6 +17,7 @@
 #include "codec/names.h"
 #include "codec/strmap.h"
 #include "persist/hash.h"
+#include "transport/loop.h"
 #include "transport/mcp.h"
 
 /* What moves a client's state (client_state_enter's table). */
@@ -185,6 +186,11 @@ typedef struct cl_call {
 /* Calls waiting for a slot of max_concurrent_calls, at most this many
  * per client (more are refused at once, MK_EBUSY). */
 #define CL_HELD_MAX 1000
+
+/* Calls in flight at once to a server over the network, at most: the
+ * rest of the connections a loop opens to one host (TP_HOST_CONNS_MAX)
+ * are kept for the connect, the checks and the listings (call.c). */
+#define CL_NET_CALLS_MAX (TP_HOST_CONNS_MAX - 4)
 
 /* A server's request waiting for the host (input.c). */
 #define CL_INPUTS_MAX 32 /* per client; more are refused at once */

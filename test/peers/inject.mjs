@@ -26,7 +26,8 @@
 //                                     calls running now / at most at
 //                                     once; slow_cancelled: those that
 //                                     stopped when their request was
-//                                     cancelled
+//                                     cancelled; hanging: `hang` calls
+//                                     received
 //          POST /admin/describe       {"description": text}: echo's
 //                                     description, in every session and
 //                                     for new ones (the tool list changes)
@@ -218,7 +219,10 @@ function makeServer() {
 	s.registerTool('hang', {
 		description: 'Never answers',
 		inputSchema: {},
-	}, () => new Promise(() => {}));
+	}, () => {
+		counters.hanging = (counters.hanging ?? 0) + 1;
+		return new Promise(() => {});
+	});
 
 	s.registerTool('exit', {
 		description: 'The server process exits (code 3) mid-call',
