@@ -5,16 +5,22 @@
 
 #include <stddef.h>
 
-static const char *const states[CODEC_STATES] = {
+static const char *const states[] = {
         "healthy",  "unstable", "needs_reauth", "pending_verification",
         "disabled", "error",    "degraded"};
 
-static const char *const stages[CODEC_STAGES] = {
-        "connect",        "ping",           "list_tools",
-        "tool_discovery", "transport_lost", "credential"};
+static const char *const stages[] = {"connect",        "ping",
+                                     "list_tools",     "tool_discovery",
+                                     "transport_lost", "credential"};
 
-static const int64_t bounds_ms[CODEC_LATENCY_BOUNDS] = {
-        5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000};
+static const int64_t bounds_ms[] = {5,   10,   25,   50,   100,   250,
+                                    500, 1000, 2500, 5000, 10000, 30000};
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+_Static_assert(NELEM(states) == CODEC_STATES, "CODEC_STATES: one name each");
+_Static_assert(NELEM(stages) == CODEC_STAGES, "CODEC_STAGES: one name each");
+_Static_assert(NELEM(bounds_ms) == CODEC_LATENCY_BOUNDS,
+               "CODEC_LATENCY_BOUNDS: one bound each");
 
 const char *
 codec_state_name(unsigned i)

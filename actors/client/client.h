@@ -190,6 +190,10 @@ typedef enum cl_state {
 	              * it could not start (no actor runs) */
 	CS_COUNT     /* not a state */
 } cl_state;
+/* codec/names.c names these in this order, then the cluster's own
+ * "degraded" (actors/supervisor/list.c), its last */
+_Static_assert(CS_COUNT + 1 == CODEC_STATES,
+               "codec/names.c: cl_state's names, then degraded");
 
 /* cl_state_name is the state's name as the API shows it. */
 static inline const char *
