@@ -58,7 +58,7 @@ rt_ask(mk_runtime *rt, rt_target to, uint32_t type, bool given,
 	if (!given) {
 		return (MK_EINVAL);
 	}
-	rv = kn_ask_msg(to == RT_TO_SUPERVISOR ? rt->system[RT_SUPERVISOR]
+	rv = kn_ask_msg(to == RT_TO_SUPERVISOR ? rt->supervisor
 	                                       : rt->credential,
 	                type, f, m, timeout_ms, a);
 	if (rv != 0) {
@@ -150,7 +150,7 @@ mk_runtime_load_async(mk_runtime *rt, const char *config_json, mk_load_fn fn,
 	}
 	al->fn  = fn;
 	al->arg = arg;
-	rv      = kn_ask_cb_msg(rt->system[RT_SUPERVISOR], MSG_SV_LOAD,
+	rv      = kn_ask_cb_msg(rt->supervisor, MSG_SV_LOAD,
 	                        CODEC_OF(sv_load_msg, &m), LOAD_MS, on_loaded, al);
 	if (rv != 0) {
 		free(al);
@@ -159,7 +159,7 @@ mk_runtime_load_async(mk_runtime *rt, const char *config_json, mk_load_fn fn,
 	/* The supervisor takes its inbox in order: once it answered this
 	 * ping, it ran the load's handler, so every client of the file
 	 * exists (their connects go on). */
-	(void)kn_ask(rt->system[RT_SUPERVISOR], MSG_PING, CODEC_EMPTY,
+	(void)kn_ask(rt->supervisor, MSG_PING, CODEC_EMPTY,
 	             CODEC_EMPTY_LEN, rt->opts.ask_timeout_ms, &a);
 	free(a.data);
 	return (0);
@@ -180,7 +180,7 @@ mk_runtime_configure(mk_runtime *rt, const char *config_json, char **err)
 	                       .exec_ms = f->exec_ms,
 	                       .changes = f->changes};
 	cfg_file_free(&f);
-	rv = kn_ask_msg(rt->system[RT_SUPERVISOR], MSG_SV_SETTINGS,
+	rv = kn_ask_msg(rt->supervisor, MSG_SV_SETTINGS,
 	                CODEC_OF(sv_settings_msg, &m), rt->opts.ask_timeout_ms,
 	                &a);
 	if (rv != 0) {

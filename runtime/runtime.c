@@ -3,9 +3,9 @@
  * into asks to the actors.
  *
  * DESIGN: the runtime struct is written only by open and close; API calls
- * from any thread read it and talk to actors by ask.  Boot order is the
- * system_actors table top to bottom; shutdown is bottom to top, then the
- * kernel answers whatever asks are left with MK_ECLOSED.  Logging: open
+ * from any thread read it and talk to actors by ask.  Boot is the steps
+ * table top to bottom; shutdown stops their actors bottom to top, then
+ * the kernel answers whatever asks are left with MK_ECLOSED.  Logging: open
  * and close run bound to the runtime's log settings, its actor threads
  * to its kernel's copy of them, and from open to close they are the
  * default of threads bound to none (log.h).
@@ -13,6 +13,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <openssl/crypto.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,16 +37,6 @@
 #include "runtime/runtime_impl.h"
 
 #define RT_POISON 0xdeadd00du /* after close */
-
-/* The system actors, in boot order. */
-static const struct {
-	const char         *name;
-	const kn_actor_ops *ops;
-} system_actors[] = {
-        {SUPERVISOR_NAME, &supervisor_ops},
-};
-#define NSYSTEM (sizeof(system_actors) / sizeof(system_actors[0]))
-_Static_assert(NSYSTEM == RT_NSYSTEM, "RT_NSYSTEM out of date");
 
 const char *
 mk_strerror(int rc)
@@ -132,30 +123,12 @@ rt_valid(const mk_runtime *rt)
 	return (rt != NULL && rt->magic == RT_MAGIC);
 }
 
+static void rt_stop_actors(mk_runtime *rt);
+
 static void
 rt_shutdown(mk_runtime *rt)
 {
-	/* first: it tells the supervisor of other nodes' changes */
-	if (rt->cluster != NULL) {
-		KN_INFO("runtime", "stopping actor %s", CLUSTER_NAME);
-		kn_actor_destroy(&rt->cluster);
-	}
-	for (size_t i = NSYSTEM; i-- > 0;) {
-		if (rt->system[i] != NULL) {
-			KN_INFO("runtime", "stopping actor %s",
-			        system_actors[i].name);
-			kn_actor_destroy(&rt->system[i]);
-		}
-	}
-	if (rt->credential != NULL) {
-		KN_INFO("runtime", "stopping actor %s", CREDENTIAL_NAME);
-		kn_actor_destroy(&rt->credential);
-	}
-	/* the persister last: it flushes what the others told it */
-	if (rt->persister != NULL) {
-		KN_INFO("runtime", "stopping actor %s", PERSISTER_NAME);
-		kn_actor_destroy(&rt->persister);
-	}
+	rt_stop_actors(rt);
 	kn_kernel_close(&rt->kernel);
 	tr_close(&rt->tracer); /* every span has ended: its actors are gone */
 	kn_stream_close(&rt->stream);
@@ -185,9 +158,8 @@ rt_restore(mk_runtime *rt, char **listp)
 		return (0);
 	}
 	sv_load_msg m = {.restore = list};
-	rv            = kn_ask_msg(rt->system[RT_SUPERVISOR], MSG_SV_LOAD,
-	                           CODEC_OF(sv_load_msg, &m), CLIENT_CONNECT_MS + 30000,
-	                           &b);
+	rv = kn_ask_msg(rt->supervisor, MSG_SV_LOAD, CODEC_OF(sv_load_msg, &m),
+	                CLIENT_CONNECT_MS + 30000, &b);
 	free(b.data);
 	*listp = list;
 	return (rv);
@@ -216,25 +188,73 @@ stored_rows(mk_runtime *rt, const char *table)
 	return (r.rows);
 }
 
-/* Starts the credential actor with what the store holds. */
-static int
-rt_credential(mk_runtime *rt)
+/* ---- boot ----------------------------------------------------------------
+ *
+ * One step after another, each starting one system actor (or, for the
+ * stored clients, asking one); a step the options do not ask for starts
+ * nothing.  The first that fails says why, and what started is stopped
+ * again in reverse: one failure path, as for a close. */
+
+/* What boot carries from one step to the next. */
+typedef struct boot {
+	mk_runtime *rt;
+	char       *restored; /* the stored clients (JSON text), for the
+	                       * cluster, or NULL */
+	char why[300];        /* what failed, when a step says more than
+	                       * its name */
+} boot;
+
+/* The key of the store's sealed columns: the options', else the
+ * environment's, else NULL. */
+static const char *
+rt_secret(const mk_runtime *rt)
 {
-	cr_args a = {
-	        .cluster             = rt->opts.store_url != NULL,
-	        .persister           = rt->persister,
-	        .redirect_uri        = rt->opts.oauth_redirect_uri,
-	        .client_metadata_url = rt->opts.oauth_client_metadata_url,
-	        .tokens              = stored_rows(rt, "oauth_tokens"),
-	        .flows               = stored_rows(rt, "oauth_flows"),
-	        .configs             = stored_rows(rt, "oauth_configs"),
-	        .hcreds              = stored_rows(rt, "header_credentials"),
-	        .hflows              = stored_rows(rt, "header_flows"),
-	        .cache_max           = rt->opts.credential_cache_max,
-	        .tracer              = rt->tracer,
-	};
-	int rv = kn_spawn(rt->kernel, CREDENTIAL_NAME, &credential_ops, &a,
-	                  &rt->credential);
+	return (rt->opts.encryption_key != NULL
+	                ? rt->opts.encryption_key
+	                : getenv("MCPKEEP_ENCRYPTION_KEY"));
+}
+
+static int
+start_persister(boot *b, kn_actor **ap)
+{
+	mk_runtime *rt       = b->rt;
+	const char *location = rt->opts.store_url != NULL
+	        ? rt->opts.store_url
+	        : rt->opts.store_path;
+	char        shown[256];
+	ps_args     pa = {.path    = location,
+	                  .secret  = rt_secret(rt),
+	                  .stream  = rt->stream,
+	                  .node_id = rt->node_id};
+
+	if (location == NULL) {
+		return (0); /* no store */
+	}
+	store_display(location, shown, sizeof(shown));
+	snprintf(b->why, sizeof(b->why), "open the store %s", shown);
+	return (kn_spawn(rt->kernel, PERSISTER_NAME, &persister_ops, &pa, ap));
+}
+
+/* The credential actor, with what the store holds. */
+static int
+start_credential(boot *b, kn_actor **ap)
+{
+	mk_runtime *rt = b->rt;
+	cr_args     a  = {
+	             .cluster             = rt->opts.store_url != NULL,
+	             .persister           = rt->persister,
+	             .redirect_uri        = rt->opts.oauth_redirect_uri,
+	             .client_metadata_url = rt->opts.oauth_client_metadata_url,
+	             .tokens              = stored_rows(rt, "oauth_tokens"),
+	             .flows               = stored_rows(rt, "oauth_flows"),
+	             .configs             = stored_rows(rt, "oauth_configs"),
+	             .hcreds    = stored_rows(rt, "header_credentials"),
+	             .hflows    = stored_rows(rt, "header_flows"),
+	             .cache_max = rt->opts.credential_cache_max,
+	             .tracer    = rt->tracer,
+        };
+	int rv =
+	        kn_spawn(rt->kernel, CREDENTIAL_NAME, &credential_ops, &a, ap);
 
 	/* they held secrets */
 	for (char **p = (char **)&a.tokens; p <= (char **)&a.hflows; p++) {
@@ -244,6 +264,127 @@ rt_credential(mk_runtime *rt)
 		}
 	}
 	return (rv);
+}
+
+static int
+start_supervisor(boot *b, kn_actor **ap)
+{
+	mk_runtime *rt = b->rt;
+
+	rt->sv = (sv_args) {
+	        .stream      = rt->stream,
+	        .node_id     = rt->node_id,
+	        .sync_ms     = CFG_SYNC_DEFAULT_MS,
+	        .exec_ms     = CFG_EXEC_DEFAULT_MS,
+	        .unstable_ms = rt->opts.unstable_check_ms,
+	        .persister   = rt->persister,
+	        .credential  = rt->credential,
+	        .host        = &rt->host,
+	        .cluster     = rt->opts.store_url != NULL,
+	        .tracer      = rt->tracer,
+	};
+	return (kn_spawn(rt->kernel, SUPERVISOR_NAME, &supervisor_ops, &rt->sv,
+	                 ap));
+}
+
+/* The clients the store holds, to the supervisor (no actor of its own). */
+static int
+restore(boot *b, kn_actor **ap)
+{
+	(void)ap;
+	if (b->rt->persister == NULL) {
+		return (0);
+	}
+	snprintf(b->why, sizeof(b->why), "restore clients from the store");
+	return (rt_restore(b->rt, &b->restored));
+}
+
+static int
+start_cluster(boot *b, kn_actor **ap)
+{
+	mk_runtime  *rt = b->rt;
+	cluster_args ca = {.url          = rt->opts.store_url,
+	                   .secret       = rt_secret(rt),
+	                   .node_id      = rt->node_id,
+	                   .heartbeat_ms = rt->opts.cluster_heartbeat_ms,
+	                   .supervisor   = rt->supervisor,
+	                   .restored     = b->restored};
+
+	if (rt->opts.store_url == NULL) {
+		return (0); /* one node alone */
+	}
+	return (kn_spawn(rt->kernel, CLUSTER_NAME, &cluster_ops, &ca, ap));
+}
+
+#define NO_ACTOR SIZE_MAX
+
+/* The boot, in order; shutdown stops the actors in reverse. */
+static const struct {
+	const char *name;                     /* for the log */
+	int (*start)(boot *b, kn_actor **ap); /* 0: started, or not asked */
+	size_t actor; /* offsetof the runtime's reference, or NO_ACTOR */
+} steps[] = {
+        /* the store first, so that the others read it; stopped last,
+         * it flushes what they told it */
+        {PERSISTER_NAME, start_persister, offsetof(mk_runtime, persister)},
+        {CREDENTIAL_NAME, start_credential, offsetof(mk_runtime, credential)},
+        {SUPERVISOR_NAME, start_supervisor, offsetof(mk_runtime, supervisor)},
+        {"restore", restore, NO_ACTOR},
+        /* last: it tells the supervisor of other nodes' changes, and is
+         * stopped first */
+        {CLUSTER_NAME, start_cluster, offsetof(mk_runtime, cluster)},
+};
+#define NSTEPS (sizeof(steps) / sizeof(steps[0]))
+
+static kn_actor **
+step_actor(mk_runtime *rt, size_t i)
+{
+	return (steps[i].actor == NO_ACTOR
+	                ? NULL
+	                : (kn_actor **)(void *)((char *)rt + steps[i].actor));
+}
+
+/* Runs the steps; the first that fails is logged and returned (the
+ * caller stops what started). */
+static int
+rt_start_actors(mk_runtime *rt)
+{
+	boot      b = {.rt = rt};
+	kn_actor *none;
+	int       rv = 0;
+
+	for (size_t i = 0; i < NSTEPS && rv == 0; i++) {
+		kn_actor **ap = step_actor(rt, i);
+
+		b.why[0] = '\0';
+		none     = NULL;
+		if ((rv = steps[i].start(&b, ap != NULL ? ap : &none)) != 0) {
+			char doing[320];
+			snprintf(doing, sizeof(doing), "start actor %s",
+			         steps[i].name);
+			KN_ERROR("runtime", "cannot %s: %s",
+			         b.why[0] != '\0' ? b.why : doing,
+			         mk_strerror(rv));
+		} else if (ap != NULL && *ap != NULL) {
+			KN_INFO("runtime", "started actor %s", steps[i].name);
+		}
+	}
+	free(b.restored);
+	return (rv);
+}
+
+/* Stops the actors that started, last first (idempotent). */
+static void
+rt_stop_actors(mk_runtime *rt)
+{
+	for (size_t i = NSTEPS; i-- > 0;) {
+		kn_actor **ap = step_actor(rt, i);
+
+		if (ap != NULL && *ap != NULL) {
+			KN_INFO("runtime", "stopping actor %s", steps[i].name);
+			kn_actor_destroy(ap);
+		}
+	}
 }
 
 /* libcurl's global state, one reference per runtime, taken before the
@@ -275,11 +416,8 @@ rt_curl_init(void)
 static int
 rt_boot(mk_runtime *rt)
 {
-	const char *location = rt->opts.store_url != NULL
-	        ? rt->opts.store_url
-	        : rt->opts.store_path;
-	char        err[256], *restored = NULL;
-	int         rv;
+	char err[256];
+	int  rv;
 
 	if (rt->opts.raise_fd_limit) {
 		raise_fd_limit();
@@ -304,88 +442,12 @@ rt_boot(mk_runtime *rt)
 		return (rv);
 	}
 	rt->opts.otlp_endpoint = NULL; /* (copied: the caller's may go) */
-	if (location != NULL) {
-		const char *key = rt->opts.encryption_key;
-		if (key == NULL) {
-			key = getenv("MCPKEEP_ENCRYPTION_KEY");
-		}
-		ps_args pa = {.path    = location,
-		              .secret  = key,
-		              .stream  = rt->stream,
-		              .node_id = rt->node_id};
-		if ((rv = kn_spawn(rt->kernel, PERSISTER_NAME, &persister_ops,
-		                   &pa, &rt->persister)) != 0) {
-			char shown[256];
-			store_display(location, shown, sizeof(shown));
-			KN_ERROR("runtime", "cannot open the store %s: %s",
-			         shown, mk_strerror(rv));
-			rt_shutdown(rt);
-			return (rv);
-		}
-	}
-	if ((rv = rt_credential(rt)) != 0) {
-		KN_ERROR("runtime", "cannot start actor %s: %s",
-		         CREDENTIAL_NAME, mk_strerror(rv));
+	if ((rv = rt_start_actors(rt)) != 0) {
 		rt_shutdown(rt);
 		return (rv);
 	}
-	rt->sv = (sv_args) {
-	        .stream      = rt->stream,
-	        .node_id     = rt->node_id,
-	        .sync_ms     = CFG_SYNC_DEFAULT_MS,
-	        .exec_ms     = CFG_EXEC_DEFAULT_MS,
-	        .unstable_ms = rt->opts.unstable_check_ms,
-	        .persister   = rt->persister,
-	        .credential  = rt->credential,
-	        .host        = &rt->host,
-	        .cluster     = rt->opts.store_url != NULL,
-	        .tracer      = rt->tracer,
-	};
-	for (size_t i = 0; i < NSYSTEM; i++) {
-		rv = kn_spawn(rt->kernel, system_actors[i].name,
-		              system_actors[i].ops, &rt->sv, &rt->system[i]);
-		if (rv != 0) {
-			KN_ERROR("runtime", "cannot start actor %s: %s",
-			         system_actors[i].name, mk_strerror(rv));
-			rt_shutdown(rt);
-			return (rv);
-		}
-		KN_INFO("runtime", "started actor %s", system_actors[i].name);
-	}
-	if (rt->persister != NULL && (rv = rt_restore(rt, &restored)) != 0) {
-		KN_ERROR("runtime",
-		         "cannot restore clients from the store: %s",
-		         mk_strerror(rv));
-		free(restored);
-		rt_shutdown(rt);
-		return (rv);
-	}
-	if (rt->opts.store_url != NULL) {
-		const char  *key = rt->opts.encryption_key;
-		cluster_args ca  = {.url     = rt->opts.store_url,
-		                    .secret  = key != NULL
-		                             ? key
-		                             : getenv("MCPKEEP_ENCRYPTION_KEY"),
-		                    .node_id = rt->node_id,
-		                    .heartbeat_ms =
-		                            rt->opts.cluster_heartbeat_ms,
-		                    .supervisor = rt->system[RT_SUPERVISOR],
-		                    .restored   = restored};
-		rv = kn_spawn(rt->kernel, CLUSTER_NAME, &cluster_ops, &ca,
-		              &rt->cluster);
-		free(restored);
-		restored = NULL;
-		if (rv != 0) {
-			KN_ERROR("runtime", "cannot start actor %s: %s",
-			         CLUSTER_NAME, mk_strerror(rv));
-			rt_shutdown(rt);
-			return (rv);
-		}
-	}
-	free(restored); /* (read without a cluster) */
 	rt->magic = RT_MAGIC;
-	KN_INFO("runtime", "booted: %zu system actors, %zu KiB stacks",
-	        NSYSTEM,
+	KN_INFO("runtime", "booted: %zu KiB stacks",
 	        (rt->opts.stack_size ? rt->opts.stack_size
 	                             : KN_STACK_DEFAULT) /
 	                1024);
@@ -502,8 +564,8 @@ rt_stats(mk_runtime *rt, mk_stats *out, int timeout_ms)
 	kn_answer r;
 	int       rv;
 
-	rv = kn_ask(rt->system[RT_SUPERVISOR], MSG_STATS, CODEC_EMPTY,
-	            CODEC_EMPTY_LEN, timeout_ms, &r);
+	rv = kn_ask(rt->supervisor, MSG_STATS, CODEC_EMPTY, CODEC_EMPTY_LEN,
+	            timeout_ms, &r);
 	if (rv == 0) {
 		rv = supervisor_stats_decode(r.data, r.len, out);
 	}

@@ -14,28 +14,28 @@
 #include "actors/supervisor/supervisor.h"
 #include "mcpkeep.h"
 
-#define RT_MAGIC      0x6d6b7274u /* "mkrt" while open */
-#define RT_NSYSTEM    1           /* system actors */
-#define RT_SUPERVISOR 0           /* index of the supervisor */
+#define RT_MAGIC 0x6d6b7274u /* "mkrt" while open */
 
 struct mk_runtime {
 	uint32_t   magic; /* RT_MAGIC while open */
 	mk_options opts;  /* effective options */
 	kn_logger  log;   /* its log settings: of the threads calling open and
 	                   * close, the default while it is the newest open */
-	char       stream_url[256];    /* copy of opts.stream_url */
-	char       node_id[64];        /* copy of opts.node_id */
-	kn_stream *stream;             /* the state stream */
-	kn_kernel *kernel;             /* the actor kernel */
-	sv_args    sv;                 /* the supervisor's settings */
-	kn_actor  *system[RT_NSYSTEM]; /* owner references, boot order */
-	kn_actor  *persister;          /* the store, or NULL */
-	kn_actor  *credential;         /* tokens and flows */
-	kn_actor  *cluster;            /* the other nodes, or NULL */
-	cl_host    host;               /* what the host offers servers */
-	char      *caps;               /* host.caps (owned) */
-	char      *roots;              /* host.roots (owned), or NULL */
-	tr_tracer *tracer;             /* spans' exporter, or NULL: off */
+	char       stream_url[256]; /* copy of opts.stream_url */
+	char       node_id[64];     /* copy of opts.node_id */
+	kn_stream *stream;          /* the state stream */
+	kn_kernel *kernel;          /* the actor kernel */
+	sv_args    sv;              /* the supervisor's settings */
+	/* the system actors (owner references; runtime.c boots them in
+	 * its steps' order) */
+	kn_actor  *persister;  /* the store, or NULL */
+	kn_actor  *credential; /* tokens and flows */
+	kn_actor  *supervisor; /* the clients */
+	kn_actor  *cluster;    /* the other nodes, or NULL */
+	cl_host    host;       /* what the host offers servers */
+	char      *caps;       /* host.caps (owned) */
+	char      *roots;      /* host.roots (owned), or NULL */
+	tr_tracer *tracer;     /* spans' exporter, or NULL: off */
 };
 
 /* input.c: rt->host from the options (MK_EINVAL: inputs or roots will

@@ -1123,7 +1123,7 @@ known_tools_restored(void)
 	mp_kv_str(
 	        &w, "tools",
 	        "[{\"name\": \"zeta\", \"inputSchema\": {}}, {\"inputSchema\": {}, \"name\": \"alpha\"}]");
-	CHECK_EQ(kn_ask(rt->system[RT_SUPERVISOR], MSG_SV_ADD, w.sb.data,
+	CHECK_EQ(kn_ask(rt->supervisor, MSG_SV_ADD, w.sb.data,
 	                w.sb.size, WAIT_MS, &a),
 	         0);
 	free(a.data);
