@@ -745,7 +745,12 @@ hold(client *cl, cl_call *c)
 {
 	char why[400], limit[160];
 
-	if (cl->nheld >= CL_HELD_MAX || cl->held_off) {
+	/* (waiting for the room kept for checks alone, as they once waited
+	 * in libcurl's queue, calls are bounded by their callers' own
+	 * limits - the daemon's lanes, a host's threads - not by this) */
+	if ((cl->nheld >= CL_HELD_MAX && cl->cfg->max_calls != 0 &&
+	     max_calls(cl) == cl->cfg->max_calls) ||
+	    cl->held_off) {
 		limit_text(cl, limit, sizeof(limit));
 		snprintf(why, sizeof(why),
 		         "MCP client %s %s, %u waiting); try again later",
