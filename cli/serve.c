@@ -123,25 +123,22 @@ clients_by_name(const char *text)
 	return (by);
 }
 
-/* Reads a setting of the config text (NULL when absent). */
+/* A setting of the config (NULL when absent). */
 static char *
-setting(const char *text, const char *path)
+setting(const mk_settings *set, const char *path)
 {
-	char *v = NULL, *err = NULL;
+	char *v = NULL;
 
-	if (text != NULL && mk_config_get(text, path, &v, &err) != 0) {
-		mk_free(err);
-		return (NULL);
-	}
+	(void)mk_settings_get(set, path, &v);
 	return (v);
 }
 
-/* The admin token of a config text: its server.admin_token, else
+/* The admin token of a config: its server.admin_token, else
  * MCPKEEP_ADMIN_TOKEN, else NULL.  malloc'd; a secret (secret_free). */
 static char *
-admin_token_of(const char *text)
+admin_token_of(const mk_settings *set)
 {
-	char       *c   = setting(text, "server.admin_token");
+	char       *c   = setting(set, "server.admin_token");
 	const char *env = getenv("MCPKEEP_ADMIN_TOKEN");
 	char       *t   = c != NULL                   ? strdup(c)
 	                : env != NULL && *env != '\0' ? strdup(env)
@@ -151,24 +148,24 @@ admin_token_of(const char *text)
 	return (t);
 }
 
-/* Puts the virtual keys of a config text in force from the next request
- * (at start and on a reload); 0, or -1 with err. */
+/* Puts the virtual keys of a config in force from the next request (at
+ * start and on a reload); 0, or -1 with err. */
 static int
-keys_from(const char *text, char *err, size_t errlen)
+keys_from(const mk_settings *set, char *err, size_t errlen)
 {
-	char *keys = setting(text, "server.virtual_keys");
+	char *keys = setting(set, "server.virtual_keys");
 	int   rv   = keys_set(keys, err, errlen);
 
 	mk_free_secret(keys); /* (the values are secrets) */
 	return (rv);
 }
 
-/* Puts the tool groups of a config text in force (at start and on a
+/* Puts the tool groups of a config in force (at start and on a
  * reload). */
 static void
-groups_from(const char *text)
+groups_from(const mk_settings *set)
 {
-	char *groups = setting(text, "server.tool_groups");
+	char *groups = setting(set, "server.tool_groups");
 
 	gw_groups_set(groups);
 	mk_free(groups);
@@ -176,26 +173,20 @@ groups_from(const char *text)
 
 /* Says which settings a reload changed that only a restart applies. */
 static void
-restart_only(const char *was, const char *now)
+restart_only(const mk_settings *was, const mk_settings *now)
 {
-	static const char *const keys[] = {"server.listen",
-	                                   "server.stream",
-	                                   "server.stream_public",
-	                                   "server.allowed_origins",
-	                                   "store.path",
-	                                   "store.url",
-	                                   "cluster.node_id",
-	                                   "cluster.heartbeat_interval",
-	                                   "telemetry.otlp_endpoint",
-	                                   NULL};
+	const char *name;
 
-	for (int i = 0; keys[i] != NULL; i++) {
-		char *a = setting(was, keys[i]), *b = setting(now, keys[i]);
+	for (unsigned i = 0; (name = mk_setting_name(i)) != NULL; i++) {
+		if ((mk_setting_flags(i) & MK_SETTING_AT_START) == 0) {
+			continue;
+		}
+		char *a = setting(was, name), *b = setting(now, name);
 		if ((a == NULL) != (b == NULL) ||
 		    (a != NULL && strcmp(a, b) != 0)) {
 			mk_log(MK_LOG_WARN, "serve",
 			       "reload: %s changed; it is read only at start (restart to apply it)",
-			       keys[i]);
+			       name);
 		}
 		mk_free(a);
 		mk_free(b);
@@ -210,30 +201,29 @@ restart_only(const char *was, const char *now)
  * token of a daemon on a non-loopback address.
  */
 static void
-reload(const char *path, char **text)
+reload(const char *path, char **text, mk_settings **set)
 {
-	char  ferr[256], *ntext, *err = NULL;
-	int   rc;
-	char *probe = NULL, *token;
+	char         ferr[256], *ntext, *err = NULL;
+	int          rc;
+	char        *token;
+	mk_settings *nset = NULL;
 
 	if ((ntext = cli_read_file(path, ferr, sizeof(ferr))) == NULL) {
 		mk_log(MK_LOG_ERROR, "serve", "reload refused: %s", ferr);
 		goto refused;
 	}
-	if ((rc = mk_config_get(ntext, "store.path", &probe, &err)) != 0) {
+	if ((rc = mk_settings_parse(ntext, &nset, &err)) != 0) {
 		mk_log(MK_LOG_ERROR, "serve",
 		       "reload refused, nothing changed: %s",
 		       err != NULL ? err : mk_strerror(rc));
 		goto refused;
 	}
-	if ((token = admin_token_of(ntext)) == NULL && !D.loopback) {
+	if ((token = admin_token_of(nset)) == NULL && !D.loopback) {
 		mk_log(MK_LOG_ERROR, "serve",
 		       "reload refused, nothing changed: the daemon serves a non-loopback address and the file names no admin token (server.admin_token or MCPKEEP_ADMIN_TOKEN)");
 		goto refused;
 	}
-	mk_free(probe);
-	probe = NULL;
-	restart_only(*text, ntext);
+	restart_only(*set, nset);
 	if ((rc = mk_runtime_reload(D.rt, ntext, &err)) == MK_EINVAL) {
 		mk_log(MK_LOG_ERROR, "serve",
 		       "reload refused, nothing changed: %s",
@@ -248,7 +238,7 @@ reload(const char *path, char **text)
 	mk_free(err);
 	err = NULL;
 	/* a rotated token holds from the next request on */
-	char *metrics = setting(ntext, "server.metrics_token");
+	char *metrics = setting(nset, "server.metrics_token");
 	pthread_mutex_lock(&D.mtx);
 	bool rotated = (token == NULL) != (D.token == NULL) ||
 	        (token != NULL && strcmp(token, D.token) != 0);
@@ -263,14 +253,14 @@ reload(const char *path, char **text)
 		mk_log(MK_LOG_INFO, "serve",
 		       "reload: the admin token changed");
 	}
-	if (keys_from(ntext, ferr, sizeof(ferr)) != 0) {
+	if (keys_from(nset, ferr, sizeof(ferr)) != 0) {
 		mk_log(MK_LOG_ERROR, "serve", "reload: virtual keys: %s",
 		       ferr);
 	}
 	/* a stream lasts no longer than its credential; a key's new
 	 * grants may change what a gateway session sees */
 	int ended = events_revoke(rotated);
-	groups_from(ntext);
+	groups_from(nset);
 	gw_changed();
 	if (ended > 0) {
 		mk_log(MK_LOG_INFO, "serve",
@@ -279,13 +269,15 @@ reload(const char *path, char **text)
 	}
 	free(*text);
 	*text = ntext;
+	mk_settings_free(set);
+	*set = nset;
 	pthread_mutex_lock(&D.mtx);
 	D.reloads[0]++;
 	pthread_mutex_unlock(&D.mtx);
 	return;
 refused:
 	mk_free(err);
-	mk_free(probe);
+	mk_settings_free(&nset);
 	free(ntext);
 	pthread_mutex_lock(&D.mtx);
 	D.reloads[1]++;
@@ -464,11 +456,11 @@ loopback_http(const char *url)
  * path, since an authorization server requires the document's client_id
  * to be the URL it fetched); 0, or -1 with err. */
 static int
-client_metadata_from(const char *text, const char *redirect, char *err,
+client_metadata_from(const mk_settings *set, const char *redirect, char *err,
                      size_t len)
 {
 	static const char path[] = "/oauth/client-metadata.json";
-	char             *url    = setting(text, "server.client_metadata_url");
+	char             *url    = setting(set, "server.client_metadata_url");
 	size_t            n      = url != NULL ? strlen(url) : 0;
 
 	if (url == NULL) {
@@ -498,7 +490,7 @@ client_metadata_from(const char *text, const char *redirect, char *err,
  * bits: each is published on the event stream and waits for a person's
  * answer through the API. */
 static unsigned
-inputs_from(const char *text)
+inputs_from(const mk_settings *set)
 {
 	static const struct {
 		const char *name;
@@ -506,7 +498,7 @@ inputs_from(const char *text)
 	} kinds[]     = {{"elicitation", MK_INPUT_ELICITATION},
 	                 {"sampling", MK_INPUT_SAMPLING},
 	                 {"roots", MK_INPUT_ROOTS}};
-	char    *v    = setting(text, "server.inputs");
+	char    *v    = setting(set, "server.inputs");
 	json_t  *a    = v != NULL ? json_loads(v, 0, NULL) : NULL;
 	unsigned bits = 0;
 	size_t   i;
@@ -559,6 +551,7 @@ cmd_serve(int argc, char **argv)
 	char        *text = NULL, *err = NULL, ferr[256], url[300], redir[300];
 	char        *c_listen = NULL, *c_store = NULL, *origins = NULL, *roots;
 	char        *otlp;
+	mk_settings *cfg     = NULL;
 	char        *node_id = NULL;
 	int          heartbeat_ms;
 	mk_options   opts;
@@ -619,6 +612,11 @@ cmd_serve(int argc, char **argv)
 		fprintf(stderr, "mcpkeep: %s\n", ferr);
 		return (1);
 	}
+	if ((rv = mk_settings_parse(text, &cfg, &err)) != 0) {
+		fprintf(stderr, "mcpkeep: %s: %s\n", config,
+		        err ? err : mk_strerror(rv));
+		goto out;
+	}
 	mk_options_init(&opts, sizeof(opts));
 	if ((rv = cli_store(&opts, store, text, &c_store, &err)) != 0) {
 		fprintf(stderr, "mcpkeep: %s: %s\n", config,
@@ -628,22 +626,22 @@ cmd_serve(int argc, char **argv)
 	pthread_mutex_init(&D.mtx, NULL);
 	pthread_cond_init(&D.cv, NULL);
 	pthread_cond_init(&B.boot_cv, NULL);
-	c_listen        = setting(text, "server.listen");
+	c_listen        = setting(cfg, "server.listen");
 	listen          = listen != NULL    ? listen
 	                 : c_listen != NULL ? c_listen
 	                                    : LISTEN_DEFAULT;
 	D.loopback      = loopback(listen);
-	D.token         = admin_token_of(text);
-	D.metrics_token = setting(text, "server.metrics_token");
-	node_id         = setting(text, "cluster.node_id");
-	char *hb        = setting(text, "cluster.heartbeat_interval");
+	D.token         = admin_token_of(cfg);
+	D.metrics_token = setting(cfg, "server.metrics_token");
+	node_id         = setting(cfg, "cluster.node_id");
+	char *hb        = setting(cfg, "cluster.heartbeat_interval");
 	heartbeat_ms    = hb != NULL ? atoi(hb) : 0;
 	mk_free(hb);
-	if (keys_from(text, ferr, sizeof(ferr)) != 0) {
+	if (keys_from(cfg, ferr, sizeof(ferr)) != 0) {
 		fprintf(stderr, "mcpkeep serve: %s\n", ferr);
 		goto out;
 	}
-	groups_from(text);
+	groups_from(cfg);
 	if (D.token == NULL && !D.loopback) {
 		fprintf(stderr,
 		        "mcpkeep serve: refusing to serve %s without an admin token (server.admin_token or MCPKEEP_ADMIN_TOKEN)\n",
@@ -655,8 +653,8 @@ cmd_serve(int argc, char **argv)
 		goto out;
 	}
 	/* the state stream outward too (server.stream: tcp://, ipc://) */
-	char *streams = setting(text, "server.stream");
-	char *public  = setting(text, "server.stream_public");
+	char *streams = setting(cfg, "server.stream");
+	char *public  = setting(cfg, "server.stream_public");
 	sa            = streams != NULL ? json_loads(streams, 0, NULL) : NULL;
 	mk_free(streams);
 	const char *listen_on[17] = {NULL};
@@ -671,7 +669,7 @@ cmd_serve(int argc, char **argv)
 		}
 	}
 	mk_free(public);
-	origins = setting(text, "server.allowed_origins");
+	origins = setting(cfg, "server.allowed_origins");
 	oa      = origins != NULL ? json_loads(origins, 0, NULL) : NULL;
 	const char *allowed[33] = {NULL};
 	for (size_t i = 0; i < json_array_size(oa) && i < 32; i++) {
@@ -692,7 +690,7 @@ cmd_serve(int argc, char **argv)
 	opts.cluster_heartbeat_ms = heartbeat_ms;
 	snprintf(redir, sizeof(redir), "http://%s/api/oauth/callback", listen);
 	opts.oauth_redirect_uri = redir;
-	if (client_metadata_from(text, redir, ferr, sizeof(ferr)) != 0) {
+	if (client_metadata_from(cfg, redir, ferr, sizeof(ferr)) != 0) {
 		fprintf(stderr, "mcpkeep serve: %s\n", ferr);
 		goto out;
 	}
@@ -700,10 +698,10 @@ cmd_serve(int argc, char **argv)
 	opts.oauth_client_metadata_url = json_string_value(
 	        json_object_get(D.client_metadata, "client_id"));
 	opts.stream_listen = listen_on;
-	opts.inputs        = inputs_from(text);
-	roots              = setting(text, "server.roots");
+	opts.inputs        = inputs_from(cfg);
+	roots              = setting(cfg, "server.roots");
 	opts.roots         = roots;
-	otlp               = setting(text, "telemetry.otlp_endpoint");
+	otlp               = setting(cfg, "telemetry.otlp_endpoint");
 	opts.otlp_endpoint = otlp;
 	rv                 = mk_runtime_open(&D.rt, &opts);
 	mk_free(roots);
@@ -764,7 +762,7 @@ cmd_serve(int argc, char **argv)
 			       "reload deferred: the boot is still connecting clients; the SIGHUP applies when it ends");
 			continue;
 		}
-		reload(config, &text);
+		reload(config, &text, &cfg);
 	}
 	printf("mcpkeep: %s: stopping\n",
 	       sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -804,6 +802,7 @@ out:
 	mk_free_secret(D.token);
 	mk_free_secret(D.metrics_token);
 	json_decref(D.client_metadata);
+	mk_settings_free(&cfg);
 	free(text);
 	return (code);
 }

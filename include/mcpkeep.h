@@ -538,6 +538,29 @@ MK_API int mk_config_get(const char *config_json, const char *path,
                          char **value, char **err);
 
 /*
+ * A config.json's runtime settings, validated and parsed once - for a
+ * host that reads several (the daemon at start and on each reload):
+ * mk_settings_parse as mk_config_get's validation (*out the caller's,
+ * mk_settings_free; *err as mk_config_get's); mk_settings_get gives one
+ * by path as mk_config_get does (MK_ENOENT: no such setting; never
+ * blocks, any thread).  mk_setting_name(i) names them by index (0, 1,
+ * ...; NULL past the last) and mk_setting_flags(i) says what each is:
+ * MK_SETTING_AT_START, read only when the runtime (or daemon) starts -
+ * a reload cannot change it; MK_SETTING_SECRET, its value holds a
+ * secret (wipe it before mk_free: mk_free_secret).  -1 past the last.
+ */
+typedef struct mk_settings mk_settings;
+#define MK_SETTING_AT_START 1
+#define MK_SETTING_SECRET   2
+MK_API int  mk_settings_parse(const char *config_json, mk_settings **out,
+                              char **err);
+MK_API int  mk_settings_get(const mk_settings *s, const char *path,
+                            char **value);
+MK_API void mk_settings_free(mk_settings **sp);
+MK_API const char *mk_setting_name(unsigned i);
+MK_API int         mk_setting_flags(unsigned i);
+
+/*
  * mk_config_check checks a whole config.json as an operator would want
  * it, starting nothing: *report gets a malloc'd JSON array text of
  * {"level": "error" | "warning", "path" (e.g.

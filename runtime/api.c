@@ -4,12 +4,10 @@
  * client's actor (one mailbox hop) and is answered in the caller's
  * waiting slot.  What the API asks of the credential actor is cred.c's.
  */
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "actors/client/client.h"
 #include "actors/kernel/kernel.h"
@@ -159,8 +157,8 @@ mk_runtime_load_async(mk_runtime *rt, const char *config_json, mk_load_fn fn,
 	/* The supervisor takes its inbox in order: once it answered this
 	 * ping, it ran the load's handler, so every client of the file
 	 * exists (their connects go on). */
-	(void)kn_ask(rt->supervisor, MSG_PING, CODEC_EMPTY,
-	             CODEC_EMPTY_LEN, rt->opts.ask_timeout_ms, &a);
+	(void)kn_ask(rt->supervisor, MSG_PING, CODEC_EMPTY, CODEC_EMPTY_LEN,
+	             rt->opts.ask_timeout_ms, &a);
 	free(a.data);
 	return (0);
 }
@@ -206,171 +204,6 @@ mk_runtime_reload(mk_runtime *rt, const char *config_json, char **err)
 	rv = sv_ask(rt, MSG_SV_RELOAD, config_json, CODEC_OF(sv_file_msg, &m),
 	            RELOAD_MS, &a, err);
 	free(a.data);
-	return (rv);
-}
-
-/* Whether a stdio client's command can be started: a path that is an
- * executable file, or a name found on PATH. */
-static bool
-command_found(const char *cmd)
-{
-	const char *path = getenv("PATH");
-	char        full[PATH_MAX];
-
-	if (strchr(cmd, '/') != NULL) {
-		return (access(cmd, X_OK) == 0);
-	}
-	for (const char *p = path; p != NULL && *p != '\0';) {
-		size_t n = strcspn(p, ":");
-		if (n > 0 &&
-		    (size_t)snprintf(full, sizeof(full), "%.*s/%s", (int)n, p,
-		                     cmd) < sizeof(full) &&
-		    access(full, X_OK) == 0) {
-			return (true);
-		}
-		p += n + (p[n] == ':');
-	}
-	return (false);
-}
-
-int
-mk_config_check(const char *config_json, char **report)
-{
-	json_t   *problems = NULL;
-	cfg_file *f        = NULL;
-	char      msg[300];
-	int       rv;
-
-	if (report == NULL) {
-		return (MK_EINVAL);
-	}
-	*report = NULL;
-	if (config_json == NULL) {
-		return (MK_EINVAL);
-	}
-	rv = cfg_file_check(config_json, strlen(config_json), &problems, &f);
-	if (f != NULL) { /* (valid: parsed once, by the check) */
-		for (size_t i = 0; i < f->nclients; i++) {
-			const cfg_client *c = f->clients[i];
-			char              path[80];
-			if (c->conn != CFG_STDIO || c->disabled ||
-			    command_found(c->command)) {
-				continue;
-			}
-			snprintf(msg, sizeof(msg),
-			         "client %s: its command \"%.100s\" is not %s",
-			         c->name, c->command,
-			         strchr(c->command, '/') != NULL
-			                 ? "an executable file"
-			                 : "on PATH");
-			snprintf(
-			        path, sizeof(path),
-			        "mcp.client_configs[%zu].stdio_config.command",
-			        i);
-			json_array_append_new(problems,
-			                      json_pack("{s:s, s:s, s:s}",
-			                                "level", "warning",
-			                                "path", path,
-			                                "message", msg));
-		}
-		cfg_file_free(&f);
-	}
-	if (problems != NULL &&
-	    (*report = json_dumps(problems, JSON_COMPACT)) == NULL) {
-		rv = MK_ENOMEM;
-	}
-	json_decref(problems);
-	return (problems == NULL ? MK_ENOMEM : rv);
-}
-
-int
-mk_config_get(const char *config_json, const char *path, char **value,
-              char **err)
-{
-	cfg_file   *f;
-	const char *v = NULL;
-	char        e[CFG_ERR_MAX];
-	int         rv;
-
-	if (err != NULL) {
-		*err = NULL;
-	}
-	if (value == NULL || config_json == NULL || path == NULL) {
-		return (MK_EINVAL);
-	}
-	*value = NULL;
-	if ((rv = cfg_file_parse(config_json, strlen(config_json), &f, e,
-	                         sizeof(e))) != 0) {
-		if (err != NULL) {
-			*err = strdup(e);
-		}
-		return (rv);
-	}
-	json_t *j = NULL; /* a setting that is not a string: as JSON */
-	if (strcmp(path, "store.path") == 0) {
-		v = f->store_path;
-	} else if (strcmp(path, "store.url") == 0) {
-		v = f->store_url;
-	} else if (strcmp(path, "cluster.node_id") == 0) {
-		v = f->node_id;
-	} else if (strcmp(path, "cluster.heartbeat_interval") == 0) {
-		j = f->heartbeat_ms != 0 ? json_integer(f->heartbeat_ms)
-		                         : NULL;
-	} else if (strcmp(path, "server.listen") == 0) {
-		v = f->listen;
-	} else if (strcmp(path, "server.admin_token") == 0) {
-		v = f->admin_token;
-	} else if (strcmp(path, "server.metrics_token") == 0) {
-		v = f->metrics_token;
-	} else if (strcmp(path, "server.client_metadata_url") == 0) {
-		v = f->client_metadata_url;
-	} else if (strcmp(path, "telemetry.otlp_endpoint") == 0) {
-		v = f->otlp_endpoint;
-	} else if (strcmp(path, "server.stream") == 0 ||
-	           strcmp(path, "server.allowed_origins") == 0) {
-		char **sv = path[7] == 's' ? f->streams : f->origins;
-		j         = json_array();
-		for (size_t i = 0; sv != NULL && sv[i] != NULL; i++) {
-			json_array_append_new(j, json_string(sv[i]));
-		}
-	} else if (strcmp(path, "server.stream_public") == 0) {
-		v = f->stream_public ? "true" : NULL;
-	} else if (strcmp(path, "server.virtual_keys") == 0) {
-		j = json_incref(f->vkeys);
-	} else if (strcmp(path, "server.roots") == 0) {
-		j = json_incref(f->roots);
-	} else if (strcmp(path, "server.tool_groups") == 0) {
-		j = json_incref(f->groups);
-	} else if (strcmp(path, "server.inputs") == 0) {
-		static const char *kinds[] = {"elicitation", "sampling",
-		                              "roots"};
-		j                          = json_array();
-		for (unsigned k = 0; k < 3; k++) {
-			if (f->inputs & (1u << k)) {
-				json_array_append_new(j,
-				                      json_string(kinds[k]));
-			}
-		}
-	} else {
-		if (err != NULL) {
-			snprintf(e, sizeof(e), "no setting %s in config.json",
-			         path);
-			*err = strdup(e);
-		}
-		cfg_file_free(&f);
-		return (MK_EINVAL);
-	}
-	if (j != NULL) {
-		/* absent or empty: NULL, as an absent string */
-		*value = !json_is_array(j) || json_array_size(j) > 0
-		        ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY)
-		        : NULL;
-		json_decref(j);
-		cfg_file_free(&f);
-		return (0);
-	}
-	rv = v != NULL && (*value = strdup(v)) == NULL ? MK_ENOMEM : 0;
-	cfg_file_free(&f);
 	return (rv);
 }
 

@@ -1,5 +1,5 @@
 /*
- * settings.c - a config.json read as a whole: checked as an operator
+ * settings.c - a config.json read as a whole, checked as an operator
  * wants it (mk_config_check), and its runtime settings parsed once into
  * a handle the daemon reads (mk_settings_*).  The settings are one
  * table: each one's path, how it is shown, where cfg_file keeps it and

@@ -1495,6 +1495,59 @@ config_store_path(void)
 	mk_free(err);
 }
 
+/* mk_settings: one parse, every setting read from it; the table says
+ * which a reload cannot change and which hold secrets. */
+static void
+settings_parsed(void)
+{
+	mk_settings *set = NULL;
+	char        *v = NULL, *err = NULL;
+	const char  *name;
+	unsigned     at_start = 0, secret = 0, n = 0;
+
+	CHECK_EQ(
+	        mk_settings_parse(
+	                "{\"server\": {\"listen\": \"127.0.0.1:9\", \"inputs\": [\"roots\", \"elicitation\"], \"stream_public\": true, \"admin_token\": \"t0ken-x\"}, \"cluster\": {\"heartbeat_interval\": 3}}",
+	                &set, &err),
+	        0);
+	CHECK(err == NULL);
+	CHECK_EQ(mk_settings_get(set, "server.listen", &v), 0);
+	CHECK(strcmp(v, "127.0.0.1:9") == 0);
+	mk_free(v);
+	CHECK_EQ(mk_settings_get(set, "server.inputs", &v), 0);
+	CHECK(strcmp(v, "[\"elicitation\",\"roots\"]") == 0);
+	mk_free(v);
+	CHECK_EQ(mk_settings_get(set, "server.stream_public", &v), 0);
+	CHECK(strcmp(v, "true") == 0);
+	mk_free(v);
+	CHECK_EQ(mk_settings_get(set, "cluster.heartbeat_interval", &v), 0);
+	CHECK(strcmp(v, "3000") == 0);
+	mk_free(v);
+	CHECK_EQ(mk_settings_get(set, "server.admin_token", &v), 0);
+	CHECK(strcmp(v, "t0ken-x") == 0);
+	mk_free_secret(v);
+	CHECK_EQ(mk_settings_get(set, "server.stream", &v), 0);
+	CHECK(v == NULL); /* unset */
+	CHECK_EQ(mk_settings_get(set, "store.colour", &v), MK_ENOENT);
+	mk_settings_free(&set);
+	CHECK(set == NULL);
+	mk_settings_free(&set); /* (twice: nothing) */
+	for (unsigned i = 0; (name = mk_setting_name(i)) != NULL; i++, n++) {
+		at_start += (mk_setting_flags(i) & MK_SETTING_AT_START) != 0;
+		secret += (mk_setting_flags(i) & MK_SETTING_SECRET) != 0;
+		/* every name is one mk_config_get knows */
+		CHECK_EQ(mk_config_get("{}", name, &v, &err), 0);
+		CHECK(v == NULL);
+	}
+	CHECK_EQ(n, 16);
+	CHECK_EQ(at_start, 12);
+	CHECK_EQ(secret, 3);
+	CHECK_EQ(mk_setting_flags(n), -1);
+	CHECK_EQ(mk_settings_parse("{\"store\": 1}", &set, &err), MK_EINVAL);
+	CHECK(set == NULL && err != NULL);
+	mk_free(err);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1519,6 +1572,7 @@ main(int argc, char **argv)
 	                    WAIT_MS),
 	         0);
 	RUN_IF(config_store_path);
+	RUN_IF(settings_parsed);
 	RUN_IF(kill9_durable);
 	RUN_IF(kill9_added);
 	RUN_IF(refused_full);

@@ -269,7 +269,7 @@ admin_token(void)
 	/* rotated by a reload: the old token is refused from then on */
 	write_config(
 	        "tok.json",
-	        "{\"server\": {\"admin_token\": \"rotated-admin\", \"listen\": \"127.0.0.1:1\"}, \"cluster\": {\"heartbeat_interval\": 2}, \"mcp\": {\"client_configs\": []}}");
+	        "{\"server\": {\"admin_token\": \"rotated-admin\", \"listen\": \"127.0.0.1:1\", \"inputs\": [\"sampling\"]}, \"cluster\": {\"heartbeat_interval\": 2}, \"mcp\": {\"client_configs\": []}}");
 	CHECK_EQ(kill(d.pid, SIGHUP), 0);
 	CHECK(metric_within("mcpkeep_reloads_total{result=\"applied\"}", 1,
 	                    1));
@@ -285,6 +285,12 @@ admin_token(void)
 	CHECK(peer_said(
 	        &d,
 	        "serve: reload: cluster.heartbeat_interval changed; it is read only at start (restart to apply it)\n"));
+	/* (before, a reload changed server.inputs silently: it was missing
+	 * from the list of those read only at start) */
+	CHECK(peer_said(
+	        &d,
+	        "serve: reload: server.inputs changed; it is read only at start (restart to apply it)\n"));
+	CHECK(!peer_said(&d, "server.admin_token changed"));
 	CHECK(!peer_said(&d, "rotated-admin") && !peer_said(&d, "s3cret"));
 
 	/* on a non-loopback address, a reload that drops the token is
