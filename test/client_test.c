@@ -1123,8 +1123,8 @@ known_tools_restored(void)
 	mp_kv_str(
 	        &w, "tools",
 	        "[{\"name\": \"zeta\", \"inputSchema\": {}}, {\"inputSchema\": {}, \"name\": \"alpha\"}]");
-	CHECK_EQ(kn_ask(rt->supervisor, MSG_SV_ADD, w.sb.data,
-	                w.sb.size, WAIT_MS, &a),
+	CHECK_EQ(kn_ask(rt->supervisor, MSG_SV_ADD, w.sb.data, w.sb.size,
+	                WAIT_MS, &a),
 	         0);
 	free(a.data);
 	mp_w_fini(&w);
@@ -1653,8 +1653,8 @@ state_machine(void)
 				bool auth_to = to == CS_DISABLED ||
 				        to == CS_REAUTH || to == CS_PENDING;
 				cl.state = (cl_state)from;
-				bool ok = client_state_enter(&cl, (cl_state)to,
-				                             (cl_cause)by);
+				bool ok  = cl_state_enter(&cl, (cl_state)to,
+				                          (cl_cause)by);
 				CHECK_EQ(cl.state, ok ? to : from);
 				n += ok;
 				if (from == CS_ERROR || to == CS_ERROR) {
@@ -1686,7 +1686,7 @@ state_machine(void)
 	}
 	/* a result can heal and fail; the rest is the table's */
 	cl.state = CS_UNSTABLE;
-	CHECK(client_state_enter(&cl, CS_HEALTHY, CL_BY_RESULT));
+	CHECK(cl_state_enter(&cl, CS_HEALTHY, CL_BY_RESULT));
 	CHECK(n > 4);
 }
 

@@ -27,7 +27,7 @@ static const struct {
 	const codec_msgdef *defs;
 	const size_t       *n;
 } tables[] = {
-        {"actors/client/client.h", client_msgs, &client_msgs_n},
+        {"actors/client/client.h", cl_msgs, &cl_msgs_n},
         {"actors/cluster.h", cluster_msgs, &cluster_msgs_n},
         {"actors/credential/credential.h", credential_msgs,
          &credential_msgs_n},

@@ -126,7 +126,7 @@ cl_fini(kn_actor *self, void *state)
 	cl_input_end_all(cl); /* answered while their sessions are open */
 	cl_conn_close_all(cl);
 	cl_call_end_all(cl, "MCP client is shutting down");
-	client_loop_free(cl);
+	cl_loop_free(cl);
 	cl_cred_forget(cl);
 	cl_cred_clear(cl);
 	free(cl->step_scope);
@@ -160,16 +160,16 @@ connect_now(client *cl, uint64_t corr, uint32_t type, bool boot)
 {
 	if (cl->state == CS_DISABLED || cl->state == CS_PENDING ||
 	    cl->state == CS_REAUTH) {
-		client_save_once(cl);
-		client_push_view(cl);
+		cl_save_once(cl);
+		cl_push_view(cl);
 		cl_reply_ok(cl, corr);
 		return;
 	}
 	if (!cl->cfg->sticky && cl->hash[0] != '\0') {
-		client_save_once(cl);
+		cl_save_once(cl);
 		/* per-call with known tools: no synchronous discovery; the
 		 * periodic check revisits it */
-		client_pass(cl);
+		cl_pass(cl);
 		cl_reply_ok(cl, corr);
 		return;
 	}
@@ -189,7 +189,7 @@ connect_cred(client *cl, void *arg, uint64_t corr, int status, const char *err)
 	if (status == 0 || (cl->state == CS_PENDING && status != MK_ESTATE)) {
 		/* authorized (or it exists and a refresh failed): the
 		 * connect decides */
-		(void)client_state_enter(cl, CS_UNSTABLE, CL_BY_CRED);
+		(void)cl_state_enter(cl, CS_UNSTABLE, CL_BY_CRED);
 	}
 	if (how == HOW_ENABLE && cl->state == CS_UNSTABLE) {
 		cl_dial_start(cl, DIAL_RECONNECT, corr, MSG_CL_ENABLE);
@@ -267,8 +267,8 @@ do_disable(client *cl)
 		cl_conn_close_all(cl);
 		cl_call_run_queued(cl, "MCP client was disabled");
 		cl_call_drop_held(cl, "MCP client was disabled", false);
-		client_set_state(cl, CS_DISABLED);
-		client_loop_release(cl); /* no fds while disabled */
+		cl_set_state(cl, CS_DISABLED);
+		cl_loop_release(cl); /* no fds while disabled */
 	}
 }
 
@@ -281,7 +281,7 @@ keep_disabled(client *cl, bool disabled)
 	    json_object_set_new(cl->cfg->raw, "disabled",
 	                        json_boolean(disabled)) == 0) {
 		cl->cfg->disabled = disabled;
-		client_persist_config(cl);
+		cl_persist_config(cl);
 	}
 }
 
@@ -301,21 +301,20 @@ enable_corr(client *cl, uint64_t corr, uint32_t type)
 		return;
 	}
 	if (cl_cred_needed(cl) && !cfg_acts_alone(cl->cfg)) {
-		client_set_state(cl,
-		                 CS_PENDING); /* until the credential says */
+		cl_set_state(cl, CS_PENDING); /* until the credential says */
 		cl_cred_fetch(cl, CRED_PEEK, connect_cred,
 		              (void *)(uintptr_t)HOW_ENABLE, corr);
 		return;
 	}
 	if (cl->cfg->auth != CFG_AUTH_NONE &&
 	    cl->cfg->auth != CFG_AUTH_HEADERS && !cfg_acts_alone(cl->cfg)) {
-		client_set_state(cl, CS_PENDING);
+		cl_set_state(cl, CS_PENDING);
 		cl_reply_ok(cl, corr);
 		return;
 	}
 	/* out of disabled; what it is now the connect decides (and only
 	 * that is published: no made-up state in between) */
-	(void)client_state_enter(cl, CS_UNSTABLE, CL_BY_ADMIN);
+	(void)cl_state_enter(cl, CS_UNSTABLE, CL_BY_ADMIN);
 	cl_dial_start(cl, DIAL_RECONNECT, corr, type);
 }
 
@@ -507,7 +506,7 @@ on_update(client *cl, kn_msg *msg)
 	if (!stored) {
 		/* (a stored one is there: written again, it could bring
 		 * back a client another node has deleted since) */
-		client_persist_config(cl);
+		cl_persist_config(cl);
 	}
 	cl_cred_register(cl); /* a new OAuth config is a rotation there */
 	if (ncfg->disabled && cl->state != CS_DISABLED) {
@@ -526,7 +525,7 @@ on_update(client *cl, kn_msg *msg)
 		cl_dial_start(cl, DIAL_RECONNECT, corr, msg->env.type);
 		return;
 	}
-	client_push_view(cl);
+	cl_push_view(cl);
 	cl_reply_ok(cl, corr);
 }
 
@@ -546,7 +545,7 @@ on_settings(client *cl, kn_msg *msg)
 		cl_pin_config(cl, mode);
 	}
 	apply_intervals(cl);
-	client_push_view(cl); /* the supervisor reschedules on its sync_ms */
+	cl_push_view(cl); /* the supervisor reschedules on its sync_ms */
 }
 
 /* An API change's ticket (disable, enable, update): its config write
@@ -627,7 +626,7 @@ cl_handle(kn_actor *self, void *state, kn_msg *msg)
 		cl_call_cancel(cl, msg);
 		return (0);
 	case MSG_CL_SNAPSHOT:
-		client_snapshot(cl);
+		cl_snapshot(cl);
 		return (0);
 	case MSG_CL_HISTORY:
 		cl_on_history(cl, msg);

@@ -458,7 +458,7 @@ open_per_call(client *cl, cl_call *c)
 	mcp_config   mc;
 	mcp_error    e;
 
-	if (client_loop(cl, &e) != 0) {
+	if (cl_loop(cl, &e) != 0) {
 		done_per_call(c, &e, NULL);
 		return;
 	}

@@ -68,7 +68,7 @@ finish(client *cl)
 	kn_timer_cancel(cl->self, k->timer);
 	cl_dial_forget_check(cl);
 	kn_rfc3339(cl->checked_at, sizeof(cl->checked_at));
-	client_push_view(cl); /* (its checked_at) */
+	cl_push_view(cl); /* (its checked_at) */
 	answer(cl, k->corr);
 	if (!k->busy) {
 		free(k);
@@ -117,7 +117,7 @@ failed(client *cl, const mcp_error *err)
 		k->timer = kn_timer_add(cl->self, delay, retry_tick, cl);
 		return;
 	}
-	client_fail(cl, CS_UNSTABLE, stage_of(cl, k->phase), err->message);
+	cl_fail(cl, CS_UNSTABLE, stage_of(cl, k->phase), err->message);
 	if (cl->cfg->sticky && k->phase != PH_DIAL) {
 		cl_dial_start(cl, DIAL_BACKGROUND, 0, MSG_CL_RECONNECT);
 	}
@@ -163,9 +163,9 @@ op_done(void *arg, const mcp_error *err, json_t *result)
 		return;
 	}
 	json_t *tools = cl_era_tools(cl, result);
-	client_set_tools(cl, tools);
+	cl_set_tools(cl, tools);
 	json_decref(tools);
-	client_pass(cl);
+	cl_pass(cl);
 	cl_backoff_reset(cl, true);
 	finish(cl);
 }

@@ -4,7 +4,7 @@
  * last_failure, connection generation, tool list and its hash, the sticky
  * connection(s), in-flight calls and the dedup of lifecycle operations.
  *
- * States, and what may move them (client_state_enter's table in
+ * States, and what may move them (cl_state_enter's table in
  * state.c is this diagram; `error` and `degraded` are not the actor's:
  * the supervisor lists a stored client it could not start as `error`,
  * and `degraded` is a cluster's read of several nodes' states):
@@ -403,8 +403,8 @@ CODEC_MSG_STRUCT(cl_input_event, CL_INPUT_EVENT_FIELDS)
 CODEC_MSG_STRUCT(cl_pin_event, CL_PIN_EVENT_FIELDS)
 
 /* The client actor's messages, as the table above shows them. */
-extern const codec_msgdef client_msgs[];
-extern const size_t       client_msgs_n;
+extern const codec_msgdef cl_msgs[];
+extern const size_t       cl_msgs_n;
 
 extern const kn_actor_ops client_ops;
 

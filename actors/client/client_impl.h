@@ -20,7 +20,7 @@
 #include "transport/loop.h"
 #include "transport/mcp.h"
 
-/* What moves a client's state (client_state_enter's table). */
+/* What moves a client's state (cl_state_enter's table). */
 typedef enum cl_cause {
 	CL_BY_RESULT, /* a check, a dial, a call's transport */
 	CL_BY_ADMIN,  /* disable, enable */
@@ -355,20 +355,19 @@ void cl_lists_fini(client *cl);
 void cl_conn_free(cl_sconn *c);
 
 /* actor.c */
-/* client_state_enter is the one way cl->state changes: true when the
+/* cl_state_enter is the one way cl->state changes: true when the
  * table in actor.c allows it (refused and, but for a result meeting an
  * authoritative state, logged as a bug otherwise).  It publishes
- * nothing: client_transition does. */
-bool client_state_enter(client *cl, cl_state to, cl_cause by);
-void client_set_state(client *cl, cl_state s); /* by an admin */
-void client_fail(client *cl, cl_state s, const char *stage,
-                 const char *message);
+ * nothing: cl_transition does. */
+bool cl_state_enter(client *cl, cl_state to, cl_cause by);
+void cl_set_state(client *cl, cl_state s); /* by an admin */
+void cl_fail(client *cl, cl_state s, const char *stage, const char *message);
 /* Records a failed attempt as last_failure (and counts it); false when
  * out of memory. */
-bool client_failure(client *cl, const char *stage, const char *message);
-void client_pass(client *cl);
-void client_set_tools(client *cl, json_t *tools);
-void client_push_view(client *cl);
+bool cl_failure(client *cl, const char *stage, const char *message);
+void cl_pass(client *cl);
+void cl_set_tools(client *cl, json_t *tools);
+void cl_push_view(client *cl);
 /* A client's transitions kept for GET .../history (state.c). */
 #define CL_HISTORY_MAX 50
 void cl_on_history(client *cl, kn_msg *msg);
@@ -411,11 +410,11 @@ void cl_on_decide(client *cl, kn_msg *msg);
  * answers MSG_CL_VERSIONS. */
 json_t *cl_version_new(client *cl, json_t *tools, const char *hash);
 void    cl_on_versions(client *cl, kn_msg *msg);
-/* client_snapshot publishes the state the client is in (a "state" event
+/* cl_snapshot publishes the state the client is in (a "state" event
  * whose old_state is its state, snapshot true). */
-void client_snapshot(client *cl);
-void client_persist_config(client *cl);
-void client_save_once(client *cl);
+void cl_snapshot(client *cl);
+void cl_persist_config(client *cl);
+void cl_save_once(client *cl);
 void cl_reply_ok(client *cl, uint64_t corr);
 /* state.c: the state the view shows (a per-user needs_reauth overlays
  * healthy and unstable); the view as JSON (new reference); MSG_CL_METRICS
@@ -459,18 +458,18 @@ void cl_backoff_reset(client *cl, bool forget);
 bool cl_backoff_active(const client *cl);
 bool cl_conn_usable(const client *cl);
 
-/* wait.c: the kernel's wait and wake hooks; client_loop makes the loop
+/* wait.c: the kernel's wait and wake hooks; cl_loop makes the loop
  * (0, or an MK_ code with err set: MCP_E_LIMIT when out of file
- * descriptors); client_loop_release frees it once the client is disabled
- * or needs_reauth and the loop is idle; client_loop_free at once */
+ * descriptors); cl_loop_release frees it once the client is disabled
+ * or needs_reauth and the loop is idle; cl_loop_free at once */
 void cl_waker_init(cl_waker *w);
 void cl_waker_fini(cl_waker *w);
 int  cl_wait(kn_actor *self, void *state, struct pollfd *fds, unsigned nfds,
              int timeout_ms);
 void cl_wake(void *arg);
-int  client_loop(client *cl, mcp_error *err);
-void client_loop_release(client *cl);
-void client_loop_free(client *cl);
+int  cl_loop(client *cl, mcp_error *err);
+void cl_loop_release(client *cl);
+void cl_loop_free(client *cl);
 
 /* check.c */
 void cl_check_start(client *cl, uint64_t corr);
@@ -509,8 +508,8 @@ void cl_cred_fetch_user(client *cl, cl_call *c, cl_cred_fn fn);
 /* hdrs of config headers + the '\n'-separated lines in cred (modified) */
 char **cl_cred_lines(client *cl, char *cred);
 void   cl_cred_fini(client *cl);
-void   client_reauth(client *cl, const char *message);
-void   client_transition(client *cl);
+void   cl_reauth(client *cl, const char *message);
+void   cl_transition(client *cl);
 void   cl_cm_failure(client *cl, const char *stage);          /* counts one */
 void   cl_cm_call(client *cl, const cl_call *c, int outcome); /* counts one */
 void   cl_cm_outcome(client *cl, int outcome); /* one never sent */

@@ -70,7 +70,7 @@ cl_backoff_fail(client *cl)
 	KN_LOGF(MK_LOG_DEBUG, "client", f,
 	        "%s: connect attempt %u failed; next in %lld ms",
 	        cl->cfg->name, cl->fails, (long long)ms);
-	client_push_view(cl); /* (next_retry_at) */
+	cl_push_view(cl); /* (next_retry_at) */
 }
 
 void
@@ -171,7 +171,7 @@ relisted(void *arg, const mcp_error *err, json_t *result)
 	cl->relisting = false;
 	if (err == NULL) {
 		json_t *tools = cl_era_tools(cl, result);
-		client_set_tools(cl, tools);
+		cl_set_tools(cl, tools);
 		json_decref(tools);
 	}
 	/* a failure is the next check's to find */
@@ -274,7 +274,7 @@ on_conn_event(void *arg, mcp_session *s, mcp_event ev, const mcp_error *err)
 	} else {
 		cl_conn_release(cl, c);
 	}
-	client_fail(cl, CS_UNSTABLE, "transport_lost", err->message);
+	cl_fail(cl, CS_UNSTABLE, "transport_lost", err->message);
 	cl_backoff_fail(cl); /* its reconnect waits: a server that dies as
 	                      * soon as it starts is not restarted in a loop */
 }
@@ -363,7 +363,7 @@ dial_end(cl_dial *d, const mcp_error *err, json_t *tools)
 		cl_conn_free(c);
 		cl_era_forget(cl); /* the next connect asks again */
 		if (!(d->why == DIAL_ADD && cl->cfg->sticky)) {
-			client_save_once(cl); /* kept, if unstable */
+			cl_save_once(cl); /* kept, if unstable */
 		}
 		if (!stale && !(d->why == DIAL_ADD && cl->cfg->sticky)) {
 			if (d->why == DIAL_DISCOVERY) {
@@ -374,9 +374,8 @@ dial_end(cl_dial *d, const mcp_error *err, json_t *tools)
 			} else {
 				/* a failed reconnect is a failed connect,
 				 * make-before-break or not */
-				client_fail(cl, CS_UNSTABLE,
-				            stage_of(d->why, err),
-				            err->message);
+				cl_fail(cl, CS_UNSTABLE, stage_of(d->why, err),
+				        err->message);
 			}
 			/* before the waiters: a check among them
 			 * sees the backoff */
@@ -403,11 +402,11 @@ dial_end(cl_dial *d, const mcp_error *err, json_t *tools)
 	}
 	cl_backoff_reset(cl, false); /* connected: no retry due; the count
 	                              * waits for a passing check */
-	client_save_once(cl);        /* the config before its tools */
-	client_set_tools(cl, tools);
-	client_pass(cl);
+	cl_save_once(cl);            /* the config before its tools */
+	cl_set_tools(cl, tools);
+	cl_pass(cl);
 	if (cl->cfg->sticky) {
-		client_push_view(cl); /* the generation moved */
+		cl_push_view(cl); /* the generation moved */
 		cl_lists_fetch(cl, true, true);
 	}
 	answer_waiters(cl, NULL);
@@ -491,7 +490,7 @@ dial_open(cl_dial *d)
 	mcp_error    e;
 	int          rv;
 
-	if (client_loop(cl, &e) != 0) {
+	if (cl_loop(cl, &e) != 0) {
 		dial_end(d, &e, NULL);
 		return;
 	}

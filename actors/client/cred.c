@@ -143,13 +143,13 @@ cred_dead(client *cl, const char *message)
 {
 	if (cfg_auth_per_user(cl->cfg->auth)) {
 		/* callers keep working; only discovery pauses */
-		(void)client_failure(cl, "credential", message);
+		(void)cl_failure(cl, "credential", message);
 		cl->admin_dead = true;
 		set_cred(cl, NULL);
-		client_transition(cl);
+		cl_transition(cl);
 		return;
 	}
-	client_reauth(cl, message);
+	cl_reauth(cl, message);
 }
 
 void
@@ -159,7 +159,7 @@ cl_cred_clear(client *cl)
 }
 
 void
-client_reauth(client *cl, const char *message)
+cl_reauth(client *cl, const char *message)
 {
 	if (cl->state == CS_DISABLED) {
 		return; /* authoritative; the credential's state shows later */
@@ -169,10 +169,10 @@ client_reauth(client *cl, const char *message)
 	cl_call_run_queued(cl, "the MCP client needs reauthorization");
 	cl_call_drop_held(cl, "the MCP client needs reauthorization", false);
 	set_cred(cl, NULL);
-	(void)client_failure(cl, "credential", message);
-	(void)client_state_enter(cl, CS_REAUTH, CL_BY_CRED);
-	client_transition(cl);
-	client_loop_release(cl); /* no fds until reauthorized */
+	(void)cl_failure(cl, "credential", message);
+	(void)cl_state_enter(cl, CS_REAUTH, CL_BY_CRED);
+	cl_transition(cl);
+	cl_loop_release(cl); /* no fds until reauthorized */
 }
 
 /* One wait for the header; the first one asks, the rest join it. */
@@ -327,7 +327,7 @@ cl_cred_on_notice(client *cl, kn_msg *msg)
 			        "%s: credential authorized; connecting",
 			        cl->cfg->name);
 			/* the connect decides */
-			(void)client_state_enter(cl, CS_UNSTABLE, CL_BY_CRED);
+			(void)cl_state_enter(cl, CS_UNSTABLE, CL_BY_CRED);
 			cl_dial_start(cl, DIAL_RECONNECT, 0, MSG_CL_RECONNECT);
 		}
 	} else if (strcmp(status, "refreshed") == 0) {

@@ -59,7 +59,7 @@ cl_era_tools(client *cl, json_t *result)
 	cl->ttl_ms = json_is_integer(ttl) ? json_integer_value(ttl) : 0;
 	cl_era_intervals(cl);
 	if (cl->sync_ms != was) {
-		client_push_view(cl); /* the supervisor schedules by it */
+		cl_push_view(cl); /* the supervisor schedules by it */
 	}
 	if (cl->era != MCP_ERA_MODERN || cl->cfg->conn != CFG_HTTP ||
 	    (keep = json_array()) == NULL) {

@@ -114,7 +114,7 @@ input_end(client *cl, cl_input *in, const char *state)
 	publish(cl, in, state);
 	json_decref(in->params);
 	free(in);
-	client_push_view(cl); /* the list shows what still waits */
+	cl_push_view(cl); /* the list shows what still waits */
 }
 
 /* Answers in on its session with the refusal of its kind. */
@@ -268,7 +268,7 @@ cl_input_request(client *cl, mcp_session *s, uint64_t token,
 		free(text);
 	}
 	publish(cl, in, "pending"); /* after the host heard of it */
-	client_push_view(cl);
+	cl_push_view(cl);
 	return (0);
 }
 

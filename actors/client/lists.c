@@ -66,7 +66,7 @@ publish(client *cl)
 static void
 changed(client *cl)
 {
-	client_push_view(cl);
+	cl_push_view(cl);
 	publish(cl);
 }
 

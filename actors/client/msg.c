@@ -26,7 +26,7 @@ CODEC_MSG_FIELDS(cl_pin_event, CL_PIN_EVENT_FIELDS);
 
 #define NONE (&codec_no_fields)
 
-const codec_msgdef client_msgs[] = {
+const codec_msgdef cl_msgs[] = {
         {CODEC_MSG(MSG_CL_CONNECT), "ask", &cl_connect_msg_fields, NONE, NULL,
          "first connect or discovery"},
         {CODEC_MSG(MSG_CL_CHECK), "ask", NONE, &cl_state_msg_fields, NULL,
@@ -70,4 +70,4 @@ const codec_msgdef client_msgs[] = {
          "publish the client's state on the stream now (a snapshot: see "
          "mk_stream_snapshot)"},
 };
-const size_t client_msgs_n = sizeof(client_msgs) / sizeof(client_msgs[0]);
+const size_t cl_msgs_n = sizeof(cl_msgs) / sizeof(cl_msgs[0]);

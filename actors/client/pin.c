@@ -333,7 +333,7 @@ take_row(client *cl, json_t *row, bool unreadable)
 	           strcmp(wasrej, cl->rejected) != 0) {
 		publish(cl, "rejected", cl->rejected);
 	}
-	client_push_view(cl);
+	cl_push_view(cl);
 }
 
 /* A read of the row in flight. */
@@ -621,7 +621,7 @@ decided(client *cl, pin_decide *d)
 	cl->m.pin[d->approve ? 1 : 2]++;
 	cl_counted(cl);
 	publish(cl, d->approve ? "approved" : "rejected", d->digest);
-	client_push_view(cl);
+	cl_push_view(cl);
 	kn_reply_corr(kn_actor_kernel(cl->self), d->corr, 0, CODEC_EMPTY,
 	              CODEC_EMPTY_LEN);
 }

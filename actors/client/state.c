@@ -1,5 +1,5 @@
 /*
- * state.c - the client actor's state machine (client_state_enter and its
+ * state.c - the client actor's state machine (cl_state_enter and its
  * table), last_failure, the state stream, the view the supervisor lists
  * and the client's counters (see client.h).
  */
@@ -118,7 +118,7 @@ cl_on_history(client *cl, kn_msg *msg)
 }
 
 void
-client_snapshot(client *cl)
+cl_snapshot(client *cl)
 {
 	publish_state(cl, cl_shown_state(cl), true);
 }
@@ -379,7 +379,7 @@ cl_view_json(client *cl)
 }
 
 void
-client_push_view(client *cl)
+cl_push_view(client *cl)
 {
 	json_t *v    = cl_view_json(cl);
 	char   *text = v != NULL ? json_dumps(v, JSON_COMPACT) : NULL;
@@ -410,12 +410,12 @@ client_push_view(client *cl)
 /* Publishes the state if it differs from the one last published (or
  * was never published), else just refreshes the view. */
 void
-client_transition(client *cl)
+cl_transition(client *cl)
 {
 	cl_state old = cl->shown, now = cl_shown_state(cl);
 
 	if (now == old && cl->announced) {
-		client_push_view(cl);
+		cl_push_view(cl);
 		return;
 	}
 	/* (a new client's first state: "(new) -> ...", never "x -> x") */
@@ -437,7 +437,7 @@ client_transition(client *cl)
 	}
 	remember(cl, from, now);
 	/* the supervisor has the view before anyone hears of the change */
-	client_push_view(cl);
+	cl_push_view(cl);
 	publish_state(cl, old, false);
 	cl->m.transitions++;
 	cl_counted(cl);
@@ -447,7 +447,7 @@ client_transition(client *cl)
 
 /*
  * The client's state machine: every change of cl->state goes through
- * client_state_enter, which lets it through only when this table allows
+ * cl_state_enter, which lets it through only when this table allows
  * from -> to for its cause.  A result (a check, a dial, a call's
  * transport) moves only between healthy and unstable: the authoritative
  * states (disabled, needs_reauth, pending_verification) are never
@@ -482,7 +482,7 @@ static const unsigned allowed[CL_BY_COUNT][CS_COUNT] = {
 #undef TO
 
 bool
-client_state_enter(client *cl, cl_state to, cl_cause by)
+cl_state_enter(client *cl, cl_state to, cl_cause by)
 {
 	static const char *const causes[] = {"a result", "an admin",
 	                                     "the credential"};
@@ -505,20 +505,20 @@ client_state_enter(client *cl, cl_state to, cl_cause by)
 }
 
 void
-client_set_state(client *cl, cl_state s)
+cl_set_state(client *cl, cl_state s)
 {
-	if (!client_state_enter(cl, s, CL_BY_ADMIN)) {
+	if (!cl_state_enter(cl, s, CL_BY_ADMIN)) {
 		return;
 	}
 	if (s == CS_DISABLED || s == CS_PENDING) {
 		/* changed without a failed attempt: no reason to carry */
 		cl->lf_set = false;
 	}
-	client_transition(cl);
+	cl_transition(cl);
 }
 
 bool
-client_failure(client *cl, const char *stage, const char *message)
+cl_failure(client *cl, const char *stage, const char *message)
 {
 	char *norm = text_failure_message(message);
 
@@ -541,30 +541,30 @@ client_failure(client *cl, const char *stage, const char *message)
 }
 
 void
-client_fail(client *cl, cl_state s, const char *stage, const char *message)
+cl_fail(client *cl, cl_state s, const char *stage, const char *message)
 {
 	/* authoritative states are never overwritten by a result */
 	if ((allowed[CL_BY_RESULT][cl->state] & (1u << s)) == 0 ||
-	    !client_failure(cl, stage, message)) {
+	    !cl_failure(cl, stage, message)) {
 		return;
 	}
-	(void)client_state_enter(cl, s, CL_BY_RESULT);
-	client_transition(cl); /* or, unchanged, a view with the new "at" */
+	(void)cl_state_enter(cl, s, CL_BY_RESULT);
+	cl_transition(cl); /* or, unchanged, a view with the new "at" */
 }
 
 void
-client_pass(client *cl)
+cl_pass(client *cl)
 {
 	if ((cl->state == CS_HEALTHY && !cl->lf_set && cl->announced) ||
-	    !client_state_enter(cl, CS_HEALTHY, CL_BY_RESULT)) {
+	    !cl_state_enter(cl, CS_HEALTHY, CL_BY_RESULT)) {
 		return; /* nothing changed: no view to push */
 	}
 	cl->lf_set = false;
-	client_transition(cl);
+	cl_transition(cl);
 }
 
 void
-client_set_tools(client *cl, json_t *tools)
+cl_set_tools(client *cl, json_t *tools)
 {
 	char    hash[TOOLS_HASH_HEX], *diff;
 	json_t *version;
@@ -604,7 +604,7 @@ client_set_tools(client *cl, json_t *tools)
 		mp_kv_str(&w, "diff", diff);
 	}
 	free(diff);
-	client_push_view(cl);
+	cl_push_view(cl);
 	kn_stream_publish(cl->stream, "tools", w.sb.data, w.sb.size);
 	mp_w_fini(&w);
 	if (cl->ps != NULL) {
@@ -627,16 +627,16 @@ client_set_tools(client *cl, json_t *tools)
 }
 
 void
-client_save_once(client *cl)
+cl_save_once(client *cl)
 {
 	if (cl->unsaved) {
 		cl->unsaved = false;
-		client_persist_config(cl);
+		cl_persist_config(cl);
 	}
 }
 
 void
-client_persist_config(client *cl)
+cl_persist_config(client *cl)
 {
 	ps_client_msg m = {.id     = cl->cfg->id,
 	                   .name   = cl->cfg->name,

@@ -109,7 +109,7 @@ cl_wait(kn_actor *self, void *state, struct pollfd *fds, unsigned nfds,
 }
 
 int
-client_loop(client *cl, mcp_error *err)
+cl_loop(client *cl, mcp_error *err)
 {
 	tp_loop *l;
 	int      rv;
@@ -139,11 +139,11 @@ loop_tick(kn_actor *self, void *arg)
 	client *cl = arg;
 
 	cl->loop_timer = 0;
-	client_loop_release(cl);
+	cl_loop_release(cl);
 }
 
 void
-client_loop_free(client *cl)
+cl_loop_free(client *cl)
 {
 	if (cl->loop_timer != 0) {
 		kn_timer_cancel(cl->self, cl->loop_timer);
@@ -156,7 +156,7 @@ client_loop_free(client *cl)
 }
 
 void
-client_loop_release(client *cl)
+cl_loop_release(client *cl)
 {
 	if (cl->loop == NULL || cl->loop_timer != 0 ||
 	    (cl->state != CS_DISABLED && cl->state != CS_REAUTH)) {
@@ -171,5 +171,5 @@ client_loop_release(client *cl)
 	}
 	KN_DEBUG("client", "%s: idle: its loop and file descriptors freed",
 	         cl->cfg->name);
-	client_loop_free(cl);
+	cl_loop_free(cl);
 }
