@@ -574,11 +574,29 @@ take_ticket(client *cl, kn_msg *msg)
 	}
 }
 
+/* What holds of a client between two of its handlers (SQLite's
+ * assert_pager_state is the model): a state of its own (error is the
+ * supervisor's), nothing dialled nor connected while disabled, and the
+ * queue of calls waiting for a slot whole (O(1): it is checked on every
+ * message). */
+static void
+assert_client_state(const client *cl)
+{
+	assert((unsigned)cl->state < CS_COUNT && cl->state != CS_ERROR);
+	assert(cl->state != CS_DISABLED ||
+	       (cl->dial == NULL && cl->live == NULL));
+	assert((cl->held == NULL) == (cl->nheld == 0) &&
+	       (cl->held == NULL) == (cl->held_tail == NULL) &&
+	       (cl->held_tail == NULL || cl->held_tail->next == NULL));
+	(void)cl;
+}
+
 static int
 cl_handle(kn_actor *self, void *state, kn_msg *msg)
 {
 	client *cl = state;
 
+	assert_client_state(cl);
 	switch (msg->env.type) {
 	case MSG_CL_CONNECT:
 		on_connect(cl, msg);
