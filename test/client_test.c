@@ -475,6 +475,39 @@ on_done(void *arg, int rc, mk_result *res)
 	mk_result_free(&res);
 }
 
+/* Waits until n of b's calls answered. */
+static void
+batch_wait(batch *b, int n)
+{
+	pthread_mutex_lock(&b->mtx);
+	while (b->done < n) {
+		pthread_cond_wait(&b->cv, &b->mtx);
+	}
+	pthread_mutex_unlock(&b->mtx);
+}
+
+/* A call to client name that waits 300 ms for a slot and is refused
+ * (MK_EBUSY) with an error that begins "MCP client <name> <want>". */
+static void
+late_refused(mk_runtime *rt, const char *name, const char *want)
+{
+	char       head[512];
+	mk_result *res = NULL;
+	mk_call    e   = {.client     = name,
+	                  .tool       = "echo",
+	                  .arguments  = "{\"message\": \"late\"}",
+	                  .timeout_ms = 300};
+
+	CHECK_EQ(mk_tool_call(rt, &e, &res), MK_EBUSY);
+	snprintf(head, sizeof(head), "MCP client %s %s", name, want);
+	if (strncmp(res->error, head, strlen(head)) != 0) {
+		fprintf(stderr, "got: %s\n", res->error);
+	}
+	CHECK(strncmp(res->error, head, strlen(head)) == 0);
+	CHECK(strstr(res->error, "; try again later") != NULL);
+	mk_result_free(&res);
+}
+
 /* What a call's progress callback saw. */
 typedef struct seen {
 	int    n;     /* notifications */
@@ -636,9 +669,9 @@ static void
 max_concurrent_calls(void)
 {
 	sub         sb;
-	mk_runtime *rt = rt_open(&sb);
-	peer        p  = {0};
-	char        want[512], *err = NULL, *t, name[16];
+	mk_runtime *rt  = rt_open(&sb);
+	peer        p   = {0};
+	char       *err = NULL, *t, name[16];
 	int         rc;
 
 	start_inject(&p);
@@ -661,11 +694,7 @@ max_concurrent_calls(void)
 		for (int i = 0; i < 6; i++) {
 			CHECK_EQ(mk_tool_call_async(rt, &c, on_done, &b), 0);
 		}
-		pthread_mutex_lock(&b.mtx);
-		while (b.done < 6) {
-			pthread_cond_wait(&b.cv, &b.mtx);
-		}
-		pthread_mutex_unlock(&b.mtx);
+		batch_wait(&b, 6);
 		CHECK_EQ(b.ok, 6);
 		/* (the counter is the server's, over both clients) */
 		CHECK_EQ(admin(p.port, "/admin/counters", NULL, "slow_most"),
@@ -676,25 +705,10 @@ max_concurrent_calls(void)
 		b.done = b.ok = b.bad = 0;
 		CHECK_EQ(mk_tool_call_async(rt, &h, on_done, &b), 0);
 		CHECK_EQ(mk_tool_call_async(rt, &h, on_done, &b), 0);
-		mk_result *res = NULL;
-		mk_call    e   = {.client     = name,
-		                  .tool       = "echo",
-		                  .arguments  = "{\"message\": \"late\"}",
-		                  .timeout_ms = 300};
-		CHECK_EQ(mk_tool_call(rt, &e, &res), MK_EBUSY);
-		snprintf(
-		        want, sizeof(want),
-		        "MCP client %s is at max_concurrent_calls (2 calls in "
-		        "flight): the call waited ",
-		        name);
-		CHECK(strncmp(res->error, want, strlen(want)) == 0);
-		CHECK(strstr(res->error, "; try again later") != NULL);
-		mk_result_free(&res);
-		pthread_mutex_lock(&b.mtx);
-		while (b.done < 2) {
-			pthread_cond_wait(&b.cv, &b.mtx);
-		}
-		pthread_mutex_unlock(&b.mtx);
+		late_refused(rt, name,
+		             "is at max_concurrent_calls (2 calls in flight): "
+		             "the call waited ");
+		batch_wait(&b, 2);
 		/* the slots are free again */
 		t = call_text(rt, name, "echo", "{\"message\": \"again\"}",
 		              &rc);
@@ -724,8 +738,8 @@ static void
 calls_leave_room(void)
 {
 	sub         sb;
-	mk_runtime *rt = rt_open(&sb);
-	char        want[512], *err = NULL, name[16];
+	mk_runtime *rt  = rt_open(&sb);
+	char       *err = NULL, name[16];
 
 	for (int k = 0; k < 2; k++) {
 		peer    p = {0};
@@ -764,31 +778,14 @@ calls_leave_room(void)
 		json_t *v = view_of(rt, name);
 		CHECK(strcmp(vstr(v, "state"), "healthy") == 0);
 		json_decref(v);
-		mk_result *res = NULL;
-		mk_call    e   = {.client     = name,
-		                  .tool       = "echo",
-		                  .arguments  = "{\"message\": \"late\"}",
-		                  .timeout_ms = 300};
-		CHECK_EQ(mk_tool_call(rt, &e, &res), MK_EBUSY);
-		snprintf(
-		        want, sizeof(want),
-		        "MCP client %s has 60 calls in flight (the most sent to "
-		        "one server at once, leaving connections for its "
-		        "checks): the call waited ",
-		        name);
-		if (strncmp(res->error, want, strlen(want)) != 0) {
-			fprintf(stderr, "got: %s\n", res->error);
-		}
-		CHECK(strncmp(res->error, want, strlen(want)) == 0);
-		mk_result_free(&res);
+		late_refused(rt, name,
+		             "has 60 calls in flight (the most sent to one "
+		             "server at once, leaving connections for its "
+		             "checks): the call waited ");
 		CHECK_EQ(admin(p.port, "/admin/counters", NULL, "hanging"),
 		         60);
 		peer_stop(&p); /* the calls end (their outcome unknown) */
-		pthread_mutex_lock(&b.mtx);
-		while (b.done < 64) {
-			pthread_cond_wait(&b.cv, &b.mtx);
-		}
-		pthread_mutex_unlock(&b.mtx);
+		batch_wait(&b, 64);
 		CHECK_EQ(b.ok, 0);
 		CHECK_EQ(mk_client_remove(rt, name, &err), 0);
 	}
