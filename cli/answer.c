@@ -2,7 +2,7 @@
  * answer.c - what the daemon reads of a request and how it answers: its
  * headers, query parameters and body fields, and the answers (JSON, HTML or
  * text, with the headers every answer carries; an API call's outcome as its
- * HTTP status).  A small helper every part uses: mono_ns.
+ * HTTP status).  A small helper every part uses: answer_mono_ns.
  */
 #include <curl/curl.h>
 #include <microhttpd.h>
@@ -20,7 +20,7 @@
 /* The daemon's own clock: it uses the public API only (mcpkeep.h), so
  * not the library's. */
 int64_t
-mono_ns(void)
+answer_mono_ns(void)
 {
 	struct timespec ts;
 
@@ -127,7 +127,7 @@ answer(req *r, unsigned status, const char *ctype, const char *body)
 	mk_log(own ? MK_LOG_WARN : MK_LOG_DEBUG, "http", "%s %s %u %.1f ms",
 	       r->method != NULL ? r->method : "-",
 	       r->path != NULL ? r->path : "-", status,
-	       (double)(mono_ns() - r->t0) / 1e6);
+	       (double)(answer_mono_ns() - r->t0) / 1e6);
 	http_answered(r);
 	res = MHD_create_response_from_buffer(strlen(body), (void *)body,
 	                                      MHD_RESPMEM_MUST_COPY);
@@ -170,7 +170,7 @@ answer_rpc_error(req *r, unsigned status, json_t *id, int code,
 
 /* The HTTP status of an API failure. */
 unsigned
-status_of(int rc)
+answer_status_of(int rc)
 {
 	switch (rc) {
 	case MK_EINVAL:
@@ -205,7 +205,7 @@ answer_api(req *r, int rc, char *err, unsigned ok, json_t *j)
 		answer_json(r, ok, j != NULL ? j : json_object());
 	} else {
 		json_decref(j);
-		answer_error(r, status_of(rc),
+		answer_error(r, answer_status_of(rc),
 		             err != NULL ? err : mk_strerror(rc));
 	}
 	mk_free(err);

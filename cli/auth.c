@@ -29,7 +29,7 @@ static struct {
 /* ---- virtual keys ------------------------------------------------------- */
 
 void
-keys_free(vkey *keys, size_t n)
+auth_keys_free(vkey *keys, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		free(keys[i].name);
@@ -39,7 +39,7 @@ keys_free(vkey *keys, size_t n)
 }
 
 void
-keys_release(keyset *ks)
+auth_keys_release(keyset *ks)
 {
 	bool last;
 
@@ -50,7 +50,7 @@ keys_release(keyset *ks)
 	last = --ks->refs == 0;
 	pthread_mutex_unlock(&D.mtx);
 	if (last) {
-		keys_free(ks->keys, ks->n);
+		auth_keys_free(ks->keys, ks->n);
 		free(ks);
 	}
 }
@@ -65,7 +65,7 @@ sha256(const char *s, unsigned char out[32])
 
 /* Sets the keys from server.virtual_keys (JSON text, or NULL: none). */
 int
-keys_set(const char *vkeys_json, char *err, size_t errlen)
+auth_keys_set(const char *vkeys_json, char *err, size_t errlen)
 {
 	json_t *a  = vkeys_json != NULL ? json_loads(vkeys_json, 0, NULL)
 	                                : json_array();
@@ -106,7 +106,7 @@ keys_set(const char *vkeys_json, char *err, size_t errlen)
 	old    = A.keys;
 	A.keys = ks;
 	pthread_mutex_unlock(&D.mtx);
-	keys_release(old);
+	auth_keys_release(old);
 	return (0);
 }
 
@@ -276,7 +276,7 @@ held(const unsigned char hash[32])
 }
 
 bool
-keys_holds(const unsigned char hash[32])
+auth_keys_holds(const unsigned char hash[32])
 {
 	pthread_mutex_lock(&D.mtx);
 	bool h = held(hash) != NULL;
@@ -285,7 +285,7 @@ keys_holds(const unsigned char hash[32])
 }
 
 json_t *
-keys_clients(const unsigned char hash[32])
+auth_keys_clients(const unsigned char hash[32])
 {
 	json_t *c = NULL;
 
@@ -299,7 +299,7 @@ keys_clients(const unsigned char hash[32])
 }
 
 bool
-keys_grants(const unsigned char hash[32], const json_t *clients)
+auth_keys_grants(const unsigned char hash[32], const json_t *clients)
 {
 	pthread_mutex_lock(&D.mtx);
 	const vkey *k = held(hash);
@@ -309,14 +309,14 @@ keys_grants(const unsigned char hash[32], const json_t *clients)
 }
 
 int
-keys_ensure(char *err, size_t errlen)
+auth_keys_ensure(char *err, size_t errlen)
 {
-	return (A.keys == NULL ? keys_set(NULL, err, errlen) : 0);
+	return (A.keys == NULL ? auth_keys_set(NULL, err, errlen) : 0);
 }
 
 void
-keys_stop(void)
+auth_keys_stop(void)
 {
-	keys_release(A.keys);
+	auth_keys_release(A.keys);
 	A.keys = NULL;
 }

@@ -69,13 +69,13 @@ void
 call_audit_as(const char *caller, const char *trace, const char *client,
               const char *tool, int outcome, int64_t t0)
 {
-	double ms = (double)(mono_ns() - t0) / 1e6;
+	double ms = (double)(answer_mono_ns() - t0) / 1e6;
 
 	mk_log(MK_LOG_INFO, "audit",
 	       "call key=%s client=%.64s tool=%.128s outcome=%s %.1f ms trace=%.55s",
-	       caller, client, tool, usage_outcome_name(outcome), ms,
+	       caller, client, tool, limits_outcome_name(outcome), ms,
 	       trace != NULL ? trace : "-");
-	usage_record(caller, client, tool, outcome, ms);
+	limits_usage_record(caller, client, tool, outcome, ms);
 }
 
 void
@@ -132,7 +132,7 @@ on_tool(void *arg, int rc, mk_result *res)
 		                              : mk_strerror(rc),
 		                      "outcome", "unknown"));
 	} else {
-		answer_error(r, status_of(rc),
+		answer_error(r, answer_status_of(rc),
 		             res != NULL && res->error != NULL
 		                     ? res->error
 		                     : mk_strerror(rc));
@@ -160,7 +160,7 @@ route_calls(req *r, const char *id, json_t *body)
 	}
 	free(outcome);
 	if ((rc = mk_calls_unknown_json(D.rt, &text)) != 0) {
-		answer_error(r, status_of(rc), mk_strerror(rc));
+		answer_error(r, answer_status_of(rc), mk_strerror(rc));
 		return;
 	}
 	j = json_loads(text, 0, NULL);
@@ -221,7 +221,7 @@ route_tool_execute(req *r, const char *id, json_t *body)
 	memcpy(cc->client + cl + 1, tool, tl + 1);
 	cc->tool  = cc->client + cl + 1;
 	cc->r     = r;
-	cc->t0    = mono_ns();
+	cc->t0    = answer_mono_ns();
 	atext     = args != NULL ? json_dumps(args, JSON_COMPACT) : NULL;
 	mk_call c = {
 	        .client        = client,
@@ -240,7 +240,7 @@ route_tool_execute(req *r, const char *id, json_t *body)
 		call_audit(r, cc->client, cc->tool, USAGE_REFUSED, cc->t0);
 		limits_done(r->key != NULL ? r->key->name : NULL);
 		free(cc);
-		answer_error(r, status_of(rc),
+		answer_error(r, answer_status_of(rc),
 		             rc == MK_ENOENT ? "no such MCP client"
 		                             : mk_strerror(rc));
 	}

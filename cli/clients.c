@@ -32,7 +32,7 @@ listed_in(const json_t *names, const char *name)
 }
 
 bool
-view_allows(const json_t *c, const char *tool)
+clients_view_allows(const json_t *c, const char *tool)
 {
 	return (listed_in(json_object_get(json_object_get(c, "config"),
 	                                  "tools_to_execute"),
@@ -42,7 +42,8 @@ view_allows(const json_t *c, const char *tool)
 /* Whether key k may reach client (a name) - and its tool, when tool is
  * not NULL. */
 bool
-grants_allow(const json_t *grants, const char *client, const char *tool)
+clients_grants_allow(const json_t *grants, const char *client,
+                     const char *tool)
 {
 	json_t *tools;
 
@@ -56,13 +57,13 @@ grants_allow(const json_t *grants, const char *client, const char *tool)
 }
 
 bool
-key_allows(const vkey *k, const char *client, const char *tool)
+clients_key_allows(const vkey *k, const char *client, const char *tool)
 {
-	return (grants_allow(k->clients, client, tool));
+	return (clients_grants_allow(k->clients, client, tool));
 }
 
 const char *
-client_name(const json_t *c)
+clients_name(const json_t *c)
 {
 	const char *n = json_string_value(
 	        json_object_get(json_object_get(c, "config"), "name"));
@@ -74,7 +75,7 @@ client_name(const json_t *c)
  * with its counters when metrics is true (the ones the supervisor keeps:
  * no ask per client). */
 json_t *
-all_clients(bool metrics)
+clients_all(bool metrics)
 {
 	json_t *all = json_array();
 
@@ -142,7 +143,7 @@ client_find(const char *id, json_t **found)
 			const json_t *cfg = json_object_get(c, "config");
 			const char   *cid = json_string_value(
 			          json_object_get(cfg, "client_id"));
-			if (strcmp(client_name(c), id) == 0 ||
+			if (strcmp(clients_name(c), id) == 0 ||
 			    (cid != NULL && strcmp(cid, id) == 0)) {
 				*found = json_incref(c);
 				break;
@@ -162,7 +163,7 @@ name_of(const char *id)
 	char   *n;
 
 	(void)client_find(id, &c);
-	n = c != NULL ? strdup(client_name(c)) : NULL;
+	n = c != NULL ? strdup(clients_name(c)) : NULL;
 
 	json_decref(c);
 	return (n);
@@ -178,15 +179,16 @@ route_key_refuses(req *r, const char *id, const char *tool)
 	if (r->key == NULL) {
 		return (false);
 	}
-	ok = key_allows(r->key, id, tool);
+	ok = clients_key_allows(r->key, id, tool);
 	if (!ok && (name = name_of(id)) != NULL) {
-		ok = key_allows(r->key, name, tool); /* (given by id) */
+		ok = clients_key_allows(r->key, name,
+		                        tool); /* (given by id) */
 	}
 	free(name);
 	if (ok) {
 		return (false);
 	}
-	if (tool != NULL && key_allows(r->key, id, NULL)) {
+	if (tool != NULL && clients_key_allows(r->key, id, NULL)) {
 		snprintf(
 		        msg, sizeof(msg),
 		        "virtual key \"%s\" may not call tool \"%.100s\" of client \"%.64s\"",
@@ -210,7 +212,7 @@ view_for_key(json_t *c, const vkey *k)
 	json_array_foreach(tools, i, t)
 	{
 		const char *n = json_string_value(json_object_get(t, "name"));
-		if (n != NULL && key_allows(k, client_name(c), n)) {
+		if (n != NULL && clients_key_allows(k, clients_name(c), n)) {
 			json_array_append(keep, t);
 		}
 	}
@@ -223,7 +225,7 @@ view_for_key(json_t *c, const vkey *k)
 static void
 clients_for_key(req *r, long limit, long offset, bool metrics)
 {
-	json_t *all = all_clients(metrics), *out, *c;
+	json_t *all = clients_all(metrics), *out, *c;
 	size_t  i;
 
 	if (all == NULL) {
@@ -233,7 +235,7 @@ clients_for_key(req *r, long limit, long offset, bool metrics)
 	out = json_array();
 	json_array_foreach(all, i, c)
 	{
-		if (key_allows(r->key, client_name(c), NULL)) {
+		if (clients_key_allows(r->key, clients_name(c), NULL)) {
 			view_for_key(c, r->key);
 			json_array_append(out, c);
 		}
@@ -329,7 +331,7 @@ client_array(req *r, const char *id, array_fn get, const char *key)
 	if ((rc = get(D.rt, id, &text)) != 0) {
 		char msg[128];
 		snprintf(msg, sizeof(msg), "no MCP client %.64s", id);
-		answer_error(r, status_of(rc),
+		answer_error(r, answer_status_of(rc),
 		             rc == MK_ENOENT ? msg : mk_strerror(rc));
 		return;
 	}

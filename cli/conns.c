@@ -150,7 +150,7 @@ started(struct MHD_Connection *c, void **ctx)
 	        : sizeof(struct sockaddr_in);
 	memcpy(&k->peer, ad->client_addr, k->peer_len);
 	k->loopback = is_loopback(&k->peer);
-	k->since    = mono_ns();
+	k->since    = answer_mono_ns();
 	pthread_mutex_lock(&C.mtx);
 	for (conn *o = C.head; o != NULL; o = o->next) {
 		ip += same_addr(&o->peer, &k->peer);
@@ -224,7 +224,7 @@ conns_headers_in(struct MHD_Connection *c, bool body)
 	if (k != NULL) {
 		pthread_mutex_lock(&C.mtx);
 		k->since   = 0;
-		k->body_at = body ? mono_ns() + C.body_ms * 1000000 : 0;
+		k->body_at = body ? answer_mono_ns() + C.body_ms * 1000000 : 0;
 		pthread_mutex_unlock(&C.mtx);
 	}
 }
@@ -248,7 +248,8 @@ conns_request_done(struct MHD_Connection *c)
 
 	if (k != NULL) {
 		pthread_mutex_lock(&C.mtx);
-		k->since = mono_ns(); /* kept alive: the next one's headers */
+		k->since = answer_mono_ns(); /* kept alive: the next one's
+		                                headers */
 		k->wait_ms = C.idle_ms > C.header_ms ? C.idle_ms : C.header_ms;
 		k->body_at = 0;
 		pthread_mutex_unlock(&C.mtx);
@@ -280,7 +281,7 @@ sweeper(void *arg)
 
 	pthread_mutex_lock(&C.mtx);
 	while (!C.stopping) {
-		int64_t now = mono_ns();
+		int64_t now = answer_mono_ns();
 		for (conn *k = C.head; k != NULL; k = k->next) {
 			if (!k->shut &&
 			    ((k->since != 0 &&

@@ -188,7 +188,7 @@ void answer_error(req *r, unsigned status, const char *msg);
 void     answer_rpc_error(req *r, unsigned status, json_t *id, int code,
                           const char *msg);
 void     answer_api(req *r, int rc, char *err, unsigned ok, json_t *j);
-unsigned status_of(int rc);
+unsigned answer_status_of(int rc);
 /* http_header: r's header name (libmicrohttpd's memory, r's lifetime),
  * NULL when absent or empty; http_header_dup a malloc'd copy.  Never
  * block; libmicrohttpd's threads, while r is being admitted. */
@@ -200,31 +200,31 @@ json_t *http_headers_with(const req *r, const char *prefix);
 /* http_field: the string field key of body (a request's JSON object),
  * body's memory, or NULL.  Never blocks; a handler's worker. */
 const char *http_field(json_t *body, const char *key);
-int64_t     mono_ns(void);
+int64_t     answer_mono_ns(void);
 
 /* auth.c */
-int  keys_set(const char *vkeys_json, char *err, size_t errlen);
-void keys_free(vkey *keys, size_t n);
-/* keys_release drops a hold on ks (NULL: none), freeing it with the
+int  auth_keys_set(const char *vkeys_json, char *err, size_t errlen);
+void auth_keys_free(vkey *keys, size_t n);
+/* auth_keys_release drops a hold on ks (NULL: none), freeing it with the
  * last; takes D.mtx briefly.  Any thread (libmicrohttpd's when a request
  * ends). */
-void keys_release(keyset *ks);
-/* keys_ensure sets an empty set when none is set yet (0, or MK_ENOMEM
- * with err); keys_stop drops the set in use.  Never block; the main
+void auth_keys_release(keyset *ks);
+/* auth_keys_ensure sets an empty set when none is set yet (0, or MK_ENOMEM
+ * with err); auth_keys_stop drops the set in use.  Never block; the main
  * thread, at http_start and http_stop. */
-int  keys_ensure(char *err, size_t errlen);
-void keys_stop(void);
-/* keys_grants: the keys in use hold the key of digest hash, with
+int  auth_keys_ensure(char *err, size_t errlen);
+void auth_keys_stop(void);
+/* auth_keys_grants: the keys in use hold the key of digest hash, with
  * clients as its grants.  Takes D.mtx briefly; any thread. */
-bool keys_grants(const unsigned char hash[32], const json_t *clients);
-/* keys_holds: the keys in use hold the key of digest hash; keys_clients
- * its grants now (a copy: json_decref), NULL when none holds it.  Take
- * D.mtx briefly; any thread. */
-bool    keys_holds(const unsigned char hash[32]);
-json_t *keys_clients(const unsigned char hash[32]);
+bool auth_keys_grants(const unsigned char hash[32], const json_t *clients);
+/* auth_keys_holds: the keys in use hold the key of digest hash;
+ * auth_keys_clients its grants now (a copy: json_decref), NULL when none holds
+ * it.  Take D.mtx briefly; any thread. */
+bool    auth_keys_holds(const unsigned char hash[32]);
+json_t *auth_keys_clients(const unsigned char hash[32]);
 /* http_caller decides who calls r (the admin token, a virtual key, or
  * nobody), as r's route allows: false when it answered r (refused).
- * *ks holds the key set r->key lives in (keys_release).  Takes D.mtx
+ * *ks holds the key set r->key lives in (auth_keys_release).  Takes D.mtx
  * briefly, never blocks; libmicrohttpd's threads, at admission. */
 bool http_caller(req *r, keyset **ks);
 
@@ -241,7 +241,7 @@ void limits_done(const char *name); /* the key's name, or NULL */
 /* limits_why: the refusal's text for key k (buf) */
 const char *limits_why(const vkey *k, int limit, int64_t retry_ms, char *buf,
                        size_t len);
-/* usage_record counts one call of caller (call_caller) to client's
+/* limits_usage_record counts one call of caller (call_caller) to client's
  * tool with its outcome and
  * duration; limits_metrics writes the limits' and the calls' series */
 enum {
@@ -253,9 +253,9 @@ enum {
 	USAGE_CANCELLED, /* its caller gave it up */
 	USAGE_OUTCOMES
 };
-void usage_record(const char *caller, const char *client, const char *tool,
-                  int outcome, double ms);
-const char *usage_outcome_name(int outcome);
+void        limits_usage_record(const char *caller, const char *client,
+                                const char *tool, int outcome, double ms);
+const char *limits_outcome_name(int outcome);
 void        limits_metrics(FILE *f);
 
 /* routes.c */
@@ -279,13 +279,15 @@ void        route_readyz(req *r, const char *id, json_t *body);
 /* clients.c: the list (a key's clients only), add and update, remove,
  * and reconnect / disable / enable / refresh-tools by the path's last
  * part; admin lane */
-bool key_allows(const vkey *k, const char *client, const char *tool);
-/* grants_allow: key_allows of a key's grants (NULL: every client) */
-bool grants_allow(const json_t *grants, const char *client, const char *tool);
-/* view_allows: whether client view c's tools_to_execute allows tool */
-bool        view_allows(const json_t *c, const char *tool);
-json_t     *all_clients(bool metrics); /* every view (new reference) */
-const char *client_name(const json_t *view);
+bool clients_key_allows(const vkey *k, const char *client, const char *tool);
+/* clients_grants_allow: clients_key_allows of a key's grants (NULL: every
+ * client) */
+bool clients_grants_allow(const json_t *grants, const char *client,
+                          const char *tool);
+/* clients_view_allows: whether client view c's tools_to_execute allows tool */
+bool        clients_view_allows(const json_t *c, const char *tool);
+json_t     *clients_all(bool metrics); /* every view (new reference) */
+const char *clients_name(const json_t *view);
 /* route_key_refuses: true (answered 403) when r's virtual key may not
  * reach client id (and tool, when not NULL); blocks on the runtime's
  * list to resolve an id.  A handler's worker. */
@@ -332,7 +334,7 @@ const char *route_requester(const req *r);
 void        route_tool_execute(req *r, const char *id, json_t *body);
 /* call_outcome: a call's USAGE_* outcome; call_audit logs its one INFO
  * audit line (key name, client, tool, outcome, duration, trace id; never
- * a key or an argument) and counts it (usage_record) */
+ * a key or an argument) and counts it (limits_usage_record) */
 int  call_outcome(int rc, const mk_result *res);
 void call_audit(const req *r, const char *client, const char *tool,
                 int outcome, int64_t t0);
@@ -345,7 +347,7 @@ void call_audit_as(const char *caller, const char *trace, const char *client,
                    const char *tool, int outcome, int64_t t0);
 
 /* metrics.c */
-void metrics(req *r, const char *id, json_t *body);
+void route_metrics(req *r, const char *id, json_t *body);
 
 /* events.c */
 int  events_start(const char *stream_url);
@@ -356,7 +358,7 @@ void events_close(req *r); /* r ended: its subscriber goes */
  * the admin's when admin (its token changed), and each key's that the
  * keys in use no longer hold with the same clients; returns how many.
  * Never blocks (takes the events' lock, then D.mtx); the main thread,
- * after keys_set. */
+ * after auth_keys_set. */
 int events_revoke(bool admin);
 /* events_open_mcp answers r (GET /mcp, on libmicrohttpd's thread) with
  * the SSE stream of gateway session; events_notify queues one JSON-RPC

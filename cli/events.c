@@ -309,10 +309,10 @@ events_revoke(bool admin)
 		/* a gateway stream: its key gone or rotated (a change of
 		 * its grants is a list change, not an end) */
 		bool gone = s->session[0] != '\0'
-		        ? (s->keyed ? !keys_holds(s->key) : admin)
+		        ? (s->keyed ? !auth_keys_holds(s->key) : admin)
 		        : s->clients == NULL
 		        ? admin
-		        : !keys_grants(s->key, s->clients);
+		        : !auth_keys_grants(s->key, s->clients);
 		if (!s->ended && gone) {
 			end(s);
 			ended++;

@@ -469,7 +469,7 @@ on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 	if (r == NULL) {
 		return (NULL);
 	}
-	r->t0    = mono_ns();
+	r->t0    = answer_mono_ns();
 	r->lane  = -1;
 	r->conn  = c;
 	r->path  = q != NULL ? strndup(uri, (size_t)(q - uri)) : strdup(uri);
@@ -553,7 +553,7 @@ on_done(void *cls, struct MHD_Connection *c, void **ctx,
 		pthread_mutex_unlock(&D.mtx);
 	}
 	events_close(r);
-	keys_release(r->keys);
+	auth_keys_release(r->keys);
 	if (r->body != NULL) {
 		OPENSSL_cleanse(r->body, r->len); /* (may carry secrets) */
 		free(r->body);
@@ -640,7 +640,7 @@ http_start(const http_opts *o, char *err, size_t errlen)
 	for (size_t i = 0; H.origins != NULL && i < n; i++) {
 		H.origins[i] = strdup(o->origins[i]);
 	}
-	if (keys_ensure(err, errlen) != 0) {
+	if (auth_keys_ensure(err, errlen) != 0) {
 		return (-1);
 	}
 	if (colon == NULL) {
@@ -761,5 +761,5 @@ http_stop(void)
 	}
 	free(H.origins);
 	H.origins = NULL;
-	keys_stop();
+	auth_keys_stop();
 }

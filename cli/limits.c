@@ -78,7 +78,7 @@ kstate_of(const char *name)
 int
 limits_take(const vkey *k, int64_t *retry_ms)
 {
-	int64_t now = mono_ns();
+	int64_t now = answer_mono_ns();
 	int     rv  = LIMIT_OK;
 	kstate *s;
 
@@ -202,8 +202,8 @@ series_of(const char *key, const char *client, const char *tool)
 }
 
 void
-usage_record(const char *key, const char *client, const char *tool,
-             int outcome, double ms)
+limits_usage_record(const char *key, const char *client, const char *tool,
+                    int outcome, double ms)
 {
 	char    cl[72], tl[72];
 	series *s;
@@ -226,7 +226,7 @@ usage_record(const char *key, const char *client, const char *tool,
 }
 
 const char *
-usage_outcome_name(int outcome)
+limits_outcome_name(int outcome)
 {
 	return (outcome_names[outcome]);
 }

@@ -35,7 +35,7 @@ family(FILE *f, json_t *all, const char *name, const char *help,
 	fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
 	json_array_foreach(all, i, c)
 	{
-		const char *cn = client_name(c);
+		const char *cn = clients_name(c);
 		char        path[96];
 
 		for (int k = 0; values[k] != NULL; k++) {
@@ -66,7 +66,7 @@ histogram(FILE *f, json_t *all)
 	        "# TYPE mcpkeep_tool_call_duration_seconds histogram\n");
 	json_array_foreach(all, i, c)
 	{
-		const char *cn = client_name(c);
+		const char *cn = clients_name(c);
 		json_t     *m  = json_object_get(c, "metrics");
 		json_t     *b  = json_object_get(m, "latency_buckets");
 		long long   n  = 0;
@@ -93,7 +93,7 @@ histogram(FILE *f, json_t *all)
 
 /* GET /metrics: Prometheus text (client names are [A-Za-z0-9_]). */
 void
-metrics(req *r, const char *id, json_t *body)
+route_metrics(req *r, const char *id, json_t *body)
 {
 	const char              *stages[16] = {NULL};
 	static const char *const outcomes[] = {"ok", "error", "auth_required",
@@ -123,7 +123,7 @@ metrics(req *r, const char *id, json_t *body)
 	reloads[1] = D.reloads[1];
 	pthread_mutex_unlock(&D.mtx);
 	if (mk_runtime_stats(D.rt, &st, 0) != 0 ||
-	    (all = all_clients(true)) == NULL) {
+	    (all = clients_all(true)) == NULL) {
 		answer_error(r, 503, "the runtime did not answer");
 		return;
 	}
@@ -152,7 +152,7 @@ metrics(req *r, const char *id, json_t *body)
 	json_array_foreach(all, i, c)
 	{
 		fprintf(f, "mcpkeep_tools_held{client=\"%s\"} %zu\n",
-		        client_name(c),
+		        clients_name(c),
 		        json_object_size(json_object_get(c, "tools_held")));
 	}
 	family(f, all, "mcpkeep_state_transitions_total",

@@ -25,7 +25,7 @@ static const route routes[] = {
         {"GET", "/oauth/client-metadata.json", LANE_PROBE, AUTH_OPEN,
          route_client_metadata},
         {"GET", "/readyz", LANE_PROBE, AUTH_OPEN, route_readyz},
-        {"GET", "/metrics", LANE_PROBE, AUTH_METRICS, metrics},
+        {"GET", "/metrics", LANE_PROBE, AUTH_METRICS, route_metrics},
         {"GET", "/api/events", LANE_INLINE, AUTH_READ, events_open},
         {"GET", "/api/oauth/callback", LANE_CALLBACK, AUTH_OPEN,
          route_oauth_callback},

@@ -154,7 +154,7 @@ static int
 keys_from(const mk_settings *set, char *err, size_t errlen)
 {
 	char *keys = setting(set, "server.virtual_keys");
-	int   rv   = keys_set(keys, err, errlen);
+	int   rv   = auth_keys_set(keys, err, errlen);
 
 	mk_free_secret(keys); /* (the values are secrets) */
 	return (rv);
@@ -297,7 +297,7 @@ on_loaded(void *arg, int rc, const char *err)
 	B.loaded   = true;
 	B.load_rc  = rc;
 	B.load_err = err != NULL ? strdup(err) : NULL;
-	B.boot_t1  = mono_ns();
+	B.boot_t1  = answer_mono_ns();
 	pthread_cond_broadcast(&B.boot_cv);
 	pthread_mutex_unlock(&D.mtx);
 }
@@ -307,7 +307,7 @@ on_loaded(void *arg, int rc, const char *err)
 static void
 boot_report(json_t *names, int64_t ns)
 {
-	json_t     *all                = all_clients(false), *c;
+	json_t     *all                = clients_all(false), *c;
 	int         count[NSTATES + 1] = {0}; /* the last: a state not known */
 	size_t      i, found = 0, total = json_object_size(names);
 	const char *sep = ": ";
@@ -320,7 +320,7 @@ boot_report(json_t *names, int64_t ns)
 	}
 	json_array_foreach(all, i, c)
 	{
-		const char *name = client_name(c);
+		const char *name = clients_name(c);
 		const char *st =
 		        json_string_value(json_object_get(c, "state"));
 		json_t *lf = json_object_get(c, "last_failure");
@@ -725,7 +725,7 @@ cmd_serve(int argc, char **argv)
 	       json_object_size(names));
 	pthread_mutex_lock(&D.mtx);
 	D.booting = true;
-	B.boot_t0 = mono_ns();
+	B.boot_t0 = answer_mono_ns();
 	pthread_mutex_unlock(&D.mtx);
 	if ((rv = mk_runtime_load_async(D.rt, text, on_loaded, NULL, &err)) !=
 	    0) {

@@ -88,11 +88,12 @@ look(void)
 	int               n = gw_sessions_streaming(ws, GW_SESSIONS_MAX);
 	json_t           *all;
 
-	if (n == 0 || (all = all_clients(false)) == NULL) {
+	if (n == 0 || (all = clients_all(false)) == NULL) {
 		return;
 	}
 	for (int i = 0; i < n; i++) {
-		json_t *grants = ws[i].keyed ? keys_clients(ws[i].key) : NULL;
+		json_t *grants =
+		        ws[i].keyed ? auth_keys_clients(ws[i].key) : NULL;
 		if (ws[i].keyed && grants == NULL) {
 			continue; /* its key is gone: the reload ends it */
 		}

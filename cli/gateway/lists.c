@@ -47,7 +47,7 @@ serves(const json_t *grants, const json_t *c)
 	    strcmp(st, "pending_verification") == 0) {
 		return (false);
 	}
-	return (grants_allow(grants, client_name(c), NULL));
+	return (clients_grants_allow(grants, clients_name(c), NULL));
 }
 
 /* Whether a caller with grants, through group, may use item (named
@@ -59,11 +59,12 @@ reaches(gw_kind k, const json_t *c, const json_t *grants, const json_t *group,
 	if (k != GW_TOOLS) {
 		return (true);
 	}
-	return (view_allows(c, name) &&
+	return (clients_view_allows(c, name) &&
 	        json_object_get(json_object_get(c, "tools_held"), name) ==
 	                NULL &&
-	        grants_allow(grants, client_name(c), name) &&
-	        (group == NULL || grants_allow(group, client_name(c), name)));
+	        clients_grants_allow(grants, clients_name(c), name) &&
+	        (group == NULL ||
+	         clients_grants_allow(group, clients_name(c), name)));
 }
 
 static int
@@ -115,7 +116,7 @@ add_client(json_t *out, gw_kind k, const json_t *c, const json_t *grants,
 {
 	static int (*const cmp[GW_KINDS])(const void *, const void *) = {
 	        NULL, by_name, by_uri, by_template};
-	const char *cn = client_name(c), *id = kinds[k].id;
+	const char *cn = clients_name(c), *id = kinds[k].id;
 	json_t     *list = json_object_get(c, kinds[k].view), **items, *it;
 	size_t      i, n = 0;
 
@@ -160,7 +161,7 @@ gw_items(const json_t *all, gw_kind k, const json_t *grants,
 	{
 		if (out != NULL && serves(grants, c) &&
 		    (group == NULL ||
-		     grants_allow(group, client_name(c), NULL))) {
+		     clients_grants_allow(group, clients_name(c), NULL))) {
 			add_client(out, k, c, grants, group);
 		}
 	}
@@ -214,7 +215,7 @@ gw_list(req *r, const json_t *group, const char *sid, json_t *id,
 		        "Invalid params: not a cursor this server gave");
 		return;
 	}
-	all   = all_clients(false);
+	all   = clients_all(false);
 	items = all != NULL
 	        ? gw_items(all, k, r->key != NULL ? r->key->clients : NULL,
 	                   group)

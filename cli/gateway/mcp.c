@@ -562,14 +562,15 @@ gw_ask(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
 		return;
 	}
 	if (!split(k, full, client, &item) ||
-	    (r->key != NULL && !key_allows(r->key, client, NULL)) ||
+	    (r->key != NULL && !clients_key_allows(r->key, client, NULL)) ||
 	    (group != NULL &&
-	     !grants_allow(group, client, k == GW_TOOLS ? item : NULL))) {
+	     !clients_grants_allow(group, client,
+	                           k == GW_TOOLS ? item : NULL))) {
 		answer_json(r, 200, unknown(id, k, full, ""));
 		return;
 	}
 	if (k == GW_TOOLS && r->key != NULL &&
-	    !key_allows(r->key, client, item)) {
+	    !clients_key_allows(r->key, client, item)) {
 		refuse(r, id, -32602,
 		       "tool %.300s is not allowed for virtual key \"%.64s\"",
 		       full, r->key->name);
@@ -622,7 +623,7 @@ gw_ask(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
 	g->id = json_deep_copy(id); /* (its own: the body is freed
 	                             * by this thread, the copy by
 	                             * the answer's) */
-	g->t0     = mono_ns();
+	g->t0     = answer_mono_ns();
 	g->modern = r->mcp_modern;
 	snprintf(g->caller, sizeof(g->caller), "%s", call_caller(r));
 	if (g->modern) {

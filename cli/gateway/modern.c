@@ -116,7 +116,7 @@ listen_open(req *r, const json_t *group, json_t *id, json_t *params)
 		return;
 	}
 	/* what it sees now: a later change is told */
-	if ((all = all_clients(false)) != NULL) {
+	if ((all = clients_all(false)) != NULL) {
 		for (int k = 0; k < GW_KINDS; k++) {
 			json_t *items = gw_items(
 			        all, (gw_kind)k,

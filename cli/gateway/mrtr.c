@@ -188,7 +188,7 @@ gw_park_ask(const gw_park_to *to, const char *request_id, const char *method,
 	}
 	pthread_mutex_lock(&P.mtx);
 	if ((k = find_owner(to->owner)) == NULL) {
-		sweep(mono_ns());
+		sweep(answer_mono_ns());
 		if (P.n >= PARKS_MAX || (k = calloc(1, sizeof(*k))) == NULL ||
 		    gw_stream_id(k->state) != 0 ||
 		    (k->asks = json_object()) == NULL) {
@@ -244,9 +244,10 @@ gw_park_done(const void *owner, json_t *msg)
 		/* (the call's id stays with the call's thread: send_to puts
 		 * the retry's in) */
 		json_object_set_new(msg, "id", json_null());
-		k->held    = msg;
-		k->expires = mono_ns() + (int64_t)GW_PARK_TTL_S * 1000000000;
-		msg        = NULL;
+		k->held = msg;
+		k->expires =
+		        answer_mono_ns() + (int64_t)GW_PARK_TTL_S * 1000000000;
+		msg = NULL;
 	}
 	pthread_mutex_unlock(&P.mtx);
 	if (w.id != NULL) {

@@ -77,7 +77,7 @@ gw_stream_id(char *id)
 int
 gw_session_new(const req *r, const gw_agreed *a, char *id)
 {
-	int64_t     now = mono_ns();
+	int64_t     now = answer_mono_ns();
 	gw_session *got = NULL;
 
 	if (gw_stream_id(id) != 0) {
@@ -124,7 +124,7 @@ find(const req *r, const char *id)
 		if (s->id[0] != '\0' && !s->listen &&
 		    CRYPTO_memcmp(s->id, id, GW_SID_LEN) == 0) {
 			return (strcmp(s->owner, owner) == 0 &&
-			                        !idle(s, mono_ns())
+			                        !idle(s, answer_mono_ns())
 			                ? s
 			                : NULL);
 		}
@@ -139,7 +139,7 @@ gw_session_use(const req *r, const char *id, gw_agreed *a)
 
 	pthread_mutex_lock(&S.mtx);
 	if ((s = find(r, id)) != NULL) {
-		s->used = mono_ns();
+		s->used = answer_mono_ns();
 		*a      = s->agreed;
 	}
 	pthread_mutex_unlock(&S.mtx);
