@@ -13,9 +13,9 @@
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/log.h"
 #include "actors/supervisor/supervisor.h"
-#include "codec/config.h"
+#include "model/config.h"
 #include "codec/mp.h"
-#include "codec/names.h"
+#include "model/names.h"
 #include "mcpkeep.h"
 #include "runtime/runtime_impl.h"
 
@@ -291,19 +291,19 @@ mk_client_refresh_tools(mk_runtime *rt, const char *client, char **err)
 const char *
 mk_state_name(unsigned i)
 {
-	return (codec_state_name(i));
+	return (model_state_name(i));
 }
 
 const char *
 mk_stage_name(unsigned i)
 {
-	return (codec_stage_name(i));
+	return (model_stage_name(i));
 }
 
 int64_t
 mk_latency_bound_ms(unsigned i)
 {
-	return (codec_latency_bound_ms(i));
+	return (model_latency_bound_ms(i));
 }
 
 int

@@ -28,7 +28,7 @@
 #include "actors/kernel/log.h"
 #include "actors/persister.h"
 #include "actors/supervisor/supervisor.h"
-#include "codec/config.h"
+#include "model/config.h"
 #include "codec/errors.h"
 #include "codec/mp.h"
 #include "codec/text.h"

@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-#include "codec/config.h"
+#include "model/config.h"
 #include "mcpkeep.h"
 
 /* Whether a stdio client's command can be started: a path that is an

@@ -19,7 +19,7 @@
 
 #include "actors/client/client_impl.h"
 #include "actors/kernel/kernel.h"
-#include "codec/config.h"
+#include "model/config.h"
 #include "codec/mp.h"
 #include "codec/msg.h"
 #include "mcpkeep.h"

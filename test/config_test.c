@@ -1,5 +1,5 @@
 /*
- * config_test.c - config.json as codec/config*.c read it: the error
+ * config_test.c - config.json as model/config*.c read it: the error
  * texts that name what is wrong (unknown keys, types, a missing
  * variable, durations, duplicate names), env. references resolved in a
  * file and literal in an API body, the server settings (virtual keys
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/config.h"
+#include "model/config.h"
 #include "mcpkeep.h"
 #include "testutil.h"
 

@@ -1,8 +1,8 @@
 #!/bin/bash
 # layering.sh ROOT - the dependency direction of the layers, checked
 # on the sources: cli (include/mcpkeep.h only) -> runtime -> actors ->
-# {transport, persist, telemetry} -> codec, telemetry -> actors/kernel (its
-# log) -> codec, never the other way.  Fails (and names each line)
+# {transport, persist, telemetry, model} -> codec, telemetry ->
+# actors/kernel (its log) -> codec, never the other way.  Fails (and names each line)
 # when a folder includes a header from a folder above it, or when a folder
 # below runtime/ calls a function that runtime/ defines (the mk_* of the
 # public API: mk_strerror and its kind).
@@ -31,12 +31,13 @@ includes() {
 
 includes cli 'cli/' 'mcpkeep\.h"'
 includes codec 'codec/' 'mcpkeep\.h"'
+includes model 'model/' 'codec/' 'mcpkeep\.h"'
 includes actors/kernel 'actors/kernel/' 'codec/' 'mcpkeep\.h"'
 includes transport 'transport/' 'codec/' 'mcpkeep\.h"'
 includes persist 'persist/' 'codec/' 'mcpkeep\.h"'
 includes telemetry 'telemetry/' 'actors/kernel/' 'codec/' 'mcpkeep\.h"'
-includes actors 'actors/' 'transport/' 'persist/' 'telemetry/' 'codec/' \
-	'mcpkeep\.h"'
+includes actors 'actors/' 'transport/' 'persist/' 'telemetry/' 'model/' \
+	'codec/' 'mcpkeep\.h"'
 
 # The functions runtime/ defines (a definition starts a line: the return
 # type stands on the line above), called from below it.
@@ -47,7 +48,7 @@ if [ -z "$fns" ]; then
 fi
 pattern="\\b($(echo "$fns" | paste -sd '|'))[[:space:]]*\\("
 bad=$(grep -rnE "$pattern" --include='*.c' --include='*.h' \
-	actors codec transport persist telemetry)
+	actors codec model transport persist telemetry)
 if [ -n "$bad" ]; then
 	echo "layering: below runtime/, calls into runtime/:"
 	echo "$bad"

@@ -171,9 +171,9 @@
 
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/stream.h"
-#include "codec/config.h"
+#include "model/config.h"
 #include "codec/msgdef.h"
-#include "codec/names.h"
+#include "model/names.h"
 #include "telemetry/trace.h"
 
 #define CLIENT_PREFIX     "mcp:" /* registry name: "mcp:" + client name */
@@ -190,16 +190,16 @@ typedef enum cl_state {
 	              * it could not start (no actor runs) */
 	CS_COUNT     /* not a state */
 } cl_state;
-/* codec/names.c names these in this order, then the cluster's own
+/* model/names.c names these in this order, then the cluster's own
  * "degraded" (actors/supervisor/list.c), its last */
-_Static_assert(CS_COUNT + 1 == CODEC_STATES,
-               "codec/names.c: cl_state's names, then degraded");
+_Static_assert(CS_COUNT + 1 == MODEL_STATES,
+               "model/names.c: cl_state's names, then degraded");
 
 /* cl_state_name is the state's name as the API shows it. */
 static inline const char *
 cl_state_name(cl_state s)
 {
-	return ((unsigned)s < CS_COUNT ? codec_state_name((unsigned)s) : "?");
+	return ((unsigned)s < CS_COUNT ? model_state_name((unsigned)s) : "?");
 }
 
 /* What the host offers MCP servers: the client capabilities every session

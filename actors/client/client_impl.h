@@ -14,7 +14,7 @@
 #include "actors/client/client.h"
 #include "codec/idmap.h"
 #include "codec/lru.h"
-#include "codec/names.h"
+#include "model/names.h"
 #include "codec/strmap.h"
 #include "persist/hash.h"
 #include "transport/loop.h"
@@ -78,7 +78,7 @@ typedef struct cl_cmetrics {
 	uint32_t recent_calls[CM_RECENT];
 	uint32_t recent_errors[CM_RECENT]; /* of them not ok */
 } cl_cmetrics;
-_Static_assert(CM_STAGES == CODEC_STAGES && CM_BUCKETS == CODEC_LATENCY_BOUNDS,
+_Static_assert(CM_STAGES == MODEL_STAGES && CM_BUCKETS == MODEL_LATENCY_BOUNDS,
                "the counters have a slot for every stage and bound");
 
 /* One of the lists beside the tools (lists.c). */

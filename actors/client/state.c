@@ -16,7 +16,7 @@
 #include "actors/persister.h"
 #include "actors/supervisor/supervisor.h"
 #include "codec/mp.h"
-#include "codec/names.h"
+#include "model/names.h"
 #include "codec/text.h"
 
 /* ---- the stream and the view ---------------------------------------------
@@ -127,7 +127,7 @@ void
 cl_cm_failure(client *cl, const char *stage)
 {
 	for (int i = 0; i < CM_STAGES; i++) {
-		if (strcmp(stage, codec_stage_name((unsigned)i)) == 0) {
+		if (strcmp(stage, model_stage_name((unsigned)i)) == 0) {
 			cl->m.failures[i]++;
 		}
 	}
@@ -170,7 +170,7 @@ cl_cm_call(client *cl, const cl_call *c, int outcome)
 	int     b  = 0;
 
 	while (b < CM_BUCKETS &&
-	       us > codec_latency_bound_ms((unsigned)b) * 1000) {
+	       us > model_latency_bound_ms((unsigned)b) * 1000) {
 		b++;
 	}
 	cl->m.buckets[b]++;
@@ -206,7 +206,7 @@ metrics_text(const client *cl)
 	        m->transitions, m->checks);
 	for (unsigned i = 0; i < CM_STAGES; i++) {
 		fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "",
-		        codec_stage_name(i), m->failures[i]);
+		        model_stage_name(i), m->failures[i]);
 	}
 	fprintf(f,
 	        "},\"calls\":{\"ok\":%" PRIu64 ",\"error\":%" PRIu64

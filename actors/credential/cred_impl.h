@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "actors/credential/credential.h"
-#include "codec/config.h"
+#include "model/config.h"
 #include "codec/lru.h"
 #include "codec/strmap.h"
 #include "transport/oauth.h"

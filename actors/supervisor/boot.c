@@ -12,7 +12,7 @@
 #include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
 #include "actors/supervisor/sv_impl.h"
-#include "codec/config.h"
+#include "model/config.h"
 #include "codec/errors.h"
 #include "codec/mp.h"
 #include "codec/text.h"

@@ -1,5 +1,5 @@
 /*
- * config_fuzz.c - libFuzzer target for config.json (codec/config*.c): a
+ * config_fuzz.c - libFuzzer target for config.json (model/config*.c): a
  * file read from disk and a client object from an API body are external
  * input.  The input is parsed as a whole file, and (when it is JSON) as
  * one client, literal and not.  A parse either fails with a one-line
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/config.h"
+#include "model/config.h"
 #include "mcpkeep.h"
 
 static void

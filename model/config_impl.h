@@ -6,8 +6,8 @@
  * I/O but getenv, nothing blocks, and it runs on whichever thread calls
  * the config.h function it serves.
  */
-#ifndef CODEC_CONFIG_IMPL_H
-#define CODEC_CONFIG_IMPL_H
+#ifndef MODEL_CONFIG_IMPL_H
+#define MODEL_CONFIG_IMPL_H
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -55,4 +55,4 @@ int cfg_strv_of(cfg_pctx *x, const char *field, json_t *v, json_t *lit,
 /* cfg_known: key is one of the NULL-terminated keys.  Never blocks. */
 bool cfg_known(const char *key, const char **keys);
 
-#endif /* CODEC_CONFIG_IMPL_H */
+#endif /* MODEL_CONFIG_IMPL_H */

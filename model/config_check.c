@@ -18,7 +18,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "codec/config.h"
+#include "model/config.h"
 #include "mcpkeep.h"
 
 #define TOKEN_MIN    16    /* characters of an admin token */

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/config.h"
-#include "codec/config_impl.h"
+#include "model/config.h"
+#include "model/config_impl.h"
 #include "codec/strmap.h"
 #include "codec/text.h"
 #include "mcpkeep.h"

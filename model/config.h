@@ -15,8 +15,8 @@
  * field and the client; a file with any error yields nothing (nothing
  * half-applied).  Pure: no I/O but getenv, no logging.
  */
-#ifndef CODEC_CONFIG_H
-#define CODEC_CONFIG_H
+#ifndef MODEL_CONFIG_H
+#define MODEL_CONFIG_H
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -203,4 +203,4 @@ bool        cfg_auth_per_user(cfg_auth a);
 bool cfg_oauth_alone(cfg_auth a, const json_t *oauth);
 bool cfg_acts_alone(const cfg_client *c);
 
-#endif /* CODEC_CONFIG_H */
+#endif /* MODEL_CONFIG_H */

@@ -1,7 +1,7 @@
 /*
  * names.c - the fixed vocabularies the API shows (see names.h).
  */
-#include "codec/names.h"
+#include "model/names.h"
 
 #include <stddef.h>
 
@@ -17,25 +17,25 @@ static const int64_t bounds_ms[] = {5,   10,   25,   50,   100,   250,
                                     500, 1000, 2500, 5000, 10000, 30000};
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
-_Static_assert(NELEM(states) == CODEC_STATES, "CODEC_STATES: one name each");
-_Static_assert(NELEM(stages) == CODEC_STAGES, "CODEC_STAGES: one name each");
-_Static_assert(NELEM(bounds_ms) == CODEC_LATENCY_BOUNDS,
-               "CODEC_LATENCY_BOUNDS: one bound each");
+_Static_assert(NELEM(states) == MODEL_STATES, "MODEL_STATES: one name each");
+_Static_assert(NELEM(stages) == MODEL_STAGES, "MODEL_STAGES: one name each");
+_Static_assert(NELEM(bounds_ms) == MODEL_LATENCY_BOUNDS,
+               "MODEL_LATENCY_BOUNDS: one bound each");
 
 const char *
-codec_state_name(unsigned i)
+model_state_name(unsigned i)
 {
-	return (i < CODEC_STATES ? states[i] : NULL);
+	return (i < MODEL_STATES ? states[i] : NULL);
 }
 
 const char *
-codec_stage_name(unsigned i)
+model_stage_name(unsigned i)
 {
-	return (i < CODEC_STAGES ? stages[i] : NULL);
+	return (i < MODEL_STAGES ? stages[i] : NULL);
 }
 
 int64_t
-codec_latency_bound_ms(unsigned i)
+model_latency_bound_ms(unsigned i)
 {
-	return (i < CODEC_LATENCY_BOUNDS ? bounds_ms[i] : -1);
+	return (i < MODEL_LATENCY_BOUNDS ? bounds_ms[i] : -1);
 }

@@ -2,7 +2,7 @@
  * config.c - one client's config validated (see config.h): its fields,
  * stdio, headers, tools and credential sections, and its stored form.
  */
-#include "codec/config.h"
+#include "model/config.h"
 
 #include <ctype.h>
 #include <openssl/rand.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/config_impl.h"
+#include "model/config_impl.h"
 #include "codec/text.h"
 #include "mcpkeep.h"
 

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "codec/config.h"
-#include "codec/config_impl.h"
+#include "model/config.h"
+#include "model/config_impl.h"
 
 /* Redacts o's string at key unless it is a reference (at mask m, o's). */
 static void
