@@ -353,8 +353,8 @@ main(void)
 {
 	static kn_actor *many[SPAWN_N];
 	kn_kernel       *k;
-	kn_actor        *echo;
-	sink             s = {0};
+	kn_actor        *echo = NULL;
+	sink             s    = {0};
 	int              rv;
 
 	kn_log_configure(MK_LOG_WARN, 0, 2);
