@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/config_impl.h"
 #include "codec/text.h"
 #include "mcpkeep.h"
+#include "model/config_impl.h"
 
 static const char *conn_names[] = {"http", "sse", "stdio"};
 static const char *auth_names[] = {"none",           "headers",

@@ -18,8 +18,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "model/config.h"
 #include "mcpkeep.h"
+#include "model/config.h"
 
 #define TOKEN_MIN    16    /* characters of an admin token */
 #define PER_CALL_MIN 10000 /* ms between a per-call client's checks */

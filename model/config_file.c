@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/config.h"
-#include "model/config_impl.h"
 #include "codec/strmap.h"
 #include "codec/text.h"
 #include "mcpkeep.h"
+#include "model/config.h"
+#include "model/config_impl.h"
 
 #define CFG_FILE_MAX (4u * 1024u * 1024u)
 

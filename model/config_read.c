@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/config.h"
-#include "model/config_impl.h"
 #include "codec/text.h"
 #include "mcpkeep.h"
+#include "model/config.h"
+#include "model/config_impl.h"
 
 /* The literal mask under key k (of an object) or index i (of an array)
  * of mask m: everything under a true is literal. */

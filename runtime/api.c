@@ -13,10 +13,10 @@
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/log.h"
 #include "actors/supervisor/supervisor.h"
-#include "model/config.h"
 #include "codec/mp.h"
-#include "model/names.h"
 #include "mcpkeep.h"
+#include "model/config.h"
+#include "model/names.h"
 #include "runtime/runtime_impl.h"
 
 #define ADD_MS                                                                \

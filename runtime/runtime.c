@@ -28,11 +28,11 @@
 #include "actors/kernel/log.h"
 #include "actors/persister.h"
 #include "actors/supervisor/supervisor.h"
-#include "model/config.h"
 #include "codec/errors.h"
 #include "codec/mp.h"
 #include "codec/text.h"
 #include "mcpkeep.h"
+#include "model/config.h"
 #include "persist/store.h"
 #include "runtime/runtime_impl.h"
 

@@ -15,8 +15,8 @@
 
 #include <jansson.h>
 
-#include "model/config.h"
 #include "mcpkeep.h"
+#include "model/config.h"
 
 /* Whether a stdio client's command can be started: a path that is an
  * executable file, or a name found on PATH. */

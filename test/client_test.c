@@ -19,10 +19,10 @@
 
 #include "actors/client/client_impl.h"
 #include "actors/kernel/kernel.h"
-#include "model/config.h"
 #include "codec/mp.h"
 #include "codec/msg.h"
 #include "mcpkeep.h"
+#include "model/config.h"
 #include "peer.h"
 #include "rtutil.h"
 #include "runtime/runtime_impl.h"

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/config.h"
 #include "mcpkeep.h"
+#include "model/config.h"
 #include "testutil.h"
 
 /* text fails to parse with an error that contains want. */

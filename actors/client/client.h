@@ -171,8 +171,8 @@
 
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/stream.h"
-#include "model/config.h"
 #include "codec/msgdef.h"
+#include "model/config.h"
 #include "model/names.h"
 #include "telemetry/trace.h"
 

@@ -16,8 +16,8 @@
 #include "actors/persister.h"
 #include "actors/supervisor/supervisor.h"
 #include "codec/mp.h"
-#include "model/names.h"
 #include "codec/text.h"
+#include "model/names.h"
 
 /* ---- the stream and the view ---------------------------------------------
  */

@@ -20,9 +20,9 @@
 #include <stdint.h>
 
 #include "actors/credential/credential.h"
-#include "model/config.h"
 #include "codec/lru.h"
 #include "codec/strmap.h"
+#include "model/config.h"
 #include "transport/oauth.h"
 
 typedef struct cr_self cr_self;

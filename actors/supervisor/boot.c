@@ -12,10 +12,10 @@
 #include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
 #include "actors/supervisor/sv_impl.h"
-#include "model/config.h"
 #include "codec/errors.h"
 #include "codec/mp.h"
 #include "codec/text.h"
+#include "model/config.h"
 
 /* The tools an entry's view holds, as JSON text (malloc'd), or NULL. */
 static char *

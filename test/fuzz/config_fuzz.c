@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/config.h"
 #include "mcpkeep.h"
+#include "model/config.h"
 
 static void
 check_client(const cfg_client *c)
