@@ -39,6 +39,20 @@ includes telemetry 'telemetry/' 'actors/kernel/' 'codec/' 'mcpkeep\.h"'
 includes actors 'actors/' 'transport/' 'persist/' 'telemetry/' 'model/' \
 	'codec/' 'mcpkeep\.h"'
 
+# private HEADER OWNER: within actors/, only OWNER's files include an
+# actor's main header; its peers include its messages (<x>_msg.h).
+private() {
+	local header=$1 owner=$2 bad
+	bad=$(grep -rnF "#include \"$header\"" --include='*.c' \
+		--include='*.h' actors | grep -vF "$owner")
+	if [ -n "$bad" ]; then
+		echo "layering: $header is its actor's own; its peers include its messages:"
+		echo "$bad"
+		fail=1
+	fi
+}
+private actors/persister.h actors/persister.c
+
 # The functions runtime/ defines (a definition starts a line: the return
 # type stands on the line above), called from below it.
 fns=$(grep -ohE '^mk_[a-z0-9_]+\(' runtime/*.c | tr -d '(' | sort -u)

@@ -31,7 +31,7 @@ static const struct {
         {"actors/cluster.h", cluster_msgs, &cluster_msgs_n},
         {"actors/credential/credential.h", credential_msgs,
          &credential_msgs_n},
-        {"actors/persister.h", persister_msgs, &persister_msgs_n},
+        {"actors/persister_msg.h", persister_msgs, &persister_msgs_n},
         {"actors/supervisor/supervisor.h", supervisor_msgs,
          &supervisor_msgs_n},
 };

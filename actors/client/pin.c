@@ -25,7 +25,7 @@
 #include "actors/client/client_impl.h"
 #include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
-#include "actors/persister.h"
+#include "actors/persister_msg.h"
 #include "codec/errors.h"
 #include "codec/mp.h"
 

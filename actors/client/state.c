@@ -13,7 +13,7 @@
 #include "actors/client/client_impl.h"
 #include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
-#include "actors/persister.h"
+#include "actors/persister_msg.h"
 #include "actors/supervisor/supervisor.h"
 #include "codec/mp.h"
 #include "codec/text.h"

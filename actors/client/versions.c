@@ -9,7 +9,7 @@
 
 #include "actors/client/client_impl.h"
 #include "actors/kernel/clock.h"
-#include "actors/persister.h"
+#include "actors/persister_msg.h"
 #include "persist/store.h"
 
 #define VERSIONS_ASK_MS 10000 /* the persister reading them */

@@ -39,7 +39,7 @@
 
 #include "actors/credential/cred_impl.h"
 #include "actors/kernel/log.h"
-#include "actors/persister.h"
+#include "actors/persister_msg.h"
 #include "codec/errors.h"
 #include "codec/text.h"
 

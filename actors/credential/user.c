@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "actors/credential/cred_impl.h"
-#include "actors/persister.h"
+#include "actors/persister_msg.h"
 #include "codec/mp.h"
 #include "codec/text.h"
 #include "persist/store.h"

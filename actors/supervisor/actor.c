@@ -10,7 +10,7 @@
 
 #include "actors/client/client.h"
 #include "actors/kernel/log.h"
-#include "actors/persister.h"
+#include "actors/persister_msg.h"
 #include "actors/supervisor/sv_impl.h"
 #include "codec/errors.h"
 #include "codec/mp.h"

@@ -9,7 +9,7 @@
 
 #include "actors/cluster.h"
 #include "actors/kernel/log.h"
-#include "actors/persister.h"
+#include "actors/persister_msg.h"
 #include "actors/supervisor/sv_impl.h"
 #include "codec/mp.h"
 
