@@ -2,6 +2,7 @@
  * cluster.c - the cluster actor (see cluster.h).
  */
 #include "actors/cluster.h"
+#include "actors/client/client_msg.h"
 
 #include <assert.h>
 #include <jansson.h>
@@ -10,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actors/credential/credential.h"
+#include "actors/credential/credential_msg.h"
 #include "actors/kernel/log.h"
-#include "actors/supervisor/supervisor.h"
+#include "actors/supervisor/supervisor_msg.h"
 #include "codec/text.h"
 #include "persist/store.h"
 

@@ -24,26 +24,15 @@
  * goes to the supervisor (MSG_SV_PEERS) when it changed.  At a clean stop
  * it leaves: its rows go, and the others are told.
  *
- * Messages: the definitions below, rendered by the msgdoc test (it fails
- * when this table differs; `msgdoc_test --write` rewrites it).
- *
- * <msgdoc>
- *   MSG_CS_STATE tell: from the supervisor: this node's state of a client
- *                      changed
- *     id      str    the client's id
- *     state   str    its state here; absent: the client is gone
- *     failure str    its last_failure, JSON text, or absent
- * </msgdoc>
- *
- * Its store handle is its own, on its own thread.
+ * Messages: cluster_msg.h.
  */
 #ifndef ACTORS_CLUSTER_H
 #define ACTORS_CLUSTER_H
 
+#include "actors/cluster_msg.h"
 #include "actors/kernel/kernel.h"
 #include "codec/msgdef.h"
 
-#define CLUSTER_NAME         "cluster"
 #define CLUSTER_HEARTBEAT_MS 5000 /* the default interval */
 
 /* kn_spawn's arg; copied at init. */
@@ -59,16 +48,5 @@ typedef struct cluster_args {
 } cluster_args;
 
 extern const kn_actor_ops cluster_ops;
-
-/* ---- messages (their fields; the table above is rendered from these) */
-
-#define CS_STATE_FIELDS(F, S)                                                 \
-	F(S, STR, id, "the client's id")                                      \
-	F(S, STR, state, "its state here; absent: the client is gone")        \
-	F(S, STR, failure, "its last_failure, JSON text, or absent")
-CODEC_MSG_STRUCT(cs_state_msg, CS_STATE_FIELDS)
-
-extern const codec_msgdef cluster_msgs[];
-extern const size_t       cluster_msgs_n;
 
 #endif /* ACTORS_CLUSTER_H */

@@ -3,7 +3,7 @@
  *
  * Two ranges.  Below MSG_BASE, the kernel's own types (actors/kernel/
  * kernel.h): the kernel knows no others.  From MSG_BASE, the application's
- * types, one block per actor; each actor's header documents which it
+ * types, one block per actor; each actor's <x>_msg.h documents which it
  * accepts, their payload fields and their reply.  Values are stable within
  * a process only (inboxes are inproc), but keep each range append-only
  * anyway: logs print the numbers.  The envelope codec (envelope.h) refuses
@@ -25,7 +25,7 @@ typedef enum codec_msg_type {
 
 	/* the application's types, from MSG_BASE */
 	MSG_BASE = 16, /* the first application type */
-	/* supervisor (actors/supervisor/supervisor.h has the fields) */
+	/* supervisor (actors/supervisor/supervisor_msg.h has the fields) */
 	MSG_STATS = MSG_BASE, /* ask: runtime counters; reply is a msgpack
 	                       * map of name -> uint */
 	MSG_SV_ADD,           /* ask: add a client from its config */
@@ -36,7 +36,7 @@ typedef enum codec_msg_type {
 	MSG_SV_LIST,          /* ask: the client list view */
 	MSG_SV_VIEW,          /* tell (client): my view changed */
 	MSG_SV_LOAD,          /* ask: boot every client of a config file */
-	/* client (actors/client/client.h has the fields) */
+	/* client (actors/client/client_msg.h has the fields) */
 	MSG_CL_CONNECT,   /* ask: first connect or discovery */
 	MSG_CL_CHECK,     /* ask: run one health check */
 	MSG_CL_CALL,      /* ask: call a tool */
@@ -45,7 +45,7 @@ typedef enum codec_msg_type {
 	MSG_CL_ENABLE,    /* ask: leave disabled, connect again */
 	MSG_SV_UPDATE,    /* ask: change a client's config */
 	MSG_CL_UPDATE,    /* ask: apply a config patch */
-	/* persister (actors/persister.h has the fields) */
+	/* persister (actors/persister_msg.h has the fields) */
 	MSG_PS_CLIENT_PUT, /* tell/ask (durable): store a client */
 	MSG_PS_CLIENT_DEL, /* tell/ask (durable): forget a client */
 	MSG_PS_TOOLS_PUT,  /* tell: store a changed tool list */
@@ -55,7 +55,7 @@ typedef enum codec_msg_type {
 	MSG_PS_ROW_DEL,    /* tell/ask (durable): delete one by key */
 	MSG_PS_ROWS,       /* ask: every row of a credential table */
 	MSG_PS_SYNC,       /* ask: everything queued, made durable */
-	/* credential actor (actors/credential/credential.h) */
+	/* credential actor (actors/credential/credential_msg.h) */
 	MSG_CR_REGISTER,        /* tell (client): who I am, my OAuth config */
 	MSG_CR_FORGET,          /* tell: a client is gone */
 	MSG_CR_GET,             /* ask: the header a connection needs */

@@ -27,12 +27,12 @@ static const struct {
 	const codec_msgdef *defs;
 	const size_t       *n;
 } tables[] = {
-        {"actors/client/client.h", cl_msgs, &cl_msgs_n},
-        {"actors/cluster.h", cluster_msgs, &cluster_msgs_n},
-        {"actors/credential/credential.h", credential_msgs,
+        {"actors/client/client_msg.h", cl_msgs, &cl_msgs_n},
+        {"actors/cluster_msg.h", cluster_msgs, &cluster_msgs_n},
+        {"actors/credential/credential_msg.h", credential_msgs,
          &credential_msgs_n},
         {"actors/persister_msg.h", persister_msgs, &persister_msgs_n},
-        {"actors/supervisor/supervisor.h", supervisor_msgs,
+        {"actors/supervisor/supervisor_msg.h", supervisor_msgs,
          &supervisor_msgs_n},
 };
 

@@ -15,7 +15,7 @@
 #include "actors/client/client_impl.h"
 #include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
-#include "actors/supervisor/supervisor.h"
+#include "actors/supervisor/supervisor_msg.h"
 #include "codec/mp.h"
 
 static const char *

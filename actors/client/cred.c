@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "actors/client/client_impl.h"
-#include "actors/credential/credential.h"
+#include "actors/credential/credential_msg.h"
 #include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
 #include "codec/errors.h"

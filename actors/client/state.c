@@ -14,7 +14,7 @@
 #include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
 #include "actors/persister_msg.h"
-#include "actors/supervisor/supervisor.h"
+#include "actors/supervisor/supervisor_msg.h"
 #include "codec/mp.h"
 #include "codec/text.h"
 #include "model/names.h"

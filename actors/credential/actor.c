@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "actors/client/client.h"
+#include "actors/client/client_msg.h"
 #include "actors/credential/cred_impl.h"
 #include "actors/kernel/log.h"
 #include "actors/persister_msg.h"

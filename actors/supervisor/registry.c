@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actors/cluster.h"
+#include "actors/cluster_msg.h"
 #include "actors/kernel/log.h"
 #include "actors/persister_msg.h"
 #include "actors/supervisor/sv_impl.h"

@@ -1,0 +1,37 @@
+/*
+ * cluster_msg.h - the cluster actor's messages: its name, what its peers send
+ * it and what it answers (cluster.h says what it does with them).
+ *
+ * Messages: the definitions below, rendered by the msgdoc test (it fails
+ * when this table differs; `msgdoc_test --write` rewrites it).
+ *
+ * <msgdoc>
+ *   MSG_CS_STATE tell: from the supervisor: this node's state of a client
+ *                      changed
+ *     id      str    the client's id
+ *     state   str    its state here; absent: the client is gone
+ *     failure str    its last_failure, JSON text, or absent
+ * </msgdoc>
+ *
+ * Its store handle is its own, on its own thread.
+ */
+#ifndef ACTORS_CLUSTER_MSG_H
+#define ACTORS_CLUSTER_MSG_H
+
+#include "codec/mp.h"
+#include "codec/msgdef.h"
+
+#define CLUSTER_NAME "cluster"
+
+/* ---- messages (their fields; the table above is rendered from these) */
+
+#define CS_STATE_FIELDS(F, S)                                                 \
+	F(S, STR, id, "the client's id")                                      \
+	F(S, STR, state, "its state here; absent: the client is gone")        \
+	F(S, STR, failure, "its last_failure, JSON text, or absent")
+CODEC_MSG_STRUCT(cs_state_msg, CS_STATE_FIELDS)
+
+extern const codec_msgdef cluster_msgs[];
+extern const size_t       cluster_msgs_n;
+
+#endif /* ACTORS_CLUSTER_MSG_H */
