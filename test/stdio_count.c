@@ -2,8 +2,8 @@
  * stdio_count.c - a minimal stdio MCP server that counts its starts, for
  * booting hundreds of servers where hundreds of Node processes would not
  * fit this machine (a stand-in: the real stdio servers are test/peers'):
- * it appends "+" to the file argv[1] when it starts and "-" once it has
- * answered its first tools/list (its connect is done), each one write to
+ * it appends "+" to the file argv[1] when it starts and "-" as it
+ * answers its first tools/list (its connect is done), each one write to
  * a file opened O_APPEND, so the file is the order of starts and ends.
  * Answers initialize, tools/list (one tool, "noop"), tools/call and ping;
  * exits at the end of stdin.
@@ -73,14 +73,18 @@ main(int argc, char **argv)
 			                 "name", "stdio_count", "version",
 			                 "1"));
 		} else if (strcmp(method, "tools/list") == 0) {
-			answer(id,
-			       json_pack("{s:[{s:s, s:{s:s}}]}", "tools",
-			                 "name", "noop", "inputSchema", "type",
-			                 "object"));
+			/* marked before the answer: once the client reads it,
+			 * it may start the next server, whose "+" must come
+			 * after this "-" (marked after, a descheduled server
+			 * made a 4th start look under way with 3 allowed) */
 			if (!listed) {
 				listed = true;
 				mark("-");
 			}
+			answer(id,
+			       json_pack("{s:[{s:s, s:{s:s}}]}", "tools",
+			                 "name", "noop", "inputSchema", "type",
+			                 "object"));
 		} else if (strcmp(method, "tools/call") == 0) {
 			answer(id,
 			       json_pack("{s:[{s:s, s:s}]}", "content", "type",
