@@ -327,25 +327,19 @@ on_heartbeat(kn_actor *self, void *arg)
 
 /* MSG_CS_STATE: this node's state of a client changed (or it went). */
 static int
-on_state(cs_self *cs, kn_msg *msg)
+cs_on_state(kn_actor *self, cs_self *cs, kn_msg *msg, cs_state_msg *m)
 {
-	cs_state_msg m;
-	int          rv;
-
-	if ((rv = cs_state_msg_unpack(msg->env.payload, msg->env.payload_len,
-	                              &m)) != 0 ||
-	    m.id == NULL) {
-		cs_state_msg_clear(&m);
-		return (rv != 0 ? rv : MK_EINVAL);
+	if (m->id == NULL) {
+		return (MK_EINVAL);
 	}
-	if (m.state != NULL) {
-		json_object_set_new(cs->mine, m.id,
-		                    json_pack("[s, s?]", m.state, m.failure));
+	if (m->state != NULL) {
+		json_object_set_new(
+		        cs->mine, m->id,
+		        json_pack("[s, s?]", m->state, m->failure));
 	} else {
-		json_object_del(cs->mine, m.id);
+		json_object_del(cs->mine, m->id);
 	}
-	json_object_set_new(cs->dirty, m.id, json_true());
-	cs_state_msg_clear(&m);
+	json_object_set_new(cs->dirty, m->id, json_true());
 	if (cs->st != NULL) {
 		if (write_states(cs) != 0) {
 			lost(cs, store_error(cs->st)); /* at the next beat */
@@ -542,28 +536,14 @@ cs_fini(kn_actor *self, void *state)
 	cs_free(cs);
 }
 
-static int
-cs_handle(kn_actor *self, void *state, kn_msg *msg)
-{
-	switch (msg->env.type) {
-	case MSG_CS_STATE:
-		return (on_state(state, msg));
-	default:
-		assert(!"cluster: unexpected message");
-		return (MK_EINTERNAL);
-	}
-}
+KN_ROUTES(cs_routes, cluster_msgs, CS_MESSAGES);
 
 const kn_actor_ops cluster_ops = {
+        .routes = &cs_routes,
         .init   = cs_init,
-        .handle = cs_handle,
         .fini   = cs_fini,
 };
 
 CODEC_MSG_FIELDS(cs_state_msg, CS_STATE_FIELDS);
 
-const codec_msgdef cluster_msgs[] = {
-        {CODEC_MSG(MSG_CS_STATE), "tell", &cs_state_msg_fields, NULL, NULL,
-         "from the supervisor: this node's state of a client changed"},
-};
-const size_t cluster_msgs_n = sizeof(cluster_msgs) / sizeof(cluster_msgs[0]);
+CODEC_MSG_DEFS(cluster_msgs, CS_MESSAGES);

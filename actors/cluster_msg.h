@@ -18,6 +18,7 @@
 #ifndef ACTORS_CLUSTER_MSG_H
 #define ACTORS_CLUSTER_MSG_H
 
+#include "actors/msgbase.h"
 #include "codec/mp.h"
 #include "codec/msgdef.h"
 
@@ -30,6 +31,15 @@
 	F(S, STR, state, "its state here; absent: the client is gone")        \
 	F(S, STR, failure, "its last_failure, JSON text, or absent")
 CODEC_MSG_STRUCT(cs_state_msg, CS_STATE_FIELDS)
+
+/* ---- the list (codec/msgdef.h) */
+
+#define CS_MESSAGES(M)                                                        \
+	M(MSG_CS_STATE, tell, cs_state_msg, codec_nil, codec_nil,             \
+	  cs_on_state,                                                        \
+	  "from the supervisor: this node's state of a client changed")
+CODEC_MSG_ENUM(CS_MSG, CS_MSG_BASE, CS_MESSAGES);
+MSG_FITS(CS_MSG, CS_MSG_BASE);
 
 extern const codec_msgdef cluster_msgs[];
 extern const size_t       cluster_msgs_n;

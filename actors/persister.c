@@ -399,86 +399,6 @@ flush_tick(kn_actor *self, void *arg)
 	(void)flush(ps);
 }
 
-/* Decodes a write into o.  Internal messages are always complete. */
-static void
-decode(op *o, kn_msg *msg)
-{
-	const void *p = msg->env.payload;
-	size_t      n = msg->env.payload_len;
-	char        key[STORE_ERR_MAX];
-
-	o->type = msg->env.type;
-	switch (o->type) {
-	case MSG_PS_CLIENT_PUT: {
-		ps_client_msg m;
-		(void)ps_client_msg_unpack(p, n, &m);
-		o->id     = m.id; /* the op owns them now */
-		o->a      = m.name;
-		o->b      = m.config;
-		o->ticket = (uint64_t)m.ticket;
-		assert(o->id != NULL && o->a != NULL && o->b != NULL);
-		break;
-	}
-	case MSG_PS_CLIENT_DEL: {
-		ps_id_msg m;
-		(void)ps_id_msg_unpack(p, n, &m);
-		o->id     = m.id;
-		o->ticket = (uint64_t)m.ticket;
-		assert(o->id != NULL);
-		break;
-	}
-	case MSG_PS_TOOLS_PUT: {
-		ps_tools_msg m;
-		(void)ps_tools_msg_unpack(p, n, &m);
-		o->id = m.id;
-		o->a  = m.hash;
-		o->b  = m.tools;
-		if (m.version != NULL) {
-			if (asprintf(&o->c, "[%s]", m.version) < 0) {
-				o->c = NULL; /* (the list is stored without) */
-			}
-			free(m.version);
-		}
-		assert(o->id != NULL && o->a != NULL && o->b != NULL);
-		snprintf(key, sizeof(key), "mcp_tools\x1f%s", o->id);
-		o->key = strdup(key);
-		break;
-	}
-	default: {
-		/* a row: {table, row} to put, {table, key} to delete */
-		ps_row_msg m;
-		ps_key_msg d;
-		char      *table, *text;
-		if (o->type == MSG_PS_ROW_PUT) {
-			(void)ps_row_msg_unpack(p, n, &m);
-			table     = m.table;
-			text      = m.row;
-			o->ticket = (uint64_t)m.ticket;
-		} else {
-			(void)ps_key_msg_unpack(p, n, &d);
-			table     = d.table;
-			text      = d.key;
-			o->ticket = (uint64_t)d.ticket;
-		}
-		o->table = table != NULL ? store_table_find(table) : -1;
-		o->row   = text != NULL ? json_loads(text, 0, NULL) : NULL;
-		assert(o->table >= 0 && json_is_object(o->row));
-		if (store_row_key((store_table)o->table, o->row, key,
-		                  sizeof(key)) == 0) {
-			o->key = strdup(key);
-		}
-		if (o->type == MSG_PS_ROW_PUT) {
-			ps_row_msg_clear(&m);
-		} else {
-			ps_key_msg_clear(&d);
-		}
-	}
-	}
-	if (o->key != NULL) {
-		o->hkey = strmap_hash(o->key);
-	}
-}
-
 /* Queues o, or folds it into a queued write of the same row; returns the
  * op that now carries the write. */
 static op *
@@ -527,29 +447,26 @@ queue(ps_self *ps, op *o)
 
 /* Holds the ask msg until the next flush, armed to come at once. */
 static int
-wait_flush(ps_self *ps, kn_msg *msg, op *o)
+wait_flush(ps_self *ps, kn_msg *msg, op *o, int64_t ticket)
 {
-	waiter     *w = calloc(1, sizeof(*w));
-	ps_sync_msg m = {0};
+	waiter *w = calloc(1, sizeof(*w));
 
 	if (w == NULL) {
 		return (MK_ENOMEM);
 	}
-	if (o == NULL) {
-		(void)ps_sync_msg_unpack(msg->env.payload,
-		                         msg->env.payload_len, &m);
-	}
 	w->corr     = kn_defer(msg);
 	w->o        = o;
-	w->ticket   = (uint64_t)m.ticket;
+	w->ticket   = (uint64_t)ticket;
 	w->next     = ps->waiters;
 	ps->waiters = w;
 	arm(ps, 0); /* after the batch of messages being received */
 	return (0);
 }
 
+/* A write of type, its op made by fill from the message (internal
+ * messages are always complete: fill asserts), queued. */
 static int
-enqueue(ps_self *ps, kn_msg *msg)
+enqueue(ps_self *ps, kn_msg *msg, void (*fill)(op *, void *), void *m)
 {
 	op *o = calloc(1, sizeof(*o));
 
@@ -557,10 +474,14 @@ enqueue(ps_self *ps, kn_msg *msg)
 		KN_ERROR("persister", "out of memory: a write was lost");
 		return (MK_ENOMEM);
 	}
-	decode(o, msg);
+	o->type = msg->env.type;
+	fill(o, m);
+	if (o->key != NULL) {
+		o->hkey = strmap_hash(o->key);
+	}
 	o = queue(ps, o);
 	if (msg->env.corr != 0) {
-		return (wait_flush(ps, msg, o)); /* durable */
+		return (wait_flush(ps, msg, o, 0)); /* durable */
 	}
 	if (ps->retry_ms != 0) {
 		/* failing: the retry timer is armed */
@@ -570,6 +491,110 @@ enqueue(ps_self *ps, kn_msg *msg)
 		arm(ps, PS_FLUSH_MS);
 	}
 	return (0);
+}
+
+static void
+fill_client(op *o, void *arg)
+{
+	ps_client_msg *m = arg;
+
+	o->id     = m->id; /* the op owns them now */
+	o->a      = m->name;
+	o->b      = m->config;
+	o->ticket = (uint64_t)m->ticket;
+	m->id = m->name = m->config = NULL;
+	assert(o->id != NULL && o->a != NULL && o->b != NULL);
+}
+
+static void
+fill_client_del(op *o, void *arg)
+{
+	ps_id_msg *m = arg;
+
+	o->id     = m->id;
+	o->ticket = (uint64_t)m->ticket;
+	m->id     = NULL;
+	assert(o->id != NULL);
+}
+
+static void
+fill_tools(op *o, void *arg)
+{
+	ps_tools_msg *m = arg;
+	char          key[STORE_ERR_MAX];
+
+	o->id = m->id;
+	o->a  = m->hash;
+	o->b  = m->tools;
+	m->id = m->hash = m->tools = NULL;
+	if (m->version != NULL && asprintf(&o->c, "[%s]", m->version) < 0) {
+		o->c = NULL; /* (the list is stored without) */
+	}
+	assert(o->id != NULL && o->a != NULL && o->b != NULL);
+	snprintf(key, sizeof(key), "mcp_tools\x1f%s", o->id);
+	o->key = strdup(key);
+}
+
+/* A row: {table, row} to put, {table, key} to delete. */
+static void
+fill_row_of(op *o, const char *table, const char *text, int64_t ticket)
+{
+	char key[STORE_ERR_MAX];
+
+	o->ticket = (uint64_t)ticket;
+	o->table  = table != NULL ? store_table_find(table) : -1;
+	o->row    = text != NULL ? json_loads(text, 0, NULL) : NULL;
+	assert(o->table >= 0 && json_is_object(o->row));
+	if (store_row_key((store_table)o->table, o->row, key, sizeof(key)) ==
+	    0) {
+		o->key = strdup(key);
+	}
+}
+
+static void
+fill_row(op *o, void *arg)
+{
+	ps_row_msg *m = arg;
+
+	fill_row_of(o, m->table, m->row, m->ticket);
+}
+
+static void
+fill_row_del(op *o, void *arg)
+{
+	ps_key_msg *m = arg;
+
+	fill_row_of(o, m->table, m->key, m->ticket);
+}
+
+static int
+on_client_put(kn_actor *self, ps_self *ps, kn_msg *msg, ps_client_msg *m)
+{
+	return (enqueue(ps, msg, fill_client, m));
+}
+
+static int
+on_client_del(kn_actor *self, ps_self *ps, kn_msg *msg, ps_id_msg *m)
+{
+	return (enqueue(ps, msg, fill_client_del, m));
+}
+
+static int
+on_tools_put(kn_actor *self, ps_self *ps, kn_msg *msg, ps_tools_msg *m)
+{
+	return (enqueue(ps, msg, fill_tools, m));
+}
+
+static int
+on_row_put(kn_actor *self, ps_self *ps, kn_msg *msg, ps_row_msg *m)
+{
+	return (enqueue(ps, msg, fill_row, m));
+}
+
+static int
+on_row_del(kn_actor *self, ps_self *ps, kn_msg *msg, ps_key_msg *m)
+{
+	return (enqueue(ps, msg, fill_row_del, m));
 }
 
 /* The handle to read from: the write one, or the boot-time read one. */
@@ -631,24 +656,18 @@ reply_list(ps_self *ps, kn_msg *msg, bool clients, json_t *list)
 	return (rv);
 }
 
-/* MSG_PS_LOAD (the clients) or MSG_PS_ROWS (a table's rows). */
+/* MSG_PS_LOAD (the clients: table NULL) or MSG_PS_ROWS (a table's
+ * rows). */
 static int
-on_read(ps_self *ps, kn_msg *msg)
+read_all(ps_self *ps, kn_msg *msg, const char *table)
 {
-	bool     clients = msg->env.type == MSG_PS_LOAD;
+	bool     clients = table == NULL;
 	json_t  *list    = json_array();
 	store   *s       = reader(ps);
 	unsigned skipped = 0;
-	int      t = -1, rv = 0;
+	int      t = clients ? -1 : store_table_find(table), rv = 0;
 
-	if (!clients) {
-		ps_table_msg m;
-		(void)ps_table_msg_unpack(msg->env.payload,
-		                          msg->env.payload_len, &m);
-		t = m.table != NULL ? store_table_find(m.table) : -1;
-		ps_table_msg_clear(&m);
-		assert(t >= 0);
-	}
+	assert(clients || t >= 0);
 	if (s != NULL) {
 		rv = clients
 		        ? store_clients_each(s, add_client, list, &skipped)
@@ -669,19 +688,35 @@ on_read(ps_self *ps, kn_msg *msg)
 }
 
 static int
-on_row_get(ps_self *ps, kn_msg *msg)
+on_load(kn_actor *self, ps_self *ps, kn_msg *msg, codec_no *none)
+{
+	return (read_all(ps, msg, NULL));
+}
+
+static int
+on_rows(kn_actor *self, ps_self *ps, kn_msg *msg, ps_table_msg *m)
+{
+	assert(m->table != NULL);
+	return (read_all(ps, msg, m->table));
+}
+
+static int
+on_sync(kn_actor *self, ps_self *ps, kn_msg *msg, ps_sync_msg *m)
+{
+	return (wait_flush(ps, msg, NULL, m->ticket));
+}
+
+static int
+on_row_get(kn_actor *self, ps_self *ps, kn_msg *msg, ps_key_msg *m)
 {
 	store       *s = reader(ps);
 	json_t      *key, *row = NULL;
-	ps_key_msg   m;
 	ps_found_msg found = {0};
 	int          t, rv = 0;
 
-	(void)ps_key_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
-	t   = m.table != NULL ? store_table_find(m.table) : -1;
-	key = m.key != NULL ? json_loads(m.key, 0, NULL) : NULL;
+	t   = m->table != NULL ? store_table_find(m->table) : -1;
+	key = m->key != NULL ? json_loads(m->key, 0, NULL) : NULL;
 	assert(t >= 0 && json_is_object(key));
-	ps_key_msg_clear(&m);
 	if (s != NULL &&
 	    (rv = store_row_get(s, (store_table)t, key, &row)) != 0) {
 		KN_WARN("persister", "%s", store_error(s));
@@ -698,20 +733,17 @@ on_row_get(ps_self *ps, kn_msg *msg)
 }
 
 static int
-on_versions(ps_self *ps, kn_msg *msg)
+on_versions(kn_actor *self, ps_self *ps, kn_msg *msg, ps_client_id_msg *m)
 {
-	store           *s = reader(ps);
-	ps_client_id_msg m;
-	ps_versions_msg  out = {0};
-	int              rv  = MK_ESYS;
+	store          *s   = reader(ps);
+	ps_versions_msg out = {0};
+	int             rv  = MK_ESYS;
 
-	(void)ps_client_id_msg_unpack(msg->env.payload, msg->env.payload_len,
-	                              &m);
-	assert(m.id != NULL);
-	if (s != NULL && (rv = store_tool_versions(s, m.id, &out.json)) != 0) {
+	assert(m->id != NULL);
+	if (s != NULL &&
+	    (rv = store_tool_versions(s, m->id, &out.json)) != 0) {
 		KN_WARN("persister", "%s", store_error(s));
 	}
-	ps_client_id_msg_clear(&m);
 	if (rv != 0) {
 		return (kn_reply_error(kn_actor_kernel(ps->self),
 		                       kn_defer(msg), rv,
@@ -725,40 +757,37 @@ on_versions(ps_self *ps, kn_msg *msg)
 
 /* A refresh lease (store.h: Refresh leases), in queue order. */
 static int
-on_lease(ps_self *ps, kn_msg *msg)
+on_lease(kn_actor *self, ps_self *ps, kn_msg *msg, ps_lease_msg *m)
 {
 	store        *s = reader(ps);
 	json_t       *row, *now = NULL;
-	ps_lease_msg  m;
 	ps_leased_msg out = {0};
 	int           t, rv = MK_ESYS;
 
-	(void)ps_lease_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
-	t   = m.table != NULL ? store_table_find(m.table) : -1;
-	row = m.row != NULL ? json_loads(m.row, 0, NULL) : NULL;
-	if (t < 0 || !json_is_object(row) || m.op == NULL) {
+	t   = m->table != NULL ? store_table_find(m->table) : -1;
+	row = m->row != NULL ? json_loads(m->row, 0, NULL) : NULL;
+	if (t < 0 || !json_is_object(row) || m->op == NULL) {
 		rv = MK_EINVAL;
 	} else if (s == ps->st && s != NULL) {
-		if (strcmp(m.op, "take") == 0) {
+		if (strcmp(m->op, "take") == 0) {
 			rv = store_lease_take(s, (store_table)t, row,
-			                      (int)m.ttl_ms, &out.gen, &now);
-		} else if (strcmp(m.op, "claim") == 0) {
+			                      (int)m->ttl_ms, &out.gen, &now);
+		} else if (strcmp(m->op, "claim") == 0) {
 			rv = store_flow_claim(
 			        s,
 			        json_string_value(
 			                json_object_get(row, "state")),
 			        &now);
-		} else if (strcmp(m.op, "put") == 0) {
-			rv = store_lease_put(s, (store_table)t, row, m.gen,
+		} else if (strcmp(m->op, "put") == 0) {
+			rv = store_lease_put(s, (store_table)t, row, m->gen,
 			                     &out.written);
 		} else {
-			rv = store_lease_drop(s, (store_table)t, row, m.gen);
+			rv = store_lease_drop(s, (store_table)t, row, m->gen);
 		}
 		if (rv != 0) {
 			KN_WARN("persister", "%s", store_error(s));
 		}
 	}
-	ps_lease_msg_clear(&m);
 	json_decref(row);
 	out.row = now != NULL ? json_dumps(now, JSON_COMPACT) : NULL;
 	json_decref(now);
@@ -775,7 +804,7 @@ on_lease(ps_self *ps, kn_msg *msg)
 }
 
 static int
-on_stats(ps_self *ps, kn_msg *msg)
+on_stats(kn_actor *self, ps_self *ps, kn_msg *msg, codec_no *none)
 {
 	ps_stats_msg m;
 
@@ -877,40 +906,11 @@ ps_fini(kn_actor *self, void *state)
 	ps_free(ps);
 }
 
-static int
-ps_handle(kn_actor *self, void *state, kn_msg *msg)
-{
-	ps_self *ps = state;
-
-	switch (msg->env.type) {
-	case MSG_PS_CLIENT_PUT:
-	case MSG_PS_CLIENT_DEL:
-	case MSG_PS_TOOLS_PUT:
-	case MSG_PS_ROW_PUT:
-	case MSG_PS_ROW_DEL:
-		return (enqueue(ps, msg));
-	case MSG_PS_LOAD:
-	case MSG_PS_ROWS:
-		return (on_read(ps, msg));
-	case MSG_PS_SYNC:
-		return (wait_flush(ps, msg, NULL));
-	case MSG_PS_ROW_GET:
-		return (on_row_get(ps, msg));
-	case MSG_PS_VERSIONS:
-		return (on_versions(ps, msg));
-	case MSG_PS_LEASE:
-		return (on_lease(ps, msg));
-	case MSG_PS_STATS:
-		return (on_stats(ps, msg));
-	default:
-		assert(!"persister: unexpected message");
-		return (MK_EINTERNAL);
-	}
-}
+KN_ROUTES(ps_routes, persister_msgs, PS_MESSAGES);
 
 const kn_actor_ops persister_ops = {
+        .routes = &ps_routes,
         .init   = ps_init,
-        .handle = ps_handle,
         .fini   = ps_fini,
 };
 
@@ -930,36 +930,4 @@ CODEC_MSG_FIELDS(ps_sync_msg, PS_SYNC_FIELDS);
 CODEC_MSG_FIELDS(ps_lease_msg, PS_LEASE_FIELDS);
 CODEC_MSG_FIELDS(ps_leased_msg, PS_LEASED_FIELDS);
 
-#define NONE (&codec_no_fields)
-
-const codec_msgdef persister_msgs[] = {
-        {CODEC_MSG(MSG_PS_CLIENT_PUT), "tell|ask", &ps_client_msg_fields, NONE,
-         NULL, "store a client (an ask: durable)"},
-        {CODEC_MSG(MSG_PS_CLIENT_DEL), "tell|ask", &ps_id_msg_fields, NONE,
-         NULL, "forget a client (an ask: durable)"},
-        {CODEC_MSG(MSG_PS_TOOLS_PUT), "tell", &ps_tools_msg_fields, NULL, NULL,
-         "store a changed tool list"},
-        {CODEC_MSG(MSG_PS_ROW_PUT), "tell|ask", &ps_row_msg_fields, NONE, NULL,
-         "store a credential row (an ask: durable)"},
-        {CODEC_MSG(MSG_PS_ROW_DEL), "tell|ask", &ps_key_msg_fields, NONE, NULL,
-         "delete a credential row by key (an ask: durable)"},
-        {CODEC_MSG(MSG_PS_LOAD), "ask", NONE, &ps_clients_msg_fields, NULL,
-         "every stored client, with its tools"},
-        {CODEC_MSG(MSG_PS_ROWS), "ask", &ps_table_msg_fields,
-         &ps_rows_msg_fields, NULL, "every row of a credential table"},
-        {CODEC_MSG(MSG_PS_ROW_GET), "ask", &ps_key_msg_fields,
-         &ps_found_msg_fields, NULL, "one credential row by key"},
-        {CODEC_MSG(MSG_PS_VERSIONS), "ask", &ps_client_id_msg_fields,
-         &ps_versions_msg_fields, NULL,
-         "a client's stored tool-list versions (MK_ESYS: the store cannot "
-         "be read)"},
-        {CODEC_MSG(MSG_PS_SYNC), "ask", &ps_sync_msg_fields, NONE, NULL,
-         "answered once every write queued before it is durable (MK_ESYS: not yet, kept and retried; with a ticket MK_ESTORE: its writes refused, out of the queue)"},
-        {CODEC_MSG(MSG_PS_STATS), "ask", NONE, &ps_stats_msg_fields, NULL,
-         "statement counters, store health"},
-        {CODEC_MSG(MSG_PS_LEASE), "ask", &ps_lease_msg_fields,
-         &ps_leased_msg_fields, NULL,
-         "a token's refresh lease, a shared store's (store.h)"},
-};
-const size_t persister_msgs_n =
-        sizeof(persister_msgs) / sizeof(persister_msgs[0]);
+CODEC_MSG_DEFS(persister_msgs, PS_MESSAGES);

@@ -103,6 +103,7 @@
 #ifndef ACTORS_PERSISTER_MSG_H
 #define ACTORS_PERSISTER_MSG_H
 
+#include "actors/msgbase.h"
 #include "codec/mp.h"
 #include "codec/msgdef.h"
 
@@ -209,6 +210,40 @@ CODEC_MSG_STRUCT(ps_stats_msg, PS_STATS_FIELDS)
 CODEC_MSG_STRUCT(ps_sync_msg, PS_SYNC_FIELDS)
 
 /* The persister's messages, as the table above shows them. */
+/* ---- the list (codec/msgdef.h): the table above is rendered from it */
+
+#define PS_MESSAGES(M)                                                        \
+	M(MSG_PS_CLIENT_PUT, tellask, ps_client_msg, codec_no, codec_nil,     \
+	  on_client_put, "store a client (an ask: durable)")                  \
+	M(MSG_PS_CLIENT_DEL, tellask, ps_id_msg, codec_no, codec_nil,         \
+	  on_client_del, "forget a client (an ask: durable)")                 \
+	M(MSG_PS_TOOLS_PUT, tell, ps_tools_msg, codec_nil, codec_nil,         \
+	  on_tools_put, "store a changed tool list")                          \
+	M(MSG_PS_ROW_PUT, tellask, ps_row_msg, codec_no, codec_nil,           \
+	  on_row_put, "store a credential row (an ask: durable)")             \
+	M(MSG_PS_ROW_DEL, tellask, ps_key_msg, codec_no, codec_nil,           \
+	  on_row_del, "delete a credential row by key (an ask: durable)")     \
+	M(MSG_PS_LOAD, ask, codec_no, ps_clients_msg, codec_nil, on_load,     \
+	  "every stored client, with its tools")                              \
+	M(MSG_PS_ROWS, ask, ps_table_msg, ps_rows_msg, codec_nil, on_rows,    \
+	  "every row of a credential table")                                  \
+	M(MSG_PS_ROW_GET, ask, ps_key_msg, ps_found_msg, codec_nil,           \
+	  on_row_get, "one credential row by key")                            \
+	M(MSG_PS_VERSIONS, ask, ps_client_id_msg, ps_versions_msg, codec_nil, \
+	  on_versions,                                                        \
+	  "a client's stored tool-list versions (MK_ESYS: the store cannot "  \
+	  "be read)")                                                         \
+	M(MSG_PS_SYNC, ask, ps_sync_msg, codec_no, codec_nil, on_sync,        \
+	  "answered once every write queued before it is durable (MK_ESYS: "  \
+	  "not yet, kept and retried; with a ticket MK_ESTORE: its writes "   \
+	  "refused, out of the queue)")                                       \
+	M(MSG_PS_STATS, ask, codec_no, ps_stats_msg, codec_nil, on_stats,     \
+	  "statement counters, store health")                                 \
+	M(MSG_PS_LEASE, ask, ps_lease_msg, ps_leased_msg, codec_nil,          \
+	  on_lease, "a token's refresh lease, a shared store's (store.h)")
+CODEC_MSG_ENUM(PS_MSG, PS_MSG_BASE, PS_MESSAGES);
+MSG_FITS(PS_MSG, PS_MSG_BASE);
+
 extern const codec_msgdef persister_msgs[];
 extern const size_t       persister_msgs_n;
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../test/peer.h"
+#include "actors/credential/credential_msg.h"
 #include "actors/kernel/kernel.h"
 #include "calls.h"
 #include "codec/lru.h"

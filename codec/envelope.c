@@ -10,92 +10,22 @@
 #include "codec/msg.h"
 #include "mcpkeep.h"
 
-/* clang-format off */
-static const char *msg_names[MSG_COUNT] = {
-	[MSG_NONE]         = "none",
-	[MSG_TERM]         = "term",
-	[MSG_REPLY]        = "reply",
-	[MSG_PING]         = "ping",
-	[MSG_STATS]        = "stats",
-	[MSG_USER]         = "user",
-	[MSG_SV_ADD]       = "sv_add",
-	[MSG_SV_REMOVE]    = "sv_remove",
-	[MSG_SV_DISABLE]   = "sv_disable",
-	[MSG_SV_ENABLE]    = "sv_enable",
-	[MSG_SV_RECONNECT] = "sv_reconnect",
-	[MSG_SV_LIST]      = "sv_list",
-	[MSG_SV_VIEW]      = "sv_view",
-	[MSG_SV_LOAD]      = "sv_load",
-	[MSG_CL_CONNECT]   = "cl_connect",
-	[MSG_CL_CHECK]     = "cl_check",
-	[MSG_CL_CALL]      = "cl_call",
-	[MSG_CL_RECONNECT] = "cl_reconnect",
-	[MSG_CL_DISABLE]   = "cl_disable",
-	[MSG_CL_ENABLE]    = "cl_enable",
-	[MSG_SV_UPDATE]    = "sv_update",
-	[MSG_CL_UPDATE]    = "cl_update",
-	[MSG_PS_CLIENT_PUT] = "ps_client_put",
-	[MSG_PS_CLIENT_DEL] = "ps_client_del",
-	[MSG_PS_TOOLS_PUT] = "ps_tools_put",
-	[MSG_PS_LOAD]      = "ps_load",
-	[MSG_PS_STATS]     = "ps_stats",
-	[MSG_PS_ROW_PUT]   = "ps_row_put",
-	[MSG_PS_ROW_DEL]   = "ps_row_del",
-	[MSG_PS_ROWS]      = "ps_rows",
-	[MSG_PS_SYNC]      = "ps_sync",
-	[MSG_CR_REGISTER]  = "cr_register",
-	[MSG_CR_FORGET]    = "cr_forget",
-	[MSG_CR_GET]       = "cr_get",
-	[MSG_CR_INITIATE]  = "cr_initiate",
-	[MSG_CR_COMPLETE]  = "cr_complete",
-	[MSG_CR_STATS]     = "cr_stats",
-	[MSG_CL_CRED]      = "cl_cred",
-	[MSG_CR_VERIFY_HEADERS] = "cr_verify_headers",
-	[MSG_CR_SUBMIT_HEADERS] = "cr_submit_headers",
-		[MSG_CR_VERIFY_EXCHANGE] = "cr_verify_exchange",
-	[MSG_PS_ROW_GET] = "ps_row_get",
-		[MSG_CR_EVICT] = "cr_evict",
-	[MSG_SV_REFRESH] = "sv_refresh",
-	[MSG_CL_METRICS] = "cl_metrics",
-	[MSG_SV_SETTINGS] = "sv_settings",
-	[MSG_SV_RELOAD] = "sv_reload",
-	[MSG_SV_SYNC] = "sv_sync",
-	[MSG_CS_STATE] = "cs_state",
-	[MSG_SV_PEERS] = "sv_peers",
-	[MSG_PS_LEASE] = "ps_lease",
-	[MSG_CR_ROW_CHANGED] = "cr_row_changed",
-	[MSG_CR_RESYNC] = "cr_resync",
-	[MSG_CL_SETTINGS] = "cl_settings",
-	[MSG_SV_METRICS]  = "sv_metrics",
-	[MSG_CL_INPUT]    = "cl_input",
-	[MSG_CL_INPUTS]   = "cl_inputs",
-	[MSG_CL_CANCEL]   = "cl_cancel",
-	[MSG_SV_SNAPSHOT] = "sv_snapshot",
-	[MSG_CL_SNAPSHOT] = "cl_snapshot",
-	[MSG_CL_HISTORY]  = "cl_history",
-	[MSG_CL_VERSIONS] = "cl_versions",
-	[MSG_PS_VERSIONS] = "ps_versions",
-	[MSG_SV_UNKNOWN]  = "sv_unknown",
-	[MSG_SV_UNKNOWNS] = "sv_unknowns",
-	[MSG_CL_DECIDE]   = "cl_decide",
-	[MSG_CL_APPROVALS] = "cl_approvals",
+static const char *msg_names[MSG_KERNEL_END] = {
+        [MSG_NONE] = "none", [MSG_TERM] = "term", [MSG_REPLY] = "reply",
+        [MSG_PING] = "ping", [MSG_USER] = "user",
 };
-/* clang-format on */
 
 int
 codec_msg_valid(unsigned type)
 {
-	return (type != MSG_NONE && type < MSG_COUNT &&
-	        msg_names[type] != NULL);
+	return ((type != MSG_NONE && type < MSG_KERNEL_END) ||
+	        (type >= MSG_BASE && type < MSG_LIMIT));
 }
 
 const char *
 codec_msg_name(unsigned type)
 {
-	if (type >= MSG_COUNT || msg_names[type] == NULL) {
-		return ("?");
-	}
-	return (msg_names[type]);
+	return (type < MSG_KERNEL_END ? msg_names[type] : "?");
 }
 
 int
@@ -170,7 +100,7 @@ decode_fields(codec_env *env, const msgpack_object *root)
 		return (MK_EPROTO);
 	}
 	f = root->via.array.ptr;
-	if (get_uint(&f[0], MSG_COUNT - 1, &u) != 0 || !codec_msg_valid(u)) {
+	if (get_uint(&f[0], MSG_LIMIT - 1, &u) != 0 || !codec_msg_valid(u)) {
 		return (MK_EPROTO);
 	}
 	env->type = (uint32_t)u;

@@ -12,7 +12,7 @@
 #include "codec/text.h"
 #include "mcpkeep.h"
 
-const codec_fields codec_no_fields = {"none", NULL, 0};
+const codec_fields codec_no_fields = {"none", NULL, 0, 0};
 
 static void *
 field_at(const void *st, const codec_field *f)

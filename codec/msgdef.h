@@ -51,7 +51,12 @@ typedef struct codec_fields {
 	const char        *name; /* the struct's name */
 	const codec_field *f;    /* the fields, in wire order */
 	size_t             n;    /* how many */
+	size_t size; /* sizeof the struct (CODEC_MSG_MAX at most) */
 } codec_fields;
+
+/* The most bytes a message struct may take: a receiver unpacks one into a
+ * buffer of this size on its stack (kn_route). */
+#define CODEC_MSG_MAX 512
 
 /* One message type, as its actor's header documents it. */
 typedef struct codec_msgdef {
@@ -71,10 +76,14 @@ typedef struct codec_msgdef {
 /* CODEC_MSG(MSG_X) fills a codec_msgdef's type and name. */
 #define CODEC_MSG(t) t, #t
 
-/* The payload of a message without fields, and its bytes: {}. */
+/* The payload of a message without fields, and its bytes: {}.  In a
+ * message list (below) codec_no names it, and codec_nil a reply that is
+ * not there (a tell's) or an error reply that is the usual {"error"}. */
 extern const codec_fields codec_no_fields;
-#define CODEC_EMPTY     "\x80"
-#define CODEC_EMPTY_LEN 1
+typedef struct codec_no   codec_no; /* never defined: a handler's NULL */
+#define codec_nil_fields (*(const codec_fields *)0)
+#define CODEC_EMPTY      "\x80"
+#define CODEC_EMPTY_LEN  1
 
 /* codec_msg_pack writes st (a struct of fields f) into w (mp_w_init'd by
  * the caller, who sends w->sb and calls mp_w_fini).  Never fails. */
@@ -132,8 +141,43 @@ char *codec_msg_doc(const codec_msgdef *defs, size_t n);
 	}
 
 #define CODEC_MSG_FIELDS(S, FIELDS)                                           \
+	_Static_assert(sizeof(S) <= CODEC_MSG_MAX, #S " is too big");         \
 	static const codec_field S##_list[] = {FIELDS(CODEC_FIELD_, S)};      \
 	const codec_fields       S##_fields = {                               \
-	              #S, S##_list, sizeof(S##_list) / sizeof(S##_list[0])}
+	              #S, S##_list, sizeof(S##_list) / sizeof(S##_list[0]),   \
+	              sizeof(S)}
+
+/*
+ * An actor's messages are one list in its <x>_msg.h, a row each:
+ *
+ *   #define CL_MESSAGES(M)                                          \
+ *   	M(MSG_CL_CALL, ask, cl_call_msg, cl_result_msg, cl_failed_msg, \
+ *   	  cl_on_call, "call a tool")
+ *
+ * the type, its kind (ask, tell, or tellask: a tell that may be asked),
+ * the payload's struct, the reply's (codec_no: {}; codec_nil: none, a
+ * tell's), the error reply's (codec_nil: {"error"}), the handler
+ * (kn_route) and one line of what it does.  CODEC_MSG_ENUM numbers the
+ * types from the actor's base (actors/msgbase.h), CODEC_MSG_DEFS makes
+ * the table its header renders and the kernel routes by.
+ */
+#define CODEC_KIND_ask                                "ask"
+#define CODEC_KIND_tell                               "tell"
+#define CODEC_KIND_tellask                            "tell|ask"
+#define CODEC_MSG_TYPE_(T, k, req, rep, fail, h, doc) T,
+#define CODEC_MSG_DEF_(T, k, req, rep, fail, h, doc)                          \
+	{                                                                     \
+	        T,                                                            \
+	        #T,                                                           \
+	        CODEC_KIND_##k,                                               \
+	        &req##_fields,                                                \
+	        &rep##_fields,                                                \
+	        &fail##_fields,                                               \
+	        doc},
+#define CODEC_MSG_ENUM(P, BASE, LIST)                                         \
+	enum { P##_BEFORE = (BASE)-1, LIST(CODEC_MSG_TYPE_) P##_END }
+#define CODEC_MSG_DEFS(NAME, LIST)                                            \
+	const codec_msgdef NAME[]   = {LIST(CODEC_MSG_DEF_)};                 \
+	const size_t       NAME##_n = sizeof(NAME) / sizeof(NAME[0])
 
 #endif /* CODEC_MSGDEF_H */

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "actors/credential/credential_msg.h"
 #include "actors/kernel/kernel.h"
 #include "codec/mp.h"
 #include "codec/msg.h"

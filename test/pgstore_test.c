@@ -989,9 +989,10 @@ refused_write(void)
 		         0);
 	}
 	/* one batch, stored but for the refused write */
-	CHECK_EQ(
-	        kn_ask_msg(ps, MSG_PS_SYNC, &codec_no_fields, NULL, 30000, &a),
-	        0);
+	CHECK_EQ(kn_ask_msg(ps, MSG_PS_SYNC,
+	                    CODEC_OF(ps_sync_msg, &(ps_sync_msg) {0}), 30000,
+	                    &a),
+	         0);
 	free(a.data);
 	pgt_sql(url, "SELECT string_agg(id, ' ' ORDER BY id) FROM mcp_clients",
 	        out, sizeof(out));

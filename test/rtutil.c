@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "actors/kernel/kernel.h"
+#include "actors/persister_msg.h"
 #include "codec/mp.h"
 #include "codec/msg.h"
 #include "runtime/runtime_impl.h"

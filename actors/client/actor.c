@@ -198,34 +198,28 @@ connect_cred(client *cl, void *arg, uint64_t corr, int status, const char *err)
 	connect_now(cl, corr, MSG_CL_CONNECT, how == HOW_BOOT);
 }
 
-static void
-on_connect(client *cl, kn_msg *msg)
+static int
+on_connect(kn_actor *self, client *cl, kn_msg *msg, cl_connect_msg *m)
 {
-	cl_connect_msg m;
-	bool           boot;
-	char          *known;
-	uint64_t       corr;
-	json_t        *tools = NULL;
+	uint64_t corr;
+	json_t  *tools = NULL;
 
-	(void)cl_connect_msg_unpack(msg->env.payload, msg->env.payload_len,
-	                            &m);
-	boot        = m.boot;
-	known       = m.tools;
-	cl->unsaved = !m.restored;
-	cl->ticket  = (uint64_t)m.ticket;
-	if (known != NULL && (tools = json_loads(known, 0, NULL)) != NULL &&
+	cl->unsaved = !m->restored;
+	cl->ticket  = (uint64_t)m->ticket;
+	if (m->tools != NULL &&
+	    (tools = json_loads(m->tools, 0, NULL)) != NULL &&
 	    json_is_array(tools) && tools_hash(tools, cl->hash) == 0) {
 		/* restored from the store: seeds the hash, no event, no write
 		 */
 		json_decref(cl->tools);
 		cl->tools = json_incref(tools);
 	}
-	free(known);
 	json_decref(tools);
 	corr = kn_defer(msg);
-	if (!cl_pin_wait(cl, corr, boot)) {
-		cl_connect_go(cl, corr, boot);
+	if (!cl_pin_wait(cl, corr, m->boot)) {
+		cl_connect_go(cl, corr, m->boot);
 	}
+	return (0);
 }
 
 void
@@ -241,22 +235,22 @@ cl_connect_go(client *cl, uint64_t corr, bool boot)
 	connect_now(cl, corr, MSG_CL_CONNECT, boot);
 }
 
-static void
-on_reconnect(client *cl, kn_msg *msg)
+static int
+on_reconnect(kn_actor *self, client *cl, kn_msg *msg, codec_no *none)
 {
 	if (!cl->cfg->sticky) {
-		kn_reply_why(
-		        cl->self, kn_defer(msg), MK_EINVAL,
-		        "client uses per-call connections; there is no persistent connection to reconnect");
-		return;
+		return (kn_reply_why(
+		        self, kn_defer(msg), MK_EINVAL,
+		        "client uses per-call connections; there is no persistent connection to reconnect"));
 	}
 	if (cl->state == CS_DISABLED) {
-		kn_reply_why(cl->self, kn_defer(msg), MK_ESTATE,
-		             "MCP client %s is disabled: enable it first",
-		             cl->cfg->name);
-		return;
+		return (kn_reply_why(
+		        self, kn_defer(msg), MK_ESTATE,
+		        "MCP client %s is disabled: enable it first",
+		        cl->cfg->name));
 	}
 	cl_dial_start(cl, DIAL_RECONNECT, kn_defer(msg), msg->env.type);
+	return (0);
 }
 
 static void
@@ -285,12 +279,27 @@ keep_disabled(client *cl, bool disabled)
 	}
 }
 
+/* An API change's ticket (disable, enable, update): its config write
+ * carries it, and the config it replaces is kept for an undo; 0 when the
+ * change is not the API's. */
 static void
-on_disable(client *cl, kn_msg *msg)
+take_ticket(client *cl, int64_t t)
 {
+	cl->ticket = (uint64_t)t;
+	if (t != 0) {
+		json_decref(cl->undo);
+		cl->undo = cfg_client_stored(cl->cfg);
+	}
+}
+
+static int
+on_disable(kn_actor *self, client *cl, kn_msg *msg, cl_ticket_msg *m)
+{
+	take_ticket(cl, m->ticket);
 	keep_disabled(cl, true);
 	do_disable(cl);
-	kn_reply(cl->self, msg, 0, CODEC_EMPTY, CODEC_EMPTY_LEN);
+	cl->ticket = 0;
+	return (kn_reply(self, msg, 0, CODEC_EMPTY, CODEC_EMPTY_LEN));
 }
 
 static void
@@ -318,11 +327,14 @@ enable_corr(client *cl, uint64_t corr, uint32_t type)
 	cl_dial_start(cl, DIAL_RECONNECT, corr, type);
 }
 
-static void
-on_enable(client *cl, kn_msg *msg)
+static int
+on_enable(kn_actor *self, client *cl, kn_msg *msg, cl_ticket_msg *m)
 {
+	take_ticket(cl, m->ticket);
 	keep_disabled(cl, false);
 	enable_corr(cl, kn_defer(msg), msg->env.type);
+	cl->ticket = 0;
+	return (0);
 }
 
 /* The effective intervals: the config's own, else the global ones. */
@@ -383,33 +395,28 @@ literal_changed(json_t *a, json_t *b, const char *key)
  * is the whole config with its literal mask, and changes nothing when
  * it is this one's. */
 static void
-on_update(client *cl, kn_msg *msg)
+apply_update(client *cl, kn_msg *msg, const cl_update_msg *m)
 {
 	uint64_t    corr = kn_defer(msg);
 	char        err[CFG_ERR_MAX];
 	json_t     *patch, *merged, *lit;
 	cfg_client *ncfg;
-	bool        redial = false, was_sticky = cl->cfg->sticky, file, stored;
-	cl_update_msg m;
-	int           rv, mode;
+	bool        redial = false, was_sticky = cl->cfg->sticky;
+	bool        file = m->file, stored = m->stored;
+	int         rv, mode;
 
-	(void)cl_update_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
-	file   = m.file;
-	stored = m.stored;
-	patch  = m.patch != NULL ? json_loads(m.patch, 0, NULL) : NULL;
-	if (m.undo) {
+	patch = m->patch != NULL ? json_loads(m->patch, 0, NULL) : NULL;
+	if (m->undo) {
 		/* the whole config the refused change replaced */
 		json_decref(patch);
 		patch  = cl->undo != NULL ? json_deep_copy(cl->undo) : NULL;
 		stored = true;
 		file   = false;
 		if (patch == NULL) {
-			cl_update_msg_clear(&m);
 			cl_reply_ok(cl, corr);
 			return;
 		}
 	}
-	cl_update_msg_clear(&m);
 	if (!json_is_object(patch)) {
 		json_decref(patch);
 		kn_reply_why(cl->self, corr, MK_EINVAL,
@@ -529,49 +536,29 @@ on_update(client *cl, kn_msg *msg)
 	cl_reply_ok(cl, corr);
 }
 
-static void
-on_settings(client *cl, kn_msg *msg)
+static int
+on_update(kn_actor *self, client *cl, kn_msg *msg, cl_update_msg *m)
 {
-	cl_settings_msg m;
-	int             mode = cl_pin_mode(cl);
+	take_ticket(cl, m->undo ? 0 : m->ticket);
+	apply_update(cl, msg, m);
+	cl->ticket = 0;
+	return (0);
+}
 
-	if (cl_settings_msg_unpack(msg->env.payload, msg->env.payload_len,
-	                           &m) == 0) {
-		cl->def_sync_ms = m.sync_ms;
-		cl->def_exec_ms = m.exec_ms;
-		cl->def_changes = (int)m.changes;
-	}
+static int
+on_settings(kn_actor *self, client *cl, kn_msg *msg, cl_settings_msg *m)
+{
+	int mode = cl_pin_mode(cl);
+
+	cl->def_sync_ms = m->sync_ms;
+	cl->def_exec_ms = m->exec_ms;
+	cl->def_changes = (int)m->changes;
 	if (cl_pin_mode(cl) != mode) {
 		cl_pin_config(cl, mode);
 	}
 	apply_intervals(cl);
 	cl_push_view(cl); /* the supervisor reschedules on its sync_ms */
-}
-
-/* An API change's ticket (disable, enable, update): its config write
- * carries it, and the config it replaces is kept for an undo. */
-static void
-take_ticket(client *cl, kn_msg *msg)
-{
-	int64_t t = 0;
-
-	if (msg->env.type == MSG_CL_UPDATE) {
-		cl_update_msg m;
-		(void)cl_update_msg_unpack(msg->env.payload,
-		                           msg->env.payload_len, &m);
-		t = m.undo ? 0 : m.ticket;
-		cl_update_msg_clear(&m);
-	} else {
-		cl_ticket_msg m;
-		(void)cl_ticket_msg_unpack(msg->env.payload,
-		                           msg->env.payload_len, &m);
-		t = m.ticket;
-	}
-	cl->ticket = (uint64_t)t;
-	if (t != 0) {
-		json_decref(cl->undo);
-		cl->undo = cfg_client_stored(cl->cfg);
-	}
+	return (0);
 }
 
 /* What holds of a client between two of its handlers (SQLite's
@@ -580,8 +567,10 @@ take_ticket(client *cl, kn_msg *msg)
  * queue of calls waiting for a slot whole (O(1): it is checked on every
  * message). */
 static void
-assert_client_state(const client *cl)
+assert_client_state(const void *state)
 {
+	const client *cl = state;
+
 	assert((unsigned)cl->state < CS_COUNT && cl->state != CS_ERROR);
 	assert(cl->state != CS_DISABLED ||
 	       (cl->dial == NULL && cl->live == NULL));
@@ -592,81 +581,32 @@ assert_client_state(const client *cl)
 }
 
 static int
-cl_handle(kn_actor *self, void *state, kn_msg *msg)
+on_check(kn_actor *self, client *cl, kn_msg *msg, codec_no *none)
 {
-	client *cl = state;
-
-	assert_client_state(cl);
-	switch (msg->env.type) {
-	case MSG_CL_CONNECT:
-		on_connect(cl, msg);
-		return (0);
-	case MSG_CL_CHECK:
-		cl_check_start(cl, kn_defer(msg));
-		return (0);
-	case MSG_CL_CALL:
-		cl_call_start(cl, msg);
-		return (0);
-	case MSG_CL_RECONNECT:
-		on_reconnect(cl, msg);
-		return (0);
-	case MSG_CL_DISABLE:
-		take_ticket(cl, msg);
-		on_disable(cl, msg);
-		cl->ticket = 0;
-		return (0);
-	case MSG_CL_ENABLE:
-		take_ticket(cl, msg);
-		on_enable(cl, msg);
-		cl->ticket = 0;
-		return (0);
-	case MSG_CL_UPDATE:
-		take_ticket(cl, msg);
-		on_update(cl, msg);
-		cl->ticket = 0;
-		return (0);
-	case MSG_CL_CRED:
-		cl_cred_on_notice(cl, msg);
-		return (0);
-	case MSG_CL_METRICS:
-		cl_on_metrics(cl, msg);
-		return (0);
-	case MSG_CL_SETTINGS:
-		on_settings(cl, msg);
-		return (0);
-	case MSG_CL_INPUT:
-		cl_input_answer(cl, msg);
-		return (0);
-	case MSG_CL_INPUTS:
-		cl_input_list(cl, msg);
-		return (0);
-	case MSG_CL_CANCEL:
-		cl_call_cancel(cl, msg);
-		return (0);
-	case MSG_CL_SNAPSHOT:
-		cl_snapshot(cl);
-		return (0);
-	case MSG_CL_HISTORY:
-		cl_on_history(cl, msg);
-		return (0);
-	case MSG_CL_VERSIONS:
-		cl_on_versions(cl, msg);
-		return (0);
-	case MSG_CL_DECIDE:
-		cl_on_decide(cl, msg);
-		return (0);
-	case MSG_CL_APPROVALS:
-		cl_pin_start(cl, true);
-		return (0);
-	default:
-		assert(!"client: unexpected message");
-		return (MK_EINTERNAL);
-	}
+	cl_check_start(cl, kn_defer(msg));
+	return (0);
 }
 
+static int
+on_approvals(kn_actor *self, client *cl, kn_msg *msg, codec_no *none)
+{
+	cl_pin_start(cl, true);
+	return (0);
+}
+
+static int
+on_snapshot(kn_actor *self, client *cl, kn_msg *msg, codec_no *none)
+{
+	cl_snapshot(cl);
+	return (0);
+}
+
+KN_ROUTES(cl_routes, cl_msgs, CL_MESSAGES);
+
 const kn_actor_ops client_ops = {
+        .routes = &cl_routes,
+        .check  = assert_client_state,
         .init   = cl_init,
-        .handle = cl_handle,
         .fini   = cl_fini,
         .wait   = cl_wait,
         .wake   = cl_wake,

@@ -841,23 +841,22 @@ headers_match(client *cl, cl_call *c, const char *sent)
 	return (ok);
 }
 
-void
-cl_call_start(client *cl, kn_msg *msg)
+int
+cl_on_call(kn_actor *self, client *cl, kn_msg *msg, cl_call_msg *mp)
 {
 	uint64_t    corr = kn_defer(msg);
-	cl_call_msg m;
+	cl_call_msg m    = *mp; /* the call takes the strings it keeps */
 	cl_call    *c;
 	int64_t     timeout;
 	char       *params_sent = NULL, why[512];
 
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
-		kn_reply_why(cl->self, corr, MK_ENOMEM, "out of memory");
-		return;
+		return (kn_reply_why(self, corr, MK_ENOMEM, "out of memory"));
 	}
-	c->cl   = cl;
-	c->corr = corr;
-	c->t0   = kn_now_ns();
-	(void)cl_call_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
+	c->cl    = cl;
+	c->corr  = corr;
+	c->t0    = kn_now_ns();
+	*mp      = (cl_call_msg) {0};
 	c->tool  = m.tool; /* the call owns them now */
 	c->kind  = (int)m.kind;
 	c->input = (int (*)(void *, const char *, const char *, const char *))(
@@ -932,7 +931,7 @@ cl_call_start(client *cl, kn_msg *msg)
 	}
 	c->deadline = kn_now_ns() + timeout * KN_NS_PER_MS;
 	if (cl_cache_answer(cl, c)) {
-		return; /* a kept result: the upstream untouched */
+		return (0); /* a kept result: the upstream untouched */
 	}
 	if (ticket != 0) {
 		if (idmap_put(&cl->tickets, ticket, c) != 0) {
@@ -959,12 +958,13 @@ cl_call_start(client *cl, kn_msg *msg)
 	} else {
 		admit(cl, c);
 	}
-	return;
+	return (0);
 
 refuse:
 	free(params_sent);
 	cl_cm_outcome(cl, CM_REFUSED);
 	call_free(c);
+	return (0);
 }
 
 void
@@ -1018,23 +1018,19 @@ unqueue(client *cl, cl_call *c)
 	return (false);
 }
 
-void
-cl_call_cancel(client *cl, kn_msg *msg)
+int
+cl_on_cancel(kn_actor *self, client *cl, kn_msg *msg, cl_cancel_msg *m)
 {
-	cl_cancel_msg m;
-	cl_call      *c;
-	mcp_error     e;
+	cl_call  *c;
+	mcp_error e;
 
-	if (cl_cancel_msg_unpack(msg->env.payload, msg->env.payload_len, &m) !=
-	            0 ||
-	    (c = idmap_get(&cl->tickets, (uint64_t)m.ticket)) == NULL ||
+	if ((c = idmap_get(&cl->tickets, (uint64_t)m->ticket)) == NULL ||
 	    c->cancelled != NULL || c->done ||
-	    (c->cancelled = strdup(
-	             m.reason != NULL ? m.reason : "by the caller")) == NULL) {
-		cl_cancel_msg_clear(&m);
-		return; /* answered already (or never known) */
+	    (c->cancelled = strdup(m->reason != NULL ? m->reason
+	                                             : "by the caller")) ==
+	            NULL) {
+		return (0); /* answered already (or never known) */
 	}
-	cl_cancel_msg_clear(&m);
 	KN_DEBUG("client", "%s: %s cancelled by its caller", cl->cfg->name,
 	         c->tool);
 	if (c->htimer != 0) {
@@ -1053,4 +1049,5 @@ cl_call_cancel(client *cl, kn_msg *msg)
 	}
 	/* else on its way (a credential, a session, a recovery): it is
 	 * answered where it would be sent */
+	return (0);
 }

@@ -370,7 +370,6 @@ void cl_set_tools(client *cl, json_t *tools);
 void cl_push_view(client *cl);
 /* A client's transitions kept for GET .../history (state.c). */
 #define CL_HISTORY_MAX 50
-void cl_on_history(client *cl, kn_msg *msg);
 
 /* cache.c: the result cache of read-only tools (cache_results).
  * cl_cache_answer answers c from it (true: c is finished and freed);
@@ -401,7 +400,6 @@ void cl_pin_config(client *cl, int mode_was);
 bool cl_pin_refuses(client *cl, const char *tool, char *why, size_t len);
 bool cl_tool_hints(const client *cl, const char *tool, mcp_hints *h);
 void cl_pin_view(const client *cl, json_t *v);
-void cl_on_decide(client *cl, kn_msg *msg);
 
 /* versions.c: cl_version_new makes the version the list tools (hash)
  * makes after the one the client has: {digest, at, count, diff, first
@@ -409,7 +407,6 @@ void cl_on_decide(client *cl, kn_msg *msg);
  * borrowed (kept in cl->versions), or NULL out of memory.  cl_on_versions
  * answers MSG_CL_VERSIONS. */
 json_t *cl_version_new(client *cl, json_t *tools, const char *hash);
-void    cl_on_versions(client *cl, kn_msg *msg);
 /* cl_snapshot publishes the state the client is in (a "state" event
  * whose old_state is its state, snapshot true). */
 void cl_snapshot(client *cl);
@@ -427,7 +424,6 @@ void cl_counted(client *cl);
  * as the ones the supervisor has (the caller sends them there). */
 char   *cl_metrics_text(client *cl);
 json_t *cl_view_json(client *cl);
-void    cl_on_metrics(client *cl, kn_msg *msg);
 void    cl_reply_state(client *cl, uint64_t corr);
 int     cl_status_of(const mcp_error *e);
 
@@ -502,7 +498,6 @@ void cl_cred_fetch(client *cl, int how, cl_cred_fn fn, void *arg,
 /* the same, the ask bounded by deadline (monotonic ns; 0: none) */
 void cl_cred_fetch_until(client *cl, int how, cl_cred_fn fn, void *arg,
                          uint64_t seq, int64_t deadline);
-void cl_cred_on_notice(client *cl, kn_msg *msg);
 /* the header lines of a per-user call's identity: fn as cl_cred_fn */
 void cl_cred_fetch_user(client *cl, cl_call *c, cl_cred_fn fn);
 /* hdrs of config headers + the '\n'-separated lines in cred (modified) */
@@ -547,8 +542,6 @@ void cl_recover_abort(client *cl, const char *why);
 int  cl_input_request(client *cl, mcp_session *s, uint64_t token,
                       const char *method, json_t *params);
 void cl_input_gone(client *cl, mcp_session *s, uint64_t token);
-void cl_input_answer(client *cl, kn_msg *msg);
-void cl_input_list(client *cl, kn_msg *msg);
 void cl_input_end_all(client *cl);
 /* the capabilities to declare (cl_conn_config) */
 const char *cl_input_caps(const client *cl);
@@ -563,8 +556,22 @@ mcp_era cl_era(const client *cl);
 void    cl_era_intervals(client *cl);
 json_t *cl_era_tools(client *cl, json_t *result);
 
+/* The handlers of the messages in other files than actor.c (their rows in
+ * CL_MESSAGES, client_msg.h): call.c's cl_on_cancel gives up on the call
+ * with the ticket - its request cancelled at the server, or, not sent yet,
+ * never sent - and answers it MCP_E_CANCELLED (an unknown ticket, answered
+ * already, is nothing). */
+int cl_on_call(kn_actor *self, client *cl, kn_msg *msg, cl_call_msg *m);
+int cl_on_cancel(kn_actor *self, client *cl, kn_msg *msg, cl_cancel_msg *m);
+int cl_on_cred(kn_actor *self, client *cl, kn_msg *msg, cl_cred_msg *m);
+int cl_on_input(kn_actor *self, client *cl, kn_msg *msg, cl_input_msg *m);
+int cl_on_inputs(kn_actor *self, client *cl, kn_msg *msg, codec_no *none);
+int cl_on_decide(kn_actor *self, client *cl, kn_msg *msg, cl_decide_msg *m);
+int cl_on_history(kn_actor *self, client *cl, kn_msg *msg, codec_no *none);
+int cl_on_metrics(kn_actor *self, client *cl, kn_msg *msg, codec_no *none);
+int cl_on_versions(kn_actor *self, client *cl, kn_msg *msg, codec_no *none);
+
 /* call.c */
-void cl_call_start(client *cl, kn_msg *msg);
 /* answers the call (err, or result) and frees it */
 void cl_call_finish(client *cl, cl_call *c, const mcp_error *err,
                     json_t *result);
@@ -581,10 +588,6 @@ void cl_call_run_queued(client *cl, const char *failure);
  * limit may have risen) */
 void cl_call_drop_held(client *cl, const char *why, bool off);
 void cl_call_kick(client *cl);
-/* MSG_CL_CANCEL: the call with the ticket is given up - its request
- * cancelled at the server, or, not sent yet, never sent - and answered
- * MCP_E_CANCELLED; an unknown ticket (answered already) is nothing */
-void cl_call_cancel(client *cl, kn_msg *msg);
 /* ends every per-call call still running (the client is closing) */
 void cl_call_end_all(client *cl, const char *why);
 

@@ -142,11 +142,11 @@
  * strings it brings made literal (cfg_literal_patched); a file's (a
  * reload) is the whole new config, resolved as a file's.  See
  * mk_client_update.
- * Anything else is a bug and asserts.
  */
 #ifndef ACTORS_CLIENT_MSG_H
 #define ACTORS_CLIENT_MSG_H
 
+#include "actors/msgbase.h"
 #include "codec/mp.h"
 #include "codec/msgdef.h"
 
@@ -311,6 +311,60 @@ CODEC_MSG_STRUCT(cl_input_event, CL_INPUT_EVENT_FIELDS)
 	F(S, STR, time, "RFC 3339 UTC")                                       \
 	F(S, STR, node_id, "the instance")
 CODEC_MSG_STRUCT(cl_pin_event, CL_PIN_EVENT_FIELDS)
+
+/* ---- the list (codec/msgdef.h): the table above is rendered from it */
+
+#define CL_MESSAGES(M)                                                        \
+	M(MSG_CL_CONNECT, ask, cl_connect_msg, codec_no, codec_nil,           \
+	  on_connect, "first connect or discovery")                           \
+	M(MSG_CL_CHECK, ask, codec_no, cl_state_msg, codec_nil, on_check,     \
+	  "run one health check")                                             \
+	M(MSG_CL_CALL, ask, cl_call_msg, cl_result_msg, cl_failed_msg,        \
+	  cl_on_call, "call a tool")                                          \
+	M(MSG_CL_RECONNECT, ask, codec_no, codec_no, codec_nil, on_reconnect, \
+	  "make-before-break reconnect (joins one in progress)")              \
+	M(MSG_CL_DISABLE, ask, cl_ticket_msg, codec_no, codec_nil,            \
+	  on_disable, "close everything, state disabled")                     \
+	M(MSG_CL_ENABLE, ask, cl_ticket_msg, codec_no, codec_nil, on_enable,  \
+	  "leave disabled and connect (the reply is the connect's)")          \
+	M(MSG_CL_UPDATE, ask, cl_update_msg, codec_no, codec_nil, on_update,  \
+	  "apply a config patch (below)")                                     \
+	M(MSG_CL_METRICS, ask, codec_no, cl_metrics_msg, codec_nil,           \
+	  cl_on_metrics, "the client's counters")                             \
+	M(MSG_CL_SETTINGS, tell, cl_settings_msg, codec_nil, codec_nil,       \
+	  on_settings,                                                        \
+	  "from the supervisor: the global settings, used where the "         \
+	  "client's config has none (a new sync_ms reaches the supervisor "   \
+	  "in the view)")                                                     \
+	M(MSG_CL_CRED, tell, cl_cred_msg, codec_nil, codec_nil, cl_on_cred,   \
+	  "from the credential actor: the client's credential changed")       \
+	M(MSG_CL_INPUT, ask, cl_input_msg, codec_no, codec_nil, cl_on_input,  \
+	  "the host's answer to a server's request (input.c)")                \
+	M(MSG_CL_INPUTS, ask, codec_no, cl_inputs_msg, codec_nil,             \
+	  cl_on_inputs, "the server requests waiting for the host")           \
+	M(MSG_CL_CANCEL, tell, cl_cancel_msg, codec_nil, codec_nil,           \
+	  cl_on_cancel,                                                       \
+	  "give up on a call: the server is told "                            \
+	  "(notifications/cancelled), the caller answered \"cancelled\"")     \
+	M(MSG_CL_HISTORY, ask, codec_no, cl_history_msg, codec_nil,           \
+	  cl_on_history, "the client's last transitions (CL_HISTORY_MAX)")    \
+	M(MSG_CL_VERSIONS, ask, codec_no, cl_versions_msg, codec_nil,         \
+	  cl_on_versions,                                                     \
+	  "the client's tool-list versions: the store's, else those of "      \
+	  "this run")                                                         \
+	M(MSG_CL_DECIDE, ask, cl_decide_msg, codec_no, codec_nil,             \
+	  cl_on_decide,                                                       \
+	  "tool_changes hold: approve (take every tool) or reject the list "  \
+	  "now, named by its digest")                                         \
+	M(MSG_CL_APPROVALS, tell, codec_no, codec_nil, codec_nil,             \
+	  on_approvals,                                                       \
+	  "from the cluster actor: another node approved or rejected the "    \
+	  "client's tool list: read the approval again")                      \
+	M(MSG_CL_SNAPSHOT, tell, codec_no, codec_nil, codec_nil, on_snapshot, \
+	  "publish the client's state on the stream now (a snapshot: see "    \
+	  "mk_stream_snapshot)")
+CODEC_MSG_ENUM(CL_MSG, CL_MSG_BASE, CL_MESSAGES);
+MSG_FITS(CL_MSG, CL_MSG_BASE);
 
 /* The client actor's messages, as the table above shows them. */
 extern const codec_msgdef cl_msgs[];

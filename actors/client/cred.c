@@ -305,15 +305,11 @@ cl_cred_fetch_until(client *cl, int how, cl_cred_fn fn, void *arg,
 	}
 }
 
-void
-cl_cred_on_notice(client *cl, kn_msg *msg)
+int
+cl_on_cred(kn_actor *self, client *cl, kn_msg *msg, cl_cred_msg *m)
 {
-	cl_cred_msg m;
-	const char *status, *message;
+	const char *status = m->status, *message = m->message;
 
-	(void)cl_cred_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
-	status  = m.status;
-	message = m.message;
 	if (status == NULL) {
 		/* internal: always set */
 	} else if (strcmp(status, "active") == 0) {
@@ -347,7 +343,7 @@ cl_cred_on_notice(client *cl, kn_msg *msg)
 		                  ? message
 		                  : "credential must be reauthorized");
 	}
-	cl_cred_msg_clear(&m);
+	return (0);
 }
 
 /* ---- a per-user caller's credential --------------------------------------

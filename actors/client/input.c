@@ -357,37 +357,34 @@ check_answer(cl_input *in, json_t *r)
 	}
 }
 
-void
-cl_input_answer(client *cl, kn_msg *msg)
+int
+cl_on_input(kn_actor *self, client *cl, kn_msg *msg, cl_input_msg *m)
 {
-	uint64_t     corr = kn_defer(msg);
-	cl_input_msg m;
-	cl_input    *in = NULL;
-	json_t      *r  = NULL;
-	const char  *why;
+	uint64_t    corr = kn_defer(msg);
+	cl_input   *in   = NULL;
+	json_t     *r    = NULL;
+	const char *why;
 
-	if (cl_input_msg_unpack(msg->env.payload, msg->env.payload_len, &m) !=
-	            0 ||
-	    m.request_id == NULL) {
+	if (m->request_id == NULL) {
 		kn_reply_why(cl->self, corr, MK_EINVAL, "no request_id");
 		goto out;
 	}
 	for (in = cl->inputs; in != NULL; in = in->next) {
-		if (strcmp(in->id, m.request_id) == 0) {
+		if (strcmp(in->id, m->request_id) == 0) {
 			break;
 		}
 	}
 	if (in == NULL) {
 		kn_reply_why(cl->self, corr, MK_ENOENT,
 		             "no request %.40s is waiting on client %s",
-		             m.request_id, cl->cfg->name);
+		             m->request_id, cl->cfg->name);
 		goto out;
 	}
-	if (m.result == NULL) {
+	if (m->result == NULL) {
 		r = in->kind == CL_IN_ELICITATION
 		        ? json_pack("{s:s}", "action", "decline")
 		        : NULL;
-	} else if ((r = json_loads(m.result, 0, NULL)) == NULL ||
+	} else if ((r = json_loads(m->result, 0, NULL)) == NULL ||
 	           (why = check_answer(in, r)) != NULL) {
 		kn_reply_why(cl->self, corr, MK_EINVAL, "%s",
 		             r == NULL ? "the answer is not JSON" : why);
@@ -398,11 +395,11 @@ cl_input_answer(client *cl, kn_msg *msg)
 	cl_reply_ok(cl, corr);
 out:
 	json_decref(r);
-	cl_input_msg_clear(&m);
+	return (0);
 }
 
-void
-cl_input_list(client *cl, kn_msg *msg)
+int
+cl_on_inputs(kn_actor *self, client *cl, kn_msg *msg, codec_no *none)
 {
 	json_t       *a   = json_array();
 	int64_t       now = kn_now_ns();
@@ -424,9 +421,10 @@ cl_input_list(client *cl, kn_msg *msg)
 	json_decref(a);
 	if (m.json == NULL) {
 		kn_reply(cl->self, msg, MK_ENOMEM, NULL, 0);
-		return;
+		return (0);
 	}
 	kn_reply_msg(kn_actor_kernel(cl->self), kn_defer(msg), 0,
 	             CODEC_OF(cl_inputs_msg, &m));
 	free(m.json);
+	return (0);
 }

@@ -651,23 +651,21 @@ on_stored(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	decide_free(d);
 }
 
-void
-cl_on_decide(client *cl, kn_msg *msg)
+int
+cl_on_decide(kn_actor *self, client *cl, kn_msg *msg, cl_decide_msg *m)
 {
-	cl_decide_msg m;
-	uint64_t      corr = kn_defer(msg);
-	int           mode = cl_pin_mode(cl);
-	pin_decide   *d;
-	json_t       *keep;
-	int           rv;
+	uint64_t    corr = kn_defer(msg);
+	int         mode = cl_pin_mode(cl);
+	pin_decide *d;
+	json_t     *keep;
+	int         rv;
 
-	(void)cl_decide_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
 	if (mode != CFG_CHANGES_HOLD) {
 		kn_reply_why(cl->self, corr, MK_ESTATE,
 		             "MCP client %s has tool_changes %s: there is no "
 		             "list to %s%s",
 		             cl->cfg->name, mode_names[mode],
-		             m.approve ? "approve" : "reject",
+		             m->approve ? "approve" : "reject",
 		             mode == CFG_CHANGES_BLOCK
 		                     ? " (change the config to take a change)"
 		                     : "");
@@ -677,26 +675,26 @@ cl_on_decide(client *cl, kn_msg *msg)
 		        "MCP client %s's approved tool list is still being "
 		        "read from the store: try again",
 		        cl->cfg->name);
-	} else if (m.digest == NULL || strcmp(m.digest, cl->hash) != 0) {
+	} else if (m->digest == NULL || strcmp(m->digest, cl->hash) != 0) {
 		kn_reply_why(cl->self, corr, MK_EINVAL,
 		             "digest %.70s is not MCP client %s's list now "
 		             "(%s)",
-		             m.digest != NULL ? m.digest : "(none)",
+		             m->digest != NULL ? m->digest : "(none)",
 		             cl->cfg->name, cl->hash);
 	} else if ((d = calloc(1, sizeof(*d))) == NULL) {
 		kn_reply_why(cl->self, corr, MK_ENOMEM, "out of memory");
 	} else {
 		d->cl      = cl;
 		d->corr    = corr;
-		d->approve = m.approve;
-		d->tools   = m.approve ? json_incref(cl->tools) : NULL;
+		d->approve = m->approve;
+		d->tools   = m->approve ? json_incref(cl->tools) : NULL;
 		memcpy(d->digest, cl->hash, sizeof(d->digest));
 		if (cl->ps == NULL) {
 			decided(cl, d);
 			decide_free(d);
 		} else {
-			keep = m.approve ? NULL : approved_list(cl);
-			rv   = m.approve
+			keep = m->approve ? NULL : approved_list(cl);
+			rv   = m->approve
 			          ? pin_store(cl, d->tools, d->digest, "",
 			                      on_stored, d)
 			          : pin_store(cl, keep, cl->approved_digest,
@@ -710,5 +708,5 @@ cl_on_decide(client *cl, kn_msg *msg)
 			}
 		}
 	}
-	cl_decide_msg_clear(&m);
+	return (0);
 }

@@ -100,8 +100,8 @@ remember(client *cl, const char *from, cl_state now)
 	json_array_append_new(cl->history, t);
 }
 
-void
-cl_on_history(client *cl, kn_msg *msg)
+int
+cl_on_history(kn_actor *self, client *cl, kn_msg *msg, codec_no *none)
 {
 	cl_history_msg out = {.json = cl->history != NULL
 	                              ? json_dumps(cl->history, JSON_COMPACT)
@@ -110,11 +110,12 @@ cl_on_history(client *cl, kn_msg *msg)
 	if (out.json == NULL) {
 		kn_reply_error(kn_actor_kernel(cl->self), kn_defer(msg),
 		               MK_ENOMEM, "out of memory");
-		return;
+		return (0);
 	}
 	kn_reply_msg(kn_actor_kernel(cl->self), kn_defer(msg), 0,
 	             &cl_history_msg_fields, &out);
 	free(out.json);
+	return (0);
 }
 
 void
@@ -288,19 +289,20 @@ cl_counted(client *cl)
 	}
 }
 
-void
-cl_on_metrics(client *cl, kn_msg *msg)
+int
+cl_on_metrics(kn_actor *self, client *cl, kn_msg *msg, codec_no *none)
 {
 	cl_metrics_msg out = {.json = metrics_text(cl)};
 
 	if (out.json == NULL) {
 		kn_reply_error(kn_actor_kernel(cl->self), kn_defer(msg),
 		               MK_ENOMEM, "out of memory");
-		return;
+		return (0);
 	}
 	kn_reply_msg(kn_actor_kernel(cl->self), kn_defer(msg), 0,
 	             &cl_metrics_msg_fields, &out);
 	free(out.json);
+	return (0);
 }
 
 /* The config as given, with its client_id (generated ones too). */

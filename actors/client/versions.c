@@ -86,8 +86,8 @@ on_stored(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	free(a);
 }
 
-void
-cl_on_versions(client *cl, kn_msg *msg)
+int
+cl_on_versions(kn_actor *self, client *cl, kn_msg *msg, codec_no *none)
 {
 	vask            *a = malloc(sizeof(*a));
 	ps_client_id_msg q = {.id = cl->cfg->id};
@@ -95,7 +95,7 @@ cl_on_versions(client *cl, kn_msg *msg)
 	if (a == NULL) {
 		kn_reply_error(kn_actor_kernel(cl->self), kn_defer(msg),
 		               MK_ENOMEM, "out of memory");
-		return;
+		return (0);
 	}
 	a->cl   = cl;
 	a->corr = kn_defer(msg);
@@ -106,4 +106,5 @@ cl_on_versions(client *cl, kn_msg *msg)
 		reply_own(cl, a->corr);
 		free(a);
 	}
+	return (0);
 }

@@ -334,28 +334,24 @@ cr_answer_token(cr_self *cr, token *t, uint64_t corr)
 /* ---- messages ------------------------------------------------------------
  */
 
-static void
-on_register(cr_self *cr, kn_msg *msg)
+static int
+on_register(kn_actor *self, cr_self *cr, kn_msg *msg, cr_register_msg *reg)
 {
-	cr_register_msg reg;
-	char           *id, *name, *auth, *url;
-	cclient        *c;
-	json_t         *o;
+	char    *id, *name, *auth, *url;
+	cclient *c;
+	json_t  *o;
 
-	(void)cr_register_msg_unpack(msg->env.payload, msg->env.payload_len,
-	                             &reg);
-	id          = reg.id; /* ours now */
-	name        = reg.name;
-	auth        = reg.auth;
-	url         = reg.url;
-	bool sticky = reg.sticky;
+	id          = reg->id; /* ours now */
+	name        = reg->name;
+	auth        = reg->auth;
+	url         = reg->url;
+	bool sticky = reg->sticky;
 	assert(id != NULL && name != NULL && auth != NULL);
-	o          = reg.oauth != NULL ? json_loads(reg.oauth, 0, NULL) : NULL;
-	json_t *xo = reg.exchange != NULL ? json_loads(reg.exchange, 0, NULL)
-	                                  : NULL;
-	json_t *ko = reg.keys != NULL ? json_loads(reg.keys, 0, NULL) : NULL;
-	reg.id = reg.name = reg.auth = reg.url = NULL;
-	cr_register_msg_clear(&reg);
+	o = reg->oauth != NULL ? json_loads(reg->oauth, 0, NULL) : NULL;
+	json_t *xo = reg->exchange != NULL ? json_loads(reg->exchange, 0, NULL)
+	                                   : NULL;
+	json_t *ko = reg->keys != NULL ? json_loads(reg->keys, 0, NULL) : NULL;
+	reg->id = reg->name = reg->auth = reg->url = NULL;
 	if ((c = cr_client(cr, id)) != NULL) {
 		bool rotated = !json_equal(c->oauth, o) &&
 		        !(c->oauth == NULL && o == NULL);
@@ -393,7 +389,7 @@ on_register(cr_self *cr, kn_msg *msg)
 		free(id);
 		free(name);
 		free(auth);
-		return;
+		return (0);
 	}
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		KN_ERROR("credential", "out of memory: client %s unknown",
@@ -405,7 +401,7 @@ on_register(cr_self *cr, kn_msg *msg)
 		json_decref(o);
 		json_decref(xo);
 		json_decref(ko);
-		return;
+		return (0);
 	}
 	c->exchange = xo;
 	c->keys     = ko;
@@ -453,6 +449,7 @@ on_register(cr_self *cr, kn_msg *msg)
 		}
 		json_object_del(cr->saved, c->id);
 	}
+	return (0);
 }
 
 void
@@ -472,15 +469,13 @@ cr_void_tokens(cr_self *cr, cclient *c, const char *why)
 	cr_notify(cr, c->id, "needs_reauth", why);
 }
 
-static void
-on_forget(cr_self *cr, kn_msg *msg)
+static int
+on_forget(kn_actor *self, cr_self *cr, kn_msg *msg, cr_id_msg *m)
 {
-	cr_id_msg   m;
 	const char *id;
 	cclient    *c;
 
-	(void)cr_id_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
-	id = m.id;
+	id = m->id;
 	if (id != NULL && (c = cr_client(cr, id)) != NULL) {
 		/* its tokens go (the store drops them with the client) */
 		token *t;
@@ -493,45 +488,40 @@ on_forget(cr_self *cr, kn_msg *msg)
 		cr_evict_client(cr, id);
 		client_free(cr, c);
 	}
-	cr_id_msg_clear(&m);
+	return (0);
 }
 
-static void
-on_get(cr_self *cr, kn_msg *msg)
+static int
+on_get(kn_actor *self, cr_self *cr, kn_msg *msg, cr_get_msg *m)
 {
 	uint64_t    corr = kn_defer(msg);
-	cr_get_msg  m;
 	const char *id, *mode, *identity;
 	cclient    *c;
 	token      *t;
 
-	(void)cr_get_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
-	id       = m.id;
-	mode     = m.mode;
-	identity = m.identity;
+	id       = m->id;
+	mode     = m->mode;
+	identity = m->identity;
 	c        = id != NULL ? cr_client(cr, id) : NULL;
-	if (c != NULL && m.scope != NULL) {
+	if (c != NULL && m->scope != NULL) {
 		cr_step_up(cr, c, mode != NULL ? mode : "shared",
-		           identity != NULL ? identity : "", m.scope, corr);
-		cr_get_msg_clear(&m);
-		return;
+		           identity != NULL ? identity : "", m->scope, corr);
+		return (0);
 	}
 	if (c != NULL && cfg_auth_per_user(c->auth)) {
 		/* a peek is the admin's (discovery) credential */
-		cr_ask a = {.mode = m.peek || mode == NULL ? "admin" : mode,
-		            .identity =
-		                    m.peek || identity == NULL ? "" : identity,
-		            .subject = m.subject,
-		            .by      = m.by,
-		            .force   = m.force};
+		cr_ask a = {.mode = m->peek || mode == NULL ? "admin" : mode,
+		            .identity = m->peek || identity == NULL ? ""
+		                                                    : identity,
+		            .subject  = m->subject,
+		            .by       = m->by,
+		            .force    = m->force};
 		cr_user_get(cr, c, &a, corr, false);
-		cr_get_msg_clear(&m);
-		return;
+		return (0);
 	}
 	if (c != NULL && cr_client_credentials(c)) {
-		cr_cc_get(cr, c, m.force, corr);
-		cr_get_msg_clear(&m);
-		return;
+		cr_cc_get(cr, c, m->force, corr);
+		return (0);
 	}
 	t = id != NULL ? cr_token(cr, id, mode ? mode : "shared",
 	                          identity ? identity : "", false)
@@ -541,12 +531,12 @@ on_get(cr_self *cr, kn_msg *msg)
 		        cr, corr, MK_ESTATE, "none",
 		        "MCP client %s has no authorized credential yet",
 		        id ? id : "?");
-	} else if (!t->active || m.peek) {
+	} else if (!t->active || m->peek) {
 		cr_answer_token(cr, t, corr); /* no network */
 	} else {
-		cr_token_use(cr, t, m.force, corr);
+		cr_token_use(cr, t, m->force, corr);
 	}
-	cr_get_msg_clear(&m);
+	return (0);
 }
 
 void
@@ -569,7 +559,7 @@ cr_cc_get(cr_self *cr, cclient *c, bool force, uint64_t corr)
 }
 
 static int
-on_stats(cr_self *cr, kn_msg *msg)
+on_stats(kn_actor *self, cr_self *cr, kn_msg *msg, codec_no *none)
 {
 	cr_stats_msg m = {
 	        .refreshes      = (int64_t)cr->refreshes,
@@ -711,55 +701,17 @@ cr_wake(void *loop)
 }
 
 static int
-cr_handle(kn_actor *self, void *state, kn_msg *msg)
+on_resync(kn_actor *self, cr_self *cr, kn_msg *msg, codec_no *none)
 {
-	cr_self *cr = state;
-
-	switch (msg->env.type) {
-	case MSG_CR_REGISTER:
-		on_register(cr, msg);
-		return (0);
-	case MSG_CR_FORGET:
-		on_forget(cr, msg);
-		return (0);
-	case MSG_CR_GET:
-		on_get(cr, msg);
-		return (0);
-	case MSG_CR_INITIATE:
-		cr_initiate(cr, msg);
-		return (0);
-	case MSG_CR_COMPLETE:
-		cr_complete(cr, msg);
-		return (0);
-	case MSG_CR_STATS:
-		return (on_stats(cr, msg));
-	case MSG_CR_VERIFY_HEADERS:
-		cr_verify_headers(cr, msg);
-		return (0);
-	case MSG_CR_SUBMIT_HEADERS:
-		cr_submit_headers(cr, msg);
-		return (0);
-	case MSG_CR_VERIFY_EXCHANGE:
-		cr_verify_exchange(cr, msg);
-		return (0);
-	case MSG_CR_EVICT:
-		cr_evict(cr, msg);
-		return (0);
-	case MSG_CR_ROW_CHANGED:
-		cr_on_row_changed(cr, msg);
-		return (0);
-	case MSG_CR_RESYNC:
-		cr_resync(cr);
-		return (0);
-	default:
-		assert(!"credential: unexpected message");
-		return (MK_EINTERNAL);
-	}
+	cr_resync(cr);
+	return (0);
 }
 
+KN_ROUTES(cr_routes, credential_msgs, CR_MESSAGES);
+
 const kn_actor_ops credential_ops = {
+        .routes = &cr_routes,
         .init   = cr_init,
-        .handle = cr_handle,
         .fini   = cr_fini,
         .wait   = cr_wait,
         .wake   = cr_wake,

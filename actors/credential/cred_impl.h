@@ -226,7 +226,8 @@ void cr_lease_stop(token *t);
  * was refused as spent; another node may have spent it first.  Nothing
  * is stored: its row is looked at once the store is back (lease.c). */
 void cr_lease_unsure(cr_self *cr, token *t);
-void cr_on_row_changed(cr_self *cr, kn_msg *msg);
+int  cr_on_row_changed(kn_actor *self, cr_self *cr, kn_msg *msg,
+                       cr_row_changed_msg *m);
 /* cr_resync reads every OAuth client's config row and its shared (or
  * admin) token row again, as if each was told changed: what another
  * node wrote while this one did not listen is taken (lease.c). */
@@ -334,8 +335,10 @@ bool cr_same_issuer(const char *a, const char *b);
 int cr_client_auth(const cclient *c, char **form, oa_send *s);
 
 /* flow.c: authorization-code flows */
-void cr_initiate(cr_self *cr, kn_msg *msg);
-void cr_complete(cr_self *cr, kn_msg *msg);
+int  cr_on_initiate(kn_actor *self, cr_self *cr, kn_msg *msg,
+                    cr_initiate_msg *m);
+int  cr_on_complete(kn_actor *self, cr_self *cr, kn_msg *msg,
+                    cr_complete_msg *m);
 void cr_flow_free(flow *f);
 void cr_flows_restore(cr_self *cr, json_t *rows);
 /* cr_flows_sweep drops up to *max expired pending OAuth flows (and their
@@ -375,7 +378,7 @@ void cr_auth_reply(cr_self *cr, uint64_t corr, const cclient *c,
 void cr_user_fini(cr_self *cr);
 void cr_lru_touch(cr_self *cr, token *t);
 void cr_lru_drop(cr_self *cr, token *t);
-void cr_evict(cr_self *cr, kn_msg *msg);
+int  cr_on_evict(kn_actor *self, cr_self *cr, kn_msg *msg, cr_evict_msg *m);
 /* cr_evict_client drops every cached credential of client (explicit:
  * the generation moves) */
 void cr_evict_client(cr_self *cr, const char *client);
@@ -385,8 +388,10 @@ bool cr_callers_mode(const char *mode);
 /* cr_headers_get is cr_user_get for a per_user_headers client */
 void cr_headers_get(cr_self *cr, cclient *c, const cr_ask *a, uint64_t corr,
                     bool filled);
-void cr_verify_headers(cr_self *cr, kn_msg *msg);
-void cr_submit_headers(cr_self *cr, kn_msg *msg);
+int  cr_on_verify_headers(kn_actor *self, cr_self *cr, kn_msg *msg,
+                          cr_verify_headers_msg *m);
+int  cr_on_submit_headers(kn_actor *self, cr_self *cr, kn_msg *msg,
+                          cr_submit_headers_msg *m);
 void cr_hcreds_restore(cr_self *cr, json_t *rows);
 void cr_hflows_restore(cr_self *cr, json_t *rows);
 /* cr_hflows_sweep: cr_flows_sweep for header flows */
@@ -406,7 +411,8 @@ void cr_headers_fini(cr_self *cr);
 void cr_exchange_get(cr_self *cr, cclient *c, const char *mode,
                      const char *identity, const char *subject, bool force,
                      uint64_t corr);
-void cr_verify_exchange(cr_self *cr, kn_msg *msg);
+int  cr_on_verify_exchange(kn_actor *self, cr_self *cr, kn_msg *msg,
+                           cr_verify_exchange_msg *m);
 /* cr_cache_identity is the cache identity of (identity, subject):
  * identity, '\x1f', then 16 hex of SHA-256 of the subject token */
 void cr_cache_identity(const char *identity, const char *subject, char *out,

@@ -136,6 +136,7 @@
 #ifndef ACTORS_CREDENTIAL_MSG_H
 #define ACTORS_CREDENTIAL_MSG_H
 
+#include "actors/msgbase.h"
 #include "codec/mp.h"
 #include "codec/msgdef.h"
 
@@ -260,6 +261,44 @@ CODEC_MSG_STRUCT(cr_evicted_msg, CR_EVICTED_FIELDS)
 CODEC_MSG_STRUCT(cr_stats_msg, CR_STATS_FIELDS)
 
 /* The credential actor's messages, as the table above shows them. */
+/* ---- the list (codec/msgdef.h): the table above is rendered from it */
+
+#define CR_MESSAGES(M)                                                        \
+	M(MSG_CR_REGISTER, tell, cr_register_msg, codec_nil, codec_nil,       \
+	  on_register,                                                        \
+	  "from a client actor: who it is, its OAuth config (below)")         \
+	M(MSG_CR_FORGET, tell, cr_id_msg, codec_nil, codec_nil, on_forget,    \
+	  "the client is gone")                                               \
+	M(MSG_CR_GET, ask, cr_get_msg, cr_headers_msg, cr_refused_msg,        \
+	  on_get, "the header lines a connection needs (below)")              \
+	M(MSG_CR_INITIATE, ask, cr_initiate_msg, cr_flow_msg, codec_nil,      \
+	  cr_on_initiate, "start an OAuth flow (below)")                      \
+	M(MSG_CR_COMPLETE, ask, cr_complete_msg, cr_client_id_msg, codec_nil, \
+	  cr_on_complete, "complete one (below)")                             \
+	M(MSG_CR_VERIFY_HEADERS, ask, cr_verify_headers_msg, codec_no,        \
+	  codec_nil, cr_on_verify_headers,                                    \
+	  "per_user_headers: the admin's sample, retained for discovery")     \
+	M(MSG_CR_SUBMIT_HEADERS, ask, cr_submit_headers_msg, codec_no,        \
+	  codec_nil, cr_on_submit_headers,                                    \
+	  "a caller's own header values for the session it was given")        \
+	M(MSG_CR_VERIFY_EXCHANGE, ask, cr_verify_exchange_msg,                \
+	  cr_exchanged_msg, codec_nil, cr_on_verify_exchange,                 \
+	  "token_exchange: the admin's subject, exchanged now and retained "  \
+	  "for discovery")                                                    \
+	M(MSG_CR_EVICT, ask, cr_evict_msg, cr_evicted_msg, codec_nil,         \
+	  cr_on_evict, "drop cached callers' credentials (below)")            \
+	M(MSG_CR_STATS, ask, codec_no, cr_stats_msg, codec_nil, on_stats,     \
+	  "refresh, flow and cache counters")                                 \
+	M(MSG_CR_ROW_CHANGED, tell, cr_row_changed_msg, codec_nil, codec_nil, \
+	  cr_on_row_changed,                                                  \
+	  "from the cluster actor: another node wrote a token (lease.c)")     \
+	M(MSG_CR_RESYNC, tell, codec_no, codec_nil, codec_nil, on_resync,     \
+	  "from the cluster actor: the store was not listened to for a "      \
+	  "while (boot, a lost connection): every OAuth config and shared "   \
+	  "or admin token is read again (lease.c)")
+CODEC_MSG_ENUM(CR_MSG, CR_MSG_BASE, CR_MESSAGES);
+MSG_FITS(CR_MSG, CR_MSG_BASE);
+
 extern const codec_msgdef credential_msgs[];
 extern const size_t       credential_msgs_n;
 

@@ -82,21 +82,19 @@ cr_exchange_get(cr_self *cr, cclient *c, const char *mode,
 	}
 }
 
-void
-cr_verify_exchange(cr_self *cr, kn_msg *msg)
+int
+cr_on_verify_exchange(kn_actor *self, cr_self *cr, kn_msg *msg,
+                      cr_verify_exchange_msg *m)
 {
-	uint64_t               corr = kn_defer(msg);
-	cr_verify_exchange_msg m;
-	const char            *who;
-	char                  *subject;
-	cclient               *c;
-	token                 *t;
+	uint64_t    corr = kn_defer(msg);
+	const char *who;
+	char       *subject;
+	cclient    *c;
+	token      *t;
 
-	(void)cr_verify_exchange_msg_unpack(msg->env.payload,
-	                                    msg->env.payload_len, &m);
-	who       = m.client;
-	subject   = m.subject; /* ours now */
-	m.subject = NULL;
+	who        = m->client;
+	subject    = m->subject; /* ours now */
+	m->subject = NULL;
 	if ((c = who != NULL ? cr_client(cr, who) : NULL) == NULL) {
 		cr_reply_error(cr, corr, MK_ENOENT, NULL,
 		               "no MCP client %.200s",
@@ -124,5 +122,5 @@ cr_verify_exchange(cr_self *cr, kn_msg *msg)
 		cr_refresh_join(cr, t, corr);
 	}
 	text_secret_free(subject);
-	cr_verify_exchange_msg_clear(&m);
+	return (0);
 }

@@ -264,19 +264,16 @@ cr_make_flow(cr_self *cr, cclient *c, const char *mode, const char *identity,
 	KN_INFO("credential", "%s: OAuth flow started (%s)", c->name, mode);
 }
 
-void
-cr_initiate(cr_self *cr, kn_msg *msg)
+int
+cr_on_initiate(kn_actor *self, cr_self *cr, kn_msg *msg, cr_initiate_msg *m)
 {
-	uint64_t        corr = kn_defer(msg);
-	cr_initiate_msg m;
-	const char     *who, *mode, *identity;
-	cclient        *c;
+	uint64_t    corr = kn_defer(msg);
+	const char *who, *mode, *identity;
+	cclient    *c;
 
-	(void)cr_initiate_msg_unpack(msg->env.payload, msg->env.payload_len,
-	                             &m);
-	who      = m.client;
-	mode     = m.mode != NULL ? m.mode : "shared";
-	identity = m.identity != NULL ? m.identity : "";
+	who      = m->client;
+	mode     = m->mode != NULL ? m->mode : "shared";
+	identity = m->identity != NULL ? m->identity : "";
 	c        = who != NULL ? cr_client(cr, who) : NULL;
 	if (c == NULL) {
 		cr_reply_error(cr, corr, MK_ENOENT, NULL,
@@ -302,12 +299,11 @@ cr_initiate(cr_self *cr, kn_msg *msg)
 		/* per_user_oauth: the admin's bootstrap (discovery) flow, or
 		 * a caller's own; a reauthorization looks at the metadata
 		 * again (it may have moved) */
-		if (m.again && !cr_callers_mode(mode) &&
+		if (m->again && !cr_callers_mode(mode) &&
 		    cr_rediscover(c) != 0) {
 			cr_reply_error(cr, corr, MK_ENOMEM, NULL,
 			               "out of memory");
-			cr_initiate_msg_clear(&m);
-			return;
+			return (0);
 		}
 		cr_flow_for(cr, c,
 		            c->auth == CFG_AUTH_PER_USER_OAUTH &&
@@ -315,9 +311,9 @@ cr_initiate(cr_self *cr, kn_msg *msg)
 		                    ? "admin"
 		                    : mode,
 		            cr_callers_mode(mode) ? identity : "",
-		            cr_callers_mode(mode) ? m.by : NULL, corr, false);
+		            cr_callers_mode(mode) ? m->by : NULL, corr, false);
 	}
-	cr_initiate_msg_clear(&m);
+	return (0);
 }
 
 /* ---- completing a flow ----------------------------------------------------
@@ -656,26 +652,23 @@ on_claimed(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	}
 }
 
-void
-cr_complete(cr_self *cr, kn_msg *msg)
+int
+cr_on_complete(kn_actor *self, cr_self *cr, kn_msg *msg, cr_complete_msg *m)
 {
-	uint64_t        corr = kn_defer(msg);
-	cr_complete_msg m;
-	flow           *f;
-	claim          *c;
+	uint64_t corr = kn_defer(msg);
+	flow    *f;
+	claim   *c;
 
-	(void)cr_complete_msg_unpack(msg->env.payload, msg->env.payload_len,
-	                             &m);
-	if (cr->cluster && cr->ps != NULL && m.state != NULL &&
-	    strlen(m.state) == OA_STATE_LEN &&
+	if (cr->cluster && cr->ps != NULL && m->state != NULL &&
+	    strlen(m->state) == OA_STATE_LEN &&
 	    (c = calloc(1, sizeof(*c))) != NULL) {
-		json_t *key = json_pack("{s:s}", "state", m.state);
+		json_t *key = json_pack("{s:s}", "state", m->state);
 		c->cr       = cr;
 		c->corr     = corr;
-		snprintf(c->state, sizeof(c->state), "%s", m.state);
-		c->code        = m.code != NULL ? strdup(m.code) : NULL;
-		c->client      = m.client != NULL ? strdup(m.client) : NULL;
-		c->iss         = m.iss != NULL ? strdup(m.iss) : NULL;
+		snprintf(c->state, sizeof(c->state), "%s", m->state);
+		c->code        = m->code != NULL ? strdup(m->code) : NULL;
+		c->client      = m->client != NULL ? strdup(m->client) : NULL;
+		c->iss         = m->iss != NULL ? strdup(m->iss) : NULL;
 		ps_lease_msg q = {.op    = "claim",
 		                  .table = "oauth_flows",
 		                  .row   = key != NULL
@@ -691,15 +684,14 @@ cr_complete(cr_self *cr, kn_msg *msg)
 			claim_free(c);
 		}
 		free(q.row);
-		cr_complete_msg_clear(&m); /* the code cleansed */
-		return;
+		return (0);
 	}
-	f = m.state != NULL ? (flow *)strmap_get(&cr->flows, m.state) : NULL;
+	f = m->state != NULL ? (flow *)strmap_get(&cr->flows, m->state) : NULL;
 	if (f == NULL || f->claiming) {
 		cr_reply_error(cr, corr, MK_EINVAL, NULL,
 		               "unknown or already used OAuth state");
 	} else {
-		complete_flow(cr, corr, f, m.client, m.code, m.iss);
+		complete_flow(cr, corr, f, m->client, m->code, m->iss);
 	}
-	cr_complete_msg_clear(&m); /* the code cleansed */
+	return (0); /* (the kernel cleanses the code) */
 }

@@ -519,18 +519,16 @@ headers_of(const char *text)
 	return (text != NULL ? json_loads(text, 0, NULL) : NULL);
 }
 
-void
-cr_verify_headers(cr_self *cr, kn_msg *msg)
+int
+cr_on_verify_headers(kn_actor *self, cr_self *cr, kn_msg *msg,
+                     cr_verify_headers_msg *m)
 {
-	uint64_t              corr = kn_defer(msg);
-	cr_verify_headers_msg m;
-	char                  why[300], *lines;
-	cclient              *c;
+	uint64_t corr = kn_defer(msg);
+	char     why[300], *lines;
+	cclient *c;
 
-	(void)cr_verify_headers_msg_unpack(msg->env.payload,
-	                                   msg->env.payload_len, &m);
-	const char *who   = m.client;
-	json_t     *given = headers_of(m.headers);
+	const char *who   = m->client;
+	json_t     *given = headers_of(m->headers);
 
 	if ((c = who != NULL ? cr_client(cr, who) : NULL) == NULL) {
 		cr_reply_error(cr, corr, MK_ENOENT, NULL,
@@ -548,7 +546,7 @@ cr_verify_headers(cr_self *cr, kn_msg *msg)
 		store_headers(cr, c, "admin", "", lines, NULL, corr);
 	}
 	json_decref(given);
-	cr_verify_headers_msg_clear(&m);
+	return (0);
 }
 
 /* f is the flow of m's caller: its client (by id or name) and identity
@@ -563,25 +561,23 @@ hflow_is_callers(cr_self *cr, const hflow *f, const cr_submit_headers_msg *m)
 	        m->identity != NULL && strcmp(m->identity, f->identity) == 0);
 }
 
-void
-cr_submit_headers(cr_self *cr, kn_msg *msg)
+int
+cr_on_submit_headers(kn_actor *self, cr_self *cr, kn_msg *msg,
+                     cr_submit_headers_msg *m)
 {
-	uint64_t              corr = kn_defer(msg);
-	cr_submit_headers_msg m;
-	char                  why[300], *lines;
-	hflow                *f;
-	cclient              *c;
+	uint64_t corr = kn_defer(msg);
+	char     why[300], *lines;
+	hflow   *f;
+	cclient *c;
 
-	(void)cr_submit_headers_msg_unpack(msg->env.payload,
-	                                   msg->env.payload_len, &m);
-	const char *fid   = m.session_id;
-	json_t     *given = headers_of(m.headers);
+	const char *fid   = m->session_id;
+	json_t     *given = headers_of(m->headers);
 
 	f = fid != NULL ? (hflow *)strmap_get(&cr->hflows, fid) : NULL;
 	if (f == NULL || f->expires_at <= cr_now()) {
 		cr_reply_error(cr, corr, MK_EINVAL, NULL,
 		               "unknown, used or expired header session");
-	} else if (!hflow_is_callers(cr, f, &m)) {
+	} else if (!hflow_is_callers(cr, f, m)) {
 		/* another caller's, or another client's: as if none (it
 		 * stays its own caller's) */
 		cr_reply_error(cr, corr, MK_ENOENT, NULL,
@@ -602,7 +598,7 @@ cr_submit_headers(cr_self *cr, kn_msg *msg)
 		store_headers(cr, c, f->mode, f->identity, lines, f, corr);
 	}
 	json_decref(given);
-	cr_submit_headers_msg_clear(&m);
+	return (0);
 }
 
 void

@@ -507,17 +507,14 @@ look_token(cr_self *cr, json_t *k, bool told)
 	}
 }
 
-void
-cr_on_row_changed(cr_self *cr, kn_msg *msg)
+int
+cr_on_row_changed(kn_actor *self, cr_self *cr, kn_msg *msg,
+                  cr_row_changed_msg *m)
 {
-	cr_row_changed_msg m;
-	json_t            *w, *k;
-	const char        *table;
+	json_t     *w, *k;
+	const char *table;
 
-	(void)cr_row_changed_msg_unpack(msg->env.payload, msg->env.payload_len,
-	                                &m);
-	w = m.key != NULL ? json_loads(m.key, 0, NULL) : NULL;
-	cr_row_changed_msg_clear(&m);
+	w     = m->key != NULL ? json_loads(m->key, 0, NULL) : NULL;
 	table = cr_str(w, "table");
 	k     = json_object_get(w, "key");
 	if (table != NULL && strcmp(table, "oauth_configs") == 0) {
@@ -528,6 +525,7 @@ cr_on_row_changed(cr_self *cr, kn_msg *msg)
 		look_token(cr, k, true);
 	}
 	json_decref(w);
+	return (0);
 }
 
 static void

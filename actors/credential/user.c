@@ -406,18 +406,16 @@ cr_user_fini(cr_self *cr)
 	strmap_fini(&cr->fills);
 }
 
-void
-cr_evict(cr_self *cr, kn_msg *msg)
+int
+cr_on_evict(kn_actor *self, cr_self *cr, kn_msg *msg, cr_evict_msg *m)
 {
-	cr_evict_msg m;
-	const char  *client, *mode, *identity, *subject;
-	char         hash[600];
+	const char *client, *mode, *identity, *subject;
+	char        hash[600];
 
-	(void)cr_evict_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
-	client     = m.client;
-	mode       = m.mode;
-	identity   = m.identity;
-	subject    = m.subject;
+	client     = m->client;
+	mode       = m->mode;
+	identity   = m->identity;
+	subject    = m->subject;
 	cclient *c = client != NULL ? cr_client(cr, client) : NULL;
 	if (client != NULL && c == NULL) {
 		kn_reply_error(kn_actor_kernel(cr->self), kn_defer(msg),
@@ -434,5 +432,5 @@ cr_evict(cr_self *cr, kn_msg *msg)
 		kn_reply_msg(kn_actor_kernel(cr->self), kn_defer(msg), 0,
 		             CODEC_OF(cr_evicted_msg, &out));
 	}
-	cr_evict_msg_clear(&m);
+	return (0);
 }

@@ -263,6 +263,74 @@ on_reply(kn_actor *self, kn_msg *msg)
 	free(as);
 }
 
+const codec_msgdef *
+kn_route_of(const kn_actor *self, unsigned type, size_t *i)
+{
+	const kn_routes *r = self->ops->routes;
+
+	if (r == NULL || type < r->defs[0].type ||
+	    (*i = type - r->defs[0].type) >= r->n) {
+		return (NULL);
+	}
+	return (&r->defs[*i]);
+}
+
+const char *
+kn_msg_name(const kn_actor *self, unsigned type)
+{
+	size_t              i;
+	const codec_msgdef *def = kn_route_of(self, type, &i);
+
+	return (def != NULL ? def->name : codec_msg_name(type));
+}
+
+/* Hands msg to its route, its payload unpacked once (kn_routes), or to
+ * handle. */
+static int
+route(kn_actor *self, kn_msg *msg)
+{
+	size_t              i;
+	const codec_msgdef *def = kn_route_of(self, msg->env.type, &i);
+	union {
+		max_align_t   align;
+		unsigned char b[CODEC_MSG_MAX];
+	} req;
+	int rv;
+
+#ifndef NDEBUG
+	if (self->ops->check != NULL) {
+		self->ops->check(self->state);
+	}
+#endif
+	if (def == NULL) {
+		if (self->ops->handle != NULL) {
+			return (self->ops->handle(self, self->state, msg));
+		}
+		KN_WARN("kernel", "actor %s takes no message of type %u",
+		        self->name, msg->env.type);
+		return (MK_EPROTO);
+	}
+	if (def->req->n == 0) {
+		return (self->ops->routes->fns[i](self, self->state, msg,
+		                                  NULL));
+	}
+	if (msg->env.payload_len == 0) { /* no payload: every field absent */
+		rv = codec_msg_unpack(def->req, CODEC_EMPTY, CODEC_EMPTY_LEN,
+		                      &req);
+	} else {
+		rv = codec_msg_unpack(def->req, msg->env.payload,
+		                      msg->env.payload_len, &req);
+	}
+	if (rv != 0) {
+		KN_WARN("kernel", "actor %s: a %s whose payload is not a map",
+		        self->name, def->name);
+		return (MK_EPROTO);
+	}
+	rv = self->ops->routes->fns[i](self, self->state, msg, &req);
+	codec_msg_clear(def->req, &req);
+	return (rv);
+}
+
 /* Handles one message; while closing, asks get MK_ECLOSED instead. */
 static void
 dispatch(kn_actor *self, kn_msg *msg, bool closing)
@@ -290,13 +358,13 @@ dispatch(kn_actor *self, kn_msg *msg, bool closing)
 		return;
 	}
 	atomic_fetch_add_explicit(&k->n_messages, 1, memory_order_relaxed);
-	rv = self->ops->handle(self, self->state, msg);
+	rv = route(self, msg);
 	if (rv != 0) {
 		atomic_fetch_add(&k->n_errors, 1);
 		atomic_fetch_add(&self->n_errors, 1);
 		KN_ERROR("kernel",
 		         "actor %s: handler for message %s failed: %s",
-		         self->name, codec_msg_name(msg->env.type),
+		         self->name, kn_msg_name(self, msg->env.type),
 		         codec_strerror(rv));
 	}
 	if (msg->env.corr != 0 &&
@@ -304,7 +372,7 @@ dispatch(kn_actor *self, kn_msg *msg, bool closing)
 		if (rv == 0) {
 			KN_ERROR("kernel",
 			         "actor %s: ask %s returned without a reply",
-			         self->name, codec_msg_name(msg->env.type));
+			         self->name, kn_msg_name(self, msg->env.type));
 			rv = MK_EINTERNAL;
 		}
 		kn_reply(self, msg, rv, NULL, 0);
@@ -586,8 +654,14 @@ kn_spawn(kn_kernel *k, const char *name, const kn_actor_ops *ops, void *arg,
 	int            rv;
 
 	*ap = NULL;
-	if (!valid_name(name) || ops == NULL || ops->handle == NULL) {
+	if (!valid_name(name) || ops == NULL ||
+	    (ops->handle == NULL && ops->routes == NULL)) {
 		return (MK_EINVAL);
+	}
+	for (size_t i = 0; ops->routes != NULL && i < ops->routes->n; i++) {
+		assert(ops->routes->defs[i].type ==
+		       ops->routes->defs[0].type + i);
+		assert(ops->routes->defs[i].req->size <= CODEC_MSG_MAX);
 	}
 	if ((a = calloc(1, sizeof(*a))) == NULL) {
 		return (MK_ENOMEM);

@@ -384,11 +384,27 @@ kn_reply_msg(kn_kernel *k, uint64_t corr, int status, const codec_fields *f,
 	return (sent(f, &b, kn_reply_corr(k, corr, status, b.data, b.size)));
 }
 
+#ifndef NDEBUG
+/* Whether f are the fields to's list gives type (any, for an actor
+ * without routes or a type not routed: the kernel's own). */
+static bool
+typed(const kn_actor *to, uint32_t type, const codec_fields *f)
+{
+	size_t              i;
+	const codec_msgdef *def = kn_route_of(to, type, &i);
+
+	return (def == NULL || def->req == f);
+}
+#endif
+
 int
 kn_tell_msg(kn_actor *to, kn_actor *from, uint32_t type, const codec_fields *f,
             const void *m)
 {
-	msgpack_sbuffer b = codec_msg_packed(f, m);
+	msgpack_sbuffer b;
+
+	assert(typed(to, type, f));
+	b = codec_msg_packed(f, m);
 
 	return (sent(f, &b, kn_tell(to, from, type, b.data, b.size)));
 }
@@ -397,7 +413,10 @@ int
 kn_ask_msg(kn_actor *to, uint32_t type, const codec_fields *f, const void *m,
            int timeout_ms, kn_answer *out)
 {
-	msgpack_sbuffer b = codec_msg_packed(f, m);
+	msgpack_sbuffer b;
+
+	assert(typed(to, type, f));
+	b = codec_msg_packed(f, m);
 
 	return (sent(f, &b,
 	             kn_ask(to, type, b.data, b.size, timeout_ms, out)));
@@ -408,7 +427,10 @@ kn_ask_async_msg(kn_actor *self, kn_actor *to, uint32_t type,
                  const codec_fields *f, const void *m, int timeout_ms,
                  kn_reply_fn fn, void *arg)
 {
-	msgpack_sbuffer b = codec_msg_packed(f, m);
+	msgpack_sbuffer b;
+
+	assert(typed(to, type, f));
+	b = codec_msg_packed(f, m);
 
 	return (sent(f, &b,
 	             kn_ask_async(self, to, type, b.data, b.size, timeout_ms,
@@ -419,7 +441,10 @@ int
 kn_ask_cb_msg(kn_actor *to, uint32_t type, const codec_fields *f,
               const void *m, int timeout_ms, kn_answer_fn fn, void *arg)
 {
-	msgpack_sbuffer b = codec_msg_packed(f, m);
+	msgpack_sbuffer b;
+
+	assert(typed(to, type, f));
+	b = codec_msg_packed(f, m);
 
 	return (sent(
 	        f, &b,

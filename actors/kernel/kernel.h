@@ -81,14 +81,56 @@ typedef struct kn_msg {
 } kn_msg;
 
 /*
+ * The messages an actor takes, from its list (codec/msgdef.h): defs[i]
+ * is handled by fns[i], the types dense from defs[0].type.  The kernel
+ * refuses any other type not of its own (MK_EPROTO, a log line), unpacks
+ * the payload once into the struct of defs[i].req - refusing one that is
+ * not a map MK_EPROTO, with a log line - and hands it to the handler, req
+ * NULL for a message without fields; it clears the struct when the
+ * handler returns, so a handler keeps a string by taking it (setting the
+ * member NULL).  KN_ROUTES writes the table from the list.
+ */
+typedef int (*kn_route_fn)(kn_actor *self, void *state, kn_msg *msg,
+                           void *req);
+typedef struct kn_routes {
+	const codec_msgdef *defs;
+	const kn_route_fn  *fns;
+	size_t              n;
+} kn_routes;
+
+/* KN_ROUTES(NAME, DEFS, LIST) defines NAME, the routes of the list LIST
+ * whose table is DEFS: a handler h of a row with payload S is called as
+ * h(self, state, msg, (S *)req), so its type is checked. */
+#define KN_ROUTE_THUNK_(T, k, req, rep, fail, h, doc)                         \
+	static int T##_route(kn_actor *self, void *state, kn_msg *msg,        \
+	                     void *m)                                         \
+	{                                                                     \
+		return (h(self, state, msg, (req *)m));                       \
+	}
+#define KN_ROUTE_FN_(T, k, req, rep, fail, h, doc) T##_route,
+#define KN_ROUTES(NAME, DEFS, LIST)                                           \
+	LIST(KN_ROUTE_THUNK_)                                                 \
+	static const kn_route_fn NAME##_fns[] = {LIST(KN_ROUTE_FN_)};         \
+	static const kn_routes   NAME         = {                             \
+	                  DEFS, NAME##_fns, sizeof(NAME##_fns) / sizeof(NAME##_fns[0])}
+
+/*
  * The behaviour of an actor.  Every callback runs on the actor's own
  * thread and may touch its state without locks.
  */
 typedef struct kn_actor_ops {
+	/* routes: the messages it takes (above), or NULL: handle has all */
+	const kn_routes *routes;
+	/* check: optional; asserts what holds of state between two handlers
+	 * (SQLite's assert_pager_state is the model), called before each
+	 * one unless NDEBUG */
+	void (*check)(const void *state);
 	/* init: before READY; sets *statep.  Non-zero fails the spawn. */
 	int (*init)(kn_actor *self, void *arg, void **statep);
-	/* handle: one message.  Non-zero is a handler error: logged, counted,
-	 * and, for an ask not yet answered, replied as the ask's status. */
+	/* handle: one message not routed (the kernel's: MSG_PING, MSG_USER),
+	 * or NULL to refuse those.  Non-zero, here or from a route, is a
+	 * handler error: logged, counted, and, for an ask not yet answered,
+	 * replied as the ask's status. */
 	int (*handle)(kn_actor *self, void *state, kn_msg *msg);
 	/* fini: after the loop, before the thread exits.  Frees state and
 	 * whatever the actor's timers and watches held. */
@@ -104,6 +146,10 @@ typedef struct kn_actor_ops {
 	 * loop looks at the inbox before it first waits). */
 	void (*wake)(void *wake_arg);
 } kn_actor_ops;
+
+/* kn_msg_name: the name of type as self knows it (its routes' names, the
+ * kernel's own), or "?". */
+const char *kn_msg_name(const kn_actor *self, unsigned type);
 
 /* The answer to a blocking ask: data is malloc'd, the caller frees it. */
 typedef struct kn_answer {

@@ -149,4 +149,8 @@ int kn_send_env(kn_actor *to, const codec_env *env);
  * fini waits for them); never blocks. */
 void kn_wake(kn_actor *to);
 
+/* kn_route_of: the definition of type among a's routes (kn_routes), or
+ * NULL; *i its index. */
+const codec_msgdef *kn_route_of(const kn_actor *a, unsigned type, size_t *i);
+
 #endif /* KN_KERNEL_IMPL_H */

@@ -273,8 +273,11 @@ on_forwarded(kn_actor *self, void *arg, int status, const void *data,
 	sv_actx_free(x);
 }
 
+/* A lifecycle ask, forwarded to the client's actor (an update's with its
+ * patch). */
 static void
-on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
+lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg, const char *client,
+          const char *patch)
 {
 	static const uint32_t to[] = {
 	        [MSG_SV_DISABLE]   = MSG_CL_DISABLE,
@@ -284,20 +287,17 @@ on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
 	        [MSG_SV_REFRESH]   = MSG_CL_CHECK,
 	};
 	uint64_t      corr = kn_defer(msg);
-	sv_update_msg m; /* every lifecycle ask's fields, and a patch */
-	cl_update_msg u = {0};
-	cl_ticket_msg t = {0};
+	cl_update_msg u    = {0};
+	cl_ticket_msg t    = {0};
 	bool          change;
 	entry        *e;
 	actx         *x;
 	int           rv;
 
-	(void)sv_update_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
-	e = m.client != NULL ? sv_find(sv, m.client) : NULL;
+	e = client != NULL ? sv_find(sv, client) : NULL;
 	if (e == NULL) {
 		kn_reply_why(self, corr, MK_ENOENT, "no MCP client %.200s",
-		             m.client ? m.client : "(none given)");
-		sv_update_msg_clear(&m);
+		             client ? client : "(none given)");
 		return;
 	}
 	change = msg->env.type != MSG_SV_RECONNECT &&
@@ -307,7 +307,6 @@ on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
 		        self, corr, MK_EBUSY,
 		        "a change of MCP client %s is being stored: try again",
 		        e->name);
-		sv_update_msg_clear(&m);
 		return;
 	}
 	if (msg->env.type == MSG_SV_REMOVE) {
@@ -317,7 +316,6 @@ on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
 		/* dropped once the store has it: refused, it stays */
 		sv_reply_change(self, sv, corr, CODEC_EMPTY, CODEC_EMPTY_LEN,
 		                ticket, SV_REMOVED, e->id);
-		sv_update_msg_clear(&m);
 		return;
 	}
 	if (e->actor == NULL) {
@@ -325,11 +323,9 @@ on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
 		        self, corr, MK_ESTATE,
 		        "MCP client %s could not be started from the store: remove it, or declare it again",
 		        e->name);
-		sv_update_msg_clear(&m);
 		return;
 	}
 	if ((x = sv_actx_new(sv, e->id, corr)) == NULL) {
-		sv_update_msg_clear(&m);
 		kn_reply_why(self, corr, MK_ENOMEM, "out of memory");
 		return;
 	}
@@ -339,7 +335,7 @@ on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
 		x->ticket  = ++sv->tickets;
 		e->storing = true;
 	}
-	u.patch  = m.patch; /* an update's */
+	u.patch  = (char *)patch; /* an update's (only read) */
 	u.ticket = t.ticket = (int64_t)x->ticket;
 	rv                  = kn_ask_async_msg(
 	                         self, e->actor, to[msg->env.type],
@@ -349,7 +345,6 @@ on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
                 msg->env.type == MSG_SV_UPDATE ? (const void *)&u
 	                                                        : (const void *)&t,
 	                         SV_ASK_MS, on_forwarded, x);
-	sv_update_msg_clear(&m);
 	if (rv != 0) {
 		kn_reply_why(self, corr, rv, "cannot reach MCP client %s",
 		             e->name);
@@ -358,25 +353,36 @@ on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg)
 	}
 }
 
+static int
+on_lifecycle(kn_actor *self, sv_self *sv, kn_msg *msg, sv_client_msg *m)
+{
+	lifecycle(self, sv, msg, m->client, NULL);
+	return (0);
+}
+
+static int
+on_update(kn_actor *self, sv_self *sv, kn_msg *msg, sv_update_msg *m)
+{
+	lifecycle(self, sv, msg, m->client, m->patch);
+	return (0);
+}
+
 /* ---- the list view ---------------------------------------------------- */
 
-static void
-on_list(kn_actor *self, sv_self *sv, kn_msg *msg)
+static int
+on_list(kn_actor *self, sv_self *sv, kn_msg *msg, sv_list_msg *m)
 {
 	char         err[96];
 	uint64_t     corr = kn_defer(msg);
-	sv_list_msg  m;
 	sv_json_msg  out;
 	json_t      *res;
 	sv_list_spec spec;
 	int          rv;
 
-	(void)sv_list_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
-	rv = sv_list_spec_parse(m.filter, &spec, err, sizeof(err));
-	sv_list_msg_clear(&m);
+	rv = sv_list_spec_parse(m->filter, &spec, err, sizeof(err));
 	if (rv != 0) {
 		kn_reply_why(self, corr, rv, "%s", err);
-		return;
+		return (0);
 	}
 	spec.node = sv->a.node_id;
 	res       = sv_list_page(sv->all, sv->n, &spec);
@@ -390,6 +396,7 @@ on_list(kn_actor *self, sv_self *sv, kn_msg *msg)
 	sv_json_msg_clear(&out);
 	json_decref(res);
 	json_decref(spec.filter);
+	return (0);
 }
 /* ---- the actor ---------------------------------------------------------- */
 
@@ -454,7 +461,7 @@ quantile(const sv_self *sv, double q)
 }
 
 static int
-on_stats(kn_actor *self, sv_self *sv, kn_msg *msg)
+on_stats(kn_actor *self, sv_self *sv, kn_msg *msg, codec_no *none)
 {
 	mk_stats     st;
 	sv_stats_msg m;
@@ -478,8 +485,8 @@ on_stats(kn_actor *self, sv_self *sv, kn_msg *msg)
 
 /* Every running client publishes its state; answered once each has been
  * told (its event follows, in its own order with its transitions). */
-static void
-on_snapshot(kn_actor *self, sv_self *sv, kn_msg *msg)
+static int
+on_snapshot(kn_actor *self, sv_self *sv, kn_msg *msg, codec_no *none)
 {
 	for (size_t i = 0; i < sv->n; i++) {
 		if (sv->all[i]->actor != NULL &&
@@ -491,34 +498,32 @@ on_snapshot(kn_actor *self, sv_self *sv, kn_msg *msg)
 		}
 	}
 	(void)kn_reply(self, msg, 0, CODEC_EMPTY, CODEC_EMPTY_LEN);
+	return (0);
 }
 
 /* A call whose outcome is unknown, into the ledger (the oldest out). */
-static void
-on_unknown(sv_self *sv, kn_msg *msg)
+static int
+on_unknown(kn_actor *self, sv_self *sv, kn_msg *msg, sv_unknown_msg *m)
 {
-	sv_unknown_msg m;
-	json_t        *e;
+	json_t *e;
 
-	(void)sv_unknown_msg_unpack(msg->env.payload, msg->env.payload_len,
-	                            &m);
 	e = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s?}", "client",
-	              m.client, "tool", m.tool, "caller", m.caller, "time",
-	              m.time, "request_id", m.request_id, "error", m.error);
-	sv_unknown_msg_clear(&m);
+	              m->client, "tool", m->tool, "caller", m->caller, "time",
+	              m->time, "request_id", m->request_id, "error", m->error);
 	if (e == NULL ||
 	    (sv->unknown == NULL && (sv->unknown = json_array()) == NULL)) {
 		json_decref(e);
-		return;
+		return (0);
 	}
 	json_array_append_new(sv->unknown, e);
 	if (json_array_size(sv->unknown) > SV_UNKNOWN_MAX) {
 		json_array_remove(sv->unknown, 0);
 	}
+	return (0);
 }
 
-static void
-on_unknowns(kn_actor *self, sv_self *sv, kn_msg *msg)
+static int
+on_unknowns(kn_actor *self, sv_self *sv, kn_msg *msg, codec_no *none)
 {
 	sv_json_msg out = {.json = sv->unknown != NULL
 	                           ? json_dumps(sv->unknown, JSON_COMPACT)
@@ -526,76 +531,32 @@ on_unknowns(kn_actor *self, sv_self *sv, kn_msg *msg)
 
 	if (out.json == NULL) {
 		kn_reply_why(self, kn_defer(msg), MK_ENOMEM, "out of memory");
-		return;
+		return (0);
 	}
 	kn_reply_msg(kn_actor_kernel(self), kn_defer(msg), 0,
 	             CODEC_OF(sv_json_msg, &out));
 	sv_json_msg_clear(&out);
+	return (0);
 }
 
+/* The kernel's ping: the reply echoes the payload. */
 static int
 sv_handle(kn_actor *self, void *state, kn_msg *msg)
 {
 	sv_self *sv = state;
 
-	switch (msg->env.type) {
-	case MSG_PING:
-		sv->pings++;
-		return (kn_reply(self, msg, 0, msg->env.payload,
-		                 msg->env.payload_len));
-	case MSG_STATS:
-		return (on_stats(self, sv, msg));
-	case MSG_SV_ADD:
-		sv_on_add(self, sv, msg);
-		return (0);
-	case MSG_SV_LOAD:
-		sv_on_load(self, sv, msg);
-		return (0);
-	case MSG_SV_RELOAD:
-		sv_on_reload(self, sv, msg);
-		return (0);
-	case MSG_SV_REMOVE:
-	case MSG_SV_DISABLE:
-	case MSG_SV_ENABLE:
-	case MSG_SV_RECONNECT:
-	case MSG_SV_UPDATE:
-	case MSG_SV_REFRESH:
-		on_lifecycle(self, sv, msg);
-		return (0);
-	case MSG_SV_LIST:
-		on_list(self, sv, msg);
-		return (0);
-	case MSG_SV_VIEW:
-		sv_on_view(sv, self, msg);
-		return (0);
-	case MSG_SV_METRICS:
-		sv_on_metrics(sv, msg);
-		return (0);
-	case MSG_SV_SETTINGS:
-		sv_on_settings(self, sv, msg);
-		return (0);
-	case MSG_SV_SYNC:
-		sv_on_sync(self, sv, msg);
-		return (0);
-	case MSG_SV_PEERS:
-		sv_on_peers(sv, msg);
-		return (0);
-	case MSG_SV_SNAPSHOT:
-		on_snapshot(self, sv, msg);
-		return (0);
-	case MSG_SV_UNKNOWN:
-		on_unknown(sv, msg);
-		return (0);
-	case MSG_SV_UNKNOWNS:
-		on_unknowns(self, sv, msg);
-		return (0);
-	default:
-		assert(!"supervisor: unexpected message");
-		return (MK_EINTERNAL);
+	if (msg->env.type != MSG_PING) {
+		return (MK_EPROTO);
 	}
+	sv->pings++;
+	return (kn_reply(self, msg, 0, msg->env.payload,
+	                 msg->env.payload_len));
 }
 
+KN_ROUTES(sv_routes, supervisor_msgs, SV_MESSAGES);
+
 const kn_actor_ops supervisor_ops = {
+        .routes = &sv_routes,
         .init   = sv_init,
         .handle = sv_handle,
         .fini   = sv_fini,

@@ -338,33 +338,30 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 	return (0);
 }
 
-void
-sv_on_add(kn_actor *self, sv_self *sv, kn_msg *msg)
+int
+sv_on_add(kn_actor *self, sv_self *sv, kn_msg *msg, sv_add_msg *m)
 {
 	char        err[CFG_ERR_MAX];
 	cfg_client *cfg;
 	json_t     *o;
-	sv_add_msg  m;
 	uint64_t    corr = kn_defer(msg);
 	int         rv;
 
-	(void)sv_add_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
-	o = m.config != NULL ? json_loads(m.config, 0, NULL) : NULL;
+	o = m->config != NULL ? json_loads(m->config, 0, NULL) : NULL;
 	if (o == NULL) {
-		sv_add_msg_clear(&m);
 		kn_reply_why(self, corr, MK_EINVAL,
 		             "the client config is not JSON");
-		return;
+		return (0);
 	}
 	/* from the API: literal, its env. strings never looked up */
 	rv = cfg_client_parse(o, json_true(), &cfg, err, sizeof(err));
 	json_decref(o);
 	if (rv != 0 ||
-	    (rv = start_client(self, sv, cfg, false, false, m.tools, corr,
+	    (rv = start_client(self, sv, cfg, false, false, m->tools, corr,
 	                       NULL, err, sizeof(err))) != 0) {
 		kn_reply_why(self, corr, rv, "%s", err);
 	}
-	sv_add_msg_clear(&m);
+	return (0);
 }
 
 /* The answer of a client actor to another node's config. */
@@ -383,24 +380,20 @@ on_synced(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	free(arg);
 }
 
-void
-sv_on_sync(kn_actor *self, sv_self *sv, kn_msg *msg)
+int
+sv_on_sync(kn_actor *self, sv_self *sv, kn_msg *msg, sv_sync_msg *m)
 {
 	char          err[CFG_ERR_MAX];
-	sv_sync_msg   m;
 	cl_update_msg u = {.stored = true};
 	cfg_client   *c = NULL;
 	json_t       *o;
 	entry        *e, *same;
 
-	if (sv_sync_msg_unpack(msg->env.payload, msg->env.payload_len, &m) !=
-	            0 ||
-	    m.id == NULL) {
-		sv_sync_msg_clear(&m);
-		return;
+	if (m->id == NULL) {
+		return (0);
 	}
-	e = sv_lookup(sv, BY_ID, m.id);
-	if (m.config == NULL) {
+	e = sv_lookup(sv, BY_ID, m->id);
+	if (m->config == NULL) {
 		if (e != NULL) {
 			KN_INFO("supervisor",
 			        "MCP client %s was removed on another node",
@@ -409,17 +402,18 @@ sv_on_sync(kn_actor *self, sv_self *sv, kn_msg *msg)
 		}
 		goto out;
 	}
-	o = json_loads(m.config, 0, NULL);
+	o = json_loads(m->config, 0, NULL);
 	if (cfg_client_parse_stored(o, &c, err, sizeof(err)) != 0) {
 		KN_WARN("supervisor",
-		        "another node's client %s not applied: %s", m.id, err);
+		        "another node's client %s not applied: %s", m->id,
+		        err);
 		json_decref(o);
 		goto out;
 	}
 	json_decref(o);
 	if (e != NULL && e->actor != NULL) {
 		/* known: its actor compares and applies */
-		u.patch   = m.config;
+		u.patch   = m->config;
 		char *arg = strdup(e->name);
 		if (arg == NULL ||
 		    kn_ask_async_msg(self, e->actor, MSG_CL_UPDATE,
@@ -432,23 +426,24 @@ sv_on_sync(kn_actor *self, sv_self *sv, kn_msg *msg)
 	}
 	if (e != NULL ||
 	    ((same = sv_lookup(sv, BY_NAME, c->name)) != NULL &&
-	     strcmp(same->id, m.id) != 0)) {
+	     strcmp(same->id, m->id) != 0)) {
 		sv_drop(self, sv, e != NULL ? e : same); /* the store's wins */
 	}
 	free(c->id);
-	if ((c->id = strdup(m.id)) == NULL) {
+	if ((c->id = strdup(m->id)) == NULL) {
 		cfg_client_free(&c);
 		goto out;
 	}
 	KN_INFO("supervisor", "MCP client %s was added on another node",
 	        c->name);
-	if (start_client(self, sv, c, false, true, m.tools, 0, NULL, err,
+	if (start_client(self, sv, c, false, true, m->tools, 0, NULL, err,
 	                 sizeof(err)) != 0) {
 		KN_WARN("supervisor",
-		        "another node's client %s not started: %s", m.id, err);
+		        "another node's client %s not started: %s", m->id,
+		        err);
 	}
 out:
-	sv_sync_msg_clear(&m);
+	return (0);
 }
 
 /* A stored client that cannot start is listed, state `error` and why in
@@ -581,21 +576,19 @@ settings_apply(kn_actor *self, sv_self *sv, const sv_settings_msg *s)
 	}
 }
 
-void
-sv_on_settings(kn_actor *self, sv_self *sv, kn_msg *msg)
+int
+sv_on_settings(kn_actor *self, sv_self *sv, kn_msg *msg, sv_settings_msg *m)
 {
-	sv_settings_msg m;
 
-	(void)sv_settings_msg_unpack(msg->env.payload, msg->env.payload_len,
-	                             &m);
-	if (m.sync_ms < 1000 || m.exec_ms < 1) {
+	if (m->sync_ms < 1000 || m->exec_ms < 1) {
 		kn_reply_why(
 		        self, kn_defer(msg), MK_EINVAL,
 		        "tool_sync_interval must be >= 1s and tool_execution_timeout positive");
-		return;
+		return (0);
 	}
-	settings_apply(self, sv, &m);
+	settings_apply(self, sv, m);
 	kn_reply(self, msg, 0, CODEC_EMPTY, CODEC_EMPTY_LEN);
+	return (0);
 }
 
 /* The clients of f by name: copies, so that no object is shared with a
@@ -612,32 +605,28 @@ file_clients(const cfg_file *f)
 	return (by);
 }
 
-void
-sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
+int
+sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg, sv_load_msg *m)
 {
-	char        err[CFG_ERR_MAX];
-	cfg_file   *f;
-	sv_load_msg m;
-	char      **tools;
-	load       *ld;
-	uint64_t    corr = kn_defer(msg);
-	int         rv;
+	char      err[CFG_ERR_MAX];
+	cfg_file *f;
+	char    **tools;
+	load     *ld;
+	uint64_t  corr = kn_defer(msg);
+	int       rv;
 
-	(void)sv_load_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
-	if (m.restore != NULL) {
-		restore(self, sv, m.restore, corr);
-		sv_load_msg_clear(&m);
-		return;
+	if (m->restore != NULL) {
+		restore(self, sv, m->restore, corr);
+		return (0);
 	}
-	if (m.file == NULL) {
+	if (m->file == NULL) {
 		kn_reply_why(self, corr, MK_EINVAL, "no config text");
-		return;
+		return (0);
 	}
-	rv = cfg_file_parse(m.file, strlen(m.file), &f, err, sizeof(err));
-	sv_load_msg_clear(&m);
+	rv = cfg_file_parse(m->file, strlen(m->file), &f, err, sizeof(err));
 	if (rv != 0) {
 		kn_reply_why(self, corr, rv, "%s", err);
-		return;
+		return (0);
 	}
 	/* all checks before anything changes */
 	for (size_t i = 0; i < f->nclients; i++) {
@@ -649,7 +638,7 @@ sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
 			        "client \"%s\": an MCP client with that name or id already exists",
 			        f->clients[i]->name);
 			cfg_file_free(&f);
-			return;
+			return (0);
 		}
 	}
 	if ((ld = calloc(1, sizeof(*ld))) == NULL ||
@@ -657,7 +646,7 @@ sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
 		free(ld);
 		cfg_file_free(&f);
 		kn_reply_why(self, corr, MK_ENOMEM, "out of memory");
-		return;
+		return (0);
 	}
 	json_decref(sv->file);
 	sv->file = file_clients(f);
@@ -705,6 +694,7 @@ sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg)
 	free(tools);
 	cfg_file_free(&f);
 	load_step(self, ld);
+	return (0);
 }
 
 /* ---- reload -------------------------------------------------------------
@@ -843,8 +833,8 @@ reload_add(kn_actor *self, sv_self *sv, entry *e, cfg_client *c, json_t *was,
  * when every connect and update answered; an invalid file changes
  * nothing.
  */
-void
-sv_on_reload(kn_actor *self, sv_self *sv, kn_msg *msg)
+int
+sv_on_reload(kn_actor *self, sv_self *sv, kn_msg *msg, sv_file_msg *m)
 {
 	char        err[CFG_ERR_MAX];
 	uint64_t    corr = kn_defer(msg);
@@ -852,26 +842,23 @@ sv_on_reload(kn_actor *self, sv_self *sv, kn_msg *msg)
 	json_t     *old, *now, *c;
 	const char *name;
 	load       *ld;
-	sv_file_msg m;
 	int         rv;
 
-	(void)sv_file_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
-	if (m.file == NULL) {
+	if (m->file == NULL) {
 		kn_reply_why(self, corr, MK_EINVAL, "no config text");
-		return;
+		return (0);
 	}
-	rv = cfg_file_parse(m.file, strlen(m.file), &f, err, sizeof(err));
-	sv_file_msg_clear(&m);
+	rv = cfg_file_parse(m->file, strlen(m->file), &f, err, sizeof(err));
 	if (rv != 0) {
 		kn_reply_why(self, corr, rv, "%s", err);
-		return;
+		return (0);
 	}
 	if ((ld = calloc(1, sizeof(*ld))) == NULL ||
 	    (now = file_clients(f)) == NULL) {
 		free(ld);
 		cfg_file_free(&f);
 		kn_reply_why(self, corr, MK_ENOMEM, "out of memory");
-		return;
+		return (0);
 	}
 	ld->sv     = sv;
 	ld->corr   = corr;
@@ -920,4 +907,5 @@ sv_on_reload(kn_actor *self, sv_self *sv, kn_msg *msg)
 	cfg_file_free(&f);
 	json_decref(old);
 	load_step(self, ld);
+	return (0);
 }

@@ -114,50 +114,45 @@ sv_persist_del(kn_actor *self, sv_self *sv, const char *id, uint64_t ticket)
 	}
 }
 
-void
-sv_on_metrics(sv_self *sv, kn_msg *msg)
+int
+sv_on_metrics(kn_actor *self, sv_self *sv, kn_msg *msg, sv_metrics_msg *m)
 {
-	sv_metrics_msg m;
-	entry         *e;
+	entry *e;
 
-	(void)sv_metrics_msg_unpack(msg->env.payload, msg->env.payload_len,
-	                            &m);
-	if (m.id != NULL && m.json != NULL &&
-	    (e = sv_find(sv, m.id)) != NULL) {
+	if (m->id != NULL && m->json != NULL &&
+	    (e = sv_find(sv, m->id)) != NULL) {
 		free(e->metrics);
-		e->metrics = m.json;
-		m.json     = NULL;
+		e->metrics = m->json;
+		m->json    = NULL;
 	}
-	sv_metrics_msg_clear(&m);
+	return (0);
 }
 
-void
-sv_on_view(sv_self *sv, kn_actor *self, kn_msg *msg)
+int
+sv_on_view(kn_actor *self, sv_self *sv, kn_msg *msg, sv_view_msg *m)
 {
-	sv_view_msg m;
-	entry      *e;
+	entry *e;
 
-	(void)sv_view_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
-	assert(m.state >= 0 && m.state < CS_COUNT && m.shown >= 0 &&
-	       m.shown < CS_COUNT);
-	if (m.id != NULL && m.view != NULL &&
-	    (e = sv_find(sv, m.id)) != NULL) {
-		bool changed = e->state != (cl_state)m.state ||
-		        (m.sync_ms > 0 && m.sync_ms != e->sync_ms);
-		if (m.sync_ms > 0) {
-			e->sync_ms = m.sync_ms;
+	assert(m->state >= 0 && m->state < CS_COUNT && m->shown >= 0 &&
+	       m->shown < CS_COUNT);
+	if (m->id != NULL && m->view != NULL &&
+	    (e = sv_find(sv, m->id)) != NULL) {
+		bool changed = e->state != (cl_state)m->state ||
+		        (m->sync_ms > 0 && m->sync_ms != e->sync_ms);
+		if (m->sync_ms > 0) {
+			e->sync_ms = m->sync_ms;
 		}
 		free(e->view);
-		e->view  = m.view;
-		m.view   = NULL;
-		e->state = (cl_state)m.state;
-		e->shown = (cl_state)m.shown;
+		e->view  = m->view;
+		m->view  = NULL;
+		e->state = (cl_state)m->state;
+		e->shown = (cl_state)m->shown;
 		sv_publish(self, sv, e, false);
 		if (changed && e->connected && !e->checking) {
 			sv_schedule(self, sv, e);
 		}
 	}
-	sv_view_msg_clear(&m);
+	return (0);
 }
 
 void
@@ -200,18 +195,15 @@ sv_publish(kn_actor *self, sv_self *sv, entry *e, bool gone)
 	free(m.failure);
 }
 
-void
-sv_on_peers(sv_self *sv, kn_msg *msg)
+int
+sv_on_peers(kn_actor *self, sv_self *sv, kn_msg *msg, sv_peers_msg *m)
 {
-	sv_peers_msg m;
-	json_t      *all;
+	json_t *all;
 
-	(void)sv_peers_msg_unpack(msg->env.payload, msg->env.payload_len, &m);
-	all = m.json != NULL ? json_loads(m.json, 0, NULL) : NULL;
-	sv_peers_msg_clear(&m);
+	all = m->json != NULL ? json_loads(m->json, 0, NULL) : NULL;
 	if (!json_is_object(all)) {
 		json_decref(all);
-		return;
+		return (0);
 	}
 	for (size_t i = 0; i < sv->n; i++) {
 		entry *e = sv->all[i];
@@ -222,4 +214,5 @@ sv_on_peers(sv_self *sv, kn_msg *msg)
 	 * again only when they change */
 	json_decref(sv->peers);
 	sv->peers = all;
+	return (0);
 }

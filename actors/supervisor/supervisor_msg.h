@@ -164,6 +164,7 @@
 #ifndef ACTORS_SUPERVISOR_MSG_H
 #define ACTORS_SUPERVISOR_MSG_H
 
+#include "actors/msgbase.h"
 #include "codec/mp.h"
 #include "codec/msgdef.h"
 
@@ -265,6 +266,56 @@ CODEC_MSG_STRUCT(sv_unknown_msg, SV_UNKNOWN_FIELDS)
 CODEC_MSG_STRUCT(sv_settings_msg, SV_SETTINGS_FIELDS)
 
 /* The supervisor's messages, as the table above shows them. */
+/* ---- the list (codec/msgdef.h): the table above is rendered from it */
+
+#define SV_MESSAGES(M)                                                        \
+	M(MSG_STATS, ask, codec_no, sv_stats_msg, codec_nil, on_stats,        \
+	  "the runtime's counters")                                           \
+	M(MSG_SV_ADD, ask, sv_add_msg, sv_id_msg, codec_nil, sv_on_add,       \
+	  "add a client from its config (below)")                             \
+	M(MSG_SV_LOAD, ask, sv_load_msg, sv_count_msg, codec_nil, sv_on_load, \
+	  "boot every client of a config file or of the store (below)")       \
+	M(MSG_SV_RELOAD, ask, sv_file_msg, sv_diff_msg, codec_nil,            \
+	  sv_on_reload, "a config file again, as a diff (below)")             \
+	M(MSG_SV_REMOVE, ask, sv_client_msg, codec_no, codec_nil,             \
+	  on_lifecycle, "stop and forget a client")                           \
+	M(MSG_SV_DISABLE, ask, sv_client_msg, codec_no, codec_nil,            \
+	  on_lifecycle, "disable a client")                                   \
+	M(MSG_SV_ENABLE, ask, sv_client_msg, codec_no, codec_nil,             \
+	  on_lifecycle, "enable a client")                                    \
+	M(MSG_SV_RECONNECT, ask, sv_client_msg, codec_no, codec_nil,          \
+	  on_lifecycle, "reconnect a sticky client (an error: the client's)") \
+	M(MSG_SV_UPDATE, ask, sv_update_msg, codec_no, codec_nil, on_update,  \
+	  "change a client's config")                                         \
+	M(MSG_SV_REFRESH, ask, sv_client_msg, cl_state_msg, codec_nil,        \
+	  on_lifecycle, "a client's check now: the tool list read again")     \
+	M(MSG_SV_LIST, ask, sv_list_msg, sv_json_msg, codec_nil, on_list,     \
+	  "the client list view")                                             \
+	M(MSG_SV_VIEW, tell, sv_view_msg, codec_nil, codec_nil, sv_on_view,   \
+	  "from a client actor: its view changed")                            \
+	M(MSG_SV_METRICS, tell, sv_metrics_msg, codec_nil, codec_nil,         \
+	  sv_on_metrics, "from a client actor: its counters changed (below)") \
+	M(MSG_SV_SETTINGS, ask, sv_settings_msg, codec_no, codec_nil,         \
+	  sv_on_settings, "the global settings of config.json (below)")       \
+	M(MSG_SV_SYNC, tell, sv_sync_msg, codec_nil, codec_nil, sv_on_sync,   \
+	  "from the cluster actor: a client another node changed (below)")    \
+	M(MSG_SV_PEERS, tell, sv_peers_msg, codec_nil, codec_nil,             \
+	  sv_on_peers,                                                        \
+	  "from the cluster actor: the other nodes' states (below)")          \
+	M(MSG_SV_UNKNOWN, tell, sv_unknown_msg, codec_nil, codec_nil,         \
+	  on_unknown,                                                         \
+	  "from a client actor: a call whose outcome is unknown, for the "    \
+	  "ledger (the last SV_UNKNOWN_MAX)")                                 \
+	M(MSG_SV_UNKNOWNS, ask, codec_no, sv_json_msg, codec_nil,             \
+	  on_unknowns,                                                        \
+	  "the ledger: [{client, tool, caller, time, request_id, error}], "   \
+	  "oldest first")                                                     \
+	M(MSG_SV_SNAPSHOT, ask, codec_no, codec_no, codec_nil, on_snapshot,   \
+	  "every client publishes its state on the stream (its answer: the "  \
+	  "asks are sent)")
+CODEC_MSG_ENUM(SV_MSG, SV_MSG_BASE, SV_MESSAGES);
+MSG_FITS(SV_MSG, SV_MSG_BASE);
+
 extern const codec_msgdef supervisor_msgs[];
 extern const size_t       supervisor_msgs_n;
 

@@ -149,12 +149,9 @@ void sv_persist_del(kn_actor *self, sv_self *sv, const char *id,
  * when they changed since it was last told, or (gone) that e is gone. */
 void sv_publish(kn_actor *self, sv_self *sv, entry *e, bool gone);
 /* MSG_SV_PEERS: every entry's peers replaced. */
-void sv_on_peers(sv_self *sv, kn_msg *msg);
 /* MSG_SV_METRICS: keeps a client's pushed counters. */
-void sv_on_metrics(sv_self *sv, kn_msg *msg);
 /* MSG_SV_VIEW: records a client's pushed view and state, and its
  * schedule follows a change. */
-void sv_on_view(sv_self *sv, kn_actor *self, kn_msg *msg);
 
 /* actor.c */
 /* What an API change does once the store answered (sv_reply_change). */
@@ -197,11 +194,16 @@ void sv_checked(entry *e, const void *data, size_t len);
 /* boot.c: the message handlers MSG_SV_ADD, _LOAD, _RELOAD, _SETTINGS
  * (supervisor.h has their fields); each answers its ask itself, some
  * once the clients' connects answered. */
-void sv_on_add(kn_actor *self, sv_self *sv, kn_msg *msg);
-void sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg);
-void sv_on_reload(kn_actor *self, sv_self *sv, kn_msg *msg);
-void sv_on_settings(kn_actor *self, sv_self *sv, kn_msg *msg);
-void sv_on_sync(kn_actor *self, sv_self *sv, kn_msg *msg);
+/* The handlers of boot.c's and registry.c's messages (SV_MESSAGES). */
+int sv_on_add(kn_actor *self, sv_self *sv, kn_msg *msg, sv_add_msg *m);
+int sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg, sv_load_msg *m);
+int sv_on_reload(kn_actor *self, sv_self *sv, kn_msg *msg, sv_file_msg *m);
+int sv_on_settings(kn_actor *self, sv_self *sv, kn_msg *msg,
+                   sv_settings_msg *m);
+int sv_on_sync(kn_actor *self, sv_self *sv, kn_msg *msg, sv_sync_msg *m);
+int sv_on_peers(kn_actor *self, sv_self *sv, kn_msg *msg, sv_peers_msg *m);
+int sv_on_metrics(kn_actor *self, sv_self *sv, kn_msg *msg, sv_metrics_msg *m);
+int sv_on_view(kn_actor *self, sv_self *sv, kn_msg *msg, sv_view_msg *m);
 
 /* list.c: pure, no actor, no kernel. */
 /* A list view's request: MSG_SV_LIST's filter. */
