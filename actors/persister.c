@@ -104,14 +104,11 @@ op_free(op *o)
 static void
 publish_health(ps_self *ps)
 {
-	mp_w w;
+	ps_store_event ev = {.healthy = ps->error[0] == '\0',
+	                     .error   = ps->error};
 
-	mp_w_init(&w);
-	mp_map(&w, 2);
-	mp_kv_bool(&w, "healthy", ps->error[0] == '\0');
-	mp_kv_str(&w, "error", ps->error);
-	kn_stream_publish(ps->stream, "store", w.sb.data, w.sb.size);
-	mp_w_fini(&w);
+	kn_stream_publish_msg(ps->stream, "store",
+	                      CODEC_OF(ps_store_event, &ev));
 }
 
 static void flush_tick(kn_actor *self, void *arg);
@@ -929,5 +926,6 @@ CODEC_MSG_FIELDS(ps_stats_msg, PS_STATS_FIELDS);
 CODEC_MSG_FIELDS(ps_sync_msg, PS_SYNC_FIELDS);
 CODEC_MSG_FIELDS(ps_lease_msg, PS_LEASE_FIELDS);
 CODEC_MSG_FIELDS(ps_leased_msg, PS_LEASED_FIELDS);
+CODEC_MSG_FIELDS(ps_store_event, PS_STORE_EVENT_FIELDS);
 
 CODEC_MSG_DEFS(persister_msgs, PS_MESSAGES);

@@ -210,6 +210,13 @@ CODEC_MSG_STRUCT(ps_stats_msg, PS_STATS_FIELDS)
 CODEC_MSG_STRUCT(ps_sync_msg, PS_SYNC_FIELDS)
 
 /* The persister's messages, as the table above shows them. */
+/* The "store" event of the state stream: the store started failing, or
+ * is written again. */
+#define PS_STORE_EVENT_FIELDS(F, S)                                           \
+	F(S, BOOL, healthy, "writes reach the store")                         \
+	F(S, STR, error, "why it cannot be written; \"\" when healthy")
+CODEC_MSG_STRUCT(ps_store_event, PS_STORE_EVENT_FIELDS)
+
 /* ---- the list (codec/msgdef.h): the table above is rendered from it */
 
 #define PS_MESSAGES(M)                                                        \

@@ -41,6 +41,18 @@ codec_msg_pack(const codec_fields *fs, const void *st, mp_w *w)
 				mp_kv_str(w, f->name, *(char *const *)v);
 			}
 			break;
+		case CODEC_F_NSTR:
+			mp_key(w, f->name);
+			mp_str(w, *(char *const *)v);
+			break;
+		case CODEC_F_SUB:
+			mp_key(w, f->name);
+			if (*(void *const *)v != NULL) {
+				codec_msg_pack(f->sub, *(void *const *)v, w);
+			} else {
+				msgpack_pack_nil(&w->pk);
+			}
+			break;
 		case CODEC_F_INT:
 			mp_kv_int(w, f->name, *(const int64_t *)v);
 			break;
@@ -53,6 +65,8 @@ codec_msg_pack(const codec_fields *fs, const void *st, mp_w *w)
 
 /* set gives the field f of st the value o holds, or its zero when o is
  * NULL or of another type. */
+static void set_all(const codec_fields *fs, void *st, const msgpack_object *o);
+
 static void
 set(const codec_field *f, void *st, const msgpack_object *o)
 {
@@ -60,8 +74,16 @@ set(const codec_field *f, void *st, const msgpack_object *o)
 
 	switch (f->type) {
 	case CODEC_F_STR:
+	case CODEC_F_NSTR:
 	case CODEC_F_SECRET:
 		*(char **)v = mp_dup_str(o);
+		break;
+	case CODEC_F_SUB:
+		*(void **)v = NULL;
+		if (o != NULL && o->type == MSGPACK_OBJECT_MAP &&
+		    (*(void **)v = calloc(1, f->sub->size)) != NULL) {
+			set_all(f->sub, *(void **)v, o);
+		}
 		break;
 	case CODEC_F_INT:
 		*(int64_t *)v = mp_int(o, 0);
@@ -72,15 +94,23 @@ set(const codec_field *f, void *st, const msgpack_object *o)
 	}
 }
 
+/* set_all gives each field of st its value in the map o (or its zero). */
+static void
+set_all(const codec_fields *fs, void *st, const msgpack_object *o)
+{
+	for (size_t i = 0; i < fs->n; i++) {
+		set(&fs->f[i], st,
+		    o != NULL ? mp_obj_get(o, fs->f[i].name) : NULL);
+	}
+}
+
 int
 codec_msg_unpack(const codec_fields *fs, const void *buf, size_t len, void *st)
 {
 	mp_r r;
 	int  rv = mp_r_open(&r, buf, len);
 
-	for (size_t i = 0; i < fs->n; i++) {
-		set(&fs->f[i], st, rv == 0 ? mp_get(&r, fs->f[i].name) : NULL);
-	}
+	set_all(fs, st, rv == 0 ? &r.up.data : NULL);
 	mp_r_close(&r);
 	return (rv);
 }
@@ -93,7 +123,10 @@ codec_msg_clear(const codec_fields *fs, void *st)
 		char             **s = field_at(st, f);
 		if (f->type == CODEC_F_SECRET) {
 			text_secret_free(*s);
-		} else if (f->type == CODEC_F_STR) {
+		} else if (f->type == CODEC_F_STR || f->type == CODEC_F_NSTR) {
+			free(*s);
+		} else if (f->type == CODEC_F_SUB && *s != NULL) {
+			codec_msg_clear(f->sub, *s);
 			free(*s);
 		}
 		set(f, st, NULL);
@@ -131,7 +164,10 @@ type_name(codec_ftype t)
 {
 	switch (t) {
 	case CODEC_F_STR:
+	case CODEC_F_NSTR:
 		return ("str");
+	case CODEC_F_SUB:
+		return ("map");
 	case CODEC_F_SECRET:
 		return ("secret");
 	case CODEC_F_INT:

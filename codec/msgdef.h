@@ -18,8 +18,11 @@
  * fails when a header's table differs).
  *
  * Field types: STR (char *, malloc'd by unpack, NULL when absent; pack
- * leaves a NULL out), SECRET (a STR that clear overwrites before freeing
- * it), INT (int64_t, 0 when absent), BOOL (bool, false when absent).
+ * leaves a NULL out), NSTR (a STR whose NULL is packed as nil: the key is
+ * always there), SECRET (a STR that clear overwrites before freeing it),
+ * INT (int64_t, 0 when absent), BOOL (bool, false when absent) and
+ * SUB(T) (a T *, a nested map of T's fields: NULL is nil; unpack
+ * allocates it, clear frees it).
  * Messages never cross a process: the definitions are the only contract.
  */
 #ifndef CODEC_MSGDEF_H
@@ -33,17 +36,22 @@
 
 typedef enum codec_ftype {
 	CODEC_F_STR,    /* char *: text, JSON text included */
+	CODEC_F_NSTR,   /* char *: text, nil when NULL */
 	CODEC_F_SECRET, /* char *: a secret; clear cleanses it */
 	CODEC_F_INT,    /* int64_t */
-	CODEC_F_BOOL    /* bool */
+	CODEC_F_BOOL,   /* bool */
+	CODEC_F_SUB     /* a struct's pointer: a nested map, nil when NULL */
 } codec_ftype;
+
+struct codec_fields;
 
 /* One field of a message. */
 typedef struct codec_field {
-	const char *name; /* the map key, the struct member's name */
-	codec_ftype type; /* its type */
-	size_t      off;  /* offsetof in the struct */
-	const char *doc;  /* what it holds, for the header's table */
+	const char                *name; /* the map key, the member's name */
+	codec_ftype                type; /* its type */
+	const struct codec_fields *sub;  /* a SUB's fields, else NULL */
+	size_t                     off;  /* offsetof in the struct */
+	const char                *doc;  /* what it holds, for the table */
 } codec_field;
 
 /* The fields of one message struct (n == 0: the payload is {}). */
@@ -116,11 +124,19 @@ char *codec_msg_doc(const codec_msgdef *defs, size_t n);
 
 /* The X-macro glue (see the top of this file). */
 #define CODEC_CTYPE_STR           char *
+#define CODEC_CTYPE_NSTR          char *
 #define CODEC_CTYPE_SECRET        char *
 #define CODEC_CTYPE_INT           int64_t
 #define CODEC_CTYPE_BOOL          bool
+#define CODEC_CTYPE_SUB(T)        struct T *
+#define CODEC_FT_STR              CODEC_F_STR, NULL
+#define CODEC_FT_NSTR             CODEC_F_NSTR, NULL
+#define CODEC_FT_SECRET           CODEC_F_SECRET, NULL
+#define CODEC_FT_INT              CODEC_F_INT, NULL
+#define CODEC_FT_BOOL             CODEC_F_BOOL, NULL
+#define CODEC_FT_SUB(T)           CODEC_F_SUB, &T##_fields
 #define CODEC_MEMBER_(S, t, n, d) CODEC_CTYPE_##t n;
-#define CODEC_FIELD_(S, t, n, d)  {#n, CODEC_F_##t, offsetof(S, n), d},
+#define CODEC_FIELD_(S, t, n, d)  {#n, CODEC_FT_##t, offsetof(S, n), d},
 
 #define CODEC_MSG_STRUCT(S, FIELDS)                                           \
 	typedef struct S {                                                    \
@@ -131,9 +147,9 @@ char *codec_msg_doc(const codec_msgdef *defs, size_t n);
 	{                                                                     \
 		codec_msg_pack(&S##_fields, m, w);                            \
 	}                                                                     \
-	static inline int S##_unpack(const void *buf, size_t len, S *m)       \
+	static inline int S##_unpack(const void *data, size_t len, S *m)      \
 	{                                                                     \
-		return (codec_msg_unpack(&S##_fields, buf, len, m));          \
+		return (codec_msg_unpack(&S##_fields, data, len, m));         \
 	}                                                                     \
 	static inline void S##_clear(S *m)                                    \
 	{                                                                     \

@@ -966,8 +966,8 @@ MK_API void mk_result_free(mk_result **res);
  *   state: client_id, name, state, old_state, last_failure (nil or a map
  *          of stage, message, at, since), generation, tools_count, time
  *          (RFC 3339 UTC), node_id, protocol_version ("" before the
- *          first connect); snapshot true (and old_state the state
- *          itself) when mk_stream_snapshot asked for it
+ *          first connect), snapshot (true, and old_state the state
+ *          itself, when mk_stream_snapshot asked for it)
  *   tools: client_id, name, hash (SHA-256 hex of the canonical tool
  *          list), count, diff (what changed: a version's diff, JSON text)
  *   pin:   client_id, name, state (held: tool_changes hold or block held

@@ -12,6 +12,7 @@
 #include "actors/client/client.h"
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/log.h"
+#include "actors/persister_msg.h"
 #include "actors/supervisor/supervisor.h"
 #include "codec/mp.h"
 #include "mcpkeep.h"
@@ -806,27 +807,118 @@ mk_stream_snapshot(mk_runtime *rt, int timeout_ms)
 	return (rv);
 }
 
+/* copy_text: src, or "" when NULL, cut to fit. */
 static void
-copy_str(char *dst, size_t cap, const msgpack_object *o)
+copy_text(char *dst, size_t cap, const char *src)
 {
-	size_t n = 0;
-
-	if (o != NULL && o->type == MSGPACK_OBJECT_STR) {
-		n = o->via.str.size < cap - 1 ? o->via.str.size : cap - 1;
-		memcpy(dst, o->via.str.ptr, n);
-	}
-	dst[n] = '\0';
+	snprintf(dst, cap, "%s", src != NULL ? src : "");
 }
 
-/* mk_event_parse into the whole struct ev. */
+static void
+from_state(mk_event *ev, const void *m)
+{
+	const cl_state_event *e  = m;
+	const cl_failure_map *lf = e->last_failure;
+
+	copy_text(ev->client_id, sizeof(ev->client_id), e->client_id);
+	copy_text(ev->name, sizeof(ev->name), e->name);
+	copy_text(ev->state, sizeof(ev->state), e->state);
+	copy_text(ev->old_state, sizeof(ev->old_state), e->old_state);
+	if (lf != NULL) {
+		copy_text(ev->stage, sizeof(ev->stage), lf->stage);
+		copy_text(ev->message, sizeof(ev->message), lf->message);
+		copy_text(ev->at, sizeof(ev->at), lf->at);
+		copy_text(ev->since, sizeof(ev->since), lf->since);
+	}
+	ev->generation  = e->generation;
+	ev->tools_count = e->tools_count;
+	copy_text(ev->time, sizeof(ev->time), e->time);
+	copy_text(ev->node_id, sizeof(ev->node_id), e->node_id);
+	copy_text(ev->protocol_version, sizeof(ev->protocol_version),
+	          e->protocol_version);
+	ev->snapshot = e->snapshot;
+}
+
+static void
+from_list(mk_event *ev, const void *m)
+{
+	const cl_list_event *e = m;
+
+	copy_text(ev->client_id, sizeof(ev->client_id), e->client_id);
+	copy_text(ev->name, sizeof(ev->name), e->name);
+	copy_text(ev->hash, sizeof(ev->hash), e->hash);
+	ev->count = e->count;
+	copy_text(ev->diff, sizeof(ev->diff),
+	          e->diff != NULL && strlen(e->diff) >= sizeof(ev->diff)
+	                  ? "{\"truncated\": true}"
+	                  : e->diff);
+}
+
+static void
+from_pin(mk_event *ev, const void *m)
+{
+	const cl_pin_event *e = m;
+
+	copy_text(ev->client_id, sizeof(ev->client_id), e->client_id);
+	copy_text(ev->name, sizeof(ev->name), e->name);
+	copy_text(ev->state, sizeof(ev->state), e->state);
+	copy_text(ev->hash, sizeof(ev->hash), e->hash);
+	ev->count = e->count;
+	copy_text(ev->message, sizeof(ev->message), e->message);
+	copy_text(ev->time, sizeof(ev->time), e->time);
+	copy_text(ev->node_id, sizeof(ev->node_id), e->node_id);
+}
+
+static void
+from_input(mk_event *ev, const void *m)
+{
+	const cl_input_event *e = m;
+
+	copy_text(ev->client_id, sizeof(ev->client_id), e->client_id);
+	copy_text(ev->name, sizeof(ev->name), e->name);
+	copy_text(ev->request_id, sizeof(ev->request_id), e->request_id);
+	copy_text(ev->method, sizeof(ev->method), e->method);
+	copy_text(ev->state, sizeof(ev->state), e->state);
+	copy_text(ev->message, sizeof(ev->message), e->message);
+	copy_text(ev->time, sizeof(ev->time), e->time);
+	copy_text(ev->node_id, sizeof(ev->node_id), e->node_id);
+}
+
+static void
+from_store(mk_event *ev, const void *m)
+{
+	const ps_store_event *e = m;
+
+	ev->healthy = e->healthy;
+	copy_text(ev->message, sizeof(ev->message), e->error);
+}
+
+/* The state stream's events: each topic's fields (the publishers'
+ * definitions) and what of them mk_event holds. */
+static const struct {
+	const char         *topic;
+	const codec_fields *f;
+	void (*fill)(mk_event *ev, const void *m);
+} events[] = {
+        {"state", &cl_state_event_fields, from_state},
+        {"tools", &cl_list_event_fields, from_list},
+        {"lists", &cl_list_event_fields, from_list},
+        {"pin", &cl_pin_event_fields, from_pin},
+        {"input", &cl_input_event_fields, from_input},
+        {"store", &ps_store_event_fields, from_store},
+};
+
+/* mk_event_parse into the whole struct ev; a topic of a later version
+ * gives the topic alone. */
 static int
 event_parse(const void *msg, size_t len, mk_event *ev)
 {
-	const char           *body = msg;
-	size_t                tl;
-	const msgpack_object *lf;
-	mp_r                  r;
-	int                   rv;
+	const char *body = msg;
+	size_t      tl;
+	union {
+		max_align_t   align;
+		unsigned char b[CODEC_MSG_MAX];
+	} e;
 
 	memset(ev, 0, sizeof(*ev));
 	if (msg == NULL || (tl = strnlen(body, len)) == len ||
@@ -834,49 +926,19 @@ event_parse(const void *msg, size_t len, mk_event *ev)
 		return (MK_EPROTO);
 	}
 	memcpy(ev->topic, body, tl);
-	if ((rv = mp_r_open(&r, body + tl + 1, len - tl - 1)) == 0) {
-		lf = mp_get(&r, "last_failure");
-		copy_str(ev->client_id, sizeof(ev->client_id),
-		         mp_get(&r, "client_id"));
-		copy_str(ev->name, sizeof(ev->name), mp_get(&r, "name"));
-		copy_str(ev->state, sizeof(ev->state), mp_get(&r, "state"));
-		copy_str(ev->old_state, sizeof(ev->old_state),
-		         mp_get(&r, "old_state"));
-		copy_str(ev->stage, sizeof(ev->stage),
-		         mp_obj_get(lf, "stage"));
-		copy_str(ev->message, sizeof(ev->message),
-		         lf != NULL ? mp_obj_get(lf, "message")
-		                 : mp_get(&r, "message") != NULL
-		                 ? mp_get(&r, "message")
-		                 : mp_get(&r, "error"));
-		copy_str(ev->request_id, sizeof(ev->request_id),
-		         mp_get(&r, "request_id"));
-		copy_str(ev->method, sizeof(ev->method), mp_get(&r, "method"));
-		copy_str(ev->protocol_version, sizeof(ev->protocol_version),
-		         mp_get(&r, "protocol_version"));
-		copy_str(ev->at, sizeof(ev->at), mp_obj_get(lf, "at"));
-		copy_str(ev->since, sizeof(ev->since),
-		         mp_obj_get(lf, "since"));
-		copy_str(ev->time, sizeof(ev->time), mp_get(&r, "time"));
-		copy_str(ev->node_id, sizeof(ev->node_id),
-		         mp_get(&r, "node_id"));
-		copy_str(ev->hash, sizeof(ev->hash), mp_get(&r, "hash"));
-		ev->generation  = mp_int(mp_get(&r, "generation"), 0);
-		ev->tools_count = mp_int(mp_get(&r, "tools_count"), 0);
-		ev->count       = mp_int(mp_get(&r, "count"), 0);
-		ev->healthy     = mp_bool(mp_get(&r, "healthy"), false);
-		ev->snapshot    = mp_bool(mp_get(&r, "snapshot"), false);
-		const msgpack_object *d = mp_get(&r, "diff");
-		if (d != NULL && d->type == MSGPACK_OBJECT_STR &&
-		    d->via.str.size >= sizeof(ev->diff)) {
-			snprintf(ev->diff, sizeof(ev->diff),
-			         "{\"truncated\": true}");
-		} else {
-			copy_str(ev->diff, sizeof(ev->diff), d);
+	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+		if (strcmp(ev->topic, events[i].topic) == 0) {
+			if (codec_msg_unpack(events[i].f, body + tl + 1,
+			                     len - tl - 1, &e) != 0) {
+				return (MK_EPROTO);
+			}
+			events[i].fill(ev, &e);
+			codec_msg_clear(events[i].f, &e);
+			return (0);
 		}
 	}
-	mp_r_close(&r);
-	return (rv);
+	return (codec_msg_unpack(&codec_no_fields, body + tl + 1, len - tl - 1,
+	                         &e));
 }
 
 int

@@ -7,6 +7,7 @@
 #include "codec/envelope.h"
 #include "codec/mpcheck.h"
 #include "codec/msg.h"
+#include "codec/msgdef.h"
 #include "mcpkeep.h"
 #include "testutil.h"
 
@@ -334,6 +335,60 @@ mp_check_bounds(void)
 	CHECK_EQ(codec_mp_check("\x91\x91\x91\x01", 4, 64), MK_EPROTO);
 }
 
+/* A message with a nil-when-absent string and a nested map. */
+#define T_INNER_FIELDS(F, S)                                                  \
+	F(S, STR, stage, "a string")                                          \
+	F(S, SECRET, key, "a secret")
+CODEC_MSG_STRUCT(t_inner, T_INNER_FIELDS)
+CODEC_MSG_FIELDS(t_inner, T_INNER_FIELDS);
+#define T_OUTER_FIELDS(F, S)                                                  \
+	F(S, STR, name, "left out when NULL")                                 \
+	F(S, NSTR, old, "nil when NULL")                                      \
+	F(S, SUB(t_inner), inner, "nil when NULL")                            \
+	F(S, INT, n, "an int")
+CODEC_MSG_STRUCT(t_outer, T_OUTER_FIELDS)
+CODEC_MSG_FIELDS(t_outer, T_OUTER_FIELDS);
+
+static void
+nested_fields(void)
+{
+	t_inner         in  = {.stage = "connect", .key = "s3cret"};
+	t_outer         out = {.old = "healthy", .inner = &in, .n = 7}, back;
+	msgpack_sbuffer b   = codec_msg_packed(&t_outer_fields, &out);
+	mp_r            r;
+
+	/* name left out; old, inner and n there */
+	CHECK_EQ(mp_r_open(&r, b.data, b.size), 0);
+	CHECK(mp_get(&r, "name") == NULL);
+	CHECK(mp_get(&r, "inner")->type == MSGPACK_OBJECT_MAP);
+	mp_r_close(&r);
+	CHECK_EQ(t_outer_unpack(b.data, b.size, &back), 0);
+	codec_msg_wipe(&t_outer_fields, &b);
+	CHECK(back.name == NULL && strcmp(back.old, "healthy") == 0);
+	CHECK(back.inner != NULL &&
+	      strcmp(back.inner->stage, "connect") == 0 &&
+	      strcmp(back.inner->key, "s3cret") == 0 && back.n == 7);
+	t_outer_clear(&back);
+	CHECK(back.inner == NULL && back.old == NULL);
+	t_outer_clear(&back); /* twice is safe */
+
+	/* NULL: both nil, both there; a nil (or a string) where a map
+	 * belongs unpacks as NULL */
+	out = (t_outer) {0};
+	b   = codec_msg_packed(&t_outer_fields, &out);
+	CHECK_EQ(mp_r_open(&r, b.data, b.size), 0);
+	CHECK(mp_get(&r, "old")->type == MSGPACK_OBJECT_NIL);
+	CHECK(mp_get(&r, "inner")->type == MSGPACK_OBJECT_NIL);
+	mp_r_close(&r);
+	CHECK_EQ(t_outer_unpack(b.data, b.size, &back), 0);
+	CHECK(back.old == NULL && back.inner == NULL);
+	t_outer_clear(&back);
+	codec_msg_wipe(&t_outer_fields, &b);
+	CHECK_EQ(t_outer_unpack("\x81\xa5inner\xa1x", 9, &back), 0);
+	CHECK(back.inner == NULL);
+	t_outer_clear(&back);
+}
+
 int
 main(void)
 {
@@ -344,5 +399,6 @@ main(void)
 	RUN(encode_limits);
 	RUN(wrong_fields);
 	RUN(oversized_and_garbage);
+	RUN(nested_fields);
 	return (0);
 }

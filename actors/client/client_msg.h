@@ -299,6 +299,39 @@ CODEC_MSG_STRUCT(cl_inputs_msg, CL_INPUTS_FIELDS)
 	F(S, STR, node_id, "the instance")
 CODEC_MSG_STRUCT(cl_input_event, CL_INPUT_EVENT_FIELDS)
 
+/* The "state" event of the state stream: a transition (or a snapshot). */
+#define CL_FAILURE_FIELDS(F, S)                                               \
+	F(S, STR, stage, "where it failed (model/names.h)")                   \
+	F(S, STR, message, "why, one line")                                   \
+	F(S, STR, at, "when it last failed, RFC 3339 UTC")                    \
+	F(S, STR, since, "when the failures began")
+CODEC_MSG_STRUCT(cl_failure_map, CL_FAILURE_FIELDS)
+
+#define CL_STATE_EVENT_FIELDS(F, S)                                           \
+	F(S, STR, client_id, "the client")                                    \
+	F(S, STR, name, "and its name")                                       \
+	F(S, STR, state, "the state it shows now")                            \
+	F(S, NSTR, old_state, "the one before; nil: a new client's first")    \
+	F(S, SUB(cl_failure_map), last_failure, "nil, or the last failure")   \
+	F(S, INT, generation, "the connection's generation")                  \
+	F(S, INT, tools_count, "tools known")                                 \
+	F(S, STR, time, "RFC 3339 UTC")                                       \
+	F(S, STR, node_id, "the instance")                                    \
+	F(S, STR, protocol_version,                                           \
+	  "the server's MCP revision; \"\" unknown")                          \
+	F(S, BOOL, snapshot, "mk_stream_snapshot asked for it")
+CODEC_MSG_STRUCT(cl_state_event, CL_STATE_EVENT_FIELDS)
+
+/* The "tools" event (a tool list's real change) and the "lists" event
+ * (prompts, resources and templates: one hash of the three). */
+#define CL_LIST_EVENT_FIELDS(F, S)                                            \
+	F(S, STR, client_id, "the client")                                    \
+	F(S, STR, name, "and its name")                                       \
+	F(S, STR, hash, "SHA-256 hex of the canonical list")                  \
+	F(S, INT, count, "how many")                                          \
+	F(S, STR, diff, "tools: what changed (a version's diff), JSON text")
+CODEC_MSG_STRUCT(cl_list_event, CL_LIST_EVENT_FIELDS)
+
 /* The "pin" event of the state stream: tool_changes hold/block held
  * tools of a new list back, or the list was approved or rejected. */
 #define CL_PIN_EVENT_FIELDS(F, S)                                             \

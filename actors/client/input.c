@@ -89,12 +89,9 @@ publish(client *cl, const cl_input *in, const char *state)
 	        .time       = kn_rfc3339(ts, sizeof(ts)),
 	        .node_id    = (char *)cl->node_id,
 	};
-	mp_w w;
 
-	mp_w_init(&w);
-	cl_input_event_pack(&ev, &w);
-	kn_stream_publish(cl->stream, "input", w.sb.data, w.sb.size);
-	mp_w_fini(&w);
+	kn_stream_publish_msg(cl->stream, "input",
+	                      CODEC_OF(cl_input_event, &ev));
 }
 
 /* Takes in out of the list and frees it, saying why on the stream. */

@@ -34,10 +34,10 @@ declared(mcp_session *s, mcp_list_kind k)
 static void
 publish(client *cl)
 {
-	json_t *all = json_array();
-	char    hash[TOOLS_HASH_HEX];
-	int64_t n = 0;
-	mp_w    w;
+	json_t       *all = json_array();
+	char          hash[TOOLS_HASH_HEX];
+	int64_t       n = 0;
+	cl_list_event ev;
 
 	for (int k = MCP_LIST_PROMPTS; all != NULL && k < MCP_LIST_KINDS;
 	     k++) {
@@ -52,14 +52,14 @@ publish(client *cl)
 		return;
 	}
 	json_decref(all);
-	mp_w_init(&w);
-	mp_map(&w, 4);
-	mp_kv_str(&w, "client_id", cl->cfg->id);
-	mp_kv_str(&w, "name", cl->cfg->name);
-	mp_kv_str(&w, "hash", hash);
-	mp_kv_int(&w, "count", n);
-	kn_stream_publish(cl->stream, "lists", w.sb.data, w.sb.size);
-	mp_w_fini(&w);
+	ev = (cl_list_event) {
+	        .client_id = cl->cfg->id,
+	        .name      = cl->cfg->name,
+	        .hash      = hash,
+	        .count     = n,
+	};
+	kn_stream_publish_msg(cl->stream, "lists",
+	                      CODEC_OF(cl_list_event, &ev));
 }
 
 /* A list changed: the view and the stream hear of it. */

@@ -97,13 +97,9 @@ publish(client *cl, const char *state, const char *digest)
 	        .time      = kn_rfc3339(ts, sizeof(ts)),
 	        .node_id   = (char *)cl->node_id,
 	};
-	mp_w w;
 
 	held_line(cl, line, sizeof(line));
-	mp_w_init(&w);
-	cl_pin_event_pack(&ev, &w);
-	kn_stream_publish(cl->stream, "pin", w.sb.data, w.sb.size);
-	mp_w_fini(&w);
+	kn_stream_publish_msg(cl->stream, "pin", CODEC_OF(cl_pin_event, &ev));
 }
 
 /* The fields of reviewed in which t differs from a, as an array. */

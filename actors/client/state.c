@@ -22,20 +22,6 @@
 /* ---- the stream and the view ---------------------------------------------
  */
 
-static void
-pack_failure(client *cl, mp_w *w)
-{
-	if (!cl->lf_set) {
-		msgpack_pack_nil(&w->pk);
-		return;
-	}
-	mp_map(w, 4);
-	mp_kv_str(w, "stage", cl->lf_stage);
-	mp_kv_str(w, "message", cl->lf_message);
-	mp_kv_str(w, "at", cl->lf_at);
-	mp_kv_str(w, "since", cl->lf_since);
-}
-
 /* The state shown: per-user clients project a dead admin (discovery)
  * credential as needs_reauth over healthy and unstable - shown on the
  * list and the stream, never the runtime's own state (calls go on). */
@@ -52,28 +38,32 @@ cl_shown_state(const client *cl)
 static void
 publish_state(client *cl, cl_state old, bool snapshot)
 {
-	char ts[32];
-	mp_w w;
+	char           ts[32];
+	cl_failure_map lf = {
+	        .stage   = cl->lf_stage,
+	        .message = cl->lf_message,
+	        .at      = cl->lf_at,
+	        .since   = cl->lf_since,
+	};
+	cl_state_event ev = {
+	        .client_id = cl->cfg->id,
+	        .name      = cl->cfg->name,
+	        .state     = (char *)cl_state_name(cl_shown_state(cl)),
+	        /* nil: a new client's first state */
+	        .old_state        = cl->announced || snapshot
+	                       ? (char *)cl_state_name(old)
+	                       : NULL,
+	        .last_failure     = cl->lf_set ? &lf : NULL,
+	        .generation       = (int64_t)cl->gen,
+	        .tools_count      = (int64_t)json_array_size(cl->tools),
+	        .time             = kn_rfc3339(ts, sizeof(ts)),
+	        .node_id          = (char *)cl->node_id,
+	        .protocol_version = cl->version, /* "" unknown */
+	        .snapshot         = snapshot,
+	};
 
-	mp_w_init(&w);
-	mp_map(&w, snapshot ? 11 : 10);
-	mp_kv_str(&w, "client_id", cl->cfg->id);
-	mp_kv_str(&w, "name", cl->cfg->name);
-	mp_kv_str(&w, "state", cl_state_name(cl_shown_state(cl)));
-	mp_key(&w, "old_state"); /* nil: a new client's first state */
-	mp_str(&w, cl->announced || snapshot ? cl_state_name(old) : NULL);
-	mp_key(&w, "last_failure");
-	pack_failure(cl, &w);
-	mp_kv_int(&w, "generation", (int64_t)cl->gen);
-	mp_kv_int(&w, "tools_count", (int64_t)json_array_size(cl->tools));
-	mp_kv_str(&w, "time", kn_rfc3339(ts, sizeof(ts)));
-	mp_kv_str(&w, "node_id", cl->node_id);
-	mp_kv_str(&w, "protocol_version", cl->version); /* "" unknown */
-	if (snapshot) {
-		mp_kv_bool(&w, "snapshot", true);
-	}
-	kn_stream_publish(cl->stream, "state", w.sb.data, w.sb.size);
-	mp_w_fini(&w);
+	kn_stream_publish_msg(cl->stream, "state",
+	                      CODEC_OF(cl_state_event, &ev));
 }
 
 /* Keeps a transition in the history (its failure when it has one). */
@@ -568,9 +558,9 @@ cl_pass(client *cl)
 void
 cl_set_tools(client *cl, json_t *tools)
 {
-	char    hash[TOOLS_HASH_HEX], *diff;
-	json_t *version;
-	mp_w    w;
+	char          hash[TOOLS_HASH_HEX], *diff;
+	json_t       *version;
+	cl_list_event ev;
 
 	if (tools_hash(tools, hash) != 0 || strcmp(hash, cl->hash) == 0) {
 		cl->empties = 0;
@@ -596,19 +586,17 @@ cl_set_tools(client *cl, json_t *tools)
 	memcpy(cl->hash, hash, sizeof(hash));
 	cl_cache_listed(cl);
 	cl_pin_listed(cl);
-	mp_w_init(&w);
-	mp_map(&w, diff != NULL ? 5 : 4);
-	mp_kv_str(&w, "client_id", cl->cfg->id);
-	mp_kv_str(&w, "name", cl->cfg->name);
-	mp_kv_str(&w, "hash", cl->hash);
-	mp_kv_int(&w, "count", (int64_t)json_array_size(tools));
-	if (diff != NULL) {
-		mp_kv_str(&w, "diff", diff);
-	}
-	free(diff);
+	ev = (cl_list_event) {
+	        .client_id = cl->cfg->id,
+	        .name      = cl->cfg->name,
+	        .hash      = cl->hash,
+	        .count     = (int64_t)json_array_size(tools),
+	        .diff      = diff,
+	};
 	cl_push_view(cl);
-	kn_stream_publish(cl->stream, "tools", w.sb.data, w.sb.size);
-	mp_w_fini(&w);
+	kn_stream_publish_msg(cl->stream, "tools",
+	                      CODEC_OF(cl_list_event, &ev));
+	free(diff);
 	if (cl->ps != NULL) {
 		ps_tools_msg m = {.id      = cl->cfg->id,
 		                  .hash    = cl->hash,

@@ -97,3 +97,15 @@ kn_stream_publish(kn_stream *s, const char *topic, const void *body,
 	}
 	return (0);
 }
+
+int
+kn_stream_publish_msg(kn_stream *s, const char *topic, const codec_fields *f,
+                      const void *m)
+{
+	msgpack_sbuffer b = codec_msg_packed(f, m);
+	int             rv;
+
+	rv = kn_stream_publish(s, topic, b.data, b.size);
+	codec_msg_wipe(f, &b);
+	return (rv);
+}

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codec/msgdef.h"
+
 typedef struct kn_stream kn_stream;
 
 /* kn_stream_open listens on url and on each extra url (NULL-terminated,
@@ -31,5 +33,10 @@ void kn_stream_close(kn_stream **sp);
  * MK_ENOMEM; a subscriber-side drop is not an error. */
 int kn_stream_publish(kn_stream *s, const char *topic, const void *body,
                       size_t len);
+
+/* kn_stream_publish_msg sends the event m, a struct of the fields f
+ * (codec/msgdef.h), as the body. */
+int kn_stream_publish_msg(kn_stream *s, const char *topic,
+                          const codec_fields *f, const void *m);
 
 #endif /* KN_STREAM_H */
