@@ -23,6 +23,7 @@
 
 #include "codec/clock.h"
 #include "mcpkeep.h"
+#include "persist/ddl.h"
 #include "persist/store_impl.h"
 
 #define PG_VERSION 3 /* the schema this build writes */
@@ -91,32 +92,19 @@ static const char *const migrations[] = {
         " lease_owner TEXT,"
         " lease_until TIMESTAMPTZ,"
         " lease_gen BIGINT NOT NULL DEFAULT 0,"
-        " PRIMARY KEY (client_id, mode, identity));"
-        "CREATE TABLE oauth_flows ("
-        " state TEXT PRIMARY KEY,"
-        " client_id TEXT NOT NULL,"
-        " mode TEXT NOT NULL,"
-        " identity TEXT NOT NULL DEFAULT '',"
+        " PRIMARY KEY (client_id, mode, identity));" DDL_OAUTH_FLOWS
         " pkce_verifier BYTEA NOT NULL,"
-        " redirect_uri TEXT NOT NULL,"
-        " status TEXT NOT NULL CHECK (status IN ('pending','claiming')),"
+        " redirect_uri TEXT NOT NULL," DDL_FLOW_STATUS
         " expires_at BIGINT NOT NULL,"
         " data TEXT,"
         " created_at BIGINT NOT NULL);"
-        "CREATE TABLE header_credentials ("
-        " client_id TEXT NOT NULL,"
-        " mode TEXT NOT NULL,"
-        " identity TEXT NOT NULL,"
+        "CREATE TABLE header_credentials (" DDL_CALLER
         " headers BYTEA NOT NULL,"
         " status TEXT NOT NULL CHECK (status IN ('active','needs_update')),"
         " updated_at BIGINT NOT NULL,"
         " PRIMARY KEY (client_id, mode, identity));"
         "CREATE TABLE header_flows ("
-        " id TEXT PRIMARY KEY,"
-        " client_id TEXT NOT NULL,"
-        " mode TEXT NOT NULL,"
-        " identity TEXT NOT NULL,"
-        " status TEXT NOT NULL CHECK (status IN ('pending','claiming')),"
+        " id TEXT PRIMARY KEY," DDL_CALLER DDL_FLOW_STATUS
         " expires_at BIGINT NOT NULL,"
         " data TEXT,"
         " created_at BIGINT NOT NULL);"

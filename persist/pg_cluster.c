@@ -267,12 +267,7 @@ lease_key(store *s, store_table t, json_t *key, const char **v)
 	if (s->node == NULL) {
 		return (store_failf(s, MK_EINVAL, "no node id set"));
 	}
-	for (unsigned k = 0; k < d->nkey; k++) {
-		if ((v[k] = store_key_col(s, d, key, k)) == NULL) {
-			return (MK_EINVAL);
-		}
-	}
-	return (0);
+	return (store_key_cols(s, d, key, v));
 }
 
 int

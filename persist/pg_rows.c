@@ -450,9 +450,7 @@ each_client(store *s, PGresult *r, store_client_fn fn, void *arg,
 		store_client_aad(aad, sizeof(aad), id);
 		if ((rv = column_secret(s, r, i, 2, aad, &config)) != 0 ||
 		    config == NULL) {
-			store_client_unopened(s, rv, id, name);
-			(*skipped)++;
-			rv = rv == MK_ENOMEM ? rv : 0;
+			rv = store_client_skip(s, rv, id, name, skipped);
 			continue;
 		}
 		rv = fn(arg, id, name, config,
@@ -563,20 +561,11 @@ pg_row_put(store *s, store_table t, json_t *row)
 	return (run_done(s, name, &a, "writing a credential row"));
 }
 
-/* t's key columns of key, as a's first parameters. */
-static int
-args_key(store *s, store_table t, pgargs *a, json_t *key)
+/* A key column as the next parameter (store_key_bind). */
+static void
+arg_key(void *a, unsigned k, const char *v)
 {
-	const tabledef *d = &store_tables[t];
-
-	for (unsigned k = 0; k < d->nkey; k++) {
-		const char *v = store_key_col(s, d, key, k);
-		if (v == NULL) {
-			return (MK_EINVAL);
-		}
-		pg_arg_text(a, v);
-	}
-	return (0);
+	pg_arg_text(a, v);
 }
 
 int
@@ -586,7 +575,7 @@ pg_row_del(store *s, store_table t, json_t *key)
 	char   name[32];
 	int    rv;
 
-	if ((rv = args_key(s, t, &a, key)) != 0) {
+	if ((rv = store_key_bind(s, t, key, arg_key, &a)) != 0) {
 		return (rv);
 	}
 	tname(name, sizeof(name), t, "del");
@@ -646,7 +635,7 @@ pg_row_get(store *s, store_table t, json_t *key, json_t **row)
 	char      name[32];
 	int       rv, bad;
 
-	if ((rv = args_key(s, t, &a, key)) != 0) {
+	if ((rv = store_key_bind(s, t, key, arg_key, &a)) != 0) {
 		return (rv);
 	}
 	tname(name, sizeof(name), t, "get");

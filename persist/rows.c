@@ -140,9 +140,7 @@ sq_clients_each(store *s, store_client_fn fn, void *arg, unsigned *skipped)
 		store_client_aad(aad, sizeof(aad), id);
 		if ((rv = sq_column_secret(s, q, 2, aad, &config)) != 0 ||
 		    config == NULL) {
-			store_client_unopened(s, rv, id, name);
-			(*skipped)++;
-			rv = rv == MK_ENOMEM ? rv : 0;
+			rv = store_client_skip(s, rv, id, name, skipped);
 			continue;
 		}
 		rv = fn(arg, id, name, config,
@@ -211,21 +209,11 @@ sq_row_put(store *s, store_table t, json_t *row)
 	return (step_done(s, q, "writing a credential row"));
 }
 
-/* Binds t's key columns of key to q's first slots. */
-static int
-bind_key(store *s, store_table t, sqlite3_stmt *q, json_t *key)
+/* A key column to its slot of q (store_key_bind). */
+static void
+bind_key(void *q, unsigned k, const char *v)
 {
-	const tabledef *d = &store_tables[t];
-
-	for (unsigned k = 0; k < d->nkey; k++) {
-		const char *v = store_key_col(s, d, key, k);
-		if (v == NULL) {
-			sqlite3_clear_bindings(q);
-			return (MK_EINVAL);
-		}
-		sqlite3_bind_text(q, (int)k + 1, v, -1, SQLITE_TRANSIENT);
-	}
-	return (0);
+	sqlite3_bind_text(q, (int)k + 1, v, -1, SQLITE_TRANSIENT);
 }
 
 int
@@ -234,7 +222,7 @@ sq_row_del(store *s, store_table t, json_t *key)
 	sqlite3_stmt *q = s->rs[t][RS_DEL];
 	int           rv;
 
-	if ((rv = bind_key(s, t, q, key)) != 0) {
+	if ((rv = store_key_bind(s, t, key, bind_key, q)) != 0) {
 		return (rv);
 	}
 	return (step_done(s, q, "deleting a credential row"));
@@ -296,7 +284,7 @@ sq_row_get(store *s, store_table t, json_t *key, json_t **row)
 	sqlite3_stmt *q = s->rs[t][RS_GET];
 	int           rc, bad, rv;
 
-	if ((rv = bind_key(s, t, q, key)) != 0) {
+	if ((rv = store_key_bind(s, t, key, bind_key, q)) != 0) {
 		return (rv);
 	}
 	if ((rc = sqlite3_step(q)) == SQLITE_ROW) {

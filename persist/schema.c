@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "mcpkeep.h"
+#include "persist/ddl.h"
 #include "persist/store_impl.h"
 
 /* Migration i brings the schema from version i to i + 1. */
@@ -41,31 +42,18 @@ static const char *const migrations[] = {
         " last_refreshed INTEGER,"
         " status TEXT NOT NULL CHECK (status IN ('active','needs_reauth')),"
         " updated_at INTEGER NOT NULL,"
-        " PRIMARY KEY (client_id, mode, identity));"
-        "CREATE TABLE oauth_flows ("
-        " state TEXT PRIMARY KEY,"
-        " client_id TEXT NOT NULL,"
-        " mode TEXT NOT NULL,"
-        " identity TEXT NOT NULL DEFAULT '',"
+        " PRIMARY KEY (client_id, mode, identity));" DDL_OAUTH_FLOWS
         " pkce_verifier BLOB NOT NULL,"
-        " redirect_uri TEXT NOT NULL,"
-        " status TEXT NOT NULL CHECK (status IN ('pending','claiming')),"
+        " redirect_uri TEXT NOT NULL," DDL_FLOW_STATUS
         " expires_at INTEGER NOT NULL,"
         " created_at INTEGER NOT NULL);"
-        "CREATE TABLE header_credentials ("
-        " client_id TEXT NOT NULL,"
-        " mode TEXT NOT NULL,"
-        " identity TEXT NOT NULL,"
+        "CREATE TABLE header_credentials (" DDL_CALLER
         " headers BLOB NOT NULL,"
         " status TEXT NOT NULL CHECK (status IN ('active','needs_update')),"
         " updated_at INTEGER NOT NULL,"
         " PRIMARY KEY (client_id, mode, identity));"
         "CREATE TABLE header_flows ("
-        " id TEXT PRIMARY KEY,"
-        " client_id TEXT NOT NULL,"
-        " mode TEXT NOT NULL,"
-        " identity TEXT NOT NULL,"
-        " status TEXT NOT NULL CHECK (status IN ('pending','claiming')),"
+        " id TEXT PRIMARY KEY," DDL_CALLER DDL_FLOW_STATUS
         " expires_at INTEGER NOT NULL,"
         " created_at INTEGER NOT NULL);",
         /* 1 -> 2 */

@@ -151,21 +151,29 @@ typedef struct store_sql {
 	char     set[768];   /* "c = excluded.c" (and the stamp) */
 } store_sql;
 void store_sql_lists(const tabledef *d, char mark, store_sql *q);
-/* store_key_col is key's value of d's key column k, or NULL with the
- * error recorded (MK_EINVAL). */
-const char *store_key_col(store *s, const tabledef *d, json_t *key,
-                          unsigned k);
+/* store_key_cols fills v[0..d->nkey) with key's values of d's key
+ * columns: 0, or MK_EINVAL with the error recorded (one is missing). */
+#define STORE_KEY_MAX 3 /* key columns of a table at most */
+int store_key_cols(store *s, const tabledef *d, json_t *key, const char **v);
+/* store_key_bind hands t's key columns of key to bind, in order (k from
+ * 0): a backend's statement parameters.  0 or MK_EINVAL (none bound). */
+int store_key_bind(store *s, store_table t, json_t *key,
+                   void (*bind)(void *arg, unsigned k, const char *v),
+                   void *arg);
 /* store_client_aad writes the additional data a client's sealed config
  * is bound to (store_row_key is a credential row's). */
 void store_client_aad(char *aad, size_t len, const char *id);
-/* store_unopened and store_client_unopened record why a sealed column's
- * value was refused - rv, store_open_value's: MK_EINVAL plain in a
- * sealed store, else it does not open - naming the row (of table by its
- * first key, a client by id and name) and the column, never the value:
- * return MK_EPROTO. */
+/* store_unopened records why a sealed column's value was refused - rv,
+ * store_open_value's: MK_EINVAL plain in a sealed store, else it does
+ * not open - naming the row (of table by its first key) and the column,
+ * never the value: returns MK_EPROTO.  store_client_skip records the
+ * same of a stored client's config (named by id and name), counts it in
+ * *skipped, and returns what the reading goes on with: 0, or MK_ENOMEM,
+ * which ends it. */
 int store_unopened(store *s, int rv, const char *table, const char *key,
                    const char *col);
-int store_client_unopened(store *s, int rv, const char *id, const char *name);
+int store_client_skip(store *s, int rv, const char *id, const char *name,
+                      unsigned *skipped);
 
 /* rekey.c */
 /* store_key_setup sets up the seal key at open (store.h: Sealing):

@@ -3,6 +3,7 @@
  * definitions (credentials, tool approvals), their keys, and the
  * additional data a sealed value is bound to (see store.h: Sealing).
  */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -137,18 +138,22 @@ store_unopened(store *s, int rv, const char *table, const char *key,
 }
 
 int
-store_client_unopened(store *s, int rv, const char *id, const char *name)
+store_client_skip(store *s, int rv, const char *id, const char *name,
+                  unsigned *skipped)
 {
 	if (rv == MK_EINVAL) {
-		return (store_failf(
+		store_failf(
 		        s, MK_EPROTO,
 		        "mcp_clients row %s (client %s): config is not sealed, in a sealed store (written around mcpkeep): refused",
-		        id, name));
+		        id, name);
+	} else {
+		store_failf(
+		        s, MK_EPROTO,
+		        "client %s: its stored config does not open with this key (tampered, or moved from another row)",
+		        name);
 	}
-	return (store_failf(
-	        s, MK_EPROTO,
-	        "client %s: its stored config does not open with this key (tampered, or moved from another row)",
-	        name));
+	(*skipped)++;
+	return (rv == MK_ENOMEM ? rv : 0);
 }
 
 void
@@ -183,14 +188,33 @@ store_sql_lists(const tabledef *d, char mark, store_sql *q)
 	store_key_list(d, q->keys, sizeof(q->keys));
 }
 
-const char *
-store_key_col(store *s, const tabledef *d, json_t *key, unsigned k)
+int
+store_key_cols(store *s, const tabledef *d, json_t *key, const char **v)
 {
-	const char *v = json_string_value(json_object_get(key, d->cols[k]));
-
-	if (v == NULL) {
-		store_failf(s, MK_EINVAL, "%s: key column %s missing", d->name,
-		            d->cols[k]);
+	assert(d->nkey <= STORE_KEY_MAX);
+	for (unsigned k = 0; k < d->nkey; k++) {
+		v[k] = json_string_value(json_object_get(key, d->cols[k]));
+		if (v[k] == NULL) {
+			return (store_failf(s, MK_EINVAL,
+			                    "%s: key column %s missing",
+			                    d->name, d->cols[k]));
+		}
 	}
-	return (v);
+	return (0);
+}
+
+int
+store_key_bind(store *s, store_table t, json_t *key,
+               void (*bind)(void *arg, unsigned k, const char *v), void *arg)
+{
+	const tabledef *d = &store_tables[t];
+	const char     *v[STORE_KEY_MAX];
+
+	if (store_key_cols(s, d, key, v) != 0) {
+		return (MK_EINVAL);
+	}
+	for (unsigned k = 0; k < d->nkey; k++) {
+		bind(arg, k, v[k]);
+	}
+	return (0);
 }

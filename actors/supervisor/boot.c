@@ -605,6 +605,27 @@ file_clients(const cfg_file *f)
 	return (by);
 }
 
+/* The config file text parsed, or NULL when it is not one: the ask corr
+ * is answered why. */
+static cfg_file *
+file_parsed(kn_actor *self, const char *text, uint64_t corr)
+{
+	char      err[CFG_ERR_MAX];
+	cfg_file *f;
+	int       rv;
+
+	if (text == NULL) {
+		kn_reply_why(self, corr, MK_EINVAL, "no config text");
+		return (NULL);
+	}
+	if ((rv = cfg_file_parse(text, strlen(text), &f, err, sizeof(err))) !=
+	    0) {
+		kn_reply_why(self, corr, rv, "%s", err);
+		return (NULL);
+	}
+	return (f);
+}
+
 int
 sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg, sv_load_msg *m)
 {
@@ -613,20 +634,13 @@ sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg, sv_load_msg *m)
 	char    **tools;
 	load     *ld;
 	uint64_t  corr = kn_defer(msg);
-	int       rv;
 
 	if (m->restore != NULL) {
 		restore(self, sv, m->restore, corr);
 		return (0);
 	}
-	if (m->file == NULL) {
-		kn_reply_why(self, corr, MK_EINVAL, "no config text");
-		return (0);
-	}
-	rv = cfg_file_parse(m->file, strlen(m->file), &f, err, sizeof(err));
-	if (rv != 0) {
-		kn_reply_why(self, corr, rv, "%s", err);
-		return (0);
+	if ((f = file_parsed(self, m->file, corr)) == NULL) {
+		return (0); /* answered */
 	}
 	/* all checks before anything changes */
 	for (size_t i = 0; i < f->nclients; i++) {
@@ -836,22 +850,14 @@ reload_add(kn_actor *self, sv_self *sv, entry *e, cfg_client *c, json_t *was,
 int
 sv_on_reload(kn_actor *self, sv_self *sv, kn_msg *msg, sv_file_msg *m)
 {
-	char        err[CFG_ERR_MAX];
 	uint64_t    corr = kn_defer(msg);
 	cfg_file   *f;
 	json_t     *old, *now, *c;
 	const char *name;
 	load       *ld;
-	int         rv;
 
-	if (m->file == NULL) {
-		kn_reply_why(self, corr, MK_EINVAL, "no config text");
-		return (0);
-	}
-	rv = cfg_file_parse(m->file, strlen(m->file), &f, err, sizeof(err));
-	if (rv != 0) {
-		kn_reply_why(self, corr, rv, "%s", err);
-		return (0);
+	if ((f = file_parsed(self, m->file, corr)) == NULL) {
+		return (0); /* answered */
 	}
 	if ((ld = calloc(1, sizeof(*ld))) == NULL ||
 	    (now = file_clients(f)) == NULL) {
