@@ -209,7 +209,8 @@ static void *
 api_worker(void *arg)
 {
 	worker *w = arg;
-	mk_call c = {.client    = "api",
+	mk_call c = {.size      = sizeof(mk_call),
+	             .client    = "api",
 	             .tool      = "echo",
 	             .arguments = "{\"message\": \"hi\"}"};
 

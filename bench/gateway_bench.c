@@ -52,7 +52,10 @@ static void *
 api_worker(void *arg)
 {
 	run    *r = arg;
-	mk_call c = {.client = "b", .tool = "echo", .arguments = "{}"};
+	mk_call c = {.size      = sizeof(mk_call),
+	             .client    = "b",
+	             .tool      = "echo",
+	             .arguments = "{}"};
 	int     i;
 
 	while ((i = take(r)) >= 0) {

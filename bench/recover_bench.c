@@ -44,7 +44,8 @@ p50(int64_t *v, int n)
 static int64_t
 one(mk_runtime *rt, const char *client, const char *user)
 {
-	mk_call    c   = {.client    = client,
+	mk_call    c   = {.size      = sizeof(mk_call),
+	                  .client    = client,
 	                  .tool      = "counted_readonly",
 	                  .arguments = "{}",
 	                  .user_id   = user};
@@ -153,7 +154,8 @@ main(void)
 	fan  f  = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
 	long r0 = by_grant("refresh_token");
 	int64_t g0 = generation(rt, "shared");
-	mk_call c  = {.client    = "shared",
+	mk_call c  = {.size      = sizeof(mk_call),
+	              .client    = "shared",
 	              .tool      = "counted_readonly",
 	              .arguments = "{}"};
 	as_admin("/admin/revoke-all", "{}");

@@ -219,22 +219,24 @@ route_tool_execute(req *r, const char *id, json_t *body)
 	}
 	memcpy(cc->client, client, cl + 1);
 	memcpy(cc->client + cl + 1, tool, tl + 1);
-	cc->tool  = cc->client + cl + 1;
-	cc->r     = r;
-	cc->t0    = answer_mono_ns();
-	atext     = args != NULL ? json_dumps(args, JSON_COMPACT) : NULL;
-	mk_call c = {
-	        .client        = client,
-	        .tool          = tool,
-	        .arguments     = atext,
-	        .timeout_ms    = to != NULL ? (int)json_integer_value(to) : 0,
-	        .user_id       = mode != NULL && mode[0] == 'u' ? who : NULL,
-	        .virtual_key   = mode != NULL && mode[0] == 'v' ? who : NULL,
-	        .session_id    = mode != NULL && mode[0] == 's' ? who : NULL,
-	        .subject_token = r->bearer,
-	        .requester     = route_requester(r)};
+	cc->tool   = cc->client + cl + 1;
+	cc->r      = r;
+	cc->t0     = answer_mono_ns();
+	atext      = args != NULL ? json_dumps(args, JSON_COMPACT) : NULL;
 	mk_trace t = {.traceparent = r->trace[0], .tracestate = r->trace[1]};
-	rc         = mk_tool_call_async_traced(D.rt, &c, &t, on_tool, cc);
+	mk_call  c = {
+	         .size          = sizeof(mk_call),
+	         .client        = client,
+	         .tool          = tool,
+	         .arguments     = atext,
+	         .timeout_ms    = to != NULL ? (int)json_integer_value(to) : 0,
+	         .user_id       = mode != NULL && mode[0] == 'u' ? who : NULL,
+	         .virtual_key   = mode != NULL && mode[0] == 'v' ? who : NULL,
+	         .session_id    = mode != NULL && mode[0] == 's' ? who : NULL,
+	         .subject_token = r->bearer,
+	         .requester     = route_requester(r),
+	         .trace         = &t};
+	rc = mk_tool_call_async(D.rt, &c, on_tool, cc);
 	free(atext);
 	if (rc != 0) {
 		call_audit(r, cc->client, cc->tool, USAGE_REFUSED, cc->t0);

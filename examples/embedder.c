@@ -131,7 +131,8 @@ main(int argc, char **argv)
 		        name, HEALTHY_WAIT_MS);
 		goto out;
 	}
-	mk_call call = {.client    = name,
+	mk_call call = {.size      = sizeof(mk_call),
+	                .client    = name,
 	                .tool      = argv[2],
 	                .arguments = argc > 3 ? argv[3] : NULL,
 	                .user_id   = argc > 4 ? argv[4] : NULL};

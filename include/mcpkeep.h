@@ -19,16 +19,17 @@
  * ABI rules: a program built against this header keeps working with a
  * later libmcpkeep.so: functions and result codes are only added.  The
  * structs the caller allocates and passes in - mk_options, mk_stats,
- * mk_event - begin with `size_t size`, the caller's sizeof of the
- * struct as its header declares it (mk_options_init(&o, sizeof(o)),
- * MK_STATS_INIT and MK_EVENT_INIT set it); later versions only append
+ * mk_event, mk_call, mk_call_how - begin with `size_t size`, the
+ * caller's sizeof of the struct as its header declares it
+ * (mk_options_init(&o, sizeof(o)), MK_STATS_INIT, MK_EVENT_INIT,
+ * MK_CALL_INIT and MK_CALL_HOW_INIT set it); later versions only append
  * fields to them.  The library reads and writes the first `size` bytes
  * and nothing past them: options past the caller's size take their
  * defaults, counters and event fields past it are not written.  A size
  * below sizeof(size_t) or above this library's sizeof (a program built
- * against a newer header) is MK_EINVAL.  mk_call keeps its layout (new
- * call parameters come as a new function); mk_result is allocated by
- * the library, whose later versions may append fields to it.
+ * against a newer header) is MK_EINVAL.  mk_result is allocated by the
+ * library, whose later versions may append fields to it.  What is
+ * deprecated stays, in the block at the end of this header.
  *
  * libcurl: mk_runtime_open takes one reference to libcurl's global state
  * (curl_global_init) before the runtime starts a thread, and
@@ -748,8 +749,24 @@ MK_API int mk_client_tools_approve(mk_runtime *rt, const char *name,
 MK_API int mk_client_tools_reject(mk_runtime *rt, const char *name,
                                   const char *digest, char **err);
 
-/* A tool call. */
+/*
+ * The W3C Trace Context of a call (the values of its traceparent and
+ * tracestate headers): a 2026-07-28 server gets them in the request's
+ * _meta.  A traceparent that is not "00-<32 hex>-<16 hex>-<2 hex>" (ids
+ * not all zero), or a tracestate over 512 bytes or with a character
+ * that is not printable ASCII, is dropped: never forwarded.  Either may
+ * be NULL.
+ */
+typedef struct mk_trace {
+	const char *traceparent;
+	const char *tracestate;
+} mk_trace;
+
+/* A call: declare with MK_CALL_INIT, or set .size = sizeof(mk_call) (the
+ * ABI rules above). */
 typedef struct mk_call {
+	size_t size;            /* sizeof(mk_call) as the caller's header
+	                         * declares it */
 	const char *client;     /* client name or client_id */
 	const char *tool;       /* tool name */
 	const char *arguments;  /* JSON object text, or NULL for {} */
@@ -774,8 +791,13 @@ typedef struct mk_call {
 	 * 0 when the server gave none, message NULL when it gave none. */
 	void (*progress)(void *arg, double progress, double total,
 	                 const char *message);
-	void *progress_arg;
+	void           *progress_arg;
+	const mk_trace *trace; /* its trace context, or NULL */
 } mk_call;
+#define MK_CALL_INIT                                                          \
+	{                                                                     \
+		.size = sizeof(mk_call)                                       \
+	}
 
 /*
  * mk_input_answer answers the request request_id waiting on client (see
@@ -851,42 +873,16 @@ MK_API int mk_tool_call_async(mk_runtime *rt, const mk_call *call,
                               mk_done_fn fn, void *arg);
 
 /*
- * The W3C Trace Context of a call (the values of its traceparent and
- * tracestate headers): a 2026-07-28 server gets them in the request's
- * _meta.  A traceparent that is not "00-<32 hex>-<16 hex>-<2 hex>" (ids
- * not all zero), or a tracestate over 512 bytes or with a character
- * that is not printable ASCII, is dropped: never forwarded.  Either may
- * be NULL.
- */
-typedef struct mk_trace {
-	const char *traceparent;
-	const char *tracestate;
-} mk_trace;
-
-/* mk_tool_call and mk_tool_call_async with a trace context (NULL: none,
- * as the plain calls). */
-MK_API int mk_tool_call_traced(mk_runtime *rt, const mk_call *call,
-                               const mk_trace *trace, mk_result **res);
-MK_API int mk_tool_call_async_traced(mk_runtime *rt, const mk_call *call,
-                                     const mk_trace *trace, mk_done_fn fn,
-                                     void *arg);
-
-/*
- * mk_tool_call_start is mk_tool_call_async_traced that names the call:
- * *ticket (never 0; may be NULL) is what mk_tool_call_cancel takes.
- *
  * mk_tool_call_cancel gives up on the call ticket of client (its name or
- * client_id, as in the call): a call the server has is cancelled there
- * (notifications/cancelled with reason, or "by the caller"); one not
- * sent yet - waiting for a slot, a connection, a credential - never is.
- * Its fn runs once as always: with MK_ECLOSED and error_kind
- * "cancelled", or with its answer when that came first.  The tool may
- * have run (a server may finish before it hears).  Any thread; returns
- * MK_OK (asked), MK_ENOENT (no such client), MK_EINVAL, MK_EHANDLE.
+ * client_id, as in the call) - mk_call_start's ticket: a call the server
+ * has is cancelled there (notifications/cancelled with reason, or "by
+ * the caller"); one not sent yet - waiting for a slot, a connection, a
+ * credential - never is.  Its fn runs once as always: with MK_ECLOSED
+ * and error_kind "cancelled", or with its answer when that came first.
+ * The tool may have run (a server may finish before it hears).  Any
+ * thread; returns MK_OK (asked), MK_ENOENT (no such client), MK_EINVAL,
+ * MK_EHANDLE.
  */
-MK_API int mk_tool_call_start(mk_runtime *rt, const mk_call *call,
-                              const mk_trace *trace, mk_done_fn fn, void *arg,
-                              uint64_t *ticket);
 MK_API int mk_tool_call_cancel(mk_runtime *rt, const char *client,
                                uint64_t ticket, const char *reason);
 
@@ -902,8 +898,9 @@ MK_API int mk_tool_call_cancel(mk_runtime *rt, const char *client,
  * is the server's (GetPromptResult, ReadResourceResult) as it sent it.
  * The lists are in the client list (mk_clients_json: "prompts",
  * "resources", "resource_templates", as the server listed them).
- * mk_call_run waits; mk_call_start is mk_tool_call_start's equivalent
- * (its ticket for mk_tool_call_cancel).  Results and errors as
+ * mk_call_run waits; mk_call_start calls fn when it ends, as
+ * mk_tool_call_async, and names the call: *ticket (never 0; may be NULL)
+ * is what mk_tool_call_cancel takes.  Results and errors as
  * mk_tool_call's.
  */
 typedef enum mk_call_kind {
@@ -928,12 +925,11 @@ typedef int (*mk_relay_fn)(void *arg, const char *request_id,
 /* How a call runs: declare with MK_CALL_HOW_INIT (it sets size; see the
  * ABI rules above). */
 typedef struct mk_call_how {
-	size_t          size;  /* sizeof(mk_call_how), by MK_CALL_HOW_INIT */
-	mk_call_kind    kind;  /* what it asks (MK_CALL_TOOL) */
-	const mk_trace *trace; /* its trace context, or NULL */
-	mk_relay_fn     input; /* the server's requests it causes, or
-	                        * NULL: the host's */
-	void *input_arg;       /* input's argument */
+	size_t       size;  /* sizeof(mk_call_how), by MK_CALL_HOW_INIT */
+	mk_call_kind kind;  /* what it asks (MK_CALL_TOOL) */
+	mk_relay_fn  input; /* the server's requests it causes, or
+	                     * NULL: the host's */
+	void *input_arg;    /* input's argument */
 	/* A gateway serving MCP 2026-07-28 over HTTP: the Mcp-Param-{Name}
 	 * headers its caller sent with a tools/call, as JSON text {Name:
 	 * value as sent}, or NULL.  They must be those the tool's
@@ -948,7 +944,7 @@ typedef struct mk_call_how {
 		.size = sizeof(mk_call_how)                                   \
 	}
 
-/* how may be NULL: a tool call, untraced, its requests the host's. */
+/* how may be NULL: a tool call, its requests the host's. */
 MK_API int mk_call_run(mk_runtime *rt, const mk_call *call,
                        const mk_call_how *how, mk_result **res);
 MK_API int mk_call_start(mk_runtime *rt, const mk_call *call,
@@ -1088,5 +1084,28 @@ MK_API void mk_free_secret(char *s);
 #ifdef __cplusplus
 }
 #endif
+
+/* ---- deprecated: kept for the programs that use them ---------------- */
+
+#if defined(__GNUC__)
+#define MK_DEPRECATED(why) __attribute__((deprecated(why)))
+#else
+#define MK_DEPRECATED(why)
+#endif
+
+/* mk_tool_call and mk_tool_call_async with a trace context: call->trace
+ * (and mk_call_start) do it. */
+MK_API int mk_tool_call_traced(mk_runtime *rt, const mk_call *call,
+                               const mk_trace *trace, mk_result **res)
+        MK_DEPRECATED("set mk_call.trace and call mk_tool_call");
+MK_API int mk_tool_call_async_traced(mk_runtime *rt, const mk_call *call,
+                                     const mk_trace *trace, mk_done_fn fn,
+                                     void *arg)
+        MK_DEPRECATED("set mk_call.trace and call mk_tool_call_async");
+/* mk_call_start with a trace context and how NULL. */
+MK_API int mk_tool_call_start(mk_runtime *rt, const mk_call *call,
+                              const mk_trace *trace, mk_done_fn fn, void *arg,
+                              uint64_t *ticket)
+        MK_DEPRECATED("set mk_call.trace and call mk_call_start");
 
 #endif /* MCPKEEP_H */

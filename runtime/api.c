@@ -557,10 +557,12 @@ _Static_assert((int)MK_CALL_TOOL == CL_CALL_TOOL &&
                "a call's kind travels as it is");
 
 static int
-prepare(mk_runtime *rt, const mk_call *call, const mk_call_how *given,
+prepare(mk_runtime *rt, const mk_call *given_call, const mk_call_how *given,
         kn_actor **ap, cl_call_msg *m, int *timeout)
 {
-	mk_call_how     how = MK_CALL_HOW_INIT;
+	mk_call_how     how  = MK_CALL_HOW_INIT;
+	mk_call         c    = MK_CALL_INIT;
+	const mk_call  *call = &c;
 	mk_call_kind    kind;
 	const mk_trace *trace;
 	char            name[160];
@@ -568,16 +570,20 @@ prepare(mk_runtime *rt, const mk_call *call, const mk_call_how *given,
 	if (!rt_valid(rt)) {
 		return (MK_EHANDLE);
 	}
-	if (given != NULL) { /* (its first size bytes: the ABI rules) */
-		if (given->size < sizeof(size_t) ||
-		    given->size > sizeof(how)) {
+	/* (their first size bytes: the ABI rules) */
+	if (given != NULL) {
+		if (!rt_size_ok(given->size, sizeof(how))) {
 			return (MK_EINVAL);
 		}
 		memcpy(&how, given, given->size);
 	}
+	if (given_call == NULL || !rt_size_ok(given_call->size, sizeof(c))) {
+		return (MK_EINVAL);
+	}
+	memcpy(&c, given_call, given_call->size);
 	kind  = how.kind;
-	trace = how.trace;
-	if (call == NULL || call->client == NULL || call->tool == NULL ||
+	trace = c.trace;
+	if (call->client == NULL || call->tool == NULL ||
 	    call->timeout_ms < 0 || kind < MK_CALL_TOOL ||
 	    kind > MK_CALL_RESOURCE) {
 		return (MK_EINVAL);
@@ -630,17 +636,7 @@ prepare(mk_runtime *rt, const mk_call *call, const mk_call_how *given,
 int
 mk_tool_call(mk_runtime *rt, const mk_call *call, mk_result **res)
 {
-	return (mk_tool_call_traced(rt, call, NULL, res));
-}
-
-int
-mk_tool_call_traced(mk_runtime *rt, const mk_call *call, const mk_trace *trace,
-                    mk_result **res)
-{
-	mk_call_how how = MK_CALL_HOW_INIT;
-
-	how.trace = trace;
-	return (mk_call_run(rt, call, &how, res));
+	return (mk_call_run(rt, call, NULL, res));
 }
 
 int
@@ -686,24 +682,52 @@ int
 mk_tool_call_async(mk_runtime *rt, const mk_call *call, mk_done_fn fn,
                    void *arg)
 {
-	return (mk_tool_call_async_traced(rt, call, NULL, fn, arg));
+	return (mk_call_start(rt, call, NULL, fn, arg, NULL));
+}
+
+/* ---- deprecated (mcpkeep.h) */
+
+/* call with trace (its size checked as mk_call_run would). */
+static const mk_call *
+traced(const mk_call *call, const mk_trace *trace, mk_call *c)
+{
+	if (call == NULL || !rt_size_ok(call->size, sizeof(*c))) {
+		return (call); /* (refused where it is read) */
+	}
+	*c = (mk_call)MK_CALL_INIT;
+	memcpy(c, call, call->size);
+	c->size  = sizeof(*c);
+	c->trace = trace;
+	return (c);
+}
+
+int
+mk_tool_call_traced(mk_runtime *rt, const mk_call *call, const mk_trace *trace,
+                    mk_result **res)
+{
+	mk_call c;
+
+	return (mk_call_run(rt, traced(call, trace, &c), NULL, res));
 }
 
 int
 mk_tool_call_async_traced(mk_runtime *rt, const mk_call *call,
                           const mk_trace *trace, mk_done_fn fn, void *arg)
 {
-	return (mk_tool_call_start(rt, call, trace, fn, arg, NULL));
+	mk_call c;
+
+	return (mk_call_start(rt, traced(call, trace, &c), NULL, fn, arg,
+	                      NULL));
 }
 
 int
 mk_tool_call_start(mk_runtime *rt, const mk_call *call, const mk_trace *trace,
                    mk_done_fn fn, void *arg, uint64_t *ticket)
 {
-	mk_call_how how = MK_CALL_HOW_INIT;
+	mk_call c;
 
-	how.trace = trace;
-	return (mk_call_start(rt, call, &how, fn, arg, ticket));
+	return (mk_call_start(rt, traced(call, trace, &c), NULL, fn, arg,
+	                      ticket));
 }
 
 int

@@ -427,7 +427,8 @@ auth_methods(void)
 static int
 echo_as(mk_runtime *rt, const char *client, const char *user, mk_result **res)
 {
-	mk_call c = {.client    = client,
+	mk_call c = {.size      = sizeof(mk_call),
+	             .client    = client,
 	             .tool      = "echo",
 	             .arguments = "{\"message\": \"hi\"}",
 	             .user_id   = user};

@@ -493,7 +493,8 @@ late_refused(mk_runtime *rt, const char *name, const char *want)
 {
 	char       head[512];
 	mk_result *res = NULL;
-	mk_call    e   = {.client     = name,
+	mk_call    e   = {.size       = sizeof(mk_call),
+	                  .client     = name,
 	                  .tool       = "echo",
 	                  .arguments  = "{\"message\": \"late\"}",
 	                  .timeout_ms = 300};
@@ -548,7 +549,8 @@ progress_api(void)
 		        0);
 		seen       s   = {.order = true};
 		mk_result *res = NULL;
-		mk_call    c   = {.client    = names[k],
+		mk_call    c   = {.size      = sizeof(mk_call),
+		                  .client    = names[k],
 		                  .tool      = "trigger-long-running-operation",
 		                  .arguments = "{\"duration\": 0.4, \"steps\": 4}",
 		                  .progress     = on_progress,
@@ -576,7 +578,8 @@ make_before_break(void)
 	                   0,
 	                   0,
 	                   NULL};
-	mk_call     c   = {.client    = "mbb",
+	mk_call     c   = {.size      = sizeof(mk_call),
+	                   .client    = "mbb",
 	                   .tool      = "trigger-long-running-operation",
 	                   .arguments = "{\"duration\": 1, \"steps\": 1}"};
 	char       *err = NULL;
@@ -682,7 +685,8 @@ max_concurrent_calls(void)
 		             0,
 		             0,
 		             "done"};
-		mk_call c = {.client    = name,
+		mk_call c = {.size      = sizeof(mk_call),
+		             .client    = name,
 		             .tool      = "slow",
 		             .arguments = "{\"ms\": 400, \"steps\": 0}"};
 		snprintf(name, sizeof(name), "cap%d", k);
@@ -700,8 +704,10 @@ max_concurrent_calls(void)
 		CHECK_EQ(admin(p.port, "/admin/counters", NULL, "slow_most"),
 		         2);
 		/* two hang in the slots: a third waits out its deadline */
-		mk_call h = {
-		        .client = name, .tool = "hang", .timeout_ms = 3000};
+		mk_call h = {.size       = sizeof(mk_call),
+		             .client     = name,
+		             .tool       = "hang",
+		             .timeout_ms = 3000};
 		b.done = b.ok = b.bad = 0;
 		CHECK_EQ(mk_tool_call_async(rt, &h, on_done, &b), 0);
 		CHECK_EQ(mk_tool_call_async(rt, &h, on_done, &b), 0);
@@ -749,8 +755,10 @@ calls_leave_room(void)
 		             0,
 		             0,
 		             "never"};
-		mk_call h = {
-		        .client = name, .tool = "hang", .timeout_ms = 120000};
+		mk_call h = {.size       = sizeof(mk_call),
+		             .client     = name,
+		             .tool       = "hang",
+		             .timeout_ms = 120000};
 
 		start_inject(&p);
 		snprintf(name, sizeof(name), "room%d", k);
@@ -831,7 +839,7 @@ cancel_one(mk_runtime *rt, const mk_call *c, int port, const char *field,
 	                   .cv  = PTHREAD_COND_INITIALIZER};
 	uint64_t ticket = 0;
 
-	CHECK_EQ(mk_tool_call_start(rt, c, NULL, on_gaveup, &g, &ticket), 0);
+	CHECK_EQ(mk_call_start(rt, c, NULL, on_gaveup, &g, &ticket), 0);
 	CHECK(ticket != 0);
 	if (field != NULL) {
 		wait_counter(port, field, min); /* the server runs it */
@@ -869,7 +877,8 @@ cancel_api(void)
 		            name, p.port, k == 0 ? "true" : "false"),
 		        0);
 		/* running at the server: it stops */
-		mk_call s = {.client    = name,
+		mk_call s = {.size      = sizeof(mk_call),
+		             .client    = name,
 		             .tool      = "slow",
 		             .arguments = "{\"ms\": 20000, \"steps\": 200}"};
 		cancel_one(rt, &s, p.port, "slow_running", 1);
@@ -877,12 +886,13 @@ cancel_api(void)
 		/* waiting for the slot a hung call holds: never sent */
 		gaveup  h  = {.mtx = PTHREAD_MUTEX_INITIALIZER,
 		              .cv  = PTHREAD_COND_INITIALIZER};
-		mk_call hc = {
-		        .client = name, .tool = "hang", .timeout_ms = 3000};
-		CHECK_EQ(
-		        mk_tool_call_start(rt, &hc, NULL, on_gaveup, &h, NULL),
-		        0);
-		mk_call e = {.client    = name,
+		mk_call hc = {.size       = sizeof(mk_call),
+		              .client     = name,
+		              .tool       = "hang",
+		              .timeout_ms = 3000};
+		CHECK_EQ(mk_call_start(rt, &hc, NULL, on_gaveup, &h, NULL), 0);
+		mk_call e = {.size      = sizeof(mk_call),
+		             .client    = name,
 		             .tool      = "counted_none",
 		             .arguments = "{}"};
 		cancel_one(rt, &e, p.port, NULL, 0);
@@ -1268,7 +1278,8 @@ static void
 keyed(mk_runtime *rt, peer *p, const char *name, const char *tool)
 {
 	mk_result *res = NULL;
-	mk_call    c   = {.client     = name,
+	mk_call    c   = {.size       = sizeof(mk_call),
+	                  .client     = name,
 	                  .tool       = tool,
 	                  .arguments  = "{}",
 	                  .timeout_ms = 10000};
@@ -1311,7 +1322,8 @@ outcome_unknown(void)
 		long       ran = admin(p.port, "/admin/counters", NULL,
 		                       "counted_destructive");
 		mk_result *res = NULL;
-		mk_call    c   = {.client     = name,
+		mk_call    c   = {.size       = sizeof(mk_call),
+		                  .client     = name,
 		                  .tool       = "counted_destructive",
 		                  .arguments  = "{}",
 		                  .timeout_ms = 10000};
@@ -1455,7 +1467,10 @@ static void
 call_held(mk_runtime *rt, const char *name, const char *tool, const char *want)
 {
 	mk_result *res = NULL;
-	mk_call    c   = {.client = name, .tool = tool, .arguments = "{}"};
+	mk_call    c   = {.size      = sizeof(mk_call),
+	                  .client    = name,
+	                  .tool      = tool,
+	                  .arguments = "{}"};
 	int        rc  = mk_tool_call(rt, &c, &res);
 
 	if (want == NULL) {

@@ -538,11 +538,12 @@ trace(void)
 {
 	peer        p = {0};
 	sub         sb;
-	mk_runtime *rt   = rt_open(&sb);
-	mk_call     c    = {.client = "traced", .tool = "trace"};
-	mk_trace    good = {
-	           "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-	           "rojo=00f067aa0ba902b7"};
+	mk_runtime *rt = rt_open(&sb);
+	mk_call     c  = {
+	             .size = sizeof(mk_call), .client = "traced", .tool = "trace"};
+	mk_trace good = {
+	        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+	        "rojo=00f067aa0ba902b7"};
 	mk_trace bad = {
 	        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
 	        "rojo=1"};
@@ -550,11 +551,16 @@ trace(void)
 
 	start_modern(&p, "modern", "60000");
 	add_http(rt, "traced", p.port, false, "");
-	CHECK_EQ(mk_tool_call_traced(rt, &c, &good, &res), 0);
+	c.trace = &good;
+	CHECK_EQ(mk_tool_call(rt, &c, &res), 0);
 	CHECK(strstr(res->result, good.traceparent) != NULL &&
 	      strstr(res->result, "rojo=00f067aa0ba902b7") != NULL);
 	mk_result_free(&res);
+	/* (the deprecated wrapper: its trace replaces the call's) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 	CHECK_EQ(mk_tool_call_traced(rt, &c, &bad, &res), 0);
+#pragma GCC diagnostic pop
 	CHECK(strstr(res->result, "traceparent") == NULL &&
 	      strstr(res->result, "rojo") == NULL);
 	mk_result_free(&res);
@@ -572,10 +578,11 @@ trace_exported(void)
 	sub        sb;
 	mk_options o;
 	char       url[64], want[64];
-	mk_call    c    = {.client = "spanned", .tool = "trace"};
-	mk_trace   good = {
-	          "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-	          "rojo=00f067aa0ba902b7"};
+	mk_call    c = {
+	           .size = sizeof(mk_call), .client = "spanned", .tool = "trace"};
+	mk_trace good = {
+	        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+	        "rojo=00f067aa0ba902b7"};
 	mk_result *res = NULL;
 
 	CHECK_EQ(peer_start_otlp(&col, WAIT_MS), 0);
@@ -585,10 +592,12 @@ trace_exported(void)
 	o.otlp_endpoint = url;
 	mk_runtime *rt  = rt_open_options(&sb, &o);
 	add_http(rt, "spanned", p.port, false, "");
-	CHECK_EQ(mk_tool_call_traced(rt, &c, &good, &res), 0);
+	c.trace = &good;
+	CHECK_EQ(mk_tool_call(rt, &c, &res), 0);
 	json_t *seen = json_loads(res->result, 0, NULL);
 	mk_result_free(&res);
-	CHECK_EQ(mk_tool_call_traced(rt, &c, NULL, &res), 0);
+	c.trace = NULL;
+	CHECK_EQ(mk_tool_call(rt, &c, &res), 0);
 	json_t *fresh = json_loads(res->result, 0, NULL);
 	mk_result_free(&res);
 	rt_close(&rt, &sb); /* the close posts the spans */

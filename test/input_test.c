@@ -117,7 +117,8 @@ static void
 start_call(mk_runtime *rt, pending_call *pc, const char *client,
            const char *tool, const char *args, int timeout_ms)
 {
-	mk_call c = {.client     = client,
+	mk_call c = {.size       = sizeof(mk_call),
+	             .client     = client,
 	             .tool       = tool,
 	             .arguments  = args,
 	             .timeout_ms = timeout_ms};
@@ -417,7 +418,8 @@ relayed(void)
 
 	add_client(rt, "shared", true, "30s");
 	for (int i = 0; i < 2; i++) {
-		mk_call     c   = {.client    = "shared",
+		mk_call     c   = {.size      = sizeof(mk_call),
+		                   .client    = "shared",
 		                   .tool      = "elicit_form",
 		                   .arguments = args};
 		mk_call_how how = MK_CALL_HOW_INIT;

@@ -43,7 +43,8 @@ dead_upstream(const char *name, bool sticky, const char *stage)
 	peer        p;
 	char       *err = NULL;
 	int         rc, from = 0;
-	mk_call     c = {.client    = name,
+	mk_call     c = {.size      = sizeof(mk_call),
+	                 .client    = name,
 	                 .tool      = "echo",
 	                 .arguments = "{\"message\": \"hi\"}"};
 	int64_t     t0;

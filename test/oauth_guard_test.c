@@ -627,7 +627,8 @@ static int
 call_by(mk_runtime *rt, const char *client, const char *user, const char *by,
         mk_result **res)
 {
-	mk_call c = {.client    = client,
+	mk_call c = {.size      = sizeof(mk_call),
+	             .client    = client,
 	             .tool      = "whoami",
 	             .arguments = "{}",
 	             .user_id   = user,

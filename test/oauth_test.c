@@ -156,7 +156,10 @@ static void
 fan_out(mk_runtime *rt, const char *client, int n)
 {
 	fan f = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
-	mk_call c = {.client = client, .tool = "whoami", .arguments = "{}"};
+	mk_call c = {.size      = sizeof(mk_call),
+	             .client    = client,
+	             .tool      = "whoami",
+	             .arguments = "{}"};
 
 	for (int i = 0; i < n; i++) {
 		CHECK_EQ(mk_tool_call_async(rt, &c, on_call, &f), 0);
@@ -730,7 +733,8 @@ per_user_oauth(void)
 	mixcall *mc = calloc(NCALLS, sizeof(*mc));
 	for (int i = 0; i < NCALLS; i++) {
 		const char *who = i % 2 ? "bob" : "carol";
-		mk_call     c   = {.client    = "uo",
+		mk_call     c   = {.size      = sizeof(mk_call),
+		                   .client    = "uo",
 		                   .tool      = "whoami",
 		                   .arguments = "{}",
 		                   .user_id   = who};
@@ -867,7 +871,8 @@ token_exchange(void)
 	/* another identity with the same subject gets its own entry */
 	x0             = by_grant(X);
 	mk_result *res = NULL;
-	mk_call    vk  = {.client        = "tx",
+	mk_call    vk  = {.size          = sizeof(mk_call),
+	                  .client        = "tx",
 	                  .tool          = "whoami",
 	                  .arguments     = "{}",
 	                  .virtual_key   = "vk-1",

@@ -248,7 +248,8 @@ int
 call_as(mk_runtime *rt, const char *client, const char *user,
         const char *subject, mk_result **res)
 {
-	mk_call c = {.client        = client,
+	mk_call c = {.size          = sizeof(mk_call),
+	             .client        = client,
 	             .tool          = "whoami",
 	             .arguments     = "{}",
 	             .user_id       = user,

@@ -604,7 +604,10 @@ static int
 user_keyed(mk_runtime *rt, int i, char **sid)
 {
 	char       user[32], key[48];
-	mk_call    c = {.client = "hd", .tool = "headers", .arguments = "{}"};
+	mk_call    c   = {.size      = sizeof(mk_call),
+	                  .client    = "hd",
+	                  .tool      = "headers",
+	                  .arguments = "{}"};
 	mk_result *res = NULL;
 	json_t    *p;
 	int        rc, keyed;

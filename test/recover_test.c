@@ -58,7 +58,8 @@ static int
 call_tool(mk_runtime *rt, const char *name, const char *tool, const char *user,
           int timeout_ms, mk_result **res)
 {
-	mk_call c = {.client     = name,
+	mk_call c = {.size       = sizeof(mk_call),
+	             .client     = name,
 	             .tool       = tool,
 	             .arguments  = "{}",
 	             .timeout_ms = timeout_ms,
@@ -256,7 +257,8 @@ shared(void)
 	for (int i = 0; i < 50; i++) {
 		/* 20 read-only, 10 of each other kind */
 		o[i]      = (one) {&b, i < 20 ? 0 : 1 + (i - 20) / 10};
-		mk_call c = {.client    = "rs",
+		mk_call c = {.size      = sizeof(mk_call),
+		             .client    = "rs",
 		             .tool      = tools[o[i].kind],
 		             .arguments = "{}"};
 		CHECK_EQ(mk_tool_call_async(rt, &c, on_batch, &o[i]), 0);
@@ -350,7 +352,8 @@ non_auth(void)
 	CHECK_EQ(admin(srv.port, "/admin/counters", NULL, "token_requests"),
 	         t0);
 	/* a timeout */
-	mk_call slow = {.client     = "na",
+	mk_call slow = {.size       = sizeof(mk_call),
+	                .client     = "na",
 	                .tool       = "slow",
 	                .arguments  = "{\"ms\": 3000}",
 	                .timeout_ms = 300};
@@ -511,7 +514,9 @@ changed_meanwhile(void)
 	mk_runtime *rt = open_rt(&sb, "cm.db");
 	waited      w  = {.mtx = PTHREAD_MUTEX_INITIALIZER,
 	                  .cv  = PTHREAD_COND_INITIALIZER};
-	mk_call     c  = {.client = "cm", .tool = "counted_readonly"};
+	mk_call     c  = {.size   = sizeof(mk_call),
+	                  .client = "cm",
+	                  .tool   = "counted_readonly"};
 	int         at = 0;
 	long        r0;
 	char       *id;
@@ -603,7 +608,9 @@ traced(void)
 	const char *tp =
 	        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 	mk_trace   trace = {tp, NULL};
-	mk_call    c     = {.client = "tr", .tool = "counted_readonly"};
+	mk_call    c     = {.size   = sizeof(mk_call),
+	                    .client = "tr",
+	                    .tool   = "counted_readonly"};
 	mk_result *res   = NULL;
 	mk_stats   st    = MK_STATS_INIT;
 	sub        sb;
@@ -618,7 +625,9 @@ traced(void)
 	bootstrap(rt, "tr", false);
 	wait_state(&sb, &at, "tr", "healthy", NULL);
 	as_admin("/admin/revoke-all", "{}");
-	CHECK_EQ(mk_tool_call_traced(rt, &c, &trace, &res), 0);
+	c.trace = &trace;
+	CHECK_EQ(mk_tool_call(rt, &c, &res), 0);
+	c.trace = NULL;
 	CHECK(res->recovery != NULL && strstr(res->recovery, "shared"));
 	mk_result_free(&res);
 	/* the exporter posts each second: the collector's list is polled,
@@ -636,7 +645,7 @@ traced(void)
 	CHECK_EQ(admin(col.port, "/admin/mode", "{\"status\": 503}", "status"),
 	         503);
 	for (int i = 0; i < 20; i++) {
-		CHECK_EQ(mk_tool_call_traced(rt, &c, NULL, &res), 0);
+		CHECK_EQ(mk_tool_call(rt, &c, &res), 0);
 		mk_result_free(&res);
 	}
 	for (int i = 0; i < 100 && st.spans_dropped == 0; i++) {

@@ -293,7 +293,10 @@ char *
 ask_text(mk_runtime *rt, mk_call_kind kind, const char *client,
          const char *what, const char *args, int *rc)
 {
-	mk_call     c   = {.client = client, .tool = what, .arguments = args};
+	mk_call     c   = {.size      = sizeof(mk_call),
+	                   .client    = client,
+	                   .tool      = what,
+	                   .arguments = args};
 	mk_call_how how = MK_CALL_HOW_INIT;
 	mk_result  *res = NULL;
 	char       *out;

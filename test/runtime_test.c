@@ -418,6 +418,34 @@ abi_event(void)
 	CHECK(guarded(&u, sizeof(size_t), sizeof(u)));
 }
 
+/* A caller whose mk_call ends before trace: nothing past its size is read
+ * (the bytes there would be a wild pointer); a size not set, or a newer
+ * header's, is refused. */
+static void
+abi_call(void)
+{
+	union {
+		mk_call       c;
+		unsigned char b[sizeof(mk_call) + 64];
+	} u;
+	size_t      old = offsetof(mk_call, trace);
+	mk_runtime *rt;
+	mk_result  *res = NULL;
+
+	CHECK_EQ(mk_runtime_open(&rt, NULL), 0);
+	u.c = (mk_call) {.client = "nope", .tool = "t"};
+	memset(u.b + old, 0xa5, sizeof(u) - old);
+	u.c.size = old;
+	CHECK_EQ(mk_tool_call(rt, &u.c, &res), MK_ENOENT);
+	mk_result_free(&res);
+	u.c.size = 0; /* (no MK_CALL_INIT) */
+	CHECK_EQ(mk_tool_call(rt, &u.c, &res), MK_EINVAL);
+	u.c.size = sizeof(mk_call) + 8;
+	CHECK_EQ(mk_tool_call(rt, &u.c, &res), MK_EINVAL);
+	CHECK(res == NULL);
+	mk_runtime_close(&rt);
+}
+
 /* The fixed names, by index: the seven states in their order (the
  * client actor's cl_state numbers them so), the six stages, the twelve
  * latency bounds; past the last, NULL or -1. */
@@ -460,6 +488,7 @@ main(void)
 	RUN(abi_options);
 	RUN(abi_stats);
 	RUN(abi_event);
+	RUN(abi_call);
 	RUN(names);
 	return (0);
 }

@@ -262,8 +262,10 @@ check_after(mk_runtime *rt, sub *sb, int op, int from)
 static void
 round_of(mk_runtime **rt, sub *sb, const phase *ph, int op, int round)
 {
-	mk_call c = {
-	        .client = NAME, .tool = "counted_readonly", .arguments = "{}"};
+	mk_call       c = {.size      = sizeof(mk_call),
+	                   .client    = NAME,
+	                   .tool      = "counted_readonly",
+	                   .arguments = "{}"};
 	answer        call_a;
 	reconnect_arg rc_a = {.rt = *rt};
 	pthread_t     thr;

@@ -634,18 +634,19 @@ gw_ask(req *r, const json_t *group, const gw_agreed *agreed, json_t *id,
 	snprintf(g->trace, sizeof(g->trace), "%s",
 	         r->trace[0] != NULL ? r->trace[0] : "");
 	char    *atext = args != NULL ? json_dumps(args, JSON_COMPACT) : NULL;
-	mk_call  c     = {.client    = g->client,
-	                  .tool      = g->tool,
-	                  .arguments = atext,
-	                  .user_id   = mode != NULL && mode[0] == 'u' ? who : NULL,
-	                  .virtual_key =
-                             mode != NULL && mode[0] == 'v' ? who : NULL,
-	                  .session_id = mode != NULL && mode[0] == 's' ? who : NULL,
-	                  .requester  = route_requester(r)};
 	mk_trace t = {.traceparent = r->trace[0], .tracestate = r->trace[1]};
+	mk_call  c = {.size      = sizeof(mk_call),
+	              .client    = g->client,
+	              .tool      = g->tool,
+	              .arguments = atext,
+	              .user_id   = mode != NULL && mode[0] == 'u' ? who : NULL,
+	              .virtual_key =
+                             mode != NULL && mode[0] == 'v' ? who : NULL,
+	              .session_id = mode != NULL && mode[0] == 's' ? who : NULL,
+	              .requester  = route_requester(r),
+	              .trace      = &t};
 	mk_call_how how   = MK_CALL_HOW_INIT;
 	how.kind          = as[k];
-	how.trace         = &t;
 	char *params_sent = NULL; /* 2026-07-28: checked against the tool */
 	if (g->modern && k == GW_TOOLS) {
 		json_t *h   = http_headers_with(r, "Mcp-Param-");
