@@ -903,10 +903,27 @@ ps_fini(kn_actor *self, void *state)
 	ps_free(ps);
 }
 
+/* What holds between two handlers (O(1): on every message): the queue
+ * whole and counted, its newest last; a store failing exactly while it
+ * retries, and saying why; no write handle only while failing. */
+static void
+assert_persister_state(const void *state)
+{
+	const ps_self *ps = state;
+
+	assert((ps->head == NULL) == (ps->tail == NULL) &&
+	       (ps->head == NULL) == (ps->queued == 0) &&
+	       (ps->tail == NULL || ps->tail->next == NULL));
+	assert((ps->retry_ms != 0) == (ps->error[0] != '\0'));
+	assert(ps->st != NULL || ps->retry_ms != 0); /* (reopened on it) */
+	(void)ps;
+}
+
 KN_ROUTES(ps_routes, persister_msgs, PS_MESSAGES);
 
 const kn_actor_ops persister_ops = {
         .routes = &ps_routes,
+        .check  = assert_persister_state,
         .init   = ps_init,
         .fini   = ps_fini,
 };
