@@ -57,21 +57,14 @@ cmd_check(int argc, char **argv)
 	int         rc, errors = 0, warnings = 0;
 	json_t     *all, *p;
 	size_t      i;
+	cli_opt     opt[] = {
+	            {CLI_TEXT, "-c", &file},
+	            {CLI_FLAG, "--json", &as_json},
+	            CLI_OPTS_END,
+        };
 
-	for (int a = 0; a < argc; a++) {
-		if (strcmp(argv[a], "-c") == 0 && a + 1 < argc) {
-			file = argv[++a];
-		} else if (strcmp(argv[a], "--json") == 0) {
-			as_json = true;
-		} else if (strcmp(argv[a], "--help") == 0) {
-			fputs(check_usage, stdout);
-			return (0);
-		} else {
-			fprintf(stderr,
-			        "mcpkeep check: unknown option '%s'\n%s",
-			        argv[a], check_usage);
-			return (2);
-		}
+	if ((rc = cli_args("check", argc, argv, opt, check_usage)) != 0) {
+		return (rc == 1 ? 0 : rc);
 	}
 	if (file == NULL) {
 		fprintf(stderr, "mcpkeep check: -c FILE is required\n%s",
@@ -213,20 +206,26 @@ cmd_import(int argc, char **argv)
 	json_t      *in, *servers, *s, *clients = json_array();
 	const char  *name, *why = NULL;
 
-	if (argc > 1 || (argc == 1 && strcmp(argv[0], "--help") == 0)) {
-		fputs(import_usage, argc == 1 ? stdout : stderr);
+	const char *file = NULL;
+	int         rc;
+	cli_opt     opt[] = {
+	            {CLI_ARG, "FILE", &file},
+	            CLI_OPTS_END,
+        };
+
+	if ((rc = cli_args("import", argc, argv, opt, import_usage)) != 0) {
 		json_decref(clients);
-		return (argc == 1 ? 0 : 2);
+		return (rc == 1 ? 0 : rc);
 	}
-	in      = argc == 1 ? json_load_file(argv[0], 0, &jerr)
-	                    : json_loadf(stdin, 0, &jerr);
+	in      = file != NULL ? json_load_file(file, 0, &jerr)
+	                       : json_loadf(stdin, 0, &jerr);
 	servers = json_object_get(in, "mcpServers");
 	if (servers == NULL) { /* (mcp-hub and VS Code: "servers") */
 		servers = json_object_get(in, "servers");
 	}
 	if (!json_is_object(servers)) {
 		fprintf(stderr, "mcpkeep import: %s: %s\n",
-		        argc == 1 ? argv[0] : "stdin",
+		        file != NULL ? file : "stdin",
 		        in == NULL ? jerr.text
 		                   : "no \"mcpServers\" object of servers");
 		json_decref(in);

@@ -5,6 +5,7 @@
 #define CLI_CLI_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "mcpkeep.h"
@@ -33,6 +34,35 @@ const char *cli_credential(const char *token, const char *key, char *out,
  * NULL; a failure to reach it said on stderr) and *status (0: none). */
 json_t *cli_request(const char *url, const char *body,
                     const char *const *headers, long *status);
+
+/*
+ * A command's options, one row each, ended by {CLI_END}: a flag (sets a
+ * bool), a text, a whole number 1..INT_MAX (an int) or a log level (an
+ * mk_log_level) that takes the next argument, or a positional argument
+ * (a text; rows of CLI_ARG take those not starting with '-', in order);
+ * the table ends with CLI_OPTS_END.
+ * cli_args parses argv by opts: 0; 1 after "--help" (usage printed on
+ * stdout); 2 on a bad argument (said on stderr, with usage).
+ */
+typedef enum cli_kind {
+	CLI_END,
+	CLI_FLAG,
+	CLI_TEXT,
+	CLI_NUM,
+	CLI_LEVEL,
+	CLI_ARG
+} cli_kind;
+typedef struct cli_opt {
+	cli_kind    kind;
+	const char *name; /* "--store" (CLI_ARG: what it is, for reading) */
+	void       *to;   /* where its value goes (two rows may share it) */
+} cli_opt;
+#define CLI_OPTS_END                                                          \
+	{                                                                     \
+		CLI_END, NULL, NULL                                           \
+	}
+int cli_args(const char *cmd, int argc, char **argv, const cli_opt *opts,
+             const char *usage);
 
 /* cli_parse_level reads debug|info|warn|error.  Returns 0 or -1. */
 int cli_parse_level(const char *s, mk_log_level *out);

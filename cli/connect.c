@@ -432,23 +432,16 @@ cmd_connect(int argc, char **argv)
 	char       *line  = NULL;
 	size_t      n;
 	bool        over;
+	int         rc;
+	cli_opt     opt[] = {
+	            {CLI_TEXT, "--key", &key},
+	            {CLI_TEXT, "--token", &token},
+	            {CLI_ARG, "URL", &C.url},
+	            CLI_OPTS_END,
+        };
 
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--key") == 0 && i + 1 < argc) {
-			key = argv[++i];
-		} else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
-			token = argv[++i];
-		} else if (strcmp(argv[i], "--help") == 0) {
-			fputs(connect_usage, stdout);
-			return (0);
-		} else if (argv[i][0] != '-' && C.url == NULL) {
-			C.url = argv[i];
-		} else {
-			fprintf(stderr,
-			        "mcpkeep connect: unknown option '%s'\n%s",
-			        argv[i], connect_usage);
-			return (2);
-		}
+	if ((rc = cli_args("connect", argc, argv, opt, connect_usage)) != 0) {
+		return (rc == 1 ? 0 : rc);
 	}
 	if (C.url == NULL ||
 	    (strncmp(C.url, "http://", 7) != 0 &&

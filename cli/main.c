@@ -51,34 +51,6 @@ static const char usage[] =
         "exit codes: 0 success, 1 runtime failure, 2 usage error\n";
 
 int
-cli_parse_level(const char *s, mk_log_level *out)
-{
-	static const char *names[] = {"debug", "info", "warn", "error"};
-
-	for (int i = 0; i < 4; i++) {
-		if (strcmp(s, names[i]) == 0) {
-			*out = (mk_log_level)i;
-			return (0);
-		}
-	}
-	return (-1);
-}
-
-int
-cli_positive(const char *s)
-{
-	char *end;
-	long  n;
-
-	errno = 0;
-	n     = strtol(s, &end, 10);
-	return (errno == 0 && end != s && *end == '\0' && n >= 1 &&
-	                        n <= INT_MAX
-	                ? (int)n
-	                : -1);
-}
-
-int
 cli_store(mk_options *o, const char *flag, const char *text, char **own,
           char **err)
 {
@@ -161,33 +133,24 @@ cmd_run(int argc, char **argv)
 	const char *flag = NULL;
 	sigset_t    set;
 	cli_watch  *w    = NULL;
-	int         once = 0, rv, sig;
+	bool        once = false, json = false;
+	int         rv, sig;
+	cli_opt     opt[] = {
+	            {CLI_TEXT, "-c", &config},
+	            {CLI_TEXT, "--store", &flag},
+	            {CLI_LEVEL, "--log", &opts.log_level},
+	            {CLI_FLAG, "--once", &once},
+	            {CLI_FLAG, "--json", &json},
+	            CLI_OPTS_END,
+        };
 
 	mk_options_init(&opts, sizeof(opts));
 	opts.log_level      = MK_LOG_WARN;
 	opts.raise_fd_limit = 1; /* every connected client holds fds */
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--once") == 0) {
-			once = 1;
-		} else if (strcmp(argv[i], "--json") == 0) {
-			opts.log_json = 1;
-		} else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
-			config = argv[++i];
-		} else if (strcmp(argv[i], "--store") == 0 && i + 1 < argc) {
-			flag = argv[++i];
-		} else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc &&
-		           cli_parse_level(argv[i + 1], &opts.log_level) ==
-		                   0) {
-			i++;
-		} else if (strcmp(argv[i], "--help") == 0) {
-			fputs(usage, stdout);
-			return (0);
-		} else {
-			fprintf(stderr, "mcpkeep run: bad option '%s'\n%s",
-			        argv[i], usage);
-			return (2);
-		}
+	if ((rv = cli_args("run", argc, argv, opt, usage)) != 0) {
+		return (rv == 1 ? 0 : rv);
 	}
+	opts.log_json = json;
 	if (config != NULL &&
 	    (text = cli_read_file(config, ferr, sizeof(ferr))) == NULL) {
 		fprintf(stderr, "mcpkeep: %s\n", ferr);
@@ -250,6 +213,18 @@ cmd_run(int argc, char **argv)
 	return (0);
 }
 
+/* The commands, by name. */
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+} commands[] = {
+        {"run", cmd_run},       {"serve", cmd_serve},
+        {"watch", cmd_watch},   {"clients", cmd_clients},
+        {"call", cmd_call},     {"connect", cmd_connect},
+        {"tools", cmd_tools},   {"check", cmd_check},
+        {"import", cmd_import},
+};
+
 int
 main(int argc, char **argv)
 {
@@ -263,32 +238,10 @@ main(int argc, char **argv)
 		printf("mcpkeep %s\n", MCPKEEP_VERSION);
 		return (0);
 	}
-	if (strcmp(argv[1], "run") == 0) {
-		return (cmd_run(argc - 2, argv + 2));
-	}
-	if (strcmp(argv[1], "serve") == 0) {
-		return (cmd_serve(argc - 2, argv + 2));
-	}
-	if (strcmp(argv[1], "watch") == 0) {
-		return (cmd_watch(argc - 2, argv + 2));
-	}
-	if (strcmp(argv[1], "clients") == 0) {
-		return (cmd_clients(argc - 2, argv + 2));
-	}
-	if (strcmp(argv[1], "call") == 0) {
-		return (cmd_call(argc - 2, argv + 2));
-	}
-	if (strcmp(argv[1], "connect") == 0) {
-		return (cmd_connect(argc - 2, argv + 2));
-	}
-	if (strcmp(argv[1], "tools") == 0) {
-		return (cmd_tools(argc - 2, argv + 2));
-	}
-	if (strcmp(argv[1], "check") == 0) {
-		return (cmd_check(argc - 2, argv + 2));
-	}
-	if (strcmp(argv[1], "import") == 0) {
-		return (cmd_import(argc - 2, argv + 2));
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(argv[1], commands[i].name) == 0) {
+			return (commands[i].run(argc - 2, argv + 2));
+		}
 	}
 	fprintf(stderr, "mcpkeep: unknown command '%s'\n%s", argv[1], usage);
 	return (2);

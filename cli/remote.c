@@ -131,29 +131,12 @@ say_error(long status, json_t *j)
 	        e != NULL ? e : "(no answer)");
 }
 
-/* The options every command to a daemon takes (--url, --token, --key)
- * at argv[*i] of command cmd: 1 when it was one (its value taken, *i
- * past it), 0 when it was not, -1 when it lacks its value (said). */
-static int
-daemon_opt(const char *cmd, int argc, char **argv, int *i, const char **base,
-           const char **token, const char **key)
-{
-	const char **to = strcmp(argv[*i], "--url") == 0 ? base
-	        : strcmp(argv[*i], "--token") == 0       ? token
-	        : strcmp(argv[*i], "--key") == 0         ? key
-	                                                 : NULL;
-
-	if (to == NULL) {
-		return (0);
+/* The options every command to a daemon takes: its rows. */
+#define DAEMON_OPTS(base, token, key)                                         \
+	{CLI_TEXT, "--url", (base)}, {CLI_TEXT, "--token", (token)},          \
+	{                                                                     \
+		CLI_TEXT, "--key", (key)                                      \
 	}
-	if (*i + 1 >= argc || *argv[*i + 1] == '\0') {
-		fprintf(stderr, "mcpkeep %s: %s needs a value\n", cmd,
-		        argv[*i]);
-		return (-1);
-	}
-	*to = argv[++*i];
-	return (1);
-}
 
 int
 cmd_clients(int argc, char **argv)
@@ -164,26 +147,15 @@ cmd_clients(int argc, char **argv)
 	long        status;
 	json_t     *j;
 	bool        as_json = false;
+	int         rc;
+	cli_opt     opt[] = {
+	            DAEMON_OPTS(&base, &token, &key),
+	            {CLI_FLAG, "--json", &as_json},
+	            CLI_OPTS_END,
+        };
 
-	for (int i = 0; i < argc; i++) {
-		int o = daemon_opt("clients", argc, argv, &i, &base, &token,
-		                   &key);
-		if (o != 0) {
-			if (o < 0) {
-				return (2);
-			}
-			continue;
-		} else if (strcmp(argv[i], "--json") == 0) {
-			as_json = true;
-		} else if (strcmp(argv[i], "--help") == 0) {
-			fputs(clients_usage, stdout);
-			return (0);
-		} else {
-			fprintf(stderr,
-			        "mcpkeep clients: unknown option '%s'\n%s",
-			        argv[i], clients_usage);
-			return (2);
-		}
+	if ((rc = cli_args("clients", argc, argv, opt, clients_usage)) != 0) {
+		return (rc == 1 ? 0 : rc);
 	}
 	snprintf(url, sizeof(url), "%s/api/mcp/clients?limit=100", base);
 	headers[0] = cli_credential(token, key, auth, sizeof(auth));
@@ -239,40 +211,26 @@ cmd_call(int argc, char **argv)
 {
 	const char *base = URL_DEFAULT, *client = NULL, *tool = NULL;
 	const char *args = "{}", *who[3] = {NULL, NULL, NULL}, *token = NULL;
-	long        timeout = 0, status;
+	long        status;
 	char        url[512], hdr[3][300], auth[512];
 	const char *headers[5] = {NULL};
-	int         nh = 0, pos = 0;
+	int         nh = 0, timeout = 0, rc;
+	cli_opt     opt[] = {
+	            {CLI_TEXT, "--url", &base},
+	            {CLI_TEXT, "--user", &who[0]},
+	            {CLI_TEXT, "--vk", &who[1]},
+	            {CLI_TEXT, "--key", &who[1]},
+	            {CLI_TEXT, "--token", &token},
+	            {CLI_TEXT, "--session", &who[2]},
+	            {CLI_NUM, "--timeout", &timeout},
+	            {CLI_ARG, "CLIENT", &client},
+	            {CLI_ARG, "TOOL", &tool},
+	            {CLI_ARG, "JSON", &args},
+	            CLI_OPTS_END,
+        };
 
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--url") == 0 && i + 1 < argc) {
-			base = argv[++i];
-		} else if (strcmp(argv[i], "--user") == 0 && i + 1 < argc) {
-			who[0] = argv[++i];
-		} else if ((strcmp(argv[i], "--vk") == 0 ||
-		            strcmp(argv[i], "--key") == 0) &&
-		           i + 1 < argc) {
-			who[1] = argv[++i];
-		} else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
-			token = argv[++i];
-		} else if (strcmp(argv[i], "--session") == 0 && i + 1 < argc) {
-			who[2] = argv[++i];
-		} else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc &&
-		           (timeout = cli_positive(argv[i + 1])) > 0) {
-			i++;
-		} else if (strcmp(argv[i], "--help") == 0) {
-			fputs(call_usage, stdout);
-			return (0);
-		} else if (argv[i][0] != '-' && pos < 3) {
-			const char **slot[] = {&client, &tool, &args};
-			*slot[pos++]        = argv[i];
-		} else {
-			fprintf(stderr, "mcpkeep call: %s '%s'\n%s",
-			        argv[i][0] == '-' ? "unknown option"
-			                          : "one argument too many",
-			        argv[i], call_usage);
-			return (2);
-		}
+	if ((rc = cli_args("call", argc, argv, opt, call_usage)) != 0) {
+		return (rc == 1 ? 0 : rc);
 	}
 	json_t *a = json_loads(args, 0, NULL);
 	if (client == NULL || tool == NULL || !json_is_object(a)) {
@@ -394,26 +352,15 @@ cmd_tools(int argc, char **argv)
 	char        url[600], auth[600];
 	long        status;
 	bool        found = false;
+	int         rc;
+	cli_opt     opt[] = {
+	            DAEMON_OPTS(&base, &token, &key),
+	            {CLI_ARG, "CLIENT", &want},
+	            CLI_OPTS_END,
+        };
 
-	for (int i = 0; i < argc; i++) {
-		int o = daemon_opt("tools", argc, argv, &i, &base, &token,
-		                   &key);
-		if (o != 0) {
-			if (o < 0) {
-				return (2);
-			}
-			continue;
-		} else if (strcmp(argv[i], "--help") == 0) {
-			fputs(tools_usage, stdout);
-			return (0);
-		} else if (argv[i][0] != '-' && want == NULL) {
-			want = argv[i];
-		} else {
-			fprintf(stderr,
-			        "mcpkeep tools: unknown option '%s'\n%s",
-			        argv[i], tools_usage);
-			return (2);
-		}
+	if ((rc = cli_args("tools", argc, argv, opt, tools_usage)) != 0) {
+		return (rc == 1 ? 0 : rc);
 	}
 	headers[0] = cli_credential(token, key, auth, sizeof(auth));
 	curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -532,18 +532,6 @@ stream_local(const char *url)
 	return (loopback(hp));
 }
 
-/* Reads a numeric option's value into *out; false on a bad one. */
-static bool
-num_opt(int argc, char **argv, int *i, const char *name, int *out)
-{
-	if (strcmp(argv[*i], name) != 0 || *i + 1 >= argc ||
-	    (*out = cli_positive(argv[*i + 1])) <= 0) {
-		return (false);
-	}
-	(*i)++;
-	return (true);
-}
-
 int
 cmd_serve(int argc, char **argv)
 {
@@ -556,7 +544,7 @@ cmd_serve(int argc, char **argv)
 	int          heartbeat_ms;
 	mk_options   opts;
 	mk_log_level level    = MK_LOG_INFO;
-	int          json_log = 0;
+	bool         json_log = false;
 	json_t      *sa = NULL, *oa = NULL; /* kept while serving */
 	http_opts    ho = {
 	           .max = {ADMIN_MAX, REQUESTS_MAX, PROBES_MAX, CALLBACKS_MAX},
@@ -568,40 +556,23 @@ cmd_serve(int argc, char **argv)
 	sigset_t set;
 	int      rv, sig, code = 1;
 	bool     http_up = false;
+	cli_opt  opt[]   = {
+	           {CLI_TEXT, "-c", &config},
+	           {CLI_TEXT, "--listen", &listen},
+	           {CLI_TEXT, "--store", &store},
+	           {CLI_LEVEL, "--log", &level},
+	           {CLI_NUM, "--max-requests", &ho.max[LANE_DATA]},
+	           {CLI_NUM, "--max-connections", &ho.conns},
+	           {CLI_NUM, "--max-connections-per-ip", &ho.conns_ip},
+	           {CLI_NUM, "--idle-timeout", &ho.idle_s},
+	           {CLI_NUM, "--header-timeout", &ho.header_s},
+	           {CLI_NUM, "--body-timeout", &ho.body_s},
+	           {CLI_FLAG, "--json", &json_log},
+	           CLI_OPTS_END,
+        };
 
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
-			config = argv[++i];
-		} else if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
-			listen = argv[++i];
-		} else if (strcmp(argv[i], "--store") == 0 && i + 1 < argc) {
-			store = argv[++i];
-		} else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc &&
-		           cli_parse_level(argv[i + 1], &level) == 0) {
-			i++;
-		} else if (num_opt(argc, argv, &i, "--max-requests",
-		                   &ho.max[LANE_DATA]) ||
-		           num_opt(argc, argv, &i, "--max-connections",
-		                   &ho.conns) ||
-		           num_opt(argc, argv, &i, "--max-connections-per-ip",
-		                   &ho.conns_ip) ||
-		           num_opt(argc, argv, &i, "--idle-timeout",
-		                   &ho.idle_s) ||
-		           num_opt(argc, argv, &i, "--header-timeout",
-		                   &ho.header_s) ||
-		           num_opt(argc, argv, &i, "--body-timeout",
-		                   &ho.body_s)) {
-			continue;
-		} else if (strcmp(argv[i], "--json") == 0) {
-			json_log = 1;
-		} else if (strcmp(argv[i], "--help") == 0) {
-			fputs(serve_usage, stdout);
-			return (0);
-		} else {
-			fprintf(stderr, "mcpkeep serve: bad option '%s'\n%s",
-			        argv[i], serve_usage);
-			return (2);
-		}
+	if ((rv = cli_args("serve", argc, argv, opt, serve_usage)) != 0) {
+		return (rv == 1 ? 0 : rv);
 	}
 	if (config == NULL) {
 		fprintf(stderr, "mcpkeep serve: -c FILE is required\n%s",

@@ -395,6 +395,16 @@ cli_watch_stop(cli_watch **wp)
 	free(w);
 }
 
+static const char watch_usage[] =
+        "usage: mcpkeep watch [URL] [--token TOKEN | --key KEY] [--count N]\n"
+        "  prints a daemon's state transitions as they happen.\n"
+        "  URL http://HOST:PORT (default http://127.0.0.1:8080): its /api/events,\n"
+        "  as the admin (TOKEN, default MCPKEEP_ADMIN_TOKEN) or a virtual key\n"
+        "  (KEY, default MCPKEEP_KEY: its clients only); tcp://... or\n"
+        "  ipc://...: its server.stream.\n"
+        "  --count N: stop after N events (over HTTP)\n"
+        "exit codes: 0 stopped by a signal, 1 refused, 2 usage\n";
+
 /* mcpkeep watch [URL] [--token T | --key K] [--count N]: follows a daemon's
  * events until SIGINT/SIGTERM; 1 when the daemon refuses the credential. */
 int
@@ -406,35 +416,16 @@ cmd_watch(int argc, char **argv)
 	sigset_t    set;
 	cli_watch  *w = NULL;
 	int         sig, code = 0, count = 0;
+	cli_opt     opt[] = {
+	            {CLI_TEXT, "--token", &token},
+	            {CLI_TEXT, "--key", &key},
+	            {CLI_NUM, "--count", &count},
+	            {CLI_ARG, "URL", &url},
+	            CLI_OPTS_END,
+        };
 
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
-			token = argv[++i];
-		} else if (strcmp(argv[i], "--key") == 0 && i + 1 < argc) {
-			key = argv[++i];
-		} else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc &&
-		           (count = cli_positive(argv[i + 1])) > 0) {
-			i++;
-		} else if (argv[i][0] != '-' && i == 0) {
-			url = argv[i];
-		} else {
-			bool help = strcmp(argv[i], "--help") == 0;
-			if (!help) {
-				fprintf(stderr,
-				        "mcpkeep watch: unknown option '%s'\n",
-				        argv[i]);
-			}
-			fprintf(help ? stdout : stderr,
-			        "usage: mcpkeep watch [URL] [--token TOKEN | --key KEY] [--count N]\n"
-			        "  prints a daemon's state transitions as they happen.\n"
-			        "  URL http://HOST:PORT (default http://127.0.0.1:8080): its /api/events,\n"
-			        "  as the admin (TOKEN, default MCPKEEP_ADMIN_TOKEN) or a virtual key\n"
-			        "  (KEY, default MCPKEEP_KEY: its clients only); tcp://... or\n"
-			        "  ipc://...: its server.stream.\n"
-			        "  --count N: stop after N events (over HTTP)\n"
-			        "exit codes: 0 stopped by a signal, 1 refused, 2 usage\n");
-			return (help ? 0 : 2);
-		}
+	if ((code = cli_args("watch", argc, argv, opt, watch_usage)) != 0) {
+		return (code == 1 ? 0 : code);
 	}
 	const char *line = cli_credential(token, key, auth, sizeof(auth));
 	sigemptyset(&set);
