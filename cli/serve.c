@@ -532,196 +532,218 @@ stream_local(const char *url)
 	return (loopback(hp));
 }
 
-int
-cmd_serve(int argc, char **argv)
-{
-	const char  *config = NULL, *listen = NULL, *store = NULL;
-	char        *text = NULL, *err = NULL, ferr[256], url[300], redir[300];
-	char        *c_listen = NULL, *c_store = NULL, *origins = NULL, *roots;
-	char        *otlp;
-	mk_settings *cfg     = NULL;
-	char        *node_id = NULL;
-	int          heartbeat_ms;
-	mk_options   opts;
-	mk_log_level level    = MK_LOG_INFO;
-	bool         json_log = false;
-	json_t      *sa = NULL, *oa = NULL; /* kept while serving */
-	http_opts    ho = {
-	           .max = {ADMIN_MAX, REQUESTS_MAX, PROBES_MAX, CALLBACKS_MAX},
-	           .conns    = CONNS_MAX,
-	           .conns_ip = CONNS_IP_MAX,
-	           .idle_s   = IDLE_S,
-	           .header_s = HEADER_S,
-	           .body_s   = BODY_S};
-	sigset_t set;
-	int      rv, sig, code = 1;
-	bool     http_up = false;
-	cli_opt  opt[]   = {
-	           {CLI_TEXT, "-c", &config},
-	           {CLI_TEXT, "--listen", &listen},
-	           {CLI_TEXT, "--store", &store},
-	           {CLI_LEVEL, "--log", &level},
-	           {CLI_NUM, "--max-requests", &ho.max[LANE_DATA]},
-	           {CLI_NUM, "--max-connections", &ho.conns},
-	           {CLI_NUM, "--max-connections-per-ip", &ho.conns_ip},
-	           {CLI_NUM, "--idle-timeout", &ho.idle_s},
-	           {CLI_NUM, "--header-timeout", &ho.header_s},
-	           {CLI_NUM, "--body-timeout", &ho.body_s},
-	           {CLI_FLAG, "--json", &json_log},
-	           CLI_OPTS_END,
-        };
+/* What one `mcpkeep serve` holds from its start to its end. */
+typedef struct serving {
+	const char  *config;   /* -c FILE */
+	const char  *listen;   /* --listen, server.listen, or the default */
+	const char  *store;    /* --store */
+	char        *text;     /* the config file's text */
+	mk_settings *cfg;      /* its settings */
+	mk_options   opts;     /* the runtime's */
+	mk_log_level level;    /* --log */
+	bool         json_log; /* --json */
+	http_opts    ho;       /* the server's */
+	char        *c_listen, *c_store, *origins, *node_id; /* (owned) */
+	json_t      *sa, *oa;       /* stream addresses, origins: kept */
+	const char  *listen_on[17]; /* server.stream, NULL-ended */
+	const char  *allowed[33];   /* server.allowed_origins, NULL-ended */
+	char         redir[300];    /* the OAuth callback */
+	char        *err;           /* the runtime's last error text */
+	sigset_t     set;           /* the signals waited for */
+	bool         http_up;       /* the server answers */
+} serving;
 
-	if ((rv = cli_args("serve", argc, argv, opt, serve_usage)) != 0) {
-		return (rv == 1 ? 0 : rv);
-	}
-	if (config == NULL) {
-		fprintf(stderr, "mcpkeep serve: -c FILE is required\n%s",
-		        serve_usage);
-		return (2);
-	}
-	if ((text = cli_read_file(config, ferr, sizeof(ferr))) == NULL) {
+/* The config file read and its settings parsed; 0, or 1 (said). */
+static int
+serve_read(serving *sv)
+{
+	char ferr[256];
+	int  rv;
+
+	if ((sv->text = cli_read_file(sv->config, ferr, sizeof(ferr))) ==
+	    NULL) {
 		fprintf(stderr, "mcpkeep: %s\n", ferr);
 		return (1);
 	}
-	if ((rv = mk_settings_parse(text, &cfg, &err)) != 0) {
-		fprintf(stderr, "mcpkeep: %s: %s\n", config,
-		        err ? err : mk_strerror(rv));
-		goto out;
+	if ((rv = mk_settings_parse(sv->text, &sv->cfg, &sv->err)) != 0 ||
+	    (mk_options_init(&sv->opts, sizeof(sv->opts)),
+	     rv = cli_store(&sv->opts, sv->store, sv->text, &sv->c_store,
+	                    &sv->err)) != 0) {
+		fprintf(stderr, "mcpkeep: %s: %s\n", sv->config,
+		        sv->err ? sv->err : mk_strerror(rv));
+		return (1);
 	}
-	mk_options_init(&opts, sizeof(opts));
-	if ((rv = cli_store(&opts, store, text, &c_store, &err)) != 0) {
-		fprintf(stderr, "mcpkeep: %s: %s\n", config,
-		        err ? err : mk_strerror(rv));
-		goto out;
-	}
+	return (0);
+}
+
+/* The daemon's own settings: where it listens, who may call it, its
+ * page; 0, or 1 (said). */
+static int
+serve_daemon(serving *sv)
+{
+	char ferr[256];
+
 	pthread_mutex_init(&D.mtx, NULL);
 	pthread_cond_init(&D.cv, NULL);
 	pthread_cond_init(&B.boot_cv, NULL);
-	c_listen        = setting(cfg, "server.listen");
-	listen          = listen != NULL    ? listen
-	                 : c_listen != NULL ? c_listen
-	                                    : LISTEN_DEFAULT;
-	D.loopback      = loopback(listen);
-	D.token         = admin_token_of(cfg);
-	D.metrics_token = setting(cfg, "server.metrics_token");
-	node_id         = setting(cfg, "cluster.node_id");
-	char *hb        = setting(cfg, "cluster.heartbeat_interval");
-	heartbeat_ms    = hb != NULL ? atoi(hb) : 0;
-	mk_free(hb);
-	if (keys_from(cfg, ferr, sizeof(ferr)) != 0) {
+	sv->c_listen    = setting(sv->cfg, "server.listen");
+	sv->listen      = sv->listen != NULL ? sv->listen
+	             : sv->c_listen != NULL  ? sv->c_listen
+	                                     : LISTEN_DEFAULT;
+	D.loopback      = loopback(sv->listen);
+	D.token         = admin_token_of(sv->cfg);
+	D.metrics_token = setting(sv->cfg, "server.metrics_token");
+	if (keys_from(sv->cfg, ferr, sizeof(ferr)) != 0) {
 		fprintf(stderr, "mcpkeep serve: %s\n", ferr);
-		goto out;
+		return (1);
 	}
-	groups_from(cfg);
+	groups_from(sv->cfg);
 	if (D.token == NULL && !D.loopback) {
 		fprintf(stderr,
 		        "mcpkeep serve: refusing to serve %s without an admin token (server.admin_token or MCPKEEP_ADMIN_TOKEN)\n",
-		        listen);
-		goto out;
+		        sv->listen);
+		return (1);
 	}
 	if (page_init() != 0) {
 		fprintf(stderr, "mcpkeep serve: the status page is broken\n");
-		goto out;
+		return (1);
 	}
-	/* the state stream outward too (server.stream: tcp://, ipc://) */
-	char *streams = setting(cfg, "server.stream");
-	char *public  = setting(cfg, "server.stream_public");
-	sa            = streams != NULL ? json_loads(streams, 0, NULL) : NULL;
+	return (0);
+}
+
+/* The state stream's outward addresses (server.stream: tcp://, ipc://)
+ * and the origins the server allows; 0, or 1 (said). */
+static int
+serve_addresses(serving *sv)
+{
+	char *streams = setting(sv->cfg, "server.stream");
+	char *public  = setting(sv->cfg, "server.stream_public");
+
+	sv->sa = streams != NULL ? json_loads(streams, 0, NULL) : NULL;
 	mk_free(streams);
-	const char *listen_on[17] = {NULL};
-	for (size_t i = 0; i < json_array_size(sa) && i < 16; i++) {
-		listen_on[i] = json_string_value(json_array_get(sa, i));
-		if (public == NULL && !stream_local(listen_on[i])) {
+	for (size_t i = 0; i < json_array_size(sv->sa) && i < 16; i++) {
+		sv->listen_on[i] =
+		        json_string_value(json_array_get(sv->sa, i));
+		if (public == NULL && !stream_local(sv->listen_on[i])) {
 			fprintf(stderr,
 			        "mcpkeep serve: the state stream address %s is not loopback: set server.stream_public to true to serve it there\n",
-			        listen_on[i]);
+			        sv->listen_on[i]);
 			mk_free(public);
-			goto out;
+			return (1);
 		}
 	}
 	mk_free(public);
-	origins = setting(cfg, "server.allowed_origins");
-	oa      = origins != NULL ? json_loads(origins, 0, NULL) : NULL;
-	const char *allowed[33] = {NULL};
-	for (size_t i = 0; i < json_array_size(oa) && i < 32; i++) {
-		allowed[i] = json_string_value(json_array_get(oa, i));
+	sv->origins = setting(sv->cfg, "server.allowed_origins");
+	sv->oa = sv->origins != NULL ? json_loads(sv->origins, 0, NULL) : NULL;
+	for (size_t i = 0; i < json_array_size(sv->oa) && i < 32; i++) {
+		sv->allowed[i] = json_string_value(json_array_get(sv->oa, i));
 	}
-	ho.listen  = listen;
-	ho.origins = allowed;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	opts.log_level            = level;
-	opts.log_json             = json_log;
-	opts.raise_fd_limit       = 1; /* every connected client holds fds */
-	opts.node_id              = node_id;
-	opts.cluster_heartbeat_ms = heartbeat_ms;
-	snprintf(redir, sizeof(redir), "http://%s/api/oauth/callback", listen);
-	opts.oauth_redirect_uri = redir;
-	if (client_metadata_from(cfg, redir, ferr, sizeof(ferr)) != 0) {
+	sv->ho.listen  = sv->listen;
+	sv->ho.origins = sv->allowed;
+	return (0);
+}
+
+/* The runtime started with the settings, and what follows its stream;
+ * 0, or 1 (said). */
+static int
+serve_runtime(serving *sv)
+{
+	mk_options *o = &sv->opts;
+	char        ferr[256], *roots, *otlp, *hb;
+	int         rv;
+
+	sv->node_id = setting(sv->cfg, "cluster.node_id");
+	hb          = setting(sv->cfg, "cluster.heartbeat_interval");
+	o->cluster_heartbeat_ms = hb != NULL ? atoi(hb) : 0;
+	mk_free(hb);
+	o->log_level      = sv->level;
+	o->log_json       = sv->json_log;
+	o->raise_fd_limit = 1; /* every connected client holds fds */
+	o->node_id        = sv->node_id;
+	snprintf(sv->redir, sizeof(sv->redir), "http://%s/api/oauth/callback",
+	         sv->listen);
+	o->oauth_redirect_uri = sv->redir;
+	if (client_metadata_from(sv->cfg, sv->redir, ferr, sizeof(ferr)) !=
+	    0) {
 		fprintf(stderr, "mcpkeep serve: %s\n", ferr);
-		goto out;
+		return (1);
 	}
 	/* every OAuth client without a client_id may use it */
-	opts.oauth_client_metadata_url = json_string_value(
+	o->oauth_client_metadata_url = json_string_value(
 	        json_object_get(D.client_metadata, "client_id"));
-	opts.stream_listen = listen_on;
-	opts.inputs        = inputs_from(cfg);
-	roots              = setting(cfg, "server.roots");
-	opts.roots         = roots;
-	otlp               = setting(cfg, "telemetry.otlp_endpoint");
-	opts.otlp_endpoint = otlp;
-	rv                 = mk_runtime_open(&D.rt, &opts);
+	o->stream_listen = sv->listen_on;
+	o->inputs        = inputs_from(sv->cfg);
+	roots            = setting(sv->cfg, "server.roots");
+	o->roots         = roots;
+	otlp             = setting(sv->cfg, "telemetry.otlp_endpoint");
+	o->otlp_endpoint = otlp;
+	rv               = mk_runtime_open(&D.rt, o);
 	mk_free(roots);
 	mk_free(otlp);
 	if (rv != 0) {
 		fprintf(stderr, "mcpkeep: cannot start the runtime: %s\n",
 		        mk_strerror(rv));
-		goto out;
+		return (1);
 	}
-	if ((rv = events_start(mk_stream_url(D.rt))) != 0 ||
-	    (rv = gw_start()) != 0) {
+	if (events_start(mk_stream_url(D.rt)) != 0 || gw_start() != 0) {
 		fprintf(stderr,
 		        "mcpkeep serve: cannot follow the state stream\n");
-		goto stop;
+		return (1);
 	}
-	/* the clients first (each exists once this returns: the API sees
-	 * them all), their connects while the server answers */
-	cli_config_warnings(text); /* (what `mcpkeep check` warns of) */
-	json_t *names = clients_by_name(text);
+	return (0);
+}
+
+/* The clients first (each exists once this returns: the API sees them
+ * all), their connects while the server answers; 0, or 1 (said). */
+static int
+serve_boot(serving *sv)
+{
+	char    ferr[256];
+	json_t *names;
+	int     rv;
+
+	cli_config_warnings(sv->text); /* (what `mcpkeep check` warns of) */
+	names = clients_by_name(sv->text);
 	mk_log(MK_LOG_INFO, "serve", "boot: connecting %zu clients",
 	       json_object_size(names));
 	pthread_mutex_lock(&D.mtx);
 	D.booting = true;
 	B.boot_t0 = answer_mono_ns();
 	pthread_mutex_unlock(&D.mtx);
-	if ((rv = mk_runtime_load_async(D.rt, text, on_loaded, NULL, &err)) !=
-	    0) {
-		fprintf(stderr, "mcpkeep: %s: %s\n", config,
-		        err ? err : mk_strerror(rv));
+	if ((rv = mk_runtime_load_async(D.rt, sv->text, on_loaded, NULL,
+	                                &sv->err)) != 0) {
+		fprintf(stderr, "mcpkeep: %s: %s\n", sv->config,
+		        sv->err ? sv->err : mk_strerror(rv));
 		json_decref(names);
-		goto stop;
+		return (1);
 	}
 	if ((rv = pthread_create(&B.boot, NULL, boot_main, names)) != 0) {
 		fprintf(stderr, "mcpkeep serve: cannot start the boot: %s\n",
 		        strerror(rv));
 		json_decref(names);
-		goto stop;
+		return (1);
 	}
 	B.boot_th = true;
-	snprintf(url, sizeof(url), "http://%s", listen);
-	if (http_start(&ho, ferr, sizeof(ferr)) != 0) {
+	if (http_start(&sv->ho, ferr, sizeof(ferr)) != 0) {
 		fprintf(stderr, "mcpkeep serve: %s\n", ferr);
-		goto stop;
+		return (1);
 	}
-	http_up = true;
+	sv->http_up = true;
+	return (0);
+}
+
+/* Serves until SIGINT or SIGTERM, reloading on SIGHUP; the exit code. */
+static int
+serve_until_stopped(serving *sv)
+{
+	int  sig, code;
+	char url[300];
+
+	snprintf(url, sizeof(url), "http://%s", sv->listen);
 	printf("mcpkeep %s: serving %s (status page: %s/)\n", MCPKEEP_VERSION,
 	       url, url);
 	fflush(stdout);
-	while (sigwait(&set, &sig) == 0 && sig == SIGHUP) {
+	while (sigwait(&sv->set, &sig) == 0 && sig == SIGHUP) {
 		/* the boot's clients are the diff's base: a reload waits
 		 * for their connects to end (boot_main raises it again) */
 		pthread_mutex_lock(&D.mtx);
@@ -733,7 +755,7 @@ cmd_serve(int argc, char **argv)
 			       "reload deferred: the boot is still connecting clients; the SIGHUP applies when it ends");
 			continue;
 		}
-		reload(config, &text, &cfg);
+		reload(sv->config, &sv->text, &sv->cfg);
 	}
 	printf("mcpkeep: %s: stopping\n",
 	       sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -741,39 +763,96 @@ cmd_serve(int argc, char **argv)
 	pthread_mutex_lock(&D.mtx);
 	code = B.boot_fail ? 1 : 0;
 	pthread_mutex_unlock(&D.mtx);
-stop:
-	/* no new connections; the event streams end; calls in flight end
-	 * (bounded), then the workers, the boot, the runtime (which
-	 * answers what is still waiting), the server */
-	if (http_up) {
-		http_quiesce();
+	return (code);
+}
+
+/* No new connections; the event streams end; calls in flight end
+ * (bounded), then the workers, the boot, the runtime (which answers what
+ * is still waiting), the server; then what it held is freed. */
+static void
+serve_stop(serving *sv)
+{
+	if (D.rt != NULL) { /* (what follows it started with it) */
+		if (sv->http_up) {
+			http_quiesce();
+		}
+		events_stop();
+		gw_stop(); /* (before the runtime: it reads the views) */
+		pthread_mutex_lock(&D.mtx);
+		B.stopping = true;
+		pthread_cond_broadcast(&B.boot_cv);
+		pthread_mutex_unlock(&D.mtx);
+		(void)http_drain(sv->http_up ? DRAIN_MS : 0);
+		if (B.boot_th) { /* before the close: it calls the runtime */
+			pthread_join(B.boot, NULL);
+		}
 	}
-	events_stop();
-	gw_stop(); /* (before the runtime: it reads the client views) */
-	pthread_mutex_lock(&D.mtx);
-	B.stopping = true;
-	pthread_cond_broadcast(&B.boot_cv);
-	pthread_mutex_unlock(&D.mtx);
-	(void)http_drain(http_up ? DRAIN_MS : 0);
-	if (B.boot_th) { /* before the close: it calls the runtime */
-		pthread_join(B.boot, NULL);
-	}
-out:
 	mk_runtime_close(&D.rt); /* (a boot still going: its connects end) */
 	http_stop();
 	gw_park_stop();   /* (every call ended) */
 	free(B.load_err); /* (the close may have answered the load) */
-	json_decref(sa);
-	json_decref(oa);
-	mk_free(origins);
-	mk_free(err);
-	mk_free(c_listen);
-	mk_free(c_store);
-	mk_free(node_id);
+	json_decref(sv->sa);
+	json_decref(sv->oa);
+	mk_free(sv->origins);
+	mk_free(sv->err);
+	mk_free(sv->c_listen);
+	mk_free(sv->c_store);
+	mk_free(sv->node_id);
 	mk_free_secret(D.token);
 	mk_free_secret(D.metrics_token);
 	json_decref(D.client_metadata);
-	mk_settings_free(&cfg);
-	free(text);
+	mk_settings_free(&sv->cfg);
+	free(sv->text);
+}
+
+int
+cmd_serve(int argc, char **argv)
+{
+	serving sv = {
+	        .level = MK_LOG_INFO,
+	        .ho    = {.max      = {ADMIN_MAX, REQUESTS_MAX, PROBES_MAX,
+	                               CALLBACKS_MAX},
+	                  .conns    = CONNS_MAX,
+	                  .conns_ip = CONNS_IP_MAX,
+	                  .idle_s   = IDLE_S,
+	                  .header_s = HEADER_S,
+	                  .body_s   = BODY_S},
+	};
+	int     rv, code = 1;
+	cli_opt opt[] = {
+	        {CLI_TEXT, "-c", &sv.config},
+	        {CLI_TEXT, "--listen", &sv.listen},
+	        {CLI_TEXT, "--store", &sv.store},
+	        {CLI_LEVEL, "--log", &sv.level},
+	        {CLI_NUM, "--max-requests", &sv.ho.max[LANE_DATA]},
+	        {CLI_NUM, "--max-connections", &sv.ho.conns},
+	        {CLI_NUM, "--max-connections-per-ip", &sv.ho.conns_ip},
+	        {CLI_NUM, "--idle-timeout", &sv.ho.idle_s},
+	        {CLI_NUM, "--header-timeout", &sv.ho.header_s},
+	        {CLI_NUM, "--body-timeout", &sv.ho.body_s},
+	        {CLI_FLAG, "--json", &sv.json_log},
+	        CLI_OPTS_END,
+	};
+
+	if ((rv = cli_args("serve", argc, argv, opt, serve_usage)) != 0) {
+		return (rv == 1 ? 0 : rv);
+	}
+	if (sv.config == NULL) {
+		fprintf(stderr, "mcpkeep serve: -c FILE is required\n%s",
+		        serve_usage);
+		return (2);
+	}
+	sigemptyset(&sv.set);
+	sigaddset(&sv.set, SIGINT);
+	sigaddset(&sv.set, SIGTERM);
+	sigaddset(&sv.set, SIGHUP);
+	if (serve_read(&sv) == 0 && serve_daemon(&sv) == 0 &&
+	    serve_addresses(&sv) == 0 &&
+	    (pthread_sigmask(SIG_BLOCK, &sv.set, NULL),
+	     signal(SIGPIPE, SIG_IGN), serve_runtime(&sv) == 0) &&
+	    serve_boot(&sv) == 0) {
+		code = serve_until_stopped(&sv);
+	}
+	serve_stop(&sv);
 	return (code);
 }
