@@ -1451,6 +1451,24 @@ result_cache(void)
 	CHECK_EQ(json_integer_value(json_object_get(c, "hits")), 2);
 	CHECK_EQ(json_integer_value(json_object_get(c, "misses")), 2);
 	json_decref(j);
+	/* a change naming a tool its server lists without both hints is
+	 * refused (one not listed yet can only be warned of), and changes
+	 * nothing: the kept result still answers */
+	CHECK_EQ(
+	        mk_client_update(
+	                rt, "rc",
+	                "{\"cache_results\": {\"counted_readonly\": \"60s\"}}",
+	                &err),
+	        MK_EINVAL);
+	CHECK(strcmp(err,
+	             "client \"rc\": cache_results: tool counted_readonly is "
+	             "not annotated readOnlyHint and idempotentHint by its "
+	             "server: its results cannot be kept") == 0);
+	mk_free(err);
+	err = NULL;
+	free(call_text(rt, "rc", "counted_cacheable", "{}", &rc));
+	CHECK_EQ(admin(p.port, "/admin/counters", NULL, "counted_cacheable"),
+	         n0 + 2);
 	/* a new list (a tool added: list_changed) clears them */
 	admin(p.port, "/admin/add-tool", "{\"name\": \"rc_new\"}", NULL);
 	(void)wait_event(&sb, &at, is_tools_of, "rc", "rc's new list");

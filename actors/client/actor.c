@@ -492,6 +492,11 @@ apply_update(client *cl, kn_msg *msg, const cl_update_msg *m)
 	rv = cfg_client_parse(merged, lit, &ncfg, err, sizeof(err));
 	json_decref(merged);
 	json_decref(lit);
+	if (rv == 0 && !stored &&
+	    cl_cache_refuses(cl, ncfg, err, sizeof(err))) {
+		cfg_client_free(&ncfg);
+		rv = MK_EINVAL;
+	}
 	if (rv != 0) {
 		kn_reply_why(cl->self, corr, rv == MK_ENOMEM ? rv : MK_EINVAL,
 		             "%s", err);

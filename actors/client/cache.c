@@ -165,6 +165,33 @@ cl_cache_put(client *cl, const cl_call *c, const char *result)
 	cl->cache_bytes += n;
 }
 
+bool
+cl_cache_refuses(const client *cl, const cfg_client *cfg, char *why,
+                 size_t len)
+{
+	const char *tool;
+	json_t     *ttl, *t;
+	mcp_hints   h;
+
+	json_object_foreach(cfg->cache, tool, ttl)
+	{
+		if ((t = cl_tool_named(cl, tool)) == NULL) {
+			continue;
+		}
+		mcp_tool_hints(t, &h);
+		if (!h.read_only || !h.idempotent) {
+			snprintf(
+			        why, len,
+			        "client \"%s\": cache_results: tool %.100s is "
+			        "not annotated readOnlyHint and idempotentHint "
+			        "by its server: its results cannot be kept",
+			        cfg->name, tool);
+			return (true);
+		}
+	}
+	return (false);
+}
+
 void
 cl_cache_listed(client *cl)
 {

@@ -375,12 +375,17 @@ void cl_push_view(client *cl);
  * cl_cache_answer answers c from it (true: c is finished and freed);
  * cl_cache_put keeps an ok result of c; cl_cache_listed clears it for a
  * new list (warning of configured tools it may not keep); cl_cache_clear
- * empties it. */
+ * empties it.  cl_cache_refuses says why cfg (a change of cl's config)
+ * cannot be taken: its cache_results names a tool the server lists now
+ * without readOnlyHint and idempotentHint (one it has not listed yet is
+ * warned of when it is). */
 typedef struct cl_centry cl_centry;
 bool                     cl_cache_answer(client *cl, cl_call *c);
 void cl_cache_put(client *cl, const cl_call *c, const char *result);
 void cl_cache_listed(client *cl);
 void cl_cache_clear(client *cl);
+bool cl_cache_refuses(const client *cl, const cfg_client *cfg, char *why,
+                      size_t len);
 
 /* pin.c: tool_changes.  cl_pin_mode is the client's (its config's, else
  * the global one); cl_pin_start reads the stored approval again
