@@ -460,19 +460,26 @@ wait_flush(ps_self *ps, kn_msg *msg, op *o, int64_t ticket)
 	return (0);
 }
 
-/* A write of type, its op made by fill from the message (internal
- * messages are always complete: fill asserts), queued. */
-static int
-enqueue(ps_self *ps, kn_msg *msg, void (*fill)(op *, void *), void *m)
+/* A new write of msg's type (its fields the caller's to fill), or NULL:
+ * out of memory, logged. */
+static op *
+op_new(const kn_msg *msg)
 {
 	op *o = calloc(1, sizeof(*o));
 
 	if (o == NULL) {
 		KN_ERROR("persister", "out of memory: a write was lost");
-		return (MK_ENOMEM);
+		return (NULL);
 	}
 	o->type = msg->env.type;
-	fill(o, m);
+	return (o);
+}
+
+/* Queues the write o (internal messages are always complete: their
+ * handlers assert it); an ask waits for it to be durable. */
+static int
+enqueue(ps_self *ps, kn_msg *msg, op *o)
+{
 	if (o->key != NULL) {
 		o->hkey = strmap_hash(o->key);
 	}
@@ -490,36 +497,47 @@ enqueue(ps_self *ps, kn_msg *msg, void (*fill)(op *, void *), void *m)
 	return (0);
 }
 
-static void
-fill_client(op *o, void *arg)
+static int
+on_client_put(kn_actor *self, ps_self *ps, kn_msg *msg, ps_client_msg *m)
 {
-	ps_client_msg *m = arg;
+	op *o = op_new(msg);
 
+	if (o == NULL) {
+		return (MK_ENOMEM);
+	}
 	o->id     = m->id; /* the op owns them now */
 	o->a      = m->name;
 	o->b      = m->config;
 	o->ticket = (uint64_t)m->ticket;
 	m->id = m->name = m->config = NULL;
 	assert(o->id != NULL && o->a != NULL && o->b != NULL);
+	return (enqueue(ps, msg, o));
 }
 
-static void
-fill_client_del(op *o, void *arg)
+static int
+on_client_del(kn_actor *self, ps_self *ps, kn_msg *msg, ps_id_msg *m)
 {
-	ps_id_msg *m = arg;
+	op *o = op_new(msg);
 
+	if (o == NULL) {
+		return (MK_ENOMEM);
+	}
 	o->id     = m->id;
 	o->ticket = (uint64_t)m->ticket;
 	m->id     = NULL;
 	assert(o->id != NULL);
+	return (enqueue(ps, msg, o));
 }
 
-static void
-fill_tools(op *o, void *arg)
+static int
+on_tools_put(kn_actor *self, ps_self *ps, kn_msg *msg, ps_tools_msg *m)
 {
-	ps_tools_msg *m = arg;
-	char          key[STORE_ERR_MAX];
+	op  *o = op_new(msg);
+	char key[STORE_ERR_MAX];
 
+	if (o == NULL) {
+		return (MK_ENOMEM);
+	}
 	o->id = m->id;
 	o->a  = m->hash;
 	o->b  = m->tools;
@@ -530,14 +548,20 @@ fill_tools(op *o, void *arg)
 	assert(o->id != NULL && o->a != NULL && o->b != NULL);
 	snprintf(key, sizeof(key), "mcp_tools\x1f%s", o->id);
 	o->key = strdup(key);
+	return (enqueue(ps, msg, o));
 }
 
 /* A row: {table, row} to put, {table, key} to delete. */
-static void
-fill_row_of(op *o, const char *table, const char *text, int64_t ticket)
+static int
+row_op(ps_self *ps, kn_msg *msg, const char *table, const char *text,
+       int64_t ticket)
 {
+	op  *o = op_new(msg);
 	char key[STORE_ERR_MAX];
 
+	if (o == NULL) {
+		return (MK_ENOMEM);
+	}
 	o->ticket = (uint64_t)ticket;
 	o->table  = table != NULL ? store_table_find(table) : -1;
 	o->row    = text != NULL ? json_loads(text, 0, NULL) : NULL;
@@ -546,52 +570,19 @@ fill_row_of(op *o, const char *table, const char *text, int64_t ticket)
 	    0) {
 		o->key = strdup(key);
 	}
-}
-
-static void
-fill_row(op *o, void *arg)
-{
-	ps_row_msg *m = arg;
-
-	fill_row_of(o, m->table, m->row, m->ticket);
-}
-
-static void
-fill_row_del(op *o, void *arg)
-{
-	ps_key_msg *m = arg;
-
-	fill_row_of(o, m->table, m->key, m->ticket);
-}
-
-static int
-on_client_put(kn_actor *self, ps_self *ps, kn_msg *msg, ps_client_msg *m)
-{
-	return (enqueue(ps, msg, fill_client, m));
-}
-
-static int
-on_client_del(kn_actor *self, ps_self *ps, kn_msg *msg, ps_id_msg *m)
-{
-	return (enqueue(ps, msg, fill_client_del, m));
-}
-
-static int
-on_tools_put(kn_actor *self, ps_self *ps, kn_msg *msg, ps_tools_msg *m)
-{
-	return (enqueue(ps, msg, fill_tools, m));
+	return (enqueue(ps, msg, o));
 }
 
 static int
 on_row_put(kn_actor *self, ps_self *ps, kn_msg *msg, ps_row_msg *m)
 {
-	return (enqueue(ps, msg, fill_row, m));
+	return (row_op(ps, msg, m->table, m->row, m->ticket));
 }
 
 static int
 on_row_del(kn_actor *self, ps_self *ps, kn_msg *msg, ps_key_msg *m)
 {
-	return (enqueue(ps, msg, fill_row_del, m));
+	return (row_op(ps, msg, m->table, m->key, m->ticket));
 }
 
 /* The handle to read from: the write one, or the boot-time read one. */

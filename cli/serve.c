@@ -566,8 +566,7 @@ serve_read(serving *sv)
 		return (1);
 	}
 	if ((rv = mk_settings_parse(sv->text, &sv->cfg, &sv->err)) != 0 ||
-	    (mk_options_init(&sv->opts, sizeof(sv->opts)),
-	     rv = cli_store(&sv->opts, sv->store, sv->text, &sv->c_store,
+	    (rv = cli_store(&sv->opts, sv->store, sv->text, &sv->c_store,
 	                    &sv->err)) != 0) {
 		fprintf(stderr, "mcpkeep: %s: %s\n", sv->config,
 		        sv->err ? sv->err : mk_strerror(rv));
@@ -652,6 +651,9 @@ serve_runtime(serving *sv)
 	char        ferr[256], *roots, *otlp, *hb;
 	int         rv;
 
+	/* blocked before the runtime's threads start: they inherit it */
+	pthread_sigmask(SIG_BLOCK, &sv->set, NULL);
+	signal(SIGPIPE, SIG_IGN);
 	sv->node_id = setting(sv->cfg, "cluster.node_id");
 	hb          = setting(sv->cfg, "cluster.heartbeat_interval");
 	o->cluster_heartbeat_ms = hb != NULL ? atoi(hb) : 0;
@@ -842,14 +844,13 @@ cmd_serve(int argc, char **argv)
 		        serve_usage);
 		return (2);
 	}
+	mk_options_init(&sv.opts, sizeof(sv.opts));
 	sigemptyset(&sv.set);
 	sigaddset(&sv.set, SIGINT);
 	sigaddset(&sv.set, SIGTERM);
 	sigaddset(&sv.set, SIGHUP);
 	if (serve_read(&sv) == 0 && serve_daemon(&sv) == 0 &&
-	    serve_addresses(&sv) == 0 &&
-	    (pthread_sigmask(SIG_BLOCK, &sv.set, NULL),
-	     signal(SIGPIPE, SIG_IGN), serve_runtime(&sv) == 0) &&
+	    serve_addresses(&sv) == 0 && serve_runtime(&sv) == 0 &&
 	    serve_boot(&sv) == 0) {
 		code = serve_until_stopped(&sv);
 	}

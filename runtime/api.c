@@ -560,10 +560,9 @@ static int
 prepare(mk_runtime *rt, const mk_call *given_call, const mk_call_how *given,
         kn_actor **ap, cl_call_msg *m, int *timeout)
 {
-	mk_call_how     how  = MK_CALL_HOW_INIT;
-	mk_call         c    = MK_CALL_INIT;
-	const mk_call  *call = &c;
-	mk_call_kind    kind;
+	mk_call_how  how = MK_CALL_HOW_INIT;
+	mk_call      c = MK_CALL_INIT, *call = &c; /* (the caller's, whole) */
+	mk_call_kind kind;
 	const mk_trace *trace;
 	char            name[160];
 
@@ -582,7 +581,7 @@ prepare(mk_runtime *rt, const mk_call *given_call, const mk_call_how *given,
 	}
 	memcpy(&c, given_call, given_call->size);
 	kind  = how.kind;
-	trace = c.trace;
+	trace = call->trace;
 	if (call->client == NULL || call->tool == NULL ||
 	    call->timeout_ms < 0 || kind < MK_CALL_TOOL ||
 	    kind > MK_CALL_RESOURCE) {

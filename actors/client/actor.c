@@ -238,18 +238,20 @@ cl_connect_go(client *cl, uint64_t corr, bool boot)
 static int
 on_reconnect(kn_actor *self, client *cl, kn_msg *msg, codec_no *none)
 {
+	/* (a reply its asker gave up on is counted late, not a failure) */
 	if (!cl->cfg->sticky) {
-		return (kn_reply_why(
+		(void)kn_reply_why(
 		        self, kn_defer(msg), MK_EINVAL,
-		        "client uses per-call connections; there is no persistent connection to reconnect"));
-	}
-	if (cl->state == CS_DISABLED) {
-		return (kn_reply_why(
+		        "client uses per-call connections; there is no persistent connection to reconnect");
+	} else if (cl->state == CS_DISABLED) {
+		(void)kn_reply_why(
 		        self, kn_defer(msg), MK_ESTATE,
 		        "MCP client %s is disabled: enable it first",
-		        cl->cfg->name));
+		        cl->cfg->name);
+	} else {
+		cl_dial_start(cl, DIAL_RECONNECT, kn_defer(msg),
+		              msg->env.type);
 	}
-	cl_dial_start(cl, DIAL_RECONNECT, kn_defer(msg), msg->env.type);
 	return (0);
 }
 
@@ -299,7 +301,8 @@ on_disable(kn_actor *self, client *cl, kn_msg *msg, cl_ticket_msg *m)
 	keep_disabled(cl, true);
 	do_disable(cl);
 	cl->ticket = 0;
-	return (kn_reply(self, msg, 0, CODEC_EMPTY, CODEC_EMPTY_LEN));
+	(void)kn_reply(self, msg, 0, CODEC_EMPTY, CODEC_EMPTY_LEN);
+	return (0);
 }
 
 static void

@@ -851,7 +851,8 @@ cl_on_call(kn_actor *self, client *cl, kn_msg *msg, cl_call_msg *mp)
 	char       *params_sent = NULL, why[512];
 
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
-		return (kn_reply_why(self, corr, MK_ENOMEM, "out of memory"));
+		(void)kn_reply_why(self, corr, MK_ENOMEM, "out of memory");
+		return (0);
 	}
 	c->cl    = cl;
 	c->corr  = corr;

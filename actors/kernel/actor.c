@@ -291,6 +291,8 @@ route(kn_actor *self, kn_msg *msg)
 {
 	size_t              i;
 	const codec_msgdef *def = kn_route_of(self, msg->env.type, &i);
+	const void         *p   = msg->env.payload;
+	size_t              n   = msg->env.payload_len;
 	union {
 		max_align_t   align;
 		unsigned char b[CODEC_MSG_MAX];
@@ -314,14 +316,11 @@ route(kn_actor *self, kn_msg *msg)
 		return (self->ops->routes->fns[i](self, self->state, msg,
 		                                  NULL));
 	}
-	if (msg->env.payload_len == 0) { /* no payload: every field absent */
-		rv = codec_msg_unpack(def->req, CODEC_EMPTY, CODEC_EMPTY_LEN,
-		                      &req);
-	} else {
-		rv = codec_msg_unpack(def->req, msg->env.payload,
-		                      msg->env.payload_len, &req);
+	if (n == 0) { /* no payload at all: every field absent */
+		p = CODEC_EMPTY;
+		n = CODEC_EMPTY_LEN;
 	}
-	if (rv != 0) {
+	if (codec_msg_unpack(def->req, p, n, &req) != 0) {
 		KN_WARN("kernel", "actor %s: a %s whose payload is not a map",
 		        self->name, def->name);
 		return (MK_EPROTO);
