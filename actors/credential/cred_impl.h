@@ -4,8 +4,10 @@
  * discovery.c (OAuth endpoints: configured, discovered, registered),
  * flow.c (authorization-code flows), pending.c (the bound on callers'
  * pending flows, their sweep at expiry), refresh.c (when a token is due,
- * single-flight refresh, refresh ahead of expiry), user.c (a caller's
- * ask by auth type, the caches of callers' credentials and their fills),
+ * single-flight refresh, refresh ahead of expiry; its states are
+ * tokstate.h's), lease.c (a refresh's lease in a cluster), user.c (a
+ * caller's ask by auth type, the caches of callers' credentials and their
+ * fills),
  * headers.c (per-user header credentials and flows), exchange.c (token
  * exchange), stepup.c (scope step-up).  Touched only by the actor's thread:
  * every function here runs on it, and none blocks (the store and the
@@ -20,6 +22,7 @@
 #include <stdint.h>
 
 #include "actors/credential/credential.h"
+#include "actors/credential/tokstate.h"
 #include "codec/lru.h"
 #include "codec/strmap.h"
 #include "model/config.h"
@@ -86,24 +89,23 @@ typedef struct token {
 	bool       ephemeral;  /* an exchange result: memory only */
 	char       err[64];    /* a caller's: the rejection's error code */
 	lru_link   lru;        /* cache: its place in cr->tlru */
-	oa_req    *req;        /* a refresh in flight, or NULL */
-	tr_span   *span;       /* and its span, or NULL */
-	char      *prior;      /* the refresh token it spends (CAS) */
-	int        attempt;    /* transient failures of this refresh */
-	uint64_t   retry;      /* a later refresh (backoff, gap), 0 none */
-	uint64_t   ahead;      /* refresh-ahead timer, 0 none */
 	tokw      *waiters;    /* asks waiting for the refresh */
-	bool       rereg;      /* this refresh registered the client again */
-	bool       rewait;     /* it waits for that registration */
 	int        stepups;    /* step-ups in a row for scopes it holds */
-	char      *jag;        /* an ID-JAG being redeemed (secret), or NULL */
-	int64_t    lease_gen;  /* the refresh lease held (lease.c), 0 none,
-	                        * -1 refreshing without one */
-	bool     leasing;      /* a take is asked */
-	bool     unsure;       /* refused without a lease: the store decides */
-	uint64_t lease_timer;  /* another node's lease looked at again */
-	int      lease_polls;  /* looks so far */
-	cr_self *cr;           /* owner */
+	uint64_t   ahead;      /* refresh-ahead timer, 0 none */
+	/* its refresh (tokstate.h), changed by cr_tok_enter alone */
+	tok_state    state;
+	uint64_t     timer; /* WAITING, PEER, UNSURE: its timer, 0 none */
+	struct lctx *take;  /* LEASING, UNSURE: the take asked, or NULL */
+	oa_req      *req;   /* REFRESHING: the request in flight */
+	tr_span     *span;  /* and its span, or NULL */
+	char        *jag;   /* REFRESHING: an ID-JAG redeemed (secret) */
+	/* what this refresh has done so far (IDLE: nothing) */
+	char    *prior;       /* the refresh token it spends (CAS) */
+	int      attempt;     /* its transient failures */
+	bool     rereg;       /* it registered its client again (once) */
+	int64_t  lease_gen;   /* the refresh lease held (lease.c), 0 none */
+	int      lease_polls; /* looks at the row so far */
+	cr_self *cr;          /* owner */
 } token;
 
 /* An identity's (or the admin's) header credential. */
@@ -219,9 +221,8 @@ struct cr_self {
 /* lease.c: one refresh per token across a cluster */
 void cr_lease_take(cr_self *cr, token *t);
 void cr_lease_put(cr_self *cr, token *t);
-void cr_lease_drop(cr_self *cr, token *t);
-/* cr_lease_stop cancels a wait and releases a lease held. */
-void cr_lease_stop(token *t);
+/* cr_lease_release releases the lease t holds (when it holds one). */
+void cr_lease_release(token *t);
 /* cr_lease_unsure: t's refresh, sent without a lease (the store away),
  * was refused as spent; another node may have spent it first.  Nothing
  * is stored: its row is looked at once the store is back (lease.c). */
@@ -308,9 +309,13 @@ const oa_rules *cr_guard(const cclient *c, const char *key, oa_rules *r);
  * then resumes (cr_refresh_resume).  MK_EINVAL: c's client is configured,
  * not registered; MK_ENOMEM. */
 int cr_reregister(cclient *c, const token *t);
+/* cr_registered: c's client was registered dynamically (not configured):
+ * the authorization server may lose it (cr_reregister). */
+bool cr_registered(const cclient *c);
 /* cr_disc_token: t's token request needs c's endpoints: they are
- * resolved first (a discovery started or joined), then the request
- * resumes (cr_refresh_resume).  0 or MK_ENOMEM. */
+ * resolved first (a discovery started or joined); when one is still
+ * under way (c->disc), the request resumes after it (cr_refresh_resume).
+ * 0 or MK_ENOMEM. */
 int cr_disc_token(cclient *c, token *t);
 /* cr_rediscover: c's discovered endpoints are discovered again (flows
  * asked meanwhile wait).  The registration is kept when the issuer is
@@ -419,6 +424,25 @@ void cr_cache_identity(const char *identity, const char *subject, char *out,
                        size_t len);
 
 /* refresh.c */
+/* cr_tok_enter moves t's refresh to state to (a transition of
+ * tokstate.h's table: another is a bug, asserted), and does what entering
+ * it does: its timer is cancelled, and armed again after ms (>= 0) for
+ * WAITING, PEER and UNSURE; IDLE ends the refresh: its request cancelled,
+ * its span ended (why), its lease released, what it spent forgotten.  why
+ * says what moved it (logged at debug).  0, or MK_ENOMEM when the timer
+ * could not be armed (t is then IDLE, its waiters still to answer). */
+int cr_tok_enter(token *t, tok_state to, int64_t ms, const char *why);
+/* cr_token_broken returns the invariant of its state t breaks, or NULL
+ * (tok_broken of t's facts) */
+const char *cr_token_broken(const token *t);
+/* assert_token_state(t): t's invariants hold; at every entry of the
+ * actor's code into a token's refresh (a message, a reply, a timer) */
+#ifdef NDEBUG
+#define assert_token_state(t) ((void)(t))
+#else
+#define assert_token_state(t) cr_token_assert((t), __func__)
+#endif
+void cr_token_assert(const token *t, const char *where);
 void cr_refresh_join(cr_self *cr, token *t, uint64_t corr);
 void cr_refresh_ahead(cr_self *cr, token *t);
 void cr_refresh_stop(token *t);

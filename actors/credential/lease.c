@@ -117,14 +117,23 @@ on_dropped(kn_actor *self, void *arg, int status, const void *data, size_t len)
 	}
 }
 
-void
-cr_lease_drop(cr_self *cr, token *t)
+/* Releases the lease of gen on t's row, unwritten. */
+static void
+drop(cr_self *cr, const token *t, int64_t gen)
 {
-	json_t *k;
+	json_t *k = key_of(t);
 
-	if (t->lease_gen > 0 && (k = key_of(t)) != NULL) {
-		(void)lease_ask(cr, "drop", k, t->lease_gen, on_dropped, NULL);
+	if (k != NULL) {
+		(void)lease_ask(cr, "drop", k, gen, on_dropped, NULL);
 		json_decref(k);
+	}
+}
+
+void
+cr_lease_release(token *t)
+{
+	if (t->lease_gen > 0) {
+		drop(t->cr, t, t->lease_gen);
 	}
 	t->lease_gen = 0;
 }
@@ -203,47 +212,51 @@ adopt(token *t, const json_t *row)
 	return (true);
 }
 
-static void lease_tick(kn_actor *self, void *arg);
-
 /* The answer to a take: the refresh, the other node's tokens, or a
- * wait. */
+ * wait.  Unsure (a refresh without a lease was refused as spent): the row
+ * is looked at until it changes or CR_LEASE_MS passes, the lease kept
+ * meanwhile (the other unsure nodes wait on it). */
 static void
 on_taken(kn_actor *self, void *arg, int status, const void *data, size_t len)
 {
-	lctx         *x  = arg;
-	cr_self      *cr = x->cr;
-	strmap_ent   *e  = strmap_get(&cr->tokens, x->key);
-	token        *t  = (token *)e;
-	ps_leased_msg m  = {0};
+	lctx         *x    = arg;
+	cr_self      *cr   = x->cr;
+	token        *t    = (token *)strmap_get(&cr->tokens, x->key);
+	bool          mine = t != NULL && t->take == x;
+	ps_leased_msg m    = {0};
+	bool          unsure;
 	json_t       *row;
 
 	lctx_free(x);
 	if (status == 0) {
 		(void)ps_leased_msg_unpack(data, len, &m);
 	}
-	if (t == NULL || !t->leasing) {
+	if (!mine) {
 		/* gone, or stopped meanwhile: let the lease go */
 		if (m.gen > 0 && t != NULL) {
-			t->lease_gen = m.gen;
-			cr_lease_drop(cr, t);
+			drop(cr, t, m.gen);
 		}
 		ps_leased_msg_clear(&m);
 		return;
 	}
-	t->leasing = false;
-	if (status != 0 && t->unsure) {
-		t->lease_polls = 0; /* the store still away */
-		t->lease_timer = kn_timer_add(cr->self, CR_UNSURE_POLL_MS,
-		                              lease_tick, t);
+	assert_token_state(t);
+	t->take = NULL;
+	unsure  = t->state == TOK_UNSURE;
+	if (status != 0 && unsure) {
+		t->lease_polls = 0;
+		(void)cr_tok_enter(t, TOK_UNSURE, CR_UNSURE_POLL_MS,
+		                   "the store still away");
 		return;
 	}
 	if (status != 0) {
 		KN_WARN("credential",
 		        "%s: no refresh lease (%s): refreshing without one",
 		        t->client_id, codec_strerror(status));
-		t->lease_gen = -1;
 		cr_refresh_send(cr, t);
 		return;
+	}
+	if (m.gen > 0) {
+		t->lease_gen = m.gen; /* released when the refresh ends */
 	}
 	row = m.row != NULL ? json_loads(m.row, 0, NULL) : NULL;
 	if (row != NULL && t->prior != NULL &&
@@ -253,33 +266,27 @@ on_taken(kn_actor *self, void *arg, int status, const void *data, size_t len)
 		KN_DEBUG("credential",
 		         "%s: another node's refreshed token taken",
 		         t->client_id);
-		t->lease_gen = m.gen;
 		adopt(t, row);
-		cr_lease_drop(cr, t);
 		cr_refresh_done(cr, t, true);
-	} else if (m.gen > 0 && t->unsure &&
+	} else if (m.gen > 0 && unsure &&
 	           t->lease_polls++ * CR_UNSURE_POLL_MS < CR_LEASE_MS) {
-		/* unchanged: a write held back may still land; the lease
-		 * is kept meanwhile (the other unsure nodes wait on it) */
-		t->lease_gen   = m.gen;
-		t->lease_timer = kn_timer_add(cr->self, CR_UNSURE_POLL_MS,
-		                              lease_tick, t);
+		/* unchanged: a write held back may still land */
+		(void)cr_tok_enter(t, TOK_UNSURE, CR_UNSURE_POLL_MS,
+		                   "the row unchanged yet");
 	} else if (m.gen > 0) {
-		if (t->unsure) {
+		if (unsure) {
 			KN_INFO("credential",
 			        "%s: no other node refreshed the token: refreshing again, under the lease",
 			        t->client_id);
 		}
-		t->unsure      = false;
 		t->lease_polls = 0;
-		t->lease_gen   = m.gen;
 		cr_refresh_send(cr, t);
 	} else if (t->lease_polls++ * CR_LEASE_POLL_MS > CR_REFRESH_MAX_MS) {
 		cr_refresh_done(cr, t, false);
 	} else {
 		/* another node's refresh: its write is told, or looked for */
-		t->lease_timer = kn_timer_add(cr->self, CR_LEASE_POLL_MS,
-		                              lease_tick, t);
+		(void)cr_tok_enter(t, unsure ? TOK_UNSURE : TOK_PEER,
+		                   CR_LEASE_POLL_MS, "another node's lease");
 	}
 	json_decref(row);
 	ps_leased_msg_clear(&m);
@@ -291,42 +298,20 @@ cr_lease_take(cr_self *cr, token *t)
 	json_t *k = key_of(t);
 	lctx   *x = lctx_new(cr, t->key, true);
 
-	t->leasing = true;
+	if (t->state != TOK_UNSURE) {
+		(void)cr_tok_enter(t, TOK_LEASING, -1, "a lease asked");
+	}
+	t->take = x;
 	if (k == NULL || x == NULL ||
 	    lease_ask(cr, "take", k, 0, on_taken, x) != 0) {
 		if (x != NULL) {
 			lctx_free(x);
 		}
-		t->leasing   = false;
-		t->lease_gen = -1; /* without one, this time */
-		cr_refresh_send(cr, t);
+		t->take = NULL;
+		cr_lease_release(t);
+		cr_refresh_send(cr, t); /* without one, this time */
 	}
 	json_decref(k);
-}
-
-static void
-lease_tick(kn_actor *self, void *arg)
-{
-	token *t = arg;
-
-	t->lease_timer = 0;
-	cr_lease_take(t->cr, t);
-}
-
-void
-cr_lease_stop(token *t)
-{
-	if (t->lease_timer != 0) {
-		kn_timer_cancel(t->cr->self, t->lease_timer);
-		t->lease_timer = 0;
-	}
-	t->leasing = false; /* an answer in flight finds it so */
-	t->unsure  = false;
-	if (t->lease_gen > 0) {
-		cr_lease_drop(t->cr, t);
-	}
-	t->lease_gen   = 0;
-	t->lease_polls = 0;
 }
 
 void
@@ -336,11 +321,9 @@ cr_lease_unsure(cr_self *cr, token *t)
 	        "%s: the token refresh sent while the store was away was refused as spent: another node may have refreshed it; looking at the store's row when it is back",
 	        t->client_id);
 	t->attempt     = 0;
-	t->lease_gen   = 0;
 	t->lease_polls = 0;
-	t->unsure      = true;
-	t->lease_timer =
-	        kn_timer_add(cr->self, CR_UNSURE_POLL_MS, lease_tick, t);
+	(void)cr_tok_enter(t, TOK_UNSURE, CR_UNSURE_POLL_MS,
+	                   "refused as spent, without a lease");
 }
 
 /* The row another node wrote, read: taken when it differs. */
@@ -368,7 +351,7 @@ on_row(kn_actor *self, void *arg, int status, const void *data, size_t len)
 		             cr_str(k, "identity"), true);
 	}
 	lctx_free(x);
-	if (t == NULL || t->req != NULL || t->leasing) {
+	if (t == NULL || t->state == TOK_REFRESHING || t->take != NULL) {
 		json_decref(row);
 		return;
 	}
@@ -496,12 +479,15 @@ look_token(cr_self *cr, json_t *k, bool told)
 			x->make = json_incref(k);
 			read_row(cr, k, x);
 		}
-	} else if (t != NULL && t->lease_timer != 0) {
+	} else if (t != NULL && t->timer != 0 &&
+	           (t->state == TOK_PEER || t->state == TOK_UNSURE)) {
 		/* the refresh it waited for: look now */
-		kn_timer_cancel(cr->self, t->lease_timer);
-		t->lease_timer = 0;
+		assert_token_state(t);
+		kn_timer_cancel(cr->self, t->timer);
+		t->timer = 0;
 		cr_lease_take(cr, t);
-	} else if (t != NULL && t->req == NULL && !t->leasing &&
+	} else if (t != NULL && t->state != TOK_REFRESHING &&
+	           t->take == NULL &&
 	           (x = lctx_new(cr, t->key, false)) != NULL) {
 		read_row(cr, k, x);
 	}

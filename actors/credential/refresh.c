@@ -29,7 +29,10 @@
  * needed yet - the token is used as it is.  So a token of any lifetime,
  * expires_in 1 included, is refreshed about once per 80% of its life at
  * most, and never twice within CR_GAP_MS.
+ * Where a refresh is - waiting, leasing, refreshing, ... - is its state
+ * (tokstate.h), moved by cr_tok_enter alone.
  */
+#include <assert.h>
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,44 +103,119 @@ answer_all(cr_self *cr, token *t, int status, const char *fmt,
 	}
 }
 
+/* ---- the state machine (tokstate.h) ----------------------------------- */
+
+static void on_timer(kn_actor *self, void *arg);
+
+const char *
+cr_token_broken(const token *t)
+{
+	tok_facts f = {.state     = t->state,
+	               .req       = t->req != NULL,
+	               .jag       = t->jag != NULL,
+	               .timer     = t->timer != 0,
+	               .take      = t->take != NULL,
+	               .waiters   = t->waiters != NULL,
+	               .prior     = t->prior != NULL,
+	               .rereg     = t->rereg,
+	               .attempt   = t->attempt,
+	               .lease_gen = t->lease_gen};
+
+	return (tok_broken(&f));
+}
+
 void
-cr_refresh_stop(token *t)
+cr_token_assert(const token *t, const char *where)
+{
+	const char *why = cr_token_broken(t);
+
+	if (why != NULL) {
+		fprintf(stderr, "%s: token of %s, %s: %s\n", where,
+		        t->client_id, tok_state_name(t->state), why);
+		abort();
+	}
+}
+
+/* Entering IDLE: the refresh is over, whatever it held let go. */
+static void
+idle(token *t, const char *why)
 {
 	if (t->req != NULL) {
 		t->done_ns = kn_now_ns(); /* it ends here */
+		oa_cancel(&t->req);
 	}
-	tr_end(&t->span, "cancelled: the credential was dropped");
-	oa_cancel(&t->req);
-	if (t->retry != 0) {
-		kn_timer_cancel(t->cr->self, t->retry);
-		t->retry = 0;
+	tr_end(&t->span, why);
+	t->take = NULL; /* its answer, in flight, finds it so */
+	cr_lease_release(t);
+	text_secret_free(t->prior);
+	t->prior = NULL;
+	text_secret_free(t->jag);
+	t->jag         = NULL;
+	t->attempt     = 0;
+	t->rereg       = false;
+	t->lease_polls = 0;
+}
+
+int
+cr_tok_enter(token *t, tok_state to, int64_t ms, const char *why)
+{
+	cr_self *cr = t->cr;
+
+	assert(tok_allowed(t->state, to));
+	KN_DEBUG("credential", "%s: token refresh %s -> %s: %s", t->client_id,
+	         tok_state_name(t->state), tok_state_name(to), why);
+	if (t->timer != 0) {
+		kn_timer_cancel(cr->self, t->timer);
+		t->timer = 0;
 	}
+	t->state = to;
+	if (to == TOK_IDLE) {
+		idle(t, why);
+	} else if ((to == TOK_WAITING || to == TOK_PEER || to == TOK_UNSURE) &&
+	           ms >= 0 &&
+	           (t->timer = kn_timer_add(cr->self, ms, on_timer, t)) == 0) {
+		t->state = TOK_IDLE;
+		idle(t, "out of memory");
+		answer_all(cr, t, MK_ENOMEM, "MCP client %s: %s",
+		           "out of memory");
+		return (MK_ENOMEM);
+	}
+	return (0);
+}
+
+/* Ends t's refresh: its waiters answered (status 0: with the token; else
+ * the error fmt makes of the client and detail), and t IDLE. */
+static void
+finish(cr_self *cr, token *t, int status, const char *fmt, const char *detail)
+{
+	answer_all(cr, t, status, fmt, detail);
+	(void)cr_tok_enter(t, TOK_IDLE, -1,
+	                   detail != NULL ? detail : "answered");
+}
+
+void
+cr_refresh_stop(token *t)
+{
 	if (t->ahead != 0) {
 		kn_timer_cancel(t->cr->self, t->ahead);
 		t->ahead = 0;
 	}
-	while (t->waiters != NULL) {
-		tokw *w    = t->waiters;
-		t->waiters = w->next;
-		cr_reply_error(t->cr, w->corr, MK_ECLOSED, NULL,
-		               "the credential was dropped");
-		free(w);
-	}
-	text_secret_free(t->prior);
-	t->prior  = NULL;
-	t->rewait = false; /* the registration goes on without it */
-	cr_lease_stop(t);
-	text_secret_free(t->jag);
-	t->jag = NULL;
+	finish(t->cr, t, MK_ECLOSED, "MCP client %s: %s",
+	       "the credential was dropped");
 }
 
 static void
-retry_tick(kn_actor *self, void *arg)
+on_timer(kn_actor *self, void *arg)
 {
 	token *t = arg;
 
-	t->retry = 0;
-	start(t->cr, t);
+	assert_token_state(t);
+	t->timer = 0;
+	if (t->state == TOK_WAITING) {
+		start(t->cr, t);
+	} else {
+		cr_lease_take(t->cr, t); /* PEER, UNSURE: look again */
+	}
 }
 
 /* ---- when ----------------------------------------------------------- */
@@ -225,7 +303,8 @@ ahead_tick(kn_actor *self, void *arg)
 	token *t = arg;
 
 	t->ahead = 0;
-	if (t->active && t->req == NULL && t->retry == 0 && !t->rewait) {
+	assert_token_state(t);
+	if (t->active && t->state == TOK_IDLE) {
 		if (gap_left_ms(t) > 0) {
 			cr_refresh_ahead(t->cr, t); /* one just ended */
 			return;
@@ -300,6 +379,17 @@ answer_auth(cr_self *cr, token *t, const cclient *c)
 		}
 		free(w);
 	}
+}
+
+/* Whether t's requests go under a refresh lease: a cluster's stored
+ * token, refreshed (an exchange's result is never stored; the
+ * client_credentials grant spends nothing). */
+static bool
+leased(const cr_self *cr, const token *t, const cclient *c)
+{
+	return (cr->cluster && c != NULL &&
+	        c->auth != CFG_AUTH_TOKEN_EXCHANGE &&
+	        !cr_client_credentials(c) && !t->ephemeral);
 }
 
 static void on_reply(void *arg, const oa_reply *r);
@@ -379,14 +469,16 @@ on_reply(void *arg, const oa_reply *r)
 	char     code[64], why[256];
 	oa_token nt;
 
-	t->req     = NULL;
+	/* its request ended (oa_fetch's holder, t->req, cleared already) */
+	assert(t->state == TOK_REFRESHING && t->req == NULL && t->timer == 0 &&
+	       t->take == NULL);
 	t->done_ns = kn_now_ns();
 	oa_error_code(r->body, r->len, code, sizeof(code));
 	span_end(t, r, code);
 	if (r->err == NULL && ex && cr_id_jag(c) && t->jag == NULL) {
 		/* the IdP's answer: an ID-JAG to redeem */
 		if (redeem(cr, t, c, r, why, sizeof(why)) == 0) {
-			return; /* waiters keep waiting */
+			return; /* still refreshing: its second request */
 		}
 		KN_WARN("credential", "%s: token exchange failed: %s",
 		        t->client_id, why);
@@ -457,7 +549,7 @@ on_reply(void *arg, const oa_reply *r)
 		goto out;
 	}
 	if (r->status == 400 && strcmp(code, "invalid_grant") == 0 &&
-	    t->lease_gen < 0 && !ex && !cc && cr->cluster) {
+	    leased(cr, t, c) && t->lease_gen == 0) {
 		answer_all(
 		        cr, t, MK_EUPSTREAM,
 		        "token refresh for MCP client %s failed: %s",
@@ -466,12 +558,18 @@ on_reply(void *arg, const oa_reply *r)
 		cr_lease_unsure(cr, t); /* keeps t->prior, what it spent */
 		return;
 	}
-	if (!ex && c != NULL && !t->rereg &&
-	    (r->status == 401 || strcmp(code, "invalid_client") == 0) &&
-	    cr_reregister(c, t) == 0) {
-		t->rereg  = true;
-		t->rewait = true;
-		return; /* waiters keep waiting; the refresh token is kept */
+	if (!ex && c != NULL && !t->rereg && cr_registered(c) &&
+	    (r->status == 401 || strcmp(code, "invalid_client") == 0)) {
+		/* waiters keep waiting; the refresh token is kept */
+		t->rereg = true;
+		(void)cr_tok_enter(
+		        t, TOK_REREGISTERING, -1,
+		        "the registration is lost (invalid_client)");
+		if (cr_reregister(c, t) != 0) {
+			finish(cr, t, MK_ENOMEM, "MCP client %s: %s",
+			       "out of memory");
+		}
+		return;
 	}
 	if (is_callers(t) && r->status >= 400 && r->status < 500 &&
 	    (ex || r->status == 401 || strcmp(code, "invalid_grant") == 0 ||
@@ -508,7 +606,7 @@ on_reply(void *arg, const oa_reply *r)
 		         "%s: token refresh failed (%s); retry in %lld ms",
 		         t->client_id, r->err->message, (long long)ms);
 		t->attempt++;
-		t->retry = kn_timer_add(cr->self, ms, retry_tick, t);
+		(void)cr_tok_enter(t, TOK_WAITING, ms, "a retry");
 		return; /* waiters keep waiting */
 	}
 	snprintf(why, sizeof(why), "%.180s%s%s", r->err->message,
@@ -518,31 +616,23 @@ on_reply(void *arg, const oa_reply *r)
 	answer_all(cr, t, MK_EUPSTREAM,
 	           "token refresh for MCP client %s failed: %s", why);
 out:
-	t->attempt = 0;
-	t->rereg   = false;
-	text_secret_free(t->prior);
-	t->prior = NULL;
-	cr_lease_stop(t); /* released, unless written back */
+	(void)cr_tok_enter(t, TOK_IDLE, -1, "answered");
 }
 
 void
 cr_refresh_done(cr_self *cr, token *t, bool adopted)
 {
-	text_secret_free(t->prior);
-	t->prior       = NULL;
-	t->lease_polls = 0;
-	t->unsure      = false;
-	t->done_ns     = kn_now_ns();
+	t->done_ns = kn_now_ns();
 	if (!adopted) {
-		answer_all(cr, t, MK_EUPSTREAM,
-		           "token refresh for MCP client %s failed: %s",
-		           "another node's refresh of it did not finish");
+		finish(cr, t, MK_EUPSTREAM,
+		       "token refresh for MCP client %s failed: %s",
+		       "another node's refresh of it did not finish");
 	} else if (!t->active) {
-		answer_all(cr, t, MK_ESTATE, "MCP client %s: %s",
-		           "another node's refresh was refused: needs "
-		           "reauthorization");
+		finish(cr, t, MK_ESTATE, "MCP client %s: %s",
+		       "another node's refresh was refused: needs "
+		       "reauthorization");
 	} else {
-		answer_all(cr, t, 0, NULL, NULL);
+		finish(cr, t, 0, NULL, NULL);
 		cr_refresh_ahead(cr, t);
 		if (!is_callers(t)) {
 			/* its client lets go of the header it holds */
@@ -556,23 +646,21 @@ cr_refresh_resume(cr_self *cr, token *t, const char *err)
 {
 	char why[300];
 
-	if (!t->rewait) {
+	if (t->state != TOK_DISCOVERING && t->state != TOK_REREGISTERING) {
 		return; /* stopped meanwhile */
 	}
-	t->rewait = false;
+	assert_token_state(t);
 	if (err == NULL) {
 		start(cr, t);
 		return;
 	}
-	if (!t->rereg) {
+	if (t->state == TOK_DISCOVERING) {
 		/* the discovery an ID-JAG exchange waited for failed: this
 		 * ask fails, the next one discovers again */
 		KN_WARN("credential", "%s: OAuth discovery failed: %s",
 		        t->client_id, err);
-		text_secret_free(t->prior);
-		t->prior = NULL;
-		answer_all(cr, t, MK_EUPSTREAM,
-		           "token exchange for MCP client %s failed: %s", err);
+		finish(cr, t, MK_EUPSTREAM,
+		       "token exchange for MCP client %s failed: %s", err);
 		return;
 	}
 	snprintf(
@@ -582,11 +670,8 @@ cr_refresh_resume(cr_self *cr, token *t, const char *err)
 	KN_WARN("credential", "%s: %s: needs reauthorization", t->client_id,
 	        why);
 	t->active = false;
-	t->rereg  = false;
-	text_secret_free(t->prior);
-	t->prior = NULL;
 	cr_token_store(cr, t);
-	answer_all(cr, t, MK_ESTATE, "MCP client %s: %s", why);
+	finish(cr, t, MK_ESTATE, "MCP client %s: %s", why);
 	if (!is_callers(t)) {
 		cr_notify(cr, t->client_id, "needs_reauth", why);
 	}
@@ -716,38 +801,36 @@ kind_of(cr_self *cr, const token *t)
 static void
 start(cr_self *cr, token *t)
 {
-	kind     k  = kind_of(cr, t);
-	cclient *c  = k.c;
-	bool     ex = k.ex, cc = k.cc;
+	kind     k = kind_of(cr, t);
+	cclient *c = k.c;
 
-	if (ex && cr_id_jag(c) && (c->meta == NULL || c->disc != NULL)) {
+	if (k.ex && cr_id_jag(c) && (c->meta == NULL || c->disc != NULL)) {
 		/* the ID-JAG's audience and redeemer are discovered first */
 		if (cr_disc_token(c, t) != 0) {
-			answer_all(cr, t, MK_ENOMEM, "MCP client %s: %s",
-			           "out of memory");
+			finish(cr, t, MK_ENOMEM, "MCP client %s: %s",
+			       "out of memory");
 			return;
 		}
-		if (t->rewait) {
-			return; /* resumed by cr_refresh_resume */
+		if (c->disc != NULL) { /* resumed by cr_refresh_resume */
+			(void)cr_tok_enter(t, TOK_DISCOVERING, -1,
+			                   "an ID-JAG's endpoints discovered");
+			return;
 		}
 	}
 	k = kind_of(cr, t); /* (the discovery may have found it) */
-	if ((t->refresh == NULL && !cc) || k.url == NULL) {
-		answer_all(
-		        cr, t, MK_ESTATE, "MCP client %s: %s",
-		        k.url != NULL
-		                ? "the token expired and there is no refresh token: reauthorize"
-		                : "no token endpoint is known: reauthorize");
+	if ((t->refresh == NULL && !k.cc) || k.url == NULL) {
+		finish(cr, t, MK_ESTATE, "MCP client %s: %s",
+		       k.url != NULL
+		               ? "the token expired and there is no refresh token: reauthorize"
+		               : "no token endpoint is known: reauthorize");
 		return;
 	}
-	if (!cc && t->prior == NULL &&
+	if (!k.cc && t->prior == NULL &&
 	    (t->prior = strdup(t->refresh)) == NULL) {
-		answer_all(cr, t, MK_ENOMEM, "MCP client %s: %s",
-		           "out of memory");
+		finish(cr, t, MK_ENOMEM, "MCP client %s: %s", "out of memory");
 		return;
 	}
-	if (cr->cluster && !ex && !cc && !t->ephemeral &&
-	    (t->lease_gen == 0 || t->attempt > 0)) {
+	if (leased(cr, t, c) && (t->lease_gen == 0 || t->attempt > 0)) {
 		/* it sends, or another node did; a retry renews the lease
 		 * (or, when the store was away, tries again to take one) */
 		t->lease_gen = 0;
@@ -769,9 +852,8 @@ cr_refresh_send(cr_self *cr, token *t)
 	int      rv;
 
 	if (k.url == NULL || (!cc && t->prior == NULL)) {
-		answer_all(cr, t, MK_ESTATE, "MCP client %s: %s",
-		           "no token endpoint is known: reauthorize");
-		cr_lease_stop(t);
+		finish(cr, t, MK_ESTATE, "MCP client %s: %s",
+		       "no token endpoint is known: reauthorize");
 		return;
 	}
 	if (!ex) {
@@ -780,29 +862,30 @@ cr_refresh_send(cr_self *cr, token *t)
 	rv = ex      ? exchange_form(c, t->prior, &form, &s)
 	        : cc ? grant_form(c, &form, &s)
 	             : refresh_form(c, t->prior, &form, &s);
-	if (rv != 0) {
-		answer_all(cr, t, MK_ENOMEM, "MCP client %s: %s",
-		           "out of memory");
-		return;
+	if (rv == 0) {
+		s.form = form;
+		if (ex) {
+			cr->exchanges++;
+		} else {
+			cr->refreshes++;
+		}
+		cr->token_requests++;
+		span_start(cr, t, c,
+		           ex           ? "token_exchange"
+		                   : cc ? "client_credentials"
+		                        : "refresh_token");
+		rv = oa_fetch(cr->loop, &s, on_reply, t, &t->req);
 	}
-	s.form = form;
-	if (ex) {
-		cr->exchanges++;
-	} else {
-		cr->refreshes++;
+	if (form != NULL) {
+		OPENSSL_cleanse(form, strlen(form));
 	}
-	cr->token_requests++;
-	span_start(cr, t, c,
-	           ex           ? "token_exchange"
-	                   : cc ? "client_credentials"
-	                        : "refresh_token");
-	if (oa_fetch(cr->loop, &s, on_reply, t, &t->req) != 0) {
-		tr_end(&t->span, "out of memory");
-		answer_all(cr, t, MK_ENOMEM, "MCP client %s: %s",
-		           "out of memory");
-	}
-	OPENSSL_cleanse(form, strlen(form));
 	free(form);
+	if (rv != 0) {
+		tr_end(&t->span, "out of memory");
+		finish(cr, t, MK_ENOMEM, "MCP client %s: %s", "out of memory");
+	} else {
+		(void)cr_tok_enter(t, TOK_REFRESHING, -1, "sent");
+	}
 }
 
 void
@@ -815,17 +898,18 @@ cr_refresh_join(cr_self *cr, token *t, uint64_t corr)
 		cr_reply_error(cr, corr, MK_ENOMEM, NULL, "out of memory");
 		return;
 	}
+	assert_token_state(t);
 	w->corr    = corr;
 	w->next    = t->waiters;
 	t->waiters = w;
-	if (t->req != NULL || t->retry != 0 || t->rewait || t->leasing ||
-	    t->lease_timer != 0) {
+	if (t->state != TOK_IDLE) {
 		cr->joins++; /* single flight: one request for all */
 		return;
 	}
-	if ((left = gap_left_ms(t)) > 0 &&
-	    (t->retry = kn_timer_add(cr->self, left, retry_tick, t)) != 0) {
-		return; /* CR_GAP_MS after the last request */
+	if ((left = gap_left_ms(t)) > 0) {
+		/* CR_GAP_MS after the last request */
+		(void)cr_tok_enter(t, TOK_WAITING, left, "the gap");
+		return;
 	}
 	start(cr, t);
 }

@@ -137,11 +137,13 @@ cr_disc_token(cclient *c, token *t)
 	if (c->disc == NULL) {
 		return (0); /* resolved at once: c->meta is set */
 	}
-	if (cr_rewait_add(c->disc, t) != 0) {
-		return (MK_ENOMEM);
-	}
-	t->rewait = true;
-	return (0);
+	return (cr_rewait_add(c->disc, t));
+}
+
+bool
+cr_registered(const cclient *c)
+{
+	return (json_is_true(json_object_get(c->meta, "registered")));
 }
 
 int
@@ -152,7 +154,7 @@ cr_reregister(cclient *c, const token *t)
 	json_t                  *n = json_object_get(c->meta, "server_net");
 	disc                    *d;
 
-	if (!json_is_true(json_object_get(c->meta, "registered"))) {
+	if (!cr_registered(c)) {
 		return (MK_EINVAL); /* configured: nothing to register */
 	}
 	if (c->disc != NULL) {

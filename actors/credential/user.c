@@ -88,8 +88,7 @@ cr_lru_touch(cr_self *cr, token *t)
 	     l = newer) {
 		token *v = TOKEN_OF(l);
 		newer    = lru_newer(&cr->tlru, l);
-		if (v != t && v->req == NULL && v->waiters == NULL &&
-		    v->retry == 0) {
+		if (v != t && v->state == TOK_IDLE) {
 			cr_token_free(cr, v);
 		}
 	}
@@ -136,7 +135,7 @@ evict(cr_self *cr, const char *client, const char *mode, const char *identity,
 		newer    = lru_newer(&cr->tlru, l);
 		if (matches(client, mode, identity, hash, t->client_id,
 		            t->mode, t->identity) &&
-		    t->req == NULL && t->waiters == NULL && t->retry == 0) {
+		    t->state == TOK_IDLE) {
 			cr_token_free(cr, t);
 			n++;
 		}
