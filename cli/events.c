@@ -136,64 +136,65 @@ static char *
 event_text(const void *msg, size_t len, char *name, size_t nlen,
            bool *admin_only)
 {
-	mk_event e = MK_EVENT_INIT;
-	json_t  *j;
-	char    *data, *out = NULL;
+	mk_stream_event *e;
+	json_t          *j;
+	char            *data, *out = NULL;
 
-	if (mk_event_parse(msg, len, &e) != 0) {
+	if (mk_stream_event_parse(msg, len, &e) != 0) {
 		return (NULL);
 	}
 	/* a server's request (an elicitation's message) and the store's
 	 * health are the admin's */
-	*admin_only = strcmp(e.topic, "state") != 0 &&
-	        strcmp(e.topic, "tools") != 0 &&
-	        strcmp(e.topic, "lists") != 0 && strcmp(e.topic, "pin") != 0;
-	if (strcmp(e.topic, "state") == 0) {
+	*admin_only = strcmp(e->topic, "state") != 0 &&
+	        strcmp(e->topic, "tools") != 0 &&
+	        strcmp(e->topic, "lists") != 0 && strcmp(e->topic, "pin") != 0;
+	if (strcmp(e->topic, "state") == 0) {
 		j = json_pack(
 		        "{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:s, s:s, s:s}",
-		        "client_id", e.client_id, "name", e.name, "state",
-		        e.state, "old_state", e.old_state, "last_failure",
-		        e.stage[0] != '\0'
+		        "client_id", e->client_id, "name", e->name, "state",
+		        e->state, "old_state", e->old_state, "last_failure",
+		        e->stage[0] != '\0'
 		                ? json_pack("{s:s, s:s, s:s, s:s}", "stage",
-		                            e.stage, "message", e.message,
-		                            "at", e.at, "since", e.since)
+		                            e->stage, "message", e->message,
+		                            "at", e->at, "since", e->since)
 		                : json_null(),
-		        "generation", (json_int_t)e.generation, "tools_count",
-		        (json_int_t)e.tools_count, "time", e.time, "node_id",
-		        e.node_id, "protocol_version", e.protocol_version);
-	} else if (strcmp(e.topic, "tools") == 0 ||
-	           strcmp(e.topic, "lists") == 0) {
-		j = json_pack("{s:s, s:s, s:s, s:I}", "client_id", e.client_id,
-		              "name", e.name, "hash", e.hash, "count",
-		              (json_int_t)e.count);
-		if (j != NULL && e.diff[0] != '\0') { /* (a tools event's) */
+		        "generation", (json_int_t)e->generation, "tools_count",
+		        (json_int_t)e->tools_count, "time", e->time, "node_id",
+		        e->node_id, "protocol_version", e->protocol_version);
+	} else if (strcmp(e->topic, "tools") == 0 ||
+	           strcmp(e->topic, "lists") == 0) {
+		j = json_pack("{s:s, s:s, s:s, s:I}", "client_id",
+		              e->client_id, "name", e->name, "hash", e->hash,
+		              "count", (json_int_t)e->count);
+		if (j != NULL && e->diff[0] != '\0') { /* (a tools event's) */
 			json_object_set_new(j, "diff",
-			                    json_loads(e.diff, 0, NULL));
+			                    json_loads(e->diff, 0, NULL));
 		}
-	} else if (strcmp(e.topic, "pin") == 0) {
+	} else if (strcmp(e->topic, "pin") == 0) {
 		j = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:s}",
-		              "client_id", e.client_id, "name", e.name,
-		              "state", e.state, "hash", e.hash, "count",
-		              (json_int_t)e.count, "message", e.message,
-		              "time", e.time, "node_id", e.node_id);
-	} else if (strcmp(e.topic, "input") == 0) {
+		              "client_id", e->client_id, "name", e->name,
+		              "state", e->state, "hash", e->hash, "count",
+		              (json_int_t)e->count, "message", e->message,
+		              "time", e->time, "node_id", e->node_id);
+	} else if (strcmp(e->topic, "input") == 0) {
 		j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
-		              "client_id", e.client_id, "name", e.name,
-		              "request_id", e.request_id, "method", e.method,
-		              "state", e.state, "message", e.message, "time",
-		              e.time, "node_id", e.node_id);
+		              "client_id", e->client_id, "name", e->name,
+		              "request_id", e->request_id, "method", e->method,
+		              "state", e->state, "message", e->message, "time",
+		              e->time, "node_id", e->node_id);
 	} else {
-		j = json_pack("{s:b, s:s}", "healthy", e.healthy, "error",
-		              e.message);
+		j = json_pack("{s:b, s:s}", "healthy", e->healthy, "error",
+		              e->message);
 	}
 	data = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	if (data != NULL &&
-	    asprintf(&out, "event: %s\ndata: %s\n\n", e.topic, data) < 0) {
+	    asprintf(&out, "event: %s\ndata: %s\n\n", e->topic, data) < 0) {
 		out = NULL;
 	}
 	free(data);
-	snprintf(name, nlen, "%s", e.name);
+	snprintf(name, nlen, "%s", e->name);
+	mk_stream_event_free(e);
 	return (out);
 }
 

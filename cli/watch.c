@@ -60,9 +60,9 @@ printable(const char *s, char *out, size_t n)
 }
 
 static void
-print_event(const mk_event *e)
+print_event(const mk_stream_event *e)
 {
-	char      ts[16], msg[sizeof(e->message)];
+	char      ts[16], msg[2048];
 	time_t    now = time(NULL);
 	struct tm tm;
 
@@ -106,11 +106,12 @@ nng_main(void *arg)
 	nng_msg   *msg;
 
 	while (nng_recvmsg(w->sub, &msg, 0) == 0) {
-		mk_event e = MK_EVENT_INIT;
+		mk_stream_event *e;
 
-		if (mk_event_parse(nng_msg_body(msg), nng_msg_len(msg), &e) ==
-		    0) {
-			print_event(&e);
+		if (mk_stream_event_parse(nng_msg_body(msg), nng_msg_len(msg),
+		                          &e) == 0) {
+			print_event(e);
+			mk_stream_event_free(e);
 		}
 		nng_msg_free(msg);
 	}
@@ -119,12 +120,13 @@ nng_main(void *arg)
 
 /* ---- Server-Sent Events ------------------------------------------------- */
 
-static void
-copy(char *dst, size_t n, const json_t *o, const char *key)
+/* o's string member key, or "" */
+static const char *
+text(const json_t *o, const char *key)
 {
 	const char *s = json_string_value(json_object_get(o, key));
 
-	snprintf(dst, n, "%s", s != NULL ? s : "");
+	return (s != NULL ? s : "");
 }
 
 /* The states as they are now, printed when the stream connected: the
@@ -185,15 +187,15 @@ sse_event(cli_watch *w, const char *block)
 {
 	const char *ev = strstr(block, "event: ");
 	const char *da = strstr(block, "data: ");
-	mk_event    e  = {0};
+	char        topic[32];
 	json_t     *j, *lf;
 
 	if (ev == NULL || da == NULL) {
 		return; /* (a comment: the keep-alive) */
 	}
-	snprintf(e.topic, sizeof(e.topic), "%.*s", (int)strcspn(ev + 7, "\n"),
+	snprintf(topic, sizeof(topic), "%.*s", (int)strcspn(ev + 7, "\n"),
 	         ev + 7);
-	if (strcmp(e.topic, "hello") == 0) {
+	if (strcmp(topic, "hello") == 0) {
 		printf("connected to %s\n", w->url);
 		snapshot(w);
 		return;
@@ -201,23 +203,23 @@ sse_event(cli_watch *w, const char *block)
 	if ((j = json_loadb(da + 6, strcspn(da + 6, "\n"), 0, NULL)) == NULL) {
 		return;
 	}
-	copy(e.client_id, sizeof(e.client_id), j, "client_id");
-	copy(e.name, sizeof(e.name), j, "name");
-	copy(e.state, sizeof(e.state), j, "state");
-	copy(e.old_state, sizeof(e.old_state), j, "old_state");
-	copy(e.hash, sizeof(e.hash), j, "hash");
-	e.count   = json_integer_value(json_object_get(j, "count"));
-	e.healthy = json_is_true(json_object_get(j, "healthy"));
-	copy(e.message, sizeof(e.message), j,
-	     json_object_get(j, "message") != NULL ? "message" : "error");
-	copy(e.request_id, sizeof(e.request_id), j, "request_id");
-	copy(e.method, sizeof(e.method), j, "method");
-	if ((lf = json_object_get(j, "last_failure")) != NULL &&
-	    json_is_object(lf)) {
-		copy(e.stage, sizeof(e.stage), lf, "stage");
-		copy(e.message, sizeof(e.message), lf, "message");
-	}
-	print_event(&e);
+	lf = json_object_get(j, "last_failure");
+	print_event(&(mk_stream_event) {
+	        .topic      = topic,
+	        .client_id  = text(j, "client_id"),
+	        .name       = text(j, "name"),
+	        .state      = text(j, "state"),
+	        .old_state  = text(j, "old_state"),
+	        .stage      = text(lf, "stage"),
+	        .message    = json_is_object(lf) ? text(lf, "message")
+	                   : json_object_get(j, "message") != NULL
+	                   ? text(j, "message")
+	                   : text(j, "error"),
+	        .hash       = text(j, "hash"),
+	        .count      = json_integer_value(json_object_get(j, "count")),
+	        .healthy    = json_is_true(json_object_get(j, "healthy")),
+	        .request_id = text(j, "request_id"),
+	        .method     = text(j, "method")});
 	json_decref(j);
 	if (w->left > 0 && --w->left == 0) {
 		kill(getpid(), SIGTERM); /* (--count: done) */

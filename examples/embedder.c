@@ -37,9 +37,10 @@ wait_state(nng_socket sub, const char *name, const char *want)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		nng_msg *msg;
-		mk_event ev = MK_EVENT_INIT;
-		long     ms;
+		nng_msg         *msg;
+		mk_stream_event *ev;
+		long             ms;
+		int              rv, done;
 
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		ms = (now.tv_sec - t0.tv_sec) * 1000 +
@@ -52,18 +53,24 @@ wait_state(nng_socket sub, const char *name, const char *want)
 		if (nng_recvmsg(sub, &msg, 0) != 0) {
 			return (0); /* (the deadline passed) */
 		}
-		int rv = mk_event_parse(nng_msg_body(msg), nng_msg_len(msg),
-		                        &ev);
+		rv = mk_stream_event_parse(nng_msg_body(msg), nng_msg_len(msg),
+		                           &ev);
 		nng_msg_free(msg);
-		if (rv != MK_OK || strcmp(ev.topic, "state") != 0 ||
-		    strcmp(ev.name, name) != 0) {
+		if (rv != MK_OK) {
 			continue;
 		}
-		printf("%s: %s -> %s%s%s\n", ev.name,
-		       ev.old_state[0] != '\0' ? ev.old_state : "(new)",
-		       ev.state, ev.message[0] != '\0' ? ": " : "",
-		       ev.message);
-		if (strcmp(ev.state, want) == 0) {
+		done = 0;
+		if (strcmp(ev->topic, "state") == 0 &&
+		    strcmp(ev->name, name) == 0) {
+			printf("%s: %s -> %s%s%s\n", ev->name,
+			       ev->old_state[0] != '\0' ? ev->old_state
+			                                : "(new)",
+			       ev->state, ev->message[0] != '\0' ? ": " : "",
+			       ev->message);
+			done = strcmp(ev->state, want) == 0;
+		}
+		mk_stream_event_free(ev);
+		if (done) {
 			return (1);
 		}
 	}

@@ -1000,9 +1000,110 @@ MK_API const char *mk_node_id(const mk_runtime *rt);
  */
 MK_API int mk_stream_snapshot(mk_runtime *rt, int timeout_ms);
 
-/* A state-stream message, decoded.  Strings are NUL-terminated, "" when
- * absent (and cut to fit).  Declare with MK_EVENT_INIT (it sets size; see
- * the ABI rules above). */
+/* A state-stream message, decoded by mk_stream_event_parse.  Allocated
+ * by the library, whose later versions may append fields; its strings
+ * are its own: whole (never cut), NUL-terminated, "" when absent, never
+ * NULL, until mk_stream_event_free. */
+typedef struct mk_stream_event {
+	const char *topic;            /* "state", "tools", "lists" (prompts,
+	                               * resources and resource templates:
+	                               * hash and count), "pin", "store",
+	                               * "input" */
+	const char *client_id;        /* all but store */
+	const char *name;             /* all but store */
+	const char *state;            /* state: the new state; pin: held,
+	                               * approved or rejected; input: pending,
+	                               * answered, expired, gone */
+	const char *old_state;        /* state: the previous one; "" when
+	                               * new */
+	const char *stage;            /* state: last_failure stage */
+	const char *message;          /* state: last_failure message; store:
+	                               * why it cannot be written ("" when
+	                               * healthy); pin: the held tools;
+	                               * input: an elicitation's */
+	const char *at;               /* state: last_failure at */
+	const char *since;            /* state: last_failure since */
+	int64_t     generation;       /* state: connection generation */
+	int64_t     tools_count;      /* state: tools known */
+	const char *time;             /* state, pin, input: when (RFC 3339) */
+	const char *node_id;          /* state, pin, input: the instance */
+	const char *hash;             /* tools, lists: the new content hash;
+	                               * pin: the list's digest */
+	int64_t     count;            /* tools, lists: how many; pin: tools
+	                               * held */
+	int         healthy;          /* store: 1 writes reach the file
+	                               * again, 0 serving from memory
+	                               * (retrying) */
+	const char *request_id;       /* input: the request */
+	const char *method;           /* input: its method */
+	const char *protocol_version; /* state: the MCP revision the
+	                               * client's server speaks ("" before
+	                               * it is known) */
+	int         snapshot;         /* state: 1 when mk_stream_snapshot
+	                               * asked for it (not a transition) */
+	const char *diff;             /* tools: what changed, JSON text (as
+	                               * a version's "diff":
+	                               * mk_client_tool_versions_json) */
+} mk_stream_event;
+
+/*
+ * mk_stream_event_parse decodes one message received from the state
+ * stream (the whole message: topic, NUL, msgpack body) into *ev (free it
+ * with mk_stream_event_free).  A topic this library does not know gives
+ * the topic alone.  Never blocks; any thread; needs no runtime.  Returns
+ * MK_OK, MK_EPROTO (not a stream message; *ev NULL), MK_ENOMEM or
+ * MK_EINVAL (ev NULL).
+ */
+MK_API int mk_stream_event_parse(const void *msg, size_t len,
+                                 mk_stream_event **ev);
+
+/* mk_stream_event_free frees an event and its strings; NULL is a no-op. */
+MK_API void mk_stream_event_free(mk_stream_event *ev);
+
+/*
+ * mk_strerror returns a static, human-readable text for a result code.
+ * Never NULL; unknown codes give "unknown error".
+ */
+MK_API const char *mk_strerror(int rc);
+
+/*
+ * mk_free releases a buffer the runtime returned.  NULL is a no-op.
+ */
+MK_API void mk_free(void *p);
+
+/*
+ * mk_free_secret releases a string that holds a secret (a token, a key,
+ * a header value - the runtime's, or the embedder's own malloc'd one),
+ * overwriting it first.  NULL is a no-op.
+ */
+MK_API void mk_free_secret(char *s);
+
+/* ---- deprecated: kept for the programs that use them ---------------- */
+
+#if defined(__GNUC__)
+#define MK_DEPRECATED(why) __attribute__((deprecated(why)))
+#else
+#define MK_DEPRECATED(why)
+#endif
+
+/* mk_tool_call and mk_tool_call_async with a trace context: call->trace
+ * (and mk_call_start) do it. */
+MK_API int mk_tool_call_traced(mk_runtime *rt, const mk_call *call,
+                               const mk_trace *trace, mk_result **res)
+        MK_DEPRECATED("set mk_call.trace and call mk_tool_call");
+MK_API int mk_tool_call_async_traced(mk_runtime *rt, const mk_call *call,
+                                     const mk_trace *trace, mk_done_fn fn,
+                                     void *arg)
+        MK_DEPRECATED("set mk_call.trace and call mk_tool_call_async");
+/* mk_call_start with a trace context and how NULL. */
+MK_API int mk_tool_call_start(mk_runtime *rt, const mk_call *call,
+                              const mk_trace *trace, mk_done_fn fn, void *arg,
+                              uint64_t *ticket)
+        MK_DEPRECATED("set mk_call.trace and call mk_call_start");
+
+/* A state-stream message in fixed arrays, its strings cut to fit (the
+ * diff {"truncated": true} past 8 KiB): mk_stream_event has them whole.
+ * Declare with MK_EVENT_INIT (it sets size; see the ABI rules above). */
 typedef struct mk_event {
 	size_t size;               /* sizeof(mk_event) as the caller's header
 	                            * declares it; set by MK_EVENT_INIT */
@@ -1054,58 +1155,15 @@ typedef struct mk_event {
 		.size = sizeof(mk_event)                                      \
 	}
 
-/*
- * mk_event_parse decodes one message received from the state stream (the
- * whole message: topic, NUL, msgpack body) into the first ev->size bytes
- * of ev (ev->size kept; the fields it holds are cleared first).  Never
- * blocks; any thread; needs no runtime.  Returns MK_OK, MK_EPROTO (not a
- * stream message) or MK_EINVAL (ev NULL or ev->size out of range).
- */
-MK_API int mk_event_parse(const void *msg, size_t len, mk_event *ev);
-
-/*
- * mk_strerror returns a static, human-readable text for a result code.
- * Never NULL; unknown codes give "unknown error".
- */
-MK_API const char *mk_strerror(int rc);
-
-/*
- * mk_free releases a buffer the runtime returned.  NULL is a no-op.
- */
-MK_API void mk_free(void *p);
-
-/*
- * mk_free_secret releases a string that holds a secret (a token, a key,
- * a header value - the runtime's, or the embedder's own malloc'd one),
- * overwriting it first.  NULL is a no-op.
- */
-MK_API void mk_free_secret(char *s);
+/* mk_event_parse decodes a stream message into the first ev->size bytes
+ * of ev (ev->size kept; the fields it holds are cleared first).  MK_OK,
+ * MK_EPROTO (not a stream message) or MK_EINVAL (ev NULL or ev->size out
+ * of range). */
+MK_API int mk_event_parse(const void *msg, size_t len, mk_event *ev)
+        MK_DEPRECATED("mk_stream_event_parse: its strings are not cut");
 
 #ifdef __cplusplus
 }
 #endif
-
-/* ---- deprecated: kept for the programs that use them ---------------- */
-
-#if defined(__GNUC__)
-#define MK_DEPRECATED(why) __attribute__((deprecated(why)))
-#else
-#define MK_DEPRECATED(why)
-#endif
-
-/* mk_tool_call and mk_tool_call_async with a trace context: call->trace
- * (and mk_call_start) do it. */
-MK_API int mk_tool_call_traced(mk_runtime *rt, const mk_call *call,
-                               const mk_trace *trace, mk_result **res)
-        MK_DEPRECATED("set mk_call.trace and call mk_tool_call");
-MK_API int mk_tool_call_async_traced(mk_runtime *rt, const mk_call *call,
-                                     const mk_trace *trace, mk_done_fn fn,
-                                     void *arg)
-        MK_DEPRECATED("set mk_call.trace and call mk_tool_call_async");
-/* mk_call_start with a trace context and how NULL. */
-MK_API int mk_tool_call_start(mk_runtime *rt, const mk_call *call,
-                              const mk_trace *trace, mk_done_fn fn, void *arg,
-                              uint64_t *ticket)
-        MK_DEPRECATED("set mk_call.trace and call mk_call_start");
 
 #endif /* MCPKEEP_H */

@@ -28,12 +28,16 @@ sub_main(void *arg)
 	nng_msg *m;
 
 	while (nng_recvmsg(sb->s, &m, 0) == 0) {
-		event e = MK_EVENT_INIT;
+		event *e;
 
-		if (mk_event_parse(nng_msg_body(m), nng_msg_len(m), &e) == 0) {
+		if (mk_stream_event_parse(nng_msg_body(m), nng_msg_len(m),
+		                          &e) == 0) {
 			pthread_mutex_lock(&sb->mtx);
 			if (sb->n < MAXEV) {
-				sb->ev[sb->n++] = e;
+				sb->own[sb->n]  = e;
+				sb->ev[sb->n++] = *e;
+			} else {
+				mk_stream_event_free(e);
 			}
 			pthread_cond_broadcast(&sb->cv);
 			pthread_mutex_unlock(&sb->mtx);
@@ -48,6 +52,7 @@ sub_open(sub *sb, const char *url)
 {
 	memset(sb, 0, sizeof(*sb));
 	CHECK((sb->ev = calloc(MAXEV, sizeof(*sb->ev))) != NULL);
+	CHECK((sb->own = calloc(MAXEV, sizeof(*sb->own))) != NULL);
 	pthread_mutex_init(&sb->mtx, NULL);
 	pthread_cond_init(&sb->cv, NULL);
 	CHECK_EQ(nng_sub0_open(&sb->s), 0);
@@ -61,6 +66,10 @@ sub_close(sub *sb)
 {
 	nng_close(sb->s);
 	pthread_join(sb->thr, NULL);
+	for (int i = 0; i < sb->n; i++) {
+		mk_stream_event_free(sb->own[i]);
+	}
+	free(sb->own);
 	free(sb->ev);
 }
 

@@ -18,7 +18,9 @@
 #define WAIT_MS 40000 /* every wait's deadline */
 #define MAXEV   4096  /* events a subscriber keeps */
 
-typedef mk_event event;
+/* An event as the subscriber keeps it: its strings live until
+ * sub_close. */
+typedef mk_stream_event event;
 
 /* The state stream, collected by a thread. */
 typedef struct sub {
@@ -27,6 +29,7 @@ typedef struct sub {
 	pthread_mutex_t mtx; /* guards ev and n */
 	pthread_cond_t  cv;  /* signalled per event */
 	event          *ev;  /* MAXEV, on the heap */
+	event         **own; /* each the library's, freed at sub_close */
 	int             n;   /* events in ev */
 } sub;
 

@@ -354,9 +354,11 @@ abi_stats(void)
 	mk_runtime_close(&rt);
 }
 
-/* A "tools" stream message: topic, NUL, msgpack map. */
+/* A stream message: topic, NUL, a msgpack map of n string pairs kv (a
+ * value that is all digits is packed as a number).  Its length. */
 static size_t
-tools_msg(char *buf, size_t cap)
+stream_msg(char *buf, size_t cap, const char *topic, int n,
+           const char *const *kv)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer  pk;
@@ -364,25 +366,86 @@ tools_msg(char *buf, size_t cap)
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 4);
-	msgpack_pack_str_with_body(&pk, "client_id", 9);
-	msgpack_pack_str_with_body(&pk, "c1", 2);
-	msgpack_pack_str_with_body(&pk, "name", 4);
-	msgpack_pack_str_with_body(&pk, "alpha", 5);
-	msgpack_pack_str_with_body(&pk, "hash", 4);
-	msgpack_pack_str_with_body(&pk, "abc", 3);
-	msgpack_pack_str_with_body(&pk, "count", 5);
-	msgpack_pack_int64(&pk, 3);
-	len = sizeof("tools") + sb.size;
+	msgpack_pack_map(&pk, (size_t)n);
+	for (int i = 0; i < n; i++) {
+		const char *k = kv[2 * i], *v = kv[2 * i + 1];
+		msgpack_pack_str_with_body(&pk, k, strlen(k));
+		if (v[0] != '\0' && strspn(v, "0123456789") == strlen(v)) {
+			msgpack_pack_int64(&pk, atoll(v));
+		} else {
+			msgpack_pack_str_with_body(&pk, v, strlen(v));
+		}
+	}
+	len = strlen(topic) + 1 + sb.size;
 	CHECK(len <= cap);
-	memcpy(buf, "tools", sizeof("tools"));
-	memcpy(buf + sizeof("tools"), sb.data, sb.size);
+	memcpy(buf, topic, strlen(topic) + 1);
+	memcpy(buf + strlen(topic) + 1, sb.data, sb.size);
 	msgpack_sbuffer_destroy(&sb);
 	return (len);
 }
 
-/* A caller whose mk_event ends before hash gets the fields it knows and
- * nothing written past them. */
+/* A "tools" stream message. */
+static size_t
+tools_msg(char *buf, size_t cap)
+{
+	static const char *const kv[] = {"client_id", "c1",  "name",  "alpha",
+	                                 "hash",      "abc", "count", "3"};
+
+	return (stream_msg(buf, cap, "tools", 4, kv));
+}
+
+/* An event's strings are whole, however long, and "" when absent; an
+ * unknown topic gives the topic alone; what is not a stream message is
+ * refused. */
+static void
+stream_event(void)
+{
+	size_t           cap = 64 * 1024, len;
+	char            *msg = malloc(cap), *big = malloc(20001);
+	mk_stream_event *ev;
+
+	CHECK(msg != NULL && big != NULL);
+	memset(big, 'x', 20000);
+	big[20000] = '\0';
+	len        = stream_msg(msg, cap, "tools", 5,
+	                        (const char *const[]) {"client_id", "c1", "name",
+	                                               "alpha", "hash", "abc",
+	                                               "count", "3", "diff", big});
+	CHECK_EQ(mk_stream_event_parse(msg, len, &ev), MK_OK);
+	CHECK(strcmp(ev->topic, "tools") == 0 &&
+	      strcmp(ev->name, "alpha") == 0);
+	CHECK_EQ(ev->count, 3);
+	CHECK(strcmp(ev->diff, big) == 0); /* whole: 20,000 bytes */
+	CHECK(strcmp(ev->state, "") == 0 && strcmp(ev->message, "") == 0 &&
+	      strcmp(ev->node_id, "") == 0);
+	mk_stream_event_free(ev);
+	len = stream_msg(msg, cap, "store", 2,
+	                 (const char *const[]) {"healthy", "0", "error", big});
+	CHECK_EQ(mk_stream_event_parse(msg, len, &ev), MK_OK);
+	CHECK(strcmp(ev->message, big) == 0 && ev->healthy == 0);
+	mk_stream_event_free(ev);
+	len = stream_msg(msg, cap, "later", 1,
+	                 (const char *const[]) {"what", "new"});
+	CHECK_EQ(mk_stream_event_parse(msg, len, &ev), MK_OK);
+	CHECK(strcmp(ev->topic, "later") == 0 &&
+	      strcmp(ev->client_id, "") == 0);
+	mk_stream_event_free(ev);
+	ev = (mk_stream_event *)msg;
+	CHECK_EQ(mk_stream_event_parse(msg, 3, &ev), MK_EPROTO); /* no NUL */
+	CHECK(ev == NULL);
+	CHECK_EQ(mk_stream_event_parse(NULL, 0, &ev), MK_EPROTO);
+	CHECK_EQ(mk_stream_event_parse("tools\0\x01", 7, &ev), MK_EPROTO);
+	CHECK_EQ(mk_stream_event_parse(msg, len, NULL), MK_EINVAL);
+	mk_stream_event_free(NULL);
+	free(big);
+	free(msg);
+}
+
+/* The deprecated mk_event: a caller whose mk_event ends before hash gets
+ * the fields it knows and nothing written past them; strings are cut to
+ * fit, a diff past 8 KiB is {"truncated": true}. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 static void
 abi_event(void)
 {
@@ -392,7 +455,7 @@ abi_event(void)
 	} u;
 	size_t   old = offsetof(mk_event, hash);
 	mk_event ev  = MK_EVENT_INIT;
-	char     msg[256];
+	char     msg[24 * 1024], big[10001];
 	size_t   len = tools_msg(msg, sizeof(msg));
 
 	memset(&u, 0xa5, sizeof(u));
@@ -416,7 +479,15 @@ abi_event(void)
 	u.e.size = sizeof(mk_event) + 8;
 	CHECK_EQ(mk_event_parse(msg, len, &u.e), MK_EINVAL);
 	CHECK(guarded(&u, sizeof(size_t), sizeof(u)));
+	memset(big, 'y', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	len                  = stream_msg(msg, sizeof(msg), "tools", 2,
+	                                  (const char *const[]) {"name", big, "diff", big});
+	CHECK_EQ(mk_event_parse(msg, len, &ev), MK_OK);
+	CHECK_EQ(strlen(ev.name), sizeof(ev.name) - 1);
+	CHECK(strcmp(ev.diff, "{\"truncated\": true}") == 0);
 }
+#pragma GCC diagnostic pop
 
 /* A caller whose mk_call ends before trace: nothing past its size is read
  * (the bytes there would be a wild pointer); a size not set, or a newer
@@ -487,6 +558,7 @@ main(void)
 	RUN(two_logs);
 	RUN(abi_options);
 	RUN(abi_stats);
+	RUN(stream_event);
 	RUN(abi_event);
 	RUN(abi_call);
 	RUN(names);

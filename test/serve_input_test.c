@@ -45,21 +45,24 @@ bg_main(void *arg)
 	return (NULL);
 }
 
-/* Waits on the stream for an "input" event of method in state. */
-static mk_event
+/* Waits on the stream for an "input" event of method in state (the
+ * caller's to free). */
+static mk_stream_event *
 next_input(nng_socket s, const char *method, const char *state)
 {
 	for (;;) {
-		nng_msg *m;
-		mk_event e = MK_EVENT_INIT;
+		nng_msg         *m;
+		mk_stream_event *e;
 		CHECK_EQ(nng_recvmsg(s, &m, 0), 0);
-		CHECK_EQ(mk_event_parse(nng_msg_body(m), nng_msg_len(m), &e),
+		CHECK_EQ(mk_stream_event_parse(nng_msg_body(m), nng_msg_len(m),
+		                               &e),
 		         0);
 		nng_msg_free(m);
-		if (strcmp(e.method, method) == 0 &&
-		    strcmp(e.state, state) == 0) {
+		if (strcmp(e->method, method) == 0 &&
+		    strcmp(e->state, state) == 0) {
 			return (e);
 		}
+		mk_stream_event_free(e);
 	}
 }
 
@@ -95,7 +98,7 @@ elicitation(void)
 	nng_socket  s;
 	bg_call     c = {
 	            .body = "{\"client\": \"asker\", \"tool\": \"elicit_form\", \"arguments\": {\"message\": \"Your name?\\u001b[2J\"}}"};
-	mk_event e;
+	mk_stream_event *e;
 
 	snprintf(
 	        config, sizeof(config),
@@ -134,13 +137,13 @@ elicitation(void)
 	CHECK_EQ(pthread_create(&c.th, NULL, bg_main, &c), 0);
 	e = next_input(s, "elicitation/create", "pending");
 	/* the server's text as it sent it (an escape sequence in it) */
-	CHECK(strcmp(e.message, "Your name?\x1b[2J") == 0);
+	CHECK(strcmp(e->message, "Your name?\x1b[2J") == 0);
 	expect("GET", "/api/mcp/client/asker/elicitations", NULL, NULL, 200,
-	       e.request_id);
+	       e->request_id);
 	expect("GET", "/api/mcp/client/asker/elicitations", NULL, "wrong", 401,
 	       "admin token");
 	snprintf(path, sizeof(path), "/api/mcp/client/asker/elicitation/%s",
-	         e.request_id);
+	         e->request_id);
 	expect("POST", path, "{\"action\": \"accept\"}", "wrong", 401,
 	       "admin token");
 	expect("POST", path, "{\"action\": \"perhaps\"}", NULL, 400,
@@ -148,17 +151,18 @@ elicitation(void)
 	expect("POST", path,
 	       "{\"action\": \"accept\", \"content\": {\"ok\": true}}", NULL,
 	       200, NULL);
-	(void)next_input(s, "elicitation/create", "answered");
+	mk_stream_event_free(next_input(s, "elicitation/create", "answered"));
 	CHECK(peer_wait_exit(&w, WAIT_MS)); /* its two events came */
 	peer_stop(&w);
 	snprintf(line, sizeof(line),
 	         "elicitation/create %s: pending  Your name? [2J",
-	         e.request_id);
+	         e->request_id);
 	/* the escape sequence never reached the terminal */
 	CHECK(peer_said(&w, line) && !peer_said(&w, "\x1b"));
 	snprintf(line, sizeof(line), "elicitation/create %s: answered",
-	         e.request_id);
+	         e->request_id);
 	CHECK(peer_said(&w, line));
+	mk_stream_event_free(e);
 	pthread_join(c.th, NULL);
 	CHECK_EQ(c.status, 200);
 	/* what the person sent, and the defaults of what they left out */
@@ -174,7 +178,8 @@ elicitation(void)
 	CHECK_EQ(pthread_create(&c.th, NULL, bg_main, &c), 0);
 	e = next_input(s, "sampling/createMessage", "pending");
 	snprintf(path, sizeof(path), "/api/mcp/client/asker/elicitation/%s",
-	         e.request_id);
+	         e->request_id);
+	mk_stream_event_free(e);
 	expect("POST", path, "{}", NULL, 200, NULL);
 	pthread_join(c.th, NULL);
 	CHECK_EQ(c.status, 200);
@@ -185,7 +190,7 @@ elicitation(void)
 	c.body =
 	        "{\"client\": \"asker\", \"tool\": \"elicit_form\", \"arguments\": {\"message\": \"Your name?\"}}";
 	CHECK_EQ(pthread_create(&c.th, NULL, bg_main, &c), 0);
-	(void)next_input(s, "elicitation/create", "pending");
+	mk_stream_event_free(next_input(s, "elicitation/create", "pending"));
 	on_page();
 	pthread_join(c.th, NULL);
 	CHECK_EQ(c.status, 200);

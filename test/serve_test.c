@@ -114,14 +114,18 @@ api(void)
 	expect("PUT", "/api/mcp/client/svst", "{\"disabled\": true}", NULL,
 	       200, NULL);
 	for (;;) { /* its transition reached the tcp subscriber */
-		nng_msg *m;
-		mk_event e = MK_EVENT_INIT;
+		nng_msg         *m;
+		mk_stream_event *e;
+		bool             done;
 		CHECK_EQ(nng_recvmsg(s, &m, 0), 0);
-		CHECK_EQ(mk_event_parse(nng_msg_body(m), nng_msg_len(m), &e),
+		CHECK_EQ(mk_stream_event_parse(nng_msg_body(m), nng_msg_len(m),
+		                               &e),
 		         0);
 		nng_msg_free(m);
-		if (strcmp(e.name, "svst") == 0 &&
-		    strcmp(e.state, "disabled") == 0) {
+		done = strcmp(e->name, "svst") == 0 &&
+		        strcmp(e->state, "disabled") == 0;
+		mk_stream_event_free(e);
+		if (done) {
 			break;
 		}
 	}
@@ -596,15 +600,19 @@ by_id(void)
 	}
 	/* the disable reached the subscriber with the generated id */
 	for (;;) {
-		nng_msg *m;
-		mk_event e = MK_EVENT_INIT;
+		nng_msg         *m;
+		mk_stream_event *e;
+		bool             done;
 		CHECK_EQ(nng_recvmsg(s, &m, 0), 0);
-		CHECK_EQ(mk_event_parse(nng_msg_body(m), nng_msg_len(m), &e),
+		CHECK_EQ(mk_stream_event_parse(nng_msg_body(m), nng_msg_len(m),
+		                               &e),
 		         0);
 		nng_msg_free(m);
-		if (strcmp(e.name, "idg") == 0 &&
-		    strcmp(e.state, "disabled") == 0) {
-			CHECK(strcmp(e.client_id, gen) == 0);
+		done = strcmp(e->name, "idg") == 0 &&
+		        strcmp(e->state, "disabled") == 0;
+		CHECK(!done || strcmp(e->client_id, gen) == 0);
+		mk_stream_event_free(e);
+		if (done) {
 			break;
 		}
 	}
