@@ -569,11 +569,34 @@ on_settings(kn_actor *self, client *cl, kn_msg *msg, cl_settings_msg *m)
 	return (0);
 }
 
+/* What holds of a client's sessions between two of its handlers: the
+ * live one serves (a session of its own, not draining, not being freed);
+ * a replaced one drains only while calls run on it (the last frees it);
+ * a dial in progress is the client's, not ended, on a session of its
+ * own.  O(1): the newest replaced one stands for the rest. */
+static void
+assert_sessions(const client *cl)
+{
+	const cl_sconn *l = cl->live, *d = cl->draining;
+
+	assert(l == NULL ||
+	       (l->cl == cl && l->s != NULL && !l->draining && !l->closing &&
+	        l->inflight >= 0));
+	assert(d == NULL ||
+	       (d->cl == cl && d->draining && !d->closing && d->inflight > 0 &&
+	        d != l));
+	assert(cl->dial == NULL ||
+	       (cl->dial->cl == cl && !cl->dial->ended &&
+	        (cl->dial->c == NULL || cl->dial->c != l)));
+	(void)l;
+	(void)d;
+}
+
 /* What holds of a client between two of its handlers (SQLite's
  * assert_pager_state is the model): a state of its own (error is the
- * supervisor's), nothing dialled nor connected while disabled, and the
- * queue of calls waiting for a slot whole (O(1): it is checked on every
- * message). */
+ * supervisor's), nothing dialled nor connected while disabled, its
+ * sessions whole, and the queue of calls waiting for a slot whole (O(1):
+ * it is checked on every message). */
 static void
 assert_client_state(const void *state)
 {
@@ -582,6 +605,7 @@ assert_client_state(const void *state)
 	assert((unsigned)cl->state < CS_COUNT && cl->state != CS_ERROR);
 	assert(cl->state != CS_DISABLED ||
 	       (cl->dial == NULL && cl->live == NULL));
+	assert_sessions(cl);
 	assert((cl->held == NULL) == (cl->nheld == 0) &&
 	       (cl->held == NULL) == (cl->held_tail == NULL) &&
 	       (cl->held_tail == NULL || cl->held_tail->next == NULL));
