@@ -163,7 +163,9 @@ sv_list_page(entry *const *all, size_t n, const sv_list_spec *spec)
 			} else {
 				json_decref(ns);
 			}
-			if (sorted[i]->tick != 0 && json_is_object(v)) {
+			/* (a check running is one that was due) */
+			if ((sorted[i]->tick != 0 || sorted[i]->checking) &&
+			    json_is_object(v)) {
 				json_object_set_new(
 				        v, "next_check_at",
 				        json_string(sorted[i]->due));
