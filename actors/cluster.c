@@ -333,9 +333,14 @@ cs_on_state(kn_actor *self, cs_self *cs, kn_msg *msg, cs_state_msg *m)
 		return (MK_EINVAL);
 	}
 	if (m->state != NULL) {
-		json_object_set_new(
-		        cs->mine, m->id,
-		        json_pack("[s, s?]", m->state, m->failure));
+		/* the store keeps the failure as JSON text */
+		json_t *f = m->failure != NULL ? model_failure_json(m->failure)
+		                               : NULL;
+		char   *text = f != NULL ? json_dumps(f, JSON_COMPACT) : NULL;
+		json_object_set_new(cs->mine, m->id,
+		                    json_pack("[s, s?]", m->state, text));
+		json_decref(f);
+		free(text);
 	} else {
 		json_object_del(cs->mine, m->id);
 	}

@@ -10,7 +10,7 @@
  *                      changed
  *     id      str    the client's id
  *     state   str    its state here; absent: the client is gone
- *     failure str    its last_failure, JSON text, or absent
+ *     failure map    nil, or its last_failure
  * </msgdoc>
  *
  * Its store handle is its own, on its own thread.
@@ -21,6 +21,7 @@
 #include "actors/msgbase.h"
 #include "codec/mp.h"
 #include "codec/msgdef.h"
+#include "model/failure.h"
 
 #define CLUSTER_NAME "cluster"
 
@@ -29,7 +30,7 @@
 #define CS_STATE_FIELDS(F, S)                                                 \
 	F(S, STR, id, "the client's id")                                      \
 	F(S, STR, state, "its state here; absent: the client is gone")        \
-	F(S, STR, failure, "its last_failure, JSON text, or absent")
+	F(S, SUB(model_failure), failure, "nil, or its last_failure")
 CODEC_MSG_STRUCT(cs_state_msg, CS_STATE_FIELDS)
 
 /* ---- the list (codec/msgdef.h) */

@@ -67,7 +67,7 @@ static void
 from_state(mk_stream_event *ev, const void *m)
 {
 	const cl_state_event *e  = m;
-	const cl_failure_map *lf = e->last_failure;
+	const model_failure  *lf = e->last_failure;
 
 	ev->client_id = TEXT(e->client_id);
 	ev->name      = TEXT(e->name);
@@ -183,7 +183,7 @@ mk_stream_event_parse(const void *msg, size_t len, mk_stream_event **ev)
 	}
 	/* a topic of a later version: the topic alone */
 	h->f = i < sizeof(events) / sizeof(events[0]) ? events[i].f
-	                                               : &codec_no_fields;
+	                                              : &codec_no_fields;
 	if (codec_msg_unpack(h->f, body + tl + 1, len - tl - 1, &h->m) != 0) {
 		free(h);
 		return (MK_EPROTO);

@@ -149,6 +149,7 @@
 #include "actors/msgbase.h"
 #include "codec/mp.h"
 #include "codec/msgdef.h"
+#include "model/failure.h"
 
 #define CLIENT_PREFIX "mcp:" /* registry name: "mcp:" + client name */
 
@@ -300,19 +301,12 @@ CODEC_MSG_STRUCT(cl_inputs_msg, CL_INPUTS_FIELDS)
 CODEC_MSG_STRUCT(cl_input_event, CL_INPUT_EVENT_FIELDS)
 
 /* The "state" event of the state stream: a transition (or a snapshot). */
-#define CL_FAILURE_FIELDS(F, S)                                               \
-	F(S, STR, stage, "where it failed (model/names.h)")                   \
-	F(S, STR, message, "why, one line")                                   \
-	F(S, STR, at, "when it last failed, RFC 3339 UTC")                    \
-	F(S, STR, since, "when the failures began")
-CODEC_MSG_STRUCT(cl_failure_map, CL_FAILURE_FIELDS)
-
 #define CL_STATE_EVENT_FIELDS(F, S)                                           \
 	F(S, STR, client_id, "the client")                                    \
 	F(S, STR, name, "and its name")                                       \
 	F(S, STR, state, "the state it shows now")                            \
 	F(S, NSTR, old_state, "the one before; nil: a new client's first")    \
-	F(S, SUB(cl_failure_map), last_failure, "nil, or the last failure")   \
+	F(S, SUB(model_failure), last_failure, "nil, or the last failure")    \
 	F(S, INT, generation, "the connection's generation")                  \
 	F(S, INT, tools_count, "tools known")                                 \
 	F(S, STR, time, "RFC 3339 UTC")                                       \

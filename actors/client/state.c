@@ -35,16 +35,23 @@ cl_shown_state(const client *cl)
 	                : cl->state);
 }
 
+/* cl's last_failure as messages carry it (borrowed strings, in *lf), or
+ * NULL when it has none. */
+static model_failure *
+failure_of(const client *cl, model_failure *lf)
+{
+	*lf = (model_failure) {.stage   = (char *)cl->lf_stage,
+	                       .message = (char *)cl->lf_message,
+	                       .at      = (char *)cl->lf_at,
+	                       .since   = (char *)cl->lf_since};
+	return (cl->lf_set ? lf : NULL);
+}
+
 static void
 publish_state(client *cl, cl_state old, bool snapshot)
 {
 	char           ts[32];
-	cl_failure_map lf = {
-	        .stage   = cl->lf_stage,
-	        .message = cl->lf_message,
-	        .at      = cl->lf_at,
-	        .since   = cl->lf_since,
-	};
+	model_failure  lf;
 	cl_state_event ev = {
 	        .client_id = cl->cfg->id,
 	        .name      = cl->cfg->name,
@@ -53,7 +60,7 @@ publish_state(client *cl, cl_state old, bool snapshot)
 	        .old_state        = cl->announced || snapshot
 	                       ? (char *)cl_state_name(old)
 	                       : NULL,
-	        .last_failure     = cl->lf_set ? &lf : NULL,
+	        .last_failure     = failure_of(cl, &lf),
 	        .generation       = (int64_t)cl->gen,
 	        .tools_count      = (int64_t)json_array_size(cl->tools),
 	        .time             = kn_rfc3339(ts, sizeof(ts)),
@@ -322,11 +329,9 @@ cl_view_json(client *cl)
 		cl_lists_view(cl, v);
 	}
 	if (v != NULL && cl->lf_set) {
+		model_failure lf;
 		json_object_set_new(v, "last_failure",
-		                    json_pack("{s:s, s:s, s:s, s:s}", "stage",
-		                              cl->lf_stage, "message",
-		                              cl->lf_message, "at", cl->lf_at,
-		                              "since", cl->lf_since));
+		                    model_failure_json(failure_of(cl, &lf)));
 	}
 	if (v != NULL && cl->state == CS_UNSTABLE && cl->lf_set &&
 	    json_array_size(cl->tools) > 0) {
@@ -382,12 +387,14 @@ cl_push_view(client *cl)
 		         cl->cfg->name);
 		return;
 	}
-	sv_view_msg m = {.id      = cl->cfg->id,
-	                 .name    = cl->cfg->name,
-	                 .state   = cl->state,
-	                 .shown   = cl_shown_state(cl),
-	                 .view    = text,
-	                 .sync_ms = cl->sync_ms};
+	model_failure lf;
+	sv_view_msg   m = {.id      = cl->cfg->id,
+	                   .name    = cl->cfg->name,
+	                   .state   = cl->state,
+	                   .shown   = cl_shown_state(cl),
+	                   .view    = text,
+	                   .failure = failure_of(cl, &lf),
+	                   .sync_ms = cl->sync_ms};
 	if (kn_tell_msg(cl->sv, cl->self, MSG_SV_VIEW,
 	                CODEC_OF(sv_view_msg, &m)) != 0) {
 		KN_DEBUG("client", "%s: supervisor did not take the view",

@@ -453,10 +453,11 @@ static void
 keep_failed(sv_self *sv, const char *id, const char *name, json_t *tools,
             const char *why)
 {
-	char    at[40], text[CFG_ERR_MAX + 64];
-	char   *msg;
-	entry  *e;
-	json_t *v;
+	char          at[40], text[CFG_ERR_MAX + 64];
+	char         *msg;
+	entry        *e;
+	json_t       *v;
+	model_failure lf = {.stage = "connect", .at = at, .since = at};
 
 	if (id == NULL || name == NULL || !cfg_name_valid(name) ||
 	    sv_find(sv, id) != NULL || sv_find(sv, name) != NULL) {
@@ -466,18 +467,20 @@ keep_failed(sv_self *sv, const char *id, const char *name, json_t *tools,
 	         "the stored client could not be started: %s", why);
 	msg = text_failure_message(text);
 	kn_rfc3339(at, sizeof(at));
-	v = json_pack(
-	        "{s:{s:s, s:s}, s:o, s:s, s:n, s:i, s:{s:s, s:s*, s:s, s:s}}",
-	        "config", "name", name, "client_id", id, "tools",
-	        json_is_array(tools) ? json_incref(tools) : json_array(),
-	        "state", cl_state_name(CS_ERROR), "connection_mode",
-	        "generation", 0, "last_failure", "stage", "connect", "message",
-	        msg, "at", at, "since", at);
-	free(msg);
+	lf.message = msg != NULL ? msg : "";
+	v = json_pack("{s:{s:s, s:s}, s:o, s:s, s:n, s:i, s:o}", "config",
+	              "name", name, "client_id", id, "tools",
+	              json_is_array(tools) ? json_incref(tools) : json_array(),
+	              "state", cl_state_name(CS_ERROR), "connection_mode",
+	              "generation", 0, "last_failure",
+	              model_failure_json(&lf));
 	if (v == NULL || (e = calloc(1, sizeof(*e))) == NULL) {
 		json_decref(v);
+		free(msg);
 		return;
 	}
+	e->lf = model_failure_dup(&lf);
+	free(msg);
 	e->id       = strdup(id);
 	e->name     = strdup(name);
 	e->view     = json_dumps(v, JSON_COMPACT);
@@ -486,7 +489,7 @@ keep_failed(sv_self *sv, const char *id, const char *name, json_t *tools,
 	e->state = e->shown = CS_ERROR;
 	json_decref(v);
 	if (e->id == NULL || e->name == NULL || e->view == NULL ||
-	    sv_insert(sv, e) != 0) {
+	    e->lf == NULL || sv_insert(sv, e) != 0) {
 		sv_entry_free(e);
 	}
 }

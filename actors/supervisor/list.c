@@ -32,15 +32,14 @@ folded(const char *state)
 }
 
 /* e's state as the cluster shows it: "degraded" when the live nodes
- * disagree.  With ns (and view, this node's, for its last_failure): *ns
- * the node_states to show, or NULL when all are healthy or no other
- * node holds it. */
+ * disagree.  With ns: *ns the node_states to show, or NULL when all are
+ * healthy or no other node holds it. */
 static const char *
-cluster_state(const entry *e, const char *node, json_t *view, json_t **ns)
+cluster_state(const entry *e, const char *node, json_t **ns)
 {
 	const char *mine = cl_state_name(e->shown), *k, *st;
 	bool        same = true, other = false;
-	json_t     *v, *lf;
+	json_t     *v;
 
 	if (ns != NULL) {
 		*ns = NULL;
@@ -60,11 +59,10 @@ cluster_state(const entry *e, const char *node, json_t *view, json_t **ns)
 		return (mine);
 	}
 	if (ns != NULL && (*ns = json_object()) != NULL) {
-		lf = json_object_get(view, "last_failure");
 		json_object_set_new(*ns, node != NULL ? node : "local",
-		                    json_pack("{s:s, s:O}", "state", mine,
+		                    json_pack("{s:s, s:o*}", "state", mine,
 		                              "last_failure",
-		                              lf != NULL ? lf : json_null()));
+		                              model_failure_json(e->lf)));
 		json_object_foreach(e->peers, k, v)
 		{
 			if (folded(json_string_value(
@@ -88,7 +86,7 @@ matches(const entry *e, const sv_list_spec *spec)
 
 	/* (what the list shows: per-user needs_reauth is a projection) */
 	return ((st == NULL ||
-	         strcmp(st, cluster_state(e, spec->node, NULL, NULL)) == 0) &&
+	         strcmp(st, cluster_state(e, spec->node, NULL)) == 0) &&
 	        (ct == NULL || strcmp(ct, e->conn) == 0) &&
 	        (at == NULL || strcmp(at, e->auth) == 0) &&
 	        (q == NULL || strcasestr(e->name, q) != NULL ||
@@ -155,7 +153,7 @@ sv_list_page(entry *const *all, size_t n, const sv_list_spec *spec)
 		    sorted[i]->view != NULL) {
 			json_t *v = json_loads(sorted[i]->view, 0, NULL), *ns;
 			const char *st =
-			        cluster_state(sorted[i], spec->node, v, &ns);
+			        cluster_state(sorted[i], spec->node, &ns);
 			if (ns != NULL && json_is_object(v)) {
 				json_object_set_new(v, "state",
 				                    json_string(st));

@@ -76,6 +76,7 @@ sv_entry_free(entry *e)
 	free(e->id);
 	free(e->name);
 	free(e->view);
+	model_failure_free(e->lf);
 	free(e->metrics);
 	free(e->pub);
 	json_decref(e->peers);
@@ -143,10 +144,13 @@ sv_on_view(kn_actor *self, sv_self *sv, kn_msg *msg, sv_view_msg *m)
 			e->sync_ms = m->sync_ms;
 		}
 		free(e->view);
-		e->view  = m->view;
-		m->view  = NULL;
-		e->state = (cl_state)m->state;
-		e->shown = (cl_state)m->shown;
+		e->view = m->view;
+		m->view = NULL;
+		model_failure_free(e->lf);
+		e->lf      = m->failure;
+		m->failure = NULL;
+		e->state   = (cl_state)m->state;
+		e->shown   = (cl_state)m->shown;
 		sv_publish(self, sv, e, false);
 		if (changed && e->connected && !e->checking) {
 			sv_schedule(self, sv, e);
@@ -159,25 +163,27 @@ void
 sv_publish(kn_actor *self, sv_self *sv, entry *e, bool gone)
 {
 	cs_state_msg m = {.id = e->id};
-	json_t      *v, *f;
+	json_t      *f;
 	kn_actor    *cs;
-	char        *key;
+	char        *key, *told;
 
 	if (!sv->a.cluster || (gone && e->pub == NULL)) {
 		return;
 	}
-	v = !gone && e->view != NULL ? json_loads(e->view, 0, NULL) : NULL;
-	f = json_object_get(v, "last_failure");
 	if (!gone) {
-		m.state = (char *)cl_state_name(e->shown);
-		m.failure =
-		        json_is_object(f) ? json_dumps(f, JSON_COMPACT) : NULL;
+		m.state   = (char *)cl_state_name(e->shown);
+		m.failure = e->lf;
 	}
-	json_decref(v);
-	if (asprintf(&key, "%s\x1f%s", m.state ? m.state : "",
-	             m.failure ? m.failure : "") < 0) {
+	/* what is told: the state and the failure */
+	f    = model_failure_json(m.failure);
+	told = f != NULL ? json_dumps(f, JSON_COMPACT | JSON_ENCODE_ANY)
+	                 : NULL;
+	json_decref(f);
+	if (told == NULL ||
+	    asprintf(&key, "%s\x1f%s", m.state ? m.state : "", told) < 0) {
 		key = NULL;
 	}
+	free(told);
 	if (key != NULL && e->pub != NULL && strcmp(key, e->pub) == 0) {
 		free(key); /* told already */
 	} else if (kn_lookup(kn_actor_kernel(self), CLUSTER_NAME, &cs) == 0) {
@@ -192,7 +198,6 @@ sv_publish(kn_actor *self, sv_self *sv, entry *e, bool gone)
 	} else {
 		free(key); /* not started yet: told at the next change */
 	}
-	free(m.failure);
 }
 
 int

@@ -74,6 +74,7 @@
  *     state   int    its cl_state
  *     shown   int    the cl_state its view shows
  *     view    str    its list entry, JSON text
+ *     failure map    nil, or the last_failure its view shows
  *     sync_ms int    its tool_sync_interval
  *
  *   MSG_SV_METRICS tell: from a client actor: its counters changed (below)
@@ -167,6 +168,7 @@
 #include "actors/msgbase.h"
 #include "codec/mp.h"
 #include "codec/msgdef.h"
+#include "model/failure.h"
 
 #define SUPERVISOR_NAME "supervisor"
 
@@ -242,6 +244,8 @@ CODEC_MSG_STRUCT(sv_json_msg, SV_JSON_FIELDS)
 	F(S, INT, state, "its cl_state")                                      \
 	F(S, INT, shown, "the cl_state its view shows")                       \
 	F(S, STR, view, "its list entry, JSON text")                          \
+	F(S, SUB(model_failure), failure,                                     \
+	  "nil, or the last_failure its view shows")                          \
 	F(S, INT, sync_ms, "its tool_sync_interval")
 CODEC_MSG_STRUCT(sv_view_msg, SV_VIEW_FIELDS)
 

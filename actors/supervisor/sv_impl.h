@@ -37,26 +37,27 @@
 enum { BY_ID, BY_NAME }; /* the entry indexes */
 
 typedef struct entry {
-	char     *id;        /* client_id */
-	char     *name;      /* name */
-	kn_actor *actor;     /* the client actor (owner reference) */
-	char     *view;      /* its latest view, JSON text */
-	char     *metrics;   /* its latest counters, JSON text, or NULL */
-	cl_state  state;     /* its latest state (the runtime's) */
-	cl_state  shown;     /* the state its view shows (filters) */
-	char      conn[8];   /* connection_type */
-	char      auth[24];  /* auth_type */
-	int64_t   sync_ms;   /* healthy interval */
-	uint64_t  tick;      /* timer id, 0 none */
-	int64_t   due_ns;    /* when the tick should fire */
-	char      due[32];   /* that in RFC 3339 (next_check_at) */
-	bool      checking;  /* a check ask is out */
-	bool      connected; /* the first connect answered */
-	bool      sticky;    /* its connection mode */
-	bool      restored;  /* came back from the store */
-	bool      storing;   /* an API change waits for the store */
-	json_t   *peers;     /* the other live nodes' {node_id: {state,
-	                      * last_failure}}, or NULL (MSG_SV_PEERS) */
+	char          *id;        /* client_id */
+	char          *name;      /* name */
+	kn_actor      *actor;     /* the client actor (owner reference) */
+	char          *view;      /* its latest view, JSON text */
+	model_failure *lf;        /* the last_failure it shows, or NULL */
+	char          *metrics;   /* its latest counters, JSON text, or NULL */
+	cl_state       state;     /* its latest state (the runtime's) */
+	cl_state       shown;     /* the state its view shows (filters) */
+	char           conn[8];   /* connection_type */
+	char           auth[24];  /* auth_type */
+	int64_t        sync_ms;   /* healthy interval */
+	uint64_t       tick;      /* timer id, 0 none */
+	int64_t        due_ns;    /* when the tick should fire */
+	char           due[32];   /* that in RFC 3339 (next_check_at) */
+	bool           checking;  /* a check ask is out */
+	bool           connected; /* the first connect answered */
+	bool           sticky;    /* its connection mode */
+	bool           restored;  /* came back from the store */
+	bool           storing;   /* an API change waits for the store */
+	json_t        *peers;     /* the other live nodes' {node_id: {state,
+	                           * last_failure}}, or NULL (MSG_SV_PEERS) */
 	char *pub; /* the state and failure told the cluster, or NULL */
 	struct sv_self *sv;     /* the supervisor, for timer callbacks */
 	strmap_ent      ent[2]; /* in sv->idx[BY_ID] (key id) and
