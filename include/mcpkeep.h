@@ -1029,9 +1029,9 @@ typedef struct mk_stream_event {
 	const char *node_id;          /* state, pin, input: the instance */
 	const char *hash;             /* tools, lists: the new content hash;
 	                               * pin: the list's digest */
-	int64_t     count;            /* tools, lists: how many; pin: tools
+	int64_t count;                /* tools, lists: how many; pin: tools
 	                               * held */
-	int         healthy;          /* store: 1 writes reach the file
+	int healthy;                  /* store: 1 writes reach the file
 	                               * again, 0 serving from memory
 	                               * (retrying) */
 	const char *request_id;       /* input: the request */
@@ -1039,7 +1039,7 @@ typedef struct mk_stream_event {
 	const char *protocol_version; /* state: the MCP revision the
 	                               * client's server speaks ("" before
 	                               * it is known) */
-	int         snapshot;         /* state: 1 when mk_stream_snapshot
+	int snapshot;                 /* state: 1 when mk_stream_snapshot
 	                               * asked for it (not a transition) */
 	const char *diff;             /* tools: what changed, JSON text (as
 	                               * a version's "diff":
