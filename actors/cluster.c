@@ -37,7 +37,8 @@ typedef struct cs_self {
 	uint64_t  hb_timer;    /* the next heartbeat */
 	json_t   *mine;        /* id -> [state, failure|null]: this node's */
 	json_t   *dirty;       /* id -> true: not written since it changed */
-	char     *peers; /* the other nodes' states as last handed over */
+	msgpack_sbuffer peers; /* the other nodes' states as last handed
+	                        * over (packed), .data NULL none */
 } cs_self;
 
 static void drain(cs_self *cs);
@@ -259,53 +260,66 @@ write_states(cs_self *cs)
 	return (rv);
 }
 
+/* The other nodes' states as they are read (store_node_states). */
+typedef struct peers {
+	sv_peer *items;
+	size_t   n, cap;
+} peers;
+
 static int
 on_peer_state(void *arg, const char *node, const char *client,
               const char *state, const char *failure)
 {
-	json_t *all = arg, *c = json_object_get(all, client);
-	json_t *f = failure != NULL ? json_loads(failure, 0, NULL) : NULL;
+	peers   *ps = arg;
+	sv_peer *p;
+	json_t  *f;
 
-	if (c == NULL) {
-		json_object_set_new(all, client, c = json_object());
+	if (ps->n == ps->cap) {
+		size_t   cap = ps->cap != 0 ? ps->cap * 2 : 64;
+		sv_peer *ni  = realloc(ps->items, cap * sizeof(*ni));
+		if (ni == NULL) {
+			return (MK_ENOMEM);
+		}
+		ps->items = ni;
+		ps->cap   = cap;
 	}
-	json_object_set_new(c, node,
-	                    json_pack("{s:s, s:o}", "state", state,
-	                              "last_failure",
-	                              f != NULL ? f : json_null()));
-	return (0);
+	/* the store keeps the failure as JSON text */
+	f  = failure != NULL ? json_loads(failure, 0, NULL) : NULL;
+	p  = &ps->items[ps->n++];
+	*p = (sv_peer) {.client_id = strdup(client),
+	                .node_id   = strdup(node),
+	                .state     = strdup(state),
+	                .failure   = model_failure_from_json(f)};
+	json_decref(f);
+	return (p->client_id == NULL || p->node_id == NULL || p->state == NULL
+	                ? MK_ENOMEM
+	                : 0);
 }
 
 /* Reads the other live nodes' states; hands them over when changed. */
 static int
 read_peers(cs_self *cs)
 {
-	json_t *all = json_object();
-	char   *text;
-	int     rv;
+	peers           ps = {0};
+	int             rv = store_node_states(cs->st, on_peer_state, &ps);
+	sv_peers_msg    m  = {.states = {ps.items, ps.n}};
+	msgpack_sbuffer b;
 
 	cs->told_states = false;
-	if (all == NULL) {
-		return (MK_ENOMEM);
-	}
-	if ((rv = store_node_states(cs->st, on_peer_state, all)) != 0) {
-		json_decref(all);
-		return (rv);
-	}
-	text = json_dumps(all, JSON_COMPACT | JSON_SORT_KEYS);
-	json_decref(all);
-	if (text != NULL &&
-	    (cs->peers == NULL || strcmp(text, cs->peers) != 0)) {
-		sv_peers_msg m = {.json = text};
-		if (kn_tell_msg(cs->sv, cs->self, MSG_SV_PEERS,
+	if (rv == 0) {
+		b = codec_msg_packed(&sv_peers_msg_fields, &m);
+		if ((cs->peers.data == NULL || b.size != cs->peers.size ||
+		     memcmp(b.data, cs->peers.data, b.size) != 0) &&
+		    kn_tell_msg(cs->sv, cs->self, MSG_SV_PEERS,
 		                CODEC_OF(sv_peers_msg, &m)) == 0) {
-			free(cs->peers);
-			cs->peers = text;
-			return (0);
+			msgpack_sbuffer_destroy(&cs->peers);
+			cs->peers = b; /* told */
+		} else {
+			msgpack_sbuffer_destroy(&b);
 		}
 	}
-	free(text);
-	return (0);
+	sv_peers_msg_clear(&m);
+	return (rv);
 }
 
 static void
@@ -456,7 +470,7 @@ cs_free(cs_self *cs)
 	json_decref(cs->todo);
 	json_decref(cs->mine);
 	json_decref(cs->dirty);
-	free(cs->peers);
+	msgpack_sbuffer_destroy(&cs->peers);
 	text_secret_free(cs->url);
 	text_secret_free(cs->secret);
 	free(cs->node);

@@ -53,6 +53,18 @@ codec_msg_pack(const codec_fields *fs, const void *st, mp_w *w)
 				msgpack_pack_nil(&w->pk);
 			}
 			break;
+		case CODEC_F_LIST: {
+			const codec_list *l = v;
+			mp_key(w, f->name);
+			msgpack_pack_array(&w->pk, l->n);
+			for (size_t j = 0; j < l->n; j++) {
+				codec_msg_pack(f->sub,
+				               (char *)l->items +
+				                       j * f->sub->size,
+				               w);
+			}
+			break;
+		}
 		case CODEC_F_INT:
 			mp_kv_int(w, f->name, *(const int64_t *)v);
 			break;
@@ -66,6 +78,27 @@ codec_msg_pack(const codec_fields *fs, const void *st, mp_w *w)
 /* set gives the field f of st the value o holds, or its zero when o is
  * NULL or of another type. */
 static void set_all(const codec_fields *fs, void *st, const msgpack_object *o);
+
+/* set_list fills l with the maps of the array o (an element that is not
+ * a map: its struct zero); none when o is not an array. */
+static void
+set_list(const codec_fields *fs, codec_list *l, const msgpack_object *o)
+{
+	const msgpack_object *a;
+
+	l->items = NULL;
+	l->n     = 0;
+	if (o == NULL || o->type != MSGPACK_OBJECT_ARRAY ||
+	    o->via.array.size == 0 ||
+	    (l->items = calloc(o->via.array.size, fs->size)) == NULL) {
+		return;
+	}
+	for (l->n = 0; l->n < o->via.array.size; l->n++) {
+		a = &o->via.array.ptr[l->n];
+		set_all(fs, (char *)l->items + l->n * fs->size,
+		        a->type == MSGPACK_OBJECT_MAP ? a : NULL);
+	}
+}
 
 static void
 set(const codec_field *f, void *st, const msgpack_object *o)
@@ -84,6 +117,9 @@ set(const codec_field *f, void *st, const msgpack_object *o)
 		    (*(void **)v = calloc(1, f->sub->size)) != NULL) {
 			set_all(f->sub, *(void **)v, o);
 		}
+		break;
+	case CODEC_F_LIST:
+		set_list(f->sub, v, o);
 		break;
 	case CODEC_F_INT:
 		*(int64_t *)v = mp_int(o, 0);
@@ -128,6 +164,14 @@ codec_msg_clear(const codec_fields *fs, void *st)
 		} else if (f->type == CODEC_F_SUB && *s != NULL) {
 			codec_msg_clear(f->sub, *s);
 			free(*s);
+		} else if (f->type == CODEC_F_LIST) {
+			codec_list *l = (codec_list *)s;
+			for (size_t j = 0; j < l->n; j++) {
+				codec_msg_clear(f->sub,
+				                (char *)l->items +
+				                        j * f->sub->size);
+			}
+			free(l->items);
 		}
 		set(f, st, NULL);
 	}
@@ -168,6 +212,8 @@ type_name(codec_ftype t)
 		return ("str");
 	case CODEC_F_SUB:
 		return ("map");
+	case CODEC_F_LIST:
+		return ("list");
 	case CODEC_F_SECRET:
 		return ("secret");
 	case CODEC_F_INT:

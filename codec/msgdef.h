@@ -22,7 +22,8 @@
  * always there), SECRET (a STR that clear overwrites before freeing it),
  * INT (int64_t, 0 when absent), BOOL (bool, false when absent) and
  * SUB(T) (a T *, a nested map of T's fields: NULL is nil; unpack
- * allocates it, clear frees it).
+ * allocates it, clear frees it) and LIST(T) ({T *items; size_t n}, an
+ * array of such maps: unpack allocates the items, clear frees them).
  * Messages never cross a process: the definitions are the only contract.
  */
 #ifndef CODEC_MSGDEF_H
@@ -40,8 +41,16 @@ typedef enum codec_ftype {
 	CODEC_F_SECRET, /* char *: a secret; clear cleanses it */
 	CODEC_F_INT,    /* int64_t */
 	CODEC_F_BOOL,   /* bool */
-	CODEC_F_SUB     /* a struct's pointer: a nested map, nil when NULL */
+	CODEC_F_SUB,    /* a struct's pointer: a nested map, nil when NULL */
+	CODEC_F_LIST    /* structs: an array of nested maps */
 } codec_ftype;
+
+/* A LIST field as the codec sees it (every LIST(T) member has this
+ * layout, its items typed). */
+typedef struct codec_list {
+	void  *items; /* n structs of the list's fields, NULL when n is 0 */
+	size_t n;
+} codec_list;
 
 struct codec_fields;
 
@@ -49,7 +58,7 @@ struct codec_fields;
 typedef struct codec_field {
 	const char                *name; /* the map key, the member's name */
 	codec_ftype                type; /* its type */
-	const struct codec_fields *sub;  /* a SUB's fields, else NULL */
+	const struct codec_fields *sub;  /* a SUB's or a LIST's fields */
 	size_t                     off;  /* offsetof in the struct */
 	const char                *doc;  /* what it holds, for the table */
 } codec_field;
@@ -123,18 +132,24 @@ void codec_msg_clear(const codec_fields *f, void *st);
 char *codec_msg_doc(const codec_msgdef *defs, size_t n);
 
 /* The X-macro glue (see the top of this file). */
-#define CODEC_CTYPE_STR           char *
-#define CODEC_CTYPE_NSTR          char *
-#define CODEC_CTYPE_SECRET        char *
-#define CODEC_CTYPE_INT           int64_t
-#define CODEC_CTYPE_BOOL          bool
-#define CODEC_CTYPE_SUB(T)        struct T *
+#define CODEC_CTYPE_STR    char *
+#define CODEC_CTYPE_NSTR   char *
+#define CODEC_CTYPE_SECRET char *
+#define CODEC_CTYPE_INT    int64_t
+#define CODEC_CTYPE_BOOL   bool
+#define CODEC_CTYPE_SUB(T) struct T *
+#define CODEC_CTYPE_LIST(T)                                                   \
+	struct {                                                              \
+		struct T *items;                                              \
+		size_t    n;                                                  \
+	}
 #define CODEC_FT_STR              CODEC_F_STR, NULL
 #define CODEC_FT_NSTR             CODEC_F_NSTR, NULL
 #define CODEC_FT_SECRET           CODEC_F_SECRET, NULL
 #define CODEC_FT_INT              CODEC_F_INT, NULL
 #define CODEC_FT_BOOL             CODEC_F_BOOL, NULL
 #define CODEC_FT_SUB(T)           CODEC_F_SUB, &T##_fields
+#define CODEC_FT_LIST(T)          CODEC_F_LIST, &T##_fields
 #define CODEC_MEMBER_(S, t, n, d) CODEC_CTYPE_##t n;
 #define CODEC_FIELD_(S, t, n, d)  {#n, CODEC_FT_##t, offsetof(S, n), d},
 

@@ -41,6 +41,22 @@ model_failure_dup(const model_failure *f)
 	return (d);
 }
 
+model_failure *
+model_failure_from_json(const json_t *o)
+{
+	model_failure f = {
+	        .stage =
+	                (char *)json_string_value(json_object_get(o, "stage")),
+	        .message = (char *)json_string_value(
+	                json_object_get(o, "message")),
+	        .at = (char *)json_string_value(json_object_get(o, "at")),
+	        .since =
+	                (char *)json_string_value(json_object_get(o, "since")),
+	};
+
+	return (json_is_object(o) ? model_failure_dup(&f) : NULL);
+}
+
 void
 model_failure_free(model_failure *f)
 {

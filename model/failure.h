@@ -22,6 +22,11 @@ CODEC_MSG_STRUCT(model_failure, MODEL_FAILURE_FIELDS)
  * memory. */
 json_t *model_failure_json(const model_failure *f);
 
+/* model_failure_from_json reads {stage, message, at, since} (a stored
+ * one): a new failure (model_failure_free), NULL when o is not an object
+ * or out of memory. */
+model_failure *model_failure_from_json(const json_t *o);
+
 /* model_failure_dup copies f (free it with model_failure_free); NULL
  * when f is NULL or out of memory. */
 model_failure *model_failure_dup(const model_failure *f);

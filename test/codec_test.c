@@ -389,6 +389,59 @@ nested_fields(void)
 	t_outer_clear(&back);
 }
 
+/* A message with a list of nested maps. */
+#define T_LIST_FIELDS(F, S)                                                   \
+	F(S, LIST(t_inner), items, "maps")                                    \
+	F(S, INT, n, "an int")
+CODEC_MSG_STRUCT(t_list, T_LIST_FIELDS)
+CODEC_MSG_FIELDS(t_list, T_LIST_FIELDS);
+
+static void
+list_fields(void)
+{
+	t_inner in[3] = {
+	        {.stage = "a"}, {.stage = "b", .key = "k"}, {.key = "only"}};
+	t_list          out = {.items = {in, 3}, .n = 9}, back;
+	msgpack_sbuffer b   = codec_msg_packed(&t_list_fields, &out);
+	mp_r            r;
+
+	CHECK_EQ(mp_r_open(&r, b.data, b.size), 0);
+	CHECK(mp_get(&r, "items")->type == MSGPACK_OBJECT_ARRAY &&
+	      mp_get(&r, "items")->via.array.size == 3);
+	mp_r_close(&r);
+	CHECK_EQ(t_list_unpack(b.data, b.size, &back), 0);
+	codec_msg_wipe(&t_list_fields, &b);
+	CHECK(back.items.n == 3 && back.n == 9);
+	CHECK(strcmp(back.items.items[0].stage, "a") == 0 &&
+	      back.items.items[0].key == NULL);
+	CHECK(strcmp(back.items.items[1].key, "k") == 0);
+	CHECK(back.items.items[2].stage == NULL &&
+	      strcmp(back.items.items[2].key, "only") == 0);
+	t_list_clear(&back);
+	CHECK(back.items.items == NULL && back.items.n == 0);
+	t_list_clear(&back); /* twice is safe */
+
+	/* empty: [] there; not an array: none; an element not a map: its
+	 * struct zero */
+	out = (t_list) {0};
+	b   = codec_msg_packed(&t_list_fields, &out);
+	CHECK_EQ(mp_r_open(&r, b.data, b.size), 0);
+	CHECK(mp_get(&r, "items")->type == MSGPACK_OBJECT_ARRAY &&
+	      mp_get(&r, "items")->via.array.size == 0);
+	mp_r_close(&r);
+	CHECK_EQ(t_list_unpack(b.data, b.size, &back), 0);
+	CHECK(back.items.n == 0 && back.items.items == NULL);
+	codec_msg_wipe(&t_list_fields, &b);
+	CHECK_EQ(t_list_unpack("\x81\xa5items\xa1x", 9, &back), 0);
+	CHECK(back.items.n == 0);
+	CHECK_EQ(t_list_unpack("\x81\xa5items\x92\x01\x81\xa5stage\xa1z", 18,
+	                       &back),
+	         0);
+	CHECK(back.items.n == 2 && back.items.items[0].stage == NULL &&
+	      strcmp(back.items.items[1].stage, "z") == 0);
+	t_list_clear(&back);
+}
+
 int
 main(void)
 {
@@ -400,5 +453,6 @@ main(void)
 	RUN(wrong_fields);
 	RUN(oversized_and_garbage);
 	RUN(nested_fields);
+	RUN(list_fields);
 	return (0);
 }

@@ -44,7 +44,6 @@ clear(void)
 		free(e->name);
 		free(e->view);
 		free(e->metrics);
-		json_decref(e->peers);
 		free(e);
 	}
 }
@@ -371,6 +370,12 @@ shown_as(const char *f, const char *name, json_t **ns)
 static void
 cluster_states(void)
 {
+	model_failure lf      = {.stage = "connect"};
+	const sv_peer one[]   = {{"1", "b", "unstable", &lf},
+	                         {"1", "c", "healthy", NULL}},
+	              two[]   = {{"2", "b", "unstable", NULL},
+	                         {"2", "c", "needs_reauth", NULL}},
+	              healthy = {"3", "b", "healthy", NULL};
 	json_t *ns;
 
 	add("1", "one", CS_HEALTHY, "http", "none", false);
@@ -380,17 +385,12 @@ cluster_states(void)
 	/* no other node: as this one sees it */
 	CHECK(strcmp(shown_as(NULL, "one", &ns), "healthy") == 0 &&
 	      ns == NULL);
-	all[0]->peers =
-	        json_pack("{s:{s:s, s:{s:s}}, s:{s:s, s:n}}", "b", "state",
-	                  "unstable", "last_failure", "stage", "connect", "c",
-	                  "state", "healthy", "last_failure");
-	all[1]->peers = json_pack("{s:{s:s, s:n}, s:{s:s, s:n}}", "b", "state",
-	                          "unstable", "last_failure", "c", "state",
-	                          "needs_reauth", "last_failure");
-	all[2]->peers = json_pack("{s:{s:s, s:n}}", "b", "state", "healthy",
-	                          "last_failure");
-	all[3]->peers = json_pack("{s:{s:s, s:n}}", "b", "state", "healthy",
-	                          "last_failure");
+	all[0]->peers  = one;
+	all[0]->npeers = 2;
+	all[1]->peers  = two;
+	all[1]->npeers = 2;
+	all[2]->peers = all[3]->peers = &healthy;
+	all[2]->npeers = all[3]->npeers = 1;
 	CHECK(strcmp(shown_as(NULL, "one", &ns), "degraded") == 0);
 	CHECK_EQ(json_object_size(ns), 3);
 	CHECK(strcmp(json_string_value(json_object_get(

@@ -438,7 +438,7 @@ sv_fini(kn_actor *self, void *state)
 	         (unsigned long long)sv->pings);
 	json_decref(sv->file);
 	json_decref(sv->unknown);
-	json_decref(sv->peers);
+	sv_peers_msg_clear(&sv->peers);
 	strmap_fini(&sv->idx[BY_ID]);
 	strmap_fini(&sv->idx[BY_NAME]);
 	free(sv->all);

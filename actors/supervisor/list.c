@@ -31,28 +31,34 @@ folded(const char *state)
 	         strcmp(state, "pending_verification") == 0));
 }
 
+/* A node's entry of node_states: {state, last_failure}. */
+static json_t *
+node_json(const char *state, const model_failure *lf)
+{
+	return (json_pack("{s:s, s:o*}", "state", state, "last_failure",
+	                  model_failure_json(lf)));
+}
+
 /* e's state as the cluster shows it: "degraded" when the live nodes
  * disagree.  With ns: *ns the node_states to show, or NULL when all are
  * healthy or no other node holds it. */
 static const char *
 cluster_state(const entry *e, const char *node, json_t **ns)
 {
-	const char *mine = cl_state_name(e->shown), *k, *st;
-	bool        same = true, other = false;
-	json_t     *v;
+	const char    *mine = cl_state_name(e->shown);
+	const sv_peer *p;
+	bool           same = true, other = false;
 
 	if (ns != NULL) {
 		*ns = NULL;
 	}
-	if (e->peers == NULL || !folded(mine)) {
+	if (!folded(mine)) {
 		return (mine);
 	}
-	json_object_foreach(e->peers, k, v)
-	{
-		st = json_string_value(json_object_get(v, "state"));
-		if (folded(st)) {
+	for (p = e->peers; p < e->peers + e->npeers; p++) {
+		if (folded(p->state)) {
 			other = true;
-			same &= strcmp(st, mine) == 0;
+			same &= strcmp(p->state, mine) == 0;
 		}
 	}
 	if (!other || (same && strcmp(mine, "healthy") == 0)) {
@@ -60,14 +66,12 @@ cluster_state(const entry *e, const char *node, json_t **ns)
 	}
 	if (ns != NULL && (*ns = json_object()) != NULL) {
 		json_object_set_new(*ns, node != NULL ? node : "local",
-		                    json_pack("{s:s, s:o*}", "state", mine,
-		                              "last_failure",
-		                              model_failure_json(e->lf)));
-		json_object_foreach(e->peers, k, v)
-		{
-			if (folded(json_string_value(
-			            json_object_get(v, "state")))) {
-				json_object_set(*ns, k, v);
+		                    node_json(mine, e->lf));
+		for (p = e->peers; p < e->peers + e->npeers; p++) {
+			if (folded(p->state)) {
+				json_object_set_new(
+				        *ns, p->node_id,
+				        node_json(p->state, p->failure));
 			}
 		}
 	}

@@ -65,8 +65,7 @@ sv_insert(sv_self *sv, entry *e)
 	}
 	e->pos           = sv->n;
 	sv->all[sv->n++] = e;
-	json_decref(e->peers);
-	e->peers = json_incref(json_object_get(sv->peers, e->id));
+	sv_peers_find(sv, e);
 	return (0);
 }
 
@@ -79,7 +78,6 @@ sv_entry_free(entry *e)
 	model_failure_free(e->lf);
 	free(e->metrics);
 	free(e->pub);
-	json_decref(e->peers);
 	free(e);
 }
 
@@ -200,24 +198,63 @@ sv_publish(kn_actor *self, sv_self *sv, entry *e, bool gone)
 	}
 }
 
+static int
+by_client(const void *a, const void *b)
+{
+	const sv_peer *x = a, *y = b;
+	int            c = strcmp(x->client_id, y->client_id);
+
+	return (c != 0 ? c : strcmp(x->node_id, y->node_id));
+}
+
+void
+sv_peers_find(sv_self *sv, entry *e)
+{
+	const sv_peer *p  = sv->peers.states.items;
+	size_t         lo = 0, hi = sv->peers.states.n, mid;
+
+	while (lo < hi) { /* the first of e's, or where it would be */
+		mid = lo + (hi - lo) / 2;
+		if (strcmp(p[mid].client_id, e->id) < 0) {
+			lo = mid + 1;
+		} else {
+			hi = mid;
+		}
+	}
+	e->peers  = p != NULL ? &p[lo] : NULL;
+	e->npeers = 0;
+	while (lo + e->npeers < sv->peers.states.n &&
+	       strcmp(p[lo + e->npeers].client_id, e->id) == 0) {
+		e->npeers++;
+	}
+}
+
 int
 sv_on_peers(kn_actor *self, sv_self *sv, kn_msg *msg, sv_peers_msg *m)
 {
-	json_t *all;
+	sv_peer *p = m->states.items;
+	size_t   n = 0;
 
-	all = m->json != NULL ? json_loads(m->json, 0, NULL) : NULL;
-	if (!json_is_object(all)) {
-		json_decref(all);
-		return (0);
+	for (size_t i = 0; i < m->states.n; i++) { /* whole ones first */
+		if (p[i].client_id != NULL && p[i].node_id != NULL &&
+		    p[i].state != NULL) {
+			sv_peer t = p[n];
+			p[n++]    = p[i];
+			p[i]      = t;
+		}
 	}
+	qsort(p, n, sizeof(*p), by_client);
+	/* kept (the message's, taken) for the clients started later: the
+	 * cluster tells the states again only when they change */
+	sv_peers_msg_clear(&sv->peers);
+	sv->peers = *m;
+	memset(m, 0, sizeof(*m));
+	for (size_t i = n; i < sv->peers.states.n; i++) {
+		sv_peer_clear(&p[i]); /* (freed with the rest) */
+	}
+	sv->peers.states.n = n;
 	for (size_t i = 0; i < sv->n; i++) {
-		entry *e = sv->all[i];
-		json_decref(e->peers);
-		e->peers = json_incref(json_object_get(all, e->id));
+		sv_peers_find(sv, sv->all[i]);
 	}
-	/* kept for the clients started later: the cluster tells the states
-	 * again only when they change */
-	json_decref(sv->peers);
-	sv->peers = all;
 	return (0);
 }

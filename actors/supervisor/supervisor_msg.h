@@ -94,7 +94,8 @@
  *     tools  str    its stored tools, JSON text, or absent
  *
  *   MSG_SV_PEERS tell: from the cluster actor: the other nodes' states (below)
- *     json str    JSON text: {client_id: {node_id: {state, last_failure}}}
+ *     states list   every client's state on each other live node: {client_id,
+ *                   node_id, state, failure} each
  *
  *   MSG_SV_UNKNOWN tell: from a client actor: a call whose outcome is unknown,
  *                        for the ledger (the last SV_UNKNOWN_MAX)
@@ -226,9 +227,17 @@ CODEC_MSG_STRUCT(sv_update_msg, SV_UPDATE_FIELDS)
 	F(S, STR, tools, "its stored tools, JSON text, or absent")
 CODEC_MSG_STRUCT(sv_sync_msg, SV_SYNC_FIELDS)
 
+#define SV_PEER_FIELDS(F, S)                                                  \
+	F(S, STR, client_id, "the client")                                    \
+	F(S, STR, node_id, "another live node")                               \
+	F(S, STR, state, "the client's state there")                          \
+	F(S, SUB(model_failure), failure, "nil, or its last_failure there")
+CODEC_MSG_STRUCT(sv_peer, SV_PEER_FIELDS)
+
 #define SV_PEERS_FIELDS(F, S)                                                 \
-	F(S, STR, json,                                                       \
-	  "JSON text: {client_id: {node_id: {state, last_failure}}}")
+	F(S, LIST(sv_peer), states,                                           \
+	  "every client's state on each other live node: {client_id, "        \
+	  "node_id, state, failure} each")
 CODEC_MSG_STRUCT(sv_peers_msg, SV_PEERS_FIELDS)
 
 #define SV_LIST_FIELDS(F, S)                                                  \

@@ -56,9 +56,10 @@ typedef struct entry {
 	bool           sticky;    /* its connection mode */
 	bool           restored;  /* came back from the store */
 	bool           storing;   /* an API change waits for the store */
-	json_t        *peers;     /* the other live nodes' {node_id: {state,
-	                           * last_failure}}, or NULL (MSG_SV_PEERS) */
-	char *pub; /* the state and failure told the cluster, or NULL */
+	const sv_peer *peers;     /* its states on the other live nodes, in
+	                           * sv->peers (MSG_SV_PEERS) */
+	size_t npeers;            /* how many */
+	char  *pub; /* the state and failure told the cluster, or NULL */
 	struct sv_self *sv;     /* the supervisor, for timer callbacks */
 	strmap_ent      ent[2]; /* in sv->idx[BY_ID] (key id) and
 	                         * sv->idx[BY_NAME] (key name) */
@@ -68,24 +69,24 @@ typedef struct entry {
 } entry;
 
 typedef struct sv_self {
-	sv_args  a;        /* settings */
-	strmap   idx[2];   /* BY_ID, BY_NAME: id or name -> entry */
-	entry  **all;      /* every entry */
-	size_t   n;        /* entries in all */
-	size_t   cap;      /* allocated all */
-	uint64_t pings;    /* pings answered */
-	uint64_t ticks;    /* ticks fired */
-	uint64_t late[40]; /* tick lateness histogram, log2 us */
-	uint32_t rnd;      /* jitter state */
-	uint64_t tickets;  /* the last API change's ticket (persister.h) */
-	uint64_t serials;  /* the last entry's serial */
-	json_t  *peers;    /* the other nodes' states as last told
-	                    * (MSG_SV_PEERS): {client_id: {node: ...}} */
-	json_t *unknown;   /* the ledger: calls whose outcome is unknown,
-	                    * the last SV_UNKNOWN_MAX, oldest first */
-	json_t *file;      /* the clients of the config file last loaded or
-	                    * reloaded, by name (copies of their objects):
-	                    * a reload's diff base; NULL before any */
+	sv_args      a;        /* settings */
+	strmap       idx[2];   /* BY_ID, BY_NAME: id or name -> entry */
+	entry      **all;      /* every entry */
+	size_t       n;        /* entries in all */
+	size_t       cap;      /* allocated all */
+	uint64_t     pings;    /* pings answered */
+	uint64_t     ticks;    /* ticks fired */
+	uint64_t     late[40]; /* tick lateness histogram, log2 us */
+	uint32_t     rnd;      /* jitter state */
+	uint64_t     tickets;  /* the last API change's ticket (persister.h) */
+	uint64_t     serials;  /* the last entry's serial */
+	sv_peers_msg peers;    /* the other nodes' states as last told
+	                        * (MSG_SV_PEERS), by client_id */
+	json_t *unknown;       /* the ledger: calls whose outcome is unknown,
+	                        * the last SV_UNKNOWN_MAX, oldest first */
+	json_t *file;          /* the clients of the config file last loaded or
+	                        * reloaded, by name (copies of their objects):
+	                        * a reload's diff base; NULL before any */
 } sv_self;
 
 /* An async ask's context: what to do with the answer. */
@@ -203,6 +204,8 @@ int sv_on_settings(kn_actor *self, sv_self *sv, kn_msg *msg,
                    sv_settings_msg *m);
 int sv_on_sync(kn_actor *self, sv_self *sv, kn_msg *msg, sv_sync_msg *m);
 int sv_on_peers(kn_actor *self, sv_self *sv, kn_msg *msg, sv_peers_msg *m);
+/* sv_peers_find points e's peers to its states in sv->peers. */
+void sv_peers_find(sv_self *sv, entry *e);
 int sv_on_metrics(kn_actor *self, sv_self *sv, kn_msg *msg, sv_metrics_msg *m);
 int sv_on_view(kn_actor *self, sv_self *sv, kn_msg *msg, sv_view_msg *m);
 
