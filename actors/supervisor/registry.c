@@ -243,7 +243,9 @@ sv_on_peers(kn_actor *self, sv_self *sv, kn_msg *msg, sv_peers_msg *m)
 			p[i]      = t;
 		}
 	}
-	qsort(p, n, sizeof(*p), by_client);
+	if (n > 1) { /* (an empty list has no items to sort) */
+		qsort(p, n, sizeof(*p), by_client);
+	}
 	/* kept (the message's, taken) for the clients started later: the
 	 * cluster tells the states again only when they change */
 	sv_peers_msg_clear(&sv->peers);
