@@ -55,7 +55,8 @@ cluster_state(const entry *e, const char *node, json_t **ns)
 	if (!folded(mine)) {
 		return (mine);
 	}
-	for (p = e->peers; p < e->peers + e->npeers; p++) {
+	for (size_t i = 0; i < e->npeers; i++) {
+		p = &e->peers[i];
 		if (folded(p->state)) {
 			other = true;
 			same &= strcmp(p->state, mine) == 0;
@@ -67,7 +68,8 @@ cluster_state(const entry *e, const char *node, json_t **ns)
 	if (ns != NULL && (*ns = json_object()) != NULL) {
 		json_object_set_new(*ns, node != NULL ? node : "local",
 		                    node_json(mine, e->lf));
-		for (p = e->peers; p < e->peers + e->npeers; p++) {
+		for (size_t i = 0; i < e->npeers; i++) {
+			p = &e->peers[i];
 			if (folded(p->state)) {
 				json_object_set_new(
 				        *ns, p->node_id,
