@@ -86,6 +86,10 @@ struct route {
 	int         lane;   /* LANE_*, or LANE_INLINE: never blocks */
 	auth_t      auth;
 	handler_fn  fn;
+	bool        direct; /* counted on its lane, but never blocks: it
+	                     * hands the request to an actor and is answered
+	                     * from the completion, so it runs at once on
+	                     * libmicrohttpd's thread (no worker hop) */
 };
 
 /* A request in the works. */
@@ -264,8 +268,8 @@ const route *route_find(const char *method, const char *path, char **id,
 
 /* The handlers of the table (handler_fn): each answers r once.  They run
  * on a worker of their route's lane, and may block there (the runtime's
- * calls); a LANE_INLINE one runs on libmicrohttpd's thread and never
- * blocks. */
+ * calls); a LANE_INLINE one, and a direct one, runs on libmicrohttpd's
+ * thread and never blocks. */
 
 /* page.c: GET / (inline), /healthz (inline), /readyz (probe lane: asks
  * the runtime's stats, up to 2 s) */

@@ -36,11 +36,13 @@
  * body have deadlines from their first byte, idle connections are
  * closed after a timeout (conns.c), and each has a fixed memory pool
  * (headers past it: 431).  A request that passed is suspended and queued to
- * its lane's workers (or run at once when it never blocks); its answer queues
- * the response and resumes it.  The admin token, virtual keys and a caller's
- * bearer are secrets: compared in constant time, wiped when freed, never
- * logged (the access log has the path, never the query: an OAuth callback's
- * query carries the code).
+ * its lane's workers, or run at once: an inline route's (never blocks, no
+ * budget), and a direct route's (counted on its lane; it hands the request
+ * to an actor, which answers from the completion: one hop, no worker); its
+ * answer queues the response and resumes it.  The admin token, virtual keys
+ * and a caller's bearer are secrets: compared in constant time, wiped when
+ * freed, never logged (the access log has the path, never the query: an OAuth
+ * callback's query carries the code).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -60,7 +62,8 @@
 
 #define BODY_DROP_MAX (16 * BODY_MAX) /* past it, the connection closes */
 #define MEMORY_POOL   (64 * 1024)     /* per connection: headers */
-#define THREADS       2               /* libmicrohttpd's pool */
+#define THREADS_MIN   2               /* libmicrohttpd's pool: a thread */
+#define THREADS_MAX   64              /* per core, within these */
 #define HOSTS_MAX     16
 
 enum { PH_NEW, PH_BODY, PH_RUN };
@@ -426,7 +429,8 @@ worker(void *arg)
 	}
 }
 
-/* Queues r to its lane (suspended until answered) or runs it now. */
+/* Queues r to its lane (suspended until answered) or runs it now: a
+ * LANE_INLINE route as it is, a direct one suspended. */
 static void
 dispatch(req *r)
 {
@@ -443,9 +447,15 @@ dispatch(req *r)
 		answer_error(r, 503, "the daemon is stopping");
 		return;
 	}
-	/* suspended before a worker can see it: its answer resumes it */
+	/* suspended before a worker (or the actor a direct one is handed
+	 * to) can answer: its answer resumes it */
 	r->suspended = true;
 	MHD_suspend_connection(r->conn);
+	if (r->route->direct) {
+		pthread_mutex_unlock(&D.mtx);
+		run(r); /* (r may be gone after) */
+		return;
+	}
 	lane *l = &H.lanes[k];
 	if (l->tail != NULL) {
 		l->tail->next = r;
@@ -583,6 +593,18 @@ on_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- start and stop ----------------------------------------------------- */
 
+/* libmicrohttpd's threads: one per core (a direct request's parsing and
+ * hand-off run there), within THREADS_MIN and THREADS_MAX. */
+static unsigned
+pool_size(void)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return (cores < THREADS_MIN           ? THREADS_MIN
+	                : cores > THREADS_MAX ? THREADS_MAX
+	                                      : (unsigned)cores);
+}
+
 static void
 host_add(const char *h)
 {
@@ -678,7 +700,7 @@ http_start(const http_opts *o, char *err, size_t errlen)
 	                    MHD_USE_TURBO | MHD_USE_ERROR_LOG |
 	                    (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 	            0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
-	            ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)THREADS,
+	            ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, pool_size(),
 	            MHD_OPTION_CONNECTION_LIMIT,
 	            (unsigned)(o->conns + CONNS_RESERVE),
 	            MHD_OPTION_PER_IP_CONNECTION_LIMIT,
