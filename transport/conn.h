@@ -58,10 +58,9 @@ struct tp_conn {
 	const tp_conn_ops *ops;  /* the transport's */
 	tp_loop           *loop; /* where it runs */
 	tp_conn_up         up;   /* the session's upcalls */
-	bool fresh; /* the next send is not safe to send twice: over a new
-	             * connection (http, sse), for libcurl sends a request
-	             * again, unasked, when the kept-alive connection it used
-	             * dies before any answer - one the server may have run */
+	bool once; /* the next send is not safe to send twice: libcurl
+	            * must never send it again (http, sse:
+	            * tp_http_post_once) */
 };
 
 /* What the two HTTP transports take from their config alike. */

@@ -327,9 +327,9 @@ http_send(tp_conn *base, int64_t id, const char *json, size_t len,
 	if ((p = post_new(c, id, headers, timeout_ms)) == NULL) {
 		return (MK_ENOMEM);
 	}
-	curl_easy_setopt(p->h.x.easy, CURLOPT_FRESH_CONNECT,
-	                 c->base.fresh ? 1L : 0L);
-	if (tp_http_post(&p->h, c->base.loop, json, len) != 0) {
+	if ((c->base.once
+	             ? tp_http_post_once(&p->h, c->base.loop, json, len)
+	             : tp_http_post(&p->h, c->base.loop, json, len)) != 0) {
 		http_post_free(c, p);
 		return (MK_ENOMEM);
 	}

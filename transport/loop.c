@@ -376,7 +376,7 @@ tp_loop_wait(tp_loop *l, struct pollfd *fds, unsigned nfds, int timeout_ms)
 void
 tp_loop_set_maxconnects(tp_loop *l, long n)
 {
-	curl_multi_setopt(l->multi, CURLMOPT_MAXCONNECTS, n);
+	curl_multi_setopt(l->multi, CURLMOPT_MAXCONNECTS, n + TP_STREAMS_MAX);
 }
 
 void

@@ -198,10 +198,10 @@ session_send_request(mcp_session *s, pend *p, json_t *params,
 		return (MK_ENOMEM);
 	}
 	if ((rv = idmap_put(&s->pending, (uint64_t)p->id, p)) == 0) {
-		s->conn->fresh = twice_unsafe(method, p->tool);
+		s->conn->once = twice_unsafe(method, p->tool);
 		rv = s->conn->ops->send(s->conn, p->id, json, strlen(json),
 		                        p->timeout_ms, headers);
-		s->conn->fresh = false;
+		s->conn->once = false;
 		if (rv != 0) {
 			idmap_del(&s->pending, (uint64_t)p->id);
 		}

@@ -15,6 +15,8 @@
 #include "mcpkeep.h"
 #include "transport/conn.h"
 
+#define CURL_MAXAGE_DEFAULT 118L /* libcurl's own reuse age, seconds */
+
 struct curl_slist *
 tp_slist_add(struct curl_slist *l, const char *line)
 {
@@ -288,6 +290,14 @@ tp_http_rearm(tp_http *h, struct curl_slist *hdrs, bool own, int timeout_ms)
 	h->errbuf[0] = h->content_type[0] = h->session_id[0] = '\0';
 	h->www_auth[0]                                       = '\0';
 	codec_sse_fini(&h->sse); /* set up again if a stream comes */
+	if (h->out != NULL) {    /* a once-POST's: a plain exchange again */
+		free(h->out);
+		h->out = NULL;
+		curl_easy_setopt(h->x.easy, CURLOPT_READFUNCTION, NULL);
+		curl_easy_setopt(h->x.easy, CURLOPT_READDATA, NULL);
+		curl_easy_setopt(h->x.easy, CURLOPT_MAXAGE_CONN,
+		                 CURL_MAXAGE_DEFAULT);
+	}
 	curl_easy_setopt(h->x.easy, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h->x.easy, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 	return (0);
@@ -298,6 +308,38 @@ tp_http_post(tp_http *h, tp_loop *l, const char *json, size_t len)
 {
 	curl_easy_setopt(h->x.easy, CURLOPT_POSTFIELDSIZE, (long)len);
 	curl_easy_setopt(h->x.easy, CURLOPT_COPYPOSTFIELDS, json);
+	return (tp_loop_add(l, &h->x) != 0 ? MK_ENOMEM : 0);
+}
+
+/* libcurl's read of a once-POST's body: it has no rewind. */
+static size_t
+read_once(char *buf, size_t size, size_t n, void *arg)
+{
+	tp_http *h    = arg;
+	size_t   left = h->out_len - h->out_off;
+	size_t   k    = left < size * n ? left : size * n;
+
+	memcpy(buf, h->out + h->out_off, k);
+	h->out_off += k;
+	return (k);
+}
+
+int
+tp_http_post_once(tp_http *h, tp_loop *l, const char *json, size_t len)
+{
+	free(h->out);
+	if ((h->out = malloc(len > 0 ? len : 1)) == NULL) {
+		return (MK_ENOMEM);
+	}
+	memcpy(h->out, json, len);
+	h->out_len = len;
+	h->out_off = 0;
+	curl_easy_setopt(h->x.easy, CURLOPT_POST, 1L);
+	curl_easy_setopt(h->x.easy, CURLOPT_POSTFIELDS, NULL);
+	curl_easy_setopt(h->x.easy, CURLOPT_POSTFIELDSIZE, (long)len);
+	curl_easy_setopt(h->x.easy, CURLOPT_READFUNCTION, read_once);
+	curl_easy_setopt(h->x.easy, CURLOPT_READDATA, h);
+	curl_easy_setopt(h->x.easy, CURLOPT_MAXAGE_CONN, 1L);
 	return (tp_loop_add(l, &h->x) != 0 ? MK_ENOMEM : 0);
 }
 
@@ -315,6 +357,8 @@ tp_http_fini(tp_http *h)
 	codec_sse_fini(&h->sse);
 	free(h->body);
 	h->body = NULL;
+	free(h->out);
+	h->out = NULL;
 }
 
 long
@@ -434,6 +478,17 @@ tp_http_error(tp_http *h, CURLcode rc, bool had_session, mcp_error *e)
 		if (rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR ||
 		    rc == CURLE_GOT_NOTHING) {
 			k = status != 0 ? MCP_E_LOST : MCP_E_CONNECT;
+		}
+		if (rc == CURLE_SEND_FAIL_REWIND) {
+			/* (a once-POST libcurl would have sent again: its
+			 * connection died after it went out, before an
+			 * answer) */
+			mcp_error_set(
+			        e, MCP_E_CONNECT, "%s",
+			        "the connection closed after the request "
+			        "went out, before any answer");
+			e->maybe_ran = 1;
+			return (true);
 		}
 		if (h->sock_errno == EMFILE || h->sock_errno == ENFILE) {
 			mcp_error_fd_limit(e,

@@ -58,6 +58,9 @@ struct tp_http {
 	bool      started;    /* first body byte seen */
 	codec_sse sse;        /* parser (sse_mode) */
 	tp_http_event_fn on_event;      /* SSE events, or NULL */
+	char            *out;           /* a once-POST's body (its copy) */
+	size_t           out_len;       /* its bytes */
+	size_t           out_off;       /* read by libcurl so far */
 	char            *body;          /* kept body (not sse_mode) */
 	size_t           body_len;      /* bytes in body */
 	size_t           body_cap;      /* allocated body */
@@ -97,6 +100,19 @@ int tp_http_rearm(tp_http *h, struct curl_slist *hdrs, bool own,
 /* tp_http_post makes h a POST of json (copied) and starts it in l.
  * Returns 0 or MK_ENOMEM. */
 int tp_http_post(tp_http *h, tp_loop *l, const char *json, size_t len);
+
+/*
+ * tp_http_post_once is tp_http_post for a request not safe to run twice:
+ * libcurl never sends it twice.  (libcurl sends a request again, unasked,
+ * when the kept-alive connection it reused dies before any answer - one
+ * the server may have run.)  The body is read through a callback that
+ * cannot rewind, so that resend fails instead (CURLE_SEND_FAIL_REWIND:
+ * the outcome is unknown); and only a connection used within the last
+ * second is reused, one that no server's idle timeout has closed in
+ * between, so that this stays rare.  A hot client's calls reuse its
+ * connections; before, each opened its own.
+ */
+int tp_http_post_once(tp_http *h, tp_loop *l, const char *json, size_t len);
 
 /* tp_http_fini frees h's resources (after it left the loop). */
 void tp_http_fini(tp_http *h);
