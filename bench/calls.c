@@ -4,15 +4,16 @@
  * client (transport/) alone (see calls.h).
  */
 #include <curl/curl.h>
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "calls.h"
 
 #include "transport/mcp.h"
-#include <dirent.h>
-#include <unistd.h>
 
 static const char call_json[] =
         "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":\"hi\"}}}";
@@ -51,7 +52,7 @@ summarize(int64_t *lat, int n, int64_t t0)
 void
 die(const char *what)
 {
-	fprintf(stderr, "transport_bench: %s\n", what);
+	fprintf(stderr, "%s: %s\n", program_invocation_short_name, what);
 	exit(1);
 }
 
@@ -273,15 +274,18 @@ stats
 mk_run(const char *url, int n, int conc)
 {
 	tp_loop     *l;
-	run          r   = {.n = n};
-	mcp_config   cfg = {.type = MCP_CONN_HTTP, .url = url};
-	mcp_handlers h   = {.ready = on_ready, .arg = &r};
-	slot         sl[CONC];
-	int64_t      start[CONC];
+	run          r     = {.n = n};
+	mcp_config   cfg   = {.type = MCP_CONN_HTTP, .url = url};
+	mcp_handlers h     = {.ready = on_ready, .arg = &r};
+	slot        *sl    = calloc((size_t)conc, sizeof(*sl));
+	int64_t     *start = calloc((size_t)conc, sizeof(*start));
 	int64_t      t0;
 
 	r.lat   = calloc((size_t)n, sizeof(*r.lat));
 	r.start = start;
+	if (sl == NULL || start == NULL || r.lat == NULL) {
+		die("out of memory");
+	}
 	if (tp_loop_new(&l) != 0 || mcp_session_open(&r.s, l, &cfg, &h) != 0 ||
 	    tp_loop_run(l, &r.ready, 30000) != 0) {
 		die("session did not open");
@@ -302,7 +306,27 @@ mk_run(const char *url, int n, int conc)
 	mcp_session_free(&r.s);
 	tp_loop_free(&l);
 	free(r.lat);
+	free(start);
+	free(sl);
 	return (st);
+}
+
+int
+numbers_of(const char *s, int *out, int max)
+{
+	int   n = 0;
+	char *end;
+
+	do {
+		long v = strtol(s, &end, 10);
+		if (end == s || v < 1 || v > 1000000 || n == max ||
+		    (*end != ',' && *end != '\0')) {
+			return (-1);
+		}
+		out[n++] = (int)v;
+		s        = end + 1;
+	} while (*end != '\0');
+	return (n);
 }
 
 int

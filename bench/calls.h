@@ -29,6 +29,10 @@ stats raw_multi(const char *url, int n);
 /* the MCP client alone on one loop: n calls, conc at a time */
 stats mk_run(const char *url, int n, int conc);
 
+/* The comma list s of positive numbers ("1,16,64") into out (at most
+ * max): how many, or -1 when s is not one. */
+int numbers_of(const char *s, int *out, int max);
+
 /* open file descriptors / resident KiB of this process */
 int  count_fds(void);
 long rss_kib(void);

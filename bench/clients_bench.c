@@ -1,13 +1,15 @@
 /*
  * clients_bench.c - the runtime at scale, in one run:
  *
- *   clients per process  1,000 and 5,000 sticky HTTP clients against one
+ *   clients per process  1, 100, 1,000 and 5,000 sticky HTTP clients (or
+ *                        the counts given as arguments) against one
  *                        fastmcp server (in a child process, so its
  *                        sockets do not count against ours): boot time,
  *                        RSS and file descriptors per client, health-tick
  *                        lateness p50/p99 at a short interval (N/500 s,
  *                        at least 1 s: what 2 cores sustain), CPU while
- *                        ticking
+ *                        ticking, and a tool call's p50 and CPU with
+ *                        them all idle beside it
  *   state stream         transition -> subscriber latency p50/p99
  *   tool calls           the full API (mk_tool_call) vs the MCP client
  *                        alone vs plain libcurl, sequential and 16-way
@@ -85,10 +87,42 @@ open_rt(const char *url)
 	return (rt);
 }
 
+/* What one sequential tool call costs with n idle clients in the process
+ * (issue 32: no worse than with one): its p50, and the process's CPU per
+ * call less what the ticks took meanwhile (tick_cpu: CPU seconds per
+ * second). */
+static void
+call_cost(mk_runtime *rt, int n, double tick_cpu)
+{
+	enum { CALLS = 2000 };
+	static int64_t lat[CALLS];
+	mk_call        c  = {.size      = sizeof(mk_call),
+	                     .client    = "c0",
+	                     .tool      = "echo",
+	                     .arguments = "{}"};
+	double         c0 = cpu_s();
+	int64_t        t0 = tp_now_ns();
+
+	for (int i = 0; i < CALLS; i++) {
+		mk_result *res = NULL;
+		int64_t    t   = tp_now_ns();
+		if (mk_tool_call(rt, &c, &res) != 0) {
+			die("mk_tool_call failed");
+		}
+		lat[i] = tp_now_ns() - t;
+		mk_result_free(&res);
+	}
+	double wall = (tp_now_ns() - t0) / 1e9, cpu = cpu_s() - c0;
+	cpu0     = thread_cpu_ns();
+	stats st = summarize(lat, CALLS, t0);
+	printf("  %5d clients: a tool call on one of them: p50 %.1f us, p99 %.1f us, %.1f us of process CPU per call (the ticks' taken out)\n",
+	       n, st.p50, st.p99, (cpu - tick_cpu * wall) * 1e6 / CALLS);
+}
+
 static void
 scale(int n, int port)
 {
-	size_t      cap = (size_t)n * 200 + 64, len = 0;
+	size_t      cap = (size_t)n * 240 + 64, len = 0;
 	char       *cfg = malloc(cap), *err = NULL, url[64];
 	mk_runtime *rt;
 	mk_stats    st = MK_STATS_INIT;
@@ -109,7 +143,7 @@ scale(int n, int port)
 	for (int i = 0; i < n; i++) {
 		len += (size_t)snprintf(
 		        cfg + len, cap - len,
-		        "%s{\"name\": \"c%d\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tool_sync_interval\": \"%ds\"}",
+		        "%s{\"name\": \"c%d\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"], \"tool_sync_interval\": \"%ds\"}",
 		        i ? "," : "", i, port, interval_s);
 	}
 	snprintf(cfg + len, cap - len, "]}}");
@@ -146,6 +180,7 @@ scale(int n, int port)
 	       (unsigned long long)st.tick_late_p50_us,
 	       (unsigned long long)st.tick_late_p99_us,
 	       (c1 - c0) * 100 / (3 * interval_s));
+	call_cost(rt, n, (c1 - c0) / (3 * interval_s));
 	t0 = tp_now_ns();
 	mk_runtime_close(&rt);
 	printf("  %5d clients: shutdown %.2f s\n", n,
@@ -308,6 +343,8 @@ main(int argc, char **argv)
 			scale(atoi(argv[i]), port);
 		}
 	} else {
+		scale(1, port);
+		scale(100, port);
 		scale(1000, port);
 		scale(5000, port);
 	}

@@ -22,11 +22,14 @@
 
 #include "../test/peer.h"
 #include "calls.h"
+#include "drive.h"
 #include "fastmcp.h"
 #include "mcpkeep.h"
 #include "transport/loop.h"
 
-#define N 4000 /* calls per run */
+#define WIDTHS_MAX 8 /* -c's widths */
+
+static int N = 4000; /* calls per run (-n) */
 
 typedef struct run {
 	int64_t        *lat;  /* one per call */
@@ -181,11 +184,11 @@ mcp_worker(void *arg)
 static stats
 threads(void *(*fn)(void *), mk_runtime *rt, const char *url, int conc)
 {
-	run       r = {.rt = rt, .url = url};
-	pthread_t t[CONC];
-	int64_t   t0;
+	run        r = {.rt = rt, .url = url};
+	pthread_t *t = calloc((size_t)conc, sizeof(*t));
+	int64_t    t0;
 
-	if ((r.lat = calloc(N, sizeof(*r.lat))) == NULL) {
+	if (t == NULL || (r.lat = calloc((size_t)N, sizeof(*r.lat))) == NULL) {
 		die("out of memory");
 	}
 	pthread_mutex_init(&r.mtx, NULL);
@@ -200,6 +203,7 @@ threads(void *(*fn)(void *), mk_runtime *rt, const char *url, int conc)
 	stats out = summarize(r.lat, N, t0);
 	pthread_mutex_destroy(&r.mtx);
 	free(r.lat);
+	free(t);
 	return (out);
 }
 
@@ -269,8 +273,85 @@ wait_ready(int port)
 	}
 }
 
+static void
+usage(void)
+{
+	fprintf(stderr,
+	        "usage: gateway_bench [-n calls, >= 100] "
+	        "[-c widths, e.g. 1,16,64]\n");
+	exit(2);
+}
+
+/* -n calls and -c widths ("1,16"): the same binary runs bigger on a
+ * larger machine. */
+static int
+args(int argc, char **argv, int *widths)
+{
+	int nw = 0, o;
+
+	while ((o = getopt(argc, argv, "n:c:")) != -1) {
+		if (o == 'n' && (N = atoi(optarg)) < 100) {
+			usage();
+		} else if (o == 'c' &&
+		           (nw = numbers_of(optarg, widths, WIDTHS_MAX)) < 1) {
+			usage();
+		} else if (o != 'n' && o != 'c') {
+			usage();
+		}
+	}
+	if (nw == 0) {
+		widths[nw++] = 1;
+		widths[nw++] = CONC;
+	}
+	return (nw);
+}
+
+/* The same load driver (drive.c) straight to the upstream and through
+ * the daemon's tool/execute, at each width: the ratio and the
+ * sequential p50 the daemon adds are issue 32's targets. */
+static void
+driven(int up_port, int d_port, const int *widths, int nw)
+{
+	drive_req up = {
+	        .port    = up_port,
+	        .path    = "/mcp",
+	        .headers = "Mcp-Session-Id: bench\r\n",
+	        .body    = "{\"jsonrpc\": \"2.0\", \"id\":7, \"method\": \"tools/call\", \"params\": {\"name\": \"echo\", \"arguments\": {}}}",
+	        .n       = N};
+	drive_req dm = {
+	        .port = d_port,
+	        .path = "/api/mcp/tool/execute",
+	        .body = "{\"client\": \"b\", \"tool\": \"echo\", \"arguments\": {}}",
+	        .n = N};
+	double p50_gap = -1;
+
+	printf("\none load driver (bench/drive.c: keep-alive connections, one "
+	       "thread, epoll) straight to the upstream and through the "
+	       "daemon\n  %-34s %5s %9s %9s %9s %7s\n",
+	       "", "conns", "calls/s", "p50 us", "p99 us", "ratio");
+	for (int i = 0; i < nw; i++) {
+		up.conns = dm.conns = widths[i];
+		stats raw           = drive(&up);
+		stats dae           = drive(&dm);
+		printf("  %-34s %5d %9.0f %9.1f %9.1f %7.2f\n",
+		       "upstream, raw (the floor)", widths[i], raw.calls_s,
+		       raw.p50, raw.p99, 1.0);
+		printf("  %-34s %5d %9.0f %9.1f %9.1f %7.2f\n",
+		       "daemon POST /api/mcp/tool/execute", widths[i],
+		       dae.calls_s, dae.p50, dae.p99,
+		       dae.calls_s / raw.calls_s);
+		if (widths[i] == 1) {
+			p50_gap = dae.p50 - raw.p50;
+		}
+	}
+	if (p50_gap >= 0) {
+		printf("  the daemon's sequential p50 minus the raw p50: %.0f us\n",
+		       p50_gap);
+	}
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	char        url[128], cfg[512], path[] = "/tmp/mk-sbench-XXXXXX";
 	char        cpath[600], listen[64], exec_url[128], *err = NULL;
@@ -279,6 +360,7 @@ main(void)
 	mk_options  o;
 	peer        d = {0};
 	FILE       *f;
+	int         widths[WIDTHS_MAX], nw = args(argc, argv, widths);
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	if (getenv("MK_MCPKEEP") == NULL || getenv("MK_PEERS_DIR") == NULL ||
@@ -314,16 +396,16 @@ main(void)
 	char        store[600];
 	const char *env[] = {"MCPKEEP_LOG=error", NULL};
 	snprintf(store, sizeof(store), "%s/store.db", path);
-	const char *argv[] = {getenv("MK_MCPKEEP"),
-	                      "serve",
-	                      "-c",
-	                      cpath,
-	                      "--listen",
-	                      listen,
-	                      "--store",
-	                      store,
-	                      NULL};
-	if (peer_start(&d, argv, env, "serving http://127.0.0.1:([0-9]+)",
+	const char *cmd[] = {getenv("MK_MCPKEEP"),
+	                     "serve",
+	                     "-c",
+	                     cpath,
+	                     "--listen",
+	                     listen,
+	                     "--store",
+	                     store,
+	                     NULL};
+	if (peer_start(&d, cmd, env, "serving http://127.0.0.1:([0-9]+)",
 	               30000) != 0) {
 		die("the daemon did not start");
 	}
@@ -335,7 +417,8 @@ main(void)
 
 	printf("mcpkeep gateway benchmark: one tools/call on fastmcp, %d calls a run (ratio = calls/s vs the raw transport, same width; SDK rows: vs the SDK on the upstream)\n",
 	       N);
-	for (int conc = 1; conc <= CONC; conc *= CONC) {
+	for (int w = 0; w < nw; w++) {
+		int conc = widths[w];
 		/* a warm-up of each, then the measured runs */
 		(void)threads(api_worker, rt, NULL, conc);
 		(void)threads(http_worker, NULL, exec_url, conc);
@@ -344,8 +427,8 @@ main(void)
 		stats api  = threads(api_worker, rt, NULL, conc);
 		stats http = threads(http_worker, NULL, exec_url, conc);
 		stats gw   = threads(mcp_worker, NULL, mcp_url, conc);
-		printf("\n%s\n  %-34s %9s %9s %9s %7s\n",
-		       conc == 1 ? "sequential" : "16-way", "", "calls/s",
+		printf("\n%d-way%s\n  %-34s %9s %9s %9s %7s\n", conc,
+		       conc == 1 ? " (sequential)" : "", "", "calls/s",
 		       "p50 us", "p99 us", "ratio");
 		row("raw transport (MCP client alone)", raw, raw);
 		row("embedding API (mk_tool_call)", api, raw);
@@ -358,6 +441,7 @@ main(void)
 		printf("  /mcp vs tool/execute: %.2f\n",
 		       gw.calls_s / http.calls_s);
 	}
+	driven(port, d.port, widths, nw);
 	peer_stop(&d);
 	mk_runtime_close(&rt);
 	snprintf(cpath, sizeof(cpath), "rm -rf %s", path);
