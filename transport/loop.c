@@ -30,7 +30,32 @@ struct tp_loop {
 	tp_defer           *dtail;     /* last deferred */
 	tp_owned           *owned;     /* closing connections */
 	unsigned            running;   /* transfers in the multi handle */
+	unsigned            lasting;   /* of them, without a deadline */
+	long                idle_max;  /* tp_loop_set_maxconnects; 0: curl's */
 };
+
+/* libcurl's cache: the idle connections kept, and the lasting ones. */
+static void
+cache_size(tp_loop *l)
+{
+	if (l->idle_max > 0) {
+		curl_multi_setopt(l->multi, CURLMOPT_MAXCONNECTS,
+		                  l->idle_max + (long)l->lasting);
+	}
+}
+
+/* x left the multi handle. */
+static void
+out_of_multi(tp_loop *l, tp_xfer *x)
+{
+	x->added = 0;
+	l->running--;
+	if (x->counted) {
+		x->counted = false;
+		l->lasting--;
+		cache_size(l);
+	}
+}
 
 void
 tp_loop_own(tp_loop *l, tp_owned *o)
@@ -167,6 +192,10 @@ tp_loop_add(tp_loop *l, tp_xfer *x)
 	}
 	x->added = 1;
 	l->running++;
+	if ((x->counted = x->lasting)) {
+		l->lasting++;
+		cache_size(l);
+	}
 	return (0);
 }
 
@@ -175,8 +204,7 @@ tp_loop_remove(tp_loop *l, tp_xfer *x)
 {
 	if (x->added) {
 		curl_multi_remove_handle(l->multi, x->easy);
-		x->added = 0;
-		l->running--;
+		out_of_multi(l, x);
 	}
 }
 
@@ -287,8 +315,7 @@ finish_transfers(tp_loop *l)
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &x);
 		curl_multi_remove_handle(l->multi, m->easy_handle);
 		if (x != NULL) {
-			x->added = 0;
-			l->running--;
+			out_of_multi(l, x);
 			x->done(x, rc);
 		}
 	}
@@ -376,7 +403,8 @@ tp_loop_wait(tp_loop *l, struct pollfd *fds, unsigned nfds, int timeout_ms)
 void
 tp_loop_set_maxconnects(tp_loop *l, long n)
 {
-	curl_multi_setopt(l->multi, CURLMOPT_MAXCONNECTS, n + TP_STREAMS_MAX);
+	l->idle_max = n;
+	cache_size(l);
 }
 
 void

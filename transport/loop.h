@@ -21,7 +21,6 @@
 typedef struct tp_loop tp_loop;
 
 #define TP_HOST_CONNS_MAX 64 /* connections to one host at once, per loop */
-#define TP_STREAMS_MAX    2  /* long-lived streams a loop holds */
 
 /* tp_now_ns is codec_now_ns: CLOCK_MONOTONIC in ns, the clock of every
  * deadline here. */
@@ -38,7 +37,9 @@ struct tp_xfer {
 	CURL *easy;                                /* the transfer */
 	void (*done)(tp_xfer *x, CURLcode result); /* after it finished and
 	                                            * left the multi handle */
-	int added;                                 /* in the multi handle */
+	int  added;                                /* in the multi handle */
+	bool lasting; /* no deadline (a stream): not counted as idle */
+	bool counted; /* lasting when added (the loop's count) */
 };
 
 typedef void (*tp_fd_fn)(void *arg, short revents);
@@ -124,10 +125,10 @@ int tp_loop_wait(tp_loop *l, struct pollfd *fds, unsigned nfds,
 /* tp_loop_set_maxconnects caps the idle connections curl keeps for
  * reuse at n; more are opened when needed.  (libcurl's cache,
  * CURLMOPT_MAXCONNECTS, counts the connections in use too, and closes
- * the oldest idle one past its size: the long-lived streams - a session's
- * GET or SSE stream, two while a reconnect makes before it breaks - are
- * counted on top, else each answer's connection was closed as it came
- * back and no request reused one.) */
+ * the oldest idle one past its size: the lasting transfers in the loop -
+ * a session's GET or SSE stream - are counted on top, else with a stream
+ * open each answer's connection was closed as it came back and no
+ * request reused one.) */
 void tp_loop_set_maxconnects(tp_loop *l, long n);
 
 /* tp_loop_wakeup makes a tp_loop_wait in progress (or the next one)

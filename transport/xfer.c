@@ -256,6 +256,7 @@ tp_http_init(tp_http *h, const char *url, struct curl_slist *hdrs, bool own,
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, h);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+	h->x.lasting = timeout_ms == 0;
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
@@ -300,6 +301,7 @@ tp_http_rearm(tp_http *h, struct curl_slist *hdrs, bool own, int timeout_ms)
 	}
 	curl_easy_setopt(h->x.easy, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h->x.easy, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+	h->x.lasting = timeout_ms == 0;
 	return (0);
 }
 
