@@ -32,16 +32,19 @@ struct tp_loop {
 	unsigned            running;   /* transfers in the multi handle */
 	unsigned            lasting;   /* of them, without a deadline */
 	long                idle_max;  /* tp_loop_set_maxconnects; 0: curl's */
+	bool                resize;    /* cache_size is to be set again */
 };
 
-/* libcurl's cache: the idle connections kept, and the lasting ones. */
+/* libcurl's cache: the idle connections kept, and the lasting ones.
+ * Inside one of curl's callbacks (a stream's headers) the multi handle
+ * refuses options: set after curl_multi_perform instead. */
 static void
 cache_size(tp_loop *l)
 {
-	if (l->idle_max > 0) {
-		curl_multi_setopt(l->multi, CURLMOPT_MAXCONNECTS,
-		                  l->idle_max + (long)l->lasting);
-	}
+	l->resize = l->idle_max > 0 &&
+	        curl_multi_setopt(l->multi, CURLMOPT_MAXCONNECTS,
+	                          l->idle_max + (long)l->lasting) ==
+	                CURLM_RECURSIVE_API_CALL;
 }
 
 /* x left the multi handle. */
@@ -190,13 +193,21 @@ tp_loop_add(tp_loop *l, tp_xfer *x)
 	if (curl_multi_add_handle(l->multi, x->easy) != CURLM_OK) {
 		return (MK_ENOMEM);
 	}
-	x->added = 1;
+	x->added   = 1;
+	x->loop    = l;
+	x->counted = false;
 	l->running++;
-	if ((x->counted = x->lasting)) {
+	return (0);
+}
+
+void
+tp_loop_lasting(tp_loop *l, tp_xfer *x)
+{
+	if (x->added && !x->counted) {
+		x->counted = true;
 		l->lasting++;
 		cache_size(l);
 	}
-	return (0);
 }
 
 void
@@ -381,6 +392,9 @@ tp_loop_wait(tp_loop *l, struct pollfd *fds, unsigned nfds, int timeout_ms)
 		ready += fds[i].revents != 0;
 	}
 	curl_multi_perform(l->multi, &running);
+	if (l->resize) {
+		cache_size(l);
+	}
 	finish_transfers(l);
 	run_deferred(l);
 	/* Callbacks may change the watch list: find each by fd again. */

@@ -37,9 +37,10 @@ struct tp_xfer {
 	CURL *easy;                                /* the transfer */
 	void (*done)(tp_xfer *x, CURLcode result); /* after it finished and
 	                                            * left the multi handle */
-	int  added;                                /* in the multi handle */
-	bool lasting; /* no deadline (a stream): not counted as idle */
-	bool counted; /* lasting when added (the loop's count) */
+	int      added;                            /* in the multi handle */
+	tp_loop *loop;    /* the loop it was added to */
+	bool     lasting; /* no deadline: may turn out a stream */
+	bool     counted; /* a stream, in the loop's count (tp_loop_lasting) */
 };
 
 typedef void (*tp_fd_fn)(void *arg, short revents);
@@ -130,6 +131,11 @@ int tp_loop_wait(tp_loop *l, struct pollfd *fds, unsigned nfds,
  * open each answer's connection was closed as it came back and no
  * request reused one.) */
 void tp_loop_set_maxconnects(tp_loop *l, long n);
+
+/* tp_loop_lasting counts x, a transfer in l that turned out a stream (its
+ * answer's headers are in), among the lasting ones until it leaves the
+ * loop; once. */
+void tp_loop_lasting(tp_loop *l, tp_xfer *x);
 
 /* tp_loop_wakeup makes a tp_loop_wait in progress (or the next one)
  * return at once.  Any thread. */

@@ -98,6 +98,15 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 		h->limit = TP_LIMIT_HEADERS;
 		return (0); /* aborts the transfer */
 	}
+	if (len == 2 && h->x.lasting && h->x.loop != NULL) {
+		/* the headers' end: a stream without a deadline holds its
+		 * connection (the loop's cache counts it on top) */
+		long st = tp_http_status(h);
+		if (st >= 200 && st < 300 &&
+		    strncmp(h->content_type, "text/event-stream", 17) == 0) {
+			tp_loop_lasting(h->x.loop, &h->x);
+		}
+	}
 	if (len >= 5 && strncmp(buf, "HTTP/", 5) == 0) {
 		/* a new response (e.g. after 100 Continue): start over */
 		h->content_type[0] = h->www_auth[0] = '\0';
