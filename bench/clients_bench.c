@@ -45,33 +45,6 @@ cpu_s(void)
 	        (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
 }
 
-/* fastmcp in a child; returns its port, *pid the child. */
-static int
-server_child(pid_t *pid)
-{
-	int fds[2], port = -1;
-
-	if (pipe(fds) != 0) {
-		die("pipe");
-	}
-	if ((*pid = fork()) == 0) {
-		close(fds[0]);
-		port = fastmcp_start();
-		if (write(fds[1], &port, sizeof(port)) != sizeof(port)) {
-			_exit(1);
-		}
-		for (;;) {
-			pause();
-		}
-	}
-	close(fds[1]);
-	if (read(fds[0], &port, sizeof(port)) != sizeof(port) || port < 0) {
-		die("fastmcp child did not start");
-	}
-	close(fds[0]);
-	return (port);
-}
-
 static mk_runtime *
 open_rt(const char *url)
 {
@@ -330,7 +303,9 @@ main(int argc, char **argv)
 
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	port = server_child(&pid);
+	if ((port = fastmcp_child(&pid)) < 0) {
+		die("fastmcp child did not start");
+	}
 	printf("mcpkeep clients benchmark (one run; fastmcp server in a child process)\n\nclients per process\n");
 	if (argc > 1 && strcmp(argv[1], "calls") == 0) {
 		calls(port); /* just the tool-call table */

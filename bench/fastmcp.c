@@ -7,10 +7,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -146,4 +148,35 @@ fastmcp_start(void)
 	pthread_create(&t, NULL, acceptor, (void *)(intptr_t)lfd);
 	pthread_detach(t);
 	return (ntohs(a.sin_port));
+}
+
+int
+fastmcp_child(pid_t *pid)
+{
+	pid_t parent = getpid();
+	int   fds[2], port = -1;
+
+	if (pipe(fds) != 0) {
+		return (-1);
+	}
+	if ((*pid = fork()) == 0) {
+		close(fds[0]);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 ||
+		    getppid() != parent) {
+			_exit(1);
+		}
+		port = fastmcp_start();
+		if (write(fds[1], &port, sizeof(port)) != sizeof(port)) {
+			_exit(1);
+		}
+		for (;;) {
+			pause();
+		}
+	}
+	close(fds[1]);
+	if (*pid < 0 || read(fds[0], &port, sizeof(port)) != sizeof(port)) {
+		port = -1;
+	}
+	close(fds[0]);
+	return (port);
 }

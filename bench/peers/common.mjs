@@ -103,9 +103,17 @@ export function args(script) {
 	return { url, calls: Number(n), conns: Number(m) };
 }
 
-// Prints the one result line and exits 0.
-export function report(r) {
-	console.log(JSON.stringify({ ...r, node: process.versions.node }));
+// Prints the one result line and exits 0: the runs, and what conns
+// connections added between the footprints f0 and f1, per connection.
+export function report(version, seq, conc, f0, f1, conns) {
+	console.log(JSON.stringify({
+		version,
+		seq,
+		conc,
+		kib_per_conn: (f1.rss_kib - f0.rss_kib) / conns,
+		fds_per_conn: (f1.fds - f0.fds) / conns,
+		node: process.versions.node,
+	}));
 	process.exit(0);
 }
 

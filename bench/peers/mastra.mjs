@@ -65,13 +65,7 @@ try {
 	const [width, t16] = await open(CONC);
 	const conc = await timed(callers(t16, CONC), calls);
 	await width.disconnect();
-	report({
-		version,
-		seq,
-		conc,
-		kib_per_conn: (f1.rss_kib - f0.rss_kib) / conns,
-		fds_per_conn: (f1.fds - f0.fds) / conns,
-	});
+	report(version, seq, conc, f0, f1, conns);
 } catch (e) {
 	fail(e);
 }

@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -146,40 +145,6 @@ vmrss_kib(void)
 		die("no VmRSS in /proc/self/status");
 	}
 	return (kib);
-}
-
-/* fastmcp in a child that dies with us; returns its port, *pid the
- * child. */
-static int
-server_child(pid_t *pid)
-{
-	pid_t parent = getpid();
-	int   fds[2], port = -1;
-
-	if (pipe(fds) != 0) {
-		die("pipe");
-	}
-	if ((*pid = fork()) == 0) {
-		close(fds[0]);
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 ||
-		    getppid() != parent) {
-			_exit(1);
-		}
-		port = fastmcp_start();
-		if (write(fds[1], &port, sizeof(port)) != sizeof(port)) {
-			_exit(1);
-		}
-		for (;;) {
-			pause();
-		}
-	}
-	close(fds[1]);
-	if (*pid < 0 || read(fds[0], &port, sizeof(port)) != sizeof(port) ||
-	    port < 0) {
-		die("fastmcp child did not start");
-	}
-	close(fds[0]);
-	return (port);
 }
 
 static mk_runtime *
@@ -376,7 +341,9 @@ main(int argc, char **argv)
 
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	port = server_child(&pid);
+	if ((port = fastmcp_child(&pid)) < 0) {
+		die("fastmcp child did not start");
+	}
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", port);
 	res[0] = mcpkeep(url, n, m);
 	res[1] = node_peer("TS SDK Client", "sdk.mjs", url, n, m);

@@ -48,13 +48,7 @@ try {
 	const width = await Promise.all(Array.from({ length: CONC }, open));
 	const conc = await timed(width.map(caller), calls);
 	await closeAll(width);
-	report({
-		version,
-		seq,
-		conc,
-		kib_per_conn: (f1.rss_kib - f0.rss_kib) / conns,
-		fds_per_conn: (f1.fds - f0.fds) / conns,
-	});
+	report(version, seq, conc, f0, f1, conns);
 } catch (e) {
 	fail(e);
 }
