@@ -9,7 +9,8 @@
  *                        lateness p50/p99 at a short interval (N/500 s,
  *                        at least 1 s: what 2 cores sustain), CPU while
  *                        ticking, and a tool call's p50 and CPU with
- *                        them all idle beside it
+ *                        them all idle beside it; the largest count
+ *                        left idle: fds once their loops rested
  *   state stream         transition -> subscriber latency p50/p99
  *   tool calls           the full API (mk_tool_call) vs the MCP client
  *                        alone vs plain libcurl, sequential and 16-way
@@ -90,6 +91,60 @@ call_cost(mk_runtime *rt, int n, double tick_cpu)
 	stats st = summarize(lat, CALLS, t0);
 	printf("  %5d clients: a tool call on one of them: p50 %.1f us, p99 %.1f us, %.1f us of process CPU per call (the ticks' taken out)\n",
 	       n, st.p50, st.p99, (cpu - tick_cpu * wall) * 1e6 / CALLS);
+}
+
+/* n sticky clients left idle (a check every 5 minutes): their fds after
+ * the boot, and once their loops rested (5 s with nothing in them: curl's
+ * multi handle, its wake-up pair and the idle connection freed); then
+ * the first call on one, which connects again. */
+static void
+idle(int n, int port)
+{
+	size_t      cap = (size_t)n * 240 + 64, len = 0;
+	char       *cfg = malloc(cap), *err = NULL, url[64];
+	mk_runtime *rt;
+	int         fd0  = count_fds(), fd1, fd2;
+	long        rss0 = rss_kib(), rss2;
+
+	snprintf(url, sizeof(url), "inproc://clients-bench-idle-%d", n);
+	rt = open_rt(url);
+	len += (size_t)snprintf(cfg + len, cap - len,
+	                        "{\"mcp\": {\"client_configs\": [");
+	for (int i = 0; i < n; i++) {
+		len += (size_t)snprintf(
+		        cfg + len, cap - len,
+		        "%s{\"name\": \"c%d\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"], \"tool_sync_interval\": \"300s\"}",
+		        i ? "," : "", i, port);
+	}
+	snprintf(cfg + len, cap - len, "]}}");
+	if (mk_runtime_load(rt, cfg, &err) != 0) {
+		fprintf(stderr, "load: %s\n", err ? err : "?");
+		die("boot failed");
+	}
+	fd1 = count_fds();
+	/* wait for the rests (polled, with a deadline: nothing announces
+	 * them) */
+	int64_t deadline = tp_now_ns() + 20 * (int64_t)1000000000;
+	while ((fd2 = count_fds()) - fd0 > n / 10 && tp_now_ns() < deadline) {
+		struct timespec ts = {0, 100000000};
+		nanosleep(&ts, NULL);
+	}
+	rss2           = rss_kib();
+	mk_call    c   = {.size      = sizeof(mk_call),
+	                  .client    = "c0",
+	                  .tool      = "echo",
+	                  .arguments = "{}"};
+	mk_result *res = NULL;
+	int64_t    t0  = tp_now_ns();
+	if (mk_tool_call(rt, &c, &res) != 0) {
+		die("mk_tool_call after a rest failed");
+	}
+	mk_result_free(&res);
+	printf("  %5d idle clients: %.2f fds per client after the boot, %.2f once rested; RSS %.1f KiB per client; the first call after a rest %.0f us\n",
+	       n, (double)(fd1 - fd0) / n, (double)(fd2 - fd0) / n,
+	       (double)(rss2 - rss0) / n, (tp_now_ns() - t0) / 1e3);
+	mk_runtime_close(&rt);
+	free(cfg);
 }
 
 static void
@@ -317,11 +372,13 @@ main(int argc, char **argv)
 		for (int i = 1; i < argc; i++) {
 			scale(atoi(argv[i]), port);
 		}
+		idle(atoi(argv[argc - 1]), port);
 	} else {
 		scale(1, port);
 		scale(100, port);
 		scale(1000, port);
 		scale(5000, port);
+		idle(5000, port);
 	}
 	printf("\nstate stream\n");
 	stream_latency(port);

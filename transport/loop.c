@@ -5,8 +5,10 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mcpkeep.h"
 
@@ -33,6 +35,13 @@ struct tp_loop {
 	unsigned            lasting;   /* of them, without a deadline */
 	long                idle_max;  /* tp_loop_set_maxconnects; 0: curl's */
 	bool                resize;    /* cache_size is to be set again */
+	int                 rest_ms;   /* tp_loop_set_rest; 0: never */
+	int64_t             idle_at;   /* when running fell to 0, or -1 */
+	/* the wake-up, any thread's: curl's while the multi handle exists,
+	 * else (resting) woken and the condition */
+	pthread_mutex_t wmtx;  /* guards multi's existence, woken */
+	pthread_cond_t  wcv;   /* woken set, while resting */
+	bool            woken; /* a wake-up since the last wait */
 };
 
 /* libcurl's cache: the idle connections kept, and the lasting ones.
@@ -41,7 +50,7 @@ struct tp_loop {
 static void
 cache_size(tp_loop *l)
 {
-	l->resize = l->idle_max > 0 &&
+	l->resize = l->idle_max > 0 && l->multi != NULL &&
 	        curl_multi_setopt(l->multi, CURLMOPT_MAXCONNECTS,
 	                          l->idle_max + (long)l->lasting) ==
 	                CURLM_RECURSIVE_API_CALL;
@@ -52,7 +61,9 @@ static void
 out_of_multi(tp_loop *l, tp_xfer *x)
 {
 	x->added = 0;
-	l->running--;
+	if (--l->running == 0) {
+		l->idle_at = tp_now_ns();
+	}
 	if (x->counted) {
 		x->counted = false;
 		l->lasting--;
@@ -135,34 +146,75 @@ run_deferred(tp_loop *l)
 	}
 }
 
-int
-tp_loop_new(tp_loop **lp)
+/* Makes l's multi handle (again, after a rest): 0, MK_ENOMEM, or MK_ESYS
+ * out of file descriptors.  A wake-up that came while it rested is
+ * passed on to it. */
+static int
+multi_up(tp_loop *l)
 {
-	tp_loop *l;
+	CURLM *m;
 
-	*lp = NULL;
-	if ((l = calloc(1, sizeof(*l))) == NULL) {
-		return (MK_ENOMEM);
-	}
-	if ((l->multi = curl_multi_init()) == NULL) {
-		free(l);
+	if ((m = curl_multi_init()) == NULL) {
 		return (MK_ENOMEM);
 	}
 	/* curl makes its wake-up socket pair quietly: without file
 	 * descriptors (EMFILE) the handle comes back and can never be
 	 * woken.  A wake-up now proves the pair exists (the next wait just
 	 * returns at once). */
-	if (curl_multi_wakeup(l->multi) != CURLM_OK) {
-		curl_multi_cleanup(l->multi);
-		free(l);
+	if (curl_multi_wakeup(m) != CURLM_OK) {
+		curl_multi_cleanup(m);
 		return (MK_ESYS);
 	}
 	/* a burst of calls to one server queues beyond this many
 	 * connections instead of opening one socket each (the server's
 	 * backlog and our file descriptors are finite); each transfer's
 	 * deadline still runs while it waits */
-	curl_multi_setopt(l->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+	curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS,
 	                  (long)TP_HOST_CONNS_MAX);
+	pthread_mutex_lock(&l->wmtx);
+	l->multi = m;
+	l->woken = false; /* (the wake-up above stands for it) */
+	pthread_mutex_unlock(&l->wmtx);
+	cache_size(l);
+	return (0);
+}
+
+/* Frees l's multi handle, its wake-up pair and its idle connections:
+ * nothing is in it. */
+static void
+multi_down(tp_loop *l)
+{
+	CURLM *m = l->multi;
+
+	pthread_mutex_lock(&l->wmtx);
+	l->multi = NULL;
+	pthread_mutex_unlock(&l->wmtx);
+	curl_multi_cleanup(m);
+}
+
+int
+tp_loop_new(tp_loop **lp)
+{
+	tp_loop           *l;
+	pthread_condattr_t ca;
+	int                rv;
+
+	*lp = NULL;
+	if ((l = calloc(1, sizeof(*l))) == NULL) {
+		return (MK_ENOMEM);
+	}
+	pthread_mutex_init(&l->wmtx, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->wcv, &ca);
+	pthread_condattr_destroy(&ca);
+	l->idle_at = -1;
+	if ((rv = multi_up(l)) != 0) {
+		pthread_cond_destroy(&l->wcv);
+		pthread_mutex_destroy(&l->wmtx);
+		free(l);
+		return (rv);
+	}
 	*lp = l;
 	return (0);
 }
@@ -181,7 +233,11 @@ tp_loop_free(tp_loop **lp)
 		tp_loop_disown(l, o);
 		o->kill(o->arg); /* removes its transfers and watches */
 	}
-	curl_multi_cleanup(l->multi);
+	if (l->multi != NULL) {
+		curl_multi_cleanup(l->multi);
+	}
+	pthread_cond_destroy(&l->wcv);
+	pthread_mutex_destroy(&l->wmtx);
 	free(l->watches);
 	free(l->wfds);
 	free(l);
@@ -190,9 +246,15 @@ tp_loop_free(tp_loop **lp)
 int
 tp_loop_add(tp_loop *l, tp_xfer *x)
 {
+	int rv;
+
+	if (l->multi == NULL && (rv = multi_up(l)) != 0) {
+		return (rv);
+	}
 	if (curl_multi_add_handle(l->multi, x->easy) != CURLM_OK) {
 		return (MK_ENOMEM);
 	}
+	l->idle_at = -1;
 	x->added   = 1;
 	x->loop    = l;
 	x->counted = false;
@@ -349,11 +411,67 @@ run_tickers(tp_loop *l)
 	l->tick_next = NULL;
 }
 
+/* Resting (no multi handle): sleeps until a wake-up or timeout_ms (-1:
+ * none). */
+static void
+rest_wait(tp_loop *l, int timeout_ms)
+{
+	int64_t         at = tp_now_ns() + (int64_t)timeout_ms * 1000000;
+	struct timespec ts = {.tv_sec  = at / 1000000000,
+	                      .tv_nsec = at % 1000000000};
+
+	pthread_mutex_lock(&l->wmtx);
+	while (!l->woken && timeout_ms != 0) {
+		if ((timeout_ms < 0
+		             ? pthread_cond_wait(&l->wcv, &l->wmtx)
+		             : pthread_cond_timedwait(&l->wcv, &l->wmtx,
+		                                      &ts)) == ETIMEDOUT) {
+			break;
+		}
+	}
+	l->woken = false;
+	pthread_mutex_unlock(&l->wmtx);
+}
+
+/* Whether l may give its multi handle back now, else the ms until it
+ * may (-1: not while this lasts). */
+static int
+rest_in(tp_loop *l, unsigned nfds, int64_t now)
+{
+	if (l->rest_ms == 0 || l->multi == NULL || l->running > 0 ||
+	    l->nwatch > 0 || nfds > 0 || l->owned != NULL ||
+	    l->dhead != NULL || l->idle_at < 0) {
+		return (-1);
+	}
+	int64_t left = l->idle_at + (int64_t)l->rest_ms * 1000000 - now;
+	return (left <= 0 ? 0 : (int)((left + 999999) / 1000000));
+}
+
 int
 tp_loop_wait(tp_loop *l, struct pollfd *fds, unsigned nfds, int timeout_ms)
 {
 	unsigned n = l->nwatch + nfds;
-	int      tt, running, ready = 0, numfds;
+	int      tt, running, ready = 0, numfds, rest;
+
+	if ((rest = rest_in(l, nfds, tp_now_ns())) == 0) {
+		multi_down(l); /* idle long enough: no fds while it rests */
+	} else if (rest > 0 && (timeout_ms < 0 || rest < timeout_ms)) {
+		timeout_ms = rest; /* (to rest then) */
+	}
+	if (l->multi == NULL && n > 0 && multi_up(l) != 0) {
+		errno = EMFILE; /* (fds to watch: only curl's poll can) */
+		return (-1);
+	}
+	if (l->multi == NULL) {
+		tt = l->dhead != NULL ? 0 : ticker_timeout(l, tp_now_ns());
+		rest_wait(l,
+		          tt >= 0 && (timeout_ms < 0 || tt < timeout_ms)
+		                  ? tt
+		                  : timeout_ms);
+		run_deferred(l);
+		run_tickers(l);
+		return (0);
+	}
 
 	if (n > l->capwfds) {
 		struct curl_waitfd *nw = realloc(l->wfds, n * sizeof(*nw));
@@ -424,7 +542,20 @@ tp_loop_set_maxconnects(tp_loop *l, long n)
 void
 tp_loop_wakeup(tp_loop *l)
 {
-	curl_multi_wakeup(l->multi);
+	pthread_mutex_lock(&l->wmtx);
+	if (l->multi != NULL) {
+		curl_multi_wakeup(l->multi);
+	} else {
+		l->woken = true;
+		pthread_cond_signal(&l->wcv);
+	}
+	pthread_mutex_unlock(&l->wmtx);
+}
+
+void
+tp_loop_set_rest(tp_loop *l, int ms)
+{
+	l->rest_ms = ms;
 }
 
 int

@@ -132,6 +132,14 @@ int tp_loop_wait(tp_loop *l, struct pollfd *fds, unsigned nfds,
  * request reused one.) */
 void tp_loop_set_maxconnects(tp_loop *l, long n);
 
+/* tp_loop_set_rest lets l rest once nothing has run in it for ms (0:
+ * never, the default): it frees curl's multi handle, and with it the
+ * wake-up pair and the idle connections, so that an idle client holds
+ * no file descriptor; the next transfer makes it again (a new
+ * connection).  A resting loop still runs its tickers and deferred
+ * work, and tp_loop_wakeup still wakes it. */
+void tp_loop_set_rest(tp_loop *l, int ms);
+
 /* tp_loop_lasting counts x, a transfer in l that turned out a stream (its
  * answer's headers are in), among the lasting ones until it leaves the
  * loop; once. */

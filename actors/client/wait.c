@@ -9,6 +9,10 @@
  * once the client is disabled or waits for a reauthorization and nothing
  * is left in it (a graceful close still running keeps it a little
  * longer).  So a disabled or pending client holds no file descriptor.
+ * And while it is in use, a loop with nothing in it for LOOP_REST_MS
+ * rests (tp_loop_set_rest): curl's multi handle, its wake-up pair and
+ * the idle connections go, and come back with the next request (a new
+ * connection) - an idle client without a stream open holds none either.
  *
  * The kernel wakes a sleeping actor through cl_wake: with a loop, curl's
  * wake-up (curl_multi_wakeup, any thread); without one, a condition
@@ -33,6 +37,7 @@
 #include "actors/kernel/log.h"
 
 #define LOOP_RETRY_MS 1000 /* a busy loop is looked at again after */
+#define LOOP_REST_MS  5000 /* idle this long, the loop rests: no fds */
 
 void
 cl_waker_init(cl_waker *w)
@@ -126,6 +131,7 @@ cl_loop(client *cl, mcp_error *err)
 		return (rv);
 	}
 	tp_loop_set_maxconnects(l, (long)cl->maxconn);
+	tp_loop_set_rest(l, LOOP_REST_MS);
 	pthread_mutex_lock(&cl->wk.mtx);
 	cl->wk.loop = l;
 	pthread_mutex_unlock(&cl->wk.mtx);
