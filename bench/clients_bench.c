@@ -94,7 +94,7 @@ call_cost(mk_runtime *rt, int n, double tick_cpu)
 }
 
 /* n sticky clients left idle (a check every 5 minutes): their fds after
- * the boot, and once their loops rested (5 s with nothing in them: curl's
+ * the boot, and once their loops rested (30 s with nothing in them: curl's
  * multi handle, its wake-up pair and the idle connection freed); then
  * the first call on one, which connects again. */
 static void
@@ -124,7 +124,7 @@ idle(int n, int port)
 	fd1 = count_fds();
 	/* wait for the rests (polled, with a deadline: nothing announces
 	 * them) */
-	int64_t deadline = tp_now_ns() + 20 * (int64_t)1000000000;
+	int64_t deadline = tp_now_ns() + 60 * (int64_t)1000000000;
 	while ((fd2 = count_fds()) - fd0 > n / 10 && tp_now_ns() < deadline) {
 		struct timespec ts = {0, 100000000};
 		nanosleep(&ts, NULL);

@@ -13,6 +13,9 @@
  * rests (tp_loop_set_rest): curl's multi handle, its wake-up pair and
  * the idle connections go, and come back with the next request (a new
  * connection) - an idle client without a stream open holds none either.
+ * (Longer than a busy check interval, so that a client checked every
+ * 20 s keeps its connection; far shorter than the default 10 minutes,
+ * and beyond libcurl's own 118 s no idle connection is reused anyway.)
  *
  * The kernel wakes a sleeping actor through cl_wake: with a loop, curl's
  * wake-up (curl_multi_wakeup, any thread); without one, a condition
@@ -36,8 +39,8 @@
 #include "actors/kernel/clock.h"
 #include "actors/kernel/log.h"
 
-#define LOOP_RETRY_MS 1000 /* a busy loop is looked at again after */
-#define LOOP_REST_MS  5000 /* idle this long, the loop rests: no fds */
+#define LOOP_RETRY_MS 1000  /* a busy loop is looked at again after */
+#define LOOP_REST_MS  30000 /* idle this long, the loop rests: no fds */
 
 void
 cl_waker_init(cl_waker *w)
