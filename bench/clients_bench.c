@@ -125,7 +125,8 @@ idle(int n, int port)
 	/* wait for the rests (polled, with a deadline: nothing announces
 	 * them) */
 	int64_t deadline = tp_now_ns() + 60 * (int64_t)1000000000;
-	while ((fd2 = count_fds()) - fd0 > n / 10 && tp_now_ns() < deadline) {
+	while ((fd2 = count_fds()) - fd0 > n / 1000 &&
+	       tp_now_ns() < deadline) {
 		struct timespec ts = {0, 100000000};
 		nanosleep(&ts, NULL);
 	}
