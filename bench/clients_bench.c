@@ -93,6 +93,33 @@ call_cost(mk_runtime *rt, int n, double tick_cpu)
 	       n, st.p50, st.p99, (cpu - tick_cpu * wall) * 1e6 / CALLS);
 }
 
+/* Loads n sticky clients c0..c(n-1) of fastmcp at port into rt, each
+ * checked every interval_s; dies when the load fails. */
+static void
+load_clients(mk_runtime *rt, int n, int port, int interval_s)
+{
+	size_t cap = (size_t)n * 240 + 64, len = 0;
+	char  *cfg = malloc(cap), *err = NULL;
+
+	if (cfg == NULL) {
+		die("out of memory");
+	}
+	len += (size_t)snprintf(cfg + len, cap - len,
+	                        "{\"mcp\": {\"client_configs\": [");
+	for (int i = 0; i < n; i++) {
+		len += (size_t)snprintf(
+		        cfg + len, cap - len,
+		        "%s{\"name\": \"c%d\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"], \"tool_sync_interval\": \"%ds\"}",
+		        i ? "," : "", i, port, interval_s);
+	}
+	snprintf(cfg + len, cap - len, "]}}");
+	if (mk_runtime_load(rt, cfg, &err) != 0) {
+		fprintf(stderr, "load: %s\n", err ? err : "?");
+		die("boot failed");
+	}
+	free(cfg);
+}
+
 /* n sticky clients left idle (a check every 5 minutes): their fds after
  * the boot, and once their loops rested (30 s with nothing in them: curl's
  * multi handle, its wake-up pair and the idle connection freed); then
@@ -100,27 +127,14 @@ call_cost(mk_runtime *rt, int n, double tick_cpu)
 static void
 idle(int n, int port)
 {
-	size_t      cap = (size_t)n * 240 + 64, len = 0;
-	char       *cfg = malloc(cap), *err = NULL, url[64];
+	char        url[64];
 	mk_runtime *rt;
 	int         fd0  = count_fds(), fd1, fd2;
 	long        rss0 = rss_kib(), rss2;
 
 	snprintf(url, sizeof(url), "inproc://clients-bench-idle-%d", n);
 	rt = open_rt(url);
-	len += (size_t)snprintf(cfg + len, cap - len,
-	                        "{\"mcp\": {\"client_configs\": [");
-	for (int i = 0; i < n; i++) {
-		len += (size_t)snprintf(
-		        cfg + len, cap - len,
-		        "%s{\"name\": \"c%d\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"], \"tool_sync_interval\": \"300s\"}",
-		        i ? "," : "", i, port);
-	}
-	snprintf(cfg + len, cap - len, "]}}");
-	if (mk_runtime_load(rt, cfg, &err) != 0) {
-		fprintf(stderr, "load: %s\n", err ? err : "?");
-		die("boot failed");
-	}
+	load_clients(rt, n, port, 300);
 	fd1 = count_fds();
 	/* wait for the rests (polled, with a deadline: nothing announces
 	 * them) */
@@ -145,14 +159,12 @@ idle(int n, int port)
 	       n, (double)(fd1 - fd0) / n, (double)(fd2 - fd0) / n,
 	       (double)(rss2 - rss0) / n, (tp_now_ns() - t0) / 1e3);
 	mk_runtime_close(&rt);
-	free(cfg);
 }
 
 static void
 scale(int n, int port)
 {
-	size_t      cap = (size_t)n * 240 + 64, len = 0;
-	char       *cfg = malloc(cap), *err = NULL, url[64];
+	char        url[64];
 	mk_runtime *rt;
 	mk_stats    st = MK_STATS_INIT;
 	int         fd0, fd1;
@@ -167,19 +179,7 @@ scale(int n, int port)
 	rss0 = rss_kib();
 	t0   = tp_now_ns();
 	rt   = open_rt(url);
-	len += (size_t)snprintf(cfg + len, cap - len,
-	                        "{\"mcp\": {\"client_configs\": [");
-	for (int i = 0; i < n; i++) {
-		len += (size_t)snprintf(
-		        cfg + len, cap - len,
-		        "%s{\"name\": \"c%d\", \"connection_type\": \"http\", \"connection_string\": \"http://127.0.0.1:%d/mcp\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"], \"tool_sync_interval\": \"%ds\"}",
-		        i ? "," : "", i, port, interval_s);
-	}
-	snprintf(cfg + len, cap - len, "]}}");
-	if (mk_runtime_load(rt, cfg, &err) != 0) {
-		fprintf(stderr, "load: %s\n", err ? err : "?");
-		die("boot failed");
-	}
+	load_clients(rt, n, port, interval_s);
 	boot_s = (tp_now_ns() - t0) / 1e9;
 	fd1    = count_fds();
 	rss1   = rss_kib();
@@ -214,7 +214,6 @@ scale(int n, int port)
 	mk_runtime_close(&rt);
 	printf("  %5d clients: shutdown %.2f s\n", n,
 	       (tp_now_ns() - t0) / 1e9);
-	free(cfg);
 }
 
 /* ---- state-stream latency ------------------------------------------------
