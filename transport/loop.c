@@ -6,8 +6,10 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "mcpkeep.h"
@@ -43,6 +45,32 @@ struct tp_loop {
 	pthread_cond_t  wcv;   /* woken set, while resting */
 	bool            woken; /* a wake-up since the last wait */
 };
+
+#define REST_PRESSED_MS 500 /* the rest when fds run short */
+#define FDS_PER_AWAKE   3   /* a loop awake: the wake-up pair, a connection */
+
+static atomic_uint awake; /* loops with a multi handle, process-wide */
+
+/* Whether the loops awake hold half the process's fd limit or more:
+ * then an idle one rests at once, not after its rest time - 10,000
+ * clients do not all keep a connection while they boot. */
+static bool
+fds_pressed(void)
+{
+	static atomic_long limit; /* RLIMIT_NOFILE's soft limit, read once */
+	long               lim = atomic_load(&limit);
+
+	if (lim == 0) {
+		struct rlimit rl;
+		lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+		                rl.rlim_cur != RLIM_INFINITY &&
+		                rl.rlim_cur < LONG_MAX
+		        ? (long)rl.rlim_cur
+		        : LONG_MAX;
+		atomic_store(&limit, lim);
+	}
+	return ((long)atomic_load(&awake) * FDS_PER_AWAKE >= lim / 2);
+}
 
 /* libcurl's cache: the idle connections kept, and the lasting ones.
  * Inside one of curl's callbacks (a stream's headers) the multi handle
@@ -175,6 +203,7 @@ multi_up(tp_loop *l)
 	l->multi = m;
 	l->woken = false; /* (the wake-up above stands for it) */
 	pthread_mutex_unlock(&l->wmtx);
+	atomic_fetch_add(&awake, 1);
 	cache_size(l);
 	return (0);
 }
@@ -190,6 +219,7 @@ multi_down(tp_loop *l)
 	l->multi = NULL;
 	pthread_mutex_unlock(&l->wmtx);
 	curl_multi_cleanup(m);
+	atomic_fetch_sub(&awake, 1);
 }
 
 int
@@ -235,6 +265,7 @@ tp_loop_free(tp_loop **lp)
 	}
 	if (l->multi != NULL) {
 		curl_multi_cleanup(l->multi);
+		atomic_fetch_sub(&awake, 1);
 	}
 	pthread_cond_destroy(&l->wcv);
 	pthread_mutex_destroy(&l->wmtx);
@@ -443,7 +474,10 @@ rest_in(tp_loop *l, unsigned nfds, int64_t now)
 	    l->dhead != NULL || l->idle_at < 0) {
 		return (-1);
 	}
-	int64_t left = l->idle_at + (int64_t)l->rest_ms * 1000000 - now;
+	int     ms   = fds_pressed() && l->rest_ms > REST_PRESSED_MS
+	              ? REST_PRESSED_MS
+	              : l->rest_ms;
+	int64_t left = l->idle_at + (int64_t)ms * 1000000 - now;
 	return (left <= 0 ? 0 : (int)((left + 999999) / 1000000));
 }
 

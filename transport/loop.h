@@ -136,8 +136,9 @@ void tp_loop_set_maxconnects(tp_loop *l, long n);
  * never, the default): it frees curl's multi handle, and with it the
  * wake-up pair and the idle connections, so that an idle client holds
  * no file descriptor; the next transfer makes it again (a new
- * connection).  A resting loop still runs its tickers and deferred
- * work, and tp_loop_wakeup still wakes it. */
+ * connection).  While the loops awake hold half the process's fd limit,
+ * an idle one rests after half a second.  A resting loop still runs its
+ * tickers and deferred work, and tp_loop_wakeup still wakes it. */
 void tp_loop_set_rest(tp_loop *l, int ms);
 
 /* tp_loop_lasting counts x, a transfer in l that turned out a stream (its

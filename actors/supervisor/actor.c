@@ -231,6 +231,7 @@ sv_actx_new(sv_self *sv, const char *id, uint64_t corr)
 	if (x != NULL) {
 		x->sv   = sv;
 		x->corr = corr;
+		x->lane = -1;
 	}
 	return (x);
 }

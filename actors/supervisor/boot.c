@@ -75,7 +75,7 @@ load_step(kn_actor *self, load *ld)
 	free(ld);
 }
 
-static void pump(kn_actor *self, sv_self *sv, load *ld);
+static void pump(kn_actor *self, sv_self *sv, load *ld, int k);
 static void progress(load *ld);
 
 /* How many slow connects a boot runs at once: the config's, else twice
@@ -88,6 +88,14 @@ slow_at_once(unsigned configured)
 	return (configured != 0     ? configured
 	                : cores > 0 ? (size_t)cores * 2
 	                            : 2);
+}
+
+/* A load's lanes: the slow one as configured (0: twice the cores). */
+static void
+lanes_init(load *ld, unsigned slow)
+{
+	ld->lanes[BOOT_SLOW].conc = slow_at_once(slow);
+	ld->lanes[BOOT_NET].conc  = BOOT_NET_AT_ONCE;
 }
 
 static void
@@ -141,9 +149,9 @@ on_connected(kn_actor *self, void *arg, int status, const void *data,
 		if (x->boot) {
 			progress(x->load);
 		}
-		if (x->slow) {
-			x->load->out--;
-			pump(self, sv, x->load);
+		if (x->lane >= 0) {
+			x->load->lanes[x->lane].out--;
+			pump(self, sv, x->load, x->lane);
 		}
 		load_step(self, x->load);
 	}
@@ -165,25 +173,26 @@ connect_send(kn_actor *self, entry *e, actx *x, const char *tools)
 	rv = kn_ask_async_msg(self, e->actor, MSG_CL_CONNECT,
 	                      CODEC_OF(cl_connect_msg, &m),
 	                      CLIENT_CONNECT_MS + 5000, on_connected, x);
-	if (rv == 0 && x->slow) {
-		x->load->out++;
+	if (rv == 0 && x->lane >= 0) {
+		x->load->lanes[x->lane].out++;
 	}
 	return (rv);
 }
 
-/* Sends the slow connects waiting, in order, while fewer than ld->conc
- * are out.  One whose client went meanwhile (or when the supervisor is
- * stopping) counts as answered: the caller's own answer is still to be
+/* Sends the connects waiting in ld's lane k, in order, while fewer than
+ * its conc are out.  One whose client went meanwhile (or when the supervisor
+ * is stopping) counts as answered: the caller's own answer is still to be
  * counted, so ld outlives this. */
 static void
-pump(kn_actor *self, sv_self *sv, load *ld)
+pump(kn_actor *self, sv_self *sv, load *ld, int k)
 {
-	actx  *x;
-	entry *e;
+	boot_lane *l = &ld->lanes[k];
+	actx      *x;
+	entry     *e;
 
-	while (ld->out < ld->conc && (x = ld->queue) != NULL) {
-		if ((ld->queue = x->next) == NULL) {
-			ld->tail = NULL;
+	while (l->out < l->conc && (x = l->queue) != NULL) {
+		if ((l->queue = x->next) == NULL) {
+			l->tail = NULL;
 		}
 		x->next = NULL;
 		e       = sv_find(sv, x->id);
@@ -228,21 +237,22 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
              char *err, size_t errlen)
 {
 	cl_connect_msg m    = {0};
-	bool           slow = ld != NULL && boot && ld->conc > 0 &&
-	        (cfg->conn == CFG_STDIO || !cfg->sticky);
-	client_args a = {
-	        .cfg        = cfg,
-	        .supervisor = self,
-	        .stream     = sv->a.stream,
-	        .node_id    = sv->a.node_id,
-	        .sync_ms    = sv->a.sync_ms,
-	        .changes    = sv->a.changes,
-	        .exec_ms    = sv->a.exec_ms,
-	        .persister  = sv->a.persister,
-	        .credential = sv->a.credential,
-	        .host       = sv->a.host,
-	        .tracer     = sv->a.tracer,
-	};
+	int            lane = ld == NULL || !boot                   ? -1
+	                   : cfg->conn == CFG_STDIO || !cfg->sticky ? BOOT_SLOW
+	                                                            : BOOT_NET;
+	client_args    a    = {
+	              .cfg        = cfg,
+	              .supervisor = self,
+	              .stream     = sv->a.stream,
+	              .node_id    = sv->a.node_id,
+	              .sync_ms    = sv->a.sync_ms,
+	              .changes    = sv->a.changes,
+	              .exec_ms    = sv->a.exec_ms,
+	              .persister  = sv->a.persister,
+	              .credential = sv->a.credential,
+	              .host       = sv->a.host,
+	              .tracer     = sv->a.tracer,
+        };
 	char   name[96];
 	entry *e;
 	actx  *x;
@@ -306,25 +316,26 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
 	x->boot   = boot;
 	x->load   = ld;
 	x->serial = e->serial;
-	x->slow   = slow;
+	x->lane   = lane;
 	if (corr != 0) {
 		/* an API add: its config write is part of its answer */
 		x->ticket = m.ticket = (int64_t)++sv->tickets;
 	}
-	if (slow && ld->out >= ld->conc) {
-		/* its turn comes when a slow connect before it ends */
+	if (lane >= 0 && ld->lanes[lane].out >= ld->lanes[lane].conc) {
+		/* its turn comes when a connect before it ends */
 		if (tools != NULL && (x->tools = strdup(tools)) == NULL) {
 			sv_actx_free(x);
 			sv_drop(self, sv, e);
 			snprintf(err, errlen, "out of memory");
 			return (MK_ENOMEM);
 		}
-		if (ld->tail != NULL) {
-			ld->tail->next = x;
+		boot_lane *l = &ld->lanes[lane];
+		if (l->tail != NULL) {
+			l->tail->next = x;
 		} else {
-			ld->queue = x;
+			l->queue = x;
 		}
-		ld->tail = x;
+		l->tail = x;
 		return (0);
 	}
 	rv = connect_send(self, e, x, tools);
@@ -510,10 +521,10 @@ restore(kn_actor *self, sv_self *sv, const char *text, uint64_t corr)
 		             "the stored client list is not readable");
 		return;
 	}
-	ld->corr  = corr;
-	ld->sv    = sv;
-	ld->left  = json_array_size(list) + 1; /* +1: released below */
-	ld->conc  = slow_at_once(0);
+	ld->corr = corr;
+	ld->sv   = sv;
+	ld->left = json_array_size(list) + 1; /* +1: released below */
+	lanes_init(ld, 0);
 	ld->total = json_array_size(list);
 	json_array_foreach(list, i, item)
 	{
@@ -685,10 +696,10 @@ sv_on_load(kn_actor *self, sv_self *sv, kn_msg *msg, sv_load_msg *m)
 			sv_drop(self, sv, e);
 		}
 	}
-	ld->corr  = corr;
-	ld->sv    = sv;
-	ld->left  = f->nclients + 1; /* +1: released below */
-	ld->conc  = slow_at_once(f->start_conc);
+	ld->corr = corr;
+	ld->sv   = sv;
+	ld->left = f->nclients + 1; /* +1: released below */
+	lanes_init(ld, f->start_conc);
 	ld->total = f->nclients;
 	for (size_t i = 0; i < f->nclients; i++) {
 		cfg_client *c = f->clients[i];
@@ -873,9 +884,9 @@ sv_on_reload(kn_actor *self, sv_self *sv, kn_msg *msg, sv_file_msg *m)
 	ld->corr   = corr;
 	ld->reload = true;
 	ld->left   = 1; /* released below */
-	ld->conc   = slow_at_once(f->start_conc);
-	old        = sv->file;
-	sv->file   = now;
+	lanes_init(ld, f->start_conc);
+	old      = sv->file;
+	sv->file = now;
 	settings_apply(self, sv,
 	               &(sv_settings_msg) {.sync_ms = f->sync_ms,
 	                                   .exec_ms = f->exec_ms,

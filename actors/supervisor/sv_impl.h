@@ -101,14 +101,29 @@ typedef struct actx {
 	struct load *load;   /* MSG_SV_LOAD or _RELOAD in progress, or NULL */
 	json_t      *was;    /* a reload's update: the base entry it replaces
 	                      * (back in the base if the update fails) */
-	bool slow;           /* a boot connect that is throttled (a stdio
-	                      * start, a per-call discovery) */
+	int lane;            /* the boot lane that throttles it (BOOT_*),
+	                      * or -1: sent at once */
 	char *tools;         /* while it waits for its turn: the known
 	                      * tools it carries, or NULL */
 	struct actx *next;   /* the load's queue of those */
 } actx;
 
 /* A config file being booted or reloaded. */
+/* A boot's connects of one kind, so many at once, the rest waiting in
+ * config order: BOOT_SLOW, stdio starts and per-call discoveries (twice
+ * the cores: each a process or a whole session); BOOT_NET, sticky network
+ * clients' dials (BOOT_NET_AT_ONCE: each holds file descriptors until
+ * its loop rests, so 10,000 do not dial at once). */
+enum { BOOT_SLOW, BOOT_NET, BOOT_LANES };
+#define BOOT_NET_AT_ONCE 256
+
+typedef struct boot_lane {
+	size_t conc;  /* connects at once */
+	size_t out;   /* out now */
+	actx  *queue; /* waiting, in config order */
+	actx  *tail;  /* its last */
+} boot_lane;
+
 typedef struct load {
 	struct sv_self *sv;      /* the supervisor */
 	uint64_t        corr;    /* the API ask */
@@ -120,13 +135,9 @@ typedef struct load {
 	int             failed;  /* reload: clients not applied */
 	size_t          stopped; /* clients not started: the supervisor
 	                          * stopped first (the answer: MK_ECLOSED) */
-	size_t conc;             /* slow connects at once (stdio starts,
-	                          * per-call discoveries) */
-	size_t out;              /* slow connects out now */
-	actx  *queue;            /* slow connects waiting, in config order */
-	actx  *tail;             /* its last */
-	size_t total;            /* connects of a boot (its progress line) */
-	size_t done;             /* of them answered */
+	boot_lane lanes[BOOT_LANES]; /* the throttled connects */
+	size_t    total; /* connects of a boot (its progress line) */
+	size_t    done;  /* of them answered */
 } load;
 
 /* registry.c */
