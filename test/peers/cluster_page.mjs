@@ -21,9 +21,14 @@ try {
 	const page = await browser.newPage();
 	const wait = { timeout: 30000 };
 	await page.goto(base + '/');
-	await page.waitForSelector('tr[data-client="svc"] .badge.degraded', wait);
-	const color = await page.$eval('tr[data-client="svc"] .badge',
-		(e) => getComputedStyle(e).backgroundColor);
+	// (read where it is found: the page renders its rows again as
+	// states stream in, and a row replaced between a wait and a read
+	// gave an empty colour, seen once under the thread sanitizer)
+	const color = await (await page.waitForFunction(() => {
+		const e = document.querySelector(
+			'tr[data-client="svc"] .badge.degraded');
+		return e !== null ? getComputedStyle(e).backgroundColor : '';
+	}, null, wait)).jsonValue();
 	check(color === 'rgb(130, 80, 223)', `degraded badge colour ${color}`);
 	await page.click('tr[data-client="svc"] .badge');
 	await page.waitForSelector('tr.details[data-client="svc"] .node', wait);
