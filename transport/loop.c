@@ -264,8 +264,7 @@ tp_loop_free(tp_loop **lp)
 		o->kill(o->arg); /* removes its transfers and watches */
 	}
 	if (l->multi != NULL) {
-		curl_multi_cleanup(l->multi);
-		atomic_fetch_sub(&awake, 1);
+		multi_down(l);
 	}
 	pthread_cond_destroy(&l->wcv);
 	pthread_mutex_destroy(&l->wmtx);
