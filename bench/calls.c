@@ -329,6 +329,32 @@ numbers_of(const char *s, int *out, int max)
 	return (n);
 }
 
+void
+load_sticky(mk_runtime *rt, const char *prefix, int n, const char *url,
+            const char *more)
+{
+	size_t cap = (size_t)n * (strlen(url) + strlen(more) + 200) + 64;
+	size_t len = 0;
+	char  *cfg = malloc(cap), *err = NULL;
+
+	if (cfg == NULL) {
+		die("out of memory");
+	}
+	len += (size_t)snprintf(cfg, cap, "{\"mcp\": {\"client_configs\": [");
+	for (int i = 0; i < n; i++) {
+		len += (size_t)snprintf(
+		        cfg + len, cap - len,
+		        "%s{\"name\": \"%s%d\", \"connection_type\": \"http\", \"connection_string\": \"%s\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]%s}",
+		        i ? ", " : "", prefix, i, url, more);
+	}
+	snprintf(cfg + len, cap - len, "]}}");
+	if (mk_runtime_load(rt, cfg, &err) != 0) {
+		fprintf(stderr, "load: %s\n", err != NULL ? err : "?");
+		die("the clients did not load");
+	}
+	free(cfg);
+}
+
 int
 count_fds(void)
 {

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "mcpkeep.h"
 #include "transport/mcp.h"
 
 #define CONC 16 /* the concurrent runs' width */
@@ -32,6 +33,12 @@ stats mk_run(const char *url, int n, int conc);
 /* The comma list s of positive numbers ("1,16,64") into out (at most
  * max): how many, or -1 when s is not one. */
 int numbers_of(const char *s, int *out, int max);
+
+/* Loads into rt n sticky HTTP clients prefix0.. of url, every tool
+ * allowed, each with the JSON members more (e.g. ", \"k\": 1", or "");
+ * blocks until every first connect ended; dies when the load fails. */
+void load_sticky(mk_runtime *rt, const char *prefix, int n, const char *url,
+                 const char *more);
 
 /* open file descriptors / resident KiB of this process */
 int  count_fds(void);

@@ -307,8 +307,8 @@ args(int argc, char **argv, int *widths)
 }
 
 /* The same load driver (drive.c) straight to the upstream and through
- * the daemon's tool/execute, at each width: the ratio and the
- * sequential p50 the daemon adds are issue 32's targets. */
+ * the daemon's tool/execute, at each width: the daemon's ratio to the
+ * raw floor, and the sequential p50 it adds. */
 static void
 driven(int up_port, int d_port, const int *widths, int nw)
 {

@@ -168,24 +168,10 @@ static void
 load_clients(mk_runtime *rt, const char *prefix, int n, const char *url,
              int want)
 {
-	size_t cap = (size_t)n * 256 + 64, len = 0;
-	char  *cfg = malloc(cap), *err = NULL, *json = NULL;
-	int    healthy = -1;
+	char *json    = NULL;
+	int   healthy = -1;
 
-	if (cfg == NULL) {
-		die("out of memory");
-	}
-	len += (size_t)snprintf(cfg, cap, "{\"mcp\": {\"client_configs\": [");
-	for (int i = 0; i < n; i++) {
-		len += (size_t)snprintf(
-		        cfg + len, cap - len,
-		        "%s{\"name\": \"%s%d\", \"connection_type\": \"http\", \"connection_string\": \"%s\", \"needs_session_stickiness\": true, \"tools_to_execute\": [\"*\"]}",
-		        i ? ", " : "", prefix, i, url);
-	}
-	snprintf(cfg + len, cap - len, "]}}");
-	if (mk_runtime_load(rt, cfg, &err) != 0) {
-		die(err != NULL ? err : "mk_runtime_load");
-	}
+	load_sticky(rt, prefix, n, url, "");
 	if (mk_clients_json(rt, "{\"state\": \"healthy\", \"limit\": 1}",
 	                    &json) != 0 ||
 	    strstr(json, "\"total_count\":") == NULL ||
@@ -196,7 +182,6 @@ load_clients(mk_runtime *rt, const char *prefix, int n, const char *url,
 		die("clients did not connect");
 	}
 	mk_free(json);
-	free(cfg);
 }
 
 /* mcpkeep: memory first (a fresh runtime: one client, then m more), then
