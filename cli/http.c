@@ -50,6 +50,8 @@
 #include <netdb.h>
 #include <openssl/crypto.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,22 +79,19 @@ typedef struct lane {
 
 static struct {
 	struct MHD_Daemon *mhd;
-	MHD_socket quiesced; /* the listening socket http_quiesce took back
-	                      * (closed after the daemon stopped: its
-	                      * threads may still use it until then) */
-	bool      has_quiesced;
-	lane      lanes[LANES];
-	pthread_t workers[LANES][WORKERS];
-	bool      started; /* the workers run */
-	bool      stopping;
-	int       inflight;         /* admitted, not yet answered */
-	uint64_t  requests;         /* answered */
-	uint64_t  busy;             /* refused for a budget */
-	char     *hosts[HOSTS_MAX]; /* Host values accepted */
-	size_t    nhosts;
-	bool      any_ip_host; /* a wildcard listen: IP hosts */
-	char      port[8];
-	char    **origins; /* allowed besides our own */
+	atomic_bool closing; /* new connections refused (http_quiesce) */
+	lane        lanes[LANES];
+	pthread_t   workers[LANES][WORKERS];
+	bool        started; /* the workers run */
+	bool        stopping;
+	int         inflight;         /* admitted, not yet answered */
+	uint64_t    requests;         /* answered */
+	uint64_t    busy;             /* refused for a budget */
+	char       *hosts[HOSTS_MAX]; /* Host values accepted */
+	size_t      nhosts;
+	bool        any_ip_host; /* a wildcard listen: IP hosts */
+	char        port[8];
+	char      **origins; /* allowed besides our own */
 } H;
 
 /* ---- budgets ------------------------------------------------------------ */
@@ -469,6 +468,16 @@ dispatch(req *r)
 
 /* ---- libmicrohttpd's callbacks ------------------------------------------ */
 
+/* A new connection: refused once the daemon stops (http_quiesce). */
+static enum MHD_Result
+on_accept(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+	(void)cls;
+	(void)addr;
+	(void)len;
+	return (atomic_load(&H.closing) ? MHD_NO : MHD_YES);
+}
+
 /* A request's start (its raw URI, before any decoding): its req. */
 static void *
 on_uri(void *cls, const char *uri, struct MHD_Connection *c)
@@ -695,22 +704,23 @@ http_start(const http_opts *o, char *err, size_t errlen)
 		return (-1);
 	}
 	H.started = true;
-	H.mhd     = MHD_start_daemon(
-	            MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
-	                    MHD_USE_TURBO | MHD_USE_ERROR_LOG |
-	                    (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-	            0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
-	            ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, pool_size(),
-	            MHD_OPTION_CONNECTION_LIMIT,
-	            (unsigned)(o->conns + CONNS_RESERVE),
-	            MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-	            (unsigned)(o->conns_ip + CONNS_RESERVE_IP),
-	            MHD_OPTION_NOTIFY_CONNECTION, conns_notify, NULL,
-	            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->idle_s,
-	            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MEMORY_POOL,
-	            MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
-	            MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
-	            MHD_OPTION_EXTERNAL_LOGGER, on_log, NULL, MHD_OPTION_END);
+	atomic_store(&H.closing, false);
+	H.mhd = MHD_start_daemon(
+	        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
+	                MHD_USE_TURBO | MHD_USE_ERROR_LOG |
+	                (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+	        0, on_accept, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
+	        ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, pool_size(),
+	        MHD_OPTION_CONNECTION_LIMIT,
+	        (unsigned)(o->conns + CONNS_RESERVE),
+	        MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	        (unsigned)(o->conns_ip + CONNS_RESERVE_IP),
+	        MHD_OPTION_NOTIFY_CONNECTION, conns_notify, NULL,
+	        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->idle_s,
+	        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MEMORY_POOL,
+	        MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
+	        MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
+	        MHD_OPTION_EXTERNAL_LOGGER, on_log, NULL, MHD_OPTION_END);
 	rv = errno;
 	freeaddrinfo(ai);
 	if (H.mhd == NULL) {
@@ -721,16 +731,16 @@ http_start(const http_opts *o, char *err, size_t errlen)
 	return (0);
 }
 
+/* Not MHD_quiesce_daemon: with an epoll thread pool it takes the
+ * listening socket out of each worker's epoll set from this thread while
+ * a worker may be taking it out too, and libmicrohttpd 0.9.75 aborts the
+ * process when its own removal finds it gone (daemon.c:5531).  The
+ * listening socket stays; what it accepts is closed at once
+ * (on_accept). */
 void
 http_quiesce(void)
 {
-	if (H.mhd != NULL) {
-		MHD_socket s = MHD_quiesce_daemon(H.mhd);
-		if (s != MHD_INVALID_SOCKET && !H.has_quiesced) {
-			H.quiesced     = s;
-			H.has_quiesced = true;
-		}
-	}
+	atomic_store(&H.closing, true);
 }
 
 int
@@ -768,10 +778,6 @@ http_stop(void)
 	if (H.mhd != NULL) {
 		MHD_stop_daemon(H.mhd);
 		H.mhd = NULL;
-	}
-	if (H.has_quiesced) { /* (libmicrohttpd's to close no more) */
-		close(H.quiesced);
-		H.has_quiesced = false;
 	}
 	conns_stop();
 	for (size_t i = 0; i < H.nhosts; i++) {

@@ -7,7 +7,8 @@
  * does not hold up the daemon (a hung and a slow stdio server), 2,000
  * concurrent calls, --max-requests (503 busy), the status page in
  * Chromium, and SIGTERM stopping it cleanly, within 2 s even amid a boot
- * of 6,000 clients whose server never answers.  The MCP server is
+ * of 6,000 clients whose server never answers, and amid connections
+ * still arriving.  The MCP server is
  * test/peers/inject.mjs; the daemon is the built program (MK_MCPKEEP).
  */
 #include <arpa/inet.h>
@@ -1439,6 +1440,98 @@ boot_slow(void)
 	        "serve: reload: the boot ended: applying the SIGHUP that came during it\n"));
 }
 
+/* Connections arriving all the while a SIGTERM stops the daemon:
+ * libmicrohttpd's threads keep serving and accepting until the daemon
+ * stops taking new ones, and it exits 0 every time (quiescing its epoll
+ * listener from another thread raced them and aborted it: "Failed to
+ * remove listen FD from epoll set"). */
+typedef struct hammer {
+	int         port;
+	atomic_bool stop;
+	atomic_int  answered;
+	pthread_t   th[4];
+} hammer;
+
+static void *
+hammer_main(void *arg)
+{
+	hammer *h = arg;
+	char    req[128], buf[4096];
+	int     n = snprintf(req, sizeof(req),
+	                     "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n",
+	                     h->port);
+
+	/* one connection kept alive at a time, its requests back to back
+	 * (a libmicrohttpd thread always busy); another once it closed */
+	while (!atomic_load(&h->stop)) {
+		struct sockaddr_in sa = {.sin_family = AF_INET,
+		                         .sin_port   = htons(h->port)};
+		int                fd = socket(AF_INET, SOCK_STREAM, 0);
+		ssize_t            got;
+
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (fd < 0) {
+			continue;
+		}
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			while (!atomic_load(&h->stop) &&
+			       write(fd, req, (size_t)n) == n &&
+			       (got = read(fd, buf, sizeof(buf) - 1)) > 0) {
+				buf[got] = '\0';
+				if (strstr(buf, " 200 ") != NULL) {
+					atomic_fetch_add(&h->answered, 1);
+				}
+			}
+		}
+		close(fd);
+	}
+	return (NULL);
+}
+
+static void
+stop_amid_connections(void)
+{
+	const char *so   = getenv("MK_EPOLL_DEL_SLOW");
+	const char *asan = getenv("ASAN_OPTIONS");
+	char        pre[512], aopts[1024];
+	const char *env[] = {pre, aopts, NULL};
+
+	CHECK(so != NULL);
+	snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", so);
+	/* (the module is not the first library loaded, ASan's runtime is) */
+	snprintf(aopts, sizeof(aopts),
+	         "ASAN_OPTIONS=%s%sverify_asan_link_order=0",
+	         asan != NULL ? asan : "",
+	         asan != NULL && *asan != '\0' ? ":" : "");
+	for (int round = 0; round < 3; round++) {
+		peer     d = {0};
+		hammer   h = {0};
+		nng_time t0;
+
+		serve(&d, "amid.json", "{\"mcp\": {\"client_configs\": []}}",
+		      env);
+		h.port = d.port;
+		for (int i = 0; i < 4; i++) {
+			CHECK_EQ(pthread_create(&h.th[i], NULL, hammer_main,
+			                        &h),
+			         0);
+		}
+		t0 = nng_clock();
+		while (atomic_load(&h.answered) < 50 &&
+		       nng_clock() - t0 < WAIT_MS) {
+			sched_yield();
+		}
+		CHECK(atomic_load(&h.answered) >= 50);
+		peer_stop(&d); /* SIGTERM, the requests still coming */
+		atomic_store(&h.stop, true);
+		for (int i = 0; i < 4; i++) {
+			pthread_join(h.th[i], NULL);
+		}
+		CHECK(!peer_said(&d, "Fatal error"));
+		CHECK(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1458,6 +1551,7 @@ main(int argc, char **argv)
 	RUN_IF(boot_sigterm);
 	RUN_IF(boot_slow);
 	RUN_IF(boot_sigterm_many);
+	RUN_IF(stop_amid_connections);
 	RUN_IF(history);
 	RUN_IF(unknown_outcome);
 	RUN_IF(watch_events);
