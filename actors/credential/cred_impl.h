@@ -256,6 +256,10 @@ void cr_token_key(char *buf, size_t len, const char *client, const char *mode,
                   const char *identity);
 void cr_token_store(cr_self *cr, token *t);
 void cr_token_free(cr_self *cr, token *t);
+/* cr_notify tells a client actor its credential changed.  Told before the
+ * answer to the request that changed it goes out: every sender shares the
+ * client's one inbox queue, so what the caller sends once answered (a
+ * tool call right after verify-headers) finds the client told. */
 void cr_notify(cr_self *cr, const char *client_id, const char *status,
                const char *message);
 void cr_answer_token(cr_self *cr, token *t, uint64_t corr);

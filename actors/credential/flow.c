@@ -337,9 +337,10 @@ token_stored(kn_actor *self, void *arg, int status, const void *data,
 		        "%s: the new token is not on disk yet: %s",
 		        d->client_id, codec_strerror(status));
 	}
+	cr_notify(d->cr, d->client_id, "active",
+	          NULL); /* (first: cr_notify) */
 	kn_reply_msg(kn_actor_kernel(self), d->corr, 0,
 	             CODEC_OF(cr_client_id_msg, &out));
-	cr_notify(d->cr, d->client_id, "active", NULL);
 	free(d->client_id);
 	free(d);
 }

@@ -463,11 +463,11 @@ on_verified(kn_actor *self, void *arg, int status, const void *data,
 		verified_free(v);
 		return;
 	}
-	kn_reply_corr(kn_actor_kernel(self), v->corr, 0, CODEC_EMPTY,
-	              CODEC_EMPTY_LEN);
-	if (v->client_id != NULL) {
+	if (v->client_id != NULL) { /* (first: cr_notify) */
 		cr_notify(v->cr, v->client_id, "active", NULL);
 	}
+	kn_reply_corr(kn_actor_kernel(self), v->corr, 0, CODEC_EMPTY,
+	              CODEC_EMPTY_LEN);
 	verified_free(v);
 }
 

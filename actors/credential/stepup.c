@@ -121,6 +121,6 @@ cr_step_up(cr_self *cr, cclient *c, const char *mode, const char *identity,
 		cr_flow_for(cr, c, mode, identity, NULL, corr, true);
 		return;
 	}
+	cr_notify(cr, c->id, "needs_reauth", why); /* (first: cr_notify) */
 	cr_reply_error(cr, corr, MK_ESTATE, "needs_reauth", "%s", why);
-	cr_notify(cr, c->id, "needs_reauth", why);
 }
