@@ -140,24 +140,21 @@ post(CURL *e, const char *body)
 	}
 }
 
-static void *
-mcp_worker(void *arg)
+/* Opens a session on the gateway at url with e (its headers h): sid. */
+static struct curl_slist *
+gw_open(CURL *e, const char *url, struct curl_slist *h, char sid[80])
 {
-	run               *r       = arg;
-	CURL              *e       = curl_easy_init();
-	char               sid[80] = "", line[128];
-	struct curl_slist *h =
-	        curl_slist_append(NULL, "Content-Type: application/json");
-	int i;
+	char line[128];
 
 	h = curl_slist_append(h,
 	                      "Accept: application/json, text/event-stream");
-	curl_easy_setopt(e, CURLOPT_URL, r->url);
+	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, session_of);
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, sid);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 30000L);
+	sid[0] = '\0';
 	post(e,
 	     "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"initialize\", \"params\": {\"protocolVersion\": \"2025-11-25\", \"capabilities\": {}, \"clientInfo\": {\"name\": \"bench\", \"version\": \"1\"}}}");
 	if (sid[0] == '\0') {
@@ -168,6 +165,21 @@ mcp_worker(void *arg)
 	h = curl_slist_append(h, "MCP-Protocol-Version: 2025-11-25");
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, NULL);
+	return (h);
+}
+
+static void *
+mcp_worker(void *arg)
+{
+	run               *r = arg;
+	CURL              *e = curl_easy_init();
+	char               sid[80];
+	struct curl_slist *h = gw_open(
+	        e, r->url,
+	        curl_slist_append(NULL, "Content-Type: application/json"),
+	        sid);
+	int i;
+
 	while ((i = take(r)) >= 0) {
 		int64_t t0 = tp_now_ns();
 		post(e,
@@ -307,11 +319,26 @@ args(int argc, char **argv, int *widths)
 }
 
 /* The same load driver (drive.c) straight to the upstream and through
- * the daemon's tool/execute, at each width: the daemon's ratio to the
- * raw floor, and the sequential p50 it adds. */
+ * the daemon's tool/execute and its gateway's tools/call (one session),
+ * at each width: the daemon's ratio to the raw floor, and the
+ * sequential p50 it adds. */
 static void
 driven(int up_port, int d_port, const int *widths, int nw)
 {
+	CURL              *e = curl_easy_init();
+	char               sid[80], url[64], hdrs[256];
+	struct curl_slist *h;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", d_port);
+	h = gw_open(e, url,
+	            curl_slist_append(NULL, "Content-Type: application/json"),
+	            sid);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(e);
+	snprintf(hdrs, sizeof(hdrs),
+	         "Mcp-Session-Id: %s\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+	         "Accept: application/json, text/event-stream\r\n",
+	         sid);
 	drive_req up = {
 	        .port    = up_port,
 	        .path    = "/mcp",
@@ -323,16 +350,23 @@ driven(int up_port, int d_port, const int *widths, int nw)
 	        .path = "/api/mcp/tool/execute",
 	        .body = "{\"client\": \"b\", \"tool\": \"echo\", \"arguments\": {}}",
 	        .n = N};
-	double p50_gap = -1;
+	drive_req gw = {
+	        .port    = d_port,
+	        .path    = "/mcp",
+	        .headers = hdrs,
+	        .body    = "{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": \"tools/call\", \"params\": {\"name\": \"b-echo\", \"arguments\": {}}}",
+	        .n       = N};
+	double p50_gap = -1, gw_gap = -1;
 
 	printf("\none load driver (bench/drive.c: keep-alive connections, one "
 	       "thread, epoll) straight to the upstream and through the "
 	       "daemon\n  %-34s %5s %9s %9s %9s %7s\n",
 	       "", "conns", "calls/s", "p50 us", "p99 us", "ratio");
 	for (int i = 0; i < nw; i++) {
-		up.conns = dm.conns = widths[i];
-		stats raw           = drive(&up);
-		stats dae           = drive(&dm);
+		up.conns = dm.conns = gw.conns = widths[i];
+		stats raw                      = drive(&up);
+		stats dae                      = drive(&dm);
+		stats mcp                      = drive(&gw);
 		printf("  %-34s %5d %9.0f %9.1f %9.1f %7.2f\n",
 		       "upstream, raw (the floor)", widths[i], raw.calls_s,
 		       raw.p50, raw.p99, 1.0);
@@ -340,13 +374,17 @@ driven(int up_port, int d_port, const int *widths, int nw)
 		       "daemon POST /api/mcp/tool/execute", widths[i],
 		       dae.calls_s, dae.p50, dae.p99,
 		       dae.calls_s / raw.calls_s);
+		printf("  %-34s %5d %9.0f %9.1f %9.1f %7.2f\n",
+		       "daemon POST /mcp tools/call", widths[i], mcp.calls_s,
+		       mcp.p50, mcp.p99, mcp.calls_s / raw.calls_s);
 		if (widths[i] == 1) {
 			p50_gap = dae.p50 - raw.p50;
+			gw_gap  = mcp.p50 - raw.p50;
 		}
 	}
 	if (p50_gap >= 0) {
-		printf("  the daemon's sequential p50 minus the raw p50: %.0f us\n",
-		       p50_gap);
+		printf("  the daemon's sequential p50 minus the raw p50: %.0f us (tool/execute), %.0f us (/mcp)\n",
+		       p50_gap, gw_gap);
 	}
 }
 

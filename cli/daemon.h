@@ -86,10 +86,11 @@ struct route {
 	int         lane;   /* LANE_*, or LANE_INLINE: never blocks */
 	auth_t      auth;
 	handler_fn  fn;
-	bool        direct; /* counted on its lane, but never blocks: it
+	bool        direct; /* counted on its lane, but runs at once on
+	                     * libmicrohttpd's thread (no worker hop): it
 	                     * hands the request to an actor and is answered
-	                     * from the completion, so it runs at once on
-	                     * libmicrohttpd's thread (no worker hop) */
+	                     * from the completion; what would block there,
+	                     * it hands to a worker (http_to_worker) */
 };
 
 /* A request in the works. */
@@ -124,6 +125,8 @@ struct req {
 	bool        answered;  /* a response is queued */
 	int64_t     t0;        /* arrival, monotonic ns (access log) */
 	struct sub *sub;       /* GET /api/events: the subscriber */
+	json_t     *parsed; /* its body, handed to a worker (http_to_worker) */
+	bool        on_worker; /* runs on a worker */
 	struct req *next;      /* lane queue */
 };
 
@@ -159,6 +162,11 @@ typedef struct http_opts {
 
 int  http_start(const http_opts *o, char *err, size_t errlen);
 void http_quiesce(void); /* stop accepting */
+/* http_to_worker: a direct route's handler, on libmicrohttpd's thread,
+ * hands r (its body kept) to its lane's workers, which run the handler
+ * again; true when handed (or answered: the daemon is stopping), false
+ * when r already runs on a worker (the handler goes on). */
+bool http_to_worker(req *r, json_t *body);
 int  http_drain(int ms); /* waits for answers; returns those left */
 void http_stop(void);    /* after the runtime closed */
 void http_stats(uint64_t *requests, int *inflight, uint64_t *busy);

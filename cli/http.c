@@ -383,10 +383,11 @@ take(req *r, const char *data, size_t n)
 static void
 run(req *r)
 {
-	json_t      *body = NULL;
+	json_t      *body = r->parsed;
 	json_error_t je;
 
-	if (r->len > 0 &&
+	r->parsed = NULL; /* (taken) */
+	if (body == NULL && r->len > 0 &&
 	    (body = json_loadb(r->body, r->len, 0, &je)) == NULL) {
 		/* (where, not jansson's text: it quotes the body) */
 		char msg[96];
@@ -424,8 +425,50 @@ worker(void *arg)
 			l->tail = NULL;
 		}
 		pthread_mutex_unlock(&D.mtx);
+		r->on_worker = true;
 		run(r);
 	}
+}
+
+/* Queues r (suspended) to lane k's workers; false when the daemon is
+ * stopping (no worker takes it).  D.mtx. */
+static bool
+enqueue(req *r, int k)
+{
+	lane *l = &H.lanes[k];
+
+	if (H.stopping) {
+		return (false);
+	}
+	r->next = NULL;
+	if (l->tail != NULL) {
+		l->tail->next = r;
+	} else {
+		l->head = r;
+	}
+	l->tail = r;
+	pthread_cond_signal(&l->cv);
+	return (true);
+}
+
+bool
+http_to_worker(req *r, json_t *body)
+{
+	bool queued;
+
+	if (r->on_worker || !r->route->direct) {
+		return (false);
+	}
+	r->parsed = json_incref(body);
+	pthread_mutex_lock(&D.mtx);
+	queued = enqueue(r, r->route->lane);
+	pthread_mutex_unlock(&D.mtx);
+	if (!queued) {
+		json_decref(r->parsed);
+		r->parsed = NULL;
+		answer_error(r, 503, "the daemon is stopping");
+	}
+	return (true);
 }
 
 /* Queues r to its lane (suspended until answered) or runs it now: a
@@ -455,14 +498,7 @@ dispatch(req *r)
 		run(r); /* (r may be gone after) */
 		return;
 	}
-	lane *l = &H.lanes[k];
-	if (l->tail != NULL) {
-		l->tail->next = r;
-	} else {
-		l->head = r;
-	}
-	l->tail = r;
-	pthread_cond_signal(&l->cv);
+	(void)enqueue(r, k); /* (not stopping: looked at above) */
 	pthread_mutex_unlock(&D.mtx);
 }
 
@@ -587,6 +623,7 @@ on_done(void *cls, struct MHD_Connection *c, void **ctx,
 	free(r->trace[0]);
 	free(r->trace[1]);
 	free(r->session_out);
+	json_decref(r->parsed);
 	free(r);
 }
 

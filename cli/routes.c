@@ -78,11 +78,11 @@ static const route routes[] = {
         {"POST", "/api/mcp/tool/execute", LANE_DATA, AUTH_CALL,
          route_tool_execute, true},
         /* the gateway: one MCP server of every client a caller reaches */
-        {"POST", "/mcp", LANE_DATA, AUTH_MCP, route_mcp, false},
+        {"POST", "/mcp", LANE_DATA, AUTH_MCP, route_mcp, true},
         {"DELETE", "/mcp", LANE_DATA, AUTH_MCP, route_mcp_end, false},
         {"GET", "/mcp", LANE_INLINE, AUTH_MCP, route_mcp_stream, false},
         /* a tool group's (server.tool_groups): the same, its subset */
-        {"POST", "/mcp/*", LANE_DATA, AUTH_MCP, route_mcp, false},
+        {"POST", "/mcp/*", LANE_DATA, AUTH_MCP, route_mcp, true},
         {"DELETE", "/mcp/*", LANE_DATA, AUTH_MCP, route_mcp_end, false},
         {"GET", "/mcp/*", LANE_INLINE, AUTH_MCP, route_mcp_stream, false},
 };

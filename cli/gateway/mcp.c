@@ -813,12 +813,35 @@ gw_group(const char *name)
 
 static void dispatch(req *r, const json_t *group, json_t *body);
 
+/* A call (tools/call, prompts/get, resources/read) in a session's
+ * form: handed to the client at once, answered from its completion.
+ * What else comes (a list built from every client's view, a session's
+ * start, an upstream's request answered, the 2026-07-28 form) may take
+ * a while: a worker runs it. */
+static bool
+direct(const json_t *body)
+{
+	const char *m = json_string_value(json_object_get(body, "method"));
+	json_t     *params = json_object_get(body, "params");
+
+	return (m != NULL &&
+	        (strcmp(m, "tools/call") == 0 ||
+	         strcmp(m, "prompts/get") == 0 ||
+	         strcmp(m, "resources/read") == 0) &&
+	        json_object_get(json_object_get(params, "_meta"),
+	                        GW_META_VERSION) == NULL);
+}
+
 void
 route_mcp(req *r, const char *name, json_t *body)
 {
-	json_t *group = name != NULL ? gw_group(name) : NULL;
+	json_t *group;
 	char    msg[160];
 
+	if (!direct(body) && http_to_worker(r, body)) {
+		return; /* (r is the worker's) */
+	}
+	group = name != NULL ? gw_group(name) : NULL;
 	if (name != NULL && group == NULL) {
 		snprintf(msg, sizeof(msg), "no tool group \"%.64s\"", name);
 		answer_rpc_error(r, 404, json_object_get(body, "id"), -32001,
