@@ -9,7 +9,6 @@
  * dial (a listener that accepts and never answers), ends within 5 s.
  */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -35,21 +34,6 @@
 #define CLOSE_BOUND_MS 5000
 #endif
 #define IDLE 1000 /* disabled ones beside them */
-
-static int
-open_fds(void)
-{
-	DIR           *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int            n = 0;
-
-	CHECK(d != NULL);
-	while ((e = readdir(d)) != NULL) {
-		n += e->d_name[0] != '.';
-	}
-	closedir(d);
-	return (n - 1); /* the directory's own */
-}
 
 static char *
 disabled_config(const char *prefix, int from, int n)
@@ -81,10 +65,10 @@ disabled_no_fds(void)
 	sub         sb;
 	mk_runtime *rt  = rt_open(&sb);
 	char       *cfg = disabled_config("lim_off", 0, 300), *err = NULL;
-	int         before = open_fds(), after;
+	int         before = peer_open_fds(), after;
 
 	CHECK_EQ(mk_runtime_load(rt, cfg, &err), 0);
-	after = open_fds();
+	after = peer_open_fds();
 	fprintf(stderr, "300 disabled clients: %d fds more\n", after - before);
 	CHECK(after - before < 15);
 	free(cfg);
@@ -107,7 +91,7 @@ refused_at_limit(void)
 	CHECK_EQ(peer_start_inject(&p, WAIT_MS), 0);
 	CHECK_EQ(getrlimit(RLIMIT_NOFILE, &lim), 0);
 	low          = lim;
-	low.rlim_cur = (rlim_t)open_fds() + 40;
+	low.rlim_cur = (rlim_t)peer_open_fds() + 40;
 	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
 	for (int i = 0; i < 100; i++) {
 		rc = add(

@@ -4,6 +4,7 @@
 #include "peer.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -612,6 +613,23 @@ peer_dir(void)
 	const char *d = getenv("MK_PEERS_DIR");
 
 	return (d != NULL && d[0] != '\0' ? d : NULL);
+}
+
+int
+peer_open_fds(void)
+{
+	DIR           *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int            n = 0;
+
+	if (d == NULL) {
+		return (-1);
+	}
+	while ((e = readdir(d)) != NULL) {
+		n += e->d_name[0] != '.';
+	}
+	closedir(d);
+	return (n - 1); /* the directory's own */
 }
 
 int

@@ -112,6 +112,9 @@ const char *peer_dir(void);
  * or -1. */
 int peer_free_port(void);
 
+/* peer_open_fds counts this process's open file descriptors. */
+int peer_open_fds(void);
+
 /* peer_everything starts the reference server-everything in mode ("sse"
  * or "streamableHttp") on port (0: a free one) and waits for its
  * listening line.  Returns 0 or -1 as peer_start. */

@@ -646,6 +646,43 @@ stdio_process(void)
 	CHECK_EQ(zombies(), 0);
 }
 
+/* A loop that rests: idle for its rest time, it gives back curl's multi
+ * handle, the wake-up pair and the connection (and the session's kept
+ * curl handles); the next call makes them again and works; another rest
+ * gives them back again. */
+static void
+http_rest(void)
+{
+	peer       p = {0};
+	client     c;
+	mcp_config cfg = {.type = MCP_CONN_HTTP};
+	char       url[128];
+	outcome    o;
+	int        awake;
+
+	CHECK_EQ(peer_start_inject(&p, WAIT_MS), 0);
+	url_of(url, sizeof(url), &p, "/mcp");
+	cfg.url = url;
+	CHECK_EQ(open_client(&c, &cfg), 0);
+	tp_loop_set_rest(c.l, 50);
+	for (int round = 0; round < 2; round++) {
+		call(&c, "echo", json_pack("{s:s}", "message", "x"), 0, &o);
+		CHECK(!o.failed);
+		outcome_fini(&o);
+		CHECK(!tp_loop_resting(c.l));
+		awake         = peer_open_fds();
+		int64_t until = tp_now_ns() + (int64_t)WAIT_MS * 1000000;
+		while (!tp_loop_resting(c.l) && tp_now_ns() < until) {
+			(void)tp_loop_wait(c.l, NULL, 0, 100);
+		}
+		CHECK(tp_loop_resting(c.l));
+		/* the wake-up pair and the connection */
+		CHECK(peer_open_fds() <= awake - 3);
+	}
+	close_client(&c);
+	peer_stop(&p);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -657,6 +694,7 @@ main(int argc, char **argv)
 	if (strcmp(which, "http") == 0) {
 		RUN(http_everything);
 		RUN(http_inject);
+		RUN(http_rest);
 	} else if (strcmp(which, "sse") == 0) {
 		RUN(sse_everything);
 		RUN(sse_long_stream);

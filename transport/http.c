@@ -371,6 +371,28 @@ conn_kill(void *arg)
 	conn_destroy(c);
 }
 
+/* Frees the finished POSTs kept for reuse (their curl handles and
+ * buffers). */
+static void
+spares_free(http_conn *c)
+{
+	post *p;
+
+	while ((p = c->spare) != NULL) {
+		c->spare = p->next;
+		http_post_destroy(p);
+	}
+	c->nspare = 0;
+}
+
+/* The loop rests: an idle session keeps no curl handle (the next
+ * request makes one, as it makes a connection). */
+static void
+http_rest(void *arg)
+{
+	spares_free(arg);
+}
+
 static void
 conn_destroy(http_conn *c)
 {
@@ -380,10 +402,7 @@ conn_destroy(http_conn *c)
 		http_unlink(c, p);
 		http_post_free(c, p);
 	}
-	while ((p = c->spare) != NULL) {
-		c->spare = p->next;
-		http_post_destroy(p);
-	}
+	spares_free(c);
 	tp_loop_undefer(c->base.loop, &c->defer);
 	tp_loop_ticker_del(c->base.loop, &c->ticker);
 	tp_loop_disown(c->base.loop, &c->owned);
@@ -483,6 +502,7 @@ tp_http_open(tp_conn **cp, tp_loop *l, const mcp_config *cfg,
 	c->defer       = (tp_defer) {.fn = announce, .arg = c};
 	c->ticker      = (tp_ticker) {.next   = http_ticker_next,
 	                              .expire = http_ticker_expire,
+	                              .rest   = http_rest,
 	                              .arg    = c};
 	c->stream_rate = cfg->stream_rate ? cfg->stream_rate : MCP_STREAM_RATE;
 	c->stream_burst =

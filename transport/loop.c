@@ -9,8 +9,10 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mcpkeep.h"
 
@@ -206,6 +208,35 @@ multi_up(tp_loop *l)
 	atomic_fetch_add(&awake, 1);
 	cache_size(l);
 	return (0);
+}
+
+/* Gives the kernel back the pages of the calling thread's stack below
+ * this frame (what a deeper call once touched: a dial, a TLS handshake):
+ * a thread that rests holds only the stack it uses.  Pages touched again
+ * come back zeroed.  (The main thread's stack, or one pthread cannot
+ * describe, is left as it is.) */
+static void
+stack_trim(void)
+{
+	pthread_attr_t a;
+	void          *lo;
+	size_t         size;
+	uintptr_t      page = (uintptr_t)sysconf(_SC_PAGESIZE), from, to;
+
+	if (getpid() == (pid_t)gettid() ||
+	    pthread_getattr_np(pthread_self(), &a) != 0) {
+		return;
+	}
+	if (pthread_attr_getstack(&a, &lo, &size) == 0) {
+		/* a page below this frame stays: madvise's own call */
+		from = ((uintptr_t)lo + page - 1) & ~(page - 1);
+		to   = ((uintptr_t)__builtin_frame_address(0) - page) &
+		        ~(page - 1);
+		if (to > from) {
+			(void)madvise((void *)from, to - from, MADV_DONTNEED);
+		}
+	}
+	pthread_attr_destroy(&a);
 }
 
 /* Frees l's multi handle, its wake-up pair and its idle connections:
@@ -488,6 +519,15 @@ tp_loop_wait(tp_loop *l, struct pollfd *fds, unsigned nfds, int timeout_ms)
 
 	if ((rest = rest_in(l, nfds, tp_now_ns())) == 0) {
 		multi_down(l); /* idle long enough: no fds while it rests */
+		for (tp_ticker *t = l->tickers; t != NULL; t = t->nxt) {
+			if (t->rest != NULL) {
+				t->rest(t->arg); /* (no memory either) */
+			}
+		}
+		free(l->wfds);
+		l->wfds    = NULL;
+		l->capwfds = 0;
+		stack_trim();
 	} else if (rest > 0 && (timeout_ms < 0 || rest < timeout_ms)) {
 		timeout_ms = rest; /* (to rest then) */
 	}
@@ -583,6 +623,12 @@ tp_loop_wakeup(tp_loop *l)
 		pthread_cond_signal(&l->wcv);
 	}
 	pthread_mutex_unlock(&l->wmtx);
+}
+
+bool
+tp_loop_resting(const tp_loop *l)
+{
+	return (l->multi == NULL);
 }
 
 void

@@ -46,11 +46,14 @@ struct tp_xfer {
 typedef void (*tp_fd_fn)(void *arg, short revents);
 
 /* A deadline source: next() gives its earliest deadline (CLOCK_MONOTONIC
- * ns) or -1; expire(now) handles everything due. */
+ * ns) or -1; expire(now) handles everything due; rest(), where set, runs
+ * when the loop rests (tp_loop_set_rest): it lets go of what only
+ * speeds up the next transfer (kept curl handles and their buffers). */
 typedef struct tp_ticker tp_ticker;
 struct tp_ticker {
 	int64_t (*next)(void *arg);
 	void (*expire)(void *arg, int64_t now_ns);
+	void (*rest)(void *arg);
 	void      *arg;
 	tp_ticker *prev, *nxt; /* loop's list */
 };
@@ -140,6 +143,9 @@ void tp_loop_set_maxconnects(tp_loop *l, long n);
  * an idle one rests after half a second.  A resting loop still runs its
  * tickers and deferred work, and tp_loop_wakeup still wakes it. */
 void tp_loop_set_rest(tp_loop *l, int ms);
+
+/* tp_loop_resting: l rests now (no multi handle). */
+bool tp_loop_resting(const tp_loop *l);
 
 /* tp_loop_lasting counts x, a transfer in l that turned out a stream (its
  * answer's headers are in), among the lasting ones until it leaves the
