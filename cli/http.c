@@ -459,7 +459,12 @@ http_to_worker(req *r, json_t *body)
 	if (r->on_worker || !r->route->direct) {
 		return (false);
 	}
-	r->parsed = json_incref(body);
+	/* the worker's own copy: jansson's values are not shared across
+	 * threads (this one drops body when the handler returns) */
+	if (body != NULL && (r->parsed = json_deep_copy(body)) == NULL) {
+		answer_error(r, 500, "out of memory");
+		return (true);
+	}
 	pthread_mutex_lock(&D.mtx);
 	queued = enqueue(r, r->route->lane);
 	pthread_mutex_unlock(&D.mtx);
