@@ -144,7 +144,10 @@ idle(int n, int port)
 	printf("  %5d idle clients: %.2f fds per client after the boot, %.2f once rested; RSS %.1f KiB per client; the first call after a rest %.0f us\n",
 	       n, (double)(fd1 - fd0) / n, (double)(fd2 - fd0) / n,
 	       (double)(rss2 - rss0) / n, (tp_now_ns() - t0) / 1e3);
+	t0 = tp_now_ns();
 	mk_runtime_close(&rt);
+	printf("  %5d idle clients: shutdown once rested %.2f s\n", n,
+	       (tp_now_ns() - t0) / 1e9);
 }
 
 static void
