@@ -599,7 +599,7 @@ actor_main(void *arg)
 	 * (shut_down waited for those already in).  The push end first:
 	 * left open past its listener, its dialer would try the inproc
 	 * address again every 100 ms, each try a scan of every listener in
-	 * the process - 10,000 closing actors spent seconds in it. */
+	 * the process (an eighth of a loaded 3,000-client close). */
 	nng_close(self->push);
 	nng_close(self->pull);
 	if (self->rx_aio != NULL) {
