@@ -1446,10 +1446,12 @@ boot_slow(void)
  * listener from another thread raced them and aborted it: "Failed to
  * remove listen FD from epoll set"). */
 typedef struct hammer {
-	int         port;
-	atomic_bool stop;
-	atomic_int  answered;
-	pthread_t   th[4];
+	int             port;
+	atomic_bool     stop;
+	pthread_mutex_t mtx;      /* guards answered */
+	pthread_cond_t  cv;       /* answered grew */
+	int             answered; /* 200s seen */
+	pthread_t       th[4];
 } hammer;
 
 static void *
@@ -1479,7 +1481,10 @@ hammer_main(void *arg)
 			       (got = read(fd, buf, sizeof(buf) - 1)) > 0) {
 				buf[got] = '\0';
 				if (strstr(buf, " 200 ") != NULL) {
-					atomic_fetch_add(&h->answered, 1);
+					pthread_mutex_lock(&h->mtx);
+					h->answered++;
+					pthread_cond_signal(&h->cv);
+					pthread_mutex_unlock(&h->mtx);
 				}
 			}
 		}
@@ -1504,9 +1509,10 @@ stop_amid_connections(void)
 	         asan != NULL ? asan : "",
 	         asan != NULL && *asan != '\0' ? ":" : "");
 	for (int round = 0; round < 3; round++) {
-		peer     d = {0};
-		hammer   h = {0};
-		nng_time t0;
+		peer            d = {0};
+		hammer          h = {.mtx = PTHREAD_MUTEX_INITIALIZER,
+		                     .cv  = PTHREAD_COND_INITIALIZER};
+		struct timespec until;
 
 		serve(&d, "amid.json", "{\"mcp\": {\"client_configs\": []}}",
 		      env);
@@ -1516,12 +1522,14 @@ stop_amid_connections(void)
 			                        &h),
 			         0);
 		}
-		t0 = nng_clock();
-		while (atomic_load(&h.answered) < 50 &&
-		       nng_clock() - t0 < WAIT_MS) {
-			sched_yield();
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += WAIT_MS / 1000;
+		pthread_mutex_lock(&h.mtx);
+		while (h.answered < 50 &&
+		       pthread_cond_timedwait(&h.cv, &h.mtx, &until) == 0) {
 		}
-		CHECK(atomic_load(&h.answered) >= 50);
+		CHECK(h.answered >= 50);
+		pthread_mutex_unlock(&h.mtx);
 		peer_stop(&d); /* SIGTERM, the requests still coming */
 		atomic_store(&h.stop, true);
 		for (int i = 0; i < 4; i++) {
