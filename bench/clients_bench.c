@@ -20,6 +20,7 @@
  * plain libcurl's calls/s at 16-way.  This machine's fd limit is 20,000.
  */
 #include <dirent.h>
+#include <jansson.h>
 #include <nng/nng.h>
 #include <nng/protocol/pubsub0/sub.h>
 #include <pthread.h>
@@ -150,6 +151,55 @@ idle(int n, int port)
 	       (tp_now_ns() - t0) / 1e9);
 }
 
+/* o's string key, or "-". */
+static const char *
+jstr(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return (s != NULL ? s : "-");
+}
+
+/* The clients listed by filter (mk_clients_json), parsed, or NULL. */
+static json_t *
+clients_of(mk_runtime *rt, const char *filter)
+{
+	char   *text = NULL;
+	json_t *v;
+
+	(void)mk_clients_json(rt, filter, &text);
+	v = text != NULL ? json_loads(text, 0, NULL) : NULL;
+	mk_free(text);
+	return (v);
+}
+
+/* How many of the n clients are healthy after the boot, and why the
+ * first few others are not (their last_failure). */
+static void
+healthy_report(mk_runtime *rt, int n)
+{
+	json_t *v = clients_of(rt, "{\"state\": \"healthy\", \"limit\": 1}"),
+	       *c;
+	json_int_t healthy =
+	        json_integer_value(json_object_get(v, "total_count"));
+	size_t i;
+
+	json_decref(v);
+	printf("  %5d clients: %lld healthy after boot\n", n,
+	       (long long)healthy);
+	if (healthy == n) {
+		return;
+	}
+	v = clients_of(rt, "{\"state\": \"unstable\", \"limit\": 3}");
+	json_array_foreach(json_object_get(v, "clients"), i, c)
+	{
+		json_t *lf = json_object_get(c, "last_failure");
+		printf("         %s: %s: %s\n", jstr(c, "name"),
+		       jstr(lf, "stage"), jstr(lf, "message"));
+	}
+	json_decref(v);
+}
+
 static void
 scale(int n, int port)
 {
@@ -172,16 +222,7 @@ scale(int n, int port)
 	boot_s = (tp_now_ns() - t0) / 1e9;
 	fd1    = count_fds();
 	rss1   = rss_kib();
-	{
-		char *json = NULL;
-		mk_clients_json(rt, "{\"state\": \"healthy\", \"limit\": 1}",
-		                &json);
-		const char *tc =
-		        json ? strstr(json, "\"total_count\":") : NULL;
-		printf("  %5d clients: %s healthy after boot\n", n,
-		       tc ? tc + 14 : "?");
-		mk_free(json);
-	}
+	healthy_report(rt, n);
 	/* ticks every interval_s per client, spread: watch 3 rounds */
 	c0                 = cpu_s();
 	struct timespec ts = {3 * interval_s, 0};

@@ -333,7 +333,10 @@ MK_API int mk_runtime_stats(mk_runtime *rt, mk_stats *out, int timeout_ms);
  * (as mk_runtime_configure) and boots every client in it: sticky ones connect,
  * per-call ones discover; a client that cannot connect is kept as `unstable`
  * with stage `connect`.  Nothing is applied when any part is invalid.  Blocks
- * until every first connect finished (each bounded by 30 s).  On failure *err
+ * until every first connect finished: each is bounded by 30 s, and a load
+ * runs mcp.stdio_start_concurrency stdio starts and per-call discoveries
+ * at once beside 256 network dials, so a large file may take many times
+ * 30 s (the wait is bounded by that).  On failure *err
  * (if err is not NULL) gets a malloc'd one-line reason naming the client
  * and field.  Any thread but the runtime's own.
  * Returns MK_OK, MK_EHANDLE, MK_EINVAL, MK_EEXIST, MK_ETOOBIG, MK_ENOMEM.
@@ -379,7 +382,8 @@ MK_API int mk_runtime_load_async(mk_runtime *rt, const char *config_json,
  * (component "runtime"; a warning when F is not 0) and one line per
  * client that failed.  An invalid file changes nothing (MK_EINVAL,
  * *err as for mk_runtime_load).  Blocks until every new client's first
- * connect and every update finished (up to ~70 s); any thread but the
+ * connect and every update finished (as a load's, and up to 70 s for the
+ * updates); any thread but the
  * runtime's own (reloads at once apply in turn).  Returns MK_OK (also when
  * some clients failed: the log says which), MK_EHANDLE, MK_EINVAL, MK_ETOOBIG,
  * MK_ENOMEM, MK_ETIMEDOUT.

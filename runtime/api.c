@@ -4,6 +4,7 @@
  * client's actor (one mailbox hop) and is answered in the caller's
  * waiting slot.  What the API asks of the credential actor is cred.c's.
  */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +24,7 @@
 #define ADD_MS                                                                \
 	(CLIENT_CONNECT_MS + 10000) /* a first connect, and then some         \
 	                             */
-#define LOAD_MS        (CLIENT_CONNECT_MS + 30000)
-#define RELOAD_MS      (LOAD_MS + 10000) /* its updates' re-dials too */
+#define RELOAD_MS      10000        /* a reload's updates: over a boot's */
 #define CALL_MARGIN_MS 2000 /* the client answers by its own deadline */
 
 /* Copies the reply's "error" into *err (when err is not NULL). */
@@ -96,14 +96,36 @@ file_of(mk_runtime *rt, const char *config_json, cfg_file **f, char **err)
 	return (rv);
 }
 
+/* Validates config_json and says how long its load may take, *ms: its
+ * clients' first connects, so many at once (sv_boot_ms); or says why
+ * not (*err as mk_runtime_load's). */
+static int
+load_ms(mk_runtime *rt, const char *config_json, int *ms, char **err)
+{
+	cfg_file *f;
+	int       rv;
+	int64_t   bound;
+
+	if ((rv = file_of(rt, config_json, &f, err)) != 0) {
+		return (rv);
+	}
+	bound = sv_boot_ms(f);
+	*ms   = bound < INT_MAX - RELOAD_MS ? (int)bound : INT_MAX - RELOAD_MS;
+	cfg_file_free(&f);
+	return (0);
+}
+
 int
 mk_runtime_load(mk_runtime *rt, const char *config_json, char **err)
 {
 	sv_load_msg m = {.file = (char *)config_json};
-	kn_answer   a;
-	int         rv = sv_ask(rt, MSG_SV_LOAD, config_json,
-	                        CODEC_OF(sv_load_msg, &m), LOAD_MS, &a, err);
+	kn_answer   a = {0};
+	int         ms, rv;
 
+	if ((rv = load_ms(rt, config_json, &ms, err)) == 0) {
+		rv = sv_ask(rt, MSG_SV_LOAD, config_json,
+		            CODEC_OF(sv_load_msg, &m), ms, &a, err);
+	}
 	free(a.data);
 	return (rv);
 }
@@ -132,25 +154,23 @@ int
 mk_runtime_load_async(mk_runtime *rt, const char *config_json, mk_load_fn fn,
                       void *arg, char **err)
 {
-	cfg_file   *f;
 	async_load *al;
 	kn_answer   a;
 	sv_load_msg m = {.file = (char *)config_json};
-	int         rv;
+	int         ms, rv;
 
 	/* invalid: refused here, before anything changes */
-	if ((rv = file_of(rt, fn != NULL ? config_json : NULL, &f, err)) !=
+	if ((rv = load_ms(rt, fn != NULL ? config_json : NULL, &ms, err)) !=
 	    0) {
 		return (rv);
 	}
-	cfg_file_free(&f);
 	if ((al = malloc(sizeof(*al))) == NULL) {
 		return (MK_ENOMEM);
 	}
 	al->fn  = fn;
 	al->arg = arg;
 	rv      = kn_ask_cb_msg(rt->supervisor, MSG_SV_LOAD,
-	                        CODEC_OF(sv_load_msg, &m), LOAD_MS, on_loaded, al);
+	                        CODEC_OF(sv_load_msg, &m), ms, on_loaded, al);
 	if (rv != 0) {
 		free(al);
 		return (rv);
@@ -193,17 +213,15 @@ int
 mk_runtime_reload(mk_runtime *rt, const char *config_json, char **err)
 {
 	sv_file_msg m = {.file = (char *)config_json};
-	cfg_file   *f;
 	kn_answer   a;
-	int         rv;
+	int         ms, rv;
 
 	/* invalid: refused here, before anything changes */
-	if ((rv = file_of(rt, config_json, &f, err)) != 0) {
+	if ((rv = load_ms(rt, config_json, &ms, err)) != 0) {
 		return (rv);
 	}
-	cfg_file_free(&f);
 	rv = sv_ask(rt, MSG_SV_RELOAD, config_json, CODEC_OF(sv_file_msg, &m),
-	            RELOAD_MS, &a, err);
+	            ms + RELOAD_MS, &a, err);
 	free(a.data);
 	return (rv);
 }

@@ -14,7 +14,9 @@
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -873,6 +875,86 @@ cold_starts(void)
 	CHECK(first && last);
 }
 
+/* The file of n stdio clients named prefix0.. whose server never answers
+ * (sleep), started one at a time (malloc'd). */
+static char *
+silent_file(const char *prefix, int n)
+{
+	char  *file;
+	size_t cap = (size_t)n * 256 + 128, len = 0;
+
+	CHECK((file = malloc(cap)) != NULL);
+	len += (size_t)snprintf(file, cap,
+	                        "{\"mcp\": {\"stdio_start_concurrency\": 1, "
+	                        "\"client_configs\": [");
+	for (int i = 0; i < n; i++) {
+		len += (size_t)snprintf(
+		        file + len, cap - len,
+		        "%s{\"name\": \"%s%d\", \"connection_type\": "
+		        "\"stdio\", \"stdio_config\": {\"command\": "
+		        "\"sleep\", \"args\": [\"600\"]}}",
+		        i ? ", " : "", prefix, i);
+	}
+	snprintf(file + len, cap - len, "]}}");
+	return (file);
+}
+
+static struct {
+	pthread_mutex_t mtx;
+	pthread_cond_t  cv;
+	bool            done;
+	int             rc;
+} loaded = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0};
+
+static void
+on_loaded(void *arg, int rc, const char *err)
+{
+	(void)arg;
+	(void)err;
+	pthread_mutex_lock(&loaded.mtx);
+	loaded.done = true;
+	loaded.rc   = rc;
+	pthread_cond_broadcast(&loaded.cv);
+	pthread_mutex_unlock(&loaded.mtx);
+}
+
+/* A boot that takes longer than a minute is waited for: three stdio
+ * servers that never answer, started one at a time, take three times a
+ * first connect's 30 s.  Both loads (one async, one beside it) answer
+ * MK_OK when the last connect ends, every client kept `unstable` at
+ * stage `connect`.  (Before, both gave up at 60 s with MK_ETIMEDOUT, and
+ * a daemon so booting stopped itself.) */
+static void
+long_boot(void)
+{
+	enum { N = 3 };
+	sub         sb;
+	mk_runtime *rt = rt_open(&sb);
+	char *a = silent_file("silentA", N), *b = silent_file("silentB", N);
+	char *err = NULL, name[16];
+
+	CHECK_EQ(mk_runtime_load_async(rt, a, on_loaded, NULL, &err), 0);
+	CHECK_EQ(mk_runtime_load(rt, b, &err), 0);
+	CHECK(err == NULL);
+	pthread_mutex_lock(&loaded.mtx);
+	while (!loaded.done) {
+		pthread_cond_wait(&loaded.cv, &loaded.mtx);
+	}
+	pthread_mutex_unlock(&loaded.mtx);
+	CHECK_EQ(loaded.rc, 0);
+	for (int i = 0; i < 2 * N; i++) {
+		snprintf(name, sizeof(name), "silent%c%d", "AB"[i / N], i % N);
+		json_t *v = view_of(rt, name);
+		CHECK(strcmp(vstr(v, "state"), "unstable") == 0);
+		CHECK(strcmp(vstr(json_object_get(v, "last_failure"), "stage"),
+		             "connect") == 0);
+		json_decref(v);
+	}
+	free(a);
+	free(b);
+	rt_close(&rt, &sb);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -895,6 +977,7 @@ main(int argc, char **argv)
 	RUN_IF(env_args_hidden);
 	RUN_IF(reload_diff);
 	RUN_IF(cold_starts);
+	RUN_IF(long_boot);
 	peer_stop(&srv);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -98,6 +98,60 @@ lanes_init(load *ld, unsigned slow)
 	ld->lanes[BOOT_NET].conc  = BOOT_NET_AT_ONCE;
 }
 
+/* The boot lane whose turns c's first connect waits for. */
+static int
+lane_of(const cfg_client *c)
+{
+	return (c->conn == CFG_STDIO || !c->sticky ? BOOT_SLOW : BOOT_NET);
+}
+
+/* The most a boot of so many clients in each lane takes: its lanes'
+ * turns one after another (they run side by side), each turn as long
+ * as a connect's ask may last, and the time to start them. */
+static int64_t
+boot_ms(const size_t n[BOOT_LANES], unsigned slow)
+{
+	size_t conc[BOOT_LANES] = {slow_at_once(slow), BOOT_NET_AT_ONCE};
+	size_t turns            = 0;
+
+	for (int k = 0; k < BOOT_LANES; k++) {
+		turns += (n[k] + conc[k] - 1) / conc[k];
+	}
+	turns = turns != 0 ? turns : 1; /* (a reload's updates: one) */
+	return ((int64_t)turns * CONNECT_ASK_MS + BOOT_SLACK_MS);
+}
+
+int64_t
+sv_boot_ms(const cfg_file *f)
+{
+	size_t n[BOOT_LANES] = {0};
+
+	for (size_t i = 0; i < f->nclients; i++) {
+		n[lane_of(f->clients[i])]++;
+	}
+	return (boot_ms(n, f->start_conc));
+}
+
+int64_t
+sv_restore_ms(const char *list)
+{
+	json_t     *l             = json_loads(list, 0, NULL), *item;
+	size_t      n[BOOT_LANES] = {0}, i;
+	cfg_client *c;
+	char        err[CFG_ERR_MAX];
+
+	json_array_foreach(l, i, item)
+	{
+		if (cfg_client_parse_stored(json_object_get(item, "config"),
+		                            &c, err, sizeof(err)) == 0) {
+			n[lane_of(c)]++;
+			cfg_client_free(&c);
+		}
+	}
+	json_decref(l);
+	return (boot_ms(n, 0));
+}
+
 static void
 on_connected(kn_actor *self, void *arg, int status, const void *data,
              size_t len)
@@ -171,8 +225,8 @@ connect_send(kn_actor *self, entry *e, actx *x, const char *tools)
 	int            rv;
 
 	rv = kn_ask_async_msg(self, e->actor, MSG_CL_CONNECT,
-	                      CODEC_OF(cl_connect_msg, &m),
-	                      CLIENT_CONNECT_MS + 5000, on_connected, x);
+	                      CODEC_OF(cl_connect_msg, &m), CONNECT_ASK_MS,
+	                      on_connected, x);
 	if (rv == 0 && x->lane >= 0) {
 		x->load->lanes[x->lane].out++;
 	}
@@ -237,9 +291,7 @@ start_client(kn_actor *self, sv_self *sv, cfg_client *cfg, bool boot,
              char *err, size_t errlen)
 {
 	cl_connect_msg m    = {0};
-	int            lane = ld == NULL || !boot                   ? -1
-	                   : cfg->conn == CFG_STDIO || !cfg->sticky ? BOOT_SLOW
-	                                                            : BOOT_NET;
+	int            lane = ld == NULL || !boot ? -1 : lane_of(cfg);
 	client_args    a    = {
 	              .cfg        = cfg,
 	              .supervisor = self,

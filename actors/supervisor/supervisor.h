@@ -35,6 +35,23 @@ typedef struct sv_args {
 
 extern const kn_actor_ops supervisor_ops;
 
+/* A first connect's ask: the client's own deadline, and then some. */
+#define CONNECT_ASK_MS (CLIENT_CONNECT_MS + 5000)
+/* A boot's time besides its connects' turns (spawning the actors). */
+#define BOOT_SLACK_MS 30000
+
+/*
+ * How long a boot may take at most, so its asker's deadline: each first
+ * connect is bounded (CONNECT_ASK_MS) and a boot starts so many at once
+ * (a lane each for stdio starts and per-call discoveries, at most
+ * mcp.stdio_start_concurrency at once, and for sticky network dials,
+ * 256), so 10,000 clients may take many times one connect's 30 s.
+ * sv_boot_ms is a config file's (MSG_SV_LOAD, MSG_SV_RELOAD's new
+ * clients), sv_restore_ms the store's list (MSG_SV_LOAD's restore).
+ */
+int64_t sv_boot_ms(const cfg_file *f);
+int64_t sv_restore_ms(const char *list);
+
 /* supervisor_stats_decode parses a MSG_STATS reply.  Unknown keys are
  * ignored.  Returns 0 or MK_EPROTO. */
 int supervisor_stats_decode(const void *buf, size_t len, mk_stats *out);
