@@ -412,6 +412,7 @@ worker(void *arg)
 	lane *l = arg;
 	req  *r;
 
+	(void)pthread_setname_np(pthread_self(), "http-worker");
 	for (;;) {
 		pthread_mutex_lock(&D.mtx);
 		while (l->head == NULL && !H.stopping) {

@@ -5,9 +5,13 @@
  * No sleeps: the test thread waits on a condition its actors signal, or on
  * an ask's reply (FIFO per sender makes a ping a barrier).
  */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "actors/kernel/clock.h"
@@ -284,6 +288,48 @@ registry_and_spawn_errors(void)
 	kn_actor_destroy(&a);
 	/* the name is free again */
 	CHECK_EQ(kn_spawn(k, "one", &t_ops, &c, &a), 0);
+	kn_actor_destroy(&a);
+	kn_kernel_close(&k);
+}
+
+/* Whether a thread of this process is named name (/proc's comm). */
+static bool
+thread_named(const char *name)
+{
+	DIR           *d = opendir("/proc/self/task");
+	struct dirent *t;
+	char           path[300], comm[32];
+	bool           found = false;
+
+	CHECK(d != NULL);
+	while (!found && (t = readdir(d)) != NULL) {
+		FILE *f;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+		         t->d_name);
+		if (t->d_name[0] != '.' && (f = fopen(path, "r")) != NULL) {
+			found = fgets(comm, sizeof(comm), f) != NULL &&
+			        strcmp(comm, name) == 0;
+			fclose(f);
+		}
+	}
+	closedir(d);
+	return (found);
+}
+
+/* An actor's thread bears its name (top -H, perf and gdb show it), cut to
+ * the 15 bytes a thread name holds. */
+static void
+threads_named(void)
+{
+	kn_kernel *k = kopen();
+	kn_actor  *a;
+	ctx        c;
+
+	ctx_init(&c);
+	CHECK(!thread_named("mcp:a-long-name\n"));
+	CHECK_EQ(kn_spawn(k, "mcp:a-long-name-for-a-thread", &t_ops, &c, &a),
+	         0);
+	CHECK(thread_named("mcp:a-long-name\n"));
 	kn_actor_destroy(&a);
 	kn_kernel_close(&k);
 }
@@ -584,6 +630,7 @@ main(void)
 	kn_log_configure(MK_LOG_WARN, 0, 2);
 	RUN(start_stop_1000);
 	RUN(registry_and_spawn_errors);
+	RUN(threads_named);
 	RUN(registry_alias);
 	RUN(per_sender_order);
 	RUN(deadline_and_late_reply);

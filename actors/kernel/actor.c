@@ -565,6 +565,17 @@ shut_down(kn_actor *self)
 	}
 }
 
+/* Names the calling thread after its actor (top -H, perf, gdb show it),
+ * cut to the 15 bytes a thread name holds. */
+static void
+thread_name(const char *name)
+{
+	char cut[16];
+
+	snprintf(cut, sizeof(cut), "%.15s", name);
+	(void)pthread_setname_np(pthread_self(), cut);
+}
+
 static void *
 actor_main(void *arg)
 {
@@ -572,6 +583,7 @@ actor_main(void *arg)
 	int       rv;
 
 	self->tid = pthread_self();
+	thread_name(self->name);
 	(void)kn_log_bind(&self->k->log);
 	rv = nng_aio_alloc(&self->rx_aio, NULL, NULL) != 0 ? MK_ENOMEM
 	        : self->ops->init != NULL
