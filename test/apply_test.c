@@ -801,6 +801,32 @@ reload_diff(void)
 	free(rd_id);
 }
 
+/* A config file of n stdio clients, prefix000 and on, each running
+ * command arg, at_once of them started at once (malloc'd). */
+static char *
+stdio_file(const char *prefix, int n, int at_once, const char *command,
+           const char *arg)
+{
+	size_t cap = (size_t)n * 512 + 128, len = 0;
+	char  *file;
+
+	CHECK((file = malloc(cap)) != NULL);
+	len += (size_t)snprintf(file, cap,
+	                        "{\"mcp\": {\"stdio_start_concurrency\": %d, "
+	                        "\"client_configs\": [",
+	                        at_once);
+	for (int i = 0; i < n; i++) {
+		len += (size_t)snprintf(
+		        file + len, cap - len,
+		        "%s{\"name\": \"%s%03d\", \"connection_type\": "
+		        "\"stdio\", \"stdio_config\": {\"command\": \"%s\", "
+		        "\"args\": [\"%s\"]}, \"tools_to_execute\": [\"*\"]}",
+		        i ? ", " : "", prefix, i, command, arg);
+	}
+	snprintf(file + len, cap - len, "]}}");
+	return (file);
+}
+
 /* 200 stdio servers boot with at most stdio_start_concurrency of them
  * starting at once (stdio_count, a C stand-in: 200 Node servers would
  * not fit this machine, marks each start and its end in one file), all
@@ -813,27 +839,13 @@ cold_starts(void)
 	mk_options  o;
 	mk_runtime *rt;
 	char        marks[256], logp[256], *err = NULL, *file, buf[4096];
-	size_t      cap = (size_t)N * 512, len = 0;
 	int         fd, at = 0, most = 0, starts = 0, ends = 0;
 	ssize_t     n;
 
 	CHECK(getenv("MK_STDIO_COUNT") != NULL);
 	snprintf(marks, sizeof(marks), "%s/marks", dir);
 	snprintf(logp, sizeof(logp), "%s/boot.log", dir);
-	CHECK((file = malloc(cap)) != NULL);
-	len += (size_t)snprintf(file, cap,
-	                        "{\"mcp\": {\"stdio_start_concurrency\": %d, "
-	                        "\"client_configs\": [",
-	                        AT_ONCE);
-	for (int i = 0; i < N; i++) {
-		len += (size_t)snprintf(
-		        file + len, cap - len,
-		        "%s{\"name\": \"cold%03d\", \"connection_type\": "
-		        "\"stdio\", \"stdio_config\": {\"command\": \"%s\", "
-		        "\"args\": [\"%s\"]}, \"tools_to_execute\": [\"*\"]}",
-		        i ? ", " : "", i, getenv("MK_STDIO_COUNT"), marks);
-	}
-	snprintf(file + len, cap - len, "]}}");
+	file = stdio_file("cold", N, AT_ONCE, getenv("MK_STDIO_COUNT"), marks);
 	CHECK((fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0600)) >= 0);
 	unsetenv("MCPKEEP_LOG"); /* (its progress lines are INFO) */
 	rt_options(&o, NULL);
@@ -875,30 +887,6 @@ cold_starts(void)
 	CHECK(first && last);
 }
 
-/* The file of n stdio clients named prefix0.. whose server never answers
- * (sleep), started one at a time (malloc'd). */
-static char *
-silent_file(const char *prefix, int n)
-{
-	char  *file;
-	size_t cap = (size_t)n * 256 + 128, len = 0;
-
-	CHECK((file = malloc(cap)) != NULL);
-	len += (size_t)snprintf(file, cap,
-	                        "{\"mcp\": {\"stdio_start_concurrency\": 1, "
-	                        "\"client_configs\": [");
-	for (int i = 0; i < n; i++) {
-		len += (size_t)snprintf(
-		        file + len, cap - len,
-		        "%s{\"name\": \"%s%d\", \"connection_type\": "
-		        "\"stdio\", \"stdio_config\": {\"command\": "
-		        "\"sleep\", \"args\": [\"600\"]}}",
-		        i ? ", " : "", prefix, i);
-	}
-	snprintf(file + len, cap - len, "]}}");
-	return (file);
-}
-
 static struct {
 	pthread_mutex_t mtx;
 	pthread_cond_t  cv;
@@ -930,9 +918,10 @@ long_boot(void)
 	enum { N = 3 };
 	sub         sb;
 	mk_runtime *rt = rt_open(&sb);
-	char *a = silent_file("silentA", N), *b = silent_file("silentB", N);
-	char *err = NULL, name[16];
+	char       *a, *b, *err = NULL, name[16];
 
+	a = stdio_file("silentA", N, 1, "sleep", "600");
+	b = stdio_file("silentB", N, 1, "sleep", "600");
 	CHECK_EQ(mk_runtime_load_async(rt, a, on_loaded, NULL, &err), 0);
 	CHECK_EQ(mk_runtime_load(rt, b, &err), 0);
 	CHECK(err == NULL);
@@ -943,7 +932,8 @@ long_boot(void)
 	pthread_mutex_unlock(&loaded.mtx);
 	CHECK_EQ(loaded.rc, 0);
 	for (int i = 0; i < 2 * N; i++) {
-		snprintf(name, sizeof(name), "silent%c%d", "AB"[i / N], i % N);
+		snprintf(name, sizeof(name), "silent%c%03d", "AB"[i / N],
+		         i % N);
 		json_t *v = view_of(rt, name);
 		CHECK(strcmp(vstr(v, "state"), "unstable") == 0);
 		CHECK(strcmp(vstr(json_object_get(v, "last_failure"), "stage"),
