@@ -4,7 +4,6 @@
  * client's actor (one mailbox hop) and is answered in the caller's
  * waiting slot.  What the API asks of the credential actor is cred.c's.
  */
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,13 +103,11 @@ load_ms(mk_runtime *rt, const char *config_json, int *ms, char **err)
 {
 	cfg_file *f;
 	int       rv;
-	int64_t   bound;
 
 	if ((rv = file_of(rt, config_json, &f, err)) != 0) {
 		return (rv);
 	}
-	bound = sv_boot_ms(f);
-	*ms   = bound < INT_MAX - RELOAD_MS ? (int)bound : INT_MAX - RELOAD_MS;
+	*ms = sv_boot_ms(f);
 	cfg_file_free(&f);
 	return (0);
 }

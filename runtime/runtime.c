@@ -159,7 +159,7 @@ rt_restore(mk_runtime *rt, char **listp)
 	}
 	sv_load_msg m = {.restore = list};
 	rv = kn_ask_msg(rt->supervisor, MSG_SV_LOAD, CODEC_OF(sv_load_msg, &m),
-	                (int)sv_restore_ms(list), &b);
+	                sv_restore_ms(list), &b);
 	free(b.data);
 	*listp = list;
 	return (rv);

@@ -108,20 +108,22 @@ lane_of(const cfg_client *c)
 /* The most a boot of so many clients in each lane takes: its lanes'
  * turns one after another (they run side by side), each turn as long
  * as a connect's ask may last, and the time to start them. */
-static int64_t
+static int
 boot_ms(const size_t n[BOOT_LANES], unsigned slow)
 {
-	size_t conc[BOOT_LANES] = {slow_at_once(slow), BOOT_NET_AT_ONCE};
-	size_t turns            = 0;
+	size_t  conc[BOOT_LANES] = {slow_at_once(slow), BOOT_NET_AT_ONCE};
+	size_t  turns            = 0;
+	int64_t ms;
 
 	for (int k = 0; k < BOOT_LANES; k++) {
 		turns += (n[k] + conc[k] - 1) / conc[k];
 	}
 	turns = turns != 0 ? turns : 1; /* (a reload's updates: one) */
-	return ((int64_t)turns * CONNECT_ASK_MS + BOOT_SLACK_MS);
+	ms    = (int64_t)turns * CONNECT_ASK_MS + BOOT_SLACK_MS;
+	return (ms < BOOT_MAX_MS ? (int)ms : BOOT_MAX_MS);
 }
 
-int64_t
+int
 sv_boot_ms(const cfg_file *f)
 {
 	size_t n[BOOT_LANES] = {0};
@@ -132,7 +134,7 @@ sv_boot_ms(const cfg_file *f)
 	return (boot_ms(n, f->start_conc));
 }
 
-int64_t
+int
 sv_restore_ms(const char *list)
 {
 	json_t     *l             = json_loads(list, 0, NULL), *item;

@@ -13,6 +13,8 @@
 #ifndef ACTORS_SUPERVISOR_H
 #define ACTORS_SUPERVISOR_H
 
+#include <limits.h>
+
 #include "actors/client/client.h"
 #include "actors/kernel/kernel.h"
 #include "actors/kernel/stream.h"
@@ -39,6 +41,9 @@ extern const kn_actor_ops supervisor_ops;
 #define CONNECT_ASK_MS (CLIENT_CONNECT_MS + 5000)
 /* A boot's time besides its connects' turns (spawning the actors). */
 #define BOOT_SLACK_MS 30000
+/* The most sv_boot_ms says (12 days: room for an asker's margin in an
+ * int). */
+#define BOOT_MAX_MS (INT_MAX / 2)
 
 /*
  * How long a boot may take at most, so its asker's deadline: each first
@@ -49,8 +54,8 @@ extern const kn_actor_ops supervisor_ops;
  * sv_boot_ms is a config file's (MSG_SV_LOAD, MSG_SV_RELOAD's new
  * clients), sv_restore_ms the store's list (MSG_SV_LOAD's restore).
  */
-int64_t sv_boot_ms(const cfg_file *f);
-int64_t sv_restore_ms(const char *list);
+int sv_boot_ms(const cfg_file *f);
+int sv_restore_ms(const char *list);
 
 /* supervisor_stats_decode parses a MSG_STATS reply.  Unknown keys are
  * ignored.  Returns 0 or MK_EPROTO. */
